@@ -1,0 +1,95 @@
+"""What `pytest --gpu-verify` costs over bare `docker exec`s of the same commands, in one run.
+
+Sets up the simulated ROCm host (real container, fake GPU tools), then times, interleaved and
+repeated: N bare `docker exec` runs of a trivial op_test, and `pytest --gpu-verify` over the same N
+targets, for N = 1 and N = 10. Prints the fixed cost per session and the cost per extra target.
+Targets (issue 2): fixed cost <= window + 1.5 s; per extra target <= 0.3 s beyond its bare exec.
+
+    python bench/overhead.py [--window 2] [--repeats 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from pytest_gpuverify import demo  # noqa: E402
+from pytest_gpuverify.container import docker_client  # noqa: E402
+
+TRIVIAL = "op_tests/test_rmsnorm2d.py"
+
+
+def timed(cmd, **kw) -> float:
+    t = time.perf_counter()
+    proc = subprocess.run(cmd, capture_output=True, **kw)
+    elapsed = time.perf_counter() - t
+    if proc.returncode not in (0,):
+        raise SystemExit(f"failed ({proc.returncode}): {' '.join(cmd)}\n{proc.stdout.decode()[-3000:]}{proc.stderr.decode()[-3000:]}")
+    return elapsed
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--window", type=float, default=2.0)
+    ap.add_argument("--repeats", type=int, default=3)
+    args = ap.parse_args()
+    root = Path(tempfile.mkdtemp(prefix="gv-bench-"))
+    client = docker_client()
+    name = "gpuverify-bench"
+    env_path, repo, sim_bin = demo.setup_sandbox(root, client, container=name)
+    try:
+        targets = []
+        for i in range(10):
+            rel = f"op_tests/test_trivial_{i}.py"
+            shutil.copy(repo / TRIVIAL, repo / rel)
+            targets.append(rel)
+        subprocess.run(["git", "-C", str(repo), "add", "-A"], check=True)
+        subprocess.run(["git", "-C", str(repo), "-c", "user.name=b", "-c", "user.email=b@b", "commit", "-qm", "bench"], check=True)
+        env = dict(os.environ, PATH=f"{sim_bin}:{os.environ['PATH']}")
+
+        def bare(n: int) -> float:
+            t = 0.0
+            for rel in targets[:n]:
+                t += timed(["docker", "exec", "-w", "/workspace/aiter", "-e", "PYTHONPATH=/workspace/aiter",
+                            "-e", "HIP_VISIBLE_DEVICES=0", name, "python3", rel])
+            return t
+
+        def plugin(n: int) -> float:
+            return timed([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--gpu-verify",
+                          "--gpu-env", str(env_path), "--gpu-window", str(args.window), "--ticket", "BENCH",
+                          *targets[:n]], cwd=repo, env=env)
+
+        samples: dict[str, list[float]] = {"bare1": [], "bare10": [], "plug1": [], "plug10": []}
+        plugin(1)  # warm the page cache and the image
+        for _ in range(args.repeats):
+            samples["bare1"].append(bare(1))
+            samples["plug1"].append(plugin(1))
+            samples["bare10"].append(bare(10))
+            samples["plug10"].append(plugin(10))
+        med = {k: statistics.median(v) for k, v in samples.items()}
+        fixed = med["plug1"] - med["bare1"]
+        per_extra = (med["plug10"] - med["plug1"]) / 9 - (med["bare10"] - med["bare1"]) / 9
+        print(f"window {args.window:g} s, {args.repeats} repeats, medians:")
+        for k, v in med.items():
+            print(f"  {k:<7} {v:7.3f} s   (all: {', '.join(f'{x:.3f}' for x in samples[k])})")
+        print(f"fixed cost per session : {fixed:6.3f} s   target <= {args.window + 1.5:.1f} s  "
+              f"-> {'OK' if fixed <= args.window + 1.5 else 'OVER'}  (ratio to window+1.5: {fixed / (args.window + 1.5):.2f})")
+        print(f"cost per extra target  : {per_extra:6.3f} s   target <= 0.3 s  -> {'OK' if per_extra <= 0.3 else 'OVER'}"
+              f"  (ratio to one bare exec: {per_extra / (med['bare1']):.2f})")
+        return 0
+    finally:
+        demo.remove_sandbox_containers(client, [name])
+        shutil.rmtree(root, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,3 @@
+"""pytest-gpuverify: GPU kernel test runs as verified artifacts."""
+
+__version__ = "0.1.0"

@@ -1,0 +1,192 @@
+"""The artifact: typed models, atomic writing, and the JSON Schema `gpuverify schema` prints.
+
+Field names follow the contract (section 5). Unknown values are ``None`` (JSON ``null``), never
+invented; NaN never reaches the JSON (it is counted in ``nan_count`` and stored as ``null``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import tempfile
+from pathlib import Path
+from typing import Any, Literal, Optional
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+SCHEMA_VERSION = 1
+
+Verdict = Literal["PASS", "FAIL", "INCONCLUSIVE"]
+NO_GPU = "NO_GPU"
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+def _finite_or_none(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+class GpuRecord(_Model):
+    """The GPU the command saw. ``hip_index`` on ROCm, ``index`` on every backend."""
+
+    index: Optional[int] = None
+    hip_index: Optional[int] = None
+    arch: Optional[str] = None
+    name: Optional[str] = None
+    uuid: Optional[str] = None
+    lock_path: Optional[str] = None
+
+
+class Versions(_Model):
+    rocm: Optional[str] = None
+    torch: Optional[str] = None
+    hip: Optional[str] = None
+    cuda: Optional[str] = None
+    triton: Optional[str] = None
+    python: Optional[str] = None
+
+
+class RepoRecord(_Model):
+    path: str
+    sha: Optional[str] = None
+    dirty: Optional[bool] = None
+    dirty_paths: list[str] = Field(default_factory=list)
+
+
+class Correctness(_Model):
+    """What the output says about correctness. ``passed`` is None when nothing readable was printed."""
+
+    passed: Optional[bool] = None
+    rtol: Optional[float] = None
+    atol: Optional[float] = None
+    nan_count: int = 0
+    snr_db: Optional[float] = None
+    shapes_checked: int = 0
+    checks_passed: int = 0
+    checks_warning: int = 0
+    checks_failed: int = 0
+    cosine_sim: Optional[float] = None
+    max_abs_error: Optional[float] = None
+    logits_diff: Optional[float] = None
+
+    _finite = field_validator("rtol", "atol", "snr_db", "cosine_sim", "max_abs_error", "logits_diff", mode="before")(
+        _finite_or_none
+    )
+
+
+class PerfRow(_Model):
+    """One printed timing. ``us_median`` holds the printed time in microseconds; ``stat`` says which
+    statistic it is when the output says so (aiter's ``avg`` is ``mean``)."""
+
+    shape: str
+    name: str
+    us_median: Optional[float] = None
+    stat: Optional[str] = None
+    runs: Optional[int] = None
+    min_us: Optional[float] = None
+    max_us: Optional[float] = None
+    regime: Optional[str] = None
+    side: Optional[str] = None
+    metrics: dict[str, Optional[float]] = Field(default_factory=dict)
+    source_line: Optional[int] = None
+
+    _finite = field_validator("us_median", "min_us", "max_us", mode="before")(_finite_or_none)
+
+    @field_validator("metrics", mode="before")
+    @classmethod
+    def _finite_metrics(cls, value: Any) -> Any:
+        if isinstance(value, dict):
+            return {k: _finite_or_none(v) for k, v in value.items()}
+        return value
+
+
+class TargetRecord(_Model):
+    """What was asked for: the target as collected or declared."""
+
+    name: str
+    kind: str
+    path: Optional[str] = None
+    args: list[str] = Field(default_factory=list)
+
+
+class Artifact(_Model):
+    schema_version: int = SCHEMA_VERSION
+    plugin_version: Optional[str] = None
+    key: Optional[str] = None
+    topic: str
+    ts: str
+    finished_ts: Optional[str] = None
+    duration_s: Optional[float] = None
+    host: Optional[str] = None
+    container: Optional[str] = None
+    image: Optional[str] = None
+    gpu: GpuRecord = Field(default_factory=GpuRecord)
+    gpus: list[GpuRecord] = Field(default_factory=list)
+    versions: Versions = Field(default_factory=Versions)
+    repos: list[RepoRecord] = Field(default_factory=list)
+    target: Optional[TargetRecord] = None
+    command: Optional[str] = None
+    workdir: Optional[str] = None
+    env: dict[str, str] = Field(default_factory=dict)
+    imports: dict[str, Optional[str]] = Field(default_factory=dict)
+    cold: bool = False
+    cache_dirs: dict[str, str] = Field(default_factory=dict)
+    correctness: Correctness = Field(default_factory=Correctness)
+    perf: list[PerfRow] = Field(default_factory=list)
+    verdict: Verdict = "INCONCLUSIVE"
+    reasons: list[str] = Field(default_factory=list)
+    notes: list[str] = Field(default_factory=list)
+    exit_code: Optional[int] = None
+    timed_out: bool = False
+    raw_output: Optional[str] = None
+    raw_output_sha256: Optional[str] = None
+    raw_output_bytes: Optional[int] = None
+
+
+def artifact_schema() -> dict[str, Any]:
+    return Artifact.model_json_schema()
+
+
+def sha256_file(path: Path, chunk: int = 1 << 20) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        while block := fh.read(chunk):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` so a reader sees the old file or the new one, never half of one."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+
+
+def dump_artifact(artifact: Artifact) -> bytes:
+    payload = artifact.model_dump(mode="json")
+    return (json.dumps(payload, indent=2, allow_nan=False, ensure_ascii=False) + "\n").encode("utf-8")
+
+
+def write_artifact(artifact: Artifact, path: Path) -> None:
+    write_atomic(path, dump_artifact(artifact))
+
+
+def read_artifact(path: Path) -> Artifact:
+    return Artifact.model_validate_json(Path(path).read_bytes())

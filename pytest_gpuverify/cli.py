@@ -1,0 +1,104 @@
+"""``gpuverify``: the work outside a test run (schema, show, check, doctor, sim)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Optional, Sequence
+
+from .artifact import artifact_schema, read_artifact
+
+
+def _cmd_schema(args: argparse.Namespace) -> int:
+    print(json.dumps(artifact_schema(), indent=2))
+    return 0
+
+
+def _load(path: str):
+    try:
+        return read_artifact(Path(path))
+    except FileNotFoundError:
+        print(f"gpuverify: {path}: no such file", file=sys.stderr)
+    except ValueError as exc:
+        first = str(exc).splitlines()[0]
+        print(f"gpuverify: {path}: not a gpuverify artifact ({first})", file=sys.stderr)
+    return None
+
+
+def _cmd_show(args: argparse.Namespace) -> int:
+    from .show import render
+
+    art = _load(args.artifact)
+    if art is None:
+        return 2
+    print(render(art, Path(args.artifact)))
+    return 0
+
+
+def _cmd_check(args: argparse.Namespace) -> int:
+    from .check import check_artifact
+
+    art = _load(args.artifact)
+    if art is None:
+        return 2
+    problems = check_artifact(art, Path(args.artifact))
+    for problem in problems:
+        print(f"MISMATCH {problem}")
+    if problems:
+        print(f"{args.artifact}: {len(problems)} difference(s) between the artifact and its raw output")
+        return 1
+    print(f"{args.artifact}: OK (raw output sha256, numbers, correctness and verdict match)")
+    return 0
+
+
+def _cmd_sim_install(args: argparse.Namespace) -> int:
+    from .simulator import SimState, install
+
+    state = SimState.idle(gpus=args.gpus, arch=args.arch)
+    path = install(Path(args.bin_dir), state)
+    print(f"simulated ROCm host installed in {args.bin_dir} (state: {path}); put it first on PATH")
+    return 0
+
+
+def _cmd_demo(args: argparse.Namespace) -> int:
+    from .demo import run_demo
+
+    return run_demo(Path(args.dir), ticket=args.ticket)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="gpuverify", description="pytest-gpuverify tools")
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("schema", help="print the artifact's JSON Schema").set_defaults(func=_cmd_schema)
+    show = sub.add_parser("show", help="print an artifact as a readable table")
+    show.add_argument("artifact")
+    show.set_defaults(func=_cmd_show)
+    check = sub.add_parser("check", help="re-check an artifact against its raw output")
+    check.add_argument("artifact")
+    check.set_defaults(func=_cmd_check)
+    sim = sub.add_parser("sim", help="the simulated ROCm host (fake rocm-smi, amd-smi, rocminfo)")
+    simsub = sim.add_subparsers(dest="sim_command", required=True)
+    inst = simsub.add_parser("install", help="write the fake tools and a state file into BIN_DIR")
+    inst.add_argument("bin_dir")
+    inst.add_argument("--gpus", type=int, default=8)
+    inst.add_argument("--arch", default="gfx942")
+    inst.set_defaults(func=_cmd_sim_install)
+    demo = sub.add_parser("demo", help="set up a simulated ROCm host with a real container and run the demo targets")
+    demo.add_argument("--dir", default=".demo", help="where the sandbox lives (default .demo)")
+    demo.add_argument("--ticket", default="DEMO-1")
+    demo.set_defaults(func=_cmd_demo)
+    return parser
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.func(args))
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

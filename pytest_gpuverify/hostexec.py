@@ -1,0 +1,101 @@
+"""Run a command on the GPU host and capture its output, bounded in time and size.
+
+Every GPU tool call goes through a :class:`HostRunner`, so a remote host (SSH) can later replace
+:class:`LocalHost` without touching the backends.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+from dataclasses import dataclass
+from typing import Mapping, Optional, Protocol, Sequence
+
+MAX_CAPTURE = 16 << 20  # a GPU tool printing more than this is broken; keep the head
+
+
+@dataclass(frozen=True)
+class CommandResult:
+    argv: tuple[str, ...]
+    returncode: Optional[int]
+    stdout: bytes
+    stderr: bytes
+    timed_out: bool = False
+    missing: bool = False  # the executable was not found
+
+    @property
+    def ok(self) -> bool:
+        return self.returncode == 0 and not self.timed_out and not self.missing
+
+    def text(self) -> str:
+        return self.stdout.decode("utf-8", errors="replace")
+
+    def describe(self) -> str:
+        if self.missing:
+            return f"{self.argv[0]}: not found"
+        if self.timed_out:
+            return f"{' '.join(self.argv)}: timed out"
+        err = self.stderr.decode("utf-8", errors="replace").strip().splitlines()
+        tail = f": {err[-1][:200]}" if err else ""
+        return f"{' '.join(self.argv)}: exit {self.returncode}{tail}"
+
+
+class HostRunner(Protocol):
+    name: str
+
+    def run(self, argv: Sequence[str], timeout: float = 30.0, env: Optional[Mapping[str, str]] = None) -> CommandResult: ...
+
+    def which(self, program: str) -> Optional[str]: ...
+
+
+class LocalHost:
+    """This machine. Commands run in their own process group so a timeout kills the whole tree."""
+
+    name = "local"
+
+    def __init__(self, env: Optional[Mapping[str, str]] = None) -> None:
+        self._env = dict(env) if env is not None else None
+
+    def which(self, program: str) -> Optional[str]:
+        import shutil
+
+        path = (self._env or os.environ).get("PATH")
+        return shutil.which(program, path=path)
+
+    def run(self, argv: Sequence[str], timeout: float = 30.0, env: Optional[Mapping[str, str]] = None) -> CommandResult:
+        full_env = dict(self._env if self._env is not None else os.environ)
+        if env:
+            full_env.update(env)
+        argv = tuple(argv)
+        try:
+            proc = subprocess.Popen(
+                argv,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                env=full_env,
+                start_new_session=True,
+            )
+        except FileNotFoundError:
+            return CommandResult(argv, None, b"", b"", missing=True)
+        except OSError as exc:
+            return CommandResult(argv, None, b"", str(exc).encode(), missing=True)
+        try:
+            out, err = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            _kill_group(proc)
+            out, err = proc.communicate()
+            return CommandResult(argv, proc.returncode, out[:MAX_CAPTURE], err[:MAX_CAPTURE], timed_out=True)
+        except BaseException:
+            _kill_group(proc)
+            proc.wait()
+            raise
+        return CommandResult(argv, proc.returncode, out[:MAX_CAPTURE], err[:MAX_CAPTURE])
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass

@@ -1,0 +1,96 @@
+"""The GPU lock: the same kernel ``flock`` that the env file's ``flock`` prefix takes.
+
+We hold it with ``fcntl.flock`` on our own open file description, so it excludes (and is excluded by)
+``flock(1)``, ``filelock`` and every other ``flock`` user of the path. The descriptor is opened
+``O_CLOEXEC``: no command we start can inherit it and keep the GPU locked after we let go
+(gpu-tools-and-locks.md section 6, case 5). The kernel drops it if this process dies, even on kill -9.
+Lock files are never deleted: another user may hold or be waiting on them.
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import os
+import time
+from pathlib import Path
+from typing import Optional
+
+
+class LockError(OSError):
+    """The lock file could not be opened (missing directory, permissions). Names the path and the fix."""
+
+
+class GpuLease:
+    """An exclusive hold on one GPU's lock file. Use :meth:`try_acquire`; always :meth:`release`."""
+
+    def __init__(self, path: Path, gpu_index: int) -> None:
+        self.path = Path(path)
+        self.gpu_index = gpu_index
+        self._fd: Optional[int] = None
+        self.acquired_at: Optional[float] = None
+        self.released_at: Optional[float] = None
+
+    @property
+    def held(self) -> bool:
+        return self._fd is not None
+
+    def try_acquire(self) -> bool:
+        """Take the lock without waiting. False when someone else holds it."""
+        if self._fd is not None:
+            return True
+        try:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
+        except OSError as exc:
+            raise LockError(
+                exc.errno,
+                f"cannot open GPU lock file {self.path}: {exc.strerror}. "
+                f"Fix: create {self.path.parent} writable for this user, or change the lock cell of the GPU lock table",
+            ) from exc
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            os.close(fd)
+            if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+                return False
+            raise LockError(exc.errno, f"cannot lock {self.path}: {exc.strerror}") from exc
+        self._fd = fd
+        self.acquired_at = time.monotonic()
+        self.released_at = None
+        return True
+
+    def release(self) -> None:
+        fd, self._fd = self._fd, None
+        if fd is None:
+            return
+        try:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+        finally:
+            os.close(fd)
+            self.released_at = time.monotonic()
+
+    def __enter__(self) -> "GpuLease":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+    def __repr__(self) -> str:
+        return f"GpuLease(gpu={self.gpu_index}, path={str(self.path)!r}, held={self.held})"
+
+
+def is_locked_elsewhere(path: Path) -> bool:
+    """True when another open file description holds ``path`` (a read-only probe; creates nothing)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        return True
+    else:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return False
+    finally:
+        os.close(fd)

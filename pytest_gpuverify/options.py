@@ -1,0 +1,55 @@
+"""The run's options as one typed model, built from pytest's options or from the CLI."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Optional
+
+from pydantic import BaseModel, ConfigDict
+
+TICKET_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+
+
+class SetupError(Exception):
+    """A usage or env-file problem found before anything touches a GPU: one line, names the fix."""
+
+
+class RunOptions(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    env_path: Path
+    ticket: Optional[str] = None
+    arch: Optional[str] = None
+    host: Optional[str] = None
+    container: Optional[str] = None
+    window_s: float = 2.0
+    wait_s: float = 0.0
+    timeout_s: float = 3600.0
+    topic: Optional[str] = None
+    cold: bool = False
+    allow_dirty: bool = False
+    start_container: bool = False
+    invocation_dir: Path = Path(".")
+    echo_output: bool = False
+
+
+def check_ticket(ticket: Optional[str]) -> Optional[str]:
+    if ticket is None:
+        return None
+    if not TICKET_RE.fullmatch(ticket):
+        raise SetupError(
+            f"--ticket {ticket!r} is not a ticket key. Fix: use letters, digits, '.', '_' or '-' "
+            "(up to 64, starting with a letter or digit), e.g. --ticket AITER-123"
+        )
+    return ticket
+
+
+def check_seconds(option: str, value: object, minimum: float = 0.0) -> float:
+    try:
+        seconds = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        raise SetupError(f"{option} {value!r} is not a number of seconds. Fix: e.g. {option} 2") from None
+    if not seconds >= minimum or seconds != seconds or seconds == float("inf"):
+        raise SetupError(f"{option} {value!r} must be a finite number >= {minimum:g}. Fix: e.g. {option} 2")
+    return seconds

@@ -1,0 +1,438 @@
+"""Parser for the output of aiter ``op_tests/test_*.py`` scripts (research notes, section 1).
+
+One pass over the lines, as a small state machine. It reads: ``[checkAllclose ...]`` verdicts and
+the ``-->max abs delta`` lines after them, legacy one-line ``[perf] ... avg: X us`` results, markdown
+summary tables, and pandas-printed summary tables that follow a ``... summary:`` line. The op_tests
+exit 0 after a failed check, so the printed words are the only evidence of a wrong result.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Optional
+
+from ..artifact import Correctness, PerfRow
+from .lines import EMPTY_CELLS, AlignedTableStream, LineReader, TableRow, TextLine, describe_size, is_ellipsis
+from .lines import is_markdown_separator, markdown_cells, read_number, strip_ansi, strip_ci_prefix
+from .result import CheckLine, ParsedOutput
+
+PERF_ROW_CAP = 100_000
+CHECK_LINE_CAP = 100_000
+REASON_CAP = 200  # failures/problems listed one by one; the rest are counted in a closing line
+NOTE_CAP = 50
+ERR_TOLERANCE = 0.05  # aiter's default tol_err_ratio: an ``err`` above it is a failed check
+SAMPLE_ROWS = 64  # rows read before a whitespace table's column edges are fixed
+LABEL_CAP = 200
+
+_NUM = r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|[-+]?nan|[-+]?inf"
+_LEVELS = "DEBUG|INFO|WARNING|ERROR|CRITICAL"
+# AITER_LOG_MORE=1 prints this header alone and the message on the next line.
+_LOG_MORE_HEADER = re.compile(rf"^\[aiter (?:{_LEVELS})\] \d{{4}}-\d\d-\d\d[ T]")
+_LOGGER_PREFIX = re.compile(rf"^\[aiter(?: (?:{_LEVELS}))?\] ?")
+# Some log viewers drop the ESC byte and leave ``[32m`` around the verdict word; that still reads.
+_CHECK = re.compile(
+    r"\[checkAllclose\s+atol=(?P<atol>[^\s\]]+)\s+rtol=(?P<rtol>[^\s\]]+)\s+(?:\[[\d;]*m)?"
+    r"(?P<word>passed|warning|failed|catastrophic)[~!]?(?:\[[\d;]*m)?\s*\]"
+)
+_MAX_DELTA = re.compile(r"-->max (?:abs )?delta:\s*(?P<value>[^\s,]+)")
+_CATASTROPHIC_ASSERT = re.compile(r"AssertionError:.*catastrophic error")
+_CALLING = re.compile(r"^calling \w+\(")
+# ``torch avg: 16.19 us`` / ``asm_avg: 148.84 us``; ``us/iter`` is a LOG_MORE extra, not a result.
+_AVG_TIMING = re.compile(rf"(?:^|(?<=[\s,\]]))(?P<who>\w+?)[ _]avg:\s*(?P<us>{_NUM})\s*us(?![\w/])")
+# ``a8w8 asm:    50.77 us`` / ``ck_moe_2stages:  234.56 us,   654.00 tflops``
+_NAMED_TIMING = re.compile(
+    rf"(?:^|(?<=\[perf\])|(?<=,))\s*(?P<who>[A-Za-z][\w.\-]*(?: [A-Za-z][\w.\-]*)*):\s*(?P<us>{_NUM})\s*us(?![\w/])"
+    rf"(?:[\s,.]*(?P<tflops>{_NUM})\s*tflops)?(?:[\s,.]*(?P<tbs>{_NUM})\s*TB/s)?",
+    re.IGNORECASE,
+)
+_UPLIFT = re.compile(r"uplift:\s*(?P<pct>[-+]?\d+(?:\.\d+)?)%")
+_SHAPE_PAIR = re.compile(r"(?P<key>[A-Za-z_][\w.]*)\s*[=:]\s*(?P<value>\([^()]*\)|\[[^\[\]]*\]|[^\s,()\[\]]+)")
+_NAN_WORD = re.compile(r"\b(?:nan|inf)\b", re.IGNORECASE)
+_ORPHAN_ELIDED_ROW = re.compile(r"^\d+\s{2,}\S.*\s\.{3,}\s")  # pandas rows with ``...`` and no header seen
+
+# Column classes (notes 1.5); the first that matches wins, so ``bwd_us`` is a time, not a bandwidth.
+_COLUMN_CLASSES = [
+    ("metric", re.compile(r"tflops|tb/s|gb/s|gb_per_sec|tok/s|(^|[ _:])bw($|[ _(])", re.I)),
+    ("time", re.compile(r"(^|[ _:])us($|[ _])|(^|[ _])[ds]q$", re.I)),  # test_quant's ``ck dq``/``ck sq`` are us
+    ("err", re.compile(r"(^|[ _:])err($|[ _(])|logits_diff", re.I)),
+    # Ratios and other verdict-like columns vary per run; keeping them out of the shape lets two
+    # runs of the same shape compare.
+    ("ratio", re.compile(r"uplift|speedup|ratio|gain|^[\w ]+/[\w ]+$", re.I)),
+    ("ignore", re.compile(r"(^|[ _])(cos|mre|all_close|result|status|leak)($|[ _(])", re.I)),
+]
+_TIME_WORD = re.compile(r"(^|[ _:])(us|dq|sq)(?=$|[ _])", re.I)
+_METRIC_WORD = re.compile(r"tflops|tb/s|gb/s|gb_per_sec|tok/s|(^|[ _:])bw(?=$|[ _(])|[()]", re.I)
+
+
+def _provider(name: str, word: re.Pattern[str]) -> str:
+    """``ck TFLOPS`` -> ``ck``, ``triton_us`` -> ``triton``, ``us`` -> ``""``."""
+    return " ".join(word.sub(" ", name).replace("_", " ").replace(":", " ").split()).lower()
+
+
+@dataclass
+class _Column:
+    name: str
+    kind: str  # time | metric | err | ratio | ignore | shape | elided
+    metrics: list[int] = field(default_factory=list)  # for a time column: its metric columns
+
+
+def _columns(names: list[str]) -> list[_Column]:
+    cols = []
+    for name in names:
+        kind = "elided" if is_ellipsis(name) else "shape" if name else "ignore"
+        if kind == "shape":
+            kind = next((k for k, rx in _COLUMN_CLASSES if rx.search(name)), "shape")
+        cols.append(_Column(name, kind))
+    times = [i for i, c in enumerate(cols) if c.kind == "time"]
+    time_providers = {i: _provider(cols[i].name, _TIME_WORD) for i in times}
+    for j, col in enumerate(cols):
+        if col.kind != "metric":
+            continue
+        provider = _provider(col.name, _METRIC_WORD)
+        owners = [i for i in times if time_providers[i] == provider]
+        if not owners and len(times) == 1:
+            owners = times  # ``TFLOPS`` next to the only time column belongs to it
+        for i in owners:
+            cols[i].metrics.append(j)
+    return cols
+
+
+@dataclass
+class _Table:
+    header_line: int
+    columns: list[_Column]
+    wrapped: bool = False
+    rows: int = 0
+    elided_rows_seen: bool = False
+
+
+class _AiterParser:
+    def __init__(self) -> None:
+        self.out = ParsedOutput(parser="aiter")
+        self.counts = {"passed": 0, "warning": 0, "failed": 0, "catastrophic": 0}
+        self.err_counts = {"passed": 0, "warning": 0, "failed": 0}
+        self.checks_seen = 0
+        self.failures_seen = 0
+        self.problems_seen = 0
+        self.perf_dropped = 0
+        self.nan_count = 0
+        self.atol: Optional[float] = None
+        self.rtol: Optional[float] = None
+        self.shape_keys: set[int] = set()  # hashes: distinct checked shapes, without keeping the text
+        self.call_blocks_checked = 0
+        self.call_block_open = False
+        self.call_block_has_check = False
+        self.in_tensor_dump = False
+        self.summary_pending: Optional[int] = None
+        self.md_header: Optional[tuple[int, list[str]]] = None
+        self.md_table: Optional[_Table] = None
+        self.ws_stream: Optional[AlignedTableStream] = None  # a pandas-printed table after ``summary:``
+        self.ws_table: Optional[_Table] = None
+        self.orphan_rows_noted = False
+
+    # ----- recording -------------------------------------------------------------------------
+    def fail(self, reason: str) -> None:
+        self.failures_seen += 1
+        if self.failures_seen <= REASON_CAP:
+            self.out.failures.append(reason[:400])
+
+    def problem(self, reason: str) -> None:
+        self.problems_seen += 1
+        if self.problems_seen <= REASON_CAP:
+            self.out.problems.append(reason[:400])
+
+    def add_perf(self, row: PerfRow) -> None:
+        if len(self.out.perf) < PERF_ROW_CAP:
+            self.out.perf.append(row)
+        else:
+            self.perf_dropped += 1
+
+    # ----- dispatch --------------------------------------------------------------------------
+    def feed(self, lineno: int, raw: str) -> None:
+        text = strip_ansi(raw)
+        if text[:1].isdigit() and "Z " in text[:40]:
+            text = strip_ci_prefix(text)
+        if text.startswith("[aiter] "):
+            text = text[8:]
+        elif text.startswith("[aiter"):
+            if _LOG_MORE_HEADER.match(text):
+                return  # the message is on the next line
+            text = _LOGGER_PREFIX.sub("", text, count=1)
+        self.dispatch(lineno, text)
+
+    def dispatch(self, lineno: int, text: str) -> None:
+        if "[checkAllclose" in text or "-->max" in text or "AssertionError" in text:
+            # a verdict is read wherever it is printed, even glued onto a table line
+            self.in_tensor_dump = False
+            self.end_tables()
+            self.plain_line(lineno, text)
+            return
+        if self.in_tensor_dump:
+            if text[:1] in (" ", "\t"):
+                # the a/b/delta tensors under a failed check print NaN where the kernel made one
+                self.nan_count += len(_NAN_WORD.findall(text))
+                return
+            self.in_tensor_dump = False
+        if self.summary_pending is not None:
+            self.summary_pending = None
+            stripped = text.strip()
+            if stripped and text[0] not in "[|" and stripped != "Empty DataFrame":
+                self.ws_stream = AlignedTableStream(lineno, text.rstrip(), SAMPLE_ROWS)
+                return
+        if self.ws_stream is not None:
+            self.take_ws_rows(*self.ws_stream.push(lineno, text))
+            return
+        if self.md_header is not None:
+            header_line, names = self.md_header
+            self.md_header = None
+            if is_markdown_separator(text):
+                self.md_table = _Table(header_line, _columns(names))
+                return
+        if self.md_table is not None:
+            if text.startswith("|"):
+                self.md_row(self.md_table, lineno, text)
+                return
+            self.md_table = None
+        if text.startswith("|"):
+            self.md_header = (lineno, markdown_cells(text))
+            return
+        stripped = text.rstrip()
+        if stripped.endswith(":") and "summary" in stripped.lower():
+            self.summary_pending = lineno
+            return
+        self.plain_line(lineno, text)
+
+    def plain_line(self, lineno: int, text: str) -> None:
+        if text.startswith("calling ") and _CALLING.match(text):
+            self.close_call_block()
+            self.call_block_open = True
+        start = 0
+        if "[checkAllclose" in text:
+            for match in _CHECK.finditer(text):
+                self.check(lineno, text[start : match.start()], match)
+                start = match.end()
+        if start == 0 and ("[perf]" in text or "avg:" in text):
+            self.legacy_perf(lineno, text, checked=False)
+        if "-->max" in text:
+            self.max_delta(lineno, text)
+        if "AssertionError" in text and _CATASTROPHIC_ASSERT.search(text):
+            self.fail(f"line {lineno}: {text.strip()[:300]}")
+        if text[:1].isdigit() and not self.orphan_rows_noted and _ORPHAN_ELIDED_ROW.match(text):
+            self.orphan_rows_noted = True
+            self.problem(f"line {lineno}: summary table rows with elided columns and no header; rerun with COLUMNS=10000")
+
+    # ----- checkAllclose ---------------------------------------------------------------------
+    def check(self, lineno: int, msg: str, match: re.Match[str]) -> None:
+        word = match["word"]
+        label = msg.strip()[:LABEL_CAP]
+        atol, rtol = _float_or_none(match["atol"]), _float_or_none(match["rtol"])
+        if len(self.out.checks) < CHECK_LINE_CAP:
+            self.out.checks.append(CheckLine(line=lineno, status=word, atol=atol, rtol=rtol, label=label))
+        self.checks_seen += 1
+        self.counts[word] += 1
+        if atol is not None and (self.atol is None or atol > self.atol):
+            self.atol = atol
+        if rtol is not None and (self.rtol is None or rtol > self.rtol):
+            self.rtol = rtol
+        if self.call_block_open:
+            self.call_block_has_check = True
+        if word in ("failed", "catastrophic"):
+            reason = f"line {lineno}: checkAllclose {word}! (atol={match['atol']} rtol={match['rtol']})"
+            self.fail(f"{reason} {label}" if label else reason)
+            self.in_tensor_dump = True
+        if "[perf]" in msg or "avg:" in msg or " us" in msg:
+            self.legacy_perf(lineno, msg, checked=True)
+
+    def max_delta(self, lineno: int, text: str) -> None:
+        match = _MAX_DELTA.search(text)
+        if match is None:
+            return
+        kind, _ = read_number(match["value"])
+        if kind in ("nan", "inf"):
+            self.nan_count += 1
+            self.fail(f"line {lineno}: max abs delta is {match['value']}")
+
+    def close_call_block(self) -> None:
+        if self.call_block_open and self.call_block_has_check:
+            self.call_blocks_checked += 1
+        self.call_block_open = self.call_block_has_check = False
+
+    # ----- legacy one-line perf --------------------------------------------------------------
+    def legacy_perf(self, lineno: int, msg: str, checked: bool) -> None:
+        timings: list[tuple[re.Match[str], str, dict[str, Optional[float]], Optional[str]]] = []
+        for match in _AVG_TIMING.finditer(msg):
+            timings.append((match, match["who"], {}, "mean"))
+        if checked or "[perf]" in msg:
+            for match in _NAMED_TIMING.finditer(msg):
+                who = match["who"].strip()
+                if who.lower().endswith("avg"):
+                    continue
+                metrics = {k: _float_or_none(match[g]) for k, g in (("TFLOPS", "tflops"), ("TB/s", "tbs")) if match[g]}
+                timings.append((match, who, metrics, None))
+        if not timings:
+            return
+        uplift = _UPLIFT.search(msg)
+        spans = sorted([m.span() for m, *_ in timings] + ([uplift.span()] if uplift else []))
+        rest, cursor = [], 0
+        for begin, end in spans:
+            rest.append(msg[cursor:begin])
+            cursor = max(cursor, end)
+        rest.append(msg[cursor:])
+        described = " ".join(rest)
+        if "[perf]" in described:
+            described = described.split("[perf]", 1)[1]  # what precedes is the check's label (``a,b:``)
+        shape = " ".join(f"{m['key']}={' '.join(m['value'].split())}" for m in _SHAPE_PAIR.finditer(described))[:500]
+        for match, who, metrics, stat in sorted(timings, key=lambda t: t[0].start()):
+            kind, value = read_number(match["us"])
+            if kind in ("nan", "inf"):
+                self.nan_count += 1
+                self.fail(f"line {lineno}: {kind} in '{who}' timing")
+            if uplift and who.lower() != "torch":
+                metrics["uplift_pct"] = float(uplift["pct"])
+            self.add_perf(PerfRow(shape=shape, name=who, us_median=value, stat=stat, metrics=metrics, source_line=lineno))
+        if checked:
+            self.shape_keys.add(hash(shape or msg.strip()))
+
+    # ----- tables ----------------------------------------------------------------------------
+    def md_row(self, table: _Table, lineno: int, text: str) -> None:
+        cells = markdown_cells(text)
+        if len(cells) == len(table.columns):
+            self.table_row(table, lineno, cells)
+        else:  # a row cut short (a truncated output) or a cell holding a ``|``
+            self.problem(f"line {lineno}: table row has {len(cells)} cells, header has {len(table.columns)}; row skipped")
+
+    def take_ws_rows(self, rows: list[TableRow], handed_back: list[TextLine]) -> None:
+        stream = self.ws_stream
+        assert stream is not None
+        for lineno, cells in rows:
+            if self.ws_table is None and stream.layout is not None:
+                self.ws_table = _Table(stream.header_line, _columns(stream.layout.names), stream.layout.wrapped)
+            table = self.ws_table
+            assert table is not None
+            if not all(is_ellipsis(c) for c in cells if c):
+                self.table_row(table, lineno, cells)
+            elif not table.elided_rows_seen:
+                table.elided_rows_seen = True
+                self.problem(f"line {lineno}: summary table has elided rows; only the printed rows are read")
+        if stream.done:
+            self.ws_stream = self.ws_table = None
+            for lineno, text in handed_back:  # not the table's: they get their ordinary reading
+                self.dispatch(lineno, text)
+
+    def end_tables(self) -> None:
+        self.summary_pending = self.md_header = self.md_table = None
+        while self.ws_stream is not None:  # a handed-back line may open another table; each is shorter
+            self.take_ws_rows(*self.ws_stream.close())
+
+    def table_row(self, table: _Table, lineno: int, cells: list[str]) -> None:
+        table.rows += 1
+        if table.rows == 1:  # reported once the header proved to head a table
+            where = f"line {table.header_line}: summary table"
+            if any(c.kind == "elided" for c in table.columns):
+                self.problem(f"{where} has elided columns; rerun with COLUMNS=10000")
+            if table.wrapped:
+                self.problem(f"{where} is wrapped; only its first block is read; rerun with COLUMNS=10000")
+        cols = table.columns
+        shape = ", ".join(f"{c.name}={v}" for c, v in zip(cols, cells) if c.kind == "shape" and v)
+        where = f" ({shape})" if shape else ""
+        ratios = {c.name: read_number(v)[1] for c, v in zip(cols, cells) if c.kind == "ratio" and v not in EMPTY_CELLS}
+        checked = False
+        for col, text in zip(cols, cells):
+            if col.kind not in ("err", "time"):
+                continue
+            kind, value = read_number(text)
+            if kind == "empty":
+                continue  # a time: a provider skipped for this shape or arch; an err: not checked
+            if kind == "bad":
+                self.problem(f"line {lineno}: unreadable value {text!r} in column '{col.name}'")
+                continue
+            if kind != "num":
+                self.nan_count += 1
+                self.fail(f"line {lineno}: {kind} in column '{col.name}'{where}")
+            if col.kind == "err":
+                checked = True
+                if kind != "num" or (value is not None and value > ERR_TOLERANCE):
+                    self.err_counts["failed"] += 1
+                    if kind == "num":
+                        self.fail(f"line {lineno}: err {text} > {ERR_TOLERANCE} in column '{col.name}'{where}")
+                else:
+                    self.err_counts["passed" if value == 0 else "warning"] += 1
+                continue
+            metrics = {cols[j].name: read_number(cells[j])[1] for j in col.metrics if cells[j] not in EMPTY_CELLS}
+            metrics.update(ratios)
+            self.add_perf(PerfRow(shape=shape, name=col.name, us_median=value, metrics=metrics, source_line=lineno))
+        if checked:
+            self.shape_keys.add(hash(shape))
+
+    # ----- result ----------------------------------------------------------------------------
+    def finish(self, reader: LineReader) -> ParsedOutput:
+        self.end_tables()
+        self.close_call_block()
+        out = self.out
+        out.lines_read, out.bytes_read = reader.lines_read, reader.bytes_read
+        for lineno, full_len in reader.truncated_lines[:NOTE_CAP]:
+            out.notes.append(f"line {lineno} was longer than {describe_size(reader.max_line)} ({full_len} bytes); cut")
+        if reader.truncated > NOTE_CAP:
+            out.notes.append(f"{reader.truncated - NOTE_CAP} more lines were cut")
+        if self.perf_dropped:
+            out.notes.append(f"perf rows capped at {PERF_ROW_CAP}; {self.perf_dropped} more not kept")
+        if self.failures_seen > REASON_CAP:
+            out.failures.append(f"{self.failures_seen - REASON_CAP} more failures not listed")
+        if self.problems_seen > REASON_CAP:
+            out.problems.append(f"{self.problems_seen - REASON_CAP} more problems not listed")
+        err_cells = sum(self.err_counts.values())
+        if self.checks_seen:  # check lines are the checks; err cells repeat them, except failures
+            passed, warning = self.counts["passed"], self.counts["warning"]
+        else:
+            passed, warning = self.err_counts["passed"], self.err_counts["warning"]
+        failed = self.counts["failed"] + self.counts["catastrophic"] + self.err_counts["failed"]
+        if self.shape_keys:
+            shapes = len(self.shape_keys)
+        elif self.checks_seen:
+            shapes = self.call_blocks_checked or self.checks_seen
+        else:
+            shapes = 0
+        if self.failures_seen:
+            verdict: Optional[bool] = False
+        elif self.checks_seen or err_cells:
+            verdict = True
+        else:
+            verdict = None
+        out.correctness = Correctness(
+            passed=verdict, atol=self.atol, rtol=self.rtol, nan_count=self.nan_count, shapes_checked=shapes,
+            checks_passed=passed, checks_warning=warning, checks_failed=failed,
+        )
+        return out
+
+
+def _float_or_none(text: Optional[str]) -> Optional[float]:
+    if text is None:
+        return None
+    kind, value = read_number(text)
+    return value if kind == "num" else None
+
+
+def parse_aiter_output(path: Path) -> ParsedOutput:
+    """Read an aiter op_test's saved stdout+stderr; never raises (see ``problems`` instead)."""
+    path = Path(path)
+    parser = _AiterParser()
+    reader = LineReader(path)
+    if not path.exists():
+        parser.out.problems.append("raw output file missing")
+        return parser.finish(reader)
+    lineno = 0
+    try:
+        for lineno, text in reader:
+            parser.feed(lineno, text)
+    except OSError as exc:
+        parser.problem(f"raw output file unreadable after line {lineno}: {exc}")
+    except Exception as exc:  # a parser bug must cost the verdict, never the session
+        parser.problem(f"parser error at line {lineno}: {type(exc).__name__}: {exc}")
+    try:
+        return parser.finish(reader)
+    except Exception as exc:
+        out = ParsedOutput(parser="aiter", lines_read=reader.lines_read, bytes_read=reader.bytes_read)
+        out.problems.append(f"parser error while summing up: {type(exc).__name__}: {exc}")
+        return out

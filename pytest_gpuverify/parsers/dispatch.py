@@ -1,0 +1,13 @@
+"""Which parser reads which target kind's output."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from .result import ParsedOutput
+
+
+def parse_output(kind: str, path: Path) -> ParsedOutput:
+    from .aiter import parse_aiter_output
+
+    return parse_aiter_output(path)

@@ -1,0 +1,294 @@
+"""Streaming line reader and text cleaners shared by every parser.
+
+Saved outputs can be hundreds of MB, sometimes one giant line without a newline, sometimes not
+valid UTF-8. The reader reads fixed-size binary chunks, so memory stays bounded by the chunk size
+plus the longest line it keeps (``max_line`` bytes); longer lines are cut and reported, never held.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterable, Iterator, Optional, Union
+
+MIB = 1 << 20
+DEFAULT_MAX_LINE = MIB
+READ_CHUNK = MIB
+TRUNCATION_RECORD_CAP = 100  # keep the first few cut-line numbers; the count keeps going
+
+# CSI (colours, cursor moves), OSC (window titles, links) and the two-byte escapes.
+_ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-Z\\-_]")
+# GitHub Actions log lines start with an ISO timestamp; a BOM may sit before the first one.
+_CI_PREFIX = re.compile(r"^\ufeff?\d{4}-\d{2}-\d{2}T[\d:.]+Z ")
+
+TruncationCallback = Callable[[int, int], None]  # (lineno, full length of the line in bytes)
+
+
+def strip_ansi(text: str) -> str:
+    """Remove terminal escape sequences (``\\x1b[32m`` and kin); cheap when there are none."""
+    if "\x1b" not in text:
+        return text
+    return _ANSI.sub("", text)
+
+
+def strip_ci_prefix(text: str) -> str:
+    """Remove a GitHub Actions ``2026-01-02T03:04:05.1234567Z `` timestamp prefix, if present."""
+    return _CI_PREFIX.sub("", text, count=1)
+
+
+def describe_size(n_bytes: int) -> str:
+    if n_bytes % MIB == 0:
+        return f"{n_bytes // MIB} MiB"
+    if n_bytes % 1024 == 0:
+        return f"{n_bytes // 1024} KiB"
+    return f"{n_bytes} bytes"
+
+
+class LineReader:
+    """Iterate ``(lineno, text)`` over a file, 1-based, keeping counts the caller may report.
+
+    ``bytes_read`` and ``lines_read`` grow while iterating; ``truncated`` counts lines longer than
+    ``max_line`` bytes (cut to ``max_line``; the rest of such a line is skipped, not kept), and
+    ``truncated_lines`` holds the first of their line numbers with their full lengths.
+    """
+
+    def __init__(
+        self,
+        path: Union[str, Path],
+        max_line: int = DEFAULT_MAX_LINE,
+        on_truncate: Optional[TruncationCallback] = None,
+        chunk_size: int = READ_CHUNK,
+    ) -> None:
+        if max_line < 1:
+            raise ValueError("max_line must be positive")
+        self.path = Path(path)
+        self.max_line = max_line
+        self.on_truncate = on_truncate
+        self.chunk_size = max(1, chunk_size)
+        self.bytes_read = 0
+        self.lines_read = 0
+        self.truncated = 0
+        self.truncated_lines: list[tuple[int, int]] = []
+
+    def __iter__(self) -> Iterator[tuple[int, str]]:
+        max_line = self.max_line
+        pending = bytearray()  # the current line so far, never more than max_line bytes
+        pending_len = 0  # the current line's full length, including any bytes skipped
+        with open(self.path, "rb") as fh:
+            while True:
+                chunk = fh.read(self.chunk_size)
+                if not chunk:
+                    break
+                self.bytes_read += len(chunk)
+                pieces = chunk.split(b"\n")
+                for piece in pieces[:-1]:  # each of these ends a line
+                    if pending_len == 0 and len(piece) <= max_line:
+                        yield self._emit(piece, len(piece))  # the common case: no copy into pending
+                        continue
+                    pending_len = self._append(pending, pending_len, piece)
+                    yield self._emit(bytes(pending), pending_len)
+                    pending.clear()
+                    pending_len = 0
+                pending_len = self._append(pending, pending_len, pieces[-1])
+        if pending_len:
+            yield self._emit(bytes(pending), pending_len)
+
+    def _append(self, pending: bytearray, pending_len: int, piece: bytes) -> int:
+        room = self.max_line - len(pending)
+        if room > 0:
+            pending += piece[:room]
+        return pending_len + len(piece)
+
+    def _emit(self, raw: bytes, full_len: int) -> tuple[int, str]:
+        self.lines_read += 1
+        lineno = self.lines_read
+        if full_len > self.max_line:
+            self.truncated += 1
+            if len(self.truncated_lines) < TRUNCATION_RECORD_CAP:
+                self.truncated_lines.append((lineno, full_len))
+            if self.on_truncate is not None:
+                self.on_truncate(lineno, full_len)
+        text = raw.decode("utf-8", errors="replace")
+        if text.endswith("\r"):
+            text = text.rstrip("\r")
+        return lineno, text
+
+
+def iter_lines(
+    path: Union[str, Path],
+    max_line: int = DEFAULT_MAX_LINE,
+    on_truncate: Optional[TruncationCallback] = None,
+) -> Iterator[tuple[int, str]]:
+    """Yield ``(lineno, text)`` for each line of ``path``; see :class:`LineReader` for the limits."""
+    return iter(LineReader(path, max_line=max_line, on_truncate=on_truncate))
+
+
+# ----- table text shared by the parsers (aiter summaries, Triton perf_report, FlyDSL benches) -----
+
+_MARKDOWN_SEPARATOR = re.compile(r"^\|(?:\s*:?-+:?\s*\|)+\s*$")
+_WORD = re.compile(r"\S+")
+_ELLIPSIS = re.compile(r"\.{2,}")
+
+
+def markdown_cells(text: str) -> list[str]:
+    """``| a | b |`` -> ``["a", "b"]`` (a row cut short without its closing bar still splits)."""
+    body = text.strip()
+    body = body[1:] if body.startswith("|") else body
+    body = body[:-1] if body.endswith("|") else body
+    return [cell.strip() for cell in body.split("|")]
+
+
+def is_markdown_separator(text: str) -> bool:
+    """The ``|:---|---:|`` row under a markdown table's header."""
+    return bool(_MARKDOWN_SEPARATOR.match(text.rstrip()))
+
+
+def is_ellipsis(text: str) -> bool:
+    """pandas' ``...`` (an elided column) or ``..`` (elided rows); pastes sometimes show ``......``."""
+    return bool(_ELLIPSIS.fullmatch(text))
+
+
+@dataclass(frozen=True)
+class AlignedColumns:
+    """Where the columns of a whitespace-aligned (pandas-printed) table end.
+
+    pandas right-aligns every cell and its header, so a column ends where its header's last word
+    ends; a header word under which no cell ends is part of a longer name (``hipmm bpreshuffle us``).
+    Columns may be one space apart (``to_string(index=False)``), so splitting on runs of spaces fails.
+    """
+
+    names: list[str]
+    edges: list[int]  # the end offset (exclusive) of each column
+    first_start: int  # cells ending before this are the DataFrame index
+    wrapped: bool  # the header ended in ``\\``: pandas wrapped a wide frame into blocks
+
+
+def aligned_columns(header: str, sample_rows: Iterable[str]) -> Optional[AlignedColumns]:
+    """Find the columns from the header and some rows under it; None when the header is blank."""
+    words = list(_WORD.finditer(header))
+    wrapped = bool(words) and words[-1].group() == "\\"
+    if wrapped:
+        words.pop()
+    if not words:
+        return None
+    word_ends = {w.end() for w in words}
+    edges_hit = {m.end() for row in sample_rows for m in _WORD.finditer(row)} & word_ends
+    edges_hit.add(words[-1].end())
+    names, edges, first = [], [], 0
+    for i, word in enumerate(words):
+        if word.end() in edges_hit:
+            names.append(header[words[first].start() : word.end()])
+            edges.append(word.end())
+            first = i + 1
+    return AlignedColumns(names, edges, words[0].start(), wrapped)
+
+
+def split_aligned_row(columns: AlignedColumns, text: str) -> Optional[list[str]]:
+    """The cells of one row (``""`` where a cell is blank), or None when ``text`` is not a row:
+    a row's every cell ends exactly at its column's edge, and at least half the cells are filled."""
+    edges = columns.edges
+    groups: list[list[str]] = [[] for _ in edges]
+    last_end = [0] * len(edges)
+    leading = True
+    for token in _WORD.finditer(text):
+        if leading and token.end() < columns.first_start:
+            continue  # the DataFrame index
+        leading = False
+        column = bisect.bisect_left(edges, token.end())
+        if column >= len(edges):
+            return None
+        groups[column].append(token.group())
+        last_end[column] = token.end()
+    filled = [i for i, group in enumerate(groups) if group]
+    if any(last_end[i] != edges[i] for i in filled) or 2 * len(filled) < len(edges):
+        return None
+    return [" ".join(group) for group in groups]
+
+
+_PANDAS_FOOTER = re.compile(r"^\[\d+ rows x \d+ columns\]")
+TextLine = tuple[int, str]  # (lineno, text)
+TableRow = tuple[int, list[str]]  # (lineno, cells)
+
+
+class AlignedTableStream:
+    """A pandas-printed table read as its lines stream past.
+
+    The column edges need a few rows (see :func:`aligned_columns`), so the first ``sample_rows``
+    lines wait in a buffer. :meth:`push` hands back the rows it can read; once the table has
+    ended (``done``) it also hands back the lines that were not rows, in order, for the caller to
+    read as ordinary lines. A header that headed no row is handed back too.
+    """
+
+    def __init__(self, header_line: int, header: str, sample_rows: int = 64) -> None:
+        self.header_line = header_line
+        self.header = header
+        self.sample_rows = max(1, sample_rows)
+        self.layout: Optional[AlignedColumns] = None
+        self.rows_read = 0
+        self.done = False
+        self._sampled: list[TextLine] = []
+        self._edges_fixed = False
+
+    def push(self, lineno: int, text: str) -> tuple[list[TableRow], list[TextLine]]:
+        if self.done:
+            return [], [(lineno, text)]
+        if not text.strip() or text[0] in "[|":  # pandas prints neither inside a table
+            rows, rest = self._read_sampled()
+            if not self.done and _PANDAS_FOOTER.match(text):
+                return rows, self._finish([])  # the ``[N rows x M columns]`` footer is the table's
+            return rows, self._finish(rest + [(lineno, text)])
+        if not self._edges_fixed:
+            self._sampled.append((lineno, text))
+            return self._read_sampled() if len(self._sampled) >= self.sample_rows else ([], [])
+        cells = split_aligned_row(self.layout, text) if self.layout else None
+        if cells is None:
+            return [], self._finish([(lineno, text)])
+        self.rows_read += 1
+        return [(lineno, cells)], []
+
+    def close(self) -> tuple[list[TableRow], list[TextLine]]:
+        """End the table here (the output ended, or a line that cannot be in a table came)."""
+        if self.done:
+            return [], []
+        rows, rest = self._read_sampled()
+        return rows, self._finish(rest)
+
+    def _read_sampled(self) -> tuple[list[TableRow], list[TextLine]]:
+        if not self._edges_fixed:
+            self._edges_fixed = True
+            self.layout = aligned_columns(self.header, (text for _, text in self._sampled))
+        pending, self._sampled = self._sampled, []
+        rows: list[TableRow] = []
+        for index, (lineno, text) in enumerate(pending):
+            cells = split_aligned_row(self.layout, text) if self.layout else None
+            if cells is None:
+                return rows, self._finish(pending[index:])
+            rows.append((lineno, cells))
+            self.rows_read += 1
+        return rows, []
+
+    def _finish(self, rest: list[TextLine]) -> list[TextLine]:
+        if self.done:
+            return rest
+        self.done = True
+        return ([(self.header_line, self.header)] if self.rows_read == 0 else []) + rest
+
+
+EMPTY_CELLS = ("", "None", "none", "-")  # what pandas/tabulate print for a missing value
+
+
+def read_number(text: str) -> tuple[str, Optional[float]]:
+    """Read a printed cell: ``("empty"|"nan"|"inf"|"num"|"bad", value)``; value only for "num"."""
+    if text in EMPTY_CELLS:
+        return "empty", None
+    try:
+        value = float(text)
+    except ValueError:
+        return "bad", None
+    if value != value:
+        return "nan", None
+    if value in (float("inf"), float("-inf")):
+        return "inf", None
+    return "num", value

@@ -1,0 +1,140 @@
+"""Picking idle GPUs and locking them: the builtin picker and the env file's picker command.
+
+Either way the order is the seed's: choose by the window, take the lock without waiting, re-check
+idleness under the lock, and only then hand the GPU out. A GPU that is busy is taken, lock or no lock.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Optional
+
+from .artifact import NO_GPU
+from .envfile import LockSpec
+from .hostexec import HostRunner
+from .lock import GpuLease, is_locked_elsewhere
+from .sampler import IdleSampler
+
+
+class NoGpu(Exception):
+    """No GPU stayed idle and unlocked within the wait. ``str()`` starts with NO_GPU."""
+
+    def __init__(self, detail: str) -> None:
+        super().__init__(f"{NO_GPU}: {detail}")
+        self.detail = detail
+
+
+class PickerError(Exception):
+    """The picker command failed or printed no GPU index. Names the command and the fix."""
+
+
+@dataclass
+class GpuGrant:
+    """GPUs held for one command, in the order the command sees them."""
+
+    leases: list[GpuLease]
+    own_marks: list = field(default_factory=list)
+
+    @property
+    def indices(self) -> list[int]:
+        return [lease.gpu_index for lease in self.leases]
+
+
+class GpuPicker:
+    """Hands out locked idle GPUs. ``picker_command`` None means the builtin picker."""
+
+    POLL_S = 0.05
+
+    def __init__(
+        self,
+        sampler: IdleSampler,
+        lock: LockSpec,
+        host: HostRunner,
+        picker_command: Optional[str] = None,
+        picker_timeout_s: float = 120.0,
+        on_wait: Optional[Callable[[str], None]] = None,
+    ) -> None:
+        self.sampler = sampler
+        self.lock = lock
+        self.host = host
+        self.picker_command = picker_command
+        self.picker_timeout_s = picker_timeout_s
+        self.on_wait = on_wait
+
+    def acquire(self, count: int = 1, wait_s: float = 0.0) -> GpuGrant:
+        deadline = time.monotonic() + max(0.0, wait_s)
+        self.sampler.wait_for_full_window()
+        while True:
+            leases, why = self._try_once(count)
+            if leases:
+                grant = GpuGrant(leases)
+                grant.own_marks = [self.sampler.mark_own_start(lease.gpu_index) for lease in leases]
+                return grant
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise NoGpu(why)
+            if self.on_wait:
+                self.on_wait(why)
+            time.sleep(min(self.POLL_S if self.picker_command is None else 1.0, remaining))
+            if self.picker_command is None:
+                self.sampler.sample_now()
+
+    def release(self, grant: GpuGrant) -> None:
+        for lease in grant.leases:
+            lease.release()
+        for mark in grant.own_marks:
+            self.sampler.mark_own_end(mark)
+
+    # -- one attempt ----------------------------------------------------------------------------
+    def _try_once(self, count: int) -> tuple[list[GpuLease], str]:
+        if self.picker_command is not None:
+            index = self._run_picker_command()
+            candidates, busy, error = [index], {}, None
+        else:
+            verdict = self.sampler.judge_window()
+            candidates, busy, error = verdict.idle, dict(verdict.busy), verdict.error
+        held: list[GpuLease] = []
+        locked: list[int] = []
+        for index in candidates:
+            lease = GpuLease(self.lock.path_for(index), index)
+            if not lease.try_acquire():
+                locked.append(index)
+                continue
+            reason = self.sampler.recheck(index)
+            if reason:
+                lease.release()
+                busy[index] = f"{reason} (under the lock)"
+                continue
+            held.append(lease)
+            if len(held) == count:
+                return held, ""
+        for lease in held:
+            lease.release()
+        return [], _describe_refusal(count, busy, locked, error)
+
+    def _run_picker_command(self) -> int:
+        result = self.host.run(["sh", "-c", self.picker_command], timeout=self.picker_timeout_s)
+        lines = [ln.strip() for ln in result.text().splitlines() if ln.strip()]
+        if not result.ok or not lines or not re.fullmatch(r"\d+", lines[-1]):
+            raise PickerError(
+                f"picker command {self.picker_command!r} gave no GPU index ({result.describe()}). "
+                "Fix: make the picker cell of the GPU lock table print one index, or set it to builtin"
+            )
+        return int(lines[-1])
+
+
+def _describe_refusal(count: int, busy: dict[int, str], locked: list[int], error: Optional[str]) -> str:
+    parts = []
+    if error:
+        parts.append(f"GPU reading failed: {error}")
+    if busy:
+        parts.append(f"{len(busy)} busy (" + ", ".join(f"gpu {i}: {r}" for i, r in sorted(busy.items())) + ")")
+    if locked:
+        parts.append(f"{len(locked)} held by locks (gpu " + ", ".join(map(str, sorted(locked))) + ")")
+    need = "an idle GPU" if count == 1 else f"{count} idle GPUs"
+    return f"no {need}: " + ("; ".join(parts) if parts else "no GPU found")
+
+
+__all__ = ["GpuGrant", "GpuPicker", "NoGpu", "PickerError", "is_locked_elsewhere"]

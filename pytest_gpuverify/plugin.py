@@ -1,0 +1,171 @@
+"""pytest wiring only: options, collection of GPU targets, the run hook, reporting.
+
+Without ``--gpu-verify`` every hook here returns at once and pytest behaves as without the plugin.
+The engine is :class:`pytest_gpuverify.session.VerifySession`.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Optional
+
+import pytest
+
+from .artifact import Artifact
+from .envfile import EnvFileError, default_env_path, load_env_file
+from .options import RunOptions, SetupError, check_seconds, check_ticket
+from .targets import AITER_OP_TEST, Target, is_aiter_op_test, topic_for
+
+_SESSION_KEY = pytest.StashKey["VerifySession"]()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("gpuverify", "GPU kernel verification (pytest-gpuverify)")
+    group.addoption("--gpu-verify", action="store_true", default=False, help="turn the plugin on")
+    group.addoption("--ticket", default=None, metavar="KEY", help="ticket key; artifacts go to <tickets>/KEY/")
+    group.addoption("--gpu-env", default=None, metavar="PATH", help="env file (default $GPUVERIFY_ENV, else ~/.cursor/mstack/env.md)")
+    group.addoption("--gpu-arch", default=None, metavar="ARCH", help="arch the run needs (gfx942, gfx950); picks the host")
+    group.addoption("--gpu-host", default=None, metavar="NAME", help="a Hosts row by name")
+    group.addoption("--gpu-container", default=None, metavar="NAME", help="container to run in (skips resolution)")
+    group.addoption("--gpu-window", default=None, metavar="S", help="idle sampling window in seconds (default 2)")
+    group.addoption("--gpu-wait", default=None, metavar="S", help="longest wait for an idle GPU before NO_GPU (default 0)")
+    group.addoption("--gpu-timeout", default=None, metavar="S", help="one command's time limit in seconds (default 3600)")
+    group.addoption("--gpu-topic", default=None, metavar="NAME", help="artifact topic when one target runs")
+    group.addoption("--gpu-cold", action="store_true", default=False, help="fresh JIT caches for the run, removed after")
+    group.addoption("--gpu-allow-dirty", action="store_true", default=False, help="report a dirty repo instead of INCONCLUSIVE")
+    group.addoption("--gpu-start-container", action="store_true", default=False, help="allow starting your stopped container")
+    for key, default in (("gpu_env", None), ("gpu_arch", None), ("gpu_container", None), ("gpu_window", "2"),
+                         ("gpu_wait", "0"), ("gpu_timeout", "3600")):
+        parser.addini(key, f"pytest-gpuverify: default for --{key.replace('_', '-')}", default=default)
+
+
+def _value(config: pytest.Config, name: str) -> Optional[str]:
+    cli = config.getoption(name)
+    return cli if cli is not None else config.getini(name)
+
+
+def build_options(config: pytest.Config) -> RunOptions:
+    return RunOptions(
+        env_path=default_env_path(_value(config, "gpu_env"), os.environ),
+        ticket=check_ticket(config.getoption("ticket")),
+        arch=_value(config, "gpu_arch"),
+        host=config.getoption("gpu_host"),
+        container=_value(config, "gpu_container"),
+        window_s=check_seconds("--gpu-window", _value(config, "gpu_window")),
+        wait_s=check_seconds("--gpu-wait", _value(config, "gpu_wait")),
+        timeout_s=check_seconds("--gpu-timeout", _value(config, "gpu_timeout"), minimum=1),
+        topic=config.getoption("gpu_topic"),
+        cold=config.getoption("gpu_cold"),
+        allow_dirty=config.getoption("gpu_allow_dirty"),
+        start_container=config.getoption("gpu_start_container"),
+        invocation_dir=Path(config.invocation_params.dir),
+        echo_output=config.getoption("capture") == "no",
+    )
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_configure(config: pytest.Config) -> None:
+    if not config.getoption("gpu_verify", False):
+        return
+    from .session import VerifySession, echo_to_stdout
+
+    try:
+        options = build_options(config)
+        env = load_env_file(options.env_path)
+        session = VerifySession(options, env, echo=echo_to_stdout if options.echo_output else None)
+    except (SetupError, EnvFileError) as exc:
+        raise pytest.UsageError(str(exc)) from None
+    config.stash[_SESSION_KEY] = session
+    config.addinivalue_line("markers", "gpu: a GPU target run by pytest-gpuverify")
+
+
+def _session(config: pytest.Config):
+    return config.stash.get(_SESSION_KEY, None)
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    engine = _session(session.config)
+    if engine is not None:
+        engine.start()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_pycollect_makemodule(module_path: Path, parent: pytest.Collector):
+    """aiter op_tests become GPU targets instead of modules: the host has no torch to import them."""
+    if _session(parent.config) is None or not is_aiter_op_test(module_path):
+        return None
+    return GpuTargetFile.from_parent(parent, path=module_path)
+
+
+class GpuVerdict(Exception):
+    """Raised by a target whose verdict is not PASS; carries the artifact for the report."""
+
+    def __init__(self, artifact: Artifact, artifact_path: Path) -> None:
+        super().__init__(artifact.verdict)
+        self.artifact = artifact
+        self.artifact_path = artifact_path
+
+
+class GpuTargetFile(pytest.File):
+    def collect(self):
+        rel = self.path.relative_to(self.config.rootpath) if self.path.is_relative_to(self.config.rootpath) else self.path
+        target = Target(name=str(rel), kind=AITER_OP_TEST, path=self.path, topic=topic_for(self.path))
+        yield GpuTargetItem.from_parent(self, name=self.path.name, target=target)
+
+
+class GpuTargetItem(pytest.Item):
+    def __init__(self, *, target: Target, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.target = target
+        self.add_marker("gpu")
+
+    def runtest(self) -> None:
+        outcome = _session(self.config).run(self.target)
+        art = outcome.artifact
+        self.user_properties.append(("gpuverify_verdict", art.verdict))
+        self.user_properties.append(("gpuverify_artifact", str(outcome.artifact_path)))
+        if art.verdict != "PASS":
+            raise GpuVerdict(art, outcome.artifact_path)
+
+    def repr_failure(self, excinfo, style=None):
+        if isinstance(excinfo.value, GpuVerdict):
+            art = excinfo.value.artifact
+            lines = [f"{art.verdict}: {self.target.name}"]
+            lines += [f"  - {reason}" for reason in art.reasons]
+            lines.append(f"  artifact: {excinfo.value.artifact_path}")
+            return "\n".join(lines)
+        return super().repr_failure(excinfo, style=style)
+
+    def reportinfo(self):
+        return self.path, None, f"gpu target {self.target.name}"
+
+
+def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config):
+    if report.when != "call":
+        return None
+    verdict = dict(report.user_properties).get("gpuverify_verdict")
+    if verdict == "INCONCLUSIVE":
+        return "inconclusive", "I", "INCONCLUSIVE"
+    return None
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int):
+    engine = _session(session.config)
+    if engine is not None:
+        engine.close()  # artifacts are written here, also after Ctrl-C
+        if any(o.artifact.verdict != "PASS" for o in engine.outcomes) and session.exitstatus == 0:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+    yield
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:
+    engine = _session(config)
+    if engine is None:
+        return
+    from .report import summary_lines
+
+    terminalreporter.section("gpuverify")
+    for line in summary_lines(engine.outcomes):
+        terminalreporter.line(line)

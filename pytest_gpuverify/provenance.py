@@ -1,0 +1,131 @@
+"""Facts about what ran: arch inside the container, the import origin, versions, repo state.
+
+Each is read from the run itself, once per container or worktree per session, and a fact that
+cannot be read is ``None`` with the reason, never a guess.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+from typing import Optional
+
+from .artifact import RepoRecord, Versions
+from .container import ContainerHandle
+
+# Reads versions without importing torch (an import costs seconds: measured.md).
+_VERSIONS_SCRIPT = r"""
+import json, re, sys, importlib.util as u, importlib.metadata as m
+out = {"python": sys.version.split()[0]}
+def ver(name):
+    try:
+        return m.version(name)
+    except Exception:
+        return None
+for dist in ("torch", "triton", "pytorch-triton-rocm"):
+    out[dist] = ver(dist)
+spec = u.find_spec("torch")
+for key in ("hip", "cuda"):
+    out[key] = None
+if spec and spec.submodule_search_locations:
+    for loc in spec.submodule_search_locations:
+        try:
+            text = open(loc + "/version.py", encoding="utf-8", errors="replace").read()
+        except OSError:
+            continue
+        for key in ("hip", "cuda"):
+            hit = re.search(r"^" + key + r"\s*(?::[^=\n]*)?=\s*['\"]([^'\"]+)['\"]", text, re.M)
+            if hit:
+                out[key] = hit.group(1)
+try:
+    out["rocm"] = open("/opt/rocm/.info/version", encoding="utf-8").read().strip() or None
+except OSError:
+    out["rocm"] = None
+print(json.dumps(out))
+"""
+
+_FIND_SPEC = (
+    "import importlib.util as u, sys\n"
+    "s = u.find_spec(sys.argv[1])\n"
+    "print('GPUVERIFY-ORIGIN:' + ((s.origin or list(s.submodule_search_locations or [''])[0]) if s else ''))\n"
+)
+
+
+def container_arch(container: ContainerHandle) -> tuple[Optional[str], Optional[str]]:
+    """(arch, None) or (None, why): the first GPU agent's gfx name that rocminfo prints inside."""
+    from .gpu.rocm import parse_rocminfo_arch
+
+    code, out = container.capture(["sh", "-c", "rocminfo 2>/dev/null"], timeout_s=60)
+    arch = parse_rocminfo_arch(out.decode("utf-8", errors="replace"))
+    if arch:
+        return arch, None
+    if code is None:
+        return None, f"rocminfo timed out in container {container.name}"
+    return None, f"rocminfo in container {container.name} printed no GPU agent (exit {code})"
+
+
+def import_origin(container: ContainerHandle, package: str, pythonpath: str) -> tuple[Optional[str], Optional[str]]:
+    """Where ``package`` would be imported from, checked from ``/`` (seed: "Check the import").
+
+    From ``/`` because ``python3 -c`` puts the cwd on sys.path: a check run in the worktree would pass
+    even with PYTHONPATH missing. ``find_spec`` of a top-level name imports nothing.
+    """
+    code, out = container.capture(
+        ["python3", "-c", _FIND_SPEC, package], env={"PYTHONPATH": pythonpath}, workdir="/", timeout_s=60
+    )
+    for line in out.decode("utf-8", errors="replace").splitlines():
+        if line.startswith("GPUVERIFY-ORIGIN:"):
+            origin = line.split(":", 1)[1].strip()
+            return (origin or None), (None if origin else f"{package} is not importable in {container.name}")
+    return None, f"import check failed in {container.name} (exit {code})"
+
+
+def origin_inside(origin: Optional[str], wt: str) -> bool:
+    return bool(origin) and (origin == wt or origin.startswith(wt.rstrip("/") + "/"))
+
+
+def read_versions(container: ContainerHandle) -> tuple[Versions, list[str]]:
+    code, out = container.capture(["python3", "-c", _VERSIONS_SCRIPT], workdir="/", timeout_s=60)
+    try:
+        data = json.loads(out.decode("utf-8", errors="replace").strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        return Versions(), [f"versions: could not be read in {container.name} (exit {code})"]
+    versions = Versions(
+        rocm=data.get("rocm"),
+        torch=data.get("torch"),
+        hip=data.get("hip"),
+        cuda=data.get("cuda"),
+        triton=data.get("triton") or data.get("pytorch-triton-rocm"),
+        python=data.get("python"),
+    )
+    gaps = [f"versions: {k} not found in {container.name}" for k in ("torch", "triton") if getattr(versions, k) is None]
+    return versions, gaps
+
+
+# Artifacts written into the repo by an earlier run must not make it look dirty.
+_OWN_FILES = ("bench_",)
+
+
+def repo_state(path: Path) -> RepoRecord:
+    """SHA and dirtiness of the checkout that holds ``path`` (git on the host)."""
+
+    def git(*args: str) -> Optional[str]:
+        try:
+            res = subprocess.run(["git", "-C", str(path), *args], capture_output=True, timeout=30)
+        except (OSError, subprocess.TimeoutExpired):
+            return None
+        return res.stdout.decode("utf-8", errors="replace") if res.returncode == 0 else None
+
+    top = (git("rev-parse", "--show-toplevel") or "").strip()
+    if not top:
+        return RepoRecord(path=str(path))
+    sha = (git("rev-parse", "HEAD") or "").strip() or None
+    status = git("status", "--porcelain", "--untracked-files=normal") or ""
+    dirty_paths = []
+    for line in status.splitlines():
+        name = line[3:].strip().strip('"')
+        if Path(name).name.startswith(_OWN_FILES):
+            continue
+        dirty_paths.append(name)
+    return RepoRecord(path=top, sha=sha, dirty=bool(dirty_paths), dirty_paths=dirty_paths[:50])

@@ -1,0 +1,211 @@
+"""The idle sampler: a rolling window of GPU readings taken in the background.
+
+A pick must rest on a whole window of readings, not one instant (a process can hold a GPU at 0 %
+for a moment). Keeping the window rolling for the whole session means the window is paid once per
+session: every pick after the first is immediate and still backed by a full window.
+
+Readings taken while this session itself holds a GPU are left out of that GPU's window: our own
+command's load says nothing about other users, and counting it would make a one-GPU host refuse
+every target after the first.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Callable, Optional
+
+from pydantic import BaseModel
+
+from .gpu.base import GpuBackend, GpuReading, GpuToolError
+
+GIB = 1 << 30
+
+
+class IdleCriteria(BaseModel):
+    """What "near zero" means. VRAM: an idle GPU is never at 0 B (driver reservations), so allow a
+    small floor; MI300X reads about 283 MiB idle."""
+
+    max_use_pct: float = 5.0
+    max_vram_bytes: int = 1 * GIB
+
+
+def busy_reason(reading: GpuReading, criteria: IdleCriteria) -> Optional[str]:
+    """Why this reading is not idle, or None when it is. Unknown values count as busy."""
+    if reading.use_pct is None:
+        return "use unknown"
+    if reading.use_pct > criteria.max_use_pct:
+        return f"use {reading.use_pct:g}%"
+    if reading.vram_used_bytes is None:
+        return "VRAM unknown"
+    if reading.vram_used_bytes > criteria.max_vram_bytes:
+        return f"VRAM {reading.vram_used_bytes / GIB:.1f} GiB in use"
+    for proc in reading.processes:
+        if proc.vram_bytes is None or proc.vram_bytes > 0:
+            return f"process {proc.pid} ({proc.name or '?'}) on it"
+    return None
+
+
+@dataclass
+class _Sample:
+    t: float
+    readings: dict[int, GpuReading]
+    error: Optional[str] = None
+
+
+@dataclass
+class _OwnUse:
+    gpu: int
+    start: float
+    end: Optional[float] = None  # None: still held
+
+
+@dataclass
+class WindowVerdict:
+    idle: list[int]
+    busy: dict[int, str] = field(default_factory=dict)
+    error: Optional[str] = None
+
+
+class IdleSampler:
+    """Background readings of every GPU. Thread-safe; start once per session, stop at the end."""
+
+    OWN_USE_GRACE_S = 0.5  # memory is freed a moment after our command exits
+
+    def __init__(
+        self,
+        backend: GpuBackend,
+        window_s: float,
+        criteria: Optional[IdleCriteria] = None,
+        interval_s: Optional[float] = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.backend = backend
+        self.window_s = max(0.0, float(window_s))
+        self.criteria = criteria or IdleCriteria()
+        self.interval_s = interval_s if interval_s is not None else min(1.0, max(0.2, self.window_s / 5))
+        self._clock = clock
+        self._samples: deque[_Sample] = deque()
+        self._own: list[_OwnUse] = []
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._new_sample = threading.Condition(self._lock)
+        self._thread: Optional[threading.Thread] = None
+        self._started_at: Optional[float] = None
+
+    # -- lifecycle ---------------------------------------------------------------------------
+    def start(self) -> None:
+        if self._thread is not None:
+            return
+        self._started_at = self._clock()
+        self.sample_now()
+        if self.window_s > 0:
+            self._thread = threading.Thread(target=self._run, name="gpuverify-idle-sampler", daemon=True)
+            self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+            self._thread = None
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval_s):
+            self.sample_now()
+
+    # -- readings ----------------------------------------------------------------------------
+    def sample_now(self) -> _Sample:
+        """Take one reading now, add it to the window and return it."""
+        t = self._clock()
+        try:
+            readings = {r.index: r for r in self.backend.read()}
+            sample = _Sample(t, readings)
+        except GpuToolError as exc:
+            sample = _Sample(t, {}, error=str(exc))
+        except Exception as exc:  # a backend bug must not kill the sampler thread silently
+            sample = _Sample(t, {}, error=f"{type(exc).__name__}: {exc}")
+        with self._new_sample:
+            self._samples.append(sample)
+            horizon = t - self.window_s - 2 * self.interval_s - 1.0
+            while len(self._samples) > 2 and self._samples[0].t < horizon:
+                self._samples.popleft()
+            self._new_sample.notify_all()
+        return sample
+
+    def wait_for_full_window(self, timeout: Optional[float] = None) -> bool:
+        """Block until the readings span the whole window (only the first pick of a session waits)."""
+        if self._started_at is None:
+            self.start()
+        assert self._started_at is not None
+        ready_at = self._started_at + self.window_s
+        deadline = None if timeout is None else self._clock() + timeout
+        with self._new_sample:
+            while True:
+                if self._samples and self._samples[-1].t >= ready_at:
+                    return True
+                now = self._clock()
+                if deadline is not None and now >= deadline:
+                    return False
+                if self._thread is None:
+                    break
+                wait = self.interval_s if deadline is None else min(self.interval_s, deadline - now)
+                self._new_sample.wait(max(0.01, wait))
+        return False
+
+    # -- own use -----------------------------------------------------------------------------
+    def mark_own_start(self, gpu: int) -> _OwnUse:
+        use = _OwnUse(gpu, self._clock())
+        with self._lock:
+            self._own.append(use)
+        return use
+
+    def mark_own_end(self, use: _OwnUse) -> None:
+        with self._lock:
+            use.end = self._clock() + self.OWN_USE_GRACE_S
+
+    # -- judgement ---------------------------------------------------------------------------
+    def judge_window(self) -> WindowVerdict:
+        """Which GPUs stayed idle over every reading of the window (own use left out)."""
+        now = self._clock()
+        with self._lock:
+            samples = [s for s in self._samples if s.t >= now - self.window_s - self.interval_s]
+            if not samples and self._samples:
+                samples = [self._samples[-1]]
+            own = list(self._own)
+        if not samples:
+            return WindowVerdict([], error="no GPU reading yet")
+        errors = [s.error for s in samples if s.error]
+        good = [s for s in samples if not s.error]
+        if not good:
+            return WindowVerdict([], error=errors[-1])
+        indices = sorted({i for s in good for i in s.readings})
+        busy: dict[int, str] = {}
+        for gpu in indices:
+            for sample in good:
+                if _during_own_use(own, gpu, sample.t):
+                    continue
+                reading = sample.readings.get(gpu)
+                reason = "missing from a reading" if reading is None else busy_reason(reading, self.criteria)
+                if reason:
+                    busy[gpu] = reason
+                    break
+        if errors:
+            # a failed reading inside the window leaves a hole: nothing can be called idle over it
+            return WindowVerdict([], {i: "a reading failed" for i in indices}, error=errors[-1])
+        return WindowVerdict([i for i in indices if i not in busy], busy)
+
+    def recheck(self, gpu: int) -> Optional[str]:
+        """A fresh reading of one GPU (taken under its lock). None when idle, else why not."""
+        sample = self.sample_now()
+        if sample.error:
+            return f"reading failed: {sample.error}"
+        reading = sample.readings.get(gpu)
+        if reading is None:
+            return "not in the reading"
+        return busy_reason(reading, self.criteria)
+
+
+def _during_own_use(own: list[_OwnUse], gpu: int, t: float) -> bool:
+    return any(u.gpu == gpu and u.start <= t and (u.end is None or t <= u.end) for u in own)

@@ -1,0 +1,372 @@
+"""The engine: one verify session, from the env file to the artifacts. Usable without pytest.
+
+Data flows one way: options + env file -> host -> GPU + lock -> container run -> parse -> verdict ->
+artifact. Every per-target problem becomes an INCONCLUSIVE artifact with its reason; only setup
+problems (usage, env file) raise, and they raise before any GPU or container is touched.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shlex
+import socket
+import sys
+import time
+import traceback
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Callable, Optional
+
+from . import __version__
+from .artifact import Artifact, GpuRecord, RepoRecord, TargetRecord, Versions, sha256_file, write_artifact
+from .container import ContainerError, ContainerHandle, Interrupted, docker_client
+from .envfile import EnvFile
+from .gpu.base import GpuInfo, GpuToolError
+from .hostexec import LocalHost
+from .hosts import lock_for, select_host
+from .options import RunOptions, SetupError
+from .parsers.dispatch import parse_output
+from .picker import GpuPicker, NoGpu, PickerError
+from .provenance import container_arch, import_origin, origin_inside, read_versions, repo_state
+from .sampler import IdleSampler
+from .targets import RunEnvironment, Target, command_argv, import_package, pythonpath
+from .verdict import RunFacts, decide
+from .workspace import WorkspaceError, locate
+
+
+@dataclass
+class TargetOutcome:
+    target: Target
+    artifact: Artifact
+    artifact_path: Path
+    raw_path: Optional[Path] = None
+    written: bool = False
+
+
+@dataclass
+class _ContainerFacts:
+    handle: ContainerHandle
+    arch: Optional[str] = None
+    arch_problem: Optional[str] = None
+    versions: Versions = field(default_factory=Versions)
+    notes: list[str] = field(default_factory=list)
+
+
+def utc_now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+class VerifySession:
+    def __init__(
+        self,
+        options: RunOptions,
+        env: EnvFile,
+        docker_factory: Callable[[], object] = docker_client,
+        echo: Optional[Callable[[bytes], None]] = None,
+    ) -> None:
+        self.options = options
+        self.env = env
+        self.host_row = select_host(env, options)
+        self.lock_spec, self.picker_command = lock_for(env, self.host_row)
+        if options.container == "none":
+            raise SetupError("--gpu-container none is not supported yet. Fix: name a container of the Containers table")
+        self.expected_arch = (options.arch or self.host_row.arch or "").lower() or None
+        if self.expected_arch and not self.expected_arch.startswith("gfx"):
+            raise SetupError(f"arch {self.expected_arch}: only ROCm (gfx...) hosts are supported yet. Fix: use a gfx host")
+        self.out_dir = self._artifact_dir()
+        self.runner = LocalHost()
+        from .gpu.rocm import RocmBackend
+
+        self.backend = RocmBackend(self.runner)
+        self.sampler = IdleSampler(self.backend, options.window_s)
+        self.picker = GpuPicker(self.sampler, self.lock_spec, self.runner, self.picker_command)
+        self._docker_factory = docker_factory
+        self._docker: Optional[object] = None
+        self._containers: dict[str, _ContainerFacts] = {}
+        self._imports: dict[tuple[str, str, str], tuple[Optional[str], Optional[str]]] = {}
+        self._inventory: dict[int, GpuInfo] = {}
+        self._repos: dict[Path, RepoRecord] = {}
+        self.host_arch: Optional[str] = None
+        self.session_blocked: list[str] = []
+        self.outcomes: list[TargetOutcome] = []
+        self._topics: set[str] = set()
+        self._echo = echo
+        self._started = False
+
+    # -- session ---------------------------------------------------------------------------
+    def _artifact_dir(self) -> Path:
+        tickets = self.env.resources.tickets
+        if self.options.ticket and tickets is not None:
+            return Path(tickets).expanduser() / self.options.ticket
+        return self.options.invocation_dir
+
+    def start(self) -> None:
+        """Check the host's arch and start the idle window (it fills while targets are prepared)."""
+        if self._started:
+            return
+        self._started = True
+        from .gpu.rocm import parse_rocminfo_arch
+
+        res = self.runner.run(["rocminfo"], timeout=60)
+        self.host_arch = parse_rocminfo_arch(res.text()) if res.ok else None
+        if self.host_arch is None:
+            self.session_blocked.append(f"cannot read the host's arch: {res.describe()}")
+        elif self.expected_arch and self.host_arch != self.expected_arch:
+            self.session_blocked.append(
+                f"wrong arch on host: rocminfo says {self.host_arch}, the run needs {self.expected_arch}"
+            )
+        if not self.session_blocked:
+            self.sampler.start()
+            try:
+                self._inventory = {g.index: g for g in self.backend.inventory()}
+            except GpuToolError:
+                self._inventory = {}
+
+    def close(self) -> list[TargetOutcome]:
+        self.sampler.stop()
+        for outcome in self.outcomes:
+            self.write(outcome)
+        return self.outcomes
+
+    def write(self, outcome: TargetOutcome) -> None:
+        if outcome.written:
+            return
+        _keep_previous(outcome.artifact_path)
+        write_artifact(outcome.artifact, outcome.artifact_path)
+        outcome.written = True
+
+    # -- one target ------------------------------------------------------------------------
+    def unique_topic(self, target: Target) -> str:
+        base = self.options.topic or target.topic
+        topic, n = base, 1
+        while topic in self._topics:
+            n += 1
+            topic = f"{base}-{n}"
+        self._topics.add(topic)
+        return topic
+
+    def run(self, target: Target) -> TargetOutcome:
+        self.start()
+        topic = self.unique_topic(target)
+        stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S%fZ")
+        art = Artifact(
+            plugin_version=__version__,
+            key=self.options.ticket,
+            topic=topic,
+            ts=utc_now(),
+            host=socket.gethostname(),
+            target=TargetRecord(name=target.name, kind=target.kind, path=str(target.path), args=list(target.args)),
+            cold=self.options.cold,
+        )
+        outcome = TargetOutcome(target, art, self.out_dir / f"bench_{topic}.json")
+        self.outcomes.append(outcome)
+        facts = RunFacts(dtype=target.dtype)
+        t0 = time.monotonic()
+        parsed = None
+        try:
+            self._prepare_and_run(target, art, outcome, facts, stamp)
+            if facts.ran and outcome.raw_path is not None:
+                parsed = parse_output(target.kind, outcome.raw_path)
+        except Interrupted as exc:
+            facts.interrupted = "KeyboardInterrupt"
+            self._record_exec(art, facts, exc.outcome)
+            self._finish(outcome, facts, None, t0)
+            raise KeyboardInterrupt from None
+        except KeyboardInterrupt:
+            facts.interrupted = facts.interrupted or "KeyboardInterrupt"
+            if not facts.ran:
+                facts.blocked.append("interrupted before the command started")
+            self._finish(outcome, facts, None, t0)
+            raise
+        except Exception as exc:  # never lose the artifact to a bug of ours
+            facts.blocked.append(f"internal error: {type(exc).__name__}: {exc}")
+            art.notes.append("".join(traceback.format_exception(exc))[-2000:])
+        self._finish(outcome, facts, parsed, t0)
+        return outcome
+
+    def _prepare_and_run(self, target: Target, art: Artifact, outcome: TargetOutcome, facts: RunFacts, stamp: str) -> None:
+        if self.session_blocked:
+            facts.blocked.extend(self.session_blocked)
+            return
+        try:
+            ws = locate(self.env, target.path)
+        except WorkspaceError as exc:
+            facts.blocked.append(str(exc))
+            return
+        # read once per worktree, before any command of ours could have touched it
+        if ws.wt_host not in self._repos:
+            self._repos[ws.wt_host] = repo_state(ws.wt_host)
+        repo = self._repos[ws.wt_host]
+        art.repos = [repo]
+        art.workdir = ws.wt_container
+        if repo.dirty and not self.options.allow_dirty:
+            shown = ", ".join(repo.dirty_paths[:5])
+            facts.blocked.append(f"repo {repo.path} is dirty ({shown}). Fix: commit, or pass --gpu-allow-dirty")
+        elif repo.dirty:
+            art.notes.append(f"repo {repo.path} is dirty (allowed by --gpu-allow-dirty)")
+        cfacts = self._container_for(ws.repo.container, art, facts)
+        if cfacts is None or facts.blocked:
+            return
+        package = import_package(target.kind)
+        pypath = pythonpath(target.kind, ws.wt_container)
+        if package:
+            key = (cfacts.handle.name, ws.wt_container, package)
+            if key not in self._imports:
+                self._imports[key] = import_origin(cfacts.handle, package, pypath)
+            origin, why = self._imports[key]
+            art.imports[package] = origin
+            if not origin_inside(origin, ws.wt_container):
+                facts.blocked.append(
+                    why or f"{package} imports from {origin}, outside the worktree {ws.wt_container}/: "
+                    "the run would test another checkout"
+                )
+                return
+        self._run_on_gpu(target, art, outcome, facts, cfacts, ws.wt_container, ws.rel_target, pypath, stamp)
+
+    def _container_for(self, repo_container: Optional[str], art: Artifact, facts: RunFacts) -> Optional[_ContainerFacts]:
+        name = self.options.container or repo_container
+        if not name:
+            facts.blocked.append(f"no container: the Repos row sets none. Fix: set it in {self.env.path} or pass --gpu-container")
+            return None
+        art.container = name
+        row = self.env.container(name)
+        if row is None:
+            facts.blocked.append(
+                f"container {name} is not in the Containers table of {self.env.path}: it is not yours, so it gets no exec. "
+                "Fix: add it to Containers"
+            )
+            return None
+        if row.host and row.host.lower() != self.host_row.host.lower():
+            facts.blocked.append(f"container {name} belongs to host {row.host}, not {self.host_row.host}")
+            return None
+        if name not in self._containers:
+            if self._docker is None:
+                self._docker = self._docker_factory()
+            self._containers[name] = self._container_facts(ContainerHandle(self._docker, name))
+        cfacts = self._containers[name]
+        try:
+            running = cfacts.handle.running
+            art.image = cfacts.handle.image
+        except ContainerError as exc:
+            facts.blocked.append(f"missing container: {exc}")
+            return None
+        if not running:
+            facts.blocked.append(f"container {name} is stopped. Fix: `docker start {name}`, or pass --gpu-start-container")
+            return None
+        art.versions = cfacts.versions
+        art.notes.extend(cfacts.notes)
+        if cfacts.arch_problem:
+            facts.blocked.append(cfacts.arch_problem)
+        elif self.expected_arch and cfacts.arch != self.expected_arch:
+            facts.blocked.append(f"wrong arch in container {name}: rocminfo says {cfacts.arch}, the run needs {self.expected_arch}")
+        return cfacts
+
+    def _container_facts(self, handle: ContainerHandle) -> _ContainerFacts:
+        facts = _ContainerFacts(handle)
+        try:
+            if not handle.running:
+                return facts
+            facts.arch, facts.arch_problem = container_arch(handle)
+            facts.versions, facts.notes = read_versions(handle)
+        except ContainerError as exc:
+            facts.arch_problem = str(exc)
+        return facts
+
+    def _run_on_gpu(self, target, art, outcome, facts, cfacts, wt, rel, pypath, stamp) -> None:
+        try:
+            grant = self.picker.acquire(count=target.gpus, wait_s=self.options.wait_s)
+        except NoGpu as exc:
+            facts.blocked.append(str(exc))
+            return
+        except PickerError as exc:
+            facts.blocked.append(str(exc))
+            return
+        try:
+            infos = [self._inventory.get(i, GpuInfo(index=i)) for i in grant.indices]
+            art.gpus = [
+                GpuRecord(index=i.index, hip_index=i.index, arch=i.arch or cfacts.arch, name=i.name, uuid=i.uuid,
+                          lock_path=str(lease.path))
+                for i, lease in zip(infos, grant.leases)
+            ]
+            art.gpu = art.gpus[0]
+            jit_dir = self._jit_dir(wt, stamp)
+            run_env = RunEnvironment(
+                visible_var=self.backend.visible_devices_var,
+                visible_value=self.backend.visible_value(infos),
+                pythonpath=pypath,
+                jit_dir=jit_dir,
+                arch=cfacts.arch,
+            )
+            art.env = run_env.as_env()
+            art.cache_dirs = {"AITER_JIT_DIR": jit_dir}
+            argv = command_argv(target, rel)
+            art.command = shlex.join(argv)
+            self.out_dir.mkdir(parents=True, exist_ok=True)
+            outcome.raw_path = self.out_dir / f"bench_{art.topic}.{stamp}.log"
+            art.raw_output = outcome.raw_path.name
+            outcome.raw_path.touch()
+            facts.ran = True
+            result = cfacts.handle.stream_to_file(
+                argv, outcome.raw_path, env=art.env, workdir=wt, timeout_s=self.options.timeout_s, echo=self._echo
+            )
+            self._record_exec(art, facts, result)
+        finally:
+            self.picker.release(grant)
+            if self.options.cold:
+                self._remove_cold_cache(cfacts.handle, art)
+
+    def _jit_dir(self, wt: str, stamp: str) -> str:
+        if self.options.cold:
+            return f"/tmp/gpuverify/cold/{stamp}-{os.getpid()}/aiter_jit"
+        return f"/tmp/gpuverify/jit/{hashlib.sha1(wt.encode()).hexdigest()[:12]}"
+
+    def _remove_cold_cache(self, handle: ContainerHandle, art: Artifact) -> None:
+        jit = art.cache_dirs.get("AITER_JIT_DIR", "")
+        if jit.startswith("/tmp/gpuverify/cold/"):
+            try:
+                handle.capture(["rm", "-rf", jit.rsplit("/", 1)[0]], timeout_s=120)
+            except (ContainerError, KeyboardInterrupt):
+                art.notes.append(f"cold cache {jit} could not be removed")
+
+    @staticmethod
+    def _record_exec(art: Artifact, facts: RunFacts, result) -> None:
+        facts.exit_code = result.exit_code
+        facts.timed_out = result.timed_out
+        facts.container_died = result.container_died
+        facts.interrupted = result.interrupted or facts.interrupted
+        facts.output_problems.extend(result.problems)
+        art.exit_code = result.exit_code
+        art.timed_out = result.timed_out
+
+    def _finish(self, outcome: TargetOutcome, facts: RunFacts, parsed, t0: float) -> None:
+        art = outcome.artifact
+        if parsed is not None:
+            art.correctness = parsed.correctness
+            art.perf = parsed.perf
+            art.notes.extend(parsed.notes)
+        art.verdict, art.reasons = decide(facts, parsed)
+        art.finished_ts = utc_now()
+        art.duration_s = round(time.monotonic() - t0, 3)
+        if outcome.raw_path is not None and outcome.raw_path.exists():
+            art.raw_output_sha256 = sha256_file(outcome.raw_path)
+            art.raw_output_bytes = outcome.raw_path.stat().st_size
+
+
+def _keep_previous(path: Path) -> None:
+    """An earlier artifact of the same topic is evidence too: move it aside, never overwrite it."""
+    if not path.exists():
+        return
+    stamp = datetime.fromtimestamp(path.stat().st_mtime, timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    aside = path.with_name(f"{path.stem}.{stamp}.json")
+    n = 1
+    while aside.exists():
+        n += 1
+        aside = path.with_name(f"{path.stem}.{stamp}-{n}.json")
+    os.replace(path, aside)
+
+
+def echo_to_stdout(data: bytes) -> None:
+    sys.stdout.buffer.write(data)
+    sys.stdout.buffer.flush()

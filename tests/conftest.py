@@ -1,0 +1,108 @@
+"""Shared fixtures: a real Docker Engine, a simulated ROCm host, a git checkout, an env file."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional
+
+import pytest
+
+from pytest_gpuverify import demo
+
+SHARED = Path(__file__).resolve().parents[1] / ".." / "shared"
+
+
+@pytest.fixture(scope="session")
+def docker_client():
+    """The real engine. In CI (.ci/run starts it) a missing engine is an error, never a skip."""
+    try:
+        import docker
+
+        client = docker.from_env(timeout=120)
+        client.ping()
+    except Exception as exc:  # no daemon here: skip locally, fail in CI
+        if os.environ.get("CI"):
+            pytest.fail(f"Docker Engine not reachable in CI: {exc}")
+        pytest.skip(f"no Docker Engine: {exc}")
+    demo.ensure_rootfs_image(client)
+    return client
+
+
+@dataclass
+class Sandbox:
+    root: Path
+    client: object
+    sim_bin: Path
+    repo: Path
+    env_path: Path
+    container: str
+    spec: demo.EnvSpec
+    extra_containers: list
+
+    @property
+    def state_path(self) -> Path:
+        return self.sim_bin / "sim-state.json"
+
+    @property
+    def tickets(self) -> Path:
+        return self.spec.tickets
+
+    def rewrite_env(self, **changes) -> None:
+        for key, value in changes.items():
+            setattr(self.spec, key, value)
+        self.env_path.write_text(demo.render_env_file(self.spec), encoding="utf-8")
+
+    def start_container(self, name: str, sim_bin: Optional[Path] = None, mounts: Optional[dict] = None):
+        container = demo.start_container(self.client, name, sim_bin or self.sim_bin, mounts or {str(self.repo): "/workspace/aiter"})
+        self.extra_containers.append(name)
+        return container
+
+    def pytest(self, *args: str, ticket: Optional[str] = "T-1", window: str = "0.3", timeout: float = 300,
+               env: Optional[dict] = None) -> subprocess.CompletedProcess:
+        cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--gpu-verify", "--gpu-window", window,
+               "--gpu-env", str(self.env_path)]
+        if ticket:
+            cmd += ["--ticket", ticket]
+        full_env = dict(os.environ, PATH=f"{self.sim_bin}:{os.environ['PATH']}")
+        full_env.pop("GPUVERIFY_ENV", None)
+        full_env.update(env or {})
+        return subprocess.run([*cmd, *args], cwd=self.repo, env=full_env, capture_output=True, timeout=timeout)
+
+    def artifact(self, topic: str, ticket: str = "T-1"):
+        from pytest_gpuverify.artifact import read_artifact
+
+        return read_artifact(self.tickets / ticket / f"bench_{topic}.json")
+
+    def exec_ids(self, name: Optional[str] = None) -> list:
+        return self.client.api.inspect_container(name or self.container).get("ExecIDs") or []
+
+    def lock_files_free(self) -> bool:
+        return all(subprocess.run(["flock", "-n", str(p), "true"]).returncode == 0 for p in self.spec.locks.glob("*.lock"))
+
+
+@pytest.fixture
+def sandbox(tmp_path, docker_client):
+    from pytest_gpuverify.simulator import SimState, install
+
+    root = tmp_path / "host"
+    sim_bin = root / "sim-bin"
+    install(sim_bin, SimState.idle(gpus=4, arch="gfx942"))
+    for sub in ("tickets", "locks", "repos"):
+        (root / sub).mkdir(parents=True)
+    repo = demo.make_repo(root / "repos" / "aiter")
+    name = f"gv-test-{uuid.uuid4().hex[:8]}"
+    demo.start_container(docker_client, name, sim_bin, {str(repo): "/workspace/aiter"})
+    spec = demo.EnvSpec(
+        tickets=root / "tickets", repos=root / "repos", locks=root / "locks",
+        repo_rows=[("aiter", repo, name, "/workspace/aiter")], containers=[(name, demo.ROOTFS_IMAGE)], gpus=4,
+    )
+    env_path = root / "env.md"
+    env_path.write_text(demo.render_env_file(spec), encoding="utf-8")
+    box = Sandbox(root, docker_client, sim_bin, repo, env_path, name, spec, [])
+    yield box
+    demo.remove_sandbox_containers(docker_client, [name, *box.extra_containers])

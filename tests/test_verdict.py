@@ -1,0 +1,68 @@
+"""Contract section 6, rule by rule."""
+
+from pytest_gpuverify.artifact import Correctness
+from pytest_gpuverify.parsers.result import ParsedOutput
+from pytest_gpuverify.verdict import RunFacts, decide
+
+
+def parsed(passed=True, shapes=2, failures=(), problems=(), snr=None):
+    return ParsedOutput(
+        parser="aiter",
+        correctness=Correctness(passed=passed, shapes_checked=shapes, snr_db=snr),
+        failures=list(failures),
+        problems=list(problems),
+    )
+
+
+def ran(**kw):
+    return RunFacts(ran=True, exit_code=0, **kw)
+
+
+def test_clean_run_passes():
+    assert decide(ran(), parsed()) == ("PASS", [])
+
+
+def test_blocked_run_is_inconclusive_with_its_reason():
+    verdict, reasons = decide(RunFacts(blocked=["NO_GPU: no idle GPU"]), None)
+    assert verdict == "INCONCLUSIVE" and reasons[0].startswith("NO_GPU")
+
+
+def test_failed_check_with_exit_zero_fails():
+    verdict, reasons = decide(ran(), parsed(passed=False, failures=["line 3: checkAllclose failed!"]))
+    assert verdict == "FAIL" and "line 3" in reasons[0]
+
+
+def test_nonzero_exit_fails_even_without_output():
+    verdict, reasons = decide(RunFacts(ran=True, exit_code=1), parsed(passed=None, shapes=0))
+    assert verdict == "FAIL" and reasons[0] == "exit code 1"
+
+
+def test_no_correctness_is_inconclusive():
+    verdict, reasons = decide(ran(), parsed(passed=None, shapes=0))
+    assert verdict == "INCONCLUSIVE" and "no readable correctness" in reasons[0]
+
+
+def test_timeout_is_inconclusive_not_fail():
+    verdict, reasons = decide(RunFacts(ran=True, exit_code=124, timed_out=True), parsed())
+    assert verdict == "INCONCLUSIVE" and reasons[0].startswith("timeout")
+
+
+def test_interrupt_and_dead_container_are_inconclusive():
+    assert decide(RunFacts(ran=True, interrupted="KeyboardInterrupt"), parsed())[0] == "INCONCLUSIVE"
+    assert decide(RunFacts(ran=True, exit_code=137, container_died=True), parsed())[0] == "INCONCLUSIVE"
+
+
+def test_unreadable_output_problem_blocks_pass():
+    verdict, reasons = decide(ran(), parsed(problems=["line 9: summary table has elided columns"]))
+    assert verdict == "INCONCLUSIVE" and "elided" in reasons[0]
+
+
+def test_fp8_output_needs_snr():
+    assert decide(ran(dtype="fp8"), parsed())[0] == "INCONCLUSIVE"
+    assert decide(ran(dtype="fp8"), parsed(snr=31.5))[0] == "PASS"
+    assert decide(ran(dtype="bf16"), parsed())[0] == "PASS"
+
+
+def test_failure_beats_doubt():
+    verdict, _ = decide(ran(), parsed(passed=False, failures=["err 0.97"], problems=["truncated"]))
+    assert verdict == "FAIL"
