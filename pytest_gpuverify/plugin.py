@@ -78,16 +78,11 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(str(exc)) from None
     config.stash[_SESSION_KEY] = session
     config.addinivalue_line("markers", "gpu: a GPU target run by pytest-gpuverify")
+    session.start()  # the idle window starts filling now, while pytest collects
 
 
 def _session(config: pytest.Config):
     return config.stash.get(_SESSION_KEY, None)
-
-
-def pytest_sessionstart(session: pytest.Session) -> None:
-    engine = _session(session.config)
-    if engine is not None:
-        engine.start()
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -109,9 +104,17 @@ class GpuVerdict(Exception):
 
 class GpuTargetFile(pytest.File):
     def collect(self):
-        rel = self.path.relative_to(self.config.rootpath) if self.path.is_relative_to(self.config.rootpath) else self.path
-        target = Target(name=str(rel), kind=AITER_OP_TEST, path=self.path, topic=topic_for(self.path))
-        yield GpuTargetItem.from_parent(self, name=self.path.name, target=target)
+        target = Target(name=_display_name(self.path, self.config), kind=AITER_OP_TEST, path=self.path,
+                        topic=topic_for(self.path))
+        yield GpuTargetItem.from_parent(self, name=target.topic, target=target)
+
+
+def _display_name(path: Path, config: pytest.Config) -> str:
+    """The path as the user typed it: relative to where pytest was started, else to the rootdir."""
+    for base in (Path(config.invocation_params.dir), config.rootpath):
+        if path.is_relative_to(base):
+            return str(path.relative_to(base))
+    return str(path)
 
 
 class GpuTargetItem(pytest.Item):

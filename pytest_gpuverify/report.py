@@ -7,7 +7,10 @@ from typing import Iterable
 
 def verdict_line(artifact, path) -> str:
     gpu = ",".join(str(g.index) for g in artifact.gpus) if artifact.gpus else "-"
-    why = "; ".join(artifact.reasons) if artifact.reasons else "ok"
+    if not artifact.reasons:
+        why = "ok"
+    else:
+        why = artifact.reasons[0][:160] + (f" (+{len(artifact.reasons) - 1} more)" if len(artifact.reasons) > 1 else "")
     return f"{artifact.verdict:<12} {artifact.target.name if artifact.target else artifact.topic}  gpu {gpu}  {why}  -> {path}"
 
 

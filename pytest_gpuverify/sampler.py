@@ -112,8 +112,11 @@ class IdleSampler:
             self._thread = None
 
     def _run(self) -> None:
-        while not self._stop.wait(self.interval_s):
+        # a fixed cadence, not a fixed pause: a slow tool must not stretch the window
+        next_at = self._clock() + self.interval_s
+        while not self._stop.wait(max(0.0, next_at - self._clock())):
             self.sample_now()
+            next_at = max(next_at + self.interval_s, self._clock())
 
     # -- readings ----------------------------------------------------------------------------
     def sample_now(self) -> _Sample:
@@ -135,11 +138,13 @@ class IdleSampler:
         return sample
 
     def wait_for_full_window(self, timeout: Optional[float] = None) -> bool:
-        """Block until the readings span the whole window (only the first pick of a session waits)."""
+        """Block until the readings span the whole window (only the first pick of a session waits).
+
+        The last interval is covered by the fresh reading every pick takes under the lock."""
         if self._started_at is None:
             self.start()
         assert self._started_at is not None
-        ready_at = self._started_at + self.window_s
+        ready_at = self._started_at + max(0.0, self.window_s - self.interval_s)
         deadline = None if timeout is None else self._clock() + timeout
         with self._new_sample:
             while True:

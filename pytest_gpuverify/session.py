@@ -90,6 +90,7 @@ class VerifySession:
         self._repos: dict[Path, RepoRecord] = {}
         self.host_arch: Optional[str] = None
         self.session_blocked: list[str] = []
+        self._session_notes: list[str] = []
         self.outcomes: list[TargetOutcome] = []
         self._topics: set[str] = set()
         self._echo = echo
@@ -103,12 +104,14 @@ class VerifySession:
         return self.options.invocation_dir
 
     def start(self) -> None:
-        """Check the host's arch and start the idle window (it fills while targets are prepared)."""
+        """Start the idle window first (it fills while everything else is prepared), then check the
+        host's arch; a wrong arch stops the sampler and blocks every target."""
         if self._started:
             return
         self._started = True
         from .gpu.rocm import parse_rocminfo_arch
 
+        self.sampler.start()
         res = self.runner.run(["rocminfo"], timeout=60)
         self.host_arch = parse_rocminfo_arch(res.text()) if res.ok else None
         if self.host_arch is None:
@@ -117,12 +120,14 @@ class VerifySession:
             self.session_blocked.append(
                 f"wrong arch on host: rocminfo says {self.host_arch}, the run needs {self.expected_arch}"
             )
-        if not self.session_blocked:
-            self.sampler.start()
-            try:
-                self._inventory = {g.index: g for g in self.backend.inventory()}
-            except GpuToolError:
-                self._inventory = {}
+        if self.session_blocked:
+            self.sampler.stop()
+            return
+        try:
+            self._inventory = {g.index: g for g in self.backend.inventory()}
+        except GpuToolError as exc:
+            self._inventory = {}
+            self._session_notes.append(f"GPU names unknown: {exc}")
 
     def close(self) -> list[TargetOutcome]:
         self.sampler.stop()
@@ -160,6 +165,7 @@ class VerifySession:
             target=TargetRecord(name=target.name, kind=target.kind, path=str(target.path), args=list(target.args)),
             cold=self.options.cold,
         )
+        art.notes.extend(self._session_notes)
         outcome = TargetOutcome(target, art, self.out_dir / f"bench_{topic}.json")
         self.outcomes.append(outcome)
         facts = RunFacts(dtype=target.dtype)

@@ -143,8 +143,10 @@ def test_err_column_above_tolerance_fails(tmp_path: Path) -> None:
     assert result.correctness.checks_warning == 1  # 0 < err <= 0.05: aiter's "warning!"
     assert result.correctness.shapes_checked == 2
     assert result.failures == [
-        "line 4: err 0.970006 > 0.05 in column 'err' "
-        "(dtype=torch.bfloat16, token=1, model_dim=7168, E=256, topk=8, use_g1u1=True)"
+        (
+            "line 4: err 0.970006 > 0.05 in column 'err' "
+            "(dtype=torch.bfloat16, token=1, model_dim=7168, E=256, topk=8, use_g1u1=True)"
+        )
     ]
     assert [row.us_median for row in result.perf] == [29.0853, 39.7758]  # kept, never reported as a result
 
@@ -299,13 +301,13 @@ def test_legacy_perf_lines_give_torch_and_kernel_rows(tmp_path: Path) -> None:
     result = parse_text(tmp_path, text)
     rows = [(r.name, r.us_median, r.stat, r.metrics, r.shape) for r in result.perf]
     assert rows == [
-        ("torch", 16.19, "mean", {}, "dim=(4, 32, 8192) dtype=torch.float16"),
-        ("B", 6.30, "mean", {"uplift_pct": 156.9}, "dim=(4, 32, 8192) dtype=torch.float16"),
-        ("torch", 10.86, "mean", {}, "dim=(4, 1, 9216) dtype=torch.bfloat16"),
-        ("B", 10.18, "mean", {"uplift_pct": 6.7}, "dim=(4, 1, 9216) dtype=torch.bfloat16"),
-        ("torch", 39.61, "mean", {}, "dim=(4, 32, 8192) dtype=torch.bfloat16 quantDtype=torch.float8_e4m3fnuz"),
+        ("torch", 16.19, "mean", {}, "dim=(4, 32, 8192), dtype=torch.float16"),
+        ("B", 6.30, "mean", {"uplift_pct": 156.9}, "dim=(4, 32, 8192), dtype=torch.float16"),
+        ("torch", 10.86, "mean", {}, "dim=(4, 1, 9216), dtype=torch.bfloat16"),
+        ("B", 10.18, "mean", {"uplift_pct": 6.7}, "dim=(4, 1, 9216), dtype=torch.bfloat16"),
+        ("torch", 39.61, "mean", {}, "dim=(4, 32, 8192), dtype=torch.bfloat16, quantDtype=torch.float8_e4m3fnuz"),
         ("skinny_gemm", 7.70, "mean", {"uplift_pct": 414.2},
-         "dim=(4, 32, 8192) dtype=torch.bfloat16 quantDtype=torch.float8_e4m3fnuz"),
+         "dim=(4, 32, 8192), dtype=torch.bfloat16, quantDtype=torch.float8_e4m3fnuz"),
     ]
     assert result.correctness.passed is True
     assert result.correctness.shapes_checked == 3
@@ -323,12 +325,12 @@ def test_legacy_named_timing_lines(tmp_path: Path) -> None:
     )
     result = parse_text(tmp_path, text)
     rows = [(r.name, r.us_median, r.stat, r.metrics, r.shape) for r in result.perf]
-    shape = "use_g1u1=True token=128 quant=fp8quant model_dim=4096 E=32 dtype=torch.bfloat16"
+    shape = "use_g1u1=True, token=128, quant=fp8quant, model_dim=4096, E=32, dtype=torch.bfloat16"
     assert rows == [
         ("torch", 22552.61, "mean", {}, shape),
         ("asm", 148.84, "mean", {"uplift_pct": 15052.0}, shape),
         ("ck_moe_2stages", 234.56, None, {"TFLOPS": 654.0}, "quant=QuantType.per_1x32"),
-        ("a8w8 asm", 50.77, None, {}, "m=1 model_dim=2048 topk=8 dtype=torch.bfloat16"),
+        ("a8w8 asm", 50.77, None, {}, "m=1, model_dim=2048, topk=8, dtype=torch.bfloat16"),
     ]
     assert result.correctness.atol == 100.0
 
@@ -444,6 +446,32 @@ def test_summary_line_followed_by_noise_is_not_a_table(tmp_path: Path) -> None:
     assert result.failures == ["line 2: checkAllclose failed! (atol=0.01 rtol=0.01) ck:"]
 
 
+def test_a_new_logger_record_ends_a_pandas_table(tmp_path: Path) -> None:
+    text = (
+        "[aiter] summary:\n"
+        "            dtype   m   ck us  ck err\n"
+        "0  torch.bfloat16  16  3.2201     0.0\n"
+        "[aiter] 1  torch.bfloat16  32  3.3012     0.0\n"  # aligned like a row once the prefix is gone
+    )
+    result = parse_text(tmp_path, text)
+    assert [(r.shape, r.us_median) for r in result.perf] == [("dtype=torch.bfloat16, m=16", 3.2201)]
+
+
+def test_wrapped_pandas_table_is_a_problem(tmp_path: Path) -> None:
+    text = (
+        "[aiter] summary:\n"
+        "            dtype   m   ck us  \\\n"
+        "0  torch.bfloat16  16  3.2201   \n"
+        "\n"
+        "   ck err  \n"
+        "0     0.0  \n"
+    )
+    result = parse_text(tmp_path, text)
+    assert result.problems == ["line 2: summary table is wrapped; only its first block is read; rerun with COLUMNS=10000"]
+    assert [(r.name, r.us_median) for r in result.perf] == [("ck us", 3.2201)]
+    assert result.correctness.passed is None  # the err column was in the block not read
+
+
 # ----- log formats ---------------------------------------------------------------------------
 
 
@@ -466,6 +494,13 @@ def test_aiter_log_more_format_with_jit_noise(tmp_path: Path) -> None:
     assert [c.label for c in result.checks] == ["ck:", "asm:"]
     assert [(r.name, r.us_median) for r in result.perf] == [("ck us", 3.22013)]
     assert result.correctness.passed is True
+
+
+def test_check_words_whose_escape_byte_was_dropped(tmp_path: Path) -> None:
+    text = "[aiter] ck: [checkAllclose atol=0.01 rtol=0.01 [31mfailed![0m]\n"
+    result = parse_text(tmp_path, text)
+    assert [c.status for c in result.checks] == ["failed"]
+    assert result.correctness.passed is False
 
 
 # ----- robustness ----------------------------------------------------------------------------

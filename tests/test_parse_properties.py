@@ -18,13 +18,14 @@ PROPERTY_SETTINGS = settings(max_examples=200, deadline=None, suppress_health_ch
 VALID_PASSING_OUTPUT = """\
 [aiter] start build [module_quant] under /opt/aiter/aiter/jit/build/module_quant
 [aiter] finish build [module_quant], cost 19.54064721s
-[aiter] 
+[aiter]\x20
 calling test_quant(dtype                        = torch.bfloat16,
                    m                            = 16)
 [aiter] ck: [checkAllclose atol=0.01 rtol=0.01 \x1b[32mpassed~\x1b[0m]
 [aiter] triton: dynamic quant[checkAllclose atol=0.01 rtol=0.01 \x1b[33mwarning!\x1b[0m] a and b results are not all close
 [aiter] -->max abs delta:0.0625, delta details: 0.3% (12 of 4096) elements
-[aiter] [perf] dim: (4, 32, 8192)        dtype: torch.float16, torch avg: 16.19    us, B avg: 6.30     us, uplift: 156.9%[checkAllclose atol=0.01 rtol=0.01 passed~]
+[aiter] [perf] dim: (4, 32, 8192)        dtype: torch.float16, torch avg: 16.19    us, B avg: 6.30     us, \
+uplift: 156.9%[checkAllclose atol=0.01 rtol=0.01 passed~]
 [aiter] quant summary (markdown):
 | dtype          |    m |   ck us |   ck TFLOPS |   ck err |   triton us |   triton err |
 |:---------------|-----:|--------:|------------:|---------:|------------:|-------------:|
@@ -40,7 +41,8 @@ VALID_LINES = VALID_PASSING_OUTPUT.splitlines(keepends=True)
 
 # Pieces of aiter output, so random text reaches the parser's states and not only its fallbacks.
 FRAGMENTS = [
-    "[aiter] ", "[aiter INFO] 2026-01-01 00:00:00,000.000 - MainProcess:1 - /x.py:1 - f", "[checkAllclose atol=0.01 rtol=0.01 ",
+    "[aiter] ", "[aiter INFO] 2026-01-01 00:00:00,000.000 - MainProcess:1 - /x.py:1 - f",
+    "[checkAllclose atol=0.01 rtol=0.01 ",
     "passed~]", "warning!]", "failed!]", "catastrophic!]", "\x1b[32m", "\x1b[0m", "-->max abs delta:", "nan", "inf",
     "NaN", "None", "1.5", "0.97", "0", "| ", " |", "|:---|---:|", "|------:|", " us", "ck us", "err", "TFLOPS",
     "summary:", "summary (markdown):", "[perf] dim: (4, 32, 8192)", "torch avg: 1.2 us", "B avg: 3 us",

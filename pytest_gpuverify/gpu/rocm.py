@@ -15,7 +15,6 @@ from ..hostexec import CommandResult, HostRunner
 from .base import GpuInfo, GpuReading, GpuToolError
 from .rocm_formats import (
     AmdSmiDevice,
-    RocminfoAgent,
     RocmSmiPid,
     RocmSmiProduct,
     attribute_rocm_smi_processes,
@@ -32,9 +31,8 @@ from .rocm_formats import (
     parse_rocm_smi_showpidgpus,
     parse_rocm_smi_showpids,
     parse_rocm_smi_text,
-    parse_rocminfo_arch,
-    parse_rocminfo_gpus,
 )
+from .rocminfo import RocminfoAgent, parse_rocminfo_arch, parse_rocminfo_gpus
 
 __all__ = [
     "AmdSmiDevice", "RocmBackend", "RocminfoAgent", "RocmSmiPid", "RocmSmiProduct",

@@ -57,14 +57,6 @@ class RocmSmiProduct(BaseModel):
     guid: Optional[str] = None
 
 
-class RocminfoAgent(BaseModel):
-    model_config = ConfigDict(frozen=True)
-    arch: Optional[str] = None
-    name: Optional[str] = None  # Marketing Name
-    uuid: Optional[str] = None
-    node: Optional[int] = None
-
-
 # ------------------------------------------------------------------------------------------ values
 def extract_json(text: str) -> Any:
     """The first JSON value in ``text``, or None. Lines before it that do not parse are skipped (amd-smi
@@ -396,48 +388,3 @@ def hip_indices_from_amd_smi(devices: list[AmdSmiDevice]) -> dict[int, int]:
     if devices and all(v is not None for v in hip.values()) and len(set(hip.values())) == len(hip):
         return hip  # type: ignore[return-value]
     return hip_indices_from_nodes({d.gpu: d.node_id for d in devices})
-
-
-# ------------------------------------------------------------------------------------------ rocminfo
-_ARCH_LINE = re.compile(r"^\s+Name:\s+(gfx[0-9a-f]+)\s*$")
-_AGENT_FIELD = re.compile(r"^  (\S[^:]*?):\s*(.*?)\s*$")  # exactly two spaces: ISA names sit deeper
-
-
-def parse_rocminfo_arch(text: str) -> Optional[str]:
-    """The first GPU agent's gfx target. CPU agents never match and ISA lines
-    (``amdgcn-amd-amdhsa--gfx942:...``, ``...--gfx9-4-generic:...``) do not either."""
-    for line in (text or "").splitlines():
-        m = _ARCH_LINE.match(line)
-        if m:
-            return m.group(1)
-    return None
-
-
-def parse_rocminfo_gpus(text: str) -> list[RocminfoAgent]:
-    """GPU agents in listed (KFD node) order. Also reads ``grep Name:``-style excerpts without
-    ``Agent N`` headers, where a new top-level ``Name:`` starts a new agent."""
-    agents: list[dict[str, str]] = []
-    current: Optional[dict[str, str]] = None
-    for line in (text or "").splitlines():
-        if re.fullmatch(r"Agent\s+\d+\s*", line):
-            current = {}
-            agents.append(current)
-            continue
-        m = _AGENT_FIELD.match(line)
-        if not m:
-            continue
-        key, value = m.group(1), m.group(2)
-        if key == "Name" and (current is None or "Name" in current):
-            current = {}
-            agents.append(current)
-        if current is not None:
-            current.setdefault(key, value)
-    out = []
-    for agent in agents:
-        arch = _arch(agent.get("Name"))
-        kind = agent.get("Device Type")
-        if kind == "GPU" or (kind is None and arch):
-            uuid = _str(agent.get("Uuid"))
-            out.append(RocminfoAgent(arch=arch, name=_str(agent.get("Marketing Name")),
-                                     uuid=None if uuid in (None, "GPU-XX") else uuid, node=_int(agent.get("Node"))))
-    return out

@@ -9,17 +9,17 @@ exit 0 after a failed check, so the printed words are the only evidence of a wro
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
 from ..artifact import Correctness, PerfRow
 from .lines import EMPTY_CELLS, AlignedTableStream, LineReader, TableRow, TextLine, describe_size, is_ellipsis
 from .lines import is_markdown_separator, markdown_cells, read_number, strip_ansi, strip_ci_prefix
+from .columns import Table, classify_columns
 from .result import CheckLine, ParsedOutput
 
-PERF_ROW_CAP = 100_000
-CHECK_LINE_CAP = 100_000
+PERF_ROW_CAP = 20_000  # about 1.7 KB each: keeps a huge table's rows under ~35 MB
+CHECK_LINE_CAP = 10_000  # every check is counted; only the first are kept one by one
 REASON_CAP = 200  # failures/problems listed one by one; the rest are counted in a closing line
 NOTE_CAP = 50
 ERR_TOLERANCE = 0.05  # aiter's default tol_err_ratio: an ``err`` above it is a failed check
@@ -52,62 +52,6 @@ _SHAPE_PAIR = re.compile(r"(?P<key>[A-Za-z_][\w.]*)\s*[=:]\s*(?P<value>\([^()]*\
 _NAN_WORD = re.compile(r"\b(?:nan|inf)\b", re.IGNORECASE)
 _ORPHAN_ELIDED_ROW = re.compile(r"^\d+\s{2,}\S.*\s\.{3,}\s")  # pandas rows with ``...`` and no header seen
 
-# Column classes (notes 1.5); the first that matches wins, so ``bwd_us`` is a time, not a bandwidth.
-_COLUMN_CLASSES = [
-    ("metric", re.compile(r"tflops|tb/s|gb/s|gb_per_sec|tok/s|(^|[ _:])bw($|[ _(])", re.I)),
-    ("time", re.compile(r"(^|[ _:])us($|[ _])|(^|[ _])[ds]q$", re.I)),  # test_quant's ``ck dq``/``ck sq`` are us
-    ("err", re.compile(r"(^|[ _:])err($|[ _(])|logits_diff", re.I)),
-    # Ratios and other verdict-like columns vary per run; keeping them out of the shape lets two
-    # runs of the same shape compare.
-    ("ratio", re.compile(r"uplift|speedup|ratio|gain|^[\w ]+/[\w ]+$", re.I)),
-    ("ignore", re.compile(r"(^|[ _])(cos|mre|all_close|result|status|leak)($|[ _(])", re.I)),
-]
-_TIME_WORD = re.compile(r"(^|[ _:])(us|dq|sq)(?=$|[ _])", re.I)
-_METRIC_WORD = re.compile(r"tflops|tb/s|gb/s|gb_per_sec|tok/s|(^|[ _:])bw(?=$|[ _(])|[()]", re.I)
-
-
-def _provider(name: str, word: re.Pattern[str]) -> str:
-    """``ck TFLOPS`` -> ``ck``, ``triton_us`` -> ``triton``, ``us`` -> ``""``."""
-    return " ".join(word.sub(" ", name).replace("_", " ").replace(":", " ").split()).lower()
-
-
-@dataclass
-class _Column:
-    name: str
-    kind: str  # time | metric | err | ratio | ignore | shape | elided
-    metrics: list[int] = field(default_factory=list)  # for a time column: its metric columns
-
-
-def _columns(names: list[str]) -> list[_Column]:
-    cols = []
-    for name in names:
-        kind = "elided" if is_ellipsis(name) else "shape" if name else "ignore"
-        if kind == "shape":
-            kind = next((k for k, rx in _COLUMN_CLASSES if rx.search(name)), "shape")
-        cols.append(_Column(name, kind))
-    times = [i for i, c in enumerate(cols) if c.kind == "time"]
-    time_providers = {i: _provider(cols[i].name, _TIME_WORD) for i in times}
-    for j, col in enumerate(cols):
-        if col.kind != "metric":
-            continue
-        provider = _provider(col.name, _METRIC_WORD)
-        owners = [i for i in times if time_providers[i] == provider]
-        if not owners and len(times) == 1:
-            owners = times  # ``TFLOPS`` next to the only time column belongs to it
-        for i in owners:
-            cols[i].metrics.append(j)
-    return cols
-
-
-@dataclass
-class _Table:
-    header_line: int
-    columns: list[_Column]
-    wrapped: bool = False
-    rows: int = 0
-    elided_rows_seen: bool = False
-
-
 class _AiterParser:
     def __init__(self) -> None:
         self.out = ParsedOutput(parser="aiter")
@@ -127,9 +71,9 @@ class _AiterParser:
         self.in_tensor_dump = False
         self.summary_pending: Optional[int] = None
         self.md_header: Optional[tuple[int, list[str]]] = None
-        self.md_table: Optional[_Table] = None
+        self.md_table: Optional[Table] = None
         self.ws_stream: Optional[AlignedTableStream] = None  # a pandas-printed table after ``summary:``
-        self.ws_table: Optional[_Table] = None
+        self.ws_table: Optional[Table] = None
         self.orphan_rows_noted = False
 
     # ----- recording -------------------------------------------------------------------------
@@ -154,12 +98,17 @@ class _AiterParser:
         text = strip_ansi(raw)
         if text[:1].isdigit() and "Z " in text[:40]:
             text = strip_ci_prefix(text)
-        if text.startswith("[aiter] "):
-            text = text[8:]
-        elif text.startswith("[aiter"):
-            if _LOG_MORE_HEADER.match(text):
+        if text.startswith("[aiter"):
+            # A logger record starts here, and a table never spans two records: only a record's
+            # first line carries the prefix, so the tables it may print come without one.
+            self.end_tables()
+            self.in_tensor_dump = False
+            if text.startswith("[aiter] "):
+                text = text[8:]
+            elif _LOG_MORE_HEADER.match(text):
                 return  # the message is on the next line
-            text = _LOGGER_PREFIX.sub("", text, count=1)
+            else:
+                text = _LOGGER_PREFIX.sub("", text, count=1)
         self.dispatch(lineno, text)
 
     def dispatch(self, lineno: int, text: str) -> None:
@@ -188,7 +137,7 @@ class _AiterParser:
             header_line, names = self.md_header
             self.md_header = None
             if is_markdown_separator(text):
-                self.md_table = _Table(header_line, _columns(names))
+                self.md_table = Table(header_line, classify_columns(names))
                 return
         if self.md_table is not None:
             if text.startswith("|"):
@@ -221,7 +170,9 @@ class _AiterParser:
             self.fail(f"line {lineno}: {text.strip()[:300]}")
         if text[:1].isdigit() and not self.orphan_rows_noted and _ORPHAN_ELIDED_ROW.match(text):
             self.orphan_rows_noted = True
-            self.problem(f"line {lineno}: summary table rows with elided columns and no header; rerun with COLUMNS=10000")
+            self.problem(
+                f"line {lineno}: summary table rows with elided columns and no header; rerun with COLUMNS=10000"
+            )
 
     # ----- checkAllclose ---------------------------------------------------------------------
     def check(self, lineno: int, msg: str, match: re.Match[str]) -> None:
@@ -283,7 +234,7 @@ class _AiterParser:
         described = " ".join(rest)
         if "[perf]" in described:
             described = described.split("[perf]", 1)[1]  # what precedes is the check's label (``a,b:``)
-        shape = " ".join(f"{m['key']}={' '.join(m['value'].split())}" for m in _SHAPE_PAIR.finditer(described))[:500]
+        shape = ", ".join(f"{m['key']}={' '.join(m['value'].split())}" for m in _SHAPE_PAIR.finditer(described))[:500]
         for match, who, metrics, stat in sorted(timings, key=lambda t: t[0].start()):
             kind, value = read_number(match["us"])
             if kind in ("nan", "inf"):
@@ -291,24 +242,26 @@ class _AiterParser:
                 self.fail(f"line {lineno}: {kind} in '{who}' timing")
             if uplift and who.lower() != "torch":
                 metrics["uplift_pct"] = float(uplift["pct"])
-            self.add_perf(PerfRow(shape=shape, name=who, us_median=value, stat=stat, metrics=metrics, source_line=lineno))
+            row = PerfRow(shape=shape, name=who, us_median=value, stat=stat, metrics=metrics, source_line=lineno)
+            self.add_perf(row)
         if checked:
             self.shape_keys.add(hash(shape or msg.strip()))
 
     # ----- tables ----------------------------------------------------------------------------
-    def md_row(self, table: _Table, lineno: int, text: str) -> None:
+    def md_row(self, table: Table, lineno: int, text: str) -> None:
         cells = markdown_cells(text)
         if len(cells) == len(table.columns):
             self.table_row(table, lineno, cells)
         else:  # a row cut short (a truncated output) or a cell holding a ``|``
-            self.problem(f"line {lineno}: table row has {len(cells)} cells, header has {len(table.columns)}; row skipped")
+            found, expected = len(cells), len(table.columns)
+            self.problem(f"line {lineno}: table row has {found} cells, header has {expected}; row skipped")
 
     def take_ws_rows(self, rows: list[TableRow], handed_back: list[TextLine]) -> None:
         stream = self.ws_stream
         assert stream is not None
         for lineno, cells in rows:
             if self.ws_table is None and stream.layout is not None:
-                self.ws_table = _Table(stream.header_line, _columns(stream.layout.names), stream.layout.wrapped)
+                self.ws_table = Table(stream.header_line, classify_columns(stream.layout.names), stream.layout.wrapped)
             table = self.ws_table
             assert table is not None
             if not all(is_ellipsis(c) for c in cells if c):
@@ -326,7 +279,7 @@ class _AiterParser:
         while self.ws_stream is not None:  # a handed-back line may open another table; each is shorter
             self.take_ws_rows(*self.ws_stream.close())
 
-    def table_row(self, table: _Table, lineno: int, cells: list[str]) -> None:
+    def table_row(self, table: Table, lineno: int, cells: list[str]) -> None:
         table.rows += 1
         if table.rows == 1:  # reported once the header proved to head a table
             where = f"line {table.header_line}: summary table"

@@ -1,4 +1,5 @@
-"""Streaming line reader and text cleaners shared by every parser.
+"""Reading saved command output as text, shared by every parser: a streaming line reader, text
+cleaners (ANSI codes, CI timestamps), and the printed tables (markdown, pandas-aligned, numbers).
 
 Saved outputs can be hundreds of MB, sometimes one giant line without a newline, sometimes not
 valid UTF-8. The reader reads fixed-size binary chunks, so memory stays bounded by the chunk size
@@ -8,6 +9,7 @@ plus the longest line it keeps (``max_line`` bytes); longer lines are cut and re
 from __future__ import annotations
 
 import bisect
+import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -287,8 +289,8 @@ def read_number(text: str) -> tuple[str, Optional[float]]:
         value = float(text)
     except ValueError:
         return "bad", None
-    if value != value:
+    if math.isnan(value):
         return "nan", None
-    if value in (float("inf"), float("-inf")):
+    if math.isinf(value):
         return "inf", None
     return "num", value

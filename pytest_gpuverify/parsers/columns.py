@@ -1,0 +1,65 @@
+"""Column classes of printed tables (notes 1.5): which columns are times, throughputs, errors,
+ratios or part of the shape, and which throughput belongs to which time column."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from .lines import is_ellipsis
+
+
+# Column classes (notes 1.5); the first that matches wins, so ``bwd_us`` is a time, not a bandwidth.
+COLUMN_CLASSES = [
+    ("metric", re.compile(r"tflops|tb/s|gb/s|gb_per_sec|tok/s|(^|[ _:])bw($|[ _(])", re.I)),
+    ("time", re.compile(r"(^|[ _:])us($|[ _])|(^|[ _])[ds]q$", re.I)),  # test_quant's ``ck dq``/``ck sq`` are us
+    ("err", re.compile(r"(^|[ _:])err($|[ _(])|logits_diff", re.I)),
+    # Ratios and other verdict-like columns vary per run; keeping them out of the shape lets two
+    # runs of the same shape compare.
+    ("ratio", re.compile(r"uplift|speedup|ratio|gain|^[\w ]+/[\w ]+$", re.I)),
+    ("ignore", re.compile(r"(^|[ _])(cos|mre|all_close|result|status|leak)($|[ _(])", re.I)),
+]
+TIME_WORD = re.compile(r"(^|[ _:])(us|dq|sq)(?=$|[ _])", re.I)
+METRIC_WORD = re.compile(r"tflops|tb/s|gb/s|gb_per_sec|tok/s|(^|[ _:])bw(?=$|[ _(])|[()]", re.I)
+
+
+def provider_of(name: str, word: re.Pattern[str]) -> str:
+    """``ck TFLOPS`` -> ``ck``, ``triton_us`` -> ``triton``, ``us`` -> ``""``."""
+    return " ".join(word.sub(" ", name).replace("_", " ").replace(":", " ").split()).lower()
+
+
+@dataclass
+class Column:
+    name: str
+    kind: str  # time | metric | err | ratio | ignore | shape | elided
+    metrics: list[int] = field(default_factory=list)  # for a time column: its metric columns
+
+
+def classify_columns(names: list[str]) -> list[Column]:
+    cols = []
+    for name in names:
+        kind = "elided" if is_ellipsis(name) else "shape" if name else "ignore"
+        if kind == "shape":
+            kind = next((k for k, rx in COLUMN_CLASSES if rx.search(name)), "shape")
+        cols.append(Column(name, kind))
+    times = [i for i, c in enumerate(cols) if c.kind == "time"]
+    time_providers = {i: provider_of(cols[i].name, TIME_WORD) for i in times}
+    for j, col in enumerate(cols):
+        if col.kind != "metric":
+            continue
+        provider = provider_of(col.name, METRIC_WORD)
+        owners = [i for i in times if time_providers[i] == provider]
+        if not owners and len(times) == 1:
+            owners = times  # ``TFLOPS`` next to the only time column belongs to it
+        for i in owners:
+            cols[i].metrics.append(j)
+    return cols
+
+
+@dataclass
+class Table:
+    header_line: int
+    columns: list[Column]
+    wrapped: bool = False
+    rows: int = 0
+    elided_rows_seen: bool = False

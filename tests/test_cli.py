@@ -1,0 +1,68 @@
+"""The `gpuverify` console script: schema, show, check."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+import pytest
+
+from pytest_gpuverify.artifact import Artifact
+from pytest_gpuverify.cli import main
+
+
+def test_schema_is_the_artifact_json_schema(capsys):
+    assert main(["schema"]) == 0
+    schema = json.loads(capsys.readouterr().out)
+    assert schema == Artifact.model_json_schema()
+    for field in ("key", "ts", "host", "container", "image", "gpu", "versions", "repos", "command", "imports",
+                  "correctness", "perf", "raw_output", "verdict", "reasons", "exit_code", "raw_output_sha256"):
+        assert field in schema["properties"], field
+
+
+def test_console_script_is_installed():
+    proc = subprocess.run(["gpuverify", "schema"], capture_output=True)
+    assert proc.returncode == 0 and json.loads(proc.stdout)["title"] == "Artifact"
+
+
+@pytest.fixture
+def artifact_path(sandbox):
+    proc = sandbox.pytest("op_tests/test_gemm_a8w8.py")
+    assert proc.returncode == 0, proc.stdout.decode()[-2000:]
+    return sandbox.tickets / "T-1" / "bench_gemm_a8w8.json"
+
+
+@pytest.mark.docker
+def test_show_and_check_an_untouched_artifact(artifact_path, capsys):
+    assert main(["show", str(artifact_path)]) == 0
+    page = capsys.readouterr().out
+    assert page.startswith("PASS") and "ck us" in page and "9.29366" in page
+    assert main(["check", str(artifact_path)]) == 0
+    assert "OK" in capsys.readouterr().out
+
+
+@pytest.mark.docker
+@pytest.mark.parametrize("tamper", ["perf number", "row removed", "verdict", "raw output"])
+def test_check_catches_tampering(artifact_path, tamper, capsys):
+    data = json.loads(artifact_path.read_text())
+    if tamper == "perf number":
+        data["perf"][0]["us_median"] = 1.0
+    elif tamper == "row removed":
+        data["perf"].pop()
+    elif tamper == "verdict":
+        data["verdict"] = "PASS"
+        data["correctness"]["passed"] = False
+    else:
+        raw = artifact_path.parent / data["raw_output"]
+        raw.write_text(raw.read_text().replace("9.29366", "8.29366"))
+    artifact_path.write_text(json.dumps(data))
+    assert main(["check", str(artifact_path)]) == 1
+    assert "MISMATCH" in capsys.readouterr().out
+
+
+def test_show_and_check_refuse_a_non_artifact(tmp_path, capsys):
+    bad = tmp_path / "x.json"
+    bad.write_bytes(b"\xff not json")
+    assert main(["show", str(bad)]) == 2
+    assert main(["check", str(tmp_path / "missing.json")]) == 2
+    assert "not a gpuverify artifact" in capsys.readouterr().err

@@ -1,0 +1,169 @@
+"""The idle window, own-use exclusion, the lock-then-recheck order and NO_GPU, on the simulated host."""
+
+from __future__ import annotations
+
+import subprocess
+import threading
+import time
+
+import pytest
+
+from pytest_gpuverify.envfile import parse_lock_prefix
+from pytest_gpuverify.gpu.rocm import RocmBackend
+from pytest_gpuverify.hostexec import LocalHost
+from pytest_gpuverify.picker import GpuPicker, NoGpu, PickerError
+from pytest_gpuverify.sampler import IdleSampler
+from pytest_gpuverify.simulator import SimState, install, load_state, save_state
+
+
+@pytest.fixture
+def host(tmp_path, monkeypatch):
+    sim = tmp_path / "sim"
+    state_path = install(sim, SimState.idle(gpus=4))
+    runner = LocalHost(env={"PATH": f"{sim}:/usr/bin:/bin"})
+    lock = parse_lock_prefix(f"flock -E 75 -w 600 {tmp_path}/gpu-<id>.lock")
+
+    class Host:
+        backend = RocmBackend(runner)
+
+        def edit(self, fn):
+            state = load_state(state_path)
+            fn(state)
+            save_state(state, state_path)
+
+        def picker(self, window=0.0, command=None, **kw):
+            sampler = IdleSampler(self.backend, window, **kw)
+            sampler.start()
+            return GpuPicker(sampler, lock, runner, picker_command=command), sampler
+
+        def foreign_hold(self, index):
+            proc = subprocess.Popen(["flock", "-x", "-o", str(lock.path_for(index)), "sleep", "30"])
+            deadline = time.time() + 5
+            while subprocess.run(["flock", "-n", str(lock.path_for(index)), "true"]).returncode == 0:
+                assert time.time() < deadline
+                time.sleep(0.02)
+            return proc
+
+    return Host()
+
+
+def test_busy_moment_inside_window_disqualifies(host):
+    picker, sampler = host.picker(window=1.2, interval_s=0.2)
+    try:
+        sampler.wait_for_full_window()
+        host.edit(lambda s: s.set_busy(0))
+        time.sleep(0.3)
+        host.edit(lambda s: s.set_idle(0))
+        sampler.sample_now()
+        verdict = sampler.judge_window()
+        assert 0 not in verdict.idle and verdict.idle == [1, 2, 3]
+        assert "use 95%" in verdict.busy[0]
+        time.sleep(1.5)  # the busy reading ages out of the window
+        assert 0 in sampler.judge_window().idle
+    finally:
+        sampler.stop()
+
+
+def test_own_use_is_left_out_of_the_window(host):
+    picker, sampler = host.picker(window=1.0, interval_s=0.2)
+    try:
+        grant = picker.acquire()
+        assert grant.indices == [0]
+        host.edit(lambda s: s.set_busy(0))  # our own command loads GPU 0
+        time.sleep(0.5)
+        host.edit(lambda s: s.set_idle(0))
+        picker.release(grant)
+        time.sleep(0.6)
+        assert 0 in sampler.judge_window().idle, "our own load must not make the next pick wait a window"
+    finally:
+        sampler.stop()
+
+
+def test_lock_then_recheck_skips_a_gpu_that_became_busy(host, tmp_path):
+    picker, sampler = host.picker(window=0.0)
+    try:
+        host.edit(lambda s: s.set_busy(0))  # the window (one old reading) still says GPU 0 is idle
+        grant = picker.acquire()
+        assert grant.indices == [1]
+        assert subprocess.run(["flock", "-n", str(tmp_path / "gpu-0.lock"), "true"]).returncode == 0
+        picker.release(grant)
+    finally:
+        sampler.stop()
+
+
+def test_foreign_lock_is_skipped_and_no_gpu_names_why(host):
+    holders = [host.foreign_hold(i) for i in (0, 1)]
+    host.edit(lambda s: (s.set_busy(2), s.set_busy(3)))
+    picker, sampler = host.picker(window=0.0)
+    try:
+        with pytest.raises(NoGpu) as err:
+            picker.acquire()
+        text = str(err.value)
+        assert text.startswith("NO_GPU") and "2 held by locks (gpu 0, 1)" in text and "2 busy" in text
+    finally:
+        sampler.stop()
+        for h in holders:
+            h.kill()
+            h.wait()
+
+
+def test_wait_starts_when_a_gpu_frees_up(host):
+    host.edit(lambda s: [s.set_busy(i) for i in range(4)])
+    picker, sampler = host.picker(window=0.0)
+    timer = threading.Timer(0.8, lambda: host.edit(lambda s: s.set_idle(2)))
+    timer.start()
+    try:
+        t0 = time.monotonic()
+        grant = picker.acquire(wait_s=10)
+        assert grant.indices == [2] and 0.7 < time.monotonic() - t0 < 5
+        picker.release(grant)
+    finally:
+        timer.cancel()
+        sampler.stop()
+
+
+def test_failing_tools_mean_no_gpu_not_a_guess(host):
+    host.edit(lambda s: s.faults.update({"amd-smi": "garbage", "rocm-smi": "garbage"}))
+    picker, sampler = host.picker(window=0.0)
+    try:
+        with pytest.raises(NoGpu) as err:
+            picker.acquire()
+        assert "GPU reading failed" in str(err.value)
+    finally:
+        sampler.stop()
+
+
+def test_picker_command_path(host):
+    picker, sampler = host.picker(window=0.0, command="echo picking >&2; echo 3")
+    try:
+        grant = picker.acquire()
+        assert grant.indices == [3]
+        picker.release(grant)
+    finally:
+        sampler.stop()
+    bad, sampler = host.picker(window=0.0, command="echo no-gpu-here")
+    try:
+        with pytest.raises(PickerError, match="Fix:"):
+            bad.acquire()
+    finally:
+        sampler.stop()
+
+
+def test_picker_command_choosing_a_busy_gpu_is_refused(host):
+    host.edit(lambda s: s.set_busy(3))
+    picker, sampler = host.picker(window=0.0, command="echo 3")
+    try:
+        with pytest.raises(NoGpu, match="gpu 3: use 95% \\(under the lock\\)"):
+            picker.acquire()
+    finally:
+        sampler.stop()
+
+
+def test_two_gpus_in_order(host):
+    picker, sampler = host.picker(window=0.0)
+    try:
+        grant = picker.acquire(count=2)
+        assert grant.indices == [0, 1]
+        picker.release(grant)
+    finally:
+        sampler.stop()
