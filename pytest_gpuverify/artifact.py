@@ -11,6 +11,7 @@ import json
 import math
 import os
 import tempfile
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Literal, Optional
 
@@ -113,6 +114,9 @@ class TargetRecord(_Model):
     kind: str
     path: Optional[str] = None
     args: list[str] = Field(default_factory=list)
+    dtype: Optional[str] = None
+    regime: Optional[str] = None
+    thresholds: dict[str, float] = Field(default_factory=dict)
 
 
 class Artifact(_Model):
@@ -147,6 +151,7 @@ class Artifact(_Model):
     raw_output: Optional[str] = None
     raw_output_sha256: Optional[str] = None
     raw_output_bytes: Optional[int] = None
+    junit_xml: Optional[str] = None  # an inner pytest run's report, saved beside the raw output
 
 
 def artifact_schema() -> dict[str, Any]:
@@ -190,3 +195,20 @@ def write_artifact(artifact: Artifact, path: Path) -> None:
 
 def read_artifact(path: Path) -> Artifact:
     return Artifact.model_validate_json(Path(path).read_bytes())
+
+
+def utc_now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def keep_previous(path: Path) -> None:
+    """An earlier artifact of the same topic is evidence too: move it aside, never overwrite it."""
+    if not path.exists():
+        return
+    stamp = datetime.fromtimestamp(path.stat().st_mtime, timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    aside = path.with_name(f"{path.stem}.{stamp}.json")
+    n = 1
+    while aside.exists():
+        n += 1
+        aside = path.with_name(f"{path.stem}.{stamp}-{n}.json")
+    os.replace(path, aside)

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from .artifact import Artifact, sha256_file
 from .parsers.dispatch import parse_output
+from .parsers.result import ParseContext
 
 
 def check_artifact(art: Artifact, artifact_path: Path) -> list[str]:
@@ -23,9 +24,11 @@ def check_artifact(art: Artifact, artifact_path: Path) -> list[str]:
     if digest != art.raw_output_sha256:
         problems.append(f"raw output sha256 is {digest}, the artifact says {art.raw_output_sha256}")
     kind = art.target.kind if art.target else "aiter-op-test"
-    parsed = parse_output(kind, raw)
-    ours = [r.model_dump(exclude={"regime", "side"}) for r in parsed.perf]
-    theirs = [r.model_dump(exclude={"regime", "side"}) for r in art.perf]
+    junit = artifact_path.parent / art.junit_xml if art.junit_xml else None
+    context = ParseContext(junit_xml=junit, exit_code=art.exit_code, dtype=art.target.dtype if art.target else None)
+    parsed = parse_output(kind, raw, context)
+    ours = [r.model_dump(exclude={"regime"}) for r in parsed.perf]
+    theirs = [r.model_dump(exclude={"regime"}) for r in art.perf]
     if len(ours) != len(theirs):
         problems.append(f"perf has {len(theirs)} rows, the raw output gives {len(ours)}")
     for i, (a, b) in enumerate(zip(theirs, ours)):

@@ -22,7 +22,8 @@ from typing import Iterable, Optional
 ROOTFS_IMAGE = "gpuverify-rootfs:1"
 SANDBOX_LABEL = "gpuverify.sandbox"
 HOST_DIRS = ("/usr", "/lib", "/lib64", "/bin", "/sbin", "/etc")
-DEMO_REPO = Path(__file__).parent / "demo_repo"
+DEMO_REPOS = Path(__file__).parent / "demo_repos"
+DEMO_REPO = DEMO_REPOS / "aiter"
 BASE_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 
@@ -177,3 +178,29 @@ def run_demo(root: Path, ticket: str = "DEMO-1") -> int:
     ok = got == expected and rc == 1
     print(f"\ndemo {'OK' if ok else 'UNEXPECTED'}: verdicts {got}, pytest exit {rc}")
     return 0 if ok else 1
+
+
+PYTEST_DISTS = ("pytest", "pluggy", "iniconfig", "packaging", "pygments")
+
+
+def install_pytest(client, name: str) -> str:
+    """Give a sandbox container pytest (real ROCm images have it): the host's pure-Python pytest and
+    its needs, copied into the container's user site. Returns that site directory."""
+    import importlib.metadata as md
+
+    container = client.containers.get(name)
+    res = container.exec_run(["python3", "-c", "import site; print(site.getusersitepackages())"])
+    site_dir = res.output.decode().strip().splitlines()[-1]
+    container.exec_run(["mkdir", "-p", site_dir])
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        for dist_name in PYTEST_DISTS:
+            dist = md.distribution(dist_name)
+            for file in dist.files or []:
+                if "__pycache__" in file.parts or file.parts[0].endswith(".dist-info") and file.name == "RECORD":
+                    continue
+                path = Path(dist.locate_file(file))
+                if path.is_file() and not str(file).startswith(".."):
+                    tar.add(path, arcname=str(file))
+    container.put_archive(site_dir, buf.getvalue())
+    return site_dir

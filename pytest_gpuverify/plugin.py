@@ -15,9 +15,10 @@ import pytest
 from .artifact import Artifact
 from .envfile import EnvFileError, default_env_path, load_env_file
 from .options import RunOptions, SetupError, check_seconds, check_ticket
-from .targets import AITER_OP_TEST, Target, is_aiter_op_test, topic_for
+from .targets import Target, kind_for_path, split_args, topic_for
 
 _SESSION_KEY = pytest.StashKey["VerifySession"]()
+_DECLARED_KEY = pytest.StashKey[object]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -35,6 +36,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--gpu-cold", action="store_true", default=False, help="fresh JIT caches for the run, removed after")
     group.addoption("--gpu-allow-dirty", action="store_true", default=False, help="report a dirty repo instead of INCONCLUSIVE")
     group.addoption("--gpu-start-container", action="store_true", default=False, help="allow starting your stopped container")
+    group.addoption("--gpu-args", default=None, metavar="ARGS", help="arguments for the command-line targets: --gpu-args=\"-d bf16 -m 128\" (with =)")
+    group.addoption("--gpu-target", action="append", default=[], metavar="NAME", help="run a target declared in gpuverify.toml / [tool.gpuverify] (repeatable)")
     for key, default in (("gpu_env", None), ("gpu_arch", None), ("gpu_container", None), ("gpu_window", "2"),
                          ("gpu_wait", "0"), ("gpu_timeout", "3600")):
         parser.addini(key, f"pytest-gpuverify: default for --{key.replace('_', '-')}", default=default)
@@ -68,17 +71,44 @@ def build_options(config: pytest.Config) -> RunOptions:
 def pytest_configure(config: pytest.Config) -> None:
     if not config.getoption("gpu_verify", False):
         return
+    from .declarations import DeclarationError
     from .session import VerifySession, echo_to_stdout
 
     try:
         options = build_options(config)
         env = load_env_file(options.env_path)
+        declared = _load_declarations(config)
         session = VerifySession(options, env, echo=echo_to_stdout if options.echo_output else None)
-    except (SetupError, EnvFileError) as exc:
+    except (SetupError, EnvFileError, DeclarationError) as exc:
         raise pytest.UsageError(str(exc)) from None
     config.stash[_SESSION_KEY] = session
+    config.stash[_DECLARED_KEY] = declared
     config.addinivalue_line("markers", "gpu: a GPU target run by pytest-gpuverify")
     session.start()  # the idle window starts filling now, while pytest collects
+
+
+def _load_declarations(config: pytest.Config):
+    """The repo's declared targets (or None). With --gpu-target, the declaration file is what pytest
+    collects, so `pytest --gpu-verify --gpu-target X` runs X and nothing else."""
+    from .declarations import DeclarationError, find_declarations, load_declarations, select
+
+    start = Path(config.invocation_params.dir)
+    stop = config.rootpath if start.is_relative_to(config.rootpath) else start
+    path = find_declarations(start, stop)
+    names = config.getoption("gpu_target")
+    if path is None:
+        if names:
+            raise DeclarationError(start, f"--gpu-target: no gpuverify.toml or [tool.gpuverify] found in {start} "
+                                   "or above it", "declare the targets (see conftest_examples/), or pass target paths")
+        return None
+    decls = load_declarations(path)
+    if names:
+        select(decls, names)  # unknown names stop the run here, naming the known ones
+        if config.args_source == pytest.Config.ArgsSource.ARGS:
+            config.args.append(str(path))
+        else:
+            config.args[:] = [str(path)]
+    return decls
 
 
 def _session(config: pytest.Config):
@@ -87,10 +117,18 @@ def _session(config: pytest.Config):
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_pycollect_makemodule(module_path: Path, parent: pytest.Collector):
-    """aiter op_tests become GPU targets instead of modules: the host has no torch to import them."""
-    if _session(parent.config) is None or not is_aiter_op_test(module_path):
+    """GPU test files become targets instead of modules: the host has no torch to import them."""
+    if _session(parent.config) is None or kind_for_path(module_path) is None:
         return None
     return GpuTargetFile.from_parent(parent, path=module_path)
+
+
+def pytest_collect_file(file_path: Path, parent: pytest.Collector):
+    """The declaration file, when named on the command line or selected through --gpu-target."""
+    decls = parent.config.stash.get(_DECLARED_KEY, None)
+    if decls is None or file_path.resolve() != Path(decls.path).resolve():
+        return None
+    return DeclarationFile.from_parent(parent, path=file_path)
 
 
 class GpuVerdict(Exception):
@@ -103,10 +141,33 @@ class GpuVerdict(Exception):
 
 
 class GpuTargetFile(pytest.File):
+    """A GPU test file on the command line: its declared targets, else one target with --gpu-args."""
+
     def collect(self):
-        target = Target(name=_display_name(self.path, self.config), kind=AITER_OP_TEST, path=self.path,
-                        topic=topic_for(self.path))
+        decls = self.config.stash.get(_DECLARED_KEY, None)
+        declared = [t for t in (decls.targets if decls else []) if t.path and t.path.resolve() == self.path.resolve()]
+        if declared and not self.config.getoption("gpu_target"):
+            for target in declared:
+                yield GpuTargetItem.from_parent(self, name=target.name, target=target)
+            return
+        args = split_args(self.config.getoption("gpu_args") or "")
+        target = Target(name=_display_name(self.path, self.config), kind=kind_for_path(self.path), path=self.path,
+                        args=args, topic=topic_for(self.path, args))
         yield GpuTargetItem.from_parent(self, name=target.topic, target=target)
+
+
+class DeclarationFile(pytest.File):
+    """gpuverify.toml / pyproject.toml: one item per declared target (or per --gpu-target)."""
+
+    def collect(self):
+        from .declarations import select
+
+        decls = self.config.stash[_DECLARED_KEY]
+        names = self.config.getoption("gpu_target")
+        for target in select(decls, names) if names else decls.targets:
+            if target.path is None and target.anchor is None:
+                target = target.model_copy(update={"anchor": Path(decls.path).parent})
+            yield GpuTargetItem.from_parent(self, name=target.name, target=target)
 
 
 def _display_name(path: Path, config: pytest.Config) -> str:

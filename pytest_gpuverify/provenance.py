@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import json
 import subprocess
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
 from .artifact import RepoRecord, Versions
-from .container import ContainerHandle
+from .container import ContainerError, ContainerHandle
 
 # Reads versions without importing torch (an import costs seconds: measured.md).
 _VERSIONS_SCRIPT = r"""
@@ -129,3 +130,34 @@ def repo_state(path: Path) -> RepoRecord:
             continue
         dirty_paths.append(name)
     return RepoRecord(path=top, sha=sha, dirty=bool(dirty_paths), dirty_paths=dirty_paths[:50])
+
+
+@dataclass
+class ContainerFacts:
+    """What one container is, read once per session: arch, versions, the env it sets."""
+
+    handle: ContainerHandle
+    arch: Optional[str] = None
+    arch_problem: Optional[str] = None
+    versions: Versions = field(default_factory=Versions)
+    notes: list[str] = field(default_factory=list)
+    container_env: dict[str, str] = field(default_factory=dict)
+
+
+# Variables the container itself sets that change what runs; recorded, never overridden.
+CONTAINER_ENV_RECORDED = ("AITER_USE_SYSTEM_TRITON", "AITER_TRITON_ONLY", "GPU_ARCHS", "HIP_VISIBLE_DEVICES",
+                          "ROCR_VISIBLE_DEVICES", "FLYDSL_RUNTIME_CACHE_DIR", "TRITON_CACHE_DIR")
+
+
+def read_container_facts(handle: ContainerHandle) -> ContainerFacts:
+    facts = ContainerFacts(handle)
+    try:
+        if not handle.running:
+            return facts
+        facts.arch, facts.arch_problem = container_arch(handle)
+        facts.versions, facts.notes = read_versions(handle)
+        env = dict(item.split("=", 1) for item in (handle.inspect().get("Config") or {}).get("Env") or [] if "=" in item)
+        facts.container_env = {k: env[k] for k in CONTAINER_ENV_RECORDED if k in env}
+    except ContainerError as exc:
+        facts.arch_problem = str(exc)
+    return facts

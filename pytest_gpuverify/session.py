@@ -14,13 +14,13 @@ import socket
 import sys
 import time
 import traceback
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable, Optional
 
 from . import __version__
-from .artifact import Artifact, GpuRecord, RepoRecord, TargetRecord, Versions, sha256_file, write_artifact
+from .artifact import Artifact, GpuRecord, RepoRecord, TargetRecord, keep_previous, sha256_file, utc_now, write_artifact
 from .container import ContainerError, ContainerHandle, Interrupted, docker_client
 from .envfile import EnvFile
 from .gpu.base import GpuInfo, GpuToolError
@@ -28,11 +28,13 @@ from .hostexec import LocalHost
 from .hosts import lock_for, select_host
 from .options import RunOptions, SetupError
 from .parsers.dispatch import parse_output
+from .parsers.result import ParseContext
 from .picker import GpuPicker, NoGpu, PickerError
-from .provenance import container_arch, import_origin, origin_inside, read_versions, repo_state
+from .provenance import ContainerFacts, import_origin, origin_inside, read_container_facts, repo_state
 from .sampler import IdleSampler
-from .targets import RunEnvironment, Target, command_argv, import_package, pythonpath
+from .targets import PYTEST_KINDS, RunEnvironment, Target, command_argv, import_package, junit_path, pythonpath
 from .verdict import RunFacts, decide
+from .resolve import map_to_container
 from .workspace import WorkspaceError, locate
 
 
@@ -42,20 +44,11 @@ class TargetOutcome:
     artifact: Artifact
     artifact_path: Path
     raw_path: Optional[Path] = None
+    junit_path: Optional[Path] = None
     written: bool = False
 
 
-@dataclass
-class _ContainerFacts:
-    handle: ContainerHandle
-    arch: Optional[str] = None
-    arch_problem: Optional[str] = None
-    versions: Versions = field(default_factory=Versions)
-    notes: list[str] = field(default_factory=list)
-
-
-def utc_now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+JUNIT_LIMIT = 64 << 20
 
 
 class VerifySession:
@@ -84,10 +77,11 @@ class VerifySession:
         self.picker = GpuPicker(self.sampler, self.lock_spec, self.runner, self.picker_command)
         self._docker_factory = docker_factory
         self._docker: Optional[object] = None
-        self._containers: dict[str, _ContainerFacts] = {}
+        self._containers: dict[str, ContainerFacts] = {}
         self._imports: dict[tuple[str, str, str], tuple[Optional[str], Optional[str]]] = {}
         self._inventory: dict[int, GpuInfo] = {}
         self._repos: dict[Path, RepoRecord] = {}
+        self._resolutions: dict[tuple[str, str], object] = {}
         self.host_arch: Optional[str] = None
         self.session_blocked: list[str] = []
         self._session_notes: list[str] = []
@@ -138,7 +132,7 @@ class VerifySession:
     def write(self, outcome: TargetOutcome) -> None:
         if outcome.written:
             return
-        _keep_previous(outcome.artifact_path)
+        keep_previous(outcome.artifact_path)
         write_artifact(outcome.artifact, outcome.artifact_path)
         outcome.written = True
 
@@ -162,7 +156,11 @@ class VerifySession:
             topic=topic,
             ts=utc_now(),
             host=socket.gethostname(),
-            target=TargetRecord(name=target.name, kind=target.kind, path=str(target.path), args=list(target.args)),
+            target=TargetRecord(
+                name=target.name, kind=target.kind, path=str(target.path) if target.path else None,
+                args=list(target.args), dtype=target.dtype, regime=target.regime,
+                thresholds=target.thresholds.model_dump(exclude_none=True),
+            ),
             cold=self.options.cold,
         )
         art.notes.extend(self._session_notes)
@@ -174,7 +172,8 @@ class VerifySession:
         try:
             self._prepare_and_run(target, art, outcome, facts, stamp)
             if facts.ran and outcome.raw_path is not None:
-                parsed = parse_output(target.kind, outcome.raw_path)
+                context = ParseContext(junit_xml=outcome.junit_path, exit_code=facts.exit_code, dtype=target.dtype)
+                parsed = parse_output(target.kind, outcome.raw_path, context)
         except Interrupted as exc:
             facts.interrupted = "KeyboardInterrupt"
             self._record_exec(art, facts, exc.outcome)
@@ -196,8 +195,11 @@ class VerifySession:
         if self.session_blocked:
             facts.blocked.extend(self.session_blocked)
             return
+        if target.location is None:
+            facts.blocked.append(f"target {target.name} names no file and no declaration to place it in a repo")
+            return
         try:
-            ws = locate(self.env, target.path)
+            ws = locate(self.env, target.location, target.repo, target.path)
         except WorkspaceError as exc:
             facts.blocked.append(str(exc))
             return
@@ -206,51 +208,71 @@ class VerifySession:
             self._repos[ws.wt_host] = repo_state(ws.wt_host)
         repo = self._repos[ws.wt_host]
         art.repos = [repo]
-        art.workdir = ws.wt_container
         if repo.dirty and not self.options.allow_dirty:
             shown = ", ".join(repo.dirty_paths[:5])
             facts.blocked.append(f"repo {repo.path} is dirty ({shown}). Fix: commit, or pass --gpu-allow-dirty")
-        elif repo.dirty:
+            return
+        if repo.dirty:
             art.notes.append(f"repo {repo.path} is dirty (allowed by --gpu-allow-dirty)")
-        cfacts = self._container_for(ws.repo.container, art, facts)
+        res = self._resolve(ws, target)
+        art.container = res.name
+        art.notes.extend(res.notes)
+        if not res.ok or not res.name:
+            facts.blocked.append(res.problem or "no container")
+            return
+        wt = map_to_container(res.mounts, ws.wt_host)
+        if wt is None:
+            mounts = ", ".join(f"{h} -> {c}" for h, c in res.mounts) or "none"
+            facts.blocked.append(
+                f"worktree {ws.wt_host} is not mounted in container {res.name} (mounts: {mounts}). "
+                "Fix: mount it, or correct the Repos row's path and mount"
+            )
+            return
+        art.workdir = f"{wt}/{target.workdir}".rstrip("/.") if target.workdir not in (None, "", ".") else wt
+        cfacts = self._container_facts_for(res.name, art, facts)
         if cfacts is None or facts.blocked:
             return
         package = import_package(target.kind)
-        pypath = pythonpath(target.kind, ws.wt_container)
+        pypath = pythonpath(target.kind, wt)
         if package:
-            key = (cfacts.handle.name, ws.wt_container, package)
+            key = (cfacts.handle.name, wt, package)
             if key not in self._imports:
                 self._imports[key] = import_origin(cfacts.handle, package, pypath)
             origin, why = self._imports[key]
             art.imports[package] = origin
-            if not origin_inside(origin, ws.wt_container):
+            if not origin_inside(origin, wt):
                 facts.blocked.append(
-                    why or f"{package} imports from {origin}, outside the worktree {ws.wt_container}/: "
+                    why or f"{package} imports from {origin}, outside the worktree {wt}/: "
                     "the run would test another checkout"
                 )
                 return
-        self._run_on_gpu(target, art, outcome, facts, cfacts, ws.wt_container, ws.rel_target, pypath, stamp)
+        self._run_on_gpu(target, art, outcome, facts, cfacts, wt, ws.rel_target, pypath, stamp)
 
-    def _container_for(self, repo_container: Optional[str], art: Artifact, facts: RunFacts) -> Optional[_ContainerFacts]:
-        name = self.options.container or repo_container
-        if not name:
-            facts.blocked.append(f"no container: the Repos row sets none. Fix: set it in {self.env.path} or pass --gpu-container")
-            return None
-        art.container = name
-        row = self.env.container(name)
-        if row is None:
-            facts.blocked.append(
-                f"container {name} is not in the Containers table of {self.env.path}: it is not yours, so it gets no exec. "
-                "Fix: add it to Containers"
+    def _client(self):
+        if self._docker is None:
+            self._docker = self._docker_factory()
+        return self._docker
+
+    def _resolve(self, ws, target: Target):
+        from .resolve import resolve_container
+
+        key = (ws.repo.repo, str(ws.wt_host))
+        if key not in self._resolutions:
+            self._resolutions[key] = resolve_container(
+                self.env,
+                ticket=self.options.ticket,
+                repo_row=ws.repo,
+                target_path=target.location,
+                docker_client=self._client(),
+                override=self.options.container,
+                allow_start=self.options.start_container,
+                host_name=self.host_row.host,
             )
-            return None
-        if row.host and row.host.lower() != self.host_row.host.lower():
-            facts.blocked.append(f"container {name} belongs to host {row.host}, not {self.host_row.host}")
-            return None
+        return self._resolutions[key]
+
+    def _container_facts_for(self, name: str, art: Artifact, facts: RunFacts) -> Optional[ContainerFacts]:
         if name not in self._containers:
-            if self._docker is None:
-                self._docker = self._docker_factory()
-            self._containers[name] = self._container_facts(ContainerHandle(self._docker, name))
+            self._containers[name] = read_container_facts(ContainerHandle(self._client(), name))
         cfacts = self._containers[name]
         try:
             running = cfacts.handle.running
@@ -259,7 +281,7 @@ class VerifySession:
             facts.blocked.append(f"missing container: {exc}")
             return None
         if not running:
-            facts.blocked.append(f"container {name} is stopped. Fix: `docker start {name}`, or pass --gpu-start-container")
+            facts.blocked.append(f"container {name} is not running. Fix: `docker start {name}`, or pass --gpu-start-container")
             return None
         art.versions = cfacts.versions
         art.notes.extend(cfacts.notes)
@@ -269,26 +291,13 @@ class VerifySession:
             facts.blocked.append(f"wrong arch in container {name}: rocminfo says {cfacts.arch}, the run needs {self.expected_arch}")
         return cfacts
 
-    def _container_facts(self, handle: ContainerHandle) -> _ContainerFacts:
-        facts = _ContainerFacts(handle)
-        try:
-            if not handle.running:
-                return facts
-            facts.arch, facts.arch_problem = container_arch(handle)
-            facts.versions, facts.notes = read_versions(handle)
-        except ContainerError as exc:
-            facts.arch_problem = str(exc)
-        return facts
-
     def _run_on_gpu(self, target, art, outcome, facts, cfacts, wt, rel, pypath, stamp) -> None:
         try:
             grant = self.picker.acquire(count=target.gpus, wait_s=self.options.wait_s)
-        except NoGpu as exc:
+        except (NoGpu, PickerError) as exc:
             facts.blocked.append(str(exc))
             return
-        except PickerError as exc:
-            facts.blocked.append(str(exc))
-            return
+        run_id = f"{stamp}-{os.getpid()}"
         try:
             infos = [self._inventory.get(i, GpuInfo(index=i)) for i in grant.indices]
             art.gpus = [
@@ -305,9 +314,9 @@ class VerifySession:
                 jit_dir=jit_dir,
                 arch=cfacts.arch,
             )
-            art.env = run_env.as_env()
+            art.env = {**cfacts.container_env, **run_env.as_env()}
             art.cache_dirs = {"AITER_JIT_DIR": jit_dir}
-            argv = command_argv(target, rel)
+            argv = command_argv(target, rel, run_id)
             art.command = shlex.join(argv)
             self.out_dir.mkdir(parents=True, exist_ok=True)
             outcome.raw_path = self.out_dir / f"bench_{art.topic}.{stamp}.log"
@@ -315,13 +324,32 @@ class VerifySession:
             outcome.raw_path.touch()
             facts.ran = True
             result = cfacts.handle.stream_to_file(
-                argv, outcome.raw_path, env=art.env, workdir=wt, timeout_s=self.options.timeout_s, echo=self._echo
+                argv, outcome.raw_path, env=run_env.as_env(), workdir=art.workdir or wt,
+                timeout_s=self.options.timeout_s, echo=self._echo,
             )
             self._record_exec(art, facts, result)
         finally:
             self.picker.release(grant)
             if self.options.cold:
                 self._remove_cold_cache(cfacts.handle, art)
+        if target.kind in PYTEST_KINDS:
+            outcome.junit_path = self._fetch_junit(cfacts.handle, run_id, art, stamp)
+
+    def _fetch_junit(self, handle: ContainerHandle, run_id: str, art: Artifact, stamp: str) -> Optional[Path]:
+        """The inner pytest's JUnit report: saved beside the raw output, removed from the container."""
+        inside = junit_path(run_id)
+        try:
+            code, data = handle.capture(["sh", "-c", f"cat {shlex.quote(inside)} && rm -f {shlex.quote(inside)}"],
+                                        timeout_s=60, limit=JUNIT_LIMIT)
+        except ContainerError as exc:
+            art.notes.append(f"JUnit report could not be fetched: {exc}")
+            return None
+        if code != 0 or not data:
+            return None
+        path = self.out_dir / f"bench_{art.topic}.{stamp}.junit.xml"
+        path.write_bytes(data)
+        art.junit_xml = path.name
+        return path
 
     def _jit_dir(self, wt: str, stamp: str) -> str:
         if self.options.cold:
@@ -350,27 +378,15 @@ class VerifySession:
         art = outcome.artifact
         if parsed is not None:
             art.correctness = parsed.correctness
-            art.perf = parsed.perf
+            regime = outcome.target.regime
+            art.perf = [r if r.regime or not regime else r.model_copy(update={"regime": regime}) for r in parsed.perf]
             art.notes.extend(parsed.notes)
-        art.verdict, art.reasons = decide(facts, parsed)
+        art.verdict, art.reasons = decide(facts, parsed, outcome.target.thresholds)
         art.finished_ts = utc_now()
         art.duration_s = round(time.monotonic() - t0, 3)
         if outcome.raw_path is not None and outcome.raw_path.exists():
             art.raw_output_sha256 = sha256_file(outcome.raw_path)
             art.raw_output_bytes = outcome.raw_path.stat().st_size
-
-
-def _keep_previous(path: Path) -> None:
-    """An earlier artifact of the same topic is evidence too: move it aside, never overwrite it."""
-    if not path.exists():
-        return
-    stamp = datetime.fromtimestamp(path.stat().st_mtime, timezone.utc).strftime("%Y%m%dT%H%M%SZ")
-    aside = path.with_name(f"{path.stem}.{stamp}.json")
-    n = 1
-    while aside.exists():
-        n += 1
-        aside = path.with_name(f"{path.stem}.{stamp}-{n}.json")
-    os.replace(path, aside)
 
 
 def echo_to_stdout(data: bytes) -> None:

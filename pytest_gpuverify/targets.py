@@ -1,43 +1,83 @@
 """Targets: what to run, how its command line and environment are built, and what it is called.
 
-A target never runs on the host: it is a path (or, later, a declaration) turned into a command
-that runs inside the container, in the worktree, with only its GPUs visible.
+A target never runs on the host: it is a path or a declaration turned into a command that runs
+inside the container, in the worktree, with only its GPUs visible. The four kinds are the seed's
+Run table: an aiter op_test script, a FlyDSL pytest file, a Triton kernel test in aiter, and a
+bench harness or one-off script declared with its command.
 """
 
 from __future__ import annotations
 
 import re
+import shlex
 from pathlib import Path, PurePosixPath
 from typing import Optional
 
 from pydantic import BaseModel, ConfigDict, Field
 
 AITER_OP_TEST = "aiter-op-test"
+FLYDSL_PYTEST = "flydsl-pytest"
+TRITON_PYTEST = "triton-pytest"  # op_tests/triton_tests/** in aiter
+BENCH = "bench"
+KINDS = (AITER_OP_TEST, FLYDSL_PYTEST, TRITON_PYTEST, BENCH)
+PYTEST_KINDS = (FLYDSL_PYTEST, TRITON_PYTEST)
 
-# Which package a worktree must import from, and its PYTHONPATH (contract section 4).
-_PACKAGE_BY_KIND = {AITER_OP_TEST: "aiter"}
+# Which package a worktree must import from (contract section 4).
+_PACKAGE_BY_KIND = {AITER_OP_TEST: "aiter", TRITON_PYTEST: "aiter", FLYDSL_PYTEST: "flydsl"}
+JUNIT_DIR = "/tmp/gpuverify/junit"  # inside the container; the file is fetched out and removed
+
+
+class Thresholds(BaseModel):
+    """Correctness limits a declaration may add to what the output itself prints (seed 004)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    cosine_sim_min: Optional[float] = None  # e.g. 0.99
+    max_abs_error_max: Optional[float] = None
+    logits_diff_max: Optional[float] = None  # aiter/FlyDSL use 1e-3 .. 2e-3
+    snr_db_min: Optional[float] = None
+    err_ratio_max: Optional[float] = None  # aiter's tol_err_ratio, default 0.05
 
 
 class Target(BaseModel):
     model_config = ConfigDict(frozen=True)
 
-    name: str  # as shown to the user: the path relative to the rootdir
+    name: str  # as shown to the user
     kind: str
-    path: Path  # host path of the file
+    path: Optional[Path] = None  # host path of the file (None for a bench command with no file)
+    command: Optional[tuple[str, ...]] = None  # a bench harness's own command line
     args: tuple[str, ...] = ()
     topic: str
     gpus: int = 1
     dtype: Optional[str] = None
+    regime: Optional[str] = None  # cold-L2 | warm | hipGraph, when the declaration says so
+    thresholds: Thresholds = Field(default_factory=Thresholds)
+    repo: Optional[str] = None  # a Repos row by name, for a bench command that names no file
+    workdir: Optional[str] = None  # relative to the worktree
+    anchor: Optional[Path] = None  # where a target without a file lives (its declaration's directory)
+
+    @property
+    def location(self) -> Optional[Path]:
+        """The host path that places the target in a repo and a worktree."""
+        return self.path or self.anchor
 
 
-def is_aiter_op_test(path: Path) -> bool:
-    """``op_tests/**/test_*.py``: aiter's scripts, never imported on the host."""
-    return path.suffix == ".py" and path.name.startswith("test_") and "op_tests" in path.parts[:-1]
+
+def kind_for_path(path: Path) -> Optional[str]:
+    """The target kind a test file on the command line is, by where it lives; None: not a GPU target."""
+    if path.suffix != ".py" or not path.name.startswith("test_"):
+        return None
+    parts = path.parts[:-1]
+    if "op_tests" in parts:
+        return TRITON_PYTEST if "triton_tests" in parts else AITER_OP_TEST
+    if "tests" in parts and "kernels" in parts[parts.index("tests"):]:
+        return FLYDSL_PYTEST
+    return None
 
 
-def topic_for(path: Path) -> str:
+def topic_for(path: Path, args: tuple[str, ...] = ()) -> str:
     stem = path.stem[5:] if path.stem.startswith("test_") else path.stem
-    return safe_topic(stem)
+    return safe_topic("_".join([stem, *args]) if args else stem)
 
 
 def safe_topic(text: str) -> str:
@@ -51,14 +91,34 @@ def import_package(kind: str) -> Optional[str]:
 
 
 def pythonpath(kind: str, wt: str) -> str:
-    if kind == "flydsl-pytest":
+    if kind == FLYDSL_PYTEST:
         return f"{wt}/python:{wt}/build-fly/python_packages"
     return wt
 
 
-def command_argv(target: Target, rel_path: PurePosixPath) -> list[str]:
-    """The repo's own command, unchanged (seed: "Run the repo's own test target. Do not rewrite it")."""
+def junit_path(run_id: str) -> str:
+    return f"{JUNIT_DIR}/{run_id}.xml"
+
+
+def command_argv(target: Target, rel_path: Optional[PurePosixPath], run_id: str) -> list[str]:
+    """The repo's own command, unchanged (seed: "Run the repo's own test target. Do not rewrite it").
+
+    Pytest files get only what is needed to see results: ``-q`` as the seed runs them, ``-rA`` so
+    every outcome and captured output is printed, and a JUnit XML report that is read instead of the
+    progress dots."""
+    if target.kind == BENCH:
+        base = list(target.command or ())
+        if not base and rel_path is not None:
+            base = ["python3", str(rel_path)]
+        return [*base, *target.args]
+    if target.kind in PYTEST_KINDS:
+        return ["python3", "-m", "pytest", str(rel_path), "-q", "-rA", "-p", "no:cacheprovider",
+                f"--junitxml={junit_path(run_id)}", *target.args]
     return ["python3", str(rel_path), *target.args]
+
+
+def split_args(text: str) -> tuple[str, ...]:
+    return tuple(shlex.split(text))
 
 
 class RunEnvironment(BaseModel):

@@ -10,8 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Optional
 
-from .artifact import Verdict
+from .artifact import Correctness, Verdict
 from .parsers.result import ParsedOutput
+from .targets import Thresholds
 
 LOW_PRECISION_DTYPES = ("fp8", "fp4", "mxfp4", "float8", "float4")
 
@@ -34,7 +35,31 @@ def needs_snr(dtype: Optional[str]) -> bool:
     return bool(dtype) and any(tag in dtype.lower() for tag in LOW_PRECISION_DTYPES)
 
 
-def decide(facts: RunFacts, parsed: Optional[ParsedOutput]) -> tuple[Verdict, list[str]]:
+def threshold_findings(c: Correctness, limits: Thresholds) -> tuple[list[str], list[str]]:
+    """(failures, doubts) of the declared limits: a printed value past its limit fails; a limit whose
+    value was never printed proves nothing (never an invented number)."""
+    failures: list[str] = []
+    doubts: list[str] = []
+    checks = (
+        ("cosine_sim", c.cosine_sim, limits.cosine_sim_min, "min"),
+        ("max_abs_error", c.max_abs_error, limits.max_abs_error_max, "max"),
+        ("logits_diff", c.logits_diff, limits.logits_diff_max, "max"),
+        ("snr_db", c.snr_db, limits.snr_db_min, "min"),
+    )
+    for name, value, limit, side in checks:
+        if limit is None:
+            continue
+        if value is None:
+            doubts.append(f"{name} limit {limit:g} declared, but the output printed no {name}")
+        elif (side == "min" and value < limit) or (side == "max" and value > limit):
+            word = "below" if side == "min" else "above"
+            failures.append(f"{name} {value:g} is {word} the declared limit {limit:g}")
+    return failures, doubts
+
+
+def decide(
+    facts: RunFacts, parsed: Optional[ParsedOutput], limits: Optional[Thresholds] = None
+) -> tuple[Verdict, list[str]]:
     """The verdict and the reasons behind it, most important first."""
     if facts.blocked or not facts.ran:
         return "INCONCLUSIVE", list(facts.blocked) or ["the command never ran"]
@@ -57,6 +82,10 @@ def decide(facts: RunFacts, parsed: Optional[ParsedOutput]) -> tuple[Verdict, li
     doubts.extend(facts.output_problems)
 
     correctness = parsed.correctness if parsed is not None else None
+    if correctness is not None and limits is not None:
+        over, unknown = threshold_findings(correctness, limits)
+        failures.extend(over)
+        doubts.extend(unknown)
     if failures:
         return "FAIL", failures + doubts
     if correctness is None or correctness.passed is None:

@@ -1,4 +1,8 @@
-"""Where a target lives: its Repos row, its worktree on the host and in the container."""
+"""Where a target lives: its Repos row and its worktree on the host.
+
+Where that worktree is inside the container is the container resolution's business (a ticket's
+devcontainer may mount it elsewhere than the Repos row says): see :func:`container_path`.
+"""
 
 from __future__ import annotations
 
@@ -11,15 +15,14 @@ from .envfile import EnvFile, RepoRow
 
 
 class WorkspaceError(Exception):
-    """The target cannot be placed in a container path. The message names the row and the fix."""
+    """The target cannot be placed in a repo. The message names the row and the fix."""
 
 
 @dataclass(frozen=True)
 class Workspace:
     repo: RepoRow
     wt_host: Path  # the worktree (git top level) on the host
-    wt_container: str  # the same directory inside the container
-    rel_target: PurePosixPath  # the target file relative to the worktree
+    rel_target: Optional[PurePosixPath]  # the target file relative to the worktree
 
 
 def git_toplevel(path: Path) -> Optional[Path]:
@@ -35,22 +38,23 @@ def git_toplevel(path: Path) -> Optional[Path]:
     return Path(top).resolve() if res.returncode == 0 and top else None
 
 
-def locate(env: EnvFile, target_path: Path) -> Workspace:
-    target_path = target_path.resolve()
-    repo = env.repo_for_path(target_path)
+def locate(env: EnvFile, location: Path, repo_name: Optional[str] = None, file: Optional[Path] = None) -> Workspace:
+    location = location.resolve()
+    repo = env.repo(repo_name) if repo_name else env.repo_for_path(location)
+    if repo_name and repo is None:
+        raise WorkspaceError(f"repo {repo_name!r} is not in the Repos table of {env.path}. Fix: add a row for it")
     if repo is None or repo.path is None:
         raise WorkspaceError(
-            f"{target_path} is not under any repo path of the Repos table in {env.path}. "
+            f"{location} is not under any repo path of the Repos table in {env.path}. "
             "Fix: add a Repos row for its checkout"
         )
-    if not repo.mount:
-        raise WorkspaceError(
-            f"Repos row {repo.repo} in {env.path} has no mount. Fix: write where {repo.path} is mounted in the container"
-        )
     root = repo.path.resolve()
-    top = git_toplevel(target_path)
+    top = git_toplevel(location) if (location == root or root in location.parents) else None
     wt = top if top is not None and (top == root or root in top.parents) else root
-    rel_wt = wt.relative_to(root)
-    wt_container = str(PurePosixPath(repo.mount) / PurePosixPath(*rel_wt.parts)) if rel_wt.parts else repo.mount
-    rel_target = PurePosixPath(*target_path.relative_to(wt).parts)
-    return Workspace(repo, wt, wt_container.rstrip("/") or "/", rel_target)
+    rel = None
+    if file is not None:
+        file = file.resolve()
+        if not (wt in file.parents):
+            raise WorkspaceError(f"{file} is not inside the worktree {wt}")
+        rel = PurePosixPath(*file.relative_to(wt).parts)
+    return Workspace(repo, wt, rel)

@@ -66,3 +66,16 @@ def test_fp8_output_needs_snr():
 def test_failure_beats_doubt():
     verdict, _ = decide(ran(), parsed(passed=False, failures=["err 0.97"], problems=["truncated"]))
     assert verdict == "FAIL"
+
+
+def test_declared_thresholds():
+    from pytest_gpuverify.targets import Thresholds
+
+    out = parsed()
+    out.correctness.cosine_sim = 0.985
+    verdict, reasons = decide(ran(), out, Thresholds(cosine_sim_min=0.99))
+    assert verdict == "FAIL" and "cosine_sim 0.985 is below the declared limit 0.99" in reasons
+    out.correctness.cosine_sim = 0.999
+    assert decide(ran(), out, Thresholds(cosine_sim_min=0.99))[0] == "PASS"
+    verdict, reasons = decide(ran(), out, Thresholds(max_abs_error_max=0.01))
+    assert verdict == "INCONCLUSIVE" and "printed no max_abs_error" in reasons[0]

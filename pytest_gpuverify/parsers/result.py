@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Optional
 
 from pydantic import BaseModel, Field
@@ -17,6 +18,15 @@ class CheckLine(BaseModel):
     atol: Optional[float] = None
     rtol: Optional[float] = None
     label: str = ""  # the msg printed in front of the check, ANSI stripped, trimmed
+
+
+class ParseContext(BaseModel):
+    """What a parser may know besides the raw output: files the run produced, and the declaration."""
+
+    junit_xml: Optional[Path] = None  # an inner pytest run's JUnit report, fetched out of the container
+    junit_problem: Optional[str] = None  # why there is none (not written, could not be fetched)
+    exit_code: Optional[int] = None
+    dtype: Optional[str] = None
 
 
 class ParsedOutput(BaseModel):
