@@ -15,6 +15,7 @@ import pytest
 from .artifact import Artifact
 from .envfile import EnvFileError, default_env_path, load_env_file
 from .options import RunOptions, SetupError, check_seconds, check_ticket
+from .report import summarize_reasons, summary_lines
 from .targets import Target, kind_for_path, split_args, topic_for
 
 _SESSION_KEY = pytest.StashKey["VerifySession"]()
@@ -81,9 +82,13 @@ def pytest_configure(config: pytest.Config) -> None:
         session = VerifySession(options, env, echo=echo_to_stdout if options.echo_output else None)
     except (SetupError, EnvFileError, DeclarationError) as exc:
         raise pytest.UsageError(str(exc)) from None
-    config.stash[_SESSION_KEY] = session
     config.stash[_DECLARED_KEY] = declared
     config.addinivalue_line("markers", "gpu: a GPU target run by pytest-gpuverify")
+    if not hasattr(config, "workerinput"):
+        config.pluginmanager.register(VerdictSummary(), "gpuverify-summary")
+    if getattr(config.option, "numprocesses", None) and not hasattr(config, "workerinput"):
+        return  # the xdist controller runs no target: each worker samples, locks, runs and writes its own
+    config.stash[_SESSION_KEY] = session
     session.start()  # the idle window starts filling now, while pytest collects
 
 
@@ -187,8 +192,11 @@ class GpuTargetItem(pytest.Item):
     def runtest(self) -> None:
         outcome = _session(self.config).run(self.target)
         art = outcome.artifact
+        # what the terminal summary needs travels with the report, so it also works under xdist
         self.user_properties.append(("gpuverify_verdict", art.verdict))
         self.user_properties.append(("gpuverify_artifact", str(outcome.artifact_path)))
+        self.user_properties.append(("gpuverify_gpus", ",".join(str(g.index) for g in art.gpus) or "-"))
+        self.user_properties.append(("gpuverify_reason", summarize_reasons(art.reasons)))
         if art.verdict != "PASS":
             raise GpuVerdict(art, outcome.artifact_path)
 
@@ -218,18 +226,25 @@ def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config):
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int):
     engine = _session(session.config)
     if engine is not None:
-        engine.close()  # artifacts are written here, also after Ctrl-C
+        engine.close()  # artifacts are written here, also after Ctrl-C (by the worker that ran them)
         if any(o.artifact.verdict != "PASS" for o in engine.outcomes) and session.exitstatus == 0:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
     yield
 
 
-def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:
-    engine = _session(config)
-    if engine is None:
-        return
-    from .report import summary_lines
+class VerdictSummary:
+    """Collects every target's verdict from the reports (its own, or those xdist workers send)
+    and prints the gpuverify section of the terminal summary."""
 
-    terminalreporter.section("gpuverify")
-    for line in summary_lines(engine.outcomes):
-        terminalreporter.line(line)
+    def __init__(self) -> None:
+        self.verdicts: list[tuple[str, dict]] = []
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        props = dict(report.user_properties)
+        if report.when == "call" and "gpuverify_verdict" in props:
+            self.verdicts.append((report.nodeid, props))
+
+    def pytest_terminal_summary(self, terminalreporter) -> None:
+        terminalreporter.section("gpuverify")
+        for line in summary_lines(self.verdicts):
+            terminalreporter.line(line)

@@ -53,17 +53,28 @@ _FIND_SPEC = (
 )
 
 
-def container_arch(container: ContainerHandle) -> tuple[Optional[str], Optional[str]]:
-    """(arch, None) or (None, why): the first GPU agent's gfx name that rocminfo prints inside."""
-    from .gpu.rocm import parse_rocminfo_arch
+def container_arch(container: ContainerHandle, vendor: str = "rocm") -> tuple[Optional[str], Optional[str]]:
+    """(arch, None) or (None, why), read inside: rocminfo's first GPU agent (ROCm), or the first
+    GPU's compute capability as sm_XY (NVIDIA)."""
+    if vendor == "nvidia":
+        from .gpu.nvidia import arch_from_compute_cap
 
-    code, out = container.capture(["sh", "-c", "rocminfo 2>/dev/null"], timeout_s=60)
-    arch = parse_rocminfo_arch(out.decode("utf-8", errors="replace"))
+        code, out = container.capture(
+            ["sh", "-c", "nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -1"], timeout_s=60
+        )
+        arch = arch_from_compute_cap(out.decode("utf-8", errors="replace").strip())
+        tool = "nvidia-smi"
+    else:
+        from .gpu.rocminfo import parse_rocminfo_arch
+
+        code, out = container.capture(["sh", "-c", "rocminfo 2>/dev/null"], timeout_s=60)
+        arch = parse_rocminfo_arch(out.decode("utf-8", errors="replace"))
+        tool = "rocminfo"
     if arch:
         return arch, None
     if code is None:
-        return None, f"rocminfo timed out in container {container.name}"
-    return None, f"rocminfo in container {container.name} printed no GPU agent (exit {code})"
+        return None, f"{tool} timed out in {container.name}"
+    return None, f"{tool} in {container.name} printed no GPU (exit {code})"
 
 
 def import_origin(container: ContainerHandle, package: str, pythonpath: str) -> tuple[Optional[str], Optional[str]]:
@@ -149,12 +160,12 @@ CONTAINER_ENV_RECORDED = ("AITER_USE_SYSTEM_TRITON", "AITER_TRITON_ONLY", "GPU_A
                           "ROCR_VISIBLE_DEVICES", "FLYDSL_RUNTIME_CACHE_DIR", "TRITON_CACHE_DIR")
 
 
-def read_container_facts(handle: ContainerHandle) -> ContainerFacts:
+def read_container_facts(handle: ContainerHandle, vendor: str = "rocm") -> ContainerFacts:
     facts = ContainerFacts(handle)
     try:
         if not handle.running:
             return facts
-        facts.arch, facts.arch_problem = container_arch(handle)
+        facts.arch, facts.arch_problem = container_arch(handle, vendor)
         facts.versions, facts.notes = read_versions(handle)
         env = dict(item.split("=", 1) for item in (handle.inspect().get("Config") or {}).get("Env") or [] if "=" in item)
         facts.container_env = {k: env[k] for k in CONTAINER_ENV_RECORDED if k in env}

@@ -1,19 +1,22 @@
-"""Human-readable lines for the terminal summary and ``gpuverify show``."""
+"""Human-readable lines for the terminal summary."""
 
 from __future__ import annotations
 
 from typing import Iterable
 
 
-def verdict_line(artifact, path) -> str:
-    gpu = ",".join(str(g.index) for g in artifact.gpus) if artifact.gpus else "-"
-    if not artifact.reasons:
-        why = "ok"
-    else:
-        why = artifact.reasons[0][:160] + (f" (+{len(artifact.reasons) - 1} more)" if len(artifact.reasons) > 1 else "")
-    return f"{artifact.verdict:<12} {artifact.target.name if artifact.target else artifact.topic}  gpu {gpu}  {why}  -> {path}"
+def summarize_reasons(reasons: list[str]) -> str:
+    if not reasons:
+        return "ok"
+    more = f" (+{len(reasons) - 1} more)" if len(reasons) > 1 else ""
+    return reasons[0][:160] + more
 
 
-def summary_lines(outcomes: Iterable) -> list[str]:
-    lines = [verdict_line(o.artifact, o.artifact_path) for o in outcomes]
+def summary_lines(verdicts: Iterable[tuple[str, dict]]) -> list[str]:
+    """One line per target: verdict, GPU(s), first reason, artifact path."""
+    lines = [
+        f"{p['gpuverify_verdict']:<12} {nodeid}  gpu {p.get('gpuverify_gpus', '-')}  "
+        f"{p.get('gpuverify_reason', '')}  -> {p.get('gpuverify_artifact', '')}"
+        for nodeid, p in verdicts
+    ]
     return lines or ["no GPU targets ran"]

@@ -23,10 +23,12 @@ from . import __version__
 from .artifact import Artifact, GpuRecord, RepoRecord, TargetRecord, keep_previous, sha256_file, utc_now, write_artifact
 from .container import ContainerError, ContainerHandle, Interrupted, docker_client
 from .envfile import EnvFile
+from .gpu import select_backend
 from .gpu.base import GpuInfo, GpuToolError
 from .hostexec import LocalHost
+from .hostrun import HostExecutor
 from .hosts import lock_for, select_host
-from .options import RunOptions, SetupError
+from .options import RunOptions
 from .parsers.dispatch import parse_output
 from .parsers.result import ParseContext
 from .picker import GpuPicker, NoGpu, PickerError
@@ -63,16 +65,10 @@ class VerifySession:
         self.env = env
         self.host_row = select_host(env, options)
         self.lock_spec, self.picker_command = lock_for(env, self.host_row)
-        if options.container == "none":
-            raise SetupError("--gpu-container none is not supported yet. Fix: name a container of the Containers table")
         self.expected_arch = (options.arch or self.host_row.arch or "").lower() or None
-        if self.expected_arch and not self.expected_arch.startswith("gfx"):
-            raise SetupError(f"arch {self.expected_arch}: only ROCm (gfx...) hosts are supported yet. Fix: use a gfx host")
         self.out_dir = self._artifact_dir()
         self.runner = LocalHost()
-        from .gpu.rocm import RocmBackend
-
-        self.backend = RocmBackend(self.runner)
+        self.backend = select_backend(self.expected_arch, self.runner)
         self.sampler = IdleSampler(self.backend, options.window_s)
         self.picker = GpuPicker(self.sampler, self.lock_spec, self.runner, self.picker_command)
         self._docker_factory = docker_factory
@@ -103,16 +99,17 @@ class VerifySession:
         if self._started:
             return
         self._started = True
-        from .gpu.rocm import parse_rocminfo_arch
-
         self.sampler.start()
-        res = self.runner.run(["rocminfo"], timeout=60)
-        self.host_arch = parse_rocminfo_arch(res.text()) if res.ok else None
+        try:
+            self.host_arch = self.backend.host_arch()
+            why = "no GPU found"
+        except GpuToolError as exc:
+            self.host_arch, why = None, str(exc)
         if self.host_arch is None:
-            self.session_blocked.append(f"cannot read the host's arch: {res.describe()}")
+            self.session_blocked.append(f"cannot read the host's arch: {why}")
         elif self.expected_arch and self.host_arch != self.expected_arch:
             self.session_blocked.append(
-                f"wrong arch on host: rocminfo says {self.host_arch}, the run needs {self.expected_arch}"
+                f"wrong arch on host: it is {self.host_arch}, the run needs {self.expected_arch}"
             )
         if self.session_blocked:
             self.sampler.stop()
@@ -214,6 +211,12 @@ class VerifySession:
             return
         if repo.dirty:
             art.notes.append(f"repo {repo.path} is dirty (allowed by --gpu-allow-dirty)")
+        if self.options.container == "none":
+            # the command runs on the host itself: the worktree is where it is
+            art.container, wt = None, str(ws.wt_host)
+            cfacts = self._container_facts_for(HOST, art, facts)
+            self._check_imports_and_run(target, art, outcome, facts, cfacts, wt, ws, stamp)
+            return
         res = self._resolve(ws, target)
         art.container = res.name
         art.notes.extend(res.notes)
@@ -228,8 +231,11 @@ class VerifySession:
                 "Fix: mount it, or correct the Repos row's path and mount"
             )
             return
-        art.workdir = f"{wt}/{target.workdir}".rstrip("/.") if target.workdir not in (None, "", ".") else wt
         cfacts = self._container_facts_for(res.name, art, facts)
+        self._check_imports_and_run(target, art, outcome, facts, cfacts, wt, ws, stamp)
+
+    def _check_imports_and_run(self, target, art, outcome, facts, cfacts, wt: str, ws, stamp: str) -> None:
+        art.workdir = f"{wt}/{target.workdir}".rstrip("/.") if target.workdir not in (None, "", ".") else wt
         if cfacts is None or facts.blocked:
             return
         package = import_package(target.kind)
@@ -272,7 +278,8 @@ class VerifySession:
 
     def _container_facts_for(self, name: str, art: Artifact, facts: RunFacts) -> Optional[ContainerFacts]:
         if name not in self._containers:
-            self._containers[name] = read_container_facts(ContainerHandle(self._client(), name))
+            handle = HostExecutor() if name == HOST else ContainerHandle(self._client(), name)
+            self._containers[name] = read_container_facts(handle, self.backend.vendor)
         cfacts = self._containers[name]
         try:
             running = cfacts.handle.running
@@ -288,7 +295,7 @@ class VerifySession:
         if cfacts.arch_problem:
             facts.blocked.append(cfacts.arch_problem)
         elif self.expected_arch and cfacts.arch != self.expected_arch:
-            facts.blocked.append(f"wrong arch in container {name}: rocminfo says {cfacts.arch}, the run needs {self.expected_arch}")
+            facts.blocked.append(f"wrong arch in {_where(name)}: it is {cfacts.arch}, the run needs {self.expected_arch}")
         return cfacts
 
     def _run_on_gpu(self, target, art, outcome, facts, cfacts, wt, rel, pypath, stamp) -> None:
@@ -387,6 +394,13 @@ class VerifySession:
         if outcome.raw_path is not None and outcome.raw_path.exists():
             art.raw_output_sha256 = sha256_file(outcome.raw_path)
             art.raw_output_bytes = outcome.raw_path.stat().st_size
+
+
+HOST = "host"  # the executor name of --gpu-container none
+
+
+def _where(name: str) -> str:
+    return "the host" if name == HOST else f"container {name}"
 
 
 def echo_to_stdout(data: bytes) -> None:

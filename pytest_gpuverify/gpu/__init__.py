@@ -1,5 +1,21 @@
 """GPU backends: what each GPU is doing right now, and which arch it is."""
 
+from typing import Optional
+
 from .base import GpuBackend, GpuInfo, GpuProcess, GpuReading, GpuToolError
 
-__all__ = ["GpuBackend", "GpuInfo", "GpuProcess", "GpuReading", "GpuToolError"]
+__all__ = ["GpuBackend", "GpuInfo", "GpuProcess", "GpuReading", "GpuToolError", "select_backend"]
+
+
+def select_backend(arch: Optional[str], runner) -> GpuBackend:
+    """ROCm for gfx arches, NVIDIA for sm_XY; with no arch given, whichever tool the host has."""
+    rocm = bool(arch and arch.startswith("gfx"))
+    if not arch:
+        rocm = any(runner.which(tool) for tool in ("rocminfo", "amd-smi", "rocm-smi"))
+    if rocm:
+        from .rocm import RocmBackend
+
+        return RocmBackend(runner)
+    from .nvidia import NvidiaBackend
+
+    return NvidiaBackend(runner)

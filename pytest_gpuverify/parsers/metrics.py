@@ -1,0 +1,109 @@
+"""Correctness beyond allclose, read from any line of any output (seed 004: cosine_sim >= 0.99,
+max_abs_error; research notes 1.3: logits_diff / calc_diff, SNR in dB).
+
+:class:`MetricsObserver` is fed every line by every parser. It keeps the worst value printed of
+each measure: the MIN of cosine similarities and SNRs, the MAX of absolute errors and logits diffs.
+A field stays None unless a value was printed; a ``nan`` value is counted and is a failure.
+
+Names read (case-insensitive, followed by ``:`` or ``=`` and a number):
+
+- cosine_sim: ``cosine_sim``, ``cos_sim``, ``cosine similarity``, ``cosine``, ``cos``, ``mincos``
+- logits_diff: ``logits_diff``, ``Logits Diff``, ``cos_diff`` (FlyDSL's name for the same
+  ``1 - 2*sum(x*y)/sum(x*x+y*y)`` measure, ``calc_diff``)
+- max_abs_error: ``max_abs_error``, ``max abs error``, ``Max absolute error``, ``max_abs``,
+  ``Max Diff`` (FlyDSL ``verify_output``: ``abs(a-b).max()``), aiter's ``-->max abs delta:``, and
+  torch ``assert_close``'s ``Greatest absolute difference: X at index ...``
+- snr_db: ``snr``, ``snr_db``, ``SNR (dB)``, ``SNR: 31.2 dB``
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Callable, Optional
+
+from ..artifact import Correctness
+
+_NUM = r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|[-+]?nan|[-+]?inf(?:inity)?"
+_IS = rf"\s*[:=]\s*(?P<v>{_NUM})(?![\w.])"
+_START = r"(?<![\w.])"
+
+# (field, keep, gate word, pattern); the gate word must be in the lower-cased line for the
+# pattern to run, which keeps the cost of a line without any of them to a few substring tests.
+_PATTERNS: list[tuple[str, str, str, re.Pattern[str]]] = [
+    ("cosine_sim", "min", "cos", re.compile(
+        rf"{_START}(?:min[ _]?)?cos(?:ine)?(?:[ _]sim(?:ilarity)?|[ _]?similarity)?{_IS}", re.I)),
+    ("logits_diff", "max", "diff", re.compile(rf"{_START}(?:logits|cos)[ _]diff{_IS}", re.I)),
+    ("max_abs_error", "max", "max", re.compile(
+        rf"{_START}max(?:imum)?[ _](?:abs(?:olute)?(?:[ _](?:err(?:or)?|diff(?:erence)?))?|diff){_IS}", re.I)),
+    ("max_abs_error", "max", "greatest", re.compile(rf"{_START}greatest absolute difference{_IS}", re.I)),
+    ("snr_db", "min", "snr", re.compile(rf"{_START}snr(?:[ _]?\(?db\)?)?{_IS}", re.I)),
+]
+# aiter's ``-->max abs delta:`` (``-->max delta:`` before 2025): its non-finite values are the aiter
+# parser's to count, so here only a finite value is kept.
+_AITER_DELTA = re.compile(rf"-->max (?:abs )?delta{_IS}")
+_GATES = ("cos", "max", "diff", "snr", "greatest")
+
+
+class MetricsObserver:
+    """Watches lines for printed correctness measures; :meth:`apply` writes them into a Correctness."""
+
+    def __init__(self, fail: Optional[Callable[[str], None]] = None) -> None:
+        self._fail = fail
+        self.values: dict[str, Optional[float]] = {
+            "cosine_sim": None, "max_abs_error": None, "logits_diff": None, "snr_db": None,
+        }
+        self.nan_count = 0
+        self.seen = 0  # how many values were read
+
+    def observe(self, lineno: int, text: str) -> None:
+        if ":" not in text and "=" not in text:
+            return
+        low = text.lower()
+        if not any(word in low for word in _GATES):
+            return
+        if "-->max" in text:
+            match = _AITER_DELTA.search(text)
+            if match is not None:
+                value = _finite(match["v"])
+                if value is not None:
+                    self.record("max_abs_error", value)
+            return
+        for field, _keep, gate, pattern in _PATTERNS:
+            if gate not in low:
+                continue
+            for match in pattern.finditer(text):
+                self._take(lineno, field, match["v"])
+
+    def _take(self, lineno: int, field: str, text: str) -> None:
+        value = float(text)
+        if math.isfinite(value):
+            self.record(field, value)
+            return
+        if field == "snr_db" and value > 0:
+            return  # identical outputs; not a number to compare against
+        self.nan_count += 1
+        if self._fail is not None:
+            self._fail(f"line {lineno}: {field} is {text}")
+
+    def record(self, field: str, value: float) -> None:
+        """Keep ``value`` if it is the worst of its field so far (min or max by the field)."""
+        self.seen += 1
+        old = self.values[field]
+        if old is None:
+            self.values[field] = value
+        elif field in ("cosine_sim", "snr_db"):
+            self.values[field] = min(old, value)
+        else:
+            self.values[field] = max(old, value)
+
+    def apply(self, correctness: Correctness) -> None:
+        for field, value in self.values.items():
+            if value is not None:
+                setattr(correctness, field, value)
+        correctness.nan_count += self.nan_count
+
+
+def _finite(text: str) -> Optional[float]:
+    value = float(text)
+    return value if math.isfinite(value) else None

@@ -1,0 +1,463 @@
+"""Reading an inner pytest run (FlyDSL ``tests/kernels``, aiter ``op_tests/triton_tests``; notes 2-3).
+
+The JUnit XML report gives every test's outcome exactly; without it, the terminal's summary line
+(``3 passed, 1 skipped in 2.1s``) and the ``-rA`` short summary (``FAILED x::y - msg``) are read.
+The trap (notes 3): FlyDSL's conftest turns exit code 5 into 0, and whole modules skip themselves
+when ``import aiter`` fails, so a run where no test passed and none failed is a problem
+(:data:`RAN_NO_TEST`), never a pass. torch ``assert_close`` blocks are read into the failure reason.
+"""
+
+from __future__ import annotations
+
+import re
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Optional
+
+from ..artifact import Correctness, PerfRow
+from .aiter import NOTE_CAP, PERF_ROW_CAP, REASON_CAP
+from .lines import LineReader, describe_size, strip_ansi, strip_ci_prefix
+from .metrics import MetricsObserver
+from .result import ParseContext, ParsedOutput
+
+RAN_NO_TEST = "the inner pytest ran no test"  # + f" ({skipped} skipped)"
+NO_RESULT = "no pytest result in the output: no JUnit XML and no pytest summary line"
+MESSAGE_CAP = 200
+JUNIT_BYTES_CAP = 32 << 20
+OUTCOME_CAP = 100_000  # node ids remembered from the terminal; counts go on
+BLOCK_CAP = 1_000
+
+_NOT_CLOSE = re.compile(r"AssertionError: (?:Tensor-likes|Scalars) are not (?:close|equal)!")
+_MISMATCHED = re.compile(r"Mismatched elements: \d+ / \d+ \([^)]*\)")
+_GREATEST = re.compile(r"Greatest (?:absolute|relative) difference: .*")
+_SUMMARY = re.compile(r"^=*\s*(?P<body>(?:\d+ [a-z]+, )*\d+ [a-z]+|no tests ran) in [\d.]+s(?: \([\d:.]+\))?\s*=*$")
+_COUNT = re.compile(r"(\d+) ([a-z]+)")
+_SHORT = re.compile(r"^(?P<word>PASSED|FAILED|ERROR|XFAIL|XPASS) (?P<id>[^\s\[]+(?:\[.*?\])?)(?: - (?P<msg>.*))?$")
+_SHORT_SKIP = re.compile(r"^SKIPPED \[(?P<n>\d+)\] ")
+_VERBOSE = re.compile(r"^(?P<id>\S+::[^\s\[]+(?:\[.*?\])?) (?P<word>PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS)\b")
+_SECTION = re.compile(r"^={3,} (?P<title>.+?) ={3,}$")
+_TEST_HEADER = re.compile(r"^_{3,} (?:(?:ERROR|FAILURE) at \w+ of )?(?P<name>.+?) _{3,}$")
+_WORDS = {"passed": "passed", "xpassed": "passed", "failed": "failed", "error": "errors", "errors": "errors",
+          "skipped": "skipped", "xfailed": "skipped", "deselected": "deselected"}
+_TRACE_SECTIONS = ("FAILURES", "ERRORS")
+
+
+class Recorder:
+    """Reasons and perf rows with the aiter parser's caps, and the line-count bookkeeping."""
+
+    def __init__(self, name: str) -> None:
+        self.out = ParsedOutput(parser=name)
+        self.failures_seen = self.problems_seen = self.notes_seen = self.perf_dropped = 0
+
+    def fail(self, reason: str) -> None:
+        self.failures_seen += 1
+        if self.failures_seen <= REASON_CAP:
+            self.out.failures.append(reason[:400])
+
+    def problem(self, reason: str) -> None:
+        self.problems_seen += 1
+        if self.problems_seen <= REASON_CAP:
+            self.out.problems.append(reason[:400])
+
+    def note(self, text: str) -> None:
+        self.notes_seen += 1
+        if self.notes_seen <= NOTE_CAP:
+            self.out.notes.append(text[:400])
+
+    def add_perf(self, row: PerfRow) -> None:
+        if len(self.out.perf) < PERF_ROW_CAP:
+            self.out.perf.append(row)
+        else:
+            self.perf_dropped += 1
+
+    def close(self, reader: LineReader) -> None:
+        out = self.out
+        out.lines_read, out.bytes_read = reader.lines_read, reader.bytes_read
+        for lineno, full_len in reader.truncated_lines[:NOTE_CAP]:
+            self.note(f"line {lineno} was longer than {describe_size(reader.max_line)} ({full_len} bytes); cut")
+        if reader.truncated > NOTE_CAP:
+            self.note(f"{reader.truncated - NOTE_CAP} more lines were cut")
+        if self.perf_dropped:
+            out.notes.append(f"perf rows capped at {PERF_ROW_CAP}; {self.perf_dropped} more not kept")
+        if self.failures_seen > REASON_CAP:
+            out.failures.append(f"{self.failures_seen - REASON_CAP} more failures not listed")
+        if self.problems_seen > REASON_CAP:
+            out.problems.append(f"{self.problems_seen - REASON_CAP} more problems not listed")
+
+
+@dataclass
+class CloseBlock:
+    """One torch ``assert_close`` failure: its first line and the ``Mismatched``/``Greatest`` lines."""
+
+    line: int
+    parts: list[str] = field(default_factory=list)
+
+    def feed(self, text: str) -> bool:
+        match = _MISMATCHED.search(text) or _GREATEST.search(text)
+        if match is None or len(self.parts) >= 4:
+            return False
+        self.parts.append(match.group().strip())
+        return True
+
+    def describe(self) -> str:
+        return "; ".join(["AssertionError: Tensor-likes are not close!", *self.parts])
+
+
+def block_from_message(message: str) -> Optional[CloseBlock]:
+    if not _NOT_CLOSE.search(message):
+        return None
+    block = CloseBlock(0)
+    for text in message.splitlines()[1:20]:
+        block.feed(text)
+    return block
+
+
+@dataclass
+class Counts:
+    passed: int = 0
+    failed: int = 0
+    errors: int = 0
+    skipped: int = 0
+    deselected: int = 0
+
+    def describe(self) -> str:
+        return ", ".join(f"{v} {k}" for k, v in vars(self).items() if v) or "nothing"
+
+
+@dataclass
+class JunitResult:
+    counts: Counts = field(default_factory=Counts)
+    bad: list[tuple[str, str, str]] = field(default_factory=list)  # (node id, "failed"|"error", message)
+    blocks: dict[str, CloseBlock] = field(default_factory=dict)
+    problem: Optional[str] = None  # set: the file could not be read whole, so nothing of it is used
+
+
+def junit_nodeid(classname: str, name: str) -> str:
+    """``tests.kernels.test_x.TestK`` + ``test_m`` -> ``tests/kernels/test_x.py::TestK::test_m``."""
+    if not classname:
+        return name
+    parts = classname.split(".")
+    i = len(parts)
+    while i > 1 and parts[i - 1][:1].isupper():
+        i -= 1
+    return "::".join(["/".join(parts[:i]) + ".py", *parts[i:], name])
+
+
+def read_junit(path: Path, cap: int = JUNIT_BYTES_CAP) -> JunitResult:
+    """Every testcase's outcome, streamed (elements are dropped once read); never raises."""
+    result = JunitResult()
+    try:
+        _read_junit(Path(path), cap, result)
+    except ET.ParseError as exc:
+        result.problem = f"not well-formed XML ({exc})"
+    except (OSError, ValueError, RecursionError) as exc:
+        result.problem = f"unreadable ({type(exc).__name__}: {exc})"
+    return result
+
+
+def _read_junit(path: Path, cap: int, result: JunitResult) -> None:
+    parser = ET.XMLPullParser(events=("start", "end"))
+    stack: list[ET.Element] = []
+    total, tail = 0, b""
+    with open(path, "rb") as fh:
+        while chunk := fh.read(1 << 20):
+            total += len(chunk)
+            if total > cap:
+                result.problem = f"larger than {describe_size(cap)}"
+                return
+            if b"<!DOCTYPE" in tail + chunk or b"<!ENTITY" in tail + chunk:
+                result.problem = "it declares a DOCTYPE or ENTITY, which pytest never writes"
+                return
+            tail = chunk[-16:]
+            parser.feed(chunk)
+            _take_events(parser, stack, result)
+        parser.close()
+        _take_events(parser, stack, result)
+    if total == 0:
+        result.problem = "empty file"
+
+
+def _take_events(parser: ET.XMLPullParser, stack: list[ET.Element], result: JunitResult) -> None:
+    for event, elem in parser.read_events():
+        if event == "start":
+            stack.append(elem)
+            continue
+        stack.pop()
+        if elem.tag == "testcase":
+            _take_testcase(elem, result)
+            elem.clear()
+            if stack:
+                stack[-1].remove(elem)  # the root would otherwise keep every (empty) testcase
+
+
+def _take_testcase(elem: ET.Element, result: JunitResult) -> None:
+    counts = result.counts
+    nodeid = junit_nodeid(elem.get("classname", ""), elem.get("name", "?"))
+    outcome = None
+    for child in elem:
+        if child.tag in ("failure", "error"):
+            kind = "failed" if child.tag == "failure" else "error"
+            if kind == "failed":
+                counts.failed += 1
+            else:
+                counts.errors += 1
+            message = child.get("message") or (child.text or "").strip()
+            if len(result.bad) < REASON_CAP:
+                result.bad.append((nodeid, kind, message.strip().splitlines()[0][:MESSAGE_CAP] if message.strip() else ""))
+            block = block_from_message(message)
+            if block is not None and len(result.blocks) < BLOCK_CAP:
+                result.blocks[nodeid] = block
+            outcome = outcome or kind
+        elif child.tag == "skipped" and outcome is None:
+            outcome = "skipped"
+    if outcome is None:
+        counts.passed += 1
+    elif outcome == "skipped":
+        counts.skipped += 1
+
+
+class PytestTerminal:
+    """The pytest terminal output, line by line: summary, short summary, sections, ``E`` lines.
+
+    :meth:`feed` returns the text other readers should see, or None for pytest's own lines and the
+    source lines of a traceback (a printed ``cos_sim = 0.99`` there is code, not a result)."""
+
+    def __init__(self) -> None:
+        self.section = ""
+        self.test: Optional[str] = None  # the test whose section is being read (``test_y[bf16]``)
+        self.in_trace = False
+        self.summary: Optional[tuple[int, Counts]] = None
+        self.outcomes: dict[str, tuple[str, str, int]] = {}  # node id -> (word, message, line)
+        self.outcomes_dropped = 0
+        self.short_skipped = 0
+        self.blocks: list[tuple[Optional[str], CloseBlock]] = []
+        self.block: Optional[CloseBlock] = None
+
+    def feed(self, lineno: int, text: str) -> Optional[str]:
+        c0 = text[:1]
+        if c0 == "=" and text.startswith("==="):
+            self.block = None
+            if self._summary(lineno, text):
+                return None
+            match = _SECTION.match(text.rstrip())
+            if match:
+                self.section, self.test, self.in_trace = match["title"], None, False
+            return None
+        if c0 == "_" and text.startswith("___"):
+            match = _TEST_HEADER.match(text.rstrip())
+            if match:
+                self.test, self.block = match["name"], None
+                self.in_trace = self.section in _TRACE_SECTIONS
+                return None
+        if c0 == "-" and text.startswith("---") and text.rstrip().endswith("---"):
+            self.in_trace, self.block = False, None
+            return None
+        if c0 == "E" and (len(text) == 1 or text[1] in " \t"):
+            message = text[1:].strip()
+            self._exception_line(lineno, message)
+            return message
+        if c0 in "PFEXS" and self._short(lineno, text):
+            return None
+        if self.in_trace:
+            return None
+        if (c0.isdigit() or c0 == "n") and self._summary(lineno, text):
+            return None
+        if "::" in text and self._short(lineno, text, _VERBOSE):
+            return None
+        return text
+
+    def _exception_line(self, lineno: int, message: str) -> None:
+        if "are not " in message and _NOT_CLOSE.search(message):
+            self.block = CloseBlock(lineno)
+            if len(self.blocks) < BLOCK_CAP:
+                self.blocks.append((self.test, self.block))
+        elif self.block is not None and message and not self.block.feed(message):
+            self.block = None
+
+    def _summary(self, lineno: int, text: str) -> bool:
+        match = _SUMMARY.match(text.strip())
+        if match is None:
+            return False
+        counts = Counts()
+        for number, word in _COUNT.findall(match["body"]):
+            key = _WORDS.get(word)
+            if key:
+                setattr(counts, key, getattr(counts, key) + int(number))
+        self.summary = (lineno, counts)
+        return True
+
+    def _short(self, lineno: int, text: str, pattern: re.Pattern[str] = _SHORT) -> bool:
+        if text.startswith("SKIPPED ["):
+            match = _SHORT_SKIP.match(text)
+            if match:
+                self.short_skipped += int(match["n"])
+                return True
+        match = pattern.match(text.rstrip())
+        if match is None or not ("::" in match["id"] or match["id"].endswith(".py")):
+            return False
+        nodeid = match["id"]
+        if nodeid in self.outcomes or len(self.outcomes) < OUTCOME_CAP:
+            message = (match.groupdict().get("msg") or "")[:MESSAGE_CAP]
+            self.outcomes[nodeid] = (match["word"], message, lineno)
+        else:
+            self.outcomes_dropped += 1
+        return True
+
+    def counts_from_outcomes(self) -> Counts:
+        counts = Counts(skipped=self.short_skipped)
+        for word, _, _ in self.outcomes.values():
+            key = {"PASSED": "passed", "XPASS": "passed", "FAILED": "failed", "ERROR": "errors"}.get(word, "skipped")
+            setattr(counts, key, getattr(counts, key) + 1)
+        return counts
+
+
+class PytestParser(Recorder):
+    """An inner pytest run's output (and JUnit XML); subclasses add :meth:`on_line`/:meth:`on_finish`."""
+
+    name = "pytest"
+
+    def __init__(self, context: Optional[ParseContext] = None) -> None:
+        super().__init__(self.name)
+        self.context = context or ParseContext()
+        self.term = PytestTerminal()
+        self.metrics = MetricsObserver(self.fail)
+        self.checks_passed = self.checks_failed = 0  # check lines printed by the tests themselves
+
+    def feed(self, lineno: int, raw: str) -> None:
+        text = strip_ansi(raw)
+        if text[:1].isdigit() and "Z " in text[:40]:
+            text = strip_ci_prefix(text)
+        seen = self.term.feed(lineno, text)
+        if seen is None:
+            return
+        self.metrics.observe(lineno, seen)
+        self.on_line(lineno, seen)
+
+    def on_line(self, lineno: int, text: str) -> None:
+        """A line that is not pytest's own (captured output, ``E`` messages)."""
+
+    def on_finish(self) -> None:
+        """Called before the correctness is summed up."""
+
+    def finish(self, reader: LineReader) -> ParsedOutput:
+        self.on_finish()
+        counts, failed_checks = self._outcomes()
+        self.close(reader)
+        out = self.out
+        if self.failures_seen:
+            passed: Optional[bool] = False
+        elif counts is not None and counts.passed > 0 and counts.failed + counts.errors == 0:
+            passed = True
+        else:
+            passed = None
+        n_passed = counts.passed if counts else 0
+        n_failed = (counts.failed if counts else 0) + failed_checks
+        out.correctness = Correctness(
+            passed=passed, shapes_checked=n_passed + n_failed,
+            checks_passed=n_passed + self.checks_passed,
+            checks_failed=n_failed + (counts.errors if counts else 0) + self.checks_failed,
+        )
+        self.metrics.apply(out.correctness)
+        return out
+
+    def _outcomes(self) -> tuple[Optional[Counts], int]:
+        """Fill in failures/problems from the outcomes; return the counts and the unmatched blocks."""
+        ctx, term = self.context, self.term
+        xml: Optional[JunitResult] = None
+        if ctx.junit_xml is not None:
+            xml = read_junit(ctx.junit_xml)
+            if xml.problem:
+                self.note(f"JUnit XML {ctx.junit_xml.name} not used: {xml.problem}; the terminal output is read")
+                xml = None
+        elif ctx.junit_problem:
+            self.note(f"no JUnit XML: {ctx.junit_problem}")
+        counts: Optional[Counts] = None
+        bad: list[tuple[str, str, str]] = []
+        if xml is not None:
+            counts, bad = xml.counts, xml.bad
+            for block in xml.blocks.values():
+                self._greatest(block)
+            if term.summary is not None:
+                lineno, printed = term.summary
+                if printed.failed + printed.errors and not counts.failed + counts.errors:
+                    self.fail(f"line {lineno}: the pytest summary reports {printed.describe()}; the JUnit XML no failure")
+                elif (printed.passed, printed.failed) != (counts.passed, counts.failed):
+                    self.note(f"JUnit XML ({counts.describe()}) and summary line {lineno} ({printed.describe()}) differ")
+        elif term.summary is not None or term.outcomes or term.short_skipped:
+            counts = term.summary[1] if term.summary else term.counts_from_outcomes()
+            bad = [(nodeid, "failed" if word == "FAILED" else "error", msg)
+                   for nodeid, (word, msg, _) in term.outcomes.items() if word in ("FAILED", "ERROR")]
+            if term.summary is None:
+                self.problem("no pytest summary line (output cut short?); outcomes read from the short summary")
+        else:
+            self.problem(NO_RESULT)
+        by_test = {}
+        for test, block in term.blocks:
+            by_test.setdefault(test, block)
+        xml_blocks = xml.blocks if xml is not None else {}
+        matched: set[int] = set()
+        for nodeid, kind, message in bad:
+            tail = nodeid.split("::", 1)[1].replace("::", ".") if "::" in nodeid else nodeid
+            block = xml_blocks.get(nodeid) or by_test.get(tail)
+            if block is not None:
+                matched.add(id(block))
+            verb = "failed" if kind == "failed" else "error"
+            detail = block.describe() if block is not None else (message or "(no message)")
+            self.fail(f"{nodeid} {verb}: {detail}")
+        if counts is not None and counts.failed + counts.errors > len(bad):
+            self.fail(f"the inner pytest reports {counts.describe()}; {counts.failed + counts.errors - len(bad)} not named")
+        unmatched = 0
+        for test, block in term.blocks:
+            self._greatest(block)
+            if id(block) in matched:
+                continue
+            unmatched += 1
+            where = f" in {test}" if test else ""
+            self.fail(f"line {block.line}: torch assert_close failed{where}: {block.describe()}")
+        if counts is not None and counts.passed + counts.failed + counts.errors == 0 and not unmatched:
+            self.problem(f"{RAN_NO_TEST} ({counts.skipped} skipped)")
+        elif counts is not None and counts.skipped:
+            self.note(f"the inner pytest skipped {counts.skipped} test(s)")
+        if term.outcomes_dropped:
+            self.note(f"{term.outcomes_dropped} more test outcomes not kept one by one")
+        return counts, unmatched
+
+    def _greatest(self, block: CloseBlock) -> None:
+        for part in block.parts:
+            if part.startswith("Greatest absolute difference: "):
+                value = part.split(": ", 1)[1].split(" ", 1)[0]
+                try:
+                    number = float(value)
+                except ValueError:
+                    continue
+                if number == number and abs(number) != float("inf"):
+                    self.metrics.record("max_abs_error", number)
+
+
+def drive(parser, path: Path) -> ParsedOutput:
+    """Feed every line of ``path`` to ``parser`` (``feed``/``finish``/``problem``/``out``); never raises."""
+    path = Path(path)
+    reader = LineReader(path)
+    if not path.exists():
+        parser.problem("raw output file missing")
+    else:
+        lineno = 0
+        try:
+            for lineno, text in reader:
+                parser.feed(lineno, text)
+        except OSError as exc:
+            parser.problem(f"raw output file unreadable after line {lineno}: {exc}")
+        except Exception as exc:  # a parser bug must cost the verdict, never the session
+            parser.problem(f"parser error at line {lineno}: {type(exc).__name__}: {exc}")
+    try:
+        return parser.finish(reader)
+    except Exception as exc:
+        out = ParsedOutput(parser=parser.out.parser, lines_read=reader.lines_read, bytes_read=reader.bytes_read)
+        out.problems.append(f"parser error while summing up: {type(exc).__name__}: {exc}")
+        return out
+
+
+def parse_pytest_output(path: Path, context: Optional[ParseContext] = None) -> ParsedOutput:
+    """A plain inner pytest run: outcomes, assert_close blocks and printed correctness measures."""
+    return drive(PytestParser(context), path)

@@ -1,0 +1,38 @@
+"""A shared GPU host: xdist workers, foreign lock holders, the command run on the host itself."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+pytestmark = pytest.mark.docker
+
+
+def text(proc) -> str:
+    return proc.stdout.decode(errors="replace") + proc.stderr.decode(errors="replace")
+
+
+def test_xdist_workers_write_every_artifact_once_and_summary_covers_all(sandbox):
+    targets = ["op_tests/test_gemm_a8w8.py", "op_tests/test_rmsnorm2d.py", "op_tests/test_moe_2stage.py",
+               "op_tests/test_no_check.py"]
+    proc = sandbox.pytest("-n", "2", *targets)
+    out = text(proc)
+    assert proc.returncode == 1, out
+    verdicts = {t: sandbox.artifact(t).verdict for t in ("gemm_a8w8", "rmsnorm2d", "moe_2stage", "no_check")}
+    assert verdicts == {"gemm_a8w8": "PASS", "rmsnorm2d": "PASS", "moe_2stage": "FAIL", "no_check": "INCONCLUSIVE"}
+    summary = out[out.index("gpuverify ="):]
+    assert len(re.findall(r"^(PASS|FAIL|INCONCLUSIVE)\s", summary, re.M)) == 4, summary
+    ticket = sandbox.tickets / "T-1"
+    assert sorted(p.name for p in ticket.glob("bench_*.json")) == sorted(f"bench_{t}.json" for t in verdicts), \
+        "each artifact is written exactly once"
+    assert sandbox.lock_files_free()
+
+
+def test_container_none_runs_on_the_host(sandbox):
+    proc = sandbox.pytest("op_tests/test_gemm_a8w8.py", "--gpu-container", "none")
+    art = sandbox.artifact("gemm_a8w8")
+    assert art.verdict == "PASS", (art.reasons, text(proc)[-3000:])
+    assert art.container is None and art.workdir == str(sandbox.repo.resolve())
+    assert art.imports["aiter"] == str(sandbox.repo.resolve() / "aiter" / "__init__.py")
+    assert sandbox.exec_ids() == [], "no container is touched"
