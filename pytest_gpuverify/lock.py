@@ -94,3 +94,34 @@ def is_locked_elsewhere(path: Path) -> bool:
         return False
     finally:
         os.close(fd)
+
+
+def held_lock_ids() -> Optional[set[tuple[int, int, int]]]:
+    """(major, minor, inode) of every file someone holds a ``flock`` on, from ``/proc/locks``.
+
+    A read-only view: probing a lock by taking it would, for a moment, make another user's
+    non-blocking attempt fail. None when /proc/locks cannot be read (not Linux)."""
+    try:
+        with open("/proc/locks", encoding="ascii", errors="replace") as fh:
+            text = fh.read()
+    except OSError:
+        return None
+    held = set()
+    for line in text.splitlines():
+        fields = line.split()
+        if "FLOCK" not in fields[1:3] or "->" in fields:  # "->" marks a waiter, not a holder
+            continue
+        try:
+            major, minor, inode = fields[5].split(":")
+            held.add((int(major, 16), int(minor, 16), int(inode)))
+        except (IndexError, ValueError):
+            continue
+    return held
+
+
+def is_held(path: Path, held: set[tuple[int, int, int]]) -> bool:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return False
+    return (os.major(st.st_dev), os.minor(st.st_dev), st.st_ino) in held

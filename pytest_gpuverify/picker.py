@@ -45,7 +45,7 @@ class GpuGrant:
 class GpuPicker:
     """Hands out locked idle GPUs. ``picker_command`` None means the builtin picker."""
 
-    POLL_S = 0.05
+    POLL_S = 0.01  # a freed lock is taken within this; only try-locks and in-memory checks per round
 
     def __init__(
         self,
@@ -66,20 +66,27 @@ class GpuPicker:
     def acquire(self, count: int = 1, wait_s: float = 0.0) -> GpuGrant:
         deadline = time.monotonic() + max(0.0, wait_s)
         self.sampler.wait_for_full_window()
+        last_sample = time.monotonic()
+        waited = False
         while True:
             leases, why = self._try_once(count)
-            if leases:
+            if leases or deadline - time.monotonic() <= 0:
+                if waited and self.on_wait:
+                    self.on_wait("")  # the wait is over: clear the live line
+                if not leases:
+                    raise NoGpu(why)
                 grant = GpuGrant(leases)
                 grant.own_marks = [self.sampler.mark_own_start(lease.gpu_index) for lease in leases]
                 return grant
             remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise NoGpu(why)
             if self.on_wait:
-                self.on_wait(why)
+                waited = True
+                self.on_wait(f"waiting up to {remaining:.0f} s for {why[3:]}")
             time.sleep(min(self.POLL_S if self.picker_command is None else 1.0, remaining))
-            if self.picker_command is None:
+            # the background sampler keeps the window fresh; without one (window 0), read now and then
+            if not self.sampler.running and time.monotonic() - last_sample >= self.sampler.interval_s:
                 self.sampler.sample_now()
+                last_sample = time.monotonic()
 
     def release(self, grant: GpuGrant) -> None:
         for lease in grant.leases:

@@ -79,7 +79,8 @@ def pytest_configure(config: pytest.Config) -> None:
         options = build_options(config)
         env = load_env_file(options.env_path)
         declared = _load_declarations(config)
-        session = VerifySession(options, env, echo=echo_to_stdout if options.echo_output else None)
+        session = VerifySession(options, env, echo=echo_to_stdout if options.echo_output else None,
+                                on_wait=None if hasattr(config, "workerinput") else _live_line(config))
     except (SetupError, EnvFileError, DeclarationError) as exc:
         raise pytest.UsageError(str(exc)) from None
     config.stash[_DECLARED_KEY] = declared
@@ -90,6 +91,30 @@ def pytest_configure(config: pytest.Config) -> None:
         return  # the xdist controller runs no target: each worker samples, locks, runs and writes its own
     config.stash[_SESSION_KEY] = session
     session.start()  # the idle window starts filling now, while pytest collects
+
+
+def _live_line(config: pytest.Config):
+    """A line on the terminal that says what a target waits for (--gpu-wait), rewritten in place."""
+    import time
+
+    last = [0.0]
+
+    def show(text: str) -> None:
+        writer = config.get_terminal_writer()
+        now = time.monotonic()
+        if text and now - last[0] < 0.5:
+            return
+        last[0] = now
+        width = max(20, writer.fullwidth - 1)
+        line = "\r" + (f"gpuverify: {text}" if text else "")[:width].ljust(width) + ("" if text else "\r")
+        capture = config.pluginmanager.getplugin("capturemanager")
+        if capture is None:
+            writer.write(line, flush=True)
+            return
+        with capture.global_and_fixture_disabled():  # the target runs under capture; this line must show
+            writer.write(line, flush=True)
+
+    return show
 
 
 def _load_declarations(config: pytest.Config):

@@ -15,11 +15,13 @@ import threading
 import time
 from collections import deque
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Callable, Optional
 
 from pydantic import BaseModel
 
 from .gpu.base import GpuBackend, GpuReading, GpuToolError
+from .lock import held_lock_ids, is_held
 
 GIB = 1 << 30
 
@@ -53,6 +55,7 @@ class _Sample:
     t: float
     readings: dict[int, GpuReading]
     error: Optional[str] = None
+    locked: frozenset = frozenset()  # GPUs whose lock someone held at that moment
 
 
 @dataclass
@@ -81,12 +84,14 @@ class IdleSampler:
         criteria: Optional[IdleCriteria] = None,
         interval_s: Optional[float] = None,
         clock: Callable[[], float] = time.monotonic,
+        lock_path_for: Optional[Callable[[int], Path]] = None,
     ) -> None:
         self.backend = backend
         self.window_s = max(0.0, float(window_s))
         self.criteria = criteria or IdleCriteria()
         self.interval_s = interval_s if interval_s is not None else min(1.0, max(0.2, self.window_s / 5))
         self._clock = clock
+        self._lock_path_for = lock_path_for
         self._samples: deque[_Sample] = deque()
         self._own: list[_OwnUse] = []
         self._lock = threading.Lock()
@@ -104,6 +109,10 @@ class IdleSampler:
         if self.window_s > 0:
             self._thread = threading.Thread(target=self._run, name="gpuverify-idle-sampler", daemon=True)
             self._thread.start()
+
+    @property
+    def running(self) -> bool:
+        return self._thread is not None
 
     def stop(self) -> None:
         self._stop.set()
@@ -124,7 +133,7 @@ class IdleSampler:
         t = self._clock()
         try:
             readings = {r.index: r for r in self.backend.read()}
-            sample = _Sample(t, readings)
+            sample = _Sample(t, readings, locked=self._locked_now(readings))
         except GpuToolError as exc:
             sample = _Sample(t, {}, error=str(exc))
         except Exception as exc:  # a backend bug must not kill the sampler thread silently
@@ -136,6 +145,14 @@ class IdleSampler:
                 self._samples.popleft()
             self._new_sample.notify_all()
         return sample
+
+    def _locked_now(self, readings: dict[int, GpuReading]) -> frozenset:
+        if self._lock_path_for is None:
+            return frozenset()
+        held = held_lock_ids()
+        if not held:
+            return frozenset()
+        return frozenset(i for i in readings if is_held(self._lock_path_for(i), held))
 
     def wait_for_full_window(self, timeout: Optional[float] = None) -> bool:
         """Block until the readings span the whole window (only the first pick of a session waits).
@@ -189,7 +206,10 @@ class IdleSampler:
         busy: dict[int, str] = {}
         for gpu in indices:
             for sample in good:
-                if _during_own_use(own, gpu, sample.t):
+                # Load while someone holds the GPU's lock is that holder's (ours or another session's):
+                # it says nothing about the GPU once the lock is free, and the pick re-reads under
+                # the lock anyway. Load with the lock free is a user who takes no lock: busy.
+                if gpu in sample.locked or _during_own_use(own, gpu, sample.t):
                     continue
                 reading = sample.readings.get(gpu)
                 reason = "missing from a reading" if reading is None else busy_reason(reading, self.criteria)

@@ -60,6 +60,7 @@ class VerifySession:
         env: EnvFile,
         docker_factory: Callable[[], object] = docker_client,
         echo: Optional[Callable[[bytes], None]] = None,
+        on_wait: Optional[Callable[[str], None]] = None,
     ) -> None:
         self.options = options
         self.env = env
@@ -69,8 +70,8 @@ class VerifySession:
         self.out_dir = self._artifact_dir()
         self.runner = LocalHost()
         self.backend = select_backend(self.expected_arch, self.runner)
-        self.sampler = IdleSampler(self.backend, options.window_s)
-        self.picker = GpuPicker(self.sampler, self.lock_spec, self.runner, self.picker_command)
+        self.sampler = IdleSampler(self.backend, options.window_s, lock_path_for=self.lock_spec.path_for)
+        self.picker = GpuPicker(self.sampler, self.lock_spec, self.runner, self.picker_command, on_wait=on_wait)
         self._docker_factory = docker_factory
         self._docker: Optional[object] = None
         self._containers: dict[str, ContainerFacts] = {}

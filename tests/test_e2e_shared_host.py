@@ -36,3 +36,25 @@ def test_container_none_runs_on_the_host(sandbox):
     assert art.container is None and art.workdir == str(sandbox.repo.resolve())
     assert art.imports["aiter"] == str(sandbox.repo.resolve() / "aiter" / "__init__.py")
     assert sandbox.exec_ids() == [], "no container is touched"
+
+
+def test_gpu_wait_shows_what_it_waits_for_then_runs(sandbox):
+    import threading
+    import time
+
+    from pytest_gpuverify.simulator import load_state, save_state
+
+    def set_all(busy: bool):
+        state = load_state(sandbox.state_path)
+        for i in range(len(state.gpus)):
+            state.set_busy(i) if busy else state.set_idle(i)
+        save_state(state, sandbox.state_path)
+
+    set_all(True)
+    threading.Timer(2.5, lambda: set_all(False)).start()
+    t0 = time.monotonic()
+    proc = sandbox.pytest("op_tests/test_gemm_a8w8.py", "--gpu-wait", "30")
+    art = sandbox.artifact("gemm_a8w8")
+    assert art.verdict == "PASS", (art.reasons, text(proc)[-2000:])
+    assert "gpuverify: waiting up to" in text(proc) and "4 busy" in text(proc)
+    assert time.monotonic() - t0 < 20

@@ -167,3 +167,50 @@ def test_two_gpus_in_order(host):
         picker.release(grant)
     finally:
         sampler.stop()
+
+
+def test_load_under_someone_elses_lock_does_not_block_the_next_holder(tmp_path):
+    """Another session's command loads GPU 0 while it holds GPU 0's lock; once it lets go, GPU 0 is
+    ours at once, not a whole window later."""
+    sim = tmp_path / "sim"
+    state_path = install(sim, SimState.idle(gpus=1))
+    runner = LocalHost(env={"PATH": f"{sim}:/usr/bin:/bin"})
+    lock = parse_lock_prefix(f"flock -w 600 {tmp_path}/gpu-<id>.lock")
+    sampler = IdleSampler(RocmBackend(runner), 2.0, interval_s=0.2, lock_path_for=lock.path_for)
+    picker = GpuPicker(sampler, lock, runner)
+    holder = subprocess.Popen(["flock", "-x", "-o", str(lock.path_for(0)), "sleep", "3"])
+    try:
+        time.sleep(0.2)
+        state = load_state(state_path)
+        state.set_busy(0)
+        save_state(state, state_path)
+        sampler.start()
+        sampler.wait_for_full_window()
+
+        def release():
+            state = load_state(state_path)
+            state.set_idle(0)
+            save_state(state, state_path)
+            holder.kill()
+
+        threading.Timer(0.5, release).start()
+        t0 = time.monotonic()
+        grant = picker.acquire(wait_s=10)
+        assert grant.indices == [0] and time.monotonic() - t0 < 1.5
+        picker.release(grant)
+    finally:
+        holder.kill()
+        holder.wait()
+        sampler.stop()
+
+
+def test_a_busy_gpu_without_a_lock_stays_busy_for_the_window(host):
+    picker, sampler = host.picker(window=1.0, interval_s=0.2)
+    try:
+        host.edit(lambda s: s.set_busy(0))
+        time.sleep(0.5)
+        host.edit(lambda s: s.set_idle(0))
+        sampler.sample_now()
+        assert 0 not in sampler.judge_window().idle, "a user who takes no lock is busy, lock or no lock"
+    finally:
+        sampler.stop()

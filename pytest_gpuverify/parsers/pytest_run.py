@@ -37,6 +37,11 @@ _SHORT = re.compile(r"^(?P<word>PASSED|FAILED|ERROR|XFAIL|XPASS) (?P<id>[^\s\[]+
 _SHORT_SKIP = re.compile(r"^SKIPPED \[(?P<n>\d+)\] ")
 _VERBOSE = re.compile(r"^(?P<id>\S+::[^\s\[]+(?:\[.*?\])?) (?P<word>PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS)\b")
 _SECTION = re.compile(r"^={3,} (?P<title>.+?) ={3,}$")
+_PYTEST_SECTIONS = re.compile(
+    r"FAILURES|ERRORS|PASSES|XFAILURES|XPASSES|short test summary info|warnings summary|test session starts"
+    r"|slowest .*durations|rerun test summary info|tests coverage|.*(?:passed|failed|error|skipped).* in [\d.]+s.*"
+)
+_SUBSECTION = re.compile(r"^-{3,} (?:Captured|generated|live log|coverage).* -{3,}$")
 _TEST_HEADER = re.compile(r"^_{3,} (?:(?:ERROR|FAILURE) at \w+ of )?(?P<name>.+?) _{3,}$")
 _WORDS = {"passed": "passed", "xpassed": "passed", "failed": "failed", "error": "errors", "errors": "errors",
           "skipped": "skipped", "xfailed": "skipped", "deselected": "deselected"}
@@ -49,6 +54,7 @@ class Recorder:
     def __init__(self, name: str) -> None:
         self.out = ParsedOutput(parser=name)
         self.failures_seen = self.problems_seen = self.notes_seen = self.perf_dropped = 0
+        self.nan_count = 0  # NaN/inf printed where a number was due (tables, timings)
 
     def fail(self, reason: str) -> None:
         self.failures_seen += 1
@@ -101,7 +107,8 @@ class CloseBlock:
         return True
 
     def describe(self) -> str:
-        return "; ".join(["AssertionError: Tensor-likes are not close!", *self.parts])
+        kept = [p for p in self.parts if not p.startswith("Greatest relative")]
+        return "; ".join(["AssertionError: Tensor-likes are not close!", *kept])
 
 
 def block_from_message(message: str) -> Optional[CloseBlock]:
@@ -241,8 +248,9 @@ class PytestTerminal:
             if self._summary(lineno, text):
                 return None
             match = _SECTION.match(text.rstrip())
-            if match:
-                self.section, self.test, self.in_trace = match["title"], None, False
+            if match is None or not _PYTEST_SECTIONS.match(match["title"]):
+                return text  # a banner the test printed (``=== Benchmark: current vs main ===``)
+            self.section, self.test, self.in_trace = match["title"], None, False
             return None
         if c0 == "_" and text.startswith("___"):
             match = _TEST_HEADER.match(text.rstrip())
@@ -250,7 +258,7 @@ class PytestTerminal:
                 self.test, self.block = match["name"], None
                 self.in_trace = self.section in _TRACE_SECTIONS
                 return None
-        if c0 == "-" and text.startswith("---") and text.rstrip().endswith("---"):
+        if c0 == "-" and text.startswith("---") and _SUBSECTION.match(text.rstrip()):
             self.in_trace, self.block = False, None
             return None
         if c0 == "E" and (len(text) == 1 or text[1] in " \t"):
@@ -323,6 +331,7 @@ class PytestParser(Recorder):
         self.term = PytestTerminal()
         self.metrics = MetricsObserver(self.fail)
         self.checks_passed = self.checks_failed = 0  # check lines printed by the tests themselves
+        self.atol: Optional[float] = None
 
     def feed(self, lineno: int, raw: str) -> None:
         text = strip_ansi(raw)
@@ -354,7 +363,7 @@ class PytestParser(Recorder):
         n_passed = counts.passed if counts else 0
         n_failed = (counts.failed if counts else 0) + failed_checks
         out.correctness = Correctness(
-            passed=passed, shapes_checked=n_passed + n_failed,
+            passed=passed, shapes_checked=n_passed + n_failed, atol=self.atol, nan_count=self.nan_count,
             checks_passed=n_passed + self.checks_passed,
             checks_failed=n_failed + (counts.errors if counts else 0) + self.checks_failed,
         )
@@ -392,16 +401,15 @@ class PytestParser(Recorder):
                 self.problem("no pytest summary line (output cut short?); outcomes read from the short summary")
         else:
             self.problem(NO_RESULT)
-        by_test = {}
+        by_test: dict[Optional[str], CloseBlock] = {}
         for test, block in term.blocks:
             by_test.setdefault(test, block)
         xml_blocks = xml.blocks if xml is not None else {}
-        matched: set[int] = set()
+        tails: set[str] = set()
         for nodeid, kind, message in bad:
             tail = nodeid.split("::", 1)[1].replace("::", ".") if "::" in nodeid else nodeid
+            tails.add(tail)
             block = xml_blocks.get(nodeid) or by_test.get(tail)
-            if block is not None:
-                matched.add(id(block))
             verb = "failed" if kind == "failed" else "error"
             detail = block.describe() if block is not None else (message or "(no message)")
             self.fail(f"{nodeid} {verb}: {detail}")
@@ -410,7 +418,7 @@ class PytestParser(Recorder):
         unmatched = 0
         for test, block in term.blocks:
             self._greatest(block)
-            if id(block) in matched:
+            if test in tails:
                 continue
             unmatched += 1
             where = f" in {test}" if test else ""

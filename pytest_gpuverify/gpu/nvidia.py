@@ -1,0 +1,424 @@
+"""NVIDIA backend: GPU state from NVML in-process (``nvidia-ml-py``, module ``pynvml``) on the local
+host, else from ``nvidia-smi --query-*`` CSV through the :class:`HostRunner`.
+
+Indices are NVML's (PCI bus order), the same as nvidia-smi's. CUDA numbers devices its own way
+(``CUDA_DEVICE_ORDER=FASTEST_FIRST`` by default), so :meth:`NvidiaBackend.visible_value` hands out
+UUIDs, which mean the same GPU to every tool.
+
+NVML, where it works, is about 1,400 times cheaper than one ``nvidia-smi`` call and sees more:
+memory ``_v2`` leaves driver-reserved memory out of "used", and ``nvmlDeviceGetSamples`` returns
+every utilisation sample since the previous reading (the driver keeps ~14 s of them), so a burst
+between two readings still counts. The CSV parsing lives in :mod:`.nvidia_formats`.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any, Optional, Sequence
+
+from ..hostexec import CommandResult, HostRunner
+from .base import GpuInfo, GpuProcess, GpuReading, GpuToolError
+from .nvidia_formats import (
+    MIB,
+    QUERY_APPS_FIELDS,
+    QUERY_GPU_FIELDS,
+    SmiApp,
+    SmiGpu,
+    arch_from_compute_cap,
+    is_uuid,
+    parse_compute_apps_csv,
+    parse_compute_apps_csv_lines,
+    parse_query_gpu_csv,
+    parse_query_gpu_csv_lines,
+)
+
+__all__ = [
+    "MIB", "NvidiaBackend", "SmiApp", "SmiGpu", "arch_from_compute_cap", "is_uuid", "parse_compute_apps_csv",
+    "parse_compute_apps_csv_lines", "parse_query_gpu_csv", "parse_query_gpu_csv_lines", "plausible_bytes",
+    "smi_query_gpu_argv",
+]
+
+SMI = "nvidia-smi"
+SMI_APPS = (SMI, "--query-compute-apps=" + ",".join(QUERY_APPS_FIELDS), "--format=csv,noheader,nounits")
+
+# NVML "not available" values, and the 32-bit one some 530-era drivers return as garbage (nvitop #75)
+_SENTINELS = frozenset({0xFFFFFFFF, 0xFFFFFFFFFFFFFFFF})
+_MAX_PLAUSIBLE_BYTES = 1 << 50  # 1 PiB: no GPU holds that; anything larger is a scrambled value
+# NVML return codes (pynvml constants, spelled out for bindings that lack one)
+_NOT_SUPPORTED, _NOT_FOUND, _FUNCTION_NOT_FOUND, _VERSION_MISMATCH = 3, 6, 13, 25
+_SAMPLE_FIELDS = {0: "dVal", 1: "uiVal", 2: "ulVal", 3: "ullVal", 4: "sllVal", 5: "siVal", 6: "usVal"}
+
+
+def smi_query_gpu_argv(with_compute_cap: bool = True) -> tuple[str, ...]:
+    fields = QUERY_GPU_FIELDS if with_compute_cap else QUERY_GPU_FIELDS[:-1]
+    return (SMI, "--query-gpu=" + ",".join(fields), "--format=csv,noheader,nounits")
+
+
+def plausible_bytes(value: Any, total: Optional[int] = None) -> Optional[int]:
+    """A byte count from NVML, or None where it is a sentinel or garbage (unknown)."""
+    if value is None or isinstance(value, bool):
+        return None
+    try:
+        value = int(value)
+    except (TypeError, ValueError):
+        return None
+    if value < 0 or value in _SENTINELS or value >= _MAX_PLAUSIBLE_BYTES:
+        return None
+    if total and value > total:
+        return None
+    return value
+
+
+def _text(value: Any) -> Optional[str]:
+    if isinstance(value, bytes):
+        value = value.decode("utf-8", errors="replace")
+    if not isinstance(value, str):
+        return None
+    return value.strip() or None
+
+
+def _tail(res: CommandResult) -> str:
+    err = res.stderr.decode("utf-8", errors="replace").strip().splitlines()
+    out = " ".join(res.text().split())[:160]
+    return (f"; stderr: {err[-1][:200]}" if err else "") + (f"; stdout: {out!r}" if out else "; stdout empty")
+
+
+def _code(exc: BaseException) -> Optional[int]:
+    value = getattr(exc, "value", None)
+    return value if isinstance(value, int) else None
+
+
+class NvidiaBackend:
+    vendor = "nvidia"
+    visible_devices_var = "CUDA_VISIBLE_DEVICES"
+
+    def __init__(self, host: HostRunner, tool_timeout: float = 20.0, use_nvml: Optional[bool] = None) -> None:
+        """``use_nvml``: None: NVML when the host is this machine and ``pynvml`` initialises, else
+        nvidia-smi (and nvidia-smi from the first NVML failure on); True: NVML or GpuToolError;
+        False: nvidia-smi only. A remote host is always read through nvidia-smi."""
+        if use_nvml and getattr(host, "name", None) != "local":
+            raise ValueError(f"NVML reads only this machine; host {host.name!r} needs use_nvml=False or None")
+        self.host = host
+        self.tool_timeout = tool_timeout
+        self.use_nvml = use_nvml
+        self.notes: list[str] = []  # each time the backend left its preferred path, and why (for `doctor`)
+        self._lock = threading.RLock()  # the sampler thread reads while the session asks for the inventory
+        self._nvml_mod: Any = None
+        self._nvml_state = "untried"  # "untried" | "on" | "off"
+        self._nvml_why = ""
+        self._mem_v1 = False  # set once memory _v2 proved missing in this driver/binding
+        self._samples_off = False  # set once nvmlDeviceGetSamples proved unsupported
+        self._last_ts: dict[int, int] = {}  # per NVML index: newest utilisation sample already seen (us)
+        self._smi_cap = True  # ask compute_cap until the driver rejects the field
+        self._inventory: Optional[list[GpuInfo]] = None
+
+    # ------------------------------------------------------------------------------ plumbing
+    def _note(self, message: str) -> None:
+        with self._lock:
+            if message not in self.notes:
+                self.notes.append(message)
+
+    def _nvml(self) -> Any:
+        """The initialised ``pynvml`` module, or None where nvidia-smi is to be used."""
+        with self._lock:
+            if self._nvml_state == "untried":
+                self._nvml_state = "off"
+                if self.use_nvml is False:
+                    self._nvml_why = "NVML disabled (use_nvml=False)"
+                elif getattr(self.host, "name", None) != "local":
+                    self._nvml_why = f"host {self.host.name} is not this machine"
+                else:
+                    self._init_nvml()
+            if self._nvml_state == "on":
+                return self._nvml_mod
+            if self.use_nvml:
+                raise GpuToolError(f"NVML unavailable: {self._nvml_why}")
+            return None
+
+    def _init_nvml(self) -> None:
+        try:
+            import pynvml  # type: ignore[import-not-found]
+        except Exception as exc:  # ImportError, or a broken install
+            self._nvml_why = f"pynvml not importable ({type(exc).__name__}: {exc})"
+            if self.use_nvml is None:
+                self._note(f"{self._nvml_why}; nvidia-smi used")
+            return
+        try:
+            pynvml.nvmlInit()
+        except Exception as exc:  # NVMLError (no driver, no libnvidia-ml), or OSError from the loader
+            self._nvml_why = f"nvmlInit failed: {type(exc).__name__}: {exc}"
+            if self.use_nvml is None:
+                self._note(f"{self._nvml_why}; nvidia-smi used")
+            return
+        self._nvml_mod, self._nvml_state = pynvml, "on"
+
+    def _nvml_failed(self, exc: GpuToolError) -> None:
+        """NVML broke as a whole: from now on nvidia-smi (only in the automatic mode)."""
+        with self._lock:
+            self._note(f"NVML unusable, nvidia-smi used from now on: {exc}")
+            self._shutdown_locked()
+            self._nvml_state, self._nvml_why = "off", str(exc)
+
+    def _shutdown_locked(self) -> None:
+        if self._nvml_state == "on" and self._nvml_mod is not None:
+            try:
+                self._nvml_mod.nvmlShutdown()
+            except Exception:  # NVMLError on a driver that went away: nothing left to release
+                pass
+        self._nvml_mod = None
+
+    def close(self) -> None:
+        """Release NVML (``nvmlShutdown``); a later call initialises it again."""
+        with self._lock:
+            self._shutdown_locked()
+            if self._nvml_state == "on":
+                self._nvml_state = "untried"
+
+    @property
+    def using_nvml(self) -> bool:
+        """Whether readings come from NVML (initialises it on first use)."""
+        try:
+            return self._nvml() is not None
+        except GpuToolError:
+            return False
+
+    def _run(self, argv: Sequence[str]) -> CommandResult:
+        """Run nvidia-smi; GpuToolError (naming it) when missing or hung. The exit status is judged
+        by the caller: nvidia-smi can print good rows and still exit non-zero for one lost GPU."""
+        res = self.host.run(list(argv), timeout=self.tool_timeout)
+        if res.missing:
+            raise GpuToolError(f"{argv[0]}: not found on {self.host.name}")
+        if res.timed_out:
+            raise GpuToolError(f"{argv[0]}: no answer within {self.tool_timeout:g} s ({' '.join(argv)})")
+        return res
+
+    # ------------------------------------------------------------------------------ readings
+    def read(self) -> list[GpuReading]:
+        nv = self._nvml()
+        if nv is not None:
+            try:
+                return self._read_nvml(nv)
+            except GpuToolError as exc:
+                if self.use_nvml:
+                    raise
+                self._nvml_failed(exc)
+        return self._read_smi()
+
+    # -- nvidia-smi
+    def _smi_gpus(self) -> list[SmiGpu]:
+        with_cap = self._smi_cap
+        res = self._run(smi_query_gpu_argv(with_cap))
+        rows, other = parse_query_gpu_csv_lines(res.text(), with_cap)
+        if with_cap and not rows and self._field_rejected(res):
+            self._smi_cap = False
+            self._note(f"{SMI} does not know the compute_cap field (an older driver): arch unknown from {SMI}")
+            res = self._run(smi_query_gpu_argv(False))
+            rows, other = parse_query_gpu_csv_lines(res.text(), False)
+        if not rows:
+            raise GpuToolError(f"{' '.join(res.argv)}: no GPU in its output (exit {res.returncode}){_tail(res)}")
+        if other:
+            self._note(f"{SMI} --query-gpu printed {other[0][:200]!r} (such GPUs count as busy)")
+        return rows
+
+    @staticmethod
+    def _field_rejected(res: CommandResult) -> bool:
+        said = (res.text() + res.stderr.decode("utf-8", errors="replace")).lower()
+        return "compute_cap" in said or "not a valid field" in said or "invalid field" in said
+
+    def _smi_apps(self) -> list[SmiApp]:
+        res = self._run(SMI_APPS)
+        apps, other = parse_compute_apps_csv_lines(res.text())
+        if res.returncode != 0 and not apps:
+            raise GpuToolError(f"{' '.join(res.argv)}: exit {res.returncode}, no process list{_tail(res)}")
+        if other:
+            self._note(f"{SMI} --query-compute-apps printed {other[0][:200]!r}")
+        return apps
+
+    def _read_smi(self) -> list[GpuReading]:
+        gpus = self._smi_gpus()
+        apps = self._smi_apps()
+        by_uuid = {g.uuid: g.index for g in gpus if g.uuid}
+        no_uuid = [g.index for g in gpus if not g.uuid]
+        per_gpu: dict[int, list[GpuProcess]] = {g.index: [] for g in gpus}
+        for app in apps:
+            proc = GpuProcess(pid=app.pid, name=app.name, vram_bytes=app.vram_bytes)
+            if app.gpu_uuid in by_uuid:
+                targets = [by_uuid[app.gpu_uuid]]
+            elif app.gpu_uuid is None:
+                targets = list(per_gpu)  # on some GPU, none can say which: each counts as busy
+                self._note(f"{SMI}: process {app.pid} without a GPU UUID counted on every GPU")
+            else:
+                targets = no_uuid  # perhaps one whose UUID --query-gpu could not print
+                if not targets:
+                    self._note(f"{SMI}: process {app.pid} on {app.gpu_uuid}, which --query-gpu did not list")
+            for index in targets:
+                per_gpu[index].append(proc)
+        return [GpuReading(index=g.index, use_pct=g.use_pct, vram_used_bytes=g.vram_used_bytes,
+                           vram_total_bytes=g.vram_total_bytes, processes=tuple(per_gpu[g.index]))
+                for g in gpus]
+
+    # -- NVML
+    def _nvml_count(self, nv: Any) -> int:
+        try:
+            count = int(nv.nvmlDeviceGetCount())
+        except nv.NVMLError as exc:
+            raise GpuToolError(f"NVML nvmlDeviceGetCount: {exc}") from exc
+        if count <= 0:
+            raise GpuToolError("NVML: no GPU")
+        return count
+
+    def _read_nvml(self, nv: Any) -> list[GpuReading]:
+        readings = []
+        for i in range(self._nvml_count(nv)):
+            try:
+                handle = nv.nvmlDeviceGetHandleByIndex(i)
+            except nv.NVMLError as exc:
+                # left out of this reading: the sampler counts a missing GPU as busy
+                self._note(f"NVML nvmlDeviceGetHandleByIndex({i}): {exc}")
+                continue
+            used, total = self._nvml_memory(nv, handle, i)
+            procs = self._nvml_processes(nv, handle, i, total)
+            if procs is None:
+                continue
+            readings.append(GpuReading(index=i, use_pct=self._nvml_use(nv, handle, i), vram_used_bytes=used,
+                                       vram_total_bytes=total, processes=procs))
+        if not readings:
+            raise GpuToolError("NVML: no GPU could be read: " + "; ".join(self.notes[-3:]))
+        return readings
+
+    def _nvml_memory(self, nv: Any, handle: Any, i: int) -> tuple[Optional[int], Optional[int]]:
+        """(used, total) bytes; ``_v2`` where it exists, since v1 "used" includes driver-reserved memory."""
+        v2 = getattr(nv, "nvmlMemory_v2", None)
+        if v2 is None and not self._mem_v1:
+            self._mem_v1 = True
+            self._note("pynvml has no nvmlMemory_v2: NVML v1 'used' (includes driver-reserved memory) used")
+        if not self._mem_v1:
+            try:
+                mem = nv.nvmlDeviceGetMemoryInfo(handle, version=v2)
+                total = plausible_bytes(mem.total)
+                return plausible_bytes(mem.used, total), total
+            except TypeError as exc:  # bindings whose nvmlDeviceGetMemoryInfo takes no version
+                self._mem_v1 = True
+                self._note(f"NVML memory v2 not callable ({exc}): v1 'used' (includes driver-reserved memory) used")
+            except nv.NVMLError as exc:
+                if _code(exc) not in (_FUNCTION_NOT_FOUND, _NOT_SUPPORTED, _VERSION_MISMATCH):
+                    self._note(f"NVML memory of GPU {i}: {exc}")
+                    return None, None
+                self._mem_v1 = True
+                self._note(f"NVML memory v2 unavailable ({exc}): v1 'used' (includes driver-reserved memory) used")
+        try:
+            mem = nv.nvmlDeviceGetMemoryInfo(handle)
+        except nv.NVMLError as exc:
+            self._note(f"NVML memory of GPU {i}: {exc}")
+            return None, None
+        total = plausible_bytes(mem.total)
+        return plausible_bytes(mem.used, total), total
+
+    def _nvml_use(self, nv: Any, handle: Any, i: int) -> Optional[float]:
+        """The highest utilisation sample since the previous reading of this GPU (on the first
+        reading: the driver's whole buffer, ~14 s); the instantaneous rate when no new sample."""
+        if not self._samples_off:
+            with self._lock:
+                last = self._last_ts.get(i, 0)
+            try:
+                vtype, samples = nv.nvmlDeviceGetSamples(handle, nv.NVML_GPU_UTILIZATION_SAMPLES, last)
+                field = _SAMPLE_FIELDS.get(int(vtype), "uiVal")
+                fresh = [(int(s.timeStamp), getattr(s.sampleValue, field, None)) for s in samples
+                         if int(s.timeStamp) > last]
+                if fresh:
+                    with self._lock:
+                        self._last_ts[i] = max(self._last_ts.get(i, 0), max(ts for ts, _ in fresh))
+                    values = [float(v) for _, v in fresh if v is not None and 0 <= v <= 100]
+                    if values:
+                        return max(values)
+            except nv.NVMLError as exc:
+                if _code(exc) in (_FUNCTION_NOT_FOUND, _NOT_SUPPORTED):
+                    self._samples_off = True
+                    self._note(f"NVML nvmlDeviceGetSamples unsupported ({exc}): instantaneous utilisation used")
+                elif _code(exc) != _NOT_FOUND:  # NOT_FOUND: no sample since `last`, which is fine
+                    self._note(f"NVML nvmlDeviceGetSamples of GPU {i}: {exc}")
+        try:
+            use = float(nv.nvmlDeviceGetUtilizationRates(handle).gpu)
+        except nv.NVMLError as exc:
+            self._note(f"NVML nvmlDeviceGetUtilizationRates of GPU {i}: {exc}")
+            return None
+        return use if 0 <= use <= 100 else None
+
+    def _nvml_processes(self, nv: Any, handle: Any, i: int, total: Optional[int]) -> Optional[tuple[GpuProcess, ...]]:
+        """The compute processes, or None (GPU left out of the reading) when NVML could not list them."""
+        try:
+            procs = nv.nvmlDeviceGetComputeRunningProcesses(handle)
+        except nv.NVMLError as exc:
+            if _code(exc) in (_FUNCTION_NOT_FOUND, _NOT_SUPPORTED):
+                # binding/driver skew (bindings >= 11.515 need driver >= 510): the whole path is unusable
+                raise GpuToolError(f"NVML nvmlDeviceGetComputeRunningProcesses: {exc}") from exc
+            self._note(f"NVML processes of GPU {i}: {exc}")
+            return None
+        out = []
+        for p in procs:
+            pid = getattr(p, "pid", None)
+            if not isinstance(pid, int):
+                continue
+            name = ""
+            try:
+                name = _text(nv.nvmlSystemGetProcessName(pid)) or ""
+            except Exception:  # NVMLError (gone, no permission) or a binding without it: the name is optional
+                pass
+            out.append(GpuProcess(pid=pid, name=name, vram_bytes=plausible_bytes(getattr(p, "usedGpuMemory", None), total)))
+        return tuple(out)
+
+    # ------------------------------------------------------------------------------ inventory
+    def inventory(self) -> list[GpuInfo]:
+        with self._lock:
+            if self._inventory is None:
+                self._inventory = self._build_inventory()
+            return list(self._inventory)
+
+    def _build_inventory(self) -> list[GpuInfo]:
+        nv = self._nvml()
+        if nv is not None:
+            try:
+                return self._nvml_inventory(nv)
+            except GpuToolError as exc:
+                if self.use_nvml:
+                    raise
+                self._nvml_failed(exc)
+        return [GpuInfo(index=g.index, arch=g.arch, name=g.name, uuid=g.uuid) for g in self._smi_gpus()]
+
+    def _nvml_inventory(self, nv: Any) -> list[GpuInfo]:
+        out = []
+        for i in range(self._nvml_count(nv)):
+            try:
+                handle = nv.nvmlDeviceGetHandleByIndex(i)
+            except nv.NVMLError as exc:
+                self._note(f"NVML nvmlDeviceGetHandleByIndex({i}): {exc}")
+                out.append(GpuInfo(index=i))
+                continue
+            facts: dict[str, Any] = {}
+            for key, fn in (("uuid", "nvmlDeviceGetUUID"), ("name", "nvmlDeviceGetName"),
+                            ("cc", "nvmlDeviceGetCudaComputeCapability")):
+                try:
+                    facts[key] = getattr(nv, fn)(handle)
+                except nv.NVMLError as exc:
+                    self._note(f"NVML {fn} of GPU {i}: {exc}")
+            uuid = _text(facts.get("uuid"))
+            cc = facts.get("cc")
+            out.append(GpuInfo(index=i, arch=arch_from_compute_cap(tuple(cc) if cc is not None else None),
+                               name=_text(facts.get("name")), uuid=uuid if is_uuid(uuid) else None))
+        return out
+
+    def host_arch(self) -> Optional[str]:
+        """GPU 0's ``sm_XY`` (the analogue of rocminfo's first agent); None when unknown."""
+        gpus = self.inventory()
+        first = next((g for g in gpus if g.index == 0), gpus[0] if gpus else None)
+        return first.arch if first else None
+
+    def visible_value(self, gpus: list[GpuInfo]) -> str:
+        """Full UUIDs in the given order: CUDA's index order (FASTEST_FIRST) need not be nvidia-smi's.
+        Indices only where a UUID is unknown (for all of them: CUDA takes one kind of list); those
+        mean the NVML/PCI order only under ``CUDA_DEVICE_ORDER=PCI_BUS_ID``."""
+        if all(is_uuid(g.uuid) for g in gpus):
+            return ",".join(str(g.uuid) for g in gpus)
+        self._note("a GPU UUID is unknown: CUDA_VISIBLE_DEVICES set to indices, which need "
+                   "CUDA_DEVICE_ORDER=PCI_BUS_ID to mean nvidia-smi's GPUs")
+        return ",".join(str(g.index) for g in gpus)

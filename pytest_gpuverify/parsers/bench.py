@@ -1,0 +1,319 @@
+"""Parser for a bench harness or one-off script (research notes, section 4, and the FlyDSL benches).
+
+It reads, in one pass: Triton ``perf_report`` tables (a ``<plot_name>:`` title, a header, rows with
+an integer index; both the full ``to_string`` form and the old ``print(df)`` form cut with ``..``
+rows and a ``[N rows x M columns]`` footer), whitespace-aligned perf tables whose header names a
+unit (``FlyDSL(us)``, ``TB/s``, ``speedup``), FlyDSL's ``=== Benchmark: current vs X ===`` blocks,
+and, through the aiter parser fed the same lines, ``[checkAllclose ...]`` lines, ``[perf]`` lines and
+markdown/pandas summaries. A/B harnesses name the side of a row with a ``side`` column, a line
+prefix ``A:``/``B:``/``[A]``/``[B]``, or a column name ending `` (A)``/`` (B)``: that is ``PerfRow.side``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from decimal import Decimal, InvalidOperation
+from pathlib import Path
+from typing import Optional
+
+from ..artifact import PerfRow
+from .aiter import _AiterParser
+from .lines import is_ellipsis, read_number, strip_ansi, strip_ci_prefix
+from .pytest_run import drive
+from .result import ParseContext, ParsedOutput
+
+_NUM = r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|[-+]?nan|[-+]?inf"
+_SPLIT = re.compile(r"\s{2,}")
+_TITLE = re.compile(r"^(?P<plot>[^\s|\[].{0,200}):$")
+_INDEXED_ROW = re.compile(r"^(?P<idx>\d+)\s+(?P<rest>\S.*)$")
+_ELIDED_ROW = re.compile(r"^\.\.(?:\s+\.{2,})*\s*$")
+_FOOTER = re.compile(r"^\[(?P<rows>\d+) rows x (?P<cols>\d+) columns\]$")
+_COMPARE_HEAD = re.compile(r"^=== Benchmark: current vs (?P<base>\S+) ===$")
+_COMPARE_ROW = re.compile(
+    rf"^(?P<op>\S+) (?P<shape>\S+) (?P<dtype>\S+)\s+(?P<base>[^\s=]+)=\s*(?P<bv>{_NUM}) (?P<unit>\S+)"
+    rf"\s+current=\s*(?P<cv>{_NUM}) \S+"
+)
+_US = re.compile(r"(?:^|[\s_(])(?:gpu\s+)?(?:us|usec|µs)(?:$|[\s_)])", re.I)
+_MS = re.compile(r"(?:^|[\s_(])ms(?:$|[\s_)])", re.I)
+_METRIC = re.compile(r"[tgm]flops|[tgm]b/s|gbps|bandwidth|tok/s", re.I)
+_RATIO = re.compile(r"speedup|ratio|uplift|(?:^|\s)vs(?:\s|$)|/|gain|delta", re.I)
+_INTEGRAL = re.compile(r"-?\d+(?:\.0*)?")
+_RATIO_CELL = re.compile(r"[-+]?[\d.,]+[x%]")
+_SIDE_PREFIX = re.compile(r"^(?:\[(?P<b>[ABab]|base|head)\]|(?P<c>[ABab]):)\s+")
+_SIDE_SUFFIX = re.compile(r"^(?P<name>.*\S)\s*\((?P<side>[ABab]|base|head)\)$")
+_EMPTY_WORDS = {"", "-", "none", "skip", "skipped", "missing", "n/a", "na"}
+_SIDE_COLUMN = "side"
+_VALUE_KINDS = ("us", "ms", "metric", "line")
+
+
+def cell_number(text: str) -> tuple[str, Optional[float]]:
+    """A printed cell: thousands separators and a trailing ``x``/``%`` go; ``-``/``skip`` are empty."""
+    t = text.strip().replace(",", "")
+    if t.lower() in _EMPTY_WORDS:
+        return "empty", None
+    if t[-1:] in ("x", "%") and len(t) > 1:
+        t = t[:-1]
+    return read_number(t)
+
+
+def ms_to_us(text: str) -> Optional[float]:
+    """The printed milliseconds times 1000, exactly as printed (``0.0123`` -> ``12.3``)."""
+    try:
+        return float(Decimal(text.strip().replace(",", "")) * 1000)
+    except InvalidOperation:
+        return None
+
+
+def split_row(text: str, n: int) -> Optional[list[str]]:
+    cells = _SPLIT.split(text.strip())
+    if len(cells) == n:
+        return cells
+    cells = text.split()
+    return cells if len(cells) == n else None
+
+
+def column_kind(name: str, unit_hint: str = "") -> str:
+    if name.strip().lower() == _SIDE_COLUMN:
+        return "side"
+    for kind, rx in (("us", _US), ("ms", _MS), ("metric", _METRIC)):
+        if rx.search(name):
+            return kind
+    if _RATIO.search(name):
+        return "ratio"
+    return unit_hint or "plain"
+
+
+def split_side(name: str) -> tuple[str, Optional[str]]:
+    match = _SIDE_SUFFIX.match(name)
+    return (match["name"], match["side"]) if match else (name, None)
+
+
+@dataclass
+class _Table:
+    header_line: int
+    title: str  # the perf_report plot name; "" for an untitled table
+    names: list[str]
+    indexed: bool
+    kinds: Optional[list[str]] = None
+    rows: int = 0
+    cut_reported: bool = False
+
+
+class TableReader:
+    """Perf tables read as lines stream past. ``rec`` records: ``fail``/``problem``/``add_perf``."""
+
+    def __init__(self, rec) -> None:
+        self.rec = rec
+        self.title: Optional[tuple[int, str]] = None  # a title line waiting for its header
+        self.pending: Optional[_Table] = None  # a header waiting for its first row
+        self.table: Optional[_Table] = None
+        self.compare: Optional[str] = None  # the base named by ``=== Benchmark: current vs X ===``
+
+    def feed(self, lineno: int, text: str, side: Optional[str] = None) -> bool:
+        """Read one (ANSI-free) line; True when it belonged to a table."""
+        if self.table is not None:
+            if self._row(self.table, lineno, text, side):
+                return True
+            if self._cut(self.table, lineno, text):
+                return True
+            self.table = None
+        if self.compare is not None:
+            match = _COMPARE_ROW.match(text.strip())
+            if match:
+                self._compare_row(lineno, match, side)
+                return True
+            self.compare = None
+        if self.pending is not None:
+            table, self.pending = self.pending, None
+            if self._row(table, lineno, text, side):
+                self.table = table
+                return True
+        if self.title is not None:
+            (title_line, title), self.title = self.title, None
+            names = _SPLIT.split(text.strip())
+            if text[:1].isspace() and text.strip() and not any(cell_number(n)[0] == "num" for n in names):
+                self.pending = _Table(title_line, title, names, indexed=True)
+                return True
+        return self._detect(lineno, text)
+
+    def _detect(self, lineno: int, text: str) -> bool:
+        stripped = text.strip()
+        if not stripped or stripped[0] == "|":
+            return False
+        if stripped.startswith("==="):
+            match = _COMPARE_HEAD.match(stripped)
+            if match:
+                self.compare = match["base"]
+                return True
+            return False
+        if stripped[-1] == ":" and text[0] not in " \t":
+            match = _TITLE.match(stripped)
+            if match and "summary" not in stripped.lower():
+                self.title = (lineno, match["plot"])
+            return False
+        if "  " not in stripped:
+            return False
+        names = _SPLIT.split(stripped)
+        if len(names) >= 3 and all(cell_number(n)[0] in ("bad",) for n in names):
+            if any(column_kind(n) in ("us", "ms", "metric") for n in names):
+                self.pending = _Table(lineno, "", names, indexed=False)
+        return False
+
+    def _cut(self, table: _Table, lineno: int, text: str) -> bool:
+        stripped = text.strip()
+        footer = _FOOTER.match(stripped)
+        if not (_ELIDED_ROW.match(stripped) or footer):
+            return False
+        if not table.cut_reported:
+            table.cut_reported = True
+            what = f"perf_report table '{table.title}'" if table.title else f"table at line {table.header_line}"
+            total = f" of {footer['rows']}" if footer else ""
+            self.rec.problem(f"line {lineno}: {what} is cut short by pandas (print(df)); only the printed rows are read")
+            if total:
+                self.rec.problem(f"line {lineno}: {what} printed {table.rows}{total} rows")
+        if footer:
+            self.table = None
+        return True
+
+    def _row(self, table: _Table, lineno: int, text: str, side: Optional[str]) -> bool:
+        body = text
+        if table.indexed:
+            match = _INDEXED_ROW.match(text.strip())
+            if match is None:
+                return False
+            body = match["rest"]
+        cells = split_row(body, len(table.names))
+        if cells is None:
+            return False
+        if table.kinds is None:
+            kinds = self._classify(table, cells)
+            if kinds is None:
+                return False
+            table.kinds = kinds
+            if any(is_ellipsis(n) for n in table.names):
+                self.rec.problem(f"line {table.header_line}: table has elided columns ('...'); rerun with COLUMNS=10000")
+        if not any(cell_number(c)[0] != "bad" for c, k in zip(cells, table.kinds) if k in _VALUE_KINDS):
+            return False
+        table.rows += 1
+        self._perf(table, lineno, cells, side)
+        return True
+
+    def _classify(self, table: _Table, first: list[str]) -> Optional[list[str]]:
+        hint = column_kind(table.title) if table.title else ""
+        hint = hint if hint in ("us", "ms", "metric") else ""
+        kinds = [column_kind(n) for n in table.names]
+        if table.indexed:  # x_names come first: leading plain columns printed as whole numbers
+            in_x = True
+            for i, (kind, cell) in enumerate(zip(kinds, first)):
+                if kind == "plain" and in_x and _INTEGRAL.fullmatch(cell):
+                    kinds[i] = "x"
+                else:
+                    in_x = False
+                    if kind == "plain":
+                        kinds[i] = hint or "line"
+            if not any(k in _VALUE_KINDS for k in kinds) and kinds and kinds[-1] == "x":
+                kinds[-1] = hint or "line"
+        else:
+            for i, (kind, cell) in enumerate(zip(kinds, first)):
+                if kind == "plain":
+                    kinds[i] = "ratio" if _RATIO_CELL.fullmatch(cell.strip()) else "x"
+        if not any(k in _VALUE_KINDS for k in kinds):
+            return None
+        return kinds
+
+    def _perf(self, table: _Table, lineno: int, cells: list[str], side: Optional[str]) -> None:
+        kinds = table.kinds or []
+        names = table.names
+        shape = ", ".join(f"{n}={c}" for n, c, k in zip(names, cells, kinds) if k == "x" and c)
+        where = f" ({shape})" if shape else ""
+        row_side = next((c for c, k in zip(cells, kinds) if k == "side" and c), None) or side
+        numbers: dict[int, Optional[float]] = {}
+        for i, (name, cell, kind) in enumerate(zip(names, cells, kinds)):
+            if kind in ("x", "side"):
+                continue
+            state, value = cell_number(cell)
+            if state == "num" and kind == "ms":
+                value = ms_to_us(cell)
+            if state in ("nan", "inf") and kind != "ratio":
+                self.rec.nan_count += 1
+                self.rec.fail(f"line {lineno}: {state} in column '{name}'{where}")
+            if state == "num" or (state in ("nan", "inf") and kind != "ratio"):
+                numbers[i] = value
+        ratios = {names[i]: v for i, v in numbers.items() if kinds[i] == "ratio"}
+        times = [i for i in numbers if kinds[i] in ("us", "ms")]
+        rest = [i for i in numbers if kinds[i] in ("metric", "line")]
+        owned = rest if len(times) == 1 and all(kinds[i] == "metric" for i in rest) else []
+        for i in times:
+            metrics = {names[j]: numbers[j] for j in owned}
+            metrics.update(ratios)
+            self._add(names[i], shape, numbers[i], metrics, row_side, lineno)
+        for i in rest:
+            if i not in owned:
+                self._add(names[i], shape, None, {names[i]: numbers[i], **ratios}, row_side, lineno)
+
+    def _add(self, name: str, shape: str, us: Optional[float], metrics: dict, side: Optional[str], lineno: int) -> None:
+        name, named_side = split_side(name)
+        self.rec.add_perf(PerfRow(shape=shape, name=name, us_median=us, metrics=metrics,
+                                  side=named_side or side, source_line=lineno))
+
+    def _compare_row(self, lineno: int, match: re.Match[str], side: Optional[str]) -> None:
+        shape = f"op={match['op']}, shape={match['shape']}, dtype={match['dtype']}"
+        unit = match["unit"]
+        for who, text in ((match["base"], match["bv"]), ("current", match["cv"])):
+            state, value = read_number(text)
+            if state != "num":
+                self.rec.nan_count += 1
+                self.rec.fail(f"line {lineno}: {state} for {who} ({shape})")
+            us = value if unit == "us" else None
+            metrics = {} if unit == "us" else {unit: value}
+            self.rec.add_perf(PerfRow(shape=shape, name=unit, us_median=us, metrics=metrics, side=who,
+                                      source_line=lineno))
+
+
+def apply_side(row: PerfRow, side: Optional[str]) -> None:
+    """A row read on an ``A:``/``[B]`` line, or named ``... (A)``, or with ``side=A`` in its shape."""
+    name, named = split_side(row.name)
+    if named and row.side is None:
+        row.name, row.side = name, named
+    if row.side is None and side:
+        row.side = side
+    if "side=" in row.shape:
+        parts = row.shape.split(", ")
+        taken = [p for p in parts if p.lower().startswith("side=")]
+        if taken:
+            row.shape = ", ".join(p for p in parts if p not in taken)
+            row.side = row.side or taken[0].split("=", 1)[1]
+
+
+class _BenchParser:
+    """The aiter parser plus the table reader, over the same lines."""
+
+    def __init__(self) -> None:
+        self.aiter = _AiterParser()
+        self.aiter.out.parser = "bench"
+        self.out = self.aiter.out
+        self.problem = self.aiter.problem
+        self.tables = TableReader(self.aiter)
+
+    def feed(self, lineno: int, raw: str) -> None:
+        text = strip_ansi(raw)
+        if text[:1].isdigit() and "Z " in text[:40]:
+            text = strip_ci_prefix(text)
+        side = None
+        if text[:1] in "[ABab" and (match := _SIDE_PREFIX.match(text)):
+            side = match["b"] or match["c"]
+            text = text[match.end():]
+        before = len(self.out.perf)
+        self.aiter.feed(lineno, text)
+        self.tables.feed(lineno, text, side)
+        for row in self.out.perf[before:]:
+            apply_side(row, side)
+
+    def finish(self, reader) -> ParsedOutput:
+        return self.aiter.finish(reader)
+
+
+def parse_bench_output(path: Path, context: Optional[ParseContext] = None) -> ParsedOutput:
+    """Read a bench harness's saved stdout+stderr; never raises (see ``problems`` instead)."""
+    return drive(_BenchParser(), path)
