@@ -22,6 +22,7 @@ from pydantic import BaseModel
 
 from .gpu.base import GpuBackend, GpuReading, GpuToolError
 from .lock import held_lock_ids, is_held
+from .shared_readings import SharedReadings
 
 GIB = 1 << 30
 
@@ -85,6 +86,7 @@ class IdleSampler:
         interval_s: Optional[float] = None,
         clock: Callable[[], float] = time.monotonic,
         lock_path_for: Optional[Callable[[int], Path]] = None,
+        shared: Optional[SharedReadings] = None,
     ) -> None:
         self.backend = backend
         self.window_s = max(0.0, float(window_s))
@@ -92,6 +94,7 @@ class IdleSampler:
         self.interval_s = interval_s if interval_s is not None else min(1.0, max(0.2, self.window_s / 5))
         self._clock = clock
         self._lock_path_for = lock_path_for
+        self._shared = shared
         self._samples: deque[_Sample] = deque()
         self._own: list[_OwnUse] = []
         self._lock = threading.Lock()
@@ -124,15 +127,23 @@ class IdleSampler:
         # a fixed cadence, not a fixed pause: a slow tool must not stretch the window
         next_at = self._clock() + self.interval_s
         while not self._stop.wait(max(0.0, next_at - self._clock())):
-            self.sample_now()
+            self.sample_now(shared=True)
             next_at = max(next_at + self.interval_s, self._clock())
 
     # -- readings ----------------------------------------------------------------------------
-    def sample_now(self) -> _Sample:
-        """Take one reading now, add it to the window and return it."""
+    def sample_now(self, shared: bool = False) -> _Sample:
+        """Take one reading now (or, with ``shared``, reuse one another session published within
+        the interval), add it to the window and return it."""
         t = self._clock()
         try:
-            readings = {r.index: r for r in self.backend.read()}
+            if shared and self._shared is not None:
+                taken, got = self._shared.get(self.backend.read)
+                t -= max(0.0, time.time() - taken)  # the reading's own time, on our clock
+            else:
+                got = self.backend.read()
+                if self._shared is not None:
+                    self._shared.publish(time.time(), got)
+            readings = {r.index: r for r in got}
             sample = _Sample(t, readings, locked=self._locked_now(readings))
         except GpuToolError as exc:
             sample = _Sample(t, {}, error=str(exc))

@@ -34,6 +34,7 @@ from .parsers.result import ParseContext
 from .picker import GpuPicker, NoGpu, PickerError
 from .provenance import ContainerFacts, import_origin, origin_inside, read_container_facts, repo_state
 from .sampler import IdleSampler
+from .shared_readings import SharedReadings
 from .targets import PYTEST_KINDS, RunEnvironment, Target, command_argv, import_package, junit_path, pythonpath
 from .verdict import RunFacts, decide
 from .resolve import map_to_container
@@ -70,7 +71,11 @@ class VerifySession:
         self.out_dir = self._artifact_dir()
         self.runner = LocalHost()
         self.backend = select_backend(self.expected_arch, self.runner)
-        self.sampler = IdleSampler(self.backend, options.window_s, lock_path_for=self.lock_spec.path_for)
+        interval = min(1.0, max(0.2, options.window_s / 5))
+        self.sampler = IdleSampler(
+            self.backend, options.window_s, interval_s=interval, lock_path_for=self.lock_spec.path_for,
+            shared=SharedReadings(f"{self.host_row.host}|{self.lock_spec.path_template}", max_age_s=interval * 0.9),
+        )
         self.picker = GpuPicker(self.sampler, self.lock_spec, self.runner, self.picker_command, on_wait=on_wait)
         self._docker_factory = docker_factory
         self._docker: Optional[object] = None

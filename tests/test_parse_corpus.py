@@ -130,3 +130,91 @@ def test_markdown_rmsnorm_sample_rows_equal_the_printed_cells(tmp_path: Path) ->
         expected += [(lineno, header[i], shape, float(cells[i])) for i in range(4, 8)]
     assert [(r.source_line, r.name, r.shape, r.us_median) for r in result.perf] == expected
     assert result.correctness.passed is None
+
+
+# ----- FlyDSL and Triton samples: each read by the parser of the target kind that prints it ------
+
+from pytest_gpuverify.parsers import NO_RESULT, parse_output  # noqa: E402
+from pytest_gpuverify.targets import BENCH, FLYDSL_PYTEST, TRITON_PYTEST  # noqa: E402
+
+SHARED_SAMPLES = SAMPLES.parent
+
+
+@dataclass(frozen=True)
+class KindExpected:
+    kind: str
+    passed: Optional[bool]
+    perf_rows: int
+    truncated: bool = False  # a problem says a table was cut short
+    problems: Optional[tuple[str, ...]] = None  # the exact problems, where the header implies them
+    sides: frozenset[str] = frozenset()
+    max_abs_error: Optional[float] = None
+
+
+KIND_EXPECTED: dict[str, KindExpected] = {
+    # "author's CONDENSED summary (not raw output)": no printed format to read, no pytest result
+    "flydsl/flydsl_issue655_layernorm_bench_variants.txt": KindExpected(FLYDSL_PYTEST, None, 0, problems=(NO_RESULT,)),
+    # the CI bench log: op/shape/dtype TB/s TFLOPS tables, current-vs-base blocks, the Perf Compare rows
+    "flydsl/flydsl_parse_bench_fixture_ci_log_format.txt": KindExpected(
+        BENCH, None, 14, problems=(), sides=frozenset({"main", "current", "v0.2.0"})
+    ),
+    # "Excerpt truncated where the copy ended": the rows that are there, nothing to check correctness by
+    "flydsl/flydsl_pr540_moe_sorting_bench_table.txt": KindExpected(BENCH, None, 9 * 3, problems=()),
+    "flydsl/flydsl_pr848_norm_perf_compare.txt": KindExpected(BENCH, None, 14 * 3, problems=()),
+    # perf_report, 15 rows x 2 line columns (fc1, fc2), full to_string form
+    "triton/aiter_pr650_bench_gemm_afp4wfp4_model.txt": KindExpected(BENCH, None, 15 * 2, problems=()),
+    # "older triton printed print(df) so pandas truncated rows": 10 visible rows x 3 line columns
+    "triton/intel_issue544_softmax_perf_report_truncated.txt": KindExpected(BENCH, None, 10 * 3, truncated=True),
+    # "pytest failure of a Triton test ... Tensor-likes are not close!" (an excerpt: no summary line)
+    "triton/intel_issue5428_assert_close_failure.txt": KindExpected(
+        TRITON_PYTEST, False, 0, problems=(NO_RESULT,), max_abs_error=54.87181854248047
+    ),
+}
+
+
+def kind_sample_files() -> list[str]:
+    found = []
+    for sub in ("flydsl", "triton"):
+        folder = SHARED_SAMPLES / sub
+        if folder.is_dir():
+            found += [f"{sub}/{p.name}" for p in sorted(folder.iterdir()) if p.is_file()]
+    return found
+
+
+def test_every_flydsl_and_triton_sample_has_an_expectation() -> None:
+    files = kind_sample_files()
+    if not files:
+        pytest.skip(f"no samples under {SHARED_SAMPLES}")
+    unknown = sorted(set(files) - set(KIND_EXPECTED))
+    assert not unknown, f"new samples without an entry in KIND_EXPECTED (tests/test_parse_corpus.py): {unknown}"
+
+
+@pytest.mark.parametrize("name", sorted(KIND_EXPECTED))
+def test_flydsl_and_triton_samples_parse_as_their_header_says(name: str, tmp_path: Path) -> None:
+    sample = SHARED_SAMPLES / name
+    if not sample.is_file():
+        pytest.skip(f"sample {name} not present under {SHARED_SAMPLES}")
+    expected = KIND_EXPECTED[name]
+    copy = without_source_header(sample, tmp_path)
+    result = parse_output(expected.kind, copy)
+
+    assert result.correctness.passed is expected.passed, (result.failures, result.problems)
+    assert len(result.perf) == expected.perf_rows, [r.model_dump(exclude_none=True) for r in result.perf]
+    assert bool([p for p in result.problems if "cut short" in p]) is expected.truncated, result.problems
+    if expected.problems is not None:
+        assert tuple(result.problems) == expected.problems
+    assert {r.side for r in result.perf if r.side} == set(expected.sides)
+    if expected.max_abs_error is not None:
+        assert result.correctness.max_abs_error == expected.max_abs_error
+    if expected.passed is False:
+        assert result.failures
+    else:
+        assert not result.failures
+
+    # every number kept is one printed on the line it names (thousands separators and x/% aside)
+    lines = copy.read_text(encoding="utf-8", errors="replace").splitlines()
+    for row in result.perf:
+        assert row.source_line is not None
+        printed = {float(t) for t in _NUMBER.findall(lines[row.source_line - 1].replace(",", ""))}
+        for value in [row.us_median, *row.metrics.values()]:
+            assert value is None or value in printed, (row, lines[row.source_line - 1])

@@ -13,6 +13,7 @@ between two readings still counts. The CSV parsing lives in :mod:`.nvidia_format
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from typing import Any, Optional, Sequence
 
@@ -138,14 +139,14 @@ class NvidiaBackend:
     def _init_nvml(self) -> None:
         try:
             import pynvml  # type: ignore[import-not-found]
-        except Exception as exc:  # ImportError, or a broken install
+        except ImportError as exc:
             self._nvml_why = f"pynvml not importable ({type(exc).__name__}: {exc})"
             if self.use_nvml is None:
                 self._note(f"{self._nvml_why}; nvidia-smi used")
             return
         try:
             pynvml.nvmlInit()
-        except Exception as exc:  # NVMLError (no driver, no libnvidia-ml), or OSError from the loader
+        except (pynvml.NVMLError, OSError) as exc:  # no driver, no libnvidia-ml.so.1
             self._nvml_why = f"nvmlInit failed: {type(exc).__name__}: {exc}"
             if self.use_nvml is None:
                 self._note(f"{self._nvml_why}; nvidia-smi used")
@@ -161,10 +162,9 @@ class NvidiaBackend:
 
     def _shutdown_locked(self) -> None:
         if self._nvml_state == "on" and self._nvml_mod is not None:
-            try:
+            # NVMLError from a driver that went away: nothing is left to release
+            with contextlib.suppress(self._nvml_mod.NVMLError):
                 self._nvml_mod.nvmlShutdown()
-            except Exception:  # NVMLError on a driver that went away: nothing left to release
-                pass
         self._nvml_mod = None
 
     def close(self) -> None:
@@ -360,10 +360,9 @@ class NvidiaBackend:
             if not isinstance(pid, int):
                 continue
             name = ""
-            try:
+            # the name is optional: the process may be gone, or hidden from us, or the binding old
+            with contextlib.suppress(nv.NVMLError, AttributeError):
                 name = _text(nv.nvmlSystemGetProcessName(pid)) or ""
-            except Exception:  # NVMLError (gone, no permission) or a binding without it: the name is optional
-                pass
             out.append(GpuProcess(pid=pid, name=name, vram_bytes=plausible_bytes(getattr(p, "usedGpuMemory", None), total)))
         return tuple(out)
 

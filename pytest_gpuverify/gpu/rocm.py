@@ -74,6 +74,7 @@ class RocmBackend:
         # The sampler reads from its own thread while the session asks for the inventory: one lock
         # keeps each once-per-session lookup from running twice (or half-filled) under that overlap.
         self._cache_lock = threading.RLock()
+        self._pool = None  # threads for the two calls of a reading (two readings may overlap), made on first use
 
     # ------------------------------------------------------------------------------ plumbing
     def _has(self, tool: str) -> bool:
@@ -128,12 +129,27 @@ class RocmBackend:
             errors.append(str(exc))
         raise GpuToolError("; ".join(errors))
 
+    def _run_pair(self, first: Sequence[str], second: Sequence[str]) -> tuple[CommandResult, CommandResult]:
+        """Both halves of a reading at once: they describe the same moment and cost one call's time
+        (the re-check under the lock sits between a lock release and the next command)."""
+        with self._cache_lock:
+            if self._pool is None:
+                from concurrent.futures import ThreadPoolExecutor
+
+                self._pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="gpuverify-rocm")
+        later = self._pool.submit(self._run, second)
+        try:
+            return self._run(first), later.result()
+        except BaseException:
+            later.cancel()
+            raise
+
     def _read_amd_smi(self) -> list[GpuReading]:
-        res = self._run(AMD_METRIC)
+        res, proc_res = self._run_pair(AMD_METRIC, AMD_PROCESS)
         metrics = parse_amd_smi_metric(res.text())
         if not metrics:
             raise self._unusable(res, "no GPU in its output")
-        res = self._run(AMD_PROCESS)
+        res = proc_res
         procs = parse_amd_smi_process(res.text())
         if procs is None:
             raise self._unusable(res, "no process list in its output")
@@ -144,11 +160,11 @@ class RocmBackend:
                        for m in metrics), key=lambda r: r.index)
 
     def _read_rocm_smi(self) -> list[GpuReading]:
-        res = self._run(RSMI_STATE)
+        res, pid_res = self._run_pair(RSMI_STATE, RSMI_PIDS)
         readings = parse_rocm_smi_json(res.text())
         if not readings:
             raise self._unusable(res, "no card in its JSON")
-        res = self._run(RSMI_PIDS)
+        res = pid_res
         pids = parse_rocm_smi_showpids(res.text())
         if pids is None:
             raise self._unusable(res, "no KFD process table")

@@ -16,6 +16,7 @@ from ..artifact import Correctness, PerfRow
 from .lines import EMPTY_CELLS, AlignedTableStream, LineReader, TableRow, TextLine, describe_size, is_ellipsis
 from .lines import is_markdown_separator, markdown_cells, read_number, strip_ansi, strip_ci_prefix
 from .columns import Table, classify_columns
+from .metrics import MetricsObserver
 from .result import CheckLine, ParsedOutput
 
 PERF_ROW_CAP = 20_000  # about 1.7 KB each: keeps a huge table's rows under ~35 MB
@@ -75,6 +76,7 @@ class _AiterParser:
         self.ws_stream: Optional[AlignedTableStream] = None  # a pandas-printed table after ``summary:``
         self.ws_table: Optional[Table] = None
         self.orphan_rows_noted = False
+        self.metrics = MetricsObserver(self.fail)  # cosine_sim, max_abs_error, logits_diff, snr_db
 
     # ----- recording -------------------------------------------------------------------------
     def fail(self, reason: str) -> None:
@@ -109,6 +111,7 @@ class _AiterParser:
                 return  # the message is on the next line
             else:
                 text = _LOGGER_PREFIX.sub("", text, count=1)
+        self.metrics.observe(lineno, text)
         self.dispatch(lineno, text)
 
     def dispatch(self, lineno: int, text: str) -> None:
@@ -357,6 +360,7 @@ class _AiterParser:
             passed=verdict, atol=self.atol, rtol=self.rtol, nan_count=self.nan_count, shapes_checked=shapes,
             checks_passed=passed, checks_warning=warning, checks_failed=failed,
         )
+        self.metrics.apply(out.correctness)
         return out
 
 

@@ -109,6 +109,7 @@ class TableReader:
         self.pending: Optional[_Table] = None  # a header waiting for its first row
         self.table: Optional[_Table] = None
         self.compare: Optional[str] = None  # the base named by ``=== Benchmark: current vs X ===``
+        self.last: Optional[_Table] = None  # the table that ended last: a pandas footer may follow it
 
     def feed(self, lineno: int, text: str, side: Optional[str] = None) -> bool:
         """Read one (ANSI-free) line; True when it belonged to a table."""
@@ -117,7 +118,7 @@ class TableReader:
                 return True
             if self._cut(self.table, lineno, text):
                 return True
-            self.table = None
+            self.last, self.table = self.table, None
         if self.compare is not None:
             match = _COMPARE_ROW.match(text.strip())
             if match:
@@ -141,6 +142,9 @@ class TableReader:
         stripped = text.strip()
         if not stripped or stripped[0] == "|":
             return False
+        if stripped[0] == "[" and self.last is not None and _FOOTER.match(stripped):
+            table, self.last = self.last, None
+            return self._cut(table, lineno, stripped)
         if stripped.startswith("==="):
             match = _COMPARE_HEAD.match(stripped)
             if match:
@@ -168,12 +172,11 @@ class TableReader:
         if not table.cut_reported:
             table.cut_reported = True
             what = f"perf_report table '{table.title}'" if table.title else f"table at line {table.header_line}"
-            total = f" of {footer['rows']}" if footer else ""
-            self.rec.problem(f"line {lineno}: {what} is cut short by pandas (print(df)); only the printed rows are read")
-            if total:
-                self.rec.problem(f"line {lineno}: {what} printed {table.rows}{total} rows")
-        if footer:
-            self.table = None
+            detail = f", {table.rows} of {footer['rows']} rows printed" if footer else ""
+            self.rec.problem(f"line {lineno}: {what} is cut short by pandas (print(df)){detail}; "
+                             "only the printed rows are read")
+        if footer and self.table is table:
+            self.last, self.table = table, None
         return True
 
     def _row(self, table: _Table, lineno: int, text: str, side: Optional[str]) -> bool:

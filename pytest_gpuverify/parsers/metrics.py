@@ -73,9 +73,9 @@ class MetricsObserver:
             if gate not in low:
                 continue
             for match in pattern.finditer(text):
-                self._take(lineno, field, match["v"])
+                self.take(lineno, field, match["v"])
 
-    def _take(self, lineno: int, field: str, text: str) -> None:
+    def take(self, lineno: int, field: str, text: str) -> None:
         value = float(text)
         if math.isfinite(value):
             self.record(field, value)

@@ -32,7 +32,13 @@ def tool_source(state_path: Path) -> str:
         raise RuntimeError("tools.py lost its STATE_PATH line")
     if src.startswith("#!"):
         src = src.split("\n", 1)[1]
-    return "#!/usr/bin/env python3\n" + src
+    return f"#!{_interpreter()}\n" + src
+
+
+def _interpreter() -> str:
+    """The system Python when there is one: the same path works in containers that bind the host's
+    /usr, and it starts in milliseconds, where a PATH lookup may hit a slow wrapper (pyenv's shim)."""
+    return "/usr/bin/python3" if os.access("/usr/bin/python3", os.X_OK) else "/usr/bin/env python3"
 
 
 def install(bin_dir: Path, state: SimState, tools: Sequence[str] = TOOL_NAMES) -> Path:

@@ -1,0 +1,197 @@
+"""Parser for a FlyDSL ``tests/kernels`` pytest run (research notes, section 3).
+
+The outcomes come from the inner pytest (:mod:`.pytest_run`: JUnit XML, else the terminal). On top,
+the tests' own ``print()`` one-liners, which ``-rA`` shows under each test's section:
+
+- ``[flyc] Throughput: {us:.1f} us, {tflops:.2f} TFLOPS, BW: {tbps:.3f} TB/s`` (also ``[flyc] W4A6``/
+  ``A8W8`` prefixes, and ``Aiter Throughput: ... GB/s``): a row named ``flyc`` / ``flyc W4A6`` / ``Aiter``
+- ``Kernel avg time: {ms:.4f} ms``: a row named ``Kernel avg time``, the printed ms times 1000, ``mean``;
+  the test's FIRST ``Bandwidth: X GB/s`` goes in its metrics (FlyDSL issue #655: later ones are
+  other variants)
+- ``FlyDSL MoE stage1[...]: X us, Y TFLOPS(...), Z TB/s`` and ``stage2 ... | shape | X us, ...``
+- ``[Perf] FlyDSL rmsnorm gpu: X us``, MLA ``cos_diff=... TFLOPS=... TB/s=...`` lines, flash-attn
+  ``| PASS | maxerr mincos | time_us tflops`` rows, and the ``Perf Compare (gpu us)`` table
+- ``✓ Check passed`` / ``✗ Check failed`` (``verify_output``), a bare ``FAILED`` line, ``N TESTS FAILED``
+
+A row's shape is the test id of its ``-rA`` section (``test_x[bf16-128]``) and/or the preceding
+``Testing RMSNorm (M=..., N=..., dtype=...)`` line. Measures (``Max absolute error``, ``cos=``,
+``Logits Diff``) are read by :class:`.metrics.MetricsObserver`.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Optional
+
+from ..artifact import PerfRow
+from .bench import TableReader, ms_to_us
+from .lines import read_number
+from .pytest_run import PytestParser, drive
+from .result import ParseContext, ParsedOutput
+
+_NUM = r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|[-+]?nan|[-+]?inf"
+_THROUGHPUT = re.compile(
+    rf"^(?:\[(?P<tag>[\w.-]+)\]\s*)?(?P<who>[\w.+-]+(?: [\w.+-]+)*?)?\s*Throughput:\s*(?P<us>{_NUM})\s*us"
+    rf"(?:,\s*(?P<tflops>{_NUM})\s*TFLOPS)?(?:,\s*BW:\s*(?P<bw>{_NUM})\s*(?P<unit>[TGM]B/s))?"
+)
+_KERNEL_AVG = re.compile(rf"Kernel avg time:\s*(?P<ms>{_NUM})\s*ms")
+_BANDWIDTH = re.compile(rf"^Bandwidth:\s*(?P<v>{_NUM})\s*(?P<unit>[TGM]B/s)")
+_MOE = re.compile(
+    rf"^(?P<who>FlyDSL MoE [^:|]*?)\s*(?::|\|(?P<mid>[^|]*)\|)\s*(?P<us>{_NUM})\s*us,\s*(?P<tflops>{_NUM})\s*TFLOPS"
+    rf"(?:\([^)]*\))?,\s*(?P<tbps>{_NUM})\s*TB/s"
+)
+_PERF_TAG = re.compile(rf"^\[Perf\]\s*(?P<who>.+?):\s*(?P<us>{_NUM})\s*us\b")
+_KV_METRIC = re.compile(rf"(?<![\w/])(?P<k>TFLOPS|TB/s|GB/s|us_p50)=\s*(?P<v>{_NUM})")
+_FA_ROW = re.compile(
+    rf"\|\s*(?P<st>PASS|FAIL)\s*\|\s*(?P<err>{_NUM})\s+(?P<cos>{_NUM})\s*\|\s*(?P<us>{_NUM})\s+(?P<tflops>{_NUM})\s*$"
+)
+_TESTING = re.compile(r"^Testing (?P<what>\S.*?)\s*(?:\.{2,})?$")
+_ATOL = re.compile(rf"\(atol=(?P<v>{_NUM})")
+_TESTS_FAILED = re.compile(r"^\d+ TESTS? FAILED")
+
+
+class FlydslParser(PytestParser):
+    name = "flydsl"
+
+    def __init__(self, context: Optional[ParseContext] = None) -> None:
+        super().__init__(context)
+        self.tables = TableReader(self)
+        self.test: Optional[str] = None
+        self.testing: Optional[str] = None
+        self.time_row: Optional[PerfRow] = None
+        self.bandwidth_taken = False
+        self.bandwidth_noted = False
+
+    def shape(self) -> str:
+        return ": ".join(p for p in (self.test, self.testing) if p)
+
+    def on_line(self, lineno: int, text: str) -> None:
+        if self.term.test != self.test:  # a new test's section: a new context
+            self.test, self.testing, self.time_row, self.bandwidth_taken = self.term.test, None, None, False
+        if self.tables.feed(lineno, text):
+            return
+        s = text.strip()
+        if not s:
+            return
+        if "Throughput:" in s:
+            self.throughput(lineno, s)
+        elif "Kernel avg time:" in s:
+            self.kernel_avg(lineno, s)
+        elif s.startswith("Bandwidth:"):
+            self.bandwidth(lineno, s)
+        elif s.startswith("FlyDSL MoE"):
+            match = _MOE.match(s)
+            if match:
+                shape = " ".join(match["mid"].split()) if match["mid"] else self.shape()
+                self.timing(lineno, match["who"], match["us"], shape,
+                            {"TFLOPS": match["tflops"], "TB/s": match["tbps"]})
+        elif s.startswith("Testing "):
+            match = _TESTING.match(s)
+            if match:
+                self.testing, self.time_row, self.bandwidth_taken = match["what"], None, False
+        elif "Check failed" in s:
+            self.checks_failed += 1
+            self.fail(f"line {lineno}: {s[:300]}")
+        elif "Check passed" in s:
+            self.checks_passed += 1
+        elif s == "FAILED" or _TESTS_FAILED.match(s):
+            self.fail(f"line {lineno}: the test printed '{s[:100]}'")
+        elif "| PASS |" in s or "| FAIL |" in s:
+            self.flash_attn_row(lineno, s)
+        elif s.startswith("[Perf]"):
+            match = _PERF_TAG.match(s)
+            if match:
+                self.timing(lineno, match["who"], match["us"], self.shape(), {})
+        elif "TFLOPS=" in s or "TB/s=" in s:
+            self.key_values(lineno, s)
+        if "Max absolute error" in s and (match := _ATOL.search(s)):
+            kind, value = read_number(match["v"])
+            if kind == "num" and (self.atol is None or value > self.atol):
+                self.atol = value
+
+    def timing(self, lineno: int, who: str, us: str, shape: str, metrics: dict[str, Optional[str]],
+               stat: Optional[str] = None, us_value: Optional[float] = None) -> Optional[PerfRow]:
+        kind, value = read_number(us)
+        if us_value is not None:
+            value = us_value
+        if kind in ("nan", "inf"):
+            self.nan_count += 1
+            self.fail(f"line {lineno}: {kind} in '{who}' timing")
+        elif kind != "num":
+            return None
+        numbers = {k: read_number(v)[1] for k, v in metrics.items() if v is not None}
+        row = PerfRow(shape=shape, name=who, us_median=value, stat=stat, metrics=numbers, source_line=lineno)
+        self.add_perf(row)
+        return row
+
+    def throughput(self, lineno: int, s: str) -> None:
+        match = _THROUGHPUT.match(s)
+        if match is None:
+            return
+        who = " ".join(p for p in (match["tag"], match["who"]) if p) or "Throughput"
+        metrics = {"TFLOPS": match["tflops"]}
+        if match["bw"]:
+            metrics[match["unit"]] = match["bw"]
+        self.timing(lineno, who, match["us"], self.shape(), metrics)
+
+    def kernel_avg(self, lineno: int, s: str) -> None:
+        match = _KERNEL_AVG.search(s)
+        if match is None:
+            return
+        kind, _ = read_number(match["ms"])
+        us = ms_to_us(match["ms"]) if kind == "num" else None
+        self.time_row = self.timing(lineno, "Kernel avg time", match["ms"], self.shape(), {}, "mean", us)
+
+    def bandwidth(self, lineno: int, s: str) -> None:
+        match = _BANDWIDTH.match(s)
+        if match is None:
+            return
+        if self.bandwidth_taken:
+            if not self.bandwidth_noted:
+                self.bandwidth_noted = True
+                self.note(f"line {lineno}: another 'Bandwidth:' line in the same test; only the first is kept "
+                          "(FlyDSL issue #655)")
+            return
+        self.bandwidth_taken = True
+        kind, value = read_number(match["v"])
+        if kind != "num":
+            self.nan_count += 1
+            self.fail(f"line {lineno}: bandwidth is {match['v']}")
+            return
+        if self.time_row is not None:
+            self.time_row.metrics[match["unit"]] = value
+        else:
+            self.add_perf(PerfRow(shape=self.shape(), name="Bandwidth", metrics={match["unit"]: value},
+                                  source_line=lineno))
+
+    def flash_attn_row(self, lineno: int, s: str) -> None:
+        match = _FA_ROW.search(s)
+        if match is None:
+            return
+        config = " ".join(s[: match.start()].replace("|", " ").split()) or self.shape()
+        if match["st"] == "PASS":
+            self.checks_passed += 1
+        else:
+            self.checks_failed += 1
+            self.fail(f"line {lineno}: FAIL ({config})")
+        self.metrics.take(lineno, "max_abs_error", match["err"])
+        self.metrics.take(lineno, "cosine_sim", match["cos"])
+        self.timing(lineno, "time_us", match["us"], config, {"TFLOPS": match["tflops"]})
+
+    def key_values(self, lineno: int, s: str) -> None:
+        found = {m["k"]: m["v"] for m in _KV_METRIC.finditer(s)}
+        if not found:
+            return
+        label = s.split(":", 1)[0].strip() if ":" in s.split("=", 1)[0] else ""
+        us = found.pop("us_p50", None)
+        if us is not None:
+            self.timing(lineno, label or "us_p50", us, self.shape(), dict(found), "median")
+            return
+        numbers = {k: read_number(v)[1] for k, v in found.items()}
+        self.add_perf(PerfRow(shape=self.shape(), name=label or "FlyDSL", metrics=numbers, source_line=lineno))
+
+
+def parse_flydsl_output(path: Path, context: Optional[ParseContext] = None) -> ParsedOutput:
+    """Read a FlyDSL pytest run's saved stdout+stderr (and its JUnit XML); never raises."""
+    return drive(FlydslParser(context), path)
