@@ -85,7 +85,7 @@ class GpuPicker:
             time.sleep(min(self.POLL_S if self.picker_command is None else 1.0, remaining))
             # the background sampler keeps the window fresh; without one (window 0), read now and then
             if not self.sampler.running and time.monotonic() - last_sample >= self.sampler.interval_s:
-                self.sampler.sample_now()
+                self.sampler.sample_now(shared=True)
                 last_sample = time.monotonic()
 
     def release(self, grant: GpuGrant) -> None:

@@ -31,7 +31,7 @@ from .hosts import lock_for, select_host
 from .options import RunOptions
 from .parsers.dispatch import parse_output
 from .parsers.result import ParseContext
-from .picker import GpuPicker, NoGpu, PickerError
+from .picker import GpuGrant, GpuPicker, NoGpu, PickerError
 from .provenance import ContainerFacts, import_origin, origin_inside, read_container_facts, repo_state
 from .sampler import IdleSampler
 from .shared_readings import SharedReadings
@@ -91,6 +91,7 @@ class VerifySession:
         self._topics: set[str] = set()
         self._echo = echo
         self._started = False
+        self._external_grant: Optional[GpuGrant] = None
 
     # -- session ---------------------------------------------------------------------------
     def _artifact_dir(self) -> Path:
@@ -149,8 +150,11 @@ class VerifySession:
         self._topics.add(topic)
         return topic
 
-    def run(self, target: Target) -> TargetOutcome:
+    def run(self, target: Target, grant: Optional[GpuGrant] = None) -> TargetOutcome:
+        """Run one target and return its outcome (the artifact is written at :meth:`close`).
+        ``grant``: GPUs the caller already holds (the ``locked_gpu`` fixture); kept, not released."""
         self.start()
+        self._external_grant = grant
         topic = self.unique_topic(target)
         stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S%fZ")
         art = Artifact(
@@ -305,8 +309,10 @@ class VerifySession:
         return cfacts
 
     def _run_on_gpu(self, target, art, outcome, facts, cfacts, wt, rel, pypath, stamp) -> None:
+        grant = self._external_grant
         try:
-            grant = self.picker.acquire(count=target.gpus, wait_s=self.options.wait_s)
+            if grant is None:
+                grant = self.picker.acquire(count=target.gpus, wait_s=self.options.wait_s)
         except (NoGpu, PickerError) as exc:
             facts.blocked.append(str(exc))
             return
@@ -342,7 +348,8 @@ class VerifySession:
             )
             self._record_exec(art, facts, result)
         finally:
-            self.picker.release(grant)
+            if grant is not self._external_grant:
+                self.picker.release(grant)
             if self.options.cold:
                 self._remove_cold_cache(cfacts.handle, art)
         if target.kind in PYTEST_KINDS:

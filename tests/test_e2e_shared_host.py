@@ -58,3 +58,46 @@ def test_gpu_wait_shows_what_it_waits_for_then_runs(sandbox):
     assert art.verdict == "PASS", (art.reasons, text(proc)[-2000:])
     assert "gpuverify: waiting up to" in text(proc) and "4 busy" in text(proc)
     assert time.monotonic() - t0 < 20
+
+
+FIXTURE_TEST = '''
+import pytest
+
+
+@pytest.mark.gpu(gpus=2)
+def test_gemm_on_two_gpus(locked_gpu, kernel_container):
+    assert len(locked_gpu.indices) == 2
+    art = kernel_container.run(["python3", "op_tests/test_gemm_a8w8.py"], topic="fixture_gemm")
+    assert art.verdict == "PASS", art.reasons
+    assert art.env["HIP_VISIBLE_DEVICES"] == ",".join(map(str, locked_gpu.indices))
+    assert [g.index for g in art.gpus] == locked_gpu.indices
+    assert art.correctness.shapes_checked == 3
+'''
+
+
+def test_fixtures_record_runs_like_targets(sandbox):
+    from pytest_gpuverify import demo  # noqa: F401
+
+    tests = sandbox.repo / "tests"
+    tests.mkdir()
+    (tests / "test_fixture_use.py").write_text(FIXTURE_TEST)
+    import subprocess as sp
+
+    sp.run(["git", "-C", str(sandbox.repo), "add", "-A"], check=True)
+    sp.run(["git", "-C", str(sandbox.repo), "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "t"], check=True)
+    proc = sandbox.pytest("tests/test_fixture_use.py")
+    assert proc.returncode == 0, text(proc)[-3000:]
+    art = sandbox.artifact("fixture_gemm")
+    assert art.verdict == "PASS" and len(art.gpus) == 2
+    assert sandbox.lock_files_free()
+
+
+def test_fixtures_skip_without_gpu_verify(sandbox):
+    import os
+    import subprocess as sp
+    import sys
+
+    (sandbox.repo / "test_fixture_only.py").write_text(FIXTURE_TEST)
+    proc = sp.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-rs", "--strict-markers",
+                   "test_fixture_only.py"], cwd=sandbox.repo, capture_output=True, env=dict(os.environ))
+    assert proc.returncode == 0 and "run with --gpu-verify" in text(proc), text(proc)

@@ -1,0 +1,11 @@
+import pytest
+import torch
+
+from triton_add import add
+
+
+@pytest.mark.parametrize("n", [1024, 98432, 1 << 20])
+def test_add(n):
+    x = torch.rand(n, device="cuda")
+    y = torch.rand(n, device="cuda")
+    torch.testing.assert_close(add(x, y), x + y)

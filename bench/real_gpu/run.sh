@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# Runs on the lent NVIDIA machine (no Docker there: --gpu-container none). Writes logs and artifacts to $OUT.
+set -u
+OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
+here=$(cd "$(dirname "$0")" && pwd); top=$(cd "$here/../.." && pwd)
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site "$top"/.whl/*.whl || exit 1
+export PYTHONPATH=/tmp/site:$top PYTHONUNBUFFERED=1
+W=/tmp/rg; rm -rf $W; mkdir -p $W/repos $W/tickets $W/locks
+cp -r "$here/repo" $W/repos/aiter
+git -C $W/repos/aiter init -q -b main && git -C $W/repos/aiter add -A && git -C $W/repos/aiter -c user.name=b -c user.email=b@b commit -qm kernels
+cat > $W/env.md <<ENV
+## Resources
+| resource | path |
+|---|---|
+| tickets | $W/tickets |
+## Hosts
+| host | ssh alias | arch | gpus |
+|---|---|---|---|
+| $(hostname) | local | sm_90 | $(nvidia-smi -L | wc -l) |
+## Repos
+| repo | path | container | mount |
+|---|---|---|---|
+| aiter | $W/repos/aiter | not set | $W/repos/aiter |
+## Containers
+| name | image | host |
+|---|---|---|
+## GPU lock
+| host | picker | lock |
+|---|---|---|
+| $(hostname) | builtin | \`flock -E 75 -w 600 $W/locks/gpu-<id>.lock\` |
+ENV
+PT="python3 -m pytest -p pytest_gpuverify.plugin -p no:cacheprovider --gpu-verify --gpu-container none --gpu-env $W/env.md"
+cd $W/repos/aiter
+{
+echo "== versions"; nvidia-smi -L; python3 -c "import torch, triton, pynvml; print('torch', torch.__version__, 'triton', triton.__version__)"
+echo "== 1. kernels: triton perf_report harness, assert_close test, the same test made wrong"
+date +%s.%N
+$PT --ticket H200-1 --gpu-target triton-softmax-perf op_tests/triton_tests/test_triton_add.py op_tests/triton_tests/test_triton_add_wrong.py; echo "pytest exit $?"
+echo "== 2. another process keeps the GPU busy: --gpu-wait 0 must be NO_GPU"
+python3 $here/load.py 25 > $W/load.log 2>&1 & LOAD=$!
+sleep 8
+$PT --ticket H200-2 --gpu-wait 0 --gpu-topic busy_no_wait op_tests/triton_tests/test_triton_add.py; echo "pytest exit $?"
+echo "== 3. same load: --gpu-wait 120 starts after the load ends"
+t0=$(date +%s.%N)
+$PT --ticket H200-2 --gpu-wait 120 --gpu-topic busy_then_wait op_tests/triton_tests/test_triton_add.py; echo "pytest exit $?"
+t1=$(date +%s.%N); wait $LOAD; cat $W/load.log; echo "waited run: start $t0 end $t1"
+echo "== 4. gpuverify check on every artifact"
+for a in $W/tickets/*/bench_*.json; do python3 -m pytest_gpuverify.cli check "$a"; done
+echo "== 5. NVML backend tests on real hardware"
+cd $top && python3 -m pytest -p no:cacheprovider -q tests/test_nvidia_backend.py 2>&1 | tail -5
+} 2>&1 | tee "$OUT/h200_run.log"
+mkdir -p "$OUT/H200-1" "$OUT/H200-2"
+cp $W/tickets/H200-1/* "$OUT/H200-1/" 2>/dev/null; cp $W/tickets/H200-2/* "$OUT/H200-2/" 2>/dev/null
+ls -R "$OUT" | head -40
