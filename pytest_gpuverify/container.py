@@ -30,6 +30,15 @@ _WRAPPER = (
 )
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, turned into an interruption so it takes Ctrl-C's path: command stopped, lock
+    released, artifact written."""
+
+
+def interrupt_cause(exc: BaseException) -> str:
+    return "SIGTERM" if isinstance(exc, Terminated) else "Ctrl-C"
+
+
 class ContainerError(Exception):
     """The container is unusable (missing, stopped, not the user's). The message says what to do."""
 
@@ -180,8 +189,8 @@ class ContainerHandle:
                     self._kill(pid_file, "KILL")
                     reader.join(timeout=5)
                     break
-        except KeyboardInterrupt:
-            outcome.interrupted = "KeyboardInterrupt"
+        except KeyboardInterrupt as exc:
+            outcome.interrupted = interrupt_cause(exc)
             self._stop_quietly(pid_file)
             reader.join(timeout=KILL_GRACE_S)
             self._finish(exec_id, outcome, started, limit)
@@ -209,11 +218,19 @@ class ContainerHandle:
         # `timeout` exits 124 (TERM) or 137 (KILL); only trust that reading when the limit really passed
         if outcome.exit_code in (124, 137) and outcome.duration_s >= limit - 0.5:
             outcome.timed_out = True
-        try:
-            if not self.running:
+        # A killed container ends the exec with 137 a moment before the engine marks it stopped:
+        # for an exit that looks like a kill, look again before calling it the command's own.
+        looks_killed = outcome.exit_code in (None, 137, 143) and not outcome.timed_out
+        for _ in range(20 if looks_killed else 1):
+            try:
+                if not self.running:
+                    outcome.container_died = True
+                    break
+            except ContainerError:
                 outcome.container_died = True
-        except ContainerError:
-            outcome.container_died = True
+                break
+            if looks_killed:
+                time.sleep(0.1)
 
     def _kill(self, pid_file: str, signal: str) -> None:
         script = f'p=$(cat {shlex.quote(pid_file)} 2>/dev/null) && kill -{signal} "$p" 2>/dev/null; rm -f {shlex.quote(pid_file)}'

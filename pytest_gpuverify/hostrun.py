@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 from typing import Callable, Mapping, Optional, Sequence
 
-from .container import MAX_OUTPUT_BYTES, ExecOutcome, Interrupted
+from .container import MAX_OUTPUT_BYTES, ExecOutcome, Interrupted, interrupt_cause
 
 KILL_GRACE_S = 10
 
@@ -78,8 +78,8 @@ class HostExecutor:
                 except subprocess.TimeoutExpired:
                     outcome.timed_out = True
                     _stop(proc)
-            except KeyboardInterrupt:
-                outcome.interrupted = "KeyboardInterrupt"
+            except KeyboardInterrupt as exc:
+                outcome.interrupted = interrupt_cause(exc)
                 _stop(proc)
                 reader.join(timeout=5)
                 outcome.exit_code = proc.returncode

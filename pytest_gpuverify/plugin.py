@@ -91,7 +91,23 @@ def pytest_configure(config: pytest.Config) -> None:
     if getattr(config.option, "numprocesses", None) and not hasattr(config, "workerinput"):
         return  # the xdist controller runs no target: each worker samples, locks, runs and writes its own
     config.stash[_SESSION_KEY] = session
+    _terminate_like_ctrl_c()
     session.start()  # the idle window starts filling now, while pytest collects
+
+
+def _terminate_like_ctrl_c() -> None:
+    """SIGTERM (a CI job cancelled, a scheduler's stop) takes Ctrl-C's path: the command is stopped,
+    the lock released and the artifact written with the reason."""
+    import signal
+    import threading
+
+    from .container import Terminated
+
+    def on_term(signum, frame):
+        raise Terminated("SIGTERM")
+
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, on_term)
 
 
 def _live_line(config: pytest.Config):

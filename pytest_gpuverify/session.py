@@ -21,7 +21,7 @@ from typing import Callable, Optional
 
 from . import __version__
 from .artifact import Artifact, GpuRecord, RepoRecord, TargetRecord, keep_previous, sha256_file, utc_now, write_artifact
-from .container import ContainerError, ContainerHandle, Interrupted, docker_client
+from .container import ContainerError, ContainerHandle, Interrupted, docker_client, interrupt_cause
 from .envfile import EnvFile
 from .gpu import select_backend
 from .gpu.base import GpuInfo, GpuToolError
@@ -182,12 +182,11 @@ class VerifySession:
                 context = ParseContext(junit_xml=outcome.junit_path, exit_code=facts.exit_code, dtype=target.dtype)
                 parsed = parse_output(target.kind, outcome.raw_path, context)
         except Interrupted as exc:
-            facts.interrupted = "KeyboardInterrupt"
             self._record_exec(art, facts, exc.outcome)
             self._finish(outcome, facts, None, t0)
-            raise KeyboardInterrupt from None
-        except KeyboardInterrupt:
-            facts.interrupted = facts.interrupted or "KeyboardInterrupt"
+            raise KeyboardInterrupt(exc.outcome.interrupted) from None
+        except KeyboardInterrupt as exc:
+            facts.interrupted = facts.interrupted or interrupt_cause(exc)
             if not facts.ran:
                 facts.blocked.append("interrupted before the command started")
             self._finish(outcome, facts, None, t0)
