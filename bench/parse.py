@@ -65,7 +65,8 @@ def generate(path: Path, size: int) -> tuple[int, int]:
     table_bytes = sum(len(t) + 1 for t in table)
     while table_bytes < MIB:
         m = 16 * (rows + 1)
-        line = f"| torch.bfloat16 | {m:5d} | 1536 | 7168 | {12.3457 + rows % 97 / 10:7.4f} |     28.5301 |        0 |  9.87654 |         0 |"
+        us = 12.3457 + rows % 97 / 10
+        line = f"| torch.bfloat16 | {m:5d} | 1536 | 7168 | {us:7.4f} |     28.5301 |        0 |  9.87654 |         0 |"
         table.append(line)
         table_bytes += len(line) + 1
         rows += 1
@@ -175,8 +176,10 @@ def main() -> int:
                     name, name if name in greps else f"parse_output({name})")
                 rss = f"{run['rss_growth'] / MIB:8.1f} MB" if "rss_growth" in run else f"{'-':>10}"
                 peak = f"{peaks[name] / MIB:7.1f} MB" if name in peaks else f"{'-':>11}"
-                result = (f"{run['count']} lines" if name in greps else
-                          f"{run['perf']} perf rows, passed={run['passed']}" if name in kinds else f"{run['lines']} lines")
+                if name in kinds:
+                    result = f"{run['perf']} perf rows, passed={run['passed']}"
+                else:
+                    result = f"{run['count'] if name in greps else run['lines']} lines"
                 print(f"| {label:34} | {seconds:8.3f} | {mb / seconds:7.0f} | {grep_s / seconds:13.3f}x "
                       f"| {same_s / seconds:12.3f}x | {rss} | {peak} | {result} |")
             print()

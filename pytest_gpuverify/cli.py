@@ -62,6 +62,22 @@ def _cmd_sim_install(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_doctor(args: argparse.Namespace) -> int:
+    import os
+
+    from .doctor import run_doctor
+    from .envfile import EnvFileError, default_env_path, load_env_file
+
+    try:
+        env = load_env_file(default_env_path(args.gpu_env, os.environ))
+    except EnvFileError as exc:
+        print(f"gpuverify doctor: {exc}", file=sys.stderr)
+        return 2
+    report = run_doctor(env, host_name=args.gpu_host)
+    print(report.text())
+    return report.exit_code
+
+
 def _cmd_demo(args: argparse.Namespace) -> int:
     from .demo import run_demo
 
@@ -78,6 +94,10 @@ def build_parser() -> argparse.ArgumentParser:
     check = sub.add_parser("check", help="re-check an artifact against its raw output")
     check.add_argument("artifact")
     check.set_defaults(func=_cmd_check)
+    doctor = sub.add_parser("doctor", help="read-only health check of this GPU host, its containers and repos")
+    doctor.add_argument("--gpu-env", default=None, help="env file (default $GPUVERIFY_ENV, else ~/.cursor/mstack/env.md)")
+    doctor.add_argument("--gpu-host", default=None, help="a Hosts row by name (default: the local one)")
+    doctor.set_defaults(func=_cmd_doctor)
     sim = sub.add_parser("sim", help="the simulated ROCm host (fake rocm-smi, amd-smi, rocminfo)")
     simsub = sim.add_subparsers(dest="sim_command", required=True)
     inst = simsub.add_parser("install", help="write the fake tools and a state file into BIN_DIR")

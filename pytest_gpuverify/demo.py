@@ -204,3 +204,15 @@ def install_pytest(client, name: str) -> str:
                     tar.add(path, arcname=str(file))
     container.put_archive(site_dir, buf.getvalue())
     return site_dir
+
+
+def exec_commands(client, name: str, since: float) -> list[str]:
+    """The command of every exec created in container ``name`` since ``since`` (epoch seconds).
+
+    From the engine's event stream: ``ExecIDs`` of ``docker inspect`` forgets an exec once it has
+    ended, so it cannot prove that none ran."""
+    import time
+
+    events = client.events(since=int(since) - 1, until=int(time.time()) + 1, decode=True,
+                           filters={"container": name, "event": "exec_create"})
+    return [e.get("Action", "").split(":", 1)[-1].strip() for e in events]

@@ -173,7 +173,7 @@ class VerifySession:
         art.notes.extend(self._session_notes)
         outcome = TargetOutcome(target, art, self.out_dir / f"bench_{topic}.json")
         self.outcomes.append(outcome)
-        facts = RunFacts(dtype=target.dtype)
+        facts = RunFacts(dtype=target.dtype, inner_pytest=target.kind in PYTEST_KINDS)
         t0 = time.monotonic()
         parsed = None
         try:

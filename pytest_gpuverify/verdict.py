@@ -29,6 +29,9 @@ class RunFacts:
     container_died: bool = False
     output_problems: list[str] = field(default_factory=list)  # stream errors, truncation
     dtype: Optional[str] = None  # the declared output dtype, when a declaration names one
+    inner_pytest: bool = False  # the command is a pytest run: its exit code 5 means "no test ran"
+
+PYTEST_NO_TESTS = 5
 
 
 def needs_snr(dtype: Optional[str]) -> bool:
@@ -77,6 +80,8 @@ def decide(
         doubts.insert(0, "the container stopped during the run")
     elif facts.exit_code is None:
         doubts.insert(0, "the command's exit code could not be read")
+    elif facts.inner_pytest and facts.exit_code == PYTEST_NO_TESTS:
+        doubts.insert(0, "the inner pytest collected no test (exit code 5)")
     elif facts.exit_code != 0:
         failures.insert(0, f"exit code {facts.exit_code}")
     doubts.extend(facts.output_problems)

@@ -43,6 +43,7 @@ class Sandbox:
     container: str
     spec: demo.EnvSpec
     extra_containers: list
+    started: float = 0.0
 
     @property
     def state_path(self) -> Path:
@@ -79,7 +80,8 @@ class Sandbox:
         return read_artifact(self.tickets / ticket / f"bench_{topic}.json")
 
     def exec_ids(self, name: Optional[str] = None) -> list:
-        return self.client.api.inspect_container(name or self.container).get("ExecIDs") or []
+        """Commands exec'd in the container since the sandbox was made (from the engine's events)."""
+        return demo.exec_commands(self.client, name or self.container, self.started)
 
     def lock_files_free(self) -> bool:
         return all(subprocess.run(["flock", "-n", str(p), "true"]).returncode == 0 for p in self.spec.locks.glob("*.lock"))
@@ -89,6 +91,9 @@ class Sandbox:
 def sandbox(tmp_path, docker_client):
     from pytest_gpuverify.simulator import SimState, install
 
+    import time
+
+    started = time.time()
     root = tmp_path / "host"
     sim_bin = root / "sim-bin"
     install(sim_bin, SimState.idle(gpus=4, arch="gfx942"))
@@ -103,6 +108,6 @@ def sandbox(tmp_path, docker_client):
     )
     env_path = root / "env.md"
     env_path.write_text(demo.render_env_file(spec), encoding="utf-8")
-    box = Sandbox(root, docker_client, sim_bin, repo, env_path, name, spec, [])
+    box = Sandbox(root, docker_client, sim_bin, repo, env_path, name, spec, [], started)
     yield box
     demo.remove_sandbox_containers(docker_client, [name, *box.extra_containers])

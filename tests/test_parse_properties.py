@@ -1,5 +1,5 @@
-"""Properties of the aiter parser on hostile input: it never raises, and it never calls an output
-``passed`` unless a readable correctness result was printed."""
+"""Properties of every parser (through dispatch) on hostile input: it never raises, and it never
+calls an output ``passed`` unless a readable correctness result was printed."""
 
 from __future__ import annotations
 
@@ -9,8 +9,11 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pytest_gpuverify.parsers.aiter import parse_aiter_output
+import pytest
+
+from pytest_gpuverify.parsers.dispatch import parse_output
 from pytest_gpuverify.parsers.result import ParsedOutput
+from pytest_gpuverify.targets import AITER_OP_TEST, BENCH, FLYDSL_PYTEST, KINDS, TRITON_PYTEST
 
 PROPERTY_SETTINGS = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -37,6 +40,73 @@ uplift: 156.9%[checkAllclose atol=0.01 rtol=0.01 passed~]
 1  torch.bfloat16  32  3.3012     0.0
 [aiter] done
 """
+VALID_FLYDSL_OUTPUT = """\
+============================= test session starts ==============================
+collected 3 items
+
+tests/kernels/test_rmsnorm.py ..s                                        [100%]
+
+==================================== PASSES ====================================
+______________________________ test_rmsnorm[bf16] ______________________________
+----------------------------- Captured stdout call -----------------------------
+Testing RMSNorm (M=64, N=256, dtype=bf16)
+Kernel avg time: 0.0456 ms via run_perftest (warmup=3, iters=20)
+Bandwidth: 2510.12 GB/s
+Max absolute error: 1.95e-03 (atol=0.01)
+PASSED
+___________________________ test_gemm[64-256-128] ____________________________
+----------------------------- Captured stdout call -----------------------------
+[flyc] Throughput: 12.3 us, 45.67 TFLOPS, BW: 1.234 TB/s
+Logits Diff: 0.000012, Max Diff: 0.003906, Mean Diff: 0.000101
+ \u2713 Check passed
+op         shape              dtype  FlyDSL(gpu us)  AIter(gpu us)    speedup
+wmma_gemm  4096x4096x4096     bf16          1,264.1        1,119.7      1.13x
+=========================== short test summary info ============================
+PASSED tests/kernels/test_rmsnorm.py::test_rmsnorm[bf16]
+PASSED tests/kernels/test_rmsnorm.py::test_gemm[64-256-128]
+SKIPPED [1] tests/kernels/test_rmsnorm.py:20: CDNA only
+==================== 2 passed, 1 skipped in 3.21s ====================
+"""
+
+VALID_TRITON_OUTPUT = """\
+op_tests/triton_tests/test_gemm_a8w8.py ..                               [100%]
+==================================== PASSES ====================================
+Cosine Similarity: 0.998741
+=========================== short test summary info ============================
+PASSED op_tests/triton_tests/test_gemm_a8w8.py::test_gemm[1-1280-1024]
+PASSED op_tests/triton_tests/test_gemm_a8w8.py::test_gemm[1-1280-8192]
+2 passed in 4.40s
+"""
+
+VALID_BENCH_OUTPUT = """\
+[A] [aiter] ck: [checkAllclose atol=0.01 rtol=0.01 \x1b[32mpassed~\x1b[0m]
+[B] [aiter] ck: [checkAllclose atol=0.01 rtol=0.01 \x1b[32mpassed~\x1b[0m]
+cos_sim=0.9995 snr_db=38.1
+bench_gemm_a8w8:
+         M       N       K  Time_(ms) (A)  Time_(ms) (B)
+0      1.0  1280.0  8192.0       0.012345       0.011000
+1     32.0  1280.0  8192.0       0.014500       0.013250
+..     ...     ...     ...            ...            ...
+
+[3 rows x 5 columns]
+  side       shape    kernel (us)   TFLOPS
+  base   4096x4096          41.20    667.1
+  head   4096x4096          39.90    688.8
+"""
+
+VALID = {
+    AITER_OP_TEST: VALID_PASSING_OUTPUT,
+    FLYDSL_PYTEST: VALID_FLYDSL_OUTPUT,
+    TRITON_PYTEST: VALID_TRITON_OUTPUT,
+    BENCH: VALID_BENCH_OUTPUT,
+}
+# A line that must fail the run wherever it is inserted, as long as it is there whole.
+FAILED_LINE = {
+    AITER_OP_TEST: "[aiter] ck: [checkAllclose atol=0.01 rtol=0.01 \x1b[31mfailed!\x1b[0m]",
+    FLYDSL_PYTEST: "FAILED tests/kernels/test_z.py::test_z[1] - AssertionError: boom",
+    TRITON_PYTEST: "E   AssertionError: Tensor-likes are not close!",
+    BENCH: "[aiter] ck: [checkAllclose atol=0.01 rtol=0.01 \x1b[31mfailed!\x1b[0m]",
+}
 VALID_LINES = VALID_PASSING_OUTPUT.splitlines(keepends=True)
 
 # Pieces of aiter output, so random text reaches the parser's states and not only its fallbacks.
@@ -48,6 +118,16 @@ FRAGMENTS = [
     "summary:", "summary (markdown):", "[perf] dim: (4, 32, 8192)", "torch avg: 1.2 us", "B avg: 3 us",
     "uplift: 5.0%", "calling test_x(", "    a    : ", "AssertionError: catastrophic error", "...", "..",
     "[3 rows x 9 columns]", "  ", " ", "\t", "=", ",", ":", "0  ", "Empty DataFrame",
+    # inner pytest, FlyDSL, perf_report, metrics
+    "=== ", " ===", "FAILURES", "PASSES", "___ ", " ___", "test_x[bf16]", "--- Captured stdout call ---",
+    "3 passed", "1 failed", "2 skipped", "no tests ran", " in 0.5s", "PASSED ", "FAILED ", "ERROR ",
+    "tests/kernels/test_x.py::test_y[1]", " - ", "SKIPPED [1] ", "E   ", "AssertionError: Tensor-likes are not close!",
+    "Mismatched elements: 1 / 4 (25.0%)", "Greatest absolute difference: 0.5 at index (0,) (up to 0.01 allowed)",
+    "[flyc] Throughput: 12.3 us, 45.67 TFLOPS, BW: 1.234 TB/s", "Kernel avg time: 0.0123 ms", "Bandwidth: 1 GB/s",
+    "Testing RMSNorm (M=1, N=2)", "\u2717 Check failed", "\u2713 Check passed", "FlyDSL MoE stage1[x]: 1 us, 2 TFLOPS, 3 TB/s",
+    "| PASS |", " 1.0e-02  0.999 ", "cos=", "cos_sim=", "snr_db=", "max_abs_error=", "Logits Diff: ", "0.99",
+    "bench_x:", "         M       N  Time_(ms)", "0    1.0  2.0  0.5", "..  ...", "[A] ", "B: ", " (A)", "side",
+    "op  shape  dtype  FlyDSL(gpu us)  speedup", "1,264.1", "2.69x", "=== Benchmark: current vs main ===",
 ]
 
 random_lines = st.lists(
@@ -59,11 +139,11 @@ random_lines = st.lists(
 ).map(lambda lines: "\n".join(lines))
 
 
-def parse_bytes(data: bytes) -> ParsedOutput:
+def parse_bytes(data: bytes, kind: str = AITER_OP_TEST) -> ParsedOutput:
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "out.txt"
         path.write_bytes(data)
-        return parse_aiter_output(path)
+        return parse_output(kind, path)
 
 
 def assert_sound(result: ParsedOutput) -> None:
@@ -81,55 +161,65 @@ def assert_sound(result: ParsedOutput) -> None:
     assert correctness.nan_count >= 0 and correctness.checks_failed >= 0
 
 
+@pytest.mark.parametrize("kind", KINDS)
 @PROPERTY_SETTINGS
-@given(st.binary(max_size=4000))
-def test_random_bytes(data: bytes) -> None:
-    assert_sound(parse_bytes(data))
+@given(data=st.binary(max_size=4000))
+def test_random_bytes(kind: str, data: bytes) -> None:
+    assert_sound(parse_bytes(data, kind))
 
 
+@pytest.mark.parametrize("kind", KINDS)
 @PROPERTY_SETTINGS
-@given(random_lines)
-def test_random_text_lines(text: str) -> None:
-    assert_sound(parse_bytes(text.encode("utf-8", errors="surrogatepass")))
+@given(text=random_lines)
+def test_random_text_lines(kind: str, text: str) -> None:
+    assert_sound(parse_bytes(text.encode("utf-8", errors="surrogatepass"), kind))
 
 
 mutation = st.tuples(
     st.sampled_from(["delete", "duplicate", "corrupt", "insert_failed"]),
-    st.integers(min_value=0, max_value=len(VALID_LINES) - 1),
+    st.integers(min_value=0, max_value=1000),
     st.binary(min_size=1, max_size=12),
 )
 
 
+@pytest.mark.parametrize("kind", KINDS)
 @PROPERTY_SETTINGS
-@given(st.lists(mutation, max_size=6), st.one_of(st.none(), st.integers(min_value=0)))
-def test_mutated_valid_output(mutations: list[tuple[str, int, bytes]], cut: int | None) -> None:
-    lines = [line.encode() for line in VALID_LINES]
-    for kind, index, junk in mutations:
+@given(mutations=st.lists(mutation, max_size=6), cut=st.one_of(st.none(), st.integers(min_value=0)))
+def test_mutated_valid_output(kind: str, mutations: list[tuple[str, int, bytes]], cut: int | None) -> None:
+    failed_line = FAILED_LINE[kind].encode()
+    lines = [line.encode() for line in VALID[kind].splitlines(keepends=True)]
+    for op, index, junk in mutations:
         index %= len(lines) if lines else 1
         if not lines:
             break
-        if kind == "delete":
+        if op == "delete":
             del lines[index]
-        elif kind == "duplicate":
+        elif op == "duplicate":
             lines.insert(index, lines[index])
-        elif kind == "corrupt":
+        elif op == "corrupt":
             line = lines[index]
             at = len(junk) % (len(line) or 1)
             lines[index] = line[:at] + junk + line[at + len(junk) :]
         else:
-            lines.insert(index, b"[aiter] ck: [checkAllclose atol=0.01 rtol=0.01 \x1b[31mfailed!\x1b[0m]\n")
+            lines.insert(index, failed_line + b"\n")
     data = b"".join(lines)
     if cut is not None:
         data = data[: cut % (len(data) + 1)]
-    result = parse_bytes(data)
+    result = parse_bytes(data, kind)
     assert_sound(result)
-    if b"[checkAllclose atol=0.01 rtol=0.01 \x1b[31mfailed!\x1b[0m]" in data:
+    if any(line.rstrip(b"\r\n") == failed_line for line in data.split(b"\n")):
         assert result.correctness.passed is False
 
 
-def test_the_unmutated_output_passes() -> None:
-    result = parse_bytes(VALID_PASSING_OUTPUT.encode())
+@pytest.mark.parametrize("kind, perf_rows", [(AITER_OP_TEST, 2 + 4 + 2), (FLYDSL_PYTEST, 4), (TRITON_PYTEST, 0),
+                                             (BENCH, 6)])
+def test_the_unmutated_output_passes(kind: str, perf_rows: int) -> None:
+    result = parse_bytes(VALID[kind].encode(), kind)
     assert_sound(result)
-    assert result.correctness.passed is True
-    assert result.problems == [] and result.failures == []
-    assert len(result.perf) == 2 + 4 + 2  # legacy torch/B, markdown ck/triton x2, pandas ck x2
+    assert result.correctness.passed is True, (result.failures, result.problems)
+    assert result.failures == []
+    assert result.problems == ([] if kind != BENCH else [
+        "line 8: perf_report table 'bench_gemm_a8w8' is cut short by pandas (print(df)); only the printed rows are read"
+    ])
+    # aiter: legacy torch/B, markdown ck/triton x2, pandas ck x2; FlyDSL: avg time, flyc, Perf Compare x2
+    assert len(result.perf) == perf_rows

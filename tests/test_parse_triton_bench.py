@@ -254,3 +254,10 @@ def test_untitled_table_ratios_and_skips(tmp_path: Path) -> None:
 def test_nothing_readable_has_no_verdict(tmp_path: Path) -> None:
     result = bench(tmp_path, "starting\nrunning 100 iterations\ndone in 3.2 s\n")
     assert result.correctness.passed is None and result.perf == [] and result.failures == []
+
+
+def test_side_prefix_after_a_ci_timestamp(tmp_path: Path) -> None:
+    line = ("2026-06-09T09:00:00.0Z [B] [aiter] [perf] dim: (4, 32)  dtype: torch.float16, torch avg: 16.19 us, "
+            "B avg: 6.30 us, uplift: 156.9%[checkAllclose atol=0.01 rtol=0.01 passed~]\n")
+    result = bench(tmp_path, line)
+    assert [(r.name, r.us_median, r.side) for r in result.perf] == [("torch", 16.19, "B"), ("B", 6.30, "B")]

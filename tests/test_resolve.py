@@ -25,6 +25,7 @@ class World:
 
     def __init__(self, root: Path, client) -> None:
         self.root, self.client = root.resolve(), client
+        self.started = __import__("time").time()
         self.tickets = self.root / "tickets"
         self.repos = self.root / "repos"
         self.repo = self.repos / "aiter"
@@ -91,7 +92,8 @@ class World:
         return bool(self.client.api.inspect_container(name)["State"]["Running"])
 
     def exec_ids(self, name: str) -> list:
-        return self.client.api.inspect_container(name).get("ExecIDs") or []
+        """Commands exec'd in ``name`` since the world was made (docker events: ExecIDs forgets ended execs)."""
+        return demo.exec_commands(self.client, name, self.started)
 
 
 @pytest.fixture

@@ -79,3 +79,9 @@ def test_declared_thresholds():
     assert decide(ran(), out, Thresholds(cosine_sim_min=0.99))[0] == "PASS"
     verdict, reasons = decide(ran(), out, Thresholds(max_abs_error_max=0.01))
     assert verdict == "INCONCLUSIVE" and "printed no max_abs_error" in reasons[0]
+
+
+def test_inner_pytest_exit_5_is_inconclusive_not_fail():
+    verdict, reasons = decide(RunFacts(ran=True, exit_code=5, inner_pytest=True), parsed(passed=None, shapes=0))
+    assert verdict == "INCONCLUSIVE" and "collected no test" in reasons[0]
+    assert decide(RunFacts(ran=True, exit_code=5), parsed())[0] == "FAIL", "a script's exit 5 is its own failure"

@@ -97,13 +97,14 @@ class _AiterParser:
 
     # ----- dispatch --------------------------------------------------------------------------
     def feed(self, lineno: int, raw: str) -> None:
-        text = strip_ansi(raw)
+        text = strip_ansi(raw) if "\x1b" in raw else raw
         if text[:1].isdigit() and "Z " in text[:40]:
             text = strip_ci_prefix(text)
         if text.startswith("[aiter"):
             # A logger record starts here, and a table never spans two records: only a record's
             # first line carries the prefix, so the tables it may print come without one.
-            self.end_tables()
+            if self.summary_pending is not None or self.md_header or self.md_table or self.ws_stream:
+                self.end_tables()
             self.in_tensor_dump = False
             if text.startswith("[aiter] "):
                 text = text[8:]
@@ -111,11 +112,17 @@ class _AiterParser:
                 return  # the message is on the next line
             else:
                 text = _LOGGER_PREFIX.sub("", text, count=1)
-        self.metrics.observe(lineno, text)
-        self.dispatch(lineno, text)
+        if ":" in text or "=" in text:  # every measure the observer reads is ``name: value`` or ``name=value``
+            self.metrics.observe(lineno, text)
+        if (self.in_tensor_dump or self.summary_pending is not None or self.ws_stream is not None
+                or self.md_header is not None or self.md_table is not None):
+            self.dispatch(lineno, text)
+        elif _may_matter(text):  # no table or dump open: most lines hold nothing dispatch reads
+            self.dispatch(lineno, text)
 
     def dispatch(self, lineno: int, text: str) -> None:
-        if "[checkAllclose" in text or "-->max" in text or "AssertionError" in text:
+        # single-character tests (memchr) first: most lines hold none of the verdicts
+        if ("[" in text and "[checkAllclose" in text) or (">" in text and "-->max" in text) or "AssertionError" in text:
             # a verdict is read wherever it is printed, even glued onto a table line
             self.in_tensor_dump = False
             self.end_tables()
@@ -150,26 +157,30 @@ class _AiterParser:
         if text.startswith("|"):
             self.md_header = (lineno, markdown_cells(text))
             return
-        stripped = text.rstrip()
-        if stripped.endswith(":") and "summary" in stripped.lower():
-            self.summary_pending = lineno
-            return
-        self.plain_line(lineno, text)
+        if ":" in text:  # the summary title and ``avg:`` both need one
+            stripped = text.rstrip()
+            if stripped.endswith(":") and "summary" in stripped.lower():
+                self.summary_pending = lineno
+                return
+            self.plain_line(lineno, text, verdicts=False)
+        elif text.startswith("calling ") or ("[" in text and "[perf]" in text) or text[:1].isdigit():
+            self.plain_line(lineno, text, verdicts=False)
 
-    def plain_line(self, lineno: int, text: str) -> None:
+    def plain_line(self, lineno: int, text: str, verdicts: bool = True) -> None:
+        """``verdicts=False``: the caller knows the line holds no check, max delta or assertion."""
         if text.startswith("calling ") and _CALLING.match(text):
             self.close_call_block()
             self.call_block_open = True
         start = 0
-        if "[checkAllclose" in text:
+        if verdicts and "[checkAllclose" in text:
             for match in _CHECK.finditer(text):
                 self.check(lineno, text[start : match.start()], match)
                 start = match.end()
         if start == 0 and ("[perf]" in text or "avg:" in text):
             self.legacy_perf(lineno, text, checked=False)
-        if "-->max" in text:
+        if verdicts and "-->max" in text:
             self.max_delta(lineno, text)
-        if "AssertionError" in text and _CATASTROPHIC_ASSERT.search(text):
+        if verdicts and "AssertionError" in text and _CATASTROPHIC_ASSERT.search(text):
             self.fail(f"line {lineno}: {text.strip()[:300]}")
         if text[:1].isdigit() and not self.orphan_rows_noted and _ORPHAN_ELIDED_ROW.match(text):
             self.orphan_rows_noted = True
@@ -362,6 +373,19 @@ class _AiterParser:
         )
         self.metrics.apply(out.correctness)
         return out
+
+
+def _may_matter(text: str) -> bool:
+    """Whether :meth:`_AiterParser.dispatch` would do anything with ``text`` when no table is open:
+    a check, a max delta, an assertion, a markdown row, a ``...:`` title, a ``calling`` block, a
+    ``[perf]``/``avg:`` timing or a digit-led (pandas) row. Single characters are tested first."""
+    c0 = text[:1]
+    return (
+        c0 == "|" or c0.isdigit() or text.startswith("calling ") or "AssertionError" in text
+        or ("[" in text and ("[checkAllclose" in text or "[perf]" in text))
+        or (">" in text and "-->max" in text)
+        or (":" in text and ("avg:" in text or text.rstrip().endswith(":")))
+    )
 
 
 def _float_or_none(text: Optional[str]) -> Optional[float]:

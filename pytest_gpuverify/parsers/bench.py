@@ -38,6 +38,7 @@ _US = re.compile(r"(?:^|[\s_(])(?:gpu\s+)?(?:us|usec|µs)(?:$|[\s_)])", re.I)
 _MS = re.compile(r"(?:^|[\s_(])ms(?:$|[\s_)])", re.I)
 _METRIC = re.compile(r"[tgm]flops|[tgm]b/s|gbps|bandwidth|tok/s", re.I)
 _RATIO = re.compile(r"speedup|ratio|uplift|(?:^|\s)vs(?:\s|$)|/|gain|delta", re.I)
+_UNITISH = re.compile(r"us\b|ms\b|flops|b/s|gbps|bandwidth|tok/s", re.I)  # a header names at least one unit
 _INTEGRAL = re.compile(r"-?\d+(?:\.0*)?")
 _RATIO_CELL = re.compile(r"[-+]?[\d.,]+[x%]")
 _SIDE_PREFIX = re.compile(r"^(?:\[(?P<b>[ABab]|base|head)\]|(?P<c>[ABab]):)\s+")
@@ -156,7 +157,7 @@ class TableReader:
             if match and "summary" not in stripped.lower():
                 self.title = (lineno, match["plot"])
             return False
-        if "  " not in stripped:
+        if "  " not in stripped or not _UNITISH.search(stripped):
             return False
         names = _SPLIT.split(stripped)
         if len(names) >= 3 and all(cell_number(n)[0] in ("bad",) for n in names):
@@ -195,7 +196,8 @@ class TableReader:
                 return False
             table.kinds = kinds
             if any(is_ellipsis(n) for n in table.names):
-                self.rec.problem(f"line {table.header_line}: table has elided columns ('...'); rerun with COLUMNS=10000")
+                where = f"line {table.header_line}"
+                self.rec.problem(f"{where}: table has elided columns ('...'); rerun with COLUMNS=10000")
         if not any(cell_number(c)[0] != "bad" for c, k in zip(cells, table.kinds) if k in _VALUE_KINDS):
             return False
         table.rows += 1
@@ -300,18 +302,21 @@ class _BenchParser:
         self.tables = TableReader(self.aiter)
 
     def feed(self, lineno: int, raw: str) -> None:
-        text = strip_ansi(raw)
+        text = strip_ansi(raw) if "\x1b" in raw else raw
         if text[:1].isdigit() and "Z " in text[:40]:
             text = strip_ci_prefix(text)
+        c0 = text[:1]
         side = None
-        if text[:1] in "[ABab" and (match := _SIDE_PREFIX.match(text)):
+        if c0 and c0 in "[ABab" and (match := _SIDE_PREFIX.match(text)):
             side = match["b"] or match["c"]
             text = text[match.end():]
-        before = len(self.out.perf)
+        perf = self.out.perf
+        before = len(perf)
         self.aiter.feed(lineno, text)
         self.tables.feed(lineno, text, side)
-        for row in self.out.perf[before:]:
-            apply_side(row, side)
+        if len(perf) > before:
+            for row in perf[before:]:
+                apply_side(row, side)
 
     def finish(self, reader) -> ParsedOutput:
         return self.aiter.finish(reader)

@@ -76,6 +76,9 @@ class LineReader:
 
     def __iter__(self) -> Iterator[tuple[int, str]]:
         max_line = self.max_line
+        # A line that starts and ends inside one chunk is no longer than the chunk; when that is
+        # within max_line, the chunk's inner lines are decoded in one call and split as text.
+        whole_chunks = self.chunk_size <= max_line
         pending = bytearray()  # the current line so far, never more than max_line bytes
         pending_len = 0  # the current line's full length, including any bytes skipped
         with open(self.path, "rb") as fh:
@@ -84,18 +87,37 @@ class LineReader:
                 if not chunk:
                     break
                 self.bytes_read += len(chunk)
-                pieces = chunk.split(b"\n")
-                for piece in pieces[:-1]:  # each of these ends a line
-                    if pending_len == 0 and len(piece) <= max_line:
-                        yield self._emit(piece, len(piece))  # the common case: no copy into pending
-                        continue
-                    pending_len = self._append(pending, pending_len, piece)
+                first = chunk.find(b"\n")
+                if first < 0:
+                    pending_len = self._append(pending, pending_len, chunk)
+                    continue
+                if pending_len == 0 and first <= max_line:  # the common case: no copy into pending
+                    yield self._emit(chunk[:first], first)
+                else:
+                    pending_len = self._append(pending, pending_len, chunk[:first])
                     yield self._emit(bytes(pending), pending_len)
                     pending.clear()
                     pending_len = 0
-                pending_len = self._append(pending, pending_len, pieces[-1])
+                last = chunk.rfind(b"\n")
+                if last > first:
+                    if whole_chunks:
+                        yield from self._emit_block(chunk[first + 1 : last])
+                    else:
+                        for piece in chunk[first + 1 : last].split(b"\n"):
+                            yield self._emit(piece[:max_line], len(piece))
+                pending_len = self._append(pending, pending_len, chunk[last + 1 :])
         if pending_len:
             yield self._emit(bytes(pending), pending_len)
+
+    def _emit_block(self, block: bytes) -> Iterator[tuple[int, str]]:
+        """Lines known to be shorter than max_line: one decode, one split."""
+        text = block.decode("utf-8", errors="replace")
+        lines = text.split("\n")
+        if "\r" in text:
+            lines = [line.rstrip("\r") if line.endswith("\r") else line for line in lines]
+        start = self.lines_read + 1
+        self.lines_read += len(lines)
+        return zip(range(start, start + len(lines)), lines)
 
     def _append(self, pending: bytearray, pending_len: int, piece: bytes) -> int:
         room = self.max_line - len(pending)

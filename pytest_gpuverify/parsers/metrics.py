@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 import re
+from dataclasses import dataclass, field
 from typing import Callable, Optional
 
 from ..artifact import Correctness
@@ -42,7 +43,7 @@ _PATTERNS: list[tuple[str, str, str, re.Pattern[str]]] = [
 # aiter's ``-->max abs delta:`` (``-->max delta:`` before 2025): its non-finite values are the aiter
 # parser's to count, so here only a finite value is kept.
 _AITER_DELTA = re.compile(rf"-->max (?:abs )?delta{_IS}")
-_GATES = ("cos", "max", "diff", "snr", "greatest")
+_COS_GATE = re.compile(r"cos(?:ine|[ _:=])")  # not the "cos" of "cost 39.6s"
 
 
 class MetricsObserver:
@@ -60,7 +61,7 @@ class MetricsObserver:
         if ":" not in text and "=" not in text:
             return
         low = text.lower()
-        if not any(word in low for word in _GATES):
+        if not ("cos" in low or "max" in low or "diff" in low or "snr" in low or "greatest" in low):
             return
         if "-->max" in text:
             match = _AITER_DELTA.search(text)
@@ -69,11 +70,11 @@ class MetricsObserver:
                 if value is not None:
                     self.record("max_abs_error", value)
             return
-        for field, _keep, gate, pattern in _PATTERNS:
-            if gate not in low:
+        for key, _keep, gate, pattern in _PATTERNS:
+            if gate not in low or (gate == "cos" and not _COS_GATE.search(low)):
                 continue
             for match in pattern.finditer(text):
-                self.take(lineno, field, match["v"])
+                self.take(lineno, key, match["v"])
 
     def take(self, lineno: int, field: str, text: str) -> None:
         value = float(text)
@@ -98,12 +99,47 @@ class MetricsObserver:
             self.values[field] = max(old, value)
 
     def apply(self, correctness: Correctness) -> None:
-        for field, value in self.values.items():
+        for key, value in self.values.items():
             if value is not None:
-                setattr(correctness, field, value)
+                setattr(correctness, key, value)
         correctness.nan_count += self.nan_count
 
 
 def _finite(text: str) -> Optional[float]:
     value = float(text)
     return value if math.isfinite(value) else None
+
+
+# ----- torch ``assert_close`` failures (``Tensor-likes are not close!``) -------------------------
+
+NOT_CLOSE = re.compile(r"AssertionError: (?:Tensor-likes|Scalars) are not (?:close|equal)!")
+_MISMATCHED = re.compile(r"Mismatched elements: \d+ / \d+ \([^)]*\)")
+_GREATEST = re.compile(r"Greatest (?:absolute|relative) difference: .*")
+
+
+@dataclass
+class CloseBlock:
+    """One torch ``assert_close`` failure: its first line and the ``Mismatched``/``Greatest`` lines."""
+
+    line: int
+    parts: list[str] = field(default_factory=list)
+
+    def feed(self, text: str) -> bool:
+        match = _MISMATCHED.search(text) or _GREATEST.search(text)
+        if match is None or len(self.parts) >= 4:
+            return False
+        self.parts.append(match.group().strip())
+        return True
+
+    def describe(self) -> str:
+        kept = [p for p in self.parts if not p.startswith("Greatest relative")]
+        return "; ".join(["AssertionError: Tensor-likes are not close!", *kept])
+
+
+def block_from_message(message: str) -> Optional[CloseBlock]:
+    if not NOT_CLOSE.search(message):
+        return None
+    block = CloseBlock(0)
+    for text in message.splitlines()[1:20]:
+        block.feed(text)
+    return block

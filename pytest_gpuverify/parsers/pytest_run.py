@@ -17,8 +17,8 @@ from typing import Optional
 
 from ..artifact import Correctness, PerfRow
 from .aiter import NOTE_CAP, PERF_ROW_CAP, REASON_CAP
-from .lines import LineReader, describe_size, strip_ansi, strip_ci_prefix
-from .metrics import MetricsObserver
+from .lines import LineReader, describe_size, read_number, strip_ansi, strip_ci_prefix
+from .metrics import NOT_CLOSE, CloseBlock, MetricsObserver, block_from_message
 from .result import ParseContext, ParsedOutput
 
 RAN_NO_TEST = "the inner pytest ran no test"  # + f" ({skipped} skipped)"
@@ -28,19 +28,14 @@ JUNIT_BYTES_CAP = 32 << 20
 OUTCOME_CAP = 100_000  # node ids remembered from the terminal; counts go on
 BLOCK_CAP = 1_000
 
-_NOT_CLOSE = re.compile(r"AssertionError: (?:Tensor-likes|Scalars) are not (?:close|equal)!")
-_MISMATCHED = re.compile(r"Mismatched elements: \d+ / \d+ \([^)]*\)")
-_GREATEST = re.compile(r"Greatest (?:absolute|relative) difference: .*")
 _SUMMARY = re.compile(r"^=*\s*(?P<body>(?:\d+ [a-z]+, )*\d+ [a-z]+|no tests ran) in [\d.]+s(?: \([\d:.]+\))?\s*=*$")
 _COUNT = re.compile(r"(\d+) ([a-z]+)")
 _SHORT = re.compile(r"^(?P<word>PASSED|FAILED|ERROR|XFAIL|XPASS) (?P<id>[^\s\[]+(?:\[.*?\])?)(?: - (?P<msg>.*))?$")
 _SHORT_SKIP = re.compile(r"^SKIPPED \[(?P<n>\d+)\] ")
 _VERBOSE = re.compile(r"^(?P<id>\S+::[^\s\[]+(?:\[.*?\])?) (?P<word>PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS)\b")
 _SECTION = re.compile(r"^={3,} (?P<title>.+?) ={3,}$")
-_PYTEST_SECTIONS = re.compile(
-    r"FAILURES|ERRORS|PASSES|XFAILURES|XPASSES|short test summary info|warnings summary|test session starts"
-    r"|slowest .*durations|rerun test summary info|tests coverage|.*(?:passed|failed|error|skipped).* in [\d.]+s.*"
-)
+_PYTEST_SECTIONS = re.compile(r"X?FAILURES|ERRORS|X?PASSES|short test summary info|warnings summary|test session starts"
+                              r"|slowest .*durations|rerun test summary info|tests coverage")
 _SUBSECTION = re.compile(r"^-{3,} (?:Captured|generated|live log|coverage).* -{3,}$")
 _TEST_HEADER = re.compile(r"^_{3,} (?:(?:ERROR|FAILURE) at \w+ of )?(?P<name>.+?) _{3,}$")
 _WORDS = {"passed": "passed", "xpassed": "passed", "failed": "failed", "error": "errors", "errors": "errors",
@@ -90,34 +85,6 @@ class Recorder:
             out.failures.append(f"{self.failures_seen - REASON_CAP} more failures not listed")
         if self.problems_seen > REASON_CAP:
             out.problems.append(f"{self.problems_seen - REASON_CAP} more problems not listed")
-
-
-@dataclass
-class CloseBlock:
-    """One torch ``assert_close`` failure: its first line and the ``Mismatched``/``Greatest`` lines."""
-
-    line: int
-    parts: list[str] = field(default_factory=list)
-
-    def feed(self, text: str) -> bool:
-        match = _MISMATCHED.search(text) or _GREATEST.search(text)
-        if match is None or len(self.parts) >= 4:
-            return False
-        self.parts.append(match.group().strip())
-        return True
-
-    def describe(self) -> str:
-        kept = [p for p in self.parts if not p.startswith("Greatest relative")]
-        return "; ".join(["AssertionError: Tensor-likes are not close!", *kept])
-
-
-def block_from_message(message: str) -> Optional[CloseBlock]:
-    if not _NOT_CLOSE.search(message):
-        return None
-    block = CloseBlock(0)
-    for text in message.splitlines()[1:20]:
-        block.feed(text)
-    return block
 
 
 @dataclass
@@ -199,29 +166,24 @@ def _take_events(parser: ET.XMLPullParser, stack: list[ET.Element], result: Juni
 
 
 def _take_testcase(elem: ET.Element, result: JunitResult) -> None:
-    counts = result.counts
     nodeid = junit_nodeid(elem.get("classname", ""), elem.get("name", "?"))
     outcome = None
     for child in elem:
         if child.tag in ("failure", "error"):
             kind = "failed" if child.tag == "failure" else "error"
-            if kind == "failed":
-                counts.failed += 1
-            else:
-                counts.errors += 1
-            message = child.get("message") or (child.text or "").strip()
+            result.counts.failed += kind == "failed"
+            result.counts.errors += kind == "error"
+            message = (child.get("message") or child.text or "").strip()
             if len(result.bad) < REASON_CAP:
-                result.bad.append((nodeid, kind, message.strip().splitlines()[0][:MESSAGE_CAP] if message.strip() else ""))
+                result.bad.append((nodeid, kind, message.splitlines()[0][:MESSAGE_CAP] if message else ""))
             block = block_from_message(message)
             if block is not None and len(result.blocks) < BLOCK_CAP:
                 result.blocks[nodeid] = block
             outcome = outcome or kind
         elif child.tag == "skipped" and outcome is None:
             outcome = "skipped"
-    if outcome is None:
-        counts.passed += 1
-    elif outcome == "skipped":
-        counts.skipped += 1
+    result.counts.passed += outcome is None
+    result.counts.skipped += outcome == "skipped"
 
 
 class PytestTerminal:
@@ -276,7 +238,7 @@ class PytestTerminal:
         return text
 
     def _exception_line(self, lineno: int, message: str) -> None:
-        if "are not " in message and _NOT_CLOSE.search(message):
+        if "are not " in message and NOT_CLOSE.search(message):
             self.block = CloseBlock(lineno)
             if len(self.blocks) < BLOCK_CAP:
                 self.blocks.append((self.test, self.block))
@@ -321,7 +283,7 @@ class PytestTerminal:
 
 
 class PytestParser(Recorder):
-    """An inner pytest run's output (and JUnit XML); subclasses add :meth:`on_line`/:meth:`on_finish`."""
+    """An inner pytest run's output (and JUnit XML); subclasses read their own lines in :meth:`on_line`."""
 
     name = "pytest"
 
@@ -340,17 +302,14 @@ class PytestParser(Recorder):
         seen = self.term.feed(lineno, text)
         if seen is None:
             return
-        self.metrics.observe(lineno, seen)
+        if ":" in seen or "=" in seen:
+            self.metrics.observe(lineno, seen)
         self.on_line(lineno, seen)
 
     def on_line(self, lineno: int, text: str) -> None:
         """A line that is not pytest's own (captured output, ``E`` messages)."""
 
-    def on_finish(self) -> None:
-        """Called before the correctness is summed up."""
-
     def finish(self, reader: LineReader) -> ParsedOutput:
-        self.on_finish()
         counts, failed_checks = self._outcomes()
         self.close(reader)
         out = self.out
@@ -390,9 +349,11 @@ class PytestParser(Recorder):
             if term.summary is not None:
                 lineno, printed = term.summary
                 if printed.failed + printed.errors and not counts.failed + counts.errors:
-                    self.fail(f"line {lineno}: the pytest summary reports {printed.describe()}; the JUnit XML no failure")
+                    said = printed.describe()
+                    self.fail(f"line {lineno}: the pytest summary reports {said}; the JUnit XML no failure")
                 elif (printed.passed, printed.failed) != (counts.passed, counts.failed):
-                    self.note(f"JUnit XML ({counts.describe()}) and summary line {lineno} ({printed.describe()}) differ")
+                    said = printed.describe()
+                    self.note(f"JUnit XML ({counts.describe()}) and summary line {lineno} ({said}) differ")
         elif term.summary is not None or term.outcomes or term.short_skipped:
             counts = term.summary[1] if term.summary else term.counts_from_outcomes()
             bad = [(nodeid, "failed" if word == "FAILED" else "error", msg)
@@ -414,7 +375,8 @@ class PytestParser(Recorder):
             detail = block.describe() if block is not None else (message or "(no message)")
             self.fail(f"{nodeid} {verb}: {detail}")
         if counts is not None and counts.failed + counts.errors > len(bad):
-            self.fail(f"the inner pytest reports {counts.describe()}; {counts.failed + counts.errors - len(bad)} not named")
+            unnamed = counts.failed + counts.errors - len(bad)
+            self.fail(f"the inner pytest reports {counts.describe()}; {unnamed} not named")
         unmatched = 0
         for test, block in term.blocks:
             self._greatest(block)
@@ -434,13 +396,9 @@ class PytestParser(Recorder):
     def _greatest(self, block: CloseBlock) -> None:
         for part in block.parts:
             if part.startswith("Greatest absolute difference: "):
-                value = part.split(": ", 1)[1].split(" ", 1)[0]
-                try:
-                    number = float(value)
-                except ValueError:
-                    continue
-                if number == number and abs(number) != float("inf"):
-                    self.metrics.record("max_abs_error", number)
+                kind, value = read_number(part.split()[3])
+                if kind == "num":
+                    self.metrics.record("max_abs_error", value)
 
 
 def drive(parser, path: Path) -> ParsedOutput:

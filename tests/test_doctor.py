@@ -1,0 +1,73 @@
+"""`gpuverify doctor` on the simulated host, in each state the seed's doctor must tell apart."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+pytestmark = pytest.mark.docker
+
+
+def doctor(sandbox) -> tuple[int, str]:
+    proc = subprocess.run([sys.executable, "-m", "pytest_gpuverify.cli", "doctor", "--gpu-env", str(sandbox.env_path)],
+                          capture_output=True, env=dict(os.environ, PATH=f"{sandbox.sim_bin}:{os.environ['PATH']}"))
+    return proc.returncode, proc.stdout.decode() + proc.stderr.decode()
+
+
+def last(text: str) -> str:
+    return text.strip().splitlines()[-1]
+
+
+def test_all_fine(sandbox):
+    code, out = doctor(sandbox)
+    assert code == 0 and last(out) == "READY", out
+    assert f"container {sandbox.container}: running" in out and "arch gfx942" in out
+    assert "repo aiter:" in out and "clean" in out
+    execs = sandbox.exec_ids()
+    assert len(execs) == 1 and "rocminfo" in execs[0], execs  # the only exec: rocminfo in the user's container
+
+
+def test_wrong_host_arch(sandbox):
+    sandbox.rewrite_env(arch="gfx950")
+    code, out = doctor(sandbox)
+    assert code == 1 and "host arch is gfx942, the Hosts row says gfx950" in last(out)
+
+
+def test_container_missing(sandbox):
+    sandbox.client.containers.get(sandbox.container).remove(force=True)
+    code, out = doctor(sandbox)
+    assert code == 1 and f"container {sandbox.container} is missing" in last(out)
+
+
+def test_repo_dirty(sandbox):
+    (sandbox.repo / "notes.txt").write_text("wip\n")
+    code, out = doctor(sandbox)
+    assert code == 1 and "repo aiter is dirty (1 paths)" in last(out) and "?? notes.txt" in out
+
+
+def test_gpu_busy_is_reported_not_fatal(sandbox):
+    from pytest_gpuverify.simulator import load_state, save_state
+
+    state = load_state(sandbox.state_path)
+    state.set_busy(2, pid=777, name="train.py")
+    save_state(state, sandbox.state_path)
+    code, out = doctor(sandbox)
+    assert code == 0 and "3 of 4 GPUs idle and unlocked" in last(out)
+    assert "777 train.py" in out and "use 95%" in out
+
+
+def test_gpu_locked_by_someone_elses_flock(sandbox):
+    lock = sandbox.spec.locks / "gpu-1.lock"
+    holder = subprocess.Popen(["flock", "-x", "-o", str(lock), "sleep", "30"])
+    try:
+        time.sleep(0.3)
+        code, out = doctor(sandbox)
+        assert code == 0 and f"LOCKED ({lock})" in out and "3 of 4 GPUs idle and unlocked" in last(out)
+        assert subprocess.run(["flock", "-n", str(lock), "true"]).returncode == 1, "doctor never takes a lock"
+    finally:
+        holder.kill()
+        holder.wait()
