@@ -15,7 +15,13 @@ from .parsers.result import ParseContext
 
 def check_artifact(art: Artifact, artifact_path: Path) -> list[str]:
     if not art.raw_output:
-        return ["the artifact names no raw output"]
+        # the command never ran (NO_GPU, wrong arch, ...): nothing may claim it did
+        problems = []
+        if art.verdict != "INCONCLUSIVE":
+            problems.append(f"verdict {art.verdict}, but the command never ran (no raw output)")
+        if art.perf or art.exit_code is not None or art.correctness.passed is not None:
+            problems.append("perf rows, an exit code or a correctness result, but the command never ran")
+        return problems
     raw = (artifact_path.parent / art.raw_output) if not Path(art.raw_output).is_absolute() else Path(art.raw_output)
     if not raw.exists():
         return [f"raw output {raw} is missing"]

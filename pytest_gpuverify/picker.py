@@ -81,7 +81,7 @@ class GpuPicker:
             remaining = deadline - time.monotonic()
             if self.on_wait:
                 waited = True
-                self.on_wait(f"waiting up to {remaining:.0f} s for {why[3:]}")
+                self.on_wait(f"waiting up to {remaining:.0f} s: {why}")
             time.sleep(min(self.POLL_S if self.picker_command is None else 1.0, remaining))
             # the background sampler keeps the window fresh; without one (window 0), read now and then
             if not self.sampler.running and time.monotonic() - last_sample >= self.sampler.interval_s:
@@ -140,7 +140,7 @@ def _describe_refusal(count: int, busy: dict[int, str], locked: list[int], error
         parts.append(f"{len(busy)} busy (" + ", ".join(f"gpu {i}: {r}" for i, r in sorted(busy.items())) + ")")
     if locked:
         parts.append(f"{len(locked)} held by locks (gpu " + ", ".join(map(str, sorted(locked))) + ")")
-    need = "an idle GPU" if count == 1 else f"{count} idle GPUs"
+    need = "idle GPU" if count == 1 else f"{count} idle GPUs at once"
     return f"no {need}: " + ("; ".join(parts) if parts else "no GPU found")
 
 

@@ -66,3 +66,21 @@ def test_show_and_check_refuse_a_non_artifact(tmp_path, capsys):
     assert main(["show", str(bad)]) == 2
     assert main(["check", str(tmp_path / "missing.json")]) == 2
     assert "not a gpuverify artifact" in capsys.readouterr().err
+
+
+@pytest.mark.docker
+def test_check_of_a_run_that_never_started(sandbox, capsys):
+    from pytest_gpuverify.simulator import load_state, save_state
+
+    state = load_state(sandbox.state_path)
+    for i in range(len(state.gpus)):
+        state.set_busy(i)
+    save_state(state, sandbox.state_path)
+    sandbox.pytest("op_tests/test_gemm_a8w8.py")
+    path = sandbox.tickets / "T-1" / "bench_gemm_a8w8.json"
+    assert main(["check", str(path)]) == 0, capsys.readouterr().out
+    data = json.loads(path.read_text())
+    data["verdict"] = "PASS"
+    path.write_text(json.dumps(data))
+    assert main(["check", str(path)]) == 1
+    assert "never ran" in capsys.readouterr().out

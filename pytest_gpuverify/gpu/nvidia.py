@@ -47,6 +47,7 @@ _SENTINELS = frozenset({0xFFFFFFFF, 0xFFFFFFFFFFFFFFFF})
 _MAX_PLAUSIBLE_BYTES = 1 << 50  # 1 PiB: no GPU holds that; anything larger is a scrambled value
 # NVML return codes (pynvml constants, spelled out for bindings that lack one)
 _NOT_SUPPORTED, _NOT_FOUND, _FUNCTION_NOT_FOUND, _VERSION_MISMATCH = 3, 6, 13, 25
+FIRST_READING_SPAN_US = 1_000_000  # timestamps are in microseconds
 _SAMPLE_FIELDS = {0: "dVal", 1: "uiVal", 2: "ulVal", 3: "ullVal", 4: "sllVal", 5: "siVal", 6: "usVal"}
 
 
@@ -316,13 +317,20 @@ class NvidiaBackend:
 
     def _nvml_use(self, nv: Any, handle: Any, i: int) -> Optional[float]:
         """The highest utilisation sample since the previous reading of this GPU (on the first
-        reading: the driver's whole buffer, ~14 s); the instantaneous rate when no new sample."""
+        reading: the last second of the driver's buffer); the instantaneous rate when no new sample.
+
+        Only the last second on the first reading: the buffer spans ~14 s, and on the H200 it held
+        100 % samples from the driver's own start-up on an otherwise idle GPU (bench/results/h200),
+        which the idle window must not inherit from before the session began."""
         if not self._samples_off:
             with self._lock:
                 last = self._last_ts.get(i, 0)
             try:
                 vtype, samples = nv.nvmlDeviceGetSamples(handle, nv.NVML_GPU_UTILIZATION_SAMPLES, last)
                 field = _SAMPLE_FIELDS.get(int(vtype), "uiVal")
+                stamps = [int(s.timeStamp) for s in samples]
+                if not last and stamps:
+                    last = max(stamps) - FIRST_READING_SPAN_US
                 fresh = [(int(s.timeStamp), getattr(s.sampleValue, field, None)) for s in samples
                          if int(s.timeStamp) > last]
                 if fresh:
