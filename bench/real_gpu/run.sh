@@ -46,9 +46,19 @@ $PT --ticket H200-2 --gpu-wait 120 --gpu-topic busy_then_wait op_tests/triton_te
 t1=$(date +%s.%N); wait $LOAD; cat $W/load.log; echo "waited run: start $t0 end $t1"
 echo "== 4. gpuverify check on every artifact"
 for a in $W/tickets/*/bench_*.json; do python3 -m pytest_gpuverify.cli check "$a"; done
+if [ "$(nvidia-smi -L | wc -l)" -ge 2 ]; then
+echo "== 6. xdist: -n 2 spreads targets over both GPUs at once"
+cd $W/repos/aiter
+$PT -n 2 --ticket H200-3 --gpu-target triton-softmax-perf op_tests/triton_tests/test_triton_add.py op_tests/triton_tests/test_triton_add_wrong.py; echo "pytest exit $?"
+python3 - $W/tickets/H200-3 <<'PY'
+import json, sys, pathlib
+for p in sorted(pathlib.Path(sys.argv[1]).glob("bench_*.json")):
+    a = json.loads(p.read_text())
+    print(f"{p.name}: verdict {a['verdict']} gpu {a['gpu']['index']} uuid {a['gpu']['uuid']} ran {a['ts']} .. {a['finished_ts']}")
+PY
+fi
 echo "== 5. NVML backend tests on real hardware"
 cd $top && python3 -m pytest -p no:cacheprovider -q tests/test_nvidia_backend.py 2>&1 | tail -5
 } 2>&1 | tee "$OUT/h200_run.log"
-mkdir -p "$OUT/H200-1" "$OUT/H200-2"
-cp $W/tickets/H200-1/* "$OUT/H200-1/" 2>/dev/null; cp $W/tickets/H200-2/* "$OUT/H200-2/" 2>/dev/null
-ls -R "$OUT" | head -40
+tar czf "$OUT/tickets.tar.gz" -C $W/tickets .
+tar tzf "$OUT/tickets.tar.gz"
