@@ -319,7 +319,8 @@ class VerifySession:
         try:
             infos = [self._inventory.get(i, GpuInfo(index=i)) for i in grant.indices]
             art.gpus = [
-                GpuRecord(index=i.index, hip_index=i.index, arch=i.arch or cfacts.arch, name=i.name, uuid=i.uuid,
+                GpuRecord(index=i.index, hip_index=i.index if self.backend.vendor == "rocm" else None,
+                          arch=i.arch or cfacts.arch, name=i.name, uuid=i.uuid,
                           lock_path=str(lease.path))
                 for i, lease in zip(infos, grant.leases)
             ]
