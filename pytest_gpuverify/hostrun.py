@@ -72,12 +72,20 @@ class HostExecutor:
 
             reader = threading.Thread(target=pump, name="gpuverify-host-run", daemon=True)
             reader.start()
+            def on_timeout() -> None:
+                outcome.timed_out = True
+                _stop(proc)
+
+            # A blocking wait with a timer, not wait(timeout=...): the latter polls with sleeps of up
+            # to 50 ms, and that delay would sit between a command's exit and the GPU's release.
+            timer = threading.Timer(timeout_s, on_timeout)
+            timer.daemon = True
+            timer.start()
             try:
                 try:
-                    proc.wait(timeout=timeout_s)
-                except subprocess.TimeoutExpired:
-                    outcome.timed_out = True
-                    _stop(proc)
+                    proc.wait()
+                finally:
+                    timer.cancel()
             except KeyboardInterrupt as exc:
                 outcome.interrupted = interrupt_cause(exc)
                 _stop(proc)

@@ -72,7 +72,7 @@ def test_no_idle_gpu_is_no_gpu_and_never_runs(sandbox):
     state = load_state(sandbox.state_path)
     for gpu in state.gpus:
         gpu.use_pct = 97
-    save_state(sandbox.state_path, state)
+    save_state(state, sandbox.state_path)
     proc = sandbox.pytest("op_tests/test_gemm_a8w8.py")
     art = sandbox.artifact("gemm_a8w8")
     assert proc.returncode == 1

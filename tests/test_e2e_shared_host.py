@@ -163,3 +163,10 @@ def test_kill_9_of_pytest_leaves_no_lock(sandbox):
     proc.send_signal(signal.SIGKILL)
     proc.wait(timeout=30)
     assert sandbox.lock_files_free(), "the kernel drops the lock with the process"
+
+
+def test_host_run_timeout_stops_the_command(sandbox):
+    proc = sandbox.pytest("op_tests/test_sleep.py", "--gpu-container", "none", "--gpu-timeout", "2")
+    art = sandbox.artifact("sleep")
+    assert art.verdict == "INCONCLUSIVE" and art.timed_out and art.reasons[0].startswith("timeout"), text(proc)[-2000:]
+    assert art.duration_s < 30 and sandbox.lock_files_free()

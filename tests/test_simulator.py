@@ -92,7 +92,7 @@ def test_state_changes_are_seen_by_the_next_read(sim):
     assert backend.read()[1].processes == ()
     save_state(state.set_busy(1), bin_dir / "sim-state.json")
     assert backend.read()[1].processes[0].pid == 4242
-    save_state(bin_dir / "sim-state.json", state.set_idle(1))  # (path, state) order works too
+    save_state(state.set_idle(1), bin_dir / "sim-state.json")
     assert backend.read()[1].processes == ()
 
 

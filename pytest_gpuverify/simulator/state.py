@@ -8,12 +8,13 @@ The JSON written here is the only contract with ``tools.py``, which cannot impor
 from __future__ import annotations
 
 import hashlib
-import os
-import tempfile
 from pathlib import Path
 from typing import Optional
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from ..files import write_atomic
+from .tools import ver as version_tuple  # tools.py is stdlib-only (it runs in bare containers): the one copy
 
 MIB = 1 << 20
 GIB = 1 << 30
@@ -31,21 +32,6 @@ ARCH_DEFAULTS: dict[str, tuple[str, int]] = {
     "gfx90a": ("AMD Instinct MI250X/MI250", 64 * GIB),
     "gfx1100": ("AMD Radeon RX 7900 XTX", 24 * GIB),
 }
-
-
-def version_tuple(version: str) -> tuple[int, ...]:
-    """"6.4.1" -> (6, 4, 1); tolerant of suffixes like "7.0.2-rc1" (compares on the numeric prefix)."""
-    parts: list[int] = []
-    for piece in version.split("."):
-        digits = ""
-        for ch in piece:
-            if not ch.isdigit():
-                break
-            digits += ch
-        if not digits:
-            break
-        parts.append(int(digits))
-    return tuple(parts)
 
 
 class SimProcess(BaseModel):
@@ -133,31 +119,11 @@ class SimState(BaseModel):
 
 
 def save_state(state: SimState, path: Path) -> Path:
-    """Write ``state`` to ``path`` atomically (temp file in the same directory + os.replace).
-
-    ``save_state(path, state)`` is accepted too: callers (tests/test_e2e_aiter.py) pass them that way,
-    and the two types cannot be confused.
-    """
-    if isinstance(path, SimState) and isinstance(state, (str, os.PathLike)):
-        state, path = path, state
+    """Write ``state`` to ``path`` atomically, readable by a container user that is not us."""
     if not isinstance(state, SimState):
         raise TypeError(f"save_state needs a SimState, got {type(state).__name__}")
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(state.model_dump_json(indent=2))
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, 0o644)  # readable by a container user that is not us
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
+    write_atomic(path, state.model_dump_json(indent=2).encode("utf-8"), mode=0o644)
     return path
 
 
