@@ -45,7 +45,8 @@ class GpuGrant:
 class GpuPicker:
     """Hands out locked idle GPUs. ``picker_command`` None means the builtin picker."""
 
-    POLL_S = 0.01  # a freed lock is taken within this; only try-locks and in-memory checks per round
+    POLL_S = 0.002  # a freed lock is taken within this: a round is a few try-locks (the window's
+    # judgement is recomputed only when a reading or an own-use mark changed it)
 
     def __init__(
         self,
@@ -100,7 +101,7 @@ class GpuPicker:
             index = self._run_picker_command()
             candidates, busy, error = [index], {}, None
         else:
-            verdict = self.sampler.judge_window()
+            verdict = self._window_verdict()
             candidates, busy, error = verdict.idle, dict(verdict.busy), verdict.error
         held: list[GpuLease] = []
         locked: list[int] = []
@@ -120,6 +121,14 @@ class GpuPicker:
         for lease in held:
             lease.release()
         return [], _describe_refusal(count, busy, locked, error)
+
+    def _window_verdict(self):
+        generation = self.sampler.generation
+        cached = getattr(self, "_cached_verdict", None)
+        if cached is None or cached[0] != generation:
+            cached = (generation, self.sampler.judge_window())
+            self._cached_verdict = cached
+        return cached[1]
 
     def _run_picker_command(self) -> int:
         result = self.host.run(["sh", "-c", self.picker_command], timeout=self.picker_timeout_s)

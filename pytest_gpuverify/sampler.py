@@ -102,6 +102,7 @@ class IdleSampler:
         self._new_sample = threading.Condition(self._lock)
         self._thread: Optional[threading.Thread] = None
         self._started_at: Optional[float] = None
+        self.generation = 0  # bumped by every change a judgement depends on (readings, own-use marks)
 
     # -- lifecycle ---------------------------------------------------------------------------
     def start(self) -> None:
@@ -151,6 +152,7 @@ class IdleSampler:
             sample = _Sample(t, {}, error=f"{type(exc).__name__}: {exc}")
         with self._new_sample:
             self._samples.append(sample)
+            self.generation += 1
             horizon = t - self.window_s - 2 * self.interval_s - 1.0
             while len(self._samples) > 2 and self._samples[0].t < horizon:
                 self._samples.popleft()
@@ -192,11 +194,13 @@ class IdleSampler:
         use = _OwnUse(gpu, self._clock())
         with self._lock:
             self._own.append(use)
+            self.generation += 1
         return use
 
     def mark_own_end(self, use: _OwnUse) -> None:
         with self._lock:
             use.end = self._clock() + self.OWN_USE_GRACE_S
+            self.generation += 1
 
     # -- judgement ---------------------------------------------------------------------------
     def judge_window(self) -> WindowVerdict:
