@@ -45,7 +45,7 @@ class GpuGrant:
 class GpuPicker:
     """Hands out locked idle GPUs. ``picker_command`` None means the builtin picker."""
 
-    POLL_S = 0.002  # a freed lock is taken within this: a round is a few try-locks (the window's
+    POLL_S = 0.005  # a freed lock is taken within this: a round is a few try-locks (the window's
     # judgement is recomputed only when a reading or an own-use mark changed it)
 
     def __init__(
