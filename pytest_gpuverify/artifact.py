@@ -142,6 +142,7 @@ class Artifact(_Model):
     imports: dict[str, Optional[str]] = Field(default_factory=dict)
     cold: bool = False
     cache_dirs: dict[str, str] = Field(default_factory=dict)
+    cache_reused: Optional[bool] = None  # warm caches held builds before the run; None when cold
     correctness: Correctness = Field(default_factory=Correctness)
     perf: list[PerfRow] = Field(default_factory=list)
     verdict: Verdict = "INCONCLUSIVE"

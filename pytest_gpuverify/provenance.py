@@ -172,3 +172,19 @@ def read_container_facts(handle: ContainerHandle, vendor: str = "rocm") -> Conta
     except ContainerError as exc:
         facts.arch_problem = str(exc)
     return facts
+
+
+def move_out(handle, inside: str, dest: Path, limit: int = 64 << 20) -> tuple[Optional[Path], Optional[str]]:
+    """Copy a file the run wrote inside (a JUnit report) to ``dest`` and remove it there.
+    (None, None) when the run wrote none; (None, why) when it could not be fetched."""
+    import shlex
+
+    try:
+        code, data = handle.capture(["sh", "-c", f"cat {shlex.quote(inside)} && rm -f {shlex.quote(inside)}"],
+                                    timeout_s=60, limit=limit)
+    except ContainerError as exc:
+        return None, f"{inside} could not be fetched: {exc}"
+    if code != 0 or not data:
+        return None, None
+    dest.write_bytes(data)
+    return dest, None

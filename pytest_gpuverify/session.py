@@ -7,7 +7,6 @@ problems (usage, env file) raise, and they raise before any GPU or container is 
 
 from __future__ import annotations
 
-import hashlib
 import os
 import shlex
 import socket
@@ -32,10 +31,11 @@ from .options import RunOptions
 from .parsers.dispatch import parse_output
 from .parsers.result import ParseContext
 from .picker import GpuGrant, GpuPicker, NoGpu, PickerError
-from .provenance import ContainerFacts, import_origin, origin_inside, read_container_facts, repo_state
+from .provenance import ContainerFacts, import_origin, move_out, origin_inside, read_container_facts, repo_state
 from .sampler import IdleSampler
 from .shared_readings import SharedReadings
 from .targets import PYTEST_KINDS, RunEnvironment, Target, command_argv, import_package, junit_path, pythonpath
+from .caches import plan_caches, remove_cold_caches, warm_cache_reused
 from .verdict import RunFacts, decide
 from .resolve import map_to_container
 from .workspace import WorkspaceError, locate
@@ -51,7 +51,6 @@ class TargetOutcome:
     written: bool = False
 
 
-JUNIT_LIMIT = 64 << 20
 
 
 class VerifySession:
@@ -83,6 +82,7 @@ class VerifySession:
         self._imports: dict[tuple[str, str, str], tuple[Optional[str], Optional[str]]] = {}
         self._inventory: dict[int, GpuInfo] = {}
         self._repos: dict[Path, RepoRecord] = {}
+        self._warm_caches: dict[str, bool] = {}
         self._resolutions: dict[tuple[str, str], object] = {}
         self.host_arch: Optional[str] = None
         self.session_blocked: list[str] = []
@@ -325,16 +325,18 @@ class VerifySession:
                 for i, lease in zip(infos, grant.leases)
             ]
             art.gpu = art.gpus[0]
-            jit_dir = self._jit_dir(wt, stamp)
+            caches = plan_caches(wt, self.options.cold, run_id)
+            art.cache_reused = warm_cache_reused(cfacts.handle, caches, self._warm_caches)
             run_env = RunEnvironment(
                 visible_var=self.backend.visible_devices_var,
                 visible_value=self.backend.visible_value(infos),
                 pythonpath=pypath,
-                jit_dir=jit_dir,
+                jit_dir=caches.jit_dir,
                 arch=cfacts.arch,
+                extra={k: v for k, v in caches.dirs.items() if k != "AITER_JIT_DIR"},
             )
             art.env = {**cfacts.container_env, **run_env.as_env()}
-            art.cache_dirs = {"AITER_JIT_DIR": jit_dir}
+            art.cache_dirs = dict(caches.dirs)
             argv = command_argv(target, rel, run_id)
             art.command = shlex.join(argv)
             self.out_dir.mkdir(parents=True, exist_ok=True)
@@ -351,38 +353,17 @@ class VerifySession:
             if grant is not self._external_grant:
                 self.picker.release(grant)
             if self.options.cold:
-                self._remove_cold_cache(cfacts.handle, art)
+                remove_cold_caches(cfacts.handle, caches, art.notes)
         if target.kind in PYTEST_KINDS:
             outcome.junit_path = self._fetch_junit(cfacts.handle, run_id, art, stamp)
 
     def _fetch_junit(self, handle: ContainerHandle, run_id: str, art: Artifact, stamp: str) -> Optional[Path]:
         """The inner pytest's JUnit report: saved beside the raw output, removed from the container."""
-        inside = junit_path(run_id)
-        try:
-            code, data = handle.capture(["sh", "-c", f"cat {shlex.quote(inside)} && rm -f {shlex.quote(inside)}"],
-                                        timeout_s=60, limit=JUNIT_LIMIT)
-        except ContainerError as exc:
-            art.notes.append(f"JUnit report could not be fetched: {exc}")
-            return None
-        if code != 0 or not data:
-            return None
-        path = self.out_dir / f"bench_{art.topic}.{stamp}.junit.xml"
-        path.write_bytes(data)
-        art.junit_xml = path.name
+        path, note = move_out(handle, junit_path(run_id), self.out_dir / f"bench_{art.topic}.{stamp}.junit.xml")
+        if note:
+            art.notes.append(note)
+        art.junit_xml = path.name if path else None
         return path
-
-    def _jit_dir(self, wt: str, stamp: str) -> str:
-        if self.options.cold:
-            return f"/tmp/gpuverify/cold/{stamp}-{os.getpid()}/aiter_jit"
-        return f"/tmp/gpuverify/jit/{hashlib.sha1(wt.encode()).hexdigest()[:12]}"
-
-    def _remove_cold_cache(self, handle: ContainerHandle, art: Artifact) -> None:
-        jit = art.cache_dirs.get("AITER_JIT_DIR", "")
-        if jit.startswith("/tmp/gpuverify/cold/"):
-            try:
-                handle.capture(["rm", "-rf", jit.rsplit("/", 1)[0]], timeout_s=120)
-            except (ContainerError, KeyboardInterrupt):
-                art.notes.append(f"cold cache {jit} could not be removed")
 
     @staticmethod
     def _record_exec(art: Artifact, facts: RunFacts, result) -> None:

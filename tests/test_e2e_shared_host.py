@@ -170,3 +170,40 @@ def test_host_run_timeout_stops_the_command(sandbox):
     art = sandbox.artifact("sleep")
     assert art.verdict == "INCONCLUSIVE" and art.timed_out and art.reasons[0].startswith("timeout"), text(proc)[-2000:]
     assert art.duration_s < 30 and sandbox.lock_files_free()
+
+
+def _container_tmp(sandbox) -> set:
+    c = sandbox.client.containers.get(sandbox.container)
+    out = c.exec_run(["sh", "-c", "find /tmp -mindepth 1 2>/dev/null"]).output.decode()
+    return set(out.split())
+
+
+def test_cold_run_leaves_no_cache_and_changes_nothing_else(sandbox):
+    before_tmp = _container_tmp(sandbox)
+    before_repo = sorted(str(p.relative_to(sandbox.repo)) for p in sandbox.repo.rglob("*") if ".git" not in p.parts)
+    proc = sandbox.pytest("op_tests/test_gemm_a8w8.py", "--gpu-cold")
+    art = sandbox.artifact("gemm_a8w8")
+    assert art.verdict == "PASS" and art.cold and art.cache_reused is None, (art.reasons, text(proc)[-1500:])
+    assert set(art.cache_dirs) == {"AITER_JIT_DIR", "TRITON_CACHE_DIR", "FLYDSL_RUNTIME_CACHE_DIR"}
+    assert all(d.startswith("/tmp/gpuverify/cold/") for d in art.cache_dirs.values())
+    raw = (sandbox.tickets / "T-1" / art.raw_output).read_text()
+    assert "start build [module_gemm_a8w8]" in raw, "a cold run builds"
+    after_tmp = _container_tmp(sandbox)
+    assert not any(p.startswith("/tmp/gpuverify/cold/") for p in after_tmp), "the cold caches are removed"
+    assert after_tmp - before_tmp <= {"/tmp/gpuverify", "/tmp/gpuverify/cold"}, after_tmp - before_tmp
+    after_repo = sorted(str(p.relative_to(sandbox.repo)) for p in sandbox.repo.rglob("*") if ".git" not in p.parts)
+    assert [p for p in after_repo if "__pycache__" not in p] == [p for p in before_repo if "__pycache__" not in p]
+    ticket = sorted(p.name for p in (sandbox.tickets / "T-1").iterdir())
+    assert len(ticket) == 2 and "bench_gemm_a8w8.json" in ticket, ticket  # the artifact and its raw output
+
+
+def test_warm_runs_reuse_the_worktree_cache(sandbox):
+    sandbox.pytest("op_tests/test_gemm_a8w8.py", ticket="W-1")
+    first = sandbox.artifact("gemm_a8w8", ticket="W-1")
+    sandbox.pytest("op_tests/test_gemm_a8w8.py", ticket="W-2")
+    second = sandbox.artifact("gemm_a8w8", ticket="W-2")
+    assert first.verdict == second.verdict == "PASS"
+    assert first.cache_reused is False and second.cache_reused is True
+    assert first.cache_dirs == second.cache_dirs and not first.cold
+    raw = (sandbox.tickets / "W-2" / second.raw_output).read_text()
+    assert "import [module_gemm_a8w8]" in raw and "start build" not in raw, "the second run found its build"

@@ -24,3 +24,17 @@ def report_environment():
     keys = ("HIP_VISIBLE_DEVICES", "PYTHONPATH", "AITER_JIT_DIR", "PYTHONUNBUFFERED", "COLUMNS", "GPU_ARCHS")
     print("[gv-env] " + " ".join(f"{k}={os.environ.get(k, '')}" for k in keys) + f" cwd={os.getcwd()}")
     sys.stdout.flush()
+
+
+def jit_build(module):
+    """What aiter's JIT leaves behind: a built module under $AITER_JIT_DIR (a cache hit skips the build)."""
+    root = os.environ.get("AITER_JIT_DIR") or os.path.join(os.path.dirname(__file__), "jit")
+    target = os.path.join(root, "build", module, f"{module}.so")
+    if os.path.exists(target):
+        logger.info(f"import [{module}] under {target}")
+        return
+    logger.info(f"start build [{module}] under {os.path.dirname(target)}")
+    os.makedirs(os.path.dirname(target), exist_ok=True)
+    with open(target, "w") as fh:
+        fh.write("built\n")
+    logger.info(f"\033[32mfinish build [{module}], cost 12.3s \033[0m")

@@ -3,8 +3,7 @@ import aiter
 from aiter import logger
 
 aiter.report_environment()
-logger.info("start build [module_gemm_a8w8] under /tmp/jit/build/module_gemm_a8w8")
-logger.info("\033[32mfinish build [module_gemm_a8w8], cost 12.3s \033[0m")
+aiter.jit_build("module_gemm_a8w8")
 shapes = [(1, 1280, 8192), (32, 1280, 8192), (128, 1280, 8192)]
 rows = []
 for i, (m, n, k) in enumerate(shapes):
