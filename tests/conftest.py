@@ -65,7 +65,8 @@ class Sandbox:
 
     def pytest(self, *args: str, ticket: Optional[str] = "T-1", window: str = "0.3", timeout: float = 300,
                env: Optional[dict] = None) -> subprocess.CompletedProcess:
-        cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--gpu-verify", "--gpu-window", window,
+        # pytest-benchmark (installed here for other reasons) writes .benchmarks/ into the repo: not ours
+        cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:benchmark", "--gpu-verify", "--gpu-window", window,
                "--gpu-env", str(self.env_path)]
         if ticket:
             cmd += ["--ticket", ticket]
