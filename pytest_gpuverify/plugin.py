@@ -274,6 +274,17 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int):
     yield
 
 
+def pytest_report_header(config: pytest.Config):
+    """With -v, the doctor's report of this host heads the run (read-only, as `gpuverify doctor`)."""
+    engine = _session(config)
+    if engine is None or config.option.verbose < 1:
+        return None
+    from .doctor import run_doctor
+
+    report = run_doctor(engine.env, host_name=engine.host_row.host)
+    return ["gpuverify doctor:", *(f"  {line}" for line in report.lines), f"  {report.judgement()}"]
+
+
 class VerdictSummary:
     """Collects every target's verdict from the reports (its own, or those xdist workers send)
     and prints the gpuverify section of the terminal summary."""

@@ -71,3 +71,9 @@ def test_gpu_locked_by_someone_elses_flock(sandbox):
     finally:
         holder.kill()
         holder.wait()
+
+
+def test_doctor_heads_a_verbose_run(sandbox):
+    proc = sandbox.pytest("op_tests/test_gemm_a8w8.py", "-v")
+    out = proc.stdout.decode()
+    assert proc.returncode == 0 and "gpuverify doctor:" in out and "  READY" in out, out[-2000:]
