@@ -37,6 +37,14 @@ def timed(cmd, **kw) -> float:
     return elapsed
 
 
+def _what(command: str) -> str:
+    for word, what in (("rocminfo", "arch"), ("json.dumps(out)", "versions"), ("GPUVERIFY-ORIGIN", "import check"),
+                       ("reused", "cache probe")):
+        if word in command:
+            return what
+    return command[:40]
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--window", type=float, default=2.0)
@@ -89,6 +97,17 @@ def main() -> int:
               f"-> {'OK' if fixed <= args.window + 1.5 else 'OVER'}  (ratio to window+1.5: {fixed / (args.window + 1.5):.2f})")
         print(f"cost per extra target  : {per_extra:6.3f} s   target <= 0.3 s  -> {'OK' if per_extra <= 0.3 else 'OVER'}"
               f"  (ratio to one bare exec: {per_extra / (med['bare1']):.2f})")
+        # Provenance: execs per session (arch, versions and import check once per container, not per
+        # target) and the doctor's cost, each as a ratio to one bare `docker exec`.
+        since = time.time()
+        plugin(10)
+        execs = demo.exec_commands(client, name, since)
+        per_session = [e for e in execs if "op_tests/test_trivial_" not in e]
+        print(f"execs in a 10-target session: {len(execs)} = 10 targets + {len(per_session)} once per session "
+              f"({'; '.join(_what(e) for e in per_session)})")
+        doctor = statistics.median(timed([sys.executable, "-m", "pytest_gpuverify.cli", "doctor", "--gpu-env", str(env_path)],
+                                         env=env) for _ in range(args.repeats))
+        print(f"gpuverify doctor        : {doctor:6.3f} s = {doctor / med['bare1']:.1f} bare docker execs")
         return 0
     finally:
         demo.remove_sandbox_containers(client, [name])

@@ -215,4 +215,5 @@ def exec_commands(client, name: str, since: float) -> list[str]:
 
     events = client.events(since=int(since) - 1, until=int(time.time()) + 1, decode=True,
                            filters={"container": name, "event": "exec_create"})
-    return [e.get("Action", "").split(":", 1)[-1].strip() for e in events]
+    since_ns = int(since * 1e9)  # the filter is in whole seconds; keep only what came after `since`
+    return [e.get("Action", "").split(":", 1)[-1].strip() for e in events if int(e.get("timeNano", since_ns)) >= since_ns]
