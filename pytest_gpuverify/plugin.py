@@ -238,7 +238,7 @@ class GpuTargetItem(pytest.Item):
         self.user_properties.append(("gpuverify_verdict", art.verdict))
         self.user_properties.append(("gpuverify_artifact", str(outcome.artifact_path)))
         self.user_properties.append(("gpuverify_gpus", ",".join(str(g.index) for g in art.gpus) or "-"))
-        self.user_properties.append(("gpuverify_reason", summarize_reasons(art.reasons)))
+        self.user_properties.append(("gpuverify_reason", summarize_reasons(art.reasons if art.verdict != "PASS" else [])))
         if art.verdict != "PASS":
             raise GpuVerdict(art, outcome.artifact_path)
 

@@ -111,7 +111,10 @@ def read_versions(container: ContainerHandle) -> tuple[Versions, list[str]]:
         triton=data.get("triton") or data.get("pytorch-triton-rocm"),
         python=data.get("python"),
     )
-    gaps = [f"versions: {k} not found in {container.name}" for k in ("torch", "triton") if getattr(versions, k) is None]
+    gaps = [f"versions: {k} is null: not installed in {container.name}" for k in ("torch", "triton")
+            if getattr(versions, k) is None]
+    if versions.rocm is None and versions.cuda is None:
+        gaps.append(f"versions: rocm is null: no /opt/rocm/.info/version in {container.name}")
     return versions, gaps
 
 

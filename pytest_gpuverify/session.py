@@ -300,7 +300,7 @@ class VerifySession:
             facts.blocked.append(f"container {name} is not running. Fix: `docker start {name}`, or pass --gpu-start-container")
             return None
         art.versions = cfacts.versions
-        art.notes.extend(cfacts.notes)
+        facts.unknowns.extend(cfacts.notes)  # versions that could not be read: null, and why
         if cfacts.arch_problem:
             facts.blocked.append(cfacts.arch_problem)
         elif self.expected_arch and cfacts.arch != self.expected_arch:
@@ -383,6 +383,7 @@ class VerifySession:
             art.perf = [r if r.regime or not regime else r.model_copy(update={"regime": regime}) for r in parsed.perf]
             art.notes.extend(parsed.notes)
         art.verdict, art.reasons = decide(facts, parsed, outcome.target.thresholds)
+        art.reasons += [u for u in facts.unknowns if u not in art.reasons]
         art.finished_ts = utc_now()
         art.duration_s = round(time.monotonic() - t0, 3)
         if outcome.raw_path is not None and outcome.raw_path.exists():

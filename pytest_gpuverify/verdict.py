@@ -30,6 +30,7 @@ class RunFacts:
     output_problems: list[str] = field(default_factory=list)  # stream errors, truncation
     dtype: Optional[str] = None  # the declared output dtype, when a declaration names one
     inner_pytest: bool = False  # the command is a pytest run: its exit code 5 means "no test ran"
+    unknowns: list[str] = field(default_factory=list)  # facts recorded as null (a version), with why
 
 PYTEST_NO_TESTS = 5
 

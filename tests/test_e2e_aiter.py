@@ -31,6 +31,9 @@ def test_one_session_many_verdicts(sandbox):
     assert gemm.imports["aiter"] == "/workspace/aiter/aiter/__init__.py"
     assert gemm.repos[0].sha and gemm.repos[0].dirty is False
     assert gemm.command == "python3 op_tests/test_gemm_a8w8.py" and gemm.exit_code == 0
+    # the sandbox container has no torch: null, with the reason, never a guess
+    assert gemm.versions.torch is None and any(r.startswith("versions: torch is null") for r in gemm.reasons)
+    assert gemm.versions.python and gemm.versions.python.startswith("3.")
     assert gemm.correctness.passed is True and gemm.correctness.shapes_checked == 3
     # perf rows equal the printed numbers, one per provider
     raw = (sandbox.tickets / "T-1" / gemm.raw_output).read_text()
@@ -43,7 +46,7 @@ def test_one_session_many_verdicts(sandbox):
     assert f"HIP_VISIBLE_DEVICES={gemm.gpu.index} " in env_line
     assert "PYTHONPATH=/workspace/aiter " in env_line and "COLUMNS=10000" in env_line
     assert "PYTHONUNBUFFERED=1" in env_line and "GPU_ARCHS=gfx942" in env_line
-    assert "AITER_JIT_DIR=/tmp/gpuverify/jit/" in env_line and env_line.endswith("cwd=/workspace/aiter")
+    assert "AITER_JIT_DIR=/tmp/gpuverify/cache/" in env_line and env_line.endswith("cwd=/workspace/aiter")
 
     assert sandbox.artifact("rmsnorm2d").verdict == "PASS"
     moe = sandbox.artifact("moe_2stage")
