@@ -84,6 +84,33 @@ class Sandbox:
         """Commands exec'd in the container since the sandbox was made (from the engine's events)."""
         return demo.exec_commands(self.client, name or self.container, self.started)
 
+    def start_sleeper(self) -> subprocess.Popen:
+        """pytest running op_tests/test_sleep.py, returned once the command prints in the container."""
+        import time
+
+        cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:benchmark", "--gpu-verify",
+               "--gpu-window", "0.3", "--gpu-env", str(self.env_path), "--ticket", "T-1", "op_tests/test_sleep.py"]
+        proc = subprocess.Popen(cmd, cwd=self.repo, env=dict(os.environ, PATH=f"{self.sim_bin}:{os.environ['PATH']}"),
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        deadline = time.time() + 60
+        while time.time() < deadline:
+            logs = list((self.tickets / "T-1").glob("bench_sleep.*.log")) if (self.tickets / "T-1").exists() else []
+            if logs and b"sleeping" in logs[0].read_bytes():
+                return proc
+            time.sleep(0.1)
+        proc.kill()
+        pytest.fail("the target never started")
+
+    def command_gone(self, marker: str = "test_sleep.py") -> bool:
+        """No process of the container runs the command any more."""
+        import time
+
+        time.sleep(0.5)
+        c = self.client.containers.get(self.container)
+        ps = c.exec_run(["sh", "-c", "cat /proc/[0-9]*/cmdline 2>/dev/null | tr '\\0' ' '"]).output.decode()
+        assert "infinity" in ps, f"could not list the container's processes: {ps!r}"  # PID 1 is sleep infinity
+        return marker not in ps
+
     def lock_files_free(self) -> bool:
         return all(subprocess.run(["flock", "-n", str(p), "true"]).returncode == 0 for p in self.spec.locks.glob("*.lock"))
 

@@ -103,51 +103,21 @@ def test_fixtures_skip_without_gpu_verify(sandbox):
     assert proc.returncode == 0 and "run with --gpu-verify" in text(proc), text(proc)
 
 
-def _start_sleeper(sandbox):
-    """pytest running op_tests/test_sleep.py, returned once the command prints inside the container."""
-    import os
-    import subprocess as sp
-    import sys
-    import time
-
-    cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--gpu-verify", "--gpu-window", "0.3",
-           "--gpu-env", str(sandbox.env_path), "--ticket", "T-1", "op_tests/test_sleep.py"]
-    proc = sp.Popen(cmd, cwd=sandbox.repo, env=dict(os.environ, PATH=f"{sandbox.sim_bin}:{os.environ['PATH']}"),
-                    stdout=sp.PIPE, stderr=sp.STDOUT)
-    ticket = sandbox.tickets / "T-1"
-    deadline = time.time() + 60
-    while time.time() < deadline:
-        logs = list(ticket.glob("bench_sleep.*.log")) if ticket.exists() else []
-        if logs and b"sleeping" in logs[0].read_bytes():
-            return proc
-        time.sleep(0.1)
-    proc.kill()
-    pytest.fail("the target never started")
-
-
-def _command_gone(sandbox) -> bool:
-    c = sandbox.client.containers.get(sandbox.container)
-    ps = c.exec_run(["sh", "-c", "cat /proc/[0-9]*/cmdline 2>/dev/null | tr '\\0' ' '"]).output.decode()
-    return "test_sleep.py" not in ps
-
-
 def test_sigterm_takes_the_ctrl_c_path(sandbox):
     import signal
-    import time
 
-    proc = _start_sleeper(sandbox)
+    proc = sandbox.start_sleeper()
     assert not sandbox.lock_files_free()
     proc.send_signal(signal.SIGTERM)
     output = proc.communicate(timeout=60)[0].decode(errors="replace")
     art = sandbox.artifact("sleep")
     assert art.verdict == "INCONCLUSIVE" and art.reasons[0].startswith("interrupted (SIGTERM)"), output[-2000:]
     assert sandbox.lock_files_free()
-    time.sleep(0.5)
-    assert _command_gone(sandbox)
+    assert sandbox.command_gone()
 
 
 def test_container_dying_mid_run_is_inconclusive(sandbox):
-    proc = _start_sleeper(sandbox)
+    proc = sandbox.start_sleeper()
     sandbox.client.containers.get(sandbox.container).kill()
     output = proc.communicate(timeout=60)[0].decode(errors="replace")
     art = sandbox.artifact("sleep")
@@ -158,7 +128,7 @@ def test_container_dying_mid_run_is_inconclusive(sandbox):
 def test_kill_9_of_pytest_leaves_no_lock(sandbox):
     import signal
 
-    proc = _start_sleeper(sandbox)
+    proc = sandbox.start_sleeper()
     assert not sandbox.lock_files_free()
     proc.send_signal(signal.SIGKILL)
     proc.wait(timeout=30)
