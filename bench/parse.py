@@ -8,7 +8,8 @@ interleaved and best of N:
   ``grep -c -i -E`` with the words the aiter parser looks for (the same search the parser makes);
 - the Python floor: reading the file in 1 MB chunks and counting newlines, and LineReader alone;
 - each parser (via dispatch), each in a fresh child process whose ru_maxrss growth during the parse
-  is read, and once more under tracemalloc for the peak of Python allocations.
+  is read, and once more under tracemalloc for the peak of Python allocations; and the aiter parser
+  once more with its prefilter off (``aiter-op-test/every-line``: every line handed to it).
 
 Targets: the aiter parser at >= 1/3 of grep's speed; peak memory < 64 MB whatever the size.
 
@@ -32,7 +33,8 @@ ROOT = Path(__file__).resolve().parents[1]
 MIB = 1 << 20
 TARGET_RATIO = 1 / 3
 TARGET_PEAK = 64 * MIB
-KINDS = ("aiter-op-test", "bench", "flydsl-pytest", "triton-pytest")
+KINDS = ("aiter-op-test", "bench", "flydsl-pytest", "triton-pytest", "aiter-op-test/every-line")
+EVERY_LINE = "/every-line"  # a kind with this suffix: parsed with the prefilter off
 # What the aiter parser (and its metrics observer) looks for in a line, as one grep pattern.
 TRIGGERS = r"checkAllclose|-->max|AssertionError|^\||summary|^calling |\[perf\]|avg:|cos|max|diff|snr|greatest"
 
@@ -85,9 +87,12 @@ def generate(path: Path, size: int) -> tuple[int, int]:
 CHILD = r"""
 import json, resource, sys, time, tracemalloc
 sys.path.insert(0, sys.argv[1])
+from pytest_gpuverify.parsers import prefilter
 from pytest_gpuverify.parsers.dispatch import parse_output
 from pytest_gpuverify.parsers.lines import LineReader
 kind, path, mode = sys.argv[2], sys.argv[3], sys.argv[4]
+if kind.endswith("/every-line"):
+    kind, prefilter.ENABLED = kind[: -len("/every-line")], False
 before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 if mode == "tracemalloc":
     tracemalloc.start()
@@ -166,9 +171,9 @@ def main() -> int:
                   f"best of {args.repeats}, generated in {gen_s:.1f} s; python {sys.version.split()[0]}, "
                   f"{os.cpu_count()} CPUs")
             print()
-            print(f"| {'what':34} | {'seconds':>8} | {'MB/s':>7} | {'vs grep -c lit':>14} | {'vs grep -i -E':>13} "
+            print(f"| {'what':40} | {'seconds':>8} | {'MB/s':>7} | {'vs grep -c lit':>14} | {'vs grep -i -E':>13} "
                   f"| {'RSS growth':>10} | {'tracemalloc':>11} | result |")
-            print(f"|{'-' * 36}|{'-' * 10}|{'-' * 9}|{'-' * 16}|{'-' * 15}|{'-' * 12}|{'-' * 13}|--------|")
+            print(f"|{'-' * 42}|{'-' * 10}|{'-' * 9}|{'-' * 16}|{'-' * 15}|{'-' * 12}|{'-' * 13}|--------|")
             for name in [*greps, "read", "linereader", *kinds]:
                 seconds = best[name]
                 run = runs[name]
@@ -180,7 +185,7 @@ def main() -> int:
                     result = f"{run['perf']} perf rows, passed={run['passed']}"
                 else:
                     result = f"{run['count'] if name in greps else run['lines']} lines"
-                print(f"| {label:34} | {seconds:8.3f} | {mb / seconds:7.0f} | {grep_s / seconds:13.3f}x "
+                print(f"| {label:40} | {seconds:8.3f} | {mb / seconds:7.0f} | {grep_s / seconds:13.3f}x "
                       f"| {same_s / seconds:12.3f}x | {rss} | {peak} | {result} |")
             print()
             aiter = best.get("aiter-op-test")
@@ -194,6 +199,10 @@ def main() -> int:
                 print(f"aiter parser memory: tracemalloc peak {peaks.get('aiter-op-test', 0) / MIB:.1f} MB, "
                       f"RSS growth {runs['aiter-op-test']['rss_growth'] / MIB:.1f} MB "
                       f"(target < {TARGET_PEAK // MIB} MB: {'met' if peak < TARGET_PEAK else 'NOT met'})")
+                every = best.get("aiter-op-test" + EVERY_LINE)
+                if every is not None:
+                    print(f"aiter parser with its prefilter off (every line handed over): {every:.3f} s, "
+                          f"{mb / every:.0f} MB/s; the prefilter makes it {every / aiter:.1f}x faster")
                 floor = best["read"]
                 print(f"python floor (read + count newlines, no parsing): {floor:.3f} s = {grep_s / floor:.2f} of grep")
     text = report.getvalue()

@@ -8,7 +8,6 @@ boundaries everywhere, escapes, non-ASCII, giant lines); random mutations of val
 
 from __future__ import annotations
 
-import pickle
 import random
 import tempfile
 from contextlib import contextmanager
@@ -19,17 +18,24 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from pydantic import BaseModel
+
 from pytest_gpuverify.parsers import prefilter
 from pytest_gpuverify.parsers.aiter import _AiterParser
+from pytest_gpuverify.parsers.bench import _BenchParser, _Table
 from pytest_gpuverify.parsers.dispatch import parse_output
+from pytest_gpuverify.parsers.flydsl import FlydslParser
 from pytest_gpuverify.parsers.lines import LineReader
+from pytest_gpuverify.parsers.metrics import CloseBlock
 from pytest_gpuverify.parsers.result import ParsedOutput
-from pytest_gpuverify.parsers.triggers import AITER
-from pytest_gpuverify.targets import AITER_OP_TEST
+from pytest_gpuverify.parsers.triggers import AITER, BENCH as BENCH_TRIGGERS, FLYDSL, PYTEST
+from pytest_gpuverify.parsers.triton import TritonPytestParser
+from pytest_gpuverify.targets import AITER_OP_TEST, BENCH, FLYDSL_PYTEST, TRITON_PYTEST
 
 from test_parse_properties import FRAGMENTS, VALID
 
-FILTERED_KINDS = [AITER_OP_TEST]
+TRIGGERS = {AITER_OP_TEST: AITER, BENCH: BENCH_TRIGGERS, FLYDSL_PYTEST: FLYDSL, TRITON_PYTEST: PYTEST}
+FILTERED_KINDS = list(TRIGGERS)
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 # Lines a parser has nothing to read in, several of them close to what it reads.
@@ -137,6 +143,15 @@ def test_lines_that_matter_between_long_runs_of_noise(chunk: int) -> None:
             assert f"{row.us_median:g}" in lines[row.source_line - 1]
 
 
+@pytest.mark.parametrize("kind", FILTERED_KINDS)
+@pytest.mark.parametrize("chunk", [29, 4096])
+def test_each_parsers_valid_output_between_noise(kind: str, chunk: int) -> None:
+    rng = random.Random(chunk)
+    blocks = [[line] for line in VALID[kind].splitlines()] + BLOCKS
+    result = assert_same(noisy_output(rng, blocks, most_noise=60), kind, chunk)
+    assert result.lines_read > 500 and (result.perf or kind == TRITON_PYTEST)
+
+
 def test_a_noise_line_still_ends_a_markdown_table() -> None:
     table = BLOCKS[7]
     data = "\n".join([*table[:4], NOISE[3], table[4], *NOISE[:3]]).encode() + b"\n"
@@ -163,6 +178,45 @@ def test_most_noise_is_never_handed_to_the_parser(tmp_path: Path) -> None:
     total = sum(1 for _ in LineReader(path))
     assert reader.lines_read == total
     assert len(handed) < total / 20, (len(handed), total)
+
+
+@pytest.mark.parametrize("chunk, max_line", [(3, 10), (7, 7), (64, 10), (4096, 1 << 20)])
+def test_the_reader_counts_and_cuts_lines_as_the_line_reader_does(tmp_path: Path, chunk: int, max_line: int) -> None:
+    path = tmp_path / "lines.txt"
+    path.write_bytes(b"one\r\ntwo\n\nfour \xff\n" + b"a" * 25 + b"\nafter\n" * 9 + b"b" * 11)
+    plain = LineReader(path, max_line=max_line, chunk_size=chunk)
+    every = prefilter.FilteredLineReader(path, AITER, lambda: True, max_line=max_line, chunk_size=chunk)
+    none = prefilter.FilteredLineReader(path, AITER, lambda: False, max_line=max_line, chunk_size=chunk)
+    expected = list(plain)
+    assert list(every) == expected
+    handed = list(none)  # no line is a trigger's: only the first of each chunk and the last
+    assert set(handed) <= set(expected) and handed[-1] == expected[-1]
+    for reader in (every, none):
+        assert (reader.lines_read, reader.bytes_read, reader.truncated_lines) == (
+            plain.lines_read, plain.bytes_read, plain.truncated_lines)
+
+
+class _Raising(_AiterParser):
+    """An aiter parser with a bug: it raises on the line holding ``BOOM``."""
+
+    def feed(self, lineno: int, raw: str) -> None:
+        if "BOOM" in raw:
+            raise RuntimeError("boom")
+        super().feed(lineno, raw)
+
+
+@pytest.mark.parametrize("chunk", [61, 4096, prefilter.READ_CHUNK])
+def test_a_parser_bug_reports_the_same_line_and_count(tmp_path: Path, chunk: int) -> None:
+    path = tmp_path / "out.txt"
+    lines = noisy_output(random.Random(3), BLOCKS, 300).decode().split("\n")
+    lines[len(lines) // 2] = "cos_sim: 0.5 BOOM"
+    path.write_text("\n".join(lines))
+    results = []
+    for enabled in (True, False):
+        with prefilter_settings(enabled, chunk):
+            results.append(prefilter.drive(_Raising(), path).model_dump())
+    assert results[0] == results[1]
+    assert f"parser error at line {len(lines) // 2 + 1}: RuntimeError: boom" in results[0]["problems"]
 
 
 def test_escaped_chunk_lines_are_found_by_number() -> None:
@@ -226,43 +280,70 @@ LINE_PIECES = FRAGMENTS + [
     "[aiter] ", "[aiter INFO] ", "2026-01-02T03:04:05.123Z ", "-->max delta:", "Summary (markdown):", "torch avg: ",
     "us", "calling ", "AssertionError:", "cosine similarity", "Max Diff", "max abs", "SNR (dB)", "greatest absolute difference",
     "min_cos", "...", "12   ", "\u017f", "\u0130", "\u0131", "\xa0", "\u2009", "\u0663", "\ufeff", "atol", "=None", "sim",
-    "diff", "abs", "err", "delta", "db)", "\r", "e-3", "us/iter", "x", "\u00e9",
+    "diff", "abs", "err", "delta", "db)", "\r", "e-3", "us/iter", "x", "\u00e9", "E", "E\t", "XFAIL ", "XPASS ", "____",
+    "Greatest relative difference: 1.0", "Cosine Similarity: ", "2 passed in 1.0s", "a==b", "\u0663 passed in 1s",
+    "Kernel avg time: ", " ms", "TB/s=", "us_p50=", "[Perf] ", "FlyDSL MoE ", "Testing ", "FAILED", "3 TESTS FAILED",
+    "\u2717 Check failed", "Check passed", "| PASS |", "(atol=", "Max absolute error", "[3 rows x 5 columns]", "    ",
+    "kernel (us)", "gbps", "\u00b5s", "usec", "a  b  c", "[base] ", "[B] ", "A: ", "=== Benchmark: current vs main ===",
+    "\u3000", "\U0001d7d9", "\u0085", "\x1c", "\u212a",
 ]
 
 
-def aiter_state(parser: _AiterParser) -> bytes:
-    m = parser.metrics
-    return pickle.dumps((
-        parser.out.model_dump(), parser.counts, parser.err_counts, parser.checks_seen, parser.failures_seen,
-        parser.problems_seen, parser.perf_dropped, parser.nan_count, parser.atol, parser.rtol, sorted(parser.shape_keys),
-        parser.call_blocks_checked, parser.call_block_open, parser.call_block_has_check, parser.wants_every_line(),
-        parser.orphan_rows_noted, m.values, m.nan_count, m.seen,
-    ))
+def state_of(obj: object, depth: int = 0) -> str:
+    """Everything a parser keeps, as text (callables left out)."""
+    if depth > 6:
+        return "..."
+    if isinstance(obj, BaseModel):
+        return repr(obj.model_dump())
+    if isinstance(obj, (str, int, float, bool, bytes, type(None))):
+        return repr(obj)
+    if isinstance(obj, (list, tuple)):
+        return "[" + ",".join(state_of(x, depth + 1) for x in obj) + "]"
+    if isinstance(obj, (set, frozenset)):
+        return "{" + ",".join(sorted(state_of(x, depth + 1) for x in obj)) + "}"
+    if isinstance(obj, dict):
+        return "{" + ",".join(f"{state_of(k)}:{state_of(v, depth + 1)}" for k, v in obj.items()) + "}"
+    if hasattr(obj, "__dict__") and not callable(obj):
+        fields = ",".join(f"{k}={state_of(v, depth + 1)}" for k, v in vars(obj).items() if not callable(v))
+        return f"{type(obj).__name__}({fields})"
+    return type(obj).__name__
 
 
-def as_read(raw: bytes) -> str:
-    """The text the line reader hands over for one line of raw bytes."""
-    text = raw.decode("utf-8", errors="replace")
-    return text.rstrip("\r") if text.endswith("\r") else text
+def idle_parser(kind: str, variant: int):
+    """A parser with no table open, in one of the states lines are read in between tables."""
+    parser = {AITER_OP_TEST: _AiterParser, BENCH: _BenchParser, FLYDSL_PYTEST: FlydslParser,
+              TRITON_PYTEST: TritonPytestParser}[kind]()
+    aiter = parser.aiter if kind == BENCH else parser if kind == AITER_OP_TEST else None
+    if aiter is not None:
+        aiter.call_block_open = bool(variant & 1)
+    term = getattr(parser, "term", None)
+    if term is not None:
+        term.in_trace, term.test, term.section = bool(variant & 1), "test_x", "FAILURES"
+        parser.test = term.test  # FlyDSL: the test it last read a line of
+        if variant & 2:
+            term.block = CloseBlock(1)
+            term.blocks.append(("test_x", term.block))
+    if variant & 4 and getattr(parser, "tables", None) is not None:
+        parser.tables.last = _Table(1, "plot", ["a", "b", "c"], indexed=True)  # a footer may follow
+    assert not parser.wants_every_line()
+    return parser
 
 
-def changes_idle_aiter_parser(raw: bytes, call_block_open: bool) -> bool:
-    parser = _AiterParser()
-    parser.call_block_open = call_block_open  # the one state an idle parser reads a line in
-    before = aiter_state(parser)
-    parser.feed(2, as_read(raw))
-    return aiter_state(parser) != before
-
-
-def is_candidate(raw: bytes) -> bool:
+def is_candidate(kind: str, raw: bytes) -> bool:
     chunk = b"x\n" + raw + b"\n"
-    return 2 in AITER.candidates(chunk, 2, len(chunk))
+    found = TRIGGERS[kind].candidates(chunk, 2, len(chunk))
+    return found is None or 2 in found  # None: about every line is a candidate
 
 
-@settings(max_examples=3000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@pytest.mark.parametrize("kind", FILTERED_KINDS)
+@settings(max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(pieces=st.lists(st.one_of(st.sampled_from(LINE_PIECES), st.sampled_from(ESCAPES), st.text(max_size=4)),
-                       min_size=1, max_size=10), call_block_open=st.booleans())
-def test_a_line_that_changes_an_idle_aiter_parser_is_a_candidate(pieces: list[str], call_block_open: bool) -> None:
+                       min_size=1, max_size=10), variant=st.integers(0, 7))
+def test_a_line_that_changes_an_idle_parser_is_a_candidate(kind: str, pieces: list[str], variant: int) -> None:
     raw = "".join(pieces).encode("utf-8", errors="surrogatepass").replace(b"\n", b" ")
-    if changes_idle_aiter_parser(raw, call_block_open):
-        assert is_candidate(raw), raw
+    text = raw.decode("utf-8", errors="replace")  # what the line reader hands over
+    parser = idle_parser(kind, variant)
+    before = state_of(parser)
+    parser.feed(2, text.rstrip("\r") if text.endswith("\r") else text)
+    if state_of(parser) != before:
+        assert is_candidate(kind, raw), raw

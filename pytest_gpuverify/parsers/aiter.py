@@ -17,7 +17,9 @@ from .lines import EMPTY_CELLS, AlignedTableStream, LineReader, TableRow, TextLi
 from .lines import is_markdown_separator, markdown_cells, read_number, strip_ansi, strip_ci_prefix
 from .columns import Table, classify_columns
 from .metrics import MetricsObserver
+from .prefilter import drive
 from .result import CheckLine, ParsedOutput
+from .triggers import AITER
 
 PERF_ROW_CAP = 20_000  # about 1.7 KB each: keeps a huge table's rows under ~35 MB
 CHECK_LINE_CAP = 10_000  # every check is counted; only the first are kept one by one
@@ -54,6 +56,8 @@ _NAN_WORD = re.compile(r"\b(?:nan|inf)\b", re.IGNORECASE)
 _ORPHAN_ELIDED_ROW = re.compile(r"^\d+\s{2,}\S.*\s\.{3,}\s")  # pandas rows with ``...`` and no header seen
 
 class _AiterParser:
+    triggers = AITER  # the lines it reads (triggers.py), for prefilter.drive
+
     def __init__(self) -> None:
         self.out = ParsedOutput(parser="aiter")
         self.counts = {"passed": 0, "warning": 0, "failed": 0, "catastrophic": 0}
@@ -94,6 +98,11 @@ class _AiterParser:
             self.out.perf.append(row)
         else:
             self.perf_dropped += 1
+
+    def wants_every_line(self) -> bool:
+        """A table or tensor dump is open: the next line matters whatever it holds."""
+        return (self.in_tensor_dump or self.summary_pending is not None or self.ws_stream is not None
+                or self.md_header is not None or self.md_table is not None)
 
     # ----- dispatch --------------------------------------------------------------------------
     def feed(self, lineno: int, raw: str) -> None:
@@ -301,14 +310,13 @@ class _AiterParser:
                 self.problem(f"{where} has elided columns; rerun with COLUMNS=10000")
             if table.wrapped:
                 self.problem(f"{where} is wrapped; only its first block is read; rerun with COLUMNS=10000")
-        cols = table.columns
-        shape = ", ".join(f"{c.name}={v}" for c, v in zip(cols, cells) if c.kind == "shape" and v)
+        plan = table.plan()
+        shape = ", ".join([f"{name}={cells[i]}" for i, name in plan.shape if cells[i]])
         where = f" ({shape})" if shape else ""
-        ratios = {c.name: read_number(v)[1] for c, v in zip(cols, cells) if c.kind == "ratio" and v not in EMPTY_CELLS}
+        ratios = {name: read_number(cells[i])[1] for i, name in plan.ratios if cells[i] not in EMPTY_CELLS}
         checked = False
-        for col, text in zip(cols, cells):
-            if col.kind not in ("err", "time"):
-                continue
+        for i, col, metric_cells in plan.values:
+            text = cells[i]
             kind, value = read_number(text)
             if kind == "empty":
                 continue  # a time: a provider skipped for this shape or arch; an err: not checked
@@ -327,7 +335,7 @@ class _AiterParser:
                 else:
                     self.err_counts["passed" if value == 0 else "warning"] += 1
                 continue
-            metrics = {cols[j].name: read_number(cells[j])[1] for j in col.metrics if cells[j] not in EMPTY_CELLS}
+            metrics = {name: read_number(cells[j])[1] for j, name in metric_cells if cells[j] not in EMPTY_CELLS}
             metrics.update(ratios)
             self.add_perf(PerfRow(shape=shape, name=col.name, us_median=value, metrics=metrics, source_line=lineno))
         if checked:
@@ -397,23 +405,4 @@ def _float_or_none(text: Optional[str]) -> Optional[float]:
 
 def parse_aiter_output(path: Path) -> ParsedOutput:
     """Read an aiter op_test's saved stdout+stderr; never raises (see ``problems`` instead)."""
-    path = Path(path)
-    parser = _AiterParser()
-    reader = LineReader(path)
-    if not path.exists():
-        parser.out.problems.append("raw output file missing")
-        return parser.finish(reader)
-    lineno = 0
-    try:
-        for lineno, text in reader:
-            parser.feed(lineno, text)
-    except OSError as exc:
-        parser.problem(f"raw output file unreadable after line {lineno}: {exc}")
-    except Exception as exc:  # a parser bug must cost the verdict, never the session
-        parser.problem(f"parser error at line {lineno}: {type(exc).__name__}: {exc}")
-    try:
-        return parser.finish(reader)
-    except Exception as exc:
-        out = ParsedOutput(parser="aiter", lines_read=reader.lines_read, bytes_read=reader.bytes_read)
-        out.problems.append(f"parser error while summing up: {type(exc).__name__}: {exc}")
-        return out
+    return drive(_AiterParser(), path)

@@ -22,6 +22,7 @@ from .aiter import _AiterParser
 from .lines import is_ellipsis, read_number, strip_ansi, strip_ci_prefix
 from .pytest_run import drive
 from .result import ParseContext, ParsedOutput
+from .triggers import BENCH
 
 _NUM = r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|[-+]?nan|[-+]?inf"
 _SPLIT = re.compile(r"\s{2,}")
@@ -111,6 +112,10 @@ class TableReader:
         self.table: Optional[_Table] = None
         self.compare: Optional[str] = None  # the base named by ``=== Benchmark: current vs X ===``
         self.last: Optional[_Table] = None  # the table that ended last: a pandas footer may follow it
+
+    def is_open(self) -> bool:
+        """A title, header, table or comparison is open: the next line matters whatever it holds."""
+        return self.title is not None or self.pending is not None or self.table is not None or self.compare is not None
 
     def feed(self, lineno: int, text: str, side: Optional[str] = None) -> bool:
         """Read one (ANSI-free) line; True when it belonged to a table."""
@@ -294,12 +299,17 @@ def apply_side(row: PerfRow, side: Optional[str]) -> None:
 class _BenchParser:
     """The aiter parser plus the table reader, over the same lines."""
 
+    triggers = BENCH
+
     def __init__(self) -> None:
         self.aiter = _AiterParser()
         self.aiter.out.parser = "bench"
         self.out = self.aiter.out
         self.problem = self.aiter.problem
         self.tables = TableReader(self.aiter)
+
+    def wants_every_line(self) -> bool:
+        return self.aiter.wants_every_line() or self.tables.is_open()
 
     def feed(self, lineno: int, raw: str) -> None:
         text = strip_ansi(raw) if "\x1b" in raw else raw

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import Optional
 
 from .lines import is_ellipsis
 
@@ -63,3 +64,22 @@ class Table:
     wrapped: bool = False
     rows: int = 0
     elided_rows_seen: bool = False
+    _plan: Optional["RowPlan"] = field(default=None, repr=False)
+
+    def plan(self) -> "RowPlan":
+        """Which cells of a row to read, worked out once for the table's rows."""
+        if self._plan is None:
+            cols = self.columns
+            self._plan = RowPlan(
+                shape=[(i, c.name) for i, c in enumerate(cols) if c.kind == "shape"],
+                ratios=[(i, c.name) for i, c in enumerate(cols) if c.kind == "ratio"],
+                values=[(i, c, [(j, cols[j].name) for j in c.metrics]) for i, c in enumerate(cols) if c.kind in ("err", "time")],
+            )
+        return self._plan
+
+
+@dataclass
+class RowPlan:
+    shape: list[tuple[int, str]]  # (cell index, column name), in column order
+    ratios: list[tuple[int, str]]
+    values: list[tuple[int, Column, list[tuple[int, str]]]]  # err and time columns, a time's metric columns

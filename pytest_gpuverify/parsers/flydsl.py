@@ -29,6 +29,7 @@ from .bench import TableReader, ms_to_us
 from .lines import read_number
 from .pytest_run import PytestParser, drive
 from .result import ParseContext, ParsedOutput
+from .triggers import FLYDSL
 
 _NUM = r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|[-+]?nan|[-+]?inf"
 _THROUGHPUT = re.compile(
@@ -53,6 +54,7 @@ _TESTS_FAILED = re.compile(r"^\d+ TESTS? FAILED")
 
 class FlydslParser(PytestParser):
     name = "flydsl"
+    triggers = FLYDSL
 
     def __init__(self, context: Optional[ParseContext] = None) -> None:
         super().__init__(context)
@@ -62,6 +64,9 @@ class FlydslParser(PytestParser):
         self.time_row: Optional[PerfRow] = None
         self.bandwidth_taken = False
         self.bandwidth_noted = False
+
+    def wants_every_line(self) -> bool:
+        return self.tables.is_open()
 
     def shape(self) -> str:
         return ": ".join(p for p in (self.test, self.testing) if p)

@@ -10,23 +10,21 @@ when ``import aiter`` fails, so a run where no test passed and none failed is a 
 from __future__ import annotations
 
 import re
-import xml.etree.ElementTree as ET
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
 from ..artifact import Correctness, PerfRow
 from .aiter import NOTE_CAP, PERF_ROW_CAP, REASON_CAP
+from .junit import BLOCK_CAP, MESSAGE_CAP, Counts, JunitResult, junit_nodeid, read_junit  # noqa: F401 (junit_nodeid)
 from .lines import LineReader, describe_size, read_number, strip_ansi, strip_ci_prefix
-from .metrics import NOT_CLOSE, CloseBlock, MetricsObserver, block_from_message
+from .metrics import NOT_CLOSE, CloseBlock, MetricsObserver
+from .prefilter import Triggers, drive
 from .result import ParseContext, ParsedOutput
+from .triggers import PYTEST
 
 RAN_NO_TEST = "the inner pytest ran no test"  # + f" ({skipped} skipped)"
 NO_RESULT = "no pytest result in the output: no JUnit XML and no pytest summary line"
-MESSAGE_CAP = 200
-JUNIT_BYTES_CAP = 32 << 20
 OUTCOME_CAP = 100_000  # node ids remembered from the terminal; counts go on
-BLOCK_CAP = 1_000
 
 _SUMMARY = re.compile(r"^=*\s*(?P<body>(?:\d+ [a-z]+, )*\d+ [a-z]+|no tests ran) in [\d.]+s(?: \([\d:.]+\))?\s*=*$")
 _COUNT = re.compile(r"(\d+) ([a-z]+)")
@@ -85,105 +83,6 @@ class Recorder:
             out.failures.append(f"{self.failures_seen - REASON_CAP} more failures not listed")
         if self.problems_seen > REASON_CAP:
             out.problems.append(f"{self.problems_seen - REASON_CAP} more problems not listed")
-
-
-@dataclass
-class Counts:
-    passed: int = 0
-    failed: int = 0
-    errors: int = 0
-    skipped: int = 0
-    deselected: int = 0
-
-    def describe(self) -> str:
-        return ", ".join(f"{v} {k}" for k, v in vars(self).items() if v) or "nothing"
-
-
-@dataclass
-class JunitResult:
-    counts: Counts = field(default_factory=Counts)
-    bad: list[tuple[str, str, str]] = field(default_factory=list)  # (node id, "failed"|"error", message)
-    blocks: dict[str, CloseBlock] = field(default_factory=dict)
-    problem: Optional[str] = None  # set: the file could not be read whole, so nothing of it is used
-
-
-def junit_nodeid(classname: str, name: str) -> str:
-    """``tests.kernels.test_x.TestK`` + ``test_m`` -> ``tests/kernels/test_x.py::TestK::test_m``."""
-    if not classname:
-        return name
-    parts = classname.split(".")
-    i = len(parts)
-    while i > 1 and parts[i - 1][:1].isupper():
-        i -= 1
-    return "::".join(["/".join(parts[:i]) + ".py", *parts[i:], name])
-
-
-def read_junit(path: Path, cap: int = JUNIT_BYTES_CAP) -> JunitResult:
-    """Every testcase's outcome, streamed (elements are dropped once read); never raises."""
-    result = JunitResult()
-    try:
-        _read_junit(Path(path), cap, result)
-    except ET.ParseError as exc:
-        result.problem = f"not well-formed XML ({exc})"
-    except (OSError, ValueError, RecursionError) as exc:
-        result.problem = f"unreadable ({type(exc).__name__}: {exc})"
-    return result
-
-
-def _read_junit(path: Path, cap: int, result: JunitResult) -> None:
-    parser = ET.XMLPullParser(events=("start", "end"))
-    stack: list[ET.Element] = []
-    total, tail = 0, b""
-    with open(path, "rb") as fh:
-        while chunk := fh.read(1 << 20):
-            total += len(chunk)
-            if total > cap:
-                result.problem = f"larger than {describe_size(cap)}"
-                return
-            if b"<!DOCTYPE" in tail + chunk or b"<!ENTITY" in tail + chunk:
-                result.problem = "it declares a DOCTYPE or ENTITY, which pytest never writes"
-                return
-            tail = chunk[-16:]
-            parser.feed(chunk)
-            _take_events(parser, stack, result)
-        parser.close()
-        _take_events(parser, stack, result)
-    if total == 0:
-        result.problem = "empty file"
-
-
-def _take_events(parser: ET.XMLPullParser, stack: list[ET.Element], result: JunitResult) -> None:
-    for event, elem in parser.read_events():
-        if event == "start":
-            stack.append(elem)
-            continue
-        stack.pop()
-        if elem.tag == "testcase":
-            _take_testcase(elem, result)
-            elem.clear()
-            if stack:
-                stack[-1].remove(elem)  # the root would otherwise keep every (empty) testcase
-
-
-def _take_testcase(elem: ET.Element, result: JunitResult) -> None:
-    nodeid = junit_nodeid(elem.get("classname", ""), elem.get("name", "?"))
-    outcome = None
-    for child in elem:
-        if child.tag in ("failure", "error"):
-            kind = "failed" if child.tag == "failure" else "error"
-            result.counts.failed += kind == "failed"
-            result.counts.errors += kind == "error"
-            message = (child.get("message") or child.text or "").strip()
-            if len(result.bad) < REASON_CAP:
-                result.bad.append((nodeid, kind, message.splitlines()[0][:MESSAGE_CAP] if message else ""))
-            block = block_from_message(message)
-            if block is not None and len(result.blocks) < BLOCK_CAP:
-                result.blocks[nodeid] = block
-            outcome = outcome or kind
-        elif child.tag == "skipped" and outcome is None:
-            outcome = "skipped"
-    result.counts.passed += outcome is None
-    result.counts.skipped += outcome == "skipped"
 
 
 class PytestTerminal:
@@ -286,6 +185,7 @@ class PytestParser(Recorder):
     """An inner pytest run's output (and JUnit XML); subclasses read their own lines in :meth:`on_line`."""
 
     name = "pytest"
+    triggers: Optional[Triggers] = PYTEST  # the lines it reads (see triggers.py); None: every line
 
     def __init__(self, context: Optional[ParseContext] = None) -> None:
         super().__init__(self.name)
@@ -294,6 +194,10 @@ class PytestParser(Recorder):
         self.metrics = MetricsObserver(self.fail)
         self.checks_passed = self.checks_failed = 0  # check lines printed by the tests themselves
         self.atol: Optional[float] = None
+
+    def wants_every_line(self) -> bool:
+        """Whether the next line matters whatever it holds (the terminal itself never needs that)."""
+        return False
 
     def feed(self, lineno: int, raw: str) -> None:
         text = strip_ansi(raw)
@@ -399,29 +303,6 @@ class PytestParser(Recorder):
                 kind, value = read_number(part.split()[3])
                 if kind == "num":
                     self.metrics.record("max_abs_error", value)
-
-
-def drive(parser, path: Path) -> ParsedOutput:
-    """Feed every line of ``path`` to ``parser`` (``feed``/``finish``/``problem``/``out``); never raises."""
-    path = Path(path)
-    reader = LineReader(path)
-    if not path.exists():
-        parser.problem("raw output file missing")
-    else:
-        lineno = 0
-        try:
-            for lineno, text in reader:
-                parser.feed(lineno, text)
-        except OSError as exc:
-            parser.problem(f"raw output file unreadable after line {lineno}: {exc}")
-        except Exception as exc:  # a parser bug must cost the verdict, never the session
-            parser.problem(f"parser error at line {lineno}: {type(exc).__name__}: {exc}")
-    try:
-        return parser.finish(reader)
-    except Exception as exc:
-        out = ParsedOutput(parser=parser.out.parser, lines_read=reader.lines_read, bytes_read=reader.bytes_read)
-        out.problems.append(f"parser error while summing up: {type(exc).__name__}: {exc}")
-        return out
 
 
 def parse_pytest_output(path: Path, context: Optional[ParseContext] = None) -> ParsedOutput:

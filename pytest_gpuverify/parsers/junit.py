@@ -1,0 +1,115 @@
+"""An inner pytest run's JUnit XML report: every test's outcome, read as a stream (research notes 3)."""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Optional
+
+from .aiter import REASON_CAP
+from .lines import describe_size
+from .metrics import CloseBlock, block_from_message
+
+MESSAGE_CAP = 200
+JUNIT_BYTES_CAP = 32 << 20
+BLOCK_CAP = 1_000
+
+
+@dataclass
+class Counts:
+    passed: int = 0
+    failed: int = 0
+    errors: int = 0
+    skipped: int = 0
+    deselected: int = 0
+
+    def describe(self) -> str:
+        return ", ".join(f"{v} {k}" for k, v in vars(self).items() if v) or "nothing"
+
+
+@dataclass
+class JunitResult:
+    counts: Counts = field(default_factory=Counts)
+    bad: list[tuple[str, str, str]] = field(default_factory=list)  # (node id, "failed"|"error", message)
+    blocks: dict[str, CloseBlock] = field(default_factory=dict)
+    problem: Optional[str] = None  # set: the file could not be read whole, so nothing of it is used
+
+
+def junit_nodeid(classname: str, name: str) -> str:
+    """``tests.kernels.test_x.TestK`` + ``test_m`` -> ``tests/kernels/test_x.py::TestK::test_m``."""
+    if not classname:
+        return name
+    parts = classname.split(".")
+    i = len(parts)
+    while i > 1 and parts[i - 1][:1].isupper():
+        i -= 1
+    return "::".join(["/".join(parts[:i]) + ".py", *parts[i:], name])
+
+
+def read_junit(path: Path, cap: int = JUNIT_BYTES_CAP) -> JunitResult:
+    """Every testcase's outcome, streamed (elements are dropped once read); never raises."""
+    result = JunitResult()
+    try:
+        _read_junit(Path(path), cap, result)
+    except ET.ParseError as exc:
+        result.problem = f"not well-formed XML ({exc})"
+    except (OSError, ValueError, RecursionError) as exc:
+        result.problem = f"unreadable ({type(exc).__name__}: {exc})"
+    return result
+
+
+def _read_junit(path: Path, cap: int, result: JunitResult) -> None:
+    parser = ET.XMLPullParser(events=("start", "end"))
+    stack: list[ET.Element] = []
+    total, tail = 0, b""
+    with open(path, "rb") as fh:
+        while chunk := fh.read(1 << 20):
+            total += len(chunk)
+            if total > cap:
+                result.problem = f"larger than {describe_size(cap)}"
+                return
+            if b"<!DOCTYPE" in tail + chunk or b"<!ENTITY" in tail + chunk:
+                result.problem = "it declares a DOCTYPE or ENTITY, which pytest never writes"
+                return
+            tail = chunk[-16:]
+            parser.feed(chunk)
+            _take_events(parser, stack, result)
+        parser.close()
+        _take_events(parser, stack, result)
+    if total == 0:
+        result.problem = "empty file"
+
+
+def _take_events(parser: ET.XMLPullParser, stack: list[ET.Element], result: JunitResult) -> None:
+    for event, elem in parser.read_events():
+        if event == "start":
+            stack.append(elem)
+            continue
+        stack.pop()
+        if elem.tag == "testcase":
+            _take_testcase(elem, result)
+            elem.clear()
+            if stack:
+                stack[-1].remove(elem)  # the root would otherwise keep every (empty) testcase
+
+
+def _take_testcase(elem: ET.Element, result: JunitResult) -> None:
+    nodeid = junit_nodeid(elem.get("classname", ""), elem.get("name", "?"))
+    outcome = None
+    for child in elem:
+        if child.tag in ("failure", "error"):
+            kind = "failed" if child.tag == "failure" else "error"
+            result.counts.failed += kind == "failed"
+            result.counts.errors += kind == "error"
+            message = (child.get("message") or child.text or "").strip()
+            if len(result.bad) < REASON_CAP:
+                result.bad.append((nodeid, kind, message.splitlines()[0][:MESSAGE_CAP] if message else ""))
+            block = block_from_message(message)
+            if block is not None and len(result.blocks) < BLOCK_CAP:
+                result.blocks[nodeid] = block
+            outcome = outcome or kind
+        elif child.tag == "skipped" and outcome is None:
+            outcome = "skipped"
+    result.counts.passed += outcome is None
+    result.counts.skipped += outcome == "skipped"
