@@ -76,7 +76,8 @@ BLOCKS = [
      "1  torch.bfloat16  32  3.3012     0.0", "", "[2 rows x 4 columns]"],
     ["[aiter] summary:"],  # a title whose table never comes
     ["0    torch.bfloat16  ...   1.5   ...  "],  # rows with elided columns and no header
-    ["[aiter INFO] 2026-01-01 00:00:00,000 - MainProcess:1 - /x.py:1 - f", "ck: [checkAllclose atol=0.01 rtol=0.01 passed~]"],
+    ["[aiter INFO] 2026-01-01 00:00:00,000 - MainProcess:1 - /x.py:1 - f",
+     "ck: [checkAllclose atol=0.01 rtol=0.01 passed~]"],
     ["AssertionError: catastrophic error: 3 elements mismatch"],
     ["cos_sim: 0.9912", "SNR (dB) = 31.5", "max_abs_error=nan", "Max Diff: 0.25", "logits_diff: 1e-3"],
     ["2026-01-02T03:04:05.1234567Z [aiter] gemm summary (markdown):",
@@ -278,14 +279,16 @@ def test_mutated_outputs_parse_the_same_with_and_without_the_prefilter(
 ESCAPES = ["\x1b[0m", "\x1b[1;31m", "\x1b[2K", "\x1b]0;x\x07", "\x1bM", "\x1b", "\x1b["]
 LINE_PIECES = FRAGMENTS + [
     "[aiter] ", "[aiter INFO] ", "2026-01-02T03:04:05.123Z ", "-->max delta:", "Summary (markdown):", "torch avg: ",
-    "us", "calling ", "AssertionError:", "cosine similarity", "Max Diff", "max abs", "SNR (dB)", "greatest absolute difference",
-    "min_cos", "...", "12   ", "\u017f", "\u0130", "\u0131", "\xa0", "\u2009", "\u0663", "\ufeff", "atol", "=None", "sim",
+    "us", "calling ", "AssertionError:", "cosine similarity", "Max Diff", "max abs", "SNR (dB)",
+    "greatest absolute difference", "min_cos", "...", "12   ", "\u017f", "\u0130", "\u0131", "\xa0", "\u2009", "\u0663",
+    "\ufeff", "atol", "=None", "sim",
     "diff", "abs", "err", "delta", "db)", "\r", "e-3", "us/iter", "x", "\u00e9", "E", "E\t", "XFAIL ", "XPASS ", "____",
     "Greatest relative difference: 1.0", "Cosine Similarity: ", "2 passed in 1.0s", "a==b", "\u0663 passed in 1s",
     "Kernel avg time: ", " ms", "TB/s=", "us_p50=", "[Perf] ", "FlyDSL MoE ", "Testing ", "FAILED", "3 TESTS FAILED",
     "\u2717 Check failed", "Check passed", "| PASS |", "(atol=", "Max absolute error", "[3 rows x 5 columns]", "    ",
     "kernel (us)", "gbps", "\u00b5s", "usec", "a  b  c", "[base] ", "[B] ", "A: ", "=== Benchmark: current vs main ===",
-    "\u3000", "\U0001d7d9", "\u0085", "\x1c", "\u212a",
+    "\u3000", "\U0001d7d9", "\u0085", "\x1c", "\u212a", "\u0662\u0660\u0662\u0666-01-01T00:00:00Z ", "[head] ", "b:\t",
+    "calling f(", "\u0663  a ... b", "  ===", " [3 rows x 2 columns]",
 ]
 
 

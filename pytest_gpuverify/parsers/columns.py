@@ -73,7 +73,8 @@ class Table:
             self._plan = RowPlan(
                 shape=[(i, c.name) for i, c in enumerate(cols) if c.kind == "shape"],
                 ratios=[(i, c.name) for i, c in enumerate(cols) if c.kind == "ratio"],
-                values=[(i, c, [(j, cols[j].name) for j in c.metrics]) for i, c in enumerate(cols) if c.kind in ("err", "time")],
+                values=[(i, c, [(j, cols[j].name) for j in c.metrics])
+                        for i, c in enumerate(cols) if c.kind in ("err", "time")],
             )
         return self._plan
 

@@ -70,7 +70,8 @@ def key_value(ascii_only: bool, ends: tuple[bytes, ...] = NAME_ENDS, after: byte
         b"(?:(?<=(?:" + names + b")" + space + b":)|(?<=(?:" + names + b")" + space * 2 + b":)"
         b"|(?<=" + space * 3 + b":))"
         # the line ends, or a timing follows (alternatives that start with a literal are cheap)
-        b"|\n|[ ]++(?:\n|" + timing + unicode_end + b")|" + timing + unicode_end + (b"|" + after if after else b"") + b")"
+        b"|\n|[ ]++(?:\n|" + timing + unicode_end + b")|" + timing + unicode_end
+        + (b"|" + after if after else b"") + b")"
     )
 
 
@@ -98,13 +99,20 @@ def picker(line: Callable[[bool], bytes], next_line: bytes) -> Callable[[bytes, 
 #   a digit and holds `` ...`` (pandas rows with elided columns and no header), once the CI
 #   timestamp and the ``[aiter ...]`` prefix are dropped                     -> _AITER_LINE_START
 _ORPHAN_ROW = rb"[\d\x80][^\n]*[ \x80]\.\.\."  # a digit (maybe a Unicode one), later " ..."
-_LINE_START = rb"(?:\||calling |" + _ORPHAN_ROW + rb")"
+_LINE_START = (rb"\|", b"calling ", _ORPHAN_ROW)
 _LOGGER = rb"\[aiter[^\]\n]*+\] ?+"
 # 2026-01-02T03:04:05.1234567Z (Python's \d also matches Unicode digits)
 _CI = rb"[\d\x80][\d\x80]*+-[\d\x80]++-[\d\x80]++t[\d:.\x80]++z "
-_AITER_LINE_START = (
-    rb"\n(?:\||calling |" + _LOGGER + _LINE_START + rb"|" + _CI + rb"(?:" + _LOGGER + rb")?+" + _LINE_START
-    + rb"|" + _ORPHAN_ROW + rb")"
+
+
+def _either(*alternatives: bytes) -> bytes:
+    """One alternation, flat: ``re`` passes over an alternative that starts with a literal or a
+    class not matching at a glance, and enters every other one (a nested group, say)."""
+    return b"(?:" + b"|".join(alternatives) + b")"
+
+
+_AITER_LINE_START = b"\n" + _either(
+    *_LINE_START, _LOGGER + _either(*_LINE_START), _CI + b"(?:" + _LOGGER + b")?+" + _either(*_LINE_START)
 )
 
 AITER = Triggers(FOLD, picker(key_value, _AITER_LINE_START))
@@ -117,10 +125,11 @@ AITER = Triggers(FOLD, picker(key_value, _AITER_LINE_START))
 # ``E`` alone or before a space or tab (exception lines), ``PASSED ``/``FAILED ``/``ERROR ``/
 # ``XFAIL ``/``XPASS ``/``SKIPPED [`` (the short summary), a digit (or ``no tests ran``) with `` in ``
 # (the summary line), and lines holding ``::`` (``-v`` outcomes; ``==`` folds to ``::`` too);
-# any other line it hands to metrics.py (key_value) and to the subclass.
-_PYTEST_START = (rb"(?:===|___|---|e(?: |(?=\n))|passed |failed |error |xfail |xpass |skipped \[|no tests ran in "
-                 rb"|[\d\x80][^\n]* in )")
-_PYTEST_LINE_START = rb"\n(?:" + _PYTEST_START + rb"|" + _CI + _PYTEST_START + rb")"
+# any other line it hands to metrics.py (key_value) and to the subclass. (A line-start expression
+# must not take the newline that ends its line: the next line's test starts there.)
+_PYTEST_START = (b"===", b"___", b"---", rb"e(?: |(?=\n))", b"passed ", b"failed ", b"error ", b"xfail ", b"xpass ",
+                 rb"skipped \[", b"no tests ran in ", rb"[\d\x80][^\n]* in ")
+_PYTEST_LINE_START = b"\n" + _either(*_PYTEST_START, _CI + _either(*_PYTEST_START))
 PYTEST = Triggers(FOLD, picker(lambda a: key_value(a, after=b":"), _PYTEST_LINE_START))
 
 
@@ -132,17 +141,11 @@ PYTEST = Triggers(FOLD, picker(lambda a: key_value(a, after=b":"), _PYTEST_LINE_
 # _TABLE_HEADER finds a run of two spaces with a name before it, a name after, and after that one
 # more such run: every line split into three names has it when its runs are ASCII; with non-ASCII
 # bytes (Unicode spaces) one internal run is enough.
-_TABLE_START = rb"(?:===|\[[\d\x80])"
+_TABLE_START = (b"===", rb"\[[\d\x80]", rb"[ \x80]+(?:===|\[[\d\x80])")  # str.strip drops leading spaces
 _TABLE_HEADER = {
     True: rb"  (?<=[^ \n]  ) *+[^ \n][^\n]*  [^ \n]",
     False: rb"  (?<=[^ \n]  )[ \x80]*[^ \n]",
 }
-
-
-def _ws(start: bytes) -> bytes:
-    """``start`` after optional leading spaces (``str.strip`` drops them), as two alternatives that
-    each begin with a literal."""
-    return start + rb"|[ \x80]+" + start
 
 
 # ----- FlyDSL tests (flydsl.py): the pytest terminal, the tables, and its own lines ----------------
@@ -150,22 +153,20 @@ def _ws(start: bytes) -> bytes:
 # FlydslParser.on_line reads, besides the pytest terminal's lines and the tables: ``Throughput: X
 # us`` and ``[Perf] who: X us`` (timings), ``Kernel avg time: X ms``, ``Bandwidth: X GB/s``,
 # ``TFLOPS=``/``TB/s=``/``GB/s=``/``us_p50=`` values (names ending ime, dth, ops, b/s, p50),
-# ``(atol=`` -> key_value; lines starting ``FlyDSL MoE``, ``Testing ``, ``FAILED`` alone,
-# ``N TESTS FAILED`` -> _FLYDSL_LINE_START; ``Check passed``/``Check failed`` and ``| PASS |``/
-# ``| FAIL |`` anywhere -> _FLYDSL_ANYWHERE.
+# ``(atol=`` -> key_value; lines starting (spaces aside) ``FlyDSL MoE``, ``Testing ``, ``FAILED``
+# alone, ``N TESTS FAILED`` -> _FLYDSL_LINE_START; ``Check passed``/``Check failed`` and
+# ``| PASS |``/``| FAIL |`` anywhere -> _FLYDSL_ANYWHERE.
 FLYDSL_NAME_ENDS = NAME_ENDS + (b"ime", b"dth", b"ops", b"b/s", b"p50")
-_FLYDSL_START = _ws(rb"(?:flydsl moe|testing |failed[ \x80]*+(?=\n)|[\d\x80]++ tests? failed|" + _TABLE_START + rb")")
-_FLYDSL_LINE_START = rb"\n(?:" + _PYTEST_START + rb"|" + _FLYDSL_START + rb"|" + _CI + rb"(?:" + _PYTEST_START + rb"|"
-_FLYDSL_LINE_START += _FLYDSL_START + rb"))"
+_FLYDSL_OWN = (b"flydsl moe", b"testing ", rb"failed[ \x80]*+(?=\n)", rb"[\d\x80]++ tests? failed")
+_FLYDSL_START = (*_PYTEST_START, *_FLYDSL_OWN, rb"[ \x80]+" + _either(*_FLYDSL_OWN), *_TABLE_START)
+_FLYDSL_LINE_START = b"\n" + _either(*_FLYDSL_START, _CI + _either(*_FLYDSL_START))
 _FLYDSL_ANYWHERE = (re.compile(rb"check (?:passed|failed)"), re.compile(rb"\| (?:pass|fail) \|"))
 
 
 def _flydsl_pick() -> Callable[[bytes, int, int], Passes]:
     nl = re.compile(_FLYDSL_LINE_START)
-    variants = {
-        a: ((re.compile(key_value(a, FLYDSL_NAME_ENDS, after=b":")), re.compile(_TABLE_HEADER[a]), *_FLYDSL_ANYWHERE), (nl,))
-        for a in (False, True)
-    }
+    line = {a: re.compile(key_value(a, FLYDSL_NAME_ENDS, after=b":")) for a in (False, True)}
+    variants = {a: ((line[a], re.compile(_TABLE_HEADER[a]), *_FLYDSL_ANYWHERE), (nl,)) for a in (False, True)}
     return lambda folded, start, end: variants[folded.isascii()]
 
 
@@ -176,12 +177,16 @@ FLYDSL = Triggers(FOLD, _flydsl_pick())
 #
 # _BenchParser drops ANSI codes, the CI timestamp and a side prefix (``[A] ``, ``B: ``, ``[base] ``),
 # then hands the text to the aiter parser (which drops the same again, and ``[aiter ...]``) and to
-# the TableReader.
-_SIDE = rb"(?:\[(?:[ab]|base|head)\]|[ab]:)[ \x80]+"  # (a \x80 may be a digit's: it may give one back)
-_BENCH_AFTER_SIDE = (rb"(?:" + _ws(_TABLE_START) + rb"|\||calling |" + _LOGGER + _LINE_START + rb"|" + _CI + rb"(?:"
-                     + _LOGGER + rb")?+" + _LINE_START + rb"|" + _ORPHAN_ROW + rb")")
-_BENCH_LINE_START = (rb"\n(?:" + _BENCH_AFTER_SIDE + rb"|" + _SIDE + _BENCH_AFTER_SIDE + rb"|" + _CI + rb"(?:" + _SIDE
-                     + rb")?+" + _BENCH_AFTER_SIDE + rb")")
+# the TableReader. (A \x80 after a side prefix may be a Unicode digit's: the spaces may give it back.)
+_BENCH_AFTER_SIDE = (
+    *_TABLE_START, *_LINE_START, _LOGGER + _either(*_LINE_START),
+    _CI + b"(?:" + _LOGGER + b")?+" + _either(*_LINE_START),
+)
+_SIDES = (rb"\[(?:[ab]|base|head)\][ \x80]+", rb"[ab]:[ \x80]+")
+_BENCH_LINE_START = b"\n" + _either(
+    *_BENCH_AFTER_SIDE, *(side + _either(*_BENCH_AFTER_SIDE) for side in _SIDES),
+    _CI + b"(?:" + b"|".join(_SIDES) + b")?" + _either(*_BENCH_AFTER_SIDE),
+)
 
 
 def _bench_pick() -> Callable[[bytes, int, int], Passes]:
