@@ -18,13 +18,10 @@ from .lines import is_markdown_separator, markdown_cells, read_number, strip_ans
 from .columns import Table, classify_columns
 from .metrics import MetricsObserver
 from .prefilter import drive
-from .result import CheckLine, ParsedOutput
+from .result import NOTE_CAP, PERF_ROW_CAP, REASON_CAP, CappedRecorder, CheckLine, ParsedOutput  # noqa: F401 (caps re-exported)
 from .triggers import AITER
 
-PERF_ROW_CAP = 20_000  # about 1.7 KB each: keeps a huge table's rows under ~35 MB
 CHECK_LINE_CAP = 10_000  # every check is counted; only the first are kept one by one
-REASON_CAP = 200  # failures/problems listed one by one; the rest are counted in a closing line
-NOTE_CAP = 50
 ERR_TOLERANCE = 0.05  # aiter's default tol_err_ratio: an ``err`` above it is a failed check
 SAMPLE_ROWS = 64  # rows read before a whitespace table's column edges are fixed
 LABEL_CAP = 200
@@ -55,7 +52,7 @@ _SHAPE_PAIR = re.compile(r"(?P<key>[A-Za-z_][\w.]*)\s*[=:]\s*(?P<value>\([^()]*\
 _NAN_WORD = re.compile(r"\b(?:nan|inf)\b", re.IGNORECASE)
 _ORPHAN_ELIDED_ROW = re.compile(r"^\d+\s{2,}\S.*\s\.{3,}\s")  # pandas rows with ``...`` and no header seen
 
-class _AiterParser:
+class _AiterParser(CappedRecorder):
     triggers = AITER  # the lines it reads (triggers.py), for prefilter.drive
 
     def __init__(self) -> None:
@@ -63,9 +60,6 @@ class _AiterParser:
         self.counts = {"passed": 0, "warning": 0, "failed": 0, "catastrophic": 0}
         self.err_counts = {"passed": 0, "warning": 0, "failed": 0}
         self.checks_seen = 0
-        self.failures_seen = 0
-        self.problems_seen = 0
-        self.perf_dropped = 0
         self.nan_count = 0
         self.atol: Optional[float] = None
         self.rtol: Optional[float] = None
@@ -81,23 +75,6 @@ class _AiterParser:
         self.ws_table: Optional[Table] = None
         self.orphan_rows_noted = False
         self.metrics = MetricsObserver(self.fail)  # cosine_sim, max_abs_error, logits_diff, snr_db
-
-    # ----- recording -------------------------------------------------------------------------
-    def fail(self, reason: str) -> None:
-        self.failures_seen += 1
-        if self.failures_seen <= REASON_CAP:
-            self.out.failures.append(reason[:400])
-
-    def problem(self, reason: str) -> None:
-        self.problems_seen += 1
-        if self.problems_seen <= REASON_CAP:
-            self.out.problems.append(reason[:400])
-
-    def add_perf(self, row: PerfRow) -> None:
-        if len(self.out.perf) < PERF_ROW_CAP:
-            self.out.perf.append(row)
-        else:
-            self.perf_dropped += 1
 
     def wants_every_line(self) -> bool:
         """A table or tensor dump is open: the next line matters whatever it holds."""

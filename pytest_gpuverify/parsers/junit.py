@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
-from .aiter import REASON_CAP
+from .result import REASON_CAP
 from .lines import describe_size
 from .metrics import CloseBlock, block_from_message
 

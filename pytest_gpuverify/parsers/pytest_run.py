@@ -13,8 +13,8 @@ import re
 from pathlib import Path
 from typing import Optional
 
-from ..artifact import Correctness, PerfRow
-from .aiter import NOTE_CAP, PERF_ROW_CAP, REASON_CAP
+from ..artifact import Correctness
+from .result import NOTE_CAP, PERF_ROW_CAP, REASON_CAP, CappedRecorder
 from .junit import BLOCK_CAP, MESSAGE_CAP, Counts, JunitResult, junit_nodeid, read_junit  # noqa: F401 (junit_nodeid)
 from .lines import LineReader, describe_size, read_number, strip_ansi, strip_ci_prefix
 from .metrics import NOT_CLOSE, CloseBlock, MetricsObserver
@@ -41,34 +41,13 @@ _WORDS = {"passed": "passed", "xpassed": "passed", "failed": "failed", "error": 
 _TRACE_SECTIONS = ("FAILURES", "ERRORS")
 
 
-class Recorder:
+class Recorder(CappedRecorder):
     """Reasons and perf rows with the aiter parser's caps, and the line-count bookkeeping."""
 
     def __init__(self, name: str) -> None:
         self.out = ParsedOutput(parser=name)
         self.failures_seen = self.problems_seen = self.notes_seen = self.perf_dropped = 0
         self.nan_count = 0  # NaN/inf printed where a number was due (tables, timings)
-
-    def fail(self, reason: str) -> None:
-        self.failures_seen += 1
-        if self.failures_seen <= REASON_CAP:
-            self.out.failures.append(reason[:400])
-
-    def problem(self, reason: str) -> None:
-        self.problems_seen += 1
-        if self.problems_seen <= REASON_CAP:
-            self.out.problems.append(reason[:400])
-
-    def note(self, text: str) -> None:
-        self.notes_seen += 1
-        if self.notes_seen <= NOTE_CAP:
-            self.out.notes.append(text[:400])
-
-    def add_perf(self, row: PerfRow) -> None:
-        if len(self.out.perf) < PERF_ROW_CAP:
-            self.out.perf.append(row)
-        else:
-            self.perf_dropped += 1
 
     def close(self, reader: LineReader) -> None:
         out = self.out

@@ -46,3 +46,37 @@ class ParsedOutput(BaseModel):
     notes: list[str] = Field(default_factory=list)
     lines_read: int = 0
     bytes_read: int = 0
+
+
+REASON_CAP = 200  # failures/problems listed one by one; the rest are counted in a closing line
+NOTE_CAP = 50
+PERF_ROW_CAP = 20_000  # about 1.7 KB each: keeps a huge table's rows under ~35 MB
+
+
+class CappedRecorder:
+    """What every parser records into its ``out`` (a ParsedOutput), each list capped so a huge or
+    hostile output cannot grow memory: the rest is only counted."""
+
+    out: ParsedOutput
+    failures_seen = problems_seen = notes_seen = perf_dropped = 0
+
+    def fail(self, reason: str) -> None:
+        self.failures_seen += 1
+        if self.failures_seen <= REASON_CAP:
+            self.out.failures.append(reason[:400])
+
+    def problem(self, reason: str) -> None:
+        self.problems_seen += 1
+        if self.problems_seen <= REASON_CAP:
+            self.out.problems.append(reason[:400])
+
+    def note(self, text: str) -> None:
+        self.notes_seen += 1
+        if self.notes_seen <= NOTE_CAP:
+            self.out.notes.append(text[:400])
+
+    def add_perf(self, row) -> None:
+        if len(self.out.perf) < PERF_ROW_CAP:
+            self.out.perf.append(row)
+        else:
+            self.perf_dropped += 1
