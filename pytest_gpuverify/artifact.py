@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from .files import write_atomic
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: the run record (`run`)
 
 Verdict = Literal["PASS", "FAIL", "INCONCLUSIVE"]
 NO_GPU = "NO_GPU"
@@ -120,6 +120,24 @@ class TargetRecord(_Model):
     thresholds: dict[str, float] = Field(default_factory=dict)
 
 
+class RunRecord(_Model):
+    """What happened around the command, as the verdict saw it: with the raw output and the target's
+    dtype, kind and thresholds, ``gpuverify check`` re-derives the verdict and its reasons from it.
+    Nothing here is read from the output."""
+
+    blocked: list[str] = Field(default_factory=list)  # why the command was never started
+    ran: bool = False
+    exit_code: Optional[int] = None
+    timed_out: bool = False
+    interrupted: Optional[str] = None  # "KeyboardInterrupt", "SIGTERM" ...
+    container_died: bool = False
+    output_problems: list[str] = Field(default_factory=list)  # stream errors, truncation
+    unknowns: list[str] = Field(default_factory=list)  # facts recorded as null (a version), with why
+    # the engine read the raw output into correctness and perf; not after an interrupt or an internal
+    # error, and then the verdict stood on these facts alone
+    output_parsed: bool = False
+
+
 class Artifact(_Model):
     schema_version: int = SCHEMA_VERSION
     plugin_version: Optional[str] = None
@@ -150,6 +168,7 @@ class Artifact(_Model):
     notes: list[str] = Field(default_factory=list)
     exit_code: Optional[int] = None
     timed_out: bool = False
+    run: Optional[RunRecord] = None  # None in artifacts written before the record was kept
     raw_output: Optional[str] = None
     raw_output_sha256: Optional[str] = None
     raw_output_bytes: Optional[int] = None

@@ -1,38 +1,69 @@
-"""``gpuverify check``: re-derive an artifact's numbers from its raw output and name any difference.
+"""``gpuverify check``: re-derive an artifact's numbers and verdict from its raw output and name any difference.
 
 Anyone can re-check an artifact without trusting whoever wrote it: the raw output's sha256 must
-match, and re-parsing it with the same parser must give the same perf rows, correctness and verdict.
+match, re-parsing it with the same parser must give the same perf rows and correctness, and the
+verdict and its reasons must follow from the re-parsed output and the run record (``run``), through
+the same function the engine used. Artifacts written before the run record was kept get the older,
+partial verdict checks.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Optional
 
-from .artifact import Artifact, sha256_file
+from pydantic import ValidationError
+
+from .artifact import Artifact, Correctness, RunRecord, sha256_file
 from .parsers.dispatch import parse_output
-from .parsers.result import ParseContext
+from .parsers.result import ParseContext, ParsedOutput
+from .targets import Thresholds
+from .verdict import RunFacts, verdict_and_reasons
+
+PARTLY = "verdict checked only partly (old artifact: it has no run record)"
 
 
 def check_artifact(art: Artifact, artifact_path: Path) -> list[str]:
-    if not art.raw_output:
-        # the command never ran (NO_GPU, wrong arch, ...): nothing may claim it did
-        problems = []
-        if art.verdict != "INCONCLUSIVE":
-            problems.append(f"verdict {art.verdict}, but the command never ran (no raw output)")
-        if art.perf or art.exit_code is not None or art.correctness.passed is not None:
-            problems.append("perf rows, an exit code or a correctness result, but the command never ran")
-        return problems
-    raw = (artifact_path.parent / art.raw_output) if not Path(art.raw_output).is_absolute() else Path(art.raw_output)
-    if not raw.exists():
-        return [f"raw output {raw} is missing"]
-    problems = []
-    digest = sha256_file(raw)
-    if digest != art.raw_output_sha256:
-        problems.append(f"raw output sha256 is {digest}, the artifact says {art.raw_output_sha256}")
+    """Every difference between the artifact and what its raw output and run record give."""
+    problems: list[str] = []
+    parsed: Optional[ParsedOutput] = None
+    if art.raw_output:
+        raw = Path(art.raw_output)
+        raw = raw if raw.is_absolute() else artifact_path.parent / raw
+        if not raw.exists():
+            return [f"raw output {raw} is missing"]
+        digest = sha256_file(raw)
+        if digest != art.raw_output_sha256:
+            problems.append(f"raw output sha256 is {digest}, the artifact says {art.raw_output_sha256}")
+        # the engine reads no output after an interrupt: then the artifact may claim nothing from it
+        if art.run is None or art.run.output_parsed:
+            parsed = _parse(art, artifact_path, raw)
+    elif art.run is not None and art.run.output_parsed:
+        problems.append("run.output_parsed is true, but there is no raw output")
+    problems += _compare_output(art, parsed)
+    if art.run is None:
+        return problems + _loose_verdict(art, parsed)
+    return problems + _rederive_verdict(art, art.run, parsed)
+
+
+def _parse(art: Artifact, artifact_path: Path, raw: Path) -> ParsedOutput:
     kind = art.target.kind if art.target else "aiter-op-test"
     junit = artifact_path.parent / art.junit_xml if art.junit_xml else None
-    context = ParseContext(junit_xml=junit, exit_code=art.exit_code, dtype=art.target.dtype if art.target else None)
-    parsed = parse_output(kind, raw, context)
+    exit_code = art.run.exit_code if art.run is not None else art.exit_code  # what the engine parsed with
+    context = ParseContext(junit_xml=junit, exit_code=exit_code, dtype=art.target.dtype if art.target else None)
+    return parse_output(kind, raw, context)
+
+
+def _compare_output(art: Artifact, parsed: Optional[ParsedOutput]) -> list[str]:
+    """Perf rows and correctness as the raw output gives them; none at all when it was not read."""
+    if parsed is None:
+        problems = [f"{len(art.perf)} perf rows, but no output was read"] if art.perf else []
+        unread = Correctness().model_dump()
+        return problems + [
+            f"correctness.{key} is {value!r}, but no output was read"
+            for key, value in art.correctness.model_dump().items() if unread[key] != value
+        ]
+    problems = []
     ours = [r.model_dump(exclude={"regime"}) for r in parsed.perf]
     theirs = [r.model_dump(exclude={"regime"}) for r in art.perf]
     if len(ours) != len(theirs):
@@ -45,8 +76,47 @@ def check_artifact(art: Artifact, artifact_path: Path) -> list[str]:
     for key, value in art.correctness.model_dump().items():
         if mine.get(key) != value:
             problems.append(f"correctness.{key} is {value!r}, the raw output gives {mine.get(key)!r}")
-    if art.verdict == "PASS" and (parsed.failures or parsed.correctness.passed is not True):
-        problems.append("verdict PASS, but the raw output does not pass")
-    if art.verdict == "FAIL" and not (parsed.failures or (art.exit_code not in (0, None))):
-        problems.append("verdict FAIL, but the raw output shows no failure and the exit code was 0")
     return problems
+
+
+def _rederive_verdict(art: Artifact, run: RunRecord, parsed: Optional[ParsedOutput]) -> list[str]:
+    problems = []
+    # the contract's top-level copies must say what the record says
+    if run.exit_code != art.exit_code:
+        problems.append(f"exit_code is {art.exit_code!r}, run.exit_code is {run.exit_code!r}")
+    if run.timed_out != art.timed_out:
+        problems.append(f"timed_out is {art.timed_out}, run.timed_out is {run.timed_out}")
+    if run.ran != bool(art.raw_output):
+        problems.append(f"run.ran is {run.ran}, but the artifact has {'a' if art.raw_output else 'no'} raw output")
+    try:
+        limits = Thresholds.model_validate(art.target.thresholds) if art.target else None
+    except ValidationError as exc:
+        return problems + [f"target.thresholds are not valid: {exc.errors()[0]['msg']}"]
+    verdict, reasons = verdict_and_reasons(RunFacts.from_record(run, art.target), parsed, limits)
+    if verdict == "PASS" and art.verdict != "PASS":
+        problems.append(f"verdict is {art.verdict}, re-derived PASS")  # a PASS's reasons are only unknowns
+    elif verdict != art.verdict:
+        never_ran = "the command never ran: " if run.blocked and not run.ran else ""
+        problems.append(f"verdict is {art.verdict}, re-derived {verdict}: {never_ran}{'; '.join(reasons[:3])}")
+    missing = [f"reason missing: {r}" for r in reasons if r not in art.reasons]
+    extra = [f"reason extra: {r}" for r in art.reasons if r not in reasons]
+    if not (missing or extra) and art.reasons != reasons:
+        extra.append("reasons: the re-derived ones, in another order or repeated")
+    return problems + missing + extra
+
+
+def _loose_verdict(art: Artifact, parsed: Optional[ParsedOutput]) -> list[str]:
+    """An old artifact: without its run facts the verdict can only be checked against the output."""
+    if not art.raw_output:
+        problems = []
+        if art.verdict != "INCONCLUSIVE":
+            problems.append(f"verdict {art.verdict}, but the command never ran (no raw output)")
+        if art.exit_code is not None:
+            problems.append("an exit code, but the command never ran")
+        return problems
+    assert parsed is not None
+    if art.verdict == "PASS" and (parsed.failures or parsed.correctness.passed is not True):
+        return ["verdict PASS, but the raw output does not pass"]
+    if art.verdict == "FAIL" and not (parsed.failures or (art.exit_code not in (0, None))):
+        return ["verdict FAIL, but the raw output shows no failure and the exit code was 0"]
+    return []

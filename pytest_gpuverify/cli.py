@@ -38,7 +38,7 @@ def _cmd_show(args: argparse.Namespace) -> int:
 
 
 def _cmd_check(args: argparse.Namespace) -> int:
-    from .check import check_artifact
+    from .check import PARTLY, check_artifact
 
     art = _load(args.artifact)
     if art is None:
@@ -46,10 +46,13 @@ def _cmd_check(args: argparse.Namespace) -> int:
     problems = check_artifact(art, Path(args.artifact))
     for problem in problems:
         print(f"MISMATCH {problem}")
+    if art.run is None:
+        print(f"{args.artifact}: {PARTLY}")
     if problems:
-        print(f"{args.artifact}: {len(problems)} difference(s) between the artifact and its raw output")
+        print(f"{args.artifact}: {len(problems)} difference(s) between the artifact and what it re-derives to")
         return 1
-    print(f"{args.artifact}: OK (raw output sha256, numbers, correctness and verdict match)")
+    checked = "and verdict" if art.run is None else "verdict and reasons"
+    print(f"{args.artifact}: OK (raw output sha256, numbers, correctness, {checked} match)")
     return 0
 
 

@@ -272,6 +272,13 @@ def _host_ok(row: ContainerRow, host: str) -> bool:
     return row.host is None or row.host.casefold() == host.casefold()
 
 
+def names_ticket(text: str, ticket: str) -> bool:
+    """The ticket key stands in ``text`` as a word of its own (any case): ``aiter-T-1`` names T-1,
+    but neither ``gv-test-10`` (``...t-1`` inside a word) nor ``aiter-T-10`` does."""
+    pattern = r"(?<![0-9a-z])" + re.escape(ticket.casefold()) + r"(?![0-9a-z])"
+    return re.search(pattern, text.casefold()) is not None
+
+
 def _from_running(env: EnvFile, ticket: Optional[str], client: Any, host: str, repo_row: Optional[RepoRow],
                   repo_mounts: list[Mount]) -> Resolution:
     """A running container of the table matched by ticket key (name or image) or by the row's image."""
@@ -287,7 +294,7 @@ def _from_running(env: EnvFile, ticket: Optional[str], client: Any, host: str, r
         if name is None:
             continue
         row, image = rows[name], str(listed.get("Image") or "")
-        key_hit = bool(ticket) and ticket.casefold() in f"{name}\n{image}".casefold()
+        key_hit = bool(ticket) and names_ticket(f"{name}\n{image}", ticket)
         image_hit = False
         if row.image:
             if row.image not in image_ids:

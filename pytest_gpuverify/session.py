@@ -36,7 +36,7 @@ from .sampler import IdleSampler
 from .shared_readings import SharedReadings
 from .targets import PYTEST_KINDS, RunEnvironment, Target, command_argv, import_package, junit_path, pythonpath
 from .caches import plan_caches, remove_cold_caches, warm_cache_reused
-from .verdict import RunFacts, decide
+from .verdict import RunFacts, verdict_and_reasons
 from .resolve import map_to_container
 from .workspace import WorkspaceError, locate
 
@@ -49,8 +49,6 @@ class TargetOutcome:
     raw_path: Optional[Path] = None
     junit_path: Optional[Path] = None
     written: bool = False
-
-
 
 
 class VerifySession:
@@ -173,7 +171,7 @@ class VerifySession:
         art.notes.extend(self._session_notes)
         outcome = TargetOutcome(target, art, self.out_dir / f"bench_{topic}.json")
         self.outcomes.append(outcome)
-        facts = RunFacts(dtype=target.dtype, inner_pytest=target.kind in PYTEST_KINDS)
+        facts = RunFacts.for_target(target.kind, target.dtype)
         t0 = time.monotonic()
         parsed = None
         try:
@@ -182,7 +180,7 @@ class VerifySession:
                 context = ParseContext(junit_xml=outcome.junit_path, exit_code=facts.exit_code, dtype=target.dtype)
                 parsed = parse_output(target.kind, outcome.raw_path, context)
         except Interrupted as exc:
-            self._record_exec(art, facts, exc.outcome)
+            self._record_exec(facts, exc.outcome)
             self._finish(outcome, facts, None, t0)
             raise KeyboardInterrupt(exc.outcome.interrupted) from None
         except KeyboardInterrupt as exc:
@@ -348,7 +346,7 @@ class VerifySession:
                 argv, outcome.raw_path, env=run_env.as_env(), workdir=art.workdir or wt,
                 timeout_s=self.options.timeout_s, echo=self._echo,
             )
-            self._record_exec(art, facts, result)
+            self._record_exec(facts, result)
         finally:
             if grant is not self._external_grant:
                 self.picker.release(grant)
@@ -366,14 +364,12 @@ class VerifySession:
         return path
 
     @staticmethod
-    def _record_exec(art: Artifact, facts: RunFacts, result) -> None:
+    def _record_exec(facts: RunFacts, result) -> None:
         facts.exit_code = result.exit_code
         facts.timed_out = result.timed_out
         facts.container_died = result.container_died
         facts.interrupted = result.interrupted or facts.interrupted
         facts.output_problems.extend(result.problems)
-        art.exit_code = result.exit_code
-        art.timed_out = result.timed_out
 
     def _finish(self, outcome: TargetOutcome, facts: RunFacts, parsed, t0: float) -> None:
         art = outcome.artifact
@@ -382,8 +378,10 @@ class VerifySession:
             regime = outcome.target.regime
             art.perf = [r if r.regime or not regime else r.model_copy(update={"regime": regime}) for r in parsed.perf]
             art.notes.extend(parsed.notes)
-        art.verdict, art.reasons = decide(facts, parsed, outcome.target.thresholds)
-        art.reasons += [u for u in facts.unknowns if u not in art.reasons]
+        art.verdict, art.reasons = verdict_and_reasons(facts, parsed, outcome.target.thresholds)
+        # the facts behind the verdict, so that `gpuverify check` can re-derive it
+        art.run = facts.to_record(output_parsed=parsed is not None)
+        art.exit_code, art.timed_out = facts.exit_code, facts.timed_out
         art.finished_ts = utc_now()
         art.duration_s = round(time.monotonic() - t0, 3)
         if outcome.raw_path is not None and outcome.raw_path.exists():

@@ -25,6 +25,12 @@ def render(art: Artifact, path: Path) -> str:
         f"  versions   torch {_fmt(art.versions.torch)}  hip {_fmt(art.versions.hip)}  triton {_fmt(art.versions.triton)}  rocm {_fmt(art.versions.rocm)}",
         f"  command    {_fmt(art.command)}   (in {_fmt(art.workdir)}, exit {_fmt(art.exit_code)})",
     ]
+    if art.run is not None:
+        r = art.run
+        lines.append(
+            f"  run        ran {_fmt(r.ran)}  exit {_fmt(r.exit_code)}  timed out {_fmt(r.timed_out)}  "
+            f"interrupted {_fmt(r.interrupted)}  container died {_fmt(r.container_died)}  output parsed {_fmt(r.output_parsed)}"
+        )
     for repo in art.repos:
         lines.append(f"  repo       {repo.path} @ {_fmt(repo.sha)[:12]}{' (dirty)' if repo.dirty else ''}")
     for pkg, origin in art.imports.items():

@@ -7,12 +7,12 @@ proves nothing. PASS is a clean run that checked at least one shape.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Optional
 
-from .artifact import Correctness, Verdict
+from .artifact import Correctness, RunRecord, TargetRecord, Verdict
 from .parsers.result import ParsedOutput
-from .targets import Thresholds
+from .targets import PYTEST_KINDS, Thresholds
 
 LOW_PRECISION_DTYPES = ("fp8", "fp4", "mxfp4", "float8", "float4")
 
@@ -32,6 +32,23 @@ class RunFacts:
     inner_pytest: bool = False  # the command is a pytest run: its exit code 5 means "no test ran"
     unknowns: list[str] = field(default_factory=list)  # facts recorded as null (a version), with why
 
+    @classmethod
+    def for_target(cls, kind: Optional[str], dtype: Optional[str]) -> "RunFacts":
+        """The facts a target brings before anything runs."""
+        return cls(dtype=dtype, inner_pytest=kind in PYTEST_KINDS)
+
+    def to_record(self, output_parsed: bool) -> RunRecord:
+        # dtype and inner_pytest are the target's: the artifact keeps them in `target`, once
+        run = {k: v for k, v in asdict(self).items() if k not in _TARGET_FACTS}
+        return RunRecord(**run, output_parsed=output_parsed)
+
+    @classmethod
+    def from_record(cls, record: RunRecord, target: Optional[TargetRecord]) -> "RunFacts":
+        facts = cls.for_target(target.kind, target.dtype) if target else cls()
+        return replace(facts, **record.model_dump(exclude={"output_parsed"}))
+
+
+_TARGET_FACTS = ("dtype", "inner_pytest")
 PYTEST_NO_TESTS = 5
 
 
@@ -103,3 +120,12 @@ def decide(
     if doubts:
         return "INCONCLUSIVE", doubts
     return "PASS", []
+
+
+def verdict_and_reasons(
+    facts: RunFacts, parsed: Optional[ParsedOutput], limits: Optional[Thresholds] = None
+) -> tuple[Verdict, list[str]]:
+    """What the artifact states: :func:`decide`'s verdict and reasons, then every fact recorded as
+    null with why. The engine and ``gpuverify check`` both call this, so they cannot drift apart."""
+    verdict, reasons = decide(facts, parsed, limits)
+    return verdict, reasons + [u for u in facts.unknowns if u not in reasons]

@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 import uuid
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
@@ -117,12 +118,18 @@ class Sandbox:
 
 @pytest.fixture
 def sandbox(tmp_path, docker_client):
+    with make_sandbox(tmp_path / "host", docker_client) as box:
+        yield box
+
+
+@contextmanager
+def make_sandbox(root: Path, docker_client):
+    """A simulated host with a real container; the container is removed on leaving."""
     from pytest_gpuverify.simulator import SimState, install
 
     import time
 
     started = time.time()
-    root = tmp_path / "host"
     sim_bin = root / "sim-bin"
     install(sim_bin, SimState.idle(gpus=4, arch="gfx942"))
     for sub in ("tickets", "locks", "repos"):
@@ -137,5 +144,7 @@ def sandbox(tmp_path, docker_client):
     env_path = root / "env.md"
     env_path.write_text(demo.render_env_file(spec), encoding="utf-8")
     box = Sandbox(root, docker_client, sim_bin, repo, env_path, name, spec, [], started)
-    yield box
-    demo.remove_sandbox_containers(docker_client, [name, *box.extra_containers])
+    try:
+        yield box
+    finally:
+        demo.remove_sandbox_containers(docker_client, [name, *box.extra_containers])

@@ -30,11 +30,13 @@ def test_lease_excludes_flock_and_is_released(tmp_path):
 
 def test_flock_holder_excludes_lease(tmp_path):
     path = tmp_path / "gpu-1.lock"
-    holder = subprocess.Popen(["flock", "-x", "-o", str(path), "sleep", "5"])  # -o: sleep must not inherit it
+    # -o: sleep must not inherit it; killed below, so a slow machine never sees the lock go early
+    holder = subprocess.Popen(["flock", "-x", "-o", str(path), "sleep", "120"])
     try:
-        deadline = time.time() + 5
+        deadline = time.time() + 30
         while flock_n(path) == 0 and time.time() < deadline:
             time.sleep(0.02)
+        assert flock_n(path) == 1, "the flock(1) holder never took the lock"
         lease = GpuLease(path, 1)
         assert not lease.try_acquire()
         assert not lease.held

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from pydantic import BaseModel
 
-from pytest_gpuverify.parsers import prefilter
+from pytest_gpuverify.parsers import hsscan, prefilter
 from pytest_gpuverify.parsers.aiter import _AiterParser
 from pytest_gpuverify.parsers.bench import _BenchParser, _Table
 from pytest_gpuverify.parsers.dispatch import parse_output
@@ -36,7 +36,19 @@ from test_parse_properties import FRAGMENTS, VALID
 
 TRIGGERS = {AITER_OP_TEST: AITER, BENCH: BENCH_TRIGGERS, FLYDSL_PYTEST: FLYDSL, TRITON_PYTEST: PYTEST}
 FILTERED_KINDS = list(TRIGGERS)
-SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# The engine fixture below is function-scoped on purpose: it only switches a module setting.
+QUIET = [HealthCheck.too_slow, HealthCheck.function_scoped_fixture]
+SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=QUIET)
+ENGINES = ["hyperscan", "re"] if hsscan.available() else ["re"]
+
+
+@pytest.fixture(autouse=True, params=ENGINES)
+def engine(request) -> Iterator[str]:
+    """Every test runs with each engine that finds candidates: both must find every line that matters."""
+    saved = prefilter.ENGINE
+    prefilter.ENGINE = request.param
+    yield request.param
+    prefilter.ENGINE = saved
 
 # Lines a parser has nothing to read in, several of them close to what it reads.
 NOISE = [
@@ -339,7 +351,7 @@ def is_candidate(kind: str, raw: bytes) -> bool:
 
 
 @pytest.mark.parametrize("kind", FILTERED_KINDS)
-@settings(max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=1500, deadline=None, suppress_health_check=QUIET)
 @given(pieces=st.lists(st.one_of(st.sampled_from(LINE_PIECES), st.sampled_from(ESCAPES), st.text(max_size=4)),
                        min_size=1, max_size=10), variant=st.integers(0, 7))
 def test_a_line_that_changes_an_idle_parser_is_a_candidate(kind: str, pieces: list[str], variant: int) -> None:

@@ -14,7 +14,7 @@ import pytest
 
 from pytest_gpuverify import demo
 from pytest_gpuverify.envfile import parse_env_text
-from pytest_gpuverify.resolve import Resolution, map_to_container, resolve_container
+from pytest_gpuverify.resolve import Resolution, map_to_container, names_ticket, resolve_container
 
 pytestmark = pytest.mark.docker
 HOST = "gvr-host"
@@ -333,3 +333,17 @@ def test_map_to_container_longest_prefix_whole_components(tmp_path):
     assert map_to_container([(str(aiter), "/w")], tmp_path / "repos" / "aiter2") is None
     assert map_to_container([(str(aiter) + "/", "/w/")], aiter / "x") == "/w/x"
     assert map_to_container([], aiter) is None
+
+
+@pytest.mark.parametrize(("text", "ticket", "named"), [
+    ("aiter-T-1-2978be", "T-1", True),
+    ("rocm/pytorch:t-1", "T-1", True),
+    ("dev_T-1.local", "T-1", True),
+    ("gv-test-10423672", "T-1", False),  # "...t-1" inside a word
+    ("aiter-T-10", "T-1", False),
+    ("aiter-T-1", "T-10", False),
+    ("aiter-ABC-123+x", "ABC-123+x", True),  # a key is matched as text, not as a pattern
+    ("aiter-ABC-123xx", "ABC-123+x", False),
+])
+def test_a_ticket_key_is_matched_as_a_word_of_its_own(text, ticket, named):
+    assert names_ticket(text, ticket) is named

@@ -15,6 +15,10 @@ The triggers run on a copy of the chunk with its ANSI escapes removed (so ``co\\
 spell out cases or Unicode. The first line of each chunk (it straddles the chunk boundary, and may
 be a giant line cut by the reader) and the output's last line are always handed over.
 
+Two engines find the candidates: Hyperscan (:mod:`.hsscan`: one SIMD pass over the chunk for all
+of a parser's patterns, no folded copy) where its wheel is installed, else Python's ``re`` over the
+folded copy. ``ENGINE = "re"`` forces the second.
+
 ``ENABLED = False`` turns the skipping off (every line is handed over); the tests use it to check
 that both ways parse to the same result, and ``CHUNK_SIZE`` to put chunk boundaries everywhere.
 """
@@ -27,10 +31,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator, Optional, Union
 
+from . import hsscan
 from .lines import DEFAULT_MAX_LINE, READ_CHUNK, LineReader, TruncationCallback
 from .result import ParsedOutput
 
 ENABLED = True
+ENGINE = "hyperscan" if hsscan.available() else "re"
 BATCH = 8192  # bytes of lines decoded at once when every line is handed over
 DENSE = 64  # a block with a candidate per this many bytes is checked for being half candidates
 CHUNK_SIZE = READ_CHUNK  # tests make it small, to put chunk boundaries everywhere
@@ -53,19 +59,25 @@ class Triggers:
 
     fold: bytes  # a bytes.translate table
     pick: Callable[[bytes, int, int], Passes]
+    patterns: Optional[hsscan.PatternSet] = None  # the same triggers for Hyperscan
+
+    def _find(self, text: bytes, start: int, end: int) -> Optional[list[int]]:
+        if self.patterns is not None and ENGINE == "hyperscan":
+            return self.patterns.line_starts(text, start, end, (end - start) // DENSE + 64)
+        return self._scan(text.translate(self.fold), start, end)
 
     def candidates(self, chunk: bytes, start: int, end: int) -> Optional[list[int]]:
         """Sorted start offsets (in ``chunk``) of the candidate lines among the whole lines of
         ``chunk[start:end]`` (``start`` follows a newline, ``chunk[end - 1]`` is one); None when
         about every line is one (then handing over every line costs less)."""
         if chunk.find(b"\x1b", start, end) < 0:
-            found = self._scan(chunk.translate(self.fold), start, end)
+            found = self._find(chunk, start, end)
             return None if found is None else sorted(set(found))
         # Escapes removed, the lines shift: scan a stripped copy (its lines up to ``start`` are the
         # chunk's, as no newline is removed), then find the same lines in the chunk by number.
         stripped = _ANSI.sub(b"", chunk)
         s_start, s_end = stripped.find(b"\n") + 1, stripped.rfind(b"\n") + 1
-        found = self._scan(stripped.translate(self.fold), s_start, s_end)
+        found = self._find(stripped, s_start, s_end)
         if found is None:
             return None
         esc = stripped.find(b"\x1b", s_start, s_end)

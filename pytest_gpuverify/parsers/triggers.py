@@ -19,6 +19,11 @@ Python's ``re`` scans fast only for one literal byte, and is slow at each stop o
 has alternatives that do not start with a literal (a look-behind, say): one alternation of words
 over a chunk runs at under 50 MB/s. So each expression stops at one byte (``:`` or a newline) and
 tests a fixed window around it, cheapest and most selective test first.
+
+Each section also gives the same triggers as Hyperscan patterns (:mod:`.hsscan`, the fast engine):
+plain expressions over the unfolded chunk, matched caseless, so the fold is spelt out in classes
+(:data:`SP` a space, ``[:=]`` a ``:``, :data:`U` a non-ASCII byte), and ``^`` is a line start.
+The tests hold both engines to the parsers line by line.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ from __future__ import annotations
 import re
 from typing import Callable
 
+from .hsscan import PatternSet
 from .prefilter import Passes, Triggers
 
 _ASCII_SPACE = b"\t\x0b\x0c\r\x1c\x1d\x1e\x1f"  # besides " ": what str's \s matches below 0x80, but "\n"
@@ -33,6 +39,36 @@ FOLD = bytes.maketrans(
     bytes(range(65, 91)) + b"=" + _ASCII_SPACE + bytes(range(128, 256)),
     bytes(range(97, 123)) + b":" + b" " * len(_ASCII_SPACE) + b"\x80" * 128,
 )
+
+
+# Hyperscan pieces: what FOLD makes of a byte, spelt as a class. A chunk of ASCII bytes gets the
+# patterns without the non-ASCII rules (``Spelling(ascii=True)``): the same lines, found faster.
+_SP = rb" \t\x0b\x0c\r\x1c-\x1f"  # FOLD's " ": a space, and every other ASCII \s but the newline
+_U = rb"\x80-\xff"  # FOLD's "\x80"
+
+
+class Spelling:
+    def __init__(self, ascii: bool) -> None:
+        u = b"" if ascii else _U
+        self.ascii = ascii
+        self.sp = b"[" + _SP + b"]"
+        self.spu = b"[" + _SP + u + b"]"  # [ \x80]
+        self.ns = b"[^" + _SP + b"\n]"  # [^ \n]
+        self.digit = b"[0-9" + u + b"]"  # [\d\x80]
+        self.number = b"[-+.0-9ni" + u + b"]"  # a number starts (as in key_value)
+        self.u = b"[" + _U + b"]"
+
+    def words(self, text: bytes) -> bytes:
+        """A literal, its spaces read as FOLD reads them (letters are caseless already)."""
+        return re.escape(text).replace(b"\\ ", b" ").replace(b" ", self.sp)
+
+    def ci(self) -> bytes:
+        """The end of a CI timestamp (``...Z ``): a superset of _CI, which Hyperscan checks faster."""
+        return b"z" + self.sp
+
+
+def hs_any(*alternatives: bytes) -> bytes:
+    return b"(?:" + b"|".join(alternatives) + b")"
 
 
 # The last three characters of every name metrics.py reads, before the ``:`` (or before the spaces
@@ -75,6 +111,26 @@ def key_value(ascii_only: bool, ends: tuple[bytes, ...] = NAME_ENDS, after: byte
     )
 
 
+def hs_key_value(k: Spelling, ends: tuple[bytes, ...] = NAME_ENDS, after: tuple[bytes, ...] = ()) -> list[bytes]:
+    """:func:`key_value` as Hyperscan patterns: a name end, up to two spaces, ``:``, a number;
+    three spaces, ``:``, a number; ``atol:``/``assertionerror:``; a ``:`` ending its line; a
+    ``: <number> us`` timing; ``after`` (whole patterns); and, with non-ASCII bytes, a name spelt
+    with one (a non-ASCII byte up to five bytes before the ``:``)."""
+    names = hs_any(*(re.escape(e) for e in ends))
+    timing = b"[-+.0-9naife" + _SP + (b"" if k.ascii else _U) + b"]*u[s" + (b"" if k.ascii else _U) + b"]"
+    patterns = [
+        names + k.spu + b"{0,2}[:=]" + k.sp + b"*" + k.number,
+        k.spu + b"{3}[:=]" + k.sp + b"*" + k.number,
+        b"(?:atol|assertionerror)[:=]",
+        b"[:=]" + k.spu + b"*$",
+        b"[:=]" + k.sp + b"*" + k.number + timing,
+        *after,
+    ]
+    if not k.ascii:
+        patterns.append(k.u + rb"[^\n]{0,4}[:=]" + k.sp + b"*" + k.number)
+    return patterns
+
+
 def picker(line: Callable[[bool], bytes], next_line: bytes) -> Callable[[bytes, int, int], Passes]:
     """Compile ``line(ascii_only)`` both ways; a chunk with no non-ASCII byte gets the ASCII one."""
     nl = re.compile(next_line)
@@ -115,7 +171,17 @@ _AITER_LINE_START = b"\n" + _either(
     *_LINE_START, _LOGGER + _either(*_LINE_START), _CI + b"(?:" + _LOGGER + b")?+" + _either(*_LINE_START)
 )
 
-AITER = Triggers(FOLD, picker(key_value, _AITER_LINE_START))
+def hs_line_start(k: Spelling) -> tuple[bytes, ...]:
+    return (rb"\|", k.words(b"calling "), k.digit + rb"[^\n]*" + k.spu + rb"\.\.\.")
+
+
+def hs_aiter(k: Spelling) -> list[bytes]:
+    # At a line start, after the logger's ``]`` (its ``[aiter ...]`` is not checked), or after a CI
+    # timestamp's ``Z ``: a superset of _AITER_LINE_START that Hyperscan finds faster.
+    return [*hs_key_value(k), hs_any(b"^", rb"\]" + k.sp + b"?", k.ci()) + hs_any(*hs_line_start(k))]
+
+
+AITER = Triggers(FOLD, picker(key_value, _AITER_LINE_START), PatternSet(lambda ascii: hs_aiter(Spelling(ascii))))
 
 
 # ----- an inner pytest run (pytest_run.py: the Triton tests; FlyDSL adds its own lines) --------
@@ -130,7 +196,20 @@ AITER = Triggers(FOLD, picker(key_value, _AITER_LINE_START))
 _PYTEST_START = (b"===", b"___", b"---", rb"e(?: |(?=\n))", b"passed ", b"failed ", b"error ", b"xfail ", b"xpass ",
                  rb"skipped \[", b"no tests ran in ", rb"[\d\x80][^\n]* in ")
 _PYTEST_LINE_START = b"\n" + _either(*_PYTEST_START, _CI + _either(*_PYTEST_START))
-PYTEST = Triggers(FOLD, picker(lambda a: key_value(a, after=b":"), _PYTEST_LINE_START))
+def hs_pytest_start(k: Spelling) -> tuple[bytes, ...]:
+    return (b"[:=]{3}", b"___", b"---", b"e(?:" + k.sp + b"|$)", *(k.words(w) for w in (
+        b"passed ", b"failed ", b"error ", b"xfail ", b"xpass ", b"skipped [", b"no tests ran in ")),
+        k.digit + rb"[^\n]*" + k.words(b" in "))
+
+
+HS_COLONS = b"[:=][:=]"  # key_value's after=":" (``::`` of a -v outcome, ``==`` of a banner)
+
+
+def hs_pytest(k: Spelling) -> list[bytes]:
+    return [*hs_key_value(k, after=(HS_COLONS,)), hs_any(b"^", k.ci()) + hs_any(*hs_pytest_start(k))]
+
+
+PYTEST = Triggers(FOLD, picker(lambda a: key_value(a, after=b":"), _PYTEST_LINE_START), PatternSet(lambda ascii: hs_pytest(Spelling(ascii))))
 
 
 # ----- bench.py's TableReader (in the bench and FlyDSL parsers) -----------------------------------
@@ -163,6 +242,28 @@ _FLYDSL_LINE_START = b"\n" + _either(*_FLYDSL_START, _CI + _either(*_FLYDSL_STAR
 _FLYDSL_ANYWHERE = (re.compile(rb"check (?:passed|failed)"), re.compile(rb"\| (?:pass|fail) \|"))
 
 
+def hs_table_start(k: Spelling) -> tuple[bytes, ...]:
+    return (b"[:=]{3}", rb"\[" + k.digit, k.spu + b"+" + hs_any(b"[:=]{3}", rb"\[" + k.digit))
+
+
+def hs_table_header(k: Spelling) -> list[bytes]:
+    patterns = [k.ns + k.sp + k.sp + k.sp + b"*" + k.ns + rb"[^\n]*" + k.sp + k.sp + k.ns]
+    if not k.ascii:  # a line with a non-ASCII byte: one run will do
+        patterns += [k.u + rb"[^\n]*" + k.sp + k.sp, k.sp + k.sp + rb"[^\n]*" + k.u]
+    return patterns
+
+
+def hs_flydsl(k: Spelling) -> list[bytes]:
+    own = (k.words(b"flydsl moe"), k.words(b"testing "), b"failed" + k.spu + b"*$",
+           k.digit + b"+" + k.sp + b"tests?" + k.sp + b"failed")
+    starts = (*hs_pytest_start(k), *own, k.spu + b"+" + hs_any(*own), *hs_table_start(k))
+    return [
+        *hs_key_value(k, FLYDSL_NAME_ENDS, after=(HS_COLONS,)), *hs_table_header(k),
+        b"check" + k.sp + b"(?:passed|failed)", rb"\|" + k.sp + b"(?:pass|fail)" + k.sp + rb"\|",
+        hs_any(b"^", k.ci()) + hs_any(*starts),
+    ]
+
+
 def _flydsl_pick() -> Callable[[bytes, int, int], Passes]:
     nl = re.compile(_FLYDSL_LINE_START)
     line = {a: re.compile(key_value(a, FLYDSL_NAME_ENDS, after=b":")) for a in (False, True)}
@@ -170,7 +271,7 @@ def _flydsl_pick() -> Callable[[bytes, int, int], Passes]:
     return lambda folded, start, end: variants[folded.isascii()]
 
 
-FLYDSL = Triggers(FOLD, _flydsl_pick())
+FLYDSL = Triggers(FOLD, _flydsl_pick(), PatternSet(lambda ascii: hs_flydsl(Spelling(ascii))))
 
 
 # ----- bench harnesses (bench.py): aiter's lines and the tables -----------------------------------
@@ -195,4 +296,11 @@ def _bench_pick() -> Callable[[bytes, int, int], Passes]:
     return lambda folded, start, end: variants[folded.isascii()]
 
 
-BENCH = Triggers(FOLD, _bench_pick())
+def hs_bench(k: Spelling) -> list[bytes]:
+    # After a line start, a side prefix, a logger's ``]`` or a CI timestamp's ``Z ``: a superset.
+    sides = (rb"\[(?:[ab]|base|head)\]" + k.spu + b"+", b"[ab][:=]" + k.spu + b"+")
+    before = hs_any(b"^", rb"\]" + k.sp + b"?", k.ci(), *sides)
+    return [*hs_key_value(k), *hs_table_header(k), before + hs_any(*hs_table_start(k), *hs_line_start(k))]
+
+
+BENCH = Triggers(FOLD, _bench_pick(), PatternSet(lambda ascii: hs_bench(Spelling(ascii))))

@@ -8,7 +8,6 @@ tool prints for that state. Layouts follow the captures in shared/samples/gpu_to
 width, tab-padded tables, one-line ``--json``; amd-smi list vs ``gpu_data`` envelopes; rocminfo padding).
 """
 
-import argparse
 import json
 import os
 import sys
@@ -144,7 +143,36 @@ def pid_table(st):
     return procs
 
 
-def rocm_smi(argv, st):
+class Args:
+    """What argparse gives for a call made of on/off flags only (see :func:`plain_call`)."""
+
+    def __init__(self, **values):
+        self.__dict__.update(values)
+
+
+def plain_call(argv, flags, defaults):
+    """``Args`` for a call whose every word is one of ``flags`` (word -> attribute, each an on/off
+    flag), else None, and argparse reads the call (usage and exit 2 on a bad one, like the real
+    tools). The samplers' calls take this path: importing argparse and building the parser would
+    cost more than the rest of the call."""
+    values = dict(defaults)
+    for word in argv:
+        if word not in flags:
+            return None
+        values[flags[word]] = True
+    return Args(**values)
+
+
+ROCM_SMI_FLAGS = {"-u": "showuse", "--showuse": "showuse", "--showmemuse": "showmemuse", "--showbus": "showbus",
+                  "--showproductname": "showproductname", "--json": "json"}
+ROCM_SMI_DEFAULTS = {"showuse": False, "showmemuse": False, "showmeminfo": None, "showpids": None,
+                     "showpidgpus": None, "showbus": False, "showproductname": False, "json": False,
+                     "loglevel": "error"}
+
+
+def rocm_smi_args(argv):
+    import argparse
+
     p = argparse.ArgumentParser(prog="rocm-smi", description="AMD ROCm System Management Interface")
     p.add_argument("-u", "--showuse", action="store_true")
     p.add_argument("--showmemuse", action="store_true")
@@ -155,7 +183,11 @@ def rocm_smi(argv, st):
     p.add_argument("--showproductname", action="store_true")
     p.add_argument("--json", action="store_true")
     p.add_argument("--loglevel", default="error")
-    a = p.parse_args(argv)  # argparse, like the real tool: usage + exit 2 on an unknown flag
+    return p.parse_args(argv)  # argparse, like the real tool: usage + exit 2 on an unknown flag
+
+
+def rocm_smi(argv, st):
+    a = plain_call(argv, ROCM_SMI_FLAGS, ROCM_SMI_DEFAULTS) or rocm_smi_args(argv)
     rc = fault("rocm-smi", st, a.json)
     if rc is not None:
         return rc
@@ -290,14 +322,36 @@ def rocm_smi(argv, st):
 
 
 # ------------------------------------------------------------------------------------------- amd-smi
-def amd_smi(argv, st):
-    v = st["v"]
-    if not st.get("amd_smi_installed", True):
-        sys.stderr.write("amd-smi: command not found\n")
-        return 127
+# subcommand -> its on/off flags (word -> attribute); "-g/--gpu N..." goes through argparse
+AMD_SMI_FLAGS = {
+    "metric": {"--json": "json", "-u": "usage", "--usage": "usage", "-m": "mem_usage", "--mem-usage": "mem_usage"},
+    "process": {"--json": "json"},
+    "static": {"--json": "json", "-a": "asic", "--asic": "asic", "-b": "bus", "--bus": "bus"},
+    "list": {"--json": "json", "-e": "enumeration", "--enumeration": "enumeration"},
+    "version": {},
+}
+
+
+def amd_smi_plain_call(argv, v):
+    if not argv or argv[0] not in AMD_SMI_FLAGS:
+        return None
+    flags = dict(AMD_SMI_FLAGS[argv[0]])
+    if argv[0] == "list" and v < (6, 4):  # enumeration info (hip_id) arrived with amd-smi 25.3
+        del flags["-e"], flags["--enumeration"]
+    defaults = {"cmd": argv[0], "gpu": None, **{attr: False for attr in flags.values()}}
+    if argv[0] == "version":
+        defaults.pop("gpu")
+    return plain_call(argv[1:], flags, defaults)
+
+
+def amd_smi_args(argv, v):
+    """argparse's reading of the call (usage and exit 2 on a bad one); None after printing the
+    help for a call with no subcommand."""
+    import argparse
+
     p = argparse.ArgumentParser(prog="amd-smi", description="AMD System Management Interface")
     sub = p.add_subparsers(dest="cmd")
-    parsers = {name: sub.add_parser(name) for name in ("metric", "process", "static", "list", "version")}
+    parsers = {name: sub.add_parser(name) for name in AMD_SMI_FLAGS}
     for name in ("metric", "process", "static", "list"):
         parsers[name].add_argument("--json", action="store_true")
         parsers[name].add_argument("-g", "--gpu", nargs="+", type=int)
@@ -305,11 +359,22 @@ def amd_smi(argv, st):
     parsers["metric"].add_argument("-m", "--mem-usage", action="store_true")
     parsers["static"].add_argument("-a", "--asic", action="store_true")
     parsers["static"].add_argument("-b", "--bus", action="store_true")
-    if v >= (6, 4):  # enumeration info (hip_id) arrived with amd-smi 25.3
+    if v >= (6, 4):
         parsers["list"].add_argument("-e", "--enumeration", action="store_true")
     a = p.parse_args(argv)
     if a.cmd is None:
         p.print_help()
+        return None
+    return a
+
+
+def amd_smi(argv, st):
+    v = st["v"]
+    if not st.get("amd_smi_installed", True):
+        sys.stderr.write("amd-smi: command not found\n")
+        return 127
+    a = amd_smi_plain_call(argv, v) or amd_smi_args(argv, v)
+    if a is None:
         return 0
     rc = fault("amd-smi", st, getattr(a, "json", False))
     if rc is not None:
