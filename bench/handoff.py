@@ -1,34 +1,38 @@
 """How fast a waiting session takes a GPU that another session lets go of.
 
-Several sessions queue for one simulated GPU (`--gpu-wait`, `--gpu-container none`); each target's
+Several sessions queue for one simulated GPU (`--gpu-wait`, `--gpu-container none`), or with
+``--real ARCH`` for GPU 0 of this host's real GPUs (its own tools: NVML on NVIDIA); each target's
 command writes its start and end times to a ledger. The delay of a handoff is the next command's start
 minus the previous command's end: it holds the previous command's exit, the lock release, the
 waiter's next lock attempt (every 10 ms), its re-check of the GPU under the lock (one reading of the
 GPU tools: reported apart) and its command's start. Prints median and p95 (target: median < 50 ms).
 
-    python bench/handoff.py [--sessions 4] [--targets 6] [--duration 0.3]
+    python bench/handoff.py [--sessions 4] [--targets 6] [--duration 0.3] [--real sm_90]
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Optional
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from hostbench import intervals, make_host, median, pct, start_session  # noqa: E402
 
 
-def reading_cost(sim: Path, repeats: int = 15) -> float:
+def reading_cost(sim: Optional[Path], arch: Optional[str], repeats: int = 15) -> float:
     """The median time of one GPU reading with these tools (the re-check under the lock)."""
-    from pytest_gpuverify.gpu.rocm import RocmBackend
+    from pytest_gpuverify.gpu import select_backend
     from pytest_gpuverify.hostexec import LocalHost
 
-    backend = RocmBackend(LocalHost(env={"PATH": f"{sim}:/usr/bin:/bin"}))
+    host = LocalHost(env=dict(os.environ, PATH=f"{sim}:/usr/bin:/bin")) if sim else LocalHost()
+    backend = select_backend(arch or "gfx942", host)
     backend.read()
     times = []
     for _ in range(repeats):
@@ -44,10 +48,11 @@ def main() -> int:
     ap.add_argument("--targets", type=int, default=6)
     ap.add_argument("--duration", type=float, default=0.3)
     ap.add_argument("--window", type=float, default=1.0)
+    ap.add_argument("--real", metavar="ARCH", help="queue for this host's real GPU 0 (arch as the Hosts row says)")
     args = ap.parse_args()
     root = Path(tempfile.mkdtemp(prefix="gv-handoff-"))
     try:
-        env, repo, sim = make_host(root, 1, args.targets, args.duration)
+        env, repo, sim = make_host(root, 1, args.targets, args.duration, real_arch=args.real)
         ledger = root / "ledger.txt"
         ledger.touch()
         procs = [start_session(env, repo, sim, ledger, f"H{i}", args.window) for i in range(args.sessions)]
@@ -55,9 +60,10 @@ def main() -> int:
             p.communicate()
         runs = sorted((s, e) for _, s, e, _ in intervals(ledger))
         delays = [b[0] - a[1] for a, b in zip(runs, runs[1:])]
-        read_s = reading_cost(sim)
+        read_s = reading_cost(sim, args.real)
         expected = args.sessions * args.targets
-        print(f"{args.sessions} sessions x {args.targets} targets queued on 1 simulated GPU, {len(delays)} handoffs")
+        gpu = f"real GPU 0 ({args.real})" if args.real else "1 simulated GPU"
+        print(f"{args.sessions} sessions x {args.targets} targets queued on {gpu}, {len(delays)} handoffs")
         print(f"runs: {len(runs)} of {expected}; overlaps: {sum(1 for d in delays if d < 0)}")
         print(f"handoff delay   median {median(delays) * 1000:6.1f} ms   p95 {pct(delays, 95) * 1000:6.1f} ms   "
               f"max {max(delays) * 1000:6.1f} ms   (target: median < 50 ms)")

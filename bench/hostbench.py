@@ -1,6 +1,7 @@
-"""A simulated GPU host without containers, for the lock benches: fake GPU tools, a git repo whose
-gpuverify.toml declares ledger-writing targets, an env file, and pytest sessions run on the host
-(`--gpu-container none`). Shared by bench/contention.py and bench/handoff.py."""
+"""A GPU host without containers, for the lock benches: fake GPU tools (or, with ``arch`` given, the
+host's real GPUs and tools), a git repo whose gpuverify.toml declares ledger-writing targets, an
+env file, and pytest sessions run on the host (`--gpu-container none`). Shared by
+bench/contention.py and bench/handoff.py."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import statistics
 import subprocess
 import sys
 from pathlib import Path
+from typing import Optional
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -18,16 +20,19 @@ from pytest_gpuverify.simulator import SimState, install  # noqa: E402
 
 # Each target writes "<gpu> start|end <epoch seconds> <id>" lines around its sleep, then one passing check.
 COMMAND = (
-    'echo "${HIP_VISIBLE_DEVICES:-?} start $(date +%s.%N) $0" >> "$GV_LEDGER"; sleep $1; '
-    'echo "${HIP_VISIBLE_DEVICES:-?} end $(date +%s.%N) $0" >> "$GV_LEDGER"; '
+    'echo "${HIP_VISIBLE_DEVICES:-${CUDA_VISIBLE_DEVICES:-?}} start $(date +%s.%N) $0" >> "$GV_LEDGER"; sleep $1; '
+    'echo "${HIP_VISIBLE_DEVICES:-${CUDA_VISIBLE_DEVICES:-?}} end $(date +%s.%N) $0" >> "$GV_LEDGER"; '
     'echo "[checkAllclose atol=0.01 rtol=0.01 passed~]"'
 )
 
 
-def make_host(root: Path, gpus: int, targets: int, duration: float) -> tuple[Path, Path, Path]:
-    """(env file, repo, sim bin dir)."""
-    sim = root / "sim-bin"
-    install(sim, SimState.idle(gpus=gpus))
+def make_host(root: Path, gpus: int, targets: int, duration: float,
+              real_arch: Optional[str] = None) -> tuple[Path, Path, Optional[Path]]:
+    """(env file, repo, sim bin dir); with ``real_arch`` (the host's, as the Hosts row says it) the
+    host's own GPUs and tools, and no sim bin dir."""
+    sim = None if real_arch else root / "sim-bin"
+    if sim is not None:
+        install(sim, SimState.idle(gpus=gpus))
     repo = root / "repos" / "bench"
     repo.mkdir(parents=True)
     (repo / "README").write_text("ledger targets\n")
@@ -42,18 +47,30 @@ def make_host(root: Path, gpus: int, targets: int, duration: float) -> tuple[Pat
     (root / "locks").mkdir()
     (root / "tickets").mkdir()
     spec = demo.EnvSpec(tickets=root / "tickets", repos=root / "repos", locks=root / "locks",
-                        repo_rows=[("bench", repo, None, str(repo))], containers=[], gpus=gpus)
+                        repo_rows=[("bench", repo, None, str(repo))], containers=[], gpus=gpus,
+                        arch=real_arch or "gfx942")
     env = root / "env.md"
     env.write_text(demo.render_env_file(spec))
     return env, repo, sim
 
 
-def start_session(env: Path, repo: Path, sim: Path, ledger: Path, ticket: str, window: float, wait: float = 900):
-    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--gpu-verify", "--gpu-container", "none",
+def plugin_flag() -> list[str]:
+    """``-p pytest_gpuverify.plugin`` where the package is on PYTHONPATH but not installed (the lent
+    GPU machine): pytest then finds no entry point for it."""
+    from importlib.metadata import entry_points
+
+    installed = any(ep.value == "pytest_gpuverify.plugin" for ep in entry_points(group="pytest11"))
+    return [] if installed else ["-p", "pytest_gpuverify.plugin"]
+
+
+def start_session(env: Path, repo: Path, sim: Optional[Path], ledger: Path, ticket: str, window: float,
+                  wait: float = 900):
+    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *plugin_flag(), "--gpu-verify", "--gpu-container", "none",
            "--gpu-env", str(env), "--gpu-window", str(window), "--gpu-wait", str(wait), "--ticket", ticket,
            "gpuverify.toml"]
     return subprocess.Popen(cmd, cwd=repo, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            env=dict(os.environ, PATH=f"{sim}:{os.environ['PATH']}", GV_LEDGER=str(ledger)))
+                            env=dict(os.environ, PATH=f"{sim}:{os.environ['PATH']}" if sim else os.environ["PATH"],
+                                     GV_LEDGER=str(ledger)))
 
 
 def read_ledger(ledger: Path) -> dict[tuple[str, str], dict]:
