@@ -12,7 +12,6 @@ container of the user's table, under ``allow_start``. Nothing is exec'd, stopped
 
 from __future__ import annotations
 
-import csv
 import os
 import re
 import socket
@@ -21,19 +20,17 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any, Iterable, Literal, Optional, Sequence, Union
 
+from .devcontainer import Mount, devcontainer_mounts, find_config, name_from_run_args, read_config, substitute
 from .envfile import ContainerRow, EnvFile, RepoRow
 
 Source = Literal["option", "devcontainer", "repos", "running"]
-Mount = tuple[str, str]  # (host path, container path)
 PathLike = Union[str, os.PathLike]
 
 LOCAL_FOLDER_LABEL = "devcontainer.local_folder"  # set by the devcontainers CLI on what it creates
 CONFIG_FILE_LABEL = "devcontainer.config_file"
-MAX_CONFIG_BYTES = 1 << 20
 START_WAIT_S = 10.0
 NOTHING_FIX = ("Fix: set the Repos row's container, add .devcontainer/devcontainer.json to the ticket, "
                "or pass --gpu-container")
-_VARIABLE = re.compile(r"\$\{([^}]*)\}")
 
 
 @dataclass
@@ -108,38 +105,25 @@ def _repo_mounts(row: Optional[RepoRow]) -> list[Mount]:
     return [(str(Path(row.path).expanduser()), row.mount)] if row and row.path and row.mount else []
 
 
-def _find_config(folder: Path) -> tuple[Optional[Path], Optional[str]]:
-    """The devcontainer.json in spec precedence; (None, problem) when two sub-folders both hold one."""
-    for candidate in (folder / ".devcontainer" / "devcontainer.json", folder / ".devcontainer.json"):
-        if candidate.is_file():
-            return candidate, None
-    subs = sorted(p for p in (folder / ".devcontainer").glob("*/devcontainer.json") if p.is_file())
-    if len(subs) > 1:
-        shown = " and ".join(str(p) for p in subs[:3])
-        return None, (f"ambiguous devcontainer configs for the ticket: {shown}. Fix: keep one, or pass "
-                      "--gpu-container")
-    return (subs[0] if subs else None), None
-
-
 def _from_devcontainer(env: EnvFile, ticket: Optional[str], client: Any, notes: list[str]) -> Optional[Resolution]:
     if env.resources.tickets is None or not ticket:
         return None
     folder = Path(os.path.abspath(Path(env.resources.tickets).expanduser() / ticket))
-    config_file, problem = _find_config(folder)
+    config_file, problem = find_config(folder)
     if problem:
         return Resolution(source="devcontainer", problem=problem)
     if config_file is None:
         return None
-    config, problem = _read_config(config_file)
+    config, problem = read_config(config_file)
     if problem:
         return Resolution(source="devcontainer", problem=problem, config_file=config_file)
     variables = {"localWorkspaceFolder": str(folder), "localWorkspaceFolderBasename": folder.name}
-    folder_in_container = _substitute(config.get("workspaceFolder"), variables)
+    folder_in_container = substitute(config.get("workspaceFolder"), variables)
     if not isinstance(folder_in_container, str) or not folder_in_container:
         folder_in_container = f"/workspaces/{folder.name}"
     variables["containerWorkspaceFolder"] = folder_in_container
-    mounts = _devcontainer_mounts(config, variables, folder, folder_in_container, config_file, notes)
-    name = _name_from_run_args(_substitute(config.get("runArgs"), variables))
+    mounts = devcontainer_mounts(config, variables, folder, folder_in_container, config_file, notes)
+    name = name_from_run_args(substitute(config.get("runArgs"), variables))
     found = Resolution(name, "devcontainer", mounts, config_file=config_file)
     if name:
         return found
@@ -166,92 +150,6 @@ def _from_devcontainer(env: EnvFile, ticket: Optional[str], client: Any, notes: 
     notes.append(f"{config_file} sets no --name in runArgs and no container is labelled "
                  f"{LOCAL_FOLDER_LABEL}={folder}; it names no container")
     return None
-
-
-def _read_config(path: Path) -> tuple[dict, Optional[str]]:
-    """devcontainer.json is JSON with comments (and, in practice, trailing commas): json5 reads both."""
-    import json5
-
-    fix = "Fix: correct the file (JSON with comments), or pass --gpu-container"
-    try:
-        if path.stat().st_size > MAX_CONFIG_BYTES:
-            return {}, f"{path} is too big to be a devcontainer.json. {fix}"
-        text = path.read_bytes().decode("utf-8-sig")
-    except (OSError, UnicodeDecodeError) as exc:
-        return {}, f"cannot read {path}: {exc}. {fix}"
-    try:
-        config = json5.loads(text)
-    except Exception as exc:  # json5 raises ValueError; very deep nesting raises RecursionError
-        why = str(exc).replace("<string>:", "line ")
-        return {}, f"cannot parse {path}: {why}. {fix}"
-    if not isinstance(config, dict):
-        return {}, f"cannot parse {path}: the top level is not an object. {fix}"
-    return config, None
-
-
-def _substitute(value: Any, variables: dict[str, str]) -> Any:
-    """Replace ``${localWorkspaceFolder}``-style variables in strings (lists walked); unknown ones stay."""
-    if isinstance(value, list):
-        return [_substitute(item, variables) for item in value]
-    if isinstance(value, dict):
-        return {key: _substitute(item, variables) for key, item in value.items()}
-    if not isinstance(value, str):
-        return value
-
-    def one(match: re.Match) -> str:
-        expr = match.group(1)
-        if expr.startswith(("localEnv:", "env:")):
-            var, _, default = expr.split(":", 1)[1].partition(":")
-            return os.environ.get(var, default)
-        return variables.get(expr, match.group(0))
-
-    return _VARIABLE.sub(one, value)
-
-
-def _name_from_run_args(run_args: Any) -> Optional[str]:
-    """`--name=X` or `--name X` in runArgs (docker's flag parser: the last one wins)."""
-    if not isinstance(run_args, list):
-        return None
-    name = None
-    args = [str(a) for a in run_args]
-    for i, arg in enumerate(args):
-        if arg.startswith("--name="):
-            name = arg[len("--name="):]
-        elif arg == "--name" and i + 1 < len(args):
-            name = args[i + 1]
-    return (name.strip() or None) if name is not None else None
-
-
-def _parse_mount(spec: Any) -> tuple[Optional[Mount], Optional[str]]:
-    """A `--mount` string (or the object form of `mounts`) -> (host, container) for a bind mount."""
-    if not isinstance(spec, (dict, str)):
-        return None, "it is neither a string nor an object"
-    pairs = spec.items() if isinstance(spec, dict) else [p.partition("=")[::2] for p in next(csv.reader([spec]), [])]
-    fields = {str(k).strip().lower(): str(v).strip() for k, v in pairs}
-    source = fields.get("source") or fields.get("src")
-    target = fields.get("target") or fields.get("destination") or fields.get("dst")
-    kind = fields.get("type", "bind" if source and source.startswith("/") else "volume")
-    if kind != "bind":
-        return None, f"its type is {kind}, not a host folder"
-    if not source or not target or not source.startswith("/"):
-        return None, "it needs an absolute source= and a target="
-    return (os.path.normpath(source), target), None
-
-
-def _devcontainer_mounts(config: dict, variables: dict[str, str], folder: Path, folder_in_container: str,
-                         config_file: Path, notes: list[str]) -> list[Mount]:
-    mounts: list[Mount] = []
-    workspace_mount = _substitute(config.get("workspaceMount"), variables)
-    if workspace_mount:
-        mount, why = _parse_mount(workspace_mount)
-        if mount:
-            mounts.append(mount)
-        else:
-            notes.append(f"{config_file}: workspaceMount {workspace_mount!r} is not used: {why}")
-    else:  # the CLI's default: the folder holding the config, at workspaceFolder
-        mounts.append((str(folder), folder_in_container))
-    extra = _substitute(config.get("mounts"), variables)
-    return mounts + [m for spec in (extra if isinstance(extra, list) else []) for m in [_parse_mount(spec)[0]] if m]
 
 
 def _names(listed: dict) -> list[str]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import subprocess
 
 import pytest
 
@@ -177,3 +178,20 @@ def test_warm_runs_reuse_the_worktree_cache(sandbox):
     assert first.cache_dirs == second.cache_dirs and not first.cold
     raw = (sandbox.tickets / "W-2" / second.raw_output).read_text()
     assert "import [module_gemm_a8w8]" in raw and "start build" not in raw, "the second run found its build"
+
+
+def test_each_worktree_gets_its_own_warm_cache(sandbox):
+    """A/B work on one host (a base worktree and a head worktree of the same repo): each side builds
+    into its own cache, so neither reuses a build the other made."""
+    subprocess.run(["git", "-C", str(sandbox.repo), "worktree", "add", "-q", "wt-b"], check=True)
+    with open(sandbox.repo / ".git" / "info" / "exclude", "a") as fh:
+        fh.write("/wt-b/\n")  # the side's checkout sits in the mounted tree; the base stays clean
+    sandbox.pytest("op_tests/test_gemm_a8w8.py", ticket="AB-A")
+    sandbox.pytest("wt-b/op_tests/test_gemm_a8w8.py", ticket="AB-B")
+    side_a, side_b = sandbox.artifact("gemm_a8w8", ticket="AB-A"), sandbox.artifact("gemm_a8w8", ticket="AB-B")
+    assert side_a.verdict == side_b.verdict == "PASS", (side_a.reasons, side_b.reasons)
+    assert side_b.imports["aiter"].startswith("/workspace/aiter/wt-b/"), side_b.imports
+    assert side_a.cache_reused is False and side_b.cache_reused is False, "B found A's build"
+    assert set(side_a.cache_dirs.values()).isdisjoint(side_b.cache_dirs.values())
+    raw_b = (sandbox.tickets / "AB-B" / side_b.raw_output).read_text()
+    assert "start build [module_gemm_a8w8]" in raw_b, "side B builds into its own cache"

@@ -11,6 +11,13 @@ class GpuToolError(RuntimeError):
     """A GPU tool could not be run or printed nothing usable. The message names the tool and why."""
 
 
+def output_tail(res, width: int = 160) -> str:
+    """``; stderr: <its last line>; stdout: <its start>`` of a tool's result, for an error message."""
+    err = res.stderr.decode("utf-8", errors="replace").strip().splitlines()
+    out = " ".join(res.text().split())[:width]
+    return (f"; stderr: {err[-1][:200]}" if err else "") + (f"; stdout: {out!r}" if out else "; stdout empty")
+
+
 class GpuProcess(BaseModel):
     model_config = ConfigDict(frozen=True)
 

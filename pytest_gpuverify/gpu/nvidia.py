@@ -18,11 +18,11 @@ import threading
 from typing import Any, Optional, Sequence
 
 from ..hostexec import CommandResult, HostRunner
-from .base import GpuInfo, GpuProcess, GpuReading, GpuToolError
+from .base import GpuInfo, GpuProcess, GpuReading, GpuToolError, output_tail
 from .nvidia_formats import (
     MIB,
-    QUERY_APPS_FIELDS,
-    QUERY_GPU_FIELDS,
+    SMI,
+    SMI_APPS,
     SmiApp,
     SmiGpu,
     arch_from_compute_cap,
@@ -31,6 +31,9 @@ from .nvidia_formats import (
     parse_compute_apps_csv_lines,
     parse_query_gpu_csv,
     parse_query_gpu_csv_lines,
+    plausible_bytes,
+    smi_query_gpu_argv,
+    text_value,
 )
 
 __all__ = [
@@ -39,50 +42,10 @@ __all__ = [
     "smi_query_gpu_argv",
 ]
 
-SMI = "nvidia-smi"
-SMI_APPS = (SMI, "--query-compute-apps=" + ",".join(QUERY_APPS_FIELDS), "--format=csv,noheader,nounits")
-
-# NVML "not available" values, and the 32-bit one some 530-era drivers return as garbage (nvitop #75)
-_SENTINELS = frozenset({0xFFFFFFFF, 0xFFFFFFFFFFFFFFFF})
-_MAX_PLAUSIBLE_BYTES = 1 << 50  # 1 PiB: no GPU holds that; anything larger is a scrambled value
 # NVML return codes (pynvml constants, spelled out for bindings that lack one)
 _NOT_SUPPORTED, _NOT_FOUND, _FUNCTION_NOT_FOUND, _VERSION_MISMATCH = 3, 6, 13, 25
 FIRST_READING_SPAN_US = 1_000_000  # timestamps are in microseconds
 _SAMPLE_FIELDS = {0: "dVal", 1: "uiVal", 2: "ulVal", 3: "ullVal", 4: "sllVal", 5: "siVal", 6: "usVal"}
-
-
-def smi_query_gpu_argv(with_compute_cap: bool = True) -> tuple[str, ...]:
-    fields = QUERY_GPU_FIELDS if with_compute_cap else QUERY_GPU_FIELDS[:-1]
-    return (SMI, "--query-gpu=" + ",".join(fields), "--format=csv,noheader,nounits")
-
-
-def plausible_bytes(value: Any, total: Optional[int] = None) -> Optional[int]:
-    """A byte count from NVML, or None where it is a sentinel or garbage (unknown)."""
-    if value is None or isinstance(value, bool):
-        return None
-    try:
-        value = int(value)
-    except (TypeError, ValueError):
-        return None
-    if value < 0 or value in _SENTINELS or value >= _MAX_PLAUSIBLE_BYTES:
-        return None
-    if total and value > total:
-        return None
-    return value
-
-
-def _text(value: Any) -> Optional[str]:
-    if isinstance(value, bytes):
-        value = value.decode("utf-8", errors="replace")
-    if not isinstance(value, str):
-        return None
-    return value.strip() or None
-
-
-def _tail(res: CommandResult) -> str:
-    err = res.stderr.decode("utf-8", errors="replace").strip().splitlines()
-    out = " ".join(res.text().split())[:160]
-    return (f"; stderr: {err[-1][:200]}" if err else "") + (f"; stdout: {out!r}" if out else "; stdout empty")
 
 
 def _code(exc: BaseException) -> Optional[int]:
@@ -216,7 +179,7 @@ class NvidiaBackend:
             res = self._run(smi_query_gpu_argv(False))
             rows, other = parse_query_gpu_csv_lines(res.text(), False)
         if not rows:
-            raise GpuToolError(f"{' '.join(res.argv)}: no GPU in its output (exit {res.returncode}){_tail(res)}")
+            raise GpuToolError(f"{' '.join(res.argv)}: no GPU in its output (exit {res.returncode}){output_tail(res)}")
         if other:
             self._note(f"{SMI} --query-gpu printed {other[0][:200]!r} (such GPUs count as busy)")
         return rows
@@ -230,7 +193,7 @@ class NvidiaBackend:
         res = self._run(SMI_APPS)
         apps, other = parse_compute_apps_csv_lines(res.text())
         if res.returncode != 0 and not apps:
-            raise GpuToolError(f"{' '.join(res.argv)}: exit {res.returncode}, no process list{_tail(res)}")
+            raise GpuToolError(f"{' '.join(res.argv)}: exit {res.returncode}, no process list{output_tail(res)}")
         if other:
             self._note(f"{SMI} --query-compute-apps printed {other[0][:200]!r}")
         return apps
@@ -370,7 +333,7 @@ class NvidiaBackend:
             name = ""
             # the name is optional: the process may be gone, or hidden from us, or the binding old
             with contextlib.suppress(nv.NVMLError, AttributeError):
-                name = _text(nv.nvmlSystemGetProcessName(pid)) or ""
+                name = text_value(nv.nvmlSystemGetProcessName(pid)) or ""
             out.append(GpuProcess(pid=pid, name=name, vram_bytes=plausible_bytes(getattr(p, "usedGpuMemory", None), total)))
         return tuple(out)
 
@@ -408,10 +371,10 @@ class NvidiaBackend:
                     facts[key] = getattr(nv, fn)(handle)
                 except nv.NVMLError as exc:
                     self._note(f"NVML {fn} of GPU {i}: {exc}")
-            uuid = _text(facts.get("uuid"))
+            uuid = text_value(facts.get("uuid"))
             cc = facts.get("cc")
             out.append(GpuInfo(index=i, arch=arch_from_compute_cap(tuple(cc) if cc is not None else None),
-                               name=_text(facts.get("name")), uuid=uuid if is_uuid(uuid) else None))
+                               name=text_value(facts.get("name")), uuid=uuid if is_uuid(uuid) else None))
         return out
 
     def host_arch(self) -> Optional[str]:

@@ -14,7 +14,7 @@ GPU0000:01:00.0: GPU has fallen off the bus.``); such lines are not rows and are
 from __future__ import annotations
 
 import re
-from typing import Optional
+from typing import Any, Optional
 
 from pydantic import BaseModel, ConfigDict
 
@@ -218,3 +218,40 @@ def arch_from_compute_cap(text: object) -> Optional[str]:
     if not m or int(m.group(1)) == 0:
         return None
     return f"sm_{int(m.group(1))}{int(m.group(2))}"
+
+
+SMI = "nvidia-smi"
+SMI_APPS = (SMI, "--query-compute-apps=" + ",".join(QUERY_APPS_FIELDS), "--format=csv,noheader,nounits")
+
+# NVML "not available" values, and the 32-bit one some 530-era drivers return as garbage (nvitop #75)
+_SENTINELS = frozenset({0xFFFFFFFF, 0xFFFFFFFFFFFFFFFF})
+_MAX_PLAUSIBLE_BYTES = 1 << 50  # 1 PiB: no GPU holds that; anything larger is a scrambled value
+
+
+def smi_query_gpu_argv(with_compute_cap: bool = True) -> tuple[str, ...]:
+    fields = QUERY_GPU_FIELDS if with_compute_cap else QUERY_GPU_FIELDS[:-1]
+    return (SMI, "--query-gpu=" + ",".join(fields), "--format=csv,noheader,nounits")
+
+
+def plausible_bytes(value: Any, total: Optional[int] = None) -> Optional[int]:
+    """A byte count from NVML, or None where it is a sentinel or garbage (unknown)."""
+    if value is None or isinstance(value, bool):
+        return None
+    try:
+        value = int(value)
+    except (TypeError, ValueError):
+        return None
+    if value < 0 or value in _SENTINELS or value >= _MAX_PLAUSIBLE_BYTES:
+        return None
+    if total and value > total:
+        return None
+    return value
+
+
+def text_value(value: Any) -> Optional[str]:
+    """A name or UUID as NVML returns it (str, or bytes in old bindings); None when empty or not text."""
+    if isinstance(value, bytes):
+        value = value.decode("utf-8", errors="replace")
+    if not isinstance(value, str):
+        return None
+    return value.strip() or None

@@ -12,7 +12,7 @@ import threading
 from typing import Optional, Sequence
 
 from ..hostexec import CommandResult, HostRunner
-from .base import GpuInfo, GpuReading, GpuToolError
+from .base import GpuInfo, GpuReading, GpuToolError, output_tail
 from .rocm_formats import (
     AmdSmiDevice,
     RocmSmiPid,
@@ -49,12 +49,6 @@ RSMI_STATE = ("rocm-smi", "--showuse", "--showmeminfo", "vram", "--json")
 # One call for both: the PID table and the PID->card list then describe the same instant.
 RSMI_PIDS = ("rocm-smi", "--showpids", "--showpidgpus")
 RSMI_PRODUCT = ("rocm-smi", "--showproductname", "--json")
-
-
-def _tail(res: CommandResult) -> str:
-    err = res.stderr.decode("utf-8", errors="replace").strip().splitlines()
-    out = " ".join(res.text().split())[:120]
-    return (f"; stderr: {err[-1][:200]}" if err else "") + (f"; stdout: {out!r}" if out else "; stdout empty")
 
 
 class RocmBackend:
@@ -100,7 +94,7 @@ class RocmBackend:
 
     @staticmethod
     def _unusable(res: CommandResult, why: str) -> GpuToolError:
-        return GpuToolError(f"{' '.join(res.argv)}: {why}{_tail(res)}")
+        return GpuToolError(f"{' '.join(res.argv)}: {why}{output_tail(res, 120)}")
 
     def _apply_map(self, hip: dict[int, int], indices: list[int], tool: str) -> dict[int, int]:
         if set(indices) <= set(hip):
