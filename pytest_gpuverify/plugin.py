@@ -20,6 +20,7 @@ from .targets import Target, kind_for_path, split_args, topic_for
 
 _SESSION_KEY = pytest.StashKey["VerifySession"]()
 _DECLARED_KEY = pytest.StashKey[object]()
+_NO_CONFTEST_KEY = pytest.StashKey[str]()  # the kernel repo whose conftest.py files are not imported
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -39,9 +40,34 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--gpu-start-container", action="store_true", default=False, help="allow starting your stopped container")
     group.addoption("--gpu-args", default=None, metavar="ARGS", help="arguments for the command-line targets: --gpu-args=\"-d bf16 -m 128\" (with =)")
     group.addoption("--gpu-target", action="append", default=[], metavar="NAME", help="run a target declared in gpuverify.toml / [tool.gpuverify] (repeatable)")
+    group.addoption("--gpu-host-conftest", action="store_true", default=False,
+                    help="import a kernel repo's conftest.py files in this (host) session too")
     for key, default in (("gpu_env", None), ("gpu_arch", None), ("gpu_container", None), ("gpu_window", "2"),
                          ("gpu_wait", "0"), ("gpu_timeout", "3600")):
         parser.addini(key, f"pytest-gpuverify: default for --{key.replace('_', '-')}", default=default)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Parser, args: list[str]) -> None:
+    """A session inside a kernel repo's checkout does not import the repo's conftest.py files: they
+    belong to its own pytest runs in the container (FlyDSL's turns "no test ran" into exit 0, and
+    skips files by the arch it finds; on the host they could drop targets or hide an empty run, or
+    fail to import torch)."""
+    ns = early_config.known_args_namespace
+    if not getattr(ns, "gpu_verify", False) or ns.noconftest or getattr(ns, "gpu_host_conftest", False):
+        return
+    from .workspace import kernel_repo_of
+
+    here = Path(early_config.invocation_params.dir)
+    paths = [here / arg.split("::", 1)[0] for arg in ns.file_or_dir or [] if not arg.startswith("-")] or [here]
+    try:
+        env = load_env_file(default_env_path(ns.gpu_env or early_config.getini("gpu_env") or None, os.environ))
+        repo = kernel_repo_of(env, paths)
+    except (EnvFileError, OSError, ValueError):
+        return  # pytest_configure reports the env file's problem
+    if repo is not None:
+        ns.noconftest = True
+        early_config.stash[_NO_CONFTEST_KEY] = repo.repo
 
 
 def _value(config: pytest.Config, name: str) -> Optional[str]:
@@ -275,14 +301,22 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int):
 
 
 def pytest_report_header(config: pytest.Config):
-    """With -v, the doctor's report of this host heads the run (read-only, as `gpuverify doctor`)."""
+    """Which conftest.py files stay in the container; with -v, the doctor's report of this host
+    (read-only, as `gpuverify doctor`)."""
     engine = _session(config)
-    if engine is None or config.option.verbose < 1:
+    if engine is None:
         return None
-    from .doctor import run_doctor
+    lines = []
+    repo = config.stash.get(_NO_CONFTEST_KEY, None)
+    if repo is not None:
+        lines.append(f"gpuverify: conftest.py files of repo {repo} are not imported here (they run with its "
+                     "tests in the container); --gpu-host-conftest imports them")
+    if config.option.verbose >= 1:
+        from .doctor import run_doctor
 
-    report = run_doctor(engine.env, host_name=engine.host_row.host)
-    return ["gpuverify doctor:", *(f"  {line}" for line in report.lines), f"  {report.judgement()}"]
+        report = run_doctor(engine.env, host_name=engine.host_row.host)
+        lines += ["gpuverify doctor:", *(f"  {line}" for line in report.lines), f"  {report.judgement()}"]
+    return lines or None
 
 
 class VerdictSummary:

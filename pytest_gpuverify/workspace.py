@@ -9,7 +9,7 @@ from __future__ import annotations
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import Optional
+from typing import Iterable, Optional
 
 from .envfile import EnvFile, RepoRow
 
@@ -58,3 +58,13 @@ def locate(env: EnvFile, location: Path, repo_name: Optional[str] = None, file: 
             raise WorkspaceError(f"{file} is not inside the worktree {wt}")
         rel = PurePosixPath(*file.relative_to(wt).parts)
     return Workspace(repo, wt, rel)
+
+
+def kernel_repo_of(env: EnvFile, paths: Iterable[Path]) -> Optional[RepoRow]:
+    """The Repos row whose checkout holds every one of ``paths`` (a session's arguments), else None.
+    Such a session only drives that repo's targets, whose conftest.py files belong to the repo's
+    own pytest runs, inside its container."""
+    rows = {id(row): row for row in (env.repo_for_path(path) for path in paths)}
+    if len(rows) != 1:
+        return None
+    return next(iter(rows.values()))

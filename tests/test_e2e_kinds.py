@@ -101,6 +101,37 @@ def test_flydsl_run_with_no_test_is_inconclusive_despite_exit_0(sandbox, flydsl)
     assert art.verdict == "INCONCLUSIVE" and any("no test" in r for r in art.reasons), art.reasons
 
 
+HOST_HOSTILE_CONFTEST = """
+import os
+# As a kernel repo's conftest that imports torch: there is torch in the container, none on the host.
+if not os.environ.get("HIP_VISIBLE_DEVICES"):
+    raise ImportError("No module named 'torch'")
+"""
+
+
+def test_a_kernel_repos_conftest_stays_in_the_container(sandbox, flydsl):
+    (flydsl / "tests" / "kernels" / "conftest.py").write_text(HOST_HOSTILE_CONFTEST)
+    commit(flydsl, "a conftest that needs torch")
+    proc = run_in(sandbox, flydsl, "tests/kernels/test_rmsnorm.py")
+    assert (sandbox.tickets / "T-1" / "bench_rmsnorm.json").exists(), out(proc)
+    art = sandbox.artifact("rmsnorm")
+    assert art.verdict == "PASS", out(proc)  # the inner pytest imported it, with HIP_VISIBLE_DEVICES set
+    assert "conftest.py files of repo FlyDSL are not imported here" in out(proc)
+    proc = run_in(sandbox, flydsl, "tests/kernels/test_rmsnorm.py", "--gpu-host-conftest", ticket="T-2")
+    assert proc.returncode == 4 and "No module named 'torch'" in out(proc), out(proc)
+    assert not (sandbox.tickets / "T-2").exists()
+
+
+def test_a_session_outside_the_kernel_repos_keeps_its_conftest(sandbox, tmp_path):
+    suite = tmp_path / "ci-suite"
+    suite.mkdir()
+    (suite / "conftest.py").write_text("import pytest\n\n@pytest.fixture\ndef shape():\n    return 128\n")
+    (suite / "test_uses_it.py").write_text("def test_shape(shape):\n    assert shape == 128\n")
+    proc = run_in(sandbox, suite, "test_uses_it.py")
+    assert proc.returncode == 0 and "1 passed" in out(proc), out(proc)
+    assert "are not imported here" not in out(proc)
+
+
 def test_flydsl_failing_case_fails(sandbox, flydsl):
     proc = run_in(sandbox, flydsl, "tests/kernels/test_layernorm_fail.py")
     art = sandbox.artifact("layernorm_fail")
