@@ -123,8 +123,10 @@ class ContainerHandle:
         workdir: str = "/",
         timeout_s: float = 3600.0,
         echo: Optional[Callable[[bytes], None]] = None,
+        on_start: Optional[Callable[[list[str]], None]] = None,
     ) -> ExecOutcome:
-        """Run the target's command, appending everything it prints to ``out_path`` as it comes."""
+        """Run the target's command, appending everything it prints to ``out_path`` as it comes.
+        ``on_start`` gets, once it runs, how to stop it from elsewhere (see :mod:`.guard`)."""
         with open(out_path, "ab", buffering=0) as fh:
             written = 0
 
@@ -136,7 +138,7 @@ class ContainerHandle:
                 if echo is not None:
                     echo(data)
 
-            outcome = self._exec(argv, env, workdir, timeout_s, sink)
+            outcome = self._exec(argv, env, workdir, timeout_s, sink, on_start)
         outcome.bytes_written = min(written, MAX_OUTPUT_BYTES)
         if written > MAX_OUTPUT_BYTES:
             outcome.problems.append(f"output passed {MAX_OUTPUT_BYTES >> 30} GiB; the rest was not saved")
@@ -149,6 +151,7 @@ class ContainerHandle:
         workdir: str,
         timeout_s: float,
         sink: Callable[[bytes], None],
+        on_start: Optional[Callable[[list[str]], None]] = None,
     ) -> ExecOutcome:
         import docker.errors
 
@@ -165,6 +168,8 @@ class ContainerHandle:
             stream = api.exec_start(exec_id, stream=True, demux=False)
         except docker.errors.DockerException as exc:
             raise ContainerError(f"cannot exec in container {self.name!r}: {exc}") from None
+        if on_start is not None:
+            on_start(["container", self.name, pid_file])
 
         reader_error: list[BaseException] = []
 

@@ -47,7 +47,8 @@ class HostExecutor:
 
     def stream_to_file(self, argv: Sequence[str], out_path: Path, env: Optional[Mapping[str, str]] = None,
                        workdir: str = "/", timeout_s: float = 3600.0,
-                       echo: Optional[Callable[[bytes], None]] = None) -> ExecOutcome:
+                       echo: Optional[Callable[[bytes], None]] = None,
+                       on_start: Optional[Callable[[list[str]], None]] = None) -> ExecOutcome:
         outcome = ExecOutcome()
         started = time.monotonic()
         with open(out_path, "ab", buffering=0) as fh:
@@ -59,6 +60,8 @@ class HostExecutor:
                 fh.write(f"gpuverify: cannot start {argv[0]}: {exc}\n".encode())
                 outcome.exit_code = 127
                 return outcome
+            if on_start is not None:
+                on_start(["host", str(proc.pid)])  # its process group: start_new_session
             written = [0]
 
             def pump() -> None:

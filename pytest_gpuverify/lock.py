@@ -35,6 +35,12 @@ class GpuLease:
     def held(self) -> bool:
         return self._fd is not None
 
+    def fileno(self) -> int:
+        """The held lock's descriptor (a run's guard keeps a duplicate of it)."""
+        if self._fd is None:
+            raise LockError(0, f"{self.path} is not held")
+        return self._fd
+
     def try_acquire(self) -> bool:
         """Take the lock without waiting. False when someone else holds it."""
         if self._fd is not None:

@@ -36,6 +36,7 @@ from .sampler import IdleSampler
 from .shared_readings import SharedReadings
 from .targets import PYTEST_KINDS, RunEnvironment, Target, command_argv, import_package, junit_path, pythonpath
 from .caches import plan_caches, remove_cold_caches, warm_cache_reused
+from .guard import RunGuards
 from .verdict import RunFacts, verdict_and_reasons
 from .resolve import map_to_container
 from .workspace import WorkspaceError, locate
@@ -314,6 +315,7 @@ class VerifySession:
             facts.blocked.append(str(exc))
             return
         run_id = f"{stamp}-{os.getpid()}"
+        guards = None
         try:
             infos = [self._inventory.get(i, GpuInfo(index=i)) for i in grant.indices]
             art.gpus = [
@@ -342,12 +344,15 @@ class VerifySession:
             art.raw_output = outcome.raw_path.name
             outcome.raw_path.touch()
             facts.ran = True
+            guards = RunGuards([lease.fileno() for lease in grant.leases])  # a kill -9 of us stops the command
             result = cfacts.handle.stream_to_file(
                 argv, outcome.raw_path, env=run_env.as_env(), workdir=art.workdir or wt,
-                timeout_s=self.options.timeout_s, echo=self._echo,
+                timeout_s=self.options.timeout_s, echo=self._echo, on_start=guards.on_start,
             )
             self._record_exec(facts, result)
         finally:
+            if guards is not None:
+                guards.done()
             if grant is not self._external_grant:
                 self.picker.release(grant)
             if self.options.cold:

@@ -85,12 +85,13 @@ class Sandbox:
         """Commands exec'd in the container since the sandbox was made (from the engine's events)."""
         return demo.exec_commands(self.client, name or self.container, self.started)
 
-    def start_sleeper(self) -> subprocess.Popen:
-        """pytest running op_tests/test_sleep.py, returned once the command prints in the container."""
+    def start_sleeper(self, *args: str) -> subprocess.Popen:
+        """pytest running op_tests/test_sleep.py, returned once the command prints (in the container,
+        or with ``--gpu-container none`` among ``args`` on the host)."""
         import time
 
         cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:benchmark", "--gpu-verify",
-               "--gpu-window", "0.3", "--gpu-env", str(self.env_path), "--ticket", "T-1", "op_tests/test_sleep.py"]
+               "--gpu-window", "0.3", "--gpu-env", str(self.env_path), "--ticket", "T-1", "op_tests/test_sleep.py", *args]
         proc = subprocess.Popen(cmd, cwd=self.repo, env=dict(os.environ, PATH=f"{self.sim_bin}:{os.environ['PATH']}"),
                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         deadline = time.time() + 60

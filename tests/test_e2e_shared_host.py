@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import re
 import subprocess
+import time
+from pathlib import Path
 
 import pytest
 
@@ -126,14 +128,61 @@ def test_container_dying_mid_run_is_inconclusive(sandbox):
     assert sandbox.lock_files_free()
 
 
-def test_kill_9_of_pytest_leaves_no_lock(sandbox):
+def _still_runs(sandbox, marker: str = "test_sleep.py") -> bool:
+    c = sandbox.client.containers.get(sandbox.container)
+    ps = c.exec_run(["sh", "-c", "cat /proc/[0-9]*/cmdline 2>/dev/null | tr '\\0' ' '"]).output.decode()
+    assert "infinity" in ps, f"could not list the container's processes: {ps!r}"  # PID 1 is sleep infinity
+    return marker in ps
+
+
+def test_kill_9_of_pytest_stops_the_command_before_the_lock_goes(sandbox):
+    """The run's guard outlives pytest: it stops the command, and only then is the GPU free."""
     import signal
 
     proc = sandbox.start_sleeper()
     assert not sandbox.lock_files_free()
     proc.send_signal(signal.SIGKILL)
     proc.wait(timeout=30)
-    assert sandbox.lock_files_free(), "the kernel drops the lock with the process"
+    deadline = time.monotonic() + 30
+    while True:
+        free = sandbox.lock_files_free()
+        runs = _still_runs(sandbox)  # read after the lock: a command seen now also ran then
+        assert not (free and runs), "the GPU was free while the orphaned command still ran on it"
+        if free or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
+    assert free and not runs, "the guard stopped the command, and the kernel dropped the lock with it"
+
+
+def _host_runs(repo: Path) -> bool:
+    """A process of this sandbox's command (``python3 op_tests/test_sleep.py`` in the repo) runs."""
+    for proc in Path("/proc").glob("[0-9]*"):
+        try:
+            argv = (proc / "cmdline").read_bytes().split(b"\0")
+            if b"op_tests/test_sleep.py" in argv and b"pytest" not in argv and (proc / "cwd").resolve() == repo:
+                return True
+        except OSError:
+            continue  # a process that ended while we looked
+    return False
+
+
+def test_kill_9_of_pytest_stops_a_host_run_before_the_lock_goes(sandbox):
+    import signal
+
+    proc = sandbox.start_sleeper("--gpu-container", "none")
+    repo = sandbox.repo.resolve()
+    assert _host_runs(repo) and not sandbox.lock_files_free()
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=30)
+    deadline = time.monotonic() + 30
+    while True:
+        free = sandbox.lock_files_free()
+        runs = _host_runs(repo)
+        assert not (free and runs), "the GPU was free while the orphaned command still ran on it"
+        if free or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
+    assert free and not runs
 
 
 def test_host_run_timeout_stops_the_command(sandbox):
