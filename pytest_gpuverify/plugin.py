@@ -309,8 +309,8 @@ def pytest_report_header(config: pytest.Config):
     lines = []
     repo = config.stash.get(_NO_CONFTEST_KEY, None)
     if repo is not None:
-        lines.append(f"gpuverify: conftest.py files of repo {repo} are not imported here (they run with its "
-                     "tests in the container); --gpu-host-conftest imports them")
+        lines.append(f"gpuverify: conftest.py files of repo {repo} are not imported here: they belong to the "
+                     "repo's own test runs; --gpu-host-conftest imports them")
     if config.option.verbose >= 1:
         from .doctor import run_doctor
 

@@ -57,6 +57,10 @@ for p in sorted(pathlib.Path(sys.argv[1]).glob("bench_*.json")):
     print(f"{p.name}: verdict {a['verdict']} gpu {a['gpu']['index']} uuid {a['gpu']['uuid']} ran {a['ts']} .. {a['finished_ts']}")
 PY
 fi
+echo "== 7. kill -9 of pytest while its command loads the GPU: the guard stops it, then the lock goes"
+python3 $here/kill9.py $W/locks/gpu-0.lock $W/tickets/H200-4 -- $PT --ticket H200-4 --gpu-target gpu-load; echo "kill9 exit $?"
+echo "== 8. lock handoff on the real GPU"
+cd $top && python3 bench/handoff.py --real sm_90; cd $W/repos/aiter
 echo "== 5. NVML backend tests on real hardware"
 cd $top && python3 -m pytest -p no:cacheprovider -q tests/test_nvidia_backend.py 2>&1 | tail -5
 } 2>&1 | tee "$OUT/h200_run.log"
