@@ -362,3 +362,17 @@ def test_a_line_that_changes_an_idle_parser_is_a_candidate(kind: str, pieces: li
     parser.feed(2, text.rstrip("\r") if text.endswith("\r") else text)
     if state_of(parser) != before:
         assert is_candidate(kind, raw), raw
+
+
+@pytest.mark.skipif(not hsscan.available(), reason="no hyperscan wheel here")
+def test_a_pattern_hyperscan_refuses_falls_back_to_re(engine: str) -> None:
+    """A Hyperscan build that refuses a pattern costs speed, never a line."""
+    if engine != "hyperscan":
+        pytest.skip("about the Hyperscan engine")
+    broken = prefilter.Triggers(AITER.fold, AITER.pick, hsscan.PatternSet(lambda ascii: [rb"(?<=a)b"]))
+    chunk = b"x\n[aiter] start build\ncos_sim: 0.99\n| m | us |\n"
+    assert broken.candidates(chunk, 2, len(chunk)) == AITER_RE_ONLY.candidates(chunk, 2, len(chunk))
+    assert broken.patterns is None  # the re engine from then on
+
+
+AITER_RE_ONLY = prefilter.Triggers(AITER.fold, AITER.pick)

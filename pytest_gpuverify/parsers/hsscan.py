@@ -27,6 +27,10 @@ def available() -> bool:
     return _hs is not None
 
 
+class EngineFailed(Exception):
+    """Hyperscan refused the patterns or the scan: the caller uses the re engine instead."""
+
+
 class PatternSet:
     """A parser's patterns, compiled on first use in two sets: ``build(True)`` for a chunk of ASCII
     bytes, ``build(False)`` (with the rules for non-ASCII bytes) for any other."""
@@ -43,8 +47,11 @@ class PatternSet:
         if db is None:
             patterns = self.patterns(ascii)
             db = _hs.Database(mode=_hs.HS_MODE_BLOCK)
-            db.compile(expressions=patterns, ids=list(range(len(patterns))), elements=len(patterns),
-                       flags=[FLAGS] * len(patterns))
+            try:
+                db.compile(expressions=patterns, ids=list(range(len(patterns))), elements=len(patterns),
+                           flags=[FLAGS] * len(patterns))
+            except _hs.error as exc:  # a pattern this Hyperscan build does not take
+                raise EngineFailed(f"hyperscan: {exc}") from None
             self._dbs[ascii] = db
         return db
 
@@ -68,6 +75,8 @@ class PatternSet:
                 db.scan(memoryview(text)[pos:end], match_event_handler=on_match)
             except _hs.ScanTerminated:  # raised when on_match stopped the scan
                 pass
+            except _hs.error as exc:
+                raise EngineFailed(f"hyperscan: {exc}") from None
             last = _lines_of(text, pos, end, sorted(ends), found)
             if len(ends) <= limit:
                 return found

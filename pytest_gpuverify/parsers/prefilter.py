@@ -63,7 +63,10 @@ class Triggers:
 
     def _find(self, text: bytes, start: int, end: int) -> Optional[list[int]]:
         if self.patterns is not None and ENGINE == "hyperscan":
-            return self.patterns.line_starts(text, start, end, (end - start) // DENSE + 64)
+            try:
+                return self.patterns.line_starts(text, start, end, (end - start) // DENSE + 64)
+            except hsscan.EngineFailed:
+                object.__setattr__(self, "patterns", None)  # the same lines, from the re engine from now on
         return self._scan(text.translate(self.fold), start, end)
 
     def candidates(self, chunk: bytes, start: int, end: int) -> Optional[list[int]]:
