@@ -15,7 +15,10 @@ from pytest_gpuverify.gpu.base import GpuToolError
 from pytest_gpuverify.gpu.rocm import RocmBackend, extract_json, parse_rocminfo_arch
 from pytest_gpuverify.hostexec import LocalHost
 from pytest_gpuverify.simulator import GIB, IDLE_VRAM, MODULE, SimProcess, SimState, install, load_state, save_state
-from pytest_gpuverify.simulator import tools as sim_tools
+from pytest_gpuverify.simulator.tools import MODULES
+from pytest_gpuverify.simulator.tools import gpuverify_sim_amd_smi as sim_amd_smi
+from pytest_gpuverify.simulator.tools import gpuverify_sim_common as sim_common
+from pytest_gpuverify.simulator.tools import gpuverify_sim_rocm_smi as sim_rocm_smi
 
 
 @pytest.fixture
@@ -47,10 +50,14 @@ def test_install_layout_and_state_roundtrip(sim, tmp_path):
     assert load_state(state_path) == state
     module = (bin_dir / f"{MODULE}.py").read_text()
     assert f"STATE_PATH = {str(state_path.resolve())!r}" in module
+    for name in MODULES:  # all copied flat and compiled; the state path is baked into MODULE alone
+        assert list((bin_dir / "__pycache__").glob(f"{name}.*.pyc"))
+        assert name == MODULE or "STATE_PATH" not in (bin_dir / f"{name}.py").read_text()
     for tool in ("rocm-smi", "amd-smi", "rocminfo"):
         text = (bin_dir / tool).read_text()
         shebang = "#!/usr/bin/python3 -IS\n" if os.access("/usr/bin/python3", os.X_OK) else "#!/usr/bin/env python3\n"
         assert text.startswith(shebang) and f"sys.path.insert(0, {str(bin_dir.resolve())!r})" in text
+        assert f"from {MODULE} import main" in text and len(text.splitlines()) == 6
         assert os.access(bin_dir / tool, os.X_OK)
     assert [g.node_id for g in state.gpus] == [2, 3] and state.gpus[0].uuid.startswith("GPU-")
     with pytest.raises(ValueError):
@@ -257,28 +264,41 @@ def test_tools_run_without_this_package(sim, tmp_path):
     assert out.returncode == 0 and extract_json(out.stdout)["card0"]["GPU use (%)"] == "0"
 
 
+@pytest.mark.parametrize("argv", [["amd-smi", "metric", "-u", "-m", "--json"], ["rocm-smi", "--showuse", "--json"]])
+def test_plain_calls_import_no_argparse(sim, argv):
+    # The samplers' calls: start-up time is the cost of a reading, and argparse alone would double it.
+    bin_dir, _ = sim(SimState.idle(1))
+    out = subprocess.run([sys.executable, "-I", "-S", "-X", "importtime", str(bin_dir / argv[0]), *argv[1:]],
+                         capture_output=True, text=True, timeout=20)
+    imported = {line.split("|")[-1].strip() for line in out.stderr.splitlines() if line.startswith("import time:")}
+    assert out.returncode == 0 and "argparse" not in imported
+    own = {MODULE, "gpuverify_sim_" + argv[0].replace("-", "_")}
+    assert imported & set(MODULES) == own  # its own tool's module, no other
+
+
 @pytest.mark.parametrize("argv", [
     ["metric", "-u", "-m", "--json"], ["metric", "--usage", "--mem-usage"], ["process", "--json"], ["process"],
     ["static", "--asic", "--json"], ["static", "-a", "-b"], ["list", "-e", "--json"], ["list", "--json"], ["version"],
 ])
 @pytest.mark.parametrize("rocm", [(6, 1), (7, 0)])
 def test_amd_smi_plain_calls_read_as_argparse_reads_them(argv, rocm):
-    fast = sim_tools.amd_smi_plain_call(argv, rocm)
+    fast = sim_amd_smi.amd_smi_plain_call(argv, rocm)
     if "-e" in argv and rocm < (6, 4):  # no -e before amd-smi 25.3: argparse must refuse it
         assert fast is None
         with pytest.raises(SystemExit):
-            sim_tools.amd_smi_args(argv, rocm)
+            sim_amd_smi.amd_smi_args(argv, rocm)
         return
-    assert fast is not None and vars(fast) == vars(sim_tools.amd_smi_args(argv, rocm))
+    assert fast is not None and vars(fast) == vars(sim_amd_smi.amd_smi_args(argv, rocm))
 
 
 @pytest.mark.parametrize("argv", [["--showuse", "--json"], ["-u"], ["--showproductname", "--json"], ["--showbus"], []])
 def test_rocm_smi_plain_calls_read_as_argparse_reads_them(argv):
-    fast = sim_tools.plain_call(argv, sim_tools.ROCM_SMI_FLAGS, sim_tools.ROCM_SMI_DEFAULTS)
-    assert fast is not None and vars(fast) == vars(sim_tools.rocm_smi_args(argv))
+    fast = sim_common.plain_call(argv, sim_rocm_smi.ROCM_SMI_FLAGS, sim_rocm_smi.ROCM_SMI_DEFAULTS)
+    assert fast is not None and vars(fast) == vars(sim_rocm_smi.rocm_smi_args(argv))
 
 
 @pytest.mark.parametrize("argv", [["metric", "-g", "0", "--json"], ["metric", "--bogus"], ["nope"], []])
 def test_amd_smi_other_calls_go_to_argparse(argv):
-    assert sim_tools.amd_smi_plain_call(argv, (7, 0)) is None
-    assert sim_tools.plain_call(["--showmeminfo", "vram"], sim_tools.ROCM_SMI_FLAGS, sim_tools.ROCM_SMI_DEFAULTS) is None
+    assert sim_amd_smi.amd_smi_plain_call(argv, (7, 0)) is None
+    rocm_smi_call = (["--showmeminfo", "vram"], sim_rocm_smi.ROCM_SMI_FLAGS, sim_rocm_smi.ROCM_SMI_DEFAULTS)
+    assert sim_common.plain_call(*rocm_smi_call) is None

@@ -1,13 +1,19 @@
 """A simulated ROCm host: fake ``rocm-smi``, ``amd-smi`` and ``rocminfo`` driven by a state file.
 
-``install()`` puts the executables and the state file in one directory. That directory is later
-bind-mounted read-only into test containers at the same path, so every path baked into the tools is
-absolute, and the tools themselves need nothing but ``python3``.
+``install()`` puts the executables, their modules and the state file in one directory. That directory
+is later bind-mounted read-only into test containers at the same path, so every path baked into the
+tools is absolute, and the tools themselves need nothing but ``python3`` and its stdlib.
 
-Each executable is a four-line stub importing :data:`MODULE` from the same directory: an imported
-module is compiled once and cached (``__pycache__``), where a script is compiled on every call, and
-``-IS`` skips site-packages. A reading (two tool calls) under a GPU lock is on the path of every
-lock handoff, so the stand-in should cost about what Python's start does, not three times that.
+Layout: ``state.py`` is the state (pydantic, this side only); ``tools/`` holds the stdlib-only modules
+the executables run, ``gpuverify_sim_common`` (state loading, faults, shared helpers, ``main``) and
+one per tool (``gpuverify_sim_rocm_smi``, ``gpuverify_sim_amd_smi``, ``gpuverify_sim_rocminfo``).
+``install()`` copies them flat into the bin dir, the state path baked into :data:`MODULE` alone.
+
+Each executable is a five-line stub (after its shebang) importing ``main`` from :data:`MODULE` in the
+same directory: an imported module is compiled once and cached (``__pycache__``), where a script is
+compiled on every call, and ``-IS`` skips site-packages. ``main`` then imports just its own tool's
+module. A reading (two tool calls) under a GPU lock is on the path of every lock handoff, so the
+stand-in should cost about what Python's start does, not three times that.
 """
 
 from __future__ import annotations
@@ -21,27 +27,30 @@ from typing import Sequence
 
 from . import tools as _tools
 from .state import GIB, IDLE_VRAM, MIB, TOOL_NAMES, SimGpu, SimProcess, SimState, load_state, save_state
+from .tools import MODULES
 
 STATE_FILE = "sim-state.json"
-MODULE = "gpuverify_simtools"  # tools.py with the state path baked in, beside the stubs
+MODULE = _tools.COMMON  # the module the stubs import main from, and the one with the state path baked in
 
 __all__ = [
-    "GIB", "IDLE_VRAM", "MIB", "MODULE", "STATE_FILE", "TOOL_NAMES", "SimGpu", "SimProcess", "SimState",
-    "install", "load_state", "save_state", "tool_source",
+    "GIB", "IDLE_VRAM", "MIB", "MODULE", "MODULES", "STATE_FILE", "TOOL_NAMES", "SimGpu", "SimProcess",
+    "SimState", "install", "load_state", "save_state", "tool_sources",
 ]
 
 
-def tool_source(state_path: Path) -> str:
-    """tools.py with ``state_path`` baked in (the :data:`MODULE` the executables import)."""
-    src = Path(_tools.__file__).read_text(encoding="utf-8")
-    src, n = re.subn(r"^STATE_PATH = .*$", lambda _: f"STATE_PATH = {str(state_path)!r}", src, count=1, flags=re.M)
+def tool_sources(state_path: Path) -> dict[str, str]:
+    """Module name -> source of each of :data:`MODULES`, ``state_path`` baked into :data:`MODULE`."""
+    tools_dir = Path(_tools.__file__).parent
+    sources = {name: (tools_dir / f"{name}.py").read_text(encoding="utf-8") for name in MODULES}
+    sources[MODULE], n = re.subn(r"^STATE_PATH = .*$", lambda _: f"STATE_PATH = {str(state_path)!r}",
+                                 sources[MODULE], count=1, flags=re.M)
     if n != 1:  # a silent miss would make every tool read a state that does not exist
-        raise RuntimeError("tools.py lost its STATE_PATH line")
-    return src
+        raise RuntimeError(f"{MODULE}.py lost its STATE_PATH line")
+    return sources
 
 
 def tool_stub(bin_dir: Path) -> str:
-    """What each executable contains: the shebang, then an import of :data:`MODULE` from ``bin_dir``."""
+    """What each executable contains: the shebang, then an import of ``main`` from :data:`MODULE` in ``bin_dir``."""
     # Never write bytecode when run: install() compiled it, and a tool run inside a container must
     # not leave files behind (a Python of another version there just compiles in memory).
     return (f"#!{_interpreter()}\nimport sys\nsys.dont_write_bytecode = True\n"
@@ -56,7 +65,8 @@ def _interpreter() -> str:
 
 
 def install(bin_dir: Path, state: SimState, tools: Sequence[str] = TOOL_NAMES) -> Path:
-    """Write ``bin_dir/sim-state.json`` and one executable per tool in ``tools``; return the state path.
+    """Write ``bin_dir/sim-state.json``, the tools' modules (:data:`MODULES`) and one executable per
+    tool in ``tools``; return the state path.
 
     ``amd-smi`` is left out (and removed if an earlier install put it there) when
     ``state.amd_smi_installed`` is false, so ``which amd-smi`` fails as on a host without it.
@@ -67,9 +77,10 @@ def install(bin_dir: Path, state: SimState, tools: Sequence[str] = TOOL_NAMES) -
     bin_dir = Path(bin_dir).resolve()
     bin_dir.mkdir(parents=True, exist_ok=True)
     state_path = save_state(state, bin_dir / STATE_FILE)
-    module = bin_dir / f"{MODULE}.py"
-    _write_executable(module, tool_source(state_path), mode=0o644)
-    py_compile.compile(str(module), doraise=True)  # the tools' Python reads it if it is of this version
+    for name, text in tool_sources(state_path).items():
+        module = bin_dir / f"{name}.py"
+        _write_executable(module, text, mode=0o644)
+        py_compile.compile(str(module), doraise=True)  # the tools' Python reads it if it is of this version
     source = tool_stub(bin_dir)
     for name in tools:
         target = bin_dir / name

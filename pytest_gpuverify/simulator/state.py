@@ -1,8 +1,8 @@
 """The simulated ROCm host's state: which GPUs exist and what each is doing.
 
-The simulated tools (``tools.py``) read this file on every call, so a test changes what they print by
+The simulated tools (``tools/``) read this file on every call, so a test changes what they print by
 saving a new state; saving is atomic because a tool may read while a test writes.
-The JSON written here is the only contract with ``tools.py``, which cannot import pydantic.
+The JSON written here is the only contract with the tools, which cannot import pydantic.
 """
 
 from __future__ import annotations
@@ -14,7 +14,9 @@ from typing import Optional
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from ..files import write_atomic
-from .tools import ver as version_tuple  # tools.py is stdlib-only (it runs in bare containers): the one copy
+
+# the one copy: the tools are stdlib-only (they run in bare containers), so this side imports theirs
+from .tools.gpuverify_sim_common import ver as version_tuple
 
 MIB = 1 << 20
 GIB = 1 << 30
@@ -74,7 +76,7 @@ class SimState(BaseModel):
 
     @model_validator(mode="after")
     def _fill_defaults(self) -> "SimState":
-        # Resolve defaults here so the state file is explicit and tools.py needs no defaults logic of its own.
+        # Resolve defaults here so the state file is explicit and the tools need no defaults logic of their own.
         for tool, kind in self.faults.items():
             if tool not in TOOL_NAMES or kind not in FAULT_KINDS:
                 raise ValueError(f"fault {tool}={kind}: tools are {TOOL_NAMES}, kinds {FAULT_KINDS}")
