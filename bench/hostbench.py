@@ -64,13 +64,13 @@ def plugin_flag() -> list[str]:
 
 
 def start_session(env: Path, repo: Path, sim: Optional[Path], ledger: Path, ticket: str, window: float,
-                  wait: float = 900):
+                  wait: float = 900, extra_env: Optional[dict] = None):
     cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *plugin_flag(), "--gpu-verify", "--gpu-container", "none",
            "--gpu-env", str(env), "--gpu-window", str(window), "--gpu-wait", str(wait), "--ticket", ticket,
            "gpuverify.toml"]
     return subprocess.Popen(cmd, cwd=repo, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             env=dict(os.environ, PATH=f"{sim}:{os.environ['PATH']}" if sim else os.environ["PATH"],
-                                     GV_LEDGER=str(ledger)))
+                                     GV_LEDGER=str(ledger), **(extra_env or {})))
 
 
 def read_ledger(ledger: Path) -> dict[tuple[str, str], dict]:

@@ -61,7 +61,8 @@ def _cmd_sim_install(args: argparse.Namespace) -> int:
 
     state = SimState.idle(gpus=args.gpus, arch=args.arch)
     path = install(Path(args.bin_dir), state)
-    print(f"simulated ROCm host installed in {args.bin_dir} (state: {path}); put it first on PATH")
+    print(f"simulated ROCm host installed in {args.bin_dir} (state: {path}); put it first on PATH, "
+          f"and set ROCM_PATH={args.bin_dir} for its amdsmi library")
     return 0
 
 

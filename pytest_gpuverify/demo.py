@@ -154,9 +154,12 @@ def run_demo(root: Path, ticket: str = "DEMO-1") -> int:
 
     client = docker_client()
     env_path, repo, sim_bin = setup_sandbox(root, client)
-    env = dict(os.environ, PATH=f"{sim_bin}:{os.environ.get('PATH', BASE_PATH)}", GPUVERIFY_ENV=str(env_path))
+    # ROCM_PATH: the simulated amdsmi library is read in-process, as a ROCm install's would be
+    env = dict(os.environ, PATH=f"{sim_bin}:{os.environ.get('PATH', BASE_PATH)}", GPUVERIFY_ENV=str(env_path),
+               ROCM_PATH=str(sim_bin))
     cmd = [sys.executable, "-m", "pytest", "--gpu-verify", "--ticket", ticket, "-p", "no:cacheprovider", *DEMO_TARGETS]
-    print(f"$ cd {repo} && PATH={sim_bin}:$PATH GPUVERIFY_ENV={env_path} pytest --gpu-verify --ticket {ticket} {' '.join(DEMO_TARGETS)}")
+    print(f"$ cd {repo} && PATH={sim_bin}:$PATH ROCM_PATH={sim_bin} GPUVERIFY_ENV={env_path} "
+          f"pytest --gpu-verify --ticket {ticket} {' '.join(DEMO_TARGETS)}")
     rc = subprocess.run(cmd, cwd=repo, env=env).returncode
     tickets = root.resolve() / "tickets" / ticket
     artifacts = sorted(tickets.glob("bench_*.json"))

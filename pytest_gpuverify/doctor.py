@@ -84,6 +84,7 @@ def _gpus(report: DoctorReport, env: EnvFile, row, backend, lock_for) -> None:
     except GpuToolError as exc:
         report.problems.append(f"GPU tools: {exc}")
         return
+    report.lines.append(f"readings  {backend.reading_source()}")
     held = held_lock_ids() or set()
     idle = 0
     for r in readings:

@@ -57,6 +57,11 @@ class LocalHost:
     def __init__(self, env: Optional[Mapping[str, str]] = None) -> None:
         self._env = dict(env) if env is not None else None
 
+    @property
+    def environ(self) -> Mapping[str, str]:
+        """The environment its commands get (``env``, else this process's)."""
+        return self._env if self._env is not None else os.environ
+
     def which(self, program: str) -> Optional[str]:
         import shutil
 

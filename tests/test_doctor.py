@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import time
@@ -12,9 +13,9 @@ import pytest
 pytestmark = pytest.mark.docker
 
 
-def doctor(sandbox) -> tuple[int, str]:
+def doctor(sandbox, **env: str) -> tuple[int, str]:
     proc = subprocess.run([sys.executable, "-m", "pytest_gpuverify.cli", "doctor", "--gpu-env", str(sandbox.env_path)],
-                          capture_output=True, env=dict(os.environ, PATH=f"{sandbox.sim_bin}:{os.environ['PATH']}"))
+                          capture_output=True, env=dict(os.environ, PATH=f"{sandbox.sim_bin}:{os.environ['PATH']}", **env))
     return proc.returncode, proc.stdout.decode() + proc.stderr.decode()
 
 
@@ -77,3 +78,16 @@ def test_doctor_heads_a_verbose_run(sandbox):
     proc = sandbox.pytest("op_tests/test_gemm_a8w8.py", "-v")
     out = proc.stdout.decode()
     assert proc.returncode == 0 and "gpuverify doctor:" in out and "  READY" in out, out[-2000:]
+
+
+def test_doctor_says_where_the_readings_come_from(sandbox):
+    from pytest_gpuverify.simulator import load_state, save_state
+
+    code, out = doctor(sandbox)
+    assert code == 0 and "readings  amd-smi (amdsmi library not used: no amdsmi module)" in out, out
+    state = load_state(sandbox.state_path)
+    state.set_busy(2)
+    save_state(state, sandbox.state_path)
+    code, out = doctor(sandbox, ROCM_PATH=str(sandbox.sim_bin))  # where ROCm keeps the library
+    assert "readings  amdsmi library, in-process" in out, out
+    assert re.search(r"gpu 2 +use 95%.*processes: 4242 python3", out), out

@@ -244,3 +244,17 @@ def test_each_worktree_gets_its_own_warm_cache(sandbox):
     assert set(side_a.cache_dirs.values()).isdisjoint(side_b.cache_dirs.values())
     raw_b = (sandbox.tickets / "AB-B" / side_b.raw_output).read_text()
     assert "start build [module_gemm_a8w8]" in raw_b, "side B builds into its own cache"
+
+
+def test_a_session_reads_the_gpus_through_the_amdsmi_library(sandbox):
+    """ROCM_PATH at the simulated host: the sampler and the re-check under the lock read in-process."""
+    from pytest_gpuverify.simulator import load_state, save_state
+
+    state = load_state(sandbox.state_path)
+    for i in (0, 1, 3):
+        state.set_busy(i, pid=700 + i)
+    save_state(state, sandbox.state_path)
+    proc = sandbox.pytest("op_tests/test_gemm_a8w8.py", "-v", env={"ROCM_PATH": str(sandbox.sim_bin)})
+    art = sandbox.artifact("gemm_a8w8")
+    assert art.verdict == "PASS" and art.gpu.index == 2, (art.reasons, text(proc)[-2000:])
+    assert "readings  amdsmi library, in-process" in text(proc)  # the doctor's lines head a -v run

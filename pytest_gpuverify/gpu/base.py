@@ -58,6 +58,10 @@ class GpuBackend(Protocol):
         """One reading of every GPU. Raises GpuToolError when no tool gives a usable answer."""
         ...
 
+    def reading_source(self) -> str:
+        """Where the readings come from now (a library in-process, or which tool), for `doctor`."""
+        ...
+
     def inventory(self) -> list[GpuInfo]:
         """Index, arch, name and uuid of every GPU (read once per session)."""
         ...

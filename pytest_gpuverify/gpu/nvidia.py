@@ -138,6 +138,9 @@ class NvidiaBackend:
             if self._nvml_state == "on":
                 self._nvml_state = "untried"
 
+    def reading_source(self) -> str:
+        return "NVML, in-process" if self.using_nvml else "nvidia-smi"
+
     @property
     def using_nvml(self) -> bool:
         """Whether readings come from NVML (initialises it on first use)."""

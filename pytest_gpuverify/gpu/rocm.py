@@ -55,9 +55,17 @@ class RocmBackend:
     vendor = "rocm"
     visible_devices_var = "HIP_VISIBLE_DEVICES"
 
-    def __init__(self, host: HostRunner, tool_timeout: float = 20.0) -> None:
+    def __init__(self, host: HostRunner, tool_timeout: float = 20.0, use_library: Optional[bool] = None) -> None:
+        """``use_library``: None: the ``amdsmi`` library in-process when the host is this machine and
+        it loads (:mod:`.amdsmi_lib`), else the tools; False: the tools only."""
         self.host = host
         self.tool_timeout = tool_timeout
+        local = getattr(host, "name", None) == "local"
+        if use_library and not local:
+            raise ValueError(f"the amdsmi library reads only this machine; host {host.name!r} needs use_library=False or None")
+        self.use_library = local if use_library is None else use_library
+        self._library = None  # loaded on the first reading
+        self.library_why: Optional[str] = None  # why the library is not used
         self.notes: list[str] = []  # each time the backend left its preferred path, and why (for `doctor`)
         self._which: dict[str, bool] = {}
         self._prefer_rocm_smi = False  # set once amd-smi failed: a broken tool would cost every sample
@@ -104,6 +112,15 @@ class RocmBackend:
 
     # ------------------------------------------------------------------------------ readings
     def read(self) -> list[GpuReading]:
+        library = self._loaded_library()
+        if library is not None:
+            try:
+                return library.read()
+            except GpuToolError as exc:
+                with self._cache_lock:
+                    self._library, self.use_library, self.library_why = None, False, str(exc)
+                library.close()
+                self._note(f"amdsmi library unusable, the tools read from now on: {exc}")
         has_amd, has_rsmi = self._has("amd-smi"), self._has("rocm-smi")
         if not has_amd and not has_rsmi:
             raise GpuToolError(f"neither amd-smi nor rocm-smi found on {self.host.name}")
@@ -169,6 +186,24 @@ class RocmBackend:
         return sorted((GpuReading(index=hip[r.index], use_pct=r.use_pct, vram_used_bytes=r.vram_used_bytes,
                                   vram_total_bytes=r.vram_total_bytes, processes=tuple(per_card[r.index]))
                        for r in readings), key=lambda r: r.index)
+
+    def reading_source(self) -> str:
+        if self._loaded_library() is not None:
+            return "amdsmi library, in-process"
+        tool = "rocm-smi" if self._prefer_rocm_smi or not self._has("amd-smi") else "amd-smi"
+        return f"{tool} (amdsmi library not used: {self.library_why})" if self.library_why else tool
+
+    def _loaded_library(self):
+        """The amdsmi library, loaded on first use (None: the tools read)."""
+        if not self.use_library:
+            return None
+        with self._cache_lock:
+            if self._library is None and self.use_library:
+                from .amdsmi_lib import AmdSmiLibrary
+
+                self._library, self.library_why = AmdSmiLibrary.load(getattr(self.host, "environ", None) or {})
+                self.use_library = self._library is not None
+            return self._library
 
     # ------------------------------------------------------------------------------ cached lookups
     def _amd_smi_devices(self) -> list[AmdSmiDevice]:

@@ -30,10 +30,13 @@ from .state import GIB, IDLE_VRAM, MIB, TOOL_NAMES, SimGpu, SimProcess, SimState
 from .tools import MODULES
 
 STATE_FILE = "sim-state.json"
+# The simulated amdsmi library, where ROCm keeps the real one: ROCM_PATH=<bin dir> makes the ROCm
+# backend load it in-process.
+LIBRARY = "share/amd_smi/amdsmi/__init__.py"
 MODULE = _tools.COMMON  # the module the stubs import main from, and the one with the state path baked in
 
 __all__ = [
-    "GIB", "IDLE_VRAM", "MIB", "MODULE", "MODULES", "STATE_FILE", "TOOL_NAMES", "SimGpu", "SimProcess",
+    "GIB", "IDLE_VRAM", "LIBRARY", "MIB", "MODULE", "MODULES", "STATE_FILE", "TOOL_NAMES", "SimGpu", "SimProcess",
     "SimState", "install", "load_state", "save_state", "tool_sources",
 ]
 
@@ -42,11 +45,16 @@ def tool_sources(state_path: Path) -> dict[str, str]:
     """Module name -> source of each of :data:`MODULES`, ``state_path`` baked into :data:`MODULE`."""
     tools_dir = Path(_tools.__file__).parent
     sources = {name: (tools_dir / f"{name}.py").read_text(encoding="utf-8") for name in MODULES}
-    sources[MODULE], n = re.subn(r"^STATE_PATH = .*$", lambda _: f"STATE_PATH = {str(state_path)!r}",
-                                 sources[MODULE], count=1, flags=re.M)
-    if n != 1:  # a silent miss would make every tool read a state that does not exist
-        raise RuntimeError(f"{MODULE}.py lost its STATE_PATH line")
+    sources[MODULE] = _bake(sources[MODULE], state_path, f"{MODULE}.py")
     return sources
+
+
+def _bake(source: str, state_path: Path, name: str) -> str:
+    source, n = re.subn(r"^STATE_PATH = .*$", lambda _: f"STATE_PATH = {str(state_path)!r}", source, count=1,
+                        flags=re.M)
+    if n != 1:  # a silent miss would make every tool read a state that does not exist
+        raise RuntimeError(f"{name} lost its STATE_PATH line")
+    return source
 
 
 def tool_stub(bin_dir: Path) -> str:
@@ -88,7 +96,20 @@ def install(bin_dir: Path, state: SimState, tools: Sequence[str] = TOOL_NAMES) -
             target.unlink(missing_ok=True)
             continue
         _write_executable(target, source)
+    library = bin_dir / LIBRARY
+    if "amd-smi" in tools and state.amd_smi_installed:  # the library ships with the tool
+        library.parent.mkdir(parents=True, exist_ok=True)
+        _write_executable(library, library_source(state_path), mode=0o644)
+        py_compile.compile(str(library), doraise=True)
+    else:
+        library.unlink(missing_ok=True)
     return state_path
+
+
+def library_source(state_path: Path) -> str:
+    """The simulated ``amdsmi`` module with ``state_path`` baked in."""
+    path = Path(_tools.__file__).parent / "amdsmi_fake.py"
+    return _bake(path.read_text(encoding="utf-8"), state_path, path.name)
 
 
 def _write_executable(target: Path, text: str, mode: int = 0o755) -> None:

@@ -45,8 +45,8 @@ def ver(text):
     return tuple(out)
 
 
-def load_state(tool):
-    path = os.environ.get("GPUVERIFY_SIM_STATE") or STATE_PATH
+def load_state(tool, path=None):
+    path = path or os.environ.get("GPUVERIFY_SIM_STATE") or STATE_PATH
     try:
         with open(path, encoding="utf-8") as fh:
             st = json.load(fh)

@@ -1,0 +1,142 @@
+"""GPU readings from ROCm's ``amdsmi`` Python library, in-process, where it loads: the ROCm twin of
+NVML. An ``amd-smi`` call starts a Python and initialises the library every time; the re-check
+under a GPU lock sits between one run's end and the next one's start, so the library's
+milliseconds matter there.
+
+The module is ROCm's own (``$ROCM_PATH/share/amd_smi``, ``/opt/rocm/share/amd_smi``) or a pip
+install. A mismatched one is common: ``import amdsmi`` then prints to stdout and raises a KeyError,
+or an undefined symbol; the PyPI wrapper also changed shapes over the versions (process lists of
+dicts, or of handles for ``amdsmi_get_gpu_process_info``). Any of that makes :func:`load` say why
+not, and any unexpected value in a reading raises :class:`.base.GpuToolError`: the backend then
+reads with the ``amd-smi``/``rocm-smi`` tools instead, for the rest of the session.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import sys
+import threading
+from typing import Any, Mapping, Optional
+
+from .base import GpuProcess, GpuReading, GpuToolError
+from .rocm_formats import AmdSmiDevice, drop_kfd_only, hip_indices_from_amd_smi
+
+MIB = 1 << 20
+SEARCH = ("{ROCM_PATH}/share/amd_smi", "/opt/rocm/share/amd_smi")  # where ROCm installs the module
+
+
+def _import_amdsmi(environ: Mapping[str, str]) -> tuple[Any, Optional[str]]:
+    """(module, None), or (None, why not). The import's own prints (a missing libamd_smi.so) are
+    swallowed: they must not land in pytest's output."""
+    why = "no amdsmi module"
+    dirs = [None] + [d.format(ROCM_PATH=environ.get("ROCM_PATH", "/opt/rocm")) for d in SEARCH]
+    for where in dirs:
+        if where is not None and not os.path.isdir(os.path.join(where, "amdsmi")):
+            continue
+        if where is not None:
+            sys.path.insert(0, where)
+        try:
+            with contextlib.redirect_stdout(io.StringIO()):
+                import amdsmi  # noqa: PLC0415 (optional, and slow to fail)
+            return amdsmi, None
+        except ModuleNotFoundError as exc:
+            if exc.name != "amdsmi":  # it is there, but something it imports is not
+                why = f"amdsmi{' from ' + where if where else ''} does not load: {exc}"
+        except Exception as exc:  # KeyError 'libamd_smi.so', OSError undefined symbol, ImportError
+            why = f"amdsmi{' from ' + where if where else ''} does not load: {type(exc).__name__}: {exc}"
+            sys.modules.pop("amdsmi", None)
+        finally:
+            if where is not None:
+                sys.path.remove(where)
+    return None, why
+
+
+class AmdSmiLibrary:
+    """The loaded library and its GPUs, HIP-indexed. Calls are serialised: the sampler's thread and
+    the picker's re-check may read at once."""
+
+    def __init__(self, module: Any) -> None:
+        self.lib = module
+        self._lock = threading.Lock()
+        self._handles: list[tuple[int, Any]] = []  # (HIP index, processor handle)
+
+    @classmethod
+    def load(cls, environ: Mapping[str, str] = os.environ) -> tuple[Optional["AmdSmiLibrary"], Optional[str]]:
+        """(library, None) when it loads, initialises and lists GPUs; else (None, why not)."""
+        module, why = _import_amdsmi(environ)
+        if module is None:
+            return None, why
+        lib = cls(module)
+        try:
+            lib._init()
+        except Exception as exc:
+            lib.close()
+            return None, f"amdsmi does not initialise: {type(exc).__name__}: {exc}"
+        return lib, None
+
+    def _init(self) -> None:
+        lib = self.lib
+        lib.amdsmi_init(lib.AmdSmiInitFlags.INIT_AMD_GPUS)
+        handles = list(lib.amdsmi_get_processor_handles())
+        if not handles:
+            raise GpuToolError("amdsmi lists no GPU")
+        devices = [AmdSmiDevice(gpu=i, hip_id=self._hip_id(h), node_id=self._node_id(h)) for i, h in enumerate(handles)]
+        hip = hip_indices_from_amd_smi(devices)
+        if set(hip) != set(range(len(handles))):
+            raise GpuToolError("amdsmi gave neither hip_id nor KFD node ids: no HIP order")
+        self._handles = sorted((hip[i], h) for i, h in enumerate(handles))
+
+    def _hip_id(self, handle: Any) -> Optional[int]:
+        get = getattr(self.lib, "amdsmi_get_gpu_enumeration_info", None)  # ROCm 6.4+
+        try:
+            value = get(handle).get("hip_id") if get else None
+        except Exception:
+            return None
+        return value if isinstance(value, int) else None
+
+    def _node_id(self, handle: Any) -> Optional[int]:
+        try:
+            value = self.lib.amdsmi_get_gpu_kfd_info(handle).get("node_id")
+        except Exception:
+            return None
+        return value if isinstance(value, int) else None
+
+    def read(self) -> list[GpuReading]:
+        with self._lock:
+            try:
+                return [self._reading(index, handle) for index, handle in self._handles]
+            except GpuToolError:
+                raise
+            except Exception as exc:  # AmdSmiLibraryException, or a shape this code does not know
+                raise GpuToolError(f"amdsmi: {type(exc).__name__}: {exc}") from None
+
+    def _reading(self, index: int, handle: Any) -> GpuReading:
+        lib = self.lib
+        use = lib.amdsmi_get_gpu_activity(handle).get("gfx_activity")
+        vram = lib.amdsmi_get_gpu_vram_usage(handle)  # MB
+        used, total = _mb(vram.get("vram_used")), _mb(vram.get("vram_total"))
+        processes = [self._process(handle, p) for p in lib.amdsmi_get_gpu_process_list(handle)]
+        return GpuReading(index=index, use_pct=float(use) if isinstance(use, (int, float)) else None,
+                          vram_used_bytes=used, vram_total_bytes=total, processes=tuple(drop_kfd_only(processes)))
+
+    def _process(self, handle: Any, entry: Any) -> GpuProcess:
+        if not isinstance(entry, dict):  # ROCm 6.0/6.1: a process handle
+            entry = self.lib.amdsmi_get_gpu_process_info(handle, entry)
+        usage = entry.get("memory_usage")
+        vram = usage.get("vram_mem") if isinstance(usage, dict) else entry.get("mem")
+        pid = entry["pid"]
+        if not isinstance(pid, int):
+            raise GpuToolError(f"amdsmi: a process without a PID: {entry!r}"[:200])
+        return GpuProcess(pid=pid, name=str(entry.get("name") or ""),
+                          vram_bytes=vram if isinstance(vram, int) and vram >= 0 else None)
+
+    def close(self) -> None:
+        with self._lock:
+            with contextlib.suppress(Exception):
+                self.lib.amdsmi_shut_down()
+
+
+def _mb(value: Any) -> Optional[int]:
+    return value * MIB if isinstance(value, int) and value >= 0 else None

@@ -1,0 +1,145 @@
+"""Simulated ``amdsmi`` Python library (the one ROCm ships under ``share/amd_smi``), driven by the
+same state file as the simulated tools. ``install()`` copies it to ``<bin>/share/amd_smi/amdsmi/``;
+with ``ROCM_PATH=<bin>`` the ROCm backend loads it in-process, as it loads the real one.
+
+The calls and shapes are the 7.0.2 wrapper's: process lists of dicts (``memory_usage.vram_mem`` in
+bytes), VRAM in MB, ``gfx_activity`` in percent, ``hip_id`` from the enumeration info (ROCm 6.4+;
+before that the call does not exist and KFD node ids give the order). An ``amd-smi`` fault of the
+state (fail, garbage, empty) makes every reading raise ``AmdSmiLibraryException``; ``hang`` is
+not acted out here (an in-process call cannot be timed out).
+"""
+
+import contextlib
+import io
+import os
+import sys
+
+STATE_PATH = "/nonexistent/sim-state.json"  # install() bakes the state file's path in here
+_BIN = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+MIB = 1 << 20
+
+
+class AmdSmiLibraryException(Exception):
+    def __init__(self, err_code, err_info=""):
+        super().__init__("Error code:\n\t%s | %s" % (err_code, err_info))
+        self.err_code, self.err_info = err_code, err_info
+
+
+class AmdSmiInitFlags:
+    INIT_ALL_PROCESSORS = 0xFFFFFFFF
+    INIT_AMD_CPUS = 1 << 0
+    INIT_AMD_GPUS = 1 << 1
+
+
+class _Handle:
+    def __init__(self, index):
+        self.index = index
+
+    def __repr__(self):
+        return "c_void_p(%d)" % (0x55D0F0 + self.index)
+
+
+def _load():
+    """The state as the tools read it (their defaults filled in); SystemExit when unreadable."""
+    sys.path.insert(0, _BIN)
+    try:
+        import gpuverify_sim_common as common
+
+        with contextlib.redirect_stderr(io.StringIO()):
+            return common.load_state("amdsmi", os.environ.get("GPUVERIFY_SIM_STATE") or STATE_PATH)
+    finally:
+        sys.path.remove(_BIN)
+
+
+def _state():
+    try:
+        st = _load()
+    except SystemExit:
+        raise AmdSmiLibraryException(34, "AMDSMI_STATUS_INIT_ERROR") from None
+    if (st.get("faults") or {}).get("amd-smi") in ("fail", "garbage", "empty"):
+        raise AmdSmiLibraryException(6, "AMDSMI_STATUS_DRM_ERROR")
+    return st
+
+
+_initialised = []
+
+
+def amdsmi_init(flag=AmdSmiInitFlags.INIT_AMD_GPUS):
+    _state()
+    _initialised.append(flag)
+
+
+def amdsmi_shut_down():
+    _initialised.clear()
+
+
+def _gpu(handle):
+    if not _initialised:
+        raise AmdSmiLibraryException(32, "AMDSMI_STATUS_NOT_INIT")
+    st = _state()
+    if not isinstance(handle, _Handle) or handle.index >= len(st["gpus"]):
+        raise AmdSmiLibraryException(2, "AMDSMI_STATUS_INVAL")
+    return st["gpus"][handle.index], st
+
+
+def amdsmi_get_processor_handles():
+    if not _initialised:
+        raise AmdSmiLibraryException(32, "AMDSMI_STATUS_NOT_INIT")
+    return [_Handle(i) for i in range(len(_state()["gpus"]))]
+
+
+def amdsmi_get_gpu_activity(handle):
+    g, _ = _gpu(handle)
+    use = g.get("use_pct")
+    return {"gfx_activity": "N/A" if use is None else int(round(use)), "umc_activity": 0, "mm_activity": "N/A"}
+
+
+def amdsmi_get_gpu_vram_usage(handle):
+    g, _ = _gpu(handle)
+    return {"vram_total": g["vram_total"] // MIB, "vram_used": g["vram_used"] // MIB}
+
+
+def amdsmi_get_gpu_process_list(handle):
+    g, st = _gpu(handle)
+    procs = [{"name": p.get("name", "python3"), "pid": int(p["pid"]), "mem": int(p.get("vram_bytes", 0)),
+              "engine_usage": {"gfx": 0, "enc": 0},
+              "memory_usage": {"gtt_mem": 0, "cpu_mem": 0, "vram_mem": int(p.get("vram_bytes", 0))},
+              "cu_occupancy": 0} for p in g["processes"]]
+    for p in st.get("kfd_only_processes") or []:  # opened /dev/kfd, hold nothing: listed with 0 bytes
+        procs.append({"name": p.get("name", "python3"), "pid": int(p["pid"]), "mem": 0,
+                      "engine_usage": {"gfx": 0, "enc": 0},
+                      "memory_usage": {"gtt_mem": 0, "cpu_mem": 0, "vram_mem": 0}, "cu_occupancy": 0})
+    return procs
+
+
+def amdsmi_get_gpu_kfd_info(handle):
+    g, _ = _gpu(handle)
+    return {"kfd_id": 40000 + g["node_id"], "node_id": g["node_id"], "current_partition_id": 0}
+
+
+def amdsmi_get_gpu_device_bdf(handle):
+    g, _ = _gpu(handle)
+    return g["bdf"]
+
+
+def amdsmi_get_gpu_asic_info(handle):
+    g, _ = _gpu(handle)
+    return {"market_name": g["name"], "target_graphics_version": g["arch"]}
+
+
+def _enumeration_info(handle):
+    g, st = _gpu(handle)
+    nodes = sorted(x["node_id"] for x in st["gpus"])
+    return {"drm_render": 128 + handle.index, "drm_card": handle.index, "hsa_id": g["node_id"],
+            "hip_id": nodes.index(g["node_id"]), "hip_uuid": g["uuid"]}
+
+
+def __getattr__(name):  # the enumeration call arrived with ROCm 6.4
+    if name == "amdsmi_get_gpu_enumeration_info":
+        try:
+            v = _load()["v"]
+        except SystemExit:
+            v = ()
+        if v >= (6, 4):
+            return _enumeration_info
+    raise AttributeError("module 'amdsmi' has no attribute %r" % name)

@@ -1,0 +1,100 @@
+"""The ROCm backend's in-process reading through the amdsmi library (gpu/amdsmi_lib.py), against
+the simulator's amdsmi module (ROCM_PATH=<sim dir>, where ROCm keeps the real one): the same
+readings as the tools give, and the tools again the moment the library fails."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import pytest
+
+from pytest_gpuverify.gpu.amdsmi_lib import AmdSmiLibrary
+from pytest_gpuverify.gpu.rocm import RocmBackend
+from pytest_gpuverify.hostexec import LocalHost
+from pytest_gpuverify.simulator import GIB, SimProcess, SimState, install, save_state
+
+
+@pytest.fixture
+def host(tmp_path):
+    """install(state) -> (state path, LocalHost with the fake tools on PATH and ROCM_PATH at them)."""
+
+    def _install(state: SimState, rocm_path: bool = True):
+        bin_dir = tmp_path / "bin"
+        state_path = install(bin_dir, state)
+        env = {k: v for k, v in os.environ.items() if k not in ("ROCR_VISIBLE_DEVICES", "GPUVERIFY_SIM_STATE", "ROCM_PATH")}
+        env["PATH"] = f"{bin_dir}:{os.environ['PATH']}"
+        if rocm_path:
+            env["ROCM_PATH"] = str(bin_dir)
+        return state_path, LocalHost(env=env)
+
+    yield _install
+    sys.modules.pop("amdsmi", None)  # each test loads its own simulated library
+
+
+def states() -> list[SimState]:
+    busy = SimState.idle(4)
+    busy.set_busy(1).set_busy(3, use_pct=40, vram_bytes=2 * GIB, pid=777)
+    busy.gpus[2].processes = [SimProcess(pid=99, name="other", vram_bytes=GIB), SimProcess(pid=100, vram_bytes=0)]
+    busy.kfd_only_processes = [SimProcess(pid=5, name="parent")]
+    reordered = SimState.idle(4, rocm_version="6.1.2")  # no hip_id before 6.4: KFD node ids give the order
+    reordered.set_busy(0)
+    for gpu, node in zip(reordered.gpus, (9, 7, 8, 6)):
+        gpu.node_id = node
+    newer = reordered.model_copy(deep=True)
+    newer.rocm_version = "7.0.2"
+    return [SimState.idle(8), busy, reordered, newer]
+
+
+@pytest.mark.parametrize("state", states(), ids=["idle", "busy", "reordered-6.1", "reordered-7.0"])
+def test_the_library_reads_what_the_tools_read(host, state):
+    _, local = host(state)
+    by_library = RocmBackend(local)
+    readings = by_library.read()
+    assert by_library.use_library and by_library._library is not None, by_library.library_why
+    assert readings == RocmBackend(local, use_library=False).read()
+    assert by_library.notes == []
+
+
+def test_a_failing_library_hands_over_to_the_tools(host):
+    state = SimState.idle(2)
+    state_path, local = host(state)
+    backend = RocmBackend(local)
+    assert backend.read()[0].use_pct == 0 and backend.use_library
+    state.set_busy(0)
+    state.faults = {"amd-smi": "fail"}  # the library and the amd-smi tool fail; rocm-smi still reads
+    save_state(state, state_path)
+    readings = backend.read()
+    assert readings[0].use_pct == 95 and [p.pid for p in readings[0].processes] == [4242]
+    assert not backend.use_library and "AMDSMI_STATUS_DRM_ERROR" in backend.library_why
+    assert any(n.startswith("amdsmi library unusable") for n in backend.notes)
+
+
+def test_without_the_library_the_tools_read(host):
+    _, local = host(SimState.idle(2), rocm_path=False)
+    backend = RocmBackend(local)
+    assert [r.index for r in backend.read()] == [0, 1]
+    assert not backend.use_library and "no amdsmi module" in backend.library_why
+
+
+def test_a_mismatched_amdsmi_says_why_and_prints_nothing(tmp_path, capsys):
+    module = tmp_path / "share" / "amd_smi" / "amdsmi"
+    module.mkdir(parents=True)
+    (module / "__init__.py").write_text(  # what the PyPI wrapper does without libamd_smi.so
+        'print("/opt/rocm/lib/libamd_smi.so: cannot open shared object file: No such file or directory")\n'
+        "raise KeyError('libamd_smi.so')\n")
+    try:
+        library, why = AmdSmiLibrary.load({"ROCM_PATH": str(tmp_path)})
+    finally:
+        sys.modules.pop("amdsmi", None)
+    assert library is None and "KeyError" in why and "libamd_smi.so" in why
+    assert capsys.readouterr().out == ""
+
+
+def test_a_remote_host_never_uses_the_library():
+    class Remote:
+        name = "mi300x-07"
+
+    assert RocmBackend(Remote()).use_library is False
+    with pytest.raises(ValueError):
+        RocmBackend(Remote(), use_library=True)
