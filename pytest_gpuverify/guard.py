@@ -75,6 +75,16 @@ class RunGuards:
             self.guards.append(guard)
 
     def done(self) -> None:
+        """Tell every guard the run is over (before the locks are released: it must not outlive them
+        still armed)."""
         for guard in self.guards:
             guard.done()
+
+    def reap(self, timeout_s: float = 5.0) -> None:
+        """Collect the guards' exits (after the release: their exit is not on the handoff's path)."""
+        for guard in self.guards:
+            try:
+                guard.proc.wait(timeout=timeout_s)
+            except subprocess.TimeoutExpired:
+                pass  # still reading its pipe after done: it exits on its own, nothing to stop
         self.guards.clear()

@@ -355,6 +355,8 @@ class VerifySession:
                 guards.done()
             if grant is not self._external_grant:
                 self.picker.release(grant)
+            if guards is not None:
+                guards.reap()
             if self.options.cold:
                 remove_cold_caches(cfacts.handle, caches, art.notes)
         if target.kind in PYTEST_KINDS:
