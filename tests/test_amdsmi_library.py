@@ -98,3 +98,17 @@ def test_a_remote_host_never_uses_the_library():
     assert RocmBackend(Remote()).use_library is False
     with pytest.raises(ValueError):
         RocmBackend(Remote(), use_library=True)
+
+
+def test_a_hung_library_call_hands_over_to_the_tools(host):
+    _, local = host(SimState.idle(2))
+    backend = RocmBackend(local, tool_timeout=1.0)
+    assert backend.read() and backend.use_library
+    release = __import__("threading").Event()
+    backend._library.lib.amdsmi_get_gpu_activity = lambda handle: release.wait()  # a driver that never answers
+    try:
+        readings = backend.read()
+    finally:
+        release.set()
+    assert [r.index for r in readings] == [0, 1] and not backend.use_library
+    assert "no answer within 1 s" in backend.library_why

@@ -103,7 +103,28 @@ class AmdSmiLibrary:
             return None
         return value if isinstance(value, int) else None
 
-    def read(self) -> list[GpuReading]:
+    def read(self, timeout_s: float = 20.0) -> list[GpuReading]:
+        """One reading of every GPU. A library call cannot be interrupted, so the reading runs in a
+        daemon thread: past ``timeout_s`` (a hung driver) this raises, and the backend goes over to
+        the tools, which it can time out."""
+        result: list = []
+
+        def work() -> None:
+            try:
+                result.append(self._read_locked())
+            except BaseException as exc:
+                result.append(exc)
+
+        worker = threading.Thread(target=work, name="gpuverify-amdsmi", daemon=True)
+        worker.start()
+        worker.join(timeout_s)
+        if not result:
+            raise GpuToolError(f"amdsmi: no answer within {timeout_s:g} s")
+        if isinstance(result[0], BaseException):
+            raise result[0]
+        return result[0]
+
+    def _read_locked(self) -> list[GpuReading]:
         with self._lock:
             try:
                 return [self._reading(index, handle) for index, handle in self._handles]
@@ -133,9 +154,13 @@ class AmdSmiLibrary:
                           vram_bytes=vram if isinstance(vram, int) and vram >= 0 else None)
 
     def close(self) -> None:
-        with self._lock:
+        if not self._lock.acquire(timeout=1.0):
+            return  # a call hangs in the library: shutting it down would hang too
+        try:
             with contextlib.suppress(Exception):
                 self.lib.amdsmi_shut_down()
+        finally:
+            self._lock.release()
 
 
 def _mb(value: Any) -> Optional[int]:

@@ -115,7 +115,7 @@ class RocmBackend:
         library = self._loaded_library()
         if library is not None:
             try:
-                return library.read()
+                return library.read(timeout_s=self.tool_timeout)
             except GpuToolError as exc:
                 with self._cache_lock:
                     self._library, self.use_library, self.library_why = None, False, str(exc)
