@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
 import time
 import types
 from pathlib import Path
@@ -550,6 +551,20 @@ def test_nvml_unsupported_process_list_switches_to_smi(fake_nvml, smi):
     assert len(backend.read()) == 2  # nvidia-smi's two GPUs, not NVML's one
     assert nv.shutdowns == 1 and not backend.using_nvml
     assert any("nvidia-smi used from now on" in n for n in backend.notes)
+
+
+def test_a_hung_nvml_call_hands_over_to_smi_without_shutting_nvml_down(fake_nvml, smi):
+    smi.set(gpu=TWO, apps=BUSY_APPS)
+    nv = fake_nvml([gpu_dev()])
+    release = threading.Event()
+    nv.nvmlDeviceGetComputeRunningProcesses = lambda h: release.wait()  # a driver that never answers
+    backend = NvidiaBackend(smi.host(), tool_timeout=1.0)
+    try:
+        assert len(backend.read()) == 2  # nvidia-smi's two GPUs
+    finally:
+        release.set()
+    assert nv.shutdowns == 0, "nvmlShutdown beside a hung call could hang too"
+    assert not backend.using_nvml and any("no answer within 1 s" in n for n in backend.notes)
 
 
 def test_nvml_inventory_close_and_reinit(fake_nvml):

@@ -20,7 +20,7 @@ import sys
 import threading
 from typing import Any, Mapping, Optional
 
-from .base import GpuProcess, GpuReading, GpuToolError
+from .base import GpuProcess, GpuReading, GpuToolError, call_within
 from .rocm_formats import AmdSmiDevice, drop_kfd_only, hip_indices_from_amd_smi
 
 MIB = 1 << 20
@@ -104,25 +104,8 @@ class AmdSmiLibrary:
         return value if isinstance(value, int) else None
 
     def read(self, timeout_s: float = 20.0) -> list[GpuReading]:
-        """One reading of every GPU. A library call cannot be interrupted, so the reading runs in a
-        daemon thread: past ``timeout_s`` (a hung driver) this raises, and the backend goes over to
-        the tools, which it can time out."""
-        result: list = []
-
-        def work() -> None:
-            try:
-                result.append(self._read_locked())
-            except BaseException as exc:
-                result.append(exc)
-
-        worker = threading.Thread(target=work, name="gpuverify-amdsmi", daemon=True)
-        worker.start()
-        worker.join(timeout_s)
-        if not result:
-            raise GpuToolError(f"amdsmi: no answer within {timeout_s:g} s")
-        if isinstance(result[0], BaseException):
-            raise result[0]
-        return result[0]
+        """One reading of every GPU; :class:`.base.CallTimedOut` past ``timeout_s`` (a hung driver)."""
+        return call_within(self._read_locked, timeout_s, "amdsmi")
 
     def _read_locked(self) -> list[GpuReading]:
         with self._lock:

@@ -2,13 +2,44 @@
 
 from __future__ import annotations
 
-from typing import Optional, Protocol
+import threading
+from typing import Callable, Optional, Protocol, TypeVar
 
 from pydantic import BaseModel, ConfigDict
+
+T = TypeVar("T")
 
 
 class GpuToolError(RuntimeError):
     """A GPU tool could not be run or printed nothing usable. The message names the tool and why."""
+
+
+class CallTimedOut(GpuToolError):
+    """An in-process library call gave no answer in time (it runs on, in its thread)."""
+
+
+def call_within(fn: Callable[[], T], timeout_s: float, what: str) -> T:
+    """``fn()`` in a daemon thread, waited for ``timeout_s``. An in-process library call (NVML,
+    amdsmi) cannot be interrupted: a hung driver would hang the sampler and the re-check under the
+    lock. Past the time this raises :class:`CallTimedOut`, and the caller goes over to the tools,
+    which it can time out; the hung thread is left behind."""
+    result: list = []
+
+    def work() -> None:
+        try:
+            result.append((True, fn()))
+        except BaseException as exc:  # handed to the caller's thread
+            result.append((False, exc))
+
+    worker = threading.Thread(target=work, name=f"gpuverify-{what}", daemon=True)
+    worker.start()
+    worker.join(timeout_s)
+    if not result:
+        raise CallTimedOut(f"{what}: no answer within {timeout_s:g} s")
+    ok, value = result[0]
+    if not ok:
+        raise value
+    return value
 
 
 def output_tail(res, width: int = 160) -> str:

@@ -18,7 +18,7 @@ import threading
 from typing import Any, Optional, Sequence
 
 from ..hostexec import CommandResult, HostRunner
-from .base import GpuInfo, GpuProcess, GpuReading, GpuToolError, output_tail
+from .base import CallTimedOut, GpuInfo, GpuProcess, GpuReading, GpuToolError, call_within, output_tail
 from .nvidia_formats import (
     MIB,
     SMI,
@@ -117,11 +117,13 @@ class NvidiaBackend:
             return
         self._nvml_mod, self._nvml_state = pynvml, "on"
 
-    def _nvml_failed(self, exc: GpuToolError) -> None:
+    def _nvml_failed(self, exc: GpuToolError, shutdown: bool = True) -> None:
         """NVML broke as a whole: from now on nvidia-smi (only in the automatic mode)."""
         with self._lock:
             self._note(f"NVML unusable, nvidia-smi used from now on: {exc}")
-            self._shutdown_locked()
+            if shutdown:
+                self._shutdown_locked()
+            self._nvml_mod = None
             self._nvml_state, self._nvml_why = "off", str(exc)
 
     def _shutdown_locked(self) -> None:
@@ -164,11 +166,12 @@ class NvidiaBackend:
         nv = self._nvml()
         if nv is not None:
             try:
-                return self._read_nvml(nv)
+                return call_within(lambda: self._read_nvml(nv), self.tool_timeout, "NVML")
             except GpuToolError as exc:
                 if self.use_nvml:
                     raise
-                self._nvml_failed(exc)
+                # after a hung call, nvmlShutdown could hang as well: leave NVML as it is
+                self._nvml_failed(exc, shutdown=not isinstance(exc, CallTimedOut))
         return self._read_smi()
 
     # -- nvidia-smi
