@@ -21,6 +21,7 @@ from .targets import Target, kind_for_path, split_args, topic_for
 _SESSION_KEY = pytest.StashKey["VerifySession"]()
 _DECLARED_KEY = pytest.StashKey[object]()
 _NO_CONFTEST_KEY = pytest.StashKey[str]()  # the kernel repo whose conftest.py files are not imported
+_ENV_KEY = pytest.StashKey[tuple]()  # (path, EnvFile) as read before the initial conftests
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -61,10 +62,12 @@ def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Pa
     here = Path(early_config.invocation_params.dir)
     paths = [here / arg.split("::", 1)[0] for arg in ns.file_or_dir or [] if not arg.startswith("-")] or [here]
     try:
-        env = load_env_file(default_env_path(ns.gpu_env or early_config.getini("gpu_env") or None, os.environ))
+        env_path = default_env_path(ns.gpu_env or early_config.getini("gpu_env") or None, os.environ)
+        env = load_env_file(env_path)
         repo = kernel_repo_of(env, paths)
     except (EnvFileError, OSError, ValueError):
         return  # pytest_configure reports the env file's problem
+    early_config.stash[_ENV_KEY] = (env_path, env)  # read once: pytest_configure takes it from here
     if repo is not None:
         ns.noconftest = True
         early_config.stash[_NO_CONFTEST_KEY] = repo.repo
@@ -105,7 +108,8 @@ def pytest_configure(config: pytest.Config) -> None:
 
     try:
         options = build_options(config)
-        env = load_env_file(options.env_path)
+        read_early = config.stash.get(_ENV_KEY, None)
+        env = read_early[1] if read_early and read_early[0] == options.env_path else load_env_file(options.env_path)
         declared = _load_declarations(config)
         session = VerifySession(options, env, echo=echo_to_stdout if options.echo_output else None,
                                 on_wait=None if hasattr(config, "workerinput") else _live_line(config))

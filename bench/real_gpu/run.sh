@@ -7,6 +7,7 @@ python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upg
 export PYTHONPATH=/tmp/site:$top PYTHONUNBUFFERED=1
 W=/tmp/rg; rm -rf $W; mkdir -p $W/repos $W/tickets $W/locks
 cp -r "$here/repo" $W/repos/aiter
+cp "$here/load.py" $W/repos/aiter/op_tests/gpu_load.py  # the gpu-load target: another user's load, as a target
 git -C $W/repos/aiter init -q -b main && git -C $W/repos/aiter add -A && git -C $W/repos/aiter -c user.name=b -c user.email=b@b commit -qm kernels
 cat > $W/env.md <<ENV
 ## Resources

@@ -46,7 +46,8 @@ def _import_amdsmi(environ: Mapping[str, str]) -> tuple[Any, Optional[str]]:
                 why = f"amdsmi{' from ' + where if where else ''} does not load: {exc}"
         except Exception as exc:  # KeyError 'libamd_smi.so', OSError undefined symbol, ImportError
             why = f"amdsmi{' from ' + where if where else ''} does not load: {type(exc).__name__}: {exc}"
-            sys.modules.pop("amdsmi", None)
+            for name in [m for m in sys.modules if m == "amdsmi" or m.startswith("amdsmi.")]:
+                del sys.modules[name]  # the next place tried imports afresh
         finally:
             if where is not None:
                 sys.path.remove(where)

@@ -13,12 +13,12 @@ from pathlib import Path
 from typing import Optional
 
 from ..artifact import Correctness, PerfRow
-from .lines import EMPTY_CELLS, AlignedTableStream, LineReader, TableRow, TextLine, describe_size, is_ellipsis
+from .lines import EMPTY_CELLS, NUMBER, AlignedTableStream, LineReader, TableRow, TextLine, is_ellipsis
 from .lines import is_markdown_separator, markdown_cells, read_number, strip_ansi, strip_ci_prefix
 from .columns import Table, classify_columns
 from .metrics import MetricsObserver
 from .prefilter import drive
-from .result import NOTE_CAP, PERF_ROW_CAP, REASON_CAP, CappedRecorder, CheckLine, ParsedOutput  # noqa: F401 (caps re-exported)
+from .result import CappedRecorder, CheckLine, ParsedOutput
 from .triggers import AITER
 
 CHECK_LINE_CAP = 10_000  # every check is counted; only the first are kept one by one
@@ -26,7 +26,6 @@ ERR_TOLERANCE = 0.05  # aiter's default tol_err_ratio: an ``err`` above it is a 
 SAMPLE_ROWS = 64  # rows read before a whitespace table's column edges are fixed
 LABEL_CAP = 200
 
-_NUM = r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|[-+]?nan|[-+]?inf"
 _LEVELS = "DEBUG|INFO|WARNING|ERROR|CRITICAL"
 # AITER_LOG_MORE=1 prints this header alone and the message on the next line.
 _LOG_MORE_HEADER = re.compile(rf"^\[aiter (?:{_LEVELS})\] \d{{4}}-\d\d-\d\d[ T]")
@@ -40,11 +39,11 @@ _MAX_DELTA = re.compile(r"-->max (?:abs )?delta:\s*(?P<value>[^\s,]+)")
 _CATASTROPHIC_ASSERT = re.compile(r"AssertionError:.*catastrophic error")
 _CALLING = re.compile(r"^calling \w+\(")
 # ``torch avg: 16.19 us`` / ``asm_avg: 148.84 us``; ``us/iter`` is a LOG_MORE extra, not a result.
-_AVG_TIMING = re.compile(rf"(?:^|(?<=[\s,\]]))(?P<who>\w+?)[ _]avg:\s*(?P<us>{_NUM})\s*us(?![\w/])")
+_AVG_TIMING = re.compile(rf"(?:^|(?<=[\s,\]]))(?P<who>\w+?)[ _]avg:\s*(?P<us>{NUMBER})\s*us(?![\w/])")
 # ``a8w8 asm:    50.77 us`` / ``ck_moe_2stages:  234.56 us,   654.00 tflops``
 _NAMED_TIMING = re.compile(
-    rf"(?:^|(?<=\[perf\])|(?<=,))\s*(?P<who>[A-Za-z][\w.\-]*(?: [A-Za-z][\w.\-]*)*):\s*(?P<us>{_NUM})\s*us(?![\w/])"
-    rf"(?:[\s,.]*(?P<tflops>{_NUM})\s*tflops)?(?:[\s,.]*(?P<tbs>{_NUM})\s*TB/s)?",
+    rf"(?:^|(?<=\[perf\])|(?<=,))\s*(?P<who>[A-Za-z][\w.\-]*(?: [A-Za-z][\w.\-]*)*):\s*(?P<us>{NUMBER})\s*us(?![\w/])"
+    rf"(?:[\s,.]*(?P<tflops>{NUMBER})\s*tflops)?(?:[\s,.]*(?P<tbs>{NUMBER})\s*TB/s)?",
     re.IGNORECASE,
 )
 _UPLIFT = re.compile(r"uplift:\s*(?P<pct>[-+]?\d+(?:\.\d+)?)%")
@@ -323,17 +322,7 @@ class _AiterParser(CappedRecorder):
         self.end_tables()
         self.close_call_block()
         out = self.out
-        out.lines_read, out.bytes_read = reader.lines_read, reader.bytes_read
-        for lineno, full_len in reader.truncated_lines[:NOTE_CAP]:
-            out.notes.append(f"line {lineno} was longer than {describe_size(reader.max_line)} ({full_len} bytes); cut")
-        if reader.truncated > NOTE_CAP:
-            out.notes.append(f"{reader.truncated - NOTE_CAP} more lines were cut")
-        if self.perf_dropped:
-            out.notes.append(f"perf rows capped at {PERF_ROW_CAP}; {self.perf_dropped} more not kept")
-        if self.failures_seen > REASON_CAP:
-            out.failures.append(f"{self.failures_seen - REASON_CAP} more failures not listed")
-        if self.problems_seen > REASON_CAP:
-            out.problems.append(f"{self.problems_seen - REASON_CAP} more problems not listed")
+        self.close(reader)
         err_cells = sum(self.err_counts.values())
         if self.checks_seen:  # check lines are the checks; err cells repeat them, except failures
             passed, warning = self.counts["passed"], self.counts["warning"]

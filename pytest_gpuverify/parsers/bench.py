@@ -19,12 +19,11 @@ from typing import Optional
 
 from ..artifact import PerfRow
 from .aiter import _AiterParser
-from .lines import is_ellipsis, read_number, strip_ansi, strip_ci_prefix
+from .lines import NUMBER, is_ellipsis, read_number, strip_ansi, strip_ci_prefix
 from .pytest_run import drive
 from .result import ParseContext, ParsedOutput
 from .triggers import BENCH
 
-_NUM = r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|[-+]?nan|[-+]?inf"
 _SPLIT = re.compile(r"\s{2,}")
 _TITLE = re.compile(r"^(?P<plot>[^\s|\[].{0,200}):$")
 _INDEXED_ROW = re.compile(r"^(?P<idx>\d+)\s+(?P<rest>\S.*)$")
@@ -32,8 +31,8 @@ _ELIDED_ROW = re.compile(r"^\.\.(?:\s+\.{2,})*\s*$")
 _FOOTER = re.compile(r"^\[(?P<rows>\d+) rows x (?P<cols>\d+) columns\]$")
 _COMPARE_HEAD = re.compile(r"^=== Benchmark: current vs (?P<base>\S+) ===$")
 _COMPARE_ROW = re.compile(
-    rf"^(?P<op>\S+) (?P<shape>\S+) (?P<dtype>\S+)\s+(?P<base>[^\s=]+)=\s*(?P<bv>{_NUM}) (?P<unit>\S+)"
-    rf"\s+current=\s*(?P<cv>{_NUM}) \S+"
+    rf"^(?P<op>\S+) (?P<shape>\S+) (?P<dtype>\S+)\s+(?P<base>[^\s=]+)=\s*(?P<bv>{NUMBER}) (?P<unit>\S+)"
+    rf"\s+current=\s*(?P<cv>{NUMBER}) \S+"
 )
 _US = re.compile(r"(?:^|[\s_(])(?:gpu\s+)?(?:us|usec|µs)(?:$|[\s_)])", re.I)
 _MS = re.compile(r"(?:^|[\s_(])ms(?:$|[\s_)])", re.I)

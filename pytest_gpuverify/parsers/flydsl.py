@@ -26,29 +26,28 @@ from typing import Optional
 
 from ..artifact import PerfRow
 from .bench import TableReader, ms_to_us
-from .lines import read_number
+from .lines import NUMBER, read_number
 from .pytest_run import PytestParser, drive
 from .result import ParseContext, ParsedOutput
 from .triggers import FLYDSL
 
-_NUM = r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|[-+]?nan|[-+]?inf"
 _THROUGHPUT = re.compile(
-    rf"^(?:\[(?P<tag>[\w.-]+)\]\s*)?(?P<who>[\w.+-]+(?: [\w.+-]+)*?)?\s*Throughput:\s*(?P<us>{_NUM})\s*us"
-    rf"(?:,\s*(?P<tflops>{_NUM})\s*TFLOPS)?(?:,\s*BW:\s*(?P<bw>{_NUM})\s*(?P<unit>[TGM]B/s))?"
+    rf"^(?:\[(?P<tag>[\w.-]+)\]\s*)?(?P<who>[\w.+-]+(?: [\w.+-]+)*?)?\s*Throughput:\s*(?P<us>{NUMBER})\s*us"
+    rf"(?:,\s*(?P<tflops>{NUMBER})\s*TFLOPS)?(?:,\s*BW:\s*(?P<bw>{NUMBER})\s*(?P<unit>[TGM]B/s))?"
 )
-_KERNEL_AVG = re.compile(rf"Kernel avg time:\s*(?P<ms>{_NUM})\s*ms")
-_BANDWIDTH = re.compile(rf"^Bandwidth:\s*(?P<v>{_NUM})\s*(?P<unit>[TGM]B/s)")
+_KERNEL_AVG = re.compile(rf"Kernel avg time:\s*(?P<ms>{NUMBER})\s*ms")
+_BANDWIDTH = re.compile(rf"^Bandwidth:\s*(?P<v>{NUMBER})\s*(?P<unit>[TGM]B/s)")
 _MOE = re.compile(
-    rf"^(?P<who>FlyDSL MoE [^:|]*?)\s*(?::|\|(?P<mid>[^|]*)\|)\s*(?P<us>{_NUM})\s*us,\s*(?P<tflops>{_NUM})\s*TFLOPS"
-    rf"(?:\([^)]*\))?,\s*(?P<tbps>{_NUM})\s*TB/s"
+    rf"^(?P<who>FlyDSL MoE [^:|]*?)\s*(?::|\|(?P<mid>[^|]*)\|)\s*(?P<us>{NUMBER})\s*us,\s*(?P<tflops>{NUMBER})\s*TFLOPS"
+    rf"(?:\([^)]*\))?,\s*(?P<tbps>{NUMBER})\s*TB/s"
 )
-_PERF_TAG = re.compile(rf"^\[Perf\]\s*(?P<who>.+?):\s*(?P<us>{_NUM})\s*us\b")
-_KV_METRIC = re.compile(rf"(?<![\w/])(?P<k>TFLOPS|TB/s|GB/s|us_p50)=\s*(?P<v>{_NUM})")
+_PERF_TAG = re.compile(rf"^\[Perf\]\s*(?P<who>.+?):\s*(?P<us>{NUMBER})\s*us\b")
+_KV_METRIC = re.compile(rf"(?<![\w/])(?P<k>TFLOPS|TB/s|GB/s|us_p50)=\s*(?P<v>{NUMBER})")
 _FA_ROW = re.compile(
-    rf"\|\s*(?P<st>PASS|FAIL)\s*\|\s*(?P<err>{_NUM})\s+(?P<cos>{_NUM})\s*\|\s*(?P<us>{_NUM})\s+(?P<tflops>{_NUM})\s*$"
+    rf"\|\s*(?P<st>PASS|FAIL)\s*\|\s*(?P<err>{NUMBER})\s+(?P<cos>{NUMBER})\s*\|\s*(?P<us>{NUMBER})\s+(?P<tflops>{NUMBER})\s*$"
 )
 _TESTING = re.compile(r"^Testing (?P<what>\S.*?)\s*(?:\.{2,})?$")
-_ATOL = re.compile(rf"\(atol=(?P<v>{_NUM})")
+_ATOL = re.compile(rf"\(atol=(?P<v>{NUMBER})")
 _TESTS_FAILED = re.compile(r"^\d+ TESTS? FAILED")
 
 

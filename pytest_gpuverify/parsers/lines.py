@@ -78,7 +78,6 @@ class LineReader:
         max_line = self.max_line
         # A line that starts and ends inside one chunk is no longer than the chunk; when that is
         # within max_line, the chunk's inner lines are decoded in one call and split as text.
-        whole_chunks = self.chunk_size <= max_line
         pending = bytearray()  # the current line so far, never more than max_line bytes
         pending_len = 0  # the current line's full length, including any bytes skipped
         with open(self.path, "rb") as fh:
@@ -100,14 +99,17 @@ class LineReader:
                     pending_len = 0
                 last = chunk.rfind(b"\n")
                 if last > first:
-                    if whole_chunks:
-                        yield from self._emit_block(chunk[first + 1 : last])
-                    else:
-                        for piece in chunk[first + 1 : last].split(b"\n"):
-                            yield self._emit(piece[:max_line], len(piece))
+                    yield from self._inner_lines(chunk, first + 1, last + 1)
                 pending_len = self._append(pending, pending_len, chunk[last + 1 :])
         if pending_len:
             yield self._emit(bytes(pending), pending_len)
+
+    def _inner_lines(self, chunk: bytes, start: int, end: int) -> Iterator[tuple[int, str]]:
+        """The whole lines of ``chunk[start:end]`` (each ends with a newline, the chunk's first line
+        and its unfinished last one are not among them). Subclasses choose which to hand over."""
+        if self.chunk_size <= self.max_line:
+            return self._emit_block(chunk[start : end - 1])
+        return (self._emit(piece[: self.max_line], len(piece)) for piece in chunk[start : end - 1].split(b"\n"))
 
     def _emit_block(self, block: bytes) -> Iterator[tuple[int, str]]:
         """Lines known to be shorter than max_line: one decode, one split."""
@@ -299,6 +301,9 @@ class AlignedTableStream:
         self.done = True
         return ([(self.header_line, self.header)] if self.rows_read == 0 else []) + rest
 
+
+# A printed number, as the parsers' regexes read it (NaN and inf included: they are findings).
+NUMBER = r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|[-+]?nan|[-+]?inf"
 
 EMPTY_CELLS = ("", "None", "none", "-")  # what pandas/tabulate print for a missing value
 

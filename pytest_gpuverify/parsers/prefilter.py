@@ -147,35 +147,7 @@ class FilteredLineReader(LineReader):
         # last one can be cut, and those are always handed over.
         self.chunk_size = min(self.chunk_size, max_line)
 
-    def __iter__(self) -> Iterator[tuple[int, str]]:
-        max_line = self.max_line
-        pending = bytearray()
-        pending_len = 0
-        with open(self.path, "rb") as fh:
-            while True:
-                chunk = fh.read(self.chunk_size)
-                if not chunk:
-                    break
-                self.bytes_read += len(chunk)
-                first = chunk.find(b"\n")
-                if first < 0:
-                    pending_len = self._append(pending, pending_len, chunk)
-                    continue
-                if pending_len == 0 and first <= max_line:
-                    yield self._emit(chunk[:first], first)
-                else:
-                    pending_len = self._append(pending, pending_len, chunk[:first])
-                    yield self._emit(bytes(pending), pending_len)
-                    pending.clear()
-                    pending_len = 0
-                last = chunk.rfind(b"\n")
-                if last > first:
-                    yield from self._block(chunk, first + 1, last + 1)
-                pending_len = self._append(pending, pending_len, chunk[last + 1 :])
-        if pending_len:
-            yield self._emit(bytes(pending), pending_len)
-
-    def _block(self, chunk: bytes, start: int, end: int) -> Iterator[tuple[int, str]]:
+    def _inner_lines(self, chunk: bytes, start: int, end: int) -> Iterator[tuple[int, str]]:
         """The whole lines of ``chunk[start:end]`` (each ends with a newline, none is cut).
 
         Lines go one by one (the candidates) or in batches of about :data:`BATCH` bytes (while the

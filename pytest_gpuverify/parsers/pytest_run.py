@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Optional
 
 from ..artifact import Correctness
-from .result import NOTE_CAP, PERF_ROW_CAP, REASON_CAP, CappedRecorder
+from .result import CappedRecorder
 from .junit import BLOCK_CAP, MESSAGE_CAP, Counts, JunitResult, junit_nodeid, read_junit  # noqa: F401 (junit_nodeid)
-from .lines import LineReader, describe_size, read_number, strip_ansi, strip_ci_prefix
+from .lines import LineReader, read_number, strip_ansi, strip_ci_prefix
 from .metrics import NOT_CLOSE, CloseBlock, MetricsObserver
 from .prefilter import Triggers, drive
 from .result import ParseContext, ParsedOutput
@@ -42,26 +42,12 @@ _TRACE_SECTIONS = ("FAILURES", "ERRORS")
 
 
 class Recorder(CappedRecorder):
-    """Reasons and perf rows with the aiter parser's caps, and the line-count bookkeeping."""
+    """Reasons and perf rows with the aiter parser's caps (:class:`.result.CappedRecorder`)."""
 
     def __init__(self, name: str) -> None:
         self.out = ParsedOutput(parser=name)
         self.failures_seen = self.problems_seen = self.notes_seen = self.perf_dropped = 0
         self.nan_count = 0  # NaN/inf printed where a number was due (tables, timings)
-
-    def close(self, reader: LineReader) -> None:
-        out = self.out
-        out.lines_read, out.bytes_read = reader.lines_read, reader.bytes_read
-        for lineno, full_len in reader.truncated_lines[:NOTE_CAP]:
-            self.note(f"line {lineno} was longer than {describe_size(reader.max_line)} ({full_len} bytes); cut")
-        if reader.truncated > NOTE_CAP:
-            self.note(f"{reader.truncated - NOTE_CAP} more lines were cut")
-        if self.perf_dropped:
-            out.notes.append(f"perf rows capped at {PERF_ROW_CAP}; {self.perf_dropped} more not kept")
-        if self.failures_seen > REASON_CAP:
-            out.failures.append(f"{self.failures_seen - REASON_CAP} more failures not listed")
-        if self.problems_seen > REASON_CAP:
-            out.problems.append(f"{self.problems_seen - REASON_CAP} more problems not listed")
 
 
 class PytestTerminal:

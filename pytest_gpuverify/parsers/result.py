@@ -75,6 +75,23 @@ class CappedRecorder:
         if self.notes_seen <= NOTE_CAP:
             self.out.notes.append(text[:400])
 
+    def close(self, reader) -> None:
+        """The reader's counts and cut lines into ``out``, and a line for each cap that was hit."""
+        from .lines import describe_size
+
+        out = self.out
+        out.lines_read, out.bytes_read = reader.lines_read, reader.bytes_read
+        for lineno, full_len in reader.truncated_lines[:NOTE_CAP]:
+            self.note(f"line {lineno} was longer than {describe_size(reader.max_line)} ({full_len} bytes); cut")
+        if reader.truncated > NOTE_CAP:
+            self.note(f"{reader.truncated - NOTE_CAP} more lines were cut")
+        if self.perf_dropped:
+            out.notes.append(f"perf rows capped at {PERF_ROW_CAP}; {self.perf_dropped} more not kept")
+        if self.failures_seen > REASON_CAP:
+            out.failures.append(f"{self.failures_seen - REASON_CAP} more failures not listed")
+        if self.problems_seen > REASON_CAP:
+            out.problems.append(f"{self.problems_seen - REASON_CAP} more problems not listed")
+
     def add_perf(self, row) -> None:
         if len(self.out.perf) < PERF_ROW_CAP:
             self.out.perf.append(row)
