@@ -81,10 +81,17 @@ class CappedRecorder:
 
         out = self.out
         out.lines_read, out.bytes_read = reader.lines_read, reader.bytes_read
+        size = describe_size(reader.max_line)
+        for lineno, full_len in reader.split_lines[:NOTE_CAP]:
+            self.note(f"line {lineno} was longer than {size} ({full_len} bytes); read in its \\r-separated pieces")
+        if reader.split > NOTE_CAP:
+            self.note(f"{reader.split - NOTE_CAP} more long lines were read in pieces")
+        # what was cut was never read: a check in it may have failed
         for lineno, full_len in reader.truncated_lines[:NOTE_CAP]:
-            self.note(f"line {lineno} was longer than {describe_size(reader.max_line)} ({full_len} bytes); cut")
+            self.problem(f"line {lineno} was longer than {size} ({full_len} bytes) with no \\r to split it at; "
+                         "cut, the rest unread")
         if reader.truncated > NOTE_CAP:
-            self.note(f"{reader.truncated - NOTE_CAP} more lines were cut")
+            self.problem(f"{reader.truncated - NOTE_CAP} more lines were cut")
         if self.perf_dropped:
             out.notes.append(f"perf rows capped at {PERF_ROW_CAP}; {self.perf_dropped} more not kept")
         if self.failures_seen > REASON_CAP:
