@@ -13,16 +13,17 @@ from pathlib import Path
 from typing import Optional
 
 from ..artifact import Correctness, PerfRow
-from .lines import EMPTY_CELLS, NUMBER, AlignedTableStream, LineReader, TableRow, TextLine, is_ellipsis
-from .lines import is_markdown_separator, markdown_cells, read_number, strip_ansi, strip_ci_prefix
-from .columns import Table, classify_columns
+from .aiter_tables import SummaryTables
+from .alarms import Alarms
+from .lines import NUMBER, AlignedTableStream, LineReader, read_number, strip_ansi, strip_ci_prefix
 from .metrics import MetricsObserver
+from .columns import Table
+from .ruled import ERR_NAME as _ERR_COLUMN, RuledTables
 from .prefilter import drive
 from .result import CappedRecorder, CheckLine, ParsedOutput
 from .triggers import AITER
 
 CHECK_LINE_CAP = 10_000  # every check is counted; only the first are kept one by one
-ERR_TOLERANCE = 0.05  # aiter's default tol_err_ratio: an ``err`` above it is a failed check
 SAMPLE_ROWS = 64  # rows read before a whitespace table's column edges are fixed
 LABEL_CAP = 200
 
@@ -32,8 +33,8 @@ _LOG_MORE_HEADER = re.compile(rf"^\[aiter (?:{_LEVELS})\] \d{{4}}-\d\d-\d\d[ T]"
 _LOGGER_PREFIX = re.compile(rf"^\[aiter(?: (?:{_LEVELS}))?\] ?")
 # Some log viewers drop the ESC byte and leave ``[32m`` around the verdict word; that still reads.
 _CHECK = re.compile(
-    r"\[checkAllclose\s+atol=(?P<atol>[^\s\]]+)\s+rtol=(?P<rtol>[^\s\]]+)\s+(?:\[[\d;]*m)?"
-    r"(?P<word>passed|warning|failed|catastrophic)[~!]?(?:\[[\d;]*m)?\s*\]"
+    r"\[checkAllclose\s+(?:(?:atol=(?P<atol>[^\s\]]+)|rtol=(?P<rtol>[^\s\]]+))\s+){1,2}(?:\[[\d;]*m)?"
+    r"(?P<word>(?i:passed|warning|failed|catastrophic))[~!]?(?:\[[\d;]*m)?\s*\]"
 )
 _MAX_DELTA = re.compile(r"-->max (?:abs )?delta:\s*(?P<value>[^\s,]+)")
 _CATASTROPHIC_ASSERT = re.compile(r"AssertionError:.*catastrophic error")
@@ -48,10 +49,11 @@ _NAMED_TIMING = re.compile(
 )
 _UPLIFT = re.compile(r"uplift:\s*(?P<pct>[-+]?\d+(?:\.\d+)?)%")
 _SHAPE_PAIR = re.compile(r"(?P<key>[A-Za-z_][\w.]*)\s*[=:]\s*(?P<value>\([^()]*\)|\[[^\[\]]*\]|[^\s,()\[\]]+)")
+_TITLE = re.compile(r"^[^\s|\[].{0,200}:$")  # a title over a pandas table (``gemm summary:``, ``results:``)
 _NAN_WORD = re.compile(r"\b(?:nan|inf)\b", re.IGNORECASE)
 _ORPHAN_ELIDED_ROW = re.compile(r"^\d+\s{2,}\S.*\s\.{3,}\s")  # pandas rows with ``...`` and no header seen
 
-class _AiterParser(CappedRecorder):
+class _AiterParser(SummaryTables, CappedRecorder):
     triggers = AITER  # the lines it reads (triggers.py), for prefilter.drive
 
     def __init__(self) -> None:
@@ -68,17 +70,21 @@ class _AiterParser(CappedRecorder):
         self.call_block_has_check = False
         self.in_tensor_dump = False
         self.summary_pending: Optional[int] = None
-        self.md_header: Optional[tuple[int, list[str]]] = None
-        self.md_table: Optional[Table] = None
+        self.summary_titled = True  # the pending title says ``summary`` (else: any title)
+        self.ruled = RuledTables(self.ruled_row, self.problem)  # markdown, grid, box, simple tables
+        self.ruled_table: Optional[tuple[int, Table]] = None
+        self.alarms = Alarms(self.problem)
+        self.checked_line = 0  # the last line a check was read on
         self.ws_stream: Optional[AlignedTableStream] = None  # a pandas-printed table after ``summary:``
         self.ws_table: Optional[Table] = None
+        self.ws_perf = True
         self.orphan_rows_noted = False
         self.metrics = MetricsObserver(self.fail)  # cosine_sim, max_abs_error, logits_diff, snr_db
 
     def wants_every_line(self) -> bool:
         """A table or tensor dump is open: the next line matters whatever it holds."""
         return (self.in_tensor_dump or self.summary_pending is not None or self.ws_stream is not None
-                or self.md_header is not None or self.md_table is not None)
+                or self.ruled.is_open())
 
     # ----- dispatch --------------------------------------------------------------------------
     def feed(self, lineno: int, raw: str) -> None:
@@ -88,7 +94,7 @@ class _AiterParser(CappedRecorder):
         if text.startswith("[aiter"):
             # A logger record starts here, and a table never spans two records: only a record's
             # first line carries the prefix, so the tables it may print come without one.
-            if self.summary_pending is not None or self.md_header or self.md_table or self.ws_stream:
+            if self.summary_pending is not None or self.ruled.is_open() or self.ws_stream:
                 self.end_tables()
             self.in_tensor_dump = False
             if text.startswith("[aiter] "):
@@ -99,11 +105,9 @@ class _AiterParser(CappedRecorder):
                 text = _LOGGER_PREFIX.sub("", text, count=1)
         if ":" in text or "=" in text:  # every measure the observer reads is ``name: value`` or ``name=value``
             self.metrics.observe(lineno, text)
-        if (self.in_tensor_dump or self.summary_pending is not None or self.ws_stream is not None
-                or self.md_header is not None or self.md_table is not None):
+        if self.wants_every_line() or _may_matter(text):  # else: the line holds nothing dispatch reads
             self.dispatch(lineno, text)
-        elif _may_matter(text):  # no table or dump open: most lines hold nothing dispatch reads
-            self.dispatch(lineno, text)
+        self.alarms.observe(lineno, text, failed_read=self.checked_line == lineno)
 
     def dispatch(self, lineno: int, text: str) -> None:
         # single-character tests (memchr) first: most lines hold none of the verdicts
@@ -122,30 +126,22 @@ class _AiterParser(CappedRecorder):
         if self.summary_pending is not None:
             self.summary_pending = None
             stripped = text.strip()
-            if stripped and text[0] not in "[|" and stripped != "Empty DataFrame":
+            # any title may head a pandas table; one without ``summary`` only a header that looks like one
+            looks = self.summary_titled or text[:1] == " " or "  " in stripped
+            if stripped and text[0] not in "[|" and stripped != "Empty DataFrame" and looks:
                 self.ws_stream = AlignedTableStream(lineno, text.rstrip(), SAMPLE_ROWS)
+                self.ws_perf = self.summary_titled or self.any_title_perf
                 return
         if self.ws_stream is not None:
             self.take_ws_rows(*self.ws_stream.push(lineno, text))
             return
-        if self.md_header is not None:
-            header_line, names = self.md_header
-            self.md_header = None
-            if is_markdown_separator(text):
-                self.md_table = Table(header_line, classify_columns(names))
-                return
-        if self.md_table is not None:
-            if text.startswith("|"):
-                self.md_row(self.md_table, lineno, text)
-                return
-            self.md_table = None
-        if text.startswith("|"):
-            self.md_header = (lineno, markdown_cells(text))
+        if self.ruled.feed(lineno, text):
             return
         if ":" in text:  # the summary title and ``avg:`` both need one
             stripped = text.rstrip()
-            if stripped.endswith(":") and "summary" in stripped.lower():
+            if stripped.endswith(":") and _TITLE.match(stripped):
                 self.summary_pending = lineno
+                self.summary_titled = "summary" in stripped.lower()
                 return
             self.plain_line(lineno, text, verdicts=False)
         elif text.startswith("calling ") or ("[" in text and "[perf]" in text) or text[:1].isdigit():
@@ -158,9 +154,13 @@ class _AiterParser(CappedRecorder):
             self.call_block_open = True
         start = 0
         if verdicts and "[checkAllclose" in text:
+            read = 0
             for match in _CHECK.finditer(text):
                 self.check(lineno, text[start : match.start()], match)
                 start = match.end()
+                read += 1
+            if read < text.count("[checkAllclose"):
+                self.problem(f"line {lineno}: a [checkAllclose line that could not be read: {text.strip()[:200]}")
         if start == 0 and ("[perf]" in text or "avg:" in text):
             self.legacy_perf(lineno, text, checked=False)
         if verdicts and "-->max" in text:
@@ -175,12 +175,13 @@ class _AiterParser(CappedRecorder):
 
     # ----- checkAllclose ---------------------------------------------------------------------
     def check(self, lineno: int, msg: str, match: re.Match[str]) -> None:
-        word = match["word"]
+        word = match["word"].lower()
         label = msg.strip()[:LABEL_CAP]
         atol, rtol = _float_or_none(match["atol"]), _float_or_none(match["rtol"])
         if len(self.out.checks) < CHECK_LINE_CAP:
             self.out.checks.append(CheckLine(line=lineno, status=word, atol=atol, rtol=rtol, label=label))
         self.checks_seen += 1
+        self.checked_line = lineno
         self.counts[word] += 1
         if atol is not None and (self.atol is None or atol > self.atol):
             self.atol = atol
@@ -246,80 +247,10 @@ class _AiterParser(CappedRecorder):
         if checked:
             self.shape_keys.add(hash(shape or msg.strip()))
 
-    # ----- tables ----------------------------------------------------------------------------
-    def md_row(self, table: Table, lineno: int, text: str) -> None:
-        cells = markdown_cells(text)
-        if len(cells) == len(table.columns):
-            self.table_row(table, lineno, cells)
-        else:  # a row cut short (a truncated output) or a cell holding a ``|``
-            found, expected = len(cells), len(table.columns)
-            self.problem(f"line {lineno}: table row has {found} cells, header has {expected}; row skipped")
-
-    def take_ws_rows(self, rows: list[TableRow], handed_back: list[TextLine]) -> None:
-        stream = self.ws_stream
-        assert stream is not None
-        for lineno, cells in rows:
-            if self.ws_table is None and stream.layout is not None:
-                self.ws_table = Table(stream.header_line, classify_columns(stream.layout.names), stream.layout.wrapped)
-            table = self.ws_table
-            assert table is not None
-            if not all(is_ellipsis(c) for c in cells if c):
-                self.table_row(table, lineno, cells)
-            elif not table.elided_rows_seen:
-                table.elided_rows_seen = True
-                self.problem(f"line {lineno}: summary table has elided rows; only the printed rows are read")
-        if stream.done:
-            self.ws_stream = self.ws_table = None
-            for lineno, text in handed_back:  # not the table's: they get their ordinary reading
-                self.dispatch(lineno, text)
-
-    def end_tables(self) -> None:
-        self.summary_pending = self.md_header = self.md_table = None
-        while self.ws_stream is not None:  # a handed-back line may open another table; each is shorter
-            self.take_ws_rows(*self.ws_stream.close())
-
-    def table_row(self, table: Table, lineno: int, cells: list[str]) -> None:
-        table.rows += 1
-        if table.rows == 1:  # reported once the header proved to head a table
-            where = f"line {table.header_line}: summary table"
-            if any(c.kind == "elided" for c in table.columns):
-                self.problem(f"{where} has elided columns; rerun with COLUMNS=10000")
-            if table.wrapped:
-                self.problem(f"{where} is wrapped; only its first block is read; rerun with COLUMNS=10000")
-        plan = table.plan()
-        shape = ", ".join([f"{name}={cells[i]}" for i, name in plan.shape if cells[i]])
-        where = f" ({shape})" if shape else ""
-        ratios = {name: read_number(cells[i])[1] for i, name in plan.ratios if cells[i] not in EMPTY_CELLS}
-        checked = False
-        for i, col, metric_cells in plan.values:
-            text = cells[i]
-            kind, value = read_number(text)
-            if kind == "empty":
-                continue  # a time: a provider skipped for this shape or arch; an err: not checked
-            if kind == "bad":
-                self.problem(f"line {lineno}: unreadable value {text!r} in column '{col.name}'")
-                continue
-            if kind != "num":
-                self.nan_count += 1
-                self.fail(f"line {lineno}: {kind} in column '{col.name}'{where}")
-            if col.kind == "err":
-                checked = True
-                if kind != "num" or (value is not None and value > ERR_TOLERANCE):
-                    self.err_counts["failed"] += 1
-                    if kind == "num":
-                        self.fail(f"line {lineno}: err {text} > {ERR_TOLERANCE} in column '{col.name}'{where}")
-                else:
-                    self.err_counts["passed" if value == 0 else "warning"] += 1
-                continue
-            metrics = {name: read_number(cells[j])[1] for j, name in metric_cells if cells[j] not in EMPTY_CELLS}
-            metrics.update(ratios)
-            self.add_perf(PerfRow(shape=shape, name=col.name, us_median=value, metrics=metrics, source_line=lineno))
-        if checked:
-            self.shape_keys.add(hash(shape))
-
     # ----- result ----------------------------------------------------------------------------
     def finish(self, reader: LineReader) -> ParsedOutput:
         self.end_tables()
+        self.alarms.close()
         self.close_call_block()
         out = self.out
         self.close(reader)
@@ -349,13 +280,16 @@ class _AiterParser(CappedRecorder):
         return out
 
 
+_BAR = re.compile(r"[|│┃║]")  # a ruled table's row (ruled.py); its rules matter only once one is open
+
+
 def _may_matter(text: str) -> bool:
     """Whether :meth:`_AiterParser.dispatch` would do anything with ``text`` when no table is open:
     a check, a max delta, an assertion, a markdown row, a ``...:`` title, a ``calling`` block, a
     ``[perf]``/``avg:`` timing or a digit-led (pandas) row. Single characters are tested first."""
     c0 = text[:1]
     return (
-        c0 == "|" or c0.isdigit() or text.startswith("calling ") or "AssertionError" in text
+        c0 == "|" or c0.isdigit() or _BAR.search(text) is not None or _ERR_COLUMN.search(text) is not None or text.startswith("calling ") or "AssertionError" in text
         or ("[" in text and ("[checkAllclose" in text or "[perf]" in text))
         or (">" in text and "-->max" in text)
         or (":" in text and ("avg:" in text or text.rstrip().endswith(":")))

@@ -60,6 +60,7 @@ class Triggers:
     fold: bytes  # a bytes.translate table
     pick: Callable[[bytes, int, int], Passes]
     patterns: Optional[hsscan.PatternSet] = None  # the same triggers for Hyperscan
+    raw: tuple[re.Pattern[bytes], ...] = ()  # re engine: line triggers over the unfolded chunk (non-ASCII ones)
 
     def _find(self, text: bytes, start: int, end: int) -> Optional[list[int]]:
         if self.patterns is not None and ENGINE == "hyperscan":
@@ -67,7 +68,11 @@ class Triggers:
                 return self.patterns.line_starts(text, start, end, (end - start) // DENSE + 64)
             except hsscan.EngineFailed:
                 object.__setattr__(self, "patterns", None)  # the same lines, from the re engine from now on
-        return self._scan(text.translate(self.fold), start, end)
+        found = self._scan(text.translate(self.fold), start, end)
+        if found is not None and self.raw and not text.isascii():
+            for pattern in self.raw:
+                found += [text.rfind(b"\n", 0, m.start()) + 1 for m in pattern.finditer(text, start, end)]
+        return found
 
     def candidates(self, chunk: bytes, start: int, end: int) -> Optional[list[int]]:
         """Sorted start offsets (in ``chunk``) of the candidate lines among the whole lines of

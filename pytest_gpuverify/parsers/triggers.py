@@ -131,10 +131,34 @@ def hs_key_value(k: Spelling, ends: tuple[bytes, ...] = NAME_ENDS, after: tuple[
     return patterns
 
 
+# ----- words the aiter parser reacts to anywhere in a line (alarms.py, ruled.py) -----------------
+#
+# Error lines and tracebacks (``error``, ``Exception``, ``Traceback``, ``Memory access fault``,
+# ``illegal memory access``, ``core dumped``, ``Aborted``), a ``failed`` word, a ``[checkAllclose``
+# line whatever it holds, a column named ``err`` (a tabulate ``simple`` header), and a table's bar
+# (``|``; the box-drawing ``│``/``┃``/``║`` are non-ASCII: ALARM_RAW reads the unfolded chunk).
+# Each alarm expression in alarms.py holds one of these words, in ASCII.
+ALARM_WORDS = (b"exception", b"traceback", b"fault", b"illegal", b"dumped", b"aborted", b"fail", b"checkallclose",
+               rb"\|")
+# ``error`` before a ``:`` or the line's end, or after hip/cuda/hsa; ``err`` as a column name's word
+_ERROR_RE = (
+    rb"error(?:[ ]*+[:\n]|(?<=hiperror)|(?<=cudaerror)|(?<=hsaerror)"
+    rb"|(?<=[ _]error)(?:(?<=hip.error)|(?<=cuda.error)|(?<=hsa.error)))",
+    rb"err(?=[ _(|)\n\x80])(?<=[\n _:|(\x80]err)",
+)
+HS_ERROR = (
+    rb"error[ \t\x0b\x0c\r\x1c-\x1f\x80-\xff]*(?:[:=]|$)", rb"(?:hip|cuda|hsa)[ _]?error",
+    rb"(?:^|[\s_:=|(\x80-\xff])err(?:$|[\s_(|)\x80-\xff])",
+)
+_ALARM_RE = tuple(re.compile(word) for word in ALARM_WORDS + _ERROR_RE)
+BOX_BARS = rb"\xe2\x94[\x82\x83]|\xe2\x95\x91"
+ALARM_RAW = (re.compile(BOX_BARS),)
+
+
 def picker(line: Callable[[bool], bytes], next_line: bytes) -> Callable[[bytes, int, int], Passes]:
     """Compile ``line(ascii_only)`` both ways; a chunk with no non-ASCII byte gets the ASCII one."""
     nl = re.compile(next_line)
-    variants = {a: ((re.compile(line(a)),), (nl,)) for a in (False, True)}
+    variants = {a: ((re.compile(line(a)), *_ALARM_RE), (nl,)) for a in (False, True)}
 
     def pick(folded: bytes, start: int, end: int) -> Passes:
         return variants[folded.isascii()]
@@ -178,10 +202,12 @@ def hs_line_start(k: Spelling) -> tuple[bytes, ...]:
 def hs_aiter(k: Spelling) -> list[bytes]:
     # At a line start, after the logger's ``]`` (its ``[aiter ...]`` is not checked), or after a CI
     # timestamp's ``Z ``: a superset of _AITER_LINE_START that Hyperscan finds faster.
-    return [*hs_key_value(k), hs_any(b"^", rb"\]" + k.sp + b"?", k.ci()) + hs_any(*hs_line_start(k))]
+    return [*hs_key_value(k), hs_any(b"^", rb"\]" + k.sp + b"?", k.ci()) + hs_any(*hs_line_start(k)), *ALARM_WORDS,
+            *HS_ERROR, BOX_BARS]
 
 
-AITER = Triggers(FOLD, picker(key_value, _AITER_LINE_START), PatternSet(lambda ascii: hs_aiter(Spelling(ascii))))
+AITER = Triggers(FOLD, picker(key_value, _AITER_LINE_START), PatternSet(lambda ascii: hs_aiter(Spelling(ascii))),
+                 ALARM_RAW)
 
 
 # ----- an inner pytest run (pytest_run.py: the Triton tests; FlyDSL adds its own lines) --------
@@ -292,7 +318,7 @@ _BENCH_LINE_START = b"\n" + _either(
 
 def _bench_pick() -> Callable[[bytes, int, int], Passes]:
     nl = re.compile(_BENCH_LINE_START)
-    variants = {a: ((re.compile(key_value(a)), re.compile(_TABLE_HEADER[a])), (nl,)) for a in (False, True)}
+    variants = {a: ((re.compile(key_value(a)), re.compile(_TABLE_HEADER[a]), *_ALARM_RE), (nl,)) for a in (False, True)}
     return lambda folded, start, end: variants[folded.isascii()]
 
 
@@ -300,7 +326,8 @@ def hs_bench(k: Spelling) -> list[bytes]:
     # After a line start, a side prefix, a logger's ``]`` or a CI timestamp's ``Z ``: a superset.
     sides = (rb"\[(?:[ab]|base|head)\]" + k.spu + b"+", b"[ab][:=]" + k.spu + b"+")
     before = hs_any(b"^", rb"\]" + k.sp + b"?", k.ci(), *sides)
-    return [*hs_key_value(k), *hs_table_header(k), before + hs_any(*hs_table_start(k), *hs_line_start(k))]
+    return [*hs_key_value(k), *hs_table_header(k), before + hs_any(*hs_table_start(k), *hs_line_start(k)),
+            *ALARM_WORDS, *HS_ERROR, BOX_BARS]
 
 
-BENCH = Triggers(FOLD, _bench_pick(), PatternSet(lambda ascii: hs_bench(Spelling(ascii))))
+BENCH = Triggers(FOLD, _bench_pick(), PatternSet(lambda ascii: hs_bench(Spelling(ascii))), ALARM_RAW)

@@ -1,0 +1,102 @@
+"""The aiter parser's tables: pandas-printed summaries after a title, and ruled tables (markdown,
+grid, box-drawing, tabulate simple; :mod:`.ruled`). An ``err`` cell is a check (above
+:data:`ERR_TOLERANCE` it fails); a time cell is a perf row."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from ..artifact import PerfRow
+from .columns import Table, classify_columns
+from .lines import EMPTY_CELLS, TableRow, TextLine, is_ellipsis, read_number
+
+ERR_TOLERANCE = 0.05  # aiter's default tol_err_ratio: an ``err`` above it is a failed check
+
+
+class SummaryTables:
+    """Mixed into the aiter parser (which records: ``fail``, ``problem``, ``add_perf``, counts)."""
+
+    any_title_perf = True  # a pandas table under a title without ``summary`` gives perf rows too
+
+    def take_ws_rows(self, rows: list[TableRow], handed_back: list[TextLine]) -> None:
+        stream = self.ws_stream
+        assert stream is not None
+        for lineno, cells in rows:
+            if self.ws_table is None and stream.layout is not None:
+                self.ws_table = Table(stream.header_line, classify_columns(stream.layout.names), stream.layout.wrapped)
+            table = self.ws_table
+            assert table is not None
+            if not all(is_ellipsis(c) for c in cells if c):
+                self.table_row(table, lineno, cells, perf=self.ws_perf)
+            elif not table.elided_rows_seen:
+                table.elided_rows_seen = True
+                self.problem(f"line {lineno}: summary table has elided rows; only the printed rows are read")
+        if stream.done:
+            self.ws_stream = self.ws_table = None
+            for lineno, text in handed_back:  # not the table's: they get their ordinary reading
+                self.dispatch(lineno, text)
+
+    def end_tables(self) -> None:
+        self.summary_pending = self.ruled_table = None
+        self.ruled.end()
+        while self.ws_stream is not None:  # a handed-back line may open another table; each is shorter
+            self.take_ws_rows(*self.ws_stream.close())
+
+    def ruled_row(self, lineno: int, names: list[str], cells: list[str]) -> None:
+        header_line = self.ruled.header_line
+        if self.ruled_table is None or self.ruled_table[0] != header_line:
+            self.ruled_table = (header_line, Table(header_line, classify_columns(names)))
+        self.table_row(self.ruled_table[1], lineno, cells)
+
+    def table_row(self, table: Table, lineno: int, cells: list[str], perf: bool = True) -> None:
+        """One row: its err cells are checks, its time cells perf rows (unless ``perf`` is off: another
+        reader makes this table's perf rows)."""
+        table.rows += 1
+        if table.rows == 1:  # reported once the header proved to head a table
+            where = f"line {table.header_line}: summary table"
+            if any(c.kind == "elided" for c in table.columns):
+                self.problem(f"{where} has elided columns; rerun with COLUMNS=10000")
+            if table.wrapped:
+                self.problem(f"{where} is wrapped; only its first block is read; rerun with COLUMNS=10000")
+        plan = table.plan()
+        shape = ", ".join([f"{name}={cells[i]}" for i, name in plan.shape if cells[i]])
+        where = f" ({shape})" if shape else ""
+        ratios = {name: read_number(cells[i])[1] for i, name in plan.ratios if cells[i] not in EMPTY_CELLS}
+        checked = False
+        for i, col, metric_cells in plan.values:
+            text = cells[i]
+            kind, value = read_number(text)
+            if kind == "empty":
+                continue  # a time: a provider skipped for this shape or arch; an err: not checked
+            if kind == "bad":
+                self.problem(f"line {lineno}: unreadable value {text!r} in column '{col.name}'")
+                continue
+            if col.kind != "err" and not perf:
+                continue
+            if kind != "num":
+                self.nan_count += 1
+                self.fail(f"line {lineno}: {kind} in column '{col.name}'{where}")
+            if col.kind == "err":
+                checked = True
+                if kind != "num" or (value is not None and value > ERR_TOLERANCE):
+                    self.err_counts["failed"] += 1
+                    if kind == "num":
+                        self.fail(f"line {lineno}: err {text} > {ERR_TOLERANCE} in column '{col.name}'{where}")
+                else:
+                    self.err_counts["passed" if value == 0 else "warning"] += 1
+                continue
+            metrics = {name: self.figure(lineno, name, cells[j], where) for j, name in metric_cells
+                       if cells[j] not in EMPTY_CELLS}
+            metrics.update(ratios)
+            self.add_perf(PerfRow(shape=shape, name=col.name, us_median=value, metrics=metrics, source_line=lineno))
+        if checked:
+            self.shape_keys.add(hash(shape))
+
+    def figure(self, lineno: int, name: str, text: str, where: str) -> Optional[float]:
+        """A throughput cell: a NaN or inf there is a measured figure gone wrong (contract section 6,
+        "NaN where a number was due"): counted, and a failure, as in a time cell."""
+        kind, value = read_number(text)
+        if kind in ("nan", "inf"):
+            self.nan_count += 1
+            self.fail(f"line {lineno}: {kind} in column '{name}'{where}")
+        return value
