@@ -18,7 +18,7 @@ from typing import Callable, Iterator, Optional, Union
 BARS = "|│┃║"
 _BAR_SPLIT = re.compile(r"[|│┃║]")
 _RULE = re.compile(r"^[\s\-=:+|│┃║─━═┄┈┼╋╪╫┬┴├┤┌┐└┘┏┓┗┛┡┩╇╈┠┨┯┷╞╡╤╧╔╗╚╝╠╣╦╩╬╭╮╯╰]*$")
-_RULE_STROKE = re.compile(r"[-=─━═]{3}")
+_RULE_STROKE = re.compile(r"[-=─━═]")
 _BOTTOM_CORNERS = "└┘┗┛╚╝╰╯"
 _DASH_RUN = re.compile(r"-{2,}")
 _SPLIT2 = re.compile(r"\s{2,}")
