@@ -223,3 +223,36 @@ def test_the_unmutated_output_passes(kind: str, perf_rows: int) -> None:
     ])
     # aiter: legacy torch/B, markdown ck/triton x2, pandas ck x2; FlyDSL: avg time, flyc, Perf Compare x2
     assert len(result.perf) == perf_rows
+
+
+# ----- a failing check or an error line anywhere in a passing output is never a PASS (issue 9) ----
+
+from pytest_gpuverify.verdict import RunFacts, decide  # noqa: E402
+
+NEVER_PASS_LINES = [
+    "[aiter] ck: [checkAllclose atol=0.01 rtol=0.01 \x1b[31mfailed!\x1b[0m]",
+    "[checkAllclose rtol=0.01 atol=0.01 FAILED!]",
+    "RuntimeError: HIP error: an illegal memory access was encountered",
+    "Traceback (most recent call last):",
+    "Memory access fault by GPU node-2 (Agent handle: 0x55d0) on address 0x7f00. Reason: Unknown.",
+    "Segmentation fault (core dumped)",
+    "Aborted (core dumped)",
+    "CUDA error: device-side assert triggered",
+    "error: no kernel image is available for execution on the device",
+    "shape 7: FAILED",
+]
+
+
+@pytest.mark.parametrize("kind", [AITER_OP_TEST, BENCH])
+@PROPERTY_SETTINGS
+@given(at=st.integers(min_value=0), line=st.sampled_from(NEVER_PASS_LINES), progress=st.booleans())
+def test_a_failing_check_or_error_line_anywhere_is_never_pass(kind: str, at: int, line: str, progress: bool) -> None:
+    lines = VALID[kind].splitlines(keepends=True)
+    at %= len(lines) + 1
+    # inserted as a line of its own, or glued after a tqdm-style \r progress on the line before it
+    inserted = ("\r 42%|####      | 42/100" + "\r" if progress else "") + line + "\n"
+    data = "".join(lines[:at] + [inserted] + lines[at:]).encode()
+    result = parse_bytes(data, kind)
+    assert_sound(result)
+    verdict, reasons = decide(RunFacts(ran=True, exit_code=0), result)
+    assert verdict != "PASS", (line, at)
