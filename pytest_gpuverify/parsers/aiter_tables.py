@@ -8,6 +8,7 @@ from typing import Optional
 
 from ..artifact import PerfRow
 from .columns import Table, classify_columns
+from .perfstats import quantities, time_stat
 from .lines import EMPTY_CELLS, TableRow, TextLine, is_ellipsis, read_number
 
 ERR_TOLERANCE = 0.05  # aiter's default tol_err_ratio: an ``err`` above it is a failed check
@@ -65,6 +66,7 @@ class SummaryTables:
         where = f" ({shape})" if shape else ""
         ratios = {name: read_number(cells[i])[1] for i, name in plan.ratios if cells[i] not in EMPTY_CELLS}
         checked = False
+        times: list[tuple[str, Optional[float], dict[str, Optional[float]]]] = []
         for i, col, metric_cells in plan.values:
             text = cells[i]
             kind, value = read_number(text)
@@ -89,8 +91,16 @@ class SummaryTables:
                 continue
             metrics = {name: self.figure(lineno, name, cells[j], where) for j, name in metric_cells
                        if cells[j] not in EMPTY_CELLS}
+            times.append((col.name, value, metrics))
+        runs = next((int(v) for i in plan.runs if (v := read_number(cells[i])[1]) is not None and v.is_integer()), None)
+        owned = {name: metrics for name, _, metrics in times}
+        for q in quantities([(name, value) for name, value, _ in times]):
+            metrics = {k: v for name, m in owned.items() if time_stat(name)[0] == time_stat(q.name)[0]
+                       for k, v in m.items()}
+            metrics.update(q.spread)
             metrics.update(ratios)
-            self.add_perf(PerfRow(shape=shape, name=col.name, us_median=value, metrics=metrics, source_line=lineno))
+            self.add_perf(PerfRow(shape=shape, name=q.name, us_median=q.us_median, stat=q.stat, min_us=q.min_us,
+                                  max_us=q.max_us, runs=runs, metrics=metrics, source_line=lineno))
         if checked:
             self.shape_keys.add(hash(shape))
 

@@ -20,6 +20,7 @@ from typing import Optional
 from ..artifact import PerfRow
 from .aiter import _AiterParser
 from .lines import NUMBER, is_ellipsis, read_number, strip_ansi, strip_ci_prefix
+from .perfstats import RUNS, quantities
 from .pytest_run import drive
 from .result import ParseContext, ParsedOutput
 from .triggers import BENCH
@@ -77,6 +78,8 @@ def split_row(text: str, n: int) -> Optional[list[str]]:
 def column_kind(name: str, unit_hint: str = "") -> str:
     if name.strip().lower() == _SIDE_COLUMN:
         return "side"
+    if RUNS.match(name.strip()):
+        return "runs"
     for kind, rx in (("us", _US), ("ms", _MS), ("metric", _METRIC)):
         if rx.search(name):
             return kind
@@ -250,21 +253,25 @@ class TableReader:
             if state == "num" or (state in ("nan", "inf") and kind != "ratio"):
                 numbers[i] = value
         ratios = {names[i]: v for i, v in numbers.items() if kinds[i] == "ratio"}
-        times = [i for i in numbers if kinds[i] in ("us", "ms")]
+        times = quantities([(names[i], numbers[i]) for i in numbers if kinds[i] in ("us", "ms")])
+        runs = next((int(v) for i, v in numbers.items() if kinds[i] == "runs" and v is not None and v.is_integer()), None)
         rest = [i for i in numbers if kinds[i] in ("metric", "line")]
         owned = rest if len(times) == 1 and all(kinds[i] == "metric" for i in rest) else []
-        for i in times:
+        for q in times:
             metrics = {names[j]: numbers[j] for j in owned}
+            metrics.update(q.spread)
             metrics.update(ratios)
-            self._add(names[i], shape, numbers[i], metrics, row_side, lineno)
+            self._add(q.name, shape, q.us_median, metrics, row_side, lineno,
+                      stat=q.stat, min_us=q.min_us, max_us=q.max_us, runs=runs)
         for i in rest:
             if i not in owned:
                 self._add(names[i], shape, None, {names[i]: numbers[i], **ratios}, row_side, lineno)
 
-    def _add(self, name: str, shape: str, us: Optional[float], metrics: dict, side: Optional[str], lineno: int) -> None:
+    def _add(self, name: str, shape: str, us: Optional[float], metrics: dict, side: Optional[str], lineno: int,
+             **stats) -> None:
         name, named_side = split_side(name)
         self.rec.add_perf(PerfRow(shape=shape, name=name, us_median=us, metrics=metrics,
-                                  side=named_side or side, source_line=lineno))
+                                  side=named_side or side, source_line=lineno, **stats))
 
     def _compare_row(self, lineno: int, match: re.Match[str], side: Optional[str]) -> None:
         shape = f"op={match['op']}, shape={match['shape']}, dtype={match['dtype']}"

@@ -8,10 +8,12 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from .lines import is_ellipsis
+from .perfstats import RUNS
 
 
 # Column classes (notes 1.5); the first that matches wins, so ``bwd_us`` is a time, not a bandwidth.
 COLUMN_CLASSES = [
+    ("runs", RUNS),  # a timing's count: the row's ``runs``, not part of its shape
     ("metric", re.compile(r"tflops|tb/s|gb/s|gb_per_sec|tok/s|(^|[ _:])bw($|[ _(])", re.I)),
     ("time", re.compile(r"(^|[ _:])us($|[ _])|(^|[ _])[ds]q$", re.I)),  # test_quant's ``ck dq``/``ck sq`` are us
     ("err", re.compile(r"(^|[ _:])err($|[ _(])|logits_diff", re.I)),
@@ -75,6 +77,7 @@ class Table:
                 ratios=[(i, c.name) for i, c in enumerate(cols) if c.kind == "ratio"],
                 values=[(i, c, [(j, cols[j].name) for j in c.metrics])
                         for i, c in enumerate(cols) if c.kind in ("err", "time")],
+                runs=[i for i, c in enumerate(cols) if c.kind == "runs"],
             )
         return self._plan
 
@@ -84,3 +87,4 @@ class RowPlan:
     shape: list[tuple[int, str]]  # (cell index, column name), in column order
     ratios: list[tuple[int, str]]
     values: list[tuple[int, Column, list[tuple[int, str]]]]  # err and time columns, a time's metric columns
+    runs: list[int] = field(default_factory=list)  # count columns
