@@ -87,3 +87,11 @@ def test_check_re_derives_the_same_rows(tmp_path: Path, text: str, kind: str) ->
     tampered = Artifact.model_construct(perf=[r.model_copy(update={"min_us": 1.0}) for r in parsed.perf],
                                         correctness=parsed.correctness)
     assert any("min_us is 1.0" in p for p in _compare_output(tampered, parse_output(kind, path)))
+
+
+def test_a_measured_figure_on_a_perf_line_is_no_part_of_the_shape(tmp_path: Path) -> None:
+    text = (f"[perf] dim: (4, 32, 8192), dtype: bf16, uplift: 1.2x, speedup: 2.0, ck: 10.0 us, TFLOPS: 5.0 {PASSED}\n"
+            f"[perf] dim: (4, 32, 8192), dtype: bf16, uplift: 3.0x, speedup: 4.0, ck: 5.0 us, TFLOPS: 9.0 {PASSED}\n")
+    parsed, _ = parse(tmp_path, text, AITER_OP_TEST)
+    assert [r.shape for r in parsed.perf] == ["dim=(4, 32, 8192), dtype=bf16"] * 2  # the same case, comparable
+    assert parsed.perf[0].metrics == {"uplift": 1.2, "speedup": 2.0, "TFLOPS": 5.0}

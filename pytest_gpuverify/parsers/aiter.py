@@ -50,6 +50,7 @@ _NAMED_TIMING = re.compile(
 _UPLIFT = re.compile(r"uplift:\s*(?P<pct>[-+]?\d+(?:\.\d+)?)%")
 _SHAPE_PAIR = re.compile(r"(?P<key>[A-Za-z_][\w.]*)\s*[=:]\s*(?P<value>\([^()]*\)|\[[^\[\]]*\]|[^\s,()\[\]]+)")
 _TITLE = re.compile(r"^[^\s|\[].{0,200}:$")  # a title over a pandas table (``gemm summary:``, ``results:``)
+_MEASURED_KEY = re.compile(r"uplift|speedup|ratio|gain|tflops|tb/s|gb/s|bandwidth|(^|_)(bw|us|ms|err)$", re.I)
 _NAN_WORD = re.compile(r"\b(?:nan|inf)\b", re.IGNORECASE)
 _ORPHAN_ELIDED_ROW = re.compile(r"^\d+\s{2,}\S.*\s\.{3,}\s")  # pandas rows with ``...`` and no header seen
 
@@ -234,7 +235,10 @@ class _AiterParser(SummaryTables, CappedRecorder):
         described = " ".join(rest)
         if "[perf]" in described:
             described = described.split("[perf]", 1)[1]  # what precedes is the check's label (``a,b:``)
-        shape = ", ".join(f"{m['key']}={' '.join(m['value'].split())}" for m in _SHAPE_PAIR.finditer(described))[:500]
+        pairs = [(m["key"], " ".join(m["value"].split())) for m in _SHAPE_PAIR.finditer(described)]
+        # a measured figure (``speedup: 2.0x``, ``TFLOPS: 5``) is no part of what identifies the case
+        measured = {k: v for k, v in pairs if _MEASURED_KEY.search(k)}
+        shape = ", ".join(f"{k}={v}" for k, v in pairs if k not in measured)[:500]
         for match, who, metrics, stat in sorted(timings, key=lambda t: t[0].start()):
             kind, value = read_number(match["us"])
             if kind in ("nan", "inf"):
@@ -242,6 +246,8 @@ class _AiterParser(SummaryTables, CappedRecorder):
                 self.fail(f"line {lineno}: {kind} in '{who}' timing")
             if uplift and who.lower() != "torch":
                 metrics["uplift_pct"] = float(uplift["pct"])
+            for key, text in measured.items():
+                metrics.setdefault(key, _float_or_none(text.rstrip("x%")))
             row = PerfRow(shape=shape, name=who, us_median=value, stat=stat, metrics=metrics, source_line=lineno)
             self.add_perf(row)
         if checked:
