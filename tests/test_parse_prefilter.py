@@ -100,6 +100,21 @@ BLOCKS = [
     ["co\x1b[0ms_sim\x1b[1m: 0.5", "\x1b[32m| escaped | header |\x1b[0m", "|---|---|", "| 1 | 2 |"],
     ["Cos\u017fine: 0.1", "s\u0130m: 0.2", "\u0663  x  ...  y"],
 ]
+# issue 9: error lines, unread words, other check spellings, tables in other layouts
+ALARM_BLOCKS = [
+    ["Traceback (most recent call last):", '  File "x.py", line 1, in <module>',
+     "RuntimeError: HIP error: an illegal memory access was encountered"],
+    ["Memory access fault by GPU node-2 (Agent handle: 0x1) on address 0x2. Reason: Unknown."],
+    ["Segmentation fault (core dumped)"], ["Aborted"], ["error: no kernel image is available"],
+    ["shape 3: FAILED"], ["[checkAllclose rtol=0.01 atol=0.01 FAILED!]"], ["[checkAllclose unreadable]"],
+    ["+----+--------+", "|  m |   ck err |", "+====+========+", "| 16 |   0.5  |", "+----+--------+"],
+    ["\u250f\u2501\u2501\u2533\u2501\u2501\u2513", "\u2503 m \u2503 err \u2503",
+     "\u2521\u2501\u2501\u2547\u2501\u2501\u2529", "\u2502 16 \u2502 0.7 \u2502", "\u2514\u2500\u2500\u2534\u2500\u2500\u2518"],
+    ["  m    ck us    ck err", "---  -------  --------", " 16     3.22      0.9"],
+    ["   m | ck err", "-----|-------", "  16 | 0.6"],
+    ["gemm results:", "    m  ck us  ck err", "0  16   3.22    0.97"],
+    ["| m | ck err |", "| 16 | 0.97 |"],
+]
 
 
 @contextmanager
@@ -141,7 +156,7 @@ def noisy_output(rng: random.Random, blocks: list[list[str]], most_noise: int) -
 @pytest.mark.parametrize("chunk", [61, 4096, prefilter.READ_CHUNK])
 def test_lines_that_matter_between_long_runs_of_noise(chunk: int) -> None:
     rng = random.Random(chunk)
-    data = noisy_output(rng, BLOCKS * 3, most_noise=400)
+    data = noisy_output(rng, (BLOCKS + ALARM_BLOCKS) * 3, most_noise=400)
     result = assert_same(data, AITER_OP_TEST, chunk)
     # the output does hold what the blocks print, at the lines they were printed at
     assert result.correctness.passed is False and result.correctness.nan_count > 0
@@ -301,6 +316,12 @@ LINE_PIECES = FRAGMENTS + [
     "kernel (us)", "gbps", "\u00b5s", "usec", "a  b  c", "[base] ", "[B] ", "A: ", "=== Benchmark: current vs main ===",
     "\u3000", "\U0001d7d9", "\u0085", "\x1c", "\u212a", "\u0662\u0660\u0662\u0666-01-01T00:00:00Z ", "[head] ", "b:\t",
     "calling f(", "\u0663  a ... b", "  ===", " [3 rows x 2 columns]",
+    # issue 9: alarms, check spellings, table bars and err headers
+    "Traceback (most recent call last)", "RuntimeError", "Error", "Error:", "error:", "ERROR:", "HIP error",
+    "CUDA error", "hipErrorIllegalAddress", "Exception:", "Memory access fault", "Segmentation fault", "Aborted",
+    "core dumped", "illegal memory access", "Fatal Python error", "failed", "Failed", "FAILED!", "0 failed",
+    "failed to ", "failed=0", "[checkAllclose", "rtol=", " err ", "ck err", "ERR", "err_ratio", "|", " | ",
+    "\u2502", "\u2503", "\u2551", "\u2500\u2500\u2500", "+---+", ": 0.5", "\u00a0err",
 ]
 
 

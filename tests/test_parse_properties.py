@@ -128,6 +128,10 @@ FRAGMENTS = [
     "| PASS |", " 1.0e-02  0.999 ", "cos=", "cos_sim=", "snr_db=", "max_abs_error=", "Logits Diff: ", "0.99",
     "bench_x:", "         M       N  Time_(ms)", "0    1.0  2.0  0.5", "..  ...", "[A] ", "B: ", " (A)", "side",
     "op  shape  dtype  FlyDSL(gpu us)  speedup", "1,264.1", "2.69x", "=== Benchmark: current vs main ===",
+    # issue 9: error lines, other check spellings, tables in other layouts, stat columns
+    "Traceback (most recent call last):", "RuntimeError: HIP error: ", "Segmentation fault", "Aborted", "error: ",
+    "FAILED!]", "[checkAllclose rtol=0.01 atol=0.01 ", "+----+----+", "+====+", "\u2502 ", " \u2502", "\u2500\u2500\u2500",
+    "---  ---", "  m    err", " 16    0.9", "results:", "us_median  min_us  max_us  runs", "p99 (us)", "\r",
 ]
 
 random_lines = st.lists(

@@ -138,11 +138,11 @@ def hs_key_value(k: Spelling, ends: tuple[bytes, ...] = NAME_ENDS, after: tuple[
 # line whatever it holds, a column named ``err`` (a tabulate ``simple`` header), and a table's bar
 # (``|``; the box-drawing ``│``/``┃``/``║`` are non-ASCII: ALARM_RAW reads the unfolded chunk).
 # Each alarm expression in alarms.py holds one of these words, in ASCII.
-ALARM_WORDS = (b"exception", b"traceback", b"fault", b"illegal", b"dumped", b"aborted", b"fail", b"checkallclose",
-               rb"\|")
+ALARM_WORDS = (b"exception", b"traceback", b"fault", b"illegal", b"dumped", b"aborted", b"fail", b"fatal",
+               b"checkallclose", rb"\|")
 # ``error`` before a ``:`` or the line's end, or after hip/cuda/hsa; ``err`` as a column name's word
 _ERROR_RE = (
-    rb"error(?:[ ]*+[:\n]|(?<=hiperror)|(?<=cudaerror)|(?<=hsaerror)"
+    rb"error(?:[ \x80]*+[:\n]|(?<=hiperror)|(?<=cudaerror)|(?<=hsaerror)"
     rb"|(?<=[ _]error)(?:(?<=hip.error)|(?<=cuda.error)|(?<=hsa.error)))",
     rb"err(?=[ _(|)\n\x80])(?<=[\n _:|(\x80]err)",
 )
