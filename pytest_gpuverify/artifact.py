@@ -83,8 +83,10 @@ class Correctness(_Model):
 
 
 class PerfRow(_Model):
-    """One printed timing. ``us_median`` holds the printed time in microseconds; ``stat`` says which
-    statistic it is when the output says so (aiter's ``avg`` is ``mean``)."""
+    """One measured quantity. ``stat`` names the statistic printed (aiter's ``avg`` is ``mean``; null
+    when the output does not say); ``us_median`` holds the time in microseconds only for a median or
+    an unnamed statistic, ``min_us``/``max_us``/``runs`` the row's min, max and count, and ``metrics``
+    its other figures (``mean_us``, ``p99_us``, TFLOPS ...); see parsers/perfstats.py."""
 
     shape: str
     name: str

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from .artifact import Artifact
+from .parsers.perfstats import printed_us
 
 
 def _fmt(value) -> str:
@@ -49,7 +50,7 @@ def render(art: Artifact, path: Path) -> str:
         lines.append(f"  {'shape':<{width}}  {'name':<20} {'us':>12}  stat    metrics")
         for row in shown:
             metrics = " ".join(f"{k}={_fmt(v)}" for k, v in row.metrics.items())
-            lines.append(f"  {row.shape[:width]:<{width}}  {row.name[:20]:<20} {_fmt(row.us_median):>12}  {_fmt(row.stat):<7} {metrics}")
+            lines.append(f"  {row.shape[:width]:<{width}}  {row.name[:20]:<20} {_fmt(printed_us(row)):>12}  {_fmt(row.stat):<7} {metrics}")
         if len(art.perf) > len(shown):
             lines.append(f"  ... {len(art.perf) - len(shown)} more rows in the artifact")
         if art.verdict != "PASS":

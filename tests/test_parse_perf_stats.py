@@ -64,8 +64,17 @@ gemm    4096  4096    41.20   45.00      0.80   667.1
 """
     parsed, _ = parse(tmp_path, text, BENCH)
     [row] = parsed.perf
-    assert (row.name, row.stat, row.us_median, row.min_us, row.max_us) == ("mean_us", "mean", 41.2, None, None)
-    assert row.metrics == {"TFLOPS": 667.1, "p99_us": 45.0, "stdev_us": 0.8}
+    # a mean is no median: us_median stays null, the mean is kept in metrics with its unit
+    assert (row.name, row.stat, row.us_median, row.min_us, row.max_us) == ("mean_us", "mean", None, None, None)
+    assert row.metrics == {"TFLOPS": 667.1, "mean_us": 41.2, "p99_us": 45.0, "stdev_us": 0.8}
+
+
+def test_aiter_avg_lines_are_means(tmp_path: Path) -> None:
+    text = f"[perf] dim: (4, 32, 8192), dtype: bf16, torch avg: 16.19 us, B avg: 6.30 us, uplift: 50.0% {PASSED}\n"
+    parsed, _ = parse(tmp_path, text, AITER_OP_TEST)
+    assert [(r.name, r.stat, r.us_median, r.metrics) for r in parsed.perf] == [
+        ("torch", "mean", None, {"mean_us": 16.19}), ("B", "mean", None, {"mean_us": 6.30, "uplift_pct": 50.0})]
+    assert {r.shape for r in parsed.perf} == {"dim=(4, 32, 8192), dtype=bf16"}  # no uplift in the shape
 
 
 def test_a_min_only_time_is_no_median(tmp_path: Path) -> None:
@@ -95,3 +104,26 @@ def test_a_measured_figure_on_a_perf_line_is_no_part_of_the_shape(tmp_path: Path
     parsed, _ = parse(tmp_path, text, AITER_OP_TEST)
     assert [r.shape for r in parsed.perf] == ["dim=(4, 32, 8192), dtype=bf16"] * 2  # the same case, comparable
     assert parsed.perf[0].metrics == {"uplift": 1.2, "speedup": 2.0, "TFLOPS": 5.0}
+
+
+@pytest.mark.parametrize("unit, printed, us", [("ms", "0.0123", 12.3), ("ns", "12300", 12.3), ("s", "0.0000123", 12.3),
+                                               ("us", "12.3", 12.3), ("µs", "12.3", 12.3)])
+def test_times_in_any_unit_become_microseconds(tmp_path: Path, unit: str, printed: str, us: float) -> None:
+    text = f"""{PASSED}
+kernel      M  median ({unit})   TB/s
+gemm     4096  {printed:>11}   1.25
+"""
+    parsed, _ = parse(tmp_path, text, BENCH)
+    [row] = parsed.perf
+    assert (row.stat, row.us_median, row.metrics) == ("median", us, {"TB/s": 1.25})
+
+
+def test_a_markdown_time_in_ms_becomes_microseconds(tmp_path: Path) -> None:
+    text = f"""{PASSED}
+| M | ck (ms) | ck TFLOPS | triton median ns |
+|--:|--------:|----------:|-----------------:|
+| 16 | 0.0123 | 1.5 | 4200 |
+"""
+    parsed, _ = parse(tmp_path, text, AITER_OP_TEST)
+    rows = [(r.name, r.stat, r.us_median, r.metrics) for r in parsed.perf]
+    assert rows == [("ck (ms)", None, 12.3, {"ck TFLOPS": 1.5}), ("triton median ns", "median", 4.2, {})]

@@ -17,6 +17,7 @@ from .aiter_tables import SummaryTables
 from .alarms import Alarms
 from .lines import NUMBER, AlignedTableStream, LineReader, read_number, strip_ansi, strip_ci_prefix
 from .metrics import MetricsObserver
+from .perfstats import place
 from .columns import Table
 from .ruled import ERR_NAME as _ERR_COLUMN, RuledTables
 from .prefilter import drive
@@ -248,7 +249,8 @@ class _AiterParser(SummaryTables, CappedRecorder):
                 metrics["uplift_pct"] = float(uplift["pct"])
             for key, text in measured.items():
                 metrics.setdefault(key, _float_or_none(text.rstrip("x%")))
-            row = PerfRow(shape=shape, name=who, us_median=value, stat=stat, metrics=metrics, source_line=lineno)
+            row = PerfRow(shape=shape, name=who, stat=stat, metrics=metrics, source_line=lineno)
+            place(row, stat, value)
             self.add_perf(row)
         if checked:
             self.shape_keys.add(hash(shape or msg.strip()))

@@ -8,7 +8,7 @@ from typing import Optional
 
 from ..artifact import PerfRow
 from .columns import Table, classify_columns
-from .perfstats import quantities, time_stat
+from .perfstats import TO_US, quantities, time_stat, to_us, unit_of
 from .lines import EMPTY_CELLS, TableRow, TextLine, is_ellipsis, read_number
 
 ERR_TOLERANCE = 0.05  # aiter's default tol_err_ratio: an ``err`` above it is a failed check
@@ -89,6 +89,8 @@ class SummaryTables:
                 else:
                     self.err_counts["passed" if value == 0 else "warning"] += 1
                 continue
+            if kind == "num" and (unit := unit_of(col.name)) != "us":
+                value = to_us(text, TO_US[unit])
             metrics = {name: self.figure(lineno, name, cells[j], where) for j, name in metric_cells
                        if cells[j] not in EMPTY_CELLS}
             times.append((col.name, value, metrics))

@@ -20,7 +20,7 @@ from typing import Optional
 from ..artifact import PerfRow
 from .aiter import _AiterParser
 from .lines import NUMBER, is_ellipsis, read_number, strip_ansi, strip_ci_prefix
-from .perfstats import RUNS, quantities
+from .perfstats import RUNS, TO_US, quantities, to_us
 from .pytest_run import drive
 from .result import ParseContext, ParsedOutput
 from .triggers import BENCH
@@ -37,16 +37,20 @@ _COMPARE_ROW = re.compile(
 )
 _US = re.compile(r"(?:^|[\s_(])(?:gpu\s+)?(?:us|usec|µs)(?:$|[\s_)])", re.I)
 _MS = re.compile(r"(?:^|[\s_(])ms(?:$|[\s_)])", re.I)
+_NS = re.compile(r"(?:^|[\s_(])ns(?:$|[\s_)])", re.I)
+_S = re.compile(r"(?:^|[\s_(])(?:s|sec|secs|seconds)(?:$|[\s_)])", re.I)
+_TIME_KINDS = ("us", "ms", "ns", "s")
+_TO_US = TO_US
 _METRIC = re.compile(r"[tgm]flops|[tgm]b/s|gbps|bandwidth|tok/s", re.I)
 _RATIO = re.compile(r"speedup|ratio|uplift|(?:^|\s)vs(?:\s|$)|/|gain|delta", re.I)
-_UNITISH = re.compile(r"us\b|ms\b|flops|b/s|gbps|bandwidth|tok/s", re.I)  # a header names at least one unit
+_UNITISH = re.compile(r"us\b|ms\b|ns\b|\(s\)|_s\b|sec\b|flops|b/s|gbps|bandwidth|tok/s", re.I)  # a header names at least one unit
 _INTEGRAL = re.compile(r"-?\d+(?:\.0*)?")
 _RATIO_CELL = re.compile(r"[-+]?[\d.,]+[x%]")
 _SIDE_PREFIX = re.compile(r"^(?:\[(?P<b>[ABab]|base|head)\]|(?P<c>[ABab]):)\s+")
 _SIDE_SUFFIX = re.compile(r"^(?P<name>.*\S)\s*\((?P<side>[ABab]|base|head)\)$")
 _EMPTY_WORDS = {"", "-", "none", "skip", "skipped", "missing", "n/a", "na"}
 _SIDE_COLUMN = "side"
-_VALUE_KINDS = ("us", "ms", "metric", "line")
+_VALUE_KINDS = (*_TIME_KINDS, "metric", "line")
 
 
 def cell_number(text: str) -> tuple[str, Optional[float]]:
@@ -61,10 +65,7 @@ def cell_number(text: str) -> tuple[str, Optional[float]]:
 
 def ms_to_us(text: str) -> Optional[float]:
     """The printed milliseconds times 1000, exactly as printed (``0.0123`` -> ``12.3``)."""
-    try:
-        return float(Decimal(text.strip().replace(",", "")) * 1000)
-    except InvalidOperation:
-        return None
+    return to_us(text, Decimal(1000))
 
 
 def split_row(text: str, n: int) -> Optional[list[str]]:
@@ -80,7 +81,7 @@ def column_kind(name: str, unit_hint: str = "") -> str:
         return "side"
     if RUNS.match(name.strip()):
         return "runs"
-    for kind, rx in (("us", _US), ("ms", _MS), ("metric", _METRIC)):
+    for kind, rx in (("us", _US), ("ms", _MS), ("ns", _NS), ("s", _S), ("metric", _METRIC)):
         if rx.search(name):
             return kind
     if _RATIO.search(name):
@@ -168,7 +169,7 @@ class TableReader:
             return False
         names = _SPLIT.split(stripped)
         if len(names) >= 3 and all(cell_number(n)[0] in ("bad",) for n in names):
-            if any(column_kind(n) in ("us", "ms", "metric") for n in names):
+            if any(column_kind(n) in (*_TIME_KINDS, "metric") for n in names):
                 self.pending = _Table(lineno, "", names, indexed=False)
         return False
 
@@ -213,7 +214,7 @@ class TableReader:
 
     def _classify(self, table: _Table, first: list[str]) -> Optional[list[str]]:
         hint = column_kind(table.title) if table.title else ""
-        hint = hint if hint in ("us", "ms", "metric") else ""
+        hint = hint if hint in (*_TIME_KINDS, "metric") else ""
         kinds = [column_kind(n) for n in table.names]
         if table.indexed:  # x_names come first: leading plain columns printed as whole numbers
             in_x = True
@@ -245,15 +246,15 @@ class TableReader:
             if kind in ("x", "side"):
                 continue
             state, value = cell_number(cell)
-            if state == "num" and kind == "ms":
-                value = ms_to_us(cell)
+            if state == "num" and kind in _TO_US:
+                value = to_us(cell, _TO_US[kind])
             if state in ("nan", "inf") and kind != "ratio":
                 self.rec.nan_count += 1
                 self.rec.fail(f"line {lineno}: {state} in column '{name}'{where}")
             if state == "num" or (state in ("nan", "inf") and kind != "ratio"):
                 numbers[i] = value
         ratios = {names[i]: v for i, v in numbers.items() if kinds[i] == "ratio"}
-        times = quantities([(names[i], numbers[i]) for i in numbers if kinds[i] in ("us", "ms")])
+        times = quantities([(names[i], numbers[i]) for i in numbers if kinds[i] in _TIME_KINDS])
         runs = next((int(v) for i, v in numbers.items() if kinds[i] == "runs" and v is not None and v.is_integer()), None)
         rest = [i for i in numbers if kinds[i] in ("metric", "line")]
         owned = rest if len(times) == 1 and all(kinds[i] == "metric" for i in rest) else []

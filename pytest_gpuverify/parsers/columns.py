@@ -15,20 +15,22 @@ from .perfstats import RUNS
 COLUMN_CLASSES = [
     ("runs", RUNS),  # a timing's count: the row's ``runs``, not part of its shape
     ("metric", re.compile(r"tflops|tb/s|gb/s|gb_per_sec|tok/s|(^|[ _:])bw($|[ _(])", re.I)),
-    ("time", re.compile(r"(^|[ _:])us($|[ _])|(^|[ _])[ds]q$", re.I)),  # test_quant's ``ck dq``/``ck sq`` are us
+    # test_quant's ``ck dq``/``ck sq`` are us; ms and ns are converted to us (perfstats.unit_of)
+    ("time", re.compile(r"(^|[ _:(])(us|µs|ms|ns)($|[ _)])|(^|[ _])[ds]q$", re.I)),
     ("err", re.compile(r"(^|[ _:])err($|[ _(])|logits_diff", re.I)),
     # Ratios and other verdict-like columns vary per run; keeping them out of the shape lets two
     # runs of the same shape compare.
     ("ratio", re.compile(r"uplift|speedup|ratio|gain|^[\w ]+/[\w ]+$", re.I)),
     ("ignore", re.compile(r"(^|[ _])(cos|mre|all_close|result|status|leak)($|[ _(])", re.I)),
 ]
-TIME_WORD = re.compile(r"(^|[ _:])(us|dq|sq)(?=$|[ _])", re.I)
+TIME_WORD = re.compile(r"(^|[ _:(])(us|µs|ms|ns|dq|sq)(?=$|[ _)])", re.I)
 METRIC_WORD = re.compile(r"tflops|tb/s|gb/s|gb_per_sec|tok/s|(^|[ _:])bw(?=$|[ _(])|[()]", re.I)
 
 
 def provider_of(name: str, word: re.Pattern[str]) -> str:
     """``ck TFLOPS`` -> ``ck``, ``triton_us`` -> ``triton``, ``us`` -> ``""``."""
-    return " ".join(word.sub(" ", name).replace("_", " ").replace(":", " ").split()).lower()
+    text = word.sub(" ", name)
+    return " ".join(text.replace("_", " ").replace(":", " ").replace("(", " ").replace(")", " ").split()).lower()
 
 
 @dataclass

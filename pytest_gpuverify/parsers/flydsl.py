@@ -27,6 +27,7 @@ from typing import Optional
 from ..artifact import PerfRow
 from .bench import TableReader, ms_to_us
 from .lines import NUMBER, read_number
+from .perfstats import place
 from .pytest_run import PytestParser, drive
 from .result import ParseContext, ParsedOutput
 from .triggers import FLYDSL
@@ -128,7 +129,8 @@ class FlydslParser(PytestParser):
         elif kind != "num":
             return None
         numbers = {k: read_number(v)[1] for k, v in metrics.items() if v is not None}
-        row = PerfRow(shape=shape, name=who, us_median=value, stat=stat, metrics=numbers, source_line=lineno)
+        row = PerfRow(shape=shape, name=who, stat=stat, metrics=numbers, source_line=lineno)
+        place(row, stat, value)
         self.add_perf(row)
         return row
 

@@ -3,15 +3,17 @@ per measured quantity (``ck us`` and ``triton us`` are two; ``us_median``/``min_
 ``runs`` are one), its ``stat`` from the column name, its min and max in ``min_us``/``max_us``, its
 count in ``runs``, other spread columns (stdev, p99) in ``metrics`` as ``<stat>_us``.
 
-``us_median`` holds the row's printed time when that is a median, a time whose statistic is not
-named (``stat`` null), or a mean (``stat: mean``, as aiter's ``avg`` lines: the artifact has no
-other field for it); a quantity printed only as a min or a max has ``us_median`` null.
+``us_median`` holds the row's printed time only when that is a median (``median``, ``p50``) or a
+time whose statistic is not named (``stat`` null): a reader of ``us_median`` never gets a mean or a
+minimum. A mean (aiter's ``avg``) goes to ``metrics["mean_us"]``, a p99 to ``metrics["p99_us"]``;
+a min or max printed alone to ``min_us``/``max_us``. :func:`printed_us` reads the row's own time back.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from decimal import Decimal, InvalidOperation
 from typing import Optional
 
 _STAT = re.compile(
@@ -21,6 +23,24 @@ _UNIT_WORD = re.compile(r"(?:^|(?<=[\s_(:/\-]))(?:gpu\s+)?(?:us|usec|µs|ms|ns|s
 RUNS = re.compile(r"^(?:n[_ ]?|num[_ ]?)?(?:runs|iters|iterations|reps|repeats|samples|count)$", re.I)
 _SYNONYM = {"med": "median", "avg": "mean", "average": "mean", "std": "stdev", "stddev": "stdev", "sd": "stdev"}
 _PRIMARY = ("median", "p50", None, "mean", "min", "max")  # which column a quantity's row is named by
+
+
+TO_US = {"ms": Decimal(1000), "ns": Decimal("0.001"), "s": Decimal(1000000)}
+_SCALED_UNIT = re.compile(r"(?:^|(?<=[\s_(:]))(ms|ns)(?=$|[\s_)])", re.I)
+
+
+def to_us(text: str, per_unit: Decimal) -> Optional[float]:
+    """A printed time in microseconds, exactly as printed (``0.0123`` ms -> ``12.3``)."""
+    try:
+        return float(Decimal(text.strip().replace(",", "")) * per_unit)
+    except InvalidOperation:
+        return None
+
+
+def unit_of(name: str) -> str:
+    """A time column's unit: ``ms``/``ns`` when its name says so, else ``us``."""
+    match = _SCALED_UNIT.search(name)
+    return match[1].lower() if match else "us"
 
 
 def time_stat(name: str) -> tuple[str, Optional[str]]:
@@ -61,16 +81,33 @@ def quantities(columns: list[tuple[str, Optional[float]]]) -> list[Quantity]:
         for name, stat, value in members:
             if stat == primary:
                 q.name, q.stat = name, stat
-                if stat in ("median", "p50", None, "mean"):
-                    q.us_median = value
-            if stat == "min":
-                q.min_us = value
-            elif stat == "max":
-                q.max_us = value
-            elif stat != primary:
-                q.spread[f"{stat}_us"] = value
+            place(q, stat, value)
         out.append(q)
     return out
+
+
+MEDIANS = ("median", "p50", None)
+
+
+def place(row, stat: Optional[str], value: Optional[float]) -> None:
+    """Put a time of statistic ``stat`` into its field of ``row`` (a :class:`Quantity` or PerfRow)."""
+    if stat in MEDIANS:
+        row.us_median = value
+    elif stat == "min":
+        row.min_us = value
+    elif stat == "max":
+        row.max_us = value
+    else:
+        (row.spread if isinstance(row, Quantity) else row.metrics)[f"{stat}_us"] = value
+
+
+def printed_us(row) -> Optional[float]:
+    """The time a perf row reports, in µs, whatever its statistic (for display)."""
+    if row.stat in MEDIANS:
+        return row.us_median
+    if row.stat in ("min", "max"):
+        return row.min_us if row.stat == "min" else row.max_us
+    return row.metrics.get(f"{row.stat}_us")
 
 
 def _single(name: str, stat: Optional[str], value: Optional[float]) -> Quantity:
