@@ -8,7 +8,7 @@ from typing import Optional
 
 from ..artifact import PerfRow
 from .columns import Table, classify_columns
-from .perfstats import TO_US, quantities, time_stat, to_us, unit_of
+from .perfstats import FIELD_OF, quantities_of, to_us
 from .lines import EMPTY_CELLS, TableRow, TextLine, is_ellipsis, read_number
 
 ERR_TOLERANCE = 0.05  # aiter's default tol_err_ratio: an ``err`` above it is a failed check
@@ -66,7 +66,8 @@ class SummaryTables:
         where = f" ({shape})" if shape else ""
         ratios = {name: read_number(cells[i])[1] for i, name in plan.ratios if cells[i] not in EMPTY_CELLS}
         checked = False
-        times: list[tuple[str, Optional[float], dict[str, Optional[float]]]] = []
+        times: dict[int, Optional[float]] = {}
+        metrics_of: dict[int, dict[str, Optional[float]]] = {}
         for i, col, metric_cells in plan.values:
             text = cells[i]
             kind, value = read_number(text)
@@ -89,22 +90,51 @@ class SummaryTables:
                 else:
                     self.err_counts["passed" if value == 0 else "warning"] += 1
                 continue
-            if kind == "num" and (unit := unit_of(col.name)) != "us":
-                value = to_us(text, TO_US[unit])
-            metrics = {name: self.figure(lineno, name, cells[j], where) for j, name in metric_cells
-                       if cells[j] not in EMPTY_CELLS}
-            times.append((col.name, value, metrics))
+            if kind == "num" and plan.scale[i] is not None:
+                value = to_us(text, plan.scale[i])
+            times[i] = value
+            if metric_cells:
+                metrics_of[i] = {name: self.figure(lineno, name, cells[j], where) for j, name in metric_cells
+                                 if cells[j] not in EMPTY_CELLS}
+        if times:
+            self.perf_rows(plan, lineno, cells, shape, times, metrics_of, ratios)
+        if checked:
+            self.shape_keys.add(hash(shape))
+
+    def perf_rows(self, plan, lineno: int, cells: list[str], shape: str, times: dict[int, Optional[float]],
+                  metrics_of: dict[int, dict[str, Optional[float]]], ratios: dict[str, Optional[float]]) -> None:
+        """One perf row per measured quantity (perfstats.py): a group's columns' metrics go to its row."""
         runs = next((int(v) for i in plan.runs if (v := read_number(cells[i])[1]) is not None and v.is_integer()), None)
-        owned = {name: metrics for name, _, metrics in times}
-        for q in quantities([(name, value) for name, value, _ in times]):
-            metrics = {k: v for name, m in owned.items() if time_stat(name)[0] == time_stat(q.name)[0]
-                       for k, v in m.items()}
+        for group in plan.groups:
+            members = group.members
+            if len(members) == 1:  # the common case (``ck us``, ``triton us``): no grouping to do
+                index, name, stat = members[0]
+                if index not in times:
+                    continue
+                metrics = metrics_of.get(index) or {}  # a fresh dict per row
+                if ratios:
+                    metrics.update(ratios)
+                field = FIELD_OF.get(stat)
+                if field == "us_median":
+                    self.add_perf(PerfRow(shape=shape, name=name, us_median=times[index], stat=stat, runs=runs,
+                                          metrics=metrics, source_line=lineno))
+                    continue
+                if field is None:
+                    metrics[f"{stat}_us"] = times[index]
+                row = {field: times[index]} if field else {}
+                self.add_perf(PerfRow(shape=shape, name=name, stat=stat, runs=runs, metrics=metrics,
+                                      source_line=lineno, **row))
+                continue
+            [q] = quantities_of([group], times) or [None]
+            if q is None:
+                continue
+            metrics = {}
+            for index, _, _ in members:
+                metrics.update(metrics_of.get(index, ()))
             metrics.update(q.spread)
             metrics.update(ratios)
             self.add_perf(PerfRow(shape=shape, name=q.name, us_median=q.us_median, stat=q.stat, min_us=q.min_us,
                                   max_us=q.max_us, runs=runs, metrics=metrics, source_line=lineno))
-        if checked:
-            self.shape_keys.add(hash(shape))
 
     def figure(self, lineno: int, name: str, text: str, where: str) -> Optional[float]:
         """A throughput cell: a NaN or inf there is a measured figure gone wrong (contract section 6,
@@ -114,3 +144,4 @@ class SummaryTables:
             self.nan_count += 1
             self.fail(f"line {lineno}: {kind} in column '{name}'{where}")
         return value
+

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from decimal import Decimal
 from typing import Optional
 
 from .lines import is_ellipsis
-from .perfstats import RUNS
+from .perfstats import RUNS, TO_US, ColumnGroup, group_columns, unit_of
 
 
 # Column classes (notes 1.5); the first that matches wins, so ``bwd_us`` is a time, not a bandwidth.
@@ -80,6 +81,8 @@ class Table:
                 values=[(i, c, [(j, cols[j].name) for j in c.metrics])
                         for i, c in enumerate(cols) if c.kind in ("err", "time")],
                 runs=[i for i, c in enumerate(cols) if c.kind == "runs"],
+                groups=group_columns([(i, c.name) for i, c in enumerate(cols) if c.kind == "time"]),
+                scale=[TO_US.get(unit_of(c.name)) if c.kind == "time" else None for c in cols],
             )
         return self._plan
 
@@ -90,3 +93,5 @@ class RowPlan:
     ratios: list[tuple[int, str]]
     values: list[tuple[int, Column, list[tuple[int, str]]]]  # err and time columns, a time's metric columns
     runs: list[int] = field(default_factory=list)  # count columns
+    groups: list[ColumnGroup] = field(default_factory=list)  # the time columns, one group per measured quantity
+    scale: list[Optional[Decimal]] = field(default_factory=list)  # per column: ms/ns -> us, None for us

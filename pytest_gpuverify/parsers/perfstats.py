@@ -64,29 +64,55 @@ class Quantity:
     spread: dict[str, Optional[float]] = field(default_factory=dict)
 
 
-def quantities(columns: list[tuple[str, Optional[float]]]) -> list[Quantity]:
-    """The row's time columns (name, value in µs; None for NaN), grouped into quantities."""
-    groups: dict[str, list[tuple[str, Optional[str], Optional[float]]]] = {}
-    for name, value in columns:
+@dataclass
+class ColumnGroup:
+    """The time columns of one measured quantity: ``(column index, name, stat)``, the column that
+    names the row first (:data:`_PRIMARY` order). Worked out once per table, from its header."""
+
+    members: list[tuple[int, str, Optional[str]]]
+
+
+def group_columns(columns: list[tuple[int, str]]) -> list[ColumnGroup]:
+    """A table's time columns ``(index, name)`` grouped by what they time (the name less its
+    statistic and unit). A group naming one statistic twice is not one quantity: each column is its own."""
+    groups: dict[str, list[tuple[int, str, Optional[str]]]] = {}
+    for index, name in columns:
         provider, stat = time_stat(name)
-        groups.setdefault(provider, []).append((name, stat, value))
+        groups.setdefault(provider, []).append((index, name, stat))
     out = []
     for members in groups.values():
-        stats = [stat for _, stat, _ in members]
-        if len(set(stats)) < len(stats):  # the same statistic twice: not one quantity
-            out += [_single(name, stat, value) for name, stat, value in members]
+        stats = [stat for _, _, stat in members]
+        if len(set(stats)) < len(stats):
+            out += [ColumnGroup([member]) for member in members]
             continue
-        primary = next((s for s in _PRIMARY if s in stats), stats[0])
-        q = Quantity()
-        for name, stat, value in members:
-            if stat == primary:
-                q.name, q.stat = name, stat
-            place(q, stat, value)
+        rank = {s: i for i, s in enumerate(_PRIMARY)}
+        out.append(ColumnGroup(sorted(members, key=lambda m: rank.get(m[2], len(rank)))))
+    return out
+
+
+def quantities_of(groups: list[ColumnGroup], values: dict[int, Optional[float]]) -> list[Quantity]:
+    """One row's quantities: ``values`` are its time cells in µs by column index (None: NaN;
+    a column absent: its cell was empty)."""
+    out = []
+    for group in groups:
+        present = [m for m in group.members if m[0] in values]
+        if not present:
+            continue
+        q = Quantity(name=present[0][1], stat=present[0][2])
+        for index, _, stat in present:
+            place(q, stat, values[index])
         out.append(q)
     return out
 
 
+def quantities(columns: list[tuple[str, Optional[float]]]) -> list[Quantity]:
+    """The row's time columns (name, value in µs; None for NaN), grouped into quantities."""
+    groups = group_columns([(i, name) for i, (name, _) in enumerate(columns)])
+    return quantities_of(groups, {i: value for i, (_, value) in enumerate(columns)})
+
+
 MEDIANS = ("median", "p50", None)
+FIELD_OF = {"median": "us_median", "p50": "us_median", None: "us_median", "min": "min_us", "max": "max_us"}
 
 
 def place(row, stat: Optional[str], value: Optional[float]) -> None:
@@ -110,5 +136,3 @@ def printed_us(row) -> Optional[float]:
     return row.metrics.get(f"{row.stat}_us")
 
 
-def _single(name: str, stat: Optional[str], value: Optional[float]) -> Quantity:
-    return quantities([(name, value)])[0]

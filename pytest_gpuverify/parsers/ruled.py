@@ -28,6 +28,10 @@ ERR_NAME = re.compile(r"(?:^|[\s_:|│┃║(])err(?:$|[\s_(|│┃║)])", re.I
 Row = tuple[int, list[str], list[str]]  # (lineno, column names, cells)
 
 
+def _may_be_rule(text: str) -> bool:
+    return "-" in text or "=" in text or "─" in text or "━" in text or "═" in text
+
+
 def is_rule(text: str) -> bool:
     """A line of rule strokes only (``|:---|--:|``, ``+===+``, ``├──┼──┤``, ``----  ---``)."""
     return bool(_RULE.match(text)) and bool(_RULE_STROKE.search(text))
@@ -37,9 +41,13 @@ def bar_cells(text: str) -> Optional[list[str]]:
     """``| a | b |`` / ``│ a │ b │`` / ``a | b`` -> ``["a", "b"]``; None when the line has no bar.
     An outer bar's empty side is dropped (a row cut short without its closing bar still splits)."""
     stripped = text.strip()
-    if not stripped or not any(bar in stripped for bar in BARS):
+    if "│" in stripped or "┃" in stripped or "║" in stripped:
+        parts = _BAR_SPLIT.split(stripped)
+    else:
+        parts = stripped.split("|")
+    if len(parts) < 2:
         return None
-    cells = [cell.strip() for cell in _BAR_SPLIT.split(stripped)]
+    cells = [cell.strip() for cell in parts]
     if stripped[0] in BARS:
         cells = cells[1:]
     if stripped[-1] in BARS and len(stripped) > 1:
@@ -121,7 +129,7 @@ class RuledTables:
                 if cells is None:
                     return False
         else:
-            if is_rule(text):  # a grid's or box's rule between rows, or the bottom one
+            if _may_be_rule(text) and is_rule(text):  # a grid's or box's rule between rows, or the bottom one
                 if any(corner in text for corner in _BOTTOM_CORNERS):
                     self.names = None
                 return True
