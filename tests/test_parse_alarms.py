@@ -250,3 +250,18 @@ def test_nan_in_a_bench_throughput_cell_is_counted() -> None:
 """
     parsed = read(text, BENCH)
     assert parsed.correctness.nan_count == 1 and verdict(parsed) == "FAIL"
+
+
+def test_nan_in_a_one_line_throughput_is_counted() -> None:
+    parsed = read(f"[aiter] ck_moe_2stages:  234.56 us,   nan tflops {PASSED}\n")
+    assert parsed.correctness.nan_count == 1 and verdict(parsed) == "FAIL"
+
+
+def test_nan_in_a_flydsl_throughput_is_counted(tmp_path: Path) -> None:
+    from pytest_gpuverify.parsers import parse_output
+    from pytest_gpuverify.targets import FLYDSL_PYTEST
+
+    path = tmp_path / "out.txt"
+    path.write_text("[flyc] Throughput: 12.3 us, nan TFLOPS, BW: 1.234 TB/s\n1 passed in 1.0s\n")
+    parsed = parse_output(FLYDSL_PYTEST, path)
+    assert parsed.correctness.nan_count == 1 and parsed.correctness.passed is False

@@ -222,7 +222,8 @@ class _AiterParser(SummaryTables, CappedRecorder):
                 who = match["who"].strip()
                 if who.lower().endswith("avg"):
                     continue
-                metrics = {k: _float_or_none(match[g]) for k, g in (("TFLOPS", "tflops"), ("TB/s", "tbs")) if match[g]}
+                metrics = {k: self.figure(lineno, k, match[g], f" ('{who}')")
+                           for k, g in (("TFLOPS", "tflops"), ("TB/s", "tbs")) if match[g]}
                 timings.append((match, who, metrics, None))
         if not timings:
             return

@@ -129,6 +129,10 @@ class FlydslParser(PytestParser):
         elif kind != "num":
             return None
         numbers = {k: read_number(v)[1] for k, v in metrics.items() if v is not None}
+        for k, v in metrics.items():  # a NaN throughput beside a real time: a measured figure gone wrong
+            if kind == "num" and v is not None and read_number(v)[0] in ("nan", "inf"):
+                self.nan_count += 1
+                self.fail(f"line {lineno}: {v} {k} in '{who}' timing")
         row = PerfRow(shape=shape, name=who, stat=stat, metrics=numbers, source_line=lineno)
         place(row, stat, value)
         self.add_perf(row)
