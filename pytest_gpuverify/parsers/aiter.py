@@ -1,9 +1,11 @@
 """Parser for the output of aiter ``op_tests/test_*.py`` scripts (research notes, section 1).
 
 One pass over the lines, as a small state machine. It reads: ``[checkAllclose ...]`` verdicts and
-the ``-->max abs delta`` lines after them, legacy one-line ``[perf] ... avg: X us`` results, markdown
-summary tables, and pandas-printed summary tables that follow a ``... summary:`` line. The op_tests
-exit 0 after a failed check, so the printed words are the only evidence of a wrong result.
+the ``-->max abs delta`` lines after them, legacy one-line ``[perf] ... avg: X us`` results, ruled
+tables (markdown, grid, box-drawing, tabulate simple: ruled.py), and pandas-printed tables that follow
+a title line (``... summary:``, any ``name:``). The op_tests exit 0 after a failed check, so the
+printed words are the only evidence of a wrong result; an error line, a traceback or a ``failed``
+no reader understood (alarms.py) makes the output prove nothing.
 """
 
 from __future__ import annotations

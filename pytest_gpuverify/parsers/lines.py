@@ -1,5 +1,5 @@
 """Reading saved command output as text, shared by every parser: a streaming line reader, text
-cleaners (ANSI codes, CI timestamps), and the printed tables (markdown, pandas-aligned, numbers).
+cleaners (ANSI codes, CI timestamps), and the printed tables (pandas-aligned, numbers; ruled ones: ruled.py).
 
 Saved outputs can be hundreds of MB, sometimes one giant line without a newline, sometimes not
 valid UTF-8. The reader reads fixed-size binary chunks, so memory stays bounded by the chunk size
@@ -207,22 +207,8 @@ def iter_lines(
 
 # ----- table text shared by the parsers (aiter summaries, Triton perf_report, FlyDSL benches) -----
 
-_MARKDOWN_SEPARATOR = re.compile(r"^\|(?:\s*:?-+:?\s*\|)+\s*$")
 _WORD = re.compile(r"\S+")
 _ELLIPSIS = re.compile(r"\.{2,}")
-
-
-def markdown_cells(text: str) -> list[str]:
-    """``| a | b |`` -> ``["a", "b"]`` (a row cut short without its closing bar still splits)."""
-    body = text.strip()
-    body = body[1:] if body.startswith("|") else body
-    body = body[:-1] if body.endswith("|") else body
-    return [cell.strip() for cell in body.split("|")]
-
-
-def is_markdown_separator(text: str) -> bool:
-    """The ``|:---|---:|`` row under a markdown table's header."""
-    return bool(_MARKDOWN_SEPARATOR.match(text.rstrip()))
 
 
 def is_ellipsis(text: str) -> bool:

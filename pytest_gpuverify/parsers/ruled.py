@@ -11,7 +11,7 @@ columns (a ``dtype`` column, say).
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator, Optional, Union
 
@@ -76,7 +76,6 @@ class RuledTables:
     header_line: int = 0
     simple: Optional[_Simple] = None
     rows: int = 0
-    mismatch_reported: set[int] = field(default_factory=set)
 
     def is_open(self) -> bool:
         """The next line matters whatever it holds."""
