@@ -291,19 +291,24 @@ class _AiterParser(SummaryTables, CappedRecorder):
         return out
 
 
-_BAR = re.compile(r"[|│┃║]")  # a ruled table's row (ruled.py); its rules matter only once one is open
+def _has_bar(text: str) -> bool:
+    """A ruled table's row (ruled.py); its rules matter only once a table is open."""
+    return "|" in text or "│" in text or "┃" in text or "║" in text
+
 
 
 def _may_matter(text: str) -> bool:
     """Whether :meth:`_AiterParser.dispatch` would do anything with ``text`` when no table is open:
-    a check, a max delta, an assertion, a markdown row, a ``...:`` title, a ``calling`` block, a
-    ``[perf]``/``avg:`` timing or a digit-led (pandas) row. Single characters are tested first."""
+    a check, a max delta, an assertion, a ruled table's row, a ``...:`` title, a ``calling`` block, a
+    ``[perf]``/``avg:`` timing, a digit-led (pandas) row or a header naming an ``err`` column (a
+    tabulate ``simple`` table's). Single characters are tested first."""
     c0 = text[:1]
     return (
-        c0 == "|" or c0.isdigit() or _BAR.search(text) is not None or _ERR_COLUMN.search(text) is not None or text.startswith("calling ") or "AssertionError" in text
+        c0 == "|" or c0.isdigit() or _has_bar(text) or text.startswith("calling ") or "AssertionError" in text
         or ("[" in text and ("[checkAllclose" in text or "[perf]" in text))
         or (">" in text and "-->max" in text)
         or (":" in text and ("avg:" in text or text.rstrip().endswith(":")))
+        or ("rr" in text.lower() and _ERR_COLUMN.search(text) is not None)
     )
 
 
