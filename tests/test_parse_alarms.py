@@ -265,3 +265,20 @@ def test_nan_in_a_flydsl_throughput_is_counted(tmp_path: Path) -> None:
     path.write_text("[flyc] Throughput: 12.3 us, nan TFLOPS, BW: 1.234 TB/s\n1 passed in 1.0s\n")
     parsed = parse_output(FLYDSL_PYTEST, path)
     assert parsed.correctness.nan_count == 1 and parsed.correctness.passed is False
+
+
+@pytest.mark.parametrize("chunk", [3, 7, 64, 4096])
+def test_both_readers_split_a_long_line_at_carriage_returns_alike(tmp_path: Path, chunk: int) -> None:
+    from pytest_gpuverify.parsers.lines import LineReader
+    from pytest_gpuverify.parsers.triggers import AITER
+
+    path = tmp_path / "long.txt"
+    path.write_bytes(b"short\n" + b"p1\rp2\rp3long-p3long\rp4\rlast\n" + b"x" * 30 + b"\ry\rz\nend\n")
+    expected = [(1, "short"), (2, "p1"), (2, "p2"), (2, "p3long-p3l"), (2, "p4"), (2, "last"),
+                (3, "x" * 10), (3, "y"), (3, "z"), (4, "end")]
+    plain = LineReader(path, max_line=10, chunk_size=chunk)
+    every = prefilter.FilteredLineReader(path, AITER, lambda: True, max_line=10, chunk_size=chunk)
+    for reader in (plain, every):
+        assert list(reader) == expected
+        assert reader.truncated_lines == [(2, 27), (3, 34)]  # a piece was cut in each: a problem
+        assert reader.split_lines == [(2, 27), (3, 34)] and reader.lines_read == 4

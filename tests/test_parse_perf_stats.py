@@ -127,3 +127,14 @@ def test_a_markdown_time_in_ms_becomes_microseconds(tmp_path: Path) -> None:
     parsed, _ = parse(tmp_path, text, AITER_OP_TEST)
     rows = [(r.name, r.stat, r.us_median, r.metrics) for r in parsed.perf]
     assert rows == [("ck (ms)", None, 12.3, {"ck TFLOPS": 1.5}), ("triton median ns", "median", 4.2, {})]
+
+
+def test_printed_us_reads_each_rows_own_time(tmp_path: Path) -> None:
+    from pytest_gpuverify.parsers.perfstats import printed_us
+
+    text = f"""{PASSED}
+kernel     M  mean_us  min_us
+gemm    4096    41.20   40.00
+"""
+    parsed, _ = parse(tmp_path, text, BENCH)
+    assert [printed_us(r) for r in parsed.perf] == [41.2]  # what `gpuverify show` prints for the row
