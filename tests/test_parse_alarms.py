@@ -282,3 +282,14 @@ def test_both_readers_split_a_long_line_at_carriage_returns_alike(tmp_path: Path
         assert list(reader) == expected
         assert reader.truncated_lines == [(2, 27), (3, 34)]  # a piece was cut in each: a problem
         assert reader.split_lines == [(2, 27), (3, 34)] and reader.lines_read == 4
+
+
+def test_aiter_table_rows_gives_every_table_read(tmp_path: Path) -> None:
+    from pytest_gpuverify.parsers.aiter import aiter_table_rows
+
+    path = tmp_path / "out.txt"
+    path.write_text(ERR_TABLES["box"] + "\n" + "[aiter] gemm summary:\n" + "                   dtype   m  ck us\n"
+                    "0  torch.float8_e4m3fnuz  16   3.22\n")
+    rows = [row for _, row in aiter_table_rows(path)]
+    assert rows[0] == {"m": "16", "ck us": "3.22", "ck err": "0"} and len(rows) == 3
+    assert rows[-1] == {"dtype": "torch.float8_e4m3fnuz", "m": "16", "ck us": "3.22"}

@@ -322,3 +322,19 @@ def _float_or_none(text: Optional[str]) -> Optional[float]:
 def parse_aiter_output(path: Path) -> ParsedOutput:
     """Read an aiter op_test's saved stdout+stderr; never raises (see ``problems`` instead)."""
     return drive(_AiterParser(), path)
+
+
+def aiter_table_rows(path: Path, cap: int = 100_000) -> list[tuple[int, dict[str, str]]]:
+    """Every row of every table the aiter parser reads (ruled or pandas-printed, under any title), as
+    ``(lineno, {column: cell})``: for readers of a table's other columns (a ``dtype`` column, say).
+    The first ``cap`` rows are kept."""
+    rows: list[tuple[int, dict[str, str]]] = []
+
+    class _RowKeeper(_AiterParser):
+        def table_row(self, table, lineno: int, cells: list[str], perf: bool = True) -> None:
+            if len(rows) < cap:
+                rows.append((lineno, {col.name: cell for col, cell in zip(table.columns, cells)}))
+            super().table_row(table, lineno, cells, perf)
+
+    drive(_RowKeeper(), path)
+    return rows
