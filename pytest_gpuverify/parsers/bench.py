@@ -300,8 +300,8 @@ class _BenchParser:
 
     triggers = BENCH
 
-    def __init__(self) -> None:
-        self.aiter = _AiterParser()
+    def __init__(self, context: Optional[ParseContext] = None) -> None:
+        self.aiter = _AiterParser(context)
         self.aiter.out.parser = "bench"
         self.out = self.aiter.out
         self.problem = self.aiter.problem
@@ -333,4 +333,4 @@ class _BenchParser:
 
 def parse_bench_output(path: Path, context: Optional[ParseContext] = None) -> ParsedOutput:
     """Read a bench harness's saved stdout+stderr; never raises (see ``problems`` instead)."""
-    return drive(_BenchParser(), path)
+    return drive(_BenchParser(context), path)

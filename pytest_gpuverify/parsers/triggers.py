@@ -142,6 +142,26 @@ def picker(line: Callable[[bool], bytes], next_line: bytes) -> Callable[[bytes, 
     return pick
 
 
+# ----- every parser: NaN in a printed result (shape_checks.py) ------------------------------------
+#
+# PrintedChecks reads, besides what each parser reads, a line holding ``tensor(`` (a printed tensor,
+# bare or after a label) or a ``:``/``=`` before ``nan``/``inf`` (``output: nan``), spaces between.
+_RESULT = {a: re.compile(rb"tensor\(|:[ " + (b"" if a else rb"\x80") + rb"]*+[-+]?(?:nan|inf)") for a in (False, True)}
+
+
+def hs_result(k: Spelling) -> list[bytes]:
+    return [rb"tensor\(", b"[:=]" + k.spu + b"*[-+]?(?:nan|inf)"]
+
+
+def with_results(pick: Callable[[bytes, int, int], Passes]) -> Callable[[bytes, int, int], Passes]:
+    """``pick`` with the result triggers added to its line patterns."""
+    def picked(folded: bytes, start: int, end: int) -> Passes:
+        line, next_line = pick(folded, start, end)
+        return (*line, _RESULT[folded.isascii()]), next_line
+
+    return picked
+
+
 # ----- aiter op_tests (aiter.py) ----------------------------------------------------------------
 #
 # With no table or tensor dump open, _AiterParser.feed does something with a line only when
@@ -181,7 +201,8 @@ def hs_aiter(k: Spelling) -> list[bytes]:
     return [*hs_key_value(k), hs_any(b"^", rb"\]" + k.sp + b"?", k.ci()) + hs_any(*hs_line_start(k))]
 
 
-AITER = Triggers(FOLD, picker(key_value, _AITER_LINE_START), PatternSet(lambda ascii: hs_aiter(Spelling(ascii))))
+AITER = Triggers(FOLD, with_results(picker(key_value, _AITER_LINE_START)),
+                 PatternSet(lambda ascii: [*hs_aiter(Spelling(ascii)), *hs_result(Spelling(ascii))]))
 
 
 # ----- an inner pytest run (pytest_run.py: the Triton tests; FlyDSL adds its own lines) --------
@@ -209,7 +230,8 @@ def hs_pytest(k: Spelling) -> list[bytes]:
     return [*hs_key_value(k, after=(HS_COLONS,)), hs_any(b"^", k.ci()) + hs_any(*hs_pytest_start(k))]
 
 
-PYTEST = Triggers(FOLD, picker(lambda a: key_value(a, after=b":"), _PYTEST_LINE_START), PatternSet(lambda ascii: hs_pytest(Spelling(ascii))))
+PYTEST = Triggers(FOLD, with_results(picker(lambda a: key_value(a, after=b":"), _PYTEST_LINE_START)),
+                  PatternSet(lambda ascii: [*hs_pytest(Spelling(ascii)), *hs_result(Spelling(ascii))]))
 
 
 # ----- bench.py's TableReader (in the bench and FlyDSL parsers) -----------------------------------
@@ -271,7 +293,8 @@ def _flydsl_pick() -> Callable[[bytes, int, int], Passes]:
     return lambda folded, start, end: variants[folded.isascii()]
 
 
-FLYDSL = Triggers(FOLD, _flydsl_pick(), PatternSet(lambda ascii: hs_flydsl(Spelling(ascii))))
+FLYDSL = Triggers(FOLD, with_results(_flydsl_pick()),
+                  PatternSet(lambda ascii: [*hs_flydsl(Spelling(ascii)), *hs_result(Spelling(ascii))]))
 
 
 # ----- bench harnesses (bench.py): aiter's lines and the tables -----------------------------------
@@ -303,4 +326,5 @@ def hs_bench(k: Spelling) -> list[bytes]:
     return [*hs_key_value(k), *hs_table_header(k), before + hs_any(*hs_table_start(k), *hs_line_start(k))]
 
 
-BENCH = Triggers(FOLD, _bench_pick(), PatternSet(lambda ascii: hs_bench(Spelling(ascii))))
+BENCH = Triggers(FOLD, with_results(_bench_pick()),
+                 PatternSet(lambda ascii: [*hs_bench(Spelling(ascii)), *hs_result(Spelling(ascii))]))
