@@ -128,9 +128,9 @@ class PrintedChecks:
 
     def _open_tensor(self, lineno: int, text: str, start: int, nan_only: bool) -> None:
         self._tensor = (lineno, 1, nan_only)
-        self._tensor_line(lineno, text[start:])
+        self._tensor_line(lineno, text[start:], shown=text)
 
-    def _tensor_line(self, lineno: int, text: str) -> None:
+    def _tensor_line(self, lineno: int, text: str, shown: Optional[str] = None) -> None:
         assert self._tensor is not None
         first, depth, nan_only = self._tensor
         end = len(text)
@@ -144,7 +144,7 @@ class PrintedChecks:
                     break
         if (_NAN if nan_only else _NONFINITE).search(text, 0, end):
             self._tensor = None
-            self._found(first, text, lineno)
+            self._found(first, shown or text, lineno)
             return
         self._tensor = (first, depth, nan_only) if depth > 0 and lineno - first < TENSOR_LINES_CAP else None
 
