@@ -55,6 +55,7 @@ import tomllib
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from .parsers.shape_checks import pattern_problem
 from .targets import BENCH, KINDS, PYTEST, Target, Thresholds, kind_for_path, safe_topic
 
 DECLARATIONS_FILE = "gpuverify.toml"
@@ -402,15 +403,6 @@ class _Reader:
             raise self.error(where, "workdir", f"workdir {text!r} leaves the worktree",
                              'write a path relative to the worktree, e.g. workdir = "bench".')
         return str(pure) if pure is not None else None
-
-
-def pattern_problem(text: str) -> Optional[str]:
-    """Why ``text`` is not a regular expression Python compiles, or None."""
-    try:
-        re.compile(text)
-    except re.error as exc:
-        return str(exc)
-    return None
 
 
 def _kind_of(value: Any) -> str:

@@ -12,12 +12,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pytest_gpuverify.parsers.dispatch import parse_output
-from pytest_gpuverify.parsers.dtypes import dtype_from_command, is_low_precision
 from pytest_gpuverify.parsers.result import ParseContext
-from pytest_gpuverify.targets import AITER_OP_TEST, BENCH, FLYDSL_PYTEST, PYTEST, TRITON_PYTEST, Thresholds
+from pytest_gpuverify.targets import AITER_OP_TEST, BENCH, FLYDSL_PYTEST, TRITON_PYTEST, Thresholds
 from pytest_gpuverify.verdict import RunFacts, verdict_and_reasons
 
 from test_parse_properties import VALID
+
+PYTEST = "pytest"  # the kind's name, spelt out: these tests also run against code without it
 
 
 def verdict(tmp_path: Path, text: str, kind: str = AITER_OP_TEST, **context):
@@ -114,17 +115,23 @@ def test_the_declared_dtype_comes_first_and_low_precision_anywhere_wins(tmp_path
     (None, None),
 ])
 def test_dtype_arguments(command, expected):
+    from pytest_gpuverify.parsers.dtypes import dtype_from_command
+
     assert dtype_from_command(command) == expected
 
 
 @pytest.mark.parametrize("dtype", ["fp8", "FP8", "torch.float8_e4m3fnuz", "torch.float8_e4m3fn", "float8_e5m2",
                                    "fp4x2", "torch.float4_e2m1fn_x2", "mxfp4", "e4m3", "E5M2", "fp8e4nv", "fp6"])
 def test_low_precision_spellings(dtype):
+    from pytest_gpuverify.parsers.dtypes import is_low_precision
+
     assert is_low_precision(dtype)
 
 
 @pytest.mark.parametrize("dtype", ["bf16", "fp16", "torch.float16", "fp32", "torch.float64", "i8", "int4", "i4x2", "fp64"])
 def test_not_low_precision(dtype):
+    from pytest_gpuverify.parsers.dtypes import is_low_precision
+
     assert not is_low_precision(dtype)
 
 
@@ -192,7 +199,7 @@ WORDS = {"pass_pattern": "✅ Triton and Torch match", "fail_pattern": "❌ Trit
 
 @pytest.mark.parametrize("kind", [BENCH, AITER_OP_TEST, PYTEST, TRITON_PYTEST, FLYDSL_PYTEST])
 def test_declared_words(tmp_path, kind):
-    base = VALID[kind] if kind in (PYTEST, TRITON_PYTEST, FLYDSL_PYTEST) else NOISE
+    base = VALID[TRITON_PYTEST if kind == PYTEST else kind] if kind in (PYTEST, TRITON_PYTEST, FLYDSL_PYTEST) else NOISE
     v, reasons, c = verdict(tmp_path, base + "✅ Triton and Torch match\n", kind, **WORDS)
     assert v == "PASS" and c.checks_passed >= 1, reasons
     v, reasons, _ = verdict(tmp_path, base + "❌ Triton and Torch differ\n" + "✅ Triton and Torch match\n", kind, **WORDS)
@@ -213,7 +220,7 @@ def test_undeclared_words_prove_nothing(tmp_path):
 ])
 @pytest.mark.parametrize("kind", [BENCH, AITER_OP_TEST, PYTEST])
 def test_nan_in_the_printed_result_fails(tmp_path, printed, kind):
-    base = VALID[PYTEST] if kind == PYTEST else "[aiter] ck: [checkAllclose atol=0.01 rtol=0.01 passed~]\n"
+    base = VALID[TRITON_PYTEST] if kind == PYTEST else "[aiter] ck: [checkAllclose atol=0.01 rtol=0.01 passed~]\n"
     v, reasons, c = verdict(tmp_path, base + NOISE + printed + "\n" + NOISE, kind)
     assert v == "FAIL" and c.nan_count >= 1
     assert any("NaN/inf in the printed result" in r for r in reasons), reasons
@@ -264,7 +271,7 @@ def test_a_failing_line_anywhere_never_passes(tmp_path, kind, which, at, noise):
     line, kinds = FAILING_LINES[which]
     if kind not in kinds:
         line = "output: nan"
-    lines = VALID[kind].splitlines()
+    lines = VALID[TRITON_PYTEST if kind == PYTEST else kind].splitlines()
     lines = lines[:] + ["[aiter] some noise line"] * noise
     lines.insert(at % (len(lines) + 1), line)
     v, reasons, _ = verdict(tmp_path, "\n".join(lines) + "\n", kind, **WORDS)
