@@ -301,6 +301,8 @@ LINE_PIECES = FRAGMENTS + [
     "kernel (us)", "gbps", "\u00b5s", "usec", "a  b  c", "[base] ", "[B] ", "A: ", "=== Benchmark: current vs main ===",
     "\u3000", "\U0001d7d9", "\u0085", "\x1c", "\u212a", "\u0662\u0660\u0662\u0666-01-01T00:00:00Z ", "[head] ", "b:\t",
     "calling f(", "\u0663  a ... b", "  ===", " [3 rows x 2 columns]",
+    # NaN in a printed result (shape_checks.py)
+    "tensor(", "tensor([", "output", "out", "triton_out", "result", ": nan", "= inf", "-inf", "NaN", "\u2009nan",
 ]
 
 

@@ -217,9 +217,16 @@ def test_undeclared_words_prove_nothing(tmp_path):
     "out: tensor([[1., 2.],\n        [3., inf]], device='cuda:0')",
     "tensor([nan, nan, nan], device='cuda:0', dtype=torch.bfloat16)",
     "Kernel result: -inf",
+    "output:\u2009NaN",  # a Unicode space, another case
 ])
 @pytest.mark.parametrize("kind", [BENCH, AITER_OP_TEST, PYTEST])
-def test_nan_in_the_printed_result_fails(tmp_path, printed, kind):
+@pytest.mark.parametrize("engine", ["hyperscan", "re"])
+def test_nan_in_the_printed_result_fails(tmp_path, printed, kind, engine, monkeypatch):
+    from pytest_gpuverify.parsers import hsscan, prefilter
+
+    if engine == "hyperscan" and not hsscan.available():
+        pytest.skip("no hyperscan wheel here")
+    monkeypatch.setattr(prefilter, "ENGINE", engine)  # both engines must hand the line over
     base = VALID[TRITON_PYTEST] if kind == PYTEST else "[aiter] ck: [checkAllclose atol=0.01 rtol=0.01 passed~]\n"
     v, reasons, c = verdict(tmp_path, base + NOISE + printed + "\n" + NOISE, kind)
     assert v == "FAIL" and c.nan_count >= 1

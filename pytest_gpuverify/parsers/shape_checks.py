@@ -33,7 +33,7 @@ _LIMITS = (("cosine_sim", "cosine_sim_min"), ("max_abs_error", "max_abs_error_ma
            ("logits_diff", "logits_diff_max"), ("snr_db", "snr_db_min"))
 # ``output: nan`` / ``out = tensor([`` / ``triton_out: inf``: a label naming the result, then the value
 _RESULT_VALUE = re.compile(r"(?P<label>[A-Za-z_][\w.]*(?: [A-Za-z_][\w.]*){0,2})\s*[:=]\s*"
-                           r"(?P<value>tensor\(|[-+]?(?:nan|inf)\b)", re.I)
+                           r"(?P<value>(?-i:tensor\()|[-+]?(?:nan|inf)\b)", re.I)
 _RESULT_WORDS = {"out", "output", "outputs", "result", "results", "res", "actual", "got", "kernel", "triton",
                  "hip", "ck", "asm", "flydsl", "gluon", "dst", "y", "c", "o"}
 _NONFINITE = re.compile(r"(?<![\w.])[-+]?(?:nan|inf)(?![\w.])", re.I)

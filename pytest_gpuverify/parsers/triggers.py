@@ -146,11 +146,13 @@ def picker(line: Callable[[bool], bytes], next_line: bytes) -> Callable[[bytes, 
 #
 # PrintedChecks reads, besides what each parser reads, a line holding ``tensor(`` (a printed tensor,
 # bare or after a label) or a ``:``/``=`` before ``nan``/``inf`` (``output: nan``), spaces between.
-_RESULT = {a: re.compile(rb"tensor\(|:[ " + (b"" if a else rb"\x80") + rb"]*+[-+]?(?:nan|inf)") for a in (False, True)}
+# (``re.I`` reads a dotless or dotted I as ``i``: two non-ASCII bytes before ``nf`` may be ``inf``.)
+_RESULT = {a: re.compile(rb"tensor\(|:[ " + (b"" if a else rb"\x80") + rb"]*[-+]?(?:nan|inf"
+                         + (b"" if a else rb"|\x80\x80nf") + b")") for a in (False, True)}
 
 
 def hs_result(k: Spelling) -> list[bytes]:
-    return [rb"tensor\(", b"[:=]" + k.spu + b"*[-+]?(?:nan|inf)"]
+    return [rb"tensor\(", b"[:=]" + k.spu + b"*[-+]?(?:nan|inf" + (b"" if k.ascii else b"|" + k.u + b"{2}nf") + b")"]
 
 
 def with_results(pick: Callable[[bytes, int, int], Passes]) -> Callable[[bytes, int, int], Passes]:
