@@ -173,6 +173,8 @@ def test_the_h200_harness_meets_its_declared_limit(tmp_path):
 def test_a_printed_fail_word_fails_the_shape(tmp_path):
     v, reasons, _ = verdict(tmp_path, "M=64 N=128: cosine_sim=0.9999 max_abs_error=1e-05 FAIL\n", BENCH)
     assert v == "FAIL" and reasons == ["line 1: M=64 N=128: printed FAIL"]
+    v, reasons, _ = verdict(tmp_path, "[FAILED] M=64: cosine_sim=0.9999 (PASS before the rerun)\n", BENCH)
+    assert v == "FAIL" and reasons == ["line 1: [FAILED] M=64: printed FAILED"]
 
 
 def test_a_measure_with_no_limit_and_no_word_is_no_result(tmp_path):

@@ -86,8 +86,9 @@ class PrintedChecks:
         printed word makes it a check."""
         if not self.shape_lines or _SUMMARY.search(text):
             return
-        label = text[: read.start].strip(" \t:,;-|[]") or f"line {lineno}"
-        word = _WORD.search(text, read.start)
+        label = text[: read.start].strip().rstrip(":,;-|=").strip() or f"line {lineno}"
+        words = [m for m in _WORD.finditer(text)]  # before or after the measures: ``[FAIL] M=1: cos=...``
+        word = next((m for m in words if m["fail"]), words[0] if words else None)
         failed = word is not None and word["fail"] is not None
         checked = word is not None
         if failed:
