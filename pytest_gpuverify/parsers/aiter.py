@@ -302,7 +302,7 @@ class _AiterParser(CappedRecorder):
                 self.problem(f"{where} has elided columns; rerun with COLUMNS=10000")
             if table.wrapped:
                 self.problem(f"{where} is wrapped; only its first block is read; rerun with COLUMNS=10000")
-        self.dtypes.row(lineno, dict(zip((c.name for c in table.columns), cells)))
+        self.dtypes.table_row(lineno, table.columns, cells)
         plan = table.plan()
         shape = ", ".join([f"{name}={cells[i]}" for i, name in plan.shape if cells[i]])
         where = f" ({shape})" if shape else ""

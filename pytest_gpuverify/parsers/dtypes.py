@@ -53,11 +53,22 @@ class DtypeReader:
 
     def __init__(self, seen: list[tuple[str, str]]) -> None:
         self.seen = seen
+        self._table: Optional[list] = None  # the columns of the table last read, and its dtype columns
+        self._columns: list[tuple[int, str]] = []
 
     def row(self, lineno: int, row: Mapping[str, str]) -> None:
         """One summary-table row, column name -> cell."""
         for dtype, column in output_dtypes(row):
             record_dtype(self.seen, dtype, f"output line {lineno}: column '{column}'")
+
+    def table_row(self, lineno: int, columns: list, cells: list[str]) -> None:
+        """A row of a table whose ``columns`` (each with a ``name``) are the same list for every row:
+        their output-dtype columns are found once, and only those cells read."""
+        if columns is not self._table:
+            self._table = columns
+            self._columns = [(i, c.name) for i, c in enumerate(columns) if is_output_dtype_name(c.name)]
+        if self._columns:
+            self.row(lineno, {name: cells[i] for i, name in self._columns if i < len(cells)})
 
     def pairs(self, lineno: int, pairs: Iterable[tuple[str, str]]) -> None:
         """The ``key=value``/``key: value`` pairs of a checked shape."""

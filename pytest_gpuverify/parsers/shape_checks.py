@@ -36,6 +36,7 @@ _RESULT_VALUE = re.compile(r"(?P<label>[A-Za-z_][\w.]*(?: [A-Za-z_][\w.]*){0,2})
                            r"(?P<value>(?-i:tensor\()|[-+]?(?:nan|inf)\b)", re.I)
 _RESULT_WORDS = {"out", "output", "outputs", "result", "results", "res", "actual", "got", "kernel", "triton",
                  "hip", "ck", "asm", "flydsl", "gluon", "dst", "y", "c", "o"}
+_AFTER_LABEL = re.compile(r"[:=]\s*[-+]?(?:nan|inf)(?![\w.])", re.I)  # what _RESULT_VALUE needs, found fast
 _NONFINITE = re.compile(r"(?<![\w.])[-+]?(?:nan|inf)(?![\w.])", re.I)
 _NAN = re.compile(r"(?<![\w.])[-+]?nan(?![\w.])", re.I)
 TENSOR_LINES_CAP = 64  # the lines of one printed tensor read for NaN
@@ -78,7 +79,7 @@ class PrintedChecks:
             self._patterns(lineno, text)
         if self._tensor is not None:
             self._tensor_line(lineno, text)
-        elif "tensor(" in text or _NONFINITE.search(text):
+        elif "tensor(" in text or (("=" in text or ":" in text) and _AFTER_LABEL.search(text) is not None):
             self._result(lineno, text)
 
     def measured(self, lineno: int, text: str, read: LineMeasures) -> None:

@@ -147,8 +147,12 @@ def picker(line: Callable[[bool], bytes], next_line: bytes) -> Callable[[bytes, 
 # PrintedChecks reads, besides what each parser reads, a line holding ``tensor(`` (a printed tensor,
 # bare or after a label) or a ``:``/``=`` before ``nan``/``inf`` (``output: nan``), spaces between.
 # (``re.I`` reads a dotless or dotted I as ``i``: two non-ASCII bytes before ``nf`` may be ``inf``.)
-_RESULT = {a: re.compile(rb"tensor\(|:[ " + (b"" if a else rb"\x80") + rb"]*[-+]?(?:nan|inf"
-                         + (b"" if a else rb"|\x80\x80nf") + b")") for a in (False, True)}
+# Each starts with one literal (``re`` scans fast only for that), and checks the byte before it: a
+# ``:`` (an ``=``), a space, a sign; the parser reads ``nan``/``inf`` only right after a label.
+_TENSOR = re.compile(rb"tensor\(")
+_NAN = re.compile(rb"nan(?<=[: \x80+\-]nan)(?![a-z0-9_])")
+_INF = re.compile(rb"inf(?<=[: \x80+\-]inf)(?![a-z0-9_])")
+_RESULT = {True: (_TENSOR, _NAN, _INF), False: (_TENSOR, _NAN, _INF, re.compile(rb"\x80\x80nf(?![a-z0-9_])"))}
 
 
 def hs_result(k: Spelling) -> list[bytes]:
@@ -159,7 +163,7 @@ def with_results(pick: Callable[[bytes, int, int], Passes]) -> Callable[[bytes, 
     """``pick`` with the result triggers added to its line patterns."""
     def picked(folded: bytes, start: int, end: int) -> Passes:
         line, next_line = pick(folded, start, end)
-        return (*line, _RESULT[folded.isascii()]), next_line
+        return (*line, *_RESULT[folded.isascii()]), next_line
 
     return picked
 
