@@ -70,18 +70,18 @@ class Target(BaseModel):
 
 def kind_for_path(path: Path, pytest_globs: tuple[str, ...] = (), root: Optional[Path] = None) -> Optional[str]:
     """The target kind a test file on the command line is, by where it lives; None: not a GPU target.
-    ``pytest_globs`` (the ini's ``gpu_pytest_paths``, relative to ``root``) make other files kind pytest."""
+    ``pytest_globs`` (the ini's ``gpu_pytest_paths``, relative to ``root``) make other files kind
+    pytest; a file of aiter's or FlyDSL's layout keeps its own kind (and its import check)."""
+    parts = path.parts[:-1]
+    if path.suffix == ".py" and path.name.startswith("test_"):
+        if "op_tests" in parts:
+            return TRITON_PYTEST if "triton_tests" in parts else AITER_OP_TEST
+        if "tests" in parts and "kernels" in parts[parts.index("tests"):]:
+            return FLYDSL_PYTEST
     if pytest_globs and root is not None and path.is_relative_to(root):
         rel = path.relative_to(root).as_posix()
         if any(glob_regex(g).fullmatch(rel) for g in pytest_globs):
             return PYTEST
-    if path.suffix != ".py" or not path.name.startswith("test_"):
-        return None
-    parts = path.parts[:-1]
-    if "op_tests" in parts:
-        return TRITON_PYTEST if "triton_tests" in parts else AITER_OP_TEST
-    if "tests" in parts and "kernels" in parts[parts.index("tests"):]:
-        return FLYDSL_PYTEST
     return None
 
 

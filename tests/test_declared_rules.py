@@ -57,7 +57,7 @@ def test_a_pattern_must_be_text(repo: Path) -> None:
     ("tests/sub/test_add.py", ("tests/**/test_*.py",), PYTEST),
     ("test/gemm_check.py", ("test/*_check.py",), PYTEST),  # any name the glob gives, not only test_*
     ("tests/test_add.py", (), None),  # not aiter's, not FlyDSL's layout: no target without a glob
-    ("op_tests/triton_tests/test_x.py", ("tests/*.py",), TRITON_PYTEST),
+    ("op_tests/triton_tests/test_x.py", ("op_tests/**/test_*.py",), TRITON_PYTEST),  # a layout keeps its kind
 ])
 def test_gpu_pytest_paths(tmp_path: Path, rel: str, globs: tuple[str, ...], kind) -> None:
     assert kind_for_path(tmp_path / rel, globs, tmp_path) == kind
