@@ -76,8 +76,14 @@ class Correctness(_Model):
     cosine_sim: Optional[float] = None
     max_abs_error: Optional[float] = None
     logits_diff: Optional[float] = None
+    err_ratio: Optional[float] = None  # the largest ``err`` (mismatch ratio) a table printed
+    # The output dtype the SNR rule was applied to (a low-precision one when any source names one),
+    # and where it was read: "declaration", "command: -d fp8", "output line 12: column 'dtype'"
+    dtype: Optional[str] = None
+    dtype_source: Optional[str] = None
 
-    _finite = field_validator("rtol", "atol", "snr_db", "cosine_sim", "max_abs_error", "logits_diff", mode="before")(
+    _finite = field_validator("rtol", "atol", "snr_db", "cosine_sim", "max_abs_error", "logits_diff", "err_ratio",
+                              mode="before")(
         _finite_or_none
     )
 
@@ -120,6 +126,8 @@ class TargetRecord(_Model):
     dtype: Optional[str] = None
     regime: Optional[str] = None
     thresholds: dict[str, float] = Field(default_factory=dict)
+    pass_pattern: Optional[str] = None  # declared regular expressions for the harness's own words
+    fail_pattern: Optional[str] = None
 
 
 class RunRecord(_Model):

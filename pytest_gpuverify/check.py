@@ -15,8 +15,8 @@ from typing import Optional
 from pydantic import ValidationError
 
 from .artifact import Artifact, Correctness, RunRecord, sha256_file
-from .parsers.dispatch import parse_output
-from .parsers.result import ParseContext, ParsedOutput
+from .parsers.dispatch import context_for, parse_output
+from .parsers.result import ParsedOutput
 from .targets import Thresholds
 from .verdict import RunFacts, verdict_and_reasons
 
@@ -50,8 +50,7 @@ def _parse(art: Artifact, artifact_path: Path, raw: Path) -> ParsedOutput:
     kind = art.target.kind if art.target else "aiter-op-test"
     junit = artifact_path.parent / art.junit_xml if art.junit_xml else None
     exit_code = art.run.exit_code if art.run is not None else art.exit_code  # what the engine parsed with
-    context = ParseContext(junit_xml=junit, exit_code=exit_code, dtype=art.target.dtype if art.target else None)
-    return parse_output(kind, raw, context)
+    return parse_output(kind, raw, context_for(art.target, art.command, junit, exit_code))
 
 
 def _compare_output(art: Artifact, parsed: Optional[ParsedOutput]) -> list[str]:

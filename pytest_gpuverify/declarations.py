@@ -31,9 +31,11 @@ the ``tool.gpuverify.`` prefix (``[thresholds]``, ``[[targets]]``). The ``pyproj
     repo = "aiter"                # the env file's Repos row that holds it (optional)
     workdir = "."                 # relative to the worktree (optional)
 
-Kinds: aiter-op-test, flydsl-pytest, triton-pytest, bench. A test target needs ``path``; a bench
-target needs ``command`` or ``path`` (run as ``python3 <path>``). Thresholds: cosine_sim_min,
-max_abs_error_max, logits_diff_max, snr_db_min, err_ratio_max (each a finite number).
+Kinds: aiter-op-test, flydsl-pytest, triton-pytest, bench, pytest. A test target needs ``path`` (a
+folder too, for kind pytest); a bench target needs ``command`` or ``path`` (run as ``python3
+<path>``). Thresholds: cosine_sim_min, max_abs_error_max, logits_diff_max, snr_db_min,
+err_ratio_max (each a finite number). ``pass_pattern``/``fail_pattern``: regular expressions for a
+harness's own words of success and failure (compiled here).
 
 A mistake stops with one line naming the file, the place (``targets[2] (ab-harness) at line 20``
 counts the ``[[targets]]`` blocks from 1), the key, and ending in ``Fix: ...``. Nothing is guessed.
@@ -53,14 +55,15 @@ import tomllib
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .targets import BENCH, KINDS, Target, Thresholds, kind_for_path, safe_topic
+from .parsers.shape_checks import pattern_problem
+from .targets import BENCH, KINDS, PYTEST, Target, Thresholds, kind_for_path, safe_topic
 
 DECLARATIONS_FILE = "gpuverify.toml"
 PYPROJECT = "pyproject.toml"
 REGIMES = ("cold-L2", "warm", "hipGraph")
 TOP_KEYS = ("regime", "dtype", "gpus", "thresholds", "targets")
 TARGET_KEYS = ("name", "kind", "path", "command", "args", "topic", "dtype", "regime", "gpus",
-               "thresholds", "repo", "workdir")
+               "thresholds", "repo", "workdir", "pass_pattern", "fail_pattern")
 THRESHOLD_KEYS = tuple(Thresholds.model_fields)
 _NAME = re.compile(r"[A-Za-z0-9._-]+")
 _TOML_AT = re.compile(r"\s*\(at (?:line (\d+), column (\d+)|end of document)\)\s*$")
@@ -264,7 +267,7 @@ class _Reader:
                              'add command = "python3 bench/<script>.py" or path = "bench/<script>.py".'
                              if kind == BENCH else 'add path = "op_tests/test_<op>.py", the test '
                              "file relative to this file's directory.")
-        resolved = self.path(where, path) if path is not None else None
+        resolved = self.path(where, path, folder_ok=kind == PYTEST) if path is not None else None
         if kind is None:
             kind = resolved and (kind_for_path(resolved.relative_to(self.root))
                                  or kind_for_path(resolved))
@@ -293,7 +296,8 @@ class _Reader:
             regime=self.regime(where, block.get("regime")) or defaults.regime,
             thresholds=Thresholds(**{**defaults.thresholds.model_dump(exclude_none=True), **limits}),
             repo=self.text(where, "repo", block.get("repo"), '"aiter"'),
-            workdir=self.workdir(where, block.get("workdir"))), where
+            workdir=self.workdir(where, block.get("workdir")),
+            **{key: self.pattern(where, key, block.get(key)) for key in ("pass_pattern", "fail_pattern")}), where
 
     def known_keys(self, table: dict[str, Any], where: str, allowed: tuple[str, ...],
                    label: str, key_prefix: str = "") -> None:
@@ -367,7 +371,15 @@ class _Reader:
             raise self.error(where, key, "command is empty", f"write it, e.g. command = {example}.")
         return words
 
-    def path(self, where: str, value: Any) -> Path:
+    def pattern(self, where: str, key: str, value: Any) -> Optional[str]:
+        text = self.text(where, key, value, '"Triton and Torch match"')
+        problem = pattern_problem(text) if text is not None else None
+        if problem:
+            raise self.error(where, key, f"{key} is not a regular expression ({problem})",
+                             "escape the special characters with a backslash, e.g. '\\(' for '('.")
+        return text
+
+    def path(self, where: str, value: Any, folder_ok: bool = False) -> Path:
         text = self.text(where, "path", value, '"op_tests/test_gemm_a8w8.py"')
         if "::" in text:
             raise self.error(where, "path", f"path {text!r} names a test inside the file",
@@ -378,7 +390,7 @@ class _Reader:
             raise self.error(where, "path", f"path {text!r} is outside {self.root}",
                              "give a path inside this file's directory, or declare the target in "
                              f"a {DECLARATIONS_FILE} of the repo that holds it.")
-        if not resolved.is_file():
+        if not (resolved.is_file() or (folder_ok and resolved.is_dir())):
             problem = "is not a file" if resolved.exists() else f"does not exist ({resolved})"
             raise self.error(where, "path", f"path {text!r} {problem}", "name the test file or "
                              "script itself, relative to this file's directory.")

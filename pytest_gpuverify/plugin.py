@@ -46,6 +46,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     for key, default in (("gpu_env", None), ("gpu_arch", None), ("gpu_container", None), ("gpu_window", "2"),
                          ("gpu_wait", "0"), ("gpu_timeout", "3600")):
         parser.addini(key, f"pytest-gpuverify: default for --{key.replace('_', '-')}", default=default)
+    parser.addini("gpu_pytest_paths", "pytest-gpuverify: globs from the rootdir (tests/test_*.py) of test files "
+                  "that run as GPU targets of kind pytest", type="linelist", default=[])
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -195,7 +197,7 @@ def _session(config: pytest.Config):
 @pytest.hookimpl(tryfirst=True)
 def pytest_pycollect_makemodule(module_path: Path, parent: pytest.Collector):
     """GPU test files become targets instead of modules: the host has no torch to import them."""
-    if _session(parent.config) is None or kind_for_path(module_path) is None:
+    if _session(parent.config) is None or _kind(module_path, parent.config) is None:
         return None
     return GpuTargetFile.from_parent(parent, path=module_path)
 
@@ -228,7 +230,7 @@ class GpuTargetFile(pytest.File):
                 yield GpuTargetItem.from_parent(self, name=target.name, target=target)
             return
         args = split_args(self.config.getoption("gpu_args") or "")
-        target = Target(name=_display_name(self.path, self.config), kind=kind_for_path(self.path), path=self.path,
+        target = Target(name=_display_name(self.path, self.config), kind=_kind(self.path, self.config), path=self.path,
                         args=args, topic=topic_for(self.path, args))
         yield GpuTargetItem.from_parent(self, name=target.topic, target=target)
 
@@ -245,6 +247,10 @@ class DeclarationFile(pytest.File):
             if target.path is None and target.anchor is None:
                 target = target.model_copy(update={"anchor": Path(decls.path).parent})
             yield GpuTargetItem.from_parent(self, name=target.name, target=target)
+
+
+def _kind(path: Path, config: pytest.Config) -> Optional[str]:
+    return kind_for_path(path, tuple(config.getini("gpu_pytest_paths")), config.rootpath)
 
 
 def _display_name(path: Path, config: pytest.Config) -> str:

@@ -28,8 +28,7 @@ from .hostexec import LocalHost
 from .hostrun import HostExecutor
 from .hosts import lock_for, select_host
 from .options import RunOptions
-from .parsers.dispatch import parse_output
-from .parsers.result import ParseContext
+from .parsers.dispatch import context_for, parse_output
 from .picker import GpuGrant, GpuPicker, NoGpu, PickerError
 from .provenance import ContainerFacts, import_origin, move_out, origin_inside, read_container_facts, repo_state
 from .sampler import IdleSampler
@@ -166,6 +165,7 @@ class VerifySession:
                 name=target.name, kind=target.kind, path=str(target.path) if target.path else None,
                 args=list(target.args), dtype=target.dtype, regime=target.regime,
                 thresholds=target.thresholds.model_dump(exclude_none=True),
+                pass_pattern=target.pass_pattern, fail_pattern=target.fail_pattern,
             ),
             cold=self.options.cold,
         )
@@ -178,7 +178,7 @@ class VerifySession:
         try:
             self._prepare_and_run(target, art, outcome, facts, stamp)
             if facts.ran and outcome.raw_path is not None:
-                context = ParseContext(junit_xml=outcome.junit_path, exit_code=facts.exit_code, dtype=target.dtype)
+                context = context_for(art.target, art.command, outcome.junit_path, facts.exit_code)
                 parsed = parse_output(target.kind, outcome.raw_path, context)
         except Interrupted as exc:
             self._record_exec(facts, exc.outcome)

@@ -1,14 +1,16 @@
 """Targets: what to run, how its command line and environment are built, and what it is called.
 
 A target never runs on the host: it is a path or a declaration turned into a command that runs
-inside the container, in the worktree, with only its GPUs visible. The four kinds are the seed's
-Run table: an aiter op_test script, a FlyDSL pytest file, a Triton kernel test in aiter, and a
-bench harness or one-off script declared with its command.
+inside the container, in the worktree, with only its GPUs visible. The kinds are the seed's Run
+table: an aiter op_test script, a FlyDSL pytest file, a Triton kernel test in aiter, a bench harness
+or one-off script declared with its command; and any kernel repo's own pytest files or folders
+(``pytest``: declared, or matched by the ``gpu_pytest_paths`` globs of the ini file).
 """
 
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 import shlex
 from pathlib import Path, PurePosixPath
 from typing import Optional
@@ -19,8 +21,9 @@ AITER_OP_TEST = "aiter-op-test"
 FLYDSL_PYTEST = "flydsl-pytest"
 TRITON_PYTEST = "triton-pytest"  # op_tests/triton_tests/** in aiter
 BENCH = "bench"
-KINDS = (AITER_OP_TEST, FLYDSL_PYTEST, TRITON_PYTEST, BENCH)
-PYTEST_KINDS = (FLYDSL_PYTEST, TRITON_PYTEST)
+PYTEST = "pytest"  # any repo's pytest file or folder
+KINDS = (AITER_OP_TEST, FLYDSL_PYTEST, TRITON_PYTEST, BENCH, PYTEST)
+PYTEST_KINDS = (FLYDSL_PYTEST, TRITON_PYTEST, PYTEST)
 
 # Which package a worktree must import from (contract section 4).
 _PACKAGE_BY_KIND = {AITER_OP_TEST: "aiter", TRITON_PYTEST: "aiter", FLYDSL_PYTEST: "flydsl"}
@@ -36,7 +39,7 @@ class Thresholds(BaseModel):
     max_abs_error_max: Optional[float] = None
     logits_diff_max: Optional[float] = None  # aiter/FlyDSL use 1e-3 .. 2e-3
     snr_db_min: Optional[float] = None
-    err_ratio_max: Optional[float] = None  # aiter's tol_err_ratio, default 0.05
+    err_ratio_max: Optional[float] = None  # the largest ``err`` (mismatch ratio) a table may print; aiter's is 0.05
 
 
 class Target(BaseModel):
@@ -44,7 +47,7 @@ class Target(BaseModel):
 
     name: str  # as shown to the user
     kind: str
-    path: Optional[Path] = None  # host path of the file (None for a bench command with no file)
+    path: Optional[Path] = None  # host path of the file (a folder for kind pytest; None for a bench command)
     command: Optional[tuple[str, ...]] = None  # a bench harness's own command line
     args: tuple[str, ...] = ()
     topic: str
@@ -55,6 +58,8 @@ class Target(BaseModel):
     repo: Optional[str] = None  # a Repos row by name, for a bench command that names no file
     workdir: Optional[str] = None  # relative to the worktree
     anchor: Optional[Path] = None  # where a target without a file lives (its declaration's directory)
+    pass_pattern: Optional[str] = None  # a regular expression: a line the harness prints for a checked shape
+    fail_pattern: Optional[str] = None  # ... and for a failed one
 
     @property
     def location(self) -> Optional[Path]:
@@ -63,16 +68,46 @@ class Target(BaseModel):
 
 
 
-def kind_for_path(path: Path) -> Optional[str]:
-    """The target kind a test file on the command line is, by where it lives; None: not a GPU target."""
-    if path.suffix != ".py" or not path.name.startswith("test_"):
-        return None
+def kind_for_path(path: Path, pytest_globs: tuple[str, ...] = (), root: Optional[Path] = None) -> Optional[str]:
+    """The target kind a test file on the command line is, by where it lives; None: not a GPU target.
+    ``pytest_globs`` (the ini's ``gpu_pytest_paths``, relative to ``root``) make other files kind
+    pytest; a file of aiter's or FlyDSL's layout keeps its own kind (and its import check)."""
     parts = path.parts[:-1]
-    if "op_tests" in parts:
-        return TRITON_PYTEST if "triton_tests" in parts else AITER_OP_TEST
-    if "tests" in parts and "kernels" in parts[parts.index("tests"):]:
-        return FLYDSL_PYTEST
+    if path.suffix == ".py" and path.name.startswith("test_"):
+        if "op_tests" in parts:
+            return TRITON_PYTEST if "triton_tests" in parts else AITER_OP_TEST
+        if "tests" in parts and "kernels" in parts[parts.index("tests"):]:
+            return FLYDSL_PYTEST
+    if pytest_globs and root is not None and path.is_relative_to(root):
+        rel = path.relative_to(root).as_posix()
+        if any(glob_regex(g).fullmatch(rel) for g in pytest_globs):
+            return PYTEST
     return None
+
+
+@lru_cache(maxsize=64)
+def glob_regex(glob: str) -> re.Pattern[str]:
+    """A path glob as a regex: ``*``, ``?`` and ``[...]`` stay inside one folder, ``**/`` spans any."""
+    glob, out, i = glob.strip().removeprefix("./"), [], 0
+    while i < len(glob):
+        if glob.startswith("**/", i):
+            out.append(r"(?:[^/]+/)*")
+            i += 3
+        elif glob.startswith("**", i):
+            out.append(r".*")
+            i += 2
+        elif glob[i] in "*?":
+            out.append(r"[^/]*" if glob[i] == "*" else r"[^/]")
+            i += 1
+        elif glob[i] == "[" and "]" in glob[i + 2 :]:
+            end = glob.index("]", i + 2)
+            body = glob[i + 1 : end].replace("\\", "\\\\")
+            out.append("[^" + body[1:] + "]" if body[:1] == "!" else "[" + body + "]")
+            i = end + 1
+        else:
+            out.append(re.escape(glob[i]))
+            i += 1
+    return re.compile("".join(out))
 
 
 def topic_for(path: Path, args: tuple[str, ...] = ()) -> str:

@@ -11,10 +11,9 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Optional
 
 from .artifact import Correctness, RunRecord, TargetRecord, Verdict
+from .parsers.dtypes import is_low_precision
 from .parsers.result import ParsedOutput
 from .targets import PYTEST_KINDS, Thresholds
-
-LOW_PRECISION_DTYPES = ("fp8", "fp4", "mxfp4", "float8", "float4")
 
 
 @dataclass
@@ -53,7 +52,14 @@ PYTEST_NO_TESTS = 5
 
 
 def needs_snr(dtype: Optional[str]) -> bool:
-    return bool(dtype) and any(tag in dtype.lower() for tag in LOW_PRECISION_DTYPES)
+    return is_low_precision(dtype)
+
+
+def low_precision_output(facts: RunFacts, c: Optional[Correctness]) -> Optional[tuple[str, str]]:
+    """The low-precision output dtype and where it was read (parsers/dtypes.py), or None."""
+    if c is not None and needs_snr(c.dtype):
+        return c.dtype, c.dtype_source or "the output"
+    return (facts.dtype, "declaration") if facts.dtype and needs_snr(facts.dtype) else None
 
 
 def threshold_findings(c: Correctness, limits: Thresholds) -> tuple[list[str], list[str]]:
@@ -66,6 +72,7 @@ def threshold_findings(c: Correctness, limits: Thresholds) -> tuple[list[str], l
         ("max_abs_error", c.max_abs_error, limits.max_abs_error_max, "max"),
         ("logits_diff", c.logits_diff, limits.logits_diff_max, "max"),
         ("snr_db", c.snr_db, limits.snr_db_min, "min"),
+        ("err_ratio", c.err_ratio, limits.err_ratio_max, "max"),
     )
     for name, value, limit, side in checks:
         if limit is None:
@@ -76,6 +83,12 @@ def threshold_findings(c: Correctness, limits: Thresholds) -> tuple[list[str], l
             word = "below" if side == "min" else "above"
             failures.append(f"{name} {value:g} is {word} the declared limit {limit:g}")
     return failures, doubts
+
+
+def _not_said(found: list[str], said: list[str]) -> list[str]:
+    """The limit failures the parser has not already named line by line (shape_checks.py ends its
+    reasons with the same words, ``cosine_sim 0.95 is below the declared limit 0.99``)."""
+    return [f for f in found if not any(s.endswith(f) for s in said)]
 
 
 def decide(
@@ -107,7 +120,7 @@ def decide(
     correctness = parsed.correctness if parsed is not None else None
     if correctness is not None and limits is not None:
         over, unknown = threshold_findings(correctness, limits)
-        failures.extend(over)
+        failures.extend(_not_said(over, failures))
         doubts.extend(unknown)
     if failures:
         return "FAIL", failures + doubts
@@ -115,8 +128,9 @@ def decide(
         doubts.append("no readable correctness result in the output")
     elif correctness.shapes_checked < 1:
         doubts.append("the output checked no shape")
-    if needs_snr(facts.dtype) and (correctness is None or correctness.snr_db is None):
-        doubts.append(f"{facts.dtype} output without an SNR")
+    low = low_precision_output(facts, correctness)
+    if low and (correctness is None or correctness.snr_db is None):
+        doubts.append(f"{low[0]} output without an SNR (dtype from {low[1]})")
     if doubts:
         return "INCONCLUSIVE", doubts
     return "PASS", []

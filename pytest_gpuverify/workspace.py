@@ -54,9 +54,9 @@ def locate(env: EnvFile, location: Path, repo_name: Optional[str] = None, file: 
     rel = None
     if file is not None:
         file = file.resolve()
-        if not (wt in file.parents):
+        if not (file == wt or wt in file.parents):  # a folder target (kind pytest) may be the worktree
             raise WorkspaceError(f"{file} is not inside the worktree {wt}")
-        rel = PurePosixPath(*file.relative_to(wt).parts)
+        rel = PurePosixPath(*file.relative_to(wt).parts) if file != wt else PurePosixPath(".")
     return Workspace(repo, wt, rel)
 
 

@@ -322,6 +322,8 @@ LINE_PIECES = FRAGMENTS + [
     "core dumped", "illegal memory access", "Fatal Python error", "failed", "Failed", "FAILED!", "0 failed",
     "failed to ", "failed=0", "[checkAllclose", "rtol=", " err ", "ck err", "ERR", "err_ratio", "|", " | ",
     "\u2502", "\u2503", "\u2551", "\u2500\u2500\u2500", "+---+", ": 0.5", "\u00a0err",
+    # NaN in a printed result (shape_checks.py)
+    "tensor(", "tensor([", "output", "out", "triton_out", "result", ": nan", "= inf", "-inf", "NaN", "\u2009nan",
 ]
 
 

@@ -13,7 +13,7 @@ import pytest
 
 from pytest_gpuverify.parsers.dispatch import parse_output
 from pytest_gpuverify.parsers.result import ParsedOutput
-from pytest_gpuverify.targets import AITER_OP_TEST, BENCH, FLYDSL_PYTEST, KINDS, TRITON_PYTEST
+from pytest_gpuverify.targets import AITER_OP_TEST, BENCH, FLYDSL_PYTEST, KINDS, PYTEST, TRITON_PYTEST
 
 PROPERTY_SETTINGS = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -99,6 +99,7 @@ VALID = {
     FLYDSL_PYTEST: VALID_FLYDSL_OUTPUT,
     TRITON_PYTEST: VALID_TRITON_OUTPUT,
     BENCH: VALID_BENCH_OUTPUT,
+    PYTEST: VALID_TRITON_OUTPUT,  # any repo's pytest run prints what aiter's Triton tests print
 }
 # A line that must fail the run wherever it is inserted, as long as it is there whole.
 FAILED_LINE = {
@@ -106,6 +107,7 @@ FAILED_LINE = {
     FLYDSL_PYTEST: "FAILED tests/kernels/test_z.py::test_z[1] - AssertionError: boom",
     TRITON_PYTEST: "E   AssertionError: Tensor-likes are not close!",
     BENCH: "[aiter] ck: [checkAllclose atol=0.01 rtol=0.01 \x1b[31mfailed!\x1b[0m]",
+    PYTEST: "E   AssertionError: Tensor-likes are not close!",
 }
 VALID_LINES = VALID_PASSING_OUTPUT.splitlines(keepends=True)
 

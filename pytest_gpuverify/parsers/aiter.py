@@ -15,15 +15,17 @@ from pathlib import Path
 from typing import Optional
 
 from ..artifact import Correctness, PerfRow
-from .aiter_tables import SummaryTables
+from .aiter_tables import ERR_TOLERANCE, SummaryTables
 from .alarms import Alarms
 from .lines import NUMBER, AlignedTableStream, LineReader, read_number, strip_ansi, strip_ci_prefix
+from .dtypes import DtypeReader
 from .metrics import MetricsObserver
 from .perfstats import place
 from .columns import Table
 from .ruled import ERR_NAME as _ERR_COLUMN, RuledTables
 from .prefilter import drive
-from .result import CappedRecorder, CheckLine, ParsedOutput
+from .result import CappedRecorder, CheckLine, ParseContext, ParsedOutput
+from .shape_checks import PrintedChecks
 from .triggers import AITER
 
 CHECK_LINE_CAP = 10_000  # every check is counted; only the first are kept one by one
@@ -60,7 +62,8 @@ _ORPHAN_ELIDED_ROW = re.compile(r"^\d+\s{2,}\S.*\s\.{3,}\s")  # pandas rows with
 class _AiterParser(SummaryTables, CappedRecorder):
     triggers = AITER  # the lines it reads (triggers.py), for prefilter.drive
 
-    def __init__(self) -> None:
+    def __init__(self, context: Optional[ParseContext] = None) -> None:
+        context = context or ParseContext()
         self.out = ParsedOutput(parser="aiter")
         self.counts = {"passed": 0, "warning": 0, "failed": 0, "catastrophic": 0}
         self.err_counts = {"passed": 0, "warning": 0, "failed": 0}
@@ -84,11 +87,18 @@ class _AiterParser(SummaryTables, CappedRecorder):
         self.ws_perf = True
         self.orphan_rows_noted = False
         self.metrics = MetricsObserver(self.fail)  # cosine_sim, max_abs_error, logits_diff, snr_db
+        # seed 004's per-shape lines, declared pass/fail words, NaN in a printed result
+        self.printed = PrintedChecks(self.fail, context.thresholds, context.pass_pattern, context.fail_pattern)
+        declared = context.thresholds.err_ratio_max
+        self.err_tolerance = declared if declared is not None else ERR_TOLERANCE
+        self.err_origin = " (the declared err_ratio_max)" if declared is not None else ""
+        self.err_max: Optional[float] = None
+        self.dtypes = DtypeReader(self.out.dtypes_seen)  # the output dtype of the shapes checked
 
     def wants_every_line(self) -> bool:
         """A table or tensor dump is open: the next line matters whatever it holds."""
         return (self.in_tensor_dump or self.summary_pending is not None or self.ws_stream is not None
-                or self.ruled.is_open())
+                or self.ruled.is_open() or self.printed.wants_every_line())
 
     # ----- dispatch --------------------------------------------------------------------------
     def feed(self, lineno: int, raw: str) -> None:
@@ -107,8 +117,12 @@ class _AiterParser(SummaryTables, CappedRecorder):
                 return  # the message is on the next line
             else:
                 text = _LOGGER_PREFIX.sub("", text, count=1)
+        if not (self.in_tensor_dump and text[:1] in (" ", "\t")):  # a failed check's a/b/delta dump is read below
+            self.printed.feed(lineno, text)
         if ":" in text or "=" in text:  # every measure the observer reads is ``name: value`` or ``name=value``
-            self.metrics.observe(lineno, text)
+            read = self.metrics.observe(lineno, text)
+            if read is not None:
+                self.printed.measured(lineno, text, read)
         if self.wants_every_line() or _may_matter(text):  # else: the line holds nothing dispatch reads
             self.dispatch(lineno, text)
         self.alarms.observe(lineno, text, failed_read=self.checked_line == lineno)
@@ -156,6 +170,7 @@ class _AiterParser(SummaryTables, CappedRecorder):
         if text.startswith("calling ") and _CALLING.match(text):
             self.close_call_block()
             self.call_block_open = True
+            self.dtypes.calling(lineno, text)
         start = 0
         if verdicts and "[checkAllclose" in text:
             read = 0
@@ -257,6 +272,7 @@ class _AiterParser(SummaryTables, CappedRecorder):
             self.add_perf(row)
         if checked:
             self.shape_keys.add(hash(shape or msg.strip()))
+            self.dtypes.pairs(lineno, ((m["key"], m["value"]) for m in _SHAPE_PAIR.finditer(described)))
 
     # ----- result ----------------------------------------------------------------------------
     def finish(self, reader: LineReader) -> ParsedOutput:
@@ -270,22 +286,26 @@ class _AiterParser(SummaryTables, CappedRecorder):
             passed, warning = self.counts["passed"], self.counts["warning"]
         else:
             passed, warning = self.err_counts["passed"], self.err_counts["warning"]
-        failed = self.counts["failed"] + self.counts["catastrophic"] + self.err_counts["failed"]
+        printed = self.printed  # seed 004's per-shape lines and declared words: one check per shape
+        failed = self.counts["failed"] + self.counts["catastrophic"] + self.err_counts["failed"] + printed.shapes_failed
+        passed += printed.shapes_passed
         if self.shape_keys:
             shapes = len(self.shape_keys)
         elif self.checks_seen:
             shapes = self.call_blocks_checked or self.checks_seen
         else:
             shapes = 0
+        shapes += printed.shapes
         if self.failures_seen:
             verdict: Optional[bool] = False
-        elif self.checks_seen or err_cells:
+        elif self.checks_seen or err_cells or printed.shapes:
             verdict = True
         else:
             verdict = None
         out.correctness = Correctness(
-            passed=verdict, atol=self.atol, rtol=self.rtol, nan_count=self.nan_count, shapes_checked=shapes,
-            checks_passed=passed, checks_warning=warning, checks_failed=failed,
+            passed=verdict, atol=self.atol, rtol=self.rtol, nan_count=self.nan_count + printed.nan_count,
+            shapes_checked=shapes, checks_passed=passed, checks_warning=warning, checks_failed=failed,
+            err_ratio=self.err_max,
         )
         self.metrics.apply(out.correctness)
         return out
@@ -319,9 +339,9 @@ def _float_or_none(text: Optional[str]) -> Optional[float]:
     return value if kind == "num" else None
 
 
-def parse_aiter_output(path: Path) -> ParsedOutput:
+def parse_aiter_output(path: Path, context: Optional[ParseContext] = None) -> ParsedOutput:
     """Read an aiter op_test's saved stdout+stderr; never raises (see ``problems`` instead)."""
-    return drive(_AiterParser(), path)
+    return drive(_AiterParser(context), path)
 
 
 def aiter_table_rows(path: Path, cap: int = 100_000) -> list[tuple[int, dict[str, str]]]:

@@ -61,6 +61,7 @@ class SummaryTables:
                 self.problem(f"{where} has elided columns; rerun with COLUMNS=10000")
             if table.wrapped:
                 self.problem(f"{where} is wrapped; only its first block is read; rerun with COLUMNS=10000")
+        self.dtypes.table_row(lineno, table.columns, cells)
         plan = table.plan()
         shape = ", ".join([f"{name}={cells[i]}" for i, name in plan.shape if cells[i]])
         where = f" ({shape})" if shape else ""
@@ -83,10 +84,13 @@ class SummaryTables:
                 self.fail(f"line {lineno}: {kind} in column '{col.name}'{where}")
             if col.kind == "err":
                 checked = True
-                if kind != "num" or (value is not None and value > ERR_TOLERANCE):
+                if value is not None and (self.err_max is None or value > self.err_max):
+                    self.err_max = value
+                if kind != "num" or (value is not None and value > self.err_tolerance):
                     self.err_counts["failed"] += 1
                     if kind == "num":
-                        self.fail(f"line {lineno}: err {text} > {ERR_TOLERANCE} in column '{col.name}'{where}")
+                        self.fail(f"line {lineno}: err {text} > {self.err_tolerance:g}{self.err_origin} "
+                                  f"in column '{col.name}'{where}")
                 else:
                     self.err_counts["passed" if value == 0 else "warning"] += 1
                 continue

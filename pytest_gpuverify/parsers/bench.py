@@ -308,8 +308,8 @@ class _BenchParser:
 
     triggers = BENCH
 
-    def __init__(self) -> None:
-        self.aiter = _AiterParser()
+    def __init__(self, context: Optional[ParseContext] = None) -> None:
+        self.aiter = _AiterParser(context)
         self.aiter.out.parser = "bench"
         self.aiter.any_title_perf = False  # the TableReader makes perf rows of titled tables; the aiter side checks err
         self.out = self.aiter.out
@@ -342,4 +342,4 @@ class _BenchParser:
 
 def parse_bench_output(path: Path, context: Optional[ParseContext] = None) -> ParsedOutput:
     """Read a bench harness's saved stdout+stderr; never raises (see ``problems`` instead)."""
-    return drive(_BenchParser(), path)
+    return drive(_BenchParser(context), path)

@@ -1,31 +1,74 @@
-"""Which parser reads which target kind's output (the kinds of :mod:`pytest_gpuverify.targets`)."""
+"""Which parser reads which target kind's output (the kinds of :mod:`pytest_gpuverify.targets`), and
+what the engine and ``gpuverify check`` both hand it, so the two cannot read an output differently."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Optional
 
-from ..targets import AITER_OP_TEST, BENCH, FLYDSL_PYTEST, TRITON_PYTEST
+from pydantic import ValidationError
+
+from ..artifact import TargetRecord
+from ..targets import AITER_OP_TEST, BENCH, FLYDSL_PYTEST, PYTEST, TRITON_PYTEST, Thresholds
+from .dtypes import resolve_dtype
+from .prefilter import drive
 from .result import ParseContext, ParsedOutput
+
+
+def context_for(target: Optional[TargetRecord], command: Optional[str], junit_xml: Optional[Path] = None,
+                exit_code: Optional[int] = None) -> ParseContext:
+    """The parse context of a target as the artifact records it (its dtype, limits and declared words)
+    and the command line as run."""
+    if target is None:
+        return ParseContext(junit_xml=junit_xml, exit_code=exit_code, command=command)
+    try:
+        limits = Thresholds.model_validate(target.thresholds)
+    except ValidationError:
+        limits = Thresholds()  # `gpuverify check` names the bad thresholds itself
+    return ParseContext(junit_xml=junit_xml, exit_code=exit_code, dtype=target.dtype, command=command,
+                        thresholds=limits, pass_pattern=target.pass_pattern, fail_pattern=target.fail_pattern)
+
+
+def _parser_for(kind: str, context: ParseContext):
+    if kind == AITER_OP_TEST:
+        from .aiter import _AiterParser
+
+        return _AiterParser(context)
+    if kind == FLYDSL_PYTEST:
+        from .flydsl import FlydslParser
+
+        return FlydslParser(context)
+    if kind == TRITON_PYTEST:
+        from .triton import TritonPytestParser
+
+        return TritonPytestParser(context)
+    if kind == BENCH:
+        from .bench import _BenchParser
+
+        return _BenchParser(context)
+    if kind == PYTEST:
+        from .pytest_run import PytestParser
+
+        return PytestParser(context)
+    return None
 
 
 def parse_output(kind: str, path: Path, context: Optional[ParseContext] = None) -> ParsedOutput:
     """Parse ``path`` as the output of a target of ``kind``; ``context`` carries the JUnit XML path of
-    an inner pytest run. Never raises: an unknown kind gives an output with a problem and no result."""
-    if kind == AITER_OP_TEST:
-        from .aiter import parse_aiter_output
-
-        return parse_aiter_output(path)
-    if kind == FLYDSL_PYTEST:
-        from .flydsl import parse_flydsl_output
-
-        return parse_flydsl_output(path, context)
-    if kind == TRITON_PYTEST:
-        from .triton import parse_triton_pytest_output
-
-        return parse_triton_pytest_output(path, context)
-    if kind == BENCH:
-        from .bench import parse_bench_output
-
-        return parse_bench_output(path, context)
-    return ParsedOutput(parser="none", problems=[f"no parser for target kind {kind!r}"])
+    an inner pytest run, the declaration's dtype, limits and words, and the command line. Never
+    raises: an unknown kind gives an output with a problem and no result."""
+    context = context or ParseContext()
+    try:
+        parser = _parser_for(kind, context)
+    except re.error as exc:  # declarations are checked at load time; an artifact edited by hand is not
+        return ParsedOutput(parser="none", problems=[f"a declared pattern is not a regular expression: {exc}"])
+    if parser is None:
+        return ParsedOutput(parser="none", problems=[f"no parser for target kind {kind!r}"])
+    if context.pass_pattern or context.fail_pattern:
+        parser.triggers = None  # a declared pattern may match any line: every line is read
+    parsed = drive(parser, path)
+    found = resolve_dtype(context.dtype, context.command, parsed.dtypes_seen)
+    if found is not None:
+        parsed.correctness.dtype, parsed.correctness.dtype_source = found
+    return parsed

@@ -66,7 +66,7 @@ class FlydslParser(PytestParser):
         self.bandwidth_noted = False
 
     def wants_every_line(self) -> bool:
-        return self.tables.is_open()
+        return self.tables.is_open() or self.printed.wants_every_line()
 
     def shape(self) -> str:
         return ": ".join(p for p in (self.test, self.testing) if p)

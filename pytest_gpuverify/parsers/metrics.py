@@ -57,52 +57,71 @@ class MetricsObserver:
         self.nan_count = 0
         self.seen = 0  # how many values were read
 
-    def observe(self, lineno: int, text: str) -> None:
+    def observe(self, lineno: int, text: str) -> Optional[LineMeasures]:
+        """Read the measures of one line; returns what it read (None: nothing), for the per-shape rules."""
         if ":" not in text and "=" not in text:
-            return
+            return None
         low = text.lower()
         if not ("cos" in low or "max" in low or "diff" in low or "snr" in low or "greatest" in low):
-            return
+            return None
         if "-->max" in text:
             match = _AITER_DELTA.search(text)
             if match is not None:
                 value = _finite(match["v"])
                 if value is not None:
                     self.record("max_abs_error", value)
-            return
+            return None
+        read: Optional[LineMeasures] = None
         for key, _keep, gate, pattern in _PATTERNS:
             if gate not in low or (gate == "cos" and not _COS_GATE.search(low)):
                 continue
             for match in pattern.finditer(text):
-                self.take(lineno, key, match["v"])
+                value = self.take(lineno, key, match["v"])
+                read = read or LineMeasures(match.start(), {})
+                read.start = min(read.start, match.start())
+                read.values[key] = value if key not in read.values else _worse(key, read.values[key], value)
+        return read
 
-    def take(self, lineno: int, field: str, text: str) -> None:
+    def take(self, lineno: int, field: str, text: str) -> float:
         value = float(text)
         if math.isfinite(value):
             self.record(field, value)
-            return
+            return value
         if field == "snr_db" and value > 0:
-            return  # identical outputs; not a number to compare against
+            return value  # identical outputs; not a number to compare against
         self.nan_count += 1
         if self._fail is not None:
             self._fail(f"line {lineno}: {field} is {text}")
+        return value
 
     def record(self, field: str, value: float) -> None:
         """Keep ``value`` if it is the worst of its field so far (min or max by the field)."""
         self.seen += 1
         old = self.values[field]
-        if old is None:
-            self.values[field] = value
-        elif field in ("cosine_sim", "snr_db"):
-            self.values[field] = min(old, value)
-        else:
-            self.values[field] = max(old, value)
+        self.values[field] = value if old is None else _worse(field, old, value)
 
     def apply(self, correctness: Correctness) -> None:
         for key, value in self.values.items():
             if value is not None:
                 setattr(correctness, key, value)
         correctness.nan_count += self.nan_count
+
+
+@dataclass
+class LineMeasures:
+    """The measures one line printed: where the first starts, and the worst value of each field."""
+
+    start: int
+    values: dict[str, float]
+
+
+HIGHER_IS_BETTER = ("cosine_sim", "snr_db")
+
+
+def _worse(field: str, old: float, new: float) -> float:
+    if math.isnan(new) or math.isnan(old):
+        return math.nan
+    return min(old, new) if field in HIGHER_IS_BETTER else max(old, new)
 
 
 def _finite(text: str) -> Optional[float]:

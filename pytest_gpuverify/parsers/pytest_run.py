@@ -20,6 +20,7 @@ from .lines import LineReader, read_number, strip_ansi, strip_ci_prefix
 from .metrics import NOT_CLOSE, CloseBlock, MetricsObserver
 from .prefilter import Triggers, drive
 from .result import ParseContext, ParsedOutput
+from .shape_checks import PrintedChecks
 from .triggers import PYTEST
 
 RAN_NO_TEST = "the inner pytest ran no test"  # + f" ({skipped} skipped)"
@@ -157,12 +158,14 @@ class PytestParser(Recorder):
         self.context = context or ParseContext()
         self.term = PytestTerminal()
         self.metrics = MetricsObserver(self.fail)
+        ctx = self.context  # declared words and NaN in a printed result; the outcomes stay pytest's
+        self.printed = PrintedChecks(self.fail, ctx.thresholds, ctx.pass_pattern, ctx.fail_pattern, shape_lines=False)
         self.checks_passed = self.checks_failed = 0  # check lines printed by the tests themselves
         self.atol: Optional[float] = None
 
     def wants_every_line(self) -> bool:
         """Whether the next line matters whatever it holds (the terminal itself never needs that)."""
-        return False
+        return self.printed.wants_every_line()
 
     def feed(self, lineno: int, raw: str) -> None:
         text = strip_ansi(raw)
@@ -171,6 +174,7 @@ class PytestParser(Recorder):
         seen = self.term.feed(lineno, text)
         if seen is None:
             return
+        self.printed.feed(lineno, seen)
         if ":" in seen or "=" in seen:
             self.metrics.observe(lineno, seen)
         self.on_line(lineno, seen)
@@ -190,10 +194,12 @@ class PytestParser(Recorder):
             passed = None
         n_passed = counts.passed if counts else 0
         n_failed = (counts.failed if counts else 0) + failed_checks
+        printed = self.printed
         out.correctness = Correctness(
-            passed=passed, shapes_checked=n_passed + n_failed, atol=self.atol, nan_count=self.nan_count,
-            checks_passed=n_passed + self.checks_passed,
-            checks_failed=n_failed + (counts.errors if counts else 0) + self.checks_failed,
+            passed=passed, shapes_checked=n_passed + n_failed + printed.shapes, atol=self.atol,
+            nan_count=self.nan_count + printed.nan_count,
+            checks_passed=n_passed + self.checks_passed + printed.shapes_passed,
+            checks_failed=n_failed + (counts.errors if counts else 0) + self.checks_failed + printed.shapes_failed,
         )
         self.metrics.apply(out.correctness)
         return out

@@ -8,6 +8,7 @@ from typing import Optional
 from pydantic import BaseModel, Field
 
 from ..artifact import Correctness, PerfRow
+from ..targets import Thresholds
 
 
 class CheckLine(BaseModel):
@@ -26,7 +27,11 @@ class ParseContext(BaseModel):
     junit_xml: Optional[Path] = None  # an inner pytest run's JUnit report, fetched out of the container
     junit_problem: Optional[str] = None  # why there is none (not written, could not be fetched)
     exit_code: Optional[int] = None
-    dtype: Optional[str] = None
+    dtype: Optional[str] = None  # the declared output dtype
+    command: Optional[str] = None  # the command line as run (its -d/--dtype arguments name a dtype)
+    thresholds: Thresholds = Field(default_factory=Thresholds)  # declared limits, applied per printed shape
+    pass_pattern: Optional[str] = None  # declared regular expressions (checked when declared)
+    fail_pattern: Optional[str] = None
 
 
 class ParsedOutput(BaseModel):
@@ -46,6 +51,8 @@ class ParsedOutput(BaseModel):
     notes: list[str] = Field(default_factory=list)
     lines_read: int = 0
     bytes_read: int = 0
+    # output dtypes printed for the shapes checked: (dtype, where), the first few and every low-precision one
+    dtypes_seen: list[tuple[str, str]] = Field(default_factory=list)
 
 
 REASON_CAP = 200  # failures/problems listed one by one; the rest are counted in a closing line

@@ -166,6 +166,32 @@ def picker(line: Callable[[bool], bytes], next_line: bytes) -> Callable[[bytes, 
     return pick
 
 
+# ----- every parser: NaN in a printed result (shape_checks.py) ------------------------------------
+#
+# PrintedChecks reads, besides what each parser reads, a line holding ``tensor(`` (a printed tensor,
+# bare or after a label) or a ``:``/``=`` before ``nan``/``inf`` (``output: nan``), spaces between.
+# (``re.I`` reads a dotless or dotted I as ``i``: two non-ASCII bytes before ``nf`` may be ``inf``.)
+# Each starts with one literal (``re`` scans fast only for that), and checks the byte before it: a
+# ``:`` (an ``=``), a space, a sign; the parser reads ``nan``/``inf`` only right after a label.
+_TENSOR = re.compile(rb"tensor\(")
+_NAN = re.compile(rb"nan(?<=[: \x80+\-]nan)(?![a-z0-9_])")
+_INF = re.compile(rb"inf(?<=[: \x80+\-]inf)(?![a-z0-9_])")
+_RESULT = {True: (_TENSOR, _NAN, _INF), False: (_TENSOR, _NAN, _INF, re.compile(rb"\x80\x80nf(?![a-z0-9_])"))}
+
+
+def hs_result(k: Spelling) -> list[bytes]:
+    return [rb"tensor\(", b"[:=]" + k.spu + b"*[-+]?(?:nan|inf" + (b"" if k.ascii else b"|" + k.u + b"{2}nf") + b")"]
+
+
+def with_results(pick: Callable[[bytes, int, int], Passes]) -> Callable[[bytes, int, int], Passes]:
+    """``pick`` with the result triggers added to its line patterns."""
+    def picked(folded: bytes, start: int, end: int) -> Passes:
+        line, next_line = pick(folded, start, end)
+        return (*line, *_RESULT[folded.isascii()]), next_line
+
+    return picked
+
+
 # ----- aiter op_tests (aiter.py) ----------------------------------------------------------------
 #
 # With no table or tensor dump open, _AiterParser.feed does something with a line only when
@@ -206,8 +232,8 @@ def hs_aiter(k: Spelling) -> list[bytes]:
             *HS_ERROR, BOX_BARS]
 
 
-AITER = Triggers(FOLD, picker(key_value, _AITER_LINE_START), PatternSet(lambda ascii: hs_aiter(Spelling(ascii))),
-                 ALARM_RAW)
+AITER = Triggers(FOLD, with_results(picker(key_value, _AITER_LINE_START)),
+                 PatternSet(lambda ascii: [*hs_aiter(Spelling(ascii)), *hs_result(Spelling(ascii))]), ALARM_RAW)
 
 
 # ----- an inner pytest run (pytest_run.py: the Triton tests; FlyDSL adds its own lines) --------
@@ -235,7 +261,8 @@ def hs_pytest(k: Spelling) -> list[bytes]:
     return [*hs_key_value(k, after=(HS_COLONS,)), hs_any(b"^", k.ci()) + hs_any(*hs_pytest_start(k))]
 
 
-PYTEST = Triggers(FOLD, picker(lambda a: key_value(a, after=b":"), _PYTEST_LINE_START), PatternSet(lambda ascii: hs_pytest(Spelling(ascii))))
+PYTEST = Triggers(FOLD, with_results(picker(lambda a: key_value(a, after=b":"), _PYTEST_LINE_START)),
+                  PatternSet(lambda ascii: [*hs_pytest(Spelling(ascii)), *hs_result(Spelling(ascii))]))
 
 
 # ----- bench.py's TableReader (in the bench and FlyDSL parsers) -----------------------------------
@@ -297,7 +324,8 @@ def _flydsl_pick() -> Callable[[bytes, int, int], Passes]:
     return lambda folded, start, end: variants[folded.isascii()]
 
 
-FLYDSL = Triggers(FOLD, _flydsl_pick(), PatternSet(lambda ascii: hs_flydsl(Spelling(ascii))))
+FLYDSL = Triggers(FOLD, with_results(_flydsl_pick()),
+                  PatternSet(lambda ascii: [*hs_flydsl(Spelling(ascii)), *hs_result(Spelling(ascii))]))
 
 
 # ----- bench harnesses (bench.py): aiter's lines and the tables -----------------------------------
@@ -330,4 +358,5 @@ def hs_bench(k: Spelling) -> list[bytes]:
             *ALARM_WORDS, *HS_ERROR, BOX_BARS]
 
 
-BENCH = Triggers(FOLD, _bench_pick(), PatternSet(lambda ascii: hs_bench(Spelling(ascii))), ALARM_RAW)
+BENCH = Triggers(FOLD, with_results(_bench_pick()),
+                 PatternSet(lambda ascii: [*hs_bench(Spelling(ascii)), *hs_result(Spelling(ascii))]), ALARM_RAW)
