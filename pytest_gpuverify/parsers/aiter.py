@@ -125,7 +125,7 @@ class _AiterParser(SummaryTables, CappedRecorder):
                 self.printed.measured(lineno, text, read)
         if self.wants_every_line() or _may_matter(text):  # else: the line holds nothing dispatch reads
             self.dispatch(lineno, text)
-        self.alarms.observe(lineno, text, failed_read=self.checked_line == lineno)
+        self.alarms.observe(lineno, text, failed_read=lineno in (self.checked_line, self.printed.checked_line))
 
     def dispatch(self, lineno: int, text: str) -> None:
         # single-character tests (memchr) first: most lines hold none of the verdicts

@@ -64,6 +64,7 @@ class PrintedChecks:
         self.shape_lines = shape_lines
         self.shapes_passed = self.shapes_failed = 0
         self.nan_count = 0
+        self.checked_line = 0  # the last line read as a check (its ``failed`` word is no unread one)
         self._tensor: Optional[tuple[int, int, bool]] = None  # an open tensor: (line, depth, nan only)
 
     @property
@@ -111,6 +112,7 @@ class PrintedChecks:
                 self._fail(f"line {lineno}: {label}: {field} {value:g} is {'below' if below else 'above'} "
                            f"{origin} {limit:g}")
         if checked:
+            self.checked_line = lineno
             if failed:
                 self.shapes_failed += 1
             else:
@@ -118,9 +120,11 @@ class PrintedChecks:
 
     def _patterns(self, lineno: int, text: str) -> None:
         if self.fail_rx is not None and self.fail_rx.search(text):
+            self.checked_line = lineno
             self.shapes_failed += 1
             self._fail(f"line {lineno}: fail_pattern matches: {text.strip()[:200]}")
         elif self.pass_rx is not None and self.pass_rx.search(text):
+            self.checked_line = lineno
             self.shapes_passed += 1
 
     def _result(self, lineno: int, text: str) -> None:
