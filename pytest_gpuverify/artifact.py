@@ -16,7 +16,7 @@ from typing import Any, Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from .files import write_atomic
+from .files import RESULT_MODE, write_atomic
 
 SCHEMA_VERSION = 2  # 2: the run record (`run`)
 
@@ -193,7 +193,28 @@ def dump_artifact(artifact: Artifact) -> bytes:
 
 
 def write_artifact(artifact: Artifact, path: Path) -> None:
-    write_atomic(path, dump_artifact(artifact))
+    write_atomic(path, dump_artifact(artifact), mode=RESULT_MODE)
+
+
+def store_artifact(artifact: Artifact, path: Path, lock_path: Optional[Path]) -> None:
+    """Move an earlier artifact of the topic aside and write this one, under ``lock_path`` (a
+    ``filelock`` every session and xdist worker writing into that folder takes), so two writers never
+    pick the same name for what they move aside, nor move each other's new artifact away."""
+    from filelock import FileLock, Timeout
+
+    lock = FileLock(str(lock_path), mode=0o666, timeout=120) if lock_path is not None else None
+    try:
+        if lock is not None:
+            lock.acquire()
+    except (Timeout, OSError) as exc:  # an unusable lock file never costs the result: written unlocked
+        lock = None
+        artifact.notes.append(f"written without the folder lock {lock_path}: {exc}")
+    try:
+        keep_previous(path)
+        write_artifact(artifact, path)
+    finally:
+        if lock is not None:
+            lock.release()
 
 
 def read_artifact(path: Path) -> Artifact:
@@ -214,4 +235,10 @@ def keep_previous(path: Path) -> None:
     while aside.exists():
         n += 1
         aside = path.with_name(f"{path.stem}.{stamp}-{n}.json")
-    os.replace(path, aside)
+    try:
+        os.replace(path, aside)
+    except PermissionError as exc:  # a sticky folder and another member's artifact
+        from .files import unwritable
+
+        raise unwritable(path, f"cannot move it aside to {aside.name}: {exc.strerror}",
+                         "its owner removes or renames it, or use another ticket") from exc

@@ -19,15 +19,16 @@ from pathlib import Path
 from typing import Callable, Optional
 
 from . import __version__
-from .artifact import Artifact, GpuRecord, RepoRecord, TargetRecord, keep_previous, sha256_file, utc_now, write_artifact
+from .artifact import Artifact, GpuRecord, RepoRecord, TargetRecord, sha256_file, store_artifact, utc_now
 from .container import ContainerError, ContainerHandle, Interrupted, docker_client, interrupt_cause
 from .envfile import EnvFile
+from .files import FileProblem, check_writable_dir, create_result_file, user_runtime_dir
 from .gpu import select_backend
 from .gpu.base import GpuInfo, GpuToolError
 from .hostexec import LocalHost
 from .hostrun import HostExecutor
 from .hosts import lock_for, select_host
-from .options import RunOptions
+from .options import RunOptions, SetupError
 from .parsers.dispatch import parse_output
 from .parsers.result import ParseContext
 from .picker import GpuGrant, GpuPicker, NoGpu, PickerError
@@ -67,6 +68,10 @@ class VerifySession:
         self.lock_spec, self.picker_command = lock_for(env, self.host_row)
         self.expected_arch = (options.arch or self.host_row.arch or "").lower() or None
         self.out_dir = self._artifact_dir()
+        try:  # before any GPU tool or container: a result that cannot be written is not worth a run
+            check_writable_dir(self.out_dir)
+        except FileProblem as exc:
+            raise SetupError(f"artifacts: {exc}") from None
         self.runner = LocalHost()
         self.backend = select_backend(self.expected_arch, self.runner)
         interval = min(1.0, max(0.2, options.window_s / 5))
@@ -87,6 +92,7 @@ class VerifySession:
         self.session_blocked: list[str] = []
         self._session_notes: list[str] = []
         self.outcomes: list[TargetOutcome] = []
+        self.write_problems: list[str] = []
         self._topics: set[str] = set()
         self._echo = echo
         self._started = False
@@ -127,17 +133,31 @@ class VerifySession:
             self._session_notes.append(f"GPU names unknown: {exc}")
 
     def close(self) -> list[TargetOutcome]:
+        """Write every artifact; one that cannot be written is a line in ``write_problems`` (naming the
+        file, its owner and mode, the fix), and the others are still written."""
         self.sampler.stop()
         for outcome in self.outcomes:
-            self.write(outcome)
+            try:
+                self.write(outcome)
+            except OSError as exc:
+                self.write_problems.append(str(exc) if isinstance(exc, FileProblem) else
+                                           f"cannot write {outcome.artifact_path}: {exc}")
         return self.outcomes
 
     def write(self, outcome: TargetOutcome) -> None:
         if outcome.written:
             return
-        keep_previous(outcome.artifact_path)
-        write_artifact(outcome.artifact, outcome.artifact_path)
+        store_artifact(outcome.artifact, outcome.artifact_path, self._moves_lock())
         outcome.written = True
+
+    def _moves_lock(self) -> Optional[Path]:
+        """The lock of artifact moves in the output folder: the tickets folder's (shared by the team
+        and every session writing any ticket there), else this user's own (artifacts in the cwd)."""
+        tickets = self.env.resources.tickets
+        if self.options.ticket and tickets is not None:
+            return Path(tickets).expanduser() / ".gpuverify.lock"
+        own = user_runtime_dir()
+        return own / "artifacts.lock" if own is not None else None
 
     # -- one target ------------------------------------------------------------------------
     def unique_topic(self, target: Target) -> str:
@@ -339,10 +359,9 @@ class VerifySession:
             art.cache_dirs = dict(caches.dirs)
             argv = command_argv(target, rel, run_id)
             art.command = shlex.join(argv)
-            self.out_dir.mkdir(parents=True, exist_ok=True)
             outcome.raw_path = self.out_dir / f"bench_{art.topic}.{stamp}.log"
             art.raw_output = outcome.raw_path.name
-            outcome.raw_path.touch()
+            create_result_file(outcome.raw_path)
             facts.ran = True
             guards = RunGuards([lease.fileno() for lease in grant.leases])  # a kill -9 of us stops the command
             result = cfacts.handle.stream_to_file(
