@@ -133,6 +133,9 @@ class RunRecord(_Model):
     container_died: bool = False
     output_problems: list[str] = Field(default_factory=list)  # stream errors, truncation
     unknowns: list[str] = Field(default_factory=list)  # facts recorded as null (a version), with why
+    # "PID COMMAND" of each process the run left running after the command ended; each was stopped
+    # (SIGTERM, then SIGKILL) before the GPU's lock was released
+    leftovers: list[str] = Field(default_factory=list)
     # the engine read the raw output into correctness and perf; not after an interrupt or an internal
     # error, and then the verdict stood on these facts alone
     output_parsed: bool = False

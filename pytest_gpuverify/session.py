@@ -8,6 +8,7 @@ problems (usage, env file) raise, and they raise before any GPU or container is 
 from __future__ import annotations
 
 import os
+import secrets
 import shlex
 import socket
 import sys
@@ -27,6 +28,7 @@ from .gpu import select_backend
 from .gpu.base import GpuInfo, GpuToolError
 from .hostexec import LocalHost
 from .hostrun import HostExecutor
+from .leftovers import MARKER
 from .hosts import lock_for, select_host
 from .options import RunOptions, SetupError
 from .parsers.dispatch import parse_output
@@ -355,7 +357,10 @@ class VerifySession:
                 arch=cfacts.arch,
                 extra={k: v for k, v in caches.dirs.items() if k != "AITER_JIT_DIR"},
             )
-            art.env = {**cfacts.container_env, **run_env.as_env()}
+            # the run's marker, inherited by everything the command starts: what is left of it when
+            # the command ends is stopped before the GPU's lock is released (leftovers.py)
+            command_env = {**run_env.as_env(), MARKER: f"{run_id}-{secrets.token_hex(4)}"}
+            art.env = {**cfacts.container_env, **command_env}
             art.cache_dirs = dict(caches.dirs)
             argv = command_argv(target, rel, run_id)
             art.command = shlex.join(argv)
@@ -365,7 +370,7 @@ class VerifySession:
             facts.ran = True
             guards = RunGuards([lease.fileno() for lease in grant.leases])  # a kill -9 of us stops the command
             result = cfacts.handle.stream_to_file(
-                argv, outcome.raw_path, env=run_env.as_env(), workdir=art.workdir or wt,
+                argv, outcome.raw_path, env=command_env, workdir=art.workdir or wt,
                 timeout_s=self.options.timeout_s, echo=self._echo, on_start=guards.on_start,
             )
             self._record_exec(facts, result)
@@ -396,6 +401,7 @@ class VerifySession:
         facts.container_died = result.container_died
         facts.interrupted = result.interrupted or facts.interrupted
         facts.output_problems.extend(result.problems)
+        facts.leftovers = list(result.leftovers)
 
     def _finish(self, outcome: TargetOutcome, facts: RunFacts, parsed, t0: float) -> None:
         art = outcome.artifact
