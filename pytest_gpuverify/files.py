@@ -64,9 +64,8 @@ def check_writable_dir(path: Path) -> None:
             break
         probe = parent
     if not probe.is_dir():
-        what = "it is a file" if probe == path else f"{probe} is a file, not a folder"
-        raise unwritable(path if probe == path else probe, what, "remove or rename it, or point the env "
-                         "file's tickets row at a folder")
+        raise unwritable(probe, "it is a file, not a folder",
+                         "remove or rename it, or point the env file's tickets row at a folder")
     if not os.access(probe, os.W_OK | os.X_OK):
         why = "read-only file system" if _read_only_fs(probe) else "no write permission"
         raise unwritable(probe, why)
@@ -145,7 +144,7 @@ def create_result_file(path: Path) -> None:
 
 
 def user_runtime_dir(base: Optional[Path] = None) -> Optional[Path]:
-    """``/tmp/gpuverify-<uid>``: this user's own small files (shared GPU readings, the lock of
+    """``/tmp/gpuverify-<uid>``: this user's own files (shared GPU readings, host-run caches, the lock of
     artifact moves without a ticket), one folder reused by every session, mode 0700. None when the
     name is taken by something not ours (another user's folder, a link): then nothing is shared."""
     path = Path(base or tempfile.gettempdir()) / f"gpuverify-{os.getuid()}"

@@ -29,6 +29,7 @@ from .gpu.base import GpuInfo, GpuToolError
 from .hostexec import LocalHost
 from .hostrun import HostExecutor
 from .leftovers import MARKER
+from .lock import LockError
 from .hosts import lock_for, select_host
 from .options import RunOptions, SetupError
 from .parsers.dispatch import parse_output
@@ -333,7 +334,7 @@ class VerifySession:
         try:
             if grant is None:
                 grant = self.picker.acquire(count=target.gpus, wait_s=self.options.wait_s)
-        except (NoGpu, PickerError) as exc:
+        except (NoGpu, PickerError, LockError) as exc:  # LockError: the file, its owner and mode, the fix
             facts.blocked.append(str(exc))
             return
         run_id = f"{stamp}-{os.getpid()}"
@@ -347,7 +348,8 @@ class VerifySession:
                 for i, lease in zip(infos, grant.leases)
             ]
             art.gpu = art.gpus[0]
-            caches = plan_caches(wt, self.options.cold, run_id)
+            own = user_runtime_dir() if cfacts.handle.name == HOST else None
+            caches = plan_caches(wt, self.options.cold, run_id, **({"base": str(own)} if own else {}))
             art.cache_reused = warm_cache_reused(cfacts.handle, caches, self._warm_caches)
             run_env = RunEnvironment(
                 visible_var=self.backend.visible_devices_var,
