@@ -59,9 +59,15 @@ def text(proc) -> str:
     return proc.stdout.decode(errors="replace") + proc.stderr.decode(errors="replace")
 
 
-def _add_op_test(sandbox, probe: Path) -> None:
-    source = OP_TEST.format(probe=str(probe), locks=str(sandbox.spec.locks), child=CHILD)
-    (sandbox.repo / "op_tests" / "test_daemon.py").write_text(source)
+SLEEP_TAIL = '''
+print("sleeping", flush=True)
+time.sleep(600)
+'''
+
+
+def _add_op_test(sandbox, probe: Path, name: str = "daemon", tail: str = "") -> None:
+    source = OP_TEST.format(probe=str(probe), locks=str(sandbox.spec.locks), child=CHILD) + tail
+    (sandbox.repo / "op_tests" / f"test_{name}.py").write_text(source)
     subprocess.run(["git", "-C", str(sandbox.repo), "add", "-A"], check=True)
     subprocess.run(["git", "-C", str(sandbox.repo), "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "daemon"],
                    check=True)
@@ -80,8 +86,8 @@ def _assert_stopped_before_release(sandbox, probe: Path) -> None:
     return pid
 
 
-@pytest.mark.docker
-def test_a_detached_child_in_the_container_is_stopped_before_the_lock_goes(sandbox):
+def _container_with_probe(sandbox) -> tuple[str, Path]:
+    """A container that also mounts the lock folder and a probe folder at their host paths."""
     probe_dir = sandbox.root / "probe"
     probe_dir.mkdir()
     name = f"gv-test-{uuid.uuid4().hex[:8]}"
@@ -89,13 +95,63 @@ def test_a_detached_child_in_the_container_is_stopped_before_the_lock_goes(sandb
                                           str(sandbox.spec.locks), str(probe_dir): str(probe_dir)})
     sandbox.rewrite_env(repo_rows=[("aiter", sandbox.repo, name, "/workspace/aiter")],
                         containers=[(name, sandbox.spec.containers[0][1])])
-    probe = probe_dir / "child"
+    return name, probe_dir / "child"
+
+
+def _child_runs_in(sandbox, name: str) -> bool:
+    c = sandbox.client.containers.get(name)
+    ps = c.exec_run(["sh", "-c", "cat /proc/[0-9]*/cmdline 2>/dev/null | tr '\\0' ' '"]).output.decode()
+    assert "infinity" in ps, f"could not list the container's processes: {ps!r}"
+    return "fcntl" in ps  # CHILD's source is its command line
+
+
+@pytest.mark.docker
+def test_a_detached_child_in_the_container_is_stopped_before_the_lock_goes(sandbox):
+    name, probe = _container_with_probe(sandbox)
     _add_op_test(sandbox, probe)
     proc = sandbox.pytest("op_tests/test_daemon.py", "--gpu-timeout", "120")
     _assert_stopped_before_release(sandbox, probe)
-    c = sandbox.client.containers.get(name)
-    ps = c.exec_run(["sh", "-c", "cat /proc/[0-9]*/cmdline 2>/dev/null | tr '\\0' ' '"]).output.decode()
-    assert "infinity" in ps and "fcntl" not in ps, f"the child still runs in the container: {ps!r}\n{text(proc)[-2000:]}"
+    assert not _child_runs_in(sandbox, name), f"the child still runs in the container\n{text(proc)[-2000:]}"
+
+
+def _kill_9_while_running(sandbox, probe: Path, *args: str) -> None:
+    """pytest on op_tests/test_daemonsleep.py, kill -9'd once its command sleeps beside its child;
+    returns when the GPU's lock is free again."""
+    cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:benchmark", "--gpu-verify",
+           "--gpu-window", "0.3", "--gpu-env", str(sandbox.env_path), "--ticket", "T-1", "op_tests/test_daemonsleep.py",
+           *args]
+    proc = subprocess.Popen(cmd, cwd=sandbox.repo, env=dict(os.environ, PATH=f"{sandbox.sim_bin}:{os.environ['PATH']}"),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 60
+    while not (Path(str(probe) + ".pid").exists() and any(
+            b"sleeping" in p.read_bytes() for p in (sandbox.tickets / "T-1").glob("bench_daemonsleep.*.log"))):
+        assert time.time() < deadline and proc.poll() is None, "the target never started"
+        time.sleep(0.1)
+    assert not sandbox.lock_files_free()
+    proc.kill()
+    proc.wait()
+    deadline = time.time() + 60
+    while not sandbox.lock_files_free():
+        assert time.time() < deadline, "the GPU's lock was never released"
+        time.sleep(0.05)
+
+
+@pytest.mark.docker
+def test_kill_9_of_pytest_stops_a_detached_child_in_the_container_before_the_lock_goes(sandbox):
+    name, probe = _container_with_probe(sandbox)
+    _add_op_test(sandbox, probe, "daemonsleep", SLEEP_TAIL)
+    _kill_9_while_running(sandbox, probe)
+    assert Path(str(probe) + ".term").read_text() == "held", "the guard let the lock go before the child was stopped"
+    assert not _child_runs_in(sandbox, name)
+
+
+@pytest.mark.docker
+def test_kill_9_of_pytest_stops_a_detached_child_on_the_host_before_the_lock_goes(sandbox):
+    probe = sandbox.root / "child"
+    _add_op_test(sandbox, probe, "daemonsleep", SLEEP_TAIL)
+    _kill_9_while_running(sandbox, probe, "--gpu-container", "none")
+    assert Path(str(probe) + ".term").read_text() == "held", "the guard let the lock go before the child was stopped"
+    assert not _alive(int(Path(str(probe) + ".pid").read_text()))
 
 
 def _alive(pid: int) -> bool:
