@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping, Optional, Sequence
 
-from .leftovers import MARKER, SWEEP_SH, parse_report
+from .leftovers import MARKER, SNAPSHOT_SH, SWEEP_SH, parse_report
 
 MAX_OUTPUT_BYTES = 4 << 30  # past this the file stops growing; the run is then not trusted
 PID_DIR = "/tmp/gpuverify"
@@ -28,7 +28,7 @@ KILL_GRACE_S = 10
 # its stdout (one stream, in order); the wrapper's own stderr carries only its report of processes
 # the run left behind, which it stops before the exec ends (:mod:`.leftovers`).
 _WRAPPER = (
-    'mkdir -p "${0%/*}" 2>/dev/null; t=$1; shift; '
+    'mkdir -p "${0%/*}" 2>/dev/null; t=$1; shift; ' + SNAPSHOT_SH + '; '
     'if command -v timeout >/dev/null 2>&1; then timeout -k ' + str(KILL_GRACE_S) + ' "$t" "$@" 2>&1 & '
     'else "$@" 2>&1 & fi; '
     'echo $! > "$0"; m=${' + MARKER + ':-}; unset ' + MARKER + '; wait $!; rc=$?; '

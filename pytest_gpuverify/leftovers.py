@@ -119,17 +119,21 @@ def parse_report(text: str) -> tuple[list[str], str]:
     return found, "".join(rest)
 
 
-# The container's sweep, in POSIX sh. `$m` holds the run's id; `$f` is a scratch file. Each listing
-# expands /proc/[0-9]* in this shell and greps with no marker in grep's own environment (the caller
-# unsets it first), so the shell's own helpers never list themselves; `$$` (the wrapper) is left out.
-# `grep -z` where the container's grep has it, else one `tr | grep` per process.
+# The container's sweep, in POSIX sh: `$m` holds the run's id, `$f` a scratch file, `$b` the pids
+# that ran before the command started (SNAPSHOT_SH; empty: all are read). Only pids new since then
+# are read, with builtins alone, so a run that left nothing costs no process at all; otherwise one
+# `grep -z` reads their environments (with a grep that has no -z, one `tr | grep` per process).
+# /proc/[0-9]* is expanded in this shell and grep has no marker in its environment (the caller unsets
+# it first), so the sweep's own helpers never list themselves; `$$` (the wrapper) is left out.
+SNAPSHOT_SH = 'b=" "; for e in /proc/[0-9]*; do b="$b${e#/proc/} "; done'
 SWEEP_SH = (
     'n="' + MARKER + '=$m"; '
-    'if printf "x\\0" | grep -qzxF x 2>/dev/null; then z=1; else z=; fi; '
-    'list() { if [ -n "$z" ]; then grep -lsxzF "$n" /proc/[0-9]*/environ > "$f" 2>/dev/null; '
-    'else for e in /proc/[0-9]*/environ; do tr "\\0" "\\n" < "$e" 2>/dev/null | grep -qxF "$n" && echo "$e"; '
-    'done > "$f"; fi; ps=; while read -r e; do e=${e#/proc/}; e=${e%/environ}; '
-    '[ "$e" = "$$" ] || ps="$ps $e"; done < "$f"; }; '
+    'list() { c=; for e in /proc/[0-9]*; do e=${e#/proc/}; case "${b:- }" in " ") c="$c /proc/$e/environ";; '
+    '*" $e "*) ;; *) c="$c /proc/$e/environ";; esac; done; ps=; [ -n "$c" ] || return 0; '
+    'grep -lsxzF "$n" $c > "$f" 2>/dev/null; '
+    'if [ $? -gt 1 ] && [ ! -s "$f" ] && ! grep -qzF x /dev/null 2>/dev/null; then for e in $c; do '
+    'tr "\\0" "\\n" < "$e" 2>/dev/null | grep -qxF "$n" && echo "$e"; done > "$f"; fi; '
+    'while read -r e; do e=${e#/proc/}; e=${e%/environ}; [ "$e" = "$$" ] || ps="$ps $e"; done < "$f"; }; '
     'list; if [ -n "$ps" ]; then for e in $ps; do '
     'printf "' + REPORT_PREFIX + '%s %s\\n" "$e" "$(tr "\\0" " " < /proc/$e/cmdline 2>/dev/null | cut -c1-200)" >&2; '
     'done; kill -TERM $ps 2>/dev/null; i=0; '
