@@ -16,7 +16,7 @@ from typing import Any, Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from .files import RESULT_MODE, write_atomic
+from .files import RESULT_MODE, FileProblem, unwritable, write_atomic
 
 SCHEMA_VERSION = 2  # 2: the run record (`run`)
 
@@ -213,7 +213,12 @@ def store_artifact(artifact: Artifact, path: Path, lock_path: Optional[Path]) ->
         lock = None
         artifact.notes.append(f"written without the folder lock {lock_path}: {exc}")
     try:
-        keep_previous(path)
+        try:
+            keep_previous(path)
+        except FileProblem as exc:  # another member's artifact holds the name: ours goes beside it
+            aside = _free_name(path, datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ"))
+            write_artifact(artifact, aside)
+            raise FileProblem(f"{exc}; this run's artifact is {aside}") from None
         write_artifact(artifact, path)
     finally:
         if lock is not None:
@@ -233,15 +238,18 @@ def keep_previous(path: Path) -> None:
     if not path.exists():
         return
     stamp = datetime.fromtimestamp(path.stat().st_mtime, timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    aside = _free_name(path, stamp)
+    try:
+        os.replace(path, aside)
+    except PermissionError as exc:  # a sticky folder and another member's artifact
+        raise unwritable(path, f"cannot move it aside to {aside.name}: {exc.strerror}",
+                         "its owner removes or renames it, or use another ticket") from exc
+
+
+def _free_name(path: Path, stamp: str) -> Path:
     aside = path.with_name(f"{path.stem}.{stamp}.json")
     n = 1
     while aside.exists():
         n += 1
         aside = path.with_name(f"{path.stem}.{stamp}-{n}.json")
-    try:
-        os.replace(path, aside)
-    except PermissionError as exc:  # a sticky folder and another member's artifact
-        from .files import unwritable
-
-        raise unwritable(path, f"cannot move it aside to {aside.name}: {exc.strerror}",
-                         "its owner removes or renames it, or use another ticket") from exc
+    return aside

@@ -27,9 +27,13 @@ class CachePlan:
         return self.dirs["AITER_JIT_DIR"]
 
 
-def plan_caches(worktree: str, cold: bool, run_id: str, base: str = ROOT) -> CachePlan:
-    """``base``: on the host (--gpu-container none) the user's own folder, since users share /tmp
-    there and one user's cache folder would refuse the next user's build."""
+def plan_caches(worktree: str, cold: bool, run_id: str, on_host: bool = False) -> CachePlan:
+    """``on_host`` (--gpu-container none): under the user's own folder, since users share the host's
+    /tmp and one user's cache folder would refuse the next user's build."""
+    from .files import user_runtime_dir
+
+    own = user_runtime_dir() if on_host else None
+    base = str(own) if own is not None else ROOT
     if cold:
         root = f"{base}/cold/{run_id}"
     else:

@@ -71,6 +71,19 @@ def check_writable_dir(path: Path) -> None:
         raise unwritable(probe, why)
 
 
+def result_folder(tickets: Optional[Path], ticket: Optional[str], cwd: Path) -> tuple[Path, Optional[Path]]:
+    """(the folder a session's artifacts go to, the lock of the artifact moves in it), after
+    :func:`check_writable_dir`. With a ticket: ``<tickets>/<KEY>`` and the tickets folder's lock,
+    shared by the team and every session writing any ticket there; else the cwd and this user's own."""
+    if ticket and tickets is not None:
+        folder, lock = Path(tickets).expanduser() / ticket, Path(tickets).expanduser() / ".gpuverify.lock"
+    else:
+        own = user_runtime_dir()
+        folder, lock = Path(cwd), (own / "artifacts.lock" if own is not None else None)
+    check_writable_dir(folder)
+    return folder, lock
+
+
 def _read_only_fs(path: Path) -> bool:
     try:
         return bool(os.statvfs(path).f_flag & os.ST_RDONLY)

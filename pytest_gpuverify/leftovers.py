@@ -28,6 +28,13 @@ REPORT_PREFIX = "gpuverify-left "
 _MAX_SHOWN = 3
 
 
+def run_marker(run_id: str) -> dict[str, str]:
+    """The environment entry every process of the run inherits (unique per run on the host)."""
+    import secrets
+
+    return {MARKER: f"{run_id}-{secrets.token_hex(4)}"}
+
+
 def proc_pids() -> set[int]:
     try:
         return {int(name) for name in os.listdir("/proc") if name.isdigit()}

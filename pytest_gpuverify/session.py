@@ -8,7 +8,6 @@ problems (usage, env file) raise, and they raise before any GPU or container is 
 from __future__ import annotations
 
 import os
-import secrets
 import shlex
 import socket
 import sys
@@ -23,12 +22,12 @@ from . import __version__
 from .artifact import Artifact, GpuRecord, RepoRecord, TargetRecord, sha256_file, store_artifact, utc_now
 from .container import ContainerError, ContainerHandle, Interrupted, docker_client, interrupt_cause
 from .envfile import EnvFile
-from .files import FileProblem, check_writable_dir, create_result_file, user_runtime_dir
+from .files import FileProblem, create_result_file, result_folder
 from .gpu import select_backend
 from .gpu.base import GpuInfo, GpuToolError
 from .hostexec import LocalHost
 from .hostrun import HostExecutor
-from .leftovers import MARKER
+from .leftovers import run_marker
 from .lock import LockError
 from .hosts import lock_for, select_host
 from .options import RunOptions, SetupError
@@ -70,9 +69,9 @@ class VerifySession:
         self.host_row = select_host(env, options)
         self.lock_spec, self.picker_command = lock_for(env, self.host_row)
         self.expected_arch = (options.arch or self.host_row.arch or "").lower() or None
-        self.out_dir = self._artifact_dir()
         try:  # before any GPU tool or container: a result that cannot be written is not worth a run
-            check_writable_dir(self.out_dir)
+            self.out_dir, self._moves_lock = result_folder(env.resources.tickets, options.ticket,
+                                                           options.invocation_dir)
         except FileProblem as exc:
             raise SetupError(f"artifacts: {exc}") from None
         self.runner = LocalHost()
@@ -102,12 +101,6 @@ class VerifySession:
         self._external_grant: Optional[GpuGrant] = None
 
     # -- session ---------------------------------------------------------------------------
-    def _artifact_dir(self) -> Path:
-        tickets = self.env.resources.tickets
-        if self.options.ticket and tickets is not None:
-            return Path(tickets).expanduser() / self.options.ticket
-        return self.options.invocation_dir
-
     def start(self) -> None:
         """Start the idle window first (it fills while everything else is prepared), then check the
         host's arch; a wrong arch stops the sampler and blocks every target."""
@@ -136,8 +129,7 @@ class VerifySession:
             self._session_notes.append(f"GPU names unknown: {exc}")
 
     def close(self) -> list[TargetOutcome]:
-        """Write every artifact; one that cannot be written is a line in ``write_problems`` (naming the
-        file, its owner and mode, the fix), and the others are still written."""
+        """Write every artifact; one that cannot be written is a line in ``write_problems``."""
         self.sampler.stop()
         for outcome in self.outcomes:
             try:
@@ -150,17 +142,8 @@ class VerifySession:
     def write(self, outcome: TargetOutcome) -> None:
         if outcome.written:
             return
-        store_artifact(outcome.artifact, outcome.artifact_path, self._moves_lock())
+        store_artifact(outcome.artifact, outcome.artifact_path, self._moves_lock)
         outcome.written = True
-
-    def _moves_lock(self) -> Optional[Path]:
-        """The lock of artifact moves in the output folder: the tickets folder's (shared by the team
-        and every session writing any ticket there), else this user's own (artifacts in the cwd)."""
-        tickets = self.env.resources.tickets
-        if self.options.ticket and tickets is not None:
-            return Path(tickets).expanduser() / ".gpuverify.lock"
-        own = user_runtime_dir()
-        return own / "artifacts.lock" if own is not None else None
 
     # -- one target ------------------------------------------------------------------------
     def unique_topic(self, target: Target) -> str:
@@ -348,8 +331,7 @@ class VerifySession:
                 for i, lease in zip(infos, grant.leases)
             ]
             art.gpu = art.gpus[0]
-            own = user_runtime_dir() if cfacts.handle.name == HOST else None
-            caches = plan_caches(wt, self.options.cold, run_id, **({"base": str(own)} if own else {}))
+            caches = plan_caches(wt, self.options.cold, run_id, on_host=cfacts.handle.name == HOST)
             art.cache_reused = warm_cache_reused(cfacts.handle, caches, self._warm_caches)
             run_env = RunEnvironment(
                 visible_var=self.backend.visible_devices_var,
@@ -359,9 +341,7 @@ class VerifySession:
                 arch=cfacts.arch,
                 extra={k: v for k, v in caches.dirs.items() if k != "AITER_JIT_DIR"},
             )
-            # the run's marker, inherited by everything the command starts: what is left of it when
-            # the command ends is stopped before the GPU's lock is released (leftovers.py)
-            command_env = {**run_env.as_env(), MARKER: f"{run_id}-{secrets.token_hex(4)}"}
+            command_env = {**run_env.as_env(), **run_marker(run_id)}  # what it leaves is stopped: leftovers.py
             art.env = {**cfacts.container_env, **command_env}
             art.cache_dirs = dict(caches.dirs)
             argv = command_argv(target, rel, run_id)

@@ -64,9 +64,11 @@ def test_a_second_user_runs_on_lock_files_of_roots_flock(shared_host, second_use
     box = shared_host
     before = lock_files(box)
     assert set(before.values()) == {(0, 0o644)}, before  # root's flock(1) under umask 022
-    proc = peer_pytest(box, second_user, "op_tests/test_rmsnorm2d.py")
-    art = box.artifact("rmsnorm2d")
+    proc = peer_pytest(box, second_user, "op_tests/test_gemm_a8w8.py")  # it JIT-builds into its cache
+    art = box.artifact("gemm_a8w8")
     assert art.verdict == "PASS", (art.reasons, text(proc)[-3000:])
+    assert art.cache_dirs["AITER_JIT_DIR"].startswith(f"/tmp/gpuverify-{second_user.uid}/cache/"), \
+        "a host run's caches are the user's own (another user's /tmp/gpuverify would refuse the build)"
     assert lock_files(box) == before, "lock files keep their owner and mode"
     ticket = box.tickets / "T-1"
     assert ticket.stat().st_uid == second_user.uid
@@ -196,3 +198,26 @@ def test_a_team_shares_one_ticket_folder(shared_host, second_user):
     owners = {p.name: p.stat().st_uid for p in ticket.glob("bench_rmsnorm2d*.json")}
     assert owners["bench_rmsnorm2d.json"] == second_user.uid and sorted(owners.values()) == [0, second_user.uid], owners
     assert stat.S_IMODE((box.tickets / ".gpuverify.lock").stat().st_mode) == 0o666
+
+
+def test_an_artifact_that_cannot_be_written_is_one_line_naming_it(shared_host, second_user):
+    """A sticky ticket folder holding root's artifact of the topic: the second user cannot move it
+    aside. The run's line names the file, its owner and mode, and the fix; the exit is non-zero."""
+    box = shared_host
+    ticket = box.tickets / "T-1"
+    ticket.mkdir()
+    os.chmod(ticket, 0o1777)
+    theirs = ticket / "bench_rmsnorm2d.json"
+    theirs.write_text("{}")
+    proc = peer_pytest(box, second_user, "op_tests/test_rmsnorm2d.py")
+    out = text(proc)
+    line = next((ln for ln in out.splitlines() if ln.startswith("gpuverify: cannot write")), None)
+    assert line, out[-3000:]
+    assert line.startswith(f"gpuverify: cannot write {theirs} (owner root, mode 0644): cannot move it aside to "
+                           "bench_rmsnorm2d.") and "Operation not permitted. Fix: its owner removes or renames it" in line
+    assert proc.returncode == 1 and theirs.read_text() == "{}", "their artifact is untouched"
+    ours = Path(line.split("this run's artifact is ", 1)[1])
+    assert ours.parent == ticket and ours.stat().st_uid == second_user.uid, "the result is not lost"
+    from pytest_gpuverify.artifact import read_artifact
+
+    assert read_artifact(ours).verdict == "PASS" and list(ticket.glob("bench_rmsnorm2d.*.log"))
