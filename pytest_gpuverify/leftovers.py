@@ -145,5 +145,5 @@ SWEEP_SH = (
     'printf "' + REPORT_PREFIX + '%s %s\\n" "$e" "$(tr "\\0" " " < /proc/$e/cmdline 2>/dev/null | cut -c1-200)" >&2; '
     'done; kill -TERM $ps 2>/dev/null; i=0; '
     'while [ $i -lt ' + str(GRACE_S * 10) + ' ]; do list; [ -n "$ps" ] || break; sleep 0.1; i=$((i+1)); done; '
-    'list; [ -z "$ps" ] || kill -KILL $ps 2>/dev/null; fi; rm -f "$f"'
+    'list; [ -z "$ps" ] || kill -KILL $ps 2>/dev/null; fi; [ ! -e "$f" ] || rm -f "$f"'
 )
