@@ -16,7 +16,7 @@ from typing import Any, Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from .files import write_atomic
+from .files import RESULT_MODE, FileProblem, unwritable, write_atomic
 
 SCHEMA_VERSION = 2  # 2: the run record (`run`)
 
@@ -143,6 +143,9 @@ class RunRecord(_Model):
     container_died: bool = False
     output_problems: list[str] = Field(default_factory=list)  # stream errors, truncation
     unknowns: list[str] = Field(default_factory=list)  # facts recorded as null (a version), with why
+    # "PID COMMAND" of each process the run left running after the command ended; each was stopped
+    # (SIGTERM, then SIGKILL) before the GPU's lock was released
+    leftovers: list[str] = Field(default_factory=list)
     # the engine read the raw output into correctness and perf; not after an interrupt or an internal
     # error, and then the verdict stood on these facts alone
     output_parsed: bool = False
@@ -203,7 +206,33 @@ def dump_artifact(artifact: Artifact) -> bytes:
 
 
 def write_artifact(artifact: Artifact, path: Path) -> None:
-    write_atomic(path, dump_artifact(artifact))
+    write_atomic(path, dump_artifact(artifact), mode=RESULT_MODE)
+
+
+def store_artifact(artifact: Artifact, path: Path, lock_path: Optional[Path]) -> None:
+    """Move an earlier artifact of the topic aside and write this one, under ``lock_path`` (a
+    ``filelock`` every session and xdist worker writing into that folder takes), so two writers never
+    pick the same name for what they move aside, nor move each other's new artifact away."""
+    from filelock import FileLock, Timeout
+
+    lock = FileLock(str(lock_path), mode=0o666, timeout=120) if lock_path is not None else None
+    try:
+        if lock is not None:
+            lock.acquire()
+    except (Timeout, OSError) as exc:  # an unusable lock file never costs the result: written unlocked
+        lock = None
+        artifact.notes.append(f"written without the folder lock {lock_path}: {exc}")
+    try:
+        try:
+            keep_previous(path)
+        except FileProblem as exc:  # another member's artifact holds the name: ours goes beside it
+            aside = _free_name(path, datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ"))
+            write_artifact(artifact, aside)
+            raise FileProblem(f"{exc}; this run's artifact is {aside}") from None
+        write_artifact(artifact, path)
+    finally:
+        if lock is not None:
+            lock.release()
 
 
 def read_artifact(path: Path) -> Artifact:
@@ -219,9 +248,18 @@ def keep_previous(path: Path) -> None:
     if not path.exists():
         return
     stamp = datetime.fromtimestamp(path.stat().st_mtime, timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    aside = _free_name(path, stamp)
+    try:
+        os.replace(path, aside)
+    except PermissionError as exc:  # a sticky folder and another member's artifact
+        raise unwritable(path, f"cannot move it aside to {aside.name}: {exc.strerror}",
+                         "its owner removes or renames it, or use another ticket") from exc
+
+
+def _free_name(path: Path, stamp: str) -> Path:
     aside = path.with_name(f"{path.stem}.{stamp}.json")
     n = 1
     while aside.exists():
         n += 1
         aside = path.with_name(f"{path.stem}.{stamp}-{n}.json")
-    os.replace(path, aside)
+    return aside

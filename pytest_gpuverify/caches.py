@@ -20,18 +20,25 @@ class CachePlan:
     root: str  # everything below is this run's (cold) or this worktree's (warm)
     dirs: dict[str, str]  # environment variable -> directory
     cold: bool
+    base: str = ROOT  # the folder of all caches: /tmp/gpuverify in a container, the user's own on the host
 
     @property
     def jit_dir(self) -> str:
         return self.dirs["AITER_JIT_DIR"]
 
 
-def plan_caches(worktree: str, cold: bool, run_id: str) -> CachePlan:
+def plan_caches(worktree: str, cold: bool, run_id: str, on_host: bool = False) -> CachePlan:
+    """``on_host`` (--gpu-container none): under the user's own folder, since users share the host's
+    /tmp and one user's cache folder would refuse the next user's build."""
+    from .files import user_runtime_dir
+
+    own = user_runtime_dir() if on_host else None
+    base = str(own) if own is not None else ROOT
     if cold:
-        root = f"{ROOT}/cold/{run_id}"
+        root = f"{base}/cold/{run_id}"
     else:
-        root = f"{ROOT}/cache/{hashlib.sha1(worktree.encode()).hexdigest()[:12]}"
-    return CachePlan(root, {var: f"{root}/{sub}" for var, sub in CACHE_VARS.items()}, cold)
+        root = f"{base}/cache/{hashlib.sha1(worktree.encode()).hexdigest()[:12]}"
+    return CachePlan(root, {var: f"{root}/{sub}" for var, sub in CACHE_VARS.items()}, cold, base)
 
 
 def reuse_probe(plan: CachePlan) -> list[str]:
@@ -61,7 +68,7 @@ def remove_cold_caches(handle, plan: CachePlan, notes: list[str]) -> None:
     """Remove the run's own cold caches, and nothing else."""
     from .container import ContainerError
 
-    if not plan.cold or not plan.root.startswith(f"{ROOT}/cold/"):
+    if not plan.cold or not plan.root.startswith(f"{plan.base}/cold/"):
         return
     try:
         handle.capture(["rm", "-rf", plan.root], timeout_s=120)

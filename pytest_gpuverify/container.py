@@ -16,18 +16,25 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping, Optional, Sequence
 
+from .leftovers import MARKER, SNAPSHOT_SH, SWEEP_SH, parse_report
+
 MAX_OUTPUT_BYTES = 4 << 30  # past this the file stops growing; the run is then not trusted
 PID_DIR = "/tmp/gpuverify"
 KILL_GRACE_S = 10
 
 # `$0` is the pid file, `$1` the time limit. The command runs under `timeout` (SIGTERM at the limit,
 # SIGKILL KILL_GRACE_S later); the pid file holds `timeout`'s PID so a later exec can stop it early,
-# and the wrapper removes the pid file itself, leaving no scratch behind.
+# and the wrapper removes the pid file itself, leaving no scratch behind. The command's stderr joins
+# its stdout (one stream, in order); the wrapper's own stderr carries only its report of processes
+# the run left behind, which it stops before the exec ends (:mod:`.leftovers`).
 _WRAPPER = (
-    'mkdir -p "${0%/*}" 2>/dev/null; t=$1; shift; '
-    'if command -v timeout >/dev/null 2>&1; then timeout -k ' + str(KILL_GRACE_S) + ' "$t" "$@" & else "$@" & fi; '
-    'echo $! > "$0"; wait $!; rc=$?; rm -f "$0"; exit $rc'
+    'mkdir -p "${0%/*}" 2>/dev/null; t=$1; shift; ' + SNAPSHOT_SH + '; '
+    'if command -v timeout >/dev/null 2>&1; then timeout -k ' + str(KILL_GRACE_S) + ' "$t" "$@" 2>&1 & '
+    'else "$@" 2>&1 & fi; '
+    'echo $! > "$0"; m=${' + MARKER + ':-}; unset ' + MARKER + '; wait $!; rc=$?; '
+    'if [ -n "$m" ]; then f="$0.left"; ' + SWEEP_SH + '; fi; rm -f "$0"; exit $rc'
 )
+MAX_WRAPPER_ERR = 1 << 20
 
 
 class Terminated(KeyboardInterrupt):
@@ -52,6 +59,7 @@ class ExecOutcome:
     bytes_written: int = 0
     duration_s: float = 0.0
     problems: list[str] = field(default_factory=list)
+    leftovers: list[str] = field(default_factory=list)  # "PID COMMAND" of processes the run left, stopped
 
 
 def docker_client(base_url: Optional[str] = None, timeout: int = 60) -> Any:
@@ -165,21 +173,30 @@ class ContainerHandle:
             exec_id = api.exec_create(
                 self.name, wrapped, stdout=True, stderr=True, environment=dict(env or {}), workdir=workdir
             )["Id"]
-            stream = api.exec_start(exec_id, stream=True, demux=False)
+            stream = api.exec_start(exec_id, stream=True, demux=True)
         except docker.errors.DockerException as exc:
             raise ContainerError(f"cannot exec in container {self.name!r}: {exc}") from None
+        marker = (env or {}).get(MARKER)
         if on_start is not None:
-            on_start(["container", self.name, pid_file])
+            on_start(["container", self.name, pid_file, *([marker] if marker else [])])
 
         reader_error: list[BaseException] = []
+        wrapper_err = bytearray()
 
         def pump() -> None:
             try:
-                for chunk in stream:
-                    if chunk:
-                        sink(chunk)
+                for out, err in stream:
+                    if out:
+                        sink(out)
+                    if err and len(wrapper_err) < MAX_WRAPPER_ERR:
+                        wrapper_err.extend(err)
             except BaseException as exc:  # a broken stream is recorded, never raised in a thread
                 reader_error.append(exc)
+
+        def take_report() -> None:
+            outcome.leftovers, rest = parse_report(bytes(wrapper_err).decode("utf-8", "replace"))
+            if rest:
+                sink(rest.encode())  # the wrapper's own complaints, as before: in the output
 
         reader = threading.Thread(target=pump, name=f"gpuverify-exec-{self.name}", daemon=True)
         reader.start()
@@ -198,8 +215,10 @@ class ContainerHandle:
             outcome.interrupted = interrupt_cause(exc)
             self._stop_quietly(pid_file)
             reader.join(timeout=KILL_GRACE_S)
+            take_report()
             self._finish(exec_id, outcome, started, limit)
             raise _Interrupted(outcome) from None
+        take_report()
         if reader_error:
             outcome.problems.append(f"output stream broke: {type(reader_error[0]).__name__}: {reader_error[0]}")
         self._finish(exec_id, outcome, started, limit)

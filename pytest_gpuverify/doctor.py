@@ -1,7 +1,7 @@
 """``gpuverify doctor``: the seed's read-only health check of a GPU host, as one report.
 
 Hostname and its Hosts row; every GPU's use, VRAM and processes; which GPUs someone holds the lock of
-right now; per container of the env file on this host: running or not, the arch inside, and the
+right now; whether the tickets folder can be written; per container of the env file on this host: running or not, the arch inside, and the
 HIP_VISIBLE_DEVICES / AITER_JIT_DIR it sets; per Repos row: the last commit and the first lines of
 ``git status --short``. It ends with one judgement line, non-zero when the host's arch is not the
 Hosts row's, a container is missing or stopped, or a repo is dirty. It changes nothing: it reads GPU
@@ -54,6 +54,7 @@ def run_doctor(env: EnvFile, host_name: Optional[str] = None, docker_factory=Non
     row = env.host(host_name) if host_name else next((h for h in env.hosts if h.is_local), None)
     report.lines.append(f"host      {here}  (Hosts row: {row.host if row else 'none'}"
                         f"{', arch ' + row.arch if row and row.arch else ''}{', ' + str(row.gpus) + ' GPUs' if row and row.gpus else ''})")
+    _tickets(report, env)
     if row is None:
         report.problems.append(f"no local row in Hosts of {env.path}")
         return report
@@ -63,6 +64,22 @@ def run_doctor(env: EnvFile, host_name: Optional[str] = None, docker_factory=Non
     _containers(report, env, row, backend.vendor, docker_factory)
     _repos(report, env)
     return report
+
+
+def _tickets(report: DoctorReport, env: EnvFile) -> None:
+    """A tickets folder the artifacts cannot be written to stops every run before it starts."""
+    from .files import FileProblem, check_writable_dir, owner_and_mode
+
+    if env.resources.tickets is None:
+        return
+    folder = Path(env.resources.tickets).expanduser()
+    try:
+        check_writable_dir(folder)
+    except FileProblem as exc:
+        report.lines.append(f"tickets   {exc}")
+        report.problems.append(f"tickets folder {folder} is not writable")
+        return
+    report.lines.append(f"tickets   {folder} writable ({owner_and_mode(folder)})")
 
 
 def _gpus(report: DoctorReport, env: EnvFile, row, backend, lock_for) -> None:

@@ -1,28 +1,176 @@
-"""Writing files so a reader sees the old content or the new, never half of it."""
+"""Files the plugin writes where other users and sessions also work: ticket folders, artifacts, logs.
+
+One mode for every result file (:data:`RESULT_MODE`, 0644: what a teammate needs to read it; who may
+reach it at all is the ticket folder's business). A new ticket folder takes the permissions of the
+folder it is made in (its group-write and setgid bits included, the sticky bit left out), whatever the
+creating member's umask, so a folder shared by a team keeps working for every member. A file the
+plugin cannot write is one line naming it, its owner and mode, and the fix (:func:`unwritable`).
+"""
 
 from __future__ import annotations
 
 import os
+import pwd
+import stat
 import tempfile
 from pathlib import Path
 from typing import Optional
 
+RESULT_MODE = 0o644  # artifacts, raw logs, JUnit reports: owner writes, everyone who reaches the folder reads
+FOLDER_BITS = 0o2777  # what a new ticket folder copies from its parent: rwx for all, and setgid
+
+
+class FileProblem(OSError):
+    """A file or folder the plugin cannot write. ``str()`` is one line with the owner, mode and fix."""
+
+
+def owner_and_mode(path: Path) -> str:
+    """``owner alice, mode 0644`` (``missing`` when it does not exist)."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return "missing"
+    try:
+        owner = pwd.getpwuid(st.st_uid).pw_name
+    except KeyError:
+        owner = f"uid {st.st_uid}"
+    return f"owner {owner}, mode {stat.S_IMODE(st.st_mode):04o}"
+
+
+def unwritable(path: Path, why: str, fix: Optional[str] = None) -> FileProblem:
+    """The one-line error for ``path``: what it is, whose, its mode, and the fix."""
+    path = Path(path)
+    me = _user()
+    fix = fix or (f"make it writable for {me} (e.g. `chmod g+w` with a group {me} is in), "
+                  "or point the env file's tickets row elsewhere")
+    return FileProblem(f"cannot write {path} ({owner_and_mode(path)}): {why}. Fix: {fix}")
+
+
+def _user() -> str:
+    try:
+        return pwd.getpwuid(os.getuid()).pw_name
+    except KeyError:
+        return f"uid {os.getuid()}"
+
+
+def check_writable_dir(path: Path) -> None:
+    """Raise :class:`FileProblem` unless ``path`` is, or can be made as, a folder this user writes in.
+    Creates nothing: the first existing folder on the way up decides."""
+    path = Path(path).expanduser()
+    probe = path
+    while not probe.exists() and not probe.is_symlink():
+        parent = probe.parent
+        if parent == probe:
+            break
+        probe = parent
+    if not probe.is_dir():
+        raise unwritable(probe, "it is a file, not a folder",
+                         "remove or rename it, or point the env file's tickets row at a folder")
+    if not os.access(probe, os.W_OK | os.X_OK):
+        why = "read-only file system" if _read_only_fs(probe) else "no write permission"
+        raise unwritable(probe, why)
+
+
+def result_folder(tickets: Optional[Path], ticket: Optional[str], cwd: Path) -> tuple[Path, Optional[Path]]:
+    """(the folder a session's artifacts go to, the lock of the artifact moves in it), after
+    :func:`check_writable_dir`. With a ticket: ``<tickets>/<KEY>`` and the tickets folder's lock,
+    shared by the team and every session writing any ticket there; else the cwd and this user's own."""
+    if ticket and tickets is not None:
+        folder, lock = Path(tickets).expanduser() / ticket, Path(tickets).expanduser() / ".gpuverify.lock"
+    else:
+        own = user_runtime_dir()
+        folder, lock = Path(cwd), (own / "artifacts.lock" if own is not None else None)
+    check_writable_dir(folder)
+    return folder, lock
+
+
+def _read_only_fs(path: Path) -> bool:
+    try:
+        return bool(os.statvfs(path).f_flag & os.ST_RDONLY)
+    except OSError:
+        return False
+
+
+def make_dirs(path: Path) -> None:
+    """``mkdir -p`` where each new folder gets its parent's permission bits (:data:`FOLDER_BITS`),
+    set explicitly since the umask would strip them. Folders that exist are left as they are."""
+    path = Path(path)
+    if path.is_dir():
+        return
+    missing = []
+    probe = path
+    while not probe.exists():
+        missing.append(probe)
+        probe = probe.parent
+    for folder in reversed(missing):
+        try:
+            os.mkdir(folder)
+        except FileExistsError:
+            continue  # another session made it a moment ago: theirs, left as it is
+        except OSError as exc:
+            raise unwritable(folder.parent, exc.strerror or str(exc)) from exc
+        try:
+            os.chmod(folder, stat.S_IMODE(os.stat(folder.parent).st_mode) & FOLDER_BITS)
+        except OSError:
+            pass  # made by us: its default mode still works for us
+
 
 def write_atomic(path: Path, data: bytes, mode: Optional[int] = None) -> None:
     """Write ``data`` to ``path`` so a reader sees the old file or the new one, never half of one."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    make_dirs(path.parent)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as exc:
+        raise unwritable(path.parent, exc.strerror or str(exc)) from exc
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()
+            if mode is not None:
+                os.fchmod(fh.fileno(), mode)
             os.fsync(fh.fileno())
-        if mode is not None:
-            os.chmod(tmp, mode)
-        os.replace(tmp, path)
+        try:
+            os.replace(tmp, path)
+        except PermissionError as exc:  # a sticky folder: another member's file of that name
+            raise unwritable(path, exc.strerror, "remove it (its owner can), or use another ticket") from exc
     except BaseException:
         try:
             os.unlink(tmp)
         except FileNotFoundError:
             pass
         raise
+
+
+def create_result_file(path: Path) -> None:
+    """An empty result file (a raw log the command streams into) with :data:`RESULT_MODE`."""
+    make_dirs(path.parent)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, RESULT_MODE)
+    except OSError as exc:
+        raise unwritable(path, exc.strerror or str(exc)) from exc
+    try:
+        os.fchmod(fd, RESULT_MODE)
+    except OSError:
+        pass  # not ours (a file of that name from another member): it keeps its mode
+    finally:
+        os.close(fd)
+
+
+def user_runtime_dir(base: Optional[Path] = None) -> Optional[Path]:
+    """``/tmp/gpuverify-<uid>``: this user's own files (shared GPU readings, host-run caches, the lock of
+    artifact moves without a ticket), one folder reused by every session, mode 0700. None when the
+    name is taken by something not ours (another user's folder, a link): then nothing is shared."""
+    path = Path(base or tempfile.gettempdir()) / f"gpuverify-{os.getuid()}"
+    try:
+        os.mkdir(path, 0o700)
+    except FileExistsError:
+        pass
+    except OSError:
+        return None
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return None
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid() or stat.S_IMODE(st.st_mode) & 0o022:
+        return None  # a folder others can write in could feed us their "readings"
+    return path

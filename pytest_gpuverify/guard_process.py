@@ -1,8 +1,11 @@
 """The guard process of :mod:`.guard` (see there). Standard library only at the top: it starts
 with ``python -I -S`` beside every command, so it must start in milliseconds.
 
-    python -I -S guard_process.py container NAME PID_FILE
-    python -I -S guard_process.py host PGID
+    python -I -S guard_process.py container NAME PID_FILE [RUN_ID]
+    python -I -S guard_process.py host PGID [RUN_ID]
+
+With RUN_ID it also stops every process carrying the run's marker (:mod:`.leftovers`): what the
+command left behind in another process group or session is gone too before the locks go.
 """
 
 import os
@@ -34,24 +37,42 @@ def _stop_host(pgid: int) -> None:
 # cleanup is gone with it, so the pid file is removed here.
 _CONTAINER_STOP = (
     'i=0; while [ ! -s "$0" ] && [ $i -lt ' + str(int(PID_FILE_WAIT_S * 10)) + ' ]; do sleep 0.1; i=$((i+1)); done; '
-    'p=$(cat "$0" 2>/dev/null) || exit 0; [ -n "$p" ] || exit 0; kill -TERM "$p" 2>/dev/null; i=0; '
+    'p=$(cat "$0" 2>/dev/null); if [ -n "$p" ]; then kill -TERM "$p" 2>/dev/null; i=0; '
     'while kill -0 "$p" 2>/dev/null && [ $i -lt ' + str(GRACE_S * 10) + ' ]; do sleep 0.1; i=$((i+1)); done; '
-    'kill -KILL "$p" 2>/dev/null; rm -f "$0"'
+    'kill -KILL "$p" 2>/dev/null; fi; rm -f "$0"'
 )
 
 
-def _stop_container(name: str, pid_file: str) -> None:
+def _package() -> None:
     # Started with -I -S for a fast start; the docker SDK and this package are needed only now.
     import site
 
     site.main()
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def _stop_container(name: str, pid_file: str, run_id: str = "") -> None:
+    _package()
     try:
         from pytest_gpuverify.container import ContainerHandle, docker_client
+        from pytest_gpuverify.leftovers import SWEEP_SH, GRACE_S as SWEEP_GRACE_S
 
-        ContainerHandle(docker_client(), name).capture(["sh", "-c", _CONTAINER_STOP, pid_file],
-                                                       timeout_s=GRACE_S + PID_FILE_WAIT_S + 10)
+        script = _CONTAINER_STOP
+        if run_id:  # then every process of the run (no `$$` of ours carries the marker here)
+            script += '; m="$1"; f="$0.guard"; ' + SWEEP_SH
+        ContainerHandle(docker_client(), name).capture(["sh", "-c", script, pid_file, run_id],
+                                                       timeout_s=GRACE_S + PID_FILE_WAIT_S + SWEEP_GRACE_S + 15)
     except Exception:  # the container or the engine is gone (so is the command), or no docker SDK
+        pass
+
+
+def _stop_host_run(run_id: str) -> None:
+    _package()
+    try:
+        from pytest_gpuverify.leftovers import stop_marked
+
+        stop_marked(run_id)
+    except Exception:
         pass
 
 
@@ -60,10 +81,12 @@ def main(argv: list) -> int:
     said = sys.stdin.buffer.read()  # blocks until the session says done, or dies
     if said.startswith(b"done"):
         return 0
-    if argv[:1] == ["host"] and len(argv) == 2:
+    if argv[:1] == ["host"] and len(argv) in (2, 3):
         _stop_host(int(argv[1]))
-    elif argv[:1] == ["container"] and len(argv) == 3:
-        _stop_container(argv[1], argv[2])
+        if len(argv) == 3:
+            _stop_host_run(argv[2])
+    elif argv[:1] == ["container"] and len(argv) in (3, 4):
+        _stop_container(*argv[1:])
     else:
         return 2
     return 0

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Callable, Mapping, Optional, Sequence
 
 from .container import MAX_OUTPUT_BYTES, ExecOutcome, Interrupted, interrupt_cause
+from .leftovers import MARKER, proc_pids, stop_marked
 
 KILL_GRACE_S = 10
 
@@ -50,6 +51,8 @@ class HostExecutor:
                        echo: Optional[Callable[[bytes], None]] = None,
                        on_start: Optional[Callable[[list[str]], None]] = None) -> ExecOutcome:
         outcome = ExecOutcome()
+        marker = (env or {}).get(MARKER)
+        before = proc_pids() if marker else set()  # only processes new since now can be the run's
         started = time.monotonic()
         with open(out_path, "ab", buffering=0) as fh:
             try:
@@ -61,7 +64,8 @@ class HostExecutor:
                 outcome.exit_code = 127
                 return outcome
             if on_start is not None:
-                on_start(["host", str(proc.pid)])  # its process group: start_new_session
+                # its process group (start_new_session), and the marker of every process it starts
+                on_start(["host", str(proc.pid), *([marker] if marker else [])])
             written = [0]
 
             def pump() -> None:
@@ -89,9 +93,13 @@ class HostExecutor:
                     proc.wait()
                 finally:
                     timer.cancel()
+                if marker:  # before the output is drained: a leftover may hold the pipe open
+                    outcome.leftovers = stop_marked(marker, before)
             except KeyboardInterrupt as exc:
                 outcome.interrupted = interrupt_cause(exc)
                 _stop(proc)
+                if marker:
+                    outcome.leftovers = stop_marked(marker, before)
                 reader.join(timeout=5)
                 outcome.exit_code = proc.returncode
                 outcome.duration_s = time.monotonic() - started

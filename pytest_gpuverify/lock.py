@@ -5,6 +5,12 @@ We hold it with ``fcntl.flock`` on our own open file description, so it excludes
 ``O_CLOEXEC``: no command we start can inherit it and keep the GPU locked after we let go
 (gpu-tools-and-locks.md section 6, case 5). The kernel drops it if this process dies, even on kill -9.
 Lock files are never deleted: another user may hold or be waiting on them.
+
+Lock files are shared by every user of the host, so they are opened as ``flock(1)`` opens them and
+never need write permission: an existing file read-only, without ``O_CREAT`` (``fs.protected_regular``
+refuses ``O_CREAT`` on another user's file in a sticky world-writable folder such as ``/var/lock``);
+a missing one is created with ``O_EXCL`` and made 0666 with ``fchmod`` (the umask would strip it), so
+any user can lock it after us. A file someone else made is never chmod'ed.
 """
 
 from __future__ import annotations
@@ -45,14 +51,7 @@ class GpuLease:
         """Take the lock without waiting. False when someone else holds it."""
         if self._fd is not None:
             return True
-        try:
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
-        except OSError as exc:
-            raise LockError(
-                exc.errno,
-                f"cannot open GPU lock file {self.path}: {exc.strerror}. "
-                f"Fix: create {self.path.parent} writable for this user, or change the lock cell of the GPU lock table",
-            ) from exc
+        fd = open_lock_file(self.path)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError as exc:
@@ -83,6 +82,49 @@ class GpuLease:
 
     def __repr__(self) -> str:
         return f"GpuLease(gpu={self.gpu_index}, path={str(self.path)!r}, held={self.held})"
+
+
+LOCK_FILE_MODE = 0o666  # anyone may lock it; flock needs no write permission, but older tools open O_RDWR
+_OPEN_EXISTING = os.O_RDONLY | os.O_NOCTTY | os.O_CLOEXEC
+_CREATE = os.O_RDONLY | os.O_NOCTTY | os.O_CLOEXEC | os.O_CREAT | os.O_EXCL
+
+
+def open_lock_file(path: Path) -> int:
+    """A close-on-exec descriptor of the lock file ``path`` for ``flock``, as ``flock(1)`` would get."""
+    for _ in range(10):  # a file removed between our two opens (an admin's cleanup): look again
+        try:
+            return os.open(path, _OPEN_EXISTING)
+        except FileNotFoundError:
+            pass
+        except OSError as exc:
+            raise _open_error(path, exc) from exc
+        try:
+            fd = os.open(path, _CREATE, LOCK_FILE_MODE)
+        except FileExistsError:
+            continue  # another session created it first: open theirs read-only
+        except OSError as exc:
+            raise _open_error(path, exc) from exc
+        try:
+            os.fchmod(fd, LOCK_FILE_MODE)  # ours: created just now
+        except OSError:
+            pass
+        return fd
+    raise LockError(errno.ENOENT, f"cannot open GPU lock file {path}: it keeps disappearing")
+
+
+def _open_error(path: Path, exc: OSError) -> LockError:
+    from .files import owner_and_mode
+
+    if isinstance(exc, FileNotFoundError) or not path.parent.is_dir():
+        fix = f"create {path.parent} (mode 1777, as /var/lock), or change the lock cell of the GPU lock table"
+        where = f"folder {path.parent} missing"
+    elif path.exists():
+        fix = f"its owner or root: `chmod a+r {path}`"
+        where = owner_and_mode(path)
+    else:
+        fix = f"`chmod 1777 {path.parent}` (root), or change the lock cell of the GPU lock table"
+        where = f"folder {path.parent}: {owner_and_mode(path.parent)}"
+    return LockError(exc.errno, f"cannot open GPU lock file {path} ({where}): {exc.strerror}. Fix: {fix}")
 
 
 def is_locked_elsewhere(path: Path) -> bool:

@@ -305,7 +305,12 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int):
     engine = _session(session.config)
     if engine is not None:
         engine.close()  # artifacts are written here, also after Ctrl-C (by the worker that ran them)
-        if any(o.artifact.verdict != "PASS" for o in engine.outcomes) and session.exitstatus == 0:
+        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        for problem in engine.write_problems:
+            if reporter is not None:
+                reporter.write_line(f"gpuverify: {problem}", red=True)
+        if (engine.write_problems or any(o.artifact.verdict != "PASS" for o in engine.outcomes)) \
+                and session.exitstatus == 0:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
     yield
 

@@ -189,5 +189,7 @@ def move_out(handle, inside: str, dest: Path, limit: int = 64 << 20) -> tuple[Op
         return None, f"{inside} could not be fetched: {exc}"
     if code != 0 or not data:
         return None, None
-    dest.write_bytes(data)
+    from .files import RESULT_MODE, write_atomic
+
+    write_atomic(dest, data, mode=RESULT_MODE)
     return dest, None

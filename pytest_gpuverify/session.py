@@ -19,15 +19,18 @@ from pathlib import Path
 from typing import Callable, Optional
 
 from . import __version__
-from .artifact import Artifact, GpuRecord, RepoRecord, TargetRecord, keep_previous, sha256_file, utc_now, write_artifact
+from .artifact import Artifact, GpuRecord, RepoRecord, TargetRecord, sha256_file, store_artifact, utc_now
 from .container import ContainerError, ContainerHandle, Interrupted, docker_client, interrupt_cause
 from .envfile import EnvFile
+from .files import FileProblem, create_result_file, result_folder
 from .gpu import select_backend
 from .gpu.base import GpuInfo, GpuToolError
 from .hostexec import LocalHost
 from .hostrun import HostExecutor
+from .leftovers import run_marker
+from .lock import LockError
 from .hosts import lock_for, select_host
-from .options import RunOptions
+from .options import RunOptions, SetupError
 from .parsers.dispatch import context_for, parse_output
 from .picker import GpuGrant, GpuPicker, NoGpu, PickerError
 from .provenance import ContainerFacts, import_origin, move_out, origin_inside, read_container_facts, repo_state
@@ -65,7 +68,11 @@ class VerifySession:
         self.host_row = select_host(env, options)
         self.lock_spec, self.picker_command = lock_for(env, self.host_row)
         self.expected_arch = (options.arch or self.host_row.arch or "").lower() or None
-        self.out_dir = self._artifact_dir()
+        try:  # before any GPU tool or container: a result that cannot be written is not worth a run
+            self.out_dir, self._moves_lock = result_folder(env.resources.tickets, options.ticket,
+                                                           options.invocation_dir)
+        except FileProblem as exc:
+            raise SetupError(f"artifacts: {exc}") from None
         self.runner = LocalHost()
         self.backend = select_backend(self.expected_arch, self.runner)
         interval = min(1.0, max(0.2, options.window_s / 5))
@@ -86,18 +93,13 @@ class VerifySession:
         self.session_blocked: list[str] = []
         self._session_notes: list[str] = []
         self.outcomes: list[TargetOutcome] = []
+        self.write_problems: list[str] = []
         self._topics: set[str] = set()
         self._echo = echo
         self._started = False
         self._external_grant: Optional[GpuGrant] = None
 
     # -- session ---------------------------------------------------------------------------
-    def _artifact_dir(self) -> Path:
-        tickets = self.env.resources.tickets
-        if self.options.ticket and tickets is not None:
-            return Path(tickets).expanduser() / self.options.ticket
-        return self.options.invocation_dir
-
     def start(self) -> None:
         """Start the idle window first (it fills while everything else is prepared), then check the
         host's arch; a wrong arch stops the sampler and blocks every target."""
@@ -126,16 +128,20 @@ class VerifySession:
             self._session_notes.append(f"GPU names unknown: {exc}")
 
     def close(self) -> list[TargetOutcome]:
+        """Write every artifact; one that cannot be written is a line in ``write_problems``."""
         self.sampler.stop()
         for outcome in self.outcomes:
-            self.write(outcome)
+            try:
+                self.write(outcome)
+            except OSError as exc:
+                self.write_problems.append(str(exc) if isinstance(exc, FileProblem) else
+                                           f"cannot write {outcome.artifact_path}: {exc}")
         return self.outcomes
 
     def write(self, outcome: TargetOutcome) -> None:
         if outcome.written:
             return
-        keep_previous(outcome.artifact_path)
-        write_artifact(outcome.artifact, outcome.artifact_path)
+        store_artifact(outcome.artifact, outcome.artifact_path, self._moves_lock)
         outcome.written = True
 
     # -- one target ------------------------------------------------------------------------
@@ -311,7 +317,7 @@ class VerifySession:
         try:
             if grant is None:
                 grant = self.picker.acquire(count=target.gpus, wait_s=self.options.wait_s)
-        except (NoGpu, PickerError) as exc:
+        except (NoGpu, PickerError, LockError) as exc:  # LockError: the file, its owner and mode, the fix
             facts.blocked.append(str(exc))
             return
         run_id = f"{stamp}-{os.getpid()}"
@@ -325,7 +331,7 @@ class VerifySession:
                 for i, lease in zip(infos, grant.leases)
             ]
             art.gpu = art.gpus[0]
-            caches = plan_caches(wt, self.options.cold, run_id)
+            caches = plan_caches(wt, self.options.cold, run_id, on_host=cfacts.handle.name == HOST)
             art.cache_reused = warm_cache_reused(cfacts.handle, caches, self._warm_caches)
             run_env = RunEnvironment(
                 visible_var=self.backend.visible_devices_var,
@@ -335,18 +341,18 @@ class VerifySession:
                 arch=cfacts.arch,
                 extra={k: v for k, v in caches.dirs.items() if k != "AITER_JIT_DIR"},
             )
-            art.env = {**cfacts.container_env, **run_env.as_env()}
+            command_env = {**run_env.as_env(), **run_marker(run_id)}  # what it leaves is stopped: leftovers.py
+            art.env = {**cfacts.container_env, **command_env}
             art.cache_dirs = dict(caches.dirs)
             argv = command_argv(target, rel, run_id)
             art.command = shlex.join(argv)
-            self.out_dir.mkdir(parents=True, exist_ok=True)
             outcome.raw_path = self.out_dir / f"bench_{art.topic}.{stamp}.log"
             art.raw_output = outcome.raw_path.name
-            outcome.raw_path.touch()
+            create_result_file(outcome.raw_path)
             facts.ran = True
             guards = RunGuards([lease.fileno() for lease in grant.leases])  # a kill -9 of us stops the command
             result = cfacts.handle.stream_to_file(
-                argv, outcome.raw_path, env=run_env.as_env(), workdir=art.workdir or wt,
+                argv, outcome.raw_path, env=command_env, workdir=art.workdir or wt,
                 timeout_s=self.options.timeout_s, echo=self._echo, on_start=guards.on_start,
             )
             self._record_exec(facts, result)
@@ -377,6 +383,7 @@ class VerifySession:
         facts.container_died = result.container_died
         facts.interrupted = result.interrupted or facts.interrupted
         facts.output_problems.extend(result.problems)
+        facts.leftovers = list(result.leftovers)
 
     def _finish(self, outcome: TargetOutcome, facts: RunFacts, parsed, t0: float) -> None:
         art = outcome.artifact

@@ -11,6 +11,7 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Optional
 
 from .artifact import Correctness, RunRecord, TargetRecord, Verdict
+from .leftovers import reason as leftover_reason
 from .parsers.dtypes import is_low_precision
 from .parsers.result import ParsedOutput
 from .targets import PYTEST_KINDS, Thresholds
@@ -30,6 +31,7 @@ class RunFacts:
     dtype: Optional[str] = None  # the declared output dtype, when a declaration names one
     inner_pytest: bool = False  # the command is a pytest run: its exit code 5 means "no test ran"
     unknowns: list[str] = field(default_factory=list)  # facts recorded as null (a version), with why
+    leftovers: list[str] = field(default_factory=list)  # "PID COMMAND" the run left running (stopped)
 
     @classmethod
     def for_target(cls, kind: Optional[str], dtype: Optional[str]) -> "RunFacts":
@@ -116,6 +118,8 @@ def decide(
     elif facts.exit_code != 0:
         failures.insert(0, f"exit code {facts.exit_code}")
     doubts.extend(facts.output_problems)
+    if facts.leftovers:  # they ran on the GPU beyond the command: nothing says what they did there
+        doubts.append(leftover_reason(facts.leftovers))
 
     correctness = parsed.correctness if parsed is not None else None
     if correctness is not None and limits is not None:
