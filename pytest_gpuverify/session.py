@@ -31,6 +31,7 @@ from .options import RunOptions
 from .parsers.dispatch import parse_output
 from .parsers.result import ParseContext
 from .picker import GpuGrant, GpuPicker, NoGpu, PickerError
+from .gitstate import own_output_dirs
 from .provenance import ContainerFacts, import_origin, move_out, origin_inside, read_container_facts, repo_state
 from .sampler import IdleSampler
 from .shared_readings import SharedReadings
@@ -210,7 +211,7 @@ class VerifySession:
             return
         # read once per worktree, before any command of ours could have touched it
         if ws.wt_host not in self._repos:
-            self._repos[ws.wt_host] = repo_state(ws.wt_host)
+            self._repos[ws.wt_host] = repo_state(ws.wt_host, own_output_dirs(self.env.resources.tickets))
         repo = self._repos[ws.wt_host]
         art.repos = [repo]
         if repo.dirty and not self.options.allow_dirty:
