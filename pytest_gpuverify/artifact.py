@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from .files import write_atomic
 
-SCHEMA_VERSION = 2  # 2: the run record (`run`)
+SCHEMA_VERSION = 3  # 2: the run record (`run`); 3: host_gpus, signed_by, target.command, the raw log's trailer
 
 Verdict = Literal["PASS", "FAIL", "INCONCLUSIVE"]
 NO_GPU = "NO_GPU"
@@ -118,6 +118,7 @@ class TargetRecord(_Model):
     dtype: Optional[str] = None
     regime: Optional[str] = None
     thresholds: dict[str, float] = Field(default_factory=dict)
+    command: Optional[list[str]] = None  # a declared bench command, before its args
 
 
 class RunRecord(_Model):
@@ -151,6 +152,7 @@ class Artifact(_Model):
     image: Optional[str] = None
     gpu: GpuRecord = Field(default_factory=GpuRecord)
     gpus: list[GpuRecord] = Field(default_factory=list)
+    host_gpus: Optional[int] = None  # how many GPUs the host has: every index lies below it
     versions: Versions = Field(default_factory=Versions)
     repos: list[RepoRecord] = Field(default_factory=list)
     target: Optional[TargetRecord] = None
@@ -173,6 +175,7 @@ class Artifact(_Model):
     raw_output_sha256: Optional[str] = None
     raw_output_bytes: Optional[int] = None
     junit_xml: Optional[str] = None  # an inner pytest run's report, saved beside the raw output
+    signed_by: Optional[str] = None  # the Signing row's signer: the identity its .sig files verify as
 
 
 def artifact_schema() -> dict[str, Any]:
@@ -215,3 +218,6 @@ def keep_previous(path: Path) -> None:
         n += 1
         aside = path.with_name(f"{path.stem}.{stamp}-{n}.json")
     os.replace(path, aside)
+    signature = path.with_name(path.name + ".sig")
+    if signature.exists():  # a signature belongs to its artifact
+        os.replace(signature, aside.with_name(aside.name + ".sig"))

@@ -25,6 +25,7 @@ from .envfile import EnvFile
 from .gpu import select_backend
 from .gpu.base import GpuInfo, GpuToolError
 from .hostexec import LocalHost
+from .log_trailer import seal_log
 from .hostrun import HostExecutor
 from .hosts import lock_for, select_host
 from .options import RunOptions
@@ -34,6 +35,7 @@ from .picker import GpuGrant, GpuPicker, NoGpu, PickerError
 from .gitstate import own_output_dirs
 from .provenance import ContainerFacts, import_origin, move_out, origin_inside, read_container_facts, repo_state
 from .sampler import IdleSampler
+from .signing import sign_outputs, signer_for
 from .shared_readings import SharedReadings
 from .targets import PYTEST_KINDS, RunEnvironment, Target, command_argv, import_package, junit_path, pythonpath
 from .caches import plan_caches, remove_cold_caches, warm_cache_reused
@@ -51,6 +53,7 @@ class TargetOutcome:
     raw_path: Optional[Path] = None
     junit_path: Optional[Path] = None
     written: bool = False
+    sealed: bool = False  # the raw log has its trailer
 
 
 class VerifySession:
@@ -66,6 +69,7 @@ class VerifySession:
         self.env = env
         self.host_row = select_host(env, options)
         self.lock_spec, self.picker_command = lock_for(env, self.host_row)
+        self.signer = signer_for(env, self.host_row.host)  # its key is checked here, before any GPU
         self.expected_arch = (options.arch or self.host_row.arch or "").lower() or None
         self.out_dir = self._artifact_dir()
         self.runner = LocalHost()
@@ -139,6 +143,8 @@ class VerifySession:
         keep_previous(outcome.artifact_path)
         write_artifact(outcome.artifact, outcome.artifact_path)
         outcome.written = True
+        if self.signer is not None:  # every file is final now: the artifact embeds the log's sha256
+            sign_outputs(self.signer, [outcome.raw_path, outcome.junit_path, outcome.artifact_path])
 
     # -- one target ------------------------------------------------------------------------
     def unique_topic(self, target: Target) -> str:
@@ -167,8 +173,10 @@ class VerifySession:
                 name=target.name, kind=target.kind, path=str(target.path) if target.path else None,
                 args=list(target.args), dtype=target.dtype, regime=target.regime,
                 thresholds=target.thresholds.model_dump(exclude_none=True),
+                command=list(target.command) if target.command else None,
             ),
             cold=self.options.cold,
+            signed_by=self.signer.signer if self.signer else None,
         )
         art.notes.extend(self._session_notes)
         outcome = TargetOutcome(target, art, self.out_dir / f"bench_{topic}.json")
@@ -179,6 +187,7 @@ class VerifySession:
         try:
             self._prepare_and_run(target, art, outcome, facts, stamp)
             if facts.ran and outcome.raw_path is not None:
+                self._seal(outcome, facts)  # before parsing: check re-parses the log as sealed
                 context = ParseContext(junit_xml=outcome.junit_path, exit_code=facts.exit_code, dtype=target.dtype)
                 parsed = parse_output(target.kind, outcome.raw_path, context)
         except Interrupted as exc:
@@ -326,6 +335,7 @@ class VerifySession:
                 for i, lease in zip(infos, grant.leases)
             ]
             art.gpu = art.gpus[0]
+            art.host_gpus = len(self._inventory) or None
             caches = plan_caches(wt, self.options.cold, run_id)
             art.cache_reused = warm_cache_reused(cfacts.handle, caches, self._warm_caches)
             run_env = RunEnvironment(
@@ -379,6 +389,12 @@ class VerifySession:
         facts.interrupted = result.interrupted or facts.interrupted
         facts.output_problems.extend(result.problems)
 
+    @staticmethod
+    def _seal(outcome: TargetOutcome, facts: RunFacts) -> None:
+        if not outcome.sealed and outcome.raw_path is not None:
+            seal_log(outcome.raw_path, facts, outcome.artifact)
+            outcome.sealed = True
+
     def _finish(self, outcome: TargetOutcome, facts: RunFacts, parsed, t0: float) -> None:
         art = outcome.artifact
         if parsed is not None:
@@ -390,6 +406,8 @@ class VerifySession:
         # the facts behind the verdict, so that `gpuverify check` can re-derive it
         art.run = facts.to_record(output_parsed=parsed is not None)
         art.exit_code, art.timed_out = facts.exit_code, facts.timed_out
+        if facts.ran and outcome.raw_path is not None and outcome.raw_path.exists():
+            self._seal(outcome, facts)
         art.finished_ts = utc_now()
         art.duration_s = round(time.monotonic() - t0, 3)
         if outcome.raw_path is not None and outcome.raw_path.exists():

@@ -85,6 +85,13 @@ def check(path: Path, capsys) -> tuple[int, list[str], str]:
     return rc, [line.removeprefix("MISMATCH ") for line in out.splitlines() if line.startswith("MISMATCH ")], out
 
 
+def as_schema_1(d: dict) -> None:
+    """What the engine wrote before the run record: schema 1, without the fields later versions added."""
+    for name in ("run", "host_gpus", "signed_by"):
+        d.pop(name)
+    d["schema_version"] = 1
+
+
 def edit(path: Path, change) -> None:
     data = json.loads(path.read_text())
     change(data)
@@ -163,7 +170,7 @@ def test_reasons_name_what_differs_both_ways(made, tmp_path, capsys):
 @pytest.mark.parametrize("case", ["pass", "no gpu"])
 def test_an_old_artifact_passes_with_a_partial_check_line(made, case, tmp_path, capsys):
     path = copy_of(made, case, tmp_path)
-    edit(path, lambda d: d.pop("run"))
+    edit(path, as_schema_1)
     rc, mismatches, out = check(path, capsys)
     assert rc == 0 and not mismatches and out.count(PARTLY) == 1, out
 
@@ -171,7 +178,7 @@ def test_an_old_artifact_passes_with_a_partial_check_line(made, case, tmp_path, 
 @pytest.mark.docker
 def test_an_old_artifact_keeps_the_loose_verdict_check(made, tmp_path, capsys):
     path = copy_of(made, "pass", tmp_path)
-    edit(path, lambda d: (d.pop("run"), d.update(verdict="FAIL")))
+    edit(path, lambda d: (as_schema_1(d), d.update(verdict="FAIL")))
     rc, mismatches, out = check(path, capsys)
     assert rc == 1 and mismatches == ["verdict FAIL, but the raw output shows no failure and the exit code was 0"], out
     assert out.count(PARTLY) == 1
