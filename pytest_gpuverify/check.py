@@ -22,7 +22,7 @@ from .artifact import Artifact, Correctness, RunRecord, sha256_file
 from .check_provenance import provenance_problems
 from .parsers.dispatch import parse_output
 from .parsers.result import ParseContext, ParsedOutput
-from .signing import verify
+from .signing import signer_of, verify
 from .targets import Thresholds
 from .verdict import RunFacts, verdict_and_reasons
 
@@ -44,8 +44,8 @@ def run_check(artifact: str, allowed_signers: Optional[str] = None) -> int:
         problems, art = [f"schema: {p}" for p in exc.problems], None
     else:
         problems = check_artifact(art, path)
-        if allowed_signers is not None:
-            problems += signature_problems(art, path, Path(allowed_signers))
+    if allowed_signers is not None:  # a file too broken to read is still held to its signature
+        problems += signature_problems(art, path, Path(allowed_signers))
     for problem in problems:
         print(f"MISMATCH {problem}")
     if art is not None and art.run is None:
@@ -61,9 +61,16 @@ def run_check(artifact: str, allowed_signers: Optional[str] = None) -> int:
     return 0
 
 
-def signature_problems(art: Artifact, artifact_path: Path, allowed: Path) -> list[str]:
+def signature_problems(art: Optional[Artifact], artifact_path: Path, allowed: Path) -> list[str]:
+    """Each file's signature, as ``art.signed_by``; an artifact that cannot be read is verified as
+    whoever the allowed-signers file says made its signature."""
     if not allowed.is_file():
         return [f"--allowed-signers {allowed}: no such file"]
+    if art is None:
+        identity = signer_of(artifact_path, allowed)
+        if identity is None:
+            return [f"{artifact_path.name}: no signature by anyone in {allowed}"]
+        return [why for why in [verify(artifact_path, allowed, identity)] if why]
     if not art.signed_by:
         return ["signed_by is null: the artifact was not signed"]
     files = [artifact_path] + [artifact_path.parent / name for name in (art.raw_output, art.junit_xml) if name]

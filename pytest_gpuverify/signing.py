@@ -92,6 +92,21 @@ def verify(path: Path, allowed_signers: Path, identity: str) -> Optional[str]:
     return f"{path.name}: the signature does not verify as {identity}: {why}" if why else None
 
 
+def signer_of(path: Path, allowed_signers: Path) -> Optional[str]:
+    """The principal of ``allowed_signers`` whose key made ``path``.sig (``ssh-keygen -Y find-principals``)."""
+    signature = signature_of(path)
+    if not signature.exists():
+        return None
+    try:
+        res = subprocess.run(["ssh-keygen", "-Y", "find-principals", "-f", str(allowed_signers), "-n", NAMESPACE,
+                              "-s", str(signature)], stdin=subprocess.DEVNULL, capture_output=True,
+                             timeout=TIMEOUT_S, start_new_session=True)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    found = res.stdout.decode("utf-8", errors="replace").split()
+    return found[0] if res.returncode == 0 and found else None
+
+
 def signature_of(path: Path) -> Path:
     return path.with_name(path.name + ".sig")
 
