@@ -309,3 +309,12 @@ def test_an_unsigned_artifact_fails_a_signature_check(made, tmp_path, capsys):
     path = copy_of(made, "pass", tmp_path)
     rc, mismatches, out = check(path, capsys, "--allowed-signers", str(made["allowed"]))
     assert rc == 1 and mismatches == ["signed_by is null: the artifact was not signed"], out
+
+
+def test_a_signing_row_with_no_key_stops_the_run_before_any_gpu(sandbox):
+    text = sandbox.env_path.read_text()
+    sandbox.env_path.write_text(text + f"\n## Signing\n\n| signer | key |\n|---|---|\n| {SIGNER} | /nonexistent/id_ed25519 |\n")
+    proc = sandbox.pytest(GEMM)
+    err = proc.stdout.decode() + proc.stderr.decode()
+    assert proc.returncode != 0 and "section 'Signing', row 1" in err and "key /nonexistent/id_ed25519 is not a readable file" in err, err
+    assert not (sandbox.tickets / "T-1").exists() and sandbox.exec_ids() == []
