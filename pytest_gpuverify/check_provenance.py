@@ -9,13 +9,14 @@ sha256 edited together) from the truth; a signature can (:mod:`.signing`).
 from __future__ import annotations
 
 import shlex
-import subprocess
 from datetime import datetime
 from pathlib import Path, PurePosixPath
 from typing import Optional
 
 from .artifact import Artifact
 from .caches import CACHE_VARS
+from .gitstate import git
+from .gpu.nvidia_formats import is_uuid
 from .log_trailer import read_trailer, trailer_fields
 from .provenance import CONTAINER_ENV_RECORDED, origin_inside
 from .targets import BENCH, JUNIT_DIR, PYTEST_KINDS, RunEnvironment, import_package, pythonpath
@@ -94,10 +95,8 @@ def _repos(art: Artifact, ran: bool) -> list[str]:
             problems.append(f"repos[{i}].dirty is true, but it lists no dirty_paths")
         if repo.dirty and ran and not any("allowed by --gpu-allow-dirty" in n for n in art.notes):
             problems.append(f"repos[{i}] is dirty and the command ran, but no note says --gpu-allow-dirty allowed it")
-        if repo.sha and Path(repo.path).is_dir():  # the repo is at hand: the commit must be in it
-            known = subprocess.run(["git", "-C", repo.path, "cat-file", "-e", f"{repo.sha}^{{commit}}"],
-                                   capture_output=True, timeout=30)
-            if known.returncode != 0:
+        if repo.sha and _at_hand(repo.path):  # the repo is here: the commit must be in it
+            if git(Path(repo.path), "cat-file", "-e", f"{repo.sha}^{{commit}}") is None:
                 problems.append(f"repos[{i}].sha {repo.sha} is not a commit of {repo.path}")
     if ran and art.target and art.target.path:
         if len(art.repos) != 1:
@@ -105,6 +104,12 @@ def _repos(art: Artifact, ran: bool) -> list[str]:
         elif not _under(art.target.path, art.repos[0].path):
             problems.append(f"target.path {art.target.path} is not inside repos[0].path {art.repos[0].path}")
     return problems
+
+
+def _at_hand(path: str) -> bool:
+    """A git checkout whose top is ``path``, on this machine."""
+    top = git(Path(path), "rev-parse", "--show-toplevel") if Path(path).is_dir() else None
+    return bool(top) and Path(top.strip()).resolve() == Path(path).resolve()
 
 
 def _under(path: str, root: str) -> bool:
@@ -127,6 +132,8 @@ def _command(art: Artifact) -> list[str]:
         return [f"command {art.command!r} is not a shell command line"]
     why = f"command is {art.command!r}, target {target.name} ({target.kind}) with its args gives "
     args = list(target.args)
+    if target.kind == BENCH and target.command is None and art.schema_version < 3:
+        return []  # schema 2 kept no declared command to compare with
     if target.kind == BENCH and target.command:
         expected = [*target.command, *args]
         return [] if argv == expected else [why + repr(shlex.join(expected))]
@@ -187,7 +194,8 @@ def _env_and_imports(art: Artifact) -> list[str]:
     kind = target.kind if target else ""
     nvidia = any((g.arch or "").startswith("sm_") for g in art.gpus)
     var = "CUDA_VISIBLE_DEVICES" if nvidia else "HIP_VISIBLE_DEVICES"
-    visible = ",".join(str(g.uuid if nvidia and g.uuid else g.index) for g in art.gpus)
+    by_uuid = nvidia and all(is_uuid(g.uuid) for g in art.gpus)  # as the NVIDIA backend's visible_value
+    visible = ",".join(str(g.uuid if by_uuid else g.index) for g in art.gpus)
     wt = _worktree(kind, env.get("PYTHONPATH", ""))
     expected = RunEnvironment(visible_var=var, visible_value=visible, pythonpath=pythonpath(kind, wt),
                               jit_dir=art.cache_dirs.get("AITER_JIT_DIR", ""), arch=art.gpu.arch,
@@ -196,8 +204,9 @@ def _env_and_imports(art: Artifact) -> list[str]:
                 for k, v in expected.items() if env.get(k) != v]
     problems += [f"env.{k} is not a variable the engine sets or records" for k in env
                  if k not in expected and k not in CONTAINER_ENV_RECORDED]
-    if set(art.cache_dirs) != set(CACHE_VARS):
-        problems.append(f"cache_dirs has {sorted(art.cache_dirs)}, the engine sets {sorted(CACHE_VARS)}")
+    engine_sets = set(CACHE_VARS) if art.schema_version >= 2 else {"AITER_JIT_DIR"}  # schema 1: only that one
+    if not engine_sets <= set(art.cache_dirs) <= set(CACHE_VARS):
+        problems.append(f"cache_dirs has {sorted(art.cache_dirs)}, the engine sets {sorted(engine_sets)}")
     if art.workdir is None or not _under(art.workdir, wt):
         problems.append(f"workdir {art.workdir} is not in the worktree {wt} that PYTHONPATH names")
     package = import_package(kind)
