@@ -18,6 +18,7 @@ from .caches import CACHE_VARS
 from .gitstate import git
 from .gpu.nvidia_formats import is_uuid
 from .log_trailer import read_trailer, trailer_fields
+from .parsers.junit import read_junit
 from .provenance import CONTAINER_ENV_RECORDED, origin_inside
 from .targets import BENCH, JUNIT_DIR, PYTEST_KINDS, RunEnvironment, import_package, pythonpath
 
@@ -26,7 +27,7 @@ _PYTEST_FLAGS = ["-q", "-rA", "-p", "no:cacheprovider"]
 
 def provenance_problems(art: Artifact, artifact_path: Path, raw: Optional[Path]) -> list[str]:
     ran = art.run.ran if art.run is not None else bool(art.raw_output)  # schema 1: no record
-    problems = _trailer(art, raw) + _times(art, artifact_path) + _repos(art, ran)
+    problems = _trailer(art, raw) + _junit(art, artifact_path) + _times(art, artifact_path) + _repos(art, ran)
     if not ran:
         return problems + _never_ran(art)
     problems += _command(art) + _gpus(art) + _env_and_imports(art)
@@ -48,6 +49,21 @@ def _trailer(art: Artifact, raw: Optional[Path]) -> list[str]:
                 "container_died": "run.container_died", "gpus": "gpus[].index"}
     return [f"{field_of.get(k, k)} is {ours[k]!r}, the raw output's trailer says {fields[k]!r}"
             for k in ours if ours[k] != fields[k]]
+
+
+def _junit(art: Artifact, artifact_path: Path) -> list[str]:
+    """The inner pytest's own report: failed or erred tests make pytest exit non-zero."""
+    if not art.junit_xml:
+        return []
+    path = artifact_path.parent / art.junit_xml
+    if not path.exists():
+        return [f"junit_xml {art.junit_xml} is missing"]
+    report = read_junit(path)
+    bad = report.counts.failed + report.counts.errors
+    exit_code = art.run.exit_code if art.run is not None else art.exit_code
+    if report.problem is None and bad and exit_code == 0:
+        return [f"run.exit_code is 0, but the JUnit report has {report.counts.describe()} (pytest exits 1 then)"]
+    return []
 
 
 def _has_trailer_anywhere(raw: Path) -> bool:

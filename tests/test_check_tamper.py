@@ -120,6 +120,14 @@ def strip_trailer(path: Path) -> None:
     raw.write_bytes(b"".join(raw.read_bytes().splitlines(keepends=True)[:-1]))
 
 
+def forge_trailer(path: Path, **fields) -> None:
+    raw = raw_of(path)
+    lines = raw.read_bytes().splitlines(keepends=True)
+    prefix, data = lines[-1].split(b": ", 1)
+    lines[-1] = prefix + b": " + json.dumps({**json.loads(data), **fields}).encode() + b"\n"
+    raw.write_bytes(b"".join(lines))
+
+
 # (case, edit of the artifact (and of files beside it), a line `check` must print).
 TAMPERINGS = {
     "run removed": ("pass", lambda p: edit(p, lambda d: d.pop("run")), "schema: field run is missing (schema 3 has it)"),
@@ -204,6 +212,12 @@ TAMPERINGS = {
     "the log's trailer removed, sha256 matched": (
         "crash", lambda p: (strip_trailer(p), reseal(p)), "the raw output does not end with the engine's trailer line",
     ),
+    "exit code edited in the artifact and the log's trailer": (
+        "pytest kind", lambda p: (edit(p, lambda d: (d["run"].update(exit_code=0), d.update(exit_code=0))),
+                                  forge_trailer(p, exit_code=0), reseal(p)),
+        "run.exit_code is 0, but the JUnit report has ",
+    ),
+    "the JUnit report removed": ("pytest kind", lambda p: (p.parent / read_artifact(p).junit_xml).unlink(), "junit_xml "),
     "never-ran artifact given a command": (
         "crash", lambda p: edit(p, lambda d: (d["run"].update(ran=False), d.update(raw_output=None))),
         "command is recorded, but the command never ran",
