@@ -313,3 +313,19 @@ def test_a_signing_row_with_no_key_stops_the_run_before_any_gpu(sandbox):
     err = proc.stdout.decode() + proc.stderr.decode()
     assert proc.returncode != 0 and "section 'Signing', row 1" in err and "key /nonexistent/id_ed25519 is not a readable file" in err, err
     assert not (sandbox.tickets / "T-1").exists() and sandbox.exec_ids() == []
+
+
+def test_a_two_gpu_fixture_run_checks_out(sandbox, capsys):
+    """`kernel_container.run` on two locked GPUs: a declared command (kind bench), two GPUs in env and trailer."""
+    from test_e2e_kinds import commit
+    from test_e2e_shared_host import FIXTURE_TEST
+
+    (sandbox.repo / "tests").mkdir()
+    (sandbox.repo / "tests" / "test_fixture_use.py").write_text(FIXTURE_TEST)
+    commit(sandbox.repo, "a test using the fixtures")
+    proc = sandbox.pytest("tests/test_fixture_use.py")
+    path = sandbox.tickets / "T-1" / "bench_fixture_gemm.json"
+    assert path.exists(), proc.stdout.decode()[-2000:]
+    assert len(read_artifact(path).gpus) == 2
+    rc, mismatches, out = check(path, capsys)
+    assert rc == 0 and not mismatches, out
