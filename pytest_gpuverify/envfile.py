@@ -15,8 +15,8 @@ from typing import Mapping, NamedTuple, Optional, Union
 
 from pydantic import BaseModel, ConfigDict
 
-from .signing import SigningRow, signing_row
 from .lockspec import LOCK_EXAMPLE, LockPrefixError, LockSpec, parse_lock_prefix  # noqa: F401 (re-exported)
+from .signing import SigningRow, signing_row
 
 DEFAULT_ENV_PATH = "~/.cursor/mstack/env.md"
 ENV_PATH_VARIABLE = "GPUVERIFY_ENV"

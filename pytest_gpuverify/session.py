@@ -24,19 +24,19 @@ from .container import ContainerError, ContainerHandle, Interrupted, docker_clie
 from .envfile import EnvFile
 from .gpu import select_backend
 from .gpu.base import GpuInfo, GpuToolError
+from .gitstate import own_output_dirs
 from .hostexec import LocalHost
-from .log_trailer import seal_log
 from .hostrun import HostExecutor
 from .hosts import lock_for, select_host
+from .log_trailer import seal_log
 from .options import RunOptions
 from .parsers.dispatch import parse_output
 from .parsers.result import ParseContext
 from .picker import GpuGrant, GpuPicker, NoGpu, PickerError
-from .gitstate import own_output_dirs
 from .provenance import ContainerFacts, import_origin, move_out, origin_inside, read_container_facts, repo_state
 from .sampler import IdleSampler
-from .signing import sign_outputs, signer_for
 from .shared_readings import SharedReadings
+from .signing import sign_outputs, signer_for
 from .targets import PYTEST_KINDS, RunEnvironment, Target, command_argv, import_package, junit_path, pythonpath
 from .caches import plan_caches, remove_cold_caches, warm_cache_reused
 from .guard import RunGuards
