@@ -17,7 +17,7 @@ from .artifact import Artifact
 from .caches import CACHE_VARS
 from .gitstate import git
 from .gpu.nvidia_formats import is_uuid
-from .log_trailer import read_trailer, trailer_fields
+from .log_trailer import PREFIX, read_trailer, trailer_fields
 from .parsers.junit import read_junit
 from .provenance import CONTAINER_ENV_RECORDED, origin_inside
 from .targets import BENCH, JUNIT_DIR, PYTEST_KINDS, RunEnvironment, import_package, pythonpath
@@ -67,8 +67,6 @@ def _junit(art: Artifact, artifact_path: Path) -> list[str]:
 
 
 def _has_trailer_anywhere(raw: Path) -> bool:
-    from .log_trailer import PREFIX
-
     with open(raw, "rb") as fh:
         fh.seek(max(0, raw.stat().st_size - (1 << 16)))
         return PREFIX in fh.read()
