@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from .files import RESULT_MODE, FileProblem, unwritable, write_atomic
 
-SCHEMA_VERSION = 2  # 2: the run record (`run`)
+SCHEMA_VERSION = 3  # 2: the run record (`run`); 3: host_gpus, signed_by, target.command, the raw log's trailer
 
 Verdict = Literal["PASS", "FAIL", "INCONCLUSIVE"]
 NO_GPU = "NO_GPU"
@@ -128,6 +128,7 @@ class TargetRecord(_Model):
     thresholds: dict[str, float] = Field(default_factory=dict)
     pass_pattern: Optional[str] = None  # declared regular expressions for the harness's own words
     fail_pattern: Optional[str] = None
+    command: Optional[list[str]] = None  # a declared bench command, before its args
 
 
 class RunRecord(_Model):
@@ -164,6 +165,7 @@ class Artifact(_Model):
     image: Optional[str] = None
     gpu: GpuRecord = Field(default_factory=GpuRecord)
     gpus: list[GpuRecord] = Field(default_factory=list)
+    host_gpus: Optional[int] = None  # how many GPUs the host has: every index lies below it
     versions: Versions = Field(default_factory=Versions)
     repos: list[RepoRecord] = Field(default_factory=list)
     target: Optional[TargetRecord] = None
@@ -186,6 +188,7 @@ class Artifact(_Model):
     raw_output_sha256: Optional[str] = None
     raw_output_bytes: Optional[int] = None
     junit_xml: Optional[str] = None  # an inner pytest run's report, saved beside the raw output
+    signed_by: Optional[str] = None  # the Signing row's signer: the identity its .sig files verify as
 
 
 def artifact_schema() -> dict[str, Any]:
@@ -254,6 +257,9 @@ def keep_previous(path: Path) -> None:
     except PermissionError as exc:  # a sticky folder and another member's artifact
         raise unwritable(path, f"cannot move it aside to {aside.name}: {exc.strerror}",
                          "its owner removes or renames it, or use another ticket") from exc
+    signature = path.with_name(path.name + ".sig")
+    if signature.exists():  # a signature belongs to its artifact
+        os.replace(signature, aside.with_name(aside.name + ".sig"))
 
 
 def _free_name(path: Path, stamp: str) -> Path:

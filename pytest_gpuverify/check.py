@@ -3,30 +3,85 @@
 Anyone can re-check an artifact without trusting whoever wrote it: the raw output's sha256 must
 match, re-parsing it with the same parser must give the same perf rows and correctness, and the
 verdict and its reasons must follow from the re-parsed output and the run record (``run``), through
-the same function the engine used. Artifacts written before the run record was kept get the older,
-partial verdict checks.
+the same function the engine used. Artifacts of schema 1, written before the run record was kept,
+get the older, partial verdict checks. The artifact must hold every field of the schema it claims
+(:mod:`.schemas`), and its provenance must agree with itself and the raw log's trailer
+(:mod:`.check_provenance`). With ``--allowed-signers`` each file's signature is verified too
+(:mod:`.signing`): only that proves who wrote the files; the rest proves they agree.
 """
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Optional
 
 from pydantic import ValidationError
 
 from .artifact import Artifact, Correctness, RunRecord, sha256_file
+from .check_provenance import provenance_problems
 from .parsers.dispatch import context_for, parse_output
 from .parsers.result import ParsedOutput
+from .signing import signer_of, verify
 from .targets import Thresholds
 from .verdict import RunFacts, verdict_and_reasons
 
 PARTLY = "verdict checked only partly (old artifact: it has no run record)"
+UNVERIFIED = "signatures not verified: pass --allowed-signers FILE to check who wrote these files"
+
+
+def run_check(artifact: str, allowed_signers: Optional[str] = None) -> int:
+    """``gpuverify check``: print every difference as a MISMATCH line; 0 when there is none."""
+    from .schemas import SchemaError, load_checked
+
+    path = Path(artifact)
+    try:
+        art = load_checked(path)
+    except FileNotFoundError:
+        print(f"gpuverify: {artifact}: no such file", file=sys.stderr)
+        return 2
+    except SchemaError as exc:
+        problems, art = [f"schema: {p}" for p in exc.problems], None
+    else:
+        problems = check_artifact(art, path)
+    if allowed_signers is not None:  # a file too broken to read is still held to its signature
+        problems += signature_problems(art, path, Path(allowed_signers))
+    for problem in problems:
+        print(f"MISMATCH {problem}")
+    if art is not None and art.run is None:
+        print(f"{artifact}: {PARTLY}")
+    if art is not None and art.signed_by and allowed_signers is None:
+        print(f"{artifact}: {UNVERIFIED}")
+    if problems:
+        print(f"{artifact}: {len(problems)} difference(s) between the artifact and what it re-derives to")
+        return 1
+    checked = "and verdict" if art.run is None else "verdict and reasons"
+    signed = f"; signed by {art.signed_by}, verified" if allowed_signers is not None else ""
+    print(f"{artifact}: OK (raw output sha256, numbers, correctness, {checked} match{signed})")
+    return 0
+
+
+def signature_problems(art: Optional[Artifact], artifact_path: Path, allowed: Path) -> list[str]:
+    """Each file's signature, as ``art.signed_by``; an artifact that cannot be read is verified as
+    whoever the allowed-signers file says made its signature."""
+    if not allowed.is_file():
+        return [f"--allowed-signers {allowed}: no such file"]
+    if art is None:
+        identity = signer_of(artifact_path, allowed)
+        if identity is None:
+            return [f"{artifact_path.name}: no signature by anyone in {allowed}"]
+        return [why for why in [verify(artifact_path, allowed, identity)] if why]
+    if not art.signed_by:
+        return ["signed_by is null: the artifact was not signed"]
+    files = [artifact_path] + [artifact_path.parent / name for name in (art.raw_output, art.junit_xml) if name]
+    return [why for why in (verify(f, allowed, art.signed_by) for f in files) if why]
 
 
 def check_artifact(art: Artifact, artifact_path: Path) -> list[str]:
     """Every difference between the artifact and what its raw output and run record give."""
     problems: list[str] = []
     parsed: Optional[ParsedOutput] = None
+    raw = None
     if art.raw_output:
         raw = Path(art.raw_output)
         raw = raw if raw.is_absolute() else artifact_path.parent / raw
@@ -35,12 +90,14 @@ def check_artifact(art: Artifact, artifact_path: Path) -> list[str]:
         digest = sha256_file(raw)
         if digest != art.raw_output_sha256:
             problems.append(f"raw output sha256 is {digest}, the artifact says {art.raw_output_sha256}")
+        if art.raw_output_bytes is not None and raw.stat().st_size != art.raw_output_bytes:
+            problems.append(f"raw output is {raw.stat().st_size} bytes, the artifact says {art.raw_output_bytes}")
         # the engine reads no output after an interrupt: then the artifact may claim nothing from it
         if art.run is None or art.run.output_parsed:
             parsed = _parse(art, artifact_path, raw)
     elif art.run is not None and art.run.output_parsed:
         problems.append("run.output_parsed is true, but there is no raw output")
-    problems += _compare_output(art, parsed)
+    problems += _compare_output(art, parsed) + provenance_problems(art, artifact_path, raw)
     if art.run is None:
         return problems + _loose_verdict(art, parsed)
     return problems + _rederive_verdict(art, art.run, parsed)

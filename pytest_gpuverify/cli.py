@@ -38,22 +38,9 @@ def _cmd_show(args: argparse.Namespace) -> int:
 
 
 def _cmd_check(args: argparse.Namespace) -> int:
-    from .check import PARTLY, check_artifact
+    from .check import run_check
 
-    art = _load(args.artifact)
-    if art is None:
-        return 2
-    problems = check_artifact(art, Path(args.artifact))
-    for problem in problems:
-        print(f"MISMATCH {problem}")
-    if art.run is None:
-        print(f"{args.artifact}: {PARTLY}")
-    if problems:
-        print(f"{args.artifact}: {len(problems)} difference(s) between the artifact and what it re-derives to")
-        return 1
-    checked = "and verdict" if art.run is None else "verdict and reasons"
-    print(f"{args.artifact}: OK (raw output sha256, numbers, correctness, {checked} match)")
-    return 0
+    return run_check(args.artifact, args.allowed_signers)
 
 
 def _cmd_sim_install(args: argparse.Namespace) -> int:
@@ -95,8 +82,10 @@ def build_parser() -> argparse.ArgumentParser:
     show = sub.add_parser("show", help="print an artifact as a readable table")
     show.add_argument("artifact")
     show.set_defaults(func=_cmd_show)
-    check = sub.add_parser("check", help="re-check an artifact against its raw output")
+    check = sub.add_parser("check", help="re-check an artifact against its raw output (and its signatures)")
     check.add_argument("artifact")
+    check.add_argument("--allowed-signers", default=None, metavar="FILE",
+                       help="verify the .sig files with ssh-keygen -Y verify against this allowed-signers file")
     check.set_defaults(func=_cmd_check)
     doctor = sub.add_parser("doctor", help="read-only health check of this GPU host, its containers and repos")
     doctor.add_argument("--gpu-env", default=None, help="env file (default $GPUVERIFY_ENV, else ~/.cursor/mstack/env.md)")

@@ -12,7 +12,6 @@ and ``git`` read-only commands.
 from __future__ import annotations
 
 import socket
-import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
@@ -152,24 +151,22 @@ def _containers(report: DoctorReport, env: EnvFile, row, vendor: str, docker_fac
 
 
 def _repos(report: DoctorReport, env: EnvFile) -> None:
+    from .gitstate import changes, git, own_output_dirs
+
     for repo in env.repos:
         if repo.path is None:
             continue
-        last = _git(repo.path, "log", "-1", "--format=%h %s")
-        status = _git(repo.path, "status", "--short")
-        if last is None:
+        last = git(repo.path, "log", "-1", "--format=%h %s")
+        top = (git(repo.path, "rev-parse", "--show-toplevel") or "").strip()
+        if last is None or not top:
             report.lines.append(f"repo {repo.repo}: {repo.path} is not a git checkout")
             continue
-        dirty = [line for line in (status or "").splitlines() if line.strip()]
+        dirty = changes(Path(top), own_output_dirs(env.resources.tickets))  # the run's rule, the same function
+        if dirty is None:
+            report.lines.append(f"repo {repo.repo}: {repo.path} @ {last.strip()}  git status failed")
+            report.problems.append(f"repo {repo.repo}: git status failed")
+            continue
         report.lines.append(f"repo {repo.repo}: {repo.path} @ {last.strip()}{'  DIRTY:' if dirty else '  clean'}")
-        report.lines.extend(f"    {line}" for line in dirty[:10])
+        report.lines.extend(f"    {code} {name}" for code, name in dirty[:10])
         if dirty:
             report.problems.append(f"repo {repo.repo} is dirty ({len(dirty)} paths)")
-
-
-def _git(path: Path, *args: str) -> Optional[str]:
-    try:
-        res = subprocess.run(["git", "-C", str(path), *args], capture_output=True, timeout=30)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    return res.stdout.decode("utf-8", errors="replace") if res.returncode == 0 else None

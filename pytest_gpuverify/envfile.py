@@ -16,6 +16,7 @@ from typing import Mapping, NamedTuple, Optional, Union
 from pydantic import BaseModel, ConfigDict
 
 from .lockspec import LOCK_EXAMPLE, LockPrefixError, LockSpec, parse_lock_prefix  # noqa: F401 (re-exported)
+from .signing import SigningRow, signing_row
 
 DEFAULT_ENV_PATH = "~/.cursor/mstack/env.md"
 ENV_PATH_VARIABLE = "GPUVERIFY_ENV"
@@ -29,6 +30,7 @@ SECTION_COLUMNS: dict[str, tuple[str, ...]] = {
     "Repos": ("repo", "path", "container", "mount"),
     "Containers": ("name", "image", "host"),
     "GPU lock": ("host", "picker", "lock"),
+    "Signing": ("signer", "key"),  # optional: signing.py
 }
 _SECTION_BY_KEY = {name.casefold(): name for name in SECTION_COLUMNS}
 _ARCH = re.compile(r"gfx[0-9a-f]+|sm_\d+")
@@ -123,6 +125,7 @@ class EnvFile(_Frozen):
     repos: list[RepoRow] = []
     containers: list[ContainerRow] = []
     gpu_locks: list[GpuLockRow] = []
+    signing: list[SigningRow] = []
     rows_per_section: dict[str, int] = {}  # the sections present -> their data row count
 
     def require(self, section_name: str) -> None:
@@ -215,6 +218,7 @@ def parse_env_text(text: str, path: PathLike) -> EnvFile:
         containers=[ContainerRow(name=c["name"], image=c["image"], host=c["host"])
                     for _, c in rows.get("Containers", [])],
         gpu_locks=[_gpu_lock(where, cells) for where, cells in rows.get("GPU lock", [])],
+        signing=[signing_row(where, cells) for where, cells in rows.get("Signing", [])],
         rows_per_section={section: len(section_rows) for section, section_rows in rows.items()},
     )
 

@@ -7,13 +7,13 @@ cannot be read is ``None`` with the reason, never a guess.
 from __future__ import annotations
 
 import json
-import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
-from .artifact import RepoRecord, Versions
+from .artifact import Versions
 from .container import ContainerError, ContainerHandle
+from .gitstate import repo_state  # noqa: F401 (re-exported: the run reads repo state through here)
 
 # Reads versions without importing torch (an import costs seconds: measured.md).
 _VERSIONS_SCRIPT = r"""
@@ -116,34 +116,6 @@ def read_versions(container: ContainerHandle) -> tuple[Versions, list[str]]:
     if versions.rocm is None and versions.cuda is None:
         gaps.append(f"versions: rocm is null: no /opt/rocm/.info/version in {container.name}")
     return versions, gaps
-
-
-# Artifacts written into the repo by an earlier run must not make it look dirty.
-_OWN_FILES = ("bench_",)
-
-
-def repo_state(path: Path) -> RepoRecord:
-    """SHA and dirtiness of the checkout that holds ``path`` (git on the host)."""
-
-    def git(*args: str) -> Optional[str]:
-        try:
-            res = subprocess.run(["git", "-C", str(path), *args], capture_output=True, timeout=30)
-        except (OSError, subprocess.TimeoutExpired):
-            return None
-        return res.stdout.decode("utf-8", errors="replace") if res.returncode == 0 else None
-
-    top = (git("rev-parse", "--show-toplevel") or "").strip()
-    if not top:
-        return RepoRecord(path=str(path))
-    sha = (git("rev-parse", "HEAD") or "").strip() or None
-    status = git("status", "--porcelain", "--untracked-files=normal") or ""
-    dirty_paths = []
-    for line in status.splitlines():
-        name = line[3:].strip().strip('"')
-        if Path(name).name.startswith(_OWN_FILES):
-            continue
-        dirty_paths.append(name)
-    return RepoRecord(path=top, sha=sha, dirty=bool(dirty_paths), dirty_paths=dirty_paths[:50])
 
 
 @dataclass

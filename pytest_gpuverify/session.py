@@ -25,17 +25,20 @@ from .envfile import EnvFile
 from .files import FileProblem, create_result_file, result_folder
 from .gpu import select_backend
 from .gpu.base import GpuInfo, GpuToolError
+from .gitstate import own_output_dirs
 from .hostexec import LocalHost
 from .hostrun import HostExecutor
 from .leftovers import run_marker
 from .lock import LockError
 from .hosts import lock_for, select_host
+from .log_trailer import seal_log
 from .options import RunOptions, SetupError
 from .parsers.dispatch import context_for, parse_output
 from .picker import GpuGrant, GpuPicker, NoGpu, PickerError
 from .provenance import ContainerFacts, import_origin, move_out, origin_inside, read_container_facts, repo_state
 from .sampler import IdleSampler
 from .shared_readings import SharedReadings
+from .signing import sign_outputs, signer_for
 from .targets import PYTEST_KINDS, RunEnvironment, Target, command_argv, import_package, junit_path, pythonpath
 from .caches import plan_caches, remove_cold_caches, warm_cache_reused
 from .guard import RunGuards
@@ -52,6 +55,7 @@ class TargetOutcome:
     raw_path: Optional[Path] = None
     junit_path: Optional[Path] = None
     written: bool = False
+    sealed: bool = False  # the raw log has its trailer
 
 
 class VerifySession:
@@ -67,6 +71,7 @@ class VerifySession:
         self.env = env
         self.host_row = select_host(env, options)
         self.lock_spec, self.picker_command = lock_for(env, self.host_row)
+        self.signer = signer_for(env, self.host_row.host)  # its key is checked here, before any GPU
         self.expected_arch = (options.arch or self.host_row.arch or "").lower() or None
         try:  # before any GPU tool or container: a result that cannot be written is not worth a run
             self.out_dir, self._moves_lock = result_folder(env.resources.tickets, options.ticket,
@@ -143,6 +148,8 @@ class VerifySession:
             return
         store_artifact(outcome.artifact, outcome.artifact_path, self._moves_lock)
         outcome.written = True
+        if self.signer is not None:  # every file is final now: the artifact embeds the log's sha256
+            sign_outputs(self.signer, [outcome.raw_path, outcome.junit_path, outcome.artifact_path])
 
     # -- one target ------------------------------------------------------------------------
     def unique_topic(self, target: Target) -> str:
@@ -172,8 +179,10 @@ class VerifySession:
                 args=list(target.args), dtype=target.dtype, regime=target.regime,
                 thresholds=target.thresholds.model_dump(exclude_none=True),
                 pass_pattern=target.pass_pattern, fail_pattern=target.fail_pattern,
+                command=list(target.command) if target.command else None,
             ),
             cold=self.options.cold,
+            signed_by=self.signer.signer if self.signer else None,
         )
         art.notes.extend(self._session_notes)
         outcome = TargetOutcome(target, art, self.out_dir / f"bench_{topic}.json")
@@ -184,6 +193,7 @@ class VerifySession:
         try:
             self._prepare_and_run(target, art, outcome, facts, stamp)
             if facts.ran and outcome.raw_path is not None:
+                self._seal(outcome, facts)  # before parsing: check re-parses the log as sealed
                 context = context_for(art.target, art.command, outcome.junit_path, facts.exit_code)
                 parsed = parse_output(target.kind, outcome.raw_path, context)
         except Interrupted as exc:
@@ -216,7 +226,7 @@ class VerifySession:
             return
         # read once per worktree, before any command of ours could have touched it
         if ws.wt_host not in self._repos:
-            self._repos[ws.wt_host] = repo_state(ws.wt_host)
+            self._repos[ws.wt_host] = repo_state(ws.wt_host, own_output_dirs(self.env.resources.tickets))
         repo = self._repos[ws.wt_host]
         art.repos = [repo]
         if repo.dirty and not self.options.allow_dirty:
@@ -331,6 +341,7 @@ class VerifySession:
                 for i, lease in zip(infos, grant.leases)
             ]
             art.gpu = art.gpus[0]
+            art.host_gpus = len(self._inventory) or None
             caches = plan_caches(wt, self.options.cold, run_id, on_host=cfacts.handle.name == HOST)
             art.cache_reused = warm_cache_reused(cfacts.handle, caches, self._warm_caches)
             run_env = RunEnvironment(
@@ -385,6 +396,12 @@ class VerifySession:
         facts.output_problems.extend(result.problems)
         facts.leftovers = list(result.leftovers)
 
+    @staticmethod
+    def _seal(outcome: TargetOutcome, facts: RunFacts) -> None:
+        if not outcome.sealed and outcome.raw_path is not None:
+            seal_log(outcome.raw_path, facts, outcome.artifact)
+            outcome.sealed = True
+
     def _finish(self, outcome: TargetOutcome, facts: RunFacts, parsed, t0: float) -> None:
         art = outcome.artifact
         if parsed is not None:
@@ -396,6 +413,8 @@ class VerifySession:
         # the facts behind the verdict, so that `gpuverify check` can re-derive it
         art.run = facts.to_record(output_parsed=parsed is not None)
         art.exit_code, art.timed_out = facts.exit_code, facts.timed_out
+        if facts.ran and outcome.raw_path is not None and outcome.raw_path.exists():
+            self._seal(outcome, facts)
         art.finished_ts = utc_now()
         art.duration_s = round(time.monotonic() - t0, 3)
         if outcome.raw_path is not None and outcome.raw_path.exists():

@@ -85,6 +85,13 @@ def check(path: Path, capsys) -> tuple[int, list[str], str]:
     return rc, [line.removeprefix("MISMATCH ") for line in out.splitlines() if line.startswith("MISMATCH ")], out
 
 
+def as_schema_1(d: dict) -> None:
+    """What the engine wrote before the run record: schema 1, without the fields later versions added."""
+    for name in ("run", "host_gpus", "signed_by"):
+        d.pop(name, None)
+    d["schema_version"] = 1
+
+
 def edit(path: Path, change) -> None:
     data = json.loads(path.read_text())
     change(data)
@@ -163,7 +170,7 @@ def test_reasons_name_what_differs_both_ways(made, tmp_path, capsys):
 @pytest.mark.parametrize("case", ["pass", "no gpu"])
 def test_an_old_artifact_passes_with_a_partial_check_line(made, case, tmp_path, capsys):
     path = copy_of(made, case, tmp_path)
-    edit(path, lambda d: d.pop("run"))
+    edit(path, as_schema_1)
     rc, mismatches, out = check(path, capsys)
     assert rc == 0 and not mismatches and out.count(PARTLY) == 1, out
 
@@ -171,7 +178,43 @@ def test_an_old_artifact_passes_with_a_partial_check_line(made, case, tmp_path, 
 @pytest.mark.docker
 def test_an_old_artifact_keeps_the_loose_verdict_check(made, tmp_path, capsys):
     path = copy_of(made, "pass", tmp_path)
-    edit(path, lambda d: (d.pop("run"), d.update(verdict="FAIL")))
+    edit(path, lambda d: (as_schema_1(d), d.update(verdict="FAIL")))
     rc, mismatches, out = check(path, capsys)
     assert rc == 1 and mismatches == ["verdict FAIL, but the raw output shows no failure and the exit code was 0"], out
     assert out.count(PARTLY) == 1
+
+
+# Issue 11: `check` cannot be talked round. test_check_tamper.py has the rest (provenance, signatures).
+@pytest.mark.docker
+def test_a_schema_2_artifact_without_its_run_record_is_an_error(made, tmp_path, capsys):
+    path = copy_of(made, "crash", tmp_path)
+    edit(path, lambda d: (d.pop("run"), d.update(verdict="PASS", reasons=[], exit_code=0)))  # a crash made PASS
+    rc, mismatches, out = check(path, capsys)
+    assert rc == 1 and any(m.startswith("schema: field run is missing (schema ") for m in mismatches), out
+
+
+def test_a_topic_and_a_time_are_not_an_artifact(tmp_path, capsys):
+    path = tmp_path / "bench_x.json"
+    path.write_text('{"topic": "x", "ts": "2026-01-01T00:00:00Z"}')
+    rc, mismatches, out = check(path, capsys)
+    assert rc == 1 and mismatches and "OK" not in out, out
+
+
+@pytest.mark.docker
+def test_exit_code_and_verdict_and_reasons_forged_together_are_caught_by_the_trailer(made, tmp_path, capsys):
+    """The strongest edit of the artifact alone: exit code, verdict and reasons all as check would re-derive
+    them. Only the log's trailer (written by the engine) still says 1."""
+    from pytest_gpuverify.artifact import RunRecord, TargetRecord
+    from pytest_gpuverify.parsers.dispatch import parse_output
+    from pytest_gpuverify.parsers.result import ParseContext
+    from pytest_gpuverify.verdict import RunFacts, verdict_and_reasons
+
+    path = copy_of(made, "crash", tmp_path)
+    data = json.loads(path.read_text())
+    data["run"]["exit_code"] = data["exit_code"] = 0
+    target = TargetRecord.model_validate(data["target"])
+    parsed = parse_output(target.kind, path.parent / data["raw_output"], ParseContext(exit_code=0))
+    data["verdict"], data["reasons"] = verdict_and_reasons(RunFacts.from_record(RunRecord.model_validate(data["run"]), target), parsed, None)
+    path.write_text(json.dumps(data))
+    rc, mismatches, out = check(path, capsys)
+    assert rc == 1 and mismatches == ["run.exit_code is 0, the raw output's trailer says 1"], out
