@@ -10,7 +10,7 @@ import signal
 import sys
 import time
 
-GRACE_S = 10  # as the wrapper's `timeout -k`: SIGTERM first, SIGKILL this much later
+GRACE_S = 3  # SIGTERM first, SIGKILL this much later: every stop of a command (container.py, hostrun.py)
 PID_FILE_WAIT_S = 2.0  # the wrapper writes its pid file right after the exec starts
 
 

@@ -16,9 +16,7 @@ import time
 from pathlib import Path
 from typing import Callable, Mapping, Optional, Sequence
 
-from .container import MAX_OUTPUT_BYTES, ExecOutcome, Interrupted, interrupt_cause
-
-KILL_GRACE_S = 10
+from .container import KILL_GRACE_S, MAX_OUTPUT_BYTES, ExecOutcome, Interrupted, interrupt_cause
 
 
 class HostExecutor:

@@ -27,13 +27,15 @@ from .gpu.base import GpuInfo, GpuToolError
 from .hostexec import LocalHost
 from .hostrun import HostExecutor
 from .hosts import lock_for, select_host
-from .options import RunOptions
+from .lock import LockError
+from .options import RunOptions, SetupError
 from .parsers.dispatch import parse_output
 from .parsers.result import ParseContext
 from .picker import GpuGrant, GpuPicker, NoGpu, PickerError
 from .provenance import ContainerFacts, import_origin, move_out, origin_inside, read_container_facts, repo_state
 from .sampler import IdleSampler
 from .shared_readings import SharedReadings
+from .topics import TopicClaims
 from .targets import PYTEST_KINDS, RunEnvironment, Target, command_argv, import_package, junit_path, pythonpath
 from .caches import plan_caches, remove_cold_caches, warm_cache_reused
 from .guard import RunGuards
@@ -60,6 +62,7 @@ class VerifySession:
         docker_factory: Callable[[], object] = docker_client,
         echo: Optional[Callable[[bytes], None]] = None,
         on_wait: Optional[Callable[[str], None]] = None,
+        topics: Optional[TopicClaims] = None,
     ) -> None:
         self.options = options
         self.env = env
@@ -87,7 +90,7 @@ class VerifySession:
         self.session_blocked: list[str] = []
         self._session_notes: list[str] = []
         self.outcomes: list[TargetOutcome] = []
-        self._topics: set[str] = set()
+        self.topics = topics or TopicClaims()  # shared by xdist workers of one run
         self._echo = echo
         self._started = False
         self._external_grant: Optional[GpuGrant] = None
@@ -95,7 +98,11 @@ class VerifySession:
     # -- session ---------------------------------------------------------------------------
     def _artifact_dir(self) -> Path:
         tickets = self.env.resources.tickets
-        if self.options.ticket and tickets is not None:
+        if self.options.ticket and tickets is None:
+            raise SetupError(f"--ticket {self.options.ticket} is given, but `tickets` is not set in section "
+                             f"'Resources' of {self.env.path}, so there is no ticket folder. Fix: set "
+                             "| tickets | /path/to/tickets |, or drop --ticket to write to ./")
+        if self.options.ticket:
             return Path(tickets).expanduser() / self.options.ticket
         return self.options.invocation_dir
 
@@ -141,13 +148,7 @@ class VerifySession:
 
     # -- one target ------------------------------------------------------------------------
     def unique_topic(self, target: Target) -> str:
-        base = self.options.topic or target.topic
-        topic, n = base, 1
-        while topic in self._topics:
-            n += 1
-            topic = f"{base}-{n}"
-        self._topics.add(topic)
-        return topic
+        return self.topics.claim(self.out_dir, self.options.topic or target.topic)
 
     def run(self, target: Target, grant: Optional[GpuGrant] = None) -> TargetOutcome:
         """Run one target and return its outcome (the artifact is written at :meth:`close`).
@@ -311,7 +312,7 @@ class VerifySession:
         try:
             if grant is None:
                 grant = self.picker.acquire(count=target.gpus, wait_s=self.options.wait_s)
-        except (NoGpu, PickerError) as exc:
+        except (NoGpu, PickerError, LockError) as exc:
             facts.blocked.append(str(exc))
             return
         run_id = f"{stamp}-{os.getpid()}"
