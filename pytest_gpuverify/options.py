@@ -51,7 +51,7 @@ def check_topic(topic: Optional[str], option: str = "--gpu-topic") -> Optional[s
     if topic is None:
         return None
     name = topic[: -len(".json")] if topic.endswith(".json") else topic
-    if not TICKET_RE.fullmatch(name) or ".." in name:
+    if not TICKET_RE.fullmatch(name) or ".." in name or name.endswith(".json"):
         shown = repr(topic if len(topic) <= 40 else topic[:40] + "...")
         raise SetupError(
             f"{option} {shown} is not a topic name. Fix: use letters, digits, '.', '_' or '-' "
