@@ -106,6 +106,7 @@ def pytest_configure(config: pytest.Config) -> None:
         return
     from .declarations import DeclarationError
     from .session import VerifySession, echo_to_stdout
+    from .topics import TopicClaims
 
     try:
         options = build_options(config)
@@ -114,29 +115,24 @@ def pytest_configure(config: pytest.Config) -> None:
         declared = _load_declarations(config)
         session = VerifySession(options, env, echo=echo_to_stdout if options.echo_output else None,
                                 on_wait=None if hasattr(config, "workerinput") else live_line(config),
-                                topics=_topic_claims(config))
+                                topics=TopicClaims(getattr(config, "workerinput", {}).get("gpuverify_topic_claims")))
     except (SetupError, EnvFileError, DeclarationError) as exc:
         raise pytest.UsageError(str(exc)) from None
     config.stash[_DECLARED_KEY] = declared
     if not hasattr(config, "workerinput"):
         config.pluginmanager.register(VerdictSummary(lambda: _session(config)), "gpuverify-summary")
     if getattr(config.option, "numprocesses", None) and not hasattr(config, "workerinput"):
+        import shutil
         import tempfile
 
         # the controller runs no target: each worker samples, locks, runs and writes its own, and
         # claims its artifact names in this folder, so two workers never write one file
-        config.stash[_CLAIMS_KEY] = tempfile.mkdtemp(prefix="gpuverify-topics-")
+        config.stash[_CLAIMS_KEY] = claims = tempfile.mkdtemp(prefix="gpuverify-topics-")
+        config.add_cleanup(lambda: shutil.rmtree(claims, ignore_errors=True))
         return
     config.stash[_SESSION_KEY] = session
     _terminate_like_ctrl_c()
     session.start()  # the idle window starts filling now, while pytest collects
-
-
-def _topic_claims(config: pytest.Config):
-    from .topics import TopicClaims
-
-    shared = getattr(config, "workerinput", {}).get("gpuverify_topic_claims")
-    return TopicClaims(Path(shared) if shared else None)
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -145,14 +141,6 @@ def pytest_configure_node(node) -> None:
     claims = node.config.stash.get(_CLAIMS_KEY, None)
     if claims:
         node.workerinput["gpuverify_topic_claims"] = claims
-
-
-def pytest_unconfigure(config: pytest.Config) -> None:
-    claims = config.stash.get(_CLAIMS_KEY, None)
-    if claims:
-        import shutil
-
-        shutil.rmtree(claims, ignore_errors=True)
 
 
 def _terminate_like_ctrl_c() -> None:
@@ -262,12 +250,26 @@ def _with_cli_args(target: Target, config: pytest.Config) -> Target:
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list) -> None:
     """--gpu-topic names one artifact: with more targets it would name none of them truly."""
     engine = _session(config)
-    targets = [item for item in items if isinstance(item, GpuTargetItem)]
-    if engine is not None and engine.options.topic and len(targets) > 1:
-        names = ", ".join(item.target.name for item in targets[:4]) + (", ..." if len(targets) > 4 else "")
-        raise pytest.UsageError(f"--gpu-topic {engine.options.topic} names one target's artifact, but "
-                                f"{len(targets)} targets were collected ({names}). Fix: run one target, "
-                                "or drop --gpu-topic (each target gets its own topic)")
+    if engine is not None and not hasattr(config, "workerinput"):  # xdist: the controller checks
+        _one_target_per_topic(engine.options.topic, [i.target.name for i in items if isinstance(i, GpuTargetItem)])
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_node_collection_finished(node, ids) -> None:
+    """xdist controller: the same check, on the node ids a worker collected, before any is sent."""
+    config = node.config
+    if config.getoption("gpu_verify") and config.getoption("gpu_topic"):
+        decls = config.stash.get(_DECLARED_KEY, None)
+        paths = [config.rootpath / i.split("::")[0] for i in ids]
+        _one_target_per_topic(config.getoption("gpu_topic"), [i for i, p in zip(ids, paths) if kind_for_path(p)
+                              or (decls is not None and p.resolve() == Path(decls.path).resolve())])
+
+
+def _one_target_per_topic(topic: Optional[str], names: list[str]) -> None:
+    from .topics import shared_topic_problem
+
+    if shared_topic_problem(topic, names):
+        raise pytest.UsageError(shared_topic_problem(topic, names))
 
 
 def _display_name(path: Path, config: pytest.Config) -> str:

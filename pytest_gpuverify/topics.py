@@ -14,10 +14,18 @@ import os
 from pathlib import Path
 from typing import Optional
 
+def shared_topic_problem(topic: Optional[str], names: list[str]) -> Optional[str]:
+    """--gpu-topic names one artifact: with two or more targets it would name none of them truly."""
+    if not topic or len(names) < 2:
+        return None
+    shown = ", ".join(names[:4]) + (", ..." if len(names) > 4 else "")
+    return (f"--gpu-topic {topic} names one target's artifact, but {len(names)} targets were collected "
+            f"({shown}). Fix: run one target, or drop --gpu-topic (each gets its own topic)")
+
 
 class TopicClaims:
-    def __init__(self, shared_dir: Optional[Path] = None) -> None:
-        self.shared_dir = Path(shared_dir) if shared_dir is not None else None
+    def __init__(self, shared_dir: Optional[str] = None) -> None:
+        self.shared_dir = Path(shared_dir) if shared_dir else None
         self._taken: set[tuple[str, str]] = set()
 
     def claim(self, out_dir: Path, base: str) -> str:
