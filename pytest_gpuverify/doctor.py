@@ -99,7 +99,7 @@ def _gpus(report: DoctorReport, env: EnvFile, row, backend, lock_for) -> None:
         procs = ", ".join(f"{p.pid} {p.name}".strip() for p in r.processes) or "none"
         use = "?" if r.use_pct is None else f"{r.use_pct:g}%"
         report.lines.append(f"gpu {r.index:<5} use {use:<5} VRAM {vram}/{total} GiB  processes: {procs}  "
-                            f"{f'LOCKED ({lock}, held by {describe_pid(holder)})' if locked else 'unlocked'}  -> {why or 'idle'}")
+                            f"{f'LOCKED ({lock}) by {describe_pid(holder)}' if locked else 'unlocked'}  -> {why or 'idle'}")
     if idle < len(readings):
         report.remarks.append(f"{idle} of {len(readings)} GPUs idle and unlocked")
 

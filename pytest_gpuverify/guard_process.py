@@ -36,7 +36,7 @@ _CONTAINER_STOP = (
     'i=0; while [ ! -s "$0" ] && [ $i -lt ' + str(int(PID_FILE_WAIT_S * 10)) + ' ]; do sleep 0.1; i=$((i+1)); done; '
     'p=$(cat "$0" 2>/dev/null) || exit 0; [ -n "$p" ] || exit 0; kill -TERM "$p" 2>/dev/null; i=0; '
     'while kill -0 "$p" 2>/dev/null && [ $i -lt ' + str(GRACE_S * 10) + ' ]; do sleep 0.1; i=$((i+1)); done; '
-    'kill -KILL "$p" 2>/dev/null; rm -f "$0"'
+    'kill -KILL -"$p" 2>/dev/null || kill -KILL "$p" 2>/dev/null; rm -f "$0"'  # `timeout` leads a process group
 )
 
 

@@ -173,7 +173,7 @@ def test_doctor_names_who_holds_a_lock(sandbox):
         time.sleep(0.3)
         code, report = doctor(sandbox)
         assert code == 0, report
-        assert f"LOCKED ({lock}, held by pid {holder.pid} (root): flock -x -o {lock} sleep 30)" in report, report
+        assert f"LOCKED ({lock}) by pid {holder.pid} (root): flock -x -o {lock} sleep 30  ->" in report, report
     finally:
         holder.kill()
         holder.wait()
