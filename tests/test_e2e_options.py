@@ -219,3 +219,31 @@ def test_a_command_ignoring_sigterm_is_gone_within_timeout_plus_5_s(sandbox, whe
     # the run's end (stamped after the command was gone) is within the limit and the 3 s grace, plus slack
     assert datetime.fromisoformat(art.finished_ts).timestamp() - started < 2 + 5, (art.finished_ts, started)
     assert sandbox.lock_files_free()
+
+
+def test_kill_9_of_pytest_stops_a_command_ignoring_sigterm_before_the_lock_goes(sandbox):
+    """The guard's SIGKILL after the grace reaches the whole command, not only the wrapper's `timeout`."""
+    import os
+    import sys
+    import time
+
+    (sandbox.repo / "op_tests" / "test_stubborn.py").write_text(IGNORES_TERM)
+    commit(sandbox.repo, "stubborn")
+    cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:benchmark", "--gpu-verify",
+           "--gpu-window", "0.3", "--gpu-env", str(sandbox.env_path), "--ticket", "T-1", "op_tests/test_stubborn.py"]
+    proc = subprocess.Popen(cmd, cwd=sandbox.repo, env=dict(os.environ, PATH=f"{sandbox.sim_bin}:{os.environ['PATH']}"),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 60
+    while not any(b"started" in p.read_bytes() for p in (sandbox.tickets / "T-1").glob("bench_stubborn.*.log")):
+        assert time.monotonic() < deadline and proc.poll() is None, "the target never started"
+        time.sleep(0.1)
+    proc.kill()
+    proc.wait(timeout=30)
+    deadline = time.monotonic() + 30
+    while True:
+        free = sandbox.lock_files_free()
+        runs = not sandbox.command_gone("test_stubborn.py")
+        assert not (free and runs), "the GPU was free while the orphaned command still ran on it"
+        if free or time.monotonic() > deadline:
+            break
+    assert free and not runs
