@@ -12,7 +12,8 @@ from __future__ import annotations
 import hashlib
 import os
 from pathlib import Path
-from typing import Optional
+from typing import Optional, Union
+
 
 def shared_topic_problem(topic: Optional[str], names: list[str]) -> Optional[str]:
     """--gpu-topic names one artifact: with two or more targets it would name none of them truly."""
@@ -24,7 +25,9 @@ def shared_topic_problem(topic: Optional[str], names: list[str]) -> Optional[str
 
 
 class TopicClaims:
-    def __init__(self, shared_dir: Optional[str] = None) -> None:
+    """The names taken; ``shared_dir``: the folder where the workers of one xdist run claim theirs."""
+
+    def __init__(self, shared_dir: Optional[Union[str, Path]] = None) -> None:
         self.shared_dir = Path(shared_dir) if shared_dir else None
         self._taken: set[tuple[str, str]] = set()
 
