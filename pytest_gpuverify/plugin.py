@@ -221,7 +221,6 @@ class GpuTargetFile(pytest.File):
             for target in declared:
                 yield GpuTargetItem.from_parent(self, name=target.name, target=_with_cli_args(target, self.config))
             return
-        # the topic is the file's: the args are in the artifact's command and target.args
         target = Target(name=_display_name(self.path, self.config), kind=kind_for_path(self.path), path=self.path,
                         topic=topic_for(self.path))
         yield GpuTargetItem.from_parent(self, name=target.topic, target=_with_cli_args(target, self.config))
@@ -248,7 +247,6 @@ def _with_cli_args(target: Target, config: pytest.Config) -> Target:
 
 
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list) -> None:
-    """--gpu-topic names one artifact: with more targets it would name none of them truly."""
     engine = _session(config)
     if engine is not None and not hasattr(config, "workerinput"):  # xdist: the controller checks
         _one_target_per_topic(engine.options.topic, [i.target.name for i in items if isinstance(i, GpuTargetItem)])
@@ -268,7 +266,7 @@ def pytest_xdist_node_collection_finished(node, ids) -> None:
 def _one_target_per_topic(topic: Optional[str], names: list[str]) -> None:
     from .topics import shared_topic_problem
 
-    if shared_topic_problem(topic, names):
+    if shared_topic_problem(topic, names):  # --gpu-topic names one artifact
         raise pytest.UsageError(shared_topic_problem(topic, names))
 
 
