@@ -16,11 +16,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping, Optional, Sequence
 
+# A command that ignores SIGTERM is killed this long after it, so it is gone within --gpu-timeout + 5 s.
+from .guard_process import GRACE_S as KILL_GRACE_S
 from .leftovers import MARKER, SNAPSHOT_SH, SWEEP_SH, parse_report
 
 MAX_OUTPUT_BYTES = 4 << 30  # past this the file stops growing; the run is then not trusted
 PID_DIR = "/tmp/gpuverify"
-KILL_GRACE_S = 10
 
 # `$0` is the pid file, `$1` the time limit. The command runs under `timeout` (SIGTERM at the limit,
 # SIGKILL KILL_GRACE_S later); the pid file holds `timeout`'s PID so a later exec can stop it early,
@@ -202,7 +203,7 @@ class ContainerHandle:
         reader.start()
         # The wrapper's `timeout` stops the command itself; this watchdog only covers a wrapper that
         # could not run `timeout` or a daemon that stopped answering.
-        hard_deadline = started + limit + KILL_GRACE_S + 5
+        hard_deadline = started + limit + KILL_GRACE_S + 2
         try:
             while reader.is_alive():
                 reader.join(timeout=0.2)
@@ -214,7 +215,7 @@ class ContainerHandle:
         except KeyboardInterrupt as exc:
             outcome.interrupted = interrupt_cause(exc)
             self._stop_quietly(pid_file)
-            reader.join(timeout=KILL_GRACE_S)
+            reader.join(timeout=KILL_GRACE_S + 2)  # `timeout` sends SIGKILL after the grace
             take_report()
             self._finish(exec_id, outcome, started, limit)
             raise _Interrupted(outcome) from None
@@ -257,7 +258,10 @@ class ContainerHandle:
                 time.sleep(0.1)
 
     def _kill(self, pid_file: str, signal: str) -> None:
-        script = f'p=$(cat {shlex.quote(pid_file)} 2>/dev/null) && kill -{signal} "$p" 2>/dev/null; rm -f {shlex.quote(pid_file)}'
+        # SIGKILL goes to `timeout`'s process group (it leads one), so the command cannot outlive it
+        group = 'kill -KILL -"$p" 2>/dev/null || ' if signal == "KILL" else ""
+        script = (f'p=$(cat {shlex.quote(pid_file)} 2>/dev/null) && {{ {group}kill -{signal} "$p" 2>/dev/null; }}; '
+                  f'rm -f {shlex.quote(pid_file)}')
         try:
             self.capture(["sh", "-c", script], timeout_s=10)
         except ContainerError:

@@ -20,7 +20,7 @@ from .envfile import EnvFile
 from .gpu import select_backend
 from .gpu.base import GpuToolError
 from .hostexec import LocalHost
-from .lock import held_lock_ids, is_held
+from .lock import describe_pid, lock_holders, lock_id
 from .sampler import GIB, IdleCriteria, busy_reason
 
 ENV_SHOWN = ("HIP_VISIBLE_DEVICES", "AITER_JIT_DIR", "CUDA_VISIBLE_DEVICES")
@@ -60,8 +60,9 @@ def run_doctor(env: EnvFile, host_name: Optional[str] = None, docker_factory=Non
     runner = LocalHost()
     backend = select_backend(row.arch, runner)
     _gpus(report, env, row, backend, lock_for)
-    _containers(report, env, row, backend.vendor, docker_factory)
+    running = _containers(report, env, row, backend.vendor, docker_factory)
     _repos(report, env)
+    _mounts(report, env, running)
     return report
 
 
@@ -101,35 +102,38 @@ def _gpus(report: DoctorReport, env: EnvFile, row, backend, lock_for) -> None:
         report.problems.append(f"GPU tools: {exc}")
         return
     report.lines.append(f"readings  {backend.reading_source()}")
-    held = held_lock_ids() or set()
+    holders = lock_holders() or {}
     idle = 0
     for r in readings:
         why = busy_reason(r, IdleCriteria())
         lock = lock_path_for(r.index) if lock_path_for else None
-        locked = bool(lock and is_held(lock, held))
+        holder = holders.get(lock_id(lock)) if lock else None  # who took it, as /proc/locks says
+        locked = holder is not None
         idle += not why and not locked
         vram = "?" if r.vram_used_bytes is None else f"{r.vram_used_bytes / GIB:.1f}"
         total = "?" if r.vram_total_bytes is None else f"{r.vram_total_bytes / GIB:.0f}"
         procs = ", ".join(f"{p.pid} {p.name}".strip() for p in r.processes) or "none"
         use = "?" if r.use_pct is None else f"{r.use_pct:g}%"
         report.lines.append(f"gpu {r.index:<5} use {use:<5} VRAM {vram}/{total} GiB  processes: {procs}  "
-                            f"{'LOCKED (' + str(lock) + ')' if locked else 'unlocked'}  -> {why or 'idle'}")
+                            f"{f'LOCKED ({lock}) by {describe_pid(holder)}' if locked else 'unlocked'}  -> {why or 'idle'}")
     if idle < len(readings):
         report.remarks.append(f"{idle} of {len(readings)} GPUs idle and unlocked")
 
 
-def _containers(report: DoctorReport, env: EnvFile, row, vendor: str, docker_factory) -> None:
+def _containers(report: DoctorReport, env: EnvFile, row, vendor: str, docker_factory) -> dict[str, dict]:
+    """Each container's line; returns the running ones' ``docker inspect``, by name."""
     from .container import ContainerError, ContainerHandle, docker_client
     from .provenance import container_arch
 
     mine = [c for c in env.containers if not c.host or c.host.lower() == row.host.lower()]
+    found: dict[str, dict] = {}
     if not mine:
-        return
+        return found
     try:
         client = (docker_factory or docker_client)()
     except Exception as exc:  # no engine: every container is missing, said once
         report.problems.append(f"Docker Engine not reachable: {exc}")
-        return
+        return found
     for c in mine:
         handle = ContainerHandle(client, c.name)
         try:
@@ -148,6 +152,29 @@ def _containers(report: DoctorReport, env: EnvFile, row, vendor: str, docker_fac
         report.lines.append(f"container {c.name}: running, image {handle.image}, arch {arch or why}, {shown}")
         if arch and row.arch and arch != row.arch:
             report.problems.append(f"container {c.name} has arch {arch}, the Hosts row says {row.arch}")
+        found[c.name] = handle.inspect()
+    return found
+
+
+def _mounts(report: DoctorReport, env: EnvFile, running: dict[str, dict]) -> None:
+    """A Repos row whose path the container does not bind-mount makes every run of it INCONCLUSIVE
+    (resolve.py checks the same); one mounted elsewhere than the row says runs, from where it is."""
+    from .resolve import bind_mounts, map_to_container
+
+    for repo in env.repos:
+        if repo.path is None or repo.container not in running:
+            continue
+        binds = bind_mounts(running[repo.container])
+        actual = map_to_container(binds, repo.path)
+        if actual is None:
+            shown = ", ".join(f"{h} -> {c}" for h, c in binds) or "none"
+            report.lines.append(f"repo {repo.repo}: {repo.path} is not mounted in {repo.container} (mounts: {shown})")
+            report.problems.append(f"repo {repo.repo}: {repo.path} is not mounted in container {repo.container}, "
+                                   "so its runs are INCONCLUSIVE. Fix: mount it, or correct the Repos row's path")
+        elif repo.mount and actual != repo.mount:
+            report.lines.append(f"repo {repo.repo}: mounted at {actual} in {repo.container}, not at {repo.mount}")
+            report.remarks.append(f"repo {repo.repo} is mounted at {actual} in {repo.container}, not at "
+                                  f"{repo.mount} as the Repos row says (runs use {actual})")
 
 
 def _repos(report: DoctorReport, env: EnvFile) -> None:

@@ -382,8 +382,10 @@ def _host(where: _Where, cells: dict[str, Optional[str]]) -> HostRow:
     if arch is not None and not _ARCH.fullmatch(arch.lower()):
         raise where.error(f"arch {arch!r} is not a GPU arch",
                           "write the bare arch, e.g. gfx942, gfx950 or sm_90.")
-    if gpus is not None and not re.fullmatch(r"[0-9]+", gpus):
-        raise where.error(f"gpus {gpus!r} is not a number", "write the GPU count, e.g. 8.")
+    if gpus is not None and not (gpus.isascii() and gpus.isdigit() and int(gpus) > 0):
+        numeric = re.fullmatch(r"[+-]?[0-9]+(\.[0-9]*)?", gpus)  # -1, 0, 8.0: a number, but not a count
+        raise where.error(f"gpus {gpus!r} " + ("must be a whole number of GPUs, 1 or more" if numeric else
+                                               "is not a number"), "write the GPU count, e.g. 8.")
     return HostRow(host=cells["host"], ssh_alias=cells["ssh alias"],
                    arch=arch.lower() if arch else None, gpus=int(gpus) if gpus else None)
 

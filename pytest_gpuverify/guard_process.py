@@ -13,7 +13,7 @@ import signal
 import sys
 import time
 
-GRACE_S = 10  # as the wrapper's `timeout -k`: SIGTERM first, SIGKILL this much later
+GRACE_S = 3  # SIGTERM first, SIGKILL this much later: every stop of a command (container.py, hostrun.py)
 PID_FILE_WAIT_S = 2.0  # the wrapper writes its pid file right after the exec starts
 
 
@@ -39,7 +39,7 @@ _CONTAINER_STOP = (
     'i=0; while [ ! -s "$0" ] && [ $i -lt ' + str(int(PID_FILE_WAIT_S * 10)) + ' ]; do sleep 0.1; i=$((i+1)); done; '
     'p=$(cat "$0" 2>/dev/null); if [ -n "$p" ]; then kill -TERM "$p" 2>/dev/null; i=0; '
     'while kill -0 "$p" 2>/dev/null && [ $i -lt ' + str(GRACE_S * 10) + ' ]; do sleep 0.1; i=$((i+1)); done; '
-    'kill -KILL "$p" 2>/dev/null; fi; rm -f "$0"'
+    'kill -KILL -"$p" 2>/dev/null || kill -KILL "$p" 2>/dev/null; fi; rm -f "$0"'  # `timeout` leads a process group
 )
 
 

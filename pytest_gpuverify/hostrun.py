@@ -16,10 +16,8 @@ import time
 from pathlib import Path
 from typing import Callable, Mapping, Optional, Sequence
 
-from .container import MAX_OUTPUT_BYTES, ExecOutcome, Interrupted, interrupt_cause
+from .container import KILL_GRACE_S, MAX_OUTPUT_BYTES, ExecOutcome, Interrupted, interrupt_cause
 from .leftovers import MARKER, proc_pids, stop_marked
-
-KILL_GRACE_S = 10
 
 
 class HostExecutor:

@@ -6,6 +6,7 @@ import socket
 from typing import Optional
 
 from .envfile import EnvFile, EnvFileError, GpuLockRow, HostRow, LockPrefixError, LockSpec, parse_lock_prefix
+from .lockspec import lock_folder_problem
 from .options import RunOptions, SetupError
 
 
@@ -76,6 +77,9 @@ def lock_for(env: EnvFile, host: HostRow) -> tuple[LockSpec, Optional[str]]:
         spec = parse_lock_prefix(row.lock)
     except LockPrefixError as exc:
         raise SetupError(f"{where}, host {host.host}: {exc}") from None
+    problem = lock_folder_problem(spec)
+    if problem:
+        raise SetupError(f"{where}, host {host.host}: {problem}")
     return spec, (None if row.picker_is_builtin else row.picker)
 
 

@@ -149,27 +149,54 @@ def held_lock_ids() -> Optional[set[tuple[int, int, int]]]:
 
     A read-only view: probing a lock by taking it would, for a moment, make another user's
     non-blocking attempt fail. None when /proc/locks cannot be read (not Linux)."""
+    holders = lock_holders()
+    return None if holders is None else set(holders)
+
+
+def lock_holders() -> Optional[dict[tuple[int, int, int], int]]:
+    """(major, minor, inode) -> the pid that took the ``flock``, from ``/proc/locks`` (None: unreadable)."""
     try:
         with open("/proc/locks", encoding="ascii", errors="replace") as fh:
             text = fh.read()
     except OSError:
         return None
-    held = set()
+    held: dict[tuple[int, int, int], int] = {}
     for line in text.splitlines():
         fields = line.split()
         if "FLOCK" not in fields[1:3] or "->" in fields:  # "->" marks a waiter, not a holder
             continue
         try:
             major, minor, inode = fields[5].split(":")
-            held.add((int(major, 16), int(minor, 16), int(inode)))
+            held[(int(major, 16), int(minor, 16), int(inode))] = int(fields[4])
         except (IndexError, ValueError):
             continue
     return held
 
 
-def is_held(path: Path, held: set[tuple[int, int, int]]) -> bool:
+def lock_id(path: Path) -> Optional[tuple[int, int, int]]:
     try:
         st = os.stat(path)
     except OSError:
-        return False
-    return (os.major(st.st_dev), os.minor(st.st_dev), st.st_ino) in held
+        return None
+    return os.major(st.st_dev), os.minor(st.st_dev), st.st_ino
+
+
+def describe_pid(pid: int) -> str:
+    """``pid 123 (alice): flock -x /var/lock/gpu-1.lock sleep 30``, as far as /proc shows it."""
+    import pwd
+
+    try:
+        uid = os.stat(f"/proc/{pid}").st_uid
+        with open(f"/proc/{pid}/cmdline", "rb") as fh:
+            cmd = fh.read(4096).replace(b"\0", b" ").decode(errors="replace").strip()
+    except OSError:
+        return f"pid {pid} (not visible here)"
+    try:
+        user = pwd.getpwuid(uid).pw_name
+    except KeyError:
+        user = f"uid {uid}"
+    return f"pid {pid} ({user}): {cmd[:120] or '?'}"
+
+
+def is_held(path: Path, held: set[tuple[int, int, int]]) -> bool:
+    return lock_id(path) in held

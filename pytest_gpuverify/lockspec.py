@@ -41,6 +41,26 @@ class LockSpec(BaseModel):
         return Path(self.path_template.replace("<id>", str(gpu_index)))
 
 
+def lock_folder(spec: LockSpec) -> Path:
+    """The folder that holds the lock files (the deepest one above the first ``<id>``)."""
+    path = PurePosixPath(spec.path_template)
+    fixed = []
+    for part in path.parts[:-1]:
+        if "<id>" in part:
+            break
+        fixed.append(part)
+    return Path(*fixed)
+
+
+def lock_folder_problem(spec: LockSpec) -> Optional[str]:
+    """Why no lock file can be made, found before any GPU is taken (None: the folder is there)."""
+    folder = lock_folder(spec)
+    if folder.is_dir():
+        return None
+    return (f"the GPU lock folder {folder} does not exist. Fix: create it for every GPU user "
+            f"(`mkdir -p {folder} && chmod 1777 {folder}`), or write another folder in the lock cell")
+
+
 # flock option -> what it means for a GPU lock; a trailing "=" marks an option that takes a value.
 _FLOCK_OPTIONS = {
     **dict.fromkeys(["-x", "-e", "--exclusive"], "exclusive"),

@@ -45,6 +45,21 @@ def check_ticket(ticket: Optional[str]) -> Optional[str]:
     return ticket
 
 
+def check_topic(topic: Optional[str], option: str = "--gpu-topic") -> Optional[str]:
+    """An artifact topic is a name like a ticket key: it becomes ``bench_<topic>.json`` inside the
+    ticket folder, so a ``/``, a ``..`` or a NUL could write elsewhere. A ``.json`` given is dropped."""
+    if topic is None:
+        return None
+    name = topic[: -len(".json")] if topic.endswith(".json") else topic
+    if not TICKET_RE.fullmatch(name) or ".." in name or name.endswith(".json"):
+        shown = repr(topic if len(topic) <= 40 else topic[:40] + "...")
+        raise SetupError(
+            f"{option} {shown} is not a topic name. Fix: use letters, digits, '.', '_' or '-' "
+            "(up to 64, starting with a letter or digit, no '..'), e.g. gemm_bf16"
+        )
+    return name
+
+
 def check_seconds(option: str, value: object, minimum: float = 0.0) -> float:
     try:
         seconds = float(value)  # type: ignore[arg-type]

@@ -18,6 +18,9 @@ from .lock import GpuLease, is_locked_elsewhere
 from .sampler import IdleSampler
 
 
+PICKER_TIMEOUT_S = 20.0  # one picker command call, as one GPU tool call (gpu/rocm.py, gpu/nvidia.py)
+
+
 class NoGpu(Exception):
     """No GPU stayed idle and unlocked within the wait. ``str()`` starts with NO_GPU."""
 
@@ -54,7 +57,7 @@ class GpuPicker:
         lock: LockSpec,
         host: HostRunner,
         picker_command: Optional[str] = None,
-        picker_timeout_s: float = 120.0,
+        picker_timeout_s: float = PICKER_TIMEOUT_S,
         on_wait: Optional[Callable[[str], None]] = None,
     ) -> None:
         self.sampler = sampler
@@ -69,8 +72,12 @@ class GpuPicker:
         self.sampler.wait_for_full_window()
         last_sample = time.monotonic()
         waited = False
+        first = True
         while True:
-            leases, why = self._try_once(count)
+            # a picker command gets the tool timeout once, then never runs past the --gpu-wait deadline
+            limit = self.picker_timeout_s if first else min(self.picker_timeout_s, deadline - time.monotonic())
+            first = False
+            leases, why = self._try_once(count, max(0.1, limit))
             if leases or deadline - time.monotonic() <= 0:
                 if waited and self.on_wait:
                     self.on_wait("")  # the wait is over: clear the live line
@@ -96,9 +103,19 @@ class GpuPicker:
             self.sampler.mark_own_end(mark)
 
     # -- one attempt ----------------------------------------------------------------------------
-    def _try_once(self, count: int) -> tuple[list[GpuLease], str]:
+    def _try_once(self, count: int, picker_timeout_s: float) -> tuple[list[GpuLease], str]:
         if self.picker_command is not None:
-            index = self._run_picker_command()
+            index = self._run_picker_command(picker_timeout_s)
+            verdict = self._window_verdict()
+            known = set(verdict.idle) | set(verdict.busy)
+            if not known:  # nothing to check the index against, and so nothing to re-check it with
+                return [], _describe_refusal(count, {}, [], verdict.error or "no GPU reading")
+            if index not in known:  # refused before its lock file is made
+                raise PickerError(
+                    f"picker command {self.picker_command!r} printed GPU {index}, but this host's readings "
+                    f"have GPUs {_ranges(sorted(known))}. Fix: make the picker print a HIP index of this host, "
+                    "or set the picker cell of the GPU lock table to builtin"
+                )
             candidates, busy, error = [index], {}, None
         else:
             verdict = self._window_verdict()
@@ -130,8 +147,13 @@ class GpuPicker:
             self._cached_verdict = cached
         return cached[1]
 
-    def _run_picker_command(self) -> int:
-        result = self.host.run(["sh", "-c", self.picker_command], timeout=self.picker_timeout_s)
+    def _run_picker_command(self, timeout_s: float) -> int:
+        result = self.host.run(["sh", "-c", self.picker_command], timeout=timeout_s)
+        if result.timed_out:
+            raise PickerError(
+                f"picker command {self.picker_command!r} gave no answer within {timeout_s:.3g} s. "
+                "Fix: make the picker cell of the GPU lock table print one index at once, or set it to builtin"
+            )
         lines = [ln.strip() for ln in result.text().splitlines() if ln.strip()]
         if not result.ok or not lines or not re.fullmatch(r"\d+", lines[-1]):
             raise PickerError(
@@ -139,6 +161,17 @@ class GpuPicker:
                 "Fix: make the picker cell of the GPU lock table print one index, or set it to builtin"
             )
         return int(lines[-1])
+
+
+def _ranges(indices: list[int]) -> str:
+    """``0-3, 6`` for [0, 1, 2, 3, 6]."""
+    runs: list[list[int]] = []
+    for i in indices:
+        if runs and runs[-1][1] == i - 1:
+            runs[-1][1] = i
+        else:
+            runs.append([i, i])
+    return ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in runs)
 
 
 def _describe_refusal(count: int, busy: dict[int, str], locked: list[int], error: Optional[str]) -> str:

@@ -14,14 +14,15 @@ import pytest
 
 from .artifact import Artifact
 from .envfile import EnvFileError, default_env_path, load_env_file
-from .options import RunOptions, SetupError, check_seconds, check_ticket
-from .report import summarize_reasons, summary_lines
+from .options import RunOptions, SetupError, check_seconds, check_ticket, check_topic
+from .report import VerdictSummary, live_line, verdict_properties
 from .targets import Target, kind_for_path, split_args, topic_for
 
 _SESSION_KEY = pytest.StashKey["VerifySession"]()
 _DECLARED_KEY = pytest.StashKey[object]()
 _NO_CONFTEST_KEY = pytest.StashKey[str]()  # the kernel repo whose conftest.py files are not imported
 _ENV_KEY = pytest.StashKey[tuple]()  # (path, EnvFile) as read before the initial conftests
+_CLAIMS_KEY = pytest.StashKey[str]()  # xdist controller: the folder where its workers claim topics
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -90,7 +91,7 @@ def build_options(config: pytest.Config) -> RunOptions:
         window_s=check_seconds("--gpu-window", _value(config, "gpu_window")),
         wait_s=check_seconds("--gpu-wait", _value(config, "gpu_wait")),
         timeout_s=check_seconds("--gpu-timeout", _value(config, "gpu_timeout"), minimum=1),
-        topic=config.getoption("gpu_topic"),
+        topic=check_topic(config.getoption("gpu_topic")),
         cold=config.getoption("gpu_cold"),
         allow_dirty=config.getoption("gpu_allow_dirty"),
         start_container=config.getoption("gpu_start_container"),
@@ -107,6 +108,7 @@ def pytest_configure(config: pytest.Config) -> None:
         return
     from .declarations import DeclarationError
     from .session import VerifySession, echo_to_stdout
+    from .topics import TopicClaims
 
     try:
         options = build_options(config)
@@ -114,17 +116,33 @@ def pytest_configure(config: pytest.Config) -> None:
         env = read_early[1] if read_early and read_early[0] == options.env_path else load_env_file(options.env_path)
         declared = _load_declarations(config)
         session = VerifySession(options, env, echo=echo_to_stdout if options.echo_output else None,
-                                on_wait=None if hasattr(config, "workerinput") else _live_line(config))
+                                on_wait=None if hasattr(config, "workerinput") else live_line(config),
+                                topics=TopicClaims(getattr(config, "workerinput", {}).get("gpuverify_topic_claims")))
     except (SetupError, EnvFileError, DeclarationError) as exc:
         raise pytest.UsageError(str(exc)) from None
     config.stash[_DECLARED_KEY] = declared
     if not hasattr(config, "workerinput"):
-        config.pluginmanager.register(VerdictSummary(), "gpuverify-summary")
+        config.pluginmanager.register(VerdictSummary(lambda: _session(config)), "gpuverify-summary")
     if getattr(config.option, "numprocesses", None) and not hasattr(config, "workerinput"):
-        return  # the xdist controller runs no target: each worker samples, locks, runs and writes its own
+        import shutil
+        import tempfile
+
+        # the controller runs no target: each worker samples, locks, runs and writes its own, and
+        # claims its artifact names in this folder, so two workers never write one file
+        config.stash[_CLAIMS_KEY] = claims = tempfile.mkdtemp(prefix="gpuverify-topics-")
+        config.add_cleanup(lambda: shutil.rmtree(claims, ignore_errors=True))
+        return
     config.stash[_SESSION_KEY] = session
     _terminate_like_ctrl_c()
     session.start()  # the idle window starts filling now, while pytest collects
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node) -> None:
+    """xdist controller: tell each worker where the run's artifact names are claimed."""
+    claims = node.config.stash.get(_CLAIMS_KEY, None)
+    if claims:
+        node.workerinput["gpuverify_topic_claims"] = claims
 
 
 def _terminate_like_ctrl_c() -> None:
@@ -140,30 +158,6 @@ def _terminate_like_ctrl_c() -> None:
 
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, on_term)
-
-
-def _live_line(config: pytest.Config):
-    """A line on the terminal that says what a target waits for (--gpu-wait), rewritten in place."""
-    import time
-
-    last = [0.0]
-
-    def show(text: str) -> None:
-        writer = config.get_terminal_writer()
-        now = time.monotonic()
-        if text and now - last[0] < 0.5:
-            return
-        last[0] = now
-        width = max(20, writer.fullwidth - 1)
-        line = "\r" + (f"gpuverify: {text}" if text else "")[:width].ljust(width) + ("" if text else "\r")
-        capture = config.pluginmanager.getplugin("capturemanager")
-        if capture is None:
-            writer.write(line, flush=True)
-            return
-        with capture.global_and_fixture_disabled():  # the target runs under capture; this line must show
-            writer.write(line, flush=True)
-
-    return show
 
 
 def _load_declarations(config: pytest.Config):
@@ -227,12 +221,11 @@ class GpuTargetFile(pytest.File):
         declared = [t for t in (decls.targets if decls else []) if t.path and t.path.resolve() == self.path.resolve()]
         if declared and not self.config.getoption("gpu_target"):
             for target in declared:
-                yield GpuTargetItem.from_parent(self, name=target.name, target=target)
+                yield GpuTargetItem.from_parent(self, name=target.name, target=_with_cli_args(target, self.config))
             return
-        args = split_args(self.config.getoption("gpu_args") or "")
         target = Target(name=_display_name(self.path, self.config), kind=_kind(self.path, self.config), path=self.path,
-                        args=args, topic=topic_for(self.path, args))
-        yield GpuTargetItem.from_parent(self, name=target.topic, target=target)
+                        topic=topic_for(self.path))
+        yield GpuTargetItem.from_parent(self, name=target.topic, target=_with_cli_args(target, self.config))
 
 
 class DeclarationFile(pytest.File):
@@ -246,7 +239,37 @@ class DeclarationFile(pytest.File):
         for target in select(decls, names) if names else decls.targets:
             if target.path is None and target.anchor is None:
                 target = target.model_copy(update={"anchor": Path(decls.path).parent})
-            yield GpuTargetItem.from_parent(self, name=target.name, target=target)
+            yield GpuTargetItem.from_parent(self, name=target.name, target=_with_cli_args(target, self.config))
+
+
+def _with_cli_args(target: Target, config: pytest.Config) -> Target:
+    """--gpu-args goes to every collected target, after a declaration's own args."""
+    extra = split_args(config.getoption("gpu_args") or "")
+    return target.model_copy(update={"args": (*target.args, *extra)}) if extra else target
+
+
+def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list) -> None:
+    engine = _session(config)
+    if engine is not None and not hasattr(config, "workerinput"):  # xdist: the controller checks
+        _one_target_per_topic(engine.options.topic, [i.target.name for i in items if isinstance(i, GpuTargetItem)])
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_node_collection_finished(node, ids) -> None:
+    """xdist controller: the same check, on the node ids a worker collected, before any is sent."""
+    config = node.config
+    if config.getoption("gpu_verify") and config.getoption("gpu_topic"):
+        decls = config.stash.get(_DECLARED_KEY, None)
+        paths = [config.rootpath / i.split("::")[0] for i in ids]
+        _one_target_per_topic(config.getoption("gpu_topic"), [i for i, p in zip(ids, paths) if _kind(p, config)
+                              or (decls is not None and p.resolve() == Path(decls.path).resolve())])
+
+
+def _one_target_per_topic(topic: Optional[str], names: list[str]) -> None:
+    from .topics import shared_topic_problem
+
+    if shared_topic_problem(topic, names):  # --gpu-topic names one artifact
+        raise pytest.UsageError(shared_topic_problem(topic, names))
 
 
 def _kind(path: Path, config: pytest.Config) -> Optional[str]:
@@ -271,10 +294,7 @@ class GpuTargetItem(pytest.Item):
         outcome = _session(self.config).run(self.target)
         art = outcome.artifact
         # what the terminal summary needs travels with the report, so it also works under xdist
-        self.user_properties.append(("gpuverify_verdict", art.verdict))
-        self.user_properties.append(("gpuverify_artifact", str(outcome.artifact_path)))
-        self.user_properties.append(("gpuverify_gpus", ",".join(str(g.index) for g in art.gpus) or "-"))
-        self.user_properties.append(("gpuverify_reason", summarize_reasons(art.reasons if art.verdict != "PASS" else [])))
+        self.user_properties.extend(verdict_properties(art, outcome.artifact_path))
         if art.verdict != "PASS":
             raise GpuVerdict(art, outcome.artifact_path)
 
@@ -334,24 +354,6 @@ def pytest_report_header(config: pytest.Config):
     return lines or None
 
 
-class VerdictSummary:
-    """Collects every target's verdict from the reports (its own, or those xdist workers send)
-    and prints the gpuverify section of the terminal summary."""
-
-    def __init__(self) -> None:
-        self.verdicts: list[tuple[str, dict]] = []
-
-    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        props = dict(report.user_properties)
-        if report.when == "call" and "gpuverify_verdict" in props:
-            self.verdicts.append((report.nodeid, props))
-
-    def pytest_terminal_summary(self, terminalreporter) -> None:
-        terminalreporter.section("gpuverify")
-        for line in summary_lines(self.verdicts):
-            terminalreporter.line(line)
-
-
 # -- fixtures: GPU work from a test of one's own, recorded like collected targets -----------------
 
 
@@ -395,6 +397,7 @@ class KernelContainer:
             regime=None, thresholds=None, gpus: int = 1) -> Artifact:
         from .targets import Thresholds, safe_topic
 
+        topic = check_topic(topic, "kernel_container.run(topic=...)")
         argv = tuple(split_args(command) if isinstance(command, str) else command)
         target = Target(
             name=f"{self._node.nodeid}[{' '.join(argv)}]", kind=kind, command=argv, args=tuple(args),

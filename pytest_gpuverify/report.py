@@ -1,8 +1,9 @@
-"""Human-readable lines for the terminal summary."""
+"""What the terminal shows: the gpuverify section of the summary, and the live line of a wait."""
 
 from __future__ import annotations
 
-from typing import Iterable
+from pathlib import Path
+from typing import Callable, Iterable, Optional
 
 
 def summarize_reasons(reasons: list[str]) -> str:
@@ -10,6 +11,16 @@ def summarize_reasons(reasons: list[str]) -> str:
         return "ok"
     more = f" (+{len(reasons) - 1} more)" if len(reasons) > 1 else ""
     return reasons[0][:160] + more
+
+
+def verdict_properties(artifact, artifact_path: Path) -> list[tuple[str, str]]:
+    """What a target's summary line needs, as report properties (they travel from xdist workers)."""
+    return [
+        ("gpuverify_verdict", artifact.verdict),
+        ("gpuverify_artifact", str(artifact_path)),
+        ("gpuverify_gpus", ",".join(str(g.index) for g in artifact.gpus) or "-"),
+        ("gpuverify_reason", summarize_reasons(artifact.reasons if artifact.verdict != "PASS" else [])),
+    ]
 
 
 def summary_lines(verdicts: Iterable[tuple[str, dict]]) -> list[str]:
@@ -20,3 +31,53 @@ def summary_lines(verdicts: Iterable[tuple[str, dict]]) -> list[str]:
         for nodeid, p in verdicts
     ]
     return lines or ["no GPU targets ran"]
+
+
+class VerdictSummary:
+    """Collects every target's verdict from the reports (its own, or those xdist workers send)
+    and prints the gpuverify section of the terminal summary. ``engine()``: this process's session,
+    whose outcomes also hold targets that never reported (stopped by Ctrl-C or SIGTERM)."""
+
+    def __init__(self, engine: Callable[[], Optional[object]] = lambda: None) -> None:
+        self.verdicts: list[tuple[str, dict]] = []
+        self._engine = engine
+
+    def pytest_runtest_logreport(self, report) -> None:
+        props = dict(report.user_properties)
+        if report.when == "call" and "gpuverify_verdict" in props:
+            self.verdicts.append((report.nodeid, props))
+
+    def pytest_terminal_summary(self, terminalreporter) -> None:
+        verdicts = list(self.verdicts)
+        reported = {p.get("gpuverify_artifact") for _, p in verdicts}
+        engine = self._engine()
+        for outcome in getattr(engine, "outcomes", None) or []:
+            if str(outcome.artifact_path) not in reported:  # its artifact is written; its report never came
+                verdicts.append((outcome.target.name, dict(verdict_properties(outcome.artifact, outcome.artifact_path))))
+        terminalreporter.section("gpuverify")
+        for line in summary_lines(verdicts):
+            terminalreporter.line(line)
+
+
+def live_line(config):
+    """A line on the terminal that says what a target waits for (--gpu-wait), rewritten in place."""
+    import time
+
+    last = [0.0]
+
+    def show(text: str) -> None:
+        writer = config.get_terminal_writer()
+        now = time.monotonic()
+        if text and now - last[0] < 0.5:
+            return
+        last[0] = now
+        width = max(20, writer.fullwidth - 1)
+        line = "\r" + (f"gpuverify: {text}" if text else "")[:width].ljust(width) + ("" if text else "\r")
+        capture = config.pluginmanager.getplugin("capturemanager")
+        if capture is None:
+            writer.write(line, flush=True)
+            return
+        with capture.global_and_fixture_disabled():  # the target runs under capture; this line must show
+            writer.write(line, flush=True)
+
+    return show

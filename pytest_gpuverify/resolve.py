@@ -100,6 +100,12 @@ def map_to_container(mounts: Iterable[tuple[PathLike, str]], host_path: PathLike
     return best[1] if best else None
 
 
+def bind_mounts(info: dict) -> list[Mount]:
+    """A container's bind mounts (host -> container), from its ``docker inspect``."""
+    return [(str(m["Source"]), str(m["Destination"])) for m in info.get("Mounts") or []
+            if m.get("Type") == "bind" and m.get("Source") and m.get("Destination")]
+
+
 # -- sources ------------------------------------------------------------------------------------
 def _repo_mounts(row: Optional[RepoRow]) -> list[Mount]:
     return [(str(Path(row.path).expanduser()), row.mount)] if row and row.path and row.mount else []
@@ -306,8 +312,7 @@ def _check_mounts(res: Resolution, info: dict, origin: str, target_path: Optiona
     """The declared mapping must agree with the container's real bind mounts for the target."""
     if target_path is None:
         return
-    binds = [(str(m["Source"]), str(m["Destination"])) for m in info.get("Mounts") or []
-             if m.get("Type") == "bind" and m.get("Source") and m.get("Destination")]
+    binds = bind_mounts(info)
     declared = map_to_container(res.mounts, target_path)
     actual = map_to_container(binds, target_path)
     if actual is None:

@@ -39,6 +39,7 @@ from .provenance import ContainerFacts, import_origin, move_out, origin_inside, 
 from .sampler import IdleSampler
 from .shared_readings import SharedReadings
 from .signing import sign_outputs, signer_for
+from .topics import TopicClaims
 from .targets import PYTEST_KINDS, RunEnvironment, Target, command_argv, import_package, junit_path, pythonpath
 from .caches import plan_caches, remove_cold_caches, warm_cache_reused
 from .guard import RunGuards
@@ -66,6 +67,7 @@ class VerifySession:
         docker_factory: Callable[[], object] = docker_client,
         echo: Optional[Callable[[bytes], None]] = None,
         on_wait: Optional[Callable[[str], None]] = None,
+        topics: Optional[TopicClaims] = None,
     ) -> None:
         self.options = options
         self.env = env
@@ -73,6 +75,10 @@ class VerifySession:
         self.lock_spec, self.picker_command = lock_for(env, self.host_row)
         self.signer = signer_for(env, self.host_row.host)  # its key is checked here, before any GPU
         self.expected_arch = (options.arch or self.host_row.arch or "").lower() or None
+        if options.ticket and env.resources.tickets is None:  # the seed's "stop and ask", never ./
+            raise SetupError(f"--ticket {options.ticket} is given, but `tickets` is not set in section "
+                             f"'Resources' of {env.path}, so there is no ticket folder. Fix: set "
+                             "| tickets | /path/to/tickets |, or drop --ticket to write to ./")
         try:  # before any GPU tool or container: a result that cannot be written is not worth a run
             self.out_dir, self._moves_lock = result_folder(env.resources.tickets, options.ticket,
                                                            options.invocation_dir)
@@ -99,7 +105,7 @@ class VerifySession:
         self._session_notes: list[str] = []
         self.outcomes: list[TargetOutcome] = []
         self.write_problems: list[str] = []
-        self._topics: set[str] = set()
+        self.topics = topics or TopicClaims()  # shared by xdist workers of one run
         self._echo = echo
         self._started = False
         self._external_grant: Optional[GpuGrant] = None
@@ -153,13 +159,7 @@ class VerifySession:
 
     # -- one target ------------------------------------------------------------------------
     def unique_topic(self, target: Target) -> str:
-        base = self.options.topic or target.topic
-        topic, n = base, 1
-        while topic in self._topics:
-            n += 1
-            topic = f"{base}-{n}"
-        self._topics.add(topic)
-        return topic
+        return self.topics.claim(self.out_dir, self.options.topic or target.topic)
 
     def run(self, target: Target, grant: Optional[GpuGrant] = None) -> TargetOutcome:
         """Run one target and return its outcome (the artifact is written at :meth:`close`).

@@ -110,9 +110,12 @@ def glob_regex(glob: str) -> re.Pattern[str]:
     return re.compile("".join(out))
 
 
-def topic_for(path: Path, args: tuple[str, ...] = ()) -> str:
+def topic_for(path: Path) -> str:
+    """The file's name: ``op_tests/test_gemm_a8w8.py`` is ``gemm_a8w8``, whatever args it runs with
+    (they are in the artifact's ``command`` and ``target.args``; a second target of one name in a
+    run gets ``-2``)."""
     stem = path.stem[5:] if path.stem.startswith("test_") else path.stem
-    return safe_topic("_".join([stem, *args]) if args else stem)
+    return safe_topic(stem)
 
 
 def safe_topic(text: str) -> str:
