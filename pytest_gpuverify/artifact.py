@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from .files import write_atomic
 
-SCHEMA_VERSION = 2  # 2: the run record (`run`)
+SCHEMA_VERSION = 3  # 2: the run record (`run`); 3: the run's timeline (`timeline`)
 
 Verdict = Literal["PASS", "FAIL", "INCONCLUSIVE"]
 NO_GPU = "NO_GPU"
@@ -138,6 +138,21 @@ class RunRecord(_Model):
     output_parsed: bool = False
 
 
+class Timeline(_Model):
+    """When the run held its GPUs and ran its command: UTC wall times, each derived from the session's
+    one reading of both clocks and a monotonic reading (so they are ordered and immune to clock steps).
+    The recorded command interval covers the real one: ``lock_taken <= command_started <=
+    command_ended <= lock_released``. ``gpuverify check`` over several artifacts of one host reports
+    any two whose lock intervals on one GPU overlap."""
+
+    collected: Optional[str] = None  # the session had its targets (pytest's collection was over)
+    pick_started: Optional[str] = None  # the run asked for its GPUs
+    lock_taken: Optional[str] = None  # the last of its GPU locks was taken
+    command_started: Optional[str] = None
+    command_ended: Optional[str] = None
+    lock_released: Optional[str] = None  # the first of its GPU locks was let go (null: a fixture's grant)
+
+
 class Artifact(_Model):
     schema_version: int = SCHEMA_VERSION
     plugin_version: Optional[str] = None
@@ -173,6 +188,7 @@ class Artifact(_Model):
     raw_output_sha256: Optional[str] = None
     raw_output_bytes: Optional[int] = None
     junit_xml: Optional[str] = None  # an inner pytest run's report, saved beside the raw output
+    timeline: Optional[Timeline] = None  # None in artifacts written before it was kept
 
 
 def artifact_schema() -> dict[str, Any]:

@@ -38,22 +38,61 @@ def _cmd_show(args: argparse.Namespace) -> int:
 
 
 def _cmd_check(args: argparse.Namespace) -> int:
+    from .exclusivity import artifact_paths
+
+    paths = artifact_paths(args.artifacts)
+    if not paths:
+        print(f"gpuverify: no artifact (bench_*.json) in {', '.join(args.artifacts)}", file=sys.stderr)
+        return 2
+    worst = 0
+    checked = []
+    for path in paths:
+        art = _load(str(path))
+        if art is None:
+            worst = 2
+            continue
+        worst = max(worst, _check_one(art, path))
+        checked.append((art, path))
+    if len(args.artifacts) > 1 or len(paths) > 1 or Path(args.artifacts[0]).is_dir():
+        worst = max(worst, _check_exclusive(checked))
+    return worst
+
+
+def _check_one(art, path: Path) -> int:
     from .check import PARTLY, check_artifact
 
-    art = _load(args.artifact)
-    if art is None:
-        return 2
-    problems = check_artifact(art, Path(args.artifact))
+    problems = check_artifact(art, path)
     for problem in problems:
         print(f"MISMATCH {problem}")
     if art.run is None:
-        print(f"{args.artifact}: {PARTLY}")
+        print(f"{path}: {PARTLY}")
     if problems:
-        print(f"{args.artifact}: {len(problems)} difference(s) between the artifact and what it re-derives to")
+        print(f"{path}: {len(problems)} difference(s) between the artifact and what it re-derives to")
         return 1
     checked = "and verdict" if art.run is None else "verdict and reasons"
-    print(f"{args.artifact}: OK (raw output sha256, numbers, correctness, {checked} match)")
+    print(f"{path}: OK (raw output sha256, numbers, correctness, {checked} match)")
     return 0
+
+
+def _check_exclusive(checked: list) -> int:
+    """Across the artifacts: no two runs of one host held one GPU at the same time."""
+    from .exclusivity import find_overlaps, holds_of
+
+    holds, without = [], []
+    for art, path in checked:
+        mine, why = holds_of(art, path)
+        holds.extend(mine)
+        if why:
+            without.append(f"{path}: {why}")
+    overlaps = find_overlaps(holds)
+    for overlap in overlaps:
+        print(f"OVERLAP {overlap.describe()}")
+    for line in without:
+        print(f"not in the overlap check: {line}")
+    runs = len({h.path for h in holds})
+    print(f"exclusivity: {runs} runs on {len({(h.host, h.gpu) for h in holds})} GPU(s) of "
+          f"{len({h.host for h in holds})} host(s), {len(overlaps)} overlap(s)")
+    return 1 if overlaps else 0
 
 
 def _cmd_sim_install(args: argparse.Namespace) -> int:
@@ -95,8 +134,9 @@ def build_parser() -> argparse.ArgumentParser:
     show = sub.add_parser("show", help="print an artifact as a readable table")
     show.add_argument("artifact")
     show.set_defaults(func=_cmd_show)
-    check = sub.add_parser("check", help="re-check an artifact against its raw output")
-    check.add_argument("artifact")
+    check = sub.add_parser("check", help="re-check artifacts against their raw output; with several (or a "
+                           "ticket folder), also that no two runs shared a GPU")
+    check.add_argument("artifacts", nargs="+", metavar="ARTIFACT_OR_FOLDER")
     check.set_defaults(func=_cmd_check)
     doctor = sub.add_parser("doctor", help="read-only health check of this GPU host, its containers and repos")
     doctor.add_argument("--gpu-env", default=None, help="env file (default $GPUVERIFY_ENV, else ~/.cursor/mstack/env.md)")

@@ -192,6 +192,12 @@ def _session(config: pytest.Config):
     return config.stash.get(_SESSION_KEY, None)
 
 
+def pytest_collection_finish(session: pytest.Session) -> None:
+    engine = _session(session.config)
+    if engine is not None:
+        engine.mark_collected()
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_pycollect_makemodule(module_path: Path, parent: pytest.Collector):
     """GPU test files become targets instead of modules: the host has no torch to import them."""

@@ -19,7 +19,10 @@ from pathlib import Path
 from typing import Callable, Optional
 
 from . import __version__
-from .artifact import Artifact, GpuRecord, RepoRecord, TargetRecord, keep_previous, sha256_file, utc_now, write_artifact
+from .artifact import (
+    Artifact, GpuRecord, RepoRecord, TargetRecord, Timeline, keep_previous, sha256_file, utc_now, write_artifact,
+)
+from .clock import SessionClock
 from .container import ContainerError, ContainerHandle, Interrupted, docker_client, interrupt_cause
 from .envfile import EnvFile
 from .gpu import select_backend
@@ -91,6 +94,12 @@ class VerifySession:
         self._echo = echo
         self._started = False
         self._external_grant: Optional[GpuGrant] = None
+        self.clock = SessionClock()  # every timeline entry of this session's artifacts is read off it
+        self._collected: Optional[float] = None
+
+    def mark_collected(self) -> None:
+        """The session has its targets (pytest's collection is over): the timelines' first entry."""
+        self._collected = time.monotonic()
 
     # -- session ---------------------------------------------------------------------------
     def _artifact_dir(self) -> Path:
@@ -168,6 +177,7 @@ class VerifySession:
                 thresholds=target.thresholds.model_dump(exclude_none=True),
             ),
             cold=self.options.cold,
+            timeline=Timeline(collected=self.clock.wall(self._collected)),
         )
         art.notes.extend(self._session_notes)
         outcome = TargetOutcome(target, art, self.out_dir / f"bench_{topic}.json")
@@ -308,12 +318,15 @@ class VerifySession:
 
     def _run_on_gpu(self, target, art, outcome, facts, cfacts, wt, rel, pypath, stamp) -> None:
         grant = self._external_grant
+        timeline = art.timeline
+        timeline.pick_started = self.clock.wall(time.monotonic())
         try:
             if grant is None:
                 grant = self.picker.acquire(count=target.gpus, wait_s=self.options.wait_s)
         except (NoGpu, PickerError) as exc:
             facts.blocked.append(str(exc))
             return
+        timeline.lock_taken = self.clock.wall(max(lease.acquired_at or 0.0 for lease in grant.leases) or None)
         run_id = f"{stamp}-{os.getpid()}"
         guards = None
         try:
@@ -345,16 +358,21 @@ class VerifySession:
             outcome.raw_path.touch()
             facts.ran = True
             guards = RunGuards([lease.fileno() for lease in grant.leases])  # a kill -9 of us stops the command
-            result = cfacts.handle.stream_to_file(
-                argv, outcome.raw_path, env=run_env.as_env(), workdir=art.workdir or wt,
-                timeout_s=self.options.timeout_s, echo=self._echo, on_start=guards.on_start,
-            )
+            timeline.command_started = self.clock.wall(time.monotonic())  # no later than the real start
+            try:
+                result = cfacts.handle.stream_to_file(
+                    argv, outcome.raw_path, env=run_env.as_env(), workdir=art.workdir or wt,
+                    timeout_s=self.options.timeout_s, echo=self._echo, on_start=guards.on_start,
+                )
+            finally:
+                timeline.command_ended = self.clock.wall(time.monotonic())  # no earlier than the real end
             self._record_exec(facts, result)
         finally:
             if guards is not None:
                 guards.done()
             if grant is not self._external_grant:
                 self.picker.release(grant)
+                timeline.lock_released = self.clock.wall(min(lease.released_at or 0.0 for lease in grant.leases) or None)
             if guards is not None:
                 guards.reap()
             if self.options.cold:
