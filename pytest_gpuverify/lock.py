@@ -45,14 +45,7 @@ class GpuLease:
         """Take the lock without waiting. False when someone else holds it."""
         if self._fd is not None:
             return True
-        try:
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
-        except OSError as exc:
-            raise LockError(
-                exc.errno,
-                f"cannot open GPU lock file {self.path}: {exc.strerror}. "
-                f"Fix: create {self.path.parent} writable for this user, or change the lock cell of the GPU lock table",
-            ) from exc
+        fd = open_lock_file(self.path)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError as exc:
@@ -64,6 +57,13 @@ class GpuLease:
         self.acquired_at = time.monotonic()
         self.released_at = None
         return True
+
+    @classmethod
+    def adopt(cls, path: Path, gpu_index: int, fd: int, acquired_at: float) -> "GpuLease":
+        """A lease over ``fd``, an open of ``path`` that holds its lock already (a blocking waiter's)."""
+        lease = cls(path, gpu_index)
+        lease._fd, lease.acquired_at = fd, acquired_at
+        return lease
 
     def release(self) -> None:
         fd, self._fd = self._fd, None
@@ -83,6 +83,18 @@ class GpuLease:
 
     def __repr__(self) -> str:
         return f"GpuLease(gpu={self.gpu_index}, path={str(self.path)!r}, held={self.held})"
+
+
+def open_lock_file(path: Path) -> int:
+    """A close-on-exec descriptor of the GPU's lock file, for a ``flock`` of its own."""
+    try:
+        return os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
+    except OSError as exc:
+        raise LockError(
+            exc.errno,
+            f"cannot open GPU lock file {path}: {exc.strerror}. "
+            f"Fix: create {Path(path).parent} writable for this user, or change the lock cell of the GPU lock table",
+        ) from exc
 
 
 def is_locked_elsewhere(path: Path) -> bool:

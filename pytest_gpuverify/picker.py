@@ -15,6 +15,7 @@ from .artifact import NO_GPU
 from .envfile import LockSpec
 from .hostexec import HostRunner
 from .lock import GpuLease, is_locked_elsewhere
+from .lockwait import LockWaiters
 from .sampler import IdleSampler
 
 
@@ -45,8 +46,10 @@ class GpuGrant:
 class GpuPicker:
     """Hands out locked idle GPUs. ``picker_command`` None means the builtin picker."""
 
-    POLL_S = 0.005  # a freed lock is taken within this: a round is a few try-locks (the window's
-    # judgement is recomputed only when a reading or an own-use mark changed it)
+    # While waiting, a GPU whose lock someone holds is waited for by a thread blocked on that lock
+    # (lockwait.py): it is ours the moment it is let go. Busy or unread GPUs are re-judged when the
+    # background window changes, looked at every TICK_S.
+    TICK_S = 0.05
 
     def __init__(
         self,
@@ -67,23 +70,38 @@ class GpuPicker:
     def acquire(self, count: int = 1, wait_s: float = 0.0) -> GpuGrant:
         deadline = time.monotonic() + max(0.0, wait_s)
         self.sampler.wait_for_full_window()
+        waiters = LockWaiters()
+        try:
+            leases = self._acquire(count, deadline, waiters)
+        finally:
+            waiters.cancel()
+        grant = GpuGrant(leases)
+        grant.own_marks = [self.sampler.mark_own_start(lease.gpu_index) for lease in leases]
+        return grant
+
+    def _acquire(self, count: int, deadline: float, waiters: LockWaiters) -> list[GpuLease]:
         last_sample = time.monotonic()
         waited = False
+        won: Optional[GpuLease] = None
         while True:
-            leases, why = self._try_once(count)
+            leases, why, locked = self._try_once(count, won)
+            won = None
             if leases or deadline - time.monotonic() <= 0:
                 if waited and self.on_wait:
                     self.on_wait("")  # the wait is over: clear the live line
                 if not leases:
                     raise NoGpu(why)
-                grant = GpuGrant(leases)
-                grant.own_marks = [self.sampler.mark_own_start(lease.gpu_index) for lease in leases]
-                return grant
+                return leases
             remaining = deadline - time.monotonic()
             if self.on_wait:
                 waited = True
                 self.on_wait(f"waiting up to {remaining:.0f} s: {why}")
-            time.sleep(min(self.POLL_S if self.picker_command is None else 1.0, remaining))
+            if self.picker_command is not None:
+                time.sleep(min(1.0, remaining))
+            else:
+                for index in locked:
+                    waiters.wait_on(index, self.lock.path_for(index))
+                won = waiters.next_won(min(self.TICK_S, remaining))
             # the background sampler keeps the window fresh; without one (window 0), read now and then
             if not self.sampler.running and time.monotonic() - last_sample >= self.sampler.interval_s:
                 self.sampler.sample_now(shared=True)
@@ -96,20 +114,30 @@ class GpuPicker:
             self.sampler.mark_own_end(mark)
 
     # -- one attempt ----------------------------------------------------------------------------
-    def _try_once(self, count: int) -> tuple[list[GpuLease], str]:
+    def _try_once(self, count: int, won: Optional[GpuLease] = None) -> tuple[list[GpuLease], str, list[int]]:
+        """Locked idle GPUs, or none and why (and which idle ones someone holds). ``won``: a lease a
+        waiter took; it is re-checked like one taken here, and released if it does not serve."""
         if self.picker_command is not None:
             index = self._run_picker_command()
             candidates, busy, error = [index], {}, None
         else:
             verdict = self._window_verdict()
             candidates, busy, error = verdict.idle, dict(verdict.busy), verdict.error
+        if won is not None and won.gpu_index in candidates:
+            candidates = [won.gpu_index, *(i for i in candidates if i != won.gpu_index)]
+        elif won is not None:  # the window has called it busy since: it is not taken
+            won.release()
+            won = None
         held: list[GpuLease] = []
         locked: list[int] = []
         for index in candidates:
-            lease = GpuLease(self.lock.path_for(index), index)
-            if not lease.try_acquire():
-                locked.append(index)
-                continue
+            if won is not None and index == won.gpu_index:
+                lease = won
+            else:
+                lease = GpuLease(self.lock.path_for(index), index)
+                if not lease.try_acquire():
+                    locked.append(index)
+                    continue
             reason = self.sampler.recheck(index)
             if reason:
                 lease.release()
@@ -117,10 +145,12 @@ class GpuPicker:
                 continue
             held.append(lease)
             if len(held) == count:
-                return held, ""
+                return held, "", []
+        if won is not None and won.held:
+            won.release()
         for lease in held:
             lease.release()
-        return [], _describe_refusal(count, busy, locked, error)
+        return [], _describe_refusal(count, busy, locked, error), locked
 
     def _window_verdict(self):
         generation = self.sampler.generation

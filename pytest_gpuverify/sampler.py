@@ -237,11 +237,20 @@ class IdleSampler:
         return WindowVerdict([i for i in indices if i not in busy], busy)
 
     def recheck(self, gpu: int) -> Optional[str]:
-        """A fresh reading of one GPU (taken under its lock). None when idle, else why not."""
-        sample = self.sample_now()
-        if sample.error:
-            return f"reading failed: {sample.error}"
-        reading = sample.readings.get(gpu)
+        """A fresh reading of one GPU (taken under its lock). None when idle, else why not.
+
+        It is published for the other sessions but not added to this window: a window sample needs
+        the lock states of that moment, and reading ``/proc/locks`` waits for an RCU grace period in
+        the kernel (10-25 ms on a busy host), which would sit on the handoff's path."""
+        try:
+            got = self.backend.read()
+        except GpuToolError as exc:
+            return f"reading failed: {exc}"
+        except Exception as exc:  # a backend bug is a failed reading, never a crash of the pick
+            return f"reading failed: {type(exc).__name__}: {exc}"
+        if self._shared is not None:
+            self._shared.publish(time.time(), got)
+        reading = next((r for r in got if r.index == gpu), None)
         if reading is None:
             return "not in the reading"
         return busy_reason(reading, self.criteria)

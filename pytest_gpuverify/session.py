@@ -39,7 +39,7 @@ from .sampler import IdleSampler
 from .shared_readings import SharedReadings
 from .targets import PYTEST_KINDS, RunEnvironment, Target, command_argv, import_package, junit_path, pythonpath
 from .caches import plan_caches, remove_cold_caches, warm_cache_reused
-from .guard import RunGuards
+from .guard import RunGuards, SessionGuard
 from .verdict import RunFacts, verdict_and_reasons
 from .resolve import map_to_container
 from .workspace import WorkspaceError, locate
@@ -95,6 +95,7 @@ class VerifySession:
         self._started = False
         self._external_grant: Optional[GpuGrant] = None
         self.clock = SessionClock()  # every timeline entry of this session's artifacts is read off it
+        self._guard: Optional[SessionGuard] = None
         self._collected: Optional[float] = None
 
     def mark_collected(self) -> None:
@@ -134,9 +135,18 @@ class VerifySession:
         except GpuToolError as exc:
             self._inventory = {}
             self._session_notes.append(f"GPU names unknown: {exc}")
+        self._session_guard()  # started now, while the window fills: no target waits for it
+
+    def _session_guard(self) -> Optional[SessionGuard]:
+        """The session's guard, started again if it died (a kill -9 of us stops our command)."""
+        if self._guard is None or not self._guard.alive:
+            self._guard = SessionGuard.start()
+        return self._guard
 
     def close(self) -> list[TargetOutcome]:
         self.sampler.stop()
+        if self._guard is not None:
+            self._guard.close()
         for outcome in self.outcomes:
             self.write(outcome)
         return self.outcomes
@@ -357,7 +367,7 @@ class VerifySession:
             art.raw_output = outcome.raw_path.name
             outcome.raw_path.touch()
             facts.ran = True
-            guards = RunGuards([lease.fileno() for lease in grant.leases])  # a kill -9 of us stops the command
+            guards = RunGuards(self._session_guard(), [lease.fileno() for lease in grant.leases])
             timeline.command_started = self.clock.wall(time.monotonic())  # no later than the real start
             try:
                 result = cfacts.handle.stream_to_file(
@@ -373,8 +383,6 @@ class VerifySession:
             if grant is not self._external_grant:
                 self.picker.release(grant)
                 timeline.lock_released = self.clock.wall(min(lease.released_at or 0.0 for lease in grant.leases) or None)
-            if guards is not None:
-                guards.reap()
             if self.options.cold:
                 remove_cold_caches(cfacts.handle, caches, art.notes)
         if target.kind in PYTEST_KINDS:
