@@ -37,6 +37,7 @@ from .picker import GpuGrant, GpuPicker, NoGpu, PickerError
 from .provenance import ContainerFacts, import_origin, move_out, origin_inside, read_container_facts, repo_state
 from .sampler import IdleSampler
 from .shared_readings import SharedReadings
+from .window_history import history_source
 from .targets import PYTEST_KINDS, RunEnvironment, Target, command_argv, import_package, junit_path, pythonpath
 from .caches import plan_caches, remove_cold_caches, warm_cache_reused
 from .guard import RunGuards, SessionGuard
@@ -73,9 +74,10 @@ class VerifySession:
         self.runner = LocalHost()
         self.backend = select_backend(self.expected_arch, self.runner)
         interval = min(1.0, max(0.2, options.window_s / 5))
+        shared = SharedReadings(f"{self.host_row.host}|{self.lock_spec.path_template}", max_age_s=interval * 0.9)
         self.sampler = IdleSampler(
-            self.backend, options.window_s, interval_s=interval, lock_path_for=self.lock_spec.path_for,
-            shared=SharedReadings(f"{self.host_row.host}|{self.lock_spec.path_template}", max_age_s=interval * 0.9),
+            self.backend, options.window_s, interval_s=interval, lock_path_for=self.lock_spec.path_for, shared=shared,
+            history=history_source(self.backend, shared.path, self.expected_arch, self.lock_spec.path_template, interval),
         )
         self.picker = GpuPicker(self.sampler, self.lock_spec, self.runner, self.picker_command, on_wait=on_wait)
         self._docker_factory = docker_factory
@@ -116,6 +118,8 @@ class VerifySession:
             return
         self._started = True
         self.sampler.start()
+        if self.sampler.window_note:
+            self._session_notes.append(f"the first pick sampled a {self.options.window_s:g} s window: {self.sampler.window_note}")
         try:
             self.host_arch = self.backend.host_arch()
             why = "no GPU found"
