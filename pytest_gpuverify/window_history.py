@@ -48,6 +48,15 @@ def daemon_history(shared_path: Path, window_s: float, interval_s: float,
     return samples, ""
 
 
+def daemon_running(shared_path: Path, interval_s: float) -> bool:
+    """A background sampler wrote its history within the last few intervals."""
+    try:
+        age = time.time() - history_path(shared_path).stat().st_mtime
+    except OSError:
+        return False
+    return age < max(3 * interval_s, 2.0)
+
+
 def start_background_sampler(shared_path: Path, arch: Optional[str], lock_template: str, interval_s: float,
                              window_s: float) -> bool:
     """Start the daemon (it exits at once when one runs already). False when it is turned off."""
@@ -92,7 +101,9 @@ def history_source(backend, shared_path: Optional[Path], arch: Optional[str], lo
         if past is not None:
             return past, DAEMON, ""
         reasons.append(why)
-        if start_background_sampler(shared_path, arch, lock_template, interval_s, window_s):
+        if daemon_running(shared_path, interval_s):
+            reasons.append("the background sampler started a moment ago")
+        elif start_background_sampler(shared_path, arch, lock_template, interval_s, window_s):
             reasons.append("a background sampler starts for the next session")
         return None, WINDOW, "; ".join(reasons)
 

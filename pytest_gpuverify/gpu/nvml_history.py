@@ -74,6 +74,8 @@ def _window_use(nv: Any, handle: Any, i: int, start_us: int, now: float) -> floa
     try:
         vtype, samples = nv.nvmlDeviceGetSamples(handle, nv.NVML_GPU_UTILIZATION_SAMPLES, 0)
     except nv.NVMLError as exc:
+        if _code(exc) == _NOT_FOUND:
+            raise NoHistory(f"GPU {i}: the driver holds no utilisation sample") from None
         raise NoHistory(f"GPU {i}: nvmlDeviceGetSamples: {exc}") from None
     field = _SAMPLE_FIELDS.get(int(vtype), "uiVal")
     points = sorted((int(s.timeStamp), getattr(s.sampleValue, field, None)) for s in samples)
@@ -85,10 +87,9 @@ def _window_use(nv: Any, handle: Any, i: int, start_us: int, now: float) -> floa
                         f"less than the window")
     if newest < (now - FRESH_S) * 1e6:
         raise NoHistory(f"GPU {i}: the newest utilisation sample is {now - newest / 1e6:.1f} s old")
-    # the last sample before the window covers its start too: a sample is the mean over its period
-    before = [p for p in points if p[0] <= start_us][-1:]
-    inside = before + [p for p in points if p[0] > start_us]
-    values = [v for _, v in inside]
+    # a sample is the mean over the period that ends at its timestamp: the first one after the
+    # window's start covers that start
+    values = [v for ts, v in points if ts > start_us]
     if any(v is None or not 0 <= float(v) <= 100 for v in values):
         raise NoHistory(f"GPU {i}: a utilisation sample in the window is out of range")
     return max(float(v) for v in values)
