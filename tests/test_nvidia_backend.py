@@ -703,3 +703,15 @@ def test_the_first_pick_waits_no_window_where_nvml_keeps_history(fake_nvml, tmp_
         assert sampler.window_source == WINDOW and "less than the window" in sampler.window_note
     finally:
         sampler.stop()
+
+
+def test_real_nvml_history_spans_the_window(real_nvml):
+    """The driver's buffers reach back over a default window (the H200 keeps ~14 s)."""
+    backend = NvidiaBackend(LocalHost(), use_nvml=True)
+    try:
+        got, why = backend.history(2.0)
+        assert got is not None, why
+        assert [r.index for r in got.readings] == list(range(real_nvml.nvmlDeviceGetCount()))
+        assert all(r.use_pct is not None and 0 <= r.use_pct <= 100 and r.vram_total_bytes for r in got.readings)
+    finally:
+        backend.close()
