@@ -11,10 +11,12 @@ import os
 import shlex
 import socket
 import sys
+import threading
 import time
 import traceback
 from dataclasses import dataclass
 from datetime import datetime, timezone
+from importlib import import_module
 from pathlib import Path
 from typing import Callable, Optional
 
@@ -31,7 +33,6 @@ from .hostexec import LocalHost
 from .hostrun import HostExecutor
 from .hosts import lock_for, select_host
 from .options import RunOptions
-from .parsers.dispatch import parse_output
 from .parsers.result import ParseContext
 from .picker import GpuGrant, GpuPicker, NoGpu, PickerError
 from .provenance import ContainerFacts, import_origin, move_out, origin_inside, read_container_facts, repo_state
@@ -117,6 +118,8 @@ class VerifySession:
         if self._started:
             return
         self._started = True
+        # the parsers are needed only once a command is over: they load meanwhile, off the path
+        threading.Thread(target=import_module, args=(".parsers.dispatch", __package__), daemon=True).start()
         self.sampler.start()
         if self.sampler.window_note:
             self._session_notes.append(f"the first pick sampled a {self.options.window_s:g} s window: {self.sampler.window_note}")
@@ -203,7 +206,7 @@ class VerifySession:
             self._prepare_and_run(target, art, outcome, facts, stamp)
             if facts.ran and outcome.raw_path is not None:
                 context = ParseContext(junit_xml=outcome.junit_path, exit_code=facts.exit_code, dtype=target.dtype)
-                parsed = parse_output(target.kind, outcome.raw_path, context)
+                parsed = import_module(".parsers.dispatch", __package__).parse_output(target.kind, outcome.raw_path, context)
         except Interrupted as exc:
             self._record_exec(facts, exc.outcome)
             self._finish(outcome, facts, None, t0)
