@@ -122,7 +122,7 @@ def pytest_configure(config: pytest.Config) -> None:
         return  # the xdist controller runs no target: each worker samples, locks, runs and writes its own
     config.stash[_SESSION_KEY] = session
     _terminate_like_ctrl_c()
-    session.start()  # the idle window starts filling now, while pytest collects
+    session.start_in_background()  # the idle window starts filling now, while pytest collects
 
 
 def _terminate_like_ctrl_c() -> None:
@@ -356,6 +356,7 @@ def gpu_host(request: pytest.FixtureRequest):
     engine = _session(request.config)
     if engine is None:
         pytest.skip("GPU fixture: run with --gpu-verify")
+    engine.start()  # the background start is over before a fixture picks
     return engine
 
 

@@ -99,6 +99,8 @@ class VerifySession:
         self._external_grant: Optional[GpuGrant] = None
         self.clock = SessionClock()  # every timeline entry of this session's artifacts is read off it
         self._guard: Optional[SessionGuard] = None
+        self._starter: Optional[threading.Thread] = None
+        self._start_error: Optional[BaseException] = None
         self._collected: Optional[float] = None
 
     def mark_collected(self) -> None:
@@ -115,6 +117,13 @@ class VerifySession:
     def start(self) -> None:
         """Start the idle window first (it fills while everything else is prepared), then check the
         host's arch; a wrong arch stops the sampler and blocks every target."""
+        starter = self._starter
+        if starter is not None and starter is not threading.current_thread():
+            starter.join()  # started in the background: the first target waits for it here
+            error, self._start_error = self._start_error, None
+            if error is not None:
+                raise error
+            return
         if self._started:
             return
         self._started = True
@@ -144,6 +153,19 @@ class VerifySession:
             self._session_notes.append(f"GPU names unknown: {exc}")
         self._session_guard()  # started now, while the window fills: no target waits for it
 
+    def start_in_background(self) -> None:
+        """:meth:`start` in a thread: the GPU library's start-up (NVML, amdsmi: calls that let go of
+        the GIL), the first readings and the arch check run while pytest collects."""
+        if self._starter is None and not self._started:
+            self._starter = threading.Thread(target=self._start_recorded, name="gpuverify-start", daemon=True)
+            self._starter.start()
+
+    def _start_recorded(self) -> None:
+        try:
+            self.start()
+        except BaseException as exc:  # handed to the first target (an internal error there)
+            self._start_error = exc
+
     def _session_guard(self) -> Optional[SessionGuard]:
         """The session's guard, started again if it died (a kill -9 of us stops our command)."""
         if self._guard is None or not self._guard.alive:
@@ -151,6 +173,8 @@ class VerifySession:
         return self._guard
 
     def close(self) -> list[TargetOutcome]:
+        if self._starter is not None:
+            self._starter.join()
         self.sampler.stop()
         if self._guard is not None:
             self._guard.close()
