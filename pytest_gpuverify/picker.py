@@ -70,6 +70,7 @@ class GpuPicker:
     def acquire(self, count: int = 1, wait_s: float = 0.0) -> GpuGrant:
         deadline = time.monotonic() + max(0.0, wait_s)
         self.sampler.wait_for_full_window()
+        deadline = max(deadline, self.sampler.patience_until or 0.0)
         waiters = LockWaiters()
         try:
             leases = self._acquire(count, deadline, waiters)

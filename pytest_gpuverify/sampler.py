@@ -121,6 +121,7 @@ class IdleSampler:
         self._history = history
         self.window_source = "window"  # what the first pick's window rests on (for notes and doctor)
         self.window_note: Optional[str] = None  # why no history served, when one was asked for
+        self.patience_until: Optional[float] = None  # the first pick waits at least this long (history)
 
     # -- lifecycle ---------------------------------------------------------------------------
     def start(self) -> None:
@@ -198,6 +199,9 @@ class IdleSampler:
             self.generation += 1
         self._started_at = now - self.window_s  # the window is full already
         self.window_source = source
+        # A GPU busy a moment before the session is not idle yet; had the session sampled its own
+        # window, the first pick would have waited that long: it may wait as long for such a GPU.
+        self.patience_until = now + max(0.0, self.window_s - self.interval_s)
 
     def _locked_now(self, readings: dict[int, GpuReading]) -> frozenset:
         if self._lock_path_for is None:

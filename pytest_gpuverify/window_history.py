@@ -89,7 +89,7 @@ def history_source(backend, shared_path: Optional[Path], arch: Optional[str], lo
         if history is not None:
             got, why = history(window_s)
             if got is not None:
-                return [PastSample(got.taken, got.readings)], DRIVER, ""
+                return [PastSample(end, readings) for end, readings in got.steps], DRIVER, ""
             reasons.append(why)
         if shared_path is None:
             return None, WINDOW, "; ".join(reasons)

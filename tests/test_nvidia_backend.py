@@ -715,3 +715,30 @@ def test_real_nvml_history_spans_the_window(real_nvml):
         assert all(r.use_pct is not None and 0 <= r.use_pct <= 100 and r.vram_total_bytes for r in got.readings)
     finally:
         backend.close()
+
+
+def test_a_gpu_busy_just_before_the_session_is_waited_for_not_refused(fake_nvml, tmp_path):
+    """History says GPU 0 was busy 1.2 s ago: not idle yet. The first pick (--gpu-wait 0) waits, as
+    long as a window it would have sampled itself, until that moment leaves the window, then takes it."""
+    from pytest_gpuverify.envfile import parse_lock_prefix
+    from pytest_gpuverify.picker import GpuPicker
+    from pytest_gpuverify.sampler import IdleSampler
+    from pytest_gpuverify.window_history import DRIVER, history_source
+
+    now_us = int(time.time() * 1e6)
+    values = [0] * 60 + [99] * 2 + [0] * 6  # 99 % from about 1.6 to 1.2 s ago, idle since
+    fake_nvml([gpu_dev(samples=_buffer(now_us, values))])
+    backend = NvidiaBackend(LocalHost())
+    lock = parse_lock_prefix(f"flock -w 600 {tmp_path}/gpu-<id>.lock")
+    sampler = IdleSampler(backend, 2.0, interval_s=0.4, lock_path_for=lock.path_for,
+                          history=history_source(backend, None, "sm_90", lock.path_template, 0.4))
+    sampler.start()
+    try:
+        assert sampler.window_source == DRIVER and sampler.judge_window().busy == {0: "use 99%"}
+        t0 = time.monotonic()
+        grant = GpuPicker(sampler, lock, LocalHost()).acquire(wait_s=0)
+        waited = time.monotonic() - t0
+        assert grant.indices == [0] and 0.2 < waited < 2.5, waited
+        grant.leases[0].release()
+    finally:
+        sampler.stop()

@@ -267,11 +267,15 @@ class NvidiaBackend:
         if nv is None:
             return None, f"{SMI} keeps no history ({self._nvml_why})"
         try:
-            return call_within(lambda: read_history(nv, span_s, self._nvml_instant), self.tool_timeout, "NVML history"), ""
+            got = call_within(lambda: read_history(nv, span_s, self._nvml_instant), self.tool_timeout, "NVML history")
         except NoHistory as exc:
             return None, f"NVML history unusable: {exc}"
         except (GpuToolError, nv.NVMLError) as exc:
             return None, f"NVML history failed: {exc}"
+        with self._lock:  # the next reading takes only what came after the history
+            for i, ts in got.newest_us.items():
+                self._last_ts[i] = max(self._last_ts.get(i, 0), ts)
+        return got, ""
 
     def _nvml_memory(self, nv: Any, handle: Any, i: int) -> tuple[Optional[int], Optional[int]]:
         """(used, total) bytes; ``_v2`` where it exists, since v1 "used" includes driver-reserved memory."""

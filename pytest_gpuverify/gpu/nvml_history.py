@@ -5,9 +5,9 @@ samples over the last 14 s, ~200 ms apart, the newest ~50 ms old; notes/gpu-tool
 and per-process utilisation samples (``nvmlDeviceGetProcessUtilization``). A session's first pick
 reads the last window from them at once. Timestamps are CPU times in microseconds since the epoch.
 
-What the history holds: the highest utilisation of each GPU over the window, and every process
-that used it in the window (counted busy, as a process on the GPU is). What it does not hold: VRAM
-over the window, so VRAM and the process list are the instant's. When a GPU's buffer does not
+What the history holds: each GPU's utilisation over the window, in steps (the highest sample of
+each), and every process that used it in the window (counted busy, as a process on the GPU is).
+What it does not hold: VRAM over the window, so the instant's VRAM stands for every step. When a GPU's buffer does not
 reach back over the whole window (a driver just loaded, sampling unsupported), there is no history
 and the window is sampled as before.
 """
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
 from .base import GpuProcess, GpuReading
@@ -28,11 +28,29 @@ FRESH_S = 1.0  # the newest sample must be this recent: a stalled buffer is no h
 
 @dataclass
 class DriverHistory:
-    """One reading per GPU standing for the whole window ending at ``taken`` (epoch seconds)."""
+    """The window ending at ``taken`` (epoch seconds), in steps: ``steps[k]`` is (its end, one reading
+    per GPU), its use the highest over that step (so a busy moment leaves the window when it should)."""
 
     taken: float
     span_s: float
-    readings: list[GpuReading]
+    steps: list[tuple[float, list[GpuReading]]]
+    newest_us: dict[int, int] = field(default_factory=dict)  # per GPU: the newest sample read
+
+    @property
+    def readings(self) -> list[GpuReading]:
+        """One reading per GPU for the whole window: the highest use of any step, every process."""
+        out: dict[int, GpuReading] = {}
+        for _, readings in self.steps:
+            for r in readings:
+                had = out.get(r.index)
+                if had is None:
+                    out[r.index] = r
+                    continue
+                uses = [u for u in (had.use_pct, r.use_pct)]
+                procs = {p.pid: p for p in (*had.processes, *r.processes)}
+                out[r.index] = had.model_copy(update={"use_pct": None if None in uses else max(uses),
+                                                      "processes": tuple(procs.values())})
+        return [out[i] for i in sorted(out)]
 
 
 class NoHistory(Exception):
@@ -45,32 +63,51 @@ def _code(exc: BaseException) -> Optional[int]:
 
 
 def read_history(nv: Any, span_s: float, current: Callable[[Any, Any, int], Optional[GpuReading]],
-                 now: Optional[float] = None) -> DriverHistory:
-    """The window of ``span_s`` seconds up to now from the driver's buffers. ``current(nv, handle,
-    i)`` is the GPU's reading of this instant (VRAM, processes), None when it cannot be read."""
+                 now: Optional[float] = None, step_s: float = 0.25) -> DriverHistory:
+    """The window of ``span_s`` seconds up to now from the driver's buffers, in steps of about
+    ``step_s``. ``current(nv, handle, i)`` is the GPU's reading of this instant (VRAM, processes),
+    None when it cannot be read; its VRAM stands for every step (the driver keeps no history of it)."""
     now = time.time() if now is None else now
     start_us = int((now - span_s) * 1e6)
-    readings = []
+    n = max(1, round(span_s / step_s))
+    ends_us = [start_us + round((k + 1) * span_s * 1e6 / n) for k in range(n)]
+    per_step: list[list[GpuReading]] = [[] for _ in range(n)]
+    newest: dict[int, int] = {}
     for i in range(int(nv.nvmlDeviceGetCount())):
         try:
             handle = nv.nvmlDeviceGetHandleByIndex(i)
         except nv.NVMLError as exc:
             raise NoHistory(f"GPU {i}: {exc}") from None
-        use = _window_use(nv, handle, i, start_us, now)
+        points = _window_points(nv, handle, i, start_us, now)
+        newest[i] = points[-1][0] if points else start_us
         instant = current(nv, handle, i)
         if instant is None:
             raise NoHistory(f"GPU {i} could not be read now")
-        procs = {p.pid: p for p in instant.processes}
-        for pid in _window_pids(nv, handle, start_us):
-            # a process that used the GPU inside the window counts, even if it has ended since
-            procs.setdefault(pid, GpuProcess(pid=pid, name="(used it in the window)", vram_bytes=None))
-        readings.append(instant.model_copy(update={"use_pct": use, "processes": tuple(procs.values())}))
-    if not readings:
+        pids = _window_pids(nv, handle, start_us)
+        begin = start_us
+        for k, end in enumerate(ends_us):
+            # a sample is the mean over the period ending at its timestamp: the first one after a
+            # step's end covers that step's tail
+            inside = [v for ts, v in points if begin < ts <= end]
+            after = next((v for ts, v in points if ts > end), None)
+            values = inside + ([after] if after is not None else [])
+            procs = {} if k < n - 1 else {p.pid: p for p in instant.processes}
+            for ts, pid in pids:
+                if begin < ts <= end or (k == n - 1 and ts > end):
+                    # a process that used the GPU then counts, even if it has ended since
+                    procs.setdefault(pid, GpuProcess(pid=pid, name="(used it in the window)", vram_bytes=None))
+            use = max(values) if values else None  # no sample covers it: unknown, which is busy
+            per_step[k].append(instant.model_copy(update={"use_pct": use, "processes": tuple(procs.values())}))
+            begin = end
+    if not per_step[0]:
         raise NoHistory("no GPU")
-    return DriverHistory(taken=now, span_s=span_s, readings=readings)
+    return DriverHistory(taken=now, span_s=span_s, steps=[(end / 1e6, r) for end, r in zip(ends_us, per_step)],
+                         newest_us=newest)
 
 
-def _window_use(nv: Any, handle: Any, i: int, start_us: int, now: float) -> float:
+def _window_points(nv: Any, handle: Any, i: int, start_us: int, now: float) -> list[tuple[int, float]]:
+    """(timestamp us, use %) of the samples from the window's start on; NoHistory when the buffer
+    does not reach back over the window or is not fresh."""
     try:
         vtype, samples = nv.nvmlDeviceGetSamples(handle, nv.NVML_GPU_UTILIZATION_SAMPLES, 0)
     except nv.NVMLError as exc:
@@ -87,15 +124,13 @@ def _window_use(nv: Any, handle: Any, i: int, start_us: int, now: float) -> floa
                         f"less than the window")
     if newest < (now - FRESH_S) * 1e6:
         raise NoHistory(f"GPU {i}: the newest utilisation sample is {now - newest / 1e6:.1f} s old")
-    # a sample is the mean over the period that ends at its timestamp: the first one after the
-    # window's start covers that start
-    values = [v for ts, v in points if ts > start_us]
-    if any(v is None or not 0 <= float(v) <= 100 for v in values):
+    inside = [(ts, v) for ts, v in points if ts > start_us]
+    if any(v is None or not 0 <= float(v) <= 100 for _, v in inside):
         raise NoHistory(f"GPU {i}: a utilisation sample in the window is out of range")
-    return max(float(v) for v in values)
+    return [(ts, float(v)) for ts, v in inside]
 
 
-def _window_pids(nv: Any, handle: Any, start_us: int) -> list[int]:
+def _window_pids(nv: Any, handle: Any, start_us: int) -> list[tuple[int, int]]:
     """Processes that used the GPU since ``start_us``. Without them the history would miss a process
     that ended inside the window: no history then."""
     fn = getattr(nv, "nvmlDeviceGetProcessUtilization", None)
@@ -111,5 +146,5 @@ def _window_pids(nv: Any, handle: Any, start_us: int) -> list[int]:
     for s in samples:
         with contextlib.suppress(TypeError, ValueError):
             if int(s.timeStamp) > start_us:
-                pids.append(int(s.pid))
+                pids.append((int(s.timeStamp), int(s.pid)))
     return pids
