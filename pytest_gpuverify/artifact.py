@@ -141,8 +141,9 @@ class RunRecord(_Model):
 class Timeline(_Model):
     """When the run held its GPUs and ran its command: UTC wall times, each derived from the session's
     one reading of both clocks and a monotonic reading (so they are ordered and immune to clock steps).
-    The recorded command interval covers the real one: ``lock_taken <= command_started <=
-    command_ended <= lock_released``. ``gpuverify check`` over several artifacts of one host reports
+    The recorded command interval covers the real one and the recorded hold lies inside the real one
+    (``lock_taken`` read after the lock is taken, ``lock_released`` before it is let go):
+    ``lock_taken <= command_started <= command_ended <= lock_released``. ``gpuverify check`` over several artifacts of one host reports
     any two whose lock intervals on one GPU overlap."""
 
     collected: Optional[str] = None  # the session had its targets (pytest's collection was over)

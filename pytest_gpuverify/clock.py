@@ -15,8 +15,18 @@ from typing import Optional
 
 class SessionClock:
     def __init__(self) -> None:
-        self.wall0 = time.time()
-        self.mono0 = time.monotonic()
+        # The two clocks cannot be read at once: of a few tries, the one with the least time between
+        # the monotonic readings around the wall reading (a preemption there would shift every time
+        # of the session, and two sessions' times against each other, by its length).
+        best = None
+        for _ in range(5):
+            before = time.monotonic()
+            wall = time.time()
+            after = time.monotonic()
+            if best is None or after - before < best[0]:
+                best = (after - before, wall, (before + after) / 2)
+        assert best is not None
+        self.wall0, self.mono0 = best[1], best[2]
 
     def epoch(self, mono: float) -> float:
         """Seconds since the epoch at the monotonic time ``mono``."""

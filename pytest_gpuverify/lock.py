@@ -69,11 +69,13 @@ class GpuLease:
         fd, self._fd = self._fd, None
         if fd is None:
             return
+        # read before the unlock: the recorded hold lies inside the real one (taken_at is read after
+        # the lock), so two runs' recorded holds of one GPU never overlap (exclusivity.py)
+        self.released_at = time.monotonic()
         try:
             fcntl.flock(fd, fcntl.LOCK_UN)
         finally:
             os.close(fd)
-            self.released_at = time.monotonic()
 
     def __enter__(self) -> "GpuLease":
         return self

@@ -152,6 +152,8 @@ class VerifySession:
             self._inventory = {}
             self._session_notes.append(f"GPU names unknown: {exc}")
         self._session_guard()  # started now, while the window fills: no target waits for it
+        if self.options.container == "none":  # on the host: its facts are read now too, off the first target's path
+            self._containers[HOST] = read_container_facts(HostExecutor(), self.backend.vendor)
 
     def start_in_background(self) -> None:
         """:meth:`start` in a thread: the GPU library's start-up (NVML, amdsmi: calls that let go of
