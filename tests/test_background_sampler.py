@@ -44,9 +44,9 @@ def wait_for(check, timeout_s: float = 30.0):
 def host(tmp_path, monkeypatch):
     sim = tmp_path / "sim"
     state_path = install(sim, SimState.idle(gpus=3))
-    # the daemon inherits the session's environment: the simulated tools and amdsmi library
+    # the daemon inherits the session's environment: the simulated tools (not its amdsmi library:
+    # loaded in this process, it would stay bound to this test's host for the tests after it)
     monkeypatch.setenv("PATH", f"{sim}:{os.environ['PATH']}")
-    monkeypatch.setenv("ROCM_PATH", str(sim))
     monkeypatch.setenv("GPUVERIFY_SAMPLER_IDLE_S", "3")
     (tmp_path / "locks").mkdir()
     lock = parse_lock_prefix(f"flock -w 600 {tmp_path}/locks/gpu-<id>.lock")
@@ -54,7 +54,7 @@ def host(tmp_path, monkeypatch):
     pids = []
 
     class Host:
-        backend = RocmBackend(LocalHost())
+        backend = RocmBackend(LocalHost(), use_library=False)
 
         def source(self):
             return history_source(self.backend, shared.path, "gfx942", lock.path_template, 0.2)
