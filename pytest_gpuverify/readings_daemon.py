@@ -91,11 +91,11 @@ def run(shared: Path, arch: str, lock_template: str, interval_s: float, history_
         except OSError:
             last_read = started
         if time.time() - max(last_read, started) > idle_exit_s or not lock_dir.is_dir():
-            with_suffix = history_path(shared)
-            try:
-                with_suffix.unlink()  # a stale history must not outlive its daemon
-            except OSError:
-                pass
+            for leftover in (history_path(shared), seen):  # a stale history must not outlive its daemon
+                try:
+                    leftover.unlink()
+                except OSError:
+                    pass
             return 0
         next_at = max(next_at + interval_s, time.monotonic())
         time.sleep(max(0.0, next_at - time.monotonic()))
