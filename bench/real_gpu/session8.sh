@@ -6,33 +6,7 @@
 set -u
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 here=$(cd "$(dirname "$0")" && pwd); top=$(cd "$here/../.." && pwd)
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site "$top"/../.whl/*.whl || exit 1
-export PYTHONPATH=/tmp/site:$top PYTHONUNBUFFERED=1
-W=/tmp/rg; rm -rf $W; mkdir -p $W/repos $W/tickets $W/locks $W/empty
-cp -r "$here/repo" $W/repos/aiter
-cp "$here/load.py" $W/repos/aiter/op_tests/gpu_load.py
-git -C $W/repos/aiter init -q -b main && git -C $W/repos/aiter add -A && git -C $W/repos/aiter -c user.name=b -c user.email=b@b commit -qm kernels
-cat > $W/env.md <<ENV
-## Resources
-| resource | path |
-|---|---|
-| tickets | $W/tickets |
-## Hosts
-| host | ssh alias | arch | gpus |
-|---|---|---|---|
-| $(hostname) | local | sm_90 | $(nvidia-smi -L | wc -l) |
-## Repos
-| repo | path | container | mount |
-|---|---|---|---|
-| aiter | $W/repos/aiter | not set | $W/repos/aiter |
-## Containers
-| name | image | host |
-|---|---|---|
-## GPU lock
-| host | picker | lock |
-|---|---|---|
-| $(hostname) | builtin | \`flock -E 75 -w 600 $W/locks/gpu-<id>.lock\` |
-ENV
+WHEELS="$top/../.whl"; . "$here/sandbox.sh"; mkdir -p $W/empty
 PT="python3 -m pytest -p pytest_gpuverify.plugin -p no:cacheprovider --gpu-verify --gpu-container none --gpu-env $W/env.md"
 now() { date +%s.%N; }
 {
