@@ -43,6 +43,13 @@ def _cmd_check(args: argparse.Namespace) -> int:
     return run_check(args.artifact, args.allowed_signers)
 
 
+def _cmd_compare(args: argparse.Namespace) -> int:
+    from .compare.command import run_compare
+
+    fmt = "json" if args.json else "markdown" if args.markdown else "table"
+    return run_compare(args.base, args.head, args.factor, fmt)
+
+
 def _cmd_sim_install(args: argparse.Namespace) -> int:
     from .simulator import SimState, install
 
@@ -87,6 +94,14 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--allowed-signers", default=None, metavar="FILE",
                        help="verify the .sig files with ssh-keygen -Y verify against this allowed-signers file")
     check.set_defaults(func=_cmd_check)
+    comp = sub.add_parser("compare", help="base against head per perf row: IMPROVED, REGRESSED, SAME or INCONCLUSIVE")
+    comp.add_argument("base", help="an A/B artifact (rows carry side), or the base's artifact")
+    comp.add_argument("head", nargs="?", default=None, help="the head's artifact")
+    comp.add_argument("--factor", type=float, default=1.10, help="the ratio a call needs (default 1.10)")
+    form = comp.add_mutually_exclusive_group()
+    form.add_argument("--json", action="store_true")
+    form.add_argument("--markdown", action="store_true")
+    comp.set_defaults(func=_cmd_compare)
     doctor = sub.add_parser("doctor", help="read-only health check of this GPU host, its containers and repos")
     doctor.add_argument("--gpu-env", default=None, help="env file (default $GPUVERIFY_ENV, else ~/.cursor/mstack/env.md)")
     doctor.add_argument("--gpu-host", default=None, help="a Hosts row by name (default: the local one)")
