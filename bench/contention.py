@@ -5,21 +5,90 @@
 ledger. Prints overlaps (must be 0), lost targets (must be 0), and efficiency = ideal / actual, where
 ideal = targets x duration / GPUs and actual = first start .. last end (target: within 15 %).
 
-    python bench/contention.py [--procs 12] [--targets 20] [--gpus 4] [--duration 1.5]
+Then the same proof from the artifacts alone: every session's artifacts (and raw outputs) are
+gathered into one folder, `gpuverify check FOLDER` must find 0 overlaps of lock intervals; a copy
+of one artifact moved onto another run's lock interval on the same GPU must be named.
+`--keep DIR` leaves that folder (and the hand-made pair) in DIR.
+
+    python bench/contention.py [--procs 12] [--targets 20] [--gpus 4] [--duration 1.5] [--keep DIR]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Optional
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from hostbench import intervals, make_host, start_session  # noqa: E402
+
+
+def gather(tickets: Path, dest: Path) -> int:
+    """Every session's artifacts and raw outputs in one folder (one ticket folder); an artifact is
+    renamed ``bench_<topic>.<ticket>.json``, as an earlier one of the same topic is moved aside. Returns
+    how many artifacts."""
+    dest.mkdir(parents=True, exist_ok=True)
+    n = 0
+    for ticket in sorted(p for p in tickets.iterdir() if p.is_dir()):
+        for path in sorted(ticket.iterdir()):
+            if path.suffix == ".json" and path.name.startswith("bench_"):
+                shutil.copy2(path, dest / f"{path.stem}.{ticket.name}.json")
+                n += 1
+            elif path.is_file():
+                shutil.copy2(path, dest / path.name)  # raw outputs: names unique by their run's time
+    return n
+
+
+def hand_made_overlap(folder: Path, dest: Path) -> Optional[tuple[str, str]]:
+    """A copy of one artifact whose lock interval is moved onto another run's on the same GPU, beside
+    that run's artifact in ``dest``. Returns (the copy's name, the victim's name)."""
+    arts = [(p, json.loads(p.read_text())) for p in sorted(folder.glob("bench_*.json"))]
+    arts = [(p, a) for p, a in arts if (a.get("timeline") or {}).get("lock_taken")]
+    for victim_path, victim in arts:
+        intruder = next(((p, a) for p, a in arts if p != victim_path and a["gpu"]["index"] == victim["gpu"]["index"]), None)
+        if intruder is None:
+            continue
+        dest.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(victim_path, dest / victim_path.name)
+        shutil.copy2(folder / victim["raw_output"], dest / victim["raw_output"])
+        path, art = intruder
+        vt = victim["timeline"]
+        art["timeline"].update(lock_taken=vt["lock_taken"], command_started=vt["command_started"],
+                               command_ended=vt["command_ended"], lock_released=vt["lock_released"])
+        name = "bench_hand-made-overlap.json"
+        (dest / name).write_text(json.dumps(art, indent=2))
+        shutil.copy2(folder / art["raw_output"], dest / art["raw_output"])
+        return name, victim_path.name
+    return None
+
+
+def check_folder(*folders: Path) -> tuple[int, str]:
+    proc = subprocess.run([sys.executable, "-m", "pytest_gpuverify.cli", "check", *map(str, folders)],
+                          capture_output=True, text=True, cwd=Path(__file__).resolve().parents[1])
+    return proc.returncode, proc.stdout + proc.stderr
+
+
+def prove_from_artifacts(tickets: Path, keep: Path) -> bool:
+    folder = keep / "TICKET"
+    n = gather(tickets, folder)
+    rc, out = check_folder(folder)
+    summary = [ln for ln in out.splitlines() if ln.startswith(("exclusivity:", "OVERLAP", "MISMATCH", "not in"))]
+    print(f"gpuverify check {folder} ({n} artifacts): exit {rc}; " + " | ".join(summary))
+    pair = hand_made_overlap(folder, keep / "HAND-MADE")
+    if pair is None:
+        print("no two runs on one GPU: no hand-made overlap to try")
+        return rc == 0
+    rc2, out2 = check_folder(keep / "HAND-MADE")
+    named = [ln for ln in out2.splitlines() if ln.startswith("OVERLAP")]
+    print(f"hand-made pair ({pair[0]} moved onto {pair[1]}): exit {rc2}; " + " | ".join(named))
+    return rc == 0 and rc2 == 1 and len(named) == 1 and all(name in named[0] for name in pair)
 
 
 def main() -> int:
@@ -29,6 +98,7 @@ def main() -> int:
     ap.add_argument("--gpus", type=int, default=4)
     ap.add_argument("--duration", type=float, default=1.5)
     ap.add_argument("--window", type=float, default=1.0)
+    ap.add_argument("--keep", type=Path, help="leave the gathered artifacts (and the hand-made pair) here")
     args = ap.parse_args()
     root = Path(tempfile.mkdtemp(prefix="gv-contention-"))
     try:
@@ -58,7 +128,8 @@ def main() -> int:
         print(f"sessions not all passed: {len(failed)}")
         for out in failed[:2]:
             print(out[-1500:])
-        ok = overlaps == 0 and len(runs) == expected and span / ideal <= 1.15
+        proven = prove_from_artifacts(root / "tickets", args.keep or root / "kept")
+        ok = overlaps == 0 and len(runs) == expected and span / ideal <= 1.15 and proven
         return 0 if ok else 1
     finally:
         shutil.rmtree(root, ignore_errors=True)

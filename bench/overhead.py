@@ -3,7 +3,12 @@
 Sets up the simulated ROCm host (real container, fake GPU tools), then times, interleaved and
 repeated: N bare `docker exec` runs of a trivial op_test, and `pytest --gpu-verify` over the same N
 targets, for N = 1 and N = 10. Prints the fixed cost per session and the cost per extra target.
-Targets (issue 2): fixed cost <= window + 1.5 s; per extra target <= 0.3 s beyond its bare exec.
+Targets (issue 2): fixed cost <= window + 1.5 s; per extra target <= 0.3 s beyond its bare exec
+(issue 10: <= 0.03 s).
+
+First, from the artifacts' timelines: the first session of the user on this host waits its window
+(and starts the background sampler); the second does not: its pick (asked for a GPU -> lock taken)
+and the time from the end of collection to its lock. Every session timed after them is a second one.
 
     python bench/overhead.py [--window 2] [--repeats 3]
 """
@@ -11,6 +16,7 @@ Targets (issue 2): fixed cost <= window + 1.5 s; per extra target <= 0.3 s beyon
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import statistics
@@ -23,6 +29,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from pytest_gpuverify import demo  # noqa: E402
+from pytest_gpuverify.clock import parse_iso_utc  # noqa: E402
 from pytest_gpuverify.container import docker_client  # noqa: E402
 
 TRIVIAL = "op_tests/test_rmsnorm2d.py"
@@ -80,6 +87,19 @@ def main() -> int:
                           "--gpu-verify", "--gpu-env", str(env_path), "--gpu-window", str(args.window),
                           "--ticket", "BENCH", *targets[:n]], cwd=repo, env=plugin_env)
 
+        def plugin_as(ticket: str) -> dict:
+            timed([sys.executable, "-m", "pytest", "-q", "-p", "pytest_gpuverify.plugin", "-p", "no:cacheprovider",
+                   "--gpu-verify", "--gpu-env", str(env_path), "--gpu-window", str(args.window),
+                   "--ticket", ticket, targets[0]], cwd=repo, env=plugin_env)
+            art = json.loads((root / "tickets" / ticket / "bench_trivial_0.json").read_text())
+            return {k: parse_iso_utc(v) for k, v in art["timeline"].items() if v} | {"notes": art["notes"]}
+
+        for n, ticket in enumerate(("FIRST", "SECOND"), 1):
+            tl = plugin_as(ticket)
+            print(f"session {n} of this user: pick {1000 * (tl['lock_taken'] - tl['pick_started']):6.1f} ms, "
+                  f"collection -> lock {1000 * (tl['lock_taken'] - tl['collected']):6.1f} ms "
+                  f"(the first target's container checks before its pick: {1000 * (tl['pick_started'] - tl['collected']):.1f} ms)"
+                  f"{'; ' + tl['notes'][0] if tl['notes'] else ''}")
         samples: dict[str, list[float]] = {"bare1": [], "bare10": [], "plug1": [], "plug10": []}
         plugin(1)  # warm the page cache and the image
         for _ in range(args.repeats):
@@ -95,7 +115,7 @@ def main() -> int:
             print(f"  {k:<7} {v:7.3f} s   (all: {', '.join(f'{x:.3f}' for x in samples[k])})")
         print(f"fixed cost per session : {fixed:6.3f} s   target <= {args.window + 1.5:.1f} s  "
               f"-> {'OK' if fixed <= args.window + 1.5 else 'OVER'}  (ratio to window+1.5: {fixed / (args.window + 1.5):.2f})")
-        print(f"cost per extra target  : {per_extra:6.3f} s   target <= 0.3 s  -> {'OK' if per_extra <= 0.3 else 'OVER'}"
+        print(f"cost per extra target  : {per_extra:6.3f} s   target <= 0.03 s  -> {'OK' if per_extra <= 0.03 else 'OVER'}"
               f"  (ratio to one bare exec: {per_extra / (med['bare1']):.2f})")
         # Provenance: execs per session (arch, versions and import check once per container, not per
         # target) and the doctor's cost, each as a ratio to one bare `docker exec`.

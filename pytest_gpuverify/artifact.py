@@ -18,7 +18,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from .files import RESULT_MODE, FileProblem, unwritable, write_atomic
 
-SCHEMA_VERSION = 3  # 2: the run record (`run`); 3: host_gpus, signed_by, target.command, the raw log's trailer
+SCHEMA_VERSION = 3  # 2: the run record (`run`); 3: host_gpus, signed_by, target.command, the raw log's trailer,
+# the run's timeline (`timeline`)
 
 Verdict = Literal["PASS", "FAIL", "INCONCLUSIVE"]
 NO_GPU = "NO_GPU"
@@ -152,6 +153,22 @@ class RunRecord(_Model):
     output_parsed: bool = False
 
 
+class Timeline(_Model):
+    """When the run held its GPUs and ran its command: UTC wall times, each derived from the session's
+    one reading of both clocks and a monotonic reading (so they are ordered and immune to clock steps).
+    The recorded command interval covers the real one and the recorded hold lies inside the real one
+    (``lock_taken`` read after the lock is taken, ``lock_released`` before it is let go):
+    ``lock_taken <= command_started <= command_ended <= lock_released``. ``gpuverify check`` over several artifacts of one host reports
+    any two whose lock intervals on one GPU overlap."""
+
+    collected: Optional[str] = None  # the session had its targets (pytest's collection was over)
+    pick_started: Optional[str] = None  # the run asked for its GPUs
+    lock_taken: Optional[str] = None  # the last of its GPU locks was taken
+    command_started: Optional[str] = None
+    command_ended: Optional[str] = None
+    lock_released: Optional[str] = None  # the first of its GPU locks was let go (null: a fixture's grant)
+
+
 class Artifact(_Model):
     schema_version: int = SCHEMA_VERSION
     plugin_version: Optional[str] = None
@@ -189,6 +206,7 @@ class Artifact(_Model):
     raw_output_bytes: Optional[int] = None
     junit_xml: Optional[str] = None  # an inner pytest run's report, saved beside the raw output
     signed_by: Optional[str] = None  # the Signing row's signer: the identity its .sig files verify as
+    timeline: Optional[Timeline] = None  # None in artifacts written before it was kept
 
 
 def artifact_schema() -> dict[str, Any]:

@@ -31,7 +31,12 @@ UNVERIFIED = "signatures not verified: pass --allowed-signers FILE to check who 
 
 
 def run_check(artifact: str, allowed_signers: Optional[str] = None) -> int:
-    """``gpuverify check``: print every difference as a MISMATCH line; 0 when there is none."""
+    """``gpuverify check`` of one file: print every difference as a MISMATCH line; 0 when there is none."""
+    return check_file(artifact, allowed_signers)[0]
+
+
+def check_file(artifact: str, allowed_signers: Optional[str] = None) -> tuple[int, Optional[Artifact]]:
+    """As :func:`run_check`, with the artifact read (None when it could not be) for checks across files."""
     from .schemas import SchemaError, load_checked
 
     path = Path(artifact)
@@ -39,7 +44,7 @@ def run_check(artifact: str, allowed_signers: Optional[str] = None) -> int:
         art = load_checked(path)
     except FileNotFoundError:
         print(f"gpuverify: {artifact}: no such file", file=sys.stderr)
-        return 2
+        return 2, None
     except SchemaError as exc:
         problems, art = [f"schema: {p}" for p in exc.problems], None
     else:
@@ -54,11 +59,11 @@ def run_check(artifact: str, allowed_signers: Optional[str] = None) -> int:
         print(f"{artifact}: {UNVERIFIED}")
     if problems:
         print(f"{artifact}: {len(problems)} difference(s) between the artifact and what it re-derives to")
-        return 1
+        return 1, art
     checked = "and verdict" if art.run is None else "verdict and reasons"
     signed = f"; signed by {art.signed_by}, verified" if allowed_signers is not None else ""
     print(f"{artifact}: OK (raw output sha256, numbers, correctness, {checked} match{signed})")
-    return 0
+    return 0, art
 
 
 def signature_problems(art: Optional[Artifact], artifact_path: Path, allowed: Path) -> list[str]:

@@ -8,6 +8,7 @@ sha256 edited together) from the truth; a signature can (:mod:`.signing`).
 
 from __future__ import annotations
 
+import re
 import shlex
 from datetime import datetime
 from pathlib import Path, PurePosixPath
@@ -17,6 +18,7 @@ from .artifact import Artifact
 from .caches import CACHE_VARS
 from .gitstate import git
 from .gpu.nvidia_formats import is_uuid
+from .leftovers import MARKER
 from .log_trailer import PREFIX, read_trailer, trailer_fields
 from .parsers.junit import read_junit
 from .provenance import CONTAINER_ENV_RECORDED, origin_inside
@@ -202,6 +204,12 @@ def _gpus(art: Artifact) -> list[str]:
     return problems
 
 
+def _marker_matches(marker: str, raw_output: Optional[str]) -> bool:
+    """leftovers.run_marker: ``<the log's time stamp>-<pid>-<8 hex>``."""
+    stamp = (raw_output or "").rsplit(".", 2)[-2] if (raw_output or "").count(".") >= 2 else ""
+    return bool(stamp) and re.fullmatch(re.escape(stamp) + r"-\d+-[0-9a-f]{8}", marker) is not None
+
+
 def _env_and_imports(art: Artifact) -> list[str]:
     """The environment the engine gives a command (targets.RunEnvironment), rebuilt from the other fields."""
     target, env = art.target, art.env
@@ -217,7 +225,9 @@ def _env_and_imports(art: Artifact) -> list[str]:
     problems = [f"env.{k} is {env.get(k)!r}, the run's GPUs, worktree and caches give {v!r}"
                 for k, v in expected.items() if env.get(k) != v]
     problems += [f"env.{k} is not a variable the engine sets or records" for k in env
-                 if k not in expected and k not in CONTAINER_ENV_RECORDED]
+                 if k not in expected and k not in CONTAINER_ENV_RECORDED and k != MARKER]
+    if MARKER in env and not _marker_matches(env[MARKER], art.raw_output):
+        problems.append(f"env.{MARKER} {env[MARKER]!r} is not this run's marker (its log's time, a pid, a token)")
     engine_sets = set(CACHE_VARS) if art.schema_version >= 2 else {"AITER_JIT_DIR"}  # schema 1: only that one
     if not engine_sets <= set(art.cache_dirs) <= set(CACHE_VARS):
         problems.append(f"cache_dirs has {sorted(art.cache_dirs)}, the engine sets {sorted(engine_sets)}")

@@ -38,9 +38,44 @@ def _cmd_show(args: argparse.Namespace) -> int:
 
 
 def _cmd_check(args: argparse.Namespace) -> int:
-    from .check import run_check
+    from .check import check_file
+    from .exclusivity import artifact_paths
 
-    return run_check(args.artifact, args.allowed_signers)
+    paths = artifact_paths(args.artifacts)
+    if not paths:
+        print(f"gpuverify: no artifact (bench_*.json) in {', '.join(args.artifacts)}", file=sys.stderr)
+        return 2
+    worst = 0
+    checked = []
+    for path in paths:
+        code, art = check_file(str(path), args.allowed_signers)
+        worst = max(worst, code)
+        if art is not None:
+            checked.append((art, path))
+    if len(args.artifacts) > 1 or len(paths) > 1 or Path(args.artifacts[0]).is_dir():
+        worst = max(worst, _check_exclusive(checked))
+    return worst
+
+
+def _check_exclusive(checked: list) -> int:
+    """Across the artifacts: no two runs of one host held one GPU at the same time."""
+    from .exclusivity import find_overlaps, holds_of
+
+    holds, without = [], []
+    for art, path in checked:
+        mine, why = holds_of(art, path)
+        holds.extend(mine)
+        if why:
+            without.append(f"{path}: {why}")
+    overlaps = find_overlaps(holds)
+    for overlap in overlaps:
+        print(f"OVERLAP {overlap.describe()}")
+    for line in without:
+        print(f"not in the overlap check: {line}")
+    runs = len({h.path for h in holds})
+    print(f"exclusivity: {runs} runs on {len({(h.host, h.gpu) for h in holds})} GPU(s) of "
+          f"{len({h.host for h in holds})} host(s), {len(overlaps)} overlap(s)")
+    return 1 if overlaps else 0
 
 
 def _cmd_compare(args: argparse.Namespace) -> int:
@@ -89,8 +124,9 @@ def build_parser() -> argparse.ArgumentParser:
     show = sub.add_parser("show", help="print an artifact as a readable table")
     show.add_argument("artifact")
     show.set_defaults(func=_cmd_show)
-    check = sub.add_parser("check", help="re-check an artifact against its raw output (and its signatures)")
-    check.add_argument("artifact")
+    check = sub.add_parser("check", help="re-check artifacts against their raw output (and their signatures); "
+                           "with several (or a ticket folder), also that no two runs shared a GPU")
+    check.add_argument("artifacts", nargs="+", metavar="ARTIFACT_OR_FOLDER")
     check.add_argument("--allowed-signers", default=None, metavar="FILE",
                        help="verify the .sig files with ssh-keygen -Y verify against this allowed-signers file")
     check.set_defaults(func=_cmd_check)

@@ -102,6 +102,7 @@ def _gpus(report: DoctorReport, env: EnvFile, row, backend, lock_for) -> None:
         report.problems.append(f"GPU tools: {exc}")
         return
     report.lines.append(f"readings  {backend.reading_source()}")
+    report.lines.append(f"window    {_window_line(env, row, backend)}")
     holders = lock_holders() or {}
     idle = 0
     for r in readings:
@@ -118,6 +119,24 @@ def _gpus(report: DoctorReport, env: EnvFile, row, backend, lock_for) -> None:
                             f"{f'LOCKED ({lock}) by {describe_pid(holder)}' if locked else 'unlocked'}  -> {why or 'idle'}")
     if idle < len(readings):
         report.remarks.append(f"{idle} of {len(readings)} GPUs idle and unlocked")
+
+
+def _window_line(env: EnvFile, row, backend) -> str:
+    """Which applies to a session's first pick: the driver's history, the background sampler's, or
+    the window itself (at the default window, with a session's interval and shared readings file)."""
+    from .hosts import lock_for
+    from .options import RunOptions
+    from .shared_readings import SharedReadings
+    from .window_history import describe_window
+
+    try:
+        template = lock_for(env, row)[0].path_template
+    except Exception:  # a bad lock cell is reported above
+        return "unknown (no lock convention)"
+    window = RunOptions.model_fields["window_s"].default
+    interval = min(1.0, max(0.2, window / 5))
+    shared = SharedReadings(f"{row.host}|{template}", max_age_s=interval)
+    return describe_window(backend, shared.path, window, interval)
 
 
 def _containers(report: DoctorReport, env: EnvFile, row, vendor: str, docker_factory) -> dict[str, dict]:

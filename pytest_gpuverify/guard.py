@@ -1,60 +1,122 @@
-"""A guard per running command: if the session dies while its command runs (``kill -9``, the OOM
-killer), the guard stops the command and only then lets the GPU locks go.
+"""The session's guard: if the session dies while a command runs (``kill -9``, the OOM killer), the
+guard stops the command and only then lets the GPU locks go.
 
 Without it the kernel would drop the locks with the session at once, while the command (in the
 container, or in its own process group on the host) ran on: the next session could take the GPU
 during the command's JIT build, before the GPU looked busy, and two commands would share it.
 
-The guard (:mod:`.guard_process`) is a small process started right after the command, in its own session (a Ctrl-C at the
-terminal is the session's to handle). It holds duplicates of the locks' open file descriptions
-(``pass_fds``), so the locks stay taken while it lives, and blocks reading a pipe from the session.
-The session writes ``done`` and closes the pipe when the command is over (its own release unlocks
-at once: ``LOCK_UN`` acts on the shared description). An end of the pipe without ``done`` means the
-session died: the guard stops the command (SIGTERM, SIGKILL after the grace), then exits, and the
-kernel drops the locks with it.
+The guard (:mod:`.guard_process`) is one small process per session, started once (a Python start per
+command cost more than the rest of the plugin's per-target work: bench/results/overhead.txt), in its own
+session (a Ctrl-C at the terminal is the session's to handle). Its stdin is one end of a
+``SOCK_SEQPACKET`` socket pair; the session keeps the other (close-on-exec: no command inherits it).
+When a command starts, the session sends ``arm`` with duplicates of the run's lock descriptors
+(SCM_RIGHTS), so the locks stay taken while the guard lives; in flight they are held by the guard's
+socket already. When the command is over the session sends ``done`` before its own release, which
+unlocks at once (``LOCK_UN`` acts on the shared open file description). The channel's end with a
+command still armed means the session died: the guard stops the command (SIGTERM, SIGKILL after the
+grace), then exits, and the kernel drops the locks with it.
 """
 
 from __future__ import annotations
 
+import itertools
 import os
+import socket
 import subprocess
 import sys
+import threading
 from pathlib import Path
 from typing import Optional, Sequence
 
 GUARD_PROCESS = Path(__file__).with_name("guard_process.py")
-# It starts beside the command it guards: at a lower priority, the command's own start goes first.
+# It starts beside the session's work: at a lower priority, a command's own start goes first.
 _NICE = ["/usr/bin/nice", "-n", "10"] if os.access("/usr/bin/nice", os.X_OK) else []
 
 
-class RunGuard:
-    """The session's end of one guard."""
+class SessionGuard:
+    """The session's end of its guard process. Thread-safe; :meth:`close` at the session's end."""
 
-    def __init__(self, proc: subprocess.Popen) -> None:
+    def __init__(self, proc: subprocess.Popen, channel: socket.socket) -> None:
         self.proc = proc
+        self.proc.stdin = channel  # closing it is what the session's death looks like to the guard
+        self._channel = channel
+        self._ids = itertools.count(1)
+        self._lock = threading.Lock()
+
+    @classmethod
+    def start(cls) -> Optional["SessionGuard"]:
+        """A running guard; None when it cannot start (runs go on unguarded, as before guards
+        existed: a kill -9 then frees the locks at once)."""
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        try:
+            proc = subprocess.Popen(
+                [*_NICE, sys.executable, "-I", "-S", str(GUARD_PROCESS)],
+                stdin=theirs, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+            )
+        except OSError:
+            ours.close()
+            return None
+        finally:
+            theirs.close()
+        return cls(proc, ours)
+
+    def arm(self, stop: Sequence[str], lock_fds: Sequence[int]) -> Optional[str]:
+        """Guard a command that now runs: ``stop`` says how to stop it. Returns its id, None when the
+        guard is gone."""
+        with self._lock:
+            ident = str(next(self._ids))
+            try:
+                socket.send_fds(self._channel, ["\0".join(["arm", ident, *stop]).encode()], list(lock_fds))
+            except OSError:
+                return None
+        return ident
+
+    def disarm(self, ident: Optional[str]) -> None:
+        """The command is over and the session lives: the guard lets go of its lock duplicates."""
+        if ident is None:
+            return
+        with self._lock:
+            try:
+                self._channel.sendall(f"done\0{ident}".encode())
+            except OSError:
+                pass  # it died already; nothing of ours is left for it to stop
+
+    @property
+    def alive(self) -> bool:
+        return self.proc.poll() is None and self._channel.fileno() >= 0
+
+    def close(self, timeout_s: float = 5.0) -> None:
+        """Every command is over: the guard exits without doing anything."""
+        with self._lock:
+            self._channel.close()
+        try:
+            self.proc.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            pass  # it exits on its own once it reads the end, nothing is armed
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+
+class RunGuard:
+    """One command's guard: a guard of its own, armed once (the per-command form, for callers
+    outside a session)."""
+
+    def __init__(self, guard: SessionGuard, ident: Optional[str]) -> None:
+        self.guard, self.ident = guard, ident
+        self.proc = guard.proc
 
     @classmethod
     def start(cls, stop: Sequence[str], lock_fds: Sequence[int]) -> Optional["RunGuard"]:
-        """A guard for the command ``stop`` names; None when it cannot start (the run goes on
-        unguarded, as before guards existed: a kill -9 then frees the locks at once)."""
-        try:
-            proc = subprocess.Popen(
-                [*_NICE, sys.executable, "-I", "-S", str(GUARD_PROCESS), *stop],
-                stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                pass_fds=tuple(lock_fds), start_new_session=True,
-            )
-        except OSError:
+        guard = SessionGuard.start()
+        if guard is None:
             return None
-        return cls(proc)
+        return cls(guard, guard.arm(stop, lock_fds))
 
     def done(self) -> None:
-        """The command is over and the session lives: the guard leaves without doing anything."""
-        try:
-            assert self.proc.stdin is not None
-            self.proc.stdin.write(b"done\n")
-            self.proc.stdin.close()
-        except (OSError, ValueError):
-            pass  # it died already; nothing of ours is left for it to stop
+        self.guard.disarm(self.ident)
+        self.guard.close(timeout_s=0)
 
     @property
     def pid(self) -> int:
@@ -62,29 +124,25 @@ class RunGuard:
 
 
 class RunGuards:
-    """The guards of one run (one per command it starts), over the run's lock descriptors.
-    ``on_start`` is what an executor calls with its command's stop spec once the command runs."""
+    """The guarding of one run (each command it starts) by the session's guard, over the run's lock
+    descriptors. ``on_start`` is what an executor calls with its command's stop spec once it runs."""
 
-    def __init__(self, lock_fds: Sequence[int]) -> None:
+    def __init__(self, guard: Optional[SessionGuard], lock_fds: Sequence[int]) -> None:
+        self.guard = guard
         self.lock_fds = list(lock_fds)
-        self.guards: list[RunGuard] = []
+        self.armed: list[str] = []
 
     def on_start(self, stop: Sequence[str]) -> None:
-        guard = RunGuard.start(stop, self.lock_fds)
-        if guard is not None:
-            self.guards.append(guard)
+        if self.guard is None:
+            return
+        ident = self.guard.arm(stop, self.lock_fds)
+        if ident is not None:
+            self.armed.append(ident)
 
     def done(self) -> None:
-        """Tell every guard the run is over (before the locks are released: it must not outlive them
+        """Tell the guard the run is over (before the locks are released: it must not outlive them
         still armed)."""
-        for guard in self.guards:
-            guard.done()
-
-    def reap(self, timeout_s: float = 5.0) -> None:
-        """Collect the guards' exits (after the release: their exit is not on the handoff's path)."""
-        for guard in self.guards:
-            try:
-                guard.proc.wait(timeout=timeout_s)
-            except subprocess.TimeoutExpired:
-                pass  # still reading its pipe after done: it exits on its own, nothing to stop
-        self.guards.clear()
+        for ident in self.armed:
+            assert self.guard is not None
+            self.guard.disarm(ident)
+        self.armed.clear()

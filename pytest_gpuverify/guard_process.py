@@ -1,20 +1,27 @@
-"""The guard process of :mod:`.guard` (see there). Standard library only at the top: it starts
-with ``python -I -S`` beside every command, so it must start in milliseconds.
+"""The guard process of :mod:`.guard` (see there). Standard library only at the top: it starts with
+``python -I -S``, once per session, so it must start in milliseconds.
 
-    python -I -S guard_process.py container NAME PID_FILE [RUN_ID]
-    python -I -S guard_process.py host PGID [RUN_ID]
+    python -I -S guard_process.py          (stdin: the session's channel, a SOCK_SEQPACKET socket)
 
-With RUN_ID it also stops every process carrying the run's marker (:mod:`.leftovers`): what the
-command left behind in another process group or session is gone too before the locks go.
+Messages from the session, one per packet: ``arm ID STOP...`` with the run's lock descriptors
+attached (SCM_RIGHTS: the guard holds duplicates of their open file descriptions from then on),
+``done ID`` when that command is over (the guard closes its duplicates). The end of the channel with
+commands still armed means the session died: each armed command is stopped (its STOP words:
+``container NAME PID_FILE [RUN_ID]`` or ``host PGID [RUN_ID]``), then the guard exits and the kernel
+drops the locks. With RUN_ID it also stops every process carrying the run's marker (:mod:`.leftovers`):
+what the command left behind in another process group or session is gone too before the locks go.
 """
 
 import os
 import signal
+import socket
 import sys
+import threading
 import time
 
 GRACE_S = 3  # SIGTERM first, SIGKILL this much later: every stop of a command (container.py, hostrun.py)
 PID_FILE_WAIT_S = 2.0  # the wrapper writes its pid file right after the exec starts
+MAX_FDS = 64
 
 
 def _stop_host(pgid: int) -> None:
@@ -76,21 +83,51 @@ def _stop_host_run(run_id: str) -> None:
         pass
 
 
-def main(argv: list) -> int:
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the session handles Ctrl-C and says done
-    said = sys.stdin.buffer.read()  # blocks until the session says done, or dies
-    if said.startswith(b"done"):
-        return 0
-    if argv[:1] == ["host"] and len(argv) in (2, 3):
-        _stop_host(int(argv[1]))
-        if len(argv) == 3:
-            _stop_host_run(argv[2])
-    elif argv[:1] == ["container"] and len(argv) in (3, 4):
-        _stop_container(*argv[1:])
-    else:
-        return 2
+def stop(words: list) -> None:
+    if words[:1] == ["host"] and len(words) in (2, 3):
+        _stop_host(int(words[1]))
+        if len(words) == 3:
+            _stop_host_run(words[2])
+    elif words[:1] == ["container"] and len(words) in (3, 4):
+        _stop_container(*words[1:])
+
+
+def serve(channel: socket.socket) -> int:
+    armed: dict = {}  # id -> (stop words, lock descriptors)
+    while True:
+        try:
+            msg, fds, _flags, _addr = socket.recv_fds(channel, 1 << 16, MAX_FDS)
+        except InterruptedError:
+            continue
+        except OSError:
+            msg, fds = b"", []
+        if not msg:
+            break  # the session's end is closed: by the session when it is over, or by its death
+        words = msg.decode("utf-8", "surrogateescape").split("\0")
+        if words[0] == "arm" and len(words) >= 3:
+            armed[words[1]] = (words[2:], fds)
+            continue
+        for fd in fds:  # descriptors on any other message are not ours to keep
+            os.close(fd)
+        if words[0] == "done" and len(words) == 2:
+            _, held = armed.pop(words[1], (None, []))
+            for fd in held:
+                os.close(fd)
+    # Armed commands left: the session died while they ran. Stop each (at once, side by side); the
+    # lock duplicates stay open until all are stopped, and go with this process.
+    stoppers = [threading.Thread(target=stop, args=(words,)) for words, _ in armed.values()]
+    for t in stoppers:
+        t.start()
+    for t in stoppers:
+        t.join()
     return 0
 
 
+def main() -> int:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the session handles Ctrl-C and says done
+    channel = socket.socket(fileno=0)
+    return serve(channel)
+
+
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(main())

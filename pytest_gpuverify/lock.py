@@ -64,15 +64,24 @@ class GpuLease:
         self.released_at = None
         return True
 
+    @classmethod
+    def adopt(cls, path: Path, gpu_index: int, fd: int, acquired_at: float) -> "GpuLease":
+        """A lease over ``fd``, an open of ``path`` that holds its lock already (a blocking waiter's)."""
+        lease = cls(path, gpu_index)
+        lease._fd, lease.acquired_at = fd, acquired_at
+        return lease
+
     def release(self) -> None:
         fd, self._fd = self._fd, None
         if fd is None:
             return
+        # read before the unlock: the recorded hold lies inside the real one (taken_at is read after
+        # the lock), so two runs' recorded holds of one GPU never overlap (exclusivity.py)
+        self.released_at = time.monotonic()
         try:
             fcntl.flock(fd, fcntl.LOCK_UN)
         finally:
             os.close(fd)
-            self.released_at = time.monotonic()
 
     def __enter__(self) -> "GpuLease":
         return self

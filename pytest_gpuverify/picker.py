@@ -15,6 +15,7 @@ from .artifact import NO_GPU
 from .envfile import LockSpec
 from .hostexec import HostRunner
 from .lock import GpuLease, is_locked_elsewhere
+from .lockwait import LockWaiters
 from .sampler import IdleSampler
 
 
@@ -48,8 +49,10 @@ class GpuGrant:
 class GpuPicker:
     """Hands out locked idle GPUs. ``picker_command`` None means the builtin picker."""
 
-    POLL_S = 0.005  # a freed lock is taken within this: a round is a few try-locks (the window's
-    # judgement is recomputed only when a reading or an own-use mark changed it)
+    # While waiting, a GPU whose lock someone holds is waited for by a thread blocked on that lock
+    # (lockwait.py): it is ours the moment it is let go. Busy or unread GPUs are re-judged when the
+    # background window changes, looked at every TICK_S.
+    TICK_S = 0.05
 
     def __init__(
         self,
@@ -70,27 +73,43 @@ class GpuPicker:
     def acquire(self, count: int = 1, wait_s: float = 0.0) -> GpuGrant:
         deadline = time.monotonic() + max(0.0, wait_s)
         self.sampler.wait_for_full_window()
+        deadline = max(deadline, self.sampler.patience_until or 0.0)
+        waiters = LockWaiters()
+        try:
+            leases = self._acquire(count, deadline, waiters)
+        finally:
+            waiters.cancel()
+        grant = GpuGrant(leases)
+        grant.own_marks = [self.sampler.mark_own_start(lease.gpu_index) for lease in leases]
+        return grant
+
+    def _acquire(self, count: int, deadline: float, waiters: LockWaiters) -> list[GpuLease]:
         last_sample = time.monotonic()
         waited = False
+        won: Optional[GpuLease] = None
         first = True
         while True:
             # a picker command gets the tool timeout once, then never runs past the --gpu-wait deadline
             limit = self.picker_timeout_s if first else min(self.picker_timeout_s, deadline - time.monotonic())
             first = False
-            leases, why = self._try_once(count, max(0.1, limit))
+            leases, why, locked = self._try_once(count, max(0.1, limit), won)
+            won = None
             if leases or deadline - time.monotonic() <= 0:
                 if waited and self.on_wait:
                     self.on_wait("")  # the wait is over: clear the live line
                 if not leases:
                     raise NoGpu(why)
-                grant = GpuGrant(leases)
-                grant.own_marks = [self.sampler.mark_own_start(lease.gpu_index) for lease in leases]
-                return grant
+                return leases
             remaining = deadline - time.monotonic()
             if self.on_wait:
                 waited = True
                 self.on_wait(f"waiting up to {remaining:.0f} s: {why}")
-            time.sleep(min(self.POLL_S if self.picker_command is None else 1.0, remaining))
+            if self.picker_command is not None:
+                time.sleep(min(1.0, remaining))
+            else:
+                for index in locked:
+                    waiters.wait_on(index, self.lock.path_for(index))
+                won = waiters.next_won(min(self.TICK_S, remaining))
             # the background sampler keeps the window fresh; without one (window 0), read now and then
             if not self.sampler.running and time.monotonic() - last_sample >= self.sampler.interval_s:
                 self.sampler.sample_now(shared=True)
@@ -103,13 +122,16 @@ class GpuPicker:
             self.sampler.mark_own_end(mark)
 
     # -- one attempt ----------------------------------------------------------------------------
-    def _try_once(self, count: int, picker_timeout_s: float) -> tuple[list[GpuLease], str]:
+    def _try_once(self, count: int, picker_timeout_s: float,
+                  won: Optional[GpuLease] = None) -> tuple[list[GpuLease], str, list[int]]:
+        """Locked idle GPUs, or none and why (and which idle ones someone holds). ``won``: a lease a
+        waiter took; it is re-checked like one taken here, and released if it does not serve."""
         if self.picker_command is not None:
             index = self._run_picker_command(picker_timeout_s)
             verdict = self._window_verdict()
             known = set(verdict.idle) | set(verdict.busy)
             if not known:  # nothing to check the index against, and so nothing to re-check it with
-                return [], _describe_refusal(count, {}, [], verdict.error or "no GPU reading")
+                return [], _describe_refusal(count, {}, [], verdict.error or "no GPU reading"), []
             if index not in known:  # refused before its lock file is made
                 raise PickerError(
                     f"picker command {self.picker_command!r} printed GPU {index}, but this host's readings "
@@ -120,13 +142,21 @@ class GpuPicker:
         else:
             verdict = self._window_verdict()
             candidates, busy, error = verdict.idle, dict(verdict.busy), verdict.error
+        if won is not None and won.gpu_index in candidates:
+            candidates = [won.gpu_index, *(i for i in candidates if i != won.gpu_index)]
+        elif won is not None:  # the window has called it busy since: it is not taken
+            won.release()
+            won = None
         held: list[GpuLease] = []
         locked: list[int] = []
         for index in candidates:
-            lease = GpuLease(self.lock.path_for(index), index)
-            if not lease.try_acquire():
-                locked.append(index)
-                continue
+            if won is not None and index == won.gpu_index:
+                lease = won
+            else:
+                lease = GpuLease(self.lock.path_for(index), index)
+                if not lease.try_acquire():
+                    locked.append(index)
+                    continue
             reason = self.sampler.recheck(index)
             if reason:
                 lease.release()
@@ -134,10 +164,12 @@ class GpuPicker:
                 continue
             held.append(lease)
             if len(held) == count:
-                return held, ""
+                return held, "", []
+        if won is not None and won.held:
+            won.release()
         for lease in held:
             lease.release()
-        return [], _describe_refusal(count, busy, locked, error)
+        return [], _describe_refusal(count, busy, locked, error), locked
 
     def _window_verdict(self):
         generation = self.sampler.generation

@@ -134,7 +134,7 @@ def pytest_configure(config: pytest.Config) -> None:
         return
     config.stash[_SESSION_KEY] = session
     _terminate_like_ctrl_c()
-    session.start()  # the idle window starts filling now, while pytest collects
+    session.start_in_background()  # the idle window starts filling now, while pytest collects
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -186,6 +186,12 @@ def _load_declarations(config: pytest.Config):
 
 def _session(config: pytest.Config):
     return config.stash.get(_SESSION_KEY, None)
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    engine = _session(session.config)
+    if engine is not None:
+        engine.mark_collected()
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -363,6 +369,7 @@ def gpu_host(request: pytest.FixtureRequest):
     engine = _session(request.config)
     if engine is None:
         pytest.skip("GPU fixture: run with --gpu-verify")
+    engine.start()  # the background start is over before a fixture picks
     return engine
 
 

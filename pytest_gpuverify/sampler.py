@@ -60,6 +60,20 @@ class _Sample:
 
 
 @dataclass
+class PastSample:
+    """A reading from before the session: from the driver's history or the background sampler."""
+
+    t: float  # seconds since the epoch
+    readings: list[GpuReading]
+    locked: Optional[frozenset] = None  # None: not known then; the lock states of now are taken
+    error: Optional[str] = None
+
+
+# (window seconds) -> (readings covering the window, or None), what applies, and why (for a note)
+HistorySource = Callable[[float], tuple[Optional[list[PastSample]], str, str]]
+
+
+@dataclass
 class _OwnUse:
     gpu: int
     start: float
@@ -87,6 +101,7 @@ class IdleSampler:
         clock: Callable[[], float] = time.monotonic,
         lock_path_for: Optional[Callable[[int], Path]] = None,
         shared: Optional[SharedReadings] = None,
+        history: Optional[HistorySource] = None,
     ) -> None:
         self.backend = backend
         self.window_s = max(0.0, float(window_s))
@@ -103,12 +118,18 @@ class IdleSampler:
         self._thread: Optional[threading.Thread] = None
         self._started_at: Optional[float] = None
         self.generation = 0  # bumped by every change a judgement depends on (readings, own-use marks)
+        self._history = history
+        self.window_source = "window"  # what the first pick's window rests on (for notes and doctor)
+        self.window_note: Optional[str] = None  # why no history served, when one was asked for
+        self.patience_until: Optional[float] = None  # the first pick waits at least this long (history)
 
     # -- lifecycle ---------------------------------------------------------------------------
     def start(self) -> None:
         if self._thread is not None:
             return
         self._started_at = self._clock()
+        if self.window_s > 0 and self._history is not None:
+            self._fill_from_history()
         self.sample_now()
         if self.window_s > 0:
             self._thread = threading.Thread(target=self._run, name="gpuverify-idle-sampler", daemon=True)
@@ -158,6 +179,29 @@ class IdleSampler:
                 self._samples.popleft()
             self._new_sample.notify_all()
         return sample
+
+    def _fill_from_history(self) -> None:
+        """Readings from before the session that span the window: the first pick need not wait."""
+        assert self._history is not None
+        try:
+            past, source, why = self._history(self.window_s)
+        except Exception as exc:  # a history is a shortcut: any failure means sampling the window
+            past, source, why = None, "window", f"{type(exc).__name__}: {exc}"
+        if not past:
+            self.window_note = why or None
+            return
+        now, wall = self._clock(), time.time()
+        with self._new_sample:
+            for p in sorted(past, key=lambda p: p.t):
+                readings = {r.index: r for r in p.readings}
+                locked = p.locked if p.locked is not None else self._locked_now(readings)
+                self._samples.append(_Sample(now - max(0.0, wall - p.t), readings, p.error, locked))
+            self.generation += 1
+        self._started_at = now - self.window_s  # the window is full already
+        self.window_source = source
+        # A GPU busy a moment before the session is not idle yet; had the session sampled its own
+        # window, the first pick would have waited that long: it may wait as long for such a GPU.
+        self.patience_until = now + max(0.0, self.window_s - self.interval_s)
 
     def _locked_now(self, readings: dict[int, GpuReading]) -> frozenset:
         if self._lock_path_for is None:
@@ -237,11 +281,20 @@ class IdleSampler:
         return WindowVerdict([i for i in indices if i not in busy], busy)
 
     def recheck(self, gpu: int) -> Optional[str]:
-        """A fresh reading of one GPU (taken under its lock). None when idle, else why not."""
-        sample = self.sample_now()
-        if sample.error:
-            return f"reading failed: {sample.error}"
-        reading = sample.readings.get(gpu)
+        """A fresh reading of one GPU (taken under its lock). None when idle, else why not.
+
+        It is published for the other sessions but not added to this window: a window sample needs
+        the lock states of that moment, and reading ``/proc/locks`` waits for an RCU grace period in
+        the kernel (10-25 ms on a busy host), which would sit on the handoff's path."""
+        try:
+            got = self.backend.read()
+        except GpuToolError as exc:
+            return f"reading failed: {exc}"
+        except Exception as exc:  # a backend bug is a failed reading, never a crash of the pick
+            return f"reading failed: {type(exc).__name__}: {exc}"
+        if self._shared is not None:
+            self._shared.publish(time.time(), got)
+        reading = next((r for r in got if r.index == gpu), None)
         if reading is None:
             return "not in the reading"
         return busy_reason(reading, self.criteria)

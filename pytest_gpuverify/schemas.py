@@ -24,7 +24,7 @@ _V1 = frozenset(
 )
 _V1_LATER = frozenset({"cache_reused", "junit_xml"})  # added while the version was 1: may be there or not
 _V2 = _V1 | _V1_LATER | {"run"}
-_V3 = _V2 | {"host_gpus", "signed_by"}
+_V3 = _V2 | {"host_gpus", "signed_by", "timeline"}
 TOP_FIELDS: dict[int, frozenset[str]] = {1: _V1, 2: _V2, 3: _V3}
 
 _RUN = frozenset("blocked ran exit_code timed_out interrupted container_died output_problems unknowns output_parsed".split())

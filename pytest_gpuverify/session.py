@@ -11,15 +11,18 @@ import os
 import shlex
 import socket
 import sys
+import threading
 import time
 import traceback
 from dataclasses import dataclass
 from datetime import datetime, timezone
+from importlib import import_module
 from pathlib import Path
 from typing import Callable, Optional
 
 from . import __version__
-from .artifact import Artifact, GpuRecord, RepoRecord, TargetRecord, sha256_file, store_artifact, utc_now
+from .artifact import Artifact, GpuRecord, RepoRecord, TargetRecord, Timeline, sha256_file, store_artifact, utc_now
+from .clock import SessionClock
 from .container import ContainerError, ContainerHandle, Interrupted, docker_client, interrupt_cause
 from .envfile import EnvFile
 from .files import FileProblem, create_result_file, result_folder
@@ -40,9 +43,10 @@ from .sampler import IdleSampler
 from .shared_readings import SharedReadings
 from .signing import sign_outputs, signer_for
 from .topics import TopicClaims
+from .window_history import history_source
 from .targets import PYTEST_KINDS, RunEnvironment, Target, command_argv, import_package, junit_path, pythonpath
 from .caches import plan_caches, remove_cold_caches, warm_cache_reused
-from .guard import RunGuards
+from .guard import RunGuards, SessionGuard
 from .verdict import RunFacts, verdict_and_reasons
 from .resolve import map_to_container
 from .workspace import WorkspaceError, locate
@@ -87,9 +91,10 @@ class VerifySession:
         self.runner = LocalHost()
         self.backend = select_backend(self.expected_arch, self.runner)
         interval = min(1.0, max(0.2, options.window_s / 5))
+        shared = SharedReadings(f"{self.host_row.host}|{self.lock_spec.path_template}", max_age_s=interval * 0.9)
         self.sampler = IdleSampler(
-            self.backend, options.window_s, interval_s=interval, lock_path_for=self.lock_spec.path_for,
-            shared=SharedReadings(f"{self.host_row.host}|{self.lock_spec.path_template}", max_age_s=interval * 0.9),
+            self.backend, options.window_s, interval_s=interval, lock_path_for=self.lock_spec.path_for, shared=shared,
+            history=history_source(self.backend, shared.path, self.expected_arch, self.lock_spec.path_template, interval),
         )
         self.picker = GpuPicker(self.sampler, self.lock_spec, self.runner, self.picker_command, on_wait=on_wait)
         self._docker_factory = docker_factory
@@ -109,15 +114,35 @@ class VerifySession:
         self._echo = echo
         self._started = False
         self._external_grant: Optional[GpuGrant] = None
+        self.clock = SessionClock()  # every timeline entry of this session's artifacts is read off it
+        self._guard: Optional[SessionGuard] = None
+        self._starter: Optional[threading.Thread] = None
+        self._start_error: Optional[BaseException] = None
+        self._collected: Optional[float] = None
+
+    def mark_collected(self) -> None:
+        """The session has its targets (pytest's collection is over): the timelines' first entry."""
+        self._collected = time.monotonic()
 
     # -- session ---------------------------------------------------------------------------
     def start(self) -> None:
         """Start the idle window first (it fills while everything else is prepared), then check the
         host's arch; a wrong arch stops the sampler and blocks every target."""
+        starter = self._starter
+        if starter is not None and starter is not threading.current_thread():
+            starter.join()  # started in the background: the first target waits for it here
+            error, self._start_error = self._start_error, None
+            if error is not None:
+                raise error
+            return
         if self._started:
             return
         self._started = True
+        # the parsers are needed only once a command is over: they load meanwhile, off the path
+        threading.Thread(target=import_module, args=(".parsers.dispatch", __package__), daemon=True).start()
         self.sampler.start()
+        if self.sampler.window_note:
+            self._session_notes.append(f"the first pick sampled a {self.options.window_s:g} s window: {self.sampler.window_note}")
         try:
             self.host_arch = self.backend.host_arch()
             why = "no GPU found"
@@ -137,10 +162,36 @@ class VerifySession:
         except GpuToolError as exc:
             self._inventory = {}
             self._session_notes.append(f"GPU names unknown: {exc}")
+        self._session_guard()  # started now, while the window fills: no target waits for it
+        if self.options.container == "none":  # on the host: its facts are read now too, off the first target's path
+            self._containers[HOST] = read_container_facts(HostExecutor(), self.backend.vendor)
+
+    def start_in_background(self) -> None:
+        """:meth:`start` in a thread: the GPU library's start-up (NVML, amdsmi: calls that let go of
+        the GIL), the first readings and the arch check run while pytest collects."""
+        if self._starter is None and not self._started:
+            self._starter = threading.Thread(target=self._start_recorded, name="gpuverify-start", daemon=True)
+            self._starter.start()
+
+    def _start_recorded(self) -> None:
+        try:
+            self.start()
+        except BaseException as exc:  # handed to the first target (an internal error there)
+            self._start_error = exc
+
+    def _session_guard(self) -> Optional[SessionGuard]:
+        """The session's guard, started again if it died (a kill -9 of us stops our command)."""
+        if self._guard is None or not self._guard.alive:
+            self._guard = SessionGuard.start()
+        return self._guard
 
     def close(self) -> list[TargetOutcome]:
         """Write every artifact; one that cannot be written is a line in ``write_problems``."""
+        if self._starter is not None:
+            self._starter.join()
         self.sampler.stop()
+        if self._guard is not None:
+            self._guard.close()
         for outcome in self.outcomes:
             try:
                 self.write(outcome)
@@ -183,6 +234,7 @@ class VerifySession:
             ),
             cold=self.options.cold,
             signed_by=self.signer.signer if self.signer else None,
+            timeline=Timeline(collected=self.clock.wall(self._collected)),
         )
         art.notes.extend(self._session_notes)
         outcome = TargetOutcome(target, art, self.out_dir / f"bench_{topic}.json")
@@ -324,12 +376,15 @@ class VerifySession:
 
     def _run_on_gpu(self, target, art, outcome, facts, cfacts, wt, rel, pypath, stamp) -> None:
         grant = self._external_grant
+        timeline = art.timeline
+        timeline.pick_started = self.clock.wall(time.monotonic())
         try:
             if grant is None:
                 grant = self.picker.acquire(count=target.gpus, wait_s=self.options.wait_s)
         except (NoGpu, PickerError, LockError) as exc:  # LockError: the file, its owner and mode, the fix
             facts.blocked.append(str(exc))
             return
+        timeline.lock_taken = self.clock.wall(max(lease.acquired_at or 0.0 for lease in grant.leases) or None)
         run_id = f"{stamp}-{os.getpid()}"
         guards = None
         try:
@@ -361,19 +416,22 @@ class VerifySession:
             art.raw_output = outcome.raw_path.name
             create_result_file(outcome.raw_path)
             facts.ran = True
-            guards = RunGuards([lease.fileno() for lease in grant.leases])  # a kill -9 of us stops the command
-            result = cfacts.handle.stream_to_file(
-                argv, outcome.raw_path, env=command_env, workdir=art.workdir or wt,
-                timeout_s=self.options.timeout_s, echo=self._echo, on_start=guards.on_start,
-            )
+            guards = RunGuards(self._session_guard(), [lease.fileno() for lease in grant.leases])
+            timeline.command_started = self.clock.wall(time.monotonic())  # no later than the real start
+            try:
+                result = cfacts.handle.stream_to_file(
+                    argv, outcome.raw_path, env=command_env, workdir=art.workdir or wt,
+                    timeout_s=self.options.timeout_s, echo=self._echo, on_start=guards.on_start,
+                )
+            finally:
+                timeline.command_ended = self.clock.wall(time.monotonic())  # no earlier than the real end
             self._record_exec(facts, result)
         finally:
             if guards is not None:
                 guards.done()
             if grant is not self._external_grant:
                 self.picker.release(grant)
-            if guards is not None:
-                guards.reap()
+                timeline.lock_released = self.clock.wall(min(lease.released_at or 0.0 for lease in grant.leases) or None)
             if self.options.cold:
                 remove_cold_caches(cfacts.handle, caches, art.notes)
         if target.kind in PYTEST_KINDS:

@@ -68,6 +68,10 @@ class SharedReadings:
             pass  # sharing is an optimisation: a session that cannot publish just reads for itself
 
     def get(self, read: Callable[[], list[GpuReading]]) -> tuple[float, list[GpuReading]]:
+        try:
+            os.utime(self.path.with_name(self.path.name + ".seen"))  # a reader: the background sampler stays
+        except OSError:
+            pass
         cached = self.load()
         if cached is not None:
             return cached

@@ -17,6 +17,10 @@ from pytest_gpuverify import demo
 
 SHARED = Path(__file__).resolve().parents[1] / ".." / "shared"
 
+# The sessions these tests start leave background samplers (readings_daemon.py) behind, one per test
+# host: on this short-lived host they leave after 15 s without a reader, not five minutes.
+os.environ.setdefault("GPUVERIFY_SAMPLER_IDLE_S", "15")
+
 
 @pytest.fixture(scope="session")
 def docker_client():

@@ -394,7 +394,8 @@ class FakeNvmlError(Exception):
 
 def gpu_dev(**kw) -> dict:
     dev = {"uuid": H200_UUID, "name": "NVIDIA H200", "cc": (9, 0), "total": 150754820096, "v1_used": 644939776,
-           "v2_used": 0, "samples": [], "rate": 0, "procs": [], "handle_error": None, "procs_error": None}
+           "v2_used": 0, "samples": [], "rate": 0, "procs": [], "handle_error": None, "procs_error": None,
+           "proc_samples": [], "proc_util_error": None}
     dev.update(kw)
     return dev
 
@@ -444,6 +445,16 @@ class FakeNvml(types.ModuleType):
         if not fresh:
             raise FakeNvmlError(6)  # NVML_ERROR_NOT_FOUND: nothing since `last`
         return 1, [SimpleNamespace(timeStamp=ts, sampleValue=SimpleNamespace(uiVal=v)) for ts, v in fresh]
+
+    def nvmlDeviceGetProcessUtilization(self, h, last):
+        """As nvidia-ml-py: c_nvmlProcessUtilizationSample_t rows newer than ``last``; NOT_FOUND when none."""
+        d = self._dev(h)
+        if d["proc_util_error"] is not None:
+            raise FakeNvmlError(d["proc_util_error"])
+        fresh = [(ts, pid, sm) for ts, pid, sm in d["proc_samples"] if ts > last]
+        if not fresh:
+            raise FakeNvmlError(6)
+        return [SimpleNamespace(pid=pid, timeStamp=ts, smUtil=sm, memUtil=0, encUtil=0, decUtil=0) for ts, pid, sm in fresh]
 
     def nvmlDeviceGetUtilizationRates(self, h):
         return SimpleNamespace(gpu=self._dev(h)["rate"], memory=0)
@@ -619,3 +630,115 @@ def test_real_nvml_matches_nvidia_smi(real_nvml):
         assert backend.notes == []
     finally:
         backend.close()
+
+
+# ---------------------------------------------------------------------------------- NVML history (stand-in)
+def _buffer(now_us: int, values: list[int], every_us: int = 200_000) -> list[tuple[int, int]]:
+    """A driver buffer: ``values`` oldest first, one sample per ``every_us``, the newest 50 ms old."""
+    return [(now_us - 50_000 - every_us * (len(values) - 1 - k), v) for k, v in enumerate(values)]
+
+
+def test_nvml_history_gives_the_window_at_once(fake_nvml):
+    now_us = int(time.time() * 1e6)
+    # 14 s of samples: busy long ago (outside a 2 s window), idle in it
+    fake_nvml([gpu_dev(samples=_buffer(now_us, [100] * 60 + [0] * 10)),
+               gpu_dev(uuid=UUID_B, samples=_buffer(now_us, [0] * 60 + [0, 0, 0, 40, 0, 0, 0, 0, 0, 0]))])
+    backend = NvidiaBackend(LocalHost())
+    got, why = backend.history(2.0)
+    assert got is not None and why == ""
+    r0, r1 = got.readings
+    assert (r0.use_pct, r1.use_pct) == (0.0, 40.0), "the highest sample inside the window, nothing older"
+    assert r0.vram_used_bytes == 0 and r0.vram_total_bytes == 150754820096
+    assert busy_reason(r0, IdleCriteria()) is None and busy_reason(r1, IdleCriteria()) == "use 40%"
+
+
+def test_nvml_history_counts_a_process_that_used_the_gpu_in_the_window(fake_nvml):
+    now_us = int(time.time() * 1e6)
+    fake_nvml([gpu_dev(samples=_buffer(now_us, [0] * 70), proc_samples=[(now_us - 1_000_000, 4242, 0),
+                                                                         (now_us - 9_000_000, 77, 90)])])
+    got, _ = NvidiaBackend(LocalHost()).history(2.0)
+    (r,) = got.readings
+    assert [p.pid for p in r.processes] == [4242], "the process of 1 s ago, not the one of 9 s ago"
+    assert busy_reason(r, IdleCriteria()).startswith("process 4242")
+
+
+@pytest.mark.parametrize("dev,why", [
+    (lambda now: gpu_dev(samples=_buffer(now, [0] * 5)), "reach back 0.9 s, less than the window"),
+    (lambda now: gpu_dev(samples=[(now - 5_000_000 - k * 200_000, 0) for k in range(40)]), "is 5.0 s old"),
+    (lambda now: gpu_dev(samples=[]), "holds no utilisation sample"),
+    (lambda now: gpu_dev(samples=_buffer(now, [0] * 70), proc_util_error=3), "nvmlDeviceGetProcessUtilization"),
+])
+def test_nvml_history_too_short_or_unsupported_says_why(fake_nvml, dev, why):
+    fake_nvml([dev(int(time.time() * 1e6))])
+    got, note = NvidiaBackend(LocalHost()).history(2.0)
+    assert got is None and why in note
+
+
+def test_the_first_pick_waits_no_window_where_nvml_keeps_history(fake_nvml, tmp_path):
+    """The sampler's first window comes from the driver: full at once, judged by the same rules."""
+    from pytest_gpuverify.sampler import IdleSampler
+    from pytest_gpuverify.window_history import DRIVER, WINDOW, history_source
+
+    now_us = int(time.time() * 1e6)
+    nv = fake_nvml([gpu_dev(samples=_buffer(now_us, [0] * 70)), gpu_dev(uuid=UUID_B, samples=_buffer(now_us, [0] * 65 + [99] * 5))])
+    backend = NvidiaBackend(LocalHost())
+    source = history_source(backend, None, "sm_90", str(tmp_path / "gpu-<id>.lock"), 0.4)
+    sampler = IdleSampler(backend, 2.0, interval_s=0.4, history=source)
+    t0 = time.monotonic()
+    sampler.start()
+    try:
+        assert sampler.wait_for_full_window(timeout=0.05), "the window is full from the start"
+        assert time.monotonic() - t0 < 1.5
+        assert sampler.window_source == DRIVER
+        verdict = sampler.judge_window()
+        assert verdict.idle == [0] and verdict.busy == {1: "use 99%"}
+    finally:
+        sampler.stop()
+    nv.devices[0]["samples"] = _buffer(now_us, [0] * 3)  # a driver just loaded: sample the window
+    sampler = IdleSampler(NvidiaBackend(LocalHost()), 2.0, interval_s=0.4,
+                          history=history_source(NvidiaBackend(LocalHost()), None, "sm_90", "/x/gpu-<id>.lock", 0.4))
+    sampler.start()
+    try:
+        assert not sampler.wait_for_full_window(timeout=0.3)
+        assert sampler.window_source == WINDOW and "less than the window" in sampler.window_note
+    finally:
+        sampler.stop()
+
+
+def test_real_nvml_history_spans_the_window(real_nvml):
+    """The driver's buffers reach back over a default window (the H200 keeps ~14 s)."""
+    backend = NvidiaBackend(LocalHost(), use_nvml=True)
+    try:
+        got, why = backend.history(2.0)
+        assert got is not None, why
+        assert [r.index for r in got.readings] == list(range(real_nvml.nvmlDeviceGetCount()))
+        assert all(r.use_pct is not None and 0 <= r.use_pct <= 100 and r.vram_total_bytes for r in got.readings)
+    finally:
+        backend.close()
+
+
+def test_a_gpu_busy_just_before_the_session_is_waited_for_not_refused(fake_nvml, tmp_path):
+    """History says GPU 0 was busy 1.2 s ago: not idle yet. The first pick (--gpu-wait 0) waits, as
+    long as a window it would have sampled itself, until that moment leaves the window, then takes it."""
+    from pytest_gpuverify.envfile import parse_lock_prefix
+    from pytest_gpuverify.picker import GpuPicker
+    from pytest_gpuverify.sampler import IdleSampler
+    from pytest_gpuverify.window_history import DRIVER, history_source
+
+    now_us = int(time.time() * 1e6)
+    values = [0] * 60 + [99] * 2 + [0] * 6  # 99 % from about 1.6 to 1.2 s ago, idle since
+    fake_nvml([gpu_dev(samples=_buffer(now_us, values))])
+    backend = NvidiaBackend(LocalHost())
+    lock = parse_lock_prefix(f"flock -w 600 {tmp_path}/gpu-<id>.lock")
+    sampler = IdleSampler(backend, 2.0, interval_s=0.4, lock_path_for=lock.path_for,
+                          history=history_source(backend, None, "sm_90", lock.path_template, 0.4))
+    sampler.start()
+    try:
+        assert sampler.window_source == DRIVER and sampler.judge_window().busy == {0: "use 99%"}
+        t0 = time.monotonic()
+        grant = GpuPicker(sampler, lock, LocalHost()).acquire(wait_s=0)
+        waited = time.monotonic() - t0
+        assert grant.indices == [0] and 0.2 < waited < 2.5, waited
+        grant.leases[0].release()
+    finally:
+        sampler.stop()

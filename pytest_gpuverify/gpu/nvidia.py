@@ -19,6 +19,7 @@ from typing import Any, Optional, Sequence
 
 from ..hostexec import CommandResult, HostRunner
 from .base import CallTimedOut, GpuInfo, GpuProcess, GpuReading, GpuToolError, call_within, output_tail
+from .nvml_history import _SAMPLE_FIELDS, DriverHistory, NoHistory, read_history
 from .nvidia_formats import (
     MIB,
     SMI,
@@ -45,7 +46,6 @@ __all__ = [
 # NVML return codes (pynvml constants, spelled out for bindings that lack one)
 _NOT_SUPPORTED, _NOT_FOUND, _FUNCTION_NOT_FOUND, _VERSION_MISMATCH = 3, 6, 13, 25
 FIRST_READING_SPAN_US = 1_000_000  # timestamps are in microseconds
-_SAMPLE_FIELDS = {0: "dVal", 1: "uiVal", 2: "ulVal", 3: "ullVal", 4: "sllVal", 5: "siVal", 6: "usVal"}
 
 
 def _code(exc: BaseException) -> Optional[int]:
@@ -246,15 +246,36 @@ class NvidiaBackend:
                 # left out of this reading: the sampler counts a missing GPU as busy
                 self._note(f"NVML nvmlDeviceGetHandleByIndex({i}): {exc}")
                 continue
-            used, total = self._nvml_memory(nv, handle, i)
-            procs = self._nvml_processes(nv, handle, i, total)
-            if procs is None:
-                continue
-            readings.append(GpuReading(index=i, use_pct=self._nvml_use(nv, handle, i), vram_used_bytes=used,
-                                       vram_total_bytes=total, processes=procs))
+            reading = self._nvml_instant(nv, handle, i)
+            if reading is not None:
+                readings.append(reading.model_copy(update={"use_pct": self._nvml_use(nv, handle, i)}))
         if not readings:
             raise GpuToolError("NVML: no GPU could be read: " + "; ".join(self.notes[-3:]))
         return readings
+
+    def _nvml_instant(self, nv: Any, handle: Any, i: int) -> Optional[GpuReading]:
+        """VRAM and processes of this instant (no use); None when the processes cannot be listed."""
+        used, total = self._nvml_memory(nv, handle, i)
+        procs = self._nvml_processes(nv, handle, i, total)
+        if procs is None:
+            return None
+        return GpuReading(index=i, vram_used_bytes=used, vram_total_bytes=total, processes=procs)
+
+    def history(self, span_s: float) -> tuple[Optional[DriverHistory], str]:
+        """The last ``span_s`` seconds from NVML's sample buffers (:mod:`.nvml_history`), or None and why."""
+        nv = self._nvml()
+        if nv is None:
+            return None, f"{SMI} keeps no history ({self._nvml_why})"
+        try:
+            got = call_within(lambda: read_history(nv, span_s, self._nvml_instant), self.tool_timeout, "NVML history")
+        except NoHistory as exc:
+            return None, f"NVML history unusable: {exc}"
+        except (GpuToolError, nv.NVMLError) as exc:
+            return None, f"NVML history failed: {exc}"
+        with self._lock:  # the next reading takes only what came after the history
+            for i, ts in got.newest_us.items():
+                self._last_ts[i] = max(self._last_ts.get(i, 0), ts)
+        return got, ""
 
     def _nvml_memory(self, nv: Any, handle: Any, i: int) -> tuple[Optional[int], Optional[int]]:
         """(used, total) bytes; ``_v2`` where it exists, since v1 "used" includes driver-reserved memory."""

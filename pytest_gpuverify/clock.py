@@ -1,0 +1,48 @@
+"""One session's clock: wall times derived from monotonic readings.
+
+The wall clock can step (NTP, an admin) between two readings; the monotonic clock cannot. The session
+reads both once, and every time it records is that wall time plus the monotonic time elapsed since,
+so the times of one session are ordered exactly as the events were. Across sessions of one host they
+are as good as the wall clock was at each session's start (the monotonic clock is the host's).
+"""
+
+from __future__ import annotations
+
+import time
+from datetime import datetime, timezone
+from typing import Optional
+
+
+class SessionClock:
+    def __init__(self) -> None:
+        # The two clocks cannot be read at once: of a few tries, the one with the least time between
+        # the monotonic readings around the wall reading (a preemption there would shift every time
+        # of the session, and two sessions' times against each other, by its length).
+        best = None
+        for _ in range(5):
+            before = time.monotonic()
+            wall = time.time()
+            after = time.monotonic()
+            if best is None or after - before < best[0]:
+                best = (after - before, wall, (before + after) / 2)
+        assert best is not None
+        self.wall0, self.mono0 = best[1], best[2]
+
+    def epoch(self, mono: float) -> float:
+        """Seconds since the epoch at the monotonic time ``mono``."""
+        return self.wall0 + (mono - self.mono0)
+
+    def wall(self, mono: Optional[float]) -> Optional[str]:
+        """``mono`` as an ISO 8601 UTC time with microseconds; None stays None."""
+        if mono is None:
+            return None
+        return iso_utc(self.epoch(mono))
+
+
+def iso_utc(epoch: float) -> str:
+    return datetime.fromtimestamp(epoch, timezone.utc).isoformat(timespec="microseconds").replace("+00:00", "Z")
+
+
+def parse_iso_utc(text: str) -> float:
+    """Seconds since the epoch of an ISO 8601 time written by :func:`iso_utc` (or any with an offset)."""
+    return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
