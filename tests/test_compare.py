@@ -132,3 +132,65 @@ def test_two_artifacts_and_refusals(ab, capsys, tmp_path):
     assert main(["compare", str(ab["unchecked"])]) == 2
     assert "correctness is not PASS" in capsys.readouterr().err
     assert main(["compare", str(ab["faster"]), str(ab["unchecked"])]) == 2
+
+
+def test_factor_must_be_above_one(capsys):
+    assert main(["compare", "--factor", "0.9", "x.json"]) == 2
+    assert "must be above 1" in capsys.readouterr().err
+
+
+# -- gpuverify handoff on the same ticket folder of real artifacts ---------------------------------
+
+def handoff(capsys, *argv: str) -> tuple[int, dict, str]:
+    capsys.readouterr()
+    code = main(["handoff", *argv])
+    out, err = capsys.readouterr()
+    return code, (json.loads(out) if code == 0 and out.strip() else {}), err
+
+
+@pytest.mark.docker
+def test_handoff_numbers_are_the_artifacts_and_the_schema_holds(ab, capsys, tmp_path):
+    from pytest_gpuverify.artifact import read_artifact
+    from pytest_gpuverify.handoff import Handoff
+
+    ticket = ab["faster"].parent
+    code, doc, err = handoff(capsys, str(ticket))
+    assert code == 0, err
+    Handoff.model_validate(doc)
+    capsys.readouterr()
+    assert main(["schema", "--handoff"]) == 0
+    schema = json.loads(capsys.readouterr().out)
+    jsonschema = pytest.importorskip("jsonschema")
+    jsonschema.validate(doc, schema)
+    # what a person writes is left empty, never invented
+    assert doc["whatWasImplemented"] == "" and doc["tests"] == {"added": []} and doc["discoveredIssues"] == []
+    runs = {r["command"]: r for r in doc["verification"]["commandsRun"]}
+    assert len(runs) == 5 and doc["salientSummary"] == f"5 artifact(s) in {ticket.name}: 4 PASS, 1 INCONCLUSIVE"
+    faster = read_artifact(ab["faster"])
+    run = runs[faster.command]
+    assert run["exitCode"] == faster.exit_code == 0
+    assert run["observation"].startswith(f"PASS; {faster.correctness.shapes_checked} shapes checked")
+    head_us = [r.us_median for r in faster.perf if r.side == "B" and r.shape.startswith("M=1,")]
+    assert f"-> {sorted(head_us)[1]!r} (IMPROVED)" in run["observation"]  # the head's median, as printed
+    assert "A/B: not compared" in runs[read_artifact(ab["unchecked"]).command]["observation"]
+    # --base: each topic against the base folder's artifact of the same topic (here itself: all SAME)
+    code, based, err = handoff(capsys, str(ticket), "--base", str(ticket))
+    assert code == 0, err
+    assert "A/B: 4 SAME" in {r["command"]: r for r in based["verification"]["commandsRun"]}[faster.command]["observation"]
+    # -o writes the same document
+    out = tmp_path / "handoff.json"
+    assert main(["handoff", str(ticket), "-o", str(out)]) == 0
+    assert json.loads(out.read_text())["salientSummary"] == doc["salientSummary"]
+
+
+@pytest.mark.docker
+def test_handoff_refuses_a_tampered_artifact(ab, capsys, tmp_path):
+    here = tmp_path / "T"
+    shutil.copytree(ab["faster"].parent, here)
+    victim = here / ab["overlap"].name
+    data = json.loads(victim.read_text())
+    data["verdict"] = "PASS" if data["verdict"] != "PASS" else "FAIL"
+    victim.write_text(json.dumps(data))
+    code, doc, err = handoff(capsys, str(here))
+    assert code == 2 and doc == {}
+    assert f"refused: {victim}: fails gpuverify check" in err

@@ -101,3 +101,9 @@ def test_floors_and_ceilings_in_real_runs_and_check(tmp_path, docker_client):
         assert art.target.floors == {"output tok/s": 2000.0}
         assert [r.metrics for r in art.perf if r.shape == "throughput"] == [
             {"req/s": 12.34, "total tok/s": 4567.89, "output tok/s": 2345.67}]
+        # the handoff's observation carries the same throughput and the floor's FAIL reason
+        from pytest_gpuverify.handoff import build_handoff
+
+        runs = build_handoff(box.tickets / "T-1").verification.commandsRun
+        assert all("throughput: req/s 12.34, total tok/s 4567.89, output tok/s 2345.67" in r.observation for r in runs)
+        assert sum("FAIL (output tok/s 2345.67 is below the floor 2400)" in r.observation for r in runs) == 1
