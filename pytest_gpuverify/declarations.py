@@ -339,41 +339,30 @@ class _Reader:
         return value
 
     def thresholds(self, where: str, value: Any) -> dict[str, float]:
+        return self.numbers(where, "thresholds", value, "{ cosine_sim_min = 0.99 }")
+
+    def bounds(self, where: str, key: str, value: Any) -> dict[str, float]:
+        """``floors``/``ceilings``: a table of metric or row name -> a finite number (floors.py)."""
+        return self.numbers(where, key, value, '{ "output tok/s" = 53.0 }' if key == "floors" else "{ us_median = 120.0 }")
+
+    def numbers(self, where: str, key: str, value: Any, example: str) -> dict[str, float]:
+        """A table of name -> finite number; threshold names are the known ones, floor names any."""
         if value is None:
             return {}
         if not isinstance(value, dict):
-            raise self.error(where, "thresholds", f"thresholds is {_kind_of(value)}, not a table",
-                             "write a table, e.g. thresholds = { cosine_sim_min = 0.99 }.")
-        self.known_keys(value, where, THRESHOLD_KEYS, "threshold ", "thresholds.")
+            raise self.error(where, key, f"{key} is {_kind_of(value)}, not a table", f"write a table, e.g. {key} = {example}.")
+        if key == "thresholds":
+            self.known_keys(value, where, THRESHOLD_KEYS, "threshold ", "thresholds.")
         limits: dict[str, float] = {}
         for name, limit in value.items():
             number = _finite(limit)
             if number is None:
                 got = repr(limit) if _kind_of(limit) == "a number" else _kind_of(limit)
-                example = _EXAMPLE_LIMITS.get(name, 0.01)
-                raise self.error(where, f"thresholds.{name}", f"{name} is {got}, not a finite number",
-                                 f"write a plain number without quotes, e.g. {name} = {example}.")
+                hint = f"{name} = {_EXAMPLE_LIMITS.get(name, 0.01)}" if key == "thresholds" else f"{key} = {example}"
+                raise self.error(where, f"{key}.{name}", f"{name} is {got}, not a finite number",
+                                 f"write a plain number without quotes, e.g. {hint}.")
             limits[name] = number
         return limits
-
-    def bounds(self, where: str, key: str, value: Any) -> dict[str, float]:
-        """``floors``/``ceilings``: a table of metric or row name -> a finite number."""
-        example = '{ "output tok/s" = 53.0 }' if key == "floors" else '{ us_median = 120.0 }'
-        if value is None:
-            return {}
-        if not isinstance(value, dict):
-            raise self.error(where, key, f"{key} is {_kind_of(value)}, not a table",
-                             f"write a table of metric name -> number, e.g. {key} = {example}.")
-        out: dict[str, float] = {}
-        for name, limit in value.items():
-            number = _finite(limit)
-            if number is None or not name.strip():
-                got = "an empty name" if not name.strip() else (
-                    repr(limit) if _kind_of(limit) == "a number" else _kind_of(limit))
-                raise self.error(where, f"{key}.{name}", f"{key}.{name} is {got}, not a finite number",
-                                 f"write a plain number without quotes, e.g. {key} = {example}.")
-            out[name] = number
-        return out
 
     def argv(self, where: str, key: str, value: Any) -> tuple[str, ...]:
         example = _COMMAND_EXAMPLE if key == "command" else '["-d", "bf16"]'
