@@ -47,7 +47,7 @@ def test_median_ci_needs_enough_runs_for_99_percent():
 
 def test_ci_separation_calls_when_runs_overlap_only_in_the_tails():
     base = [5.0] * 2 + [10.0] * 18
-    head = [9.0] * 2 + [13.0] * 18  # a head run (9) below a base run (10): not separated; the CIs are
+    head = [9.0] * 2 + [13.0] * 18  # a head run (9) below a base run (10): not separated; CIs (10,10), (13,13)
     pair = call(Pair("s", "n", None, "TFLOPS", True, base, head))
     assert pair.call == "IMPROVED" and "confidence intervals" in pair.why
 
