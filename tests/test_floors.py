@@ -107,3 +107,14 @@ def test_floors_and_ceilings_in_real_runs_and_check(tmp_path, docker_client):
         runs = build_handoff(box.tickets / "T-1").verification.commandsRun
         assert all("throughput: req/s 12.34, total tok/s 4567.89, output tok/s 2345.67" in r.observation for r in runs)
         assert sum("FAIL (output tok/s 2345.67 is below the floor 2400)" in r.observation for r in runs) == 1
+
+
+def test_throughput_rows_of_a_file_keep_their_line_numbers(tmp_path):
+    from pytest_gpuverify.parsers.throughput import throughput_rows
+
+    path = tmp_path / "out.log"
+    path.write_bytes(b"gen: 1.5 tok/s\r\n" + b"noise 1.0 GB/s\n" * 3 + b"x\n" + VLLM.encode())  # no final newline
+    assert [(r.source_line, r.metrics) for r in throughput_rows(path)] == [
+        (1, {"gen tok/s": 1.5}), (6, {"req/s": 12.34, "total tok/s": 4567.89, "output tok/s": 2345.67})]
+    (tmp_path / "empty.log").write_bytes(b"")
+    assert throughput_rows(tmp_path / "empty.log") == []

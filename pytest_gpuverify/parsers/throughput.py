@@ -13,6 +13,7 @@ Read (case-insensitive), each as one row of shape ``throughput`` whose ``metrics
 
 from __future__ import annotations
 
+import mmap
 import re
 from pathlib import Path
 from typing import Optional
@@ -55,15 +56,21 @@ def read_line(lineno: int, line: str) -> Optional[PerfRow]:
 
 
 def throughput_rows(path: Path) -> list[PerfRow]:
-    """Every throughput line of the output at ``path``, in order."""
+    """Every throughput line of the output at ``path``, in order; only lines holding ``/s`` are read
+    (found with ``mmap.find``, in C)."""
     rows: list[PerfRow] = []
-    with open(path, "rb") as fh:
-        for lineno, raw in enumerate(fh, 1):
-            if b"/s" not in raw:  # the cheap gate: most lines have none
-                continue
-            row = read_line(lineno, raw.decode("utf-8", "replace").rstrip("\n"))
+    if path.stat().st_size == 0:
+        return rows
+    with open(path, "rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as data:
+        lineno, counted, hit = 1, 0, data.find(b"/s")
+        while hit >= 0:
+            start = data.rfind(b"\n", 0, hit) + 1
+            end = data.find(b"\n", hit)
+            end = len(data) if end < 0 else end
+            lineno += data[counted:start].count(b"\n")
+            counted = start
+            row = read_line(lineno, data[start:end].decode("utf-8", "replace").rstrip("\r"))
             if row is not None:
                 rows.append(row)
+            hit = data.find(b"/s", end)
     return rows
-
-
