@@ -127,6 +127,8 @@ class TargetRecord(_Model):
     dtype: Optional[str] = None
     regime: Optional[str] = None
     thresholds: dict[str, float] = Field(default_factory=dict)
+    floors: dict[str, float] = Field(default_factory=dict)  # declared minimums of printed metrics (floors.py)
+    ceilings: dict[str, float] = Field(default_factory=dict)  # ... and maximums of printed times
     pass_pattern: Optional[str] = None  # declared regular expressions for the harness's own words
     fail_pattern: Optional[str] = None
     command: Optional[list[str]] = None  # a declared bench command, before its args

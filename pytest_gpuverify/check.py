@@ -20,10 +20,9 @@ from pydantic import ValidationError
 
 from .artifact import Artifact, Correctness, RunRecord, sha256_file
 from .check_provenance import provenance_problems
-from .parsers.dispatch import context_for, parse_output
+from .parsers.dispatch import context_for, limits_of, parse_output
 from .parsers.result import ParsedOutput
 from .signing import signer_of, verify
-from .targets import Thresholds
 from .verdict import RunFacts, verdict_and_reasons
 
 PARTLY = "verdict checked only partly (old artifact: it has no run record)"
@@ -150,7 +149,7 @@ def _rederive_verdict(art: Artifact, run: RunRecord, parsed: Optional[ParsedOutp
     if run.ran != bool(art.raw_output):
         problems.append(f"run.ran is {run.ran}, but the artifact has {'a' if art.raw_output else 'no'} raw output")
     try:
-        limits = Thresholds.model_validate(art.target.thresholds) if art.target else None
+        limits = limits_of(art.target) if art.target else None
     except ValidationError as exc:
         return problems + [f"target.thresholds are not valid: {exc.errors()[0]['msg']}"]
     verdict, reasons = verdict_and_reasons(RunFacts.from_record(run, art.target), parsed, limits)

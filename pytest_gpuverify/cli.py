@@ -12,6 +12,11 @@ from .artifact import artifact_schema, read_artifact
 
 
 def _cmd_schema(args: argparse.Namespace) -> int:
+    if args.handoff:
+        from .handoff import handoff_schema
+
+        print(json.dumps(handoff_schema(), indent=2))
+        return 0
     print(json.dumps(artifact_schema(), indent=2))
     return 0
 
@@ -78,6 +83,22 @@ def _check_exclusive(checked: list) -> int:
     return 1 if overlaps else 0
 
 
+def _cmd_compare(args: argparse.Namespace) -> int:
+    from .compare.command import run_compare
+
+    if not args.factor > 1:
+        print(f"gpuverify compare: --factor {args.factor:g}: a factor must be above 1 (e.g. 1.10)", file=sys.stderr)
+        return 2
+    fmt = "json" if args.json else "markdown" if args.markdown else "table"
+    return run_compare(args.base, args.head, args.factor, fmt)
+
+
+def _cmd_handoff(args: argparse.Namespace) -> int:
+    from .handoff import run_handoff
+
+    return run_handoff(args.ticket_dir, args.base, args.output)
+
+
 def _cmd_sim_install(args: argparse.Namespace) -> int:
     from .simulator import SimState, install
 
@@ -113,7 +134,9 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="gpuverify", description="pytest-gpuverify tools")
     sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("schema", help="print the artifact's JSON Schema").set_defaults(func=_cmd_schema)
+    schema = sub.add_parser("schema", help="print the artifact's JSON Schema")
+    schema.add_argument("--handoff", action="store_true", help="the handoff's JSON Schema instead")
+    schema.set_defaults(func=_cmd_schema)
     show = sub.add_parser("show", help="print an artifact as a readable table")
     show.add_argument("artifact")
     show.set_defaults(func=_cmd_show)
@@ -123,6 +146,19 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--allowed-signers", default=None, metavar="FILE",
                        help="verify the .sig files with ssh-keygen -Y verify against this allowed-signers file")
     check.set_defaults(func=_cmd_check)
+    comp = sub.add_parser("compare", help="base against head per perf row: IMPROVED, REGRESSED, SAME or INCONCLUSIVE")
+    comp.add_argument("base", help="an A/B artifact (rows carry side), or the base's artifact")
+    comp.add_argument("head", nargs="?", default=None, help="the head's artifact")
+    comp.add_argument("--factor", type=float, default=1.10, help="the ratio a call needs (default 1.10)")
+    form = comp.add_mutually_exclusive_group()
+    form.add_argument("--json", action="store_true")
+    form.add_argument("--markdown", action="store_true")
+    comp.set_defaults(func=_cmd_compare)
+    hand = sub.add_parser("handoff", help="seed 004's handoff JSON of a ticket folder, every number from its checked artifacts")
+    hand.add_argument("ticket_dir")
+    hand.add_argument("--base", default=None, metavar="BASE_DIR", help="the base's ticket folder: A/B per matching topic")
+    hand.add_argument("-o", "--output", default=None, metavar="FILE")
+    hand.set_defaults(func=_cmd_handoff)
     doctor = sub.add_parser("doctor", help="read-only health check of this GPU host, its containers and repos")
     doctor.add_argument("--gpu-env", default=None, help="env file (default $GPUVERIFY_ENV, else ~/.cursor/mstack/env.md)")
     doctor.add_argument("--gpu-host", default=None, help="a Hosts row by name (default: the local one)")

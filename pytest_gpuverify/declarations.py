@@ -61,10 +61,11 @@ from .targets import BENCH, KINDS, PYTEST, Target, Thresholds, kind_for_path, sa
 DECLARATIONS_FILE = "gpuverify.toml"
 PYPROJECT = "pyproject.toml"
 REGIMES = ("cold-L2", "warm", "hipGraph")
-TOP_KEYS = ("regime", "dtype", "gpus", "thresholds", "targets")
+TOP_KEYS = ("regime", "dtype", "gpus", "thresholds", "floors", "ceilings", "targets")
 TARGET_KEYS = ("name", "kind", "path", "command", "args", "topic", "dtype", "regime", "gpus",
-               "thresholds", "repo", "workdir", "pass_pattern", "fail_pattern")
-THRESHOLD_KEYS = tuple(Thresholds.model_fields)
+               "thresholds", "floors", "ceilings", "repo", "workdir", "pass_pattern", "fail_pattern")
+BOUND_KEYS = ("floors", "ceilings")  # tables of their own (floors.py), not threshold keys
+THRESHOLD_KEYS = tuple(k for k in Thresholds.model_fields if k not in BOUND_KEYS)
 _NAME = re.compile(r"[A-Za-z0-9._-]+")
 _TOML_AT = re.compile(r"\s*\(at (?:line (\d+), column (\d+)|end of document)\)\s*$")
 _EXAMPLE_LIMITS = {"cosine_sim_min": 0.99, "max_abs_error_max": 0.01, "logits_diff_max": 0.002,
@@ -225,7 +226,8 @@ class _Reader:
             regime=self.regime(top, data.get("regime")),
             dtype=self.text(top, "dtype", data.get("dtype"), '"bf16"'),
             gpus=self.gpus(top, data.get("gpus")),
-            thresholds=Thresholds(**self.thresholds(top, data.get("thresholds"))))
+            thresholds=Thresholds(**self.thresholds(top, data.get("thresholds")),
+                                  **{k: self.bounds(top, k, data.get(k)) for k in BOUND_KEYS}))
         blocks = data.get("targets", [])
         if not isinstance(blocks, list) or not all(isinstance(b, dict) for b in blocks):
             raise self.error(top, "targets", f"targets is {_kind_of(blocks)}, not a list of tables",
@@ -294,7 +296,9 @@ class _Reader:
             gpus=gpus if gpus is not None else defaults.gpus or 1,
             dtype=dtype if dtype is not None else defaults.dtype,
             regime=self.regime(where, block.get("regime")) or defaults.regime,
-            thresholds=Thresholds(**{**defaults.thresholds.model_dump(exclude_none=True), **limits}),
+            thresholds=Thresholds(**{**defaults.thresholds.model_dump(exclude_none=True), **limits,
+                                     **{k: {**getattr(defaults.thresholds, k), **self.bounds(where, k, block.get(k))}
+                                        for k in BOUND_KEYS}}),
             repo=self.text(where, "repo", block.get("repo"), '"aiter"'),
             workdir=self.workdir(where, block.get("workdir")),
             **{key: self.pattern(where, key, block.get(key)) for key in ("pass_pattern", "fail_pattern")}), where
@@ -335,20 +339,28 @@ class _Reader:
         return value
 
     def thresholds(self, where: str, value: Any) -> dict[str, float]:
+        return self.numbers(where, "thresholds", value, "{ cosine_sim_min = 0.99 }")
+
+    def bounds(self, where: str, key: str, value: Any) -> dict[str, float]:
+        """``floors``/``ceilings``: a table of metric or row name -> a finite number (floors.py)."""
+        return self.numbers(where, key, value, '{ "output tok/s" = 53.0 }' if key == "floors" else "{ us_median = 120.0 }")
+
+    def numbers(self, where: str, key: str, value: Any, example: str) -> dict[str, float]:
+        """A table of name -> finite number; threshold names are the known ones, floor names any."""
         if value is None:
             return {}
         if not isinstance(value, dict):
-            raise self.error(where, "thresholds", f"thresholds is {_kind_of(value)}, not a table",
-                             "write a table, e.g. thresholds = { cosine_sim_min = 0.99 }.")
-        self.known_keys(value, where, THRESHOLD_KEYS, "threshold ", "thresholds.")
+            raise self.error(where, key, f"{key} is {_kind_of(value)}, not a table", f"write a table, e.g. {key} = {example}.")
+        if key == "thresholds":
+            self.known_keys(value, where, THRESHOLD_KEYS, "threshold ", "thresholds.")
         limits: dict[str, float] = {}
         for name, limit in value.items():
             number = _finite(limit)
             if number is None:
                 got = repr(limit) if _kind_of(limit) == "a number" else _kind_of(limit)
-                example = _EXAMPLE_LIMITS.get(name, 0.01)
-                raise self.error(where, f"thresholds.{name}", f"{name} is {got}, not a finite number",
-                                 f"write a plain number without quotes, e.g. {name} = {example}.")
+                hint = f"{name} = {_EXAMPLE_LIMITS.get(name, 0.01)}" if key == "thresholds" else f"{key} = {example}"
+                raise self.error(where, f"{key}.{name}", f"{name} is {got}, not a finite number",
+                                 f"write a plain number without quotes, e.g. {hint}.")
             limits[name] = number
         return limits
 

@@ -38,7 +38,8 @@ _CORRECTNESS = frozenset(
 NESTED: dict[int, dict[str, frozenset[str]]] = {
     1: {"gpu": _GPU},  # version 1 grew its target record and correctness fields over time
     2: {"run": _RUN, "target": _TARGET_V1, "gpu": _GPU, "correctness": _CORRECTNESS},
-    3: {"run": _RUN | {"leftovers"}, "target": _TARGET_V1 | {"command", "pass_pattern", "fail_pattern"}, "gpu": _GPU,
+    3: {"run": _RUN | {"leftovers"}, "target": _TARGET_V1 | {"command", "pass_pattern", "fail_pattern", "floors", "ceilings"},
+        "gpu": _GPU,
         "correctness": _CORRECTNESS | {"dtype", "dtype_source", "err_ratio"}},
 }
 NOT_NULL = {1: ("topic", "ts", "verdict"), 2: ("topic", "ts", "verdict", "run", "target"),

@@ -228,7 +228,8 @@ class VerifySession:
             target=TargetRecord(
                 name=target.name, kind=target.kind, path=str(target.path) if target.path else None,
                 args=list(target.args), dtype=target.dtype, regime=target.regime,
-                thresholds=target.thresholds.model_dump(exclude_none=True),
+                thresholds=target.thresholds.model_dump(exclude_none=True, exclude={"floors", "ceilings"}),
+                floors=dict(target.thresholds.floors), ceilings=dict(target.thresholds.ceilings),
                 pass_pattern=target.pass_pattern, fail_pattern=target.fail_pattern,
                 command=list(target.command) if target.command else None,
             ),

@@ -40,6 +40,9 @@ class Thresholds(BaseModel):
     logits_diff_max: Optional[float] = None  # aiter/FlyDSL use 1e-3 .. 2e-3
     snr_db_min: Optional[float] = None
     err_ratio_max: Optional[float] = None  # the largest ``err`` (mismatch ratio) a table may print; aiter's is 0.05
+    # issue 14: metric or row name -> the least a printed throughput may be / the most a time may be (floors.py)
+    floors: dict[str, float] = Field(default_factory=dict)
+    ceilings: dict[str, float] = Field(default_factory=dict)
 
 
 class Target(BaseModel):

@@ -11,6 +11,7 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Optional
 
 from .artifact import Correctness, RunRecord, TargetRecord, Verdict
+from .floors import limit_findings
 from .leftovers import reason as leftover_reason
 from .parsers.dtypes import is_low_precision
 from .parsers.result import ParsedOutput
@@ -125,6 +126,10 @@ def decide(
     if correctness is not None and limits is not None:
         over, unknown = threshold_findings(correctness, limits)
         failures.extend(_not_said(over, failures))
+        doubts.extend(unknown)
+    if parsed is not None and limits is not None and (limits.floors or limits.ceilings):
+        over, unknown = limit_findings(parsed.perf, limits.floors, limits.ceilings)
+        failures.extend(over)
         doubts.extend(unknown)
     if failures:
         return "FAIL", failures + doubts

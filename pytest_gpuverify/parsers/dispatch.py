@@ -14,6 +14,7 @@ from ..targets import AITER_OP_TEST, BENCH, FLYDSL_PYTEST, PYTEST, TRITON_PYTEST
 from .dtypes import resolve_dtype
 from .prefilter import drive
 from .result import ParseContext, ParsedOutput
+from .throughput import throughput_rows
 
 
 def context_for(target: Optional[TargetRecord], command: Optional[str], junit_xml: Optional[Path] = None,
@@ -23,11 +24,16 @@ def context_for(target: Optional[TargetRecord], command: Optional[str], junit_xm
     if target is None:
         return ParseContext(junit_xml=junit_xml, exit_code=exit_code, command=command)
     try:
-        limits = Thresholds.model_validate(target.thresholds)
+        limits = limits_of(target)
     except ValidationError:
         limits = Thresholds()  # `gpuverify check` names the bad thresholds itself
     return ParseContext(junit_xml=junit_xml, exit_code=exit_code, dtype=target.dtype, command=command,
                         thresholds=limits, pass_pattern=target.pass_pattern, fail_pattern=target.fail_pattern)
+
+
+def limits_of(target: TargetRecord) -> Thresholds:
+    """The limits a target record holds: its thresholds, floors and ceilings (ValidationError if bad)."""
+    return Thresholds.model_validate({**target.thresholds, "floors": target.floors, "ceilings": target.ceilings})
 
 
 def _parser_for(kind: str, context: ParseContext):
@@ -68,6 +74,8 @@ def parse_output(kind: str, path: Path, context: Optional[ParseContext] = None) 
     if context.pass_pattern or context.fail_pattern:
         parser.triggers = None  # a declared pattern may match any line: every line is read
     parsed = drive(parser, path)
+    seen = {row.source_line for row in parsed.perf}
+    parsed.perf += [row for row in throughput_rows(path) if row.source_line not in seen]
     found = resolve_dtype(context.dtype, context.command, parsed.dtypes_seen)
     if found is not None:
         parsed.correctness.dtype, parsed.correctness.dtype_source = found

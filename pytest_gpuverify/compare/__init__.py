@@ -1,0 +1,1 @@
+"""``gpuverify compare``: base against head, per perf row, with a call a reviewer can trust."""

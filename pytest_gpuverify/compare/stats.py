@@ -1,0 +1,75 @@
+"""The statistics of ``gpuverify compare``, small and exact (no scipy).
+
+* :func:`median` of a side's runs;
+* :func:`separated`: every run of one side beyond every run of the other;
+* :func:`median_ci`: a distribution-free confidence interval of the median from order statistics
+  (the binomial interval); it exists only when the runs can give the asked coverage (99% needs 8+);
+* :func:`runs_to_decide`: the fewest runs per side with which a one-sided Mann-Whitney U test can
+  reach ``p < alpha`` at all, from U's exact null distribution (the smallest p is ``P(U = 0)``).
+"""
+
+from __future__ import annotations
+
+from math import comb
+from typing import Optional, Sequence
+
+
+def median(values: Sequence[float]) -> float:
+    ordered = sorted(values)
+    n = len(ordered)
+    mid = n // 2
+    return ordered[mid] if n % 2 else (ordered[mid - 1] + ordered[mid]) / 2
+
+
+def separated(a: Sequence[float], b: Sequence[float]) -> bool:
+    """True when every value of one side lies strictly beyond every value of the other."""
+    return max(a) < min(b) or max(b) < min(a)
+
+
+def median_ci(values: Sequence[float], level: float = 0.99) -> Optional[tuple[float, float]]:
+    """The narrowest symmetric order-statistic interval ``[x(k), x(n-k+1)]`` covering the median
+    with probability >= ``level``; None when even ``[min, max]`` covers less (too few runs)."""
+    ordered = sorted(values)
+    n = len(ordered)
+    best = None
+    for k in range(1, n // 2 + 1):  # coverage of [x(k), x(n-k+1)] is 1 - 2 P(Bin(n, 1/2) < k)
+        tail = sum(comb(n, i) for i in range(k)) / 2 ** n
+        if 1 - 2 * tail >= level:
+            best = (ordered[k - 1], ordered[n - k])
+    return best
+
+
+def u_pvalue(a: Sequence[float], b: Sequence[float]) -> float:
+    """One-sided exact Mann-Whitney p: P(U <= u) for the side with fewer wins (ties count half)."""
+    u = sum(1.0 if x < y else 0.5 if x == y else 0.0 for x in a for y in b)
+    u = min(u, len(a) * len(b) - u)
+    counts = _u_counts(len(a), len(b))
+    return sum(c for value, c in enumerate(counts) if value <= u) / comb(len(a) + len(b), len(a))
+
+
+def _u_counts(m: int, n: int) -> list[int]:
+    """How many arrangements of m and n give each U (0..m*n): the exact null distribution."""
+    table: dict[tuple[int, int], list[int]] = {}
+
+    def counts(i: int, j: int) -> list[int]:
+        if i == 0 or j == 0:
+            return [1]
+        if (i, j) not in table:  # the largest value is from side a (adds j to U) or from side b
+            left, right = counts(i - 1, j), counts(i, j - 1)
+            out = [0] * (i * j + 1)
+            for u, c in enumerate(left):
+                out[u + j] += c
+            for u, c in enumerate(right):
+                out[u] += c
+            table[(i, j)] = out
+        return table[(i, j)]
+
+    return counts(m, n)
+
+
+def runs_to_decide(alpha: float = 0.002, most: int = 50) -> int:
+    """The fewest runs per side at which complete separation gives a one-sided U test p < alpha."""
+    for n in range(1, most + 1):
+        if _u_counts(n, n)[0] / comb(2 * n, n) < alpha:
+            return n
+    return most
