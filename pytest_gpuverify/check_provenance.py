@@ -18,6 +18,7 @@ from .caches import CACHE_VARS
 from .gitstate import git
 from .gpu.nvidia_formats import is_uuid
 from .log_trailer import PREFIX, read_trailer, trailer_fields
+from .leftovers import MARKER
 from .parsers.junit import read_junit
 from .provenance import CONTAINER_ENV_RECORDED, origin_inside
 from .targets import BENCH, JUNIT_DIR, PYTEST_KINDS, RunEnvironment, import_package, pythonpath
@@ -217,7 +218,7 @@ def _env_and_imports(art: Artifact) -> list[str]:
     problems = [f"env.{k} is {env.get(k)!r}, the run's GPUs, worktree and caches give {v!r}"
                 for k, v in expected.items() if env.get(k) != v]
     problems += [f"env.{k} is not a variable the engine sets or records" for k in env
-                 if k not in expected and k not in CONTAINER_ENV_RECORDED]
+                 if k not in expected and k not in CONTAINER_ENV_RECORDED and k != MARKER]  # the run's marker
     engine_sets = set(CACHE_VARS) if art.schema_version >= 2 else {"AITER_JIT_DIR"}  # schema 1: only that one
     if not engine_sets <= set(art.cache_dirs) <= set(CACHE_VARS):
         problems.append(f"cache_dirs has {sorted(art.cache_dirs)}, the engine sets {sorted(engine_sets)}")

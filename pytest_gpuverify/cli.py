@@ -75,6 +75,12 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     return run_demo(Path(args.dir), ticket=args.ticket)
 
 
+def _cmd_merge(args: argparse.Namespace) -> int:
+    from .reporting.merge import merge
+
+    return merge([Path(d) for d in args.dirs], Path(args.out), keep_all=args.keep_all)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="gpuverify", description="pytest-gpuverify tools")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -102,6 +108,12 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--dir", default=".demo", help="where the sandbox lives (default .demo)")
     demo.add_argument("--ticket", default="DEMO-1")
     demo.set_defaults(func=_cmd_demo)
+    merge = sub.add_parser("merge", help="gather the ticket folders of several CI shards or hosts into one")
+    merge.add_argument("dirs", nargs="+", metavar="DIR")
+    merge.add_argument("-o", "--out", required=True, metavar="DIR")
+    merge.add_argument("--keep-all", action="store_true",
+                       help="keep one topic from several runs (renamed bench_<topic>.from-<DIR>.json)")
+    merge.set_defaults(func=_cmd_merge)
     return parser
 
 
