@@ -27,6 +27,7 @@ from .gpu import select_backend
 from .gpu.base import GpuInfo, GpuToolError
 from .gitstate import own_output_dirs
 from .hostexec import LocalHost
+from .reporting.live import RunningLine, running_echo
 from .hostrun import HostExecutor
 from .leftovers import run_marker
 from .lock import LockError
@@ -68,6 +69,7 @@ class VerifySession:
         echo: Optional[Callable[[bytes], None]] = None,
         on_wait: Optional[Callable[[str], None]] = None,
         topics: Optional[TopicClaims] = None,
+        on_running: Optional[Callable[[str], None]] = None,
     ) -> None:
         self.options = options
         self.env = env
@@ -107,6 +109,7 @@ class VerifySession:
         self.write_problems: list[str] = []
         self.topics = topics or TopicClaims()  # shared by xdist workers of one run
         self._echo = echo
+        self._on_running = on_running  # the live line while a command runs (reporting/live.py)
         self._started = False
         self._external_grant: Optional[GpuGrant] = None
 
@@ -362,10 +365,16 @@ class VerifySession:
             create_result_file(outcome.raw_path)
             facts.ran = True
             guards = RunGuards([lease.fileno() for lease in grant.leases])  # a kill -9 of us stops the command
-            result = cfacts.handle.stream_to_file(
-                argv, outcome.raw_path, env=command_env, workdir=art.workdir or wt,
-                timeout_s=self.options.timeout_s, echo=self._echo, on_start=guards.on_start,
-            )
+            live = None if self._on_running is None else RunningLine(
+                self._on_running, f"{target.name} on {self.host_row.host} gpu {art.env.get(run_env.visible_var, '?')}")
+            try:
+                result = cfacts.handle.stream_to_file(
+                    argv, outcome.raw_path, env=command_env, workdir=art.workdir or wt,
+                    timeout_s=self.options.timeout_s, echo=running_echo(self._echo, live), on_start=guards.on_start,
+                )
+            finally:
+                if live is not None:
+                    live.done()
             self._record_exec(facts, result)
         finally:
             if guards is not None:
