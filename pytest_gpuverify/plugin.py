@@ -109,6 +109,7 @@ def pytest_configure(config: pytest.Config) -> None:
     if not config.getoption("gpu_verify", False):
         return
     from .declarations import DeclarationError
+    from .reporting.live import running_line_wanted
     from .session import VerifySession, echo_to_stdout
     from .topics import TopicClaims
 
@@ -120,7 +121,7 @@ def pytest_configure(config: pytest.Config) -> None:
         session = VerifySession(options, env, echo=echo_to_stdout if options.echo_output else None,
                                 on_wait=None if hasattr(config, "workerinput") else live_line(config),
                                 topics=TopicClaims(getattr(config, "workerinput", {}).get("gpuverify_topic_claims")),
-                                on_running=live_line(config) if _running_line_wanted(config, options) else None)
+                                on_running=live_line(config) if running_line_wanted(config, options.echo_output) else None)
     except (SetupError, EnvFileError, DeclarationError) as exc:
         raise pytest.UsageError(str(exc)) from None
     config.stash[_DECLARED_KEY] = declared
@@ -147,17 +148,6 @@ def pytest_configure_node(node) -> None:
     claims = node.config.stash.get(_CLAIMS_KEY, None)
     if claims:
         node.workerinput["gpuverify_topic_claims"] = claims
-
-
-def _running_line_wanted(config: pytest.Config, options: RunOptions) -> bool:
-    import os
-
-    from .reporting.live import wants_running_line
-
-    reporter = config.pluginmanager.get_plugin("terminalreporter")
-    isatty = bool(reporter is not None and getattr(reporter, "isatty", False)) and not hasattr(config, "workerinput")
-    return wants_running_line(isatty=isatty, verbosity=config.get_verbosity(), environ=os.environ,
-                              echo_output=options.echo_output)
 
 
 def _terminate_like_ctrl_c() -> None:

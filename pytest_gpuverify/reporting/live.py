@@ -17,6 +17,16 @@ def wants_running_line(*, isatty: bool, verbosity: int, environ: Mapping[str, st
         and environ.get("GITHUB_ACTIONS") != "true"
 
 
+def running_line_wanted(config, echo_output: bool) -> bool:
+    """For a pytest config: a tty terminal, not an xdist worker (its terminal is not the user's)."""
+    import os
+
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    isatty = bool(reporter is not None and getattr(reporter, "isatty", False)) and not hasattr(config, "workerinput")
+    return wants_running_line(isatty=isatty, verbosity=config.get_verbosity(), environ=os.environ,
+                              echo_output=echo_output)
+
+
 class RunningLine:
     def __init__(self, show: Callable[[str], None], label: str, clock: Callable[[], float] = time.monotonic) -> None:
         self._show, self._label, self._clock = show, label, clock
