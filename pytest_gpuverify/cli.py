@@ -131,6 +131,18 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     return run_demo(Path(args.dir), ticket=args.ticket)
 
 
+def _cmd_merge(args: argparse.Namespace) -> int:
+    from .reporting.merge import merge
+
+    return merge([Path(d) for d in args.dirs], Path(args.out), keep_all=args.keep_all)
+
+
+def _cmd_report(args: argparse.Namespace) -> int:
+    from .reporting.html_report import write_report
+
+    return write_report([Path(d) for d in args.dirs], Path(args.out))
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="gpuverify", description="pytest-gpuverify tools")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -174,6 +186,16 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--dir", default=".demo", help="where the sandbox lives (default .demo)")
     demo.add_argument("--ticket", default="DEMO-1")
     demo.set_defaults(func=_cmd_demo)
+    merge = sub.add_parser("merge", help="gather the ticket folders of several CI shards or hosts into one")
+    merge.add_argument("dirs", nargs="+", metavar="DIR")
+    merge.add_argument("-o", "--out", required=True, metavar="DIR")
+    merge.add_argument("--keep-all", action="store_true",
+                       help="keep one topic from several runs (renamed bench_<topic>.from-<DIR>.json)")
+    merge.set_defaults(func=_cmd_merge)
+    report = sub.add_parser("report", help="one self-contained HTML page with verdicts, perf rows and plots")
+    report.add_argument("dirs", nargs="+", metavar="TICKET_DIR")
+    report.add_argument("-o", "--out", required=True, metavar="FILE")
+    report.set_defaults(func=_cmd_report)
     return parser
 
 

@@ -42,6 +42,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--gpu-start-container", action="store_true", default=False, help="allow starting your stopped container")
     group.addoption("--gpu-args", default=None, metavar="ARGS", help="arguments for the command-line targets: --gpu-args=\"-d bf16 -m 128\" (with =)")
     group.addoption("--gpu-target", action="append", default=[], metavar="NAME", help="run a target declared in gpuverify.toml / [tool.gpuverify] (repeatable)")
+    group.addoption("--gpu-ci-summary", default=None, metavar="PATH",
+                    help="write the job summary (markdown; GitHub's, also under other CI) to PATH")
     group.addoption("--gpu-host-conftest", action="store_true", default=False,
                     help="import a kernel repo's conftest.py files in this (host) session too")
     for key, default in (("gpu_env", None), ("gpu_arch", None), ("gpu_container", None), ("gpu_window", "2"),
@@ -107,6 +109,7 @@ def pytest_configure(config: pytest.Config) -> None:
     if not config.getoption("gpu_verify", False):
         return
     from .declarations import DeclarationError
+    from .reporting.live import running_line_wanted
     from .session import VerifySession, echo_to_stdout
     from .topics import TopicClaims
 
@@ -117,12 +120,14 @@ def pytest_configure(config: pytest.Config) -> None:
         declared = _load_declarations(config)
         session = VerifySession(options, env, echo=echo_to_stdout if options.echo_output else None,
                                 on_wait=None if hasattr(config, "workerinput") else live_line(config),
-                                topics=TopicClaims(getattr(config, "workerinput", {}).get("gpuverify_topic_claims")))
+                                topics=TopicClaims(getattr(config, "workerinput", {}).get("gpuverify_topic_claims")),
+                                on_running=live_line(config) if running_line_wanted(config, options.echo_output) else None)
     except (SetupError, EnvFileError, DeclarationError) as exc:
         raise pytest.UsageError(str(exc)) from None
     config.stash[_DECLARED_KEY] = declared
     if not hasattr(config, "workerinput"):
-        config.pluginmanager.register(VerdictSummary(lambda: _session(config)), "gpuverify-summary")
+        config.pluginmanager.register(VerdictSummary(lambda: _session(config), config.getoption("gpu_ci_summary")),
+                                      "gpuverify-summary")
     if getattr(config.option, "numprocesses", None) and not hasattr(config, "workerinput"):
         import shutil
         import tempfile

@@ -20,7 +20,32 @@ def verdict_properties(artifact, artifact_path: Path) -> list[tuple[str, str]]:
         ("gpuverify_artifact", str(artifact_path)),
         ("gpuverify_gpus", ",".join(str(g.index) for g in artifact.gpus) or "-"),
         ("gpuverify_reason", summarize_reasons(artifact.reasons if artifact.verdict != "PASS" else [])),
+        *detail_properties(artifact),
     ]
+
+
+MAX_PERF_PROPERTIES = 20  # a tuning sweep prints hundreds of rows: the JUnit file keeps the first ones
+
+
+def _num(value: float) -> str:
+    return f"{value:.4g}"
+
+
+def detail_properties(artifact) -> list[tuple[str, str]]:
+    """Host, shapes checked, lowest SNR/cosine, each perf row's key number (JUnit properties, CI summary)."""
+    c = artifact.correctness
+    props = [("gpuverify_host", artifact.host or "-"), ("gpuverify_shapes", str(c.shapes_checked))]
+    if c.snr_db is not None:
+        props.append(("gpuverify_snr_db", _num(c.snr_db)))
+    if c.cosine_sim is not None:
+        props.append(("gpuverify_cosine", _num(c.cosine_sim)))
+    for i, row in enumerate(artifact.perf[:MAX_PERF_PROPERTIES]):
+        side = f" [{row.side}]" if row.side else ""
+        value = f"{_num(row.us_median)} us" if row.us_median is not None else "-"
+        props.append((f"gpuverify_perf_{i:02d}", f"{row.name} {row.shape}{side}: {value}"))
+    if len(artifact.perf) > MAX_PERF_PROPERTIES:
+        props.append(("gpuverify_perf_more", str(len(artifact.perf) - MAX_PERF_PROPERTIES)))
+    return props
 
 
 def summary_lines(verdicts: Iterable[tuple[str, dict]]) -> list[str]:
@@ -38,13 +63,15 @@ class VerdictSummary:
     and prints the gpuverify section of the terminal summary. ``engine()``: this process's session,
     whose outcomes also hold targets that never reported (stopped by Ctrl-C or SIGTERM)."""
 
-    def __init__(self, engine: Callable[[], Optional[object]] = lambda: None) -> None:
+    def __init__(self, engine: Callable[[], Optional[object]] = lambda: None, ci_summary: Optional[str] = None) -> None:
         self.verdicts: list[tuple[str, dict]] = []
         self._engine = engine
+        self._ci_summary = ci_summary  # --gpu-ci-summary: the GitHub markdown, written there too
 
     def pytest_runtest_logreport(self, report) -> None:
         props = dict(report.user_properties)
         if report.when == "call" and "gpuverify_verdict" in props:
+            props.setdefault("gpuverify_file", report.location[0])  # relative to the rootdir, for annotations
             self.verdicts.append((report.nodeid, props))
 
     def pytest_terminal_summary(self, terminalreporter) -> None:
@@ -57,6 +84,10 @@ class VerdictSummary:
         terminalreporter.section("gpuverify")
         for line in summary_lines(verdicts):
             terminalreporter.line(line)
+        from .reporting.ci_summary import publish
+
+        for problem in publish(verdicts, summary_path=self._ci_summary):
+            terminalreporter.line(f"gpuverify: {problem}", red=True)
 
 
 def live_line(config):

@@ -30,6 +30,7 @@ from .gpu import select_backend
 from .gpu.base import GpuInfo, GpuToolError
 from .gitstate import own_output_dirs
 from .hostexec import LocalHost
+from .reporting.live import RunningLine, running_echo
 from .hostrun import HostExecutor
 from .leftovers import run_marker
 from .lock import LockError
@@ -72,6 +73,7 @@ class VerifySession:
         echo: Optional[Callable[[bytes], None]] = None,
         on_wait: Optional[Callable[[str], None]] = None,
         topics: Optional[TopicClaims] = None,
+        on_running: Optional[Callable[[str], None]] = None,
     ) -> None:
         self.options = options
         self.env = env
@@ -112,6 +114,7 @@ class VerifySession:
         self.write_problems: list[str] = []
         self.topics = topics or TopicClaims()  # shared by xdist workers of one run
         self._echo = echo
+        self._on_running = on_running  # the live line while a command runs (reporting/live.py)
         self._started = False
         self._external_grant: Optional[GpuGrant] = None
         self.clock = SessionClock()  # every timeline entry of this session's artifacts is read off it
@@ -418,14 +421,18 @@ class VerifySession:
             create_result_file(outcome.raw_path)
             facts.ran = True
             guards = RunGuards(self._session_guard(), [lease.fileno() for lease in grant.leases])
+            live = None if self._on_running is None else RunningLine(
+                self._on_running, f"{target.name} on {self.host_row.host} gpu {art.env.get(run_env.visible_var, '?')}")
             timeline.command_started = self.clock.wall(time.monotonic())  # no later than the real start
             try:
                 result = cfacts.handle.stream_to_file(
                     argv, outcome.raw_path, env=command_env, workdir=art.workdir or wt,
-                    timeout_s=self.options.timeout_s, echo=self._echo, on_start=guards.on_start,
+                    timeout_s=self.options.timeout_s, echo=running_echo(self._echo, live), on_start=guards.on_start,
                 )
             finally:
                 timeline.command_ended = self.clock.wall(time.monotonic())  # no earlier than the real end
+                if live is not None:
+                    live.done()
             self._record_exec(facts, result)
         finally:
             if guards is not None:

@@ -1,0 +1,70 @@
+"""The live line while a target runs (terminal only): target, host, GPU, elapsed time, output bytes so
+far and the last printed line, so a 20-minute tuning run does not look hung. It is fed by the stream
+of the command's output (the ``echo`` the executors call) and drawn by the wait's live line."""
+
+from __future__ import annotations
+
+import re
+import time
+from typing import Callable, Mapping, Optional
+
+_CONTROL = re.compile(r"\x1b\[[0-9;]*[A-Za-z]|[\x00-\x1f\x7f]")
+
+
+def wants_running_line(*, isatty: bool, verbosity: int, environ: Mapping[str, str], echo_output: bool) -> bool:
+    """Off under -q, in CI (CI or GITHUB_ACTIONS set), on a non-tty, and with -s (the output shows itself)."""
+    return isatty and verbosity >= 0 and not echo_output and not environ.get("CI") \
+        and environ.get("GITHUB_ACTIONS") != "true"
+
+
+def running_line_wanted(config, echo_output: bool) -> bool:
+    """For a pytest config: a tty terminal, not an xdist worker (its terminal is not the user's)."""
+    import os
+
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    isatty = bool(reporter is not None and getattr(reporter, "isatty", False)) and not hasattr(config, "workerinput")
+    return wants_running_line(isatty=isatty, verbosity=config.get_verbosity(), environ=os.environ,
+                              echo_output=echo_output)
+
+
+class RunningLine:
+    def __init__(self, show: Callable[[str], None], label: str, clock: Callable[[], float] = time.monotonic) -> None:
+        self._show, self._label, self._clock = show, label, clock
+        self._start = clock()
+        self.bytes = 0
+        self.last = ""
+        self._tail = b""
+
+    def text(self) -> str:
+        return f"running {self._label}  {self._clock() - self._start:.0f}s  {self.bytes} B  | {self.last}"
+
+    def feed(self, data: bytes) -> None:
+        self.bytes += len(data)
+        lines = (self._tail + data).replace(b"\r", b"\n").split(b"\n")
+        self._tail = lines[-1][-4096:]
+        done = [l for l in lines[:-1] if l.strip()]
+        if done:
+            self.last = _CONTROL.sub("", done[-1].decode(errors="replace")).strip()
+        try:
+            self._show(self.text())  # the show cuts it to the terminal's width and throttles it
+        except Exception:  # a line on the terminal never breaks a run
+            pass
+
+    def done(self) -> None:
+        try:
+            self._show("")
+        except Exception:
+            pass
+
+
+def running_echo(echo: Optional[Callable[[bytes], None]], line: Optional[RunningLine]):
+    """The executors' ``echo``: the user's (-s), then the live line."""
+    if line is None:
+        return echo
+
+    def both(data: bytes) -> None:
+        if echo is not None:
+            echo(data)
+        line.feed(data)
+
+    return both
