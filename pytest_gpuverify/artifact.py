@@ -18,8 +18,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from .files import RESULT_MODE, FileProblem, unwritable, write_atomic
 
-SCHEMA_VERSION = 3  # 2: the run record (`run`); 3: host_gpus, signed_by, target.command, the raw log's trailer,
-# the run's timeline (`timeline`)
+SCHEMA_VERSION = 4  # 2: the run record (`run`); 3: host_gpus, signed_by, target.command, the raw log's trailer,
+# the run's timeline (`timeline`); 4: see schemas.py (_V4)
 
 Verdict = Literal["PASS", "FAIL", "INCONCLUSIVE"]
 NO_GPU = "NO_GPU"

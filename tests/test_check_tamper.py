@@ -62,7 +62,7 @@ def made(tmp_path_factory, docker_client) -> dict[str, Path]:
     assert arts["pass"].verdict == "PASS" and arts["crash"].exit_code == 1 and arts["pytest kind"].junit_xml
     assert arts["bench"].verdict == "PASS" and arts["bench"].target.command == ["python3", "bench/bench_softmax.py"]
     assert arts["signed"].signed_by == SIGNER and arts["pass"].signed_by is None
-    assert arts["signed"].host_gpus == 4 and arts["signed"].schema_version == 3
+    assert arts["signed"].host_gpus == 4 and arts["signed"].schema_version == 4
     return paths
 
 
@@ -130,7 +130,7 @@ def forge_trailer(path: Path, **fields) -> None:
 
 # (case, edit of the artifact (and of files beside it), a line `check` must print).
 TAMPERINGS = {
-    "run removed": ("pass", lambda p: edit(p, lambda d: d.pop("run")), "schema: field run is missing (schema 3 has it)"),
+    "run removed": ("pass", lambda p: edit(p, lambda d: d.pop("run")), "schema: field run is missing (schema 4 has it)"),
     "run removed from a schema-2 artifact": (
         "pass", lambda p: edit(p, lambda d: (d.pop("run"), d.pop("host_gpus"), d.pop("signed_by"),
                                              d["target"].pop("command"), d.update(schema_version=2))),
@@ -144,7 +144,7 @@ TAMPERINGS = {
         "pass", lambda p: edit(p, lambda d: d.update(schema_version=99)), "schema: schema_version is 99",
     ),
     "a field the schema does not have": (
-        "pass", lambda p: edit(p, lambda d: d.update(approved_by="me")), "schema: field approved_by is not in schema 3",
+        "pass", lambda p: edit(p, lambda d: d.update(approved_by="me")), "schema: field approved_by is not in schema 4",
     ),
     "topic and ts only": (
         "pass", lambda p: p.write_text('{"topic": "x", "ts": "2026-01-01T00:00:00Z"}'), "schema: schema_version is None",
