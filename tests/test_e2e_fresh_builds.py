@@ -109,7 +109,8 @@ def test_fresh_container_exists_during_the_run_and_a_death_is_inconclusive(sandb
             proc.kill()
     art = sandbox.artifact("sleep")
     assert art.verdict == "INCONCLUSIVE", output[-3000:]
-    assert art.run.container_died and any("container" in r and "died" in r or "stopped" in r for r in art.reasons), art.reasons
+    assert art.run.container_died and art.reasons[0] == "the container stopped during the run", art.reasons
+    assert art.container == container.name and (sandbox.tickets / "T-1" / art.raw_output).exists()
     assert art.fresh_container.removed is True
     assert sandbox.client.containers.list(all=True, filters={"name": container.name}) == []
     assert sandbox.lock_files_free()
