@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -85,34 +86,61 @@ def test_run_row_starts_a_fresh_container_and_removes_only_its_own(sandbox):
     assert sandbox.lock_files_free()
 
 
-def test_fresh_container_exists_during_the_run_and_a_death_is_inconclusive(sandbox):
-    use_run_row(sandbox)
+def sleeping_in_fresh_container(sandbox):
+    """pytest running op_tests/test_sleep.py through the `run` row, once it prints; and its container."""
     cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:benchmark", "--gpu-verify",
            "--gpu-window", "0.3", "--gpu-env", str(sandbox.env_path), "--ticket", "T-1", "op_tests/test_sleep.py"]
     proc = subprocess.Popen(cmd, cwd=sandbox.repo, env=dict(os.environ, PATH=f"{sandbox.sim_bin}:{os.environ['PATH']}"),
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    deadline, running = time.time() + 90, []
+    while time.time() < deadline and not running:
+        logs = list((sandbox.tickets / "T-1").glob("bench_sleep.*.log")) if (sandbox.tickets / "T-1").exists() else []
+        if logs and b"sleeping" in logs[0].read_bytes():
+            running = [c for c in ours(sandbox.client) if c.name.startswith("gpuverify-run-")]
+        time.sleep(0.1)
+    if len(running) != 1:
+        proc.kill()
+        pytest.fail(f"expected one fresh container while the command runs, found {running}")
+    return proc, running[0]
+
+
+@pytest.mark.parametrize("how", ["container dies", "Ctrl-C"])
+def test_fresh_container_exists_during_the_run_and_is_gone_after_a_death_or_ctrl_c(sandbox, how):
+    use_run_row(sandbox)
+    proc, container = sleeping_in_fresh_container(sandbox)
     try:
-        deadline, running = time.time() + 90, []
-        while time.time() < deadline and not running:
-            logs = list((sandbox.tickets / "T-1").glob("bench_sleep.*.log")) if (sandbox.tickets / "T-1").exists() else []
-            if logs and b"sleeping" in logs[0].read_bytes():
-                running = [c for c in ours(sandbox.client) if c.name.startswith("gpuverify-run-")]
-            time.sleep(0.1)
-        assert len(running) == 1, "the fresh container runs while the command does"
-        container = running[0]
         assert container.status == "running" and container.labels[RUN_LABEL]
         assert not sandbox.lock_files_free(), "the GPU lock is held while the container runs"
-        container.kill()  # the container dies under the command
+        if how == "Ctrl-C":
+            proc.send_signal(signal.SIGINT)
+        else:
+            container.kill()  # the container dies under the command
         output = proc.communicate(timeout=120)[0].decode(errors="replace")
     finally:
         if proc.poll() is None:
             proc.kill()
     art = sandbox.artifact("sleep")
     assert art.verdict == "INCONCLUSIVE", output[-3000:]
-    assert art.run.container_died and art.reasons[0] == "the container stopped during the run", art.reasons
+    if how == "Ctrl-C":
+        assert art.run.interrupted == "Ctrl-C" and not art.run.container_died, art.reasons
+    else:
+        assert art.run.container_died and art.reasons[0] == "the container stopped during the run", art.reasons
     assert art.container == container.name and (sandbox.tickets / "T-1" / art.raw_output).exists()
     assert art.fresh_container.removed is True
     assert sandbox.client.containers.list(all=True, filters={"name": container.name}) == []
+    assert sandbox.lock_files_free()
+
+
+def test_a_run_row_whose_image_is_missing_is_inconclusive_and_starts_nothing(sandbox):
+    use_run_row(sandbox)
+    missing = f"gv-14b-missing-{uuid.uuid4().hex[:8]}:none"
+    sandbox.env_path.write_text(sandbox.env_path.read_text().replace(f"| run | {demo.ROOTFS_IMAGE} |", f"| run | {missing} |"))
+    before = {c.id for c in ours(sandbox.client)}
+    proc = sandbox.pytest("op_tests/test_gemm_a8w8.py")
+    art = sandbox.artifact("gemm_a8w8")
+    assert art.verdict == "INCONCLUSIVE", out(proc)
+    assert art.reasons[0] == f"image {missing} of the `run` row is not on this host. Fix: `docker pull {missing}`"
+    assert not art.run.ran and {c.id for c in ours(sandbox.client)} == before
     assert sandbox.lock_files_free()
 
 
