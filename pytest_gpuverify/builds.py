@@ -131,33 +131,33 @@ class SessionBuilds:
 
     def run(self, key: tuple[str, str], steps: tuple[BuildStep, ...], handle: Any, wt: str, env: dict[str, str],
             stamp: str, gpu: Callable[[], Any]) -> list[BuildRecord]:
-        """``gpu()``: a context manager holding a GPU lock, yielding (indices, visible-devices env)."""
+        """``gpu()``: a context manager holding a GPU lock, yielding (indices, visible-devices env, the
+        guard's on_start for the build's exec)."""
         if key in self.done:
             return self.done[key]
         records = self.done[key] = []
         for step in steps:
-            record = self._one(step, handle, wt, env, stamp, gpu)
-            records.append(record)
-            if record.failed:
+            if self._one(step, handle, wt, env, stamp, gpu, records).failed:
                 break  # later builds stand on this one
         return records
 
-    def _one(self, step: BuildStep, handle: Any, wt: str, env: dict[str, str], stamp: str, gpu) -> BuildRecord:
-        from .artifact import sha256_file
+    def _one(self, step: BuildStep, handle: Any, wt: str, env: dict[str, str], stamp: str, gpu,
+             records: list[BuildRecord]) -> BuildRecord:
         from .files import create_result_file
 
         workdir = f"{wt}/{step.workdir}".rstrip("/.") if step.workdir not in (None, "", ".") else wt
         record = BuildRecord(name=step.name, command=shlex.join(step.command), gpu=step.gpu,
                              container=getattr(handle, "name", None), workdir=workdir)
+        records.append(record)  # before it runs: an interrupted build is recorded too
         out = self.out_dir / f"build_{step.name}.{stamp}.log"
         started = time.monotonic()
         try:
-            with (gpu() if step.gpu else _no_gpu()) as (indices, visible):
+            with (gpu() if step.gpu else _no_gpu()) as (indices, visible, on_start):
                 record.gpus = list(indices)
                 create_result_file(out)
                 record.output = out.name
                 result = handle.stream_to_file(list(step.command), out, env={**env, **visible}, workdir=workdir,
-                                               timeout_s=self.timeout_s)
+                                               timeout_s=self.timeout_s, on_start=on_start)
             record.exit_code, record.timed_out = result.exit_code, result.timed_out
             if result.container_died:
                 record.problem = "the container stopped during the build"
@@ -165,6 +165,19 @@ class SessionBuilds:
                 record.problem = f"interrupted ({result.interrupted})"
         except Exception as exc:  # no GPU, no container, no file: the targets say why, never run
             record.problem = f"did not run ({type(exc).__name__}: {' '.join(str(exc).split())[:300]})"
+        except KeyboardInterrupt as exc:  # Ctrl-C or SIGTERM during the build: the target never started
+            from .container import Terminated, interrupt_cause
+
+            cause = getattr(getattr(exc, "outcome", None), "interrupted", None) or interrupt_cause(exc)
+            record.problem = f"interrupted ({cause})"
+            self._seal(record, out, started)
+            raise (Terminated(cause) if cause == "SIGTERM" else KeyboardInterrupt(cause)) from None
+        return self._seal(record, out, started)
+
+    @staticmethod
+    def _seal(record: BuildRecord, out: Path, started: float) -> BuildRecord:
+        from .artifact import sha256_file
+
         record.duration_s = round(time.monotonic() - started, 3)
         if record.output and out.exists():
             record.output_sha256, record.output_bytes = sha256_file(out), out.stat().st_size
@@ -172,8 +185,8 @@ class SessionBuilds:
 
 
 @contextmanager
-def _no_gpu() -> Iterator[tuple[list[int], dict[str, str]]]:
-    yield [], {}
+def _no_gpu() -> Iterator[tuple[list[int], dict[str, str], None]]:
+    yield [], {}, None
 
 
 def build_problems(art: Any, folder: Path) -> list[str]:
@@ -196,7 +209,8 @@ def build_problems(art: Any, folder: Path) -> list[str]:
             problems.append(f"build {record.name}: no output and no reason it did not run")
     failure = build_failure(list(art.builds))
     blocked = list(art.run.blocked) if art.run else []
-    if failure and failure not in blocked:
+    stopped = bool(art.run and art.run.interrupted) and failure is not None and failure.endswith(f"({art.run.interrupted})")
+    if failure and failure not in blocked and not stopped:  # a Ctrl-C during a build is the run's own reason
         problems.append(f"build {failure[len(FAILED):]}, but the run does not say so")
     if failure and art.run and art.run.ran:
         problems.append("a build failed, but the target's command ran")

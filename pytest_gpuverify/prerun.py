@@ -8,11 +8,12 @@ from __future__ import annotations
 import os
 import time
 from contextlib import contextmanager
-from typing import Iterator, Optional
+from typing import Callable, Iterator, Optional
 
 from .builds import SessionBuilds, build_failure, declared_builds
 from .ephemeral import fresh_container
 from .gpu.base import GpuInfo
+from .guard import RunGuards
 from .leftovers import run_marker
 from .lock import LockError
 from .picker import NoGpu, PickerError
@@ -63,20 +64,28 @@ class PreRunSteps:
             self._session_builds = SessionBuilds(self.out_dir, self.options.timeout_s)
         env = {"PYTHONUNBUFFERED": "1", "PYTHONPATH": pythonpath(target.kind, wt),
                **({"GPU_ARCHS": cfacts.arch} if cfacts.arch else {}), **run_marker(f"{stamp}-{os.getpid()}-build")}
-        art.builds = self._session_builds.run((str(decl), str(ws.wt_host)), steps, cfacts.handle, wt, env, stamp,
-                                              self._build_gpu)
+        key = (str(decl), str(ws.wt_host))
+        try:
+            art.builds = self._session_builds.run(key, steps, cfacts.handle, wt, env, stamp, self._build_gpu)
+        except KeyboardInterrupt:  # the artifact still says which build was stopped
+            art.builds = self._session_builds.done.get(key, [])
+            raise
         failure = build_failure(art.builds)
         if failure:
             facts.blocked.append(failure)
         return failure is None
 
     @contextmanager
-    def _build_gpu(self) -> Iterator[tuple[list[int], dict[str, str]]]:
-        """A GPU for a `gpu = true` build: the run's own when it holds one, else one locked for the build."""
+    def _build_gpu(self) -> Iterator[tuple[list[int], dict[str, str], Callable]]:
+        """A GPU for a `gpu = true` build: the run's own when it holds one, else one locked for the build;
+        the build is armed with the session's guard like a command (a kill -9 of us stops it first)."""
         grant = self._external_grant or self.picker.acquire(count=1, wait_s=self.options.wait_s)
+        guards = RunGuards(self._session_guard(), [lease.fileno() for lease in grant.leases])
         try:
             infos = [self._inventory.get(i, GpuInfo(index=i)) for i in grant.indices]
-            yield grant.indices, {self.backend.visible_devices_var: self._visible or self.backend.visible_value(infos)}
+            yield (grant.indices, {self.backend.visible_devices_var: self._visible or self.backend.visible_value(infos)},
+                   guards.on_start)
         finally:
+            guards.done()
             if grant is not self._external_grant:
                 self.picker.release(grant)

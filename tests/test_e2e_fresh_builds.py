@@ -233,3 +233,28 @@ def test_a_build_runs_in_the_fresh_container(sandbox):
     assert art.verdict == "PASS", out(proc)
     assert art.builds[0].container == art.container == art.fresh_container.name
     assert art.fresh_container.removed
+
+
+def test_ctrl_c_during_a_gpu_build_stops_it_records_it_and_runs_no_target(sandbox):
+    declare(sandbox.repo, '[[builds]]\nname = "slow"\ngpu = true\ncommand = ["sh", "-c", "echo building; sleep 61"]\n' + TARGETS)
+    cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:benchmark", "--gpu-verify", "--gpu-window", "0.3",
+           "--gpu-env", str(sandbox.env_path), "--ticket", "T-1", "--gpu-target", "gemm"]
+    proc = subprocess.Popen(cmd, cwd=sandbox.repo, env=dict(os.environ, PATH=f"{sandbox.sim_bin}:{os.environ['PATH']}"),
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    folder = sandbox.tickets / "T-1"
+    try:
+        deadline = time.time() + 90
+        while time.time() < deadline and not any(b"building" in p.read_bytes() for p in folder.glob("build_slow.*.log")):
+            time.sleep(0.1)
+        assert not sandbox.lock_files_free(), "a gpu = true build holds a GPU lock"
+        proc.send_signal(signal.SIGINT)
+        output = proc.communicate(timeout=60)[0].decode(errors="replace")
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    art = sandbox.artifact("gemm")
+    assert art.verdict == "INCONCLUSIVE" and art.run.interrupted == "Ctrl-C" and not art.run.ran, output[-3000:]
+    [build] = art.builds
+    assert build.problem == "interrupted (Ctrl-C)" and build.gpu and len(build.gpus) == 1
+    assert check_artifact(art, folder / "bench_gemm.json") == []
+    assert sandbox.command_gone("sleep 61") and sandbox.lock_files_free()
