@@ -11,6 +11,7 @@ from contextlib import contextmanager
 from typing import Callable, Iterator, Optional
 
 from .builds import SessionBuilds, build_failure, declared_builds
+from .declarations import DeclarationError
 from .ephemeral import fresh_container
 from .gpu.base import GpuInfo
 from .guard import RunGuards
@@ -57,7 +58,11 @@ class PreRunSteps:
 
     def _run_builds(self, target, art, facts, cfacts, wt: str, ws, stamp: str) -> bool:
         """The declaration's builds (once per session and worktree); False, with the reason, when one failed."""
-        decl, steps = declared_builds(target.location, ws.wt_host)
+        try:
+            decl, steps = declared_builds(target.location, ws.wt_host)
+        except DeclarationError as exc:  # edited since the session read it, or another tree's file
+            facts.blocked.append(str(exc))
+            return False
         if not steps:
             return True
         if self._session_builds is None:

@@ -258,3 +258,13 @@ def test_ctrl_c_during_a_gpu_build_stops_it_records_it_and_runs_no_target(sandbo
     assert build.problem == "interrupted (Ctrl-C)" and build.gpu and len(build.gpus) == 1
     assert check_artifact(art, folder / "bench_gemm.json") == []
     assert sandbox.command_gone("sleep 61") and sandbox.lock_files_free()
+
+
+def test_doctor_reads_a_run_row_as_an_image(sandbox):
+    use_run_row(sandbox)
+    proc = subprocess.run([sys.executable, "-m", "pytest_gpuverify.cli", "doctor", "--gpu-env", str(sandbox.env_path)],
+                          capture_output=True, env=dict(os.environ, PATH=f"{sandbox.sim_bin}:{os.environ['PATH']}"))
+    text = proc.stdout.decode() + proc.stderr.decode()
+    image = sandbox.client.images.get(demo.ROOTFS_IMAGE)
+    assert f"container run: a fresh container per run, image {demo.ROOTFS_IMAGE} ({image.id})" in text, text
+    assert "container run is missing" not in text and proc.returncode == 0, text
