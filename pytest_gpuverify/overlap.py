@@ -27,6 +27,9 @@ class Background(Generic[T]):
         except BaseException as exc:  # handed to whoever asks for the result
             self._error = exc
 
+    def wait(self, timeout_s: float) -> None:
+        self._thread.join(timeout_s)
+
     def result(self) -> T:
         self._thread.join()
         if self._error is not None:

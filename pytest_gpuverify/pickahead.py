@@ -47,14 +47,17 @@ class PickAhead:
 
     def drop(self) -> None:
         """The checks failed (or the target ended another way): stop the pick and let go of what it
-        took. Does not wait for a pick still waiting (its thread releases what it gets)."""
+        took. A cancelled pick ends within a tick; one still waiting for the first window (or longer
+        than a second) is not waited for: its thread lets go of what it gets."""
         with self._lock:
             if self._dropped:
                 return
             self._dropped = True
-            handed = self._handed
         self._cancel.set()
-        if not handed:  # still picking: its thread lets go of what it gets
+        self._pick.wait(1.0)
+        with self._lock:
+            handed = self._handed  # set only before the drop: the pick's thread released nothing
+        if not handed:
             return
         try:
             grant = self._pick.result()
