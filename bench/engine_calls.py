@@ -83,9 +83,10 @@ def main() -> int:
     got = {k: {"walls": [], "calls": {}, "running": 0} for k in trees}
     bare_walls: list[float] = []
     try:
-        for _ in range(args.rounds):
+        for round_ in range(args.rounds):
             bare_walls += bare(args.name, args.execs)
-            for label, code in trees.items():
+            order = list(trees.items())
+            for label, code in order[::-1] if round_ % 2 else order:  # neither checkout always goes first
                 env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [code, os.environ.get("PYTHONPATH")])))
                 res = json.loads(subprocess.run([sys.executable, "-P", __file__, "--inner", "--name", args.name,
                                                  "--execs", str(args.execs)], env=env, capture_output=True,
