@@ -96,9 +96,13 @@ def main() -> int:
 
         for n, ticket in enumerate(("FIRST", "SECOND"), 1):
             tl = plugin_as(ticket)
+            # the pick starts before the container checks and runs alongside them (pickahead.py): what
+            # precedes it is the session's start and the repo's state; the checks that outlast the
+            # pick show in lock -> command start
             print(f"session {n} of this user: pick {1000 * (tl['lock_taken'] - tl['pick_started']):6.1f} ms, "
                   f"collection -> lock {1000 * (tl['lock_taken'] - tl['collected']):6.1f} ms "
-                  f"(the first target's container checks before its pick: {1000 * (tl['pick_started'] - tl['collected']):.1f} ms)"
+                  f"(before its pick: {1000 * (tl['pick_started'] - tl['collected']):.1f} ms; lock -> command start "
+                  f"{1000 * (tl['command_started'] - tl['lock_taken']):.1f} ms: the container checks after the lock)"
                   f"{'; ' + tl['notes'][0] if tl['notes'] else ''}")
         samples: dict[str, list[float]] = {"bare1": [], "bare10": [], "plug1": [], "plug10": []}
         plugin(1)  # warm the page cache and the image

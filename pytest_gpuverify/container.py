@@ -229,14 +229,17 @@ class ContainerHandle:
         import docker.errors
 
         info: dict = {}
-        for _ in range(50):  # the stream can end a moment before the engine records the exit
+        pause = 0.002  # the stream can end a moment before the engine records the exit: look again
+        deadline = time.monotonic() + 2.5  # soon at first (this wait sits between two targets), then every 50 ms
+        while True:
             try:
                 info = self.client.api.exec_inspect(exec_id)
             except docker.errors.DockerException:
                 break
-            if not info.get("Running"):
+            if not info.get("Running") or time.monotonic() > deadline:
                 break
-            time.sleep(0.05)
+            time.sleep(pause)
+            pause = min(0.05, pause * 2)
         outcome.duration_s = time.monotonic() - started
         if info.get("Running") is False:
             outcome.exit_code = info.get("ExitCode")
@@ -245,8 +248,10 @@ class ContainerHandle:
             outcome.timed_out = True
         # A killed container ends the exec with 137 a moment before the engine marks it stopped:
         # for an exit that looks like a kill, look again before calling it the command's own.
+        # An exit 0 is the command's own (a container that dies ends its execs with a kill's code or
+        # none): no look at the container then, one engine call less per target.
         looks_killed = outcome.exit_code in (None, 137, 143) and not outcome.timed_out
-        for _ in range(20 if looks_killed else 1):
+        for _ in range(20 if looks_killed else 0 if outcome.exit_code == 0 else 1):
             try:
                 if not self.running:
                     outcome.container_died = True

@@ -7,6 +7,7 @@ idleness under the lock, and only then hand the GPU out. A GPU that is busy is t
 from __future__ import annotations
 
 import re
+import threading
 import time
 from dataclasses import dataclass, field
 from typing import Callable, Optional
@@ -70,20 +71,21 @@ class GpuPicker:
         self.picker_timeout_s = picker_timeout_s
         self.on_wait = on_wait
 
-    def acquire(self, count: int = 1, wait_s: float = 0.0) -> GpuGrant:
+    def acquire(self, count: int = 1, wait_s: float = 0.0, cancelled: Optional[threading.Event] = None) -> GpuGrant:
+        """``cancelled``: set by the caller (pickahead.py) to stop a wait: NoGpu then."""
         deadline = time.monotonic() + max(0.0, wait_s)
         self.sampler.wait_for_full_window()
         deadline = max(deadline, self.sampler.patience_until or 0.0)
         waiters = LockWaiters()
         try:
-            leases = self._acquire(count, deadline, waiters)
+            leases = self._acquire(count, deadline, waiters, cancelled or threading.Event())
         finally:
             waiters.cancel()
         grant = GpuGrant(leases)
         grant.own_marks = [self.sampler.mark_own_start(lease.gpu_index) for lease in leases]
         return grant
 
-    def _acquire(self, count: int, deadline: float, waiters: LockWaiters) -> list[GpuLease]:
+    def _acquire(self, count: int, deadline: float, waiters: LockWaiters, cancelled: threading.Event) -> list[GpuLease]:
         last_sample = time.monotonic()
         waited = False
         won: Optional[GpuLease] = None
@@ -94,7 +96,7 @@ class GpuPicker:
             first = False
             leases, why, locked = self._try_once(count, max(0.1, limit), won)
             won = None
-            if leases or deadline - time.monotonic() <= 0:
+            if leases or deadline - time.monotonic() <= 0 or cancelled.is_set():
                 if waited and self.on_wait:
                     self.on_wait("")  # the wait is over: clear the live line
                 if not leases:
@@ -105,7 +107,7 @@ class GpuPicker:
                 waited = True
                 self.on_wait(f"waiting up to {remaining:.0f} s: {why}")
             if self.picker_command is not None:
-                time.sleep(min(1.0, remaining))
+                cancelled.wait(min(1.0, remaining))
             else:
                 for index in locked:
                     waiters.wait_on(index, self.lock.path_for(index))

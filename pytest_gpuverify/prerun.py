@@ -27,10 +27,11 @@ class PreRunSteps:
 
     def _in_fresh_container(self, res, target, art, outcome, facts, wt: str, ws, stamp: str) -> None:
         """A `run` row: lock the GPUs, start the container with them, run there, remove it, then let go."""
-        held = self._external_grant
-        art.timeline.pick_started = self.clock.wall(time.monotonic())
+        held, ahead, self._ahead = self._external_grant, self._ahead, None  # a pick started before the checks
+        art.timeline.pick_started = self.clock.wall(ahead.started if ahead is not None else time.monotonic())
         try:
-            grant = held or self.picker.acquire(count=target.gpus, wait_s=self.options.wait_s)
+            grant = held or (ahead.grant() if ahead is not None
+                             else self.picker.acquire(count=target.gpus, wait_s=self.options.wait_s))
         except (NoGpu, PickerError, LockError) as exc:
             facts.blocked.append(str(exc))
             return
@@ -84,7 +85,10 @@ class PreRunSteps:
     def _build_gpu(self) -> Iterator[tuple[list[int], dict[str, str], Callable]]:
         """A GPU for a `gpu = true` build: the run's own when it holds one, else one locked for the build;
         the build is armed with the session's guard like a command (a kill -9 of us stops it first)."""
-        grant = self._external_grant or self.picker.acquire(count=1, wait_s=self.options.wait_s)
+        # the target's own GPUs when it holds them or its pick is under way (pickahead.py): the run then
+        # keeps them; else one locked for the build alone
+        kept = self._external_grant or (self._ahead.grant() if self._ahead is not None else None)
+        grant = kept or self.picker.acquire(count=1, wait_s=self.options.wait_s)
         guards = RunGuards(self._session_guard(), [lease.fileno() for lease in grant.leases])
         try:
             infos = [self._inventory.get(i, GpuInfo(index=i)) for i in grant.indices]
@@ -92,5 +96,5 @@ class PreRunSteps:
                    guards.on_start)
         finally:
             guards.done()
-            if grant is not self._external_grant:
+            if grant is not kept:
                 self.picker.release(grant)

@@ -140,8 +140,11 @@ def read_container_facts(handle: ContainerHandle, vendor: str = "rocm") -> Conta
     try:
         if not handle.running:
             return facts
+        from .overlap import Background
+
+        versions = Background(lambda: read_versions(handle), "gpuverify-versions")  # two commands at once
         facts.arch, facts.arch_problem = container_arch(handle, vendor)
-        facts.versions, facts.notes = read_versions(handle)
+        facts.versions, facts.notes = versions.result()
         env = dict(item.split("=", 1) for item in (handle.inspect().get("Config") or {}).get("Env") or [] if "=" in item)
         facts.container_env = {k: env[k] for k in CONTAINER_ENV_RECORDED if k in env}
     except ContainerError as exc:

@@ -110,6 +110,7 @@ class IdleSampler:
         self._clock = clock
         self._lock_path_for = lock_path_for
         self._shared = shared
+        self._unpublished: Optional[tuple[float, list]] = None  # recheck(): taken, readings
         self._samples: deque[_Sample] = deque()
         self._own: list[_OwnUse] = []
         self._lock = threading.Lock()
@@ -140,6 +141,7 @@ class IdleSampler:
         return self._thread is not None
 
     def stop(self) -> None:
+        self.publish_pending()
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=5)
@@ -292,12 +294,19 @@ class IdleSampler:
             return f"reading failed: {exc}"
         except Exception as exc:  # a backend bug is a failed reading, never a crash of the pick
             return f"reading failed: {type(exc).__name__}: {exc}"
-        if self._shared is not None:
-            self._shared.publish(time.time(), got)
         reading = next((r for r in got if r.index == gpu), None)
-        if reading is None:
-            return "not in the reading"
-        return busy_reason(reading, self.criteria)
+        reason = "not in the reading" if reading is None else busy_reason(reading, self.criteria)
+        self._unpublished = (time.time(), got)
+        if reason:  # no command starts now: published at once
+            self.publish_pending()
+        return reason
+
+    def publish_pending(self) -> None:
+        """Publish the last re-check's reading. An idle one waits until the command has started
+        (the session calls this then): writing the shared file would sit on the handoff's path."""
+        pending, self._unpublished = self._unpublished, None
+        if pending is not None and self._shared is not None:
+            self._shared.publish(*pending)
 
 
 def _during_own_use(own: list[_OwnUse], gpu: int, t: float) -> bool:

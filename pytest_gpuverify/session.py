@@ -16,7 +16,6 @@ import time
 import traceback
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from importlib import import_module
 from pathlib import Path
 from typing import Callable, Optional
 
@@ -37,7 +36,9 @@ from .lock import LockError
 from .hosts import lock_for, select_host
 from .log_trailer import seal_log
 from .options import RunOptions, SetupError
+from .overlap import Background, ParserWarmer
 from .parsers.dispatch import context_for, parse_output
+from .pickahead import PickAhead
 from .picker import GpuGrant, GpuPicker, NoGpu, PickerError
 from .prerun import PreRunSteps
 from .provenance import ContainerFacts, import_origin, move_out, origin_inside, read_container_facts, repo_state
@@ -123,6 +124,8 @@ class VerifySession(PreRunSteps):
         self._starter: Optional[threading.Thread] = None
         self._start_error: Optional[BaseException] = None
         self._collected: Optional[float] = None
+        self._parsers = ParserWarmer()  # each kind's parser loads while its first command runs
+        self._ahead: Optional[PickAhead] = None  # the current target's pick, started before its checks
 
     def mark_collected(self) -> None:
         """The session has its targets (pytest's collection is over): the timelines' first entry."""
@@ -142,8 +145,16 @@ class VerifySession(PreRunSteps):
         if self._started:
             return
         self._started = True
-        # the parsers are needed only once a command is over: they load meanwhile, off the path
-        threading.Thread(target=import_module, args=(".parsers.dispatch", __package__), daemon=True).start()
+        # on the host its facts (commands of their own) are read alongside the GPU library's start-up
+        host = Background(lambda: read_container_facts(HostExecutor(), self.backend.vendor),
+                          "gpuverify-host-facts") if self.options.container == "none" else None
+        try:
+            self._start_gpus()
+        finally:
+            if host is not None:  # off the first target's path: read while the window fills
+                self._containers[HOST] = host.result()
+
+    def _start_gpus(self) -> None:
         self.sampler.start()
         if self.sampler.window_note:
             self._session_notes.append(f"the first pick sampled a {self.options.window_s:g} s window: {self.sampler.window_note}")
@@ -167,8 +178,6 @@ class VerifySession(PreRunSteps):
             self._inventory = {}
             self._session_notes.append(f"GPU names unknown: {exc}")
         self._session_guard()  # started now, while the window fills: no target waits for it
-        if self.options.container == "none":  # on the host: its facts are read now too, off the first target's path
-            self._containers[HOST] = read_container_facts(HostExecutor(), self.backend.vendor)
 
     def start_in_background(self) -> None:
         """:meth:`start` in a thread: the GPU library's start-up (NVML, amdsmi: calls that let go of
@@ -248,7 +257,12 @@ class VerifySession(PreRunSteps):
         t0 = time.monotonic()
         parsed = None
         try:
-            self._prepare_and_run(target, art, outcome, facts, stamp)
+            try:
+                self._prepare_and_run(target, art, outcome, facts, stamp)
+            finally:  # a pick started ahead of checks that failed: let go of it unused
+                ahead, self._ahead = self._ahead, None
+                if ahead is not None:
+                    ahead.drop()
             if facts.ran and outcome.raw_path is not None:
                 self._seal(outcome, facts)  # before parsing: check re-parses the log as sealed
                 context = context_for(art.target, art.command, outcome.junit_path, facts.exit_code)
@@ -292,6 +306,8 @@ class VerifySession(PreRunSteps):
             return
         if repo.dirty:
             art.notes.append(f"repo {repo.path} is dirty (allowed by --gpu-allow-dirty)")
+        if self._external_grant is None:  # the lock is taken while the checks below run (pickahead.py)
+            self._ahead = PickAhead(self.picker, target.gpus, self.options.wait_s)
         if self.options.container == "none":
             # the command runs on the host itself: the worktree is where it is
             art.container, wt = None, str(ws.wt_host)
@@ -383,12 +399,14 @@ class VerifySession(PreRunSteps):
         return cfacts
 
     def _run_on_gpu(self, target, art, outcome, facts, cfacts, wt, rel, pypath, stamp) -> None:
-        grant = self._external_grant
+        grant, ahead, self._ahead = self._external_grant, self._ahead, None
         timeline = art.timeline
-        timeline.pick_started = timeline.pick_started or self.clock.wall(time.monotonic())
+        timeline.pick_started = timeline.pick_started or self.clock.wall(
+            ahead.started if ahead is not None else time.monotonic())
         try:
             if grant is None:
-                grant = self.picker.acquire(count=target.gpus, wait_s=self.options.wait_s)
+                grant = ahead.grant() if ahead is not None else self.picker.acquire(count=target.gpus,
+                                                                                    wait_s=self.options.wait_s)
         except (NoGpu, PickerError, LockError) as exc:  # LockError: the file, its owner and mode, the fix
             facts.blocked.append(str(exc))
             return
@@ -431,7 +449,8 @@ class VerifySession(PreRunSteps):
             try:
                 result = cfacts.handle.stream_to_file(
                     argv, outcome.raw_path, env=command_env, workdir=art.workdir or wt,
-                    timeout_s=self.options.timeout_s, echo=running_echo(self._echo, live), on_start=guards.on_start,
+                    timeout_s=self.options.timeout_s, echo=running_echo(self._echo, live),
+                    on_start=self._parsers.on_start(target.kind, guards.on_start, self.sampler.publish_pending),
                 )
             finally:
                 timeline.command_ended = self.clock.wall(time.monotonic())  # no earlier than the real end

@@ -60,6 +60,19 @@ def _parser_for(kind: str, context: ParseContext):
     return None
 
 
+def warm(kind: str) -> None:
+    """Load the parser of ``kind`` and build its triggers for an ASCII output, so that the parse once
+    the command is over starts at once (the session calls it in a thread while the command runs).
+    Any failure is left to the parse itself, which reports it."""
+    try:
+        parser = _parser_for(kind, ParseContext())
+        triggers = getattr(parser, "triggers", None)
+        if triggers is not None:
+            triggers.candidates(b"warm\n", 0, 5)  # compiles the engine's expressions (hsscan, triggers)
+    except Exception:  # noqa: BLE001  # the real parse meets the same problem and names it
+        pass
+
+
 def parse_output(kind: str, path: Path, context: Optional[ParseContext] = None) -> ParsedOutput:
     """Parse ``path`` as the output of a target of ``kind``; ``context`` carries the JUnit XML path of
     an inner pytest run, the declaration's dtype, limits and words, and the command line. Never
