@@ -23,6 +23,7 @@ _DECLARED_KEY = pytest.StashKey[object]()
 _NO_CONFTEST_KEY = pytest.StashKey[str]()  # the kernel repo whose conftest.py files are not imported
 _ENV_KEY = pytest.StashKey[tuple]()  # (path, EnvFile) as read before the initial conftests
 _CLAIMS_KEY = pytest.StashKey[str]()  # xdist controller: the folder where its workers claim topics
+_REMOTE_KEY = pytest.StashKey[object]()  # xdist controller of workers on GPU hosts over SSH (remote/)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -32,6 +33,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--gpu-env", default=None, metavar="PATH", help="env file (default $GPUVERIFY_ENV, else ~/.cursor/mstack/env.md)")
     group.addoption("--gpu-arch", default=None, metavar="ARCH", help="arch the run needs (gfx942, gfx950); picks the host")
     group.addoption("--gpu-host", default=None, metavar="NAME", help="a Hosts row by name")
+    group.addoption("--gpu-hosts", default=None, metavar="all|A,B|ARCH", help="spread the targets over these GPU hosts (SSH)")
     group.addoption("--gpu-container", default=None, metavar="NAME", help="container to run in (skips resolution)")
     group.addoption("--gpu-window", default=None, metavar="S", help="idle sampling window in seconds (default 2)")
     group.addoption("--gpu-wait", default=None, metavar="S", help="longest wait for an idle GPU before NO_GPU (default 0)")
@@ -64,11 +66,16 @@ def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Pa
         return
     from .workspace import kernel_repo_of
 
+    from .remote.onhost import args_in_checkouts, serving_host
+
     here = Path(early_config.invocation_params.dir)
-    paths = [here / arg.split("::", 1)[0] for arg in ns.file_or_dir or [] if not arg.startswith("-")] or [here]
     try:
         env_path = default_env_path(ns.gpu_env or early_config.getini("gpu_env") or None, os.environ)
         env = load_env_file(env_path)
+        if serving_host():  # a worker on a GPU host: target paths are in the host's checkouts
+            args_in_checkouts(args, ns.file_or_dir, env, here)
+            ns.file_or_dir = [a for a in args if a in (ns.file_or_dir or []) or Path(a.split("::")[0]).is_absolute()]
+        paths = [here / arg.split("::", 1)[0] for arg in ns.file_or_dir or [] if not arg.startswith("-")] or [here]
         repo = kernel_repo_of(env, paths)
     except (EnvFileError, OSError, ValueError):
         return  # pytest_configure reports the env file's problem
@@ -83,12 +90,32 @@ def _value(config: pytest.Config, name: str) -> Optional[str]:
     return cli if cli is not None else config.getini(name)
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_cmdline_main(config: pytest.Config) -> None:
+    """A session on GPU hosts over SSH: check them and give xdist their workers, before it starts."""
+    if not config.getoption("gpu_verify", False) or hasattr(config, "workerinput") or config.getvalue("collectonly"):
+        return
+    from .remote.controller import plan_remote
+
+    try:
+        env = load_env_file(default_env_path(_value(config, "gpu_env"), os.environ))
+        remote = plan_remote(config, env, os.environ)
+    except (SetupError, EnvFileError) as exc:
+        raise pytest.UsageError(str(exc)) from None
+    if remote is not None:
+        config.stash[_REMOTE_KEY] = remote
+        config.pluginmanager.register(remote, "gpuverify-remote")
+
+
 def build_options(config: pytest.Config) -> RunOptions:
+    from .remote.onhost import serving_host
+
     return RunOptions(
         env_path=default_env_path(_value(config, "gpu_env"), os.environ),
         ticket=check_ticket(config.getoption("ticket")),
         arch=_value(config, "gpu_arch"),
-        host=config.getoption("gpu_host"),
+        host=serving_host() or config.getoption("gpu_host"),
+        on_host=serving_host() is not None,
         container=_value(config, "gpu_container"),
         window_s=check_seconds("--gpu-window", _value(config, "gpu_window")),
         wait_s=check_seconds("--gpu-wait", _value(config, "gpu_wait")),
@@ -113,11 +140,14 @@ def pytest_configure(config: pytest.Config) -> None:
     from .session import VerifySession, echo_to_stdout
     from .topics import TopicClaims
 
+    if _REMOTE_KEY in config.stash:  # the controller of workers on GPU hosts runs no target itself
+        config.pluginmanager.register(VerdictSummary(lambda: None, config.getoption("gpu_ci_summary")), "gpuverify-summary")
+        return
     try:
         options = build_options(config)
         read_early = config.stash.get(_ENV_KEY, None)
         env = read_early[1] if read_early and read_early[0] == options.env_path else load_env_file(options.env_path)
-        declared = _load_declarations(config)
+        declared = _load_declarations(config, env)
         session = VerifySession(options, env, echo=echo_to_stdout if options.echo_output else None,
                                 on_wait=None if hasattr(config, "workerinput") else live_line(config),
                                 topics=TopicClaims(getattr(config, "workerinput", {}).get("gpuverify_topic_claims")),
@@ -165,7 +195,7 @@ def _terminate_like_ctrl_c() -> None:
         signal.signal(signal.SIGTERM, on_term)
 
 
-def _load_declarations(config: pytest.Config):
+def _load_declarations(config: pytest.Config, env):
     """The repo's declared targets (or None). With --gpu-target, the declaration file is what pytest
     collects, so `pytest --gpu-verify --gpu-target X` runs X and nothing else."""
     from .declarations import DeclarationError, find_declarations, load_declarations, select
@@ -174,6 +204,10 @@ def _load_declarations(config: pytest.Config):
     stop = config.rootpath if start.is_relative_to(config.rootpath) else start
     path = find_declarations(start, stop)
     names = config.getoption("gpu_target")
+    if path is None and names and build_options(config).on_host:
+        from .remote.onhost import declarations_on_host
+
+        path = declarations_on_host(env, names)
     if path is None:
         if names:
             raise DeclarationError(start, f"--gpu-target: no gpuverify.toml or [tool.gpuverify] found in {start} "

@@ -1,0 +1,126 @@
+"""The xdist controller of a session on GPU hosts over SSH: it checks the hosts, starts one worker
+per GPU slot through execnet SSH gateways, and watches them.
+
+It runs no target itself. What it adds to xdist: hosts that do not answer are left out and named;
+a worker that dies mid-target makes that target INCONCLUSIVE naming its host (xdist only says
+"crashed"); and a deadline of its own, because xdist has no heartbeat (a worker whose process hangs
+while ssh stays up is waited for forever): past it the worker's ssh is cut, which xdist takes as a
+crash."""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Optional
+
+import pytest
+
+from ..envfile import EnvFile
+from ..options import SetupError
+from .preflight import SSH_CONFIG_VARIABLE, check_hosts, ssh_timeout_s
+from .txspec import host_of_spec, remote_rows, tx_specs
+
+DEADLINE_MARGIN_S = 120.0  # beyond a target's own limits (wait, window, timeout): start-up, checks, artifact
+
+
+def plan_remote(config: pytest.Config, env: EnvFile, environ) -> Optional["RemoteController"]:
+    """Called before pytest configures xdist. None: the session runs here, as before."""
+    rows = remote_rows(env, config.getoption("gpu_host"), config.getoption("gpu_arch"),
+                       config.getoption("gpu_hosts"))
+    if rows is None:
+        return None
+    timeout_s, ssh_config = ssh_timeout_s(environ), environ.get(SSH_CONFIG_VARIABLE) or None
+    checks = check_hosts(rows, env.path, timeout_s, ssh_config)
+    problems = [c.problem for c in checks if c.problem]
+    if problems:
+        raise SetupError(problems[0])
+    down = [c.unreachable for c in checks if c.unreachable]
+    up = [c.row for c in checks if not c.unreachable]
+    if not up:
+        raise SetupError(f"{'; '.join(down)}. Fix: check the host is up and `ssh <alias> hostname` answers")
+    per_host = config.option.numprocesses if isinstance(config.option.numprocesses, int) else None
+    config.option.numprocesses = None  # xdist would turn -n into local workers: -n is per host here
+    config.option.tx = tx_specs(up, per_host, ssh_config, timeout_s)
+    if config.option.dist == "no":
+        config.option.dist = "load"
+    return RemoteController(down, _target_limit_s(config))
+
+
+def _target_limit_s(config: pytest.Config) -> float:
+    def seconds(name: str, default: float) -> float:
+        value = config.getoption(name) or config.getini(name.replace("-", "_"))
+        try:
+            return float(value)
+        except (TypeError, ValueError):
+            return default
+
+    return seconds("gpu_timeout", 3600) + seconds("gpu_wait", 0) + seconds("gpu_window", 2) + DEADLINE_MARGIN_S
+
+
+class RemoteController:
+    """A pytest plugin on the controller only."""
+
+    def __init__(self, unreachable: list[str], limit_s: float) -> None:
+        self.unreachable = unreachable
+        self.limit_s = limit_s
+        self._crashed: dict[str, str] = {}  # worker id -> host
+        self._cut: dict[str, str] = {}  # worker id -> why the deadline cut it
+        self._stop = threading.Event()
+        self._dsession = None
+
+    # -- who ran where ---------------------------------------------------------------------------
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node, error) -> None:
+        if error is not None:
+            self._crashed[node.gateway.id] = host_of_spec(node.gateway.spec) or "?"
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_handlecrashitem(self, crashitem: str, report, sched) -> None:
+        node = getattr(report, "node", None)
+        wid = node.gateway.id if node is not None else "?"
+        host = (host_of_spec(node.gateway.spec) if node is not None else None) or self._crashed.get(wid, "?")
+        why = self._cut.get(wid) or f"its worker {wid} on host {host} died mid-run (ssh or the worker's process ended)"
+        reason = f"{why}; the host's guard stopped the command and its GPU lock went with the worker"
+        report.user_properties = [*getattr(report, "user_properties", []), ("gpuverify_verdict", "INCONCLUSIVE"),
+                                  ("gpuverify_host", host), ("gpuverify_gpus", "-"), ("gpuverify_artifact", "-"),
+                                  ("gpuverify_reason", reason)]
+        report.longrepr = f"INCONCLUSIVE: {crashitem}\n  - {reason}"
+
+    # -- the deadline ------------------------------------------------------------------------------
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
+        self._dsession = session.config.pluginmanager.get_plugin("dsession")
+        threading.Thread(target=self._watch, name="gpuverify-remote-deadline", daemon=True).start()
+
+    def _watch(self) -> None:
+        started: dict[tuple[str, object], float] = {}
+        while not self._stop.wait(0.5):
+            sched = getattr(self._dsession, "sched", None)
+            for node, pending in list((getattr(sched, "node2pending", None) or {}).items()):
+                if not pending:
+                    continue
+                key = (node.gateway.id, pending[0])
+                first = started.setdefault(key, time.monotonic())
+                if time.monotonic() - first > self.limit_s and node.gateway.id not in self._cut:
+                    self._cut[node.gateway.id] = (f"its worker {node.gateway.id} on host {host_of_spec(node.gateway.spec)} "
+                                                  f"gave no result within {self.limit_s:g} s (the plugin's deadline)")
+                    _cut_ssh(node.gateway)
+
+    # -- the report ----------------------------------------------------------------------------------
+    def pytest_terminal_summary(self, terminalreporter) -> None:
+        for line in self.unreachable:
+            terminalreporter.write_line(f"gpuverify: {line}; it ran nothing. Fix: check the host is up and "
+                                        "`ssh <alias> hostname` answers", red=True)
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int):
+        self._stop.set()
+        if self.unreachable and session.exitstatus == 0:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        yield
+
+
+def _cut_ssh(gateway) -> None:
+    """End the worker's ssh: xdist then reports the worker down and its target crashed."""
+    popen = getattr(getattr(gateway, "_io", None), "popen", None)
+    if popen is not None:
+        popen.kill()

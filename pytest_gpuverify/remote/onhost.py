@@ -1,0 +1,57 @@
+"""The worker's side on a GPU host: which Hosts row it serves, and where its targets are.
+
+The env file's repo paths are the host's (the checkout lives there, as the seed has it), so a
+target given relative to a repo root, or declared in a repo, is found in the Repos rows' checkouts
+on the host, whatever folder the controller ran in."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Optional
+
+from ..envfile import EnvFile
+from .txspec import HOST_VARIABLE
+
+
+def serving_host(environ=os.environ) -> Optional[str]:
+    """The Hosts row this process serves as an xdist worker started over SSH, else None."""
+    if environ.get("PYTEST_XDIST_WORKER"):
+        return environ.get(HOST_VARIABLE) or None
+    return None
+
+
+def args_in_checkouts(args: list[str], positional: list[str], env: EnvFile, here: Path) -> None:
+    """Rewrite, in place, each path argument that is not under ``here`` but is under a Repos row's
+    checkout to that absolute path (``op_tests/test_x.py::case`` keeps its ``::case``)."""
+    for arg in positional or []:
+        path, sep, rest = arg.partition("::")
+        if not path or Path(path).is_absolute() or (here / path).exists():
+            continue
+        found = [row.path / path for row in env.repos if row.path is not None and (row.path / path).exists()]
+        if len(found) == 1 and arg in args:
+            args[args.index(arg)] = str(found[0]) + sep + rest
+
+
+def declarations_on_host(env: EnvFile, names: list[str]):
+    """The one declaration file among the Repos rows' checkouts that declares every name in ``names``.
+    A name declared in two repos is an error naming both; none: None."""
+    from ..declarations import DeclarationError, find_declarations, load_declarations
+
+    holders: dict[str, list[Path]] = {}
+    for row in env.repos:
+        if row.path is None or not row.path.is_dir():
+            continue
+        path = find_declarations(row.path, row.path)
+        if path is None:
+            continue
+        declared = {t.name for t in load_declarations(path).targets}
+        for name in names:
+            if name in declared:
+                holders.setdefault(name, []).append(path)
+    for name, paths in holders.items():
+        if len(paths) > 1:
+            raise DeclarationError(paths[0], f"--gpu-target {name} is declared in {paths[0]} and {paths[1]}",
+                                   "rename one of them, or run from inside the repo you mean")
+    files = {p for paths in holders.values() for p in paths}
+    return next(iter(files)) if len(files) == 1 else None
