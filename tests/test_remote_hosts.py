@@ -1,0 +1,169 @@
+"""GPU hosts over SSH (remote/): real sshd hosts on loopback (tests/sshd_hosts.py), real xdist
+workers through execnet SSH gateways, real containers, locks and simulated ROCm state per host."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from pytest_gpuverify import demo
+from pytest_gpuverify.artifact import read_artifact
+from pytest_gpuverify.exclusivity import find_overlaps, holds_of
+
+sys.path.insert(0, str(Path(__file__).parent))
+from sshd_hosts import ssh_hosts, sshd_unavailable  # noqa: E402
+
+pytestmark = pytest.mark.skipif(sshd_unavailable() is not None, reason=sshd_unavailable() or "")
+
+
+@pytest.fixture
+def two_hosts(tmp_path_factory, docker_client):
+    with ssh_hosts(tmp_path_factory.mktemp("sshd"), docker_client, [("hostA", 2), ("hostB", 2)]) as hosts:
+        yield hosts
+
+
+def _empty(hosts) -> Path:
+    folder = hosts.root / "no-checkout"
+    folder.mkdir(exist_ok=True)
+    return folder
+
+
+def add_targets(repo: Path, count: int) -> list[str]:
+    """``count`` passing op_tests (copies of the gemm one), committed so the checkout stays clean."""
+    names = []
+    for i in range(count):
+        name = f"op_tests/test_fan{i}.py"
+        shutil.copy(repo / "op_tests/test_gemm_a8w8.py", repo / name)
+        names.append(name)
+    git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@localhost"]
+    subprocess.run([*git, "add", "-A"], check=True)
+    subprocess.run([*git, "commit", "-qm", "fan-out targets"], check=True)
+    return names
+
+
+def test_gpu_host_runs_on_that_host_from_a_folder_with_no_checkout(two_hosts):
+    r = two_hosts.pytest("--gpu-host", "hostB", "--ticket", "T-1", "op_tests/test_gemm_a8w8.py",
+                         cwd=_empty(two_hosts))
+    assert r.returncode == 0, r.stdout + r.stderr
+    host_b = two_hosts["hostB"]
+    art = read_artifact(host_b.tickets / "T-1" / "bench_gemm_a8w8.json")
+    assert art.verdict == "PASS" and art.host == "hostB"
+    assert art.container == host_b.container
+    assert demo.exec_commands(two_hosts.client, host_b.container, two_hosts.started)
+    assert not demo.exec_commands(two_hosts.client, two_hosts["hostA"].container, two_hosts.started)
+    assert not (two_hosts["hostA"].tickets / "T-1").exists()
+    assert host_b.lock_files_free()
+
+
+def test_hostname_printing_another_name_stops_the_run(tmp_path_factory, docker_client):
+    with ssh_hosts(tmp_path_factory.mktemp("sshd"), docker_client, [("hostA", 1), ("hostB", 1)],
+                   liars={"hostB": "imposter"}) as hosts:
+        r = hosts.pytest("--gpu-host", "hostB", "--ticket", "T-1", "op_tests/test_gemm_a8w8.py", cwd=_empty(hosts))
+        assert r.returncode == pytest.ExitCode.USAGE_ERROR, r.stdout + r.stderr
+        assert "`ssh gv13-hostB hostname` printed 'imposter'" in r.stderr
+        assert "match the result to the table" in r.stderr and "Fix:" in r.stderr
+        assert not demo.exec_commands(docker_client, hosts["hostB"].container, hosts.started)
+
+
+def test_plugin_version_differing_on_the_host_stops_with_the_pip_fix(tmp_path_factory, docker_client):
+    old = tmp_path_factory.mktemp("old-plugin")
+    (old / "pytest_gpuverify").mkdir()
+    (old / "pytest_gpuverify" / "__init__.py").write_text('__version__ = "0.0.1"\n')
+    os.chmod(old, 0o755)
+    with ssh_hosts(tmp_path_factory.mktemp("sshd"), docker_client, [("hostA", 1), ("hostB", 1)],
+                   pythonpaths={"hostB": str(old)}) as hosts:
+        r = hosts.pytest("--gpu-host", "hostB", "--ticket", "T-1", "op_tests/test_gemm_a8w8.py", cwd=_empty(hosts))
+        assert r.returncode == pytest.ExitCode.USAGE_ERROR, r.stdout + r.stderr
+        line = next(ln for ln in r.stderr.splitlines() if "hostB" in ln)
+        assert "pytest-gpuverify 0.0.1 is installed" in line and "the controller has 0.1.0" in line
+        assert f"Fix: ssh gv13-hostB {sys.executable} -m pip install 'pytest-gpuverify==0.1.0'" in line
+        assert not demo.exec_commands(docker_client, hosts["hostB"].container, hosts.started)
+
+
+def test_fan_out_over_two_hosts_uses_four_gpus_never_two_on_one(two_hosts):
+    targets = add_targets(two_hosts.repo, 8)
+    r = two_hosts.pytest("--gpu-hosts", "all", "--ticket", "FAN", *targets, cwd=_empty(two_hosts), timeout=400)
+    assert r.returncode == 0, r.stdout + r.stderr
+    holds, seen = [], set()
+    for host in two_hosts.hosts:
+        for path in sorted((host.tickets / "FAN").glob("bench_*.json")):
+            art = read_artifact(path)
+            assert art.verdict == "PASS" and art.host == host.name and art.container == host.container
+            seen.add((art.host, art.gpu.index))
+            found, problem = holds_of(art, path)
+            assert problem is None
+            holds += found
+    assert len(holds) == 8
+    assert seen == {("hostA", 0), ("hostA", 1), ("hostB", 0), ("hostB", 1)}
+    assert find_overlaps(holds) == []
+    assert all(h.lock_files_free() for h in two_hosts.hosts)
+
+
+def test_a_host_not_answering_ssh_is_named_and_the_others_finish(two_hosts):
+    two_hosts["hostB"].stop()
+    started = time.monotonic()
+    r = two_hosts.pytest("--gpu-hosts", "all", "--ticket", "T-1", "op_tests/test_gemm_a8w8.py",
+                         "op_tests/test_rmsnorm2d.py", cwd=_empty(two_hosts), env={"GPUVERIFY_SSH_TIMEOUT": "5"})
+    assert time.monotonic() - started < 30
+    assert r.returncode == pytest.ExitCode.TESTS_FAILED, r.stdout + r.stderr
+    assert "host hostB: `ssh gv13-hostB hostname` failed" in r.stdout and "it ran nothing" in r.stdout
+    for topic in ("gemm_a8w8", "rmsnorm2d"):
+        art = read_artifact(two_hosts["hostA"].tickets / "T-1" / f"bench_{topic}.json")
+        assert art.verdict == "PASS" and art.host == "hostA"
+
+
+def _worker_pids(host) -> list[int]:
+    """The xdist worker processes sshd started on ``host`` (its python -c bootstrap of execnet)."""
+    pids = []
+    for proc in Path("/proc").glob("[0-9]*"):
+        try:
+            cmd = (proc / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if b"exec(eval(sys.stdin.readline()))" not in cmd:
+            continue
+        pid = int(proc.name)
+        chain = pid
+        while chain > 1:  # under this host's sshd?
+            try:
+                chain = int((Path("/proc") / str(chain) / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                break
+            if chain == host.proc.pid:
+                pids.append(pid)
+                break
+    return pids
+
+
+def test_a_worker_killed_mid_run_leaves_its_target_inconclusive_and_its_gpu_free(two_hosts):
+    host_b = two_hosts["hostB"]
+    proc = two_hosts.pytest("--gpu-host", "hostB", "--ticket", "T-1", "--max-worker-restart", "0",
+                            "op_tests/test_sleep.py", cwd=_empty(two_hosts), popen=True)
+    deadline = time.time() + 120
+    while time.time() < deadline:
+        logs = list((host_b.tickets / "T-1").glob("bench_sleep.*.log")) if (host_b.tickets / "T-1").exists() else []
+        if logs and b"sleeping" in logs[0].read_bytes():
+            break
+        time.sleep(0.2)
+    else:
+        proc.kill()
+        pytest.fail("the target never started")
+    assert not host_b.lock_files_free()  # its GPU is held while the command runs
+    pids = _worker_pids(host_b)
+    assert pids
+    for pid in pids:
+        os.kill(pid, signal.SIGKILL)
+    out = proc.communicate(timeout=120)[0].decode()
+    assert proc.returncode != 0
+    assert "INCONCLUSIVE" in out and "on host hostB died mid-run" in out, out
+    deadline = time.time() + 20
+    while not host_b.lock_files_free() and time.time() < deadline:
+        time.sleep(0.2)
+    assert host_b.lock_files_free()
