@@ -104,6 +104,7 @@ def test_fan_out_over_two_hosts_uses_four_gpus_never_two_on_one(two_hosts):
     assert seen == {("hostA", 0), ("hostA", 1), ("hostB", 0), ("hostB", 1)}
     assert find_overlaps(holds) == []
     assert all(h.lock_files_free() for h in two_hosts.hosts)
+    assert "host hostA: " in r.stdout and "host hostB: " in r.stdout  # the summary groups by host
 
 
 def test_a_host_not_answering_ssh_is_named_and_the_others_finish(two_hosts):
@@ -119,21 +120,34 @@ def test_a_host_not_answering_ssh_is_named_and_the_others_finish(two_hosts):
         assert art.verdict == "PASS" and art.host == "hostA"
 
 
+def _parent(pid: int) -> int:
+    return int((Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()[1])
+
+
+def _is_bootstrap(pid: int) -> bool:
+    """A Python running execnet's bootstrap line (not the `sh -c` that started it)."""
+    try:
+        argv = (Path("/proc") / str(pid) / "cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return False
+    return Path(argv[0].decode(errors="replace")).name.startswith("python") and any(b"exec(eval(sys.stdin.readline()))" in a for a in argv)
+
+
 def _worker_pids(host) -> list[int]:
-    """The xdist worker processes sshd started on ``host`` (its python -c bootstrap of execnet)."""
+    """The xdist worker processes sshd started on ``host`` (its python -c bootstrap of execnet; not
+    the processes they forked, the session's guard and sampler, which carry the same command line)."""
     pids = []
     for proc in Path("/proc").glob("[0-9]*"):
-        try:
-            cmd = (proc / "cmdline").read_bytes()
-        except OSError:
-            continue
-        if b"exec(eval(sys.stdin.readline()))" not in cmd:
-            continue
         pid = int(proc.name)
+        try:
+            if not _is_bootstrap(pid) or _is_bootstrap(_parent(pid)):
+                continue
+        except (OSError, IndexError, ValueError):
+            continue
         chain = pid
         while chain > 1:  # under this host's sshd?
             try:
-                chain = int((Path("/proc") / str(chain) / "stat").read_text().rsplit(")", 1)[1].split()[1])
+                chain = _parent(chain)
             except (OSError, IndexError, ValueError):
                 break
             if chain == host.proc.pid:
@@ -142,19 +156,57 @@ def _worker_pids(host) -> list[int]:
     return pids
 
 
+def _wait_sleeping(host, proc) -> None:
+    deadline = time.time() + 120
+    while time.time() < deadline:
+        logs = list((host.tickets / "T-1").glob("bench_sleep.*.log")) if (host.tickets / "T-1").exists() else []
+        if logs and b"sleeping" in logs[0].read_bytes():
+            return
+        time.sleep(0.2)
+    proc.kill()
+    pytest.fail("the target never started")
+
+
+def test_a_hung_worker_is_cut_at_the_plugins_deadline(two_hosts):
+    """xdist has no heartbeat: a worker stopped (SIGSTOP) while ssh stays up would be waited for
+    forever. The controller's deadline (--gpu-timeout + wait + window + margin) kills it on its host
+    and ends its ssh: the target is INCONCLUSIVE naming the host, and the lock is free."""
+    host_b = two_hosts["hostB"]
+    started = time.monotonic()
+    proc = two_hosts.pytest("--gpu-host", "hostB", "--ticket", "T-1", "--gpu-timeout", "6", "--max-worker-restart", "0", "-n", "1",
+                            "op_tests/test_sleep.py", cwd=_empty(two_hosts), popen=True,
+                            env={"GPUVERIFY_REMOTE_MARGIN_S": "6"})
+    _wait_sleeping(host_b, proc)
+    pids = _worker_pids(host_b)
+    assert len(pids) == 1
+    for pid in pids:
+        os.kill(pid, signal.SIGSTOP)
+    try:
+        out = proc.communicate(timeout=90)[0].decode()
+        time.sleep(1)
+        left = [pid for pid in pids if Path(f"/proc/{pid}").exists()
+                and Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] not in "ZX"]
+    finally:
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+    assert proc.returncode != 0
+    assert "INCONCLUSIVE" in out and "on host hostB gave no result within 12.3 s (the plugin's deadline)" in out, out
+    assert time.monotonic() - started < 90
+    assert left == []  # the controller killed the hung worker on its host
+    deadline = time.time() + 20
+    while not host_b.lock_files_free() and time.time() < deadline:
+        time.sleep(0.2)
+    assert host_b.lock_files_free()
+
+
 def test_a_worker_killed_mid_run_leaves_its_target_inconclusive_and_its_gpu_free(two_hosts):
     host_b = two_hosts["hostB"]
     proc = two_hosts.pytest("--gpu-host", "hostB", "--ticket", "T-1", "--max-worker-restart", "0",
                             "op_tests/test_sleep.py", cwd=_empty(two_hosts), popen=True)
-    deadline = time.time() + 120
-    while time.time() < deadline:
-        logs = list((host_b.tickets / "T-1").glob("bench_sleep.*.log")) if (host_b.tickets / "T-1").exists() else []
-        if logs and b"sleeping" in logs[0].read_bytes():
-            break
-        time.sleep(0.2)
-    else:
-        proc.kill()
-        pytest.fail("the target never started")
+    _wait_sleeping(host_b, proc)
     assert not host_b.lock_files_free()  # its GPU is held while the command runs
     pids = _worker_pids(host_b)
     assert pids
@@ -163,6 +215,8 @@ def test_a_worker_killed_mid_run_leaves_its_target_inconclusive_and_its_gpu_free
     out = proc.communicate(timeout=120)[0].decode()
     assert proc.returncode != 0
     assert "INCONCLUSIVE" in out and "on host hostB died mid-run" in out, out
+    summary = out.split("gpuverify ==")[1]
+    assert "INCONCLUSIVE" in summary and "hostB died mid-run" in summary  # the summary has the crashed target
     deadline = time.time() + 20
     while not host_b.lock_files_free() and time.time() < deadline:
         time.sleep(0.2)

@@ -21,6 +21,7 @@ from .preflight import SSH_CONFIG_VARIABLE, check_hosts, ssh_timeout_s
 from .txspec import host_of_spec, remote_rows, tx_specs
 
 DEADLINE_MARGIN_S = 120.0  # beyond a target's own limits (wait, window, timeout): start-up, checks, artifact
+MARGIN_VARIABLE = "GPUVERIFY_REMOTE_MARGIN_S"
 
 
 def plan_remote(config: pytest.Config, env: EnvFile, environ) -> Optional["RemoteController"]:
@@ -43,10 +44,10 @@ def plan_remote(config: pytest.Config, env: EnvFile, environ) -> Optional["Remot
     config.option.tx = tx_specs(up, per_host, ssh_config, timeout_s)
     if config.option.dist == "no":
         config.option.dist = "load"
-    return RemoteController(down, _target_limit_s(config))
+    return RemoteController(down, _target_limit_s(config, environ), timeout_s, ssh_config)
 
 
-def _target_limit_s(config: pytest.Config) -> float:
+def _target_limit_s(config: pytest.Config, environ) -> float:
     def seconds(name: str, default: float) -> float:
         value = config.getoption(name) or config.getini(name.replace("-", "_"))
         try:
@@ -54,15 +55,21 @@ def _target_limit_s(config: pytest.Config) -> float:
         except (TypeError, ValueError):
             return default
 
-    return seconds("gpu_timeout", 3600) + seconds("gpu_wait", 0) + seconds("gpu_window", 2) + DEADLINE_MARGIN_S
+    try:
+        margin = float(environ.get(MARGIN_VARIABLE, DEADLINE_MARGIN_S))
+    except ValueError:
+        margin = DEADLINE_MARGIN_S
+    return seconds("gpu_timeout", 3600) + seconds("gpu_wait", 0) + seconds("gpu_window", 2) + margin
 
 
 class RemoteController:
     """A pytest plugin on the controller only."""
 
-    def __init__(self, unreachable: list[str], limit_s: float) -> None:
+    def __init__(self, unreachable: list[str], limit_s: float, ssh_timeout_s: float = 10.0,
+                 ssh_config: Optional[str] = None) -> None:
         self.unreachable = unreachable
         self.limit_s = limit_s
+        self._ssh = (ssh_timeout_s, ssh_config)
         self._crashed: dict[str, str] = {}  # worker id -> host
         self._cut: dict[str, str] = {}  # worker id -> why the deadline cut it
         self._stop = threading.Event()
@@ -85,6 +92,7 @@ class RemoteController:
                                   ("gpuverify_host", host), ("gpuverify_gpus", "-"), ("gpuverify_artifact", "-"),
                                   ("gpuverify_reason", reason)]
         report.longrepr = f"INCONCLUSIVE: {crashitem}\n  - {reason}"
+        report.when = "call"  # a target's verdict: the summary and the report status read it there
 
     # -- the deadline ------------------------------------------------------------------------------
     def pytest_sessionstart(self, session: pytest.Session) -> None:
@@ -103,7 +111,7 @@ class RemoteController:
                 if time.monotonic() - first > self.limit_s and node.gateway.id not in self._cut:
                     self._cut[node.gateway.id] = (f"its worker {node.gateway.id} on host {host_of_spec(node.gateway.spec)} "
                                                   f"gave no result within {self.limit_s:g} s (the plugin's deadline)")
-                    _cut_ssh(node.gateway)
+                    self._cut_worker(node.gateway)
 
     # -- the report ----------------------------------------------------------------------------------
     def pytest_terminal_summary(self, terminalreporter) -> None:
@@ -119,8 +127,22 @@ class RemoteController:
         yield
 
 
-def _cut_ssh(gateway) -> None:
-    """End the worker's ssh: xdist then reports the worker down and its target crashed."""
-    popen = getattr(getattr(gateway, "_io", None), "popen", None)
-    if popen is not None:
-        popen.kill()
+    def _cut_worker(self, gateway) -> None:
+        """Kill the hung worker on its host (its pid from the gateway's start), so that its guard stops
+        the command and the kernel drops its lock; then end its ssh, which xdist reports as a crash."""
+        import subprocess
+
+        from .preflight import ssh_base
+
+        pid = getattr(getattr(gateway, "_cache_rinfo", None), "pid", None)
+        alias = (getattr(gateway.spec, "ssh", None) or "").split()[-1:]
+        if pid and alias:
+            timeout_s, config = self._ssh
+            try:
+                subprocess.run([*ssh_base(alias[0], timeout_s, config), f"kill -KILL {int(pid)}"], timeout=timeout_s + 5,
+                               stdin=subprocess.DEVNULL, capture_output=True)
+            except subprocess.TimeoutExpired:
+                pass  # the host is gone too: its own guard and kernel end what ran there
+        popen = getattr(getattr(gateway, "_io", None), "popen", None)
+        if popen is not None:
+            popen.kill()
