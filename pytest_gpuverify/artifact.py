@@ -171,6 +171,19 @@ class Timeline(_Model):
     lock_released: Optional[str] = None  # the first of its GPU locks was let go (null: a fixture's grant)
 
 
+class SyncRecord(_Model):
+    """--gpu-sync: the local checkout copied to the GPU host before the run (remote/sync.py)."""
+
+    local_path: str
+    repo: str
+    host_path: str
+    local_sha: Optional[str] = None
+    dirty: bool = False
+    dirty_paths: list[str] = Field(default_factory=list)
+    files: int = 0
+    files_sha256: str = ""
+
+
 class Artifact(_Model):
     schema_version: int = SCHEMA_VERSION
     plugin_version: Optional[str] = None
@@ -209,6 +222,7 @@ class Artifact(_Model):
     junit_xml: Optional[str] = None  # an inner pytest run's report, saved beside the raw output
     signed_by: Optional[str] = None  # the Signing row's signer: the identity its .sig files verify as
     timeline: Optional[Timeline] = None  # None in artifacts written before it was kept
+    synced: Optional[SyncRecord] = None  # --gpu-sync: what was copied from where (None: no copy)
 
 
 def artifact_schema() -> dict[str, Any]:

@@ -34,6 +34,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--gpu-arch", default=None, metavar="ARCH", help="arch the run needs (gfx942, gfx950); picks the host")
     group.addoption("--gpu-host", default=None, metavar="NAME", help="a Hosts row by name")
     group.addoption("--gpu-hosts", default=None, metavar="all|A,B|ARCH", help="spread the targets over these GPU hosts (SSH)")
+    group.addoption("--gpu-sync", action="store_true", default=False, help="rsync the local checkout to the GPU host(s) first")
     group.addoption("--gpu-container", default=None, metavar="NAME", help="container to run in (skips resolution)")
     group.addoption("--gpu-window", default=None, metavar="S", help="idle sampling window in seconds (default 2)")
     group.addoption("--gpu-wait", default=None, metavar="S", help="longest wait for an idle GPU before NO_GPU (default 0)")
@@ -155,6 +156,10 @@ def pytest_configure(config: pytest.Config) -> None:
     except (SetupError, EnvFileError, DeclarationError) as exc:
         raise pytest.UsageError(str(exc)) from None
     config.stash[_DECLARED_KEY] = declared
+    if hasattr(config, "workerinput"):
+        from .remote.onhost import synced_record
+
+        session.synced = synced_record(config.workerinput)
     if not hasattr(config, "workerinput"):
         config.pluginmanager.register(VerdictSummary(lambda: _session(config), config.getoption("gpu_ci_summary")),
                                       "gpuverify-summary")

@@ -112,6 +112,7 @@ class VerifySession:
         self._session_notes: list[str] = []
         self.outcomes: list[TargetOutcome] = []
         self.write_problems: list[str] = []
+        self.synced = None  # --gpu-sync's SyncRecord, on a worker on a GPU host (remote/sync.py)
         self.topics = topics or TopicClaims()  # shared by xdist workers of one run
         self._echo = echo
         self._on_running = on_running  # the live line while a command runs (reporting/live.py)
@@ -237,7 +238,7 @@ class VerifySession:
                 command=list(target.command) if target.command else None,
             ),
             cold=self.options.cold,
-            signed_by=self.signer.signer if self.signer else None,
+            signed_by=self.signer.signer if self.signer else None, synced=self.synced,
             timeline=Timeline(collected=self.clock.wall(self._collected)),
         )
         art.notes.extend(self._session_notes)

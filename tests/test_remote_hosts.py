@@ -221,3 +221,58 @@ def test_a_worker_killed_mid_run_leaves_its_target_inconclusive_and_its_gpu_free
     while not host_b.lock_files_free() and time.time() < deadline:
         time.sleep(0.2)
     assert host_b.lock_files_free()
+
+
+def _git(repo: Path, *args: str) -> str:
+    return subprocess.run(["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@localhost", *args],
+                          check=True, capture_output=True, text=True).stdout.strip()
+
+
+def test_declared_target_is_found_in_the_hosts_checkout(two_hosts):
+    (two_hosts.repo / "gpuverify.toml").write_text(
+        '[[targets]]\nname = "gemm-declared"\npath = "op_tests/test_gemm_a8w8.py"\ntopic = "gemm_declared"\n')
+    _git(two_hosts.repo, "add", "-A")
+    _git(two_hosts.repo, "commit", "-qm", "declare")
+    r = two_hosts.pytest("--gpu-host", "hostB", "--ticket", "T-1", "--gpu-target", "gemm-declared", cwd=_empty(two_hosts))
+    assert r.returncode == 0, r.stdout + r.stderr
+    art = read_artifact(two_hosts["hostB"].tickets / "T-1" / "bench_gemm_declared.json")
+    assert art.verdict == "PASS" and art.host == "hostB" and art.target.name == "gemm-declared"
+    assert art.repos and art.repos[0].sha == _git(two_hosts.repo, "rev-parse", "HEAD")  # read on the host
+
+
+def test_gpu_sync_copies_the_local_checkout_and_records_it(two_hosts):
+    from pytest_gpuverify.remote.sync import file_list
+
+    laptop = two_hosts.root / "laptop" / "aiter"
+    laptop.parent.mkdir()
+    subprocess.run(["git", "clone", "-q", str(two_hosts.repo), str(laptop)], check=True)
+    (laptop / "NOTES.md").write_text("local work\n")
+    _git(laptop, "add", "-A")
+    _git(laptop, "commit", "-qm", "local commit")  # a commit the host's checkout does not have
+    gemm = laptop / "op_tests/test_gemm_a8w8.py"
+    gemm.write_text(gemm.read_text() + '\nprint("LOCAL-EDIT-42")\n')  # uncommitted: dirty
+    (laptop / "build").mkdir()
+    (laptop / "build" / "big.o").write_text("build output")
+    (two_hosts.repo / "stale_on_host.txt").write_text("only on the host")
+    host_sha = _git(two_hosts.repo, "rev-parse", "HEAD")
+
+    r = two_hosts.pytest("--gpu-host", "hostB", "--gpu-sync", "--gpu-allow-dirty", "--ticket", "S",
+                         "op_tests/test_gemm_a8w8.py", cwd=laptop)
+    assert r.returncode == 0, r.stdout + r.stderr
+    path = two_hosts["hostB"].tickets / "S" / "bench_gemm_a8w8.json"
+    art = read_artifact(path)
+    assert art.verdict == "PASS" and art.host == "hostB"
+    assert b"LOCAL-EDIT-42" in (path.parent / art.raw_output).read_bytes()  # the synced file ran
+    assert _git(two_hosts.repo, "rev-parse", "HEAD") == host_sha  # .git was not copied over the host's
+    assert (two_hosts.repo / "NOTES.md").exists() and not (two_hosts.repo / "stale_on_host.txt").exists()  # --delete
+    assert not (two_hosts.repo / "build").exists()  # build folders stay local
+    synced = art.synced
+    assert synced.local_sha == _git(laptop, "rev-parse", "HEAD") != host_sha
+    assert synced.dirty and sorted(synced.dirty_paths) == ["build/", "op_tests/test_gemm_a8w8.py"]  # as git says
+    import hashlib
+
+    assert synced.files_sha256 == hashlib.sha256(("\n".join(file_list(laptop)) + "\n").encode()).hexdigest()
+    assert synced.host_path == str(two_hosts.repo) and synced.repo == "aiter"
+    check = subprocess.run([sys.executable, "-P", "-m", "pytest_gpuverify.cli", "check", str(path)],
+                           capture_output=True, text=True, env=two_hosts.controller_environ())
+    assert check.returncode == 0, check.stdout + check.stderr

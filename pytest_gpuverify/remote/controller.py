@@ -39,12 +39,32 @@ def plan_remote(config: pytest.Config, env: EnvFile, environ) -> Optional["Remot
     up = [c.row for c in checks if not c.unreachable]
     if not up:
         raise SetupError(f"{'; '.join(down)}. Fix: check the host is up and `ssh <alias> hostname` answers")
+    synced = _paths_and_sync(config, env, up, timeout_s, ssh_config)
     per_host = config.option.numprocesses if isinstance(config.option.numprocesses, int) else None
     config.option.numprocesses = None  # xdist would turn -n into local workers: -n is per host here
     config.option.tx = tx_specs(up, per_host, ssh_config, timeout_s)
     if config.option.dist == "no":
         config.option.dist = "load"
-    return RemoteController(down, _target_limit_s(config, environ), timeout_s, ssh_config)
+    return RemoteController(down, _target_limit_s(config, environ), timeout_s, ssh_config, synced)
+
+
+def _paths_and_sync(config: pytest.Config, env: EnvFile, rows, timeout_s: float, ssh_config: Optional[str]):
+    """--gpu-sync copies the local checkout to the hosts (its record, else None). Path arguments in a
+    local checkout of a Repos row are passed as ``<repo>:<path>``, found in the host's checkout."""
+    import dataclasses
+    from pathlib import Path
+
+    from .sync import local_checkout, repo_qualified, sync_checkout
+
+    here = Path(config.invocation_params.dir)
+    synced = sync_checkout(here, env, rows, timeout_s, ssh_config) if config.getoption("gpu_sync") else None
+    try:
+        top, row = local_checkout(here, env)
+    except SetupError:
+        return synced
+    args = repo_qualified(list(config.invocation_params.args), config.option.file_or_dir, top, row.repo)
+    config.invocation_params = dataclasses.replace(config.invocation_params, args=tuple(args))  # what xdist sends
+    return synced
 
 
 def _target_limit_s(config: pytest.Config, environ) -> float:
@@ -66,14 +86,20 @@ class RemoteController:
     """A pytest plugin on the controller only."""
 
     def __init__(self, unreachable: list[str], limit_s: float, ssh_timeout_s: float = 10.0,
-                 ssh_config: Optional[str] = None) -> None:
+                 ssh_config: Optional[str] = None, synced=None) -> None:
         self.unreachable = unreachable
+        self.synced = synced
         self.limit_s = limit_s
         self._ssh = (ssh_timeout_s, ssh_config)
         self._crashed: dict[str, str] = {}  # worker id -> host
         self._cut: dict[str, str] = {}  # worker id -> why the deadline cut it
         self._stop = threading.Event()
         self._dsession = None
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_configure_node(self, node) -> None:
+        if self.synced is not None:
+            node.workerinput["gpuverify_synced"] = self.synced.model_dump()
 
     # -- who ran where ---------------------------------------------------------------------------
     @pytest.hookimpl(optionalhook=True)

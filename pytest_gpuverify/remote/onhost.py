@@ -28,7 +28,12 @@ def args_in_checkouts(args: list[str], positional: list[str], env: EnvFile, here
         path, sep, rest = arg.partition("::")
         if not path or Path(path).is_absolute() or (here / path).exists():
             continue
-        found = [row.path / path for row in env.repos if row.path is not None and (row.path / path).exists()]
+        repo, colon, in_repo = path.partition(":")  # `<repo>:<path>`: a path the controller had in its checkout
+        row = env.repo(repo) if colon else None
+        if row is not None and row.path is not None:
+            found = [row.path / in_repo]
+        else:
+            found = [row.path / path for row in env.repos if row.path is not None and (row.path / path).exists()]
         if len(found) == 1 and arg in args:
             args[args.index(arg)] = str(found[0]) + sep + rest
 
@@ -55,3 +60,11 @@ def declarations_on_host(env: EnvFile, names: list[str]):
                                    "rename one of them, or run from inside the repo you mean")
     files = {p for paths in holders.values() for p in paths}
     return next(iter(files)) if len(files) == 1 else None
+
+
+def synced_record(workerinput: dict):
+    """--gpu-sync's record, as the controller handed it to this worker (None: no copy)."""
+    from ..artifact import SyncRecord
+
+    data = (workerinput or {}).get("gpuverify_synced")
+    return SyncRecord.model_validate(data) if data else None
