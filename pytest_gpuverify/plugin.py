@@ -65,17 +65,16 @@ def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Pa
     ns = early_config.known_args_namespace
     if not getattr(ns, "gpu_verify", False) or ns.noconftest or getattr(ns, "gpu_host_conftest", False):
         return
+    from .remote.onhost import args_in_checkouts, forget_rootdir_option, serving_host
     from .workspace import kernel_repo_of
-
-    from .remote.onhost import args_in_checkouts, serving_host
 
     here = Path(early_config.invocation_params.dir)
     try:
         env_path = default_env_path(ns.gpu_env or early_config.getini("gpu_env") or None, os.environ)
         env = load_env_file(env_path)
         if serving_host():  # a worker on a GPU host: target paths are in the host's checkouts
-            args_in_checkouts(args, ns.file_or_dir, env, here)
-            ns.file_or_dir = [a for a in args if a in (ns.file_or_dir or []) or Path(a.split("::")[0]).is_absolute()]
+            forget_rootdir_option()
+            args_in_checkouts(args, ns.file_or_dir or [], env, here)
         paths = [here / arg.split("::", 1)[0] for arg in ns.file_or_dir or [] if not arg.startswith("-")] or [here]
         repo = kernel_repo_of(env, paths)
     except (EnvFileError, OSError, ValueError):
@@ -209,9 +208,9 @@ def _load_declarations(config: pytest.Config, env):
     stop = config.rootpath if start.is_relative_to(config.rootpath) else start
     path = find_declarations(start, stop)
     names = config.getoption("gpu_target")
-    if path is None and names and build_options(config).on_host:
-        from .remote.onhost import declarations_on_host
+    from .remote.onhost import declarations_on_host, serving_host
 
+    if path is None and names and serving_host():
         path = declarations_on_host(env, names)
     if path is None:
         if names:

@@ -52,6 +52,7 @@ def test_gpu_host_runs_on_that_host_from_a_folder_with_no_checkout(two_hosts):
     r = two_hosts.pytest("--gpu-host", "hostB", "--ticket", "T-1", "op_tests/test_gemm_a8w8.py",
                          cwd=_empty(two_hosts))
     assert r.returncode == 0, r.stdout + r.stderr
+    assert "PASS         op_tests/test_gemm_a8w8.py::gemm_a8w8  gpu " in r.stdout  # node ids as in the checkout
     host_b = two_hosts["hostB"]
     art = read_artifact(host_b.tickets / "T-1" / "bench_gemm_a8w8.json")
     assert art.verdict == "PASS" and art.host == "hostB"

@@ -18,7 +18,7 @@ import pytest
 from ..envfile import EnvFile
 from ..options import SetupError
 from .preflight import SSH_CONFIG_VARIABLE, check_hosts, ssh_timeout_s
-from .txspec import host_of_spec, remote_rows, tx_specs
+from .txspec import checkouts_root, host_of_spec, remote_rows, tx_specs
 
 DEADLINE_MARGIN_S = 120.0  # beyond a target's own limits (wait, window, timeout): start-up, checks, artifact
 MARGIN_VARIABLE = "GPUVERIFY_REMOTE_MARGIN_S"
@@ -42,7 +42,7 @@ def plan_remote(config: pytest.Config, env: EnvFile, environ) -> Optional["Remot
     synced = _paths_and_sync(config, env, up, timeout_s, ssh_config)
     per_host = config.option.numprocesses if isinstance(config.option.numprocesses, int) else None
     config.option.numprocesses = None  # xdist would turn -n into local workers: -n is per host here
-    config.option.tx = tx_specs(up, per_host, ssh_config, timeout_s)
+    config.option.tx = tx_specs(up, per_host, ssh_config, timeout_s, checkouts_root(env))
     if config.option.dist == "no":
         config.option.dist = "load"
     return RemoteController(down, _target_limit_s(config, environ), timeout_s, ssh_config, synced)
@@ -62,7 +62,7 @@ def _paths_and_sync(config: pytest.Config, env: EnvFile, rows, timeout_s: float,
         top, row = local_checkout(here, env)
     except SetupError:
         return synced
-    args = repo_qualified(list(config.invocation_params.args), config.option.file_or_dir, top, row.repo)
+    args = repo_qualified(list(config.invocation_params.args), config.option.file_or_dir, here, top, row.repo)
     config.invocation_params = dataclasses.replace(config.invocation_params, args=tuple(args))  # what xdist sends
     return synced
 

@@ -21,10 +21,18 @@ def serving_host(environ=os.environ) -> Optional[str]:
     return None
 
 
+def forget_rootdir_option(environ=os.environ) -> None:
+    """The controller passes ``--rootdir`` through ``PYTEST_ADDOPTS`` (remote/txspec.py); once this
+    worker has parsed it, it must not reach the pytest runs of the targets this worker starts."""
+    if environ.get("PYTEST_ADDOPTS", "").startswith("--rootdir="):
+        del environ["PYTEST_ADDOPTS"]
+
+
 def args_in_checkouts(args: list[str], positional: list[str], env: EnvFile, here: Path) -> None:
-    """Rewrite, in place, each path argument that is not under ``here`` but is under a Repos row's
-    checkout to that absolute path (``op_tests/test_x.py::case`` keeps its ``::case``)."""
-    for arg in positional or []:
+    """Rewrite, in place (in ``args`` and in the parsed ``positional``), each path argument that is not
+    under ``here`` but is under a Repos row's checkout to that absolute path (``op_tests/test_x.py::case``
+    keeps its ``::case``; ``<repo>:<path>`` names the row)."""
+    for i, arg in enumerate(list(positional)):
         path, sep, rest = arg.partition("::")
         if not path or Path(path).is_absolute() or (here / path).exists():
             continue
@@ -34,8 +42,11 @@ def args_in_checkouts(args: list[str], positional: list[str], env: EnvFile, here
             found = [row.path / in_repo]
         else:
             found = [row.path / path for row in env.repos if row.path is not None and (row.path / path).exists()]
-        if len(found) == 1 and arg in args:
-            args[args.index(arg)] = str(found[0]) + sep + rest
+        if len(found) == 1:
+            new = str(found[0]) + sep + rest
+            positional[i] = new
+            if arg in args:
+                args[args.index(arg)] = new
 
 
 def declarations_on_host(env: EnvFile, names: list[str]):

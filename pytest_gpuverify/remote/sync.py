@@ -85,13 +85,13 @@ def sync_checkout(here: Path, env: EnvFile, hosts: list[HostRow], timeout_s: flo
     )
 
 
-def repo_qualified(args: list[str], positional: list[str], top: Path, repo: str) -> list[str]:
+def repo_qualified(args: list[str], positional: list[str], here: Path, top: Path, repo: str) -> list[str]:
     """Path arguments inside the local checkout as ``<repo>:<path in the repo>``: the worker finds
     them in the host's copy (remote/onhost.py), and xdist does not refuse a path that exists here."""
     out = list(args)
     for arg in positional or []:
         path, sep, rest = arg.partition("::")
-        full = (Path.cwd() / path).resolve()
+        full = (here / path).resolve()
         if path and full.exists() and full.is_relative_to(top) and arg in out:
             out[out.index(arg)] = f"{repo}:{full.relative_to(top).as_posix()}" + sep + rest
     return out

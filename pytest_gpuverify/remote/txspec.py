@@ -49,17 +49,30 @@ def _fan_out_rows(env: EnvFile, hosts: str) -> list[HostRow]:
     return rows
 
 
-def tx_specs(rows: list[HostRow], per_host: Optional[int], ssh_config: Optional[str], timeout_s: float) -> list[str]:
+def tx_specs(rows: list[HostRow], per_host: Optional[int], ssh_config: Optional[str], timeout_s: float,
+             rootdir: Optional[str] = None) -> list[str]:
     """One xdist worker per GPU of each host (or ``per_host``), started by ssh with the row's python.
-    Each worker learns its Hosts row through the environment, before pytest parses anything."""
+    Each worker learns its Hosts row through the environment, before pytest parses anything.
+    ``rootdir``: the folder of the Repos rows' checkouts on the hosts, so that node ids name each
+    target's file as a run inside the checkout would (the worker's cwd holds only xdist's copy of pytest)."""
     specs = []
     for row in rows:
         ssh = " ".join(ssh_base(row.ssh_alias or row.host, timeout_s, None)[1:])  # execnet adds `ssh -C`
         spec = f"ssh={ssh}//python={python_of(row)}//chdir={WORKER_DIR}//env:{HOST_VARIABLE}={row.host}"
         if ssh_config:
             spec += f"//ssh_config={ssh_config}"
+        if rootdir:
+            spec += f"//env:PYTEST_ADDOPTS=--rootdir={rootdir}"
         specs += [spec] * (per_host or row.gpus or 1)
     return specs
+
+
+def checkouts_root(env: EnvFile) -> Optional[str]:
+    """The deepest folder holding every Repos row's checkout (the row's own path when there is one)."""
+    import os
+
+    paths = [str(r.path) for r in env.repos if r.path is not None]
+    return os.path.commonpath(paths) if paths else None
 
 
 def host_of_spec(spec) -> Optional[str]:
