@@ -134,6 +134,26 @@ def _is_bootstrap(pid: int) -> bool:
     return Path(argv[0].decode(errors="replace")).name.startswith("python") and any(b"exec(eval(sys.stdin.readline()))" in a for a in argv)
 
 
+def test_no_host_answering_stops_the_run_naming_each(two_hosts):
+    for host in two_hosts.hosts:
+        host.stop()
+    started = time.monotonic()
+    r = two_hosts.pytest("--gpu-hosts", "all", "--ticket", "T-1", "op_tests/test_gemm_a8w8.py",
+                         cwd=_empty(two_hosts), env={"GPUVERIFY_SSH_TIMEOUT": "5"})
+    assert time.monotonic() - started < 30
+    assert r.returncode == pytest.ExitCode.USAGE_ERROR, r.stdout + r.stderr
+    assert "host hostA: `ssh gv13-hostA hostname` failed" in r.stderr and "host hostB:" in r.stderr
+    assert "Fix: check the host is up" in r.stderr
+
+
+def test_a_remote_host_without_xdist_loaded_is_a_usage_error(two_hosts):
+    r = two_hosts.pytest("-p", "no:xdist", "--gpu-host", "hostB", "--ticket", "T-1", "op_tests/test_gemm_a8w8.py",
+                         cwd=_empty(two_hosts))
+    assert r.returncode == pytest.ExitCode.USAGE_ERROR, r.stdout + r.stderr
+    assert "needs pytest-xdist, which is not loaded. Fix: pip install pytest-xdist" in r.stderr
+    assert not (two_hosts["hostB"].tickets / "T-1").exists()
+
+
 def _worker_pids(host) -> list[int]:
     """The xdist worker processes sshd started on ``host`` (its python -c bootstrap of execnet; not
     the processes they forked, the session's guard and sampler, which carry the same command line)."""

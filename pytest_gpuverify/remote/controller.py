@@ -30,6 +30,9 @@ def plan_remote(config: pytest.Config, env: EnvFile, environ) -> Optional["Remot
                        config.getoption("gpu_hosts"))
     if rows is None:
         return None
+    if not config.pluginmanager.has_plugin("xdist"):
+        raise SetupError(f"host {rows[0].host} is reached over SSH ({rows[0].ssh_alias}): that needs pytest-xdist, "
+                         "which is not loaded. Fix: pip install pytest-xdist, and do not pass -p no:xdist")
     timeout_s, ssh_config = ssh_timeout_s(environ), environ.get(SSH_CONFIG_VARIABLE) or None
     checks = check_hosts(rows, env.path, timeout_s, ssh_config)
     problems = [c.problem for c in checks if c.problem]
