@@ -374,6 +374,9 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int):
     engine = _session(session.config)
     if engine is not None:
         engine.close()  # artifacts are written here, also after Ctrl-C (by the worker that ran them)
+        from .remote.onhost import hand_back
+
+        hand_back(session.config, engine)  # a worker on a GPU host: its files go to the controller too
         reporter = session.config.pluginmanager.get_plugin("terminalreporter")
         for problem in engine.write_problems:
             if reporter is not None:

@@ -61,6 +61,10 @@ def test_gpu_host_runs_on_that_host_from_a_folder_with_no_checkout(two_hosts):
     assert not demo.exec_commands(two_hosts.client, two_hosts["hostA"].container, two_hosts.started)
     assert not (two_hosts["hostA"].tickets / "T-1").exists()
     assert host_b.lock_files_free()
+    landed = two_hosts.root / "controller-tickets" / "T-1"  # the controller took the host's files
+    assert (landed / "bench_gemm_a8w8.json").read_bytes() == (host_b.tickets / "T-1" / "bench_gemm_a8w8.json").read_bytes()
+    assert (landed / art.raw_output).is_file()
+    assert f"1 artifacts of the hosts copied to {landed}" in r.stdout
 
 
 def test_hostname_printing_another_name_stops_the_run(tmp_path_factory, docker_client):
@@ -106,6 +110,8 @@ def test_fan_out_over_two_hosts_uses_four_gpus_never_two_on_one(two_hosts):
     assert find_overlaps(holds) == []
     assert all(h.lock_files_free() for h in two_hosts.hosts)
     assert "host hostA: " in r.stdout and "host hostB: " in r.stdout  # the summary groups by host
+    landed = sorted((two_hosts.root / "controller-tickets" / "FAN").glob("bench_*.json"))
+    assert len(landed) == 8 and {read_artifact(p).host for p in landed} == {"hostA", "hostB"}
 
 
 def test_a_host_not_answering_ssh_is_named_and_the_others_finish(two_hosts):

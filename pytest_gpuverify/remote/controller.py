@@ -48,7 +48,21 @@ def plan_remote(config: pytest.Config, env: EnvFile, environ) -> Optional["Remot
     config.option.tx = tx_specs(up, per_host, ssh_config, timeout_s, checkouts_root(env))
     if config.option.dist == "no":
         config.option.dist = "load"
-    return RemoteController(down, _target_limit_s(config, environ), timeout_s, ssh_config, synced)
+    from pathlib import Path
+
+    from ..files import FileProblem, result_folder
+    from .collect import ArtifactCollector
+
+    ticket, tickets = config.getoption("ticket"), env.resources.tickets
+    if ticket and tickets is None:
+        raise SetupError(f"--ticket {ticket} is given, but `tickets` is not set in section 'Resources' of {env.path}. "
+                         "Fix: set | tickets | /path/to/tickets |, or drop --ticket to write to ./")
+    try:
+        out_dir, _ = result_folder(tickets, ticket, Path(config.invocation_params.dir))
+    except FileProblem as exc:
+        raise SetupError(f"artifacts: {exc}") from None
+    return RemoteController(down, _target_limit_s(config, environ), timeout_s, ssh_config, synced,
+                            ArtifactCollector(out_dir))
 
 
 def _paths_and_sync(config: pytest.Config, env: EnvFile, rows, timeout_s: float, ssh_config: Optional[str]):
@@ -89,8 +103,10 @@ class RemoteController:
     """A pytest plugin on the controller only."""
 
     def __init__(self, unreachable: list[str], limit_s: float, ssh_timeout_s: float = 10.0,
-                 ssh_config: Optional[str] = None, synced=None) -> None:
+                 ssh_config: Optional[str] = None, synced=None, collector=None) -> None:
         self.unreachable = unreachable
+        self.collector = collector
+        self._landed: tuple[int, list[str]] = (0, [])
         self.synced = synced
         self.limit_s = limit_s
         self._ssh = (ssh_timeout_s, ssh_config)
@@ -107,6 +123,9 @@ class RemoteController:
     # -- who ran where ---------------------------------------------------------------------------
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node, error) -> None:
+        if self.collector is not None:
+            self.collector.receive(host_of_spec(node.gateway.spec) or "host", node.gateway.id,
+                                   getattr(node, "workeroutput", None) or {})
         if error is not None:
             self._crashed[node.gateway.id] = host_of_spec(node.gateway.spec) or "?"
 
@@ -144,6 +163,12 @@ class RemoteController:
 
     # -- the report ----------------------------------------------------------------------------------
     def pytest_terminal_summary(self, terminalreporter) -> None:
+        if self.collector is not None:
+            taken, problems = self._landed
+            if taken:
+                terminalreporter.write_line(f"gpuverify: {taken} artifacts of the hosts copied to {self.collector.out_dir}")
+            for line in problems:
+                terminalreporter.write_line(f"gpuverify: {line}", red=True)
         for line in self.unreachable:
             terminalreporter.write_line(f"gpuverify: {line}; it ran nothing. Fix: check the host is up and "
                                         "`ssh <alias> hostname` answers", red=True)
@@ -151,10 +176,11 @@ class RemoteController:
     @pytest.hookimpl(hookwrapper=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int):
         self._stop.set()
-        if self.unreachable and session.exitstatus == 0:
+        if self.collector is not None:  # every worker is down by now: take their files
+            self._landed = self.collector.land()
+        if (self.unreachable or self._landed[1]) and session.exitstatus == 0:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
         yield
-
 
     def _cut_worker(self, gateway) -> None:
         """Kill the hung worker on its host (its pid from the gateway's start), so that its guard stops

@@ -79,3 +79,11 @@ def synced_record(workerinput: dict):
 
     data = (workerinput or {}).get("gpuverify_synced")
     return SyncRecord.model_validate(data) if data else None
+
+
+def hand_back(config, engine) -> None:
+    """A worker on a GPU host, at its end: its written files go to the controller (remote/collect.py)."""
+    from .collect import FILES_KEY, NOTES_KEY, outcome_files
+
+    if serving_host() and hasattr(config, "workeroutput"):
+        config.workeroutput[FILES_KEY], config.workeroutput[NOTES_KEY] = outcome_files(engine.outcomes)
