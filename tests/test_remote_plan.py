@@ -80,3 +80,32 @@ def test_worker_finds_paths_and_declarations_in_the_hosts_checkouts(tmp_path):
         declarations_on_host(env, ["k"])
     (tmp_path / "fly" / "gpuverify.toml").unlink()
     assert declarations_on_host(env, ["k"]) == tmp_path / "aiter" / "gpuverify.toml"
+
+
+def test_worker_hands_back_its_written_files_within_the_limit(tmp_path, monkeypatch):
+    from types import SimpleNamespace
+
+    from pytest_gpuverify.remote import collect
+
+    art, raw = tmp_path / "bench_a.json", tmp_path / "bench_a.20260101T000000Z.log"
+    art.write_text("{}")
+    raw.write_bytes(b"x" * 100)
+    (tmp_path / "bench_a.json.sig").write_text("sig")
+    big = tmp_path / "bench_b.json"
+    big.write_bytes(b"y" * 50)
+    outcomes = [SimpleNamespace(written=True, artifact_path=art, raw_path=raw, junit_path=None),
+                SimpleNamespace(written=False, artifact_path=tmp_path / "bench_never.json", raw_path=None, junit_path=None),
+                SimpleNamespace(written=True, artifact_path=big, raw_path=None, junit_path=None)]
+    monkeypatch.setattr(collect, "MAX_BYTES", 110)
+    files, left = collect.outcome_files(outcomes)
+    assert [name for name, _ in files] == ["bench_a.json", "bench_a.json.sig", "bench_a.20260101T000000Z.log"]
+    assert len(left) == 1 and "bench_b.json (50 B) was left on the host" in left[0]
+
+    collector = collect.ArtifactCollector(tmp_path / "out")
+    collector.receive("hostA", "gw0", {collect.FILES_KEY: [("../evil.json", b"{}"), ("bench_a.json", b"{}")],
+                                       collect.NOTES_KEY: left})
+    staged = list(collector._staging.rglob("*"))
+    assert [p.name for p in staged if p.is_file()] == ["bench_a.json"]  # a name, never a path
+    taken, problems = collector.land()
+    assert taken == 0 and any("REFUSED" in p and "bench_a.json" in p for p in problems)  # `{}` fails check
+    assert any(p.startswith("hostA: ") and "left on the host" in p for p in problems)

@@ -2,6 +2,7 @@
 
 Each worker runs the whole local engine (readings, window, flock, docker through the host's own
 socket, guard) on its host; the controller only starts them (``txspec.py``), checks each host first
-(``preflight.py``), watches them (``controller.py``) and reports. Nothing here carries commands:
-execnet and xdist do (shared/notes/remote-ab-ci.md, section 1, in the project's notes).
+(``preflight.py``), watches them (``controller.py``), takes their artifacts (``collect.py``) and
+reports; ``onhost.py`` is the worker's side, ``sync.py`` is ``--gpu-sync``. Nothing here carries
+commands: execnet's SSH gateways and xdist's workers do (README.md, "Several GPU hosts").
 """
