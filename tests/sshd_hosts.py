@@ -10,6 +10,7 @@ The Docker engine is this machine's, shared by the hosts; each host has its own 
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import socket
@@ -30,6 +31,7 @@ CHECKOUT = Path(__file__).resolve().parents[1]
 SSHD = "/usr/sbin/sshd"
 
 
+@functools.lru_cache(maxsize=1)
 def sshd_unavailable() -> Optional[str]:
     """Why real sshd hosts cannot be started here (None: they can)."""
     if os.geteuid() != 0:
@@ -37,6 +39,9 @@ def sshd_unavailable() -> Optional[str]:
     for tool in (SSHD, shutil.which("ssh"), shutil.which("ssh-keygen"), shutil.which("unshare")):
         if not tool or not os.path.exists(tool):
             return f"missing {tool or 'ssh/ssh-keygen/unshare'}: apt-get install -y openssh-server openssh-client"
+    done = subprocess.run(["unshare", "--uts", "true"], capture_output=True, text=True)
+    if done.returncode != 0:
+        return f"`unshare --uts` is not allowed here: {done.stderr.strip()[:200]}"
     return None
 
 
@@ -155,6 +160,7 @@ exec /bin/sh -c "$SSH_ORIGINAL_COMMAND"
 
 def start_sshd(host: SshHost, authorized: Path, known_hosts: Path) -> None:
     host.port = free_port()
+    os.makedirs("/run/sshd", mode=0o755, exist_ok=True)  # sshd's privilege separation folder (no systemd here)
     (host.root / "sshd_config").write_text(_sshd_config(host, authorized))
     script = host.root / "host-env.sh"
     script.write_text(_host_env_script(host))

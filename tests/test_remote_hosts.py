@@ -18,15 +18,9 @@ from pytest_gpuverify.artifact import read_artifact
 from pytest_gpuverify.exclusivity import find_overlaps, holds_of
 
 sys.path.insert(0, str(Path(__file__).parent))
-from sshd_hosts import ssh_hosts, sshd_unavailable  # noqa: E402
+from sshd_hosts import ssh_hosts, sshd_unavailable, two_hosts  # noqa: E402,F401  (two_hosts: a fixture)
 
 pytestmark = pytest.mark.skipif(sshd_unavailable() is not None, reason=sshd_unavailable() or "")
-
-
-@pytest.fixture
-def two_hosts(tmp_path_factory, docker_client):
-    with ssh_hosts(tmp_path_factory.mktemp("sshd"), docker_client, [("hostA", 2), ("hostB", 2)]) as hosts:
-        yield hosts
 
 
 def _empty(hosts) -> Path:
