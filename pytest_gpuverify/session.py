@@ -98,7 +98,7 @@ class VerifySession:
             self.backend, options.window_s, interval_s=interval, lock_path_for=self.lock_spec.path_for, shared=shared,
             history=history_source(self.backend, shared.path, self.expected_arch, self.lock_spec.path_template, interval),
         )
-        self.picker = GpuPicker(self.sampler, self.lock_spec, self.runner, self.picker_command, on_wait=on_wait)
+        self.picker = GpuPicker(self.sampler, self.lock_spec, self.runner, self.picker_command, on_wait=on_wait, where=self.host_row.host)
         self._docker_factory = docker_factory
         self._docker: Optional[object] = None
         self._containers: dict[str, ContainerFacts] = {}

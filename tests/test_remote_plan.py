@@ -109,3 +109,40 @@ def test_worker_hands_back_its_written_files_within_the_limit(tmp_path, monkeypa
     taken, problems = collector.land()
     assert taken == 0 and any("REFUSED" in p and "bench_a.json" in p for p in problems)  # `{}` fails check
     assert any(p.startswith("hostA: ") and "left on the host" in p for p in problems)
+
+
+def test_the_wait_line_names_the_host(tmp_path):
+    import threading
+
+    from pytest_gpuverify.envfile import parse_lock_prefix
+    from pytest_gpuverify.gpu.rocm import RocmBackend
+    from pytest_gpuverify.hostexec import LocalHost
+    from pytest_gpuverify.picker import GpuPicker
+    from pytest_gpuverify.sampler import IdleSampler
+    from pytest_gpuverify.simulator import SimState, install, load_state, save_state
+
+    state = SimState.idle(gpus=2)
+    for i in range(2):
+        state.set_busy(i)
+    state_path = install(tmp_path / "sim", state)
+    runner = LocalHost(env={"PATH": f"{tmp_path / 'sim'}:/usr/bin:/bin"})
+    sampler = IdleSampler(RocmBackend(runner), 0.0)
+    sampler.start()
+    lines: list[str] = []
+    picker = GpuPicker(sampler, parse_lock_prefix(f"flock -E 75 -w 600 {tmp_path}/gpu-<id>.lock"), runner,
+                       on_wait=lines.append, where="hostB")
+
+    def free():
+        s = load_state(state_path)
+        s.set_idle(1)
+        save_state(s, state_path)
+
+    timer = threading.Timer(0.8, free)
+    timer.start()
+    try:
+        grant = picker.acquire(wait_s=10)
+        picker.release(grant)
+    finally:
+        timer.cancel()
+        sampler.stop()
+    assert any(line.startswith("waiting up to") and " s on hostB: " in line and "2 busy" in line for line in lines), lines
