@@ -173,6 +173,19 @@ class Timeline(_Model):
     lock_released: Optional[str] = None  # the first of its GPU locks was let go (null: a fixture's grant)
 
 
+class SyncRecord(_Model):
+    """--gpu-sync: the local checkout copied to the GPU host before the run (remote/sync.py)."""
+
+    local_path: str
+    repo: str
+    host_path: str
+    local_sha: Optional[str] = None
+    dirty: bool = False
+    dirty_paths: list[str] = Field(default_factory=list)
+    files: int = 0
+    files_sha256: str = ""
+
+
 class Artifact(_Model):
     schema_version: int = SCHEMA_VERSION
     plugin_version: Optional[str] = None
@@ -214,6 +227,7 @@ class Artifact(_Model):
     image_digest: Optional[str] = None  # the image the container ran, by content (repo digest, else image id)
     fresh_container: Optional[FreshContainerRecord] = None  # a `run` row's container, started for this run
     builds: list[BuildRecord] = Field(default_factory=list)  # the declaration's builds this target stood on
+    synced: Optional[SyncRecord] = None  # --gpu-sync: what was copied from where (None: no copy)
 
 
 def artifact_schema() -> dict[str, Any]:

@@ -85,6 +85,7 @@ class HostRow(_Frozen):
     ssh_alias: Optional[str] = None
     arch: Optional[str] = None  # lowercase, e.g. gfx942 or sm_90
     gpus: Optional[int] = None
+    python: Optional[str] = None  # optional column: the host's Python for xdist workers (remote/)
 
     @property
     def is_local(self) -> bool:
@@ -388,7 +389,8 @@ def _host(where: _Where, cells: dict[str, Optional[str]]) -> HostRow:
         raise where.error(f"gpus {gpus!r} " + ("must be a whole number of GPUs, 1 or more" if numeric else
                                                "is not a number"), "write the GPU count, e.g. 8.")
     return HostRow(host=cells["host"], ssh_alias=cells["ssh alias"],
-                   arch=arch.lower() if arch else None, gpus=int(gpus) if gpus else None)
+                   arch=arch.lower() if arch else None, gpus=int(gpus) if gpus else None,
+                   python=cells.get("python"))
 
 
 def _repo(where: _Where, cells: dict[str, Optional[str]]) -> RepoRow:

@@ -46,7 +46,7 @@ def select_host(env: EnvFile, options: RunOptions) -> HostRow:
             f"host {row.host} has arch {row.arch} in {env.path}, but --gpu-arch is {options.arch}. "
             "Fix: drop one of --gpu-host/--gpu-arch"
         )
-    if not row.is_local:
+    if not row.is_local and not options.on_host:
         raise SetupError(
             f"host {row.host} is reached over SSH ({row.ssh_alias}); this version runs on the GPU host itself. "
             f"Fix: run pytest on {row.host}"

@@ -32,6 +32,7 @@ class RunOptions(BaseModel):
     start_container: bool = False
     invocation_dir: Path = Path(".")
     echo_output: bool = False
+    on_host: bool = False  # an xdist worker started over SSH on the Hosts row `host` (remote/)
 
 
 def check_ticket(ticket: Optional[str]) -> Optional[str]:

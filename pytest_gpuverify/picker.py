@@ -63,7 +63,9 @@ class GpuPicker:
         picker_command: Optional[str] = None,
         picker_timeout_s: float = PICKER_TIMEOUT_S,
         on_wait: Optional[Callable[[str], None]] = None,
+        where: Optional[str] = None,  # the host's name, for the wait line (several hosts: remote/)
     ) -> None:
+        self.where = where
         self.sampler = sampler
         self.lock = lock
         self.host = host
@@ -105,7 +107,7 @@ class GpuPicker:
             remaining = deadline - time.monotonic()
             if self.on_wait:
                 waited = True
-                self.on_wait(f"waiting up to {remaining:.0f} s: {why}")
+                self.on_wait(f"waiting up to {remaining:.0f} s{f' on {self.where}' if self.where else ''}: {why}")
             if self.picker_command is not None:
                 cancelled.wait(min(1.0, remaining))
             else:

@@ -23,6 +23,7 @@ _DECLARED_KEY = pytest.StashKey[object]()
 _NO_CONFTEST_KEY = pytest.StashKey[str]()  # the kernel repo whose conftest.py files are not imported
 _ENV_KEY = pytest.StashKey[tuple]()  # (path, EnvFile) as read before the initial conftests
 _CLAIMS_KEY = pytest.StashKey[str]()  # xdist controller: the folder where its workers claim topics
+_REMOTE_KEY = pytest.StashKey[object]()  # xdist controller of workers on GPU hosts over SSH (remote/)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -32,6 +33,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--gpu-env", default=None, metavar="PATH", help="env file (default $GPUVERIFY_ENV, else ~/.cursor/mstack/env.md)")
     group.addoption("--gpu-arch", default=None, metavar="ARCH", help="arch the run needs (gfx942, gfx950); picks the host")
     group.addoption("--gpu-host", default=None, metavar="NAME", help="a Hosts row by name")
+    group.addoption("--gpu-hosts", default=None, metavar="all|A,B|ARCH", help="spread the targets over these GPU hosts (SSH)")
+    group.addoption("--gpu-sync", action="store_true", default=False, help="rsync the local checkout to the GPU host(s) first")
     group.addoption("--gpu-container", default=None, metavar="NAME", help="container to run in (skips resolution)")
     group.addoption("--gpu-window", default=None, metavar="S", help="idle sampling window in seconds (default 2)")
     group.addoption("--gpu-wait", default=None, metavar="S", help="longest wait for an idle GPU before NO_GPU (default 0)")
@@ -62,13 +65,17 @@ def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Pa
     ns = early_config.known_args_namespace
     if not getattr(ns, "gpu_verify", False) or ns.noconftest or getattr(ns, "gpu_host_conftest", False):
         return
+    from .remote.onhost import args_in_checkouts, forget_rootdir_option, serving_host
     from .workspace import kernel_repo_of
 
     here = Path(early_config.invocation_params.dir)
-    paths = [here / arg.split("::", 1)[0] for arg in ns.file_or_dir or [] if not arg.startswith("-")] or [here]
     try:
         env_path = default_env_path(ns.gpu_env or early_config.getini("gpu_env") or None, os.environ)
         env = load_env_file(env_path)
+        if serving_host():  # a worker on a GPU host: target paths are in the host's checkouts
+            forget_rootdir_option()
+            args_in_checkouts(args, ns.file_or_dir or [], env, here)
+        paths = [here / arg.split("::", 1)[0] for arg in ns.file_or_dir or [] if not arg.startswith("-")] or [here]
         repo = kernel_repo_of(env, paths)
     except (EnvFileError, OSError, ValueError):
         return  # pytest_configure reports the env file's problem
@@ -83,12 +90,32 @@ def _value(config: pytest.Config, name: str) -> Optional[str]:
     return cli if cli is not None else config.getini(name)
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_cmdline_main(config: pytest.Config) -> None:
+    """A session on GPU hosts over SSH: check them and give xdist their workers, before it starts."""
+    if not config.getoption("gpu_verify", False) or hasattr(config, "workerinput") or config.getvalue("collectonly"):
+        return
+    from .remote.controller import plan_remote
+
+    try:
+        env = load_env_file(default_env_path(_value(config, "gpu_env"), os.environ))
+        remote = plan_remote(config, env, os.environ)
+    except (SetupError, EnvFileError) as exc:
+        raise pytest.UsageError(str(exc)) from None
+    if remote is not None:
+        config.stash[_REMOTE_KEY] = remote
+        config.pluginmanager.register(remote, "gpuverify-remote")
+
+
 def build_options(config: pytest.Config) -> RunOptions:
+    from .remote.onhost import serving_host
+
     return RunOptions(
         env_path=default_env_path(_value(config, "gpu_env"), os.environ),
         ticket=check_ticket(config.getoption("ticket")),
         arch=_value(config, "gpu_arch"),
-        host=config.getoption("gpu_host"),
+        host=serving_host() or config.getoption("gpu_host"),
+        on_host=serving_host() is not None,
         container=_value(config, "gpu_container"),
         window_s=check_seconds("--gpu-window", _value(config, "gpu_window")),
         wait_s=check_seconds("--gpu-wait", _value(config, "gpu_wait")),
@@ -113,11 +140,14 @@ def pytest_configure(config: pytest.Config) -> None:
     from .session import VerifySession, echo_to_stdout
     from .topics import TopicClaims
 
+    if _REMOTE_KEY in config.stash:  # the controller of workers on GPU hosts runs no target itself
+        config.pluginmanager.register(VerdictSummary(lambda: None, config.getoption("gpu_ci_summary")), "gpuverify-summary")
+        return
     try:
         options = build_options(config)
         read_early = config.stash.get(_ENV_KEY, None)
         env = read_early[1] if read_early and read_early[0] == options.env_path else load_env_file(options.env_path)
-        declared = _load_declarations(config)
+        declared = _load_declarations(config, env)
         session = VerifySession(options, env, echo=echo_to_stdout if options.echo_output else None,
                                 on_wait=None if hasattr(config, "workerinput") else live_line(config),
                                 topics=TopicClaims(getattr(config, "workerinput", {}).get("gpuverify_topic_claims")),
@@ -125,6 +155,10 @@ def pytest_configure(config: pytest.Config) -> None:
     except (SetupError, EnvFileError, DeclarationError) as exc:
         raise pytest.UsageError(str(exc)) from None
     config.stash[_DECLARED_KEY] = declared
+    if hasattr(config, "workerinput"):
+        from .remote.onhost import synced_record
+
+        session.synced = synced_record(config.workerinput)
     if not hasattr(config, "workerinput"):
         config.pluginmanager.register(VerdictSummary(lambda: _session(config), config.getoption("gpu_ci_summary")),
                                       "gpuverify-summary")
@@ -165,7 +199,7 @@ def _terminate_like_ctrl_c() -> None:
         signal.signal(signal.SIGTERM, on_term)
 
 
-def _load_declarations(config: pytest.Config):
+def _load_declarations(config: pytest.Config, env):
     """The repo's declared targets (or None). With --gpu-target, the declaration file is what pytest
     collects, so `pytest --gpu-verify --gpu-target X` runs X and nothing else."""
     from .declarations import DeclarationError, find_declarations, load_declarations, select
@@ -174,6 +208,10 @@ def _load_declarations(config: pytest.Config):
     stop = config.rootpath if start.is_relative_to(config.rootpath) else start
     path = find_declarations(start, stop)
     names = config.getoption("gpu_target")
+    from .remote.onhost import declarations_on_host, serving_host
+
+    if path is None and names and serving_host():
+        path = declarations_on_host(env, names)
     if path is None:
         if names:
             raise DeclarationError(start, f"--gpu-target: no gpuverify.toml or [tool.gpuverify] found in {start} "
@@ -336,6 +374,9 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int):
     engine = _session(session.config)
     if engine is not None:
         engine.close()  # artifacts are written here, also after Ctrl-C (by the worker that ran them)
+        from .remote.onhost import hand_back
+
+        hand_back(session.config, engine)  # a worker on a GPU host: its files go to the controller too
         reporter = session.config.pluginmanager.get_plugin("terminalreporter")
         for problem in engine.write_problems:
             if reporter is not None:
@@ -365,65 +406,5 @@ def pytest_report_header(config: pytest.Config):
     return lines or None
 
 
-# -- fixtures: GPU work from a test of one's own, recorded like collected targets -----------------
-
-
-@pytest.fixture(scope="session")
-def gpu_host(request: pytest.FixtureRequest):
-    """The session's engine (host, GPUs, lock convention). Needs --gpu-verify; skips without it."""
-    engine = _session(request.config)
-    if engine is None:
-        pytest.skip("GPU fixture: run with --gpu-verify")
-    engine.start()  # the background start is over before a fixture picks
-    return engine
-
-
-@pytest.fixture
-def locked_gpu(request: pytest.FixtureRequest, gpu_host):
-    """Holds idle GPUs for the test, locked, and releases them after. How many: the ``gpu`` marker's
-    ``gpus`` (``@pytest.mark.gpu(gpus=4)``) or an indirect parameter; default 1. Yields the grant
-    (``.indices``, in the order the command sees them). No idle GPU within --gpu-wait: the test fails
-    with NO_GPU and its reason."""
-    from .picker import NoGpu, PickerError
-
-    marker = request.node.get_closest_marker("gpu")
-    count = int(getattr(request, "param", None) or (marker.kwargs.get("gpus", 1) if marker else 1))
-    try:
-        grant = gpu_host.picker.acquire(count=count, wait_s=gpu_host.options.wait_s)
-    except (NoGpu, PickerError) as exc:
-        pytest.fail(str(exc), pytrace=False)
-    try:
-        yield grant
-    finally:
-        gpu_host.picker.release(grant)
-
-
-class KernelContainer:
-    """Runs commands in the resolved container (or on the host with --gpu-container none) with the
-    right environment, on the test's locked GPUs when it holds them; each run becomes an artifact."""
-
-    def __init__(self, engine, node: pytest.Item, grant) -> None:
-        self._engine, self._node, self._grant = engine, node, grant
-
-    def run(self, command, *, kind: str = "bench", args=(), topic: Optional[str] = None, dtype=None,
-            regime=None, thresholds=None, gpus: int = 1) -> Artifact:
-        from .targets import Thresholds, safe_topic
-
-        topic = check_topic(topic, "kernel_container.run(topic=...)")
-        argv = tuple(split_args(command) if isinstance(command, str) else command)
-        target = Target(
-            name=f"{self._node.nodeid}[{' '.join(argv)}]", kind=kind, command=argv, args=tuple(args),
-            topic=topic or safe_topic(self._node.name), anchor=Path(self._node.path).parent, dtype=dtype,
-            regime=regime, thresholds=thresholds or Thresholds(), gpus=gpus,
-        )
-        outcome = self._engine.run(target, grant=self._grant)
-        self._node.user_properties.append(("gpuverify_run", f"{outcome.artifact.verdict} {outcome.artifact_path}"))
-        return outcome.artifact
-
-
-@pytest.fixture
-def kernel_container(request: pytest.FixtureRequest, gpu_host) -> KernelContainer:
-    grant = None
-    if "locked_gpu" in request.fixturenames:
-        grant = request.getfixturevalue("locked_gpu")
-    return KernelContainer(gpu_host, request.node, grant)
+# -- fixtures (fixtures.py): found by pytest on this plugin module -------------------------------
+from .fixtures import KernelContainer, gpu_host, kernel_container, locked_gpu  # noqa: E402,F401

@@ -49,13 +49,23 @@ def detail_properties(artifact) -> list[tuple[str, str]]:
 
 
 def summary_lines(verdicts: Iterable[tuple[str, dict]]) -> list[str]:
-    """One line per target: verdict, GPU(s), first reason, artifact path."""
-    lines = [
-        f"{p['gpuverify_verdict']:<12} {nodeid}  gpu {p.get('gpuverify_gpus', '-')}  "
-        f"{p.get('gpuverify_reason', '')}  -> {p.get('gpuverify_artifact', '')}"
-        for nodeid, p in verdicts
-    ]
-    return lines or ["no GPU targets ran"]
+    """One line per target: verdict, GPU(s), first reason, artifact path; grouped under a line per
+    host when the targets ran on several (GPU hosts over SSH: remote/)."""
+    verdicts = list(verdicts)
+
+    def line(nodeid: str, p: dict, indent: str = "") -> str:
+        return (f"{indent}{p['gpuverify_verdict']:<12} {nodeid}  gpu {p.get('gpuverify_gpus', '-')}  "
+                f"{p.get('gpuverify_reason', '')}  -> {p.get('gpuverify_artifact', '')}")
+
+    hosts = sorted({p.get("gpuverify_host", "-") for _, p in verdicts})
+    if len(hosts) < 2:
+        return [line(nodeid, p) for nodeid, p in verdicts] or ["no GPU targets ran"]
+    lines = []
+    for host in hosts:
+        mine = [(nodeid, p) for nodeid, p in verdicts if p.get("gpuverify_host", "-") == host]
+        lines.append(f"host {host}: {sum(p['gpuverify_verdict'] == 'PASS' for _, p in mine)}/{len(mine)} PASS")
+        lines += [line(nodeid, p, "  ") for nodeid, p in mine]
+    return lines
 
 
 class VerdictSummary:

@@ -100,7 +100,7 @@ class VerifySession(PreRunSteps):
             self.backend, options.window_s, interval_s=interval, lock_path_for=self.lock_spec.path_for, shared=shared,
             history=history_source(self.backend, shared.path, self.expected_arch, self.lock_spec.path_template, interval),
         )
-        self.picker = GpuPicker(self.sampler, self.lock_spec, self.runner, self.picker_command, on_wait=on_wait)
+        self.picker = GpuPicker(self.sampler, self.lock_spec, self.runner, self.picker_command, on_wait=on_wait, where=self.host_row.host)
         self._docker_factory = docker_factory
         self._docker: Optional[object] = None
         self._containers: dict[str, ContainerFacts] = {}
@@ -114,6 +114,7 @@ class VerifySession(PreRunSteps):
         self._session_notes: list[str] = []
         self.outcomes: list[TargetOutcome] = []
         self.write_problems: list[str] = []
+        self.synced = None  # --gpu-sync's SyncRecord, on a worker on a GPU host (remote/sync.py)
         self.topics = topics or TopicClaims()  # shared by xdist workers of one run
         self._echo = echo
         self._on_running = on_running  # the live line while a command runs (reporting/live.py)
@@ -247,7 +248,7 @@ class VerifySession(PreRunSteps):
                 command=list(target.command) if target.command else None,
             ),
             cold=self.options.cold,
-            signed_by=self.signer.signer if self.signer else None,
+            signed_by=self.signer.signer if self.signer else None, synced=self.synced,
             timeline=Timeline(collected=self.clock.wall(self._collected)),
         )
         art.notes.extend(self._session_notes)

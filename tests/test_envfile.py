@@ -159,7 +159,7 @@ def test_backticks_are_stripped_from_cells():
     )
     env = parse_env_text(text, "env.md")
     assert env.host("box").model_dump() == {
-        "host": "box", "ssh_alias": "box-ssh", "arch": "gfx950", "gpus": 8
+        "host": "box", "ssh_alias": "box-ssh", "arch": "gfx950", "gpus": 8, "python": None
     }
     assert env.gpu_lock("box").picker == "pick --sep `"
     assert env.gpu_lock("box").lock == "flock -E 75 -w 600 /var/lock/gpu-<id>.lock"
@@ -172,7 +172,7 @@ def test_not_set_and_empty_cells_are_unset():
         "\n## Resources\n| resource | path |\n|---|---|\n| tickets | not set |\n| scratch | |\n"
     )
     env = parse_env_text(text, "env.md")
-    assert env.host("box").model_dump() == {"host": "box", "ssh_alias": None, "arch": None, "gpus": None}
+    assert env.host("box").model_dump() == {"host": "box", "ssh_alias": None, "arch": None, "gpus": None, "python": None}
     assert not env.host("box").is_local
     assert env.repo("aiter").model_dump() == {"repo": "aiter", "path": None, "container": None, "mount": None}
     assert env.gpu_lock("box").picker is None and env.gpu_lock("box").lock_spec is None

@@ -1,0 +1,95 @@
+"""Fan-out over GPU hosts reached by SSH: targets per second on one host against two, in one run.
+
+Two "hosts" (real sshd on loopback, each its own hostname, simulated ROCm state with 2 GPUs, lock
+folder and container: tests/sshd_hosts.py) and 8 targets that each hold their GPU for a few
+seconds (the aiter gemm op_test plus a sleep, as a kernel test's run would). The same 8 targets run
+with ``--gpu-host hostA`` (2 workers) and with ``--gpu-hosts all`` (4 workers), alternating;
+printed: wall time, targets per second, and the ratio of the two walls (target: <= 0.6); per run,
+from the artifacts' timelines, the start-up (pytest start to the first command), the span from the
+first command's start to the last one's end, and the (host, GPU) pairs the commands ran on.
+
+    python bench/fanout.py [--repeats 2] [--hold 4]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
+
+from sshd_hosts import ssh_hosts, sshd_unavailable  # noqa: E402
+
+TARGETS = 8
+
+
+def _epoch(stamp: str) -> float:
+    from datetime import datetime
+
+    return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--hold", type=float, default=4.0, help="seconds each target holds its GPU")
+    args = parser.parse_args()
+    if sshd_unavailable():
+        print(f"skipped: {sshd_unavailable()}")
+        return 1
+    import docker
+
+    from pytest_gpuverify import demo
+    from pytest_gpuverify.artifact import read_artifact
+
+    client = docker.from_env()
+    demo.ensure_rootfs_image(client)
+    with ssh_hosts(Path(tempfile.mkdtemp(prefix="gv-fanout-")), client, [("hostA", 2), ("hostB", 2)]) as hosts:
+        source = (hosts.repo / "op_tests/test_gemm_a8w8.py").read_text()
+        names = []
+        for i in range(TARGETS):
+            (hosts.repo / f"op_tests/test_hold{i}.py").write_text(source + f"\nimport time\ntime.sleep({args.hold})\n")
+            names.append(f"op_tests/test_hold{i}.py")
+        git = ["git", "-C", str(hosts.repo), "-c", "user.name=b", "-c", "user.email=b@localhost"]
+        subprocess.run([*git, "add", "-A"], check=True)
+        subprocess.run([*git, "commit", "-qm", "hold targets"], check=True)
+        empty = hosts.root / "no-checkout"
+        empty.mkdir()
+        walls: dict[str, list[float]] = {"1 host (2 GPUs)": [], "2 hosts (4 GPUs)": []}
+        spans: dict[str, list[float]] = {"1 host (2 GPUs)": [], "2 hosts (4 GPUs)": []}
+        for rep in range(args.repeats):
+            for label, where in (("1 host (2 GPUs)", ["--gpu-host", "hostA"]), ("2 hosts (4 GPUs)", ["--gpu-hosts", "all"])):
+                ticket = f"B{rep}-{len(where[1])}"
+                t0, epoch0 = time.monotonic(), time.time()
+                r = hosts.pytest(*where, "--ticket", ticket, *names, cwd=empty, timeout=600)
+                wall = time.monotonic() - t0
+                arts = [read_artifact(p) for h in hosts.hosts for p in (h.tickets / ticket).glob("bench_*.json")]
+                verdicts = [a.verdict for a in arts]
+                if r.returncode != 0 or verdicts.count("PASS") != TARGETS:
+                    print(f"{label}: run failed (exit {r.returncode}, verdicts {verdicts})\n{r.stdout[-2000:]}")
+                    return 1
+                walls[label].append(wall)
+                starts = [_epoch(a.timeline.command_started) for a in arts]
+                ends = [_epoch(a.timeline.command_ended) for a in arts]
+                used = sorted({(a.host, a.gpu.index) for a in arts})
+                spans[label].append(max(ends) - min(starts))
+                print(f"run {rep + 1} {label}: {wall:.2f} s, {TARGETS / wall:.3f} targets/s, all {TARGETS} PASS; "
+                      f"start-up {min(starts) - epoch0:.1f} s, commands {min(starts) - epoch0:.1f}..{max(ends) - epoch0:.1f} s "
+                      f"(span {max(ends) - min(starts):.1f} s) on {len(used)} GPUs {used}")
+        one, two = (statistics.median(w) for w in walls.values())
+        print(f"\nmedian wall: 1 host {one:.2f} s ({TARGETS / one:.3f} targets/s), "
+              f"2 hosts {two:.2f} s ({TARGETS / two:.3f} targets/s)")
+        print(f"ratio 2 hosts / 1 host wall: {two / one:.3f} (target <= 0.6: {'met' if two / one <= 0.6 else 'NOT met'})")
+        s1, s2 = (statistics.median(s) for s in spans.values())
+        print(f"ratio of the command spans (first start to last end): {s2 / s1:.3f} (ideal 0.5)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,89 @@
+"""The worker's side on a GPU host: which Hosts row it serves, and where its targets are.
+
+The env file's repo paths are the host's (the checkout lives there, as the seed has it), so a
+target given relative to a repo root, or declared in a repo, is found in the Repos rows' checkouts
+on the host, whatever folder the controller ran in."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Optional
+
+from ..envfile import EnvFile
+from .txspec import HOST_VARIABLE
+
+
+def serving_host(environ=os.environ) -> Optional[str]:
+    """The Hosts row this process serves as an xdist worker started over SSH, else None."""
+    if environ.get("PYTEST_XDIST_WORKER"):
+        return environ.get(HOST_VARIABLE) or None
+    return None
+
+
+def forget_rootdir_option(environ=os.environ) -> None:
+    """The controller passes ``--rootdir`` through ``PYTEST_ADDOPTS`` (remote/txspec.py); once this
+    worker has parsed it, it must not reach the pytest runs of the targets this worker starts."""
+    if environ.get("PYTEST_ADDOPTS", "").startswith("--rootdir="):
+        del environ["PYTEST_ADDOPTS"]
+
+
+def args_in_checkouts(args: list[str], positional: list[str], env: EnvFile, here: Path) -> None:
+    """Rewrite, in place (in ``args`` and in the parsed ``positional``), each path argument that is not
+    under ``here`` but is under a Repos row's checkout to that absolute path (``op_tests/test_x.py::case``
+    keeps its ``::case``; ``<repo>:<path>`` names the row)."""
+    for i, arg in enumerate(list(positional)):
+        path, sep, rest = arg.partition("::")
+        if not path or Path(path).is_absolute() or (here / path).exists():
+            continue
+        repo, colon, in_repo = path.partition(":")  # `<repo>:<path>`: a path the controller had in its checkout
+        row = env.repo(repo) if colon else None
+        if row is not None and row.path is not None:
+            found = [row.path / in_repo]
+        else:
+            found = [row.path / path for row in env.repos if row.path is not None and (row.path / path).exists()]
+        if len(found) == 1:
+            new = str(found[0]) + sep + rest
+            positional[i] = new
+            if arg in args:
+                args[args.index(arg)] = new
+
+
+def declarations_on_host(env: EnvFile, names: list[str]):
+    """The one declaration file among the Repos rows' checkouts that declares every name in ``names``.
+    A name declared in two repos is an error naming both; none: None."""
+    from ..declarations import DeclarationError, find_declarations, load_declarations
+
+    holders: dict[str, list[Path]] = {}
+    for row in env.repos:
+        if row.path is None or not row.path.is_dir():
+            continue
+        path = find_declarations(row.path, row.path)
+        if path is None:
+            continue
+        declared = {t.name for t in load_declarations(path).targets}
+        for name in names:
+            if name in declared:
+                holders.setdefault(name, []).append(path)
+    for name, paths in holders.items():
+        if len(paths) > 1:
+            raise DeclarationError(paths[0], f"--gpu-target {name} is declared in {paths[0]} and {paths[1]}",
+                                   "rename one of them, or run from inside the repo you mean")
+    files = {p for paths in holders.values() for p in paths}
+    return next(iter(files)) if len(files) == 1 else None
+
+
+def synced_record(workerinput: dict):
+    """--gpu-sync's record, as the controller handed it to this worker (None: no copy)."""
+    from ..artifact import SyncRecord
+
+    data = (workerinput or {}).get("gpuverify_synced")
+    return SyncRecord.model_validate(data) if data else None
+
+
+def hand_back(config, engine) -> None:
+    """A worker on a GPU host, at its end: its written files go to the controller (remote/collect.py)."""
+    from .collect import FILES_KEY, NOTES_KEY, outcome_files
+
+    if serving_host() and hasattr(config, "workeroutput"):
+        config.workeroutput[FILES_KEY], config.workeroutput[NOTES_KEY] = outcome_files(engine.outcomes)

@@ -1,0 +1,94 @@
+"""Before any worker starts: each host answers ``ssh <alias> hostname`` with its Hosts row's name
+(the seed's first step), and its Python imports the same pytest-gpuverify version as the controller.
+
+One ssh round trip per host, all hosts at once, each bounded by a timeout: a host that does not
+answer is reported and left out; a wrong name or plugin stops the run before anything runs."""
+
+from __future__ import annotations
+
+import os
+import shlex
+import subprocess
+from concurrent.futures import ThreadPoolExecutor
+from typing import Optional
+
+from pydantic import BaseModel, ConfigDict
+
+from .. import __version__
+from ..envfile import HostRow
+
+SSH_CONFIG_VARIABLE = "GPUVERIFY_SSH_CONFIG"  # an ssh_config for the aliases (default: ssh's own)
+SSH_TIMEOUT_VARIABLE = "GPUVERIFY_SSH_TIMEOUT"
+DEFAULT_SSH_TIMEOUT_S = 10.0
+_MARK = "gpuverify-preflight:"
+
+
+class HostCheck(BaseModel):
+    """What one host answered: ``unreachable`` (a reason) leaves it out; ``problem`` stops the run."""
+
+    model_config = ConfigDict(frozen=True)
+    row: HostRow
+    hostname: Optional[str] = None
+    unreachable: Optional[str] = None
+    problem: Optional[str] = None
+
+
+def python_of(row: HostRow) -> str:
+    return row.python or "python3"
+
+
+def ssh_timeout_s(environ=os.environ) -> float:
+    try:
+        return max(1.0, float(environ.get(SSH_TIMEOUT_VARIABLE, DEFAULT_SSH_TIMEOUT_S)))
+    except ValueError:
+        return DEFAULT_SSH_TIMEOUT_S
+
+
+def ssh_base(alias: str, timeout_s: float, config: Optional[str]) -> list[str]:
+    """ssh that never prompts (BatchMode) and gives up connecting after ``timeout_s``."""
+    argv = ["ssh", "-o", "BatchMode=yes", "-o", f"ConnectTimeout={max(1, int(timeout_s))}"]
+    if config:
+        argv += ["-F", config]
+    return [*argv, alias]
+
+
+def _probe_script(python: str) -> str:
+    probe = ("import sys\ntry:\n import pytest_gpuverify, xdist\n"
+             " print('" + _MARK + "', pytest_gpuverify.__version__)\n"
+             "except Exception as e:\n print('" + _MARK + "', 'missing', repr(e)[:200])")
+    return f"hostname; {shlex.quote(python)} -c {shlex.quote(probe)}"
+
+
+def check_host(row: HostRow, env_path, timeout_s: float, config: Optional[str]) -> HostCheck:
+    alias, python = row.ssh_alias or row.host, python_of(row)
+    try:
+        done = subprocess.run([*ssh_base(alias, timeout_s, config), _probe_script(python)], capture_output=True,
+                              text=True, errors="replace", timeout=timeout_s + 5, stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired:
+        return HostCheck(row=row, unreachable=f"host {row.host}: `ssh {alias} hostname` did not answer within "
+                         f"{timeout_s:g} s")
+    lines = done.stdout.splitlines()
+    if done.returncode == 255 or not lines:
+        said = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        return HostCheck(row=row, unreachable=f"host {row.host}: `ssh {alias} hostname` failed ({said[:160]})")
+    hostname = lines[0].strip()
+    if hostname.split(".")[0].casefold() != row.host.split(".")[0].casefold():
+        return HostCheck(row=row, hostname=hostname, problem=(
+            f"`ssh {alias} hostname` printed {hostname!r}, but the Hosts row of {env_path} with that alias is "
+            f"{row.host!r}: the alias reaches another machine. Fix: correct the host or ssh alias cell of that "
+            "row (the seed: run `ssh <alias> hostname` first and match the result to the table)"))
+    found = next((ln.split(None, 1)[1].strip() for ln in lines if ln.startswith(_MARK)), "missing")
+    fix = f"ssh {alias} {python} -m pip install 'pytest-gpuverify=={__version__}' pytest-xdist"
+    if found.startswith("missing"):
+        return HostCheck(row=row, hostname=hostname, problem=(
+            f"host {row.host}: pytest-gpuverify (with pytest-xdist) does not import in {python} there. Fix: {fix}"))
+    if found != __version__:
+        return HostCheck(row=row, hostname=hostname, problem=(
+            f"host {row.host}: pytest-gpuverify {found} is installed for {python} there, the controller has "
+            f"{__version__}. Fix: {fix}"))
+    return HostCheck(row=row, hostname=hostname)
+
+
+def check_hosts(rows: list[HostRow], env_path, timeout_s: float, config: Optional[str]) -> list[HostCheck]:
+    with ThreadPoolExecutor(max_workers=max(1, min(16, len(rows)))) as pool:
+        return list(pool.map(lambda r: check_host(r, env_path, timeout_s, config), rows))

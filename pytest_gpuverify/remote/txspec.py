@@ -1,0 +1,80 @@
+"""Which Hosts rows a session runs on over SSH, and the xdist ``--tx`` specs that start its workers."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from ..envfile import EnvFile, HostRow
+from ..options import SetupError
+from .preflight import python_of, ssh_base
+
+HOST_VARIABLE = "GPUVERIFY_XDIST_HOST"  # set on each worker (execnet's env: key): the Hosts row it serves
+WORKER_DIR = ".gpuverify-xdist"  # the worker's cwd, under the ssh user's home; xdist copies pytest into it
+
+
+def remote_rows(env: EnvFile, host: Optional[str], arch: Optional[str], hosts: Optional[str]) -> Optional[list[HostRow]]:
+    """The remote rows to run on, or None for a session that runs here (a `local` row)."""
+    if hosts:
+        return _fan_out_rows(env, hosts)
+    if host:
+        row = env.host(host)
+        return [row] if row is not None and not row.is_local else None
+    if arch:
+        rows = env.hosts_for_arch(arch)
+        return rows if len(rows) == 1 and not rows[0].is_local else None
+    return None
+
+
+def _fan_out_rows(env: EnvFile, hosts: str) -> list[HostRow]:
+    remote = [r for r in env.hosts if not r.is_local]
+    wanted = hosts.strip()
+    if wanted.casefold() == "all":
+        rows = remote
+    elif "," not in wanted and env.hosts_for_arch(wanted):
+        rows = [r for r in env.hosts_for_arch(wanted) if not r.is_local]
+    else:
+        rows = []
+        for name in (n.strip() for n in wanted.split(",") if n.strip()):
+            row = env.host(name)
+            if row is None:
+                raise SetupError(f"--gpu-hosts: {name!r} is not a host or arch in Hosts of {env.path}. "
+                                 f"Fix: use all, an arch, or names from: {', '.join(h.host for h in env.hosts)}")
+            if row.is_local:
+                raise SetupError(f"--gpu-hosts: {row.host} is the local row of {env.path}; fan-out starts workers "
+                                 "over SSH. Fix: give it its ssh alias, or leave it out")
+            rows.append(row)
+    if not rows:
+        raise SetupError(f"--gpu-hosts {hosts}: no host reached over SSH matches in Hosts of {env.path}. "
+                         "Fix: give the GPU hosts their ssh alias (not `local`)")
+    return rows
+
+
+def tx_specs(rows: list[HostRow], per_host: Optional[int], ssh_config: Optional[str], timeout_s: float,
+             rootdir: Optional[str] = None) -> list[str]:
+    """One xdist worker per GPU of each host (or ``per_host``), started by ssh with the row's python.
+    Each worker learns its Hosts row through the environment, before pytest parses anything.
+    ``rootdir``: the folder of the Repos rows' checkouts on the hosts, so that node ids name each
+    target's file as a run inside the checkout would (the worker's cwd holds only xdist's copy of pytest)."""
+    specs = []
+    for row in rows:
+        ssh = " ".join(ssh_base(row.ssh_alias or row.host, timeout_s, None)[1:])  # execnet adds `ssh -C`
+        spec = f"ssh={ssh}//python={python_of(row)}//chdir={WORKER_DIR}//env:{HOST_VARIABLE}={row.host}"
+        if ssh_config:
+            spec += f"//ssh_config={ssh_config}"
+        if rootdir:
+            spec += f"//env:PYTEST_ADDOPTS=--rootdir={rootdir}"
+        specs += [spec] * (per_host or row.gpus or 1)
+    return specs
+
+
+def checkouts_root(env: EnvFile) -> Optional[str]:
+    """The deepest folder holding every Repos row's checkout (the row's own path when there is one)."""
+    import os
+
+    paths = [str(r.path) for r in env.repos if r.path is not None]
+    return os.path.commonpath(paths) if paths else None
+
+
+def host_of_spec(spec) -> Optional[str]:
+    """The Hosts row a worker's gateway spec serves (None: not one of ours)."""
+    return (getattr(spec, "env", None) or {}).get(HOST_VARIABLE)
