@@ -20,7 +20,8 @@ from pydantic import ValidationError
 
 from .artifact import Artifact, Correctness, RunRecord, sha256_file
 from .check_provenance import provenance_problems
-from .parsers.dispatch import context_for, limits_of, parse_output
+from .parsers.dispatch import context_for, limits_of
+from .runs_log import parse_log, runs_problems
 from .parsers.result import ParsedOutput
 from .signing import signer_of, verify
 from .verdict import RunFacts, verdict_and_reasons
@@ -101,7 +102,7 @@ def check_artifact(art: Artifact, artifact_path: Path) -> list[str]:
             parsed = _parse(art, artifact_path, raw)
     elif art.run is not None and art.run.output_parsed:
         problems.append("run.output_parsed is true, but there is no raw output")
-    problems += _compare_output(art, parsed) + provenance_problems(art, artifact_path, raw)
+    problems += _compare_output(art, parsed) + provenance_problems(art, artifact_path, raw) + runs_problems(art, raw)
     if art.run is None:
         return problems + _loose_verdict(art, parsed)
     return problems + _rederive_verdict(art, art.run, parsed)
@@ -111,7 +112,7 @@ def _parse(art: Artifact, artifact_path: Path, raw: Path) -> ParsedOutput:
     kind = art.target.kind if art.target else "aiter-op-test"
     junit = artifact_path.parent / art.junit_xml if art.junit_xml else None
     exit_code = art.run.exit_code if art.run is not None else art.exit_code  # what the engine parsed with
-    return parse_output(kind, raw, context_for(art.target, art.command, junit, exit_code))
+    return parse_log(kind, raw, context_for(art.target, art.command, junit, exit_code))
 
 
 def _compare_output(art: Artifact, parsed: Optional[ParsedOutput]) -> list[str]:

@@ -37,7 +37,11 @@ from .lock import LockError
 from .hosts import lock_for, select_host
 from .log_trailer import seal_log
 from .options import RunOptions, SetupError
-from .parsers.dispatch import context_for, parse_output
+from .parsers.dispatch import context_for
+from .runs_log import parse_log
+from . import multirun
+from .ab import BaseWorktrees
+from .summary import summarize
 from .picker import GpuGrant, GpuPicker, NoGpu, PickerError
 from .provenance import ContainerFacts, import_origin, move_out, origin_inside, read_container_facts, repo_state
 from .sampler import IdleSampler
@@ -122,6 +126,7 @@ class VerifySession:
         self._starter: Optional[threading.Thread] = None
         self._start_error: Optional[BaseException] = None
         self._collected: Optional[float] = None
+        self.base_worktrees = BaseWorktrees(options.ab_base) if options.ab_base else None  # --gpu-ab (ab.py)
 
     def mark_collected(self) -> None:
         """The session has its targets (pytest's collection is over): the timelines' first entry."""
@@ -195,6 +200,8 @@ class VerifySession:
         self.sampler.stop()
         if self._guard is not None:
             self._guard.close()
+        if self.base_worktrees is not None:  # before writing: the artifacts say whether it went
+            multirun.remove_worktrees(self)
         for outcome in self.outcomes:
             try:
                 self.write(outcome)
@@ -235,6 +242,7 @@ class VerifySession:
                 floors=dict(target.thresholds.floors), ceilings=dict(target.thresholds.ceilings),
                 pass_pattern=target.pass_pattern, fail_pattern=target.fail_pattern,
                 command=list(target.command) if target.command else None,
+                repeats=multirun.repeats_for(self.options, target), min_steps=target.min_steps,
             ),
             cold=self.options.cold,
             signed_by=self.signer.signer if self.signer else None,
@@ -251,7 +259,7 @@ class VerifySession:
             if facts.ran and outcome.raw_path is not None:
                 self._seal(outcome, facts)  # before parsing: check re-parses the log as sealed
                 context = context_for(art.target, art.command, outcome.junit_path, facts.exit_code)
-                parsed = parse_output(target.kind, outcome.raw_path, context)
+                parsed = parse_log(target.kind, outcome.raw_path, context)
         except Interrupted as exc:
             self._record_exec(facts, exc.outcome)
             self._finish(outcome, facts, None, t0)
@@ -332,7 +340,10 @@ class VerifySession:
                     "the run would test another checkout"
                 )
                 return
-        self._run_on_gpu(target, art, outcome, facts, cfacts, wt, ws.rel_target, pypath, stamp)
+        plan = multirun.plan_for(self.options, self.base_worktrees, target, art, cfacts.handle, wt, ws.wt_host,
+                                 facts.blocked)
+        if not facts.blocked:
+            self._run_on_gpu(target, art, outcome, facts, cfacts, wt, ws.rel_target, pypath, stamp, plan)
 
     def _client(self):
         if self._docker is None:
@@ -378,7 +389,7 @@ class VerifySession:
             facts.blocked.append(f"wrong arch in {_where(name)}: it is {cfacts.arch}, the run needs {self.expected_arch}")
         return cfacts
 
-    def _run_on_gpu(self, target, art, outcome, facts, cfacts, wt, rel, pypath, stamp) -> None:
+    def _run_on_gpu(self, target, art, outcome, facts, cfacts, wt, rel, pypath, stamp, plan=None) -> None:
         grant = self._external_grant
         timeline = art.timeline
         timeline.pick_started = self.clock.wall(time.monotonic())
@@ -425,10 +436,15 @@ class VerifySession:
                 self._on_running, f"{target.name} on {self.host_row.host} gpu {art.env.get(run_env.visible_var, '?')}")
             timeline.command_started = self.clock.wall(time.monotonic())  # no later than the real start
             try:
-                result = cfacts.handle.stream_to_file(
-                    argv, outcome.raw_path, env=command_env, workdir=art.workdir or wt,
-                    timeout_s=self.options.timeout_s, echo=running_echo(self._echo, live), on_start=guards.on_start,
-                )
+                if plan is not None:  # repeats or --gpu-ab: every run under this one lock (multirun.py)
+                    result = multirun.run_planned(self, plan, target, art, cfacts.handle, wt, rel, run_env, command_env,
+                                                  run_id, stamp, outcome.raw_path, running_echo(self._echo, live),
+                                                  guards.on_start)
+                else:
+                    result = cfacts.handle.stream_to_file(
+                        argv, outcome.raw_path, env=command_env, workdir=art.workdir or wt,
+                        timeout_s=self.options.timeout_s, echo=running_echo(self._echo, live), on_start=guards.on_start,
+                    )
             finally:
                 timeline.command_ended = self.clock.wall(time.monotonic())  # no earlier than the real end
                 if live is not None:
@@ -442,7 +458,7 @@ class VerifySession:
                 timeline.lock_released = self.clock.wall(min(lease.released_at or 0.0 for lease in grant.leases) or None)
             if self.options.cold:
                 remove_cold_caches(cfacts.handle, caches, art.notes)
-        if target.kind in PYTEST_KINDS:
+        if target.kind in PYTEST_KINDS and plan is None:
             outcome.junit_path = self._fetch_junit(cfacts.handle, run_id, art, stamp)
 
     def _fetch_junit(self, handle: ContainerHandle, run_id: str, art: Artifact, stamp: str) -> Optional[Path]:
@@ -474,6 +490,7 @@ class VerifySession:
             art.correctness = parsed.correctness
             regime = outcome.target.regime
             art.perf = [r if r.regime or not regime else r.model_copy(update={"regime": regime}) for r in parsed.perf]
+            art.perf_summary = summarize(art.perf)
             art.notes.extend(parsed.notes)
         art.verdict, art.reasons = verdict_and_reasons(facts, parsed, outcome.target.thresholds)
         # the facts behind the verdict, so that `gpuverify check` can re-derive it
