@@ -84,15 +84,15 @@ def run_planned(session, plan: Plan, target: Target, art: Artifact, handle, wt: 
             art.notes.append(f"run {n}{' side ' + side.label if side.label else ''}: {note}")
         return path.name if path else None
 
+    art.runs = []
     try:
-        result, slices = run_rounds(handle, sides, plan.repeats, raw_path, session.options.timeout_s,
-                                    echo=echo, on_start=on_start, fetch_junit=fetch_junit)
+        result, _ = run_rounds(handle, sides, plan.repeats, raw_path, session.options.timeout_s,
+                               echo=echo, on_start=on_start, fetch_junit=fetch_junit, slices=art.runs)
     finally:
         if base_caches is not None and session.options.cold:
             remove_cold_caches(handle, base_caches, art.notes)
-    art.runs = slices
-    if art.ab is not None:
-        art.ab.order = [f"{s.side}{s.run}" for s in slices]
+        if art.ab is not None:
+            art.ab.order = [f"{s.side}{s.run}" for s in art.runs]
     return result
 
 

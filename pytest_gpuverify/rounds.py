@@ -56,11 +56,21 @@ def _fold(total: ExecOutcome, codes: list, res: ExecOutcome, label: str) -> None
     total.leftovers += res.leftovers
 
 
+def _ended(out_path: Path, nonce: str, n: int, repeats: int, side: Side, res: ExecOutcome,
+           junit: Optional[str], slices: list[RunSlice]) -> None:
+    end = {"exit_code": res.exit_code, "timed_out": res.timed_out, "interrupted": res.interrupted,
+           "container_died": res.container_died, "junit_xml": junit}
+    _append(out_path, marker(nonce, n, repeats, side.label, "ended", end))
+    slices.append(RunSlice(run=n, side=side.label, checkout=side.checkout, **end))
+
+
 def run_rounds(handle, sides: list[Side], repeats: int, out_path: Path, timeout_s: float,
                echo=None, on_start=None, fetch_junit: Optional[Callable[[Side, int], Optional[str]]] = None,
-               ) -> tuple[ExecOutcome, list[RunSlice]]:
-    """Run the schedule; stop early only when a run timed out, was interrupted or lost its container."""
-    nonce, total, slices, codes = new_nonce(), ExecOutcome(), [], []
+               slices: Optional[list[RunSlice]] = None) -> tuple[ExecOutcome, list[RunSlice]]:
+    """Run the schedule; stop early only when a run timed out, was interrupted or lost its container.
+    ``slices`` (filled as runs end) keeps what ran when Ctrl-C ends the loop."""
+    nonce, total, codes = new_nonce(), ExecOutcome(), []
+    slices = [] if slices is None else slices
     for n, side in schedule(repeats, sides):
         label = f"run {n}" + (f" side {side.label}" if side.label else "")
         _append(out_path, marker(nonce, n, repeats, side.label, "begins",
@@ -68,15 +78,11 @@ def run_rounds(handle, sides: list[Side], repeats: int, out_path: Path, timeout_
         try:
             res = handle.stream_to_file(side.argv(n), out_path, env=side.env, workdir=side.workdir,
                                         timeout_s=timeout_s, echo=echo, on_start=on_start)
-        except Interrupted as exc:
+        except Interrupted as exc:  # the log still says how this run ended
+            _ended(out_path, nonce, n, repeats, side, exc.outcome, None, slices)
             _fold(total, codes, exc.outcome, label)
-            slices.append(RunSlice(run=n, side=side.label, checkout=side.checkout, interrupted=exc.outcome.interrupted))
             raise Interrupted(total) from None
-        junit = fetch_junit(side, n) if fetch_junit is not None else None
-        end = {"exit_code": res.exit_code, "timed_out": res.timed_out, "interrupted": res.interrupted,
-               "container_died": res.container_died, "junit_xml": junit}
-        _append(out_path, marker(nonce, n, repeats, side.label, "ended", end))
-        slices.append(RunSlice(run=n, side=side.label, checkout=side.checkout, **end))
+        _ended(out_path, nonce, n, repeats, side, res, fetch_junit(side, n) if fetch_junit is not None else None, slices)
         _fold(total, codes, res, label)
         if res.timed_out or res.interrupted or res.container_died:
             break

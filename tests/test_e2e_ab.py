@@ -119,3 +119,23 @@ def test_repeats_fail_in_run_2_and_short_runs(sandbox):
     assert art.target.repeats == 2 and len(art.runs) == 2
     assert any("printed 20 steps" in r and "min_steps 50" in r for r in art.reasons), art.reasons
     assert gv("check", path).returncode == 0
+
+
+def test_ctrl_c_during_ab_removes_the_base_worktree(sandbox):
+    import signal
+
+    (sandbox.repo / "note.txt").write_text("head\n")
+    commit(sandbox.repo, "head")
+    proc = sandbox.start_sleeper("--gpu-ab", "HEAD~1")  # returns once side A's run prints
+    assert (sandbox.repo / ".gpuverify-ab").is_dir() and git(sandbox.repo, "worktree", "list").count("\n") == 1
+    proc.send_signal(signal.SIGINT)
+    output = proc.communicate(timeout=60)[0].decode(errors="replace")
+    assert proc.returncode == 2, output
+    art = sandbox.artifact("sleep")
+    assert art.verdict == "INCONCLUSIVE" and "interrupted" in art.reasons[0], art.reasons
+    assert [(r.run, r.side) for r in art.runs] == [(1, "A")] and art.ab.order == ["A1"]
+    assert not (sandbox.repo / ".gpuverify-ab").exists(), output
+    assert git(sandbox.repo, "worktree", "list").count("\n") == 0
+    assert any("removed after the run" in n for n in art.notes), art.notes
+    assert sandbox.lock_files_free() and sandbox.command_gone()
+    assert gv("check", str(sandbox.tickets / "T-1" / "bench_sleep.json")).returncode == 0
