@@ -30,6 +30,8 @@ the ``tool.gpuverify.`` prefix (``[thresholds]``, ``[[targets]]``). The ``pyproj
     command = "python3 bench/hillclimb.py --interleave"   # a string or a list; bench only
     repo = "aiter"                # the env file's Repos row that holds it (optional)
     workdir = "."                 # relative to the worktree (optional)
+    repeats = 3                   # runs under one lock (--gpu-repeats wins); rows carry `run`
+    min_steps = 50                # each run must print >= 50 timed steps where it prints a count
 
 Kinds: aiter-op-test, flydsl-pytest, triton-pytest, bench, pytest. A test target needs ``path`` (a
 folder too, for kind pytest); a bench target needs ``command`` or ``path`` (run as ``python3

@@ -139,3 +139,18 @@ def test_ctrl_c_during_ab_removes_the_base_worktree(sandbox):
     assert any("removed after the run" in n for n in art.notes), art.notes
     assert sandbox.lock_files_free() and sandbox.command_gone()
     assert gv("check", str(sandbox.tickets / "T-1" / "bench_sleep.json")).returncode == 0
+
+
+def test_repeats_of_an_inner_pytest_keep_each_runs_junit(sandbox):
+    from pytest_gpuverify import demo
+
+    demo.install_pytest(sandbox.client, sandbox.container)
+    proc = sandbox.pytest("op_tests/triton_tests/test_triton_softmax.py", "--gpu-repeats", "2")
+    art = sandbox.artifact("triton_softmax")
+    assert art.verdict == "PASS", out(proc) + str(art.reasons)
+    assert [(r.run, r.exit_code) for r in art.runs] == [(1, 0), (2, 0)]
+    names = [r.junit_xml for r in art.runs]
+    assert all(names) and len(set(names)) == 2 and art.junit_xml is None
+    assert all((sandbox.tickets / "T-1" / n).exists() for n in names)
+    assert art.correctness.passed is True and sorted({r.run for r in art.perf} or {1, 2}) == [1, 2]
+    assert gv("check", str(sandbox.tickets / "T-1" / "bench_triton_softmax.json")).returncode == 0
