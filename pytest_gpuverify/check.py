@@ -78,7 +78,8 @@ def signature_problems(art: Optional[Artifact], artifact_path: Path, allowed: Pa
         return [why for why in [verify(artifact_path, allowed, identity)] if why]
     if not art.signed_by:
         return ["signed_by is null: the artifact was not signed"]
-    files = [artifact_path] + [artifact_path.parent / name for name in (art.raw_output, art.junit_xml) if name]
+    names = (art.raw_output, art.junit_xml, *(r.junit_xml for r in art.runs))  # each repeated run's report too
+    files = [artifact_path] + [artifact_path.parent / name for name in names if name]
     return [why for why in (verify(f, allowed, art.signed_by) for f in files) if why]
 
 

@@ -216,7 +216,8 @@ class VerifySession:
         store_artifact(outcome.artifact, outcome.artifact_path, self._moves_lock)
         outcome.written = True
         if self.signer is not None:  # every file is final now: the artifact embeds the log's sha256
-            sign_outputs(self.signer, [outcome.raw_path, outcome.junit_path, outcome.artifact_path])
+            runs_junit = [self.out_dir / r.junit_xml for r in outcome.artifact.runs if r.junit_xml]  # repeats
+            sign_outputs(self.signer, [outcome.raw_path, outcome.junit_path, *runs_junit, outcome.artifact_path])
 
     # -- one target ------------------------------------------------------------------------
     def unique_topic(self, target: Target) -> str:
