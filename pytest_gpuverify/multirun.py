@@ -42,6 +42,12 @@ def plan_for(options, worktrees: Optional[BaseWorktrees], target: Target, art: A
     except AbError as exc:
         blocked.append(str(exc))
         return None
+    if target.path is not None and target.path.is_relative_to(wt_host):
+        rel = target.path.relative_to(wt_host)
+        if not (base.path / rel).exists():
+            blocked.append(f"--gpu-ab {base.ref}: {rel} does not exist at {base.sha[:12]}, so the base side "
+                           "cannot run it. Fix: pick a BASE that has the target, or drop --gpu-ab for it")
+            return None
     plan = Plan(repeats, base, base.container_path(wt), head_sha(wt_host))
     art.ab = AbRecord(base_ref=base.ref, base_sha=base.sha, head_sha=plan.head_sha, base_worktree=str(base.path))
     package = import_package(target.kind)

@@ -197,6 +197,10 @@ def runs_problems(art, raw: Optional[Path]) -> list[str]:
     if recorded != stated:
         problems.append(f"runs: the artifact records {len(recorded)} run(s), the raw log's lines state "
                         f"{len(stated)}" + ("" if len(recorded) != len(stated) else " with other facts"))
+    if art.ab is not None:
+        shas = {"A": art.ab.base_sha, "B": art.ab.head_sha}
+        problems += [f"runs: run {s['run']} side {s['side']} ran {s['checkout']}, ab says side {s['side']} is "
+                     f"{shas.get(s['side'])}" for s in stated if s["side"] in shas and s["checkout"] != shas[s["side"]]]
     order = [f"{s['side']}{s['run']}" for s in stated]
     if art.ab is not None and art.ab.order != order:
         problems.append(f"ab.order is {art.ab.order}, the raw log ran {order}")

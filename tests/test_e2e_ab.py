@@ -86,6 +86,21 @@ def test_ab_of_head_and_head_1_then_compare(sandbox, speed, spread, expected, rc
     path = str(sandbox.tickets / "T-1" / "bench_lab.json")
     check = gv("check", path)
     assert check.returncode == 0, check.stdout + check.stderr
+    if expected == "IMPROVED":  # check re-derives the new fields: each edit is named
+        original = (sandbox.tickets / "T-1" / "bench_lab.json").read_text()
+        for edit, said in ((("perf_summary", 0, "median"), "perf_summary[0]"), (("ab", "base_sha"), "ab says side A"),
+                           (("runs", 1, "exit_code"), "runs: the artifact records")):
+            data = json.loads(original)
+            *parents, leaf = edit
+            node = data
+            for key in parents:
+                node = node[key]
+            node[leaf] = 7 if leaf == "exit_code" else 1.0 if leaf == "median" else "0" * 40
+            tampered = sandbox.tickets / "T-1" / "bench_tampered.json"
+            tampered.write_text(json.dumps(data))
+            res = gv("check", str(tampered))
+            assert res.returncode == 1 and said in res.stdout, (edit, res.stdout)
+            tampered.unlink()
     cmp = gv("compare", "--json", path)
     assert cmp.returncode == rc, cmp.stdout + cmp.stderr
     pairs = json.loads(cmp.stdout)["pairs"]
@@ -154,3 +169,16 @@ def test_repeats_of_an_inner_pytest_keep_each_runs_junit(sandbox):
     assert all((sandbox.tickets / "T-1" / n).exists() for n in names)
     assert art.correctness.passed is True and sorted({r.run for r in art.perf} or {1, 2}) == [1, 2]
     assert gv("check", str(sandbox.tickets / "T-1" / "bench_triton_softmax.json")).returncode == 0
+
+
+def test_ab_base_without_the_target_never_runs_it(sandbox):
+    (sandbox.repo / "bench" / "bench_new.py").write_text('print("[checkAllclose atol=0.01 rtol=0.01 passed~]")\n')
+    (sandbox.repo / "gpuverify.toml").write_text('[[targets]]\nname = "new"\nkind = "bench"\npath = "bench/bench_new.py"\n')
+    commit(sandbox.repo, "a new harness")
+    proc = sandbox.pytest("--gpu-target", "new", "--gpu-ab", "HEAD~1")
+    art = sandbox.artifact("new")
+    assert art.verdict == "INCONCLUSIVE" and art.run.ran is False, out(proc)
+    assert "bench/bench_new.py does not exist at" in art.reasons[0] and "Fix:" in art.reasons[0]
+    assert not (sandbox.repo / ".gpuverify-ab").exists()
+    proc = sandbox.pytest("--gpu-target", "new", "--gpu-ab", "no-such-ref")
+    assert "--gpu-ab no-such-ref: not a commit" in sandbox.artifact("new").reasons[0], out(proc)

@@ -153,3 +153,12 @@ def test_declaration_keys(tmp_path):
     toml.write_text('[[targets]]\nname = "lab"\nkind = "bench"\ncommand = "python3 b.py"\nrepeats = "3"\n')
     with pytest.raises(DeclarationError, match="key 'repeats'.*not a whole number >= 1.*Fix: write it without quotes"):
         load_declarations(toml)
+
+
+def test_gpu_repeats_option_bounds():
+    from pytest_gpuverify.options import SetupError, check_repeats
+
+    assert check_repeats("3") == 3 and check_repeats(None) is None
+    for bad in ("0", "x", "-2", "1001"):
+        with pytest.raises(SetupError, match="--gpu-repeats .* Fix: e.g. --gpu-repeats 3"):
+            check_repeats(bad)
