@@ -14,7 +14,7 @@ import atexit
 import shutil
 import subprocess
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
@@ -33,6 +33,7 @@ class BaseWorktree:
     sha: str
     head: Path  # the head's checkout (git top level) on the host
     path: Path  # the base worktree on the host
+    inside: dict = field(default_factory=dict)  # executor name -> the worktree's path there (its mount)
 
     def container_path(self, head_in_container: str) -> str:
         return f"{head_in_container.rstrip('/')}/{self.path.relative_to(self.head).as_posix()}"

@@ -49,6 +49,7 @@ def plan_for(options, worktrees: Optional[BaseWorktrees], target: Target, art: A
                            "cannot run it. Fix: pick a BASE that has the target, or drop --gpu-ab for it")
             return None
     plan = Plan(repeats, base, base.container_path(wt), head_sha(wt_host))
+    base.inside[handle.name] = plan.base_wt
     art.ab = AbRecord(base_ref=base.ref, base_sha=base.sha, head_sha=plan.head_sha, base_worktree=str(base.path))
     package = import_package(target.kind)
     if package:
@@ -107,9 +108,12 @@ def remove_worktrees(session) -> None:
     from .container import ContainerError
 
     def in_container(wt: BaseWorktree) -> None:
-        for facts in session._containers.values():
+        for name, path in wt.inside.items():
+            facts = session._containers.get(name)
+            if facts is None or not path.rstrip("/").split("/")[-2:-1] == [".gpuverify-ab"]:
+                continue  # only ever a worktree of ours, at the path its container sees
             try:
-                facts.handle.capture(["rm", "-rf", str(wt.path)], timeout_s=120)  # host path == mount path only
+                facts.handle.capture(["rm", "-rf", path], timeout_s=120)
             except (ContainerError, OSError):
                 pass
 
