@@ -104,11 +104,13 @@ def test_ab_of_head_and_head_1_then_compare(sandbox, speed, spread, expected, rc
     cmp = gv("compare", "--json", path)
     assert cmp.returncode == rc, cmp.stdout + cmp.stderr
     pairs = json.loads(cmp.stdout)["pairs"]
+    assert json.loads(cmp.stdout)["ab"]["base_sha"] == base_sha
     assert len(pairs) == 6 and {p["metric"] for p in pairs} == {"us", "TFLOPS"}  # time and throughput rows
     assert {p["call"] for p in pairs} == {expected}, [(p["shape"], p["metric"], p["call"], p["why"]) for p in pairs]
     assert all(len(p["base"]) == 3 and len(p["head"]) == 3 for p in pairs)
     table = gv("compare", path)
     assert table.returncode == rc and expected in table.stdout
+    assert table.stdout.startswith(f"A (base) = HEAD~1 {base_sha[:12]}, B (head) = {head_sha[:12]}; run order A1 B1 A2")
 
 
 def test_repeats_fail_in_run_2_and_short_runs(sandbox):
