@@ -30,14 +30,14 @@ the ``tool.gpuverify.`` prefix (``[thresholds]``, ``[[targets]]``). The ``pyproj
     command = "python3 bench/hillclimb.py --interleave"   # a string or a list; bench only
     repo = "aiter"                # the env file's Repos row that holds it (optional)
     workdir = "."                 # relative to the worktree (optional)
-    repeats = 3                   # runs under one lock (--gpu-repeats wins); rows carry `run`
-    min_steps = 50                # each run must print >= 50 timed steps where it prints a count
 
 Kinds: aiter-op-test, flydsl-pytest, triton-pytest, bench, pytest. A test target needs ``path`` (a
 folder too, for kind pytest); a bench target needs ``command`` or ``path`` (run as ``python3
 <path>``). Thresholds: cosine_sim_min, max_abs_error_max, logits_diff_max, snr_db_min,
 err_ratio_max (each a finite number). ``pass_pattern``/``fail_pattern``: regular expressions for a
-harness's own words of success and failure (compiled here).
+harness's own words of success and failure (compiled here). ``repeats = 3``: runs under one lock
+(``--gpu-repeats`` wins; runs_log.py); ``min_steps = 50``: the fewest timed steps each run must print
+where it prints a count (each a whole number >= 1).
 
 A mistake stops with one line naming the file, the place (``targets[2] (ab-harness) at line 20``
 counts the ``[[targets]]`` blocks from 1), the key, and ending in ``Fix: ...``. Nothing is guessed.
