@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Optional
 
-from .ab import AbError, BaseWorktree, BaseWorktrees, head_sha
+from .ab import FOLDER, AbError, BaseWorktree, BaseWorktrees, head_sha
 from .artifact import AbRecord, Artifact
 from .caches import plan_caches, remove_cold_caches
 from .leftovers import run_marker
@@ -110,7 +110,7 @@ def remove_worktrees(session) -> None:
     def in_container(wt: BaseWorktree) -> None:
         for name, path in wt.inside.items():
             facts = session._containers.get(name)
-            if facts is None or not path.rstrip("/").split("/")[-2:-1] == [".gpuverify-ab"]:
+            if facts is None or path.rstrip("/").split("/")[-2:-1] != [FOLDER]:
                 continue  # only ever a worktree of ours, at the path its container sees
             try:
                 facts.handle.capture(["rm", "-rf", path], timeout_s=120)
