@@ -16,6 +16,8 @@ from typing import Any, Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from .builds import BuildRecord
+from .ephemeral import FreshContainerRecord
 from .files import RESULT_MODE, FileProblem, unwritable, write_atomic
 
 SCHEMA_VERSION = 4  # 2: the run record (`run`); 3: host_gpus, signed_by, target.command, the raw log's trailer,
@@ -252,6 +254,9 @@ class Artifact(_Model):
     junit_xml: Optional[str] = None  # an inner pytest run's report, saved beside the raw output
     signed_by: Optional[str] = None  # the Signing row's signer: the identity its .sig files verify as
     timeline: Optional[Timeline] = None  # None in artifacts written before it was kept
+    image_digest: Optional[str] = None  # the image the container ran, by content (repo digest, else image id)
+    fresh_container: Optional[FreshContainerRecord] = None  # a `run` row's container, started for this run
+    builds: list[BuildRecord] = Field(default_factory=list)  # the declaration's builds this target stood on
     runs: list[RunSlice] = Field(default_factory=list)  # repeated runs, in the order they ran; [] for one
     perf_summary: list[PerfSummary] = Field(default_factory=list)  # from ``perf`` (summary.py)
     ab: Optional[AbRecord] = None

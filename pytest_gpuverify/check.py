@@ -19,6 +19,7 @@ from typing import Optional
 from pydantic import ValidationError
 
 from .artifact import Artifact, Correctness, RunRecord, sha256_file
+from .builds import build_problems
 from .check_provenance import provenance_problems
 from .parsers.dispatch import context_for, limits_of
 from .runs_log import parse_log, runs_problems
@@ -104,6 +105,7 @@ def check_artifact(art: Artifact, artifact_path: Path) -> list[str]:
     elif art.run is not None and art.run.output_parsed:
         problems.append("run.output_parsed is true, but there is no raw output")
     problems += _compare_output(art, parsed) + provenance_problems(art, artifact_path, raw) + runs_problems(art, raw)
+    problems += build_problems(art, artifact_path.parent)
     if art.run is None:
         return problems + _loose_verdict(art, parsed)
     return problems + _rederive_verdict(art, art.run, parsed)

@@ -219,6 +219,8 @@ def _env_and_imports(art: Artifact) -> list[str]:
     var = "CUDA_VISIBLE_DEVICES" if nvidia else "HIP_VISIBLE_DEVICES"
     by_uuid = nvidia and all(is_uuid(g.uuid) for g in art.gpus)  # as the NVIDIA backend's visible_value
     visible = ",".join(str(g.uuid if by_uuid else g.index) for g in art.gpus)
+    if art.fresh_container is not None and art.fresh_container.visible:  # its GPUs are 0..n-1 inside (ephemeral.py)
+        visible = art.fresh_container.visible
     wt = _worktree(kind, env.get("PYTHONPATH", ""))
     expected = RunEnvironment(visible_var=var, visible_value=visible, pythonpath=pythonpath(kind, wt),
                               jit_dir=art.cache_dirs.get("AITER_JIT_DIR", ""), arch=art.gpu.arch,

@@ -57,13 +57,14 @@ import tomllib
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from .builds import BuildStep, read_builds
 from .parsers.shape_checks import pattern_problem
 from .targets import BENCH, KINDS, PYTEST, Target, Thresholds, kind_for_path, safe_topic
 
 DECLARATIONS_FILE = "gpuverify.toml"
 PYPROJECT = "pyproject.toml"
 REGIMES = ("cold-L2", "warm", "hipGraph")
-TOP_KEYS = ("regime", "dtype", "gpus", "thresholds", "floors", "ceilings", "targets")
+TOP_KEYS = ("regime", "dtype", "gpus", "thresholds", "floors", "ceilings", "targets", "builds")
 TARGET_KEYS = ("name", "kind", "path", "command", "args", "topic", "dtype", "regime", "gpus",
                "thresholds", "floors", "ceilings", "repo", "workdir", "pass_pattern", "fail_pattern",
                "repeats", "min_steps")
@@ -111,6 +112,7 @@ class Declarations(BaseModel):
     path: Path  # the gpuverify.toml or pyproject.toml they were read from
     targets: list[Target] = Field(default_factory=list)
     defaults: Defaults = Field(default_factory=Defaults)
+    builds: tuple[BuildStep, ...] = ()  # [[builds]]: run before the targets (builds.py)
 
     @property
     def names(self) -> list[str]:
@@ -251,7 +253,8 @@ class _Reader:
                                      f"{seen[key, value.casefold()]}", fix)
                 seen[key, value.casefold()] = where
             targets.append(target)
-        return Declarations(path=self.file, targets=targets, defaults=defaults)
+        return Declarations(path=self.file, targets=targets, defaults=defaults,
+                            builds=read_builds(data.get("builds"), self.error, self.argv))
 
     def target(self, index: int, block: dict[str, Any], defaults: Defaults) -> tuple[Target, str]:
         name = block.get("name")

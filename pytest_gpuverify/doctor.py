@@ -142,6 +142,7 @@ def _window_line(env: EnvFile, row, backend) -> str:
 def _containers(report: DoctorReport, env: EnvFile, row, vendor: str, docker_factory) -> dict[str, dict]:
     """Each container's line; returns the running ones' ``docker inspect``, by name."""
     from .container import ContainerError, ContainerHandle, docker_client
+    from .ephemeral import image_facts, is_run_name
     from .provenance import container_arch
 
     mine = [c for c in env.containers if not c.host or c.host.lower() == row.host.lower()]
@@ -154,6 +155,12 @@ def _containers(report: DoctorReport, env: EnvFile, row, vendor: str, docker_fac
         report.problems.append(f"Docker Engine not reachable: {exc}")
         return found
     for c in mine:
+        if is_run_name(c.name):  # not a container: an image a run starts one from (ephemeral.py)
+            image_id, _, problem = image_facts(client, c.image)
+            report.lines.append(f"container {c.name}: a fresh container per run, image {c.image} ({problem or image_id})")
+            if problem:
+                report.problems.append(problem)
+            continue
         handle = ContainerHandle(client, c.name)
         try:
             running = handle.running

@@ -99,9 +99,11 @@ class RepoRow(_Frozen):
 
 
 class ContainerRow(_Frozen):
-    name: str
+    name: str  # or `run` / `run:<label>`: a fresh container of `image` per locked run (ephemeral.py)
     image: Optional[str] = None
     host: Optional[str] = None
+    mounts: Optional[str] = None  # optional column, `run` rows only: /host:/container[:ro], comma-separated
+    env: Optional[str] = None  # optional column, `run` rows only: NAME=VALUE words
 
 
 class GpuLockRow(_Frozen):
@@ -215,8 +217,7 @@ def parse_env_text(text: str, path: PathLike) -> EnvFile:
         resources=_resources(rows.get("Resources", [])),
         hosts=[_host(where, cells) for where, cells in rows.get("Hosts", [])],
         repos=[_repo(where, cells) for where, cells in rows.get("Repos", [])],
-        containers=[ContainerRow(name=c["name"], image=c["image"], host=c["host"])
-                    for _, c in rows.get("Containers", [])],
+        containers=[_container(where, cells) for where, cells in rows.get("Containers", [])],
         gpu_locks=[_gpu_lock(where, cells) for where, cells in rows.get("GPU lock", [])],
         signing=[signing_row(where, cells) for where, cells in rows.get("Signing", [])],
         rows_per_section={section: len(section_rows) for section, section_rows in rows.items()},
@@ -397,6 +398,16 @@ def _repo(where: _Where, cells: dict[str, Optional[str]]) -> RepoRow:
                           "write the path inside the container, e.g. /workspace/aiter.")
     return RepoRow(repo=cells["repo"], path=_host_path(where, cells["path"]),
                    container=cells["container"], mount=mount)
+
+
+def _container(where: _Where, cells: dict[str, Optional[str]]) -> ContainerRow:
+    from .ephemeral import row_problem
+
+    problem = row_problem(cells)
+    if problem:
+        raise where.error(*problem)
+    return ContainerRow(name=cells["name"], image=cells["image"], host=cells["host"],
+                        mounts=cells.get("mounts"), env=cells.get("env"))
 
 
 def _gpu_lock(where: _Where, cells: dict[str, Optional[str]]) -> GpuLockRow:

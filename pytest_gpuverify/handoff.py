@@ -103,12 +103,29 @@ def observation(art: Artifact, base: Optional[Artifact] = None) -> str:
     return "; ".join(parts)
 
 
+def build_runs(arts: list[Artifact]) -> list[CommandRun]:
+    """Each build the artifacts stood on, once (they share its kept output file), before the targets."""
+    seen: dict[str, tuple[Any, list[str]]] = {}
+    for art in arts:
+        for b in art.builds:
+            seen.setdefault(b.output or f"{b.name}:{b.command}", (b, []))[1].append(art.topic)
+    runs = []
+    for b, topics in seen.values():
+        result = b.failed or f"build {b.name} passed"
+        output = f"output {b.output} ({b.output_bytes} bytes, sha256 {b.output_sha256})" if b.output else "no output"
+        gpus = f" on GPU {','.join(map(str, b.gpus))}" if b.gpus else ""
+        runs.append(CommandRun(command=b.command, exitCode=b.exit_code, observation=(
+            f"{result}; in {b.container or 'the host'}{gpus}, {b.duration_s} s; {output}; targets: {', '.join(topics)}")))
+    return runs
+
+
 def build_handoff(ticket: Path, base: Optional[Path] = None) -> Handoff:
     """Refused (naming the file) when any artifact fails ``gpuverify check``."""
     arts = ticket_artifacts(ticket)
     bases = {a.topic: a for _, a in ticket_artifacts(base)} if base is not None else {}
-    runs = [CommandRun(command=a.command or a.topic, exitCode=a.exit_code, observation=observation(a, bases.get(a.topic)))
-            for _, a in arts]
+    runs = build_runs([a for _, a in arts]) + [
+        CommandRun(command=a.command or a.topic, exitCode=a.exit_code, observation=observation(a, bases.get(a.topic)))
+        for _, a in arts]
     verdicts = Counter(a.verdict for _, a in arts)
     summary = f"{len(arts)} artifact(s) in {ticket.name}: " + ", ".join(
         f"{verdicts[v]} {v}" for v in ("PASS", "FAIL", "INCONCLUSIVE") if verdicts[v])

@@ -22,6 +22,7 @@ from typing import Any, Iterable, Literal, Optional, Sequence, Union
 
 from .devcontainer import Mount, devcontainer_mounts, find_config, name_from_run_args, read_config, substitute
 from .envfile import ContainerRow, EnvFile, RepoRow
+from .ephemeral import is_run_name
 
 Source = Literal["option", "devcontainer", "repos", "running"]
 PathLike = Union[str, os.PathLike]
@@ -43,6 +44,7 @@ class Resolution:
     notes: list[str] = field(default_factory=list)
     image: Optional[str] = None  # Config.Image of the container, from docker inspect
     config_file: Optional[Path] = None  # the devcontainer.json that named it
+    fresh: Optional[ContainerRow] = None  # a `run` row: a container is started per locked run (ephemeral.py)
 
     @property
     def ok(self) -> bool:
@@ -247,6 +249,9 @@ def _check(env: EnvFile, res: Resolution, origin: str, client: Any, host: str, a
     if not _host_ok(row, host):
         res.problem = (f"container {name} ({origin}) belongs to host {row.host} in the Containers table of "
                        f"{env.path}, not to this host {host}. Fix: run on {row.host}, or pass --gpu-container")
+        return
+    if is_run_name(name):  # nothing to inspect: started from the row's image once the GPUs are locked
+        res.fresh, res.image = row, row.image
         return
     info = _inspect(client, name)
     if isinstance(info, str):

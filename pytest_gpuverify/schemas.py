@@ -25,7 +25,7 @@ _V1 = frozenset(
 _V1_LATER = frozenset({"cache_reused", "junit_xml"})  # added while the version was 1: may be there or not
 _V2 = _V1 | _V1_LATER | {"run"}
 _V3 = _V2 | {"host_gpus", "signed_by", "timeline"}
-_V4 = _V3 | frozenset({"runs", "perf_summary", "ab"})  # fields added in version 4 join here
+_V4 = _V3 | frozenset({"image_digest", "fresh_container", "builds", "runs", "perf_summary", "ab"})  # fields added in version 4 join here
 TOP_FIELDS: dict[int, frozenset[str]] = {1: _V1, 2: _V2, 3: _V3, 4: _V4}
 
 _RUN = frozenset("blocked ran exit_code timed_out interrupted container_died output_problems unknowns output_parsed".split())

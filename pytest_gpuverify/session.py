@@ -43,6 +43,7 @@ from . import multirun
 from .ab import BaseWorktrees
 from .summary import summarize
 from .picker import GpuGrant, GpuPicker, NoGpu, PickerError
+from .prerun import PreRunSteps
 from .provenance import ContainerFacts, import_origin, move_out, origin_inside, read_container_facts, repo_state
 from .sampler import IdleSampler
 from .shared_readings import SharedReadings
@@ -68,7 +69,7 @@ class TargetOutcome:
     sealed: bool = False  # the raw log has its trailer
 
 
-class VerifySession:
+class VerifySession(PreRunSteps):
     def __init__(
         self,
         options: RunOptions,
@@ -320,12 +321,14 @@ class VerifySession:
                 "Fix: mount it, or correct the Repos row's path and mount"
             )
             return
+        if res.fresh is not None:  # a `run` row: started once the GPUs are locked (prerun.py)
+            return self._in_fresh_container(res, target, art, outcome, facts, wt, ws, stamp)
         cfacts = self._container_facts_for(res.name, art, facts)
         self._check_imports_and_run(target, art, outcome, facts, cfacts, wt, ws, stamp)
 
     def _check_imports_and_run(self, target, art, outcome, facts, cfacts, wt: str, ws, stamp: str) -> None:
         art.workdir = f"{wt}/{target.workdir}".rstrip("/.") if target.workdir not in (None, "", ".") else wt
-        if cfacts is None or facts.blocked:
+        if cfacts is None or facts.blocked or not self._run_builds(target, art, facts, cfacts, wt, ws, stamp):
             return
         package = import_package(target.kind)
         pypath = pythonpath(target.kind, wt)
@@ -376,6 +379,7 @@ class VerifySession:
         try:
             running = cfacts.handle.running
             art.image = cfacts.handle.image
+            art.image_digest = cfacts.handle.inspect().get("Image") if name != HOST else None
         except ContainerError as exc:
             facts.blocked.append(f"missing container: {exc}")
             return None
@@ -393,7 +397,7 @@ class VerifySession:
     def _run_on_gpu(self, target, art, outcome, facts, cfacts, wt, rel, pypath, stamp, plan=None) -> None:
         grant = self._external_grant
         timeline = art.timeline
-        timeline.pick_started = self.clock.wall(time.monotonic())
+        timeline.pick_started = timeline.pick_started or self.clock.wall(time.monotonic())
         try:
             if grant is None:
                 grant = self.picker.acquire(count=target.gpus, wait_s=self.options.wait_s)
@@ -417,7 +421,7 @@ class VerifySession:
             art.cache_reused = warm_cache_reused(cfacts.handle, caches, self._warm_caches)
             run_env = RunEnvironment(
                 visible_var=self.backend.visible_devices_var,
-                visible_value=self.backend.visible_value(infos),
+                visible_value=self._visible or self.backend.visible_value(infos),
                 pythonpath=pypath,
                 jit_dir=caches.jit_dir,
                 arch=cfacts.arch,

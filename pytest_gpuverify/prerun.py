@@ -1,0 +1,96 @@
+"""What a session does around a target's command besides running it: a fresh container for a `run`
+row (ephemeral.py) and the declaration's builds (builds.py). A mixin of :class:`.session.VerifySession`,
+kept apart so that the engine's main path stays readable; it uses the session's picker, clock and
+container facts and nothing else of it."""
+
+from __future__ import annotations
+
+import os
+import time
+from contextlib import contextmanager
+from typing import Callable, Iterator, Optional
+
+from .builds import SessionBuilds, build_failure, declared_builds
+from .declarations import DeclarationError
+from .ephemeral import fresh_container
+from .gpu.base import GpuInfo
+from .guard import RunGuards
+from .leftovers import run_marker
+from .lock import LockError
+from .picker import NoGpu, PickerError
+from .targets import pythonpath
+
+
+class PreRunSteps:
+    _visible: Optional[str] = None  # the visible-devices value inside a fresh container that renumbers its GPUs
+    _session_builds: Optional[SessionBuilds] = None
+
+    def _in_fresh_container(self, res, target, art, outcome, facts, wt: str, ws, stamp: str) -> None:
+        """A `run` row: lock the GPUs, start the container with them, run there, remove it, then let go."""
+        held = self._external_grant
+        art.timeline.pick_started = self.clock.wall(time.monotonic())
+        try:
+            grant = held or self.picker.acquire(count=target.gpus, wait_s=self.options.wait_s)
+        except (NoGpu, PickerError, LockError) as exc:
+            facts.blocked.append(str(exc))
+            return
+        self._external_grant = grant  # _run_on_gpu runs on it and leaves the release to us
+        problems: list[str] = []
+        try:
+            with fresh_container(self._client(), res.fresh, res.mounts, grant.indices, self.backend.vendor,
+                                 f"{stamp}-{os.getpid()}", self.options.timeout_s, problems) as record:
+                art.fresh_container = record
+                if record is None:
+                    facts.blocked.extend(problems)
+                    return
+                art.container, self._visible = record.name, record.visible
+                art.notes.append(f"fresh container {record.name} from {record.image} (Containers row {record.row}); "
+                                 f"devices passed: {', '.join(record.devices) or 'none'}"
+                                 + (f"; not on this host: {', '.join(record.devices_missing)}" if record.devices_missing else ""))
+                cfacts = self._container_facts_for(record.name, art, facts)
+                art.image_digest = (record.repo_digests or [record.image_id])[0]
+                self._check_imports_and_run(target, art, outcome, facts, cfacts, wt, ws, stamp)
+        finally:
+            self._external_grant, self._visible = held, None
+            if grant is not held:
+                self.picker.release(grant)
+                art.timeline.lock_released = self.clock.wall(min(lease.released_at or 0.0 for lease in grant.leases) or None)
+
+    def _run_builds(self, target, art, facts, cfacts, wt: str, ws, stamp: str) -> bool:
+        """The declaration's builds (once per session and worktree); False, with the reason, when one failed."""
+        try:
+            decl, steps = declared_builds(target.location, ws.wt_host)
+        except DeclarationError as exc:  # edited since the session read it, or another tree's file
+            facts.blocked.append(str(exc))
+            return False
+        if not steps:
+            return True
+        if self._session_builds is None:
+            self._session_builds = SessionBuilds(self.out_dir, self.options.timeout_s)
+        env = {"PYTHONUNBUFFERED": "1", "PYTHONPATH": pythonpath(target.kind, wt),
+               **({"GPU_ARCHS": cfacts.arch} if cfacts.arch else {}), **run_marker(f"{stamp}-{os.getpid()}-build")}
+        key = (str(decl), str(ws.wt_host))
+        try:
+            art.builds = self._session_builds.run(key, steps, cfacts.handle, wt, env, stamp, self._build_gpu)
+        except KeyboardInterrupt:  # the artifact still says which build was stopped
+            art.builds = self._session_builds.done.get(key, [])
+            raise
+        failure = build_failure(art.builds)
+        if failure:
+            facts.blocked.append(failure)
+        return failure is None
+
+    @contextmanager
+    def _build_gpu(self) -> Iterator[tuple[list[int], dict[str, str], Callable]]:
+        """A GPU for a `gpu = true` build: the run's own when it holds one, else one locked for the build;
+        the build is armed with the session's guard like a command (a kill -9 of us stops it first)."""
+        grant = self._external_grant or self.picker.acquire(count=1, wait_s=self.options.wait_s)
+        guards = RunGuards(self._session_guard(), [lease.fileno() for lease in grant.leases])
+        try:
+            infos = [self._inventory.get(i, GpuInfo(index=i)) for i in grant.indices]
+            yield (grant.indices, {self.backend.visible_devices_var: self._visible or self.backend.visible_value(infos)},
+                   guards.on_start)
+        finally:
+            guards.done()
+            if grant is not self._external_grant:
+                self.picker.release(grant)
