@@ -106,6 +106,7 @@ class PerfRow(_Model):
     max_us: Optional[float] = None
     regime: Optional[str] = None
     side: Optional[str] = None
+    run: Optional[int] = None  # which of the target's repeated runs printed it (1..N; runs_log.py)
     metrics: dict[str, Optional[float]] = Field(default_factory=dict)
     source_line: Optional[int] = None
 
@@ -134,6 +135,8 @@ class TargetRecord(_Model):
     pass_pattern: Optional[str] = None  # declared regular expressions for the harness's own words
     fail_pattern: Optional[str] = None
     command: Optional[list[str]] = None  # a declared bench command, before its args
+    repeats: Optional[int] = None  # runs asked for per side (declaration or --gpu-repeats); None: one
+    min_steps: Optional[int] = None  # the fewest steps a run must print that it timed (runs_log.py)
 
 
 class RunRecord(_Model):
@@ -186,6 +189,46 @@ class SyncRecord(_Model):
     files_sha256: str = ""
 
 
+class RunSlice(_Model):
+    """One of a target's repeated runs (``repeats``, ``--gpu-ab``): its part of the one raw log lies
+    between the engine's begin and end lines, which say the same (runs_log.py)."""
+
+    run: int  # 1..N within its side
+    side: Optional[str] = None  # "A" (base) / "B" (head) in an A/B run
+    checkout: Optional[str] = None  # the sha it ran
+    exit_code: Optional[int] = None
+    timed_out: bool = False
+    interrupted: Optional[str] = None
+    container_died: bool = False
+    junit_xml: Optional[str] = None  # an inner pytest run's report of this run
+
+
+class PerfSummary(_Model):
+    """One printed quantity over a target's runs (per side): the median of the runs, min and max."""
+
+    shape: str
+    name: str
+    stat: Optional[str] = None
+    side: Optional[str] = None
+    metric: str  # "us" for the row's own time, else a metric key
+    runs: int
+    median: float
+    min: float
+    max: float
+
+
+class AbRecord(_Model):
+    """``--gpu-ab BASE``: side A is BASE, checked out as a git worktree for the run and removed after;
+    side B is the checkout the run started from."""
+
+    base_ref: str
+    base_sha: Optional[str] = None
+    head_sha: Optional[str] = None
+    base_worktree: Optional[str] = None  # on the host
+    base_cache_dirs: dict[str, str] = Field(default_factory=dict)
+    order: list[str] = Field(default_factory=list)  # "A1", "B1", "A2" ... as run
+
+
 class Artifact(_Model):
     schema_version: int = SCHEMA_VERSION
     plugin_version: Optional[str] = None
@@ -228,6 +271,9 @@ class Artifact(_Model):
     fresh_container: Optional[FreshContainerRecord] = None  # a `run` row's container, started for this run
     builds: list[BuildRecord] = Field(default_factory=list)  # the declaration's builds this target stood on
     synced: Optional[SyncRecord] = None  # --gpu-sync: what was copied from where (None: no copy)
+    runs: list[RunSlice] = Field(default_factory=list)  # repeated runs, in the order they ran; [] for one
+    perf_summary: list[PerfSummary] = Field(default_factory=list)  # from ``perf`` (summary.py)
+    ab: Optional[AbRecord] = None
 
 
 def artifact_schema() -> dict[str, Any]:

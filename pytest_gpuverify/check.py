@@ -21,7 +21,8 @@ from pydantic import ValidationError
 from .artifact import Artifact, Correctness, RunRecord, sha256_file
 from .builds import build_problems
 from .check_provenance import provenance_problems
-from .parsers.dispatch import context_for, limits_of, parse_output
+from .parsers.dispatch import context_for, limits_of
+from .runs_log import parse_log, runs_problems
 from .parsers.result import ParsedOutput
 from .signing import signer_of, verify
 from .verdict import RunFacts, verdict_and_reasons
@@ -78,7 +79,8 @@ def signature_problems(art: Optional[Artifact], artifact_path: Path, allowed: Pa
         return [why for why in [verify(artifact_path, allowed, identity)] if why]
     if not art.signed_by:
         return ["signed_by is null: the artifact was not signed"]
-    files = [artifact_path] + [artifact_path.parent / name for name in (art.raw_output, art.junit_xml) if name]
+    names = (art.raw_output, art.junit_xml, *(r.junit_xml for r in art.runs))  # each repeated run's report too
+    files = [artifact_path] + [artifact_path.parent / name for name in names if name]
     return [why for why in (verify(f, allowed, art.signed_by) for f in files) if why]
 
 
@@ -102,7 +104,7 @@ def check_artifact(art: Artifact, artifact_path: Path) -> list[str]:
             parsed = _parse(art, artifact_path, raw)
     elif art.run is not None and art.run.output_parsed:
         problems.append("run.output_parsed is true, but there is no raw output")
-    problems += _compare_output(art, parsed) + provenance_problems(art, artifact_path, raw)
+    problems += _compare_output(art, parsed) + provenance_problems(art, artifact_path, raw) + runs_problems(art, raw)
     problems += build_problems(art, artifact_path.parent)
     if art.run is None:
         return problems + _loose_verdict(art, parsed)
@@ -113,7 +115,7 @@ def _parse(art: Artifact, artifact_path: Path, raw: Path) -> ParsedOutput:
     kind = art.target.kind if art.target else "aiter-op-test"
     junit = artifact_path.parent / art.junit_xml if art.junit_xml else None
     exit_code = art.run.exit_code if art.run is not None else art.exit_code  # what the engine parsed with
-    return parse_output(kind, raw, context_for(art.target, art.command, junit, exit_code))
+    return parse_log(kind, raw, context_for(art.target, art.command, junit, exit_code))
 
 
 def _compare_output(art: Artifact, parsed: Optional[ParsedOutput]) -> list[str]:

@@ -35,7 +35,9 @@ Kinds: aiter-op-test, flydsl-pytest, triton-pytest, bench, pytest. A test target
 folder too, for kind pytest); a bench target needs ``command`` or ``path`` (run as ``python3
 <path>``). Thresholds: cosine_sim_min, max_abs_error_max, logits_diff_max, snr_db_min,
 err_ratio_max (each a finite number). ``pass_pattern``/``fail_pattern``: regular expressions for a
-harness's own words of success and failure (compiled here).
+harness's own words of success and failure (compiled here). ``repeats = 3``: runs under one lock
+(``--gpu-repeats`` wins; runs_log.py); ``min_steps = 50``: the fewest timed steps each run must print
+where it prints a count (each a whole number >= 1).
 
 A mistake stops with one line naming the file, the place (``targets[2] (ab-harness) at line 20``
 counts the ``[[targets]]`` blocks from 1), the key, and ending in ``Fix: ...``. Nothing is guessed.
@@ -64,7 +66,8 @@ PYPROJECT = "pyproject.toml"
 REGIMES = ("cold-L2", "warm", "hipGraph")
 TOP_KEYS = ("regime", "dtype", "gpus", "thresholds", "floors", "ceilings", "targets", "builds")
 TARGET_KEYS = ("name", "kind", "path", "command", "args", "topic", "dtype", "regime", "gpus",
-               "thresholds", "floors", "ceilings", "repo", "workdir", "pass_pattern", "fail_pattern")
+               "thresholds", "floors", "ceilings", "repo", "workdir", "pass_pattern", "fail_pattern",
+               "repeats", "min_steps")
 BOUND_KEYS = ("floors", "ceilings")  # tables of their own (floors.py), not threshold keys
 THRESHOLD_KEYS = tuple(k for k in Thresholds.model_fields if k not in BOUND_KEYS)
 _NAME = re.compile(r"[A-Za-z0-9._-]+")
@@ -304,6 +307,8 @@ class _Reader:
                                         for k in BOUND_KEYS}}),
             repo=self.text(where, "repo", block.get("repo"), '"aiter"'),
             workdir=self.workdir(where, block.get("workdir")),
+            repeats=self.count(where, "repeats", block.get("repeats")),
+            min_steps=self.count(where, "min_steps", block.get("min_steps")),
             **{key: self.pattern(where, key, block.get(key)) for key in ("pass_pattern", "fail_pattern")}), where
 
     def known_keys(self, table: dict[str, Any], where: str, allowed: tuple[str, ...],
@@ -331,6 +336,13 @@ class _Reader:
             raise self.error(where, "regime", f"regime {text!r} is not a timing regime",
                              f"{_did_you_mean(text, REGIMES)}use one of: {', '.join(REGIMES)}.")
         return canonical
+
+    def count(self, where: str, key: str, value: Any) -> Optional[int]:
+        """``repeats``/``min_steps``: a whole number >= 1 (runs_log.py)."""
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+            raise self.error(where, key, f"{key} is {value!r}, not a whole number >= 1",
+                             f"write it without quotes, e.g. {key} = {3 if key == 'repeats' else 50}.")
+        return value
 
     def gpus(self, where: str, value: Any) -> Optional[int]:
         if value is not None and (isinstance(value, bool) or not isinstance(value, int)):

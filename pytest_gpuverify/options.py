@@ -33,6 +33,8 @@ class RunOptions(BaseModel):
     invocation_dir: Path = Path(".")
     echo_output: bool = False
     on_host: bool = False  # an xdist worker started over SSH on the Hosts row `host` (remote/)
+    repeats: Optional[int] = None  # --gpu-repeats: runs per target (and side) under one lock
+    ab_base: Optional[str] = None  # --gpu-ab: the git ref of the base side (ab.py)
 
 
 def check_ticket(ticket: Optional[str]) -> Optional[str]:
@@ -69,3 +71,15 @@ def check_seconds(option: str, value: object, minimum: float = 0.0) -> float:
     if not seconds >= minimum or seconds != seconds or seconds == float("inf"):
         raise SetupError(f"{option} {value!r} must be a finite number >= {minimum:g}. Fix: e.g. {option} 2")
     return seconds
+
+
+def check_repeats(value: object) -> Optional[int]:
+    if value is None:
+        return None
+    try:
+        count = int(str(value))
+    except ValueError:
+        count = 0
+    if count < 1 or count > 1000:
+        raise SetupError(f"--gpu-repeats {value!r} is not a whole number from 1 to 1000. Fix: e.g. --gpu-repeats 3")
+    return count

@@ -14,7 +14,7 @@ import pytest
 
 from .artifact import Artifact
 from .envfile import EnvFileError, default_env_path, load_env_file
-from .options import RunOptions, SetupError, check_seconds, check_ticket, check_topic
+from .options import RunOptions, SetupError, check_repeats, check_seconds, check_ticket, check_topic
 from .report import VerdictSummary, live_line, verdict_properties
 from .targets import Target, kind_for_path, split_args, topic_for
 
@@ -41,6 +41,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--gpu-timeout", default=None, metavar="S", help="one command's time limit in seconds (default 3600)")
     group.addoption("--gpu-topic", default=None, metavar="NAME", help="artifact topic when one target runs")
     group.addoption("--gpu-cold", action="store_true", default=False, help="fresh JIT caches for the run, removed after")
+    group.addoption("--gpu-repeats", default=None, metavar="N", help="run each target N times under one lock (rows carry run)")
+    group.addoption("--gpu-ab", default=None, metavar="BASE", help="A/B: also run each target on git ref BASE (a worktree), interleaved")
     group.addoption("--gpu-allow-dirty", action="store_true", default=False, help="report a dirty repo instead of INCONCLUSIVE")
     group.addoption("--gpu-start-container", action="store_true", default=False, help="allow starting your stopped container")
     group.addoption("--gpu-args", default=None, metavar="ARGS", help="arguments for the command-line targets: --gpu-args=\"-d bf16 -m 128\" (with =)")
@@ -126,6 +128,8 @@ def build_options(config: pytest.Config) -> RunOptions:
         start_container=config.getoption("gpu_start_container"),
         invocation_dir=Path(config.invocation_params.dir),
         echo_output=config.getoption("capture") == "no",
+        repeats=check_repeats(config.getoption("gpu_repeats")),
+        ab_base=config.getoption("gpu_ab") or None,
     )
 
 

@@ -25,7 +25,7 @@ _V1 = frozenset(
 _V1_LATER = frozenset({"cache_reused", "junit_xml"})  # added while the version was 1: may be there or not
 _V2 = _V1 | _V1_LATER | {"run"}
 _V3 = _V2 | {"host_gpus", "signed_by", "timeline"}
-_V4 = _V3 | frozenset({"image_digest", "fresh_container", "builds", "synced"})  # fields added in version 4
+_V4 = _V3 | frozenset({"image_digest", "fresh_container", "builds", "synced", "runs", "perf_summary", "ab"})  # fields added in version 4
 TOP_FIELDS: dict[int, frozenset[str]] = {1: _V1, 2: _V2, 3: _V3, 4: _V4}
 
 _RUN = frozenset("blocked ran exit_code timed_out interrupted container_died output_problems unknowns output_parsed".split())
@@ -43,7 +43,8 @@ NESTED: dict[int, dict[str, frozenset[str]]] = {
         "gpu": _GPU,
         "correctness": _CORRECTNESS | {"dtype", "dtype_source", "err_ratio"}},
 }
-NESTED[4] = {k: v | frozenset() for k, v in NESTED[3].items()}  # nested keys added in version 4 join here
+NESTED[4] = {k: v | (frozenset({"repeats", "min_steps"}) if k == "target" else frozenset())
+             for k, v in NESTED[3].items()}  # nested keys added in version 4 join here
 NOT_NULL = {1: ("topic", "ts", "verdict"), 2: ("topic", "ts", "verdict", "run", "target"),
             3: ("topic", "ts", "verdict", "run", "target"), 4: ("topic", "ts", "verdict", "run", "target")}
 assert max(TOP_FIELDS) == SCHEMA_VERSION

@@ -37,8 +37,12 @@ from .hosts import lock_for, select_host
 from .log_trailer import seal_log
 from .options import RunOptions, SetupError
 from .overlap import Background, ParserWarmer
-from .parsers.dispatch import context_for, parse_output
+from .parsers.dispatch import context_for
 from .pickahead import PickAhead
+from .runs_log import parse_log
+from . import multirun
+from .ab import BaseWorktrees
+from .summary import summarize
 from .picker import GpuGrant, GpuPicker, NoGpu, PickerError
 from .prerun import PreRunSteps
 from .provenance import ContainerFacts, import_origin, move_out, origin_inside, read_container_facts, repo_state
@@ -127,6 +131,7 @@ class VerifySession(PreRunSteps):
         self._collected: Optional[float] = None
         self._parsers = ParserWarmer()  # each kind's parser loads while its first command runs
         self._ahead: Optional[PickAhead] = None  # the current target's pick, started before its checks
+        self.base_worktrees = BaseWorktrees(options.ab_base) if options.ab_base else None  # --gpu-ab (ab.py)
 
     def mark_collected(self) -> None:
         """The session has its targets (pytest's collection is over): the timelines' first entry."""
@@ -206,6 +211,8 @@ class VerifySession(PreRunSteps):
         self.sampler.stop()
         if self._guard is not None:
             self._guard.close()
+        if self.base_worktrees is not None:  # before writing: the artifacts say whether it went
+            multirun.remove_worktrees(self)
         for outcome in self.outcomes:
             try:
                 self.write(outcome)
@@ -220,7 +227,8 @@ class VerifySession(PreRunSteps):
         store_artifact(outcome.artifact, outcome.artifact_path, self._moves_lock)
         outcome.written = True
         if self.signer is not None:  # every file is final now: the artifact embeds the log's sha256
-            sign_outputs(self.signer, [outcome.raw_path, outcome.junit_path, outcome.artifact_path])
+            runs_junit = [self.out_dir / r.junit_xml for r in outcome.artifact.runs if r.junit_xml]  # repeats
+            sign_outputs(self.signer, [outcome.raw_path, outcome.junit_path, *runs_junit, outcome.artifact_path])
 
     # -- one target ------------------------------------------------------------------------
     def unique_topic(self, target: Target) -> str:
@@ -246,6 +254,7 @@ class VerifySession(PreRunSteps):
                 floors=dict(target.thresholds.floors), ceilings=dict(target.thresholds.ceilings),
                 pass_pattern=target.pass_pattern, fail_pattern=target.fail_pattern,
                 command=list(target.command) if target.command else None,
+                repeats=multirun.repeats_for(self.options, target), min_steps=target.min_steps,
             ),
             cold=self.options.cold,
             signed_by=self.signer.signer if self.signer else None, synced=self.synced,
@@ -267,7 +276,7 @@ class VerifySession(PreRunSteps):
             if facts.ran and outcome.raw_path is not None:
                 self._seal(outcome, facts)  # before parsing: check re-parses the log as sealed
                 context = context_for(art.target, art.command, outcome.junit_path, facts.exit_code)
-                parsed = parse_output(target.kind, outcome.raw_path, context)
+                parsed = parse_log(target.kind, outcome.raw_path, context)
         except Interrupted as exc:
             self._record_exec(facts, exc.outcome)
             self._finish(outcome, facts, None, t0)
@@ -352,7 +361,10 @@ class VerifySession(PreRunSteps):
                     "the run would test another checkout"
                 )
                 return
-        self._run_on_gpu(target, art, outcome, facts, cfacts, wt, ws.rel_target, pypath, stamp)
+        plan = multirun.plan_for(self.options, self.base_worktrees, target, art, cfacts.handle, wt, ws.wt_host,
+                                 facts.blocked)
+        if not facts.blocked:
+            self._run_on_gpu(target, art, outcome, facts, cfacts, wt, ws.rel_target, pypath, stamp, plan)
 
     def _client(self):
         if self._docker is None:
@@ -399,7 +411,7 @@ class VerifySession(PreRunSteps):
             facts.blocked.append(f"wrong arch in {_where(name)}: it is {cfacts.arch}, the run needs {self.expected_arch}")
         return cfacts
 
-    def _run_on_gpu(self, target, art, outcome, facts, cfacts, wt, rel, pypath, stamp) -> None:
+    def _run_on_gpu(self, target, art, outcome, facts, cfacts, wt, rel, pypath, stamp, plan=None) -> None:
         grant, ahead, self._ahead = self._external_grant, self._ahead, None
         timeline = art.timeline
         timeline.pick_started = timeline.pick_started or self.clock.wall(
@@ -448,11 +460,16 @@ class VerifySession(PreRunSteps):
                 self._on_running, f"{target.name} on {self.host_row.host} gpu {art.env.get(run_env.visible_var, '?')}")
             timeline.command_started = self.clock.wall(time.monotonic())  # no later than the real start
             try:
-                result = cfacts.handle.stream_to_file(
-                    argv, outcome.raw_path, env=command_env, workdir=art.workdir or wt,
-                    timeout_s=self.options.timeout_s, echo=running_echo(self._echo, live),
-                    on_start=self._parsers.on_start(target.kind, guards.on_start, self.sampler.publish_pending),
-                )
+                on_start = self._parsers.on_start(target.kind, guards.on_start, self.sampler.publish_pending)
+                if plan is not None:  # repeats or --gpu-ab: every run under this one lock (multirun.py)
+                    result = multirun.run_planned(self, plan, target, art, cfacts.handle, wt, rel, run_env, command_env,
+                                                  run_id, stamp, outcome.raw_path, running_echo(self._echo, live),
+                                                  on_start)
+                else:
+                    result = cfacts.handle.stream_to_file(
+                        argv, outcome.raw_path, env=command_env, workdir=art.workdir or wt,
+                        timeout_s=self.options.timeout_s, echo=running_echo(self._echo, live), on_start=on_start,
+                    )
             finally:
                 timeline.command_ended = self.clock.wall(time.monotonic())  # no earlier than the real end
                 if live is not None:
@@ -466,7 +483,7 @@ class VerifySession(PreRunSteps):
                 timeline.lock_released = self.clock.wall(min(lease.released_at or 0.0 for lease in grant.leases) or None)
             if self.options.cold:
                 remove_cold_caches(cfacts.handle, caches, art.notes)
-        if target.kind in PYTEST_KINDS:
+        if target.kind in PYTEST_KINDS and plan is None:
             outcome.junit_path = self._fetch_junit(cfacts.handle, run_id, art, stamp)
 
     def _fetch_junit(self, handle: ContainerHandle, run_id: str, art: Artifact, stamp: str) -> Optional[Path]:
@@ -498,6 +515,7 @@ class VerifySession(PreRunSteps):
             art.correctness = parsed.correctness
             regime = outcome.target.regime
             art.perf = [r if r.regime or not regime else r.model_copy(update={"regime": regime}) for r in parsed.perf]
+            art.perf_summary = summarize(art.perf)
             art.notes.extend(parsed.notes)
         art.verdict, art.reasons = verdict_and_reasons(facts, parsed, outcome.target.thresholds)
         # the facts behind the verdict, so that `gpuverify check` can re-derive it

@@ -63,6 +63,8 @@ class Target(BaseModel):
     anchor: Optional[Path] = None  # where a target without a file lives (its declaration's directory)
     pass_pattern: Optional[str] = None  # a regular expression: a line the harness prints for a checked shape
     fail_pattern: Optional[str] = None  # ... and for a failed one
+    repeats: Optional[int] = None  # runs per side under one lock (runs_log.py); --gpu-repeats wins
+    min_steps: Optional[int] = None  # the fewest timed steps a run must print, where it prints a count
 
     @property
     def location(self) -> Optional[Path]:

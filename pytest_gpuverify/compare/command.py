@@ -55,6 +55,12 @@ def run_compare(base: str, head: Optional[str], factor: float = 1.10, fmt: str =
         print(f"gpuverify compare: no perf rows with a base and a head side in {base}"
               + (f" and {head}" if head else ""), file=sys.stderr)
         return 2
-    out = {"json": lambda: render.as_json(pairs, factor), "markdown": lambda: render.markdown(pairs)}
-    print(out.get(fmt, lambda: render.table(pairs))())
+    ab = arts[0].ab if head is None else None  # an A/B of two checkouts (--gpu-ab): say which is which
+    if fmt == "json":
+        print(render.as_json(pairs, factor, ab.model_dump() if ab else None))
+    else:
+        if ab is not None:
+            print(f"A (base) = {ab.base_ref} {(ab.base_sha or '?')[:12]}, B (head) = {(ab.head_sha or '?')[:12]}; "
+                  f"run order {' '.join(ab.order)}\n")
+        print(render.markdown(pairs) if fmt == "markdown" else render.table(pairs))
     return 1 if any(p.call == "REGRESSED" for p in pairs) else 0

@@ -65,9 +65,17 @@ def pairs_of(rows_by_side: dict[str, list[PerfRow]]) -> list[Pair]:
     return list(found.values())
 
 
+def own_rows(art: Artifact) -> list[PerfRow]:
+    """An artifact's rows as one side of a two-artifact compare: an A/B artifact (rows with a side)
+    gives its head side (B) only, never its base rows pooled in."""
+    if any(side_of(r.side) for r in art.perf):
+        return [r for r in art.perf if side_of(r.side) == "head"]
+    return list(art.perf)
+
+
 def rows_by_side(base: Artifact, head: Optional[Artifact]) -> dict[str, list[PerfRow]]:
     if head is not None:
-        return {"base": list(base.perf), "head": list(head.perf)}
+        return {"base": own_rows(base), "head": own_rows(head)}
     out: dict[str, list[PerfRow]] = defaultdict(list)
     for row in base.perf:
         side = side_of(row.side)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Optional
 
 from .core import Pair
 
@@ -32,5 +33,6 @@ def markdown(pairs: list[Pair]) -> str:
     return "\n".join(lines)
 
 
-def as_json(pairs: list[Pair], factor: float) -> str:
-    return json.dumps({"factor": factor, "pairs": [p.as_dict() for p in pairs]}, indent=2)
+def as_json(pairs: list[Pair], factor: float, ab: Optional[dict] = None) -> str:
+    head = {"factor": factor, **({"ab": ab} if ab else {})}
+    return json.dumps({**head, "pairs": [p.as_dict() for p in pairs]}, indent=2)

@@ -28,7 +28,8 @@ def context_for(target: Optional[TargetRecord], command: Optional[str], junit_xm
     except ValidationError:
         limits = Thresholds()  # `gpuverify check` names the bad thresholds itself
     return ParseContext(junit_xml=junit_xml, exit_code=exit_code, dtype=target.dtype, command=command,
-                        thresholds=limits, pass_pattern=target.pass_pattern, fail_pattern=target.fail_pattern)
+                        thresholds=limits, pass_pattern=target.pass_pattern, fail_pattern=target.fail_pattern,
+                        min_steps=target.min_steps)
 
 
 def limits_of(target: TargetRecord) -> Thresholds:

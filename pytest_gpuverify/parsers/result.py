@@ -32,6 +32,7 @@ class ParseContext(BaseModel):
     thresholds: Thresholds = Field(default_factory=Thresholds)  # declared limits, applied per printed shape
     pass_pattern: Optional[str] = None  # declared regular expressions (checked when declared)
     fail_pattern: Optional[str] = None
+    min_steps: Optional[int] = None  # the fewest steps each run must print that it timed (runs_log.py)
 
 
 class ParsedOutput(BaseModel):
