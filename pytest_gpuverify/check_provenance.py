@@ -20,7 +20,6 @@ from .gitstate import git
 from .gpu.nvidia_formats import is_uuid
 from .leftovers import MARKER
 from .log_trailer import PREFIX, read_trailer, trailer_fields
-from .leftovers import MARKER
 from .parsers.junit import read_junit
 from .provenance import CONTAINER_ENV_RECORDED, origin_inside
 from .targets import BENCH, JUNIT_DIR, PYTEST_KINDS, RunEnvironment, import_package, pythonpath

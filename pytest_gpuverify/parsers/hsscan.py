@@ -68,8 +68,8 @@ class PatternSet:
             add = ends.append
 
             def on_match(_id: int, _from: int, to: int, _flags: int, _ctx: object) -> Optional[bool]:
-                add(to)
-                return len(ends) > limit or None  # True stops the scan
+                add(to)  # noqa: B023 -- called only inside db.scan below, in this same iteration
+                return len(ends) > limit or None  # noqa: B023 -- same; True stops the scan
 
             try:
                 db.scan(memoryview(text)[pos:end], match_event_handler=on_match)

@@ -162,7 +162,7 @@ def _simple_names(header: str, spans: list[tuple[int, int]]) -> list[str]:
 
 def _by_spans(text: str, spans: list[tuple[int, int]]) -> Optional[list[str]]:
     cells = []
-    for i, (start, end) in enumerate(spans):
+    for i, (start, _end) in enumerate(spans):
         stop = spans[i + 1][0] if i + 1 < len(spans) else len(text)
         piece = text[start if i else 0 : stop]
         if text[start - 1 : start].strip() if start else False:

@@ -82,7 +82,7 @@ def _cut(parts: list[str], limit: int) -> str:
         if size > budget:
             break
         kept.append(line)
-    closing = ["</details>"] if any(l.startswith("<details>") for l in kept) and "</details>" not in kept else []
+    closing = ["</details>"] if any(line.startswith("<details>") for line in kept) and "</details>" not in kept else []
     return "\n".join(kept + closing) + note.format(len(parts) - len(kept))
 
 
