@@ -18,7 +18,7 @@ from typing import Callable, Optional, Sequence
 try:
     import hyperscan as _hs
 except ImportError:  # no wheel for this platform: the re engine does the work
-    _hs = None
+    _hs = None  # type: ignore[assignment]  # None marks the re engine; every use checks `_hs is None` first
 
 FLAGS = 0 if _hs is None else _hs.HS_FLAG_CASELESS | _hs.HS_FLAG_MULTILINE
 

@@ -1,8 +1,7 @@
 """GitHub Actions job summary (markdown) and ``::error``/``::warning`` annotations, from the
 verdict properties every GPU target's report carries (so it covers xdist workers' targets too).
-No pytest here: ``verdicts`` is a list of ``(nodeid, properties)``."""
-
-from __future__ import annotations
+No pytest here: ``verdicts`` is a list of ``(nodeid, properties)``.
+(No ``from __future__ import annotations``: :func:`annotations` below would shadow that name.)"""
 
 import os
 import sys
