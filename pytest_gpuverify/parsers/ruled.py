@@ -119,6 +119,7 @@ class RuledTables:
     def _table_line(self, lineno: int, text: str) -> bool:
         names = self.names
         assert names is not None
+        cells: Optional[list[str]]
         if self.simple is not None:
             if not text.strip() or is_rule(text):
                 return False
