@@ -94,7 +94,9 @@ def import_origin(container: ContainerHandle, package: str, pythonpath: str) -> 
 
 
 def origin_inside(origin: Optional[str], wt: str) -> bool:
-    return bool(origin) and (origin == wt or origin.startswith(wt.rstrip("/") + "/"))
+    if not origin:
+        return False
+    return origin == wt or origin.startswith(wt.rstrip("/") + "/")
 
 
 def read_versions(container: ContainerHandle) -> tuple[Versions, list[str]]:
