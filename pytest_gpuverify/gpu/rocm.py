@@ -79,7 +79,8 @@ class RocmBackend:
         # The sampler reads from its own thread while the session asks for the inventory: one lock
         # keeps each once-per-session lookup from running twice (or half-filled) under that overlap.
         self._cache_lock = threading.RLock()
-        self._pool: Optional[ThreadPoolExecutor] = None  # threads for the two calls of a reading (two readings may overlap), made on first use
+        # threads for the two calls of a reading (two readings may overlap), made on first use
+        self._pool: Optional[ThreadPoolExecutor] = None
 
     # ------------------------------------------------------------------------------ plumbing
     def _has(self, tool: str) -> bool:
