@@ -20,7 +20,6 @@ from .gitstate import git
 from .gpu.nvidia_formats import is_uuid
 from .leftovers import MARKER
 from .log_trailer import PREFIX, read_trailer, trailer_fields
-from .leftovers import MARKER
 from .parsers.junit import read_junit
 from .provenance import CONTAINER_ENV_RECORDED, origin_inside
 from .targets import BENCH, JUNIT_DIR, PYTEST_KINDS, RunEnvironment, import_package, pythonpath
@@ -43,6 +42,7 @@ def _trailer(art: Artifact, raw: Optional[Path]) -> list[str]:
     fields, why = read_trailer(raw)
     if fields is None:
         # written by every engine of schema 3; an older log without it says nothing either way
+        assert why is not None  # read_trailer says why whenever it finds no trailer
         return [why] if art.schema_version >= 3 or _has_trailer_anywhere(raw) else []
     run = art.run
     ours = trailer_fields(exit_code=run.exit_code, timed_out=run.timed_out, interrupted=run.interrupted,
@@ -126,7 +126,9 @@ def _repos(art: Artifact, ran: bool) -> list[str]:
 def _at_hand(path: str) -> bool:
     """A git checkout whose top is ``path``, on this machine."""
     top = git(Path(path), "rev-parse", "--show-toplevel") if Path(path).is_dir() else None
-    return bool(top) and Path(top.strip()).resolve() == Path(path).resolve()
+    if not top:
+        return False
+    return Path(top.strip()).resolve() == Path(path).resolve()
 
 
 def _under(path: str, root: str) -> bool:

@@ -202,7 +202,7 @@ def install_pytest(client, name: str) -> str:
             for file in dist.files or []:
                 if "__pycache__" in file.parts or file.parts[0].endswith(".dist-info") and file.name == "RECORD":
                     continue
-                path = Path(dist.locate_file(file))
+                path = Path(str(dist.locate_file(file)))  # a Path; typed as importlib's SimplePath
                 if path.is_file() and not str(file).startswith(".."):
                     tar.add(path, arcname=str(file))
     container.put_archive(site_dir, buf.getvalue())

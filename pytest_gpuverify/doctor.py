@@ -108,7 +108,8 @@ def _gpus(report: DoctorReport, env: EnvFile, row, backend, lock_for) -> None:
     for r in readings:
         why = busy_reason(r, IdleCriteria())
         lock = lock_path_for(r.index) if lock_path_for else None
-        holder = holders.get(lock_id(lock)) if lock else None  # who took it, as /proc/locks says
+        lock_key = lock_id(lock) if lock else None
+        holder = holders.get(lock_key) if lock_key is not None else None  # who took it, as /proc/locks says
         locked = holder is not None
         idle += not why and not locked
         vram = "?" if r.vram_used_bytes is None else f"{r.vram_used_bytes / GIB:.1f}"
@@ -116,7 +117,7 @@ def _gpus(report: DoctorReport, env: EnvFile, row, backend, lock_for) -> None:
         procs = ", ".join(f"{p.pid} {p.name}".strip() for p in r.processes) or "none"
         use = "?" if r.use_pct is None else f"{r.use_pct:g}%"
         report.lines.append(f"gpu {r.index:<5} use {use:<5} VRAM {vram}/{total} GiB  processes: {procs}  "
-                            f"{f'LOCKED ({lock}) by {describe_pid(holder)}' if locked else 'unlocked'}  -> {why or 'idle'}")
+                            f"{f'LOCKED ({lock}) by {describe_pid(holder)}' if holder is not None else 'unlocked'}  -> {why or 'idle'}")
     if idle < len(readings):
         report.remarks.append(f"{idle} of {len(readings)} GPUs idle and unlocked")
 
@@ -156,6 +157,7 @@ def _containers(report: DoctorReport, env: EnvFile, row, vendor: str, docker_fac
         return found
     for c in mine:
         if is_run_name(c.name):  # not a container: an image a run starts one from (ephemeral.py)
+            assert c.image is not None  # row_problem (ephemeral.py) refuses a `run` row without one
             image_id, _, problem = image_facts(client, c.image)
             report.lines.append(f"container {c.name}: a fresh container per run, image {c.image} ({problem or image_id})")
             if problem:

@@ -127,7 +127,8 @@ def device_plan(indices: list[int], vendor: str, nodes_dir: str = KFD_NODES) -> 
     device requests, which the plugin does not make: nothing is passed, and that is said."""
     if vendor != "rocm":
         return [], ["(NVIDIA GPUs need the NVIDIA container runtime; not requested)"], None
-    passed, missing = [], []
+    passed: list[str] = []
+    missing: list[str] = []
     (passed if os.path.exists(KFD) else missing).append(KFD)
     nodes = render_nodes(indices, nodes_dir)
     for index in indices:

@@ -72,7 +72,7 @@ def find_overlaps(holds: Iterable[Hold]) -> list[Overlap]:
     by_gpu: dict[tuple[str, int], list[Hold]] = {}
     for hold in holds:
         by_gpu.setdefault((hold.host, hold.gpu), []).append(hold)
-    found = []
+    found: list[Overlap] = []
     for key in sorted(by_gpu):
         active: list[Hold] = []
         for hold in sorted(by_gpu[key], key=lambda h: (h.start, h.end)):

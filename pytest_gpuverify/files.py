@@ -75,6 +75,7 @@ def result_folder(tickets: Optional[Path], ticket: Optional[str], cwd: Path) -> 
     """(the folder a session's artifacts go to, the lock of the artifact moves in it), after
     :func:`check_writable_dir`. With a ticket: ``<tickets>/<KEY>`` and the tickets folder's lock,
     shared by the team and every session writing any ticket there; else the cwd and this user's own."""
+    lock: Optional[Path]
     if ticket and tickets is not None:
         folder, lock = Path(tickets).expanduser() / ticket, Path(tickets).expanduser() / ".gpuverify.lock"
     else:
@@ -132,7 +133,7 @@ def write_atomic(path: Path, data: bytes, mode: Optional[int] = None) -> None:
         try:
             os.replace(tmp, path)
         except PermissionError as exc:  # a sticky folder: another member's file of that name
-            raise unwritable(path, exc.strerror, "remove it (its owner can), or use another ticket") from exc
+            raise unwritable(path, exc.strerror or str(exc), "remove it (its owner can), or use another ticket") from exc
     except BaseException:
         try:
             os.unlink(tmp)

@@ -38,7 +38,8 @@ class SessionGuard:
 
     def __init__(self, proc: subprocess.Popen, channel: socket.socket) -> None:
         self.proc = proc
-        self.proc.stdin = channel  # closing it is what the session's death looks like to the guard
+        # closing it is what the session's death looks like to the guard; a socket, where Popen's type says a file
+        self.proc.stdin = channel  # type: ignore[assignment]
         self._channel = channel
         self._ids = itertools.count(1)
         self._lock = threading.Lock()
@@ -51,7 +52,7 @@ class SessionGuard:
         try:
             proc = subprocess.Popen(
                 [*_NICE, sys.executable, "-I", "-S", str(GUARD_PROCESS)],
-                stdin=theirs, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+                stdin=theirs.fileno(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
             )
         except OSError:
             ours.close()

@@ -68,7 +68,8 @@ class HostExecutor:
 
             def pump() -> None:
                 assert proc.stdout is not None
-                while chunk := proc.stdout.read1(1 << 16):
+                # a BufferedReader (bufsize -1), which has read1; Popen's type says IO[bytes]
+                while chunk := proc.stdout.read1(1 << 16):  # type: ignore[attr-defined]
                     if written[0] < MAX_OUTPUT_BYTES:
                         fh.write(chunk[: MAX_OUTPUT_BYTES - written[0]])
                     written[0] += len(chunk)

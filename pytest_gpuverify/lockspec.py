@@ -101,7 +101,7 @@ def parse_lock_prefix(lock: str) -> LockSpec:
         if meaning == "wait":
             wait_s = _lock_number(value, float, "wait", "write seconds, e.g. -w 600.")
         elif meaning == "exit":
-            exit_code = _lock_number(value, int, "conflict exit code", "write 1-255, e.g. -E 75.")
+            exit_code = int(_lock_number(value, int, "conflict exit code", "write 1-255, e.g. -E 75."))
     if not positional:
         raise LockPrefixError(f"lock {lock!r} names no lock file")
     if len(positional) > 1:
@@ -135,8 +135,8 @@ def _flock_arguments(args: list[str]) -> tuple[list[tuple[str, Optional[str]]], 
             positional.extend(args)
             break
         if token.startswith("--"):
-            name, has_value, value = token.partition("=")
-            named: list[tuple[str, Optional[str]]] = [(name, value if has_value else None)]
+            name, has_value, given = token.partition("=")
+            named: list[tuple[str, Optional[str]]] = [(name, given if has_value else None)]
         else:
             named = []
             for end, letter in enumerate(token[1:], start=2):

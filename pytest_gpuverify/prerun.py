@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 import time
 from contextlib import contextmanager
-from typing import Callable, Iterator, Optional
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional
 
 from .builds import SessionBuilds, build_failure, declared_builds
 from .declarations import DeclarationError
@@ -20,10 +20,38 @@ from .lock import LockError
 from .picker import NoGpu, PickerError
 from .targets import pythonpath
 
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from .artifact import Artifact
+    from .clock import SessionClock
+    from .gpu.base import GpuBackend
+    from .guard import SessionGuard
+    from .options import RunOptions
+    from .pickahead import PickAhead
+    from .picker import GpuGrant, GpuPicker
+    from .provenance import ContainerFacts
+    from .verdict import RunFacts
+
 
 class PreRunSteps:
     _visible: Optional[str] = None  # the visible-devices value inside a fresh container that renumbers its GPUs
     _session_builds: Optional[SessionBuilds] = None
+
+    if TYPE_CHECKING:  # what VerifySession (session.py) provides; set in its __init__
+        options: RunOptions
+        picker: GpuPicker
+        clock: SessionClock
+        backend: GpuBackend
+        out_dir: Path
+        _external_grant: Optional[GpuGrant]
+        _ahead: Optional[PickAhead]
+        _inventory: dict[int, GpuInfo]
+
+        def _client(self) -> Any: ...
+        def _session_guard(self) -> Optional[SessionGuard]: ...
+        def _container_facts_for(self, name: str, art: Artifact, facts: RunFacts) -> Optional[ContainerFacts]: ...
+        def _check_imports_and_run(self, target, art, outcome, facts, cfacts, wt: str, ws, stamp: str) -> None: ...
 
     def _in_fresh_container(self, res, target, art, outcome, facts, wt: str, ws, stamp: str) -> None:
         """A `run` row: lock the GPUs, start the container with them, run there, remove it, then let go."""
@@ -49,7 +77,7 @@ class PreRunSteps:
                                  f"devices passed: {', '.join(record.devices) or 'none'}"
                                  + (f"; not on this host: {', '.join(record.devices_missing)}" if record.devices_missing else ""))
                 cfacts = self._container_facts_for(record.name, art, facts)
-                art.image_digest = (record.repo_digests or [record.image_id])[0]
+                art.image_digest = record.repo_digests[0] if record.repo_digests else record.image_id
                 self._check_imports_and_run(target, art, outcome, facts, cfacts, wt, ws, stamp)
         finally:
             self._external_grant, self._visible = held, None

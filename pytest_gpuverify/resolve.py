@@ -59,6 +59,7 @@ def resolve_container(env: EnvFile, *, ticket: Optional[str], repo_row: Optional
 
     host = host_name or socket.gethostname()
     repo_mounts = _repo_mounts(repo_row)
+    found: Optional[Resolution]
     if override is not None and override.strip():
         override = override.strip()
         if override.casefold() == "none":
@@ -200,7 +201,7 @@ def _from_running(env: EnvFile, ticket: Optional[str], client: Any, host: str, r
         if name is None:
             continue
         row, image = rows[name], str(listed.get("Image") or "")
-        key_hit = bool(ticket) and names_ticket(f"{name}\n{image}", ticket)
+        key_hit = bool(ticket and names_ticket(f"{name}\n{image}", ticket))
         image_hit = False
         if row.image:
             if row.image not in image_ids:

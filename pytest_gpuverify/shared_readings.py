@@ -69,7 +69,8 @@ class SharedReadings:
 
     def get(self, read: Callable[[], list[GpuReading]]) -> tuple[float, list[GpuReading]]:
         try:
-            os.utime(self.path.with_name(self.path.name + ".seen"))  # a reader: the background sampler stays
+            if self.path is not None:  # None: nothing shared, no sampler to keep alive
+                os.utime(self.path.with_name(self.path.name + ".seen"))  # a reader: the background sampler stays
         except OSError:
             pass
         cached = self.load()

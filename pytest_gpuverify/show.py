@@ -23,7 +23,8 @@ def render(art: Artifact, path: Path) -> str:
         f"  ticket     {_fmt(art.key)}   ran {art.ts} for {_fmt(art.duration_s)} s",
         f"  host       {_fmt(art.host)}   container {_fmt(art.container)}   image {_fmt(art.image)}",
         f"  gpu        index {_fmt(gpu.index)}  arch {_fmt(gpu.arch)}  {_fmt(gpu.name)}  lock {_fmt(gpu.lock_path)}",
-        f"  versions   torch {_fmt(art.versions.torch)}  hip {_fmt(art.versions.hip)}  triton {_fmt(art.versions.triton)}  rocm {_fmt(art.versions.rocm)}",
+        f"  versions   torch {_fmt(art.versions.torch)}  hip {_fmt(art.versions.hip)}"
+        f"  triton {_fmt(art.versions.triton)}  rocm {_fmt(art.versions.rocm)}",
         f"  command    {_fmt(art.command)}   (in {_fmt(art.workdir)}, exit {_fmt(art.exit_code)})",
     ]
     if art.run is not None:
@@ -39,7 +40,8 @@ def render(art: Artifact, path: Path) -> str:
     c = art.correctness
     lines.append(
         f"  correct    passed {_fmt(c.passed)}  shapes {c.shapes_checked}  checks {c.checks_passed} passed, "
-        f"{c.checks_warning} warning, {c.checks_failed} failed  nan {c.nan_count}  atol {_fmt(c.atol)} rtol {_fmt(c.rtol)}  snr {_fmt(c.snr_db)}"
+        f"{c.checks_warning} warning, {c.checks_failed} failed  nan {c.nan_count}  atol {_fmt(c.atol)} rtol {_fmt(c.rtol)}"
+        f"  snr {_fmt(c.snr_db)}"
     )
     for reason in art.reasons:
         lines.append(f"  why        {reason}")

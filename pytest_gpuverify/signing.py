@@ -37,7 +37,7 @@ class SigningRow(BaseModel):
 def signing_row(where, cells: dict[str, Optional[str]]) -> SigningRow:
     """One row of the Signing table, checked; ``where`` is envfile's row locator."""
     signer, key = cells["signer"], cells["key"]
-    if any(c.isspace() or c in ',"*?!' for c in signer):
+    if signer is None or any(c.isspace() or c in ',"*?!' for c in signer):
         raise where.error(f"signer {signer!r} is not one name", "write the user or host name alone, "
                           "as the allowed-signers file names it (no spaces, commas, quotes or wildcards).")
     path = Path(key).expanduser() if key else None

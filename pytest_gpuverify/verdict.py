@@ -60,7 +60,7 @@ def needs_snr(dtype: Optional[str]) -> bool:
 
 def low_precision_output(facts: RunFacts, c: Optional[Correctness]) -> Optional[tuple[str, str]]:
     """The low-precision output dtype and where it was read (parsers/dtypes.py), or None."""
-    if c is not None and needs_snr(c.dtype):
+    if c is not None and c.dtype is not None and needs_snr(c.dtype):
         return c.dtype, c.dtype_source or "the output"
     return (facts.dtype, "declaration") if facts.dtype and needs_snr(facts.dtype) else None
 

@@ -135,7 +135,8 @@ TAMPERINGS = {
         "pass", lambda d: d["run"].update(unknowns=[]), "reason extra: versions: torch is null",
     ),
     "blocked reasons dropped": ("no gpu", lambda d: d["run"].update(blocked=[]), "reason missing: the command never ran"),
-    "never-ran made PASS": ("no gpu", lambda d: d.update(verdict="PASS"), "verdict is PASS, re-derived INCONCLUSIVE: the command never ran: "),
+    "never-ran made PASS": ("no gpu", lambda d: d.update(verdict="PASS"),
+                            "verdict is PASS, re-derived INCONCLUSIVE: the command never ran: "),
     "run.ran set with no output": ("no gpu", lambda d: d["run"].update(ran=True), "run.ran is True, but the artifact has no raw output"),
     "target dtype made fp8": (
         "pass", lambda d: d["target"].update(dtype="fp8"), "verdict is PASS, re-derived INCONCLUSIVE: ",
@@ -216,7 +217,8 @@ def test_exit_code_and_verdict_and_reasons_forged_together_are_caught_by_the_tra
     data["run"]["exit_code"] = data["exit_code"] = 0
     target = TargetRecord.model_validate(data["target"])
     parsed = parse_output(target.kind, path.parent / data["raw_output"], ParseContext(exit_code=0))
-    data["verdict"], data["reasons"] = verdict_and_reasons(RunFacts.from_record(RunRecord.model_validate(data["run"]), target), parsed, None)
+    facts = RunFacts.from_record(RunRecord.model_validate(data["run"]), target)
+    data["verdict"], data["reasons"] = verdict_and_reasons(facts, parsed, None)
     path.write_text(json.dumps(data))
     rc, mismatches, out = check(path, capsys)
     assert rc == 1 and mismatches == ["run.exit_code is 0, the raw output's trailer says 1"], out

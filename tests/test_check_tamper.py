@@ -195,7 +195,8 @@ TAMPERINGS = {
     ),
     "imports removed": ("pass", lambda p: edit(p, lambda d: d.update(imports={})), "imports has [], a aiter-op-test target checks"),
     "env PYTHONPATH edited": (
-        "pass", lambda p: edit(p, lambda d: d["env"].update(PYTHONPATH="/opt/aiter")), "workdir /workspace/aiter is not in the worktree /opt/aiter that PYTHONPATH names",
+        "pass", lambda p: edit(p, lambda d: d["env"].update(PYTHONPATH="/opt/aiter")),
+        "workdir /workspace/aiter is not in the worktree /opt/aiter that PYTHONPATH names",
     ),
     "env variable added": (
         "pass", lambda p: edit(p, lambda d: d["env"].update(LD_PRELOAD="/x.so")), "env.LD_PRELOAD is not a variable",

@@ -28,10 +28,10 @@ def test_annotations_are_escaped_and_capped():
     verdicts = [(f"t{i}", props("FAIL", "50%\nline2", gpuverify_file="a,b:c.py")) for i in range(12)]
     verdicts += [("w", props("INCONCLUSIVE"))]
     lines = ci.annotations(verdicts)
-    errors = [l for l in lines if l.startswith("::error")]
+    errors = [line for line in lines if line.startswith("::error")]
     assert len(errors) == 11 and "2 more" in errors[-1]
     assert errors[0].startswith("::error file=a%2Cb%3Ac.py,line=1,title=") and "50%25%0Aline2" in errors[0]
-    assert sum(l.startswith("::warning") for l in lines) == 1
+    assert sum(line.startswith("::warning") for line in lines) == 1
 
 
 def test_nothing_outside_github_unless_a_path_is_given(tmp_path):

@@ -37,7 +37,8 @@ def test_one_session_many_verdicts(sandbox):
     assert gemm.correctness.passed is True and gemm.correctness.shapes_checked == 3
     # perf rows equal the printed numbers, one per provider
     raw = (sandbox.tickets / "T-1" / gemm.raw_output).read_text()
-    printed = [float(x) for x in re.findall(r"^\| torch\.bfloat16 \|\s+\d+ \|\s+\d+ \|\s+\d+ \|\s+([\d.]+) \|\s+\S+ \|\s+([\d.]+)", raw, re.M) for x in x]
+    row = r"^\| torch\.bfloat16 \|\s+\d+ \|\s+\d+ \|\s+\d+ \|\s+([\d.]+) \|\s+\S+ \|\s+([\d.]+)"
+    printed = [float(x) for x in re.findall(row, raw, re.M) for x in x]
     assert sorted(r.us_median for r in gemm.perf) == sorted(printed) and len(printed) == 6
     assert {r.name for r in gemm.perf} == {"ck us", "triton us"}
     assert gemm.raw_output_sha256 == sha256_file(sandbox.tickets / "T-1" / gemm.raw_output)

@@ -249,7 +249,7 @@ def test_stale_readings_files_of_the_user_are_removed_and_no_one_elses(tmp_path)
         f"gpuverify-readings-{uid}-aaaa.lock": (old, uid),
         f"gpuverify-readings-{uid}-bbbb.json": (time.time(), uid),  # a running session's: kept
         f"gpuverify-readings-{NOBODY}-cccc.json": (old, NOBODY),  # another user's: never touched
-        f".gpuverify-readings-xyz": (old, uid),
+        ".gpuverify-readings-xyz": (old, uid),
         "unrelated.json": (old, uid),
     }
     for name, (mtime, owner) in names.items():
@@ -263,7 +263,7 @@ def test_stale_readings_files_of_the_user_are_removed_and_no_one_elses(tmp_path)
 
 
 def test_the_lease_keeps_close_on_exec_on_both_opens(tmp_path):
-    for existing in (False, True):
+    for _existing in (False, True):  # the second open finds the file there
         fd = open_lock_file(tmp_path / "gpu-9.lock")
         try:
             assert not os.get_inheritable(fd)

@@ -100,3 +100,7 @@ class GpuBackend(Protocol):
     def visible_value(self, gpus: list[GpuInfo]) -> str:
         """The visibility variable's value that exposes exactly ``gpus``, in that order."""
         ...
+
+    def host_arch(self) -> Optional[str]:
+        """The arch of the host's GPUs (e.g. gfx950); None when it has none. Raises GpuToolError."""
+        ...

@@ -102,7 +102,7 @@ class NvidiaBackend:
 
     def _init_nvml(self) -> None:
         try:
-            import pynvml  # type: ignore[import-not-found]
+            import pynvml
         except ImportError as exc:
             self._nvml_why = f"pynvml not importable ({type(exc).__name__}: {exc})"
             if self.use_nvml is None:

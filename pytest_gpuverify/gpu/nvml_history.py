@@ -46,9 +46,9 @@ class DriverHistory:
                 if had is None:
                     out[r.index] = r
                     continue
-                uses = [u for u in (had.use_pct, r.use_pct)]
+                uses = [u for u in (had.use_pct, r.use_pct) if u is not None]
                 procs = {p.pid: p for p in (*had.processes, *r.processes)}
-                out[r.index] = had.model_copy(update={"use_pct": None if None in uses else max(uses),
+                out[r.index] = had.model_copy(update={"use_pct": None if len(uses) < 2 else max(uses),
                                                       "processes": tuple(procs.values())})
         return [out[i] for i in sorted(out)]
 
@@ -127,7 +127,7 @@ def _window_points(nv: Any, handle: Any, i: int, start_us: int, now: float) -> l
     inside = [(ts, v) for ts, v in points if ts > start_us]
     if any(v is None or not 0 <= float(v) <= 100 for _, v in inside):
         raise NoHistory(f"GPU {i}: a utilisation sample in the window is out of range")
-    return [(ts, float(v)) for ts, v in inside]
+    return [(ts, float(v)) for ts, v in inside if v is not None]  # none is None: checked above
 
 
 def _window_pids(nv: Any, handle: Any, start_us: int) -> list[tuple[int, int]]:

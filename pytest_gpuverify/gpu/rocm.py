@@ -9,7 +9,10 @@ The format parsing lives in :mod:`.rocm_formats` (pure functions, re-exported he
 from __future__ import annotations
 
 import threading
-from typing import Optional, Sequence
+from typing import TYPE_CHECKING, Optional, Sequence
+
+if TYPE_CHECKING:
+    from concurrent.futures import ThreadPoolExecutor
 
 from ..hostexec import CommandResult, HostRunner
 from .base import GpuInfo, GpuReading, GpuToolError, output_tail
@@ -76,7 +79,8 @@ class RocmBackend:
         # The sampler reads from its own thread while the session asks for the inventory: one lock
         # keeps each once-per-session lookup from running twice (or half-filled) under that overlap.
         self._cache_lock = threading.RLock()
-        self._pool = None  # threads for the two calls of a reading (two readings may overlap), made on first use
+        # threads for the two calls of a reading (two readings may overlap), made on first use
+        self._pool: Optional[ThreadPoolExecutor] = None
 
     # ------------------------------------------------------------------------------ plumbing
     def _has(self, tool: str) -> bool:

@@ -150,6 +150,7 @@ def parse_amd_smi_metric(text: str) -> list[GpuReading]:
             used = _bytes(mem.get("used_vram", mem.get("vram_used")), "MB")
             total = _bytes(mem.get("total_vram", mem.get("vram_total")), "MB")
         index = _int(entry["gpu"])
+        assert index is not None  # _gpu_entries keeps only the entries whose "gpu" is a number
         out.setdefault(index, GpuReading(index=index, use_pct=use, vram_used_bytes=used, vram_total_bytes=total))
     return [out[i] for i in sorted(out)]
 
@@ -183,7 +184,7 @@ def parse_amd_smi_process(text: str) -> Optional[dict[int, list[GpuProcess]]]:
             for per_gpu in entry["gpus"]:
                 index = _int(per_gpu.get("gpu_index")) if isinstance(per_gpu, dict) else None
                 proc = _amd_process({**per_gpu, "pid": entry["pid"], "name": entry.get("name")}) if index is not None else None
-                if proc:
+                if proc and index is not None:  # proc is None without an index
                     out.setdefault(index, []).append(proc)
             continue
         index = _int(entry.get("gpu"))
@@ -214,8 +215,8 @@ def parse_amd_smi_static(text: str) -> list[GpuInfo]:
     """``amd-smi static --asic --json``: arch and name per amd-smi GPU index (not yet HIP)."""
     out = []
     for e in _gpu_entries(extract_json(text)):
-        asic = e.get("asic") if isinstance(e.get("asic"), dict) else {}
-        board = e.get("board") if isinstance(e.get("board"), dict) else {}
+        asic = e["asic"] if isinstance(e.get("asic"), dict) else {}
+        board = e["board"] if isinstance(e.get("board"), dict) else {}
         out.append(GpuInfo(index=_int(e["gpu"]), arch=_arch(asic.get("target_graphics_version")),
                            name=_str(asic.get("market_name")) or _str(board.get("product_name"))))
     return out
@@ -376,10 +377,10 @@ def hip_indices_from_nodes(nodes: dict[int, Optional[int]]) -> dict[int, int]:
     """Tool index -> HIP index. HIP numbers GPUs by KFD node id, so a GPU's HIP index is the rank of its
     node among all GPUs' nodes (rocm-smi sorts by BDF since 6.1.0, so orders can differ). Empty when any
     node id is missing or repeated: the caller then falls back to identity and says so."""
-    values = list(nodes.values())
-    if not nodes or any(v is None for v in values) or len(set(values)) != len(values):
+    known = {i: v for i, v in nodes.items() if v is not None}
+    if not nodes or len(known) != len(nodes) or len(set(known.values())) != len(known):
         return {}
-    return {tool: hip for hip, tool in enumerate(sorted(nodes, key=lambda i: nodes[i]))}
+    return {tool: hip for hip, tool in enumerate(sorted(known, key=lambda i: known[i]))}
 
 
 def hip_indices_from_amd_smi(devices: list[AmdSmiDevice]) -> dict[int, int]:

@@ -4,12 +4,17 @@ grid, box-drawing, tabulate simple; :mod:`.ruled`). An ``err`` cell is a check (
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 from ..artifact import PerfRow
 from .columns import Table, classify_columns
 from .perfstats import FIELD_OF, quantities_of, to_us
 from .lines import EMPTY_CELLS, TableRow, TextLine, is_ellipsis, read_number
+
+if TYPE_CHECKING:
+    from .dtypes import DtypeReader
+    from .lines import AlignedTableStream
+    from .ruled import RuledTables
 
 ERR_TOLERANCE = 0.05  # aiter's default tol_err_ratio: an ``err`` above it is a failed check
 
@@ -18,6 +23,26 @@ class SummaryTables:
     """Mixed into the aiter parser (which records: ``fail``, ``problem``, ``add_perf``, counts)."""
 
     any_title_perf = True  # a pandas table under a title without ``summary`` gives perf rows too
+
+    if TYPE_CHECKING:  # what the parser (aiter.py) that mixes this in provides; set in its __init__
+        ws_stream: Optional[AlignedTableStream]
+        ws_table: Optional[Table]
+        ws_perf: bool
+        ruled: RuledTables
+        ruled_table: Optional[tuple[int, Table]]
+        summary_pending: Optional[int]
+        err_max: Optional[float]
+        err_tolerance: float
+        err_origin: str
+        err_counts: dict[str, int]
+        nan_count: int
+        shape_keys: set[int]
+        dtypes: DtypeReader
+
+        def dispatch(self, lineno: int, text: str) -> None: ...
+        def fail(self, reason: str) -> None: ...
+        def problem(self, reason: str) -> None: ...
+        def add_perf(self, row: PerfRow) -> None: ...
 
     def take_ws_rows(self, rows: list[TableRow], handed_back: list[TextLine]) -> None:
         stream = self.ws_stream
@@ -94,8 +119,9 @@ class SummaryTables:
                 else:
                     self.err_counts["passed" if value == 0 else "warning"] += 1
                 continue
-            if kind == "num" and plan.scale[i] is not None:
-                value = to_us(text, plan.scale[i])
+            scale = plan.scale[i]
+            if kind == "num" and scale is not None:
+                value = to_us(text, scale)
             times[i] = value
             if metric_cells:
                 metrics_of[i] = {name: self.figure(lineno, name, cells[j], where) for j, name in metric_cells
@@ -129,9 +155,10 @@ class SummaryTables:
                 self.add_perf(PerfRow(shape=shape, name=name, stat=stat, runs=runs, metrics=metrics,
                                       source_line=lineno, **row))
                 continue
-            [q] = quantities_of([group], times) or [None]
-            if q is None:
+            quantities = quantities_of([group], times)
+            if not quantities:
                 continue
+            [q] = quantities
             metrics = {}
             for index, _, _ in members:
                 metrics.update(metrics_of.get(index, ()))

@@ -40,7 +40,7 @@ def is_error_line(text: str) -> bool:
 
 _FAILED_WORD = re.compile(r"(?<![\w-])(?:failed|FAILED|Failed)(?![\w-])")
 _BENIGN_FAILED = re.compile(
-    rf"(?<![\w.])0\s+(?:tests?\s+)?failed|failed\s*[:=]\s*0(?![\d.])|failed to (?!(?:match|pass|verify|converge)\b)",
+    r"(?<![\w.])0\s+(?:tests?\s+)?failed|failed\s*[:=]\s*0(?![\d.])|failed to (?!(?:match|pass|verify|converge)\b)",
     re.IGNORECASE,
 )
 

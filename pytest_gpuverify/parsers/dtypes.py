@@ -34,7 +34,7 @@ _CALLING = re.compile(r"^calling \w+\((?P<key>\w+)\s*=\s*(?P<value>[^\s,()]+)")
 
 
 def is_low_precision(dtype: Optional[str]) -> bool:
-    return bool(dtype) and LOW_PRECISION.search(dtype) is not None
+    return bool(dtype and LOW_PRECISION.search(dtype))
 
 
 def is_output_dtype_name(name: str) -> bool:

@@ -93,7 +93,7 @@ class FlydslParser(PytestParser):
                     self.timing(lineno, match["who"], match["us"], self.shape(), {})
             if "Max absolute error" in s and (match := _ATOL.search(s)):
                 kind, value = read_number(match["v"])
-                if kind == "num" and (self.atol is None or value > self.atol):
+                if kind == "num" and value is not None and (self.atol is None or value > self.atol):
                     self.atol = value
         if c0 == "F" and s.startswith("FlyDSL MoE"):
             match = _MOE.match(s)

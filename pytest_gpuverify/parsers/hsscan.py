@@ -18,7 +18,7 @@ from typing import Callable, Optional, Sequence
 try:
     import hyperscan as _hs
 except ImportError:  # no wheel for this platform: the re engine does the work
-    _hs = None
+    _hs = None  # type: ignore[assignment]  # None marks the re engine; every use checks `_hs is None` first
 
 FLAGS = 0 if _hs is None else _hs.HS_FLAG_CASELESS | _hs.HS_FLAG_MULTILINE
 
@@ -68,8 +68,8 @@ class PatternSet:
             add = ends.append
 
             def on_match(_id: int, _from: int, to: int, _flags: int, _ctx: object) -> Optional[bool]:
-                add(to)
-                return len(ends) > limit or None  # True stops the scan
+                add(to)  # noqa: B023 -- called only inside db.scan below, in this same iteration
+                return len(ends) > limit or None  # noqa: B023 -- same; True stops the scan
 
             try:
                 db.scan(memoryview(text)[pos:end], match_event_handler=on_match)

@@ -60,7 +60,7 @@ def read_junit(path: Path, cap: int = JUNIT_BYTES_CAP) -> JunitResult:
 
 
 def _read_junit(path: Path, cap: int, result: JunitResult) -> None:
-    parser = ET.XMLPullParser(events=("start", "end"))
+    parser: ET.XMLPullParser[ET.Element] = ET.XMLPullParser(events=("start", "end"))
     stack: list[ET.Element] = []
     total, tail = 0, b""
     with open(path, "rb") as fh:
@@ -82,7 +82,9 @@ def _read_junit(path: Path, cap: int, result: JunitResult) -> None:
 
 
 def _take_events(parser: ET.XMLPullParser, stack: list[ET.Element], result: JunitResult) -> None:
-    for event, elem in parser.read_events():
+    # typeshed allows 1-tuples (other event kinds); start and end events (the only ones asked for) are pairs
+    for event, elem in parser.read_events():  # type: ignore[misc]
+        assert isinstance(elem, ET.Element)  # and carry elements
         if event == "start":
             stack.append(elem)
             continue

@@ -13,7 +13,7 @@ import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterable, Iterator, Optional, Union
+from typing import Callable, Generator, Iterable, Iterator, Optional, Union
 
 MIB = 1 << 20
 DEFAULT_MAX_LINE = MIB
@@ -134,7 +134,7 @@ class LineReader:
         self.lines_read += len(lines)
         return zip(range(start, start + len(lines)), lines)
 
-    def _take(self, pending: bytearray, pending_len: int, piece: bytes) -> Iterator[tuple[int, str]]:
+    def _take(self, pending: bytearray, pending_len: int, piece: bytes) -> Generator[tuple[int, str], None, int]:
         """Add ``piece`` to the current line; return its full length so far. A line too long to keep
         whole (tqdm's ``\\r`` progress with no newline) is read in pieces: each piece ended by a
         ``\\r`` goes to the parser under the line's number, so nothing printed after the progress is

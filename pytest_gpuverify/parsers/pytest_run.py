@@ -219,8 +219,8 @@ class PytestParser(Recorder):
         bad: list[tuple[str, str, str]] = []
         if xml is not None:
             counts, bad = xml.counts, xml.bad
-            for block in xml.blocks.values():
-                self._greatest(block)
+            for xml_block in xml.blocks.values():
+                self._greatest(xml_block)
             if term.summary is not None:
                 lineno, printed = term.summary
                 if printed.failed + printed.errors and not counts.failed + counts.errors:
@@ -238,8 +238,8 @@ class PytestParser(Recorder):
         else:
             self.problem(NO_RESULT)
         by_test: dict[Optional[str], CloseBlock] = {}
-        for test, block in term.blocks:
-            by_test.setdefault(test, block)
+        for test, first in term.blocks:
+            by_test.setdefault(test, first)
         xml_blocks = xml.blocks if xml is not None else {}
         tails: set[str] = set()
         for nodeid, kind, message in bad:
@@ -272,7 +272,7 @@ class PytestParser(Recorder):
         for part in block.parts:
             if part.startswith("Greatest absolute difference: "):
                 kind, value = read_number(part.split()[3])
-                if kind == "num":
+                if kind == "num" and value is not None:  # a number is never None
                     self.metrics.record("max_abs_error", value)
 
 

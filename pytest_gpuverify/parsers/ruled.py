@@ -119,6 +119,7 @@ class RuledTables:
     def _table_line(self, lineno: int, text: str) -> bool:
         names = self.names
         assert names is not None
+        cells: Optional[list[str]]
         if self.simple is not None:
             if not text.strip() or is_rule(text):
                 return False
@@ -162,7 +163,7 @@ def _simple_names(header: str, spans: list[tuple[int, int]]) -> list[str]:
 
 def _by_spans(text: str, spans: list[tuple[int, int]]) -> Optional[list[str]]:
     cells = []
-    for i, (start, end) in enumerate(spans):
+    for i, (start, _end) in enumerate(spans):
         stop = spans[i + 1][0] if i + 1 < len(spans) else len(text)
         piece = text[start if i else 0 : stop]
         if text[start - 1 : start].strip() if start else False:

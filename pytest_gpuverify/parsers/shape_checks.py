@@ -93,7 +93,7 @@ class PrintedChecks:
         word = next((m for m in words if m["fail"]), words[0] if words else None)
         failed = word is not None and word["fail"] is not None
         checked = word is not None
-        if failed:
+        if failed and word is not None:  # failed implies a word
             self._fail(f"line {lineno}: {label}: printed {word.group()}")
         for field, key in _LIMITS:
             value = read.values.get(field)

@@ -1,8 +1,7 @@
 """GitHub Actions job summary (markdown) and ``::error``/``::warning`` annotations, from the
 verdict properties every GPU target's report carries (so it covers xdist workers' targets too).
-No pytest here: ``verdicts`` is a list of ``(nodeid, properties)``."""
-
-from __future__ import annotations
+No pytest here: ``verdicts`` is a list of ``(nodeid, properties)``.
+(No ``from __future__ import annotations``: :func:`annotations` below would shadow that name.)"""
 
 import os
 import sys
@@ -82,7 +81,7 @@ def _cut(parts: list[str], limit: int) -> str:
         if size > budget:
             break
         kept.append(line)
-    closing = ["</details>"] if any(l.startswith("<details>") for l in kept) and "</details>" not in kept else []
+    closing = ["</details>"] if any(line.startswith("<details>") for line in kept) and "</details>" not in kept else []
     return "\n".join(kept + closing) + note.format(len(parts) - len(kept))
 
 

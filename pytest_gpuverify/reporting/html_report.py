@@ -49,7 +49,7 @@ def _anchor(i: int) -> str:
 def _summary_table(found: list[tuple[Path, Artifact]]) -> str:
     rows = ["<table><tr><th>Verdict</th><th>Target</th><th>Host</th><th>GPU</th><th>Shapes</th>"
             "<th>SNR dB</th><th>Perf rows</th><th>First reason</th></tr>"]
-    for i, (path, art) in enumerate(found):
+    for i, (_path, art) in enumerate(found):
         reason = art.reasons[0] if art.reasons and art.verdict != "PASS" else ""
         rows.append(f'<tr class="{"bad" if art.verdict != "PASS" else ""}"><td class="{art.verdict}">{art.verdict}</td>'
                     f'<td><a href="#{_anchor(i)}">{escape(art.topic)}</a></td><td>{escape(art.host or "-")}</td>'

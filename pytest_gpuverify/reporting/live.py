@@ -42,7 +42,7 @@ class RunningLine:
         self.bytes += len(data)
         lines = (self._tail + data).replace(b"\r", b"\n").split(b"\n")
         self._tail = lines[-1][-4096:]
-        done = [l for l in lines[:-1] if l.strip()]
+        done = [line for line in lines[:-1] if line.strip()]
         if done:
             self.last = _CONTROL.sub("", done[-1].decode(errors="replace")).strip()
         try:

@@ -61,7 +61,7 @@ def _state():
     return st
 
 
-_initialised = []
+_initialised: list[int] = []  # the flags of each amdsmi_init not yet shut down
 
 
 def amdsmi_init(flag=AmdSmiInitFlags.INIT_AMD_GPUS):
