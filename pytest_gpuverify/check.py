@@ -41,15 +41,16 @@ def check_file(artifact: str, allowed_signers: Optional[str] = None) -> tuple[in
     from .schemas import SchemaError, load_checked
 
     path = Path(artifact)
+    art: Optional[Artifact] = None
     try:
-        art = load_checked(path)
+        loaded = load_checked(path)
     except FileNotFoundError:
         print(f"gpuverify: {artifact}: no such file", file=sys.stderr)
         return 2, None
     except SchemaError as exc:
-        problems, art = [f"schema: {p}" for p in exc.problems], None
+        problems = [f"schema: {p}" for p in exc.problems]
     else:
-        problems = check_artifact(art, path)
+        art, problems = loaded, check_artifact(loaded, path)
     if allowed_signers is not None:  # a file too broken to read is still held to its signature
         problems += signature_problems(art, path, Path(allowed_signers))
     for problem in problems:
@@ -58,7 +59,7 @@ def check_file(artifact: str, allowed_signers: Optional[str] = None) -> tuple[in
         print(f"{artifact}: {PARTLY}")
     if art is not None and art.signed_by and allowed_signers is None:
         print(f"{artifact}: {UNVERIFIED}")
-    if problems:
+    if problems or art is None:
         print(f"{artifact}: {len(problems)} difference(s) between the artifact and what it re-derives to")
         return 1, art
     checked = "and verdict" if art.run is None else "verdict and reasons"

@@ -371,7 +371,7 @@ def _resources(rows: list[_Row]) -> Resources:
     found: dict[str, Optional[Path]] = {}
     extra: dict[str, str] = {}
     for where, cells in rows:
-        name = cells["resource"].lower()
+        name = (cells["resource"] or "").lower()
         if name in ("tickets", "repos"):
             found[name] = _host_path(where, cells["path"])
         elif cells["path"] is not None:

@@ -184,6 +184,7 @@ class GpuPicker:
         return cached[1]
 
     def _run_picker_command(self, timeout_s: float) -> int:
+        assert self.picker_command is not None  # called only when the Hosts row names one
         result = self.host.run(["sh", "-c", self.picker_command], timeout=timeout_s)
         if result.timed_out:
             raise PickerError(

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import pytest
 
@@ -18,8 +18,12 @@ from .options import RunOptions, SetupError, check_repeats, check_seconds, check
 from .report import VerdictSummary, live_line, verdict_properties
 from .targets import Target, kind_for_path, split_args, topic_for
 
-_SESSION_KEY = pytest.StashKey["VerifySession"]()
-_DECLARED_KEY = pytest.StashKey[object]()
+if TYPE_CHECKING:  # imported when a session starts: a run without --gpu-verify never pays for them
+    from .declarations import Declarations
+    from .session import VerifySession
+
+_SESSION_KEY: pytest.StashKey[VerifySession] = pytest.StashKey()
+_DECLARED_KEY: pytest.StashKey[Optional[Declarations]] = pytest.StashKey()
 _NO_CONFTEST_KEY = pytest.StashKey[str]()  # the kernel repo whose conftest.py files are not imported
 _ENV_KEY = pytest.StashKey[tuple]()  # (path, EnvFile) as read before the initial conftests
 _CLAIMS_KEY = pytest.StashKey[str]()  # xdist controller: the folder where its workers claim topics
@@ -45,8 +49,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--gpu-ab", default=None, metavar="BASE", help="A/B: also run each target on git ref BASE (a worktree), interleaved")
     group.addoption("--gpu-allow-dirty", action="store_true", default=False, help="report a dirty repo instead of INCONCLUSIVE")
     group.addoption("--gpu-start-container", action="store_true", default=False, help="allow starting your stopped container")
-    group.addoption("--gpu-args", default=None, metavar="ARGS", help="arguments for the command-line targets: --gpu-args=\"-d bf16 -m 128\" (with =)")
-    group.addoption("--gpu-target", action="append", default=[], metavar="NAME", help="run a target declared in gpuverify.toml / [tool.gpuverify] (repeatable)")
+    group.addoption("--gpu-args", default=None, metavar="ARGS",
+                     help="arguments for the command-line targets: --gpu-args=\"-d bf16 -m 128\" (with =)")
+    group.addoption("--gpu-target", action="append", default=[], metavar="NAME",
+                     help="run a target declared in gpuverify.toml / [tool.gpuverify] (repeatable)")
     group.addoption("--gpu-ci-summary", default=None, metavar="PATH",
                     help="write the job summary (markdown; GitHub's, also under other CI) to PATH")
     group.addoption("--gpu-host-conftest", action="store_true", default=False,

@@ -320,9 +320,9 @@ class VerifySession(PreRunSteps):
             self._ahead = PickAhead(self.picker, target.gpus, self.options.wait_s)
         if self.options.container == "none":
             # the command runs on the host itself: the worktree is where it is
-            art.container, wt = None, str(ws.wt_host)
+            art.container, on_host = None, str(ws.wt_host)
             cfacts = self._container_facts_for(HOST, art, facts)
-            self._check_imports_and_run(target, art, outcome, facts, cfacts, wt, ws, stamp)
+            self._check_imports_and_run(target, art, outcome, facts, cfacts, on_host, ws, stamp)
             return
         res = self._resolve(ws, target)
         art.container = res.name

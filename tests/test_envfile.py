@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from pydantic import ValidationError
 
 from pytest_gpuverify.envfile import (
     EnvFile,
@@ -301,7 +302,7 @@ def test_host_and_gpu_lock_lookups():
 
 def test_models_are_frozen():
     env = parse_env_text(REFERENCE_EXAMPLE, "env.md")
-    with pytest.raises(Exception):
+    with pytest.raises(ValidationError):
         env.hosts[0].gpus = 4
 
 

@@ -46,7 +46,7 @@ def run_compare(base: str, head: Optional[str], factor: float = 1.10, fmt: str =
     except Refused as exc:
         print(f"gpuverify compare: {exc}", file=sys.stderr)
         return 2
-    bad = [why for why in (_not_passing(p, a) for p, a in zip([base, head], arts)) if why]
+    bad = [why for why in (_not_passing(p, a) for p, a in zip([base] + ([head] if head else []), arts)) if why]
     if bad:
         print("gpuverify compare: " + "\n".join(bad), file=sys.stderr)
         return 2

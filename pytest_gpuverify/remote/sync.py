@@ -29,7 +29,8 @@ def local_checkout(here: Path, env: EnvFile) -> tuple[Path, RepoRow]:
     if not top:
         raise SetupError(f"--gpu-sync: {here} is not inside a git checkout. Fix: run from your checkout")
     rows = [r for r in env.repos if r.path is not None]
-    named = [r for r in rows if r.repo.casefold() == Path(top).name.casefold() or r.path.name == Path(top).name]
+    named = [r for r in rows if r.repo.casefold() == Path(top).name.casefold()
+             or (r.path is not None and r.path.name == Path(top).name)]
     row = named[0] if len(named) == 1 else rows[0] if len(rows) == 1 else None
     if row is None:
         raise SetupError(f"--gpu-sync: no Repos row of {env.path} matches the checkout {top}. Fix: name the row "
