@@ -29,6 +29,12 @@ from pydantic import BaseModel, ConfigDict, Field
 BUILD_KEYS = ("name", "command", "gpu", "workdir")
 _NAME = re.compile(r"[A-Za-z0-9._-]+")
 FAILED = "build failed: "
+FAILED_BASE = "build failed on the base side: "  # a build of --gpu-ab's base worktree (side A)
+
+
+def failed_prefix(reason: str) -> str:
+    """The prefix of a build failure's reason ('' when it is not one)."""
+    return next((p for p in (FAILED_BASE, FAILED) if reason.startswith(p)), "")
 
 
 class BuildStep(BaseModel):
@@ -58,16 +64,18 @@ class BuildRecord(BaseModel):
     output_sha256: Optional[str] = None
     output_bytes: Optional[int] = None
     duration_s: Optional[float] = None
+    side: Optional[str] = None  # --gpu-ab: "A" built the base worktree, "B" the head's; None without A/B
 
     @property
     def failed(self) -> Optional[str]:
         """The target's reason when this build failed, else None."""
+        prefix = FAILED_BASE if self.side == "A" else FAILED
         if self.problem:
-            return f"{FAILED}{self.command}: {self.problem}"
+            return f"{prefix}{self.command}: {self.problem}"
         if self.timed_out:
-            return f"{FAILED}{self.command} timed out"
+            return f"{prefix}{self.command} timed out"
         if self.exit_code != 0:
-            return f"{FAILED}{self.command} exited {self.exit_code}"
+            return f"{prefix}{self.command} exited {self.exit_code}"
         return None
 
 
@@ -130,26 +138,26 @@ class SessionBuilds:
         self.done: dict[tuple[str, str], list[BuildRecord]] = {}
 
     def run(self, key: tuple[str, str], steps: tuple[BuildStep, ...], handle: Any, wt: str, env: dict[str, str],
-            stamp: str, gpu: Callable[[], Any]) -> list[BuildRecord]:
+            stamp: str, gpu: Callable[[], Any], side: Optional[str] = None) -> list[BuildRecord]:
         """``gpu()``: a context manager holding a GPU lock, yielding (indices, visible-devices env, the
-        guard's on_start for the build's exec)."""
+        guard's on_start for the build's exec); ``side``: the A/B side whose worktree ``wt`` is."""
         if key in self.done:
             return self.done[key]
         records = self.done[key] = []
         for step in steps:
-            if self._one(step, handle, wt, env, stamp, gpu, records).failed:
+            if self._one(step, handle, wt, env, stamp, gpu, records, side).failed:
                 break  # later builds stand on this one
         return records
 
     def _one(self, step: BuildStep, handle: Any, wt: str, env: dict[str, str], stamp: str, gpu,
-             records: list[BuildRecord]) -> BuildRecord:
+             records: list[BuildRecord], side: Optional[str] = None) -> BuildRecord:
         from .files import create_result_file
 
         workdir = f"{wt}/{step.workdir}".rstrip("/.") if step.workdir not in (None, "", ".") else wt
         record = BuildRecord(name=step.name, command=shlex.join(step.command), gpu=step.gpu,
-                             container=getattr(handle, "name", None), workdir=workdir)
+                             container=getattr(handle, "name", None), workdir=workdir, side=side)
         records.append(record)  # before it runs: an interrupted build is recorded too
-        out = self.out_dir / f"build_{step.name}.{stamp}.log"
+        out = self.out_dir / f"build_{step.name}.{stamp}{'.' + side if side else ''}.log"  # one file per side
         started = time.monotonic()
         try:
             with (gpu() if step.gpu else _no_gpu()) as (indices, visible, on_start):
@@ -211,9 +219,11 @@ def build_problems(art: Any, folder: Path) -> list[str]:
     blocked = list(art.run.blocked) if art.run else []
     stopped = bool(art.run and art.run.interrupted) and failure is not None and failure.endswith(f"({art.run.interrupted})")
     if failure and failure not in blocked and not stopped:  # a Ctrl-C during a build is the run's own reason
-        problems.append(f"build {failure[len(FAILED):]}, but the run does not say so")
+        problems.append(f"build {failure[len(failed_prefix(failure)):]}, but the run does not say so")
     if failure and art.run and art.run.ran:
         problems.append("a build failed, but the target's command ran")
-    if not failure and any(b.startswith(FAILED) for b in blocked):
+    if art.ab is None and any(r.side == "A" for r in art.builds):  # the base is built only once it is checked out
+        problems.append("a build record is of the base side (A), but the artifact has no A/B record")
+    if not failure and any(failed_prefix(b) for b in blocked):
         problems.append("the run says a build failed, but every build record passed")
     return problems

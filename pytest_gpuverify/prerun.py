@@ -58,9 +58,26 @@ class PreRunSteps:
                 art.timeline.lock_released = self.clock.wall(min(lease.released_at or 0.0 for lease in grant.leases) or None)
 
     def _run_builds(self, target, art, facts, cfacts, wt: str, ws, stamp: str) -> bool:
-        """The declaration's builds (once per session and worktree); False, with the reason, when one failed."""
+        """The declaration's builds (once per session and worktree); False, with the reason, when one failed.
+        Under --gpu-ab these build the head's worktree (side B); :meth:`_run_base_builds` the base's."""
+        side = "B" if self.base_worktrees is not None else None
+        return self._builds_on(target, art, facts, cfacts, wt, ws.wt_host, ws.wt_host, stamp, side)
+
+    def _run_base_builds(self, target, art, facts, cfacts, plan, ws, stamp: str) -> bool:
+        """--gpu-ab: the same declared builds on the base worktree (side A), once per session and base
+        worktree, before the target's first run; a failed one blocks the target (nothing runs)."""
+        if facts.blocked:
+            return False
+        if plan is None or plan.base is None:
+            return True
+        return self._builds_on(target, art, facts, cfacts, plan.base_wt, ws.wt_host, plan.base.path, stamp, "A")
+
+    def _builds_on(self, target, art, facts, cfacts, wt: str, decl_tree, built_tree, stamp: str,
+                   side: Optional[str]) -> bool:
+        """The builds of the declaration that governs the target in ``decl_tree`` (the head's checkout:
+        both sides build with the same commands), run in ``wt`` (``built_tree`` in the container)."""
         try:
-            decl, steps = declared_builds(target.location, ws.wt_host)
+            decl, steps = declared_builds(target.location, decl_tree)
         except DeclarationError as exc:  # edited since the session read it, or another tree's file
             facts.blocked.append(str(exc))
             return False
@@ -70,11 +87,13 @@ class PreRunSteps:
             self._session_builds = SessionBuilds(self.out_dir, self.options.timeout_s)
         env = {"PYTHONUNBUFFERED": "1", "PYTHONPATH": pythonpath(target.kind, wt),
                **({"GPU_ARCHS": cfacts.arch} if cfacts.arch else {}), **run_marker(f"{stamp}-{os.getpid()}-build")}
-        key = (str(decl), str(ws.wt_host))
+        key = (str(decl), str(built_tree))
+        kept = [r for r in art.builds if r.side != side]  # the other side's, already in this artifact
         try:
-            art.builds = self._session_builds.run(key, steps, cfacts.handle, wt, env, stamp, self._build_gpu)
+            art.builds = kept + self._session_builds.run(key, steps, cfacts.handle, wt, env, stamp, self._build_gpu,
+                                                         side)
         except KeyboardInterrupt:  # the artifact still says which build was stopped
-            art.builds = self._session_builds.done.get(key, [])
+            art.builds = kept + self._session_builds.done.get(key, [])
             raise
         failure = build_failure(art.builds)
         if failure:
