@@ -37,13 +37,17 @@ class PreRunSteps:
             return
         self._external_grant = grant  # _run_on_gpu runs on it and leaves the release to us
         problems: list[str] = []
+        run_id = f"{stamp}-{os.getpid()}"
+        # a kill -9 of us: the session's guard removes the container (its labels checked) before the locks go
+        guards = RunGuards(self._session_guard(), [lease.fileno() for lease in grant.leases])
         try:
             with fresh_container(self._client(), res.fresh, res.mounts, grant.indices, self.backend.vendor,
-                                 f"{stamp}-{os.getpid()}", self.options.timeout_s, problems) as record:
+                                 run_id, self.options.timeout_s, problems) as record:
                 art.fresh_container = record
                 if record is None:
                     facts.blocked.extend(problems)
                     return
+                guards.on_start(["fresh", record.id or record.name, run_id])
                 art.container, self._visible = record.name, record.visible
                 art.notes.append(f"fresh container {record.name} from {record.image} (Containers row {record.row}); "
                                  f"devices passed: {', '.join(record.devices) or 'none'}"
@@ -52,6 +56,7 @@ class PreRunSteps:
                 art.image_digest = (record.repo_digests or [record.image_id])[0]
                 self._check_imports_and_run(target, art, outcome, facts, cfacts, wt, ws, stamp)
         finally:
+            guards.done()  # the container is removed by now (fresh_container's exit)
             self._external_grant, self._visible = held, None
             if grant is not held:
                 self.picker.release(grant)
