@@ -65,6 +65,10 @@ class BuildRecord(BaseModel):
     output_bytes: Optional[int] = None
     duration_s: Optional[float] = None
     side: Optional[str] = None  # --gpu-ab: "A" built the base worktree, "B" the head's; None without A/B
+    # a gpu = true build's hold of a GPU lock it took for itself (ISO 8601 UTC), for exclusivity.py;
+    # null when it ran under the run's own lock, which the artifact's timeline already spans
+    lock_taken: Optional[str] = None
+    lock_released: Optional[str] = None
 
     @property
     def failed(self) -> Optional[str]:
@@ -139,8 +143,9 @@ class SessionBuilds:
 
     def run(self, key: tuple[str, str], steps: tuple[BuildStep, ...], handle: Any, wt: str, env: dict[str, str],
             stamp: str, gpu: Callable[[], Any], side: Optional[str] = None) -> list[BuildRecord]:
-        """``gpu()``: a context manager holding a GPU lock, yielding (indices, visible-devices env, the
-        guard's on_start for the build's exec); ``side``: the A/B side whose worktree ``wt`` is."""
+        """``gpu(hold)``: a context manager holding a GPU lock, yielding (indices, visible-devices env, the
+        guard's on_start for the build's exec), that fills ``hold`` with its own lock's times as it
+        ends; ``side``: the A/B side whose worktree ``wt`` is."""
         if key in self.done:
             return self.done[key]
         records = self.done[key] = []
@@ -158,9 +163,9 @@ class SessionBuilds:
                              container=getattr(handle, "name", None), workdir=workdir, side=side)
         records.append(record)  # before it runs: an interrupted build is recorded too
         out = self.out_dir / f"build_{step.name}.{stamp}{'.' + side if side else ''}.log"  # one file per side
-        started = time.monotonic()
+        started, hold = time.monotonic(), {}  # hold: filled by gpu() as it lets its own lock go
         try:
-            with (gpu() if step.gpu else _no_gpu()) as (indices, visible, on_start):
+            with (gpu(hold) if step.gpu else _no_gpu()) as (indices, visible, on_start):
                 record.gpus = list(indices)
                 create_result_file(out)
                 record.output = out.name
@@ -178,14 +183,15 @@ class SessionBuilds:
 
             cause = getattr(getattr(exc, "outcome", None), "interrupted", None) or interrupt_cause(exc)
             record.problem = f"interrupted ({cause})"
-            self._seal(record, out, started)
+            self._seal(record, out, started, hold)
             raise (Terminated(cause) if cause == "SIGTERM" else KeyboardInterrupt(cause)) from None
-        return self._seal(record, out, started)
+        return self._seal(record, out, started, hold)
 
     @staticmethod
-    def _seal(record: BuildRecord, out: Path, started: float) -> BuildRecord:
+    def _seal(record: BuildRecord, out: Path, started: float, hold: Optional[dict] = None) -> BuildRecord:
         from .artifact import sha256_file
 
+        record.lock_taken, record.lock_released = (hold or {}).get("lock_taken"), (hold or {}).get("lock_released")
         record.duration_s = round(time.monotonic() - started, 3)
         if record.output and out.exists():
             record.output_sha256, record.output_bytes = sha256_file(out), out.stat().st_size

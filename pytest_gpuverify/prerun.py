@@ -106,7 +106,7 @@ class PreRunSteps:
         return failure is None
 
     @contextmanager
-    def _build_gpu(self) -> Iterator[tuple[list[int], dict[str, str], Callable]]:
+    def _build_gpu(self, hold: dict) -> Iterator[tuple[list[int], dict[str, str], Callable]]:
         """A GPU for a `gpu = true` build: the run's own when it holds one, else one locked for the build;
         the build is armed with the session's guard like a command (a kill -9 of us stops it first)."""
         # the target's own GPUs when it holds them or its pick is under way (pickahead.py): the run then
@@ -120,5 +120,7 @@ class PreRunSteps:
                    guards.on_start)
         finally:
             guards.done()
-            if grant is not kept:
+            if grant is not kept:  # a hold of its own: in the build record, for `gpuverify check`'s overlaps
                 self.picker.release(grant)
+                hold["lock_taken"] = self.clock.wall(max(lease.acquired_at or 0.0 for lease in grant.leases) or None)
+                hold["lock_released"] = self.clock.wall(min(lease.released_at or 0.0 for lease in grant.leases) or None)

@@ -48,7 +48,7 @@ NESTED[4] = {k: v | (frozenset({"repeats", "min_steps"}) if k == "target" else f
 # each record of ``builds[]`` (version 4); keys added after version 4's first builds may be absent
 _BUILD = frozenset("name command gpu gpus container workdir exit_code timed_out problem output output_sha256 "
                    "output_bytes duration_s".split())
-BUILD_LATER = frozenset({"side"})
+BUILD_LATER = frozenset({"side", "lock_taken", "lock_released"})
 BUILD_KEYS = _BUILD | BUILD_LATER
 NOT_NULL = {1: ("topic", "ts", "verdict"), 2: ("topic", "ts", "verdict", "run", "target"),
             3: ("topic", "ts", "verdict", "run", "target"), 4: ("topic", "ts", "verdict", "run", "target")}
