@@ -7,15 +7,14 @@ from __future__ import annotations
 import fcntl
 import os
 import subprocess
-import sys
 import time
 import uuid
 
 import pytest
 
-from pytest_gpuverify.ephemeral import OWNER_LABEL, PID_LABEL, RUN_LABEL
+from pytest_gpuverify.ephemeral import OWNER_LABEL, RUN_LABEL
 from pytest_gpuverify.guard import SessionGuard
-from tests.test_e2e_fresh_builds import foreign, use_run_row
+from tests.test_e2e_fresh_builds import foreign, sleeping_in_fresh_container, use_run_row
 
 pytestmark = pytest.mark.docker
 
@@ -28,29 +27,10 @@ def flock_free(path) -> bool:
     return subprocess.run(["flock", "-n", str(path), "true"]).returncode == 0
 
 
-def sleeping(sandbox):
-    """pytest running op_tests/test_sleep.py in a fresh container, once it prints; and that container
-    (found by the session's pid label: other tests' containers may run beside it)."""
-    cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:benchmark", "--gpu-verify",
-           "--gpu-window", "0.3", "--gpu-env", str(sandbox.env_path), "--ticket", "T-1", "op_tests/test_sleep.py"]
-    proc = subprocess.Popen(cmd, cwd=sandbox.repo, env=dict(os.environ, PATH=f"{sandbox.sim_bin}:{os.environ['PATH']}"),
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    deadline, running = time.time() + 90, []
-    while time.time() < deadline and not running:
-        logs = list((sandbox.tickets / "T-1").glob("bench_sleep.*.log")) if (sandbox.tickets / "T-1").exists() else []
-        if logs and b"sleeping" in logs[0].read_bytes():
-            running = sandbox.client.containers.list(filters={"label": f"{PID_LABEL}={proc.pid}"})
-        time.sleep(0.1)
-    if len(running) != 1:
-        proc.kill()
-        pytest.fail(f"expected one fresh container while the command runs, found {running}")
-    return proc, running[0]
-
-
 def test_kill_9_of_pytest_removes_its_fresh_container_and_then_frees_the_lock(sandbox):
     use_run_row(sandbox)
     other = foreign(sandbox, f"gpuverify-run-{uuid.uuid4().hex[:8]}", "another-session")
-    proc, container = sleeping(sandbox)
+    proc, container = sleeping_in_fresh_container(sandbox)
     assert container.labels[OWNER_LABEL] == "1" and not sandbox.lock_files_free()
     proc.kill()  # SIGKILL: no finally, no atexit of pytest's runs
     proc.wait(timeout=30)
