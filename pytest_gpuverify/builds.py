@@ -29,6 +29,12 @@ from pydantic import BaseModel, ConfigDict, Field
 BUILD_KEYS = ("name", "command", "gpu", "workdir")
 _NAME = re.compile(r"[A-Za-z0-9._-]+")
 FAILED = "build failed: "
+FAILED_BASE = "build failed on the base side: "  # a build of --gpu-ab's base worktree (side A)
+
+
+def failed_prefix(reason: str) -> str:
+    """The prefix of a build failure's reason ('' when it is not one)."""
+    return next((p for p in (FAILED_BASE, FAILED) if reason.startswith(p)), "")
 
 
 class BuildStep(BaseModel):
@@ -58,16 +64,22 @@ class BuildRecord(BaseModel):
     output_sha256: Optional[str] = None
     output_bytes: Optional[int] = None
     duration_s: Optional[float] = None
+    side: Optional[str] = None  # --gpu-ab: "A" built the base worktree, "B" the head's; None without A/B
+    # a gpu = true build's hold of a GPU lock it took for itself (ISO 8601 UTC), for exclusivity.py;
+    # null when it ran under the run's own lock, which the artifact's timeline already spans
+    lock_taken: Optional[str] = None
+    lock_released: Optional[str] = None
 
     @property
     def failed(self) -> Optional[str]:
         """The target's reason when this build failed, else None."""
+        prefix = FAILED_BASE if self.side == "A" else FAILED
         if self.problem:
-            return f"{FAILED}{self.command}: {self.problem}"
+            return f"{prefix}{self.command}: {self.problem}"
         if self.timed_out:
-            return f"{FAILED}{self.command} timed out"
+            return f"{prefix}{self.command} timed out"
         if self.exit_code != 0:
-            return f"{FAILED}{self.command} exited {self.exit_code}"
+            return f"{prefix}{self.command} exited {self.exit_code}"
         return None
 
 
@@ -130,29 +142,30 @@ class SessionBuilds:
         self.done: dict[tuple[str, str], list[BuildRecord]] = {}
 
     def run(self, key: tuple[str, str], steps: tuple[BuildStep, ...], handle: Any, wt: str, env: dict[str, str],
-            stamp: str, gpu: Callable[[], Any]) -> list[BuildRecord]:
-        """``gpu()``: a context manager holding a GPU lock, yielding (indices, visible-devices env, the
-        guard's on_start for the build's exec)."""
+            stamp: str, gpu: Callable[[], Any], side: Optional[str] = None) -> list[BuildRecord]:
+        """``gpu(hold)``: a context manager holding a GPU lock, yielding (indices, visible-devices env, the
+        guard's on_start for the build's exec), that fills ``hold`` with its own lock's times as it
+        ends; ``side``: the A/B side whose worktree ``wt`` is."""
         if key in self.done:
             return self.done[key]
         records = self.done[key] = []
         for step in steps:
-            if self._one(step, handle, wt, env, stamp, gpu, records).failed:
+            if self._one(step, handle, wt, env, stamp, gpu, records, side).failed:
                 break  # later builds stand on this one
         return records
 
     def _one(self, step: BuildStep, handle: Any, wt: str, env: dict[str, str], stamp: str, gpu,
-             records: list[BuildRecord]) -> BuildRecord:
+             records: list[BuildRecord], side: Optional[str] = None) -> BuildRecord:
         from .files import create_result_file
 
         workdir = f"{wt}/{step.workdir}".rstrip("/.") if step.workdir not in (None, "", ".") else wt
         record = BuildRecord(name=step.name, command=shlex.join(step.command), gpu=step.gpu,
-                             container=getattr(handle, "name", None), workdir=workdir)
+                             container=getattr(handle, "name", None), workdir=workdir, side=side)
         records.append(record)  # before it runs: an interrupted build is recorded too
-        out = self.out_dir / f"build_{step.name}.{stamp}.log"
-        started = time.monotonic()
+        out = self.out_dir / f"build_{step.name}.{stamp}{'.' + side if side else ''}.log"  # one file per side
+        started, hold = time.monotonic(), {}  # hold: filled by gpu() as it lets its own lock go
         try:
-            with (gpu() if step.gpu else _no_gpu()) as (indices, visible, on_start):
+            with (gpu(hold) if step.gpu else _no_gpu()) as (indices, visible, on_start):
                 record.gpus = list(indices)
                 create_result_file(out)
                 record.output = out.name
@@ -170,14 +183,15 @@ class SessionBuilds:
 
             cause = getattr(getattr(exc, "outcome", None), "interrupted", None) or interrupt_cause(exc)
             record.problem = f"interrupted ({cause})"
-            self._seal(record, out, started)
+            self._seal(record, out, started, hold)
             raise (Terminated(cause) if cause == "SIGTERM" else KeyboardInterrupt(cause)) from None
-        return self._seal(record, out, started)
+        return self._seal(record, out, started, hold)
 
     @staticmethod
-    def _seal(record: BuildRecord, out: Path, started: float) -> BuildRecord:
+    def _seal(record: BuildRecord, out: Path, started: float, hold: Optional[dict] = None) -> BuildRecord:
         from .artifact import sha256_file
 
+        record.lock_taken, record.lock_released = (hold or {}).get("lock_taken"), (hold or {}).get("lock_released")
         record.duration_s = round(time.monotonic() - started, 3)
         if record.output and out.exists():
             record.output_sha256, record.output_bytes = sha256_file(out), out.stat().st_size
@@ -211,9 +225,11 @@ def build_problems(art: Any, folder: Path) -> list[str]:
     blocked = list(art.run.blocked) if art.run else []
     stopped = bool(art.run and art.run.interrupted) and failure is not None and failure.endswith(f"({art.run.interrupted})")
     if failure and failure not in blocked and not stopped:  # a Ctrl-C during a build is the run's own reason
-        problems.append(f"build {failure[len(FAILED):]}, but the run does not say so")
+        problems.append(f"build {failure[len(failed_prefix(failure)):]}, but the run does not say so")
     if failure and art.run and art.run.ran:
         problems.append("a build failed, but the target's command ran")
-    if not failure and any(b.startswith(FAILED) for b in blocked):
+    if art.ab is None and any(r.side == "A" for r in art.builds):  # the base is built only once it is checked out
+        problems.append("a build record is of the base side (A), but the artifact has no A/B record")
+    if not failure and any(failed_prefix(b) for b in blocked):
         problems.append("the run says a build failed, but every build record passed")
     return problems

@@ -7,8 +7,9 @@ Messages from the session, one per packet: ``arm ID STOP...`` with the run's loc
 attached (SCM_RIGHTS: the guard holds duplicates of their open file descriptions from then on),
 ``done ID`` when that command is over (the guard closes its duplicates). The end of the channel with
 commands still armed means the session died: each armed command is stopped (its STOP words:
-``container NAME PID_FILE [RUN_ID]`` or ``host PGID [RUN_ID]``), then the guard exits and the kernel
-drops the locks. With RUN_ID it also stops every process carrying the run's marker (:mod:`.leftovers`):
+``container NAME PID_FILE [RUN_ID]`` or ``host PGID [RUN_ID]``), then each armed fresh container
+(``fresh NAME RUN_ID``: a `run` row's, ephemeral.py) is removed, only when it carries RUN_ID's labels,
+and only then does the guard exit and the kernel drop the locks. With RUN_ID it also stops every process carrying the run's marker (:mod:`.leftovers`):
 what the command left behind in another process group or session is gone too before the locks go.
 """
 
@@ -83,6 +84,17 @@ def _stop_host_run(run_id: str) -> None:
         pass
 
 
+def _remove_fresh(name: str, run_id: str) -> None:
+    _package()
+    try:
+        from pytest_gpuverify.container import docker_client
+        from pytest_gpuverify.ephemeral import remove_own
+
+        remove_own(docker_client(), name, run_id)  # another run's container of that name stays
+    except Exception:  # the engine is gone (so is the container), or no docker SDK
+        pass
+
+
 def stop(words: list) -> None:
     if words[:1] == ["host"] and len(words) in (2, 3):
         _stop_host(int(words[1]))
@@ -90,6 +102,8 @@ def stop(words: list) -> None:
             _stop_host_run(words[2])
     elif words[:1] == ["container"] and len(words) in (3, 4):
         _stop_container(*words[1:])
+    elif words[:1] == ["fresh"] and len(words) == 3:
+        _remove_fresh(*words[1:])
 
 
 def serve(channel: socket.socket) -> int:
@@ -115,11 +129,13 @@ def serve(channel: socket.socket) -> int:
                 os.close(fd)
     # Armed commands left: the session died while they ran. Stop each (at once, side by side); the
     # lock duplicates stay open until all are stopped, and go with this process.
-    stoppers = [threading.Thread(target=stop, args=(words,)) for words, _ in armed.values()]
-    for t in stoppers:
-        t.start()
-    for t in stoppers:
-        t.join()
+    # Fresh containers after their commands: the command's own stop runs in the container.
+    for wave in ([w for w, _ in armed.values() if w[:1] != ["fresh"]], [w for w, _ in armed.values() if w[:1] == ["fresh"]]):
+        stoppers = [threading.Thread(target=stop, args=(words,)) for words in wave]
+        for t in stoppers:
+            t.start()
+        for t in stoppers:
+            t.join()
     return 0
 
 

@@ -104,7 +104,8 @@ def observation(art: Artifact, base: Optional[Artifact] = None) -> str:
 
 
 def build_runs(arts: list[Artifact]) -> list[CommandRun]:
-    """Each build the artifacts stood on, once (they share its kept output file), before the targets."""
+    """Each build the artifacts stood on, once per side (each side's build has its own kept output
+    file, which the artifacts that stood on it share), before the targets."""
     seen: dict[str, tuple[Any, list[str]]] = {}
     for art in arts:
         for b in art.builds:
@@ -114,8 +115,10 @@ def build_runs(arts: list[Artifact]) -> list[CommandRun]:
         result = b.failed or f"build {b.name} passed"
         output = f"output {b.output} ({b.output_bytes} bytes, sha256 {b.output_sha256})" if b.output else "no output"
         gpus = f" on GPU {','.join(map(str, b.gpus))}" if b.gpus else ""
+        side = {"A": "side A (base) ", "B": "side B (head) "}.get(b.side or "", "")
         runs.append(CommandRun(command=b.command, exitCode=b.exit_code, observation=(
-            f"{result}; in {b.container or 'the host'}{gpus}, {b.duration_s} s; {output}; targets: {', '.join(topics)}")))
+            f"{side}{result}; in {b.container or 'the host'}{gpus}, {b.duration_s} s; {output}; "
+            f"targets: {', '.join(topics)}")))
     return runs
 
 

@@ -65,13 +65,17 @@ class PreRunSteps:
             return
         self._external_grant = grant  # _run_on_gpu runs on it and leaves the release to us
         problems: list[str] = []
+        run_id = f"{stamp}-{os.getpid()}"
+        # a kill -9 of us: the session's guard removes the container (its labels checked) before the locks go
+        guards = RunGuards(self._session_guard(), [lease.fileno() for lease in grant.leases])
         try:
             with fresh_container(self._client(), res.fresh, res.mounts, grant.indices, self.backend.vendor,
-                                 f"{stamp}-{os.getpid()}", self.options.timeout_s, problems) as record:
+                                 run_id, self.options.timeout_s, problems) as record:
                 art.fresh_container = record
                 if record is None:
                     facts.blocked.extend(problems)
                     return
+                guards.on_start(["fresh", record.id or record.name, run_id])
                 art.container, self._visible = record.name, record.visible
                 art.notes.append(f"fresh container {record.name} from {record.image} (Containers row {record.row}); "
                                  f"devices passed: {', '.join(record.devices) or 'none'}"
@@ -80,15 +84,33 @@ class PreRunSteps:
                 art.image_digest = record.repo_digests[0] if record.repo_digests else record.image_id
                 self._check_imports_and_run(target, art, outcome, facts, cfacts, wt, ws, stamp)
         finally:
+            guards.done()  # the container is removed by now (fresh_container's exit)
             self._external_grant, self._visible = held, None
             if grant is not held:
                 self.picker.release(grant)
                 art.timeline.lock_released = self.clock.wall(min(lease.released_at or 0.0 for lease in grant.leases) or None)
 
     def _run_builds(self, target, art, facts, cfacts, wt: str, ws, stamp: str) -> bool:
-        """The declaration's builds (once per session and worktree); False, with the reason, when one failed."""
+        """The declaration's builds (once per session and worktree); False, with the reason, when one failed.
+        Under --gpu-ab these build the head's worktree (side B); :meth:`_run_base_builds` the base's."""
+        side = "B" if self.base_worktrees is not None else None
+        return self._builds_on(target, art, facts, cfacts, wt, ws.wt_host, ws.wt_host, stamp, side)
+
+    def _run_base_builds(self, target, art, facts, cfacts, plan, ws, stamp: str) -> bool:
+        """--gpu-ab: the same declared builds on the base worktree (side A), once per session and base
+        worktree, before the target's first run; a failed one blocks the target (nothing runs)."""
+        if facts.blocked:
+            return False
+        if plan is None or plan.base is None:
+            return True
+        return self._builds_on(target, art, facts, cfacts, plan.base_wt, ws.wt_host, plan.base.path, stamp, "A")
+
+    def _builds_on(self, target, art, facts, cfacts, wt: str, decl_tree, built_tree, stamp: str,
+                   side: Optional[str]) -> bool:
+        """The builds of the declaration that governs the target in ``decl_tree`` (the head's checkout:
+        both sides build with the same commands), run in ``wt`` (``built_tree`` in the container)."""
         try:
-            decl, steps = declared_builds(target.location, ws.wt_host)
+            decl, steps = declared_builds(target.location, decl_tree)
         except DeclarationError as exc:  # edited since the session read it, or another tree's file
             facts.blocked.append(str(exc))
             return False
@@ -98,11 +120,13 @@ class PreRunSteps:
             self._session_builds = SessionBuilds(self.out_dir, self.options.timeout_s)
         env = {"PYTHONUNBUFFERED": "1", "PYTHONPATH": pythonpath(target.kind, wt),
                **({"GPU_ARCHS": cfacts.arch} if cfacts.arch else {}), **run_marker(f"{stamp}-{os.getpid()}-build")}
-        key = (str(decl), str(ws.wt_host))
+        key = (str(decl), str(built_tree))
+        kept = [r for r in art.builds if r.side != side]  # the other side's, already in this artifact
         try:
-            art.builds = self._session_builds.run(key, steps, cfacts.handle, wt, env, stamp, self._build_gpu)
+            art.builds = kept + self._session_builds.run(key, steps, cfacts.handle, wt, env, stamp, self._build_gpu,
+                                                         side)
         except KeyboardInterrupt:  # the artifact still says which build was stopped
-            art.builds = self._session_builds.done.get(key, [])
+            art.builds = kept + self._session_builds.done.get(key, [])
             raise
         failure = build_failure(art.builds)
         if failure:
@@ -110,7 +134,7 @@ class PreRunSteps:
         return failure is None
 
     @contextmanager
-    def _build_gpu(self) -> Iterator[tuple[list[int], dict[str, str], Callable]]:
+    def _build_gpu(self, hold: dict) -> Iterator[tuple[list[int], dict[str, str], Callable]]:
         """A GPU for a `gpu = true` build: the run's own when it holds one, else one locked for the build;
         the build is armed with the session's guard like a command (a kill -9 of us stops it first)."""
         # the target's own GPUs when it holds them or its pick is under way (pickahead.py): the run then
@@ -124,5 +148,7 @@ class PreRunSteps:
                    guards.on_start)
         finally:
             guards.done()
-            if grant is not kept:
+            if grant is not kept:  # a hold of its own: in the build record, for `gpuverify check`'s overlaps
                 self.picker.release(grant)
+                hold["lock_taken"] = self.clock.wall(max(lease.acquired_at or 0.0 for lease in grant.leases) or None)
+                hold["lock_released"] = self.clock.wall(min(lease.released_at or 0.0 for lease in grant.leases) or None)

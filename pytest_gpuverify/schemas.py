@@ -45,6 +45,11 @@ NESTED: dict[int, dict[str, frozenset[str]]] = {
 }
 NESTED[4] = {k: v | (frozenset({"repeats", "min_steps"}) if k == "target" else frozenset())
              for k, v in NESTED[3].items()}  # nested keys added in version 4 join here
+# each record of ``builds[]`` (version 4); keys added after version 4's first builds may be absent
+_BUILD = frozenset("name command gpu gpus container workdir exit_code timed_out problem output output_sha256 "
+                   "output_bytes duration_s".split())
+BUILD_LATER = frozenset({"side", "lock_taken", "lock_released"})
+BUILD_KEYS = _BUILD | BUILD_LATER
 NOT_NULL = {1: ("topic", "ts", "verdict"), 2: ("topic", "ts", "verdict", "run", "target"),
             3: ("topic", "ts", "verdict", "run", "target"), 4: ("topic", "ts", "verdict", "run", "target")}
 assert max(TOP_FIELDS) == SCHEMA_VERSION
@@ -90,6 +95,10 @@ def schema_problems(data: Any) -> list[str]:
     for i, gpu in enumerate(data.get("gpus") or []):
         if isinstance(gpu, dict):
             problems += _keys(gpu, _GPU, version, f"gpus[{i}].")
+    builds = data.get("builds") if version >= 4 else None
+    for i, build in enumerate(builds if isinstance(builds, list) else []):
+        if isinstance(build, dict):
+            problems += _keys(build, _BUILD, version, f"builds[{i}].", optional=BUILD_LATER)
     return problems
 
 

@@ -363,7 +363,7 @@ class VerifySession(PreRunSteps):
                 return
         plan = multirun.plan_for(self.options, self.base_worktrees, target, art, cfacts.handle, wt, ws.wt_host,
                                  facts.blocked)
-        if not facts.blocked:
+        if self._run_base_builds(target, art, facts, cfacts, plan, ws, stamp):  # --gpu-ab: side A's builds
             self._run_on_gpu(target, art, outcome, facts, cfacts, wt, ws.rel_target, pypath, stamp, plan)
 
     def _client(self):

@@ -13,7 +13,7 @@ import uuid
 import pytest
 
 from pytest_gpuverify import demo
-from pytest_gpuverify.artifact import sha256_file
+from pytest_gpuverify.artifact import read_artifact, sha256_file
 from pytest_gpuverify.check import check_artifact
 from pytest_gpuverify.ephemeral import OWNER_LABEL, PID_LABEL, RUN_LABEL, remove_own
 from pytest_gpuverify.handoff import build_handoff
@@ -96,8 +96,9 @@ def sleeping_in_fresh_container(sandbox):
     while time.time() < deadline and not running:
         logs = list((sandbox.tickets / "T-1").glob("bench_sleep.*.log")) if (sandbox.tickets / "T-1").exists() else []
         if logs and b"sleeping" in logs[0].read_bytes():
-            running = [c for c in ours(sandbox.client)  # this run's, not one another session left
-                       if c.name.startswith("gpuverify-run-") and c.labels.get(PID_LABEL) == str(proc.pid)]
+            # by the session's pid label: another session's fresh container may run beside it
+            running = [c for c in ours(sandbox.client) if c.name.startswith("gpuverify-run-")
+                       and c.labels.get(PID_LABEL) == str(proc.pid)]
         time.sleep(0.1)
     if len(running) != 1:
         proc.kill()

@@ -12,3 +12,6 @@ def test_current_schema_lists_every_model_field():
     assert set(artifact.TargetRecord.model_fields) == nested["target"]
     assert set(artifact.GpuRecord.model_fields) == nested["gpu"]
     assert set(artifact.Correctness.model_fields) == nested["correctness"]
+    from pytest_gpuverify.builds import BuildRecord
+
+    assert set(BuildRecord.model_fields) == schemas.BUILD_KEYS
