@@ -142,7 +142,7 @@ class SessionBuilds:
         self.done: dict[tuple[str, str], list[BuildRecord]] = {}
 
     def run(self, key: tuple[str, str], steps: tuple[BuildStep, ...], handle: Any, wt: str, env: dict[str, str],
-            stamp: str, gpu: Callable[[], Any], side: Optional[str] = None) -> list[BuildRecord]:
+            stamp: str, gpu: Callable[[dict], Any], side: Optional[str] = None) -> list[BuildRecord]:
         """``gpu(hold)``: a context manager holding a GPU lock, yielding (indices, visible-devices env, the
         guard's on_start for the build's exec), that fills ``hold`` with its own lock's times as it
         ends; ``side``: the A/B side whose worktree ``wt`` is."""
@@ -163,7 +163,8 @@ class SessionBuilds:
                              container=getattr(handle, "name", None), workdir=workdir, side=side)
         records.append(record)  # before it runs: an interrupted build is recorded too
         out = self.out_dir / f"build_{step.name}.{stamp}{'.' + side if side else ''}.log"  # one file per side
-        started, hold = time.monotonic(), {}  # hold: filled by gpu() as it lets its own lock go
+        started = time.monotonic()
+        hold: dict[str, Any] = {}  # filled by gpu() as it lets its own lock go
         try:
             with (gpu(hold) if step.gpu else _no_gpu()) as (indices, visible, on_start):
                 record.gpus = list(indices)

@@ -62,7 +62,7 @@ def holds_of(art: Artifact, path: Path) -> tuple[list[Hold], Optional[str]]:
 
 
 def _span(start_text: Optional[str], end_text: Optional[str]) -> tuple[Optional[tuple[float, float]], Optional[str]]:
-    if end_text is None:
+    if start_text is None or end_text is None:
         return None, "the timeline has a start but no end"
     try:
         start, end = parse_iso_utc(start_text), parse_iso_utc(end_text)
@@ -79,10 +79,10 @@ def _build_holds(art: Artifact, path: Path) -> tuple[list[Hold], Optional[str]]:
         if b.lock_taken is None:
             continue  # under the run's own lock (the timeline's), or no GPU
         span, why = _span(b.lock_taken, b.lock_released)
-        if why:
+        if why or span is None:
             return [], f"build {b.name}: {why}"
-        holds += [Hold(path, art.host or "?", g, *span, b.lock_taken, b.lock_released, f"build {b.name}, {b.output}")
-                  for g in b.gpus]
+        holds += [Hold(path, art.host or "?", g, span[0], span[1], b.lock_taken, b.lock_released or "",
+                       f"build {b.name}, {b.output}") for g in b.gpus]
     return holds, None
 
 
@@ -96,12 +96,12 @@ def _run_holds(art: Artifact, path: Path) -> tuple[list[Hold], Optional[str]]:
     if start_text is None:
         return [], None  # it never held a GPU: nothing to overlap
     span, why = _span(start_text, end_text)
-    if why:
+    if why or span is None:
         return [], why
     start, end = span
     gpus = [g.index for g in art.gpus] or ([art.gpu.index] if art.gpu.index is not None else [])
     host = art.host or "?"
-    return [Hold(path, host, g, start, end, start_text, end_text) for g in gpus if g is not None], None
+    return [Hold(path, host, g, start, end, start_text, end_text or "") for g in gpus if g is not None], None
 
 
 def find_overlaps(holds: Iterable[Hold]) -> list[Overlap]:

@@ -9,7 +9,8 @@ attached (SCM_RIGHTS: the guard holds duplicates of their open file descriptions
 commands still armed means the session died: each armed command is stopped (its STOP words:
 ``container NAME PID_FILE [RUN_ID]`` or ``host PGID [RUN_ID]``), then each armed fresh container
 (``fresh NAME RUN_ID``: a `run` row's, ephemeral.py) is removed, only when it carries RUN_ID's labels,
-and only then does the guard exit and the kernel drop the locks. With RUN_ID it also stops every process carrying the run's marker (:mod:`.leftovers`):
+and only then does the guard exit and the kernel drop the locks. With RUN_ID it also stops every
+process carrying the run's marker (:mod:`.leftovers`):
 what the command left behind in another process group or session is gone too before the locks go.
 """
 

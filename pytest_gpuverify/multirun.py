@@ -48,13 +48,14 @@ def plan_for(options, worktrees: Optional[BaseWorktrees], target: Target, art: A
             blocked.append(f"--gpu-ab {base.ref}: {rel} does not exist at {base.sha[:12]}, so the base side "
                            "cannot run it. Fix: pick a BASE that has the target, or drop --gpu-ab for it")
             return None
-    plan = Plan(repeats, base, base.container_path(wt), head_sha(wt_host))
-    base.inside[handle.name] = plan.base_wt
+    base_wt = base.container_path(wt)
+    plan = Plan(repeats, base, base_wt, head_sha(wt_host))
+    base.inside[handle.name] = base_wt
     art.ab = AbRecord(base_ref=base.ref, base_sha=base.sha, head_sha=plan.head_sha, base_worktree=str(base.path))
     package = import_package(target.kind)
     if package:
-        origin, why = import_origin(handle, package, pythonpath(target.kind, plan.base_wt))
-        if not origin_inside(origin, plan.base_wt):
+        origin, why = import_origin(handle, package, pythonpath(target.kind, base_wt))
+        if not origin_inside(origin, base_wt):
             blocked.append(why or f"base side: {package} imports from {origin}, outside the base worktree "
                            f"{plan.base_wt}/: the run would test another checkout")
             return None
@@ -71,7 +72,7 @@ def run_planned(session, plan: Plan, target: Target, art: Artifact, handle, wt: 
     head = Side("B" if plan.base else None, plan.head_sha or (art.repos[0].sha if art.repos else None),
                 argv("B"), command_env, art.workdir or wt)
     sides, base_caches = [head], None
-    if plan.base is not None:
+    if plan.base is not None and plan.base_wt is not None and art.ab is not None:  # plan_for sets all three
         base_caches = plan_caches(plan.base_wt, session.options.cold, f"{run_id}-A",
                                   on_host=handle.name == "host")
         base_env = run_env.model_copy(update={

@@ -23,6 +23,7 @@ from .targets import pythonpath
 if TYPE_CHECKING:
     from pathlib import Path
 
+    from .ab import BaseWorktrees
     from .artifact import Artifact
     from .clock import SessionClock
     from .gpu.base import GpuBackend
@@ -40,6 +41,7 @@ class PreRunSteps:
 
     if TYPE_CHECKING:  # what VerifySession (session.py) provides; set in its __init__
         options: RunOptions
+        base_worktrees: Optional[BaseWorktrees]
         picker: GpuPicker
         clock: SessionClock
         backend: GpuBackend

@@ -69,7 +69,8 @@ def run_rounds(handle, sides: list[Side], repeats: int, out_path: Path, timeout_
                slices: Optional[list[RunSlice]] = None) -> tuple[ExecOutcome, list[RunSlice]]:
     """Run the schedule; stop early only when a run timed out, was interrupted or lost its container.
     ``slices`` (filled as runs end) keeps what ran when Ctrl-C ends the loop."""
-    nonce, total, codes = new_nonce(), ExecOutcome(), []
+    nonce, total = new_nonce(), ExecOutcome()
+    codes: list[Optional[int]] = []
     slices = [] if slices is None else slices
     for n, side in schedule(repeats, sides):
         label = f"run {n}" + (f" side {side.label}" if side.label else "")

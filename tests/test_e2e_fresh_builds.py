@@ -13,7 +13,7 @@ import uuid
 import pytest
 
 from pytest_gpuverify import demo
-from pytest_gpuverify.artifact import read_artifact, sha256_file
+from pytest_gpuverify.artifact import sha256_file
 from pytest_gpuverify.check import check_artifact
 from pytest_gpuverify.ephemeral import OWNER_LABEL, PID_LABEL, RUN_LABEL, remove_own
 from pytest_gpuverify.handoff import build_handoff
