@@ -108,17 +108,39 @@ def test_fan_out_over_two_hosts_uses_four_gpus_never_two_on_one(two_hosts):
     assert len(landed) == 8 and {read_artifact(p).host for p in landed} == {"hostA", "hostB"}
 
 
-def test_a_host_not_answering_ssh_is_named_and_the_others_finish(two_hosts):
+def _check(path: Path, environ: dict) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-P", "-m", "pytest_gpuverify.cli", "check", str(path)],
+                          capture_output=True, text=True, env=environ)
+
+
+def test_a_host_not_answering_ssh_keeps_its_targets_inconclusive_with_artifacts(two_hosts):
+    """Targets are tied to hosts at collection (remote/placement.py): hostB's never run on hostA."""
+    targets = add_targets(two_hosts.repo, 4)
     two_hosts["hostB"].stop()
     started = time.monotonic()
-    r = two_hosts.pytest("--gpu-hosts", "all", "--ticket", "T-1", "op_tests/test_gemm_a8w8.py",
-                         "op_tests/test_rmsnorm2d.py", cwd=_empty(two_hosts), env={"GPUVERIFY_SSH_TIMEOUT": "5"})
+    r = two_hosts.pytest("--gpu-hosts", "all", "--ticket", "T-1", *targets, cwd=_empty(two_hosts),
+                         env={"GPUVERIFY_SSH_TIMEOUT": "5"})
     assert time.monotonic() - started < 30
     assert r.returncode == pytest.ExitCode.TESTS_FAILED, r.stdout + r.stderr
     assert "host hostB: `ssh gv13-hostB hostname` failed" in r.stdout and "it ran nothing" in r.stdout
-    for topic in ("gemm_a8w8", "rmsnorm2d"):
-        art = read_artifact(two_hosts["hostA"].tickets / "T-1" / f"bench_{topic}.json")
+    on_a = sorted(p.name for p in (two_hosts["hostA"].tickets / "T-1").glob("bench_*.json"))
+    assert on_a == ["bench_fan0.json", "bench_fan2.json"], r.stdout  # hostA ran its own share only
+    for name in on_a:
+        art = read_artifact(two_hosts["hostA"].tickets / "T-1" / name)
         assert art.verdict == "PASS" and art.host == "hostA"
+    landed = two_hosts.root / "controller-tickets" / "T-1"
+    for topic in ("fan1", "fan3"):  # hostB's share: INCONCLUSIVE naming hostB, each with its artifact
+        path = landed / f"bench_{topic}.json"
+        art = read_artifact(path)
+        assert art.verdict == "INCONCLUSIVE" and art.host == "hostB" and art.run.ran is False
+        assert art.reasons[0].startswith("host hostB: `ssh gv13-hostB hostname` failed")
+        assert "tied to it and ran nowhere else" in art.reasons[0]
+        assert art.target.name == topic and art.target.path == f"op_tests/test_{topic}.py"
+        check = _check(path, two_hosts.controller_environ())
+        assert check.returncode == 0, check.stdout + check.stderr
+    summary = r.stdout.split("gpuverify ==")[1]
+    assert "host hostA: 2/2 PASS" in summary and "host hostB: 0/2 PASS" in summary, summary
+    assert not any(demo.exec_commands(two_hosts.client, two_hosts["hostB"].container, two_hosts.started) or [])
 
 
 def _parent(pid: int) -> int:
