@@ -239,6 +239,8 @@ def test_a_hung_worker_is_cut_at_the_plugins_deadline(two_hosts):
     assert "INCONCLUSIVE" in out and "on host hostB gave no result within 12.3 s (the plugin's deadline)" in out, out
     assert time.monotonic() - started < 90
     assert left == []  # the controller killed the hung worker on its host
+    art = read_artifact(two_hosts.root / "controller-tickets" / "T-1" / "bench_sleep.json")
+    assert art.verdict == "INCONCLUSIVE" and "(the plugin's deadline)" in art.reasons[0]
     deadline = time.time() + 20
     while not host_b.lock_files_free() and time.time() < deadline:
         time.sleep(0.2)
@@ -260,6 +262,13 @@ def test_a_worker_killed_mid_run_leaves_its_target_inconclusive_and_its_gpu_free
     assert "INCONCLUSIVE" in out and "on host hostB died mid-run" in out, out
     summary = out.split("gpuverify ==")[1]
     assert "INCONCLUSIVE" in summary and "hostB died mid-run" in summary  # the summary has the crashed target
+    path = two_hosts.root / "controller-tickets" / "T-1" / "bench_sleep.json"  # no data lost: the controller wrote it
+    art = read_artifact(path)
+    assert art.verdict == "INCONCLUSIVE" and art.host == "hostB" and art.run.ran is False
+    assert "on host hostB died mid-run" in art.reasons[0]
+    assert str(path) in summary
+    check = _check(path, two_hosts.controller_environ())
+    assert check.returncode == 0, check.stdout + check.stderr
     deadline = time.time() + 20
     while not host_b.lock_files_free() and time.time() < deadline:
         time.sleep(0.2)
@@ -319,3 +328,31 @@ def test_gpu_sync_copies_the_local_checkout_and_records_it(two_hosts):
     check = subprocess.run([sys.executable, "-P", "-m", "pytest_gpuverify.cli", "check", str(path)],
                            capture_output=True, text=True, env=two_hosts.controller_environ())
     assert check.returncode == 0, check.stdout + check.stderr
+
+
+def test_a_multi_gpu_target_goes_to_the_host_with_enough_gpus(tmp_path_factory, docker_client):
+    """hostA has 1 GPU, hostB 2: the `gpus = 2` target runs on hostB (on both its GPUs) whatever the
+    balance says; a `gpus = 4` target fits no host: INCONCLUSIVE with the fix, and its artifact."""
+    with ssh_hosts(tmp_path_factory.mktemp("sshd"), docker_client, [("hostA", 1), ("hostB", 2)]) as hosts:
+        (hosts.repo / "gpuverify.toml").write_text(
+            '[[targets]]\nname = "tp2"\npath = "op_tests/test_gemm_a8w8.py"\ntopic = "tp2"\ngpus = 2\n\n'
+            '[[targets]]\nname = "one"\npath = "op_tests/test_rmsnorm2d.py"\ntopic = "one"\n\n'
+            '[[targets]]\nname = "tp4"\npath = "op_tests/test_gemm_a8w8.py"\ntopic = "tp4"\ngpus = 4\n')
+        _git(hosts.repo, "add", "-A")
+        _git(hosts.repo, "commit", "-qm", "declare")
+        r = hosts.pytest("--gpu-hosts", "all", "--ticket", "MG", "--gpu-target", "tp2", "--gpu-target", "one",
+                         "--gpu-target", "tp4", cwd=_empty(hosts))
+        assert r.returncode == pytest.ExitCode.TESTS_FAILED, r.stdout + r.stderr
+        tp2 = read_artifact(hosts["hostB"].tickets / "MG" / "bench_tp2.json")
+        assert tp2.verdict == "PASS" and tp2.host == "hostB", tp2.reasons
+        assert sorted(g.index for g in tp2.gpus) == [0, 1]
+        assert not (hosts["hostA"].tickets / "MG" / "bench_tp2.json").exists()
+        one = read_artifact(hosts["hostA"].tickets / "MG" / "bench_one.json")  # the balance put it on the idle host
+        assert one.verdict == "PASS" and one.host == "hostA"
+        path = hosts.root / "controller-tickets" / "MG" / "bench_tp4.json"
+        tp4 = read_artifact(path)
+        assert tp4.verdict == "INCONCLUSIVE" and tp4.run.ran is False
+        assert "target tp4 needs 4 GPUs; the most any host has is 2 (hostB)" in tp4.reasons[0]
+        assert "Fix:" in tp4.reasons[0]
+        assert _check(path, hosts.controller_environ()).returncode == 0
+        assert "tp4 needs 4 GPUs" in r.stdout

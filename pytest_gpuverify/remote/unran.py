@@ -15,13 +15,17 @@ def unran_artifact(nodeid: str, host: str, reason: str, key: Optional[str]):
     from .. import __version__
     from ..artifact import Artifact, RunRecord, TargetRecord, utc_now
 
+    from ..targets import PYTEST, kind_for_path
+
     path = target_path(nodeid)
-    return Artifact(plugin_version=__version__, key=key, topic=topic_of(nodeid), ts=utc_now(), host=host,
-                    target=TargetRecord(name=target_name(nodeid), kind="pytest" if path.endswith(".py") else "bench",
-                                        path=path or None),
+    is_file = path.endswith(".py")  # else the declaration file: the controller never saw the target's own
+    kind = (kind_for_path(Path(path)) or PYTEST) if is_file else "unknown"
+    return Artifact(plugin_version=__version__, key=key, topic=topic_of(nodeid), ts=utc_now(),
+                    host=host if host != "-" else None,
+                    target=TargetRecord(name=target_name(nodeid), kind=kind, path=path if is_file else None),
                     verdict="INCONCLUSIVE", reasons=[reason], run=RunRecord(blocked=[reason], ran=False),
-                    notes=[f"written by the controller: host {host} gave no artifact for {plain_nodeid(nodeid)} "
-                           f"(needs {gpus_of(nodeid)} GPU(s))"])
+                    notes=[f"written by the controller: no host gave an artifact for {plain_nodeid(nodeid)} "
+                           f"(it needs {gpus_of(nodeid)} GPU(s); tied to host {host})"])
 
 
 def write_unran(out_dir: Path, lock: Optional[Path], nodeid: str, host: str, reason: str,
