@@ -120,7 +120,8 @@ def test_a_host_not_answering_ssh_keeps_its_targets_inconclusive_with_artifacts(
     started = time.monotonic()
     r = two_hosts.pytest("--gpu-hosts", "all", "--ticket", "T-1", *targets, cwd=_empty(two_hosts),
                          env={"GPUVERIFY_SSH_TIMEOUT": "5"})
-    assert time.monotonic() - started < 30
+    took = time.monotonic() - started
+    assert took < 30, took
     assert r.returncode == pytest.ExitCode.TESTS_FAILED, r.stdout + r.stderr
     assert "host hostB: `ssh gv13-hostB hostname` failed" in r.stdout and "it ran nothing" in r.stdout
     on_a = sorted(p.name for p in (two_hosts["hostA"].tickets / "T-1").glob("bench_*.json"))
