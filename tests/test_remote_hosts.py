@@ -357,3 +357,43 @@ def test_a_multi_gpu_target_goes_to_the_host_with_enough_gpus(tmp_path_factory, 
         assert "Fix:" in tp4.reasons[0]
         assert _check(path, hosts.controller_environ()).returncode == 0
         assert "tp4 needs 4 GPUs" in r.stdout
+
+
+def test_a_workers_wait_line_shows_on_the_controller(two_hosts):
+    """The worker on hostB waits for a busy GPU (--gpu-wait); its live line comes over its own execnet
+    channel (remote/waitline.py) and shows on the controller's terminal, naming hostB."""
+    import threading
+
+    from pytest_gpuverify.simulator import STATE_FILE, load_state, save_state
+
+    state_path = two_hosts["hostB"].sim_bin / STATE_FILE
+
+    def set_all(busy: bool) -> None:
+        state = load_state(state_path)
+        for i in range(len(state.gpus)):
+            state.set_busy(i) if busy else state.set_idle(i)
+        save_state(state, state_path)
+
+    set_all(True)
+    proc = two_hosts.pytest("--gpu-host", "hostB", "--ticket", "W", "--gpu-wait", "90", "op_tests/test_gemm_a8w8.py",
+                            cwd=_empty(two_hosts), popen=True)
+    seen = bytearray()
+    waiting = threading.Event()
+
+    def read() -> None:
+        while chunk := proc.stdout.read1(4096):
+            seen.extend(chunk)
+            if b" s on hostB: " in seen:
+                waiting.set()
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    shown = waiting.wait(120)  # the worker on hostB waits for a GPU: the controller shows it, live
+    set_all(False)
+    proc.wait(120)
+    reader.join(10)
+    out = seen.decode(errors="replace")
+    assert shown, out
+    assert proc.returncode == 0, out
+    assert "gpuverify: waiting up to" in out and " s on hostB: " in out and "2 busy" in out, out
+    assert "its wait line is not shown here" not in out

@@ -126,6 +126,8 @@ class RemoteController:
         self.key, self.lock = None, None  # the ticket and the result folder's lock (unran artifacts)
         self._reported: set[str] = set()  # node ids with a verdict
         self._unran_problems: list[str] = []
+        self._wait_line_problems: list[str] = []
+        self._config = None
 
     @pytest.hookimpl(optionalhook=True, tryfirst=True)
     def pytest_xdist_make_scheduler(self, config, log):
@@ -136,6 +138,19 @@ class RemoteController:
     def pytest_runtest_logreport(self, report) -> None:
         if report.when == "call" or report.failed:
             self._reported.add(report.nodeid)
+
+    def pytest_configure(self, config: pytest.Config) -> None:
+        self._config = config
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_newgateway(self, gateway) -> None:
+        """Before xdist starts the worker there: the channel of its live wait line (remote/waitline.py)."""
+        from ..report import live_line
+        from .waitline import open_on_gateway
+
+        problem = open_on_gateway(gateway, live_line(self._config))
+        if problem:
+            self._wait_line_problems.append(f"host {host_of_spec(gateway.spec)}: its wait line is not shown here ({problem})")
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_configure_node(self, node) -> None:
@@ -188,7 +203,7 @@ class RemoteController:
             taken, problems = self._landed
             if taken:
                 terminalreporter.write_line(f"gpuverify: {taken} artifacts of the hosts copied to {self.collector.out_dir}")
-            for line in problems + self._unran_problems:
+            for line in problems + self._unran_problems + self._wait_line_problems:
                 terminalreporter.write_line(f"gpuverify: {line}", red=True)
         for line in self.unreachable:
             terminalreporter.write_line(f"gpuverify: {line}; it ran nothing. Fix: check the host is up and "
