@@ -136,7 +136,7 @@ class RemoteController:
         return HostScheduler(config, self.hosts, log)
 
     def pytest_runtest_logreport(self, report) -> None:
-        if report.when == "call" or report.failed:
+        if report.when == "call" or not report.passed:  # a setup failure or skip is its verdict too
             self._reported.add(report.nodeid)
 
     def pytest_configure(self, config: pytest.Config) -> None:
