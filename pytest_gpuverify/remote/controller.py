@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import threading
 import time
+from pathlib import Path
 from typing import Optional
 
 import pytest
@@ -49,7 +50,6 @@ def plan_remote(config: pytest.Config, env: EnvFile, environ) -> Optional["Remot
     config.option.tx = tx_specs(up, per_host, ssh_config, timeout_s, checkouts_root(env))
     if config.option.dist == "no":
         config.option.dist = "load"
-    from pathlib import Path
 
     from ..files import FileProblem, result_folder
     from .collect import ArtifactCollector
@@ -123,11 +123,12 @@ class RemoteController:
         self._dsession = None
         self.hosts: list = []  # placement.HostSlots of every host asked for, up or not
         self.down: dict[str, str] = {}  # host -> why it did not answer
-        self.key, self.lock = None, None  # the ticket and the result folder's lock (unran artifacts)
+        self.key: Optional[str] = None  # the ticket, for the artifacts of targets that never ran
+        self.lock: Optional[Path] = None  # the result folder's lock, taken to write them
         self._reported: set[str] = set()  # node ids with a verdict
         self._unran_problems: list[str] = []
         self._wait_line_problems: list[str] = []
-        self._config = None
+        self._config: Optional[pytest.Config] = None
 
     @pytest.hookimpl(optionalhook=True, tryfirst=True)
     def pytest_xdist_make_scheduler(self, config, log):
@@ -225,7 +226,7 @@ class RemoteController:
         host, with an artifact. How many."""
         sched = getattr(self._dsession, "sched", None)
         placement = getattr(sched, "placement", None)
-        if placement is None or sched.collection is None:
+        if sched is None or placement is None or sched.collection is None:
             return 0
         count = 0
         for index, nodeid in enumerate(sched.collection):

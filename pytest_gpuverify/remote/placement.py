@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from pathlib import PurePosixPath
+from pathlib import Path
 
 GPUS_SUFFIX = "@gpus="
 _SUFFIX = re.compile(r"@gpus=(\d+)$")
@@ -85,7 +85,7 @@ def topic_of(nodeid: str) -> str:
     ran): a test file's name as targets.topic_for has it; a declared target's name otherwise."""
     from ..targets import safe_topic, topic_for
 
-    path = PurePosixPath(target_path(nodeid))
+    path = Path(target_path(nodeid))
     if path.suffix == ".py":
         return topic_for(path)
     return safe_topic(target_name(nodeid))

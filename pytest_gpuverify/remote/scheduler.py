@@ -13,7 +13,7 @@ from .txspec import host_of_spec
 
 class HostScheduler:
     def __init__(self, config, hosts: list[HostSlots], log=None) -> None:
-        from xdist.workermanage import parse_tx_spec_config
+        from xdist.workermanage import parse_tx_spec_config  # type: ignore[import-untyped]
 
         self.numnodes = len(parse_tx_spec_config(config))
         self.hosts = hosts
@@ -110,7 +110,7 @@ class HostScheduler:
         if self.collection is None or node not in self.node2pending or node.shutting_down:
             return
         queue, host_pending = self.node2pending[node], self.pending.get(self.host(node), [])
-        sent = []
+        sent: list[int] = []
         while host_pending and len(queue) + len(sent) < want:
             sent.append(host_pending.pop(0))
         if sent:
@@ -120,7 +120,7 @@ class HostScheduler:
             node.shutdown()
 
     def _differs(self, node) -> None:
-        from xdist.report import report_collection_diff
+        from xdist.report import report_collection_diff  # type: ignore[import-untyped]
 
         first = next(iter(self.node2collection.values()))
         msg = report_collection_diff(first, self.node2collection[node], "first worker", node.gateway.id)
