@@ -149,6 +149,7 @@ def pytest_configure(config: pytest.Config) -> None:
     from .reporting.live import running_line_wanted
     from .session import VerifySession, echo_to_stdout
     from .topics import TopicClaims
+    from .remote.waitline import on_wait_for
 
     if _REMOTE_KEY in config.stash:  # the controller of workers on GPU hosts runs no target itself
         config.pluginmanager.register(VerdictSummary(lambda: None, config.getoption("gpu_ci_summary")), "gpuverify-summary")
@@ -159,7 +160,7 @@ def pytest_configure(config: pytest.Config) -> None:
         env = read_early[1] if read_early and read_early[0] == options.env_path else load_env_file(options.env_path)
         declared = _load_declarations(config, env)
         session = VerifySession(options, env, echo=echo_to_stdout if options.echo_output else None,
-                                on_wait=None if hasattr(config, "workerinput") else live_line(config),
+                                on_wait=on_wait_for(config),
                                 topics=TopicClaims(getattr(config, "workerinput", {}).get("gpuverify_topic_claims")),
                                 on_running=live_line(config) if running_line_wanted(config, options.echo_output) else None)
     except (SetupError, EnvFileError, DeclarationError) as exc:
@@ -311,6 +312,9 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
     engine = _session(config)
     if engine is not None and not hasattr(config, "workerinput"):  # xdist: the controller checks
         _one_target_per_topic(engine.options.topic, [i.target.name for i in items if isinstance(i, GpuTargetItem)])
+    from .remote.onhost import mark_gpu_needs
+
+    mark_gpu_needs([i for i in items if isinstance(i, GpuTargetItem)])  # a worker on a GPU host: for placement
 
 
 @pytest.hookimpl(optionalhook=True)

@@ -108,17 +108,40 @@ def test_fan_out_over_two_hosts_uses_four_gpus_never_two_on_one(two_hosts):
     assert len(landed) == 8 and {read_artifact(p).host for p in landed} == {"hostA", "hostB"}
 
 
-def test_a_host_not_answering_ssh_is_named_and_the_others_finish(two_hosts):
+def _check(path: Path, environ: dict) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-P", "-m", "pytest_gpuverify.cli", "check", str(path)],
+                          capture_output=True, text=True, env=environ)
+
+
+def test_a_host_not_answering_ssh_keeps_its_targets_inconclusive_with_artifacts(two_hosts):
+    """Targets are tied to hosts at collection (remote/placement.py): hostB's never run on hostA."""
+    targets = add_targets(two_hosts.repo, 4)
     two_hosts["hostB"].stop()
     started = time.monotonic()
-    r = two_hosts.pytest("--gpu-hosts", "all", "--ticket", "T-1", "op_tests/test_gemm_a8w8.py",
-                         "op_tests/test_rmsnorm2d.py", cwd=_empty(two_hosts), env={"GPUVERIFY_SSH_TIMEOUT": "5"})
-    assert time.monotonic() - started < 30
+    r = two_hosts.pytest("--gpu-hosts", "all", "--ticket", "T-1", *targets, cwd=_empty(two_hosts),
+                         env={"GPUVERIFY_SSH_TIMEOUT": "5"})
+    took = time.monotonic() - started
+    assert took < 30, took
     assert r.returncode == pytest.ExitCode.TESTS_FAILED, r.stdout + r.stderr
     assert "host hostB: `ssh gv13-hostB hostname` failed" in r.stdout and "it ran nothing" in r.stdout
-    for topic in ("gemm_a8w8", "rmsnorm2d"):
-        art = read_artifact(two_hosts["hostA"].tickets / "T-1" / f"bench_{topic}.json")
+    on_a = sorted(p.name for p in (two_hosts["hostA"].tickets / "T-1").glob("bench_*.json"))
+    assert on_a == ["bench_fan0.json", "bench_fan2.json"], r.stdout  # hostA ran its own share only
+    for name in on_a:
+        art = read_artifact(two_hosts["hostA"].tickets / "T-1" / name)
         assert art.verdict == "PASS" and art.host == "hostA"
+    landed = two_hosts.root / "controller-tickets" / "T-1"
+    for topic in ("fan1", "fan3"):  # hostB's share: INCONCLUSIVE naming hostB, each with its artifact
+        path = landed / f"bench_{topic}.json"
+        art = read_artifact(path)
+        assert art.verdict == "INCONCLUSIVE" and art.host == "hostB" and art.run.ran is False
+        assert art.reasons[0].startswith("host hostB: `ssh gv13-hostB hostname` failed")
+        assert "tied to it and ran nowhere else" in art.reasons[0]
+        assert art.target.name == topic and art.target.path == f"op_tests/test_{topic}.py"
+        check = _check(path, two_hosts.controller_environ())
+        assert check.returncode == 0, check.stdout + check.stderr
+    summary = r.stdout.split("gpuverify ==")[1]
+    assert "host hostA: 2/2 PASS" in summary and "host hostB: 0/2 PASS" in summary, summary
+    assert not any(demo.exec_commands(two_hosts.client, two_hosts["hostB"].container, two_hosts.started) or [])
 
 
 def _parent(pid: int) -> int:
@@ -217,6 +240,8 @@ def test_a_hung_worker_is_cut_at_the_plugins_deadline(two_hosts):
     assert "INCONCLUSIVE" in out and "on host hostB gave no result within 12.3 s (the plugin's deadline)" in out, out
     assert time.monotonic() - started < 90
     assert left == []  # the controller killed the hung worker on its host
+    art = read_artifact(two_hosts.root / "controller-tickets" / "T-1" / "bench_sleep.json")
+    assert art.verdict == "INCONCLUSIVE" and "(the plugin's deadline)" in art.reasons[0]
     deadline = time.time() + 20
     while not host_b.lock_files_free() and time.time() < deadline:
         time.sleep(0.2)
@@ -238,6 +263,13 @@ def test_a_worker_killed_mid_run_leaves_its_target_inconclusive_and_its_gpu_free
     assert "INCONCLUSIVE" in out and "on host hostB died mid-run" in out, out
     summary = out.split("gpuverify ==")[1]
     assert "INCONCLUSIVE" in summary and "hostB died mid-run" in summary  # the summary has the crashed target
+    path = two_hosts.root / "controller-tickets" / "T-1" / "bench_sleep.json"  # no data lost: the controller wrote it
+    art = read_artifact(path)
+    assert art.verdict == "INCONCLUSIVE" and art.host == "hostB" and art.run.ran is False
+    assert "on host hostB died mid-run" in art.reasons[0]
+    assert str(path) in summary
+    check = _check(path, two_hosts.controller_environ())
+    assert check.returncode == 0, check.stdout + check.stderr
     deadline = time.time() + 20
     while not host_b.lock_files_free() and time.time() < deadline:
         time.sleep(0.2)
@@ -297,3 +329,71 @@ def test_gpu_sync_copies_the_local_checkout_and_records_it(two_hosts):
     check = subprocess.run([sys.executable, "-P", "-m", "pytest_gpuverify.cli", "check", str(path)],
                            capture_output=True, text=True, env=two_hosts.controller_environ())
     assert check.returncode == 0, check.stdout + check.stderr
+
+
+def test_a_multi_gpu_target_goes_to_the_host_with_enough_gpus(tmp_path_factory, docker_client):
+    """hostA has 1 GPU, hostB 2: the `gpus = 2` target runs on hostB (on both its GPUs) whatever the
+    balance says; a `gpus = 4` target fits no host: INCONCLUSIVE with the fix, and its artifact."""
+    with ssh_hosts(tmp_path_factory.mktemp("sshd"), docker_client, [("hostA", 1), ("hostB", 2)]) as hosts:
+        (hosts.repo / "gpuverify.toml").write_text(
+            '[[targets]]\nname = "tp2"\npath = "op_tests/test_gemm_a8w8.py"\ntopic = "tp2"\ngpus = 2\n\n'
+            '[[targets]]\nname = "one"\npath = "op_tests/test_rmsnorm2d.py"\ntopic = "one"\n\n'
+            '[[targets]]\nname = "tp4"\npath = "op_tests/test_gemm_a8w8.py"\ntopic = "tp4"\ngpus = 4\n')
+        _git(hosts.repo, "add", "-A")
+        _git(hosts.repo, "commit", "-qm", "declare")
+        r = hosts.pytest("--gpu-hosts", "all", "--ticket", "MG", "--gpu-target", "tp2", "--gpu-target", "one",
+                         "--gpu-target", "tp4", cwd=_empty(hosts))
+        assert r.returncode == pytest.ExitCode.TESTS_FAILED, r.stdout + r.stderr
+        tp2 = read_artifact(hosts["hostB"].tickets / "MG" / "bench_tp2.json")
+        assert tp2.verdict == "PASS" and tp2.host == "hostB", tp2.reasons
+        assert sorted(g.index for g in tp2.gpus) == [0, 1]
+        assert not (hosts["hostA"].tickets / "MG" / "bench_tp2.json").exists()
+        one = read_artifact(hosts["hostA"].tickets / "MG" / "bench_one.json")  # the balance put it on the idle host
+        assert one.verdict == "PASS" and one.host == "hostA"
+        path = hosts.root / "controller-tickets" / "MG" / "bench_tp4.json"
+        tp4 = read_artifact(path)
+        assert tp4.verdict == "INCONCLUSIVE" and tp4.run.ran is False
+        assert "target tp4 needs 4 GPUs; the most any host has is 2 (hostB)" in tp4.reasons[0]
+        assert "Fix:" in tp4.reasons[0]
+        assert _check(path, hosts.controller_environ()).returncode == 0
+        assert "tp4 needs 4 GPUs" in r.stdout
+
+
+def test_a_workers_wait_line_shows_on_the_controller(two_hosts):
+    """The worker on hostB waits for a busy GPU (--gpu-wait); its live line comes over its own execnet
+    channel (remote/waitline.py) and shows on the controller's terminal, naming hostB."""
+    import threading
+
+    from pytest_gpuverify.simulator import STATE_FILE, load_state, save_state
+
+    state_path = two_hosts["hostB"].sim_bin / STATE_FILE
+
+    def set_all(busy: bool) -> None:
+        state = load_state(state_path)
+        for i in range(len(state.gpus)):
+            state.set_busy(i) if busy else state.set_idle(i)
+        save_state(state, state_path)
+
+    set_all(True)
+    proc = two_hosts.pytest("--gpu-host", "hostB", "--ticket", "W", "--gpu-wait", "90", "op_tests/test_gemm_a8w8.py",
+                            cwd=_empty(two_hosts), popen=True)
+    seen = bytearray()
+    waiting = threading.Event()
+
+    def read() -> None:
+        while chunk := proc.stdout.read1(4096):
+            seen.extend(chunk)
+            if b" s on hostB: " in seen:
+                waiting.set()
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    shown = waiting.wait(120)  # the worker on hostB waits for a GPU: the controller shows it, live
+    set_all(False)
+    proc.wait(120)
+    reader.join(10)
+    out = seen.decode(errors="replace")
+    assert shown, out
+    assert proc.returncode == 0, out
+    assert "gpuverify: waiting up to" in out and " s on hostB: " in out and "2 busy" in out, out
+    assert "its wait line is not shown here" not in out

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import threading
 import time
+from pathlib import Path
 from typing import Optional
 
 import pytest
@@ -19,6 +20,7 @@ from ..envfile import EnvFile
 from ..options import SetupError
 from .preflight import SSH_CONFIG_VARIABLE, check_hosts, ssh_timeout_s
 from .txspec import checkouts_root, host_of_spec, remote_rows, tx_specs
+from .unran import unran_report, verdict_properties, write_unran
 
 DEADLINE_MARGIN_S = 120.0  # beyond a target's own limits (wait, window, timeout): start-up, checks, artifact
 MARGIN_VARIABLE = "GPUVERIFY_REMOTE_MARGIN_S"
@@ -48,7 +50,6 @@ def plan_remote(config: pytest.Config, env: EnvFile, environ) -> Optional["Remot
     config.option.tx = tx_specs(up, per_host, ssh_config, timeout_s, checkouts_root(env))
     if config.option.dist == "no":
         config.option.dist = "load"
-    from pathlib import Path
 
     from ..files import FileProblem, result_folder
     from .collect import ArtifactCollector
@@ -58,11 +59,17 @@ def plan_remote(config: pytest.Config, env: EnvFile, environ) -> Optional["Remot
         raise SetupError(f"--ticket {ticket} is given, but `tickets` is not set in section 'Resources' of {env.path}. "
                          "Fix: set | tickets | /path/to/tickets |, or drop --ticket to write to ./")
     try:
-        out_dir, _ = result_folder(tickets, ticket, Path(config.invocation_params.dir))
+        out_dir, lock = result_folder(tickets, ticket, Path(config.invocation_params.dir))
     except FileProblem as exc:
         raise SetupError(f"artifacts: {exc}") from None
-    return RemoteController(down, _target_limit_s(config, environ), timeout_s, ssh_config, synced,
-                            ArtifactCollector(out_dir))
+    from .placement import HostSlots
+
+    remote = RemoteController(down, _target_limit_s(config, environ), timeout_s, ssh_config, synced,
+                              ArtifactCollector(out_dir))
+    remote.hosts = [HostSlots(c.row.host, c.row.gpus or 1) for c in checks]  # every host asked for: targets are tied up front
+    remote.down = {c.row.host: c.unreachable for c in checks if c.unreachable}
+    remote.key, remote.lock = ticket, lock
+    return remote
 
 
 def _paths_and_sync(config: pytest.Config, env: EnvFile, rows, timeout_s: float, ssh_config: Optional[str]):
@@ -114,6 +121,37 @@ class RemoteController:
         self._cut: dict[str, str] = {}  # worker id -> why the deadline cut it
         self._stop = threading.Event()
         self._dsession = None
+        self.hosts: list = []  # placement.HostSlots of every host asked for, up or not
+        self.down: dict[str, str] = {}  # host -> why it did not answer
+        self.key: Optional[str] = None  # the ticket, for the artifacts of targets that never ran
+        self.lock: Optional[Path] = None  # the result folder's lock, taken to write them
+        self._reported: set[str] = set()  # node ids with a verdict
+        self._unran_problems: list[str] = []
+        self._wait_line_problems: list[str] = []
+        self._config: Optional[pytest.Config] = None
+
+    @pytest.hookimpl(optionalhook=True, tryfirst=True)
+    def pytest_xdist_make_scheduler(self, config, log):
+        from .scheduler import HostScheduler
+
+        return HostScheduler(config, self.hosts, log)
+
+    def pytest_runtest_logreport(self, report) -> None:
+        if report.when == "call" or not report.passed:  # a setup failure or skip is its verdict too
+            self._reported.add(report.nodeid)
+
+    def pytest_configure(self, config: pytest.Config) -> None:
+        self._config = config
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_newgateway(self, gateway) -> None:
+        """Before xdist starts the worker there: the channel of its live wait line (remote/waitline.py)."""
+        from ..report import live_line
+        from .waitline import open_on_gateway
+
+        problem = open_on_gateway(gateway, live_line(self._config))
+        if problem:
+            self._wait_line_problems.append(f"host {host_of_spec(gateway.spec)}: its wait line is not shown here ({problem})")
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_configure_node(self, node) -> None:
@@ -136,9 +174,8 @@ class RemoteController:
         host = (host_of_spec(node.gateway.spec) if node is not None else None) or self._crashed.get(wid, "?")
         why = self._cut.get(wid) or f"its worker {wid} on host {host} died mid-run (ssh or the worker's process ended)"
         reason = f"{why}; the host's guard stopped the command and its GPU lock went with the worker"
-        report.user_properties = [*getattr(report, "user_properties", []), ("gpuverify_verdict", "INCONCLUSIVE"),
-                                  ("gpuverify_host", host), ("gpuverify_gpus", "-"), ("gpuverify_artifact", "-"),
-                                  ("gpuverify_reason", reason)]
+        path = self._write_unran(crashitem, host, reason)
+        report.user_properties = [*getattr(report, "user_properties", []), *verdict_properties(host, reason, path)]
         report.longrepr = f"INCONCLUSIVE: {crashitem}\n  - {reason}"
         report.when = "call"  # a target's verdict: the summary and the report status read it there
 
@@ -167,7 +204,7 @@ class RemoteController:
             taken, problems = self._landed
             if taken:
                 terminalreporter.write_line(f"gpuverify: {taken} artifacts of the hosts copied to {self.collector.out_dir}")
-            for line in problems:
+            for line in problems + self._unran_problems + self._wait_line_problems:
                 terminalreporter.write_line(f"gpuverify: {line}", red=True)
         for line in self.unreachable:
             terminalreporter.write_line(f"gpuverify: {line}; it ran nothing. Fix: check the host is up and "
@@ -178,9 +215,44 @@ class RemoteController:
         self._stop.set()
         if self.collector is not None:  # every worker is down by now: take their files
             self._landed = self.collector.land()
-        if (self.unreachable or self._landed[1]) and session.exitstatus == 0:
+        unran = self._end_unran(session.config)
+        if (self.unreachable or self._landed[1] or unran) and session.exitstatus == 0:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
         yield
+
+    def _end_unran(self, config) -> int:
+        """Each target tied to a host that gave no verdict for it (the host never answered, its
+        workers all ended, the session stopped first, or no host has its GPUs): INCONCLUSIVE naming the
+        host, with an artifact. How many."""
+        sched = getattr(self._dsession, "sched", None)
+        placement = getattr(sched, "placement", None)
+        if sched is None or placement is None or sched.collection is None:
+            return 0
+        count = 0
+        for index, nodeid in enumerate(sched.collection):
+            if nodeid in self._reported:
+                continue
+            host = placement.host_of(index) or "-"
+            if index in placement.unplaced:
+                reason = placement.unplaced[index]
+            elif host in self.down:
+                reason = f"{self.down[host]}; its targets are tied to it and ran nowhere else"
+            elif host in sched.lost:
+                reason = f"host {host}: its workers all ended (crashed, or cut at the plugin's deadline) before this target ran"
+            else:
+                reason = f"host {host}: the session stopped before this target ran"
+            path = self._write_unran(nodeid, host, reason)
+            config.hook.pytest_runtest_logreport(report=unran_report(nodeid, host, reason, path))
+            count += 1
+        return count
+
+    def _write_unran(self, nodeid: str, host: str, reason: str):
+        if self.collector is None:
+            return None
+        path, problem = write_unran(self.collector.out_dir, self.lock, nodeid, host, reason, self.key)
+        if problem:
+            self._unran_problems.append(problem)
+        return path
 
     def _cut_worker(self, gateway) -> None:
         """Kill the hung worker on its host (its pid from the gateway's start), so that its guard stops

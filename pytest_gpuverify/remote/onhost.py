@@ -87,3 +87,13 @@ def hand_back(config, engine) -> None:
 
     if serving_host() and hasattr(config, "workeroutput"):
         config.workeroutput[FILES_KEY], config.workeroutput[NOTES_KEY] = outcome_files(engine.outcomes)
+
+
+def mark_gpu_needs(items) -> None:
+    """A worker on a GPU host: a target needing several GPUs tells the controller so through its node
+    id (remote/placement.py), the one thing xdist carries from a worker's collection."""
+    from .placement import with_gpus
+
+    if serving_host():
+        for item in items:
+            item._nodeid = with_gpus(item.nodeid, item.target.gpus)

@@ -1,0 +1,55 @@
+"""The live wait line of a worker on a GPU host, shown on the controller's terminal.
+
+xdist carries no output from its workers, and its own channel takes only xdist's events. So the
+controller opens a second execnet channel on each worker's gateway, before xdist starts the worker
+there (``pytest_xdist_newgateway``): a tiny ``remote_exec`` makes a new channel on the host, keeps it
+in this module (the worker's process imports the same module later) and sends it back. The worker's
+picker then sends its wait lines on it; the controller writes each on its live line."""
+
+from __future__ import annotations
+
+from typing import Callable, Optional
+
+CHANNEL = None  # on a worker: the channel to the controller (set by OPEN_ON_HOST)
+
+OPEN_ON_HOST = """
+import pytest_gpuverify.remote.waitline as waitline
+waitline.CHANNEL = channel.gateway.newchannel()
+channel.send(waitline.CHANNEL)
+"""
+
+OPEN_TIMEOUT_S = 30.0
+
+
+def open_on_gateway(gateway, show: Callable[[str], None]) -> Optional[str]:
+    """Controller: open the wait line's channel of the worker on ``gateway``; None, else why not (the
+    run goes on without the line: it is only shown, never evidence)."""
+    try:
+        opened = gateway.remote_exec(OPEN_ON_HOST)
+        channel = opened.receive(timeout=OPEN_TIMEOUT_S)
+        channel.setcallback(lambda text: show(text if isinstance(text, str) else ""), endmarker="")
+    except Exception as exc:  # execnet raises its own RemoteError/TimeoutError/EOFError types
+        return f"{type(exc).__name__}: {str(exc).strip().splitlines()[-1:] or ''}"
+    return None
+
+
+def send(text: str) -> None:
+    """Worker: hand a wait line (or "" to clear it) to the controller."""
+    channel = CHANNEL
+    if channel is None or channel.isclosed():
+        return
+    try:
+        channel.send(text)
+    except Exception:  # the controller went away: the target's run goes on, the line is only a view
+        pass
+
+
+def on_wait_for(config) -> Optional[Callable[[str], None]]:
+    """Where a session's wait line goes: the terminal here; over the channel on a worker of a GPU host;
+    nowhere on other xdist workers (they have no terminal)."""
+    from ..report import live_line
+    from .onhost import serving_host
+
+    if serving_host() and CHANNEL is not None:
+        return send
+    return None if hasattr(config, "workerinput") else live_line(config)

@@ -1,0 +1,51 @@
+"""remote/placement.py: which host runs which target, decided at collection (no xdist, no ssh)."""
+
+from pytest_gpuverify.remote.placement import (HostSlots, gpus_of, place, plain_nodeid, target_name, topic_of,
+                                               with_gpus)
+
+A2, B2 = HostSlots("hostA", 2), HostSlots("hostB", 2)
+
+
+def ids(n: int) -> list[str]:
+    return [f"op_tests/test_fan{i}.py::fan{i}" for i in range(n)]
+
+
+def test_one_gpu_targets_are_balanced_and_deterministic():
+    p = place(ids(8), [A2, B2])
+    assert p.by_host == {"hostA": [0, 2, 4, 6], "hostB": [1, 3, 5, 7]}
+    assert p.unplaced == {}
+    assert place(ids(8), [A2, B2]).by_host == p.by_host  # the same input, the same placement
+
+
+def test_balance_follows_gpu_counts():
+    p = place(ids(6), [HostSlots("big", 4), HostSlots("small", 2)])
+    assert len(p.by_host["big"]) == 4 and len(p.by_host["small"]) == 2
+
+
+def test_a_multi_gpu_target_goes_only_to_a_host_with_enough_gpus():
+    nodeids = ids(3) + [with_gpus("op_tests/test_tp.py::tp4", 4)]
+    p = place(nodeids, [A2, HostSlots("hostC", 4)])
+    assert p.host_of(3) == "hostC"
+    assert sorted(i for idx in p.by_host.values() for i in idx) == [0, 1, 2, 3]  # each once
+    assert p.by_host["hostA"] and 3 not in p.by_host["hostA"]
+
+
+def test_a_target_needing_more_gpus_than_any_host_is_unplaced_with_a_fix():
+    nodeids = ids(2) + [with_gpus("op_tests/test_tp.py::tp8", 8)]
+    p = place(nodeids, [A2, B2])
+    assert 2 not in [i for idx in p.by_host.values() for i in idx]
+    assert "target tp8 needs 8 GPUs; the most any host has is 2 (hostA)" in p.unplaced[2]
+    assert "Fix:" in p.unplaced[2]
+    assert p.host_of(2) is None
+
+
+def test_node_id_suffix_round_trip():
+    nid = with_gpus("op_tests/test_tp.py::tp", 2)
+    assert nid == "op_tests/test_tp.py::tp@gpus=2"
+    assert gpus_of(nid) == 2 and plain_nodeid(nid) == "op_tests/test_tp.py::tp" and target_name(nid) == "tp"
+    assert with_gpus("x.py::a", 1) == "x.py::a" and gpus_of("x.py::a") == 1
+
+
+def test_topic_of_a_file_and_a_declared_target():
+    assert topic_of("op_tests/test_gemm_a8w8.py::gemm_a8w8") == "gemm_a8w8"
+    assert topic_of("gpuverify.toml::gemm-declared@gpus=2") == "gemm-declared"
