@@ -300,6 +300,8 @@ class VerifySession(PreRunSteps):
         if target.location is None:
             facts.blocked.append(f"target {target.name} names no file and no declaration to place it in a repo")
             return
+        if self._external_grant is None:  # the lock is taken while the checks below run (pickahead.py)
+            self._ahead = PickAhead(self.picker, target.gpus, self.options.wait_s)
         try:
             ws = locate(self.env, target.location, target.repo, target.path)
         except WorkspaceError as exc:
@@ -316,8 +318,6 @@ class VerifySession(PreRunSteps):
             return
         if repo.dirty:
             art.notes.append(f"repo {repo.path} is dirty (allowed by --gpu-allow-dirty)")
-        if self._external_grant is None:  # the lock is taken while the checks below run (pickahead.py)
-            self._ahead = PickAhead(self.picker, target.gpus, self.options.wait_s)
         if self.options.container == "none":
             # the command runs on the host itself: the worktree is where it is
             art.container, on_host = None, str(ws.wt_host)

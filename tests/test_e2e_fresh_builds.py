@@ -42,6 +42,14 @@ def ours(client) -> list:
     return client.containers.list(all=True, filters={"label": OWNER_LABEL})
 
 
+def mine(sandbox) -> set:
+    """Ids of the fresh-style containers of this test's sandbox (its runs mount its repo; its foreign
+    ones are its own): tests in other xdist workers start theirs beside it."""
+    return {c.id for c in ours(sandbox.client)
+            if c.name in sandbox.extra_containers
+            or any(m.get("Source", "").startswith(str(sandbox.repo)) for m in c.attrs.get("Mounts") or [])}
+
+
 def foreign(sandbox, name: str, run_id: str):
     """A container that looks like one of ours (name prefix, owner label) but is another run's."""
     container = sandbox.client.containers.run(
@@ -61,7 +69,7 @@ def declare(repo, text: str) -> None:
 def test_run_row_starts_a_fresh_container_and_removes_only_its_own(sandbox):
     use_run_row(sandbox)
     other = foreign(sandbox, f"gpuverify-run-{uuid.uuid4().hex[:8]}", "another-session")
-    before = {c.id for c in ours(sandbox.client)}
+    before = mine(sandbox)
     proc = sandbox.pytest("op_tests/test_gemm_a8w8.py")
     art = sandbox.artifact("gemm_a8w8")
     assert art.verdict == "PASS", out(proc)
@@ -79,7 +87,7 @@ def test_run_row_starts_a_fresh_container_and_removes_only_its_own(sandbox):
     assert art.env["HIP_VISIBLE_DEVICES"] == str(art.gpu.index)
     assert fresh.removed is True
     assert sandbox.client.containers.list(all=True, filters={"name": art.container}) == []
-    assert {c.id for c in ours(sandbox.client)} == before, "only the run's own container came and went"
+    assert mine(sandbox) == before, "only the run's own container came and went"
     other.reload()
     assert other.status == "running" and other.labels[RUN_LABEL] == "another-session"
     assert check_artifact(art, sandbox.tickets / "T-1" / "bench_gemm_a8w8.json") == []
@@ -137,12 +145,12 @@ def test_a_run_row_whose_image_is_missing_is_inconclusive_and_starts_nothing(san
     use_run_row(sandbox)
     missing = f"gv-14b-missing-{uuid.uuid4().hex[:8]}:none"
     sandbox.env_path.write_text(sandbox.env_path.read_text().replace(f"| run | {demo.ROOTFS_IMAGE} |", f"| run | {missing} |"))
-    before = {c.id for c in ours(sandbox.client)}
+    before = mine(sandbox)
     proc = sandbox.pytest("op_tests/test_gemm_a8w8.py")
     art = sandbox.artifact("gemm_a8w8")
     assert art.verdict == "INCONCLUSIVE", out(proc)
     assert art.reasons[0] == f"image {missing} of the `run` row is not on this host. Fix: `docker pull {missing}`"
-    assert not art.run.ran and {c.id for c in ours(sandbox.client)} == before
+    assert not art.run.ran and mine(sandbox) == before
     assert sandbox.lock_files_free()
 
 
