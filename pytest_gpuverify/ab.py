@@ -16,7 +16,6 @@ import subprocess
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Optional
 
 from .gitstate import git
 
@@ -104,6 +103,3 @@ class BaseWorktrees:
                 self.removed.append(str(wt.path))
             del self._made[head]
 
-
-def head_sha(head: Path) -> Optional[str]:
-    return (git(head, "rev-parse", "HEAD") or "").strip() or None

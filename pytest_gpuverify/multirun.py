@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Optional
 
-from .ab import FOLDER, AbError, BaseWorktree, BaseWorktrees, head_sha
+from .ab import FOLDER, AbError, BaseWorktree, BaseWorktrees
 from .artifact import AbRecord, Artifact
 from .caches import plan_caches, remove_cold_caches
 from .leftovers import run_marker
@@ -49,7 +49,7 @@ def plan_for(options, worktrees: Optional[BaseWorktrees], target: Target, art: A
                            "cannot run it. Fix: pick a BASE that has the target, or drop --gpu-ab for it")
             return None
     base_wt = base.container_path(wt)
-    plan = Plan(repeats, base, base_wt, head_sha(wt_host))
+    plan = Plan(repeats, base, base_wt, art.repos[0].sha if art.repos else None)  # read once per worktree
     base.inside[handle.name] = base_wt
     art.ab = AbRecord(base_ref=base.ref, base_sha=base.sha, head_sha=plan.head_sha, base_worktree=str(base.path))
     package = import_package(target.kind)

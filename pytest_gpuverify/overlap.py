@@ -27,7 +27,7 @@ class Background(Generic[T]):
         except BaseException as exc:  # handed to whoever asks for the result
             self._error = exc
 
-    def wait(self, timeout_s: float) -> None:
+    def wait(self, timeout_s: Optional[float] = None) -> None:
         self._thread.join(timeout_s)
 
     def result(self) -> T:

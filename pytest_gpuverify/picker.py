@@ -46,6 +46,21 @@ class GpuGrant:
     def indices(self) -> list[int]:
         return [lease.gpu_index for lease in self.leases]
 
+    @property
+    def taken_at(self) -> Optional[float]:
+        """Monotonic time the last of its locks was taken (the hold is whole from then)."""
+        return max(lease.acquired_at or 0.0 for lease in self.leases) or None
+
+    @property
+    def released_at(self) -> Optional[float]:
+        """Monotonic time the first of its locks was let go (the hold ended then)."""
+        return min(lease.released_at or 0.0 for lease in self.leases) or None
+
+    @property
+    def fds(self) -> list[int]:
+        """The lock descriptors, for the session's guard to hold duplicates of."""
+        return [lease.fileno() for lease in self.leases]
+
 
 class GpuPicker:
     """Hands out locked idle GPUs. ``picker_command`` None means the builtin picker."""

@@ -14,7 +14,8 @@ import pytest
 
 from .artifact import Artifact
 from .envfile import EnvFileError, default_env_path, load_env_file
-from .options import RunOptions, SetupError, check_repeats, check_seconds, check_ticket, check_topic
+from .options import RunOptions, SetupError, check_repeats, check_seconds, check_ticket, check_topic  # noqa: F401
+from .plugin_options import add_options, build_options, option_value as _value  # noqa: F401  (re-exported)
 from .report import VerdictSummary, live_line, verdict_properties
 from .targets import Target, kind_for_path, split_args, topic_for
 
@@ -31,37 +32,7 @@ _REMOTE_KEY = pytest.StashKey[object]()  # xdist controller of workers on GPU ho
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    group = parser.getgroup("gpuverify", "GPU kernel verification (pytest-gpuverify)")
-    group.addoption("--gpu-verify", action="store_true", default=False, help="turn the plugin on")
-    group.addoption("--ticket", default=None, metavar="KEY", help="ticket key; artifacts go to <tickets>/KEY/")
-    group.addoption("--gpu-env", default=None, metavar="PATH", help="env file (default $GPUVERIFY_ENV, else ~/.cursor/mstack/env.md)")
-    group.addoption("--gpu-arch", default=None, metavar="ARCH", help="arch the run needs (gfx942, gfx950); picks the host")
-    group.addoption("--gpu-host", default=None, metavar="NAME", help="a Hosts row by name")
-    group.addoption("--gpu-hosts", default=None, metavar="all|A,B|ARCH", help="spread the targets over these GPU hosts (SSH)")
-    group.addoption("--gpu-sync", action="store_true", default=False, help="rsync the local checkout to the GPU host(s) first")
-    group.addoption("--gpu-container", default=None, metavar="NAME", help="container to run in (skips resolution)")
-    group.addoption("--gpu-window", default=None, metavar="S", help="idle sampling window in seconds (default 2)")
-    group.addoption("--gpu-wait", default=None, metavar="S", help="longest wait for an idle GPU before NO_GPU (default 0)")
-    group.addoption("--gpu-timeout", default=None, metavar="S", help="one command's time limit in seconds (default 3600)")
-    group.addoption("--gpu-topic", default=None, metavar="NAME", help="artifact topic when one target runs")
-    group.addoption("--gpu-cold", action="store_true", default=False, help="fresh JIT caches for the run, removed after")
-    group.addoption("--gpu-repeats", default=None, metavar="N", help="run each target N times under one lock (rows carry run)")
-    group.addoption("--gpu-ab", default=None, metavar="BASE", help="A/B: also run each target on git ref BASE (a worktree), interleaved")
-    group.addoption("--gpu-allow-dirty", action="store_true", default=False, help="report a dirty repo instead of INCONCLUSIVE")
-    group.addoption("--gpu-start-container", action="store_true", default=False, help="allow starting your stopped container")
-    group.addoption("--gpu-args", default=None, metavar="ARGS",
-                     help="arguments for the command-line targets: --gpu-args=\"-d bf16 -m 128\" (with =)")
-    group.addoption("--gpu-target", action="append", default=[], metavar="NAME",
-                     help="run a target declared in gpuverify.toml / [tool.gpuverify] (repeatable)")
-    group.addoption("--gpu-ci-summary", default=None, metavar="PATH",
-                    help="write the job summary (markdown; GitHub's, also under other CI) to PATH")
-    group.addoption("--gpu-host-conftest", action="store_true", default=False,
-                    help="import a kernel repo's conftest.py files in this (host) session too")
-    for key, default in (("gpu_env", None), ("gpu_arch", None), ("gpu_container", None), ("gpu_window", "2"),
-                         ("gpu_wait", "0"), ("gpu_timeout", "3600")):
-        parser.addini(key, f"pytest-gpuverify: default for --{key.replace('_', '-')}", default=default)
-    parser.addini("gpu_pytest_paths", "pytest-gpuverify: globs from the rootdir (tests/test_*.py) of test files "
-                  "that run as GPU targets of kind pytest", type="linelist", default=[])
+    add_options(parser)
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -93,11 +64,6 @@ def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Pa
         early_config.stash[_NO_CONFTEST_KEY] = repo.repo
 
 
-def _value(config: pytest.Config, name: str) -> Optional[str]:
-    cli = config.getoption(name)
-    return cli if cli is not None else config.getini(name)
-
-
 @pytest.hookimpl(tryfirst=True)
 def pytest_cmdline_main(config: pytest.Config) -> None:
     """A session on GPU hosts over SSH: check them and give xdist their workers, before it starts."""
@@ -113,30 +79,6 @@ def pytest_cmdline_main(config: pytest.Config) -> None:
     if remote is not None:
         config.stash[_REMOTE_KEY] = remote
         config.pluginmanager.register(remote, "gpuverify-remote")
-
-
-def build_options(config: pytest.Config) -> RunOptions:
-    from .remote.onhost import serving_host
-
-    return RunOptions(
-        env_path=default_env_path(_value(config, "gpu_env"), os.environ),
-        ticket=check_ticket(config.getoption("ticket")),
-        arch=_value(config, "gpu_arch"),
-        host=serving_host() or config.getoption("gpu_host"),
-        on_host=serving_host() is not None,
-        container=_value(config, "gpu_container"),
-        window_s=check_seconds("--gpu-window", _value(config, "gpu_window")),
-        wait_s=check_seconds("--gpu-wait", _value(config, "gpu_wait")),
-        timeout_s=check_seconds("--gpu-timeout", _value(config, "gpu_timeout"), minimum=1),
-        topic=check_topic(config.getoption("gpu_topic")),
-        cold=config.getoption("gpu_cold"),
-        allow_dirty=config.getoption("gpu_allow_dirty"),
-        start_container=config.getoption("gpu_start_container"),
-        invocation_dir=Path(config.invocation_params.dir),
-        echo_output=config.getoption("capture") == "no",
-        repeats=check_repeats(config.getoption("gpu_repeats")),
-        ab_base=config.getoption("gpu_ab") or None,
-    )
 
 
 @pytest.hookimpl(trylast=True)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 import time
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional
+from typing import TYPE_CHECKING, Callable, Iterator, Optional
 
 from .builds import SessionBuilds, build_failure, declared_builds
 from .declarations import DeclarationError
@@ -24,20 +24,19 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from .ab import BaseWorktrees
-    from .artifact import Artifact
     from .clock import SessionClock
+    from .container_checks import ContainerPlaces
     from .gpu.base import GpuBackend
     from .guard import SessionGuard
     from .options import RunOptions
     from .pickahead import PickAhead
     from .picker import GpuGrant, GpuPicker
-    from .provenance import ContainerFacts
-    from .verdict import RunFacts
 
 
 class PreRunSteps:
     _visible: Optional[str] = None  # the visible-devices value inside a fresh container that renumbers its GPUs
     _session_builds: Optional[SessionBuilds] = None
+    _declared: Optional[dict] = None  # (location, tree) -> declared_builds(...): read once per session
 
     if TYPE_CHECKING:  # what VerifySession (session.py) provides; set in its __init__
         options: RunOptions
@@ -49,10 +48,9 @@ class PreRunSteps:
         _external_grant: Optional[GpuGrant]
         _ahead: Optional[PickAhead]
         _inventory: dict[int, GpuInfo]
+        places: ContainerPlaces
 
-        def _client(self) -> Any: ...
         def _session_guard(self) -> Optional[SessionGuard]: ...
-        def _container_facts_for(self, name: str, art: Artifact, facts: RunFacts) -> Optional[ContainerFacts]: ...
         def _check_imports_and_run(self, target, art, outcome, facts, cfacts, wt: str, ws, stamp: str) -> None: ...
 
     def _in_fresh_container(self, res, target, art, outcome, facts, wt: str, ws, stamp: str) -> None:
@@ -69,9 +67,9 @@ class PreRunSteps:
         problems: list[str] = []
         run_id = f"{stamp}-{os.getpid()}"
         # a kill -9 of us: the session's guard removes the container (its labels checked) before the locks go
-        guards = RunGuards(self._session_guard(), [lease.fileno() for lease in grant.leases])
+        guards = RunGuards(self._session_guard(), grant.fds)
         try:
-            with fresh_container(self._client(), res.fresh, res.mounts, grant.indices, self.backend.vendor,
+            with fresh_container(self.places.client(), res.fresh, res.mounts, grant.indices, self.backend.vendor,
                                  run_id, self.options.timeout_s, problems) as record:
                 art.fresh_container = record
                 if record is None:
@@ -82,7 +80,7 @@ class PreRunSteps:
                 art.notes.append(f"fresh container {record.name} from {record.image} (Containers row {record.row}); "
                                  f"devices passed: {', '.join(record.devices) or 'none'}"
                                  + (f"; not on this host: {', '.join(record.devices_missing)}" if record.devices_missing else ""))
-                cfacts = self._container_facts_for(record.name, art, facts)
+                cfacts = self.places.checked(record.name, art, facts)
                 art.image_digest = record.repo_digests[0] if record.repo_digests else record.image_id
                 self._check_imports_and_run(target, art, outcome, facts, cfacts, wt, ws, stamp)
         finally:
@@ -90,7 +88,25 @@ class PreRunSteps:
             self._external_grant, self._visible = held, None
             if grant is not held:
                 self.picker.release(grant)
-                art.timeline.lock_released = self.clock.wall(min(lease.released_at or 0.0 for lease in grant.leases) or None)
+                art.timeline.lock_released = self.clock.wall(grant.released_at)
+
+    def _declared_builds(self, location, tree):
+        if self._declared is None:
+            self._declared = {}
+        key = (location, tree)
+        if key not in self._declared:  # a DeclarationError is not kept: each target that needs it says so
+            self._declared[key] = declared_builds(location, tree)
+        return self._declared[key]
+
+    def builds_pending(self, target, wt_host) -> bool:
+        """Builds still to run for the target in this worktree: its GPU pick waits for them, so that
+        no lock is held through a build that needs no GPU (a `gpu = true` one locks its own)."""
+        try:
+            decl, steps = self._declared_builds(target.location, wt_host)
+        except DeclarationError:
+            return False  # the target ends blocked with the reason when it gets there
+        done = self._session_builds.done if self._session_builds is not None else {}
+        return bool(steps) and (str(decl), str(wt_host)) not in done
 
     def _run_builds(self, target, art, facts, cfacts, wt: str, ws, stamp: str) -> bool:
         """The declaration's builds (once per session and worktree); False, with the reason, when one failed.
@@ -112,7 +128,7 @@ class PreRunSteps:
         """The builds of the declaration that governs the target in ``decl_tree`` (the head's checkout:
         both sides build with the same commands), run in ``wt`` (``built_tree`` in the container)."""
         try:
-            decl, steps = declared_builds(target.location, decl_tree)
+            decl, steps = self._declared_builds(target.location, decl_tree)
         except DeclarationError as exc:  # edited since the session read it, or another tree's file
             facts.blocked.append(str(exc))
             return False
@@ -143,7 +159,7 @@ class PreRunSteps:
         # keeps them; else one locked for the build alone
         kept = self._external_grant or (self._ahead.grant() if self._ahead is not None else None)
         grant = kept or self.picker.acquire(count=1, wait_s=self.options.wait_s)
-        guards = RunGuards(self._session_guard(), [lease.fileno() for lease in grant.leases])
+        guards = RunGuards(self._session_guard(), grant.fds)
         try:
             infos = [self._inventory.get(i, GpuInfo(index=i)) for i in grant.indices]
             yield (grant.indices, {self.backend.visible_devices_var: self._visible or self.backend.visible_value(infos)},
@@ -152,5 +168,5 @@ class PreRunSteps:
             guards.done()
             if grant is not kept:  # a hold of its own: in the build record, for `gpuverify check`'s overlaps
                 self.picker.release(grant)
-                hold["lock_taken"] = self.clock.wall(max(lease.acquired_at or 0.0 for lease in grant.leases) or None)
-                hold["lock_released"] = self.clock.wall(min(lease.released_at or 0.0 for lease in grant.leases) or None)
+                hold["lock_taken"] = self.clock.wall(grant.taken_at)
+                hold["lock_released"] = self.clock.wall(grant.released_at)

@@ -23,8 +23,25 @@ from .artifact import Correctness, RunSlice
 from .parsers.result import ParseContext, ParsedOutput
 
 _LINE = re.compile(rb"^\[gpuverify ([0-9a-f]{16})\] run (\d+) of (\d+)(?: side ([AB]))? (begins|ended): (\{.*\})\s*$")
-# a harness's own count of timed steps: "runs=50", "steps: 50", "iters 100", "num_iters=20"
-STEP_COUNT = re.compile(r"\b(?:num_|n_)?(runs|steps|iters|iterations)\b\s*[=:]?\s*(\d+)\b", re.I)
+# a harness's own count of timed steps, the word before the number ("runs=50", "steps: 50",
+# "num_iters=20", "--n-repeats 100") or after it ("50 iterations", "100 timed runs"); a count
+# qualified as warm-up ("warmup_iters=10", "10 warmup steps") is not a count of timed steps
+_STEP_WORD = r"(?:runs|steps|iters|iterations|repeats|reps|trials)"
+STEP_COUNT = re.compile(
+    rf"(?<![\w-])-{{0,2}}(?P<warm1>warm[-_ ]?up[-_ ]?)?(?:num[-_]|n[-_])?{_STEP_WORD}\b\s*[=:]?\s*(?P<n1>\d+)\b"
+    rf"|\b(?P<n2>\d+)\s+(?P<warm2>warm[-_ ]?up\s+)?(?:timed\s+|measured\s+)?{_STEP_WORD}\b",
+    re.I,
+)
+
+
+def step_counts(line: str) -> list[tuple[int, str]]:
+    """The timed-step counts a line prints, with the text that printed each (warm-up counts left out)."""
+    found = []
+    for m in STEP_COUNT.finditer(line):
+        if m.group("warm1") or m.group("warm2"):
+            continue
+        found.append((int(m.group("n1") or m.group("n2")), m.group(0).strip()))
+    return found
 
 
 def new_nonce() -> str:
@@ -166,8 +183,7 @@ def step_problems(results, min_steps: Optional[int]) -> list[str]:
     for seg, parsed, text in results:
         counts = [(r.runs, f"perf row {r.shape} {r.name}") for r in parsed.perf if r.runs is not None]
         for lineno, line in enumerate(text.splitlines(), 1):
-            for m in STEP_COUNT.finditer(line):
-                counts.append((int(m.group(2)), f"line {lineno} '{m.group(0).strip()}'"))
+            counts += [(n, f"line {lineno} '{said}'") for n, said in step_counts(line)]
         short = [(n, where) for n, where in counts if n < min_steps]
         if short:
             n, where = min(short)

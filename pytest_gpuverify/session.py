@@ -11,22 +11,21 @@ import os
 import shlex
 import socket
 import sys
-import threading
 import time
 import traceback
-from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable, Optional
 
 from . import __version__
-from .artifact import Artifact, GpuRecord, RepoRecord, TargetRecord, Timeline, sha256_file, store_artifact, utc_now
+from .artifact import Artifact, RepoRecord, Timeline, store_artifact, utc_now
 from .clock import SessionClock
-from .container import ContainerError, ContainerHandle, Interrupted, docker_client, interrupt_cause
+from .container_checks import HOST, ContainerPlaces, start_gpus
+from .container import Interrupted, docker_client, interrupt_cause
 from .envfile import EnvFile
 from .files import FileProblem, create_result_file, result_folder
 from .gpu import select_backend
-from .gpu.base import GpuInfo, GpuToolError
+from .gpu.base import GpuInfo
 from .gitstate import own_output_dirs
 from .hostexec import LocalHost
 from .reporting.live import RunningLine, running_echo
@@ -34,40 +33,28 @@ from .hostrun import HostExecutor
 from .leftovers import run_marker
 from .lock import LockError
 from .hosts import lock_for, select_host
-from .log_trailer import seal_log
 from .options import RunOptions, SetupError
+from .outcome import TargetOutcome, fetch_junit, finish, gpu_records, record_exec, seal, target_record
 from .overlap import Background, ParserWarmer
 from .parsers.dispatch import context_for
 from .pickahead import PickAhead
 from .runs_log import parse_log
 from . import multirun
 from .ab import BaseWorktrees
-from .summary import summarize
 from .picker import GpuGrant, GpuPicker, NoGpu, PickerError
 from .prerun import PreRunSteps
-from .provenance import ContainerFacts, import_origin, move_out, origin_inside, read_container_facts, repo_state
+from .provenance import import_origin, origin_inside, read_container_facts, repo_state
 from .sampler import IdleSampler
 from .shared_readings import SharedReadings
 from .signing import sign_outputs, signer_for
 from .topics import TopicClaims
 from .window_history import history_source
-from .targets import PYTEST_KINDS, RunEnvironment, Target, command_argv, import_package, junit_path, pythonpath
+from .targets import PYTEST_KINDS, RunEnvironment, Target, command_argv, import_package, pythonpath
 from .caches import plan_caches, remove_cold_caches, warm_cache_reused
 from .guard import RunGuards, SessionGuard
-from .verdict import RunFacts, verdict_and_reasons
+from .verdict import RunFacts
 from .resolve import map_to_container
 from .workspace import WorkspaceError, locate
-
-
-@dataclass
-class TargetOutcome:
-    target: Target
-    artifact: Artifact
-    artifact_path: Path
-    raw_path: Optional[Path] = None
-    junit_path: Optional[Path] = None
-    written: bool = False
-    sealed: bool = False  # the raw log has its trailer
 
 
 class VerifySession(PreRunSteps):
@@ -105,14 +92,12 @@ class VerifySession(PreRunSteps):
             history=history_source(self.backend, shared.path, self.expected_arch, self.lock_spec.path_template, interval),
         )
         self.picker = GpuPicker(self.sampler, self.lock_spec, self.runner, self.picker_command, on_wait=on_wait, where=self.host_row.host)
-        self._docker_factory = docker_factory
-        self._docker: Optional[object] = None
-        self._containers: dict[str, ContainerFacts] = {}
+        self.places = ContainerPlaces(env, options, self.host_row.host, docker_factory, self.backend.vendor,
+                                      self.expected_arch)
         self._imports: dict[tuple[str, str, str], tuple[Optional[str], Optional[str]]] = {}
         self._inventory: dict[int, GpuInfo] = {}
         self._repos: dict[Path, RepoRecord] = {}
         self._warm_caches: dict[str, bool] = {}
-        self._resolutions: dict[tuple[str, str], object] = {}
         self.host_arch: Optional[str] = None
         self.session_blocked: list[str] = []
         self._session_notes: list[str] = []
@@ -126,8 +111,7 @@ class VerifySession(PreRunSteps):
         self._external_grant: Optional[GpuGrant] = None
         self.clock = SessionClock()  # every timeline entry of this session's artifacts is read off it
         self._guard: Optional[SessionGuard] = None
-        self._starter: Optional[threading.Thread] = None
-        self._start_error: Optional[BaseException] = None
+        self._starter: Optional[Background] = None  # start_in_background's thread
         self._collected: Optional[float] = None
         self._parsers = ParserWarmer()  # each kind's parser loads while its first command runs
         self._ahead: Optional[PickAhead] = None  # the current target's pick, started before its checks
@@ -141,15 +125,13 @@ class VerifySession(PreRunSteps):
     def start(self) -> None:
         """Start the idle window first (it fills while everything else is prepared), then check the
         host's arch; a wrong arch stops the sampler and blocks every target."""
-        starter = self._starter
-        if starter is not None and starter is not threading.current_thread():
-            starter.join()  # started in the background: the first target waits for it here
-            error, self._start_error = self._start_error, None
-            if error is not None:
-                raise error
-            return
-        if self._started:
-            return
+        starter, self._starter = self._starter, None
+        if starter is not None:
+            starter.result()  # started in the background: the first target waits here, and gets its error
+        elif not self._started:
+            self._start_now()
+
+    def _start_now(self) -> None:
         self._started = True
         # on the host its facts (commands of their own) are read alongside the GPU library's start-up
         host = Background(lambda: read_container_facts(HostExecutor(), self.backend.vendor),
@@ -158,45 +140,21 @@ class VerifySession(PreRunSteps):
             self._start_gpus()
         finally:
             if host is not None:  # off the first target's path: read while the window fills
-                self._containers[HOST] = host.result()
+                self.places.facts[HOST] = host.result()
 
     def _start_gpus(self) -> None:
-        self.sampler.start()
-        if self.sampler.window_note:
-            self._session_notes.append(f"the first pick sampled a {self.options.window_s:g} s window: {self.sampler.window_note}")
-        try:
-            self.host_arch = self.backend.host_arch()
-            why = "no GPU found"
-        except GpuToolError as exc:
-            self.host_arch, why = None, str(exc)
-        if self.host_arch is None:
-            self.session_blocked.append(f"cannot read the host's arch: {why}")
-        elif self.expected_arch and self.host_arch != self.expected_arch:
-            self.session_blocked.append(
-                f"wrong arch on host: it is {self.host_arch}, the run needs {self.expected_arch}"
-            )
-        if self.session_blocked:
-            self.sampler.stop()
-            return
-        try:
-            self._inventory = {g.index: g for g in self.backend.inventory()}
-        except GpuToolError as exc:
-            self._inventory = {}
-            self._session_notes.append(f"GPU names unknown: {exc}")
-        self._session_guard()  # started now, while the window fills: no target waits for it
+        started = start_gpus(self.sampler, self.backend, self.options.window_s, self.expected_arch)
+        self.host_arch, self._inventory = started.host_arch, started.inventory
+        self.session_blocked.extend(started.blocked)
+        self._session_notes.extend(started.notes)
+        if not started.blocked:
+            self._session_guard()  # started now, while the window fills: no target waits for it
 
     def start_in_background(self) -> None:
         """:meth:`start` in a thread: the GPU library's start-up (NVML, amdsmi: calls that let go of
         the GIL), the first readings and the arch check run while pytest collects."""
         if self._starter is None and not self._started:
-            self._starter = threading.Thread(target=self._start_recorded, name="gpuverify-start", daemon=True)
-            self._starter.start()
-
-    def _start_recorded(self) -> None:
-        try:
-            self.start()
-        except BaseException as exc:  # handed to the first target (an internal error there)
-            self._start_error = exc
+            self._starter = Background(self._start_now, "gpuverify-start")
 
     def _session_guard(self) -> Optional[SessionGuard]:
         """The session's guard, started again if it died (a kill -9 of us stops our command)."""
@@ -207,7 +165,7 @@ class VerifySession(PreRunSteps):
     def close(self) -> list[TargetOutcome]:
         """Write every artifact; one that cannot be written is a line in ``write_problems``."""
         if self._starter is not None:
-            self._starter.join()
+            self._starter.wait()
         self.sampler.stop()
         if self._guard is not None:
             self._guard.close()
@@ -247,15 +205,7 @@ class VerifySession(PreRunSteps):
             topic=topic,
             ts=utc_now(),
             host=socket.gethostname(),
-            target=TargetRecord(
-                name=target.name, kind=target.kind, path=str(target.path) if target.path else None,
-                args=list(target.args), dtype=target.dtype, regime=target.regime,
-                thresholds=target.thresholds.model_dump(exclude_none=True, exclude={"floors", "ceilings"}),
-                floors=dict(target.thresholds.floors), ceilings=dict(target.thresholds.ceilings),
-                pass_pattern=target.pass_pattern, fail_pattern=target.fail_pattern,
-                command=list(target.command) if target.command else None,
-                repeats=multirun.repeats_for(self.options, target), min_steps=target.min_steps,
-            ),
+            target=target_record(target, multirun.repeats_for(self.options, target)),
             cold=self.options.cold,
             signed_by=self.signer.signer if self.signer else None, synced=self.synced,
             timeline=Timeline(collected=self.clock.wall(self._collected)),
@@ -274,23 +224,23 @@ class VerifySession(PreRunSteps):
                 if ahead is not None:
                     ahead.drop()
             if facts.ran and outcome.raw_path is not None:
-                self._seal(outcome, facts)  # before parsing: check re-parses the log as sealed
+                seal(outcome, facts)  # before parsing: check re-parses the log as sealed
                 context = context_for(art.target, art.command, outcome.junit_path, facts.exit_code)
                 parsed = parse_log(target.kind, outcome.raw_path, context)
         except Interrupted as exc:
-            self._record_exec(facts, exc.outcome)
-            self._finish(outcome, facts, None, t0)
+            record_exec(facts, exc.outcome)
+            finish(outcome, facts, None, t0)
             raise KeyboardInterrupt(exc.outcome.interrupted) from None
         except KeyboardInterrupt as exc:
             facts.interrupted = facts.interrupted or interrupt_cause(exc)
             if not facts.ran:
                 facts.blocked.append("interrupted before the command started")
-            self._finish(outcome, facts, None, t0)
+            finish(outcome, facts, None, t0)
             raise
         except Exception as exc:  # never lose the artifact to a bug of ours
             facts.blocked.append(f"internal error: {type(exc).__name__}: {exc}")
             art.notes.append("".join(traceback.format_exception(exc))[-2000:])
-        self._finish(outcome, facts, parsed, t0)
+        finish(outcome, facts, parsed, t0)
         return outcome
 
     def _prepare_and_run(self, target: Target, art: Artifact, outcome: TargetOutcome, facts: RunFacts, stamp: str) -> None:
@@ -300,13 +250,14 @@ class VerifySession(PreRunSteps):
         if target.location is None:
             facts.blocked.append(f"target {target.name} names no file and no declaration to place it in a repo")
             return
-        if self._external_grant is None:  # the lock is taken while the checks below run (pickahead.py)
-            self._ahead = PickAhead(self.picker, target.gpus, self.options.wait_s)
         try:
             ws = locate(self.env, target.location, target.repo, target.path)
         except WorkspaceError as exc:
             facts.blocked.append(str(exc))
             return
+        if self._external_grant is None and not self.builds_pending(target, ws.wt_host):
+            # the lock is taken while the checks below run (pickahead.py)
+            self._ahead = PickAhead(self.picker, target.gpus, self.options.wait_s)
         # read once per worktree, before any command of ours could have touched it
         if ws.wt_host not in self._repos:
             self._repos[ws.wt_host] = repo_state(ws.wt_host, own_output_dirs(self.env.resources.tickets))
@@ -321,10 +272,10 @@ class VerifySession(PreRunSteps):
         if self.options.container == "none":
             # the command runs on the host itself: the worktree is where it is
             art.container, on_host = None, str(ws.wt_host)
-            cfacts = self._container_facts_for(HOST, art, facts)
+            cfacts = self.places.checked(HOST, art, facts)
             self._check_imports_and_run(target, art, outcome, facts, cfacts, on_host, ws, stamp)
             return
-        res = self._resolve(ws, target)
+        res = self.places.resolve(ws, target)
         art.container = res.name
         art.notes.extend(res.notes)
         if not res.ok or not res.name:
@@ -340,7 +291,7 @@ class VerifySession(PreRunSteps):
             return
         if res.fresh is not None:  # a `run` row: started once the GPUs are locked (prerun.py)
             return self._in_fresh_container(res, target, art, outcome, facts, wt, ws, stamp)
-        cfacts = self._container_facts_for(res.name, art, facts)
+        cfacts = self.places.checked(res.name, art, facts)
         self._check_imports_and_run(target, art, outcome, facts, cfacts, wt, ws, stamp)
 
     def _check_imports_and_run(self, target, art, outcome, facts, cfacts, wt: str, ws, stamp: str) -> None:
@@ -366,51 +317,6 @@ class VerifySession(PreRunSteps):
         if self._run_base_builds(target, art, facts, cfacts, plan, ws, stamp):  # --gpu-ab: side A's builds
             self._run_on_gpu(target, art, outcome, facts, cfacts, wt, ws.rel_target, pypath, stamp, plan)
 
-    def _client(self):
-        if self._docker is None:
-            self._docker = self._docker_factory()
-        return self._docker
-
-    def _resolve(self, ws, target: Target):
-        from .resolve import resolve_container
-
-        key = (ws.repo.repo, str(ws.wt_host))
-        if key not in self._resolutions:
-            self._resolutions[key] = resolve_container(
-                self.env,
-                ticket=self.options.ticket,
-                repo_row=ws.repo,
-                target_path=target.location,
-                docker_client=self._client(),
-                override=self.options.container,
-                allow_start=self.options.start_container,
-                host_name=self.host_row.host,
-            )
-        return self._resolutions[key]
-
-    def _container_facts_for(self, name: str, art: Artifact, facts: RunFacts) -> Optional[ContainerFacts]:
-        if name not in self._containers:
-            handle = HostExecutor() if name == HOST else ContainerHandle(self._client(), name)
-            self._containers[name] = read_container_facts(handle, self.backend.vendor)
-        cfacts = self._containers[name]
-        try:
-            running = cfacts.handle.running
-            art.image = cfacts.handle.image
-            art.image_digest = cfacts.handle.inspect().get("Image") if name != HOST else None
-        except ContainerError as exc:
-            facts.blocked.append(f"missing container: {exc}")
-            return None
-        if not running:
-            facts.blocked.append(f"container {name} is not running. Fix: `docker start {name}`, or pass --gpu-start-container")
-            return None
-        art.versions = cfacts.versions
-        facts.unknowns.extend(cfacts.notes)  # versions that could not be read: null, and why
-        if cfacts.arch_problem:
-            facts.blocked.append(cfacts.arch_problem)
-        elif self.expected_arch and cfacts.arch != self.expected_arch:
-            facts.blocked.append(f"wrong arch in {_where(name)}: it is {cfacts.arch}, the run needs {self.expected_arch}")
-        return cfacts
-
     def _run_on_gpu(self, target, art, outcome, facts, cfacts, wt, rel, pypath, stamp, plan=None) -> None:
         grant, ahead, self._ahead = self._external_grant, self._ahead, None
         timeline = art.timeline
@@ -423,17 +329,12 @@ class VerifySession(PreRunSteps):
         except (NoGpu, PickerError, LockError) as exc:  # LockError: the file, its owner and mode, the fix
             facts.blocked.append(str(exc))
             return
-        timeline.lock_taken = self.clock.wall(max(lease.acquired_at or 0.0 for lease in grant.leases) or None)
+        timeline.lock_taken = self.clock.wall(grant.taken_at)
         run_id = f"{stamp}-{os.getpid()}"
         guards = None
         try:
             infos = [self._inventory.get(i, GpuInfo(index=i)) for i in grant.indices]
-            art.gpus = [
-                GpuRecord(index=i.index, hip_index=i.index if self.backend.vendor == "rocm" else None,
-                          arch=i.arch or cfacts.arch, name=i.name, uuid=i.uuid,
-                          lock_path=str(lease.path))
-                for i, lease in zip(infos, grant.leases)
-            ]
+            art.gpus = gpu_records(infos, grant, self.backend.vendor, cfacts.arch)
             art.gpu = art.gpus[0]
             art.host_gpus = len(self._inventory) or None
             caches = plan_caches(wt, self.options.cold, run_id, on_host=cfacts.handle.name == HOST)
@@ -455,7 +356,7 @@ class VerifySession(PreRunSteps):
             art.raw_output = outcome.raw_path.name
             create_result_file(outcome.raw_path)
             facts.ran = True
-            guards = RunGuards(self._session_guard(), [lease.fileno() for lease in grant.leases])
+            guards = RunGuards(self._session_guard(), grant.fds)
             live = None if self._on_running is None else RunningLine(
                 self._on_running, f"{target.name} on {self.host_row.host} gpu {art.env.get(run_env.visible_var, '?')}")
             timeline.command_started = self.clock.wall(time.monotonic())  # no later than the real start
@@ -474,67 +375,18 @@ class VerifySession(PreRunSteps):
                 timeline.command_ended = self.clock.wall(time.monotonic())  # no earlier than the real end
                 if live is not None:
                     live.done()
-            self._record_exec(facts, result)
+            record_exec(facts, result)
         finally:
             if guards is not None:
                 guards.done()
             if grant is not self._external_grant:
                 self.picker.release(grant)
-                timeline.lock_released = self.clock.wall(min(lease.released_at or 0.0 for lease in grant.leases) or None)
+                timeline.lock_released = self.clock.wall(grant.released_at)
             if self.options.cold:
                 remove_cold_caches(cfacts.handle, caches, art.notes)
         if target.kind in PYTEST_KINDS and plan is None:
-            outcome.junit_path = self._fetch_junit(cfacts.handle, run_id, art, stamp)
+            outcome.junit_path = fetch_junit(cfacts.handle, run_id, art, self.out_dir / f"bench_{art.topic}.{stamp}.junit.xml")
 
-    def _fetch_junit(self, handle: ContainerHandle, run_id: str, art: Artifact, stamp: str) -> Optional[Path]:
-        """The inner pytest's JUnit report: saved beside the raw output, removed from the container."""
-        path, note = move_out(handle, junit_path(run_id), self.out_dir / f"bench_{art.topic}.{stamp}.junit.xml")
-        if note:
-            art.notes.append(note)
-        art.junit_xml = path.name if path else None
-        return path
-
-    @staticmethod
-    def _record_exec(facts: RunFacts, result) -> None:
-        facts.exit_code = result.exit_code
-        facts.timed_out = result.timed_out
-        facts.container_died = result.container_died
-        facts.interrupted = result.interrupted or facts.interrupted
-        facts.output_problems.extend(result.problems)
-        facts.leftovers = list(result.leftovers)
-
-    @staticmethod
-    def _seal(outcome: TargetOutcome, facts: RunFacts) -> None:
-        if not outcome.sealed and outcome.raw_path is not None:
-            seal_log(outcome.raw_path, facts, outcome.artifact)
-            outcome.sealed = True
-
-    def _finish(self, outcome: TargetOutcome, facts: RunFacts, parsed, t0: float) -> None:
-        art = outcome.artifact
-        if parsed is not None:
-            art.correctness = parsed.correctness
-            regime = outcome.target.regime
-            art.perf = [r if r.regime or not regime else r.model_copy(update={"regime": regime}) for r in parsed.perf]
-            art.perf_summary = summarize(art.perf)
-            art.notes.extend(parsed.notes)
-        art.verdict, art.reasons = verdict_and_reasons(facts, parsed, outcome.target.thresholds)
-        # the facts behind the verdict, so that `gpuverify check` can re-derive it
-        art.run = facts.to_record(output_parsed=parsed is not None)
-        art.exit_code, art.timed_out = facts.exit_code, facts.timed_out
-        if facts.ran and outcome.raw_path is not None and outcome.raw_path.exists():
-            self._seal(outcome, facts)
-        art.finished_ts = utc_now()
-        art.duration_s = round(time.monotonic() - t0, 3)
-        if outcome.raw_path is not None and outcome.raw_path.exists():
-            art.raw_output_sha256 = sha256_file(outcome.raw_path)
-            art.raw_output_bytes = outcome.raw_path.stat().st_size
-
-
-HOST = "host"  # the executor name of --gpu-container none
-
-
-def _where(name: str) -> str:
-    return "the host" if name == HOST else f"container {name}"
 
 
 def echo_to_stdout(data: bytes) -> None:

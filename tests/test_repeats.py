@@ -162,3 +162,14 @@ def test_gpu_repeats_option_bounds():
     for bad in ("0", "x", "-2", "1001"):
         with pytest.raises(SetupError, match="--gpu-repeats .* Fix: e.g. --gpu-repeats 3"):
             check_repeats(bad)
+
+
+@pytest.mark.parametrize("line, counts", [
+    ("steps: 50", [50]), ("runs=20 warmup=5", [20]), ("num_iters=20", [20]), ("--n-repeats 100", [100]),
+    ("timed 50 iterations in 1.2 s", [50]), ("100 timed runs", [100]), ("warmup_iters=10 iters=200", [200]),
+    ("10 warmup steps, then 40 steps", [40]), ("Warm-up iterations: 3", []), ("shape 4096 x 50 ms", []),
+])
+def test_step_counts_read_the_word_on_either_side_and_skip_warm_up(line, counts):
+    from pytest_gpuverify.runs_log import step_counts
+
+    assert [n for n, _ in step_counts(line)] == counts

@@ -14,8 +14,9 @@ from typing import Optional
 
 from ..artifact import SyncRecord
 from ..envfile import EnvFile, HostRow, RepoRow
-from ..gitstate import changes, git
+from ..gitstate import git, repo_state
 from ..options import SetupError
+from .preflight import ssh_base
 
 # never copied: git's own folder, build outputs, caches (the host builds its own)
 EXCLUDES = (".git", "build", "dist", "*.egg-info", "__pycache__", "*.pyc", ".pytest_cache", ".mypy_cache",
@@ -60,8 +61,7 @@ def file_list(top: Path) -> list[str]:
 
 
 def sync_to(host: HostRow, row: RepoRow, top: Path, timeout_s: float, ssh_config: Optional[str]) -> None:
-    shell = " ".join(["ssh", "-o", "BatchMode=yes", "-o", f"ConnectTimeout={max(1, int(timeout_s))}",
-                      *(["-F", ssh_config] if ssh_config else [])])
+    shell = " ".join(ssh_base("", timeout_s, ssh_config)[:-1])  # rsync adds the alias itself
     argv = ["rsync", "-a", "--delete", *(f"--exclude={p}" for p in EXCLUDES), "-e", shell,
             f"{top}/", f"{host.ssh_alias}:{row.path}/"]
     done = subprocess.run(argv, capture_output=True, text=True, errors="replace", stdin=subprocess.DEVNULL)
@@ -74,14 +74,13 @@ def sync_to(host: HostRow, row: RepoRow, top: Path, timeout_s: float, ssh_config
 def sync_checkout(here: Path, env: EnvFile, hosts: list[HostRow], timeout_s: float,
                   ssh_config: Optional[str]) -> SyncRecord:
     top, row = local_checkout(here, env)
-    found = changes(top) or []
+    state = repo_state(top)
     listing = file_list(top)
     for host in hosts:
         sync_to(host, row, top, timeout_s, ssh_config)
     return SyncRecord(
         local_path=str(top), repo=row.repo, host_path=str(row.path),
-        local_sha=(git(top, "rev-parse", "HEAD") or "").strip() or None,
-        dirty=bool(found), dirty_paths=[name for _, name in found][:200],
+        local_sha=state.sha, dirty=bool(state.dirty), dirty_paths=state.dirty_paths,
         files=len(listing), files_sha256=hashlib.sha256(("\n".join(listing) + "\n").encode()).hexdigest(),
     )
 

@@ -1,0 +1,81 @@
+"""The plugin's command-line options and ini keys, and their translation into :class:`RunOptions`.
+
+Wiring stays in :mod:`pytest_gpuverify.plugin`: its ``pytest_addoption`` calls :func:`add_options`.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Optional
+
+import pytest
+
+from .envfile import default_env_path
+from .options import RunOptions, check_repeats, check_seconds, check_ticket, check_topic
+
+
+def add_options(parser: pytest.Parser) -> None:
+    """The ``--gpu-*`` options and ``gpu_*`` ini keys (called from ``pytest_addoption``)."""
+    group = parser.getgroup("gpuverify", "GPU kernel verification (pytest-gpuverify)")
+    group.addoption("--gpu-verify", action="store_true", default=False, help="turn the plugin on")
+    group.addoption("--ticket", default=None, metavar="KEY", help="ticket key; artifacts go to <tickets>/KEY/")
+    group.addoption("--gpu-env", default=None, metavar="PATH", help="env file (default $GPUVERIFY_ENV, else ~/.cursor/mstack/env.md)")
+    group.addoption("--gpu-arch", default=None, metavar="ARCH", help="arch the run needs (gfx942, gfx950); picks the host")
+    group.addoption("--gpu-host", default=None, metavar="NAME", help="a Hosts row by name")
+    group.addoption("--gpu-hosts", default=None, metavar="all|A,B|ARCH", help="spread the targets over these GPU hosts (SSH)")
+    group.addoption("--gpu-sync", action="store_true", default=False, help="rsync the local checkout to the GPU host(s) first")
+    group.addoption("--gpu-container", default=None, metavar="NAME", help="container to run in (skips resolution)")
+    group.addoption("--gpu-window", default=None, metavar="S", help="idle sampling window in seconds (default 2)")
+    group.addoption("--gpu-wait", default=None, metavar="S", help="longest wait for an idle GPU before NO_GPU (default 0)")
+    group.addoption("--gpu-timeout", default=None, metavar="S", help="one command's time limit in seconds (default 3600)")
+    group.addoption("--gpu-topic", default=None, metavar="NAME", help="artifact topic when one target runs")
+    group.addoption("--gpu-cold", action="store_true", default=False, help="fresh JIT caches for the run, removed after")
+    group.addoption("--gpu-repeats", default=None, metavar="N", help="run each target N times under one lock (rows carry run)")
+    group.addoption("--gpu-ab", default=None, metavar="BASE", help="A/B: also run each target on git ref BASE (a worktree), interleaved")
+    group.addoption("--gpu-allow-dirty", action="store_true", default=False, help="report a dirty repo instead of INCONCLUSIVE")
+    group.addoption("--gpu-start-container", action="store_true", default=False, help="allow starting your stopped container")
+    group.addoption("--gpu-args", default=None, metavar="ARGS",
+                     help="arguments for the command-line targets: --gpu-args=\"-d bf16 -m 128\" (with =)")
+    group.addoption("--gpu-target", action="append", default=[], metavar="NAME",
+                     help="run a target declared in gpuverify.toml / [tool.gpuverify] (repeatable)")
+    group.addoption("--gpu-ci-summary", default=None, metavar="PATH",
+                    help="write the job summary (markdown; GitHub's, also under other CI) to PATH")
+    group.addoption("--gpu-host-conftest", action="store_true", default=False,
+                    help="import a kernel repo's conftest.py files in this (host) session too")
+    for key, default in (("gpu_env", None), ("gpu_arch", None), ("gpu_container", None), ("gpu_window", "2"),
+                         ("gpu_wait", "0"), ("gpu_timeout", "3600")):
+        parser.addini(key, f"pytest-gpuverify: default for --{key.replace('_', '-')}", default=default)
+    parser.addini("gpu_pytest_paths", "pytest-gpuverify: globs from the rootdir (tests/test_*.py) of test files "
+                  "that run as GPU targets of kind pytest", type="linelist", default=[])
+
+
+def option_value(config: pytest.Config, name: str) -> Optional[str]:
+    """The command-line value of option ``name``, else its ini key's."""
+    cli = config.getoption(name)
+    return cli if cli is not None else config.getini(name)
+
+
+def build_options(config: pytest.Config) -> RunOptions:
+    """The run's settings from the command line and ini keys; SetupError names a bad value."""
+    from .remote.onhost import serving_host
+
+    return RunOptions(
+        env_path=default_env_path(option_value(config, "gpu_env"), os.environ),
+        ticket=check_ticket(config.getoption("ticket")),
+        arch=option_value(config, "gpu_arch"),
+        host=serving_host() or config.getoption("gpu_host"),
+        on_host=serving_host() is not None,
+        container=option_value(config, "gpu_container"),
+        window_s=check_seconds("--gpu-window", option_value(config, "gpu_window")),
+        wait_s=check_seconds("--gpu-wait", option_value(config, "gpu_wait")),
+        timeout_s=check_seconds("--gpu-timeout", option_value(config, "gpu_timeout"), minimum=1),
+        topic=check_topic(config.getoption("gpu_topic")),
+        cold=config.getoption("gpu_cold"),
+        allow_dirty=config.getoption("gpu_allow_dirty"),
+        start_container=config.getoption("gpu_start_container"),
+        invocation_dir=Path(config.invocation_params.dir),
+        echo_output=config.getoption("capture") == "no",
+        repeats=check_repeats(config.getoption("gpu_repeats")),
+        ab_base=config.getoption("gpu_ab") or None,
+    )
