@@ -162,11 +162,13 @@ class IdleSampler:
         try:
             if shared and self._shared is not None:
                 taken, got = self._shared.get(self.backend.read)
-                t -= max(0.0, time.time() - taken)  # the reading's own time, on our clock
+                # the reading's own start, on our clock (not t minus its age: that counts the read twice)
+                t = self._clock() - max(0.0, time.time() - taken)
             else:
+                started = time.time()
                 got = self.backend.read()
                 if self._shared is not None:
-                    self._shared.publish(time.time(), got)
+                    self._shared.publish(started, got)  # its start, as SharedReadings.get records its own
             readings = {r.index: r for r in got}
             sample = _Sample(t, readings, locked=self._locked_now(readings))
         except GpuToolError as exc:
