@@ -57,6 +57,9 @@ class _Sample:
     readings: dict[int, GpuReading]
     error: Optional[str] = None
     locked: frozenset = frozenset()  # GPUs whose lock someone held at that moment
+    # when the read ended (None: at t). A read spans [t, t_end]: under load a tool started just
+    # before our own use began may read the GPU after it began, and so see our own load.
+    t_end: Optional[float] = None
 
 
 @dataclass
@@ -170,7 +173,7 @@ class IdleSampler:
                 if self._shared is not None:
                     self._shared.publish(started, got)  # its start, as SharedReadings.get records its own
             readings = {r.index: r for r in got}
-            sample = _Sample(t, readings, locked=self._locked_now(readings))
+            sample = _Sample(t, readings, locked=self._locked_now(readings), t_end=self._clock())
         except GpuToolError as exc:
             sample = _Sample(t, {}, error=str(exc))
         except Exception as exc:  # a backend bug must not kill the sampler thread silently
@@ -272,7 +275,7 @@ class IdleSampler:
                 # Load while someone holds the GPU's lock is that holder's (ours or another session's):
                 # it says nothing about the GPU once the lock is free, and the pick re-reads under
                 # the lock anyway. Load with the lock free is a user who takes no lock: busy.
-                if gpu in sample.locked or _during_own_use(own, gpu, sample.t):
+                if gpu in sample.locked or _during_own_use(own, gpu, sample.t, sample.t_end):
                     continue
                 reading = sample.readings.get(gpu)
                 reason = "missing from a reading" if reading is None else busy_reason(reading, self.criteria)
@@ -311,5 +314,7 @@ class IdleSampler:
             self._shared.publish(*pending)
 
 
-def _during_own_use(own: list[_OwnUse], gpu: int, t: float) -> bool:
-    return any(u.gpu == gpu and u.start <= t and (u.end is None or t <= u.end) for u in own)
+def _during_own_use(own: list[_OwnUse], gpu: int, t: float, t_end: Optional[float] = None) -> bool:
+    """Whether a read spanning [t, t_end] overlaps one of our own holds of ``gpu``."""
+    last = t if t_end is None else max(t, t_end)
+    return any(u.gpu == gpu and u.start <= last and (u.end is None or t <= u.end) for u in own)

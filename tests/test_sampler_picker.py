@@ -79,6 +79,36 @@ def test_own_use_is_left_out_of_the_window(host):
         sampler.stop()
 
 
+def test_a_read_that_straddles_our_own_start_is_left_out():
+    """Under load a tool started just before our own use began reads the GPU after it began:
+    that reading may hold our own load and must not make the next pick wait a window."""
+    from pytest_gpuverify.gpu.base import GpuReading
+
+    now = [100.0]
+    sampler = None
+
+    class StraddlingBackend:
+        busy = False
+
+        def read(self):
+            if StraddlingBackend.busy:
+                return [GpuReading(index=0, use_pct=95.0, vram_used_bytes=0, vram_total_bytes=1)]
+            # our own use starts while this read is still running, and the read sees its load
+            now[0] += 0.1
+            use = sampler.mark_own_start(0)
+            now[0] += 0.1
+            sampler.mark_own_end(use)
+            return [GpuReading(index=0, use_pct=95.0, vram_used_bytes=0, vram_total_bytes=1)]
+
+    sampler = IdleSampler(StraddlingBackend(), 1.0, interval_s=0.2, clock=lambda: now[0])
+    sampler.sample_now()
+    assert sampler.judge_window().idle == [0], "a read overlapping our own use is ours"
+    StraddlingBackend.busy = True
+    now[0] += 1.0  # past the own-use grace: a busy read now is someone else's
+    sampler.sample_now()
+    assert sampler.judge_window().busy == {0: "use 95%"}
+
+
 def test_lock_then_recheck_skips_a_gpu_that_became_busy(host, tmp_path):
     picker, sampler = host.picker(window=0.0)
     try:
