@@ -70,7 +70,7 @@ def hand_made_overlap(folder: Path, dest: Path) -> Optional[tuple[str, str]]:
 
 
 def check_folder(*folders: Path) -> tuple[int, str]:
-    proc = subprocess.run([sys.executable, "-m", "pytest_gpuverify.cli", "check", *map(str, folders)],
+    proc = subprocess.run([sys.executable, "-m", "pytest_gpuverify.cli.main", "check", *map(str, folders)],
                           capture_output=True, text=True, cwd=Path(__file__).resolve().parents[1])
     return proc.returncode, proc.stdout + proc.stderr
 

@@ -24,7 +24,7 @@ HERE = str(Path(__file__).resolve().parents[1])
 
 def measure(name: str, execs: int) -> dict:
     """In this process (the checkout on PYTHONPATH): engine calls per command and the walls."""
-    from pytest_gpuverify.container import ContainerHandle, docker_client
+    from pytest_gpuverify.execute.container import ContainerHandle, docker_client
 
     client = docker_client()
     api, calls, running = client.api, {}, []
@@ -74,8 +74,8 @@ def main() -> int:
         print(json.dumps(measure(args.name, args.execs)))
         return 0
     sys.path.insert(0, HERE)
-    from pytest_gpuverify import demo
-    from pytest_gpuverify.container import docker_client
+    from pytest_gpuverify.cli import demo
+    from pytest_gpuverify.execute.container import docker_client
 
     client = docker_client()
     demo.start_container(client, args.name, None, {})

@@ -45,8 +45,8 @@ def main() -> int:
         return 1
     import docker
 
-    from pytest_gpuverify import demo
-    from pytest_gpuverify.artifact import read_artifact
+    from pytest_gpuverify.cli import demo
+    from pytest_gpuverify.engine.artifact import read_artifact
 
     client = docker.from_env()
     demo.ensure_rootfs_image(client)

@@ -15,7 +15,7 @@ from typing import Optional
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from pytest_gpuverify import demo  # noqa: E402
+from pytest_gpuverify.cli import demo  # noqa: E402
 from pytest_gpuverify.simulator import SimState, install  # noqa: E402
 
 # Each target writes "<gpu> start|end <epoch seconds> <id>" lines around its sleep, then one passing check.

@@ -36,7 +36,7 @@ def main() -> None:
 
     from conftest import make_sandbox  # the tests' sandbox: simulated host, real container
 
-    from pytest_gpuverify import demo
+    from pytest_gpuverify.cli import demo
 
     parser = argparse.ArgumentParser()
     parser.add_argument("--timeout", type=float, default=5)

@@ -23,9 +23,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from pytest_gpuverify import demo  # noqa: E402
-from pytest_gpuverify.container import ContainerHandle, docker_client  # noqa: E402
-from pytest_gpuverify.leftovers import MARKER, proc_pids, stop_marked  # noqa: E402
+from pytest_gpuverify.cli import demo  # noqa: E402
+from pytest_gpuverify.execute.container import ContainerHandle, docker_client  # noqa: E402
+from pytest_gpuverify.lease.leftovers import MARKER, proc_pids, stop_marked  # noqa: E402
 
 
 def main() -> int:

@@ -28,9 +28,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from pytest_gpuverify import demo  # noqa: E402
-from pytest_gpuverify.clock import parse_iso_utc  # noqa: E402
-from pytest_gpuverify.container import docker_client  # noqa: E402
+from pytest_gpuverify.cli import demo  # noqa: E402
+from pytest_gpuverify.engine.clock import parse_iso_utc  # noqa: E402
+from pytest_gpuverify.execute.container import docker_client  # noqa: E402
 
 TRIVIAL = "op_tests/test_rmsnorm2d.py"
 
@@ -129,7 +129,7 @@ def main() -> int:
         per_session = [e for e in execs if "op_tests/test_trivial_" not in e]
         print(f"execs in a 10-target session: {len(execs)} = 10 targets + {len(per_session)} once per session "
               f"({'; '.join(_what(e) for e in per_session)})")
-        doctor = statistics.median(timed([sys.executable, "-m", "pytest_gpuverify.cli", "doctor", "--gpu-env", str(env_path)],
+        doctor = statistics.median(timed([sys.executable, "-m", "pytest_gpuverify.cli.main", "doctor", "--gpu-env", str(env_path)],
                                          env=env) for _ in range(args.repeats))
         print(f"gpuverify doctor        : {doctor:6.3f} s = {doctor / med['bare1']:.1f} bare docker execs")
         return 0

@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 dirs=("$@"); [ ${#dirs[@]} -gt 0 ] || dirs=(.demo/tickets/DEMO-1)
 out=bench/results
 mkdir -p "$out"
-python3 -m pytest_gpuverify.cli report "${dirs[@]}" -o "$out/report.html"
+python3 -m pytest_gpuverify.cli.main report "${dirs[@]}" -o "$out/report.html"
 chromium --headless --no-sandbox --disable-gpu --hide-scrollbars --screenshot="$PWD/$out/report.png" \
   --window-size=1400,2000 "file://$PWD/$out/report.html" 2>/dev/null
 echo "wrote $out/report.html and $out/report.png"

@@ -9,13 +9,13 @@ from typing import Optional
 
 import pytest
 
-from .artifact import Artifact
-from .options import check_topic
-from .targets import Target, split_args
+from pytest_gpuverify.engine.artifact import Artifact
+from pytest_gpuverify.config.options import check_topic
+from pytest_gpuverify.config.targets import Target, split_args
 
 
 def _session(config: pytest.Config):
-    from .plugin import _session as session_of
+    from pytest_gpuverify.plugin import _session as session_of
 
     return session_of(config)
 
@@ -37,7 +37,7 @@ def locked_gpu(request: pytest.FixtureRequest, gpu_host):
     ``gpus`` (``@pytest.mark.gpu(gpus=4)``) or an indirect parameter; default 1. Yields the grant
     (``.indices``, in the order the command sees them). No idle GPU within --gpu-wait: the test fails
     with NO_GPU and its reason."""
-    from .picker import NoGpu, PickerError
+    from pytest_gpuverify.lease.picker import NoGpu, PickerError
 
     marker = request.node.get_closest_marker("gpu")
     count = int(getattr(request, "param", None) or (marker.kwargs.get("gpus", 1) if marker else 1))
@@ -60,7 +60,7 @@ class KernelContainer:
 
     def run(self, command, *, kind: str = "bench", args=(), topic: Optional[str] = None, dtype=None,
             regime=None, thresholds=None, gpus: int = 1) -> Artifact:
-        from .targets import Thresholds, safe_topic
+        from pytest_gpuverify.config.targets import Thresholds, safe_topic
 
         topic = check_topic(topic, "kernel_container.run(topic=...)")
         argv = tuple(split_args(command) if isinstance(command, str) else command)

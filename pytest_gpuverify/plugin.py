@@ -1,7 +1,7 @@
 """pytest wiring only: options, collection of GPU targets, the run hook, reporting.
 
 Without ``--gpu-verify`` every hook here returns at once and pytest behaves as without the plugin.
-The engine is :class:`pytest_gpuverify.session.VerifySession`.
+The engine is :class:`pytest_gpuverify.engine.session.VerifySession`.
 """
 
 from __future__ import annotations
@@ -12,16 +12,16 @@ from typing import TYPE_CHECKING, Optional
 
 import pytest
 
-from .artifact import Artifact
-from .envfile import EnvFileError, default_env_path, load_env_file
-from .options import RunOptions, SetupError, check_repeats, check_seconds, check_ticket, check_topic  # noqa: F401
-from .plugin_options import add_options, build_options, option_value as _value  # noqa: F401  (re-exported)
-from .report import VerdictSummary, live_line, verdict_properties
-from .targets import Target, kind_for_path, split_args, topic_for
+from pytest_gpuverify.engine.artifact import Artifact
+from pytest_gpuverify.config.envfile import EnvFileError, default_env_path, load_env_file
+from pytest_gpuverify.config.options import RunOptions, SetupError, check_repeats, check_seconds, check_ticket, check_topic  # noqa: F401
+from pytest_gpuverify.plugin_options import add_options, build_options, option_value as _value  # noqa: F401  (re-exported)
+from pytest_gpuverify.terminal import VerdictSummary, live_line, verdict_properties
+from pytest_gpuverify.config.targets import Target, kind_for_path, split_args, topic_for
 
 if TYPE_CHECKING:  # imported when a session starts: a run without --gpu-verify never pays for them
-    from .declarations import Declarations
-    from .session import VerifySession
+    from pytest_gpuverify.config.declarations import Declarations
+    from pytest_gpuverify.engine.session import VerifySession
 
 _SESSION_KEY: pytest.StashKey[VerifySession] = pytest.StashKey()
 _DECLARED_KEY: pytest.StashKey[Optional[Declarations]] = pytest.StashKey()
@@ -44,8 +44,8 @@ def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Pa
     ns = early_config.known_args_namespace
     if not getattr(ns, "gpu_verify", False) or ns.noconftest or getattr(ns, "gpu_host_conftest", False):
         return
-    from .remote.onhost import args_in_checkouts, forget_rootdir_option, serving_host
-    from .workspace import kernel_repo_of
+    from pytest_gpuverify.remote.onhost import args_in_checkouts, forget_rootdir_option, serving_host
+    from pytest_gpuverify.place.workspace import kernel_repo_of
 
     here = Path(early_config.invocation_params.dir)
     try:
@@ -69,7 +69,7 @@ def pytest_cmdline_main(config: pytest.Config) -> None:
     """A session on GPU hosts over SSH: check them and give xdist their workers, before it starts."""
     if not config.getoption("gpu_verify", False) or hasattr(config, "workerinput") or config.getvalue("collectonly"):
         return
-    from .remote.controller import plan_remote
+    from pytest_gpuverify.remote.controller import plan_remote
 
     try:
         env = load_env_file(default_env_path(_value(config, "gpu_env"), os.environ))
@@ -87,11 +87,11 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "gpu(gpus=N): a GPU target of pytest-gpuverify; gpus is how many GPUs it needs")
     if not config.getoption("gpu_verify", False):
         return
-    from .declarations import DeclarationError
-    from .reporting.live import running_line_wanted
-    from .session import VerifySession, echo_to_stdout
-    from .topics import TopicClaims
-    from .remote.waitline import on_wait_for
+    from pytest_gpuverify.config.declarations import DeclarationError
+    from pytest_gpuverify.reporting.live import running_line_wanted
+    from pytest_gpuverify.engine.session import VerifySession, echo_to_stdout
+    from pytest_gpuverify.config.topics import TopicClaims
+    from pytest_gpuverify.remote.waitline import on_wait_for
 
     if _REMOTE_KEY in config.stash:  # the controller of workers on GPU hosts runs no target itself
         config.pluginmanager.register(VerdictSummary(lambda: None, config.getoption("gpu_ci_summary")), "gpuverify-summary")
@@ -109,7 +109,7 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(str(exc)) from None
     config.stash[_DECLARED_KEY] = declared
     if hasattr(config, "workerinput"):
-        from .remote.onhost import synced_record
+        from pytest_gpuverify.remote.onhost import synced_record
 
         session.synced = synced_record(config.workerinput)
     if not hasattr(config, "workerinput"):
@@ -143,7 +143,7 @@ def _terminate_like_ctrl_c() -> None:
     import signal
     import threading
 
-    from .container import Terminated
+    from pytest_gpuverify.execute.container import Terminated
 
     def on_term(signum, frame):
         raise Terminated("SIGTERM")
@@ -155,13 +155,13 @@ def _terminate_like_ctrl_c() -> None:
 def _load_declarations(config: pytest.Config, env):
     """The repo's declared targets (or None). With --gpu-target, the declaration file is what pytest
     collects, so `pytest --gpu-verify --gpu-target X` runs X and nothing else."""
-    from .declarations import DeclarationError, find_declarations, load_declarations, select
+    from pytest_gpuverify.config.declarations import DeclarationError, find_declarations, load_declarations, select
 
     start = Path(config.invocation_params.dir)
     stop = config.rootpath if start.is_relative_to(config.rootpath) else start
     path = find_declarations(start, stop)
     names = config.getoption("gpu_target")
-    from .remote.onhost import declarations_on_host, serving_host
+    from pytest_gpuverify.remote.onhost import declarations_on_host, serving_host
 
     if path is None and names and serving_host():
         path = declarations_on_host(env, names)
@@ -234,7 +234,7 @@ class DeclarationFile(pytest.File):
     """gpuverify.toml / pyproject.toml: one item per declared target (or per --gpu-target)."""
 
     def collect(self):
-        from .declarations import select
+        from pytest_gpuverify.config.declarations import select
 
         decls = self.config.stash[_DECLARED_KEY]
         names = self.config.getoption("gpu_target")
@@ -254,7 +254,7 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
     engine = _session(config)
     if engine is not None and not hasattr(config, "workerinput"):  # xdist: the controller checks
         _one_target_per_topic(engine.options.topic, [i.target.name for i in items if isinstance(i, GpuTargetItem)])
-    from .remote.onhost import mark_gpu_needs
+    from pytest_gpuverify.remote.onhost import mark_gpu_needs
 
     mark_gpu_needs([i for i in items if isinstance(i, GpuTargetItem)])  # a worker on a GPU host: for placement
 
@@ -271,7 +271,7 @@ def pytest_xdist_node_collection_finished(node, ids) -> None:
 
 
 def _one_target_per_topic(topic: Optional[str], names: list[str]) -> None:
-    from .topics import shared_topic_problem
+    from pytest_gpuverify.config.topics import shared_topic_problem
 
     if shared_topic_problem(topic, names):  # --gpu-topic names one artifact
         raise pytest.UsageError(shared_topic_problem(topic, names))
@@ -330,7 +330,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int):
     engine = _session(session.config)
     if engine is not None:
         engine.close()  # artifacts are written here, also after Ctrl-C (by the worker that ran them)
-        from .remote.onhost import hand_back
+        from pytest_gpuverify.remote.onhost import hand_back
 
         hand_back(session.config, engine)  # a worker on a GPU host: its files go to the controller too
         reporter = session.config.pluginmanager.get_plugin("terminalreporter")
@@ -355,7 +355,7 @@ def pytest_report_header(config: pytest.Config):
         lines.append(f"gpuverify: conftest.py files of repo {repo} are not imported here: they belong to the "
                      "repo's own test runs; --gpu-host-conftest imports them")
     if config.option.verbose >= 1:
-        from .doctor import run_doctor
+        from pytest_gpuverify.cli.doctor import run_doctor
 
         report = run_doctor(engine.env, host_name=engine.host_row.host)
         lines += ["gpuverify doctor:", *(f"  {line}" for line in report.lines), f"  {report.judgement()}"]
@@ -363,4 +363,4 @@ def pytest_report_header(config: pytest.Config):
 
 
 # -- fixtures (fixtures.py): found by pytest on this plugin module -------------------------------
-from .fixtures import KernelContainer, gpu_host, kernel_container, locked_gpu  # noqa: E402,F401
+from pytest_gpuverify.fixtures import KernelContainer, gpu_host, kernel_container, locked_gpu  # noqa: E402,F401

@@ -11,8 +11,8 @@ from typing import Optional
 
 import pytest
 
-from .envfile import default_env_path
-from .options import RunOptions, check_repeats, check_seconds, check_ticket, check_topic
+from pytest_gpuverify.config.envfile import default_env_path
+from pytest_gpuverify.config.options import RunOptions, check_repeats, check_seconds, check_ticket, check_topic
 
 
 def add_options(parser: pytest.Parser) -> None:
@@ -58,7 +58,7 @@ def option_value(config: pytest.Config, name: str) -> Optional[str]:
 
 def build_options(config: pytest.Config) -> RunOptions:
     """The run's settings from the command line and ini keys; SetupError names a bad value."""
-    from .remote.onhost import serving_host
+    from pytest_gpuverify.remote.onhost import serving_host
 
     return RunOptions(
         env_path=default_env_path(option_value(config, "gpu_env"), os.environ),

@@ -13,7 +13,7 @@ from typing import Optional
 
 import pytest
 
-from pytest_gpuverify import demo
+from pytest_gpuverify.cli import demo
 
 SHARED = Path(__file__).resolve().parents[1] / ".." / "shared"
 
@@ -81,7 +81,7 @@ class Sandbox:
         return subprocess.run([*cmd, *args], cwd=self.repo, env=full_env, capture_output=True, timeout=timeout)
 
     def artifact(self, topic: str, ticket: str = "T-1"):
-        from pytest_gpuverify.artifact import read_artifact
+        from pytest_gpuverify.engine.artifact import read_artifact
 
         return read_artifact(self.tickets / ticket / f"bench_{topic}.json")
 
@@ -160,7 +160,7 @@ def make_sandbox(root: Path, docker_client):
 PEER = "gpuverify-peer"
 # what the peer's Python must import: the plugin's dependencies, as the running interpreter has them
 PEER_IMPORTS = ("pytest", "xdist", "pydantic", "docker", "filelock", "json5", "hyperscan", "pytest_gpuverify.plugin",
-                "pytest_gpuverify.session", "pytest_gpuverify.container", "pytest_gpuverify.doctor")
+                "pytest_gpuverify.engine.session", "pytest_gpuverify.execute.container", "pytest_gpuverify.cli.doctor")
 
 
 @pytest.fixture(scope="session")

@@ -25,7 +25,7 @@ from typing import Optional
 
 import pytest
 
-from pytest_gpuverify import demo
+from pytest_gpuverify.cli import demo
 
 CHECKOUT = Path(__file__).resolve().parents[1]
 SSHD = "/usr/sbin/sshd"

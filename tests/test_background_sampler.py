@@ -13,14 +13,14 @@ import time
 
 import pytest
 
-from pytest_gpuverify.envfile import parse_lock_prefix
+from pytest_gpuverify.config.envfile import parse_lock_prefix
 from pytest_gpuverify.gpu.rocm import RocmBackend
-from pytest_gpuverify.hostexec import LocalHost
-from pytest_gpuverify.readings_daemon import history_path
-from pytest_gpuverify.sampler import IdleSampler
-from pytest_gpuverify.shared_readings import SharedReadings
+from pytest_gpuverify.execute.hostexec import LocalHost
+from pytest_gpuverify.lease.readings_daemon import history_path
+from pytest_gpuverify.lease.sampler import IdleSampler
+from pytest_gpuverify.lease.shared_readings import SharedReadings
 from pytest_gpuverify.simulator import SimState, install, load_state, save_state
-from pytest_gpuverify.window_history import DAEMON, WINDOW, daemon_history, history_source
+from pytest_gpuverify.lease.window_history import DAEMON, WINDOW, daemon_history, history_source
 
 
 def alive(pid: int) -> bool:
@@ -127,7 +127,7 @@ def test_one_daemon_per_key_and_it_leaves_when_nobody_reads(host):
     pid = wait_for(host.daemon_pid)
     assert pid
     host.source()(1.0)  # a second session: it finds the daemon (or starts one that leaves at once)
-    from pytest_gpuverify.window_history import start_background_sampler
+    from pytest_gpuverify.lease.window_history import start_background_sampler
 
     assert start_background_sampler(host.shared.path, "gfx942", host.lock.path_template, 0.2, 1.0)  # a race lost
 
@@ -152,7 +152,7 @@ def test_doctor_says_which_applies(sandbox):
     env = dict(os.environ, PATH=f"{sandbox.sim_bin}:{os.environ['PATH']}", GPUVERIFY_SAMPLER_IDLE_S="30")
 
     def window_line() -> str:
-        out = subprocess.run([sys.executable, "-m", "pytest_gpuverify.cli", "doctor", "--gpu-env", str(sandbox.env_path)],
+        out = subprocess.run([sys.executable, "-m", "pytest_gpuverify.cli.main", "doctor", "--gpu-env", str(sandbox.env_path)],
                              capture_output=True, env=env).stdout.decode()
         return next(line for line in out.splitlines() if line.startswith("window"))
 

@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from pytest_gpuverify.artifact import read_artifact
-from pytest_gpuverify.check import UNVERIFIED
-from pytest_gpuverify.cli import main
+from pytest_gpuverify.engine.artifact import read_artifact
+from pytest_gpuverify.cli.check import UNVERIFIED
+from pytest_gpuverify.cli.main import main
 
 pytestmark = pytest.mark.docker
 
@@ -31,7 +31,7 @@ GEMM, CRASH, TRITON = "op_tests/test_gemm_a8w8.py", "op_tests/test_crash.py", "o
 def made(tmp_path_factory, docker_client) -> dict[str, Path]:
     from conftest import make_sandbox
     from test_e2e_kinds import declare
-    from pytest_gpuverify import demo
+    from pytest_gpuverify.cli import demo
 
     root = tmp_path_factory.mktemp("tamper")
     key = root / "keys" / "id_ed25519"

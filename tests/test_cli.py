@@ -7,8 +7,8 @@ import subprocess
 
 import pytest
 
-from pytest_gpuverify.artifact import Artifact
-from pytest_gpuverify.cli import main
+from pytest_gpuverify.engine.artifact import Artifact
+from pytest_gpuverify.cli.main import main
 
 
 def test_schema_is_the_artifact_json_schema(capsys):

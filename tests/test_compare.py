@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_gpuverify.cli import main
+from pytest_gpuverify.cli.main import main
 from pytest_gpuverify.compare import stats
 from pytest_gpuverify.compare.core import Pair, call
 
@@ -150,8 +150,8 @@ def handoff(capsys, *argv: str) -> tuple[int, dict, str]:
 
 @pytest.mark.docker
 def test_handoff_numbers_are_the_artifacts_and_the_schema_holds(ab, capsys, tmp_path):
-    from pytest_gpuverify.artifact import read_artifact
-    from pytest_gpuverify.handoff import Handoff
+    from pytest_gpuverify.engine.artifact import read_artifact
+    from pytest_gpuverify.cli.handoff import Handoff
 
     ticket = ab["faster"].parent
     code, doc, err = handoff(capsys, str(ticket))

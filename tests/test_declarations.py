@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_gpuverify.declarations import (
+from pytest_gpuverify.config.declarations import (
     DeclarationError,
     Declarations,
     Defaults,
@@ -16,7 +16,7 @@ from pytest_gpuverify.declarations import (
     load_declarations,
     select,
 )
-from pytest_gpuverify.targets import (
+from pytest_gpuverify.config.targets import (
     AITER_OP_TEST,
     BENCH,
     FLYDSL_PYTEST,
@@ -505,7 +505,7 @@ def test_symlink_escaping_the_tree_is_outside(repo: Path, tmp_path: Path) -> Non
 
 
 def test_the_documented_example_is_valid_and_its_line_numbers_hold(repo: Path) -> None:
-    import pytest_gpuverify.declarations as module
+    import pytest_gpuverify.config.declarations as module
 
     doc = module.__doc__
     example = textwrap.dedent(doc[doc.index("::\n\n") + 4: doc.index("\n\nKinds:")])

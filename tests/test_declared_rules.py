@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_gpuverify.targets import PYTEST, TRITON_PYTEST, kind_for_path
+from pytest_gpuverify.config.targets import PYTEST, TRITON_PYTEST, kind_for_path
 
 from test_declarations import assert_place, error, load, repo  # noqa: F401 (repo is a fixture)
 

@@ -14,7 +14,7 @@ pytestmark = pytest.mark.docker
 
 
 def doctor(sandbox, **env: str) -> tuple[int, str]:
-    proc = subprocess.run([sys.executable, "-m", "pytest_gpuverify.cli", "doctor", "--gpu-env", str(sandbox.env_path)],
+    proc = subprocess.run([sys.executable, "-m", "pytest_gpuverify.cli.main", "doctor", "--gpu-env", str(sandbox.env_path)],
                           capture_output=True, env=dict(os.environ, PATH=f"{sandbox.sim_bin}:{os.environ['PATH']}", **env))
     return proc.returncode, proc.stdout.decode() + proc.stderr.decode()
 

@@ -37,7 +37,7 @@ def git(repo, *args) -> str:
 
 
 def gv(*args):
-    return subprocess.run([sys.executable, "-m", "pytest_gpuverify.cli", *args], capture_output=True, text=True)
+    return subprocess.run([sys.executable, "-m", "pytest_gpuverify.cli.main", *args], capture_output=True, text=True)
 
 
 def begin_lines(log: bytes) -> list[str]:
@@ -159,7 +159,7 @@ def test_ctrl_c_during_ab_removes_the_base_worktree(sandbox):
 
 
 def test_repeats_of_an_inner_pytest_keep_each_runs_junit(sandbox):
-    from pytest_gpuverify import demo
+    from pytest_gpuverify.cli import demo
 
     demo.install_pytest(sandbox.client, sandbox.container)
     proc = sandbox.pytest("op_tests/triton_tests/test_triton_softmax.py", "--gpu-repeats", "2")

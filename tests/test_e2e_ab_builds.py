@@ -8,9 +8,9 @@ import re
 
 import pytest
 
-from pytest_gpuverify.artifact import sha256_file
-from pytest_gpuverify.check import check_artifact
-from pytest_gpuverify.handoff import build_handoff
+from pytest_gpuverify.engine.artifact import sha256_file
+from pytest_gpuverify.cli.check import check_artifact
+from pytest_gpuverify.cli.handoff import build_handoff
 from tests.test_e2e_ab import git
 from tests.test_e2e_kinds import commit, out
 

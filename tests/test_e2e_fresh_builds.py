@@ -12,11 +12,11 @@ import uuid
 
 import pytest
 
-from pytest_gpuverify import demo
-from pytest_gpuverify.artifact import sha256_file
-from pytest_gpuverify.check import check_artifact
-from pytest_gpuverify.ephemeral import OWNER_LABEL, PID_LABEL, RUN_LABEL, remove_own
-from pytest_gpuverify.handoff import build_handoff
+from pytest_gpuverify.cli import demo
+from pytest_gpuverify.engine.artifact import sha256_file
+from pytest_gpuverify.cli.check import check_artifact
+from pytest_gpuverify.place.ephemeral import OWNER_LABEL, PID_LABEL, RUN_LABEL, remove_own
+from pytest_gpuverify.cli.handoff import build_handoff
 
 pytestmark = pytest.mark.docker
 
@@ -272,7 +272,7 @@ def test_ctrl_c_during_a_gpu_build_stops_it_records_it_and_runs_no_target(sandbo
 
 def test_doctor_reads_a_run_row_as_an_image(sandbox):
     use_run_row(sandbox)
-    proc = subprocess.run([sys.executable, "-m", "pytest_gpuverify.cli", "doctor", "--gpu-env", str(sandbox.env_path)],
+    proc = subprocess.run([sys.executable, "-m", "pytest_gpuverify.cli.main", "doctor", "--gpu-env", str(sandbox.env_path)],
                           capture_output=True, env=dict(os.environ, PATH=f"{sandbox.sim_bin}:{os.environ['PATH']}"))
     text = proc.stdout.decode() + proc.stderr.decode()
     image = sandbox.client.images.get(demo.ROOTFS_IMAGE)

@@ -11,7 +11,7 @@ import uuid
 
 import pytest
 
-from pytest_gpuverify import demo
+from pytest_gpuverify.cli import demo
 
 pytestmark = pytest.mark.docker
 EXAMPLES = demo.Path(__file__).resolve().parents[1] / "conftest_examples"

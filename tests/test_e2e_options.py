@@ -11,7 +11,7 @@ from datetime import datetime
 
 import pytest
 
-from pytest_gpuverify import demo
+from pytest_gpuverify.cli import demo
 
 pytestmark = pytest.mark.docker
 EXAMPLES = demo.Path(__file__).resolve().parents[1] / "conftest_examples"
@@ -143,7 +143,7 @@ def doctor(sandbox) -> tuple[int, str]:
     import os
     import sys
 
-    proc = subprocess.run([sys.executable, "-m", "pytest_gpuverify.cli", "doctor", "--gpu-env", str(sandbox.env_path)],
+    proc = subprocess.run([sys.executable, "-m", "pytest_gpuverify.cli.main", "doctor", "--gpu-env", str(sandbox.env_path)],
                           capture_output=True, cwd=sandbox.root,  # the code under test, not the one in the cwd
                           env=dict(os.environ, PATH=f"{sandbox.sim_bin}:{os.environ['PATH']}"))
     return proc.returncode, out(proc)

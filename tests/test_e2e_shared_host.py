@@ -79,7 +79,7 @@ def test_gemm_on_two_gpus(locked_gpu, kernel_container):
 
 
 def test_fixtures_record_runs_like_targets(sandbox):
-    from pytest_gpuverify import demo  # noqa: F401
+    from pytest_gpuverify.cli import demo  # noqa: F401
 
     tests = sandbox.repo / "tests"
     tests.mkdir()

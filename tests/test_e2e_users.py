@@ -163,7 +163,7 @@ def test_an_unwritable_tickets_folder_stops_before_any_gpu_tool_or_container(sha
     assert proc.returncode == 4 and f"cannot write {box.tickets} (owner root, mode 0644): it is a file" in text(proc)
     assert calls.read_text() == "" and box.exec_ids() == []
     # the logged tools do log: the doctor reads the GPUs through them
-    subprocess.run([__import__("sys").executable, "-m", "pytest_gpuverify.cli", "doctor", "--gpu-env",
+    subprocess.run([__import__("sys").executable, "-m", "pytest_gpuverify.cli.main", "doctor", "--gpu-env",
                     str(box.env_path)], env=dict(os.environ, **env), capture_output=True)
     assert "rocm" in calls.read_text() or "amd-smi" in calls.read_text()
 
@@ -171,14 +171,14 @@ def test_an_unwritable_tickets_folder_stops_before_any_gpu_tool_or_container(sha
 def test_doctor_says_when_the_tickets_folder_cannot_be_written(shared_host, second_user):
     box = shared_host
     os.chmod(box.tickets, 0o755)
-    proc = second_user.run([second_user.python, "-m", "pytest_gpuverify.cli", "doctor", "--gpu-env", str(box.env_path)],
+    proc = second_user.run([second_user.python, "-m", "pytest_gpuverify.cli.main", "doctor", "--gpu-env", str(box.env_path)],
                            env={"PATH": f"{box.sim_bin}:/usr/local/bin:/usr/bin:/bin"})
     out = text(proc)
     assert proc.returncode == 1, out
     assert f"tickets   cannot write {box.tickets} (owner root, mode 0755)" in out
     assert out.strip().splitlines()[-1].startswith("NOT READY") and f"tickets folder {box.tickets} is not writable" in out
     os.chmod(box.tickets, 0o1777)
-    out = text(second_user.run([second_user.python, "-m", "pytest_gpuverify.cli", "doctor", "--gpu-env", str(box.env_path)],
+    out = text(second_user.run([second_user.python, "-m", "pytest_gpuverify.cli.main", "doctor", "--gpu-env", str(box.env_path)],
                                env={"PATH": f"{box.sim_bin}:/usr/local/bin:/usr/bin:/bin"}))
     assert f"tickets   {box.tickets} writable (owner root, mode 1777)" in out, out
 
@@ -218,6 +218,6 @@ def test_an_artifact_that_cannot_be_written_is_one_line_naming_it(shared_host, s
     assert proc.returncode == 1 and theirs.read_text() == "{}", "their artifact is untouched"
     ours = Path(line.split("this run's artifact is ", 1)[1])
     assert ours.parent == ticket and ours.stat().st_uid == second_user.uid, "the result is not lost"
-    from pytest_gpuverify.artifact import read_artifact
+    from pytest_gpuverify.engine.artifact import read_artifact
 
     assert read_artifact(ours).verdict == "PASS" and list(ticket.glob("bench_rmsnorm2d.*.log"))

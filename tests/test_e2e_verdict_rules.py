@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_gpuverify.artifact import read_artifact
-from pytest_gpuverify.cli import main
+from pytest_gpuverify.engine.artifact import read_artifact
+from pytest_gpuverify.cli.main import main
 
 pytestmark = pytest.mark.docker
 

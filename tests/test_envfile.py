@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from pytest_gpuverify.envfile import (
+from pytest_gpuverify.config.envfile import (
     EnvFile,
     EnvFileError,
     EnvFileMissing,

@@ -7,9 +7,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from pytest_gpuverify.artifact import Artifact, GpuRecord, Timeline
-from pytest_gpuverify.clock import SessionClock, iso_utc, parse_iso_utc
-from pytest_gpuverify.exclusivity import artifact_paths, find_overlaps, holds_of
+from pytest_gpuverify.engine.artifact import Artifact, GpuRecord, Timeline
+from pytest_gpuverify.engine.clock import SessionClock, iso_utc, parse_iso_utc
+from pytest_gpuverify.cli.exclusivity import artifact_paths, find_overlaps, holds_of
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -89,6 +89,6 @@ def test_check_over_the_contention_bench_folder_finds_none_and_names_a_hand_made
         order = [parse_iso_utc(tl[k]) for k in ("collected", "pick_started", "lock_taken", "command_started",
                                                 "command_ended", "lock_released")]
         assert order == sorted(order), (path.name, tl)
-    cli = subprocess.run([sys.executable, "-m", "pytest_gpuverify.cli", "check", str(tmp_path / "HAND-MADE")],
+    cli = subprocess.run([sys.executable, "-m", "pytest_gpuverify.cli.main", "check", str(tmp_path / "HAND-MADE")],
                          capture_output=True, text=True, cwd=ROOT)
     assert cli.returncode == 1 and cli.stdout.count("OVERLAP ") == 1 and "1 overlap(s)" in cli.stdout

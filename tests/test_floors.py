@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_gpuverify.artifact import PerfRow
-from pytest_gpuverify.cli import main
-from pytest_gpuverify.declarations import DeclarationError
-from pytest_gpuverify.floors import limit_findings
+from pytest_gpuverify.engine.artifact import PerfRow
+from pytest_gpuverify.cli.main import main
+from pytest_gpuverify.config.declarations import DeclarationError
+from pytest_gpuverify.engine.floors import limit_findings
 from pytest_gpuverify.parsers.throughput import read_line
 
 VLLM = "Throughput: 12.34 requests/s, 4567.89 total tokens/s, 2345.67 output tokens/s"
@@ -52,7 +52,7 @@ def test_floor_never_printed_is_a_doubt():
 
 
 def test_declaration_errors_name_file_target_and_key(tmp_path):
-    from pytest_gpuverify.declarations import load_declarations
+    from pytest_gpuverify.config.declarations import load_declarations
 
     (tmp_path / "gpuverify.toml").write_text(
         '[[targets]]\nname = "serve"\nkind = "bench"\ncommand = "python3 x.py"\nfloors = { "output tok/s" = "53" }\n')
@@ -102,7 +102,7 @@ def test_floors_and_ceilings_in_real_runs_and_check(tmp_path, docker_client):
         assert [r.metrics for r in art.perf if r.shape == "throughput"] == [
             {"req/s": 12.34, "total tok/s": 4567.89, "output tok/s": 2345.67}]
         # the handoff's observation carries the same throughput and the floor's FAIL reason
-        from pytest_gpuverify.handoff import build_handoff
+        from pytest_gpuverify.cli.handoff import build_handoff
 
         runs = build_handoff(box.tickets / "T-1").verification.commandsRun
         assert all("throughput: req/s 12.34, total tok/s 4567.89, output tok/s 2345.67" in r.observation for r in runs)

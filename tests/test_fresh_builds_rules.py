@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_gpuverify import ephemeral
-from pytest_gpuverify.builds import BuildRecord, build_failure
-from pytest_gpuverify.declarations import DeclarationError, load_declarations
-from pytest_gpuverify.envfile import EnvFileError, parse_env_text
+from pytest_gpuverify.place import ephemeral
+from pytest_gpuverify.place.builds import BuildRecord, build_failure
+from pytest_gpuverify.config.declarations import DeclarationError, load_declarations
+from pytest_gpuverify.config.envfile import EnvFileError, parse_env_text
 
 HEAD = "## Containers\n\n| name | image | host | mounts | env |\n|---|---|---|---|---|\n"
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_gpuverify.gitstate import changes, own_output_dirs, repo_state
+from pytest_gpuverify.place.gitstate import changes, own_output_dirs, repo_state
 
 
 def git(repo: Path, *args: str) -> None:

@@ -8,8 +8,8 @@ import subprocess
 import threading
 import time
 
-from pytest_gpuverify.guard import RunGuard
-from pytest_gpuverify.lock import GpuLease
+from pytest_gpuverify.lease.guard import RunGuard
+from pytest_gpuverify.lease.lock import GpuLease
 
 
 def alive(pid: int) -> bool:

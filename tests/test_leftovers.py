@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_gpuverify.leftovers import MARKER, parse_report, proc_pids, reason, stop_marked
+from pytest_gpuverify.lease.leftovers import MARKER, parse_report, proc_pids, reason, stop_marked
 
 # The detached child of the op_test below. On SIGTERM it notes whether its GPU's lock was still held
 # (it tries the lock itself: taking it means the session had let it go), then exits.
@@ -209,9 +209,9 @@ def test_the_wrappers_report_is_read_and_the_rest_kept():
 
 
 def test_a_pass_with_leftovers_is_inconclusive_and_check_re_derives_it():
-    from pytest_gpuverify.artifact import Correctness
+    from pytest_gpuverify.engine.artifact import Correctness
     from pytest_gpuverify.parsers.result import ParsedOutput
-    from pytest_gpuverify.verdict import RunFacts, verdict_and_reasons
+    from pytest_gpuverify.engine.verdict import RunFacts, verdict_and_reasons
 
     parsed = ParsedOutput(parser="aiter", correctness=Correctness(passed=True, shapes_checked=1))
     facts = RunFacts(ran=True, exit_code=0)

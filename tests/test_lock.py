@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from pytest_gpuverify.lock import GpuLease, LockError, is_locked_elsewhere
+from pytest_gpuverify.lease.lock import GpuLease, LockError, is_locked_elsewhere
 
 
 def flock_n(path) -> int:
@@ -72,7 +72,7 @@ def test_lock_fd_is_not_inherited_by_children(tmp_path):
 def test_kill_9_of_holder_frees_lock(tmp_path):
     path = tmp_path / "gpu-4.lock"
     code = (
-        "import sys, time; from pytest_gpuverify.lock import GpuLease; "
+        "import sys, time; from pytest_gpuverify.lease.lock import GpuLease; "
         f"l = GpuLease({str(path)!r}, 4); assert l.try_acquire(); print('held', flush=True); time.sleep(60)"
     )
     proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE)

@@ -7,12 +7,12 @@ import subprocess
 import threading
 import time
 
-from pytest_gpuverify.envfile import parse_lock_prefix
+from pytest_gpuverify.config.envfile import parse_lock_prefix
 from pytest_gpuverify.gpu.rocm import RocmBackend
-from pytest_gpuverify.hostexec import LocalHost
-from pytest_gpuverify.lockwait import LockWaiters
-from pytest_gpuverify.picker import GpuPicker
-from pytest_gpuverify.sampler import IdleSampler
+from pytest_gpuverify.execute.hostexec import LocalHost
+from pytest_gpuverify.lease.lockwait import LockWaiters
+from pytest_gpuverify.lease.picker import GpuPicker
+from pytest_gpuverify.lease.sampler import IdleSampler
 from pytest_gpuverify.simulator import SimState, install
 
 

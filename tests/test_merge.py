@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_gpuverify.check import run_check
-from pytest_gpuverify.cli import main
+from pytest_gpuverify.cli.check import run_check
+from pytest_gpuverify.cli.main import main
 
 pytestmark = pytest.mark.docker
 

@@ -27,8 +27,8 @@ from pytest_gpuverify.gpu.nvidia import (
     plausible_bytes,
     smi_query_gpu_argv,
 )
-from pytest_gpuverify.hostexec import CommandResult, LocalHost
-from pytest_gpuverify.sampler import IdleCriteria, busy_reason
+from pytest_gpuverify.execute.hostexec import CommandResult, LocalHost
+from pytest_gpuverify.lease.sampler import IdleCriteria, busy_reason
 
 SAMPLES = Path(__file__).parents[1] / ".." / "shared" / "samples" / "gpu_tools"
 MIB = 1 << 20
@@ -676,8 +676,8 @@ def test_nvml_history_too_short_or_unsupported_says_why(fake_nvml, dev, why):
 
 def test_the_first_pick_waits_no_window_where_nvml_keeps_history(fake_nvml, tmp_path):
     """The sampler's first window comes from the driver: full at once, judged by the same rules."""
-    from pytest_gpuverify.sampler import IdleSampler
-    from pytest_gpuverify.window_history import DRIVER, WINDOW, history_source
+    from pytest_gpuverify.lease.sampler import IdleSampler
+    from pytest_gpuverify.lease.window_history import DRIVER, WINDOW, history_source
 
     now_us = int(time.time() * 1e6)
     nv = fake_nvml([gpu_dev(samples=_buffer(now_us, [0] * 70)), gpu_dev(uuid=UUID_B, samples=_buffer(now_us, [0] * 65 + [99] * 5))])
@@ -720,10 +720,10 @@ def test_real_nvml_history_spans_the_window(real_nvml):
 def test_a_gpu_busy_just_before_the_session_is_waited_for_not_refused(fake_nvml, tmp_path):
     """History says GPU 0 was busy 1.2 s ago: not idle yet. The first pick (--gpu-wait 0) waits, as
     long as a window it would have sampled itself, until that moment leaves the window, then takes it."""
-    from pytest_gpuverify.envfile import parse_lock_prefix
-    from pytest_gpuverify.picker import GpuPicker
-    from pytest_gpuverify.sampler import IdleSampler
-    from pytest_gpuverify.window_history import DRIVER, history_source
+    from pytest_gpuverify.config.envfile import parse_lock_prefix
+    from pytest_gpuverify.lease.picker import GpuPicker
+    from pytest_gpuverify.lease.sampler import IdleSampler
+    from pytest_gpuverify.lease.window_history import DRIVER, history_source
 
     now_us = int(time.time() * 1e6)
     values = [0] * 60 + [99] * 2 + [0] * 6  # 99 % from about 1.6 to 1.2 s ago, idle since

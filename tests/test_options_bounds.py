@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 
 import pytest_gpuverify
-from pytest_gpuverify.envfile import EnvFileError, parse_env_text, parse_lock_prefix
+from pytest_gpuverify.config.envfile import EnvFileError, parse_env_text, parse_lock_prefix
 from pytest_gpuverify.gpu.rocm import RocmBackend
-from pytest_gpuverify.hostexec import CommandResult, LocalHost
-from pytest_gpuverify.options import SetupError
-from pytest_gpuverify.picker import GpuPicker, PickerError
-from pytest_gpuverify.sampler import IdleSampler
+from pytest_gpuverify.execute.hostexec import CommandResult, LocalHost
+from pytest_gpuverify.config.options import SetupError
+from pytest_gpuverify.lease.picker import GpuPicker, PickerError
+from pytest_gpuverify.lease.sampler import IdleSampler
 from pytest_gpuverify.simulator import SimState, install
 
 README = Path(pytest_gpuverify.__file__).resolve().parents[1] / "README.md"  # of the code under test
@@ -24,7 +24,7 @@ PICKER_TIMEOUT_S = 20.0  # the GPU tools' own limit (gpu/rocm.py)
 
 @pytest.mark.parametrize("topic", ["a/b", "../../escape", "..", "a..b", "a\0b", "x" * 300, "-x", ".hidden", "", "x.json.json"])
 def test_a_topic_is_a_name(topic):
-    from pytest_gpuverify.options import check_topic
+    from pytest_gpuverify.config.options import check_topic
 
     with pytest.raises(SetupError) as err:
         check_topic(topic)
@@ -36,7 +36,7 @@ def test_a_topic_is_a_name(topic):
 @pytest.mark.parametrize("given, topic", [("gemm", "gemm"), ("gemm.json", "gemm"), ("AITER-1_bf16.v2", "AITER-1_bf16.v2"),
                                           ("x" * 64, "x" * 64), (None, None)])
 def test_a_json_suffix_is_dropped_not_doubled(given, topic):
-    from pytest_gpuverify.options import check_topic
+    from pytest_gpuverify.config.options import check_topic
 
     assert check_topic(given) == topic
 
@@ -87,7 +87,7 @@ def test_a_picker_never_runs_past_the_wait(sim, tmp_path):
         while subprocess.run(["flock", "-n", str(lock.path_for(2)), "true"]).returncode == 0:
             pass
         picker = GpuPicker(sampler, lock, runner, picker_command=f"echo x >> {calls}; echo 2")
-        from pytest_gpuverify.picker import NoGpu
+        from pytest_gpuverify.lease.picker import NoGpu
 
         with pytest.raises(NoGpu, match="held by locks"):
             picker.acquire(wait_s=1.5)
@@ -138,7 +138,7 @@ def test_a_gpu_count_below_one_says_it_must_be_a_count(gpus):
 
 
 def test_a_missing_lock_folder_is_a_setup_error_naming_the_folder(tmp_path):
-    from pytest_gpuverify.hosts import lock_for
+    from pytest_gpuverify.config.hosts import lock_for
 
     env = parse_env_text(hosts("4") + "## GPU lock\n| host | picker | lock |\n|---|---|---|\n"
                          f"| box | builtin | `flock -w 600 {tmp_path}/nope/gpu-<id>.lock` |\n", "env.md")
@@ -149,7 +149,7 @@ def test_a_missing_lock_folder_is_a_setup_error_naming_the_folder(tmp_path):
 
 
 def test_a_lock_folder_per_gpu_is_checked_above_the_id(tmp_path):
-    from pytest_gpuverify.lockspec import lock_folder, lock_folder_problem
+    from pytest_gpuverify.config.lockspec import lock_folder, lock_folder_problem
 
     spec = parse_lock_prefix(f"flock {tmp_path}/locks/<id>/gpu.lock")
     assert lock_folder(spec) == tmp_path / "locks"
@@ -159,7 +159,7 @@ def test_a_lock_folder_per_gpu_is_checked_above_the_id(tmp_path):
 
 
 def test_topic_claims_of_two_workers_never_share_a_name(tmp_path):
-    from pytest_gpuverify.topics import TopicClaims
+    from pytest_gpuverify.config.topics import TopicClaims
 
     shared = tmp_path / "claims"
     shared.mkdir()
@@ -175,8 +175,8 @@ def test_topic_claims_of_two_workers_never_share_a_name(tmp_path):
 def test_the_summary_counts_a_target_whose_report_never_came():
     from types import SimpleNamespace
 
-    from pytest_gpuverify.artifact import Artifact
-    from pytest_gpuverify.report import VerdictSummary
+    from pytest_gpuverify.engine.artifact import Artifact
+    from pytest_gpuverify.terminal import VerdictSummary
 
     art = Artifact(plugin_version="0", topic="sleep", ts="2026-01-01T00:00:00Z", host="h", verdict="INCONCLUSIVE",
                    reasons=["interrupted (Ctrl-C) while the command ran"])
@@ -192,8 +192,8 @@ IGNORES_TERM = "import signal, time\nsignal.signal(signal.SIGTERM, signal.SIG_IG
 
 
 def test_a_host_command_ignoring_sigterm_is_killed_after_the_grace(tmp_path):
-    from pytest_gpuverify.container import KILL_GRACE_S
-    from pytest_gpuverify.hostrun import HostExecutor
+    from pytest_gpuverify.execute.container import KILL_GRACE_S
+    from pytest_gpuverify.execute.hostrun import HostExecutor
 
     outcome = HostExecutor().stream_to_file([sys.executable, "-c", IGNORES_TERM], tmp_path / "out.log", timeout_s=1)
     assert outcome.timed_out and outcome.exit_code == -9
@@ -201,7 +201,7 @@ def test_a_host_command_ignoring_sigterm_is_killed_after_the_grace(tmp_path):
 
 
 def test_readme_states_what_the_options_do():
-    from pytest_gpuverify.container import KILL_GRACE_S
+    from pytest_gpuverify.execute.container import KILL_GRACE_S
 
     text = README.read_text()
     rows = {m.group(1): m.group(0) for m in re.finditer(r"^\| `(--[a-z-]+)[^|]*\|.*$", text, re.M)}

@@ -12,8 +12,8 @@ import pytest
 
 from pytest_gpuverify.parsers import prefilter
 from pytest_gpuverify.parsers.result import ParsedOutput
-from pytest_gpuverify.targets import AITER_OP_TEST, BENCH
-from pytest_gpuverify.verdict import RunFacts, decide
+from pytest_gpuverify.config.targets import AITER_OP_TEST, BENCH
+from pytest_gpuverify.engine.verdict import RunFacts, decide
 
 from test_parse_prefilter import ENGINES, NOISE, parse_both
 
@@ -259,7 +259,7 @@ def test_nan_in_a_one_line_throughput_is_counted() -> None:
 
 def test_nan_in_a_flydsl_throughput_is_counted(tmp_path: Path) -> None:
     from pytest_gpuverify.parsers import parse_output
-    from pytest_gpuverify.targets import FLYDSL_PYTEST
+    from pytest_gpuverify.config.targets import FLYDSL_PYTEST
 
     path = tmp_path / "out.txt"
     path.write_text("[flyc] Throughput: 12.3 us, nan TFLOPS, BW: 1.234 TB/s\n1 passed in 1.0s\n")

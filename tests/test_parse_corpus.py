@@ -135,7 +135,7 @@ def test_markdown_rmsnorm_sample_rows_equal_the_printed_cells(tmp_path: Path) ->
 # ----- FlyDSL and Triton samples: each read by the parser of the target kind that prints it ------
 
 from pytest_gpuverify.parsers import NO_RESULT, parse_output  # noqa: E402
-from pytest_gpuverify.targets import BENCH, FLYDSL_PYTEST, TRITON_PYTEST  # noqa: E402
+from pytest_gpuverify.config.targets import BENCH, FLYDSL_PYTEST, TRITON_PYTEST  # noqa: E402
 
 SHARED_SAMPLES = SAMPLES.parent
 

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from pytest_gpuverify.artifact import Correctness
+from pytest_gpuverify.engine.artifact import Correctness
 from pytest_gpuverify.parsers import parse_output
 from pytest_gpuverify.parsers.metrics import MetricsObserver
-from pytest_gpuverify.targets import AITER_OP_TEST, BENCH, FLYDSL_PYTEST, TRITON_PYTEST
+from pytest_gpuverify.config.targets import AITER_OP_TEST, BENCH, FLYDSL_PYTEST, TRITON_PYTEST
 
 
 def observe(*lines: str) -> tuple[MetricsObserver, list[str]]:

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from pytest_gpuverify.artifact import Artifact
-from pytest_gpuverify.check import _compare_output
+from pytest_gpuverify.engine.artifact import Artifact
+from pytest_gpuverify.cli.check import _compare_output
 from pytest_gpuverify.parsers import parse_output
-from pytest_gpuverify.targets import AITER_OP_TEST, BENCH
+from pytest_gpuverify.config.targets import AITER_OP_TEST, BENCH
 
 PASSED = "[checkAllclose atol=0.01 rtol=0.01 passed~]"
 

@@ -30,7 +30,7 @@ from pytest_gpuverify.parsers.metrics import CloseBlock
 from pytest_gpuverify.parsers.result import ParsedOutput
 from pytest_gpuverify.parsers.triggers import AITER, BENCH as BENCH_TRIGGERS, FLYDSL, PYTEST
 from pytest_gpuverify.parsers.triton import TritonPytestParser
-from pytest_gpuverify.targets import AITER_OP_TEST, BENCH, FLYDSL_PYTEST, TRITON_PYTEST
+from pytest_gpuverify.config.targets import AITER_OP_TEST, BENCH, FLYDSL_PYTEST, TRITON_PYTEST
 
 from test_parse_properties import FRAGMENTS, VALID
 

@@ -13,7 +13,7 @@ import pytest
 
 from pytest_gpuverify.parsers.dispatch import parse_output
 from pytest_gpuverify.parsers.result import ParsedOutput
-from pytest_gpuverify.targets import AITER_OP_TEST, BENCH, FLYDSL_PYTEST, KINDS, PYTEST, TRITON_PYTEST
+from pytest_gpuverify.config.targets import AITER_OP_TEST, BENCH, FLYDSL_PYTEST, KINDS, PYTEST, TRITON_PYTEST
 
 PROPERTY_SETTINGS = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -233,7 +233,7 @@ def test_the_unmutated_output_passes(kind: str, perf_rows: int) -> None:
 
 # ----- a failing check or an error line anywhere in a passing output is never a PASS (issue 9) ----
 
-from pytest_gpuverify.verdict import RunFacts, decide  # noqa: E402
+from pytest_gpuverify.engine.verdict import RunFacts, decide  # noqa: E402
 
 NEVER_PASS_LINES = [
     "[aiter] ck: [checkAllclose atol=0.01 rtol=0.01 \x1b[31mfailed!\x1b[0m]",

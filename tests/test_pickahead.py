@@ -8,15 +8,15 @@ import time
 
 import pytest
 
-from pytest_gpuverify.envfile import parse_lock_prefix
+from pytest_gpuverify.config.envfile import parse_lock_prefix
 from pytest_gpuverify.gpu.rocm import RocmBackend
-from pytest_gpuverify.hostexec import LocalHost
-from pytest_gpuverify.lock import GpuLease
-from pytest_gpuverify.overlap import Background, ParserWarmer
-from pytest_gpuverify.pickahead import PickAhead
-from pytest_gpuverify.picker import GpuPicker, NoGpu
-from pytest_gpuverify.sampler import IdleSampler
-from pytest_gpuverify.shared_readings import SharedReadings
+from pytest_gpuverify.execute.hostexec import LocalHost
+from pytest_gpuverify.lease.lock import GpuLease
+from pytest_gpuverify.engine.overlap import Background, ParserWarmer
+from pytest_gpuverify.lease.pickahead import PickAhead
+from pytest_gpuverify.lease.picker import GpuPicker, NoGpu
+from pytest_gpuverify.lease.sampler import IdleSampler
+from pytest_gpuverify.lease.shared_readings import SharedReadings
 from pytest_gpuverify.simulator import SimState, install
 
 

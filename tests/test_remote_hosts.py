@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from pytest_gpuverify import demo
-from pytest_gpuverify.artifact import read_artifact
-from pytest_gpuverify.exclusivity import find_overlaps, holds_of
+from pytest_gpuverify.cli import demo
+from pytest_gpuverify.engine.artifact import read_artifact
+from pytest_gpuverify.cli.exclusivity import find_overlaps, holds_of
 
 sys.path.insert(0, str(Path(__file__).parent))
 from sshd_hosts import ssh_hosts, sshd_unavailable, two_hosts  # noqa: E402,F401  (two_hosts: a fixture)
@@ -109,7 +109,7 @@ def test_fan_out_over_two_hosts_uses_four_gpus_never_two_on_one(two_hosts):
 
 
 def _check(path: Path, environ: dict) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-P", "-m", "pytest_gpuverify.cli", "check", str(path)],
+    return subprocess.run([sys.executable, "-P", "-m", "pytest_gpuverify.cli.main", "check", str(path)],
                           capture_output=True, text=True, env=environ)
 
 
@@ -326,7 +326,7 @@ def test_gpu_sync_copies_the_local_checkout_and_records_it(two_hosts):
 
     assert synced.files_sha256 == hashlib.sha256(("\n".join(file_list(laptop)) + "\n").encode()).hexdigest()
     assert synced.host_path == str(two_hosts.repo) and synced.repo == "aiter"
-    check = subprocess.run([sys.executable, "-P", "-m", "pytest_gpuverify.cli", "check", str(path)],
+    check = subprocess.run([sys.executable, "-P", "-m", "pytest_gpuverify.cli.main", "check", str(path)],
                            capture_output=True, text=True, env=two_hosts.controller_environ())
     assert check.returncode == 0, check.stdout + check.stderr
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import execnet
 import pytest
 
-from pytest_gpuverify.envfile import parse_env_text
-from pytest_gpuverify.options import SetupError
+from pytest_gpuverify.config.envfile import parse_env_text
+from pytest_gpuverify.config.options import SetupError
 from pytest_gpuverify.remote.onhost import args_in_checkouts, declarations_on_host
 from pytest_gpuverify.remote.txspec import HOST_VARIABLE, checkouts_root, host_of_spec, remote_rows, tx_specs
 
@@ -74,7 +74,7 @@ def test_worker_finds_paths_and_declarations_in_the_hosts_checkouts(tmp_path):
     assert declarations_on_host(env, ["k"]) is None
     for repo in ("aiter", "fly"):
         (tmp_path / repo / "gpuverify.toml").write_text('[[targets]]\nname = "k"\npath = "op_tests/test_x.py"\n')
-    from pytest_gpuverify.declarations import DeclarationError
+    from pytest_gpuverify.config.declarations import DeclarationError
 
     with pytest.raises(DeclarationError, match=r"--gpu-target k is declared in .*aiter.*gpuverify.toml and .*fly"):
         declarations_on_host(env, ["k"])
@@ -114,11 +114,11 @@ def test_worker_hands_back_its_written_files_within_the_limit(tmp_path, monkeypa
 def test_the_wait_line_names_the_host(tmp_path):
     import threading
 
-    from pytest_gpuverify.envfile import parse_lock_prefix
+    from pytest_gpuverify.config.envfile import parse_lock_prefix
     from pytest_gpuverify.gpu.rocm import RocmBackend
-    from pytest_gpuverify.hostexec import LocalHost
-    from pytest_gpuverify.picker import GpuPicker
-    from pytest_gpuverify.sampler import IdleSampler
+    from pytest_gpuverify.execute.hostexec import LocalHost
+    from pytest_gpuverify.lease.picker import GpuPicker
+    from pytest_gpuverify.lease.sampler import IdleSampler
     from pytest_gpuverify.simulator import SimState, install, load_state, save_state
 
     state = SimState.idle(gpus=2)

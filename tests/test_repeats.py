@@ -9,15 +9,15 @@ from pathlib import Path
 
 import pytest
 
-from pytest_gpuverify.ab import FOLDER, AbError, BaseWorktrees
-from pytest_gpuverify.artifact import Artifact, PerfRow
+from pytest_gpuverify.place.ab import FOLDER, AbError, BaseWorktrees
+from pytest_gpuverify.engine.artifact import Artifact, PerfRow
 from pytest_gpuverify.compare.core import compare
-from pytest_gpuverify.declarations import DeclarationError, load_declarations
-from pytest_gpuverify.hostrun import HostExecutor
+from pytest_gpuverify.config.declarations import DeclarationError, load_declarations
+from pytest_gpuverify.execute.hostrun import HostExecutor
 from pytest_gpuverify.parsers.result import ParseContext
-from pytest_gpuverify.rounds import Side, run_rounds, schedule
-from pytest_gpuverify.runs_log import parse_log, runs_problems, split_log
-from pytest_gpuverify.summary import summarize, summary_problems
+from pytest_gpuverify.engine.rounds import Side, run_rounds, schedule
+from pytest_gpuverify.engine.runs_log import parse_log, runs_problems, split_log
+from pytest_gpuverify.engine.summary import summarize, summary_problems
 
 CHECK = "[checkAllclose atol=0.01 rtol=0.01 {status}]"
 
@@ -156,7 +156,7 @@ def test_declaration_keys(tmp_path):
 
 
 def test_gpu_repeats_option_bounds():
-    from pytest_gpuverify.options import SetupError, check_repeats
+    from pytest_gpuverify.config.options import SetupError, check_repeats
 
     assert check_repeats("3") == 3 and check_repeats(None) is None
     for bad in ("0", "x", "-2", "1001"):
@@ -170,6 +170,6 @@ def test_gpu_repeats_option_bounds():
     ("10 warmup steps, then 40 steps", [40]), ("Warm-up iterations: 3", []), ("shape 4096 x 50 ms", []),
 ])
 def test_step_counts_read_the_word_on_either_side_and_skip_warm_up(line, counts):
-    from pytest_gpuverify.runs_log import step_counts
+    from pytest_gpuverify.engine.runs_log import step_counts
 
     assert [n for n, _ in step_counts(line)] == counts

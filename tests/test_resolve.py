@@ -12,9 +12,9 @@ from typing import Optional
 
 import pytest
 
-from pytest_gpuverify import demo
-from pytest_gpuverify.envfile import parse_env_text
-from pytest_gpuverify.resolve import Resolution, map_to_container, names_ticket, resolve_container
+from pytest_gpuverify.cli import demo
+from pytest_gpuverify.config.envfile import parse_env_text
+from pytest_gpuverify.place.resolve import Resolution, map_to_container, names_ticket, resolve_container
 
 pytestmark = pytest.mark.docker
 HOST = "gvr-host"

@@ -9,8 +9,8 @@ import subprocess
 import threading
 import time
 
-from pytest_gpuverify.guard import SessionGuard
-from pytest_gpuverify.lock import GpuLease
+from pytest_gpuverify.lease.guard import SessionGuard
+from pytest_gpuverify.lease.lock import GpuLease
 
 
 def flock_free(path) -> bool:

@@ -13,10 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from pytest_gpuverify import files, lock
-from pytest_gpuverify.artifact import Artifact, read_artifact, store_artifact, write_artifact
-from pytest_gpuverify.lock import GpuLease, LockError, open_lock_file
-from pytest_gpuverify.shared_readings import STALE_S, SharedReadings, remove_stale
+from pytest_gpuverify.engine import files
+
+from pytest_gpuverify.lease import lock
+from pytest_gpuverify.engine.artifact import Artifact, read_artifact, store_artifact, write_artifact
+from pytest_gpuverify.lease.lock import GpuLease, LockError, open_lock_file
+from pytest_gpuverify.lease.shared_readings import STALE_S, SharedReadings, remove_stale
 
 NOBODY = 65534
 
@@ -108,7 +110,7 @@ def test_an_unreadable_lock_file_names_its_owner_mode_and_the_fix(world_dir, sec
     path = world_dir / "gpu-0.lock"
     path.write_bytes(b"")
     os.chmod(path, 0o600)
-    code = ("import sys; from pytest_gpuverify.lock import GpuLease, LockError\n"
+    code = ("import sys; from pytest_gpuverify.lease.lock import GpuLease, LockError\n"
             f"try: GpuLease({str(path)!r}, 0).try_acquire()\nexcept LockError as e: print(e)")
     proc = second_user.run(["python3", "-c", code])
     out = proc.stdout.decode()

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_gpuverify.envfile import EnvFileError, parse_env_text
-from pytest_gpuverify.signing import sign, signer_for, signer_of, verify
+from pytest_gpuverify.config.envfile import EnvFileError, parse_env_text
+from pytest_gpuverify.engine.signing import sign, signer_for, signer_of, verify
 
 HOSTS = "## Hosts\n| host | ssh alias | arch | gpus |\n|---|---|---|---|\n| mi355x-07 | local | gfx950 | 8 |\n\n"
 

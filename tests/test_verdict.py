@@ -1,8 +1,8 @@
 """Contract section 6, rule by rule."""
 
-from pytest_gpuverify.artifact import Correctness
+from pytest_gpuverify.engine.artifact import Correctness
 from pytest_gpuverify.parsers.result import ParsedOutput
-from pytest_gpuverify.verdict import RunFacts, decide
+from pytest_gpuverify.engine.verdict import RunFacts, decide
 
 
 def parsed(passed=True, shapes=2, failures=(), problems=(), snr=None):
@@ -69,7 +69,7 @@ def test_failure_beats_doubt():
 
 
 def test_declared_thresholds():
-    from pytest_gpuverify.targets import Thresholds
+    from pytest_gpuverify.config.targets import Thresholds
 
     out = parsed()
     out.correctness.cosine_sim = 0.985

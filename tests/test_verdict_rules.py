@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 
 from pytest_gpuverify.parsers.dispatch import parse_output
 from pytest_gpuverify.parsers.result import ParseContext
-from pytest_gpuverify.targets import AITER_OP_TEST, BENCH, FLYDSL_PYTEST, TRITON_PYTEST, Thresholds
-from pytest_gpuverify.verdict import RunFacts, verdict_and_reasons
+from pytest_gpuverify.config.targets import AITER_OP_TEST, BENCH, FLYDSL_PYTEST, TRITON_PYTEST, Thresholds
+from pytest_gpuverify.engine.verdict import RunFacts, verdict_and_reasons
 
 from test_parse_properties import VALID
 

@@ -20,7 +20,7 @@ t0=$(date +%s.%N)
 $PT --ticket H200-2 --gpu-wait 120 --gpu-topic busy_then_wait op_tests/triton_tests/test_triton_add.py; echo "pytest exit $?"
 t1=$(date +%s.%N); wait $LOAD; cat $W/load.log; echo "waited run: start $t0 end $t1"
 echo "== 4. gpuverify check on every artifact"
-for a in $W/tickets/*/bench_*.json; do python3 -m pytest_gpuverify.cli check "$a"; done
+for a in $W/tickets/*/bench_*.json; do python3 -m pytest_gpuverify.cli.main check "$a"; done
 if [ "$(nvidia-smi -L | wc -l)" -ge 2 ]; then
 echo "== 6. xdist: -n 2 spreads targets over both GPUs at once"
 cd $W/repos/aiter

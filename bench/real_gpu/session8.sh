@@ -25,7 +25,7 @@ done
 tail -3 $W/plugin1.log
 python3 - $W/tickets $OUT/session8_run.log <<'PY'
 import json, re, statistics, sys, pathlib
-from pytest_gpuverify.clock import parse_iso_utc as p
+from pytest_gpuverify.engine.clock import parse_iso_utc as p
 log = pathlib.Path(sys.argv[2]).read_text()
 t = {k: [float(x) for x in re.findall(rf"^{k} \d: ([0-9.]+) s", log, re.M)] for k in ("plugin", "bare", "pytest start")}
 m = {k: statistics.median(v) for k, v in t.items()}
@@ -44,13 +44,13 @@ PY
 cd $W/repos/aiter && python3 -X importtime -m pytest -p pytest_gpuverify.plugin -p no:cacheprovider --gpu-verify --gpu-container none --gpu-env $W/env.md -q --ticket S8-IT --gpu-target triton-softmax-perf 2> $W/importtime.txt > /dev/null
 echo "imports of the plugin run (self us | cumulative us), the largest:"; grep -E "pytest_gpuverify|pydantic |pynvml|docker" $W/importtime.txt | sort -t'|' -k2 -n | tail -6
 echo "== 2. doctor"
-python3 -m pytest_gpuverify.cli doctor --gpu-env $W/env.md | grep -E "^(readings|window|gpu )"
+python3 -m pytest_gpuverify.cli.main doctor --gpu-env $W/env.md | grep -E "^(readings|window|gpu )"
 echo "== 3. NVML handoff (4 sessions x 6 targets on GPU 0)"
 cd $top && python3 bench/handoff.py --real sm_90
 echo "== 4. kill -9 of pytest while its command loads the GPU: the session guard stops it, then the lock goes"
 cd $W/repos/aiter && python3 $here/kill9.py $W/locks/gpu-0.lock $W/tickets/H200-K9 -- $PT --ticket H200-K9 --gpu-target gpu-load; echo "kill9 exit $?"
 echo "== 5. gpuverify check over the ticket folders (each artifact, and no two runs on one GPU at once)"
-cd $top && python3 -m pytest_gpuverify.cli check $W/tickets/S8-* | tail -4
+cd $top && python3 -m pytest_gpuverify.cli.main check $W/tickets/S8-* | tail -4
 echo "== 6. NVML backend tests on real hardware"
 cd $top && python3 -m pytest -p no:cacheprovider -q tests/test_nvidia_backend.py 2>&1 | tail -3
 } 2>&1 | tee "$OUT/session8_run.log"

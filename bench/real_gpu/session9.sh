@@ -58,7 +58,7 @@ use $B; cd $B && timeout 120 python3 bench/handoff.py --real sm_90
 echo "== 4. bench/startup.py on the simulated host, B (this tree) against A (other), this machine's CPUs"
 use $B; cd $B && timeout 150 python3 bench/startup.py --repeats 5 --other $A
 echo "== 5. gpuverify check over B's ticket folders"
-use $B; cd $B && python3 -m pytest_gpuverify.cli check $W/tickets/S9B-* | tail -3
+use $B; cd $B && python3 -m pytest_gpuverify.cli.main check $W/tickets/S9B-* | tail -3
 echo "== 6. NVML backend tests on real hardware (B)"
 cd $B && python3 -m pytest -p no:cacheprovider -q tests/test_nvidia_backend.py 2>&1 | tail -2
 } 2>&1 | tee "$OUT/session9_run.log"

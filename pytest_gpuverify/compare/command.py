@@ -7,9 +7,9 @@ import sys
 from pathlib import Path
 from typing import Optional
 
-from ..artifact import Artifact
-from . import render
-from .core import compare
+from pytest_gpuverify.engine.artifact import Artifact
+from pytest_gpuverify.compare import render
+from pytest_gpuverify.compare.core import compare
 
 
 class Refused(Exception):
@@ -18,8 +18,8 @@ class Refused(Exception):
 
 def checked(path: str) -> Artifact:
     """The artifact at ``path`` after ``gpuverify check``'s own checks; Refused when any fails."""
-    from ..check import check_artifact
-    from ..schemas import SchemaError, load_checked
+    from pytest_gpuverify.cli.check import check_artifact
+    from pytest_gpuverify.engine.schemas import SchemaError, load_checked
 
     try:
         art = load_checked(Path(path))

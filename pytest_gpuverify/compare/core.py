@@ -9,9 +9,9 @@ from collections import defaultdict
 from dataclasses import asdict, dataclass, field
 from typing import Iterable, Optional
 
-from ..artifact import Artifact, PerfRow
-from ..parsers.perfstats import printed_us
-from . import stats
+from pytest_gpuverify.engine.artifact import Artifact, PerfRow
+from pytest_gpuverify.parsers.perfstats import printed_us
+from pytest_gpuverify.compare import stats
 
 HIGHER_IS_BETTER = re.compile(r"tflops|gflops|gb/s|tb/s|tok/s|tokens?/s|req/s|requests?/s|throughput|bandwidth", re.I)
 BASE_SIDES, HEAD_SIDES = ("a", "base"), ("b", "head")

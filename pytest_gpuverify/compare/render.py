@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Optional
 
-from .core import Pair
+from pytest_gpuverify.compare.core import Pair
 
 HEAD = ("shape", "name", "metric", "base", "head", "ratio", "call", "why")
 

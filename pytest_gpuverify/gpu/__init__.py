@@ -2,7 +2,7 @@
 
 from typing import Optional
 
-from .base import GpuBackend, GpuInfo, GpuProcess, GpuReading, GpuToolError
+from pytest_gpuverify.gpu.base import GpuBackend, GpuInfo, GpuProcess, GpuReading, GpuToolError
 
 __all__ = ["GpuBackend", "GpuInfo", "GpuProcess", "GpuReading", "GpuToolError", "select_backend"]
 
@@ -13,9 +13,9 @@ def select_backend(arch: Optional[str], runner) -> GpuBackend:
     if not arch:
         rocm = any(runner.which(tool) for tool in ("rocminfo", "amd-smi", "rocm-smi"))
     if rocm:
-        from .rocm import RocmBackend
+        from pytest_gpuverify.gpu.rocm import RocmBackend
 
         return RocmBackend(runner)
-    from .nvidia import NvidiaBackend
+    from pytest_gpuverify.gpu.nvidia import NvidiaBackend
 
     return NvidiaBackend(runner)

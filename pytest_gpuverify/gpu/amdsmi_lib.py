@@ -20,8 +20,8 @@ import sys
 import threading
 from typing import Any, Mapping, Optional
 
-from .base import GpuProcess, GpuReading, GpuToolError, call_within
-from .rocm_formats import AmdSmiDevice, drop_kfd_only, hip_indices_from_amd_smi
+from pytest_gpuverify.gpu.base import GpuProcess, GpuReading, GpuToolError, call_within
+from pytest_gpuverify.gpu.rocm_formats import AmdSmiDevice, drop_kfd_only, hip_indices_from_amd_smi
 
 MIB = 1 << 20
 SEARCH = ("{ROCM_PATH}/share/amd_smi", "/opt/rocm/share/amd_smi")  # where ROCm installs the module

@@ -18,11 +18,11 @@ import contextlib
 import threading
 from typing import Any, Optional
 
-from ..hostexec import HostRunner
-from .base import CallTimedOut, GpuInfo, GpuProcess, GpuReading, GpuToolError, call_within
-from .nvidia_smi import SmiReader
-from .nvml_history import _SAMPLE_FIELDS, DriverHistory, NoHistory, read_history
-from .nvidia_formats import (
+from pytest_gpuverify.execute.hostexec import HostRunner
+from pytest_gpuverify.gpu.base import CallTimedOut, GpuInfo, GpuProcess, GpuReading, GpuToolError, call_within
+from pytest_gpuverify.gpu.nvidia_smi import SmiReader
+from pytest_gpuverify.gpu.nvml_history import _SAMPLE_FIELDS, DriverHistory, NoHistory, read_history
+from pytest_gpuverify.gpu.nvidia_formats import (
     MIB,
     SMI,
     SMI_APPS,  # noqa: F401  (re-exported; used in .nvidia_smi)

@@ -19,7 +19,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
-from .base import GpuProcess, GpuReading
+from pytest_gpuverify.gpu.base import GpuProcess, GpuReading
 
 _NOT_FOUND = 6
 _SAMPLE_FIELDS = {0: "dVal", 1: "uiVal", 2: "ulVal", 3: "ullVal", 4: "sllVal", 5: "siVal", 6: "usVal"}

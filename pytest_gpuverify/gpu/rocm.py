@@ -14,9 +14,9 @@ from typing import TYPE_CHECKING, Optional, Sequence
 if TYPE_CHECKING:
     from concurrent.futures import ThreadPoolExecutor
 
-from ..hostexec import CommandResult, HostRunner
-from .base import GpuInfo, GpuReading, GpuToolError, output_tail
-from .rocm_formats import (
+from pytest_gpuverify.execute.hostexec import CommandResult, HostRunner
+from pytest_gpuverify.gpu.base import GpuInfo, GpuReading, GpuToolError, output_tail
+from pytest_gpuverify.gpu.rocm_formats import (
     AmdSmiDevice,
     RocmSmiPid,
     RocmSmiProduct,
@@ -35,7 +35,7 @@ from .rocm_formats import (
     parse_rocm_smi_showpids,
     parse_rocm_smi_text,
 )
-from .rocminfo import RocminfoAgent, parse_rocminfo_arch, parse_rocminfo_gpus
+from pytest_gpuverify.gpu.rocminfo import RocminfoAgent, parse_rocminfo_arch, parse_rocminfo_gpus
 
 __all__ = [
     "AmdSmiDevice", "RocmBackend", "RocminfoAgent", "RocmSmiPid", "RocmSmiProduct",
@@ -203,7 +203,7 @@ class RocmBackend:
             return None
         with self._cache_lock:
             if self._library is None and self.use_library:
-                from .amdsmi_lib import AmdSmiLibrary
+                from pytest_gpuverify.gpu.amdsmi_lib import AmdSmiLibrary
 
                 self._library, self.library_why = AmdSmiLibrary.load(getattr(self.host, "environ", None) or {})
                 self.use_library = self._library is not None

@@ -14,7 +14,7 @@ from typing import Any, Iterable, Optional
 
 from pydantic import BaseModel, ConfigDict
 
-from .base import GpuInfo, GpuProcess, GpuReading
+from pytest_gpuverify.gpu.base import GpuInfo, GpuProcess, GpuReading
 
 _UNITS = {"b": 1, "kb": 1 << 10, "kib": 1 << 10, "mb": 1 << 20, "mib": 1 << 20, "gb": 1 << 30, "gib": 1 << 30,
           "tb": 1 << 40, "tib": 1 << 40}

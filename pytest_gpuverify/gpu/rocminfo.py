@@ -11,7 +11,7 @@ from typing import Optional
 
 from pydantic import BaseModel, ConfigDict
 
-from .rocm_formats import _arch, _int, _str  # the shared cell readers
+from pytest_gpuverify.gpu.rocm_formats import _arch, _int, _str  # the shared cell readers
 
 
 class RocminfoAgent(BaseModel):

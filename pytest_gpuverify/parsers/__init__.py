@@ -3,7 +3,7 @@ stream, so output size never sets memory use."""
 
 from importlib import import_module
 
-from .result import CheckLine, ParseContext, ParsedOutput
+from pytest_gpuverify.parsers.result import CheckLine, ParseContext, ParsedOutput
 
 # The parsers themselves load on first use (a session imports them in the background while its
 # first command runs: session.py), not with the package.

@@ -14,19 +14,19 @@ import re
 from pathlib import Path
 from typing import Optional
 
-from ..artifact import Correctness, PerfRow
-from .aiter_tables import ERR_TOLERANCE, SummaryTables
-from .alarms import Alarms
-from .lines import NUMBER, AlignedTableStream, LineReader, read_number, strip_ansi, strip_ci_prefix
-from .dtypes import DtypeReader
-from .metrics import MetricsObserver
-from .perfstats import place
-from .columns import Table
-from .ruled import ERR_NAME as _ERR_COLUMN, RuledTables
-from .prefilter import drive
-from .result import CappedRecorder, CheckLine, ParseContext, ParsedOutput
-from .shape_checks import PrintedChecks
-from .triggers import AITER
+from pytest_gpuverify.engine.artifact import Correctness, PerfRow
+from pytest_gpuverify.parsers.aiter_tables import ERR_TOLERANCE, SummaryTables
+from pytest_gpuverify.parsers.alarms import Alarms
+from pytest_gpuverify.parsers.lines import NUMBER, AlignedTableStream, LineReader, read_number, strip_ansi, strip_ci_prefix
+from pytest_gpuverify.parsers.dtypes import DtypeReader
+from pytest_gpuverify.parsers.metrics import MetricsObserver
+from pytest_gpuverify.parsers.perfstats import place
+from pytest_gpuverify.parsers.columns import Table
+from pytest_gpuverify.parsers.ruled import ERR_NAME as _ERR_COLUMN, RuledTables
+from pytest_gpuverify.parsers.prefilter import drive
+from pytest_gpuverify.parsers.result import CappedRecorder, CheckLine, ParseContext, ParsedOutput
+from pytest_gpuverify.parsers.shape_checks import PrintedChecks
+from pytest_gpuverify.parsers.triggers import AITER
 
 CHECK_LINE_CAP = 10_000  # every check is counted; only the first are kept one by one
 SAMPLE_ROWS = 64  # rows read before a whitespace table's column edges are fixed

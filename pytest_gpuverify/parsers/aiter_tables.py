@@ -6,15 +6,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Optional
 
-from ..artifact import PerfRow
-from .columns import Table, classify_columns
-from .perfstats import FIELD_OF, quantities_of, to_us
-from .lines import EMPTY_CELLS, TableRow, TextLine, is_ellipsis, read_number
+from pytest_gpuverify.engine.artifact import PerfRow
+from pytest_gpuverify.parsers.columns import Table, classify_columns
+from pytest_gpuverify.parsers.perfstats import FIELD_OF, quantities_of, to_us
+from pytest_gpuverify.parsers.lines import EMPTY_CELLS, TableRow, TextLine, is_ellipsis, read_number
 
 if TYPE_CHECKING:
-    from .dtypes import DtypeReader
-    from .lines import AlignedTableStream
-    from .ruled import RuledTables
+    from pytest_gpuverify.parsers.dtypes import DtypeReader
+    from pytest_gpuverify.parsers.lines import AlignedTableStream
+    from pytest_gpuverify.parsers.ruled import RuledTables
 
 ERR_TOLERANCE = 0.05  # aiter's default tol_err_ratio: an ``err`` above it is a failed check
 

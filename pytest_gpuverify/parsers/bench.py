@@ -17,13 +17,13 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Optional
 
-from ..artifact import PerfRow
-from .aiter import _AiterParser
-from .lines import NUMBER, is_ellipsis, read_number, strip_ansi, strip_ci_prefix
-from .perfstats import RUNS, TO_US, quantities, to_us
-from .pytest_run import drive
-from .result import ParseContext, ParsedOutput
-from .triggers import BENCH
+from pytest_gpuverify.engine.artifact import PerfRow
+from pytest_gpuverify.parsers.aiter import _AiterParser
+from pytest_gpuverify.parsers.lines import NUMBER, is_ellipsis, read_number, strip_ansi, strip_ci_prefix
+from pytest_gpuverify.parsers.perfstats import RUNS, TO_US, quantities, to_us
+from pytest_gpuverify.parsers.pytest_run import drive
+from pytest_gpuverify.parsers.result import ParseContext, ParsedOutput
+from pytest_gpuverify.parsers.triggers import BENCH
 
 _SPLIT = re.compile(r"\s{2,}")
 _TITLE = re.compile(r"^(?P<plot>[^\s|\[].{0,200}):$")

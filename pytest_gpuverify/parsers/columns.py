@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Optional
 
-from .lines import is_ellipsis
-from .perfstats import RUNS, TO_US, ColumnGroup, group_columns, unit_of
+from pytest_gpuverify.parsers.lines import is_ellipsis
+from pytest_gpuverify.parsers.perfstats import RUNS, TO_US, ColumnGroup, group_columns, unit_of
 
 
 # Column classes (notes 1.5); the first that matches wins, so ``bwd_us`` is a time, not a bandwidth.

@@ -1,4 +1,4 @@
-"""Which parser reads which target kind's output (the kinds of :mod:`pytest_gpuverify.targets`), and
+"""Which parser reads which target kind's output (the kinds of :mod:`pytest_gpuverify.config.targets`), and
 what the engine and ``gpuverify check`` both hand it, so the two cannot read an output differently."""
 
 from __future__ import annotations
@@ -9,12 +9,12 @@ from typing import Optional
 
 from pydantic import ValidationError
 
-from ..artifact import TargetRecord
-from ..targets import AITER_OP_TEST, BENCH, FLYDSL_PYTEST, PYTEST, TRITON_PYTEST, Thresholds
-from .dtypes import resolve_dtype
-from .prefilter import drive
-from .result import ParseContext, ParsedOutput
-from .throughput import throughput_rows
+from pytest_gpuverify.engine.artifact import TargetRecord
+from pytest_gpuverify.config.targets import AITER_OP_TEST, BENCH, FLYDSL_PYTEST, PYTEST, TRITON_PYTEST, Thresholds
+from pytest_gpuverify.parsers.dtypes import resolve_dtype
+from pytest_gpuverify.parsers.prefilter import drive
+from pytest_gpuverify.parsers.result import ParseContext, ParsedOutput
+from pytest_gpuverify.parsers.throughput import throughput_rows
 
 
 def context_for(target: Optional[TargetRecord], command: Optional[str], junit_xml: Optional[Path] = None,
@@ -39,23 +39,23 @@ def limits_of(target: TargetRecord) -> Thresholds:
 
 def _parser_for(kind: str, context: ParseContext):
     if kind == AITER_OP_TEST:
-        from .aiter import _AiterParser
+        from pytest_gpuverify.parsers.aiter import _AiterParser
 
         return _AiterParser(context)
     if kind == FLYDSL_PYTEST:
-        from .flydsl import FlydslParser
+        from pytest_gpuverify.parsers.flydsl import FlydslParser
 
         return FlydslParser(context)
     if kind == TRITON_PYTEST:
-        from .triton import TritonPytestParser
+        from pytest_gpuverify.parsers.triton import TritonPytestParser
 
         return TritonPytestParser(context)
     if kind == BENCH:
-        from .bench import _BenchParser
+        from pytest_gpuverify.parsers.bench import _BenchParser
 
         return _BenchParser(context)
     if kind == PYTEST:
-        from .pytest_run import PytestParser
+        from pytest_gpuverify.parsers.pytest_run import PytestParser
 
         return PytestParser(context)
     return None

@@ -24,13 +24,13 @@ import re
 from pathlib import Path
 from typing import Optional
 
-from ..artifact import PerfRow
-from .bench import TableReader, ms_to_us
-from .lines import NUMBER, read_number
-from .perfstats import place
-from .pytest_run import PytestParser, drive
-from .result import ParseContext, ParsedOutput
-from .triggers import FLYDSL
+from pytest_gpuverify.engine.artifact import PerfRow
+from pytest_gpuverify.parsers.bench import TableReader, ms_to_us
+from pytest_gpuverify.parsers.lines import NUMBER, read_number
+from pytest_gpuverify.parsers.perfstats import place
+from pytest_gpuverify.parsers.pytest_run import PytestParser, drive
+from pytest_gpuverify.parsers.result import ParseContext, ParsedOutput
+from pytest_gpuverify.parsers.triggers import FLYDSL
 
 _THROUGHPUT = re.compile(
     rf"^(?:\[(?P<tag>[\w.-]+)\]\s*)?(?P<who>[\w.+-]+(?: [\w.+-]+)*?)?\s*Throughput:\s*(?P<us>{NUMBER})\s*us"

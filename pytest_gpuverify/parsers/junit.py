@@ -7,9 +7,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
-from .result import REASON_CAP
-from .lines import describe_size
-from .metrics import CloseBlock, block_from_message
+from pytest_gpuverify.parsers.result import REASON_CAP
+from pytest_gpuverify.parsers.lines import describe_size
+from pytest_gpuverify.parsers.metrics import CloseBlock, block_from_message
 
 MESSAGE_CAP = 200
 JUNIT_BYTES_CAP = 32 << 20

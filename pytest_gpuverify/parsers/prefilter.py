@@ -31,9 +31,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator, Optional, Union
 
-from . import hsscan
-from .lines import DEFAULT_MAX_LINE, READ_CHUNK, LineReader, TruncationCallback
-from .result import ParsedOutput
+from pytest_gpuverify.parsers import hsscan
+from pytest_gpuverify.parsers.lines import DEFAULT_MAX_LINE, READ_CHUNK, LineReader, TruncationCallback
+from pytest_gpuverify.parsers.result import ParsedOutput
 
 ENABLED = True
 ENGINE = "hyperscan" if hsscan.available() else "re"

@@ -13,15 +13,15 @@ import re
 from pathlib import Path
 from typing import Optional
 
-from ..artifact import Correctness
-from .result import CappedRecorder
-from .junit import BLOCK_CAP, MESSAGE_CAP, Counts, JunitResult, junit_nodeid, read_junit  # noqa: F401 (junit_nodeid)
-from .lines import LineReader, read_number, strip_ansi, strip_ci_prefix
-from .metrics import NOT_CLOSE, CloseBlock, MetricsObserver
-from .prefilter import Triggers, drive
-from .result import ParseContext, ParsedOutput
-from .shape_checks import PrintedChecks
-from .triggers import PYTEST
+from pytest_gpuverify.engine.artifact import Correctness
+from pytest_gpuverify.parsers.result import CappedRecorder
+from pytest_gpuverify.parsers.junit import BLOCK_CAP, MESSAGE_CAP, Counts, JunitResult, junit_nodeid, read_junit  # noqa: F401 (junit_nodeid)
+from pytest_gpuverify.parsers.lines import LineReader, read_number, strip_ansi, strip_ci_prefix
+from pytest_gpuverify.parsers.metrics import NOT_CLOSE, CloseBlock, MetricsObserver
+from pytest_gpuverify.parsers.prefilter import Triggers, drive
+from pytest_gpuverify.parsers.result import ParseContext, ParsedOutput
+from pytest_gpuverify.parsers.shape_checks import PrintedChecks
+from pytest_gpuverify.parsers.triggers import PYTEST
 
 RAN_NO_TEST = "the inner pytest ran no test"  # + f" ({skipped} skipped)"
 NO_RESULT = "no pytest result in the output: no JUnit XML and no pytest summary line"

@@ -7,8 +7,8 @@ from typing import Optional
 
 from pydantic import BaseModel, Field
 
-from ..artifact import Correctness, PerfRow
-from ..targets import Thresholds
+from pytest_gpuverify.engine.artifact import Correctness, PerfRow
+from pytest_gpuverify.config.targets import Thresholds
 
 
 class CheckLine(BaseModel):
@@ -85,7 +85,7 @@ class CappedRecorder:
 
     def close(self, reader) -> None:
         """The reader's counts and cut lines into ``out``, and a line for each cap that was hit."""
-        from .lines import describe_size
+        from pytest_gpuverify.parsers.lines import describe_size
 
         out = self.out
         out.lines_read, out.bytes_read = reader.lines_read, reader.bytes_read

@@ -175,7 +175,7 @@ def _by_spans(text: str, spans: list[tuple[int, int]]) -> Optional[list[str]]:
 def table_rows(path: Union[str, Path]) -> Iterator[tuple[int, dict[str, str]]]:
     """Every row of every ruled table in the file at ``path``: ``(lineno, {column: cell})``.
     (A column named twice keeps its first cell.)"""
-    from .lines import LineReader, strip_ansi
+    from pytest_gpuverify.parsers.lines import LineReader, strip_ansi
 
     found: list[tuple[int, dict[str, str]]] = []
 

@@ -23,8 +23,8 @@ import math
 import re
 from typing import Callable, Optional
 
-from ..targets import Thresholds
-from .metrics import HIGHER_IS_BETTER, LineMeasures
+from pytest_gpuverify.config.targets import Thresholds
+from pytest_gpuverify.parsers.metrics import HIGHER_IS_BETTER, LineMeasures
 
 COSINE_DEFAULT = 0.99  # seed 004: "Numerical correctness (cosine_sim >= 0.99, max_abs_error)"
 _SUMMARY = re.compile(r"\b(?:all\s+)?\d+\s+(?:tests?|shapes?|cases?|checks?)\s+(?:passed|failed)\b", re.I)

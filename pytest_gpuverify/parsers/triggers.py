@@ -31,8 +31,8 @@ from __future__ import annotations
 import re
 from typing import Callable
 
-from .hsscan import PatternSet
-from .prefilter import Passes, Triggers
+from pytest_gpuverify.parsers.hsscan import PatternSet
+from pytest_gpuverify.parsers.prefilter import Passes, Triggers
 
 _ASCII_SPACE = b"\t\x0b\x0c\r\x1c\x1d\x1e\x1f"  # besides " ": what str's \s matches below 0x80, but "\n"
 FOLD = bytes.maketrans(

@@ -10,8 +10,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Optional
 
-from .pytest_run import PytestParser, drive
-from .result import ParseContext, ParsedOutput
+from pytest_gpuverify.parsers.pytest_run import PytestParser, drive
+from pytest_gpuverify.parsers.result import ParseContext, ParsedOutput
 
 
 class TritonPytestParser(PytestParser):

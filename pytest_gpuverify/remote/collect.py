@@ -59,7 +59,7 @@ class ArtifactCollector:
 
     def land(self) -> tuple[int, list[str]]:
         """(artifacts taken, problems): each problem a line naming the file."""
-        from ..reporting.merge import merge
+        from pytest_gpuverify.reporting.merge import merge
 
         sources = sorted(p for p in self._staging.iterdir() if p.is_dir())
         said: list[str] = []

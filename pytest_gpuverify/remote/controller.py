@@ -16,11 +16,11 @@ from typing import Optional
 
 import pytest
 
-from ..envfile import EnvFile
-from ..options import SetupError
-from .preflight import SSH_CONFIG_VARIABLE, check_hosts, ssh_timeout_s
-from .txspec import checkouts_root, host_of_spec, remote_rows, tx_specs
-from .unran import unran_report, verdict_properties, write_unran
+from pytest_gpuverify.config.envfile import EnvFile
+from pytest_gpuverify.config.options import SetupError
+from pytest_gpuverify.remote.preflight import SSH_CONFIG_VARIABLE, check_hosts, ssh_timeout_s
+from pytest_gpuverify.remote.txspec import checkouts_root, host_of_spec, remote_rows, tx_specs
+from pytest_gpuverify.remote.unran import unran_report, verdict_properties, write_unran
 
 DEADLINE_MARGIN_S = 120.0  # beyond a target's own limits (wait, window, timeout): start-up, checks, artifact
 MARGIN_VARIABLE = "GPUVERIFY_REMOTE_MARGIN_S"
@@ -51,8 +51,8 @@ def plan_remote(config: pytest.Config, env: EnvFile, environ) -> Optional["Remot
     if config.option.dist == "no":
         config.option.dist = "load"
 
-    from ..files import FileProblem, result_folder
-    from .collect import ArtifactCollector
+    from pytest_gpuverify.engine.files import FileProblem, result_folder
+    from pytest_gpuverify.remote.collect import ArtifactCollector
 
     ticket, tickets = config.getoption("ticket"), env.resources.tickets
     if ticket and tickets is None:
@@ -62,7 +62,7 @@ def plan_remote(config: pytest.Config, env: EnvFile, environ) -> Optional["Remot
         out_dir, lock = result_folder(tickets, ticket, Path(config.invocation_params.dir))
     except FileProblem as exc:
         raise SetupError(f"artifacts: {exc}") from None
-    from .placement import HostSlots
+    from pytest_gpuverify.remote.placement import HostSlots
 
     remote = RemoteController(down, _target_limit_s(config, environ), timeout_s, ssh_config, synced,
                               ArtifactCollector(out_dir))
@@ -78,7 +78,7 @@ def _paths_and_sync(config: pytest.Config, env: EnvFile, rows, timeout_s: float,
     import dataclasses
     from pathlib import Path
 
-    from .sync import local_checkout, repo_qualified, sync_checkout
+    from pytest_gpuverify.remote.sync import local_checkout, repo_qualified, sync_checkout
 
     here = Path(config.invocation_params.dir)
     synced = sync_checkout(here, env, rows, timeout_s, ssh_config) if config.getoption("gpu_sync") else None
@@ -132,7 +132,7 @@ class RemoteController:
 
     @pytest.hookimpl(optionalhook=True, tryfirst=True)
     def pytest_xdist_make_scheduler(self, config, log):
-        from .scheduler import HostScheduler
+        from pytest_gpuverify.remote.scheduler import HostScheduler
 
         return HostScheduler(config, self.hosts, log)
 
@@ -146,8 +146,8 @@ class RemoteController:
     @pytest.hookimpl(optionalhook=True)
     def pytest_xdist_newgateway(self, gateway) -> None:
         """Before xdist starts the worker there: the channel of its live wait line (remote/waitline.py)."""
-        from ..report import live_line
-        from .waitline import open_on_gateway
+        from pytest_gpuverify.terminal import live_line
+        from pytest_gpuverify.remote.waitline import open_on_gateway
 
         problem = open_on_gateway(gateway, live_line(self._config))
         if problem:
@@ -259,7 +259,7 @@ class RemoteController:
         the command and the kernel drops its lock; then end its ssh, which xdist reports as a crash."""
         import subprocess
 
-        from .preflight import ssh_base
+        from pytest_gpuverify.remote.preflight import ssh_base
 
         pid = getattr(getattr(gateway, "_cache_rinfo", None), "pid", None)
         alias = (getattr(gateway.spec, "ssh", None) or "").split()[-1:]

@@ -10,8 +10,8 @@ import os
 from pathlib import Path
 from typing import Optional
 
-from ..envfile import EnvFile
-from .txspec import HOST_VARIABLE
+from pytest_gpuverify.config.envfile import EnvFile
+from pytest_gpuverify.remote.txspec import HOST_VARIABLE
 
 
 def serving_host(environ=os.environ) -> Optional[str]:
@@ -52,7 +52,7 @@ def args_in_checkouts(args: list[str], positional: list[str], env: EnvFile, here
 def declarations_on_host(env: EnvFile, names: list[str]):
     """The one declaration file among the Repos rows' checkouts that declares every name in ``names``.
     A name declared in two repos is an error naming both; none: None."""
-    from ..declarations import DeclarationError, find_declarations, load_declarations
+    from pytest_gpuverify.config.declarations import DeclarationError, find_declarations, load_declarations
 
     holders: dict[str, list[Path]] = {}
     for row in env.repos:
@@ -75,7 +75,7 @@ def declarations_on_host(env: EnvFile, names: list[str]):
 
 def synced_record(workerinput: dict):
     """--gpu-sync's record, as the controller handed it to this worker (None: no copy)."""
-    from ..artifact import SyncRecord
+    from pytest_gpuverify.engine.artifact import SyncRecord
 
     data = (workerinput or {}).get("gpuverify_synced")
     return SyncRecord.model_validate(data) if data else None
@@ -83,7 +83,7 @@ def synced_record(workerinput: dict):
 
 def hand_back(config, engine) -> None:
     """A worker on a GPU host, at its end: its written files go to the controller (remote/collect.py)."""
-    from .collect import FILES_KEY, NOTES_KEY, outcome_files
+    from pytest_gpuverify.remote.collect import FILES_KEY, NOTES_KEY, outcome_files
 
     if serving_host() and hasattr(config, "workeroutput"):
         config.workeroutput[FILES_KEY], config.workeroutput[NOTES_KEY] = outcome_files(engine.outcomes)
@@ -92,7 +92,7 @@ def hand_back(config, engine) -> None:
 def mark_gpu_needs(items) -> None:
     """A worker on a GPU host: a target needing several GPUs tells the controller so through its node
     id (remote/placement.py), the one thing xdist carries from a worker's collection."""
-    from .placement import with_gpus
+    from pytest_gpuverify.remote.placement import with_gpus
 
     if serving_host():
         for item in items:

@@ -83,7 +83,7 @@ def place(nodeids: list[str], hosts: list[HostSlots]) -> Placement:
 def topic_of(nodeid: str) -> str:
     """The topic a target's artifact is named for when the controller writes it (the target never
     ran): a test file's name as targets.topic_for has it; a declared target's name otherwise."""
-    from ..targets import safe_topic, topic_for
+    from pytest_gpuverify.config.targets import safe_topic, topic_for
 
     path = Path(target_path(nodeid))
     if path.suffix == ".py":

@@ -14,8 +14,8 @@ from typing import Optional
 
 from pydantic import BaseModel, ConfigDict
 
-from .. import __version__
-from ..envfile import HostRow
+from pytest_gpuverify import __version__
+from pytest_gpuverify.config.envfile import HostRow
 
 SSH_CONFIG_VARIABLE = "GPUVERIFY_SSH_CONFIG"  # an ssh_config for the aliases (default: ssh's own)
 SSH_TIMEOUT_VARIABLE = "GPUVERIFY_SSH_TIMEOUT"

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from typing import Optional
 
-from .placement import HostSlots, Placement, place
-from .txspec import host_of_spec
+from pytest_gpuverify.remote.placement import HostSlots, Placement, place
+from pytest_gpuverify.remote.txspec import host_of_spec
 
 
 class HostScheduler:

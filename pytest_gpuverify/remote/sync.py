@@ -12,11 +12,11 @@ import subprocess
 from pathlib import Path
 from typing import Optional
 
-from ..artifact import SyncRecord
-from ..envfile import EnvFile, HostRow, RepoRow
-from ..gitstate import git, repo_state
-from ..options import SetupError
-from .preflight import ssh_base
+from pytest_gpuverify.engine.artifact import SyncRecord
+from pytest_gpuverify.config.envfile import EnvFile, HostRow, RepoRow
+from pytest_gpuverify.place.gitstate import git, repo_state
+from pytest_gpuverify.config.options import SetupError
+from pytest_gpuverify.remote.preflight import ssh_base
 
 # never copied: git's own folder, build outputs, caches (the host builds its own)
 EXCLUDES = (".git", "build", "dist", "*.egg-info", "__pycache__", "*.pyc", ".pytest_cache", ".mypy_cache",

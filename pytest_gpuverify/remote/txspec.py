@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Optional
 
-from ..envfile import EnvFile, HostRow
-from ..options import SetupError
-from .preflight import python_of, ssh_base
+from pytest_gpuverify.config.envfile import EnvFile, HostRow
+from pytest_gpuverify.config.options import SetupError
+from pytest_gpuverify.remote.preflight import python_of, ssh_base
 
 HOST_VARIABLE = "GPUVERIFY_XDIST_HOST"  # set on each worker (execnet's env: key): the Hosts row it serves
 WORKER_DIR = ".gpuverify-xdist"  # the worker's cwd, under the ssh user's home; xdist copies pytest into it

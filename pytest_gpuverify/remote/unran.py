@@ -8,14 +8,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Optional
 
-from .placement import gpus_of, plain_nodeid, target_name, target_path, topic_of
+from pytest_gpuverify.remote.placement import gpus_of, plain_nodeid, target_name, target_path, topic_of
 
 
 def unran_artifact(nodeid: str, host: str, reason: str, key: Optional[str]):
-    from .. import __version__
-    from ..artifact import Artifact, RunRecord, TargetRecord, utc_now
+    from pytest_gpuverify import __version__
+    from pytest_gpuverify.engine.artifact import Artifact, RunRecord, TargetRecord, utc_now
 
-    from ..targets import PYTEST, kind_for_path
+    from pytest_gpuverify.config.targets import PYTEST, kind_for_path
 
     path = target_path(nodeid)
     is_file = path.endswith(".py")  # else the declaration file: the controller never saw the target's own
@@ -32,8 +32,8 @@ def write_unran(out_dir: Path, lock: Optional[Path], nodeid: str, host: str, rea
                 key: Optional[str]) -> tuple[Optional[Path], str]:
     """(the artifact's path or None, a problem line or ''): an earlier artifact of the topic is moved
     aside, never overwritten (artifact.store_artifact)."""
-    from ..artifact import store_artifact
-    from ..files import FileProblem
+    from pytest_gpuverify.engine.artifact import store_artifact
+    from pytest_gpuverify.engine.files import FileProblem
 
     art = unran_artifact(nodeid, host, reason, key)
     path = out_dir / f"bench_{art.topic}.json"

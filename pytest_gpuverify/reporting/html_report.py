@@ -8,9 +8,9 @@ from html import escape
 from pathlib import Path
 from typing import Optional
 
-from ..artifact import Artifact
-from ..schemas import SchemaError, load_checked
-from .svg import perf_series, shape_plot
+from pytest_gpuverify.engine.artifact import Artifact
+from pytest_gpuverify.engine.schemas import SchemaError, load_checked
+from pytest_gpuverify.reporting.svg import perf_series, shape_plot
 
 ORDER = {"FAIL": 0, "INCONCLUSIVE": 1, "NO_GPU": 2, "PASS": 3}
 MAX_ROWS = 200  # perf rows shown per target; the artifact holds them all

@@ -15,8 +15,8 @@ import shutil
 from pathlib import Path
 from typing import Callable
 
-from ..check import check_artifact
-from ..schemas import SchemaError, load_checked
+from pytest_gpuverify.cli.check import check_artifact
+from pytest_gpuverify.engine.schemas import SchemaError, load_checked
 
 
 class MergeError(Exception):

@@ -25,9 +25,9 @@ import tempfile
 from pathlib import Path
 from typing import Sequence
 
-from . import tools as _tools
-from .state import GIB, IDLE_VRAM, MIB, TOOL_NAMES, SimGpu, SimProcess, SimState, load_state, save_state
-from .tools import MODULES
+from pytest_gpuverify.simulator import tools as _tools
+from pytest_gpuverify.simulator.state import GIB, IDLE_VRAM, MIB, TOOL_NAMES, SimGpu, SimProcess, SimState, load_state, save_state
+from pytest_gpuverify.simulator.tools import MODULES
 
 STATE_FILE = "sim-state.json"
 # The simulated amdsmi library, where ROCm keeps the real one: ROCM_PATH=<bin dir> makes the ROCm

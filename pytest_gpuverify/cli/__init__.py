@@ -1,0 +1,1 @@
+"""The ``gpuverify`` command: schema, show, check, doctor, handoff, demo."""

@@ -1,0 +1,274 @@
+"""``gpuverify check``'s provenance half: every field that says what ran, where, held to the others and
+to the raw log's trailer (:mod:`.log_trailer`).
+
+These are consistency checks: an artifact edited in one field no longer agrees with the fields and
+the log lines that state the same fact. They cannot tell a consistent forgery (artifact, log and
+sha256 edited together) from the truth; a signature can (:mod:`.signing`).
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from datetime import datetime
+from pathlib import Path, PurePosixPath
+from typing import Optional
+
+from pytest_gpuverify.engine.artifact import Artifact
+from pytest_gpuverify.place.caches import CACHE_VARS
+from pytest_gpuverify.place.gitstate import git
+from pytest_gpuverify.gpu.nvidia_formats import is_uuid
+from pytest_gpuverify.lease.leftovers import MARKER
+from pytest_gpuverify.execute.log_trailer import PREFIX, read_trailer, trailer_fields
+from pytest_gpuverify.parsers.junit import read_junit
+from pytest_gpuverify.place.provenance import CONTAINER_ENV_RECORDED, origin_inside
+from pytest_gpuverify.config.targets import BENCH, JUNIT_DIR, PYTEST_KINDS, RunEnvironment, import_package, pythonpath
+
+_PYTEST_FLAGS = ["-q", "-rA", "-p", "no:cacheprovider"]
+
+
+def provenance_problems(art: Artifact, artifact_path: Path, raw: Optional[Path]) -> list[str]:
+    ran = art.run.ran if art.run is not None else bool(art.raw_output)  # schema 1: no record
+    problems = _trailer(art, raw) + _junit(art, artifact_path) + _times(art, artifact_path) + _repos(art, ran)
+    if not ran:
+        return problems + _never_ran(art)
+    problems += _command(art) + _gpus(art) + _env_and_imports(art)
+    return problems + (_versions(art) if art.run is not None else [])
+
+
+def _trailer(art: Artifact, raw: Optional[Path]) -> list[str]:
+    if raw is None or art.run is None or not raw.exists():
+        return []
+    fields, why = read_trailer(raw)
+    if fields is None:
+        # written by every engine of schema 3; an older log without it says nothing either way
+        assert why is not None  # read_trailer says why whenever it finds no trailer
+        return [why] if art.schema_version >= 3 or _has_trailer_anywhere(raw) else []
+    run = art.run
+    ours = trailer_fields(exit_code=run.exit_code, timed_out=run.timed_out, interrupted=run.interrupted,
+                          container_died=run.container_died, host=art.host, container=art.container,
+                          gpus=[g.index for g in art.gpus])
+    field_of = {"exit_code": "run.exit_code", "timed_out": "run.timed_out", "interrupted": "run.interrupted",
+                "container_died": "run.container_died", "gpus": "gpus[].index"}
+    return [f"{field_of.get(k, k)} is {ours[k]!r}, the raw output's trailer says {fields[k]!r}"
+            for k in ours if ours[k] != fields[k]]
+
+
+def _junit(art: Artifact, artifact_path: Path) -> list[str]:
+    """The inner pytest's own report: failed or erred tests make pytest exit non-zero."""
+    if not art.junit_xml:
+        return []
+    path = artifact_path.parent / art.junit_xml
+    if not path.exists():
+        return [f"junit_xml {art.junit_xml} is missing"]
+    report = read_junit(path)
+    bad = report.counts.failed + report.counts.errors
+    exit_code = art.run.exit_code if art.run is not None else art.exit_code
+    if report.problem is None and bad and exit_code == 0:
+        return [f"run.exit_code is 0, but the JUnit report has {report.counts.describe()} (pytest exits 1 then)"]
+    return []
+
+
+def _has_trailer_anywhere(raw: Path) -> bool:
+    with open(raw, "rb") as fh:
+        fh.seek(max(0, raw.stat().st_size - (1 << 16)))
+        return PREFIX in fh.read()
+
+
+def _times(art: Artifact, artifact_path: Path) -> list[str]:
+    problems = []
+    start, end = _when(art.ts), _when(art.finished_ts)
+    if start is None:
+        problems.append(f"ts {art.ts!r} is not an ISO time")
+    if art.finished_ts is not None and end is None:
+        problems.append(f"finished_ts {art.finished_ts!r} is not an ISO time")
+    if start and end:
+        if end < start:
+            problems.append(f"finished_ts {art.finished_ts} is before ts {art.ts}")
+        elif art.duration_s is not None and art.duration_s > (end - start).total_seconds() + 1:
+            problems.append(f"duration_s {art.duration_s} is longer than ts to finished_ts")
+    named = [("raw_output", art.raw_output), ("junit_xml", art.junit_xml)]
+    for field, name in named:
+        if name and not Path(name).name.startswith(f"bench_{art.topic}."):
+            problems.append(f"{field} {name} is not named after topic {art.topic!r}")
+    if not artifact_path.name.startswith(f"bench_{art.topic}"):
+        problems.append(f"topic is {art.topic!r}, but the file is {artifact_path.name}")
+    return problems
+
+
+def _when(text: Optional[str]) -> Optional[datetime]:
+    try:
+        return datetime.fromisoformat(text.replace("Z", "+00:00")) if text else None
+    except ValueError:
+        return None
+
+
+def _repos(art: Artifact, ran: bool) -> list[str]:
+    problems = []
+    for i, repo in enumerate(art.repos):
+        if repo.dirty is False and repo.dirty_paths:
+            problems.append(f"repos[{i}].dirty is false, but it lists dirty_paths {repo.dirty_paths[:3]}")
+        if repo.dirty and not repo.dirty_paths:
+            problems.append(f"repos[{i}].dirty is true, but it lists no dirty_paths")
+        if repo.dirty and ran and not any("allowed by --gpu-allow-dirty" in n for n in art.notes):
+            problems.append(f"repos[{i}] is dirty and the command ran, but no note says --gpu-allow-dirty allowed it")
+        if repo.sha and _at_hand(repo.path):  # the repo is here: the commit must be in it
+            if git(Path(repo.path), "cat-file", "-e", f"{repo.sha}^{{commit}}") is None:
+                problems.append(f"repos[{i}].sha {repo.sha} is not a commit of {repo.path}")
+    if ran and art.target and art.target.path:
+        if len(art.repos) != 1:
+            problems.append(f"the command ran, but repos has {len(art.repos)} entries (the engine records one)")
+        elif not _under(art.target.path, art.repos[0].path):
+            problems.append(f"target.path {art.target.path} is not inside repos[0].path {art.repos[0].path}")
+    return problems
+
+
+def _at_hand(path: str) -> bool:
+    """A git checkout whose top is ``path``, on this machine."""
+    top = git(Path(path), "rev-parse", "--show-toplevel") if Path(path).is_dir() else None
+    if not top:
+        return False
+    return Path(top.strip()).resolve() == Path(path).resolve()
+
+
+def _under(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip("/") + "/")
+
+
+def _never_ran(art: Artifact) -> list[str]:
+    said = [("command", art.command), ("gpus", art.gpus), ("gpu.index", art.gpu.index), ("env", art.env)]
+    return [f"{name} is recorded, but the command never ran" for name, value in said if value]
+
+
+def _command(art: Artifact) -> list[str]:
+    """The command must be what the target and its args give (targets.command_argv)."""
+    target = art.target
+    if not art.command or target is None:
+        return ["command is null, but the command ran"] if target is not None else []
+    try:
+        argv = shlex.split(art.command)
+    except ValueError:
+        return [f"command {art.command!r} is not a shell command line"]
+    why = f"command is {art.command!r}, target {target.name} ({target.kind}) with its args gives "
+    args = list(target.args)
+    if target.kind == BENCH and target.command is None and art.schema_version < 3:
+        return []  # schema 2 kept no declared command to compare with
+    if target.kind == BENCH and target.command:
+        expected = [*target.command, *args]
+        return [] if argv == expected else [why + repr(shlex.join(expected))]
+    if target.kind in PYTEST_KINDS:
+        head, junit = ["python3", "-m", "pytest"], f"--junitxml={JUNIT_DIR}/"
+        rel = argv[3] if len(argv) > 3 else ""
+        ok = (argv[:3] == head and argv[4:8] == _PYTEST_FLAGS and len(argv) > 8 and argv[8].startswith(junit)
+              and argv[9:] == args and _names(target.path, rel) and _stamped(argv[8], art.raw_output))
+        shown = shlex.join([*head, "<path>", *_PYTEST_FLAGS, f"{junit}<this run>.xml", *args])
+        return [] if ok else [why + repr(shown)]
+    rel = argv[1] if len(argv) > 1 else ""
+    ok = argv[:1] == ["python3"] and argv[2:] == args and _names(target.path, rel)
+    return [] if ok else [why + repr(shlex.join(["python3", "<path>", *args]))]
+
+
+def _names(target_path: Optional[str], rel: str) -> bool:
+    """The command's relative path names the target's file."""
+    if not target_path or not rel or rel.startswith("/") or ".." in PurePosixPath(rel).parts:
+        return False
+    return target_path == rel or target_path.endswith("/" + rel)
+
+
+def _stamped(junit_arg: str, raw_output: Optional[str]) -> bool:
+    """The JUnit report's run id starts with the log's time stamp (both come from one run)."""
+    run_id = junit_arg.rsplit("/", 1)[-1]
+    stamp = (raw_output or "").rsplit(".", 2)[-2] if (raw_output or "").count(".") >= 2 else ""
+    return bool(stamp) and run_id.startswith(stamp + "-")
+
+
+def _gpus(art: Artifact) -> list[str]:
+    if not art.gpus:
+        return ["gpus is empty, but the command ran on a GPU"]
+    problems = []
+    if art.gpu != art.gpus[0]:
+        problems.append("gpu is not gpus[0]")
+    indices = [g.index for g in art.gpus]
+    if len(set(indices)) != len(indices):
+        problems.append(f"gpus[].index {indices} names a GPU twice")
+    if art.host_gpus is None:
+        if art.schema_version >= 3 and not any(n.startswith("GPU names unknown") for n in art.notes):
+            problems.append("host_gpus is null, but the host's GPUs were read")
+    for i, g in enumerate(art.gpus):
+        if g.index is None or g.index < 0 or (art.host_gpus is not None and g.index >= art.host_gpus):
+            problems.append(f"gpus[{i}].index {g.index} is not a GPU of a host with {art.host_gpus} GPUs")
+        if g.hip_index is not None and g.hip_index != g.index:
+            problems.append(f"gpus[{i}].hip_index {g.hip_index} is not its index {g.index}")
+        if g.lock_path is None:
+            problems.append(f"gpus[{i}].lock_path is null, but the command ran under a lock")
+    locks = [g.lock_path for g in art.gpus]
+    if len(set(locks)) != len(locks):
+        problems.append(f"gpus[].lock_path {locks} names one lock for two GPUs")
+    return problems
+
+
+def _marker_matches(marker: str, raw_output: Optional[str]) -> bool:
+    """leftovers.run_marker: ``<the log's time stamp>-<pid>-<8 hex>``."""
+    stamp = (raw_output or "").rsplit(".", 2)[-2] if (raw_output or "").count(".") >= 2 else ""
+    return bool(stamp) and re.fullmatch(re.escape(stamp) + r"-\d+-[0-9a-f]{8}", marker) is not None
+
+
+def _env_and_imports(art: Artifact) -> list[str]:
+    """The environment the engine gives a command (targets.RunEnvironment), rebuilt from the other fields."""
+    target, env = art.target, art.env
+    kind = target.kind if target else ""
+    nvidia = any((g.arch or "").startswith("sm_") for g in art.gpus)
+    var = "CUDA_VISIBLE_DEVICES" if nvidia else "HIP_VISIBLE_DEVICES"
+    by_uuid = nvidia and all(is_uuid(g.uuid) for g in art.gpus)  # as the NVIDIA backend's visible_value
+    visible = ",".join(str(g.uuid if by_uuid else g.index) for g in art.gpus)
+    if art.fresh_container is not None and art.fresh_container.visible:  # its GPUs are 0..n-1 inside (ephemeral.py)
+        visible = art.fresh_container.visible
+    wt = _worktree(kind, env.get("PYTHONPATH", ""))
+    expected = RunEnvironment(visible_var=var, visible_value=visible, pythonpath=pythonpath(kind, wt),
+                              jit_dir=art.cache_dirs.get("AITER_JIT_DIR", ""), arch=art.gpu.arch,
+                              extra={k: v for k, v in art.cache_dirs.items() if k != "AITER_JIT_DIR"}).as_env()
+    problems = [f"env.{k} is {env.get(k)!r}, the run's GPUs, worktree and caches give {v!r}"
+                for k, v in expected.items() if env.get(k) != v]
+    problems += [f"env.{k} is not a variable the engine sets or records" for k in env
+                 if k not in expected and k not in CONTAINER_ENV_RECORDED and k != MARKER]
+    if MARKER in env and not _marker_matches(env[MARKER], art.raw_output):
+        problems.append(f"env.{MARKER} {env[MARKER]!r} is not this run's marker (its log's time, a pid, a token)")
+    engine_sets = set(CACHE_VARS) if art.schema_version >= 2 else {"AITER_JIT_DIR"}  # schema 1: only that one
+    if not engine_sets <= set(art.cache_dirs) <= set(CACHE_VARS):
+        problems.append(f"cache_dirs has {sorted(art.cache_dirs)}, the engine sets {sorted(engine_sets)}")
+    if art.workdir is None or not _under(art.workdir, wt):
+        problems.append(f"workdir {art.workdir} is not in the worktree {wt} that PYTHONPATH names")
+    package = import_package(kind)
+    if package is None:
+        return problems + ([f"imports {sorted(art.imports)}, but a {kind} target has no import check"] if art.imports else [])
+    if set(art.imports) != {package}:
+        return problems + [f"imports has {sorted(art.imports)}, a {kind} target checks {package!r}"]
+    if not origin_inside(art.imports[package], wt):
+        problems.append(f"imports.{package} is {art.imports[package]}, outside the worktree {wt}: the command would not have run")
+    return problems
+
+
+def _worktree(kind: str, path: str) -> str:
+    first = path.split(":", 1)[0]
+    return first.removesuffix("/python") if pythonpath(kind, "W") != "W" else first
+
+
+def _versions(art: Artifact) -> list[str]:
+    v, unknowns = art.versions, art.run.unknowns if art.run else []
+    problems = []
+    for name in ("torch", "triton"):
+        said_null = any(u.startswith(f"versions: {name} is null") for u in unknowns)
+        if said_null and getattr(v, name) is not None:
+            problems.append(f"versions.{name} is {getattr(v, name)!r}, but run.unknowns says it is null")
+        if not said_null and getattr(v, name) is None and v.python is not None:
+            problems.append(f"versions.{name} is null, but run.unknowns does not say why")
+    if any(u.startswith("versions: rocm is null") for u in unknowns) and (v.rocm or v.cuda):
+        problems.append("versions.rocm or versions.cuda is set, but run.unknowns says neither was found")
+    if v.python is None and not any(u.startswith("versions: could not be read") for u in unknowns):
+        problems.append("versions.python is null, but run.unknowns does not say the versions could not be read")
+    nvidia = any((g.arch or "").startswith("sm_") for g in art.gpus)
+    if nvidia and v.hip is not None:
+        problems.append(f"versions.hip is {v.hip!r} on an NVIDIA GPU ({art.gpu.arch})")
+    if not nvidia and art.gpu.arch and v.cuda is not None:
+        problems.append(f"versions.cuda is {v.cuda!r} on an AMD GPU ({art.gpu.arch})")
+    return problems

@@ -1,0 +1,153 @@
+"""``gpuverify handoff TICKET_DIR [--base BASE_DIR] [-o FILE]``: seed 004's handoff JSON, every number
+taken from the ticket's artifacts, each ``gpuverify check``ed first (a failing check refuses, naming the
+file). What a person must write (``whatWasImplemented``, ``tests.added`` ...) is left empty."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import Any, Optional
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from pytest_gpuverify.engine.artifact import Artifact
+from pytest_gpuverify.compare.command import Refused, checked
+from pytest_gpuverify.compare.core import compare, side_of
+from pytest_gpuverify.parsers.throughput import SHAPE
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class CommandRun(_Model):
+    command: str
+    exitCode: Optional[int] = None
+    observation: str
+
+
+class Verification(_Model):
+    commandsRun: list[CommandRun] = Field(default_factory=list)
+    interactiveChecks: list[Any] = Field(default_factory=list)
+
+
+class TestCase(_Model):
+    name: str
+    verifies: str
+
+
+class TestFile(_Model):
+    file: str
+    cases: list[TestCase] = Field(default_factory=list)
+
+
+class Tests(_Model):
+    added: list[TestFile] = Field(default_factory=list)
+
+
+class Handoff(_Model):
+    """Seed 004's handoff shape."""
+
+    salientSummary: str
+    whatWasImplemented: str = ""
+    whatWasLeftUndone: str = ""
+    verification: Verification = Field(default_factory=Verification)
+    tests: Tests = Field(default_factory=Tests)
+    discoveredIssues: list[Any] = Field(default_factory=list)
+
+
+def handoff_schema() -> dict[str, Any]:
+    return Handoff.model_json_schema()
+
+
+def ticket_artifacts(folder: Path) -> list[tuple[Path, Artifact]]:
+    """Each current artifact of the folder (``bench_<topic>.json``; kept older copies are not), checked."""
+    out = []
+    for path in sorted(folder.glob("bench_*.json")):
+        art = checked(str(path))
+        if path.name == f"bench_{art.topic}.json":
+            out.append((path, art))
+    return out
+
+
+def _ab(base: Optional[Artifact], head: Artifact) -> Optional[str]:
+    if base is None and not any(side_of(r.side) for r in head.perf):
+        return None
+    if (base is not None and base.correctness.passed is not True) or head.correctness.passed is not True:
+        return "A/B: not compared (correctness is not PASS on both sides)"
+    pairs = compare(base, head) if base is not None else compare(head)
+    if not pairs:
+        return None
+    calls = Counter(p.call for p in pairs)
+    ratios = ", ".join(f"{p.shape} {p.metric} {p.base_median!r} -> {p.head_median!r} ({p.call})" for p in pairs[:6])
+    more = f", and {len(pairs) - 6} more" if len(pairs) > 6 else ""
+    return "A/B: " + ", ".join(f"{n} {c}" for c, n in sorted(calls.items())) + f" ({ratios}{more})"
+
+
+def observation(art: Artifact, base: Optional[Artifact] = None) -> str:
+    c = art.correctness
+    parts = [art.verdict + (f" ({art.reasons[0]})" if art.reasons and art.verdict != "PASS" else ""),
+             f"{c.shapes_checked} shapes checked"]
+    for label, value in (("lowest cosine_sim", c.cosine_sim), ("lowest SNR (dB)", c.snr_db),
+                         ("max_abs_error", c.max_abs_error)):
+        if value is not None:
+            parts.append(f"{label} {value!r}")
+    tput = [f"{k} {v!r}" for r in art.perf if r.shape == SHAPE for k, v in r.metrics.items() if v is not None]
+    if tput:
+        parts.append("throughput: " + ", ".join(tput))
+    ab = _ab(base, art)
+    if ab:
+        parts.append(ab)
+    return "; ".join(parts)
+
+
+def build_runs(arts: list[Artifact]) -> list[CommandRun]:
+    """Each build the artifacts stood on, once per side (each side's build has its own kept output
+    file, which the artifacts that stood on it share), before the targets."""
+    seen: dict[str, tuple[Any, list[str]]] = {}
+    for art in arts:
+        for b in art.builds:
+            seen.setdefault(b.output or f"{b.name}:{b.command}", (b, []))[1].append(art.topic)
+    runs = []
+    for b, topics in seen.values():
+        result = b.failed or f"build {b.name} passed"
+        output = f"output {b.output} ({b.output_bytes} bytes, sha256 {b.output_sha256})" if b.output else "no output"
+        gpus = f" on GPU {','.join(map(str, b.gpus))}" if b.gpus else ""
+        side = {"A": "side A (base) ", "B": "side B (head) "}.get(b.side or "", "")
+        runs.append(CommandRun(command=b.command, exitCode=b.exit_code, observation=(
+            f"{side}{result}; in {b.container or 'the host'}{gpus}, {b.duration_s} s; {output}; "
+            f"targets: {', '.join(topics)}")))
+    return runs
+
+
+def build_handoff(ticket: Path, base: Optional[Path] = None) -> Handoff:
+    """Refused (naming the file) when any artifact fails ``gpuverify check``."""
+    arts = ticket_artifacts(ticket)
+    bases = {a.topic: a for _, a in ticket_artifacts(base)} if base is not None else {}
+    runs = build_runs([a for _, a in arts]) + [
+        CommandRun(command=a.command or a.topic, exitCode=a.exit_code, observation=observation(a, bases.get(a.topic)))
+        for _, a in arts]
+    verdicts = Counter(a.verdict for _, a in arts)
+    summary = f"{len(arts)} artifact(s) in {ticket.name}: " + ", ".join(
+        f"{verdicts[v]} {v}" for v in ("PASS", "FAIL", "INCONCLUSIVE") if verdicts[v])
+    return Handoff(salientSummary=summary, verification=Verification(commandsRun=runs))
+
+
+def run_handoff(ticket: str, base: Optional[str], out: Optional[str]) -> int:
+    folder = Path(ticket)
+    if not folder.is_dir():
+        print(f"gpuverify handoff: {ticket}: no such folder", file=sys.stderr)
+        return 2
+    try:
+        doc = build_handoff(folder, Path(base) if base else None)
+    except Refused as exc:
+        print(f"gpuverify handoff: refused: {exc}", file=sys.stderr)
+        return 2
+    text = json.dumps(doc.model_dump(), indent=2) + "\n"
+    if out:
+        Path(out).write_text(text, encoding="utf-8")
+    else:
+        sys.stdout.write(text)
+    return 0

@@ -1,0 +1,211 @@
+"""``gpuverify``: the work outside a test run (schema, show, check, doctor, sim)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Optional, Sequence
+
+from pytest_gpuverify.engine.artifact import artifact_schema, read_artifact
+
+
+def _cmd_schema(args: argparse.Namespace) -> int:
+    if args.handoff:
+        from pytest_gpuverify.cli.handoff import handoff_schema
+
+        print(json.dumps(handoff_schema(), indent=2))
+        return 0
+    print(json.dumps(artifact_schema(), indent=2))
+    return 0
+
+
+def _load(path: str):
+    try:
+        return read_artifact(Path(path))
+    except FileNotFoundError:
+        print(f"gpuverify: {path}: no such file", file=sys.stderr)
+    except ValueError as exc:
+        first = str(exc).splitlines()[0]
+        print(f"gpuverify: {path}: not a gpuverify artifact ({first})", file=sys.stderr)
+    return None
+
+
+def _cmd_show(args: argparse.Namespace) -> int:
+    from pytest_gpuverify.cli.show import render
+
+    art = _load(args.artifact)
+    if art is None:
+        return 2
+    print(render(art, Path(args.artifact)))
+    return 0
+
+
+def _cmd_check(args: argparse.Namespace) -> int:
+    from pytest_gpuverify.cli.check import check_file
+    from pytest_gpuverify.cli.exclusivity import artifact_paths
+
+    paths = artifact_paths(args.artifacts)
+    if not paths:
+        print(f"gpuverify: no artifact (bench_*.json) in {', '.join(args.artifacts)}", file=sys.stderr)
+        return 2
+    worst = 0
+    checked = []
+    for path in paths:
+        code, art = check_file(str(path), args.allowed_signers)
+        worst = max(worst, code)
+        if art is not None:
+            checked.append((art, path))
+    if len(args.artifacts) > 1 or len(paths) > 1 or Path(args.artifacts[0]).is_dir():
+        worst = max(worst, _check_exclusive(checked))
+    return worst
+
+
+def _check_exclusive(checked: list) -> int:
+    """Across the artifacts: no two runs of one host held one GPU at the same time."""
+    from pytest_gpuverify.cli.exclusivity import find_overlaps, holds_of
+
+    holds, without = [], []
+    for art, path in checked:
+        mine, why = holds_of(art, path)
+        holds.extend(mine)
+        if why:
+            without.append(f"{path}: {why}")
+    overlaps = find_overlaps(holds)
+    for overlap in overlaps:
+        print(f"OVERLAP {overlap.describe()}")
+    for line in without:
+        print(f"not in the overlap check: {line}")
+    runs = len({h.path for h in holds})
+    print(f"exclusivity: {runs} runs on {len({(h.host, h.gpu) for h in holds})} GPU(s) of "
+          f"{len({h.host for h in holds})} host(s), {len(overlaps)} overlap(s)")
+    return 1 if overlaps else 0
+
+
+def _cmd_compare(args: argparse.Namespace) -> int:
+    from pytest_gpuverify.compare.command import run_compare
+
+    if not args.factor > 1:
+        print(f"gpuverify compare: --factor {args.factor:g}: a factor must be above 1 (e.g. 1.10)", file=sys.stderr)
+        return 2
+    fmt = "json" if args.json else "markdown" if args.markdown else "table"
+    return run_compare(args.base, args.head, args.factor, fmt)
+
+
+def _cmd_handoff(args: argparse.Namespace) -> int:
+    from pytest_gpuverify.cli.handoff import run_handoff
+
+    return run_handoff(args.ticket_dir, args.base, args.output)
+
+
+def _cmd_sim_install(args: argparse.Namespace) -> int:
+    from pytest_gpuverify.simulator import SimState, install
+
+    state = SimState.idle(gpus=args.gpus, arch=args.arch)
+    path = install(Path(args.bin_dir), state)
+    print(f"simulated ROCm host installed in {args.bin_dir} (state: {path}); put it first on PATH, "
+          f"and set ROCM_PATH={args.bin_dir} for its amdsmi library")
+    return 0
+
+
+def _cmd_doctor(args: argparse.Namespace) -> int:
+    import os
+
+    from pytest_gpuverify.cli.doctor import run_doctor
+    from pytest_gpuverify.config.envfile import EnvFileError, default_env_path, load_env_file
+
+    try:
+        env = load_env_file(default_env_path(args.gpu_env, os.environ))
+    except EnvFileError as exc:
+        print(f"gpuverify doctor: {exc}", file=sys.stderr)
+        return 2
+    report = run_doctor(env, host_name=args.gpu_host)
+    print(report.text())
+    return report.exit_code
+
+
+def _cmd_demo(args: argparse.Namespace) -> int:
+    from pytest_gpuverify.cli.demo import run_demo
+
+    return run_demo(Path(args.dir), ticket=args.ticket)
+
+
+def _cmd_merge(args: argparse.Namespace) -> int:
+    from pytest_gpuverify.reporting.merge import merge
+
+    return merge([Path(d) for d in args.dirs], Path(args.out), keep_all=args.keep_all)
+
+
+def _cmd_report(args: argparse.Namespace) -> int:
+    from pytest_gpuverify.reporting.html_report import write_report
+
+    return write_report([Path(d) for d in args.dirs], Path(args.out))
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="gpuverify", description="pytest-gpuverify tools")
+    sub = parser.add_subparsers(dest="command", required=True)
+    schema = sub.add_parser("schema", help="print the artifact's JSON Schema")
+    schema.add_argument("--handoff", action="store_true", help="the handoff's JSON Schema instead")
+    schema.set_defaults(func=_cmd_schema)
+    show = sub.add_parser("show", help="print an artifact as a readable table")
+    show.add_argument("artifact")
+    show.set_defaults(func=_cmd_show)
+    check = sub.add_parser("check", help="re-check artifacts against their raw output (and their signatures); "
+                           "with several (or a ticket folder), also that no two runs shared a GPU")
+    check.add_argument("artifacts", nargs="+", metavar="ARTIFACT_OR_FOLDER")
+    check.add_argument("--allowed-signers", default=None, metavar="FILE",
+                       help="verify the .sig files with ssh-keygen -Y verify against this allowed-signers file")
+    check.set_defaults(func=_cmd_check)
+    comp = sub.add_parser("compare", help="base against head per perf row: IMPROVED, REGRESSED, SAME or INCONCLUSIVE")
+    comp.add_argument("base", help="an A/B artifact (rows carry side), or the base's artifact")
+    comp.add_argument("head", nargs="?", default=None, help="the head's artifact")
+    comp.add_argument("--factor", type=float, default=1.10, help="the ratio a call needs (default 1.10)")
+    form = comp.add_mutually_exclusive_group()
+    form.add_argument("--json", action="store_true")
+    form.add_argument("--markdown", action="store_true")
+    comp.set_defaults(func=_cmd_compare)
+    hand = sub.add_parser("handoff", help="seed 004's handoff JSON of a ticket folder, every number from its checked artifacts")
+    hand.add_argument("ticket_dir")
+    hand.add_argument("--base", default=None, metavar="BASE_DIR", help="the base's ticket folder: A/B per matching topic")
+    hand.add_argument("-o", "--output", default=None, metavar="FILE")
+    hand.set_defaults(func=_cmd_handoff)
+    doctor = sub.add_parser("doctor", help="read-only health check of this GPU host, its containers and repos")
+    doctor.add_argument("--gpu-env", default=None, help="env file (default $GPUVERIFY_ENV, else ~/.cursor/mstack/env.md)")
+    doctor.add_argument("--gpu-host", default=None, help="a Hosts row by name (default: the local one)")
+    doctor.set_defaults(func=_cmd_doctor)
+    sim = sub.add_parser("sim", help="the simulated ROCm host (fake rocm-smi, amd-smi, rocminfo)")
+    simsub = sim.add_subparsers(dest="sim_command", required=True)
+    inst = simsub.add_parser("install", help="write the fake tools and a state file into BIN_DIR")
+    inst.add_argument("bin_dir")
+    inst.add_argument("--gpus", type=int, default=8)
+    inst.add_argument("--arch", default="gfx942")
+    inst.set_defaults(func=_cmd_sim_install)
+    demo = sub.add_parser("demo", help="set up a simulated ROCm host with a real container and run the demo targets")
+    demo.add_argument("--dir", default=".demo", help="where the sandbox lives (default .demo)")
+    demo.add_argument("--ticket", default="DEMO-1")
+    demo.set_defaults(func=_cmd_demo)
+    merge = sub.add_parser("merge", help="gather the ticket folders of several CI shards or hosts into one")
+    merge.add_argument("dirs", nargs="+", metavar="DIR")
+    merge.add_argument("-o", "--out", required=True, metavar="DIR")
+    merge.add_argument("--keep-all", action="store_true",
+                       help="keep one topic from several runs (renamed bench_<topic>.from-<DIR>.json)")
+    merge.set_defaults(func=_cmd_merge)
+    report = sub.add_parser("report", help="one self-contained HTML page with verdicts, perf rows and plots")
+    report.add_argument("dirs", nargs="+", metavar="TICKET_DIR")
+    report.add_argument("-o", "--out", required=True, metavar="FILE")
+    report.set_defaults(func=_cmd_report)
+    return parser
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.func(args))
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""What a run is told: options, the env file, the lock spec, hosts, declarations and targets."""

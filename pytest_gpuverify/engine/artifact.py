@@ -1,0 +1,356 @@
+"""The artifact: typed models, atomic writing, and the JSON Schema `gpuverify schema` prints.
+
+Field names follow the contract (section 5). Unknown values are ``None`` (JSON ``null``), never
+invented; NaN never reaches the JSON (it is counted in ``nan_count`` and stored as ``null``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Literal, Optional
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from pytest_gpuverify.place.builds import BuildRecord
+from pytest_gpuverify.place.ephemeral import FreshContainerRecord
+from pytest_gpuverify.engine.files import RESULT_MODE, FileProblem, unwritable, write_atomic
+
+SCHEMA_VERSION = 4  # 2: the run record (`run`); 3: host_gpus, signed_by, target.command, the raw log's trailer,
+# the run's timeline (`timeline`); 4: see schemas.py (_V4)
+
+Verdict = Literal["PASS", "FAIL", "INCONCLUSIVE"]
+NO_GPU = "NO_GPU"
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+def _finite_or_none(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+class GpuRecord(_Model):
+    """The GPU the command saw. ``hip_index`` on ROCm, ``index`` on every backend."""
+
+    index: Optional[int] = None
+    hip_index: Optional[int] = None
+    arch: Optional[str] = None
+    name: Optional[str] = None
+    uuid: Optional[str] = None
+    lock_path: Optional[str] = None
+
+
+class Versions(_Model):
+    rocm: Optional[str] = None
+    torch: Optional[str] = None
+    hip: Optional[str] = None
+    cuda: Optional[str] = None
+    triton: Optional[str] = None
+    python: Optional[str] = None
+
+
+class RepoRecord(_Model):
+    path: str
+    sha: Optional[str] = None
+    dirty: Optional[bool] = None
+    dirty_paths: list[str] = Field(default_factory=list)
+
+
+class Correctness(_Model):
+    """What the output says about correctness. ``passed`` is None when nothing readable was printed."""
+
+    passed: Optional[bool] = None
+    rtol: Optional[float] = None
+    atol: Optional[float] = None
+    nan_count: int = 0
+    snr_db: Optional[float] = None
+    shapes_checked: int = 0
+    checks_passed: int = 0
+    checks_warning: int = 0
+    checks_failed: int = 0
+    cosine_sim: Optional[float] = None
+    max_abs_error: Optional[float] = None
+    logits_diff: Optional[float] = None
+    err_ratio: Optional[float] = None  # the largest ``err`` (mismatch ratio) a table printed
+    # The output dtype the SNR rule was applied to (a low-precision one when any source names one),
+    # and where it was read: "declaration", "command: -d fp8", "output line 12: column 'dtype'"
+    dtype: Optional[str] = None
+    dtype_source: Optional[str] = None
+
+    _finite = field_validator("rtol", "atol", "snr_db", "cosine_sim", "max_abs_error", "logits_diff", "err_ratio",
+                              mode="before")(
+        _finite_or_none
+    )
+
+
+class PerfRow(_Model):
+    """One measured quantity. ``stat`` names the statistic printed (aiter's ``avg`` is ``mean``; null
+    when the output does not say); ``us_median`` holds the time in microseconds only for a median or
+    an unnamed statistic, ``min_us``/``max_us``/``runs`` the row's min, max and count, and ``metrics``
+    its other figures (``mean_us``, ``p99_us``, TFLOPS ...); see parsers/perfstats.py."""
+
+    shape: str
+    name: str
+    us_median: Optional[float] = None
+    stat: Optional[str] = None
+    runs: Optional[int] = None
+    min_us: Optional[float] = None
+    max_us: Optional[float] = None
+    regime: Optional[str] = None
+    side: Optional[str] = None
+    run: Optional[int] = None  # which of the target's repeated runs printed it (1..N; runs_log.py)
+    metrics: dict[str, Optional[float]] = Field(default_factory=dict)
+    source_line: Optional[int] = None
+
+    _finite = field_validator("us_median", "min_us", "max_us", mode="before")(_finite_or_none)
+
+    @field_validator("metrics", mode="before")
+    @classmethod
+    def _finite_metrics(cls, value: Any) -> Any:
+        if isinstance(value, dict):
+            return {k: _finite_or_none(v) for k, v in value.items()}
+        return value
+
+
+class TargetRecord(_Model):
+    """What was asked for: the target as collected or declared."""
+
+    name: str
+    kind: str
+    path: Optional[str] = None
+    args: list[str] = Field(default_factory=list)
+    dtype: Optional[str] = None
+    regime: Optional[str] = None
+    thresholds: dict[str, float] = Field(default_factory=dict)
+    floors: dict[str, float] = Field(default_factory=dict)  # declared minimums of printed metrics (floors.py)
+    ceilings: dict[str, float] = Field(default_factory=dict)  # ... and maximums of printed times
+    pass_pattern: Optional[str] = None  # declared regular expressions for the harness's own words
+    fail_pattern: Optional[str] = None
+    command: Optional[list[str]] = None  # a declared bench command, before its args
+    repeats: Optional[int] = None  # runs asked for per side (declaration or --gpu-repeats); None: one
+    min_steps: Optional[int] = None  # the fewest steps a run must print that it timed (runs_log.py)
+
+
+class RunRecord(_Model):
+    """What happened around the command, as the verdict saw it: with the raw output and the target's
+    dtype, kind and thresholds, ``gpuverify check`` re-derives the verdict and its reasons from it.
+    Nothing here is read from the output."""
+
+    blocked: list[str] = Field(default_factory=list)  # why the command was never started
+    ran: bool = False
+    exit_code: Optional[int] = None
+    timed_out: bool = False
+    interrupted: Optional[str] = None  # "KeyboardInterrupt", "SIGTERM" ...
+    container_died: bool = False
+    output_problems: list[str] = Field(default_factory=list)  # stream errors, truncation
+    unknowns: list[str] = Field(default_factory=list)  # facts recorded as null (a version), with why
+    # "PID COMMAND" of each process the run left running after the command ended; each was stopped
+    # (SIGTERM, then SIGKILL) before the GPU's lock was released
+    leftovers: list[str] = Field(default_factory=list)
+    # the engine read the raw output into correctness and perf; not after an interrupt or an internal
+    # error, and then the verdict stood on these facts alone
+    output_parsed: bool = False
+
+
+class Timeline(_Model):
+    """When the run held its GPUs and ran its command: UTC wall times, each derived from the session's
+    one reading of both clocks and a monotonic reading (so they are ordered and immune to clock steps).
+    The recorded command interval covers the real one and the recorded hold lies inside the real one
+    (``lock_taken`` read after the lock is taken, ``lock_released`` before it is let go):
+    ``lock_taken <= command_started <= command_ended <= lock_released``. ``gpuverify check`` over several artifacts of one host reports
+    any two whose lock intervals on one GPU overlap."""
+
+    collected: Optional[str] = None  # the session had its targets (pytest's collection was over)
+    pick_started: Optional[str] = None  # the run asked for its GPUs
+    lock_taken: Optional[str] = None  # the last of its GPU locks was taken
+    command_started: Optional[str] = None
+    command_ended: Optional[str] = None
+    lock_released: Optional[str] = None  # the first of its GPU locks was let go (null: a fixture's grant)
+
+
+class SyncRecord(_Model):
+    """--gpu-sync: the local checkout copied to the GPU host before the run (remote/sync.py)."""
+
+    local_path: str
+    repo: str
+    host_path: str
+    local_sha: Optional[str] = None
+    dirty: bool = False
+    dirty_paths: list[str] = Field(default_factory=list)
+    files: int = 0
+    files_sha256: str = ""
+
+
+class RunSlice(_Model):
+    """One of a target's repeated runs (``repeats``, ``--gpu-ab``): its part of the one raw log lies
+    between the engine's begin and end lines, which say the same (runs_log.py)."""
+
+    run: int  # 1..N within its side
+    side: Optional[str] = None  # "A" (base) / "B" (head) in an A/B run
+    checkout: Optional[str] = None  # the sha it ran
+    exit_code: Optional[int] = None
+    timed_out: bool = False
+    interrupted: Optional[str] = None
+    container_died: bool = False
+    junit_xml: Optional[str] = None  # an inner pytest run's report of this run
+
+
+class PerfSummary(_Model):
+    """One printed quantity over a target's runs (per side): the median of the runs, min and max."""
+
+    shape: str
+    name: str
+    stat: Optional[str] = None
+    side: Optional[str] = None
+    metric: str  # "us" for the row's own time, else a metric key
+    runs: int
+    median: float
+    min: float
+    max: float
+
+
+class AbRecord(_Model):
+    """``--gpu-ab BASE``: side A is BASE, checked out as a git worktree for the run and removed after;
+    side B is the checkout the run started from."""
+
+    base_ref: str
+    base_sha: Optional[str] = None
+    head_sha: Optional[str] = None
+    base_worktree: Optional[str] = None  # on the host
+    base_cache_dirs: dict[str, str] = Field(default_factory=dict)
+    order: list[str] = Field(default_factory=list)  # "A1", "B1", "A2" ... as run
+
+
+class Artifact(_Model):
+    schema_version: int = SCHEMA_VERSION
+    plugin_version: Optional[str] = None
+    key: Optional[str] = None
+    topic: str
+    ts: str
+    finished_ts: Optional[str] = None
+    duration_s: Optional[float] = None
+    host: Optional[str] = None
+    container: Optional[str] = None
+    image: Optional[str] = None
+    gpu: GpuRecord = Field(default_factory=GpuRecord)
+    gpus: list[GpuRecord] = Field(default_factory=list)
+    host_gpus: Optional[int] = None  # how many GPUs the host has: every index lies below it
+    versions: Versions = Field(default_factory=Versions)
+    repos: list[RepoRecord] = Field(default_factory=list)
+    target: Optional[TargetRecord] = None
+    command: Optional[str] = None
+    workdir: Optional[str] = None
+    env: dict[str, str] = Field(default_factory=dict)
+    imports: dict[str, Optional[str]] = Field(default_factory=dict)
+    cold: bool = False
+    cache_dirs: dict[str, str] = Field(default_factory=dict)
+    cache_reused: Optional[bool] = None  # warm caches held builds before the run; None when cold
+    correctness: Correctness = Field(default_factory=Correctness)
+    perf: list[PerfRow] = Field(default_factory=list)
+    verdict: Verdict = "INCONCLUSIVE"
+    reasons: list[str] = Field(default_factory=list)
+    notes: list[str] = Field(default_factory=list)
+    exit_code: Optional[int] = None
+    timed_out: bool = False
+    run: Optional[RunRecord] = None  # None in artifacts written before the record was kept
+    raw_output: Optional[str] = None
+    raw_output_sha256: Optional[str] = None
+    raw_output_bytes: Optional[int] = None
+    junit_xml: Optional[str] = None  # an inner pytest run's report, saved beside the raw output
+    signed_by: Optional[str] = None  # the Signing row's signer: the identity its .sig files verify as
+    timeline: Optional[Timeline] = None  # None in artifacts written before it was kept
+    image_digest: Optional[str] = None  # the image the container ran, by content (repo digest, else image id)
+    fresh_container: Optional[FreshContainerRecord] = None  # a `run` row's container, started for this run
+    builds: list[BuildRecord] = Field(default_factory=list)  # the declaration's builds this target stood on
+    synced: Optional[SyncRecord] = None  # --gpu-sync: what was copied from where (None: no copy)
+    runs: list[RunSlice] = Field(default_factory=list)  # repeated runs, in the order they ran; [] for one
+    perf_summary: list[PerfSummary] = Field(default_factory=list)  # from ``perf`` (summary.py)
+    ab: Optional[AbRecord] = None
+
+
+def artifact_schema() -> dict[str, Any]:
+    return Artifact.model_json_schema()
+
+
+def sha256_file(path: Path, chunk: int = 1 << 20) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        while block := fh.read(chunk):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def dump_artifact(artifact: Artifact) -> bytes:
+    payload = artifact.model_dump(mode="json")
+    return (json.dumps(payload, indent=2, allow_nan=False, ensure_ascii=False) + "\n").encode("utf-8")
+
+
+def write_artifact(artifact: Artifact, path: Path) -> None:
+    write_atomic(path, dump_artifact(artifact), mode=RESULT_MODE)
+
+
+def store_artifact(artifact: Artifact, path: Path, lock_path: Optional[Path]) -> None:
+    """Move an earlier artifact of the topic aside and write this one, under ``lock_path`` (a
+    ``filelock`` every session and xdist worker writing into that folder takes), so two writers never
+    pick the same name for what they move aside, nor move each other's new artifact away."""
+    from filelock import FileLock, Timeout
+
+    lock = FileLock(str(lock_path), mode=0o666, timeout=120) if lock_path is not None else None
+    try:
+        if lock is not None:
+            lock.acquire()
+    except (Timeout, OSError) as exc:  # an unusable lock file never costs the result: written unlocked
+        lock = None
+        artifact.notes.append(f"written without the folder lock {lock_path}: {exc}")
+    try:
+        try:
+            keep_previous(path)
+        except FileProblem as exc:  # another member's artifact holds the name: ours goes beside it
+            aside = _free_name(path, datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ"))
+            write_artifact(artifact, aside)
+            raise FileProblem(f"{exc}; this run's artifact is {aside}") from None
+        write_artifact(artifact, path)
+    finally:
+        if lock is not None:
+            lock.release()
+
+
+def read_artifact(path: Path) -> Artifact:
+    return Artifact.model_validate_json(Path(path).read_bytes())
+
+
+def utc_now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def keep_previous(path: Path) -> None:
+    """An earlier artifact of the same topic is evidence too: move it aside, never overwrite it."""
+    if not path.exists():
+        return
+    stamp = datetime.fromtimestamp(path.stat().st_mtime, timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    aside = _free_name(path, stamp)
+    try:
+        os.replace(path, aside)
+    except PermissionError as exc:  # a sticky folder and another member's artifact
+        raise unwritable(path, f"cannot move it aside to {aside.name}: {exc.strerror}",
+                         "its owner removes or renames it, or use another ticket") from exc
+    signature = path.with_name(path.name + ".sig")
+    if signature.exists():  # a signature belongs to its artifact
+        os.replace(signature, aside.with_name(aside.name + ".sig"))
+
+
+def _free_name(path: Path, stamp: str) -> Path:
+    aside = path.with_name(f"{path.stem}.{stamp}.json")
+    n = 1
+    while aside.exists():
+        n += 1
+        aside = path.with_name(f"{path.stem}.{stamp}-{n}.json")
+    return aside

@@ -1,0 +1,90 @@
+"""A target's repeated runs under one lock on one GPU set: ``repeats`` rounds, each running every side
+once (A, B, A, B ... for ``--gpu-ab``), all into one raw log with the engine's begin and end lines
+around each run (runs_log.py). The caller holds the lock for the whole loop."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Optional
+
+from pytest_gpuverify.engine.artifact import RunSlice
+from pytest_gpuverify.execute.container import ExecOutcome, Interrupted
+from pytest_gpuverify.engine.runs_log import marker, new_nonce
+
+
+@dataclass
+class Side:
+    """How one checkout's command runs: its label (A base, B head, None without A/B), its sha, and
+    the command, environment (its own JIT caches) and working directory in the container."""
+
+    label: Optional[str]
+    checkout: Optional[str]
+    argv: Callable[[int], list[str]]  # run number -> the command (an inner pytest's report path differs)
+    env: dict[str, str]
+    workdir: str
+    notes: list[str] = field(default_factory=list)
+
+
+def schedule(repeats: int, sides: list[Side]) -> list[tuple[int, Side]]:
+    """Interleaved: round 1 runs every side, then round 2 ... so drift hits both sides alike."""
+    return [(n, side) for n in range(1, repeats + 1) for side in sides]
+
+
+def _append(path: Path, line: bytes) -> None:
+    with open(path, "ab+") as fh:
+        fh.seek(0, os.SEEK_END)
+        if fh.tell():
+            fh.seek(-1, os.SEEK_END)
+            if fh.read(1) != b"\n":
+                line = b"\n" + line
+        fh.write(line)
+
+
+def _fold(total: ExecOutcome, codes: list, res: ExecOutcome, label: str) -> None:
+    """The runs as one outcome for the verdict: the first failing exit code, any timeout or death."""
+    codes.append(res.exit_code)
+    failing = [c for c in codes if c not in (0, None)]
+    total.exit_code = failing[0] if failing else None if None in codes else 0
+    total.timed_out = total.timed_out or res.timed_out
+    total.interrupted = total.interrupted or res.interrupted
+    total.container_died = total.container_died or res.container_died
+    total.bytes_written += res.bytes_written
+    total.duration_s += res.duration_s
+    total.problems += [f"{label}: {p}" for p in res.problems]
+    total.leftovers += res.leftovers
+
+
+def _ended(out_path: Path, nonce: str, n: int, repeats: int, side: Side, res: ExecOutcome,
+           junit: Optional[str], slices: list[RunSlice]) -> None:
+    end = {"exit_code": res.exit_code, "timed_out": res.timed_out, "interrupted": res.interrupted,
+           "container_died": res.container_died, "junit_xml": junit}
+    _append(out_path, marker(nonce, n, repeats, side.label, "ended", end))
+    slices.append(RunSlice(run=n, side=side.label, checkout=side.checkout, **end))
+
+
+def run_rounds(handle, sides: list[Side], repeats: int, out_path: Path, timeout_s: float,
+               echo=None, on_start=None, fetch_junit: Optional[Callable[[Side, int], Optional[str]]] = None,
+               slices: Optional[list[RunSlice]] = None) -> tuple[ExecOutcome, list[RunSlice]]:
+    """Run the schedule; stop early only when a run timed out, was interrupted or lost its container.
+    ``slices`` (filled as runs end) keeps what ran when Ctrl-C ends the loop."""
+    nonce, total = new_nonce(), ExecOutcome()
+    codes: list[Optional[int]] = []
+    slices = [] if slices is None else slices
+    for n, side in schedule(repeats, sides):
+        label = f"run {n}" + (f" side {side.label}" if side.label else "")
+        _append(out_path, marker(nonce, n, repeats, side.label, "begins",
+                                 {"checkout": side.checkout, "workdir": side.workdir}))
+        try:
+            res = handle.stream_to_file(side.argv(n), out_path, env=side.env, workdir=side.workdir,
+                                        timeout_s=timeout_s, echo=echo, on_start=on_start)
+        except Interrupted as exc:  # the log still says how this run ended
+            _ended(out_path, nonce, n, repeats, side, exc.outcome, None, slices)
+            _fold(total, codes, exc.outcome, label)
+            raise Interrupted(total) from None
+        _ended(out_path, nonce, n, repeats, side, res, fetch_junit(side, n) if fetch_junit is not None else None, slices)
+        _fold(total, codes, res, label)
+        if res.timed_out or res.interrupted or res.container_died:
+            break
+    return total, slices

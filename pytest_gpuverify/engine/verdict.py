@@ -1,0 +1,154 @@
+"""Verdicts, exactly as the contract's section 6 states them.
+
+FAIL needs printed evidence from a run on the GPU (a failed check, NaN where a number was due, an
+``err`` above tolerance, a failing inner test) or a non-zero exit. INCONCLUSIVE is anything that
+proves nothing. PASS is a clean run that checked at least one shape.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, replace
+from typing import Optional
+
+from pytest_gpuverify.engine.artifact import Correctness, RunRecord, TargetRecord, Verdict
+from pytest_gpuverify.engine.floors import limit_findings
+from pytest_gpuverify.lease.leftovers import reason as leftover_reason
+from pytest_gpuverify.parsers.dtypes import is_low_precision
+from pytest_gpuverify.parsers.result import ParsedOutput
+from pytest_gpuverify.config.targets import PYTEST_KINDS, Thresholds
+
+
+@dataclass
+class RunFacts:
+    """What happened around the command; filled in step by step by the engine."""
+
+    blocked: list[str] = field(default_factory=list)  # reasons the command was never started
+    ran: bool = False
+    exit_code: Optional[int] = None
+    timed_out: bool = False
+    interrupted: Optional[str] = None  # "KeyboardInterrupt", "SIGTERM" ...
+    container_died: bool = False
+    output_problems: list[str] = field(default_factory=list)  # stream errors, truncation
+    dtype: Optional[str] = None  # the declared output dtype, when a declaration names one
+    inner_pytest: bool = False  # the command is a pytest run: its exit code 5 means "no test ran"
+    unknowns: list[str] = field(default_factory=list)  # facts recorded as null (a version), with why
+    leftovers: list[str] = field(default_factory=list)  # "PID COMMAND" the run left running (stopped)
+
+    @classmethod
+    def for_target(cls, kind: Optional[str], dtype: Optional[str]) -> "RunFacts":
+        """The facts a target brings before anything runs."""
+        return cls(dtype=dtype, inner_pytest=kind in PYTEST_KINDS)
+
+    def to_record(self, output_parsed: bool) -> RunRecord:
+        # dtype and inner_pytest are the target's: the artifact keeps them in `target`, once
+        run = {k: v for k, v in asdict(self).items() if k not in _TARGET_FACTS}
+        return RunRecord(**run, output_parsed=output_parsed)
+
+    @classmethod
+    def from_record(cls, record: RunRecord, target: Optional[TargetRecord]) -> "RunFacts":
+        facts = cls.for_target(target.kind, target.dtype) if target else cls()
+        return replace(facts, **record.model_dump(exclude={"output_parsed"}))
+
+
+_TARGET_FACTS = ("dtype", "inner_pytest")
+PYTEST_NO_TESTS = 5
+
+
+def needs_snr(dtype: Optional[str]) -> bool:
+    return is_low_precision(dtype)
+
+
+def low_precision_output(facts: RunFacts, c: Optional[Correctness]) -> Optional[tuple[str, str]]:
+    """The low-precision output dtype and where it was read (parsers/dtypes.py), or None."""
+    if c is not None and c.dtype is not None and needs_snr(c.dtype):
+        return c.dtype, c.dtype_source or "the output"
+    return (facts.dtype, "declaration") if facts.dtype and needs_snr(facts.dtype) else None
+
+
+def threshold_findings(c: Correctness, limits: Thresholds) -> tuple[list[str], list[str]]:
+    """(failures, doubts) of the declared limits: a printed value past its limit fails; a limit whose
+    value was never printed proves nothing (never an invented number)."""
+    failures: list[str] = []
+    doubts: list[str] = []
+    checks = (
+        ("cosine_sim", c.cosine_sim, limits.cosine_sim_min, "min"),
+        ("max_abs_error", c.max_abs_error, limits.max_abs_error_max, "max"),
+        ("logits_diff", c.logits_diff, limits.logits_diff_max, "max"),
+        ("snr_db", c.snr_db, limits.snr_db_min, "min"),
+        ("err_ratio", c.err_ratio, limits.err_ratio_max, "max"),
+    )
+    for name, value, limit, side in checks:
+        if limit is None:
+            continue
+        if value is None:
+            doubts.append(f"{name} limit {limit:g} declared, but the output printed no {name}")
+        elif (side == "min" and value < limit) or (side == "max" and value > limit):
+            word = "below" if side == "min" else "above"
+            failures.append(f"{name} {value:g} is {word} the declared limit {limit:g}")
+    return failures, doubts
+
+
+def _not_said(found: list[str], said: list[str]) -> list[str]:
+    """The limit failures the parser has not already named line by line (shape_checks.py ends its
+    reasons with the same words, ``cosine_sim 0.95 is below the declared limit 0.99``)."""
+    return [f for f in found if not any(s.endswith(f) for s in said)]
+
+
+def decide(
+    facts: RunFacts, parsed: Optional[ParsedOutput], limits: Optional[Thresholds] = None
+) -> tuple[Verdict, list[str]]:
+    """The verdict and the reasons behind it, most important first."""
+    if facts.blocked or not facts.ran:
+        return "INCONCLUSIVE", list(facts.blocked) or ["the command never ran"]
+
+    failures: list[str] = []
+    doubts: list[str] = []
+    if parsed is not None:
+        failures.extend(parsed.failures)
+        doubts.extend(parsed.problems)
+    if facts.timed_out:
+        doubts.insert(0, "timeout: the command ran past --gpu-timeout and was stopped")
+    elif facts.interrupted:
+        doubts.insert(0, f"interrupted ({facts.interrupted}): the command was stopped")
+    elif facts.container_died:
+        doubts.insert(0, "the container stopped during the run")
+    elif facts.exit_code is None:
+        doubts.insert(0, "the command's exit code could not be read")
+    elif facts.inner_pytest and facts.exit_code == PYTEST_NO_TESTS:
+        doubts.insert(0, "the inner pytest collected no test (exit code 5)")
+    elif facts.exit_code != 0:
+        failures.insert(0, f"exit code {facts.exit_code}")
+    doubts.extend(facts.output_problems)
+    if facts.leftovers:  # they ran on the GPU beyond the command: nothing says what they did there
+        doubts.append(leftover_reason(facts.leftovers))
+
+    correctness = parsed.correctness if parsed is not None else None
+    if correctness is not None and limits is not None:
+        over, unknown = threshold_findings(correctness, limits)
+        failures.extend(_not_said(over, failures))
+        doubts.extend(unknown)
+    if parsed is not None and limits is not None and (limits.floors or limits.ceilings):
+        over, unknown = limit_findings(parsed.perf, limits.floors, limits.ceilings)
+        failures.extend(over)
+        doubts.extend(unknown)
+    if failures:
+        return "FAIL", failures + doubts
+    if correctness is None or correctness.passed is None:
+        doubts.append("no readable correctness result in the output")
+    elif correctness.shapes_checked < 1:
+        doubts.append("the output checked no shape")
+    low = low_precision_output(facts, correctness)
+    if low and (correctness is None or correctness.snr_db is None):
+        doubts.append(f"{low[0]} output without an SNR (dtype from {low[1]})")
+    if doubts:
+        return "INCONCLUSIVE", doubts
+    return "PASS", []
+
+
+def verdict_and_reasons(
+    facts: RunFacts, parsed: Optional[ParsedOutput], limits: Optional[Thresholds] = None
+) -> tuple[Verdict, list[str]]:
+    """What the artifact states: :func:`decide`'s verdict and reasons, then every fact recorded as
+    null with why. The engine and ``gpuverify check`` both call this, so they cannot drift apart."""
+    verdict, reasons = decide(facts, parsed, limits)
+    return verdict, reasons + [u for u in facts.unknowns if u not in reasons]

@@ -1,0 +1,294 @@
+"""Commands in the user's container, through the Docker Engine API's low-level exec calls.
+
+Output streams to a file as it comes (stdout and stderr both, in arrival order) and is never held
+in memory. Docker cannot kill an exec, so every command is wrapped: the wrapper writes its PID to a
+file in the container and runs the command under ``timeout``; to stop it early (Ctrl-C, the host-side
+watchdog) we exec a ``kill`` of that PID. We never start, stop or remove a container here.
+"""
+
+from __future__ import annotations
+
+import shlex
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Mapping, Optional, Sequence
+
+# A command that ignores SIGTERM is killed this long after it, so it is gone within --gpu-timeout + 5 s.
+from pytest_gpuverify.lease.guard_process import GRACE_S as KILL_GRACE_S
+from pytest_gpuverify.lease.leftovers import MARKER, SNAPSHOT_SH, SWEEP_SH, parse_report
+
+MAX_OUTPUT_BYTES = 4 << 30  # past this the file stops growing; the run is then not trusted
+PID_DIR = "/tmp/gpuverify"
+
+# `$0` is the pid file, `$1` the time limit. The command runs under `timeout` (SIGTERM at the limit,
+# SIGKILL KILL_GRACE_S later); the pid file holds `timeout`'s PID so a later exec can stop it early,
+# and the wrapper removes the pid file itself, leaving no scratch behind. The command's stderr joins
+# its stdout (one stream, in order); the wrapper's own stderr carries only its report of processes
+# the run left behind, which it stops before the exec ends (:mod:`.leftovers`).
+_WRAPPER = (
+    'mkdir -p "${0%/*}" 2>/dev/null; t=$1; shift; ' + SNAPSHOT_SH + '; '
+    'if command -v timeout >/dev/null 2>&1; then timeout -k ' + str(KILL_GRACE_S) + ' "$t" "$@" 2>&1 & '
+    'else "$@" 2>&1 & fi; '
+    'echo $! > "$0"; m=${' + MARKER + ':-}; unset ' + MARKER + '; wait $!; rc=$?; '
+    'if [ -n "$m" ]; then f="$0.left"; ' + SWEEP_SH + '; fi; rm -f "$0"; exit $rc'
+)
+MAX_WRAPPER_ERR = 1 << 20
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, turned into an interruption so it takes Ctrl-C's path: command stopped, lock
+    released, artifact written."""
+
+
+def interrupt_cause(exc: BaseException) -> str:
+    return "SIGTERM" if isinstance(exc, Terminated) else "Ctrl-C"
+
+
+class ContainerError(Exception):
+    """The container is unusable (missing, stopped, not the user's). The message says what to do."""
+
+
+@dataclass
+class ExecOutcome:
+    exit_code: Optional[int] = None
+    timed_out: bool = False
+    interrupted: Optional[str] = None
+    container_died: bool = False
+    bytes_written: int = 0
+    duration_s: float = 0.0
+    problems: list[str] = field(default_factory=list)
+    leftovers: list[str] = field(default_factory=list)  # "PID COMMAND" of processes the run left, stopped
+
+
+def docker_client(base_url: Optional[str] = None, timeout: int = 60) -> Any:
+    import docker  # imported here: collection must stay fast and work without a daemon
+
+    if base_url:
+        return docker.DockerClient(base_url=base_url, timeout=timeout)
+    return docker.from_env(timeout=timeout)
+
+
+class ContainerHandle:
+    """One of the user's containers. Created once per container per session."""
+
+    def __init__(self, client: Any, name: str) -> None:
+        self.client = client
+        self.name = name
+        self._attrs: Optional[dict] = None
+
+    # -- state -----------------------------------------------------------------------------
+    def inspect(self, refresh: bool = False) -> dict:
+        import docker.errors
+
+        if self._attrs is None or refresh:
+            try:
+                self._attrs = self.client.api.inspect_container(self.name)
+            except docker.errors.NotFound:
+                raise ContainerError(f"container {self.name!r} does not exist on this host") from None
+            except docker.errors.DockerException as exc:
+                raise ContainerError(f"cannot inspect container {self.name!r}: {exc}") from None
+        return self._attrs
+
+    @property
+    def running(self) -> bool:
+        return bool(self.inspect(refresh=True).get("State", {}).get("Running"))
+
+    @property
+    def image(self) -> Optional[str]:
+        return (self.inspect().get("Config") or {}).get("Image")
+
+    # -- exec ------------------------------------------------------------------------------
+    def capture(
+        self,
+        argv: Sequence[str],
+        env: Optional[Mapping[str, str]] = None,
+        workdir: str = "/",
+        timeout_s: float = 60.0,
+        limit: int = 1 << 20,
+    ) -> tuple[Optional[int], bytes]:
+        """Run a small command and return (exit code, first ``limit`` bytes of its output)."""
+        chunks: list[bytes] = []
+        size = 0
+
+        def keep(data: bytes) -> None:
+            nonlocal size
+            if size < limit:
+                chunks.append(data[: limit - size])
+                size += len(data)
+
+        outcome = self._exec(argv, env, workdir, timeout_s, keep)
+        if outcome.timed_out:
+            return None, b"".join(chunks)
+        return outcome.exit_code, b"".join(chunks)
+
+    def stream_to_file(
+        self,
+        argv: Sequence[str],
+        out_path: Path,
+        env: Optional[Mapping[str, str]] = None,
+        workdir: str = "/",
+        timeout_s: float = 3600.0,
+        echo: Optional[Callable[[bytes], None]] = None,
+        on_start: Optional[Callable[[list[str]], None]] = None,
+    ) -> ExecOutcome:
+        """Run the target's command, appending everything it prints to ``out_path`` as it comes.
+        ``on_start`` gets, once it runs, how to stop it from elsewhere (see :mod:`.guard`)."""
+        with open(out_path, "ab", buffering=0) as fh:
+            written = 0
+
+            def sink(data: bytes) -> None:
+                nonlocal written
+                if written < MAX_OUTPUT_BYTES:
+                    fh.write(data[: MAX_OUTPUT_BYTES - written])
+                written += len(data)
+                if echo is not None:
+                    echo(data)
+
+            outcome = self._exec(argv, env, workdir, timeout_s, sink, on_start)
+        outcome.bytes_written = min(written, MAX_OUTPUT_BYTES)
+        if written > MAX_OUTPUT_BYTES:
+            outcome.problems.append(f"output passed {MAX_OUTPUT_BYTES >> 30} GiB; the rest was not saved")
+        return outcome
+
+    def _exec(
+        self,
+        argv: Sequence[str],
+        env: Optional[Mapping[str, str]],
+        workdir: str,
+        timeout_s: float,
+        sink: Callable[[bytes], None],
+        on_start: Optional[Callable[[list[str]], None]] = None,
+    ) -> ExecOutcome:
+        import docker.errors
+
+        api = self.client.api
+        pid_file = f"{PID_DIR}/{uuid.uuid4().hex}.pid"
+        limit = max(1, int(round(timeout_s)))
+        wrapped = ["sh", "-c", _WRAPPER, pid_file, str(limit), *argv]
+        outcome = ExecOutcome()
+        started = time.monotonic()
+        try:
+            exec_id = api.exec_create(
+                self.name, wrapped, stdout=True, stderr=True, environment=dict(env or {}), workdir=workdir
+            )["Id"]
+            stream = api.exec_start(exec_id, stream=True, demux=True)
+        except docker.errors.DockerException as exc:
+            raise ContainerError(f"cannot exec in container {self.name!r}: {exc}") from None
+        marker = (env or {}).get(MARKER)
+        if on_start is not None:
+            on_start(["container", self.name, pid_file, *([marker] if marker else [])])
+
+        reader_error: list[BaseException] = []
+        wrapper_err = bytearray()
+
+        def pump() -> None:
+            try:
+                for out, err in stream:
+                    if out:
+                        sink(out)
+                    if err and len(wrapper_err) < MAX_WRAPPER_ERR:
+                        wrapper_err.extend(err)
+            except BaseException as exc:  # a broken stream is recorded, never raised in a thread
+                reader_error.append(exc)
+
+        def take_report() -> None:
+            outcome.leftovers, rest = parse_report(bytes(wrapper_err).decode("utf-8", "replace"))
+            if rest:
+                sink(rest.encode())  # the wrapper's own complaints, as before: in the output
+
+        reader = threading.Thread(target=pump, name=f"gpuverify-exec-{self.name}", daemon=True)
+        reader.start()
+        # The wrapper's `timeout` stops the command itself; this watchdog only covers a wrapper that
+        # could not run `timeout` or a daemon that stopped answering.
+        hard_deadline = started + limit + KILL_GRACE_S + 2
+        try:
+            while reader.is_alive():
+                reader.join(timeout=0.2)
+                if time.monotonic() > hard_deadline and reader.is_alive():
+                    outcome.timed_out = True
+                    self._kill(pid_file, "KILL")
+                    reader.join(timeout=5)
+                    break
+        except KeyboardInterrupt as exc:
+            outcome.interrupted = interrupt_cause(exc)
+            self._stop_quietly(pid_file)
+            reader.join(timeout=KILL_GRACE_S + 2)  # `timeout` sends SIGKILL after the grace
+            take_report()
+            self._finish(exec_id, outcome, started, limit)
+            raise _Interrupted(outcome) from None
+        take_report()
+        if reader_error:
+            outcome.problems.append(f"output stream broke: {type(reader_error[0]).__name__}: {reader_error[0]}")
+        self._finish(exec_id, outcome, started, limit)
+        return outcome
+
+    def _finish(self, exec_id: str, outcome: ExecOutcome, started: float, limit: int) -> None:
+        import docker.errors
+
+        info: dict = {}
+        pause = 0.002  # the stream can end a moment before the engine records the exit: look again
+        deadline = time.monotonic() + 2.5  # soon at first (this wait sits between two targets), then every 50 ms
+        while True:
+            try:
+                info = self.client.api.exec_inspect(exec_id)
+            except docker.errors.DockerException:
+                break
+            if not info.get("Running") or time.monotonic() > deadline:
+                break
+            time.sleep(pause)
+            pause = min(0.05, pause * 2)
+        outcome.duration_s = time.monotonic() - started
+        if info.get("Running") is False:
+            outcome.exit_code = info.get("ExitCode")
+        # `timeout` exits 124 (TERM) or 137 (KILL); only trust that reading when the limit really passed
+        if outcome.exit_code in (124, 137) and outcome.duration_s >= limit - 0.5:
+            outcome.timed_out = True
+        # A killed container ends the exec with 137 a moment before the engine marks it stopped:
+        # for an exit that looks like a kill, look again before calling it the command's own.
+        # An exit 0 is the command's own (a container that dies ends its execs with a kill's code or
+        # none): no look at the container then, one engine call less per target.
+        looks_killed = outcome.exit_code in (None, 137, 143) and not outcome.timed_out
+        for _ in range(20 if looks_killed else 0 if outcome.exit_code == 0 else 1):
+            try:
+                if not self.running:
+                    outcome.container_died = True
+                    break
+            except ContainerError:
+                outcome.container_died = True
+                break
+            if looks_killed:
+                time.sleep(0.1)
+
+    def _kill(self, pid_file: str, signal: str) -> None:
+        # SIGKILL goes to `timeout`'s process group (it leads one), so the command cannot outlive it
+        group = 'kill -KILL -"$p" 2>/dev/null || ' if signal == "KILL" else ""
+        script = (f'p=$(cat {shlex.quote(pid_file)} 2>/dev/null) && {{ {group}kill -{signal} "$p" 2>/dev/null; }}; '
+                  f'rm -f {shlex.quote(pid_file)}')
+        try:
+            self.capture(["sh", "-c", script], timeout_s=10)
+        except ContainerError:
+            pass
+
+    def _stop_quietly(self, pid_file: str) -> None:
+        """SIGTERM through `timeout` (it forwards it to the command); SIGKILL if it lingers."""
+        import signal as _signal
+
+        previous = _signal.signal(_signal.SIGINT, _signal.SIG_IGN)  # a second Ctrl-C must not skip cleanup
+        try:
+            self._kill(pid_file, "TERM")
+        finally:
+            _signal.signal(_signal.SIGINT, previous)
+
+
+class _Interrupted(KeyboardInterrupt):
+    """Carries what was known when Ctrl-C stopped a command, so the artifact can still be written."""
+
+    def __init__(self, outcome: ExecOutcome) -> None:
+        super().__init__("interrupted")
+        self.outcome = outcome
+
+
+Interrupted = _Interrupted

@@ -1,0 +1,127 @@
+"""Running a target's command on the GPU host itself (``--gpu-container none``).
+
+For GPU CI jobs that already run inside a container, and hosts without Docker. Same contract as
+:class:`pytest_gpuverify.execute.container.ContainerHandle`: output streams to a file as it comes, the time
+limit is enforced, Ctrl-C stops the command, and the GPU lock is never inherited (the lock's
+descriptor is close-on-exec and ``close_fds`` stays on).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import threading
+import time
+from pathlib import Path
+from typing import Callable, Mapping, Optional, Sequence
+
+from pytest_gpuverify.execute.container import KILL_GRACE_S, MAX_OUTPUT_BYTES, ExecOutcome, Interrupted, interrupt_cause
+from pytest_gpuverify.lease.leftovers import MARKER, proc_pids, stop_marked
+
+
+class HostExecutor:
+    """Runs commands on this machine, each in its own process group so the whole tree can be stopped."""
+
+    name = "host"
+    image = None
+
+    @property
+    def running(self) -> bool:
+        return True
+
+    def inspect(self, refresh: bool = False) -> dict:
+        return {"Config": {"Env": [f"{k}={v}" for k, v in os.environ.items()]}}
+
+    def capture(self, argv: Sequence[str], env: Optional[Mapping[str, str]] = None, workdir: str = "/",
+                timeout_s: float = 60.0, limit: int = 1 << 20) -> tuple[Optional[int], bytes]:
+        try:
+            res = subprocess.run(list(argv), cwd=workdir, env={**os.environ, **(env or {})}, capture_output=True,
+                                 timeout=timeout_s, stdin=subprocess.DEVNULL)
+        except subprocess.TimeoutExpired as exc:
+            return None, (exc.stdout or b"")[:limit]
+        except OSError as exc:
+            return 127, str(exc).encode()[:limit]
+        return res.returncode, (res.stdout + res.stderr)[:limit]
+
+    def stream_to_file(self, argv: Sequence[str], out_path: Path, env: Optional[Mapping[str, str]] = None,
+                       workdir: str = "/", timeout_s: float = 3600.0,
+                       echo: Optional[Callable[[bytes], None]] = None,
+                       on_start: Optional[Callable[[list[str]], None]] = None) -> ExecOutcome:
+        outcome = ExecOutcome()
+        marker = (env or {}).get(MARKER)
+        before = proc_pids() if marker else set()  # only processes new since now can be the run's
+        started = time.monotonic()
+        with open(out_path, "ab", buffering=0) as fh:
+            try:
+                proc = subprocess.Popen(list(argv), cwd=workdir, env={**os.environ, **(env or {})},
+                                        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                        start_new_session=True)
+            except OSError as exc:
+                fh.write(f"gpuverify: cannot start {argv[0]}: {exc}\n".encode())
+                outcome.exit_code = 127
+                return outcome
+            if on_start is not None:
+                # its process group (start_new_session), and the marker of every process it starts
+                on_start(["host", str(proc.pid), *([marker] if marker else [])])
+            written = [0]
+
+            def pump() -> None:
+                assert proc.stdout is not None
+                # a BufferedReader (bufsize -1), which has read1; Popen's type says IO[bytes]
+                while chunk := proc.stdout.read1(1 << 16):  # type: ignore[attr-defined]
+                    if written[0] < MAX_OUTPUT_BYTES:
+                        fh.write(chunk[: MAX_OUTPUT_BYTES - written[0]])
+                    written[0] += len(chunk)
+                    if echo is not None:
+                        echo(chunk)
+
+            reader = threading.Thread(target=pump, name="gpuverify-host-run", daemon=True)
+            reader.start()
+            def on_timeout() -> None:
+                outcome.timed_out = True
+                _stop(proc)
+
+            # A blocking wait with a timer, not wait(timeout=...): the latter polls with sleeps of up
+            # to 50 ms, and that delay would sit between a command's exit and the GPU's release.
+            timer = threading.Timer(timeout_s, on_timeout)
+            timer.daemon = True
+            timer.start()
+            try:
+                try:
+                    proc.wait()
+                finally:
+                    timer.cancel()
+                if marker:  # before the output is drained: a leftover may hold the pipe open
+                    outcome.leftovers = stop_marked(marker, before)
+            except KeyboardInterrupt as exc:
+                outcome.interrupted = interrupt_cause(exc)
+                _stop(proc)
+                if marker:
+                    outcome.leftovers = stop_marked(marker, before)
+                reader.join(timeout=5)
+                outcome.exit_code = proc.returncode
+                outcome.duration_s = time.monotonic() - started
+                outcome.bytes_written = min(written[0], MAX_OUTPUT_BYTES)
+                raise Interrupted(outcome) from None
+            reader.join(timeout=5)
+        outcome.exit_code = proc.returncode
+        outcome.duration_s = time.monotonic() - started
+        outcome.bytes_written = min(written[0], MAX_OUTPUT_BYTES)
+        if written[0] > MAX_OUTPUT_BYTES:
+            outcome.problems.append(f"output passed {MAX_OUTPUT_BYTES >> 30} GiB; the rest was not saved")
+        return outcome
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    """SIGTERM to the command's whole process group, SIGKILL if it lingers."""
+    for sig, wait in ((signal.SIGTERM, KILL_GRACE_S), (signal.SIGKILL, 5)):
+        try:
+            os.killpg(proc.pid, sig)
+        except (ProcessLookupError, PermissionError):
+            return
+        try:
+            proc.wait(timeout=wait)
+            return
+        except subprocess.TimeoutExpired:
+            continue

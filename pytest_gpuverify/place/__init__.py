@@ -1,0 +1,1 @@
+"""Where a target runs and what it is: worktree, devcontainer, container resolution, builds, repo facts."""

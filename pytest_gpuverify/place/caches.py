@@ -1,0 +1,76 @@
+"""Compile caches of a run: per-worktree and kept (warm), or fresh and removed after (``--gpu-cold``).
+
+A cold-compile number needs empty JIT caches (aiter's modules, Triton's kernels, FlyDSL's runtime
+cache); a warm one wants them kept, but never shared between worktrees, where they would mix two
+checkouts' builds. The paths live inside the container (or on the host with --gpu-container none).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from typing import Optional
+
+ROOT = "/tmp/gpuverify"
+CACHE_VARS = {"AITER_JIT_DIR": "aiter_jit", "TRITON_CACHE_DIR": "triton", "FLYDSL_RUNTIME_CACHE_DIR": "flydsl"}
+
+
+@dataclass(frozen=True)
+class CachePlan:
+    root: str  # everything below is this run's (cold) or this worktree's (warm)
+    dirs: dict[str, str]  # environment variable -> directory
+    cold: bool
+    base: str = ROOT  # the folder of all caches: /tmp/gpuverify in a container, the user's own on the host
+
+    @property
+    def jit_dir(self) -> str:
+        return self.dirs["AITER_JIT_DIR"]
+
+
+def plan_caches(worktree: str, cold: bool, run_id: str, on_host: bool = False) -> CachePlan:
+    """``on_host`` (--gpu-container none): under the user's own folder, since users share the host's
+    /tmp and one user's cache folder would refuse the next user's build."""
+    from pytest_gpuverify.engine.files import user_runtime_dir
+
+    own = user_runtime_dir() if on_host else None
+    base = str(own) if own is not None else ROOT
+    if cold:
+        root = f"{base}/cold/{run_id}"
+    else:
+        root = f"{base}/cache/{hashlib.sha1(worktree.encode()).hexdigest()[:12]}"
+    return CachePlan(root, {var: f"{root}/{sub}" for var, sub in CACHE_VARS.items()}, cold, base)
+
+
+def reuse_probe(plan: CachePlan) -> list[str]:
+    """A command printing ``reused`` when any of the warm caches already holds something."""
+    dirs = " ".join(plan.dirs.values())
+    return ["sh", "-c", f'for d in {dirs}; do [ -n "$(ls -A "$d" 2>/dev/null)" ] && echo reused && exit 0; done; echo fresh']
+
+
+def warm_cache_reused(handle, plan: CachePlan, seen: dict[str, bool]) -> Optional[bool]:
+    """Whether the warm caches already held builds (asked once per worktree and session, ``seen``
+    remembers); None for a cold run."""
+    from pytest_gpuverify.execute.container import ContainerError
+
+    if plan.cold:
+        return None
+    if plan.root in seen:
+        return True  # this session's earlier run of the worktree filled them
+    try:
+        _, out = handle.capture(reuse_probe(plan), timeout_s=30)
+    except ContainerError:
+        out = b""
+    seen[plan.root] = b"reused" in out
+    return seen[plan.root]
+
+
+def remove_cold_caches(handle, plan: CachePlan, notes: list[str]) -> None:
+    """Remove the run's own cold caches, and nothing else."""
+    from pytest_gpuverify.execute.container import ContainerError
+
+    if not plan.cold or not plan.root.startswith(f"{plan.base}/cold/"):
+        return
+    try:
+        handle.capture(["rm", "-rf", plan.root], timeout_s=120)
+    except (ContainerError, KeyboardInterrupt):
+        notes.append(f"cold caches under {plan.root} could not be removed")

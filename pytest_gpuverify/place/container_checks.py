@@ -1,0 +1,118 @@
+"""Where a session's targets run, and their checks of it: the Docker client, each worktree's container
+(resolve.py, once per repo and worktree) and each container's facts (arch, versions: read once,
+provenance.read_container_facts), then per target that it is there and running and has the arch the
+run needs."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Optional
+
+from pytest_gpuverify.engine.artifact import Artifact
+from pytest_gpuverify.execute.container import ContainerError, ContainerHandle
+from pytest_gpuverify.gpu.base import GpuInfo, GpuToolError
+from pytest_gpuverify.execute.hostrun import HostExecutor
+from pytest_gpuverify.place.provenance import ContainerFacts, read_container_facts
+from pytest_gpuverify.engine.verdict import RunFacts
+
+HOST = "host"  # the executor name of --gpu-container none
+
+
+def where(name: str) -> str:
+    return "the host" if name == HOST else f"container {name}"
+
+
+def check_container(cfacts: ContainerFacts, name: str, art: Artifact, facts: RunFacts,
+                    expected_arch: Optional[str]) -> Optional[ContainerFacts]:
+    """``cfacts`` when the target may run there; else None, with the reason in ``facts.blocked``.
+    Records the image and the versions in ``art``."""
+    try:
+        running = cfacts.handle.running
+        art.image = cfacts.handle.image
+        art.image_digest = cfacts.handle.inspect().get("Image") if name != HOST else None
+    except ContainerError as exc:
+        facts.blocked.append(f"missing container: {exc}")
+        return None
+    if not running:
+        facts.blocked.append(f"container {name} is not running. Fix: `docker start {name}`, or pass --gpu-start-container")
+        return None
+    art.versions = cfacts.versions
+    facts.unknowns.extend(cfacts.notes)  # versions that could not be read: null, and why
+    if cfacts.arch_problem:
+        facts.blocked.append(cfacts.arch_problem)
+    elif expected_arch and cfacts.arch != expected_arch:
+        facts.blocked.append(f"wrong arch in {where(name)}: it is {cfacts.arch}, the run needs {expected_arch}")
+    return cfacts
+
+
+class ContainerPlaces:
+    """The session's containers: resolved, read and checked once each, kept for its later targets."""
+
+    def __init__(self, env, options, host_name: str, docker_factory: Callable[[], object], vendor: str,
+                 expected_arch: Optional[str]) -> None:
+        self.env, self.options, self.host_name, self.vendor = env, options, host_name, vendor
+        self.expected_arch = expected_arch
+        self._docker_factory = docker_factory
+        self._docker: Optional[object] = None
+        self._resolutions: dict[tuple[str, str], object] = {}
+        self.facts: dict[str, ContainerFacts] = {}  # by container name (HOST: the host itself)
+
+    def client(self):
+        if self._docker is None:
+            self._docker = self._docker_factory()
+        return self._docker
+
+    def resolve(self, ws, target):
+        from pytest_gpuverify.place.resolve import resolve_container
+
+        key = (ws.repo.repo, str(ws.wt_host))
+        if key not in self._resolutions:
+            self._resolutions[key] = resolve_container(
+                self.env, ticket=self.options.ticket, repo_row=ws.repo, target_path=target.location,
+                docker_client=self.client(), override=self.options.container,
+                allow_start=self.options.start_container, host_name=self.host_name,
+            )
+        return self._resolutions[key]
+
+    def checked(self, name: str, art: Artifact, facts: RunFacts) -> Optional[ContainerFacts]:
+        """The container's facts when the target may run in it (:func:`check_container`)."""
+        if name not in self.facts:
+            handle = HostExecutor() if name == HOST else ContainerHandle(self.client(), name)
+            self.facts[name] = read_container_facts(handle, self.vendor)
+        return check_container(self.facts[name], name, art, facts, self.expected_arch)
+
+
+@dataclass
+class GpuStart:
+    """What a session's start learnt of the host's GPUs; ``blocked`` stops every target."""
+
+    host_arch: Optional[str] = None
+    inventory: dict[int, GpuInfo] = field(default_factory=dict)
+    blocked: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+def start_gpus(sampler, backend, window_s: float, expected_arch: Optional[str]) -> GpuStart:
+    """Start the idle window first (it fills while the rest is read), then check the host's arch; a
+    wrong or unreadable arch stops the sampler."""
+    sampler.start()
+    started = GpuStart()
+    if sampler.window_note:
+        started.notes.append(f"the first pick sampled a {window_s:g} s window: {sampler.window_note}")
+    try:
+        started.host_arch = backend.host_arch()
+        why = "no GPU found"
+    except GpuToolError as exc:
+        why = str(exc)
+    if started.host_arch is None:
+        started.blocked.append(f"cannot read the host's arch: {why}")
+    elif expected_arch and started.host_arch != expected_arch:
+        started.blocked.append(f"wrong arch on host: it is {started.host_arch}, the run needs {expected_arch}")
+    if started.blocked:
+        sampler.stop()
+        return started
+    try:
+        started.inventory = {g.index: g for g in backend.inventory()}
+    except GpuToolError as exc:
+        started.notes.append(f"GPU names unknown: {exc}")
+    return started

@@ -1,0 +1,88 @@
+"""A checkout's state as git sees it: its SHA and what differs from it. One rule for the run and ``doctor``.
+
+Dirty means any change to a tracked file, or any untracked file that is not the plugin's own output.
+The plugin's own outputs are recognised by where it writes them (the tickets folder and the run's
+scratch, when they lie inside the checkout), never by their names: a harness called ``bench_x.py``
+is the repo's code, and an edit to it must show.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+from typing import Iterable, Optional
+
+from pytest_gpuverify.engine.artifact import RepoRecord
+from pytest_gpuverify.place.caches import ROOT as SCRATCH
+
+MAX_DIRTY_PATHS = 50
+
+
+def git(path: Path, *args: str) -> Optional[str]:
+    """git's stdout, or None when git fails, hangs or is missing."""
+    try:
+        res = subprocess.run(["git", "-C", str(path), *args], capture_output=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return res.stdout.decode("utf-8", errors="replace") if res.returncode == 0 else None
+
+
+def own_output_dirs(tickets: Optional[Path]) -> list[Path]:
+    """Where the plugin writes: the tickets folder (each ticket's artifacts and logs) and the scratch
+    of runs on the host (``--gpu-container none``)."""
+    return [p for p in (tickets, Path(SCRATCH)) if p is not None]
+
+
+def changes(top: Path, own: Iterable[Path] = ()) -> Optional[list[tuple[str, str]]]:
+    """(status, path) of every change git sees in the checkout ``top``, as ``git status --porcelain``
+    writes them, less the untracked files inside ``own`` folders; None when git cannot tell."""
+    tracked = git(top, "status", "--porcelain=v1", "-z", "--untracked-files=no")
+    excluded = []
+    for folder in own:
+        rel = _inside(top, Path(folder).expanduser())
+        if rel is not None:
+            excluded.append(f":(exclude,top,literal){rel}")
+    untracked = git(top, "status", "--porcelain=v1", "-z", "--untracked-files=normal", "--", ":(top)", *excluded)
+    if tracked is None or untracked is None:
+        return None
+    found = _entries(tracked)
+    found += [entry for entry in _entries(untracked) if entry[0] == "??"]
+    return found
+
+
+def repo_state(path: Path, own: Iterable[Path] = ()) -> RepoRecord:
+    """SHA and dirtiness of the checkout that holds ``path`` (git on the host)."""
+    top = (git(path, "rev-parse", "--show-toplevel") or "").strip()
+    if not top:
+        return RepoRecord(path=str(path))
+    sha = (git(path, "rev-parse", "HEAD") or "").strip() or None
+    found = changes(Path(top), own)
+    if found is None:  # git answered rev-parse but not status: the state is unknown, not clean
+        return RepoRecord(path=top, sha=sha)
+    paths = [name for _, name in found]
+    return RepoRecord(path=top, sha=sha, dirty=bool(paths), dirty_paths=paths[:MAX_DIRTY_PATHS])
+
+
+def _entries(porcelain: str) -> list[tuple[str, str]]:
+    """``git status --porcelain=v1 -z`` records; a rename's second (old) name is skipped."""
+    fields = porcelain.split("\0")
+    out, i = [], 0
+    while i < len(fields):
+        record = fields[i]
+        i += 1
+        if len(record) < 4:
+            continue
+        code = record[:2]
+        out.append((code, record[3:]))
+        if "R" in code or "C" in code:
+            i += 1  # the name it was renamed or copied from
+    return out
+
+
+def _inside(top: Path, folder: Path) -> Optional[str]:
+    """``folder`` relative to ``top`` when it lies strictly inside it (never the checkout itself)."""
+    try:
+        rel = folder.resolve().relative_to(Path(top).resolve())
+    except ValueError:
+        return None
+    return rel.as_posix() if rel.parts else None

@@ -1,0 +1,178 @@
+"""Facts about what ran: arch inside the container, the import origin, versions, repo state.
+
+Each is read from the run itself, once per container or worktree per session, and a fact that
+cannot be read is ``None`` with the reason, never a guess.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Optional, Union
+
+from pytest_gpuverify.engine.artifact import Versions
+from pytest_gpuverify.execute.container import ContainerError, ContainerHandle
+from pytest_gpuverify.place.gitstate import repo_state  # noqa: F401 (re-exported: the run reads repo state through here)
+
+if TYPE_CHECKING:
+    from pytest_gpuverify.execute.hostrun import HostExecutor
+
+    # where the commands run: a container, or the host itself (a Containers row named host)
+    Runner = Union[ContainerHandle, HostExecutor]
+
+# Reads versions without importing torch (an import costs seconds: measured.md).
+_VERSIONS_SCRIPT = r"""
+import json, re, sys, importlib.util as u, importlib.metadata as m
+out = {"python": sys.version.split()[0]}
+def ver(name):
+    try:
+        return m.version(name)
+    except Exception:
+        return None
+for dist in ("torch", "triton", "pytorch-triton-rocm"):
+    out[dist] = ver(dist)
+spec = u.find_spec("torch")
+for key in ("hip", "cuda"):
+    out[key] = None
+if spec and spec.submodule_search_locations:
+    for loc in spec.submodule_search_locations:
+        try:
+            text = open(loc + "/version.py", encoding="utf-8", errors="replace").read()
+        except OSError:
+            continue
+        for key in ("hip", "cuda"):
+            hit = re.search(r"^" + key + r"\s*(?::[^=\n]*)?=\s*['\"]([^'\"]+)['\"]", text, re.M)
+            if hit:
+                out[key] = hit.group(1)
+try:
+    out["rocm"] = open("/opt/rocm/.info/version", encoding="utf-8").read().strip() or None
+except OSError:
+    out["rocm"] = None
+print(json.dumps(out))
+"""
+
+_FIND_SPEC = (
+    "import importlib.util as u, sys\n"
+    "s = u.find_spec(sys.argv[1])\n"
+    "print('GPUVERIFY-ORIGIN:' + ((s.origin or list(s.submodule_search_locations or [''])[0]) if s else ''))\n"
+)
+
+
+def container_arch(container: Runner, vendor: str = "rocm") -> tuple[Optional[str], Optional[str]]:
+    """(arch, None) or (None, why), read inside: rocminfo's first GPU agent (ROCm), or the first
+    GPU's compute capability as sm_XY (NVIDIA)."""
+    if vendor == "nvidia":
+        from pytest_gpuverify.gpu.nvidia import arch_from_compute_cap
+
+        code, out = container.capture(
+            ["sh", "-c", "nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -1"], timeout_s=60
+        )
+        arch = arch_from_compute_cap(out.decode("utf-8", errors="replace").strip())
+        tool = "nvidia-smi"
+    else:
+        from pytest_gpuverify.gpu.rocminfo import parse_rocminfo_arch
+
+        code, out = container.capture(["sh", "-c", "rocminfo 2>/dev/null"], timeout_s=60)
+        arch = parse_rocminfo_arch(out.decode("utf-8", errors="replace"))
+        tool = "rocminfo"
+    if arch:
+        return arch, None
+    if code is None:
+        return None, f"{tool} timed out in {container.name}"
+    return None, f"{tool} in {container.name} printed no GPU (exit {code})"
+
+
+def import_origin(container: Runner, package: str, pythonpath: str) -> tuple[Optional[str], Optional[str]]:
+    """Where ``package`` would be imported from, checked from ``/`` (seed: "Check the import").
+
+    From ``/`` because ``python3 -c`` puts the cwd on sys.path: a check run in the worktree would pass
+    even with PYTHONPATH missing. ``find_spec`` of a top-level name imports nothing.
+    """
+    code, out = container.capture(
+        ["python3", "-c", _FIND_SPEC, package], env={"PYTHONPATH": pythonpath}, workdir="/", timeout_s=60
+    )
+    for line in out.decode("utf-8", errors="replace").splitlines():
+        if line.startswith("GPUVERIFY-ORIGIN:"):
+            origin = line.split(":", 1)[1].strip()
+            return (origin or None), (None if origin else f"{package} is not importable in {container.name}")
+    return None, f"import check failed in {container.name} (exit {code})"
+
+
+def origin_inside(origin: Optional[str], wt: str) -> bool:
+    if not origin:
+        return False
+    return origin == wt or origin.startswith(wt.rstrip("/") + "/")
+
+
+def read_versions(container: Runner) -> tuple[Versions, list[str]]:
+    code, out = container.capture(["python3", "-c", _VERSIONS_SCRIPT], workdir="/", timeout_s=60)
+    try:
+        data = json.loads(out.decode("utf-8", errors="replace").strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        return Versions(), [f"versions: could not be read in {container.name} (exit {code})"]
+    versions = Versions(
+        rocm=data.get("rocm"),
+        torch=data.get("torch"),
+        hip=data.get("hip"),
+        cuda=data.get("cuda"),
+        triton=data.get("triton") or data.get("pytorch-triton-rocm"),
+        python=data.get("python"),
+    )
+    gaps = [f"versions: {k} is null: not installed in {container.name}" for k in ("torch", "triton")
+            if getattr(versions, k) is None]
+    if versions.rocm is None and versions.cuda is None:
+        gaps.append(f"versions: rocm is null: no /opt/rocm/.info/version in {container.name}")
+    return versions, gaps
+
+
+@dataclass
+class ContainerFacts:
+    """What one container is, read once per session: arch, versions, the env it sets."""
+
+    handle: Runner
+    arch: Optional[str] = None
+    arch_problem: Optional[str] = None
+    versions: Versions = field(default_factory=Versions)
+    notes: list[str] = field(default_factory=list)
+    container_env: dict[str, str] = field(default_factory=dict)
+
+
+# Variables the container itself sets that change what runs; recorded, never overridden.
+CONTAINER_ENV_RECORDED = ("AITER_USE_SYSTEM_TRITON", "AITER_TRITON_ONLY", "GPU_ARCHS", "HIP_VISIBLE_DEVICES",
+                          "ROCR_VISIBLE_DEVICES", "FLYDSL_RUNTIME_CACHE_DIR", "TRITON_CACHE_DIR")
+
+
+def read_container_facts(handle: Runner, vendor: str = "rocm") -> ContainerFacts:
+    facts = ContainerFacts(handle)
+    try:
+        if not handle.running:
+            return facts
+        from pytest_gpuverify.engine.overlap import Background
+
+        versions = Background(lambda: read_versions(handle), "gpuverify-versions")  # two commands at once
+        facts.arch, facts.arch_problem = container_arch(handle, vendor)
+        facts.versions, facts.notes = versions.result()
+        env = dict(item.split("=", 1) for item in (handle.inspect().get("Config") or {}).get("Env") or [] if "=" in item)
+        facts.container_env = {k: env[k] for k in CONTAINER_ENV_RECORDED if k in env}
+    except ContainerError as exc:
+        facts.arch_problem = str(exc)
+    return facts
+
+
+def move_out(handle, inside: str, dest: Path, limit: int = 64 << 20) -> tuple[Optional[Path], Optional[str]]:
+    """Copy a file the run wrote inside (a JUnit report) to ``dest`` and remove it there.
+    (None, None) when the run wrote none; (None, why) when it could not be fetched."""
+    import shlex
+
+    try:
+        code, data = handle.capture(["sh", "-c", f"cat {shlex.quote(inside)} && rm -f {shlex.quote(inside)}"],
+                                    timeout_s=60, limit=limit)
+    except ContainerError as exc:
+        return None, f"{inside} could not be fetched: {exc}"
+    if code != 0 or not data:
+        return None, None
+    from pytest_gpuverify.engine.files import RESULT_MODE, write_atomic
+
+    write_atomic(dest, data, mode=RESULT_MODE)
+    return dest, None

@@ -1,0 +1,70 @@
+"""Where a target lives: its Repos row and its worktree on the host.
+
+Where that worktree is inside the container is the container resolution's business (a ticket's
+devcontainer may mount it elsewhere than the Repos row says): see :func:`container_path`.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import Iterable, Optional
+
+from pytest_gpuverify.config.envfile import EnvFile, RepoRow
+
+
+class WorkspaceError(Exception):
+    """The target cannot be placed in a repo. The message names the row and the fix."""
+
+
+@dataclass(frozen=True)
+class Workspace:
+    repo: RepoRow
+    wt_host: Path  # the worktree (git top level) on the host
+    rel_target: Optional[PurePosixPath]  # the target file relative to the worktree
+
+
+def git_toplevel(path: Path) -> Optional[Path]:
+    try:
+        res = subprocess.run(
+            ["git", "-C", str(path if path.is_dir() else path.parent), "rev-parse", "--show-toplevel"],
+            capture_output=True,
+            timeout=30,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    top = res.stdout.decode("utf-8", errors="replace").strip()
+    return Path(top).resolve() if res.returncode == 0 and top else None
+
+
+def locate(env: EnvFile, location: Path, repo_name: Optional[str] = None, file: Optional[Path] = None) -> Workspace:
+    location = location.resolve()
+    repo = env.repo(repo_name) if repo_name else env.repo_for_path(location)
+    if repo_name and repo is None:
+        raise WorkspaceError(f"repo {repo_name!r} is not in the Repos table of {env.path}. Fix: add a row for it")
+    if repo is None or repo.path is None:
+        raise WorkspaceError(
+            f"{location} is not under any repo path of the Repos table in {env.path}. "
+            "Fix: add a Repos row for its checkout"
+        )
+    root = repo.path.resolve()
+    top = git_toplevel(location) if (location == root or root in location.parents) else None
+    wt = top if top is not None and (top == root or root in top.parents) else root
+    rel = None
+    if file is not None:
+        file = file.resolve()
+        if not (file == wt or wt in file.parents):  # a folder target (kind pytest) may be the worktree
+            raise WorkspaceError(f"{file} is not inside the worktree {wt}")
+        rel = PurePosixPath(*file.relative_to(wt).parts) if file != wt else PurePosixPath(".")
+    return Workspace(repo, wt, rel)
+
+
+def kernel_repo_of(env: EnvFile, paths: Iterable[Path]) -> Optional[RepoRow]:
+    """The Repos row whose checkout holds every one of ``paths`` (a session's arguments), else None.
+    Such a session only drives that repo's targets, whose conftest.py files belong to the repo's
+    own pytest runs, inside its container."""
+    rows = {id(row): row for row in (env.repo_for_path(path) for path in paths)}
+    if len(rows) != 1:
+        return None
+    return next(iter(rows.values()))

@@ -1,0 +1,124 @@
+"""What the terminal shows: the gpuverify section of the summary, and the live line of a wait."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Callable, Iterable, Optional
+
+
+def summarize_reasons(reasons: list[str]) -> str:
+    if not reasons:
+        return "ok"
+    more = f" (+{len(reasons) - 1} more)" if len(reasons) > 1 else ""
+    return reasons[0][:160] + more
+
+
+def verdict_properties(artifact, artifact_path: Path) -> list[tuple[str, str]]:
+    """What a target's summary line needs, as report properties (they travel from xdist workers)."""
+    return [
+        ("gpuverify_verdict", artifact.verdict),
+        ("gpuverify_artifact", str(artifact_path)),
+        ("gpuverify_gpus", ",".join(str(g.index) for g in artifact.gpus) or "-"),
+        ("gpuverify_reason", summarize_reasons(artifact.reasons if artifact.verdict != "PASS" else [])),
+        *detail_properties(artifact),
+    ]
+
+
+MAX_PERF_PROPERTIES = 20  # a tuning sweep prints hundreds of rows: the JUnit file keeps the first ones
+
+
+def _num(value: float) -> str:
+    return f"{value:.4g}"
+
+
+def detail_properties(artifact) -> list[tuple[str, str]]:
+    """Host, shapes checked, lowest SNR/cosine, each perf row's key number (JUnit properties, CI summary)."""
+    c = artifact.correctness
+    props = [("gpuverify_host", artifact.host or "-"), ("gpuverify_shapes", str(c.shapes_checked))]
+    if c.snr_db is not None:
+        props.append(("gpuverify_snr_db", _num(c.snr_db)))
+    if c.cosine_sim is not None:
+        props.append(("gpuverify_cosine", _num(c.cosine_sim)))
+    for i, row in enumerate(artifact.perf[:MAX_PERF_PROPERTIES]):
+        side = f" [{row.side}]" if row.side else ""
+        value = f"{_num(row.us_median)} us" if row.us_median is not None else "-"
+        props.append((f"gpuverify_perf_{i:02d}", f"{row.name} {row.shape}{side}: {value}"))
+    if len(artifact.perf) > MAX_PERF_PROPERTIES:
+        props.append(("gpuverify_perf_more", str(len(artifact.perf) - MAX_PERF_PROPERTIES)))
+    return props
+
+
+def summary_lines(verdicts: Iterable[tuple[str, dict]]) -> list[str]:
+    """One line per target: verdict, GPU(s), first reason, artifact path; grouped under a line per
+    host when the targets ran on several (GPU hosts over SSH: remote/)."""
+    verdicts = list(verdicts)
+
+    def line(nodeid: str, p: dict, indent: str = "") -> str:
+        return (f"{indent}{p['gpuverify_verdict']:<12} {nodeid}  gpu {p.get('gpuverify_gpus', '-')}  "
+                f"{p.get('gpuverify_reason', '')}  -> {p.get('gpuverify_artifact', '')}")
+
+    hosts = sorted({p.get("gpuverify_host", "-") for _, p in verdicts})
+    if len(hosts) < 2:
+        return [line(nodeid, p) for nodeid, p in verdicts] or ["no GPU targets ran"]
+    lines = []
+    for host in hosts:
+        mine = [(nodeid, p) for nodeid, p in verdicts if p.get("gpuverify_host", "-") == host]
+        lines.append(f"host {host}: {sum(p['gpuverify_verdict'] == 'PASS' for _, p in mine)}/{len(mine)} PASS")
+        lines += [line(nodeid, p, "  ") for nodeid, p in mine]
+    return lines
+
+
+class VerdictSummary:
+    """Collects every target's verdict from the reports (its own, or those xdist workers send)
+    and prints the gpuverify section of the terminal summary. ``engine()``: this process's session,
+    whose outcomes also hold targets that never reported (stopped by Ctrl-C or SIGTERM)."""
+
+    def __init__(self, engine: Callable[[], Optional[object]] = lambda: None, ci_summary: Optional[str] = None) -> None:
+        self.verdicts: list[tuple[str, dict]] = []
+        self._engine = engine
+        self._ci_summary = ci_summary  # --gpu-ci-summary: the GitHub markdown, written there too
+
+    def pytest_runtest_logreport(self, report) -> None:
+        props = dict(report.user_properties)
+        if report.when == "call" and "gpuverify_verdict" in props:
+            props.setdefault("gpuverify_file", report.location[0])  # relative to the rootdir, for annotations
+            self.verdicts.append((report.nodeid, props))
+
+    def pytest_terminal_summary(self, terminalreporter) -> None:
+        verdicts = list(self.verdicts)
+        reported = {p.get("gpuverify_artifact") for _, p in verdicts}
+        engine = self._engine()
+        for outcome in getattr(engine, "outcomes", None) or []:
+            if str(outcome.artifact_path) not in reported:  # its artifact is written; its report never came
+                verdicts.append((outcome.target.name, dict(verdict_properties(outcome.artifact, outcome.artifact_path))))
+        terminalreporter.section("gpuverify")
+        for line in summary_lines(verdicts):
+            terminalreporter.line(line)
+        from pytest_gpuverify.reporting.ci_summary import publish
+
+        for problem in publish(verdicts, summary_path=self._ci_summary):
+            terminalreporter.line(f"gpuverify: {problem}", red=True)
+
+
+def live_line(config):
+    """A line on the terminal that says what a target waits for (--gpu-wait), rewritten in place."""
+    import time
+
+    last = [0.0]
+
+    def show(text: str) -> None:
+        writer = config.get_terminal_writer()
+        now = time.monotonic()
+        if text and now - last[0] < 0.5:
+            return
+        last[0] = now
+        width = max(20, writer.fullwidth - 1)
+        line = "\r" + (f"gpuverify: {text}" if text else "")[:width].ljust(width) + ("" if text else "\r")
+        capture = config.pluginmanager.getplugin("capturemanager")
+        if capture is None:
+            writer.write(line, flush=True)
+            return
+        with capture.global_and_fixture_disabled():  # the target runs under capture; this line must show
+            writer.write(line, flush=True)
+
+    return show
