@@ -14,7 +14,8 @@ import pytest
 
 from pytest_gpuverify.engine.artifact import Artifact
 from pytest_gpuverify.config.envfile import EnvFileError, default_env_path, load_env_file
-from pytest_gpuverify.config.options import RunOptions, SetupError, check_repeats, check_seconds, check_ticket, check_topic  # noqa: F401
+from pytest_gpuverify.config.errors import UsageError
+from pytest_gpuverify.config.options import RunOptions, check_repeats, check_seconds, check_ticket, check_topic  # noqa: F401
 from pytest_gpuverify.plugin_options import add_options, build_options, option_value as _value  # noqa: F401  (re-exported)
 from pytest_gpuverify.terminal import VerdictSummary, live_line, verdict_properties
 from pytest_gpuverify.config.targets import Target, kind_for_path, split_args, topic_for
@@ -74,7 +75,7 @@ def pytest_cmdline_main(config: pytest.Config) -> None:
     try:
         env = load_env_file(default_env_path(_value(config, "gpu_env"), os.environ))
         remote = plan_remote(config, env, os.environ)
-    except (SetupError, EnvFileError) as exc:
+    except UsageError as exc:
         raise pytest.UsageError(str(exc)) from None
     if remote is not None:
         config.stash[_REMOTE_KEY] = remote
@@ -87,7 +88,6 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "gpu(gpus=N): a GPU target of pytest-gpuverify; gpus is how many GPUs it needs")
     if not config.getoption("gpu_verify", False):
         return
-    from pytest_gpuverify.config.declarations import DeclarationError
     from pytest_gpuverify.reporting.live import running_line_wanted
     from pytest_gpuverify.engine.session import VerifySession, echo_to_stdout
     from pytest_gpuverify.config.topics import TopicClaims
@@ -105,7 +105,7 @@ def pytest_configure(config: pytest.Config) -> None:
                                 on_wait=on_wait_for(config),
                                 topics=TopicClaims(getattr(config, "workerinput", {}).get("gpuverify_topic_claims")),
                                 on_running=live_line(config) if running_line_wanted(config, options.echo_output) else None)
-    except (SetupError, EnvFileError, DeclarationError) as exc:
+    except UsageError as exc:
         raise pytest.UsageError(str(exc)) from None
     config.stash[_DECLARED_KEY] = declared
     if hasattr(config, "workerinput"):

@@ -57,7 +57,7 @@ def option_value(config: pytest.Config, name: str) -> Optional[str]:
 
 
 def build_options(config: pytest.Config) -> RunOptions:
-    """The run's settings from the command line and ini keys; SetupError names a bad value."""
+    """The run's settings from the command line and ini keys; UsageError names a bad value."""
     from pytest_gpuverify.remote.onhost import serving_host
 
     return RunOptions(

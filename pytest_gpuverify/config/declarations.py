@@ -55,6 +55,7 @@ import tomllib
 from pydantic import BaseModel, ConfigDict, Field
 
 from pytest_gpuverify.place.builds import BuildStep, read_builds
+from pytest_gpuverify.config.errors import UsageError
 from pytest_gpuverify.config.declaration_fields import (  # noqa: F401 (REGIMES, THRESHOLD_KEYS re-exported)
     BOUND_KEYS,
     REGIMES,
@@ -75,22 +76,15 @@ _NAME = re.compile(r"[A-Za-z0-9._-]+")
 _TOML_AT = re.compile(r"\s*\(at (?:line (\d+), column (\d+)|end of document)\)\s*$")
 
 
-class DeclarationError(Exception):
-    """A declaration is missing or wrong; ``str()`` is one line: file, place, key, problem, fix."""
+class DeclarationError(UsageError):
+    """A declaration is missing or wrong; its place is a table or block, and the key in it."""
 
     def __init__(self, path: Union[str, os.PathLike], message: str, fix: str, *,
                  where: Optional[str] = None, key: Optional[str] = None) -> None:
-        self.path, self.message, self.fix, self.key = Path(path), message, fix, key
+        self.path, self.key = Path(path), key
         # The place as shown, key included: "targets[2] (ab-harness) at line 20, key 'command'".
-        self.where = ", ".join(p for p in (where, f"key {key!r}" if key else None) if p) or None
-        super().__init__(str(self))
-
-    def __str__(self) -> str:
-        place = f"{self.where}: " if self.where else ""
-        return " ".join(f"{self.path}: {place}{self.message.rstrip('.')}. Fix: {self.fix}".split())
-
-    def __reduce__(self):  # keyword-only fields survive pickling (xdist, multiprocessing)
-        return type(self), (self.path, self.message, self.fix), self.__dict__
+        super().__init__(self.path, message, fix,
+                         where=", ".join(p for p in (where, f"key {key!r}" if key else None) if p) or None)
 
 
 class Defaults(BaseModel):

@@ -25,6 +25,7 @@ from pytest_gpuverify.config.envfile_markdown import (  # noqa: F401 (SECTION_CO
     _split_cells,
     _split_sections,
 )
+from pytest_gpuverify.config.errors import UsageError
 from pytest_gpuverify.config.lockspec import LOCK_EXAMPLE, LockPrefixError, LockSpec, parse_lock_prefix  # noqa: F401 (re-exported)
 from pytest_gpuverify.engine.signing import SigningRow, signing_row
 
@@ -38,30 +39,22 @@ _ARCH = re.compile(r"gfx[0-9a-f]+|sm_\d+")
 PathLike = Union[str, os.PathLike]
 
 
-class EnvFileError(Exception):
-    """A fact in the env file is missing or wrong; ``str()`` is one line ending in the fix."""
+class EnvFileError(UsageError):
+    """A fact in the env file is missing or wrong; its place is a section and a data row."""
 
     def __init__(self, path: PathLike, message: str, fix: str, *, section: Optional[str] = None,
                  row: Optional[int] = None, row_label: Optional[str] = None) -> None:
-        self.path, self.section, self.message, self.fix = Path(path), section, message, fix
+        self.path, self.section = Path(path), section
         self.row = row  # 1-based data row of the section's table
         self.row_label = row_label  # the row's first cell, so the reader finds it without counting
-        super().__init__(str(self))
-
-    def __str__(self) -> str:
-        where = [f"section {self.section!r}"] if self.section else []
-        if self.row is not None:
-            where.append(f"row {self.row}" + (f" ({self.row_label})" if self.row_label else ""))
-        location = f"{self.path}: " + (", ".join(where) + ": " if where else "")
-        # One line whatever a cell held: the error is shown as the run's single status line.
-        return " ".join(f"{location}{self.message.rstrip('.')}. Fix: {self.fix}".split())
-
-    def __reduce__(self):  # keyword-only fields survive pickling (xdist, multiprocessing)
-        return type(self), (self.path, self.message, self.fix), self.__dict__
+        where = [f"section {section!r}"] if section else []
+        if row is not None:
+            where.append(f"row {row}" + (f" ({row_label})" if row_label else ""))
+        super().__init__(self.path, message, fix, where=", ".join(where) or None)
 
 
 class EnvFileMissing(EnvFileError):
-    """The env file does not exist or cannot be read."""
+    """The env file does not exist or cannot be read (a caller may offer to write one)."""
 
 
 class _Frozen(BaseModel):
@@ -104,15 +97,12 @@ class ContainerRow(_Frozen):
 class GpuLockRow(_Frozen):
     host: str
     picker: Optional[str] = None  # a shell command printing one GPU index, or `builtin`
-    lock: Optional[str] = None  # a flock prefix, checked when the file is read
+    lock: Optional[str] = None  # the flock prefix as written (shown in messages)
+    lock_spec: Optional[LockSpec] = None  # ``lock`` as read once, when the file is read (lockspec.py)
 
     @property
     def picker_is_builtin(self) -> bool:
         return self.picker is not None and self.picker.casefold() == "builtin"
-
-    @property
-    def lock_spec(self) -> Optional[LockSpec]:
-        return parse_lock_prefix(self.lock) if self.lock is not None else None
 
 
 class EnvFile(_Frozen):
@@ -345,9 +335,10 @@ def _container(where: _Where, cells: dict[str, Optional[str]]) -> ContainerRow:
 
 
 def _gpu_lock(where: _Where, cells: dict[str, Optional[str]]) -> GpuLockRow:
+    spec = None
     if cells["lock"] is not None:
         try:
-            parse_lock_prefix(cells["lock"])
+            spec = parse_lock_prefix(cells["lock"])
         except LockPrefixError as exc:
             raise where.error(exc.message, exc.fix) from None
-    return GpuLockRow(host=cells["host"], picker=cells["picker"], lock=cells["lock"])
+    return GpuLockRow(host=cells["host"], picker=cells["picker"], lock=cells["lock"], lock_spec=spec)

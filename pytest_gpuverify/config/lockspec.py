@@ -13,18 +13,16 @@ from typing import Optional, Union
 
 from pydantic import BaseModel, ConfigDict
 
+from pytest_gpuverify.config.errors import UsageError
+
 LOCK_EXAMPLE = "write it as `flock -E 75 -w 600 /var/lock/gpu-<id>.lock`."
 
 
-class LockPrefixError(ValueError):
-    """A GPU lock cell that is not a usable ``flock`` prefix; the caller adds file and row."""
+class LockPrefixError(UsageError, ValueError):
+    """A GPU lock cell that is not a usable ``flock`` prefix; the env file reader adds file and row."""
 
     def __init__(self, message: str, fix: str = LOCK_EXAMPLE) -> None:
-        self.message, self.fix = message, fix
-        super().__init__(f"{message}. Fix: {fix}")
-
-    def __reduce__(self):
-        return type(self), (self.message, self.fix)
+        super().__init__("GPU lock cell", message, fix)
 
 
 class LockSpec(BaseModel):

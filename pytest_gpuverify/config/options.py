@@ -8,11 +8,13 @@ from typing import Optional
 
 from pydantic import BaseModel, ConfigDict
 
+from pytest_gpuverify.config.errors import UsageError
+
 TICKET_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 
 
-class SetupError(Exception):
-    """A usage or env-file problem found before anything touches a GPU: one line, names the fix."""
+# The name the setup checks have always raised; every usage error is one type (errors.py).
+SetupError = UsageError
 
 
 class RunOptions(BaseModel):
@@ -41,10 +43,8 @@ def check_ticket(ticket: Optional[str]) -> Optional[str]:
     if ticket is None:
         return None
     if not TICKET_RE.fullmatch(ticket):
-        raise SetupError(
-            f"--ticket {ticket!r} is not a ticket key. Fix: use letters, digits, '.', '_' or '-' "
-            "(up to 64, starting with a letter or digit), e.g. --ticket AITER-123"
-        )
+        raise UsageError("--ticket", f"--ticket {ticket!r} is not a ticket key", "use letters, digits, '.', "
+                         "'_' or '-' (up to 64, starting with a letter or digit), e.g. --ticket AITER-123")
     return ticket
 
 
@@ -56,10 +56,8 @@ def check_topic(topic: Optional[str], option: str = "--gpu-topic") -> Optional[s
     name = topic[: -len(".json")] if topic.endswith(".json") else topic
     if not TICKET_RE.fullmatch(name) or ".." in name or name.endswith(".json"):
         shown = repr(topic if len(topic) <= 40 else topic[:40] + "...")
-        raise SetupError(
-            f"{option} {shown} is not a topic name. Fix: use letters, digits, '.', '_' or '-' "
-            "(up to 64, starting with a letter or digit, no '..'), e.g. gemm_bf16"
-        )
+        raise UsageError(option, f"{option} {shown} is not a topic name", "use letters, digits, '.', '_' or "
+                         "'-' (up to 64, starting with a letter or digit, no '..'), e.g. gemm_bf16")
     return name
 
 
@@ -67,9 +65,9 @@ def check_seconds(option: str, value: object, minimum: float = 0.0) -> float:
     try:
         seconds = float(value)  # type: ignore[arg-type]
     except (TypeError, ValueError):
-        raise SetupError(f"{option} {value!r} is not a number of seconds. Fix: e.g. {option} 2") from None
+        raise UsageError(option, f"{option} {value!r} is not a number of seconds", f"e.g. {option} 2") from None
     if not seconds >= minimum or seconds != seconds or seconds == float("inf"):
-        raise SetupError(f"{option} {value!r} must be a finite number >= {minimum:g}. Fix: e.g. {option} 2")
+        raise UsageError(option, f"{option} {value!r} must be a finite number >= {minimum:g}", f"e.g. {option} 2")
     return seconds
 
 
@@ -81,5 +79,6 @@ def check_repeats(value: object) -> Optional[int]:
     except ValueError:
         count = 0
     if count < 1 or count > 1000:
-        raise SetupError(f"--gpu-repeats {value!r} is not a whole number from 1 to 1000. Fix: e.g. --gpu-repeats 3")
+        raise UsageError("--gpu-repeats", f"--gpu-repeats {value!r} is not a whole number from 1 to 1000",
+                         "e.g. --gpu-repeats 3")
     return count

@@ -33,7 +33,8 @@ from pytest_gpuverify.execute.hostrun import HostExecutor
 from pytest_gpuverify.lease.leftovers import run_marker
 from pytest_gpuverify.lease.lock import LockError
 from pytest_gpuverify.config.hosts import lock_for, select_host
-from pytest_gpuverify.config.options import RunOptions, SetupError
+from pytest_gpuverify.config.errors import UsageError, usage_error_of_line
+from pytest_gpuverify.config.options import RunOptions
 from pytest_gpuverify.engine.outcome import TargetOutcome, fetch_junit, finish, gpu_records, record_exec, seal, target_record
 from pytest_gpuverify.engine.overlap import Background, ParserWarmer
 from pytest_gpuverify.parsers.dispatch import context_for
@@ -75,14 +76,14 @@ class VerifySession(PreRunSteps):
         self.signer = signer_for(env, self.host_row.host)  # its key is checked here, before any GPU
         self.expected_arch = (options.arch or self.host_row.arch or "").lower() or None
         if options.ticket and env.resources.tickets is None:  # the seed's "stop and ask", never ./
-            raise SetupError(f"--ticket {options.ticket} is given, but `tickets` is not set in section "
-                             f"'Resources' of {env.path}, so there is no ticket folder. Fix: set "
-                             "| tickets | /path/to/tickets |, or drop --ticket to write to ./")
+            raise UsageError("--ticket", f"--ticket {options.ticket} is given, but `tickets` is not set in section "
+                             f"'Resources' of {env.path}, so there is no ticket folder",
+                             "set | tickets | /path/to/tickets |, or drop --ticket to write to ./")
         try:  # before any GPU tool or container: a result that cannot be written is not worth a run
             self.out_dir, self._moves_lock = result_folder(env.resources.tickets, options.ticket,
                                                            options.invocation_dir)
         except FileProblem as exc:
-            raise SetupError(f"artifacts: {exc}") from None
+            raise usage_error_of_line(env.resources.tickets or options.invocation_dir, f"artifacts: {exc}") from None
         self.runner = LocalHost()
         self.backend = select_backend(self.expected_arch, self.runner)
         interval = min(1.0, max(0.2, options.window_s / 5))

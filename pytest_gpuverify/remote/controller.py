@@ -17,7 +17,7 @@ from typing import Optional
 import pytest
 
 from pytest_gpuverify.config.envfile import EnvFile
-from pytest_gpuverify.config.options import SetupError
+from pytest_gpuverify.config.errors import UsageError, usage_error_of_line
 from pytest_gpuverify.remote.preflight import SSH_CONFIG_VARIABLE, check_hosts, ssh_timeout_s
 from pytest_gpuverify.remote.txspec import checkouts_root, host_of_spec, remote_rows, tx_specs
 from pytest_gpuverify.remote.unran import unran_report, verdict_properties, write_unran
@@ -33,17 +33,18 @@ def plan_remote(config: pytest.Config, env: EnvFile, environ) -> Optional["Remot
     if rows is None:
         return None
     if not config.pluginmanager.has_plugin("xdist"):
-        raise SetupError(f"host {rows[0].host} is reached over SSH ({rows[0].ssh_alias}): that needs pytest-xdist, "
-                         "which is not loaded. Fix: pip install pytest-xdist, and do not pass -p no:xdist")
+        raise UsageError("pytest-xdist", f"host {rows[0].host} is reached over SSH ({rows[0].ssh_alias}): that needs "
+                         "pytest-xdist, which is not loaded", "pip install pytest-xdist, and do not pass -p no:xdist")
     timeout_s, ssh_config = ssh_timeout_s(environ), environ.get(SSH_CONFIG_VARIABLE) or None
     checks = check_hosts(rows, env.path, timeout_s, ssh_config)
-    problems = [c.problem for c in checks if c.problem]
-    if problems:
-        raise SetupError(problems[0])
+    wrong = [c for c in checks if c.problem]
+    if wrong:
+        raise usage_error_of_line(wrong[0].row.host, wrong[0].problem or "")
     down = [c.unreachable for c in checks if c.unreachable]
     up = [c.row for c in checks if not c.unreachable]
     if not up:
-        raise SetupError(f"{'; '.join(down)}. Fix: check the host is up and `ssh <alias> hostname` answers")
+        raise UsageError(rows[0].host, "; ".join(down), "check the host is up and `ssh <alias> hostname` answers",
+                         named=True)
     synced = _paths_and_sync(config, env, up, timeout_s, ssh_config)
     per_host = config.option.numprocesses if isinstance(config.option.numprocesses, int) else None
     config.option.numprocesses = None  # xdist would turn -n into local workers: -n is per host here
@@ -56,12 +57,12 @@ def plan_remote(config: pytest.Config, env: EnvFile, environ) -> Optional["Remot
 
     ticket, tickets = config.getoption("ticket"), env.resources.tickets
     if ticket and tickets is None:
-        raise SetupError(f"--ticket {ticket} is given, but `tickets` is not set in section 'Resources' of {env.path}. "
-                         "Fix: set | tickets | /path/to/tickets |, or drop --ticket to write to ./")
+        raise UsageError("--ticket", f"--ticket {ticket} is given, but `tickets` is not set in section 'Resources' of "
+                         f"{env.path}", "set | tickets | /path/to/tickets |, or drop --ticket to write to ./")
     try:
         out_dir, lock = result_folder(tickets, ticket, Path(config.invocation_params.dir))
     except FileProblem as exc:
-        raise SetupError(f"artifacts: {exc}") from None
+        raise usage_error_of_line(tickets or Path(config.invocation_params.dir), f"artifacts: {exc}") from None
     from pytest_gpuverify.remote.placement import HostSlots
 
     remote = RemoteController(down, _target_limit_s(config, environ), timeout_s, ssh_config, synced,
@@ -84,7 +85,7 @@ def _paths_and_sync(config: pytest.Config, env: EnvFile, rows, timeout_s: float,
     synced = sync_checkout(here, env, rows, timeout_s, ssh_config) if config.getoption("gpu_sync") else None
     try:
         top, row = local_checkout(here, env)
-    except SetupError:
+    except UsageError:
         return synced
     args = repo_qualified(list(config.invocation_params.args), config.option.file_or_dir, here, top, row.repo)
     config.invocation_params = dataclasses.replace(config.invocation_params, args=tuple(args))  # what xdist sends

@@ -15,7 +15,7 @@ from typing import Optional
 from pytest_gpuverify.engine.artifact import SyncRecord
 from pytest_gpuverify.config.envfile import EnvFile, HostRow, RepoRow
 from pytest_gpuverify.place.gitstate import git, repo_state
-from pytest_gpuverify.config.options import SetupError
+from pytest_gpuverify.config.errors import UsageError
 from pytest_gpuverify.remote.preflight import ssh_base
 
 # never copied: git's own folder, build outputs, caches (the host builds its own)
@@ -28,14 +28,14 @@ def local_checkout(here: Path, env: EnvFile) -> tuple[Path, RepoRow]:
     name, or the only row)."""
     top = (git(here, "rev-parse", "--show-toplevel") or "").strip()
     if not top:
-        raise SetupError(f"--gpu-sync: {here} is not inside a git checkout. Fix: run from your checkout")
+        raise UsageError("--gpu-sync", f"--gpu-sync: {here} is not inside a git checkout", "run from your checkout")
     rows = [r for r in env.repos if r.path is not None]
     named = [r for r in rows if r.repo.casefold() == Path(top).name.casefold()
              or (r.path is not None and r.path.name == Path(top).name)]
     row = named[0] if len(named) == 1 else rows[0] if len(rows) == 1 else None
     if row is None:
-        raise SetupError(f"--gpu-sync: no Repos row of {env.path} matches the checkout {top}. Fix: name the row "
-                         f"{Path(top).name!r}, or run from a checkout folder named like its row")
+        raise UsageError("--gpu-sync", f"--gpu-sync: no Repos row of {env.path} matches the checkout {top}",
+                         f"name the row {Path(top).name!r}, or run from a checkout folder named like its row")
     return Path(top), row
 
 
@@ -67,8 +67,9 @@ def sync_to(host: HostRow, row: RepoRow, top: Path, timeout_s: float, ssh_config
     done = subprocess.run(argv, capture_output=True, text=True, errors="replace", stdin=subprocess.DEVNULL)
     if done.returncode != 0:
         said = (done.stderr.strip().splitlines() or ["no message"])[-1]
-        raise SetupError(f"--gpu-sync: rsync of {top} to {host.host}:{row.path} failed (exit {done.returncode}: "
-                         f"{said[:200]}). Fix: check that rsync is installed on {host.host} and the folder is writable")
+        raise UsageError("--gpu-sync", f"--gpu-sync: rsync of {top} to {host.host}:{row.path} failed (exit "
+                         f"{done.returncode}: {said[:200]})",
+                         f"check that rsync is installed on {host.host} and the folder is writable")
 
 
 def sync_checkout(here: Path, env: EnvFile, hosts: list[HostRow], timeout_s: float,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Optional
 
 from pytest_gpuverify.config.envfile import EnvFile, HostRow
-from pytest_gpuverify.config.options import SetupError
+from pytest_gpuverify.config.errors import UsageError
 from pytest_gpuverify.remote.preflight import python_of, ssh_base
 
 HOST_VARIABLE = "GPUVERIFY_XDIST_HOST"  # set on each worker (execnet's env: key): the Hosts row it serves
@@ -37,15 +37,15 @@ def _fan_out_rows(env: EnvFile, hosts: str) -> list[HostRow]:
         for name in (n.strip() for n in wanted.split(",") if n.strip()):
             row = env.host(name)
             if row is None:
-                raise SetupError(f"--gpu-hosts: {name!r} is not a host or arch in Hosts of {env.path}. "
-                                 f"Fix: use all, an arch, or names from: {', '.join(h.host for h in env.hosts)}")
+                raise UsageError("--gpu-hosts", f"--gpu-hosts: {name!r} is not a host or arch in Hosts of {env.path}",
+                                 f"use all, an arch, or names from: {', '.join(h.host for h in env.hosts)}")
             if row.is_local:
-                raise SetupError(f"--gpu-hosts: {row.host} is the local row of {env.path}; fan-out starts workers "
-                                 "over SSH. Fix: give it its ssh alias, or leave it out")
+                raise UsageError("--gpu-hosts", f"--gpu-hosts: {row.host} is the local row of {env.path}; fan-out "
+                                 "starts workers over SSH", "give it its ssh alias, or leave it out")
             rows.append(row)
     if not rows:
-        raise SetupError(f"--gpu-hosts {hosts}: no host reached over SSH matches in Hosts of {env.path}. "
-                         "Fix: give the GPU hosts their ssh alias (not `local`)")
+        raise UsageError("--gpu-hosts", f"--gpu-hosts {hosts}: no host reached over SSH matches in Hosts of "
+                         f"{env.path}", "give the GPU hosts their ssh alias (not `local`)")
     return rows
 
 
