@@ -12,18 +12,17 @@ from __future__ import annotations
 
 import atexit
 import shutil
-import subprocess
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pytest_gpuverify.place.gitstate import git
+from pytest_gpuverify.config.errors import UsageError
+from pytest_gpuverify.place.gitstate import git, run_git
 
 FOLDER = ".gpuverify-ab"
+WORKTREE_TIMEOUT_S = 300  # `git worktree add` checks out a whole tree: a big repo on a slow disk takes minutes
 
-
-class AbError(Exception):
-    """The base cannot be checked out; the message names the ref and the fix."""
+AbError = UsageError  # the base cannot be checked out: the error names --gpu-ab, the ref and the fix
 
 
 @dataclass
@@ -36,10 +35,6 @@ class BaseWorktree:
 
     def container_path(self, head_in_container: str) -> str:
         return f"{head_in_container.rstrip('/')}/{self.path.relative_to(self.head).as_posix()}"
-
-
-def _run_git(top: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(["git", "-C", str(top), *args], capture_output=True, text=True, timeout=300)
 
 
 def _exclude(top: Path) -> None:
@@ -71,14 +66,15 @@ class BaseWorktrees:
             return self._made[head]
         sha = (git(head, "rev-parse", "--verify", "--quiet", f"{self.ref}^{{commit}}") or "").strip()
         if not sha:
-            raise AbError(f"--gpu-ab {self.ref}: not a commit in {head}. Fix: name a branch, tag or "
-                          "sha that `git rev-parse` knows there (e.g. --gpu-ab HEAD~1 or origin/main)")
+            raise UsageError("--gpu-ab", f"--gpu-ab {self.ref}: not a commit in {head}", "name a branch, tag or "
+                             "sha that `git rev-parse` knows there (e.g. --gpu-ab HEAD~1 or origin/main)")
         _exclude(head)
         path = head / FOLDER / f"base-{sha[:12]}-{uuid.uuid4().hex[:8]}"
-        res = _run_git(head, "worktree", "add", "--detach", str(path), sha)
-        if res.returncode != 0:
-            raise AbError(f"--gpu-ab {self.ref}: `git worktree add` failed in {head}: "
-                          f"{res.stderr.strip()[:300]}. Fix: `git worktree prune`, or free the disk")
+        res = run_git(head, "worktree", "add", "--detach", str(path), sha, timeout_s=WORKTREE_TIMEOUT_S)
+        if res is None or res.returncode != 0:
+            said = res.stderr.strip()[:300] if res is not None else f"git did not finish within {WORKTREE_TIMEOUT_S} s"
+            raise UsageError("--gpu-ab", f"--gpu-ab {self.ref}: `git worktree add` failed in {head}: {said}",
+                             "`git worktree prune`, or free the disk")
         self._made[head] = BaseWorktree(self.ref, sha, head, path)
         return self._made[head]
 
@@ -86,12 +82,12 @@ class BaseWorktrees:
         """Remove every worktree made; ``remove_in_container(path)`` deletes what the container's
         user wrote there (root-owned files the host user may not delete), before git forgets it."""
         for head, wt in list(self._made.items()):
-            res = _run_git(head, "worktree", "remove", "--force", str(wt.path))
-            if res.returncode != 0 and wt.path.exists():
+            res = run_git(head, "worktree", "remove", "--force", str(wt.path), timeout_s=WORKTREE_TIMEOUT_S)
+            if (res is None or res.returncode != 0) and wt.path.exists():
                 if remove_in_container is not None:
                     remove_in_container(wt)
                 shutil.rmtree(wt.path, ignore_errors=True)
-            _run_git(head, "worktree", "prune")
+            run_git(head, "worktree", "prune", timeout_s=WORKTREE_TIMEOUT_S)
             try:
                 (head / FOLDER).rmdir()  # only when empty: another session's worktree stays
             except OSError:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import subprocess
 from pathlib import Path
-from typing import Iterable, Optional
+from typing import Iterable, NamedTuple, Optional
 
 from pytest_gpuverify.engine.artifact import RepoRecord
 from pytest_gpuverify.place.caches import ROOT as SCRATCH
@@ -18,13 +18,28 @@ from pytest_gpuverify.place.caches import ROOT as SCRATCH
 MAX_DIRTY_PATHS = 50
 
 
-def git(path: Path, *args: str) -> Optional[str]:
-    """git's stdout, or None when git fails, hangs or is missing."""
+class GitResult(NamedTuple):
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def run_git(path: Path, *args: str, timeout_s: float = 30) -> Optional[GitResult]:
+    """``git -C path ARGS``: the package's one way to run git. None when git is missing, cannot be
+    started or runs past ``timeout_s``; bytes that are not UTF-8 (a file name, a message) are replaced."""
     try:
-        res = subprocess.run(["git", "-C", str(path), *args], capture_output=True, timeout=30)
+        res = subprocess.run(["git", "-C", str(path), *args], capture_output=True, timeout=timeout_s,
+                             stdin=subprocess.DEVNULL)
     except (OSError, subprocess.TimeoutExpired):
         return None
-    return res.stdout.decode("utf-8", errors="replace") if res.returncode == 0 else None
+    return GitResult(res.returncode, res.stdout.decode("utf-8", errors="replace"),
+                     res.stderr.decode("utf-8", errors="replace"))
+
+
+def git(path: Path, *args: str) -> Optional[str]:
+    """git's stdout, or None when git fails, hangs or is missing."""
+    res = run_git(path, *args)
+    return res.stdout if res is not None and res.returncode == 0 else None
 
 
 def own_output_dirs(tickets: Optional[Path]) -> list[Path]:

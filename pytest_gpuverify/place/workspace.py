@@ -6,12 +6,12 @@ devcontainer may mount it elsewhere than the Repos row says): see :func:`contain
 
 from __future__ import annotations
 
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Iterable, Optional
 
 from pytest_gpuverify.config.envfile import EnvFile, RepoRow
+from pytest_gpuverify.place.gitstate import git
 
 
 class WorkspaceError(Exception):
@@ -26,16 +26,8 @@ class Workspace:
 
 
 def git_toplevel(path: Path) -> Optional[Path]:
-    try:
-        res = subprocess.run(
-            ["git", "-C", str(path if path.is_dir() else path.parent), "rev-parse", "--show-toplevel"],
-            capture_output=True,
-            timeout=30,
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    top = res.stdout.decode("utf-8", errors="replace").strip()
-    return Path(top).resolve() if res.returncode == 0 and top else None
+    top = (git(path if path.is_dir() else path.parent, "rev-parse", "--show-toplevel") or "").strip()
+    return Path(top).resolve() if top else None
 
 
 def locate(env: EnvFile, location: Path, repo_name: Optional[str] = None, file: Optional[Path] = None) -> Workspace:
