@@ -1,4 +1,4 @@
-"""``gpuverify doctor``: the seed's read-only health check of a GPU host, as one report.
+"""``gpuverify doctor``: the read-only health check of a GPU host, as one report.
 
 Hostname and its Hosts row; every GPU's use, VRAM and processes; which GPUs someone holds the lock of
 right now; whether the tickets folder can be written; per container of the env file on this host: running or not, the arch inside, and the

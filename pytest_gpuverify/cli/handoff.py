@@ -1,4 +1,4 @@
-"""``gpuverify handoff TICKET_DIR [--base BASE_DIR] [-o FILE]``: seed 004's handoff JSON, every number
+"""``gpuverify handoff TICKET_DIR [--base BASE_DIR] [-o FILE]``: the ticket's handoff JSON, every number
 taken from the ticket's artifacts, each ``gpuverify check``ed first (a failing check refuses, naming the
 file). What a person must write (``whatWasImplemented``, ``tests.added`` ...) is left empty."""
 

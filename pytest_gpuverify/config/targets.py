@@ -1,8 +1,8 @@
 """Targets: what to run, how its command line and environment are built, and what it is called.
 
 A target never runs on the host: it is a path or a declaration turned into a command that runs
-inside the container, in the worktree, with only its GPUs visible. The kinds are the seed's Run
-table: an aiter op_test script, a FlyDSL pytest file, a Triton kernel test in aiter, a bench harness
+inside the container, in the worktree, with only its GPUs visible. The kinds are the contract's
+("4. Container, import check, run"): an aiter op_test script, a FlyDSL pytest file, a Triton kernel test in aiter, a bench harness
 or one-off script declared with its command; and any kernel repo's own pytest files or folders
 (``pytest``: declared, or matched by the ``gpu_pytest_paths`` globs of the ini file).
 """
@@ -31,7 +31,7 @@ JUNIT_DIR = "/tmp/gpuverify/junit"  # inside the container; the file is fetched 
 
 
 class Thresholds(BaseModel):
-    """Correctness limits a declaration may add to what the output itself prints (seed 004)."""
+    """Correctness limits a declaration may add to what the output itself prints (contract "6. Verdicts")."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -144,9 +144,10 @@ def junit_path(run_id: str) -> str:
 
 
 def command_argv(target: Target, rel_path: Optional[PurePosixPath], run_id: str) -> list[str]:
-    """The repo's own command, unchanged (seed: "Run the repo's own test target. Do not rewrite it").
+    """The repo's own command, unchanged: a rewritten command would prove something else.
 
-    Pytest files get only what is needed to see results: ``-q`` as the seed runs them, ``-rA`` so
+    Pytest files get only what is needed to see results: ``-q`` (contract "4. Container, import
+    check, run"), ``-rA`` so
     every outcome and captured output is printed, and a JUnit XML report that is read instead of the
     progress dots."""
     if target.kind == BENCH:

@@ -75,7 +75,7 @@ class VerifySession(PreRunSteps):
         self.lock_spec, self.picker_command = lock_for(env, self.host_row)
         self.signer = signer_for(env, self.host_row.host)  # its key is checked here, before any GPU
         self.expected_arch = (options.arch or self.host_row.arch or "").lower() or None
-        if options.ticket and env.resources.tickets is None:  # the seed's "stop and ask", never ./
+        if options.ticket and env.resources.tickets is None:  # stop and ask, never ./ (contract "2. The env file")
             raise UsageError("--ticket", f"--ticket {options.ticket} is given, but `tickets` is not set in section "
                              f"'Resources' of {env.path}, so there is no ticket folder",
                              "set | tickets | /path/to/tickets |, or drop --ticket to write to ./")

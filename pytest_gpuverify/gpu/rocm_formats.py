@@ -3,7 +3,9 @@
 Each takes a tool's stdout as text and returns what it could read; none raises on garbage (deciding
 that nothing usable came back is the backend's job). Device indices returned here are the *tool's own*
 (amd-smi ``gpu``, rocm-smi ``cardN``/``GPU[N]``): turning them into HIP indices needs a second command.
-Formats and their version changes: shared/notes/gpu-tools-and-locks.md sections 1-3.
+Formats change between versions (amd-smi's JSON is a list before 26.x and a ``{"gpu_data": [...]}``
+object from 26.x; rocm-smi's ``--showmemuse`` changed meaning in ROCm 6.1.2): each parser below says
+which forms it reads.
 """
 
 from __future__ import annotations

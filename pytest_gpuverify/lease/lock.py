@@ -2,8 +2,9 @@
 
 We hold it with ``fcntl.flock`` on our own open file description, so it excludes (and is excluded by)
 ``flock(1)``, ``filelock`` and every other ``flock`` user of the path. The descriptor is opened
-``O_CLOEXEC``: no command we start can inherit it and keep the GPU locked after we let go
-(gpu-tools-and-locks.md section 6, case 5). The kernel drops it if this process dies, even on kill -9.
+``O_CLOEXEC``: no command we start can inherit it and keep the GPU locked after we let go (a child
+that inherits a ``flock`` descriptor holds the lock until it exits, even after its parent was killed
+with kill -9). The kernel drops it if this process dies, even on kill -9.
 Lock files are never deleted: another user may hold or be waiting on them.
 
 Lock files are shared by every user of the host, so they are opened as ``flock(1)`` opens them and

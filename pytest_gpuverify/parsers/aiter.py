@@ -1,4 +1,4 @@
-"""Parser for the output of aiter ``op_tests/test_*.py`` scripts (research notes, section 1).
+"""Parser for the output of aiter ``op_tests/test_*.py`` scripts.
 
 One pass over the lines, as a small state machine. It reads: ``[checkAllclose ...]`` verdicts and
 the ``-->max abs delta`` lines after them, legacy one-line ``[perf] ... avg: X us`` results, ruled
@@ -87,7 +87,7 @@ class _AiterParser(SummaryTables, CappedRecorder):
         self.ws_perf = True
         self.orphan_rows_noted = False
         self.metrics = MetricsObserver(self.fail)  # cosine_sim, max_abs_error, logits_diff, snr_db
-        # seed 004's per-shape lines, declared pass/fail words, NaN in a printed result
+        # per-shape check lines, declared pass/fail words, NaN in a printed result
         self.printed = PrintedChecks(self.fail, context.thresholds, context.pass_pattern, context.fail_pattern)
         declared = context.thresholds.err_ratio_max
         self.err_tolerance = declared if declared is not None else ERR_TOLERANCE
@@ -286,7 +286,7 @@ class _AiterParser(SummaryTables, CappedRecorder):
             passed, warning = self.counts["passed"], self.counts["warning"]
         else:
             passed, warning = self.err_counts["passed"], self.err_counts["warning"]
-        printed = self.printed  # seed 004's per-shape lines and declared words: one check per shape
+        printed = self.printed  # per-shape check lines and declared words: one check per shape
         failed = self.counts["failed"] + self.counts["catastrophic"] + self.err_counts["failed"] + printed.shapes_failed
         passed += printed.shapes_passed
         if self.shape_keys:

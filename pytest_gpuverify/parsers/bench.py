@@ -1,4 +1,4 @@
-"""Parser for a bench harness or one-off script (research notes, section 4, and the FlyDSL benches).
+"""Parser for a bench harness or one-off script (Triton ``perf_report`` tables, and the FlyDSL benches).
 
 It reads, in one pass: Triton ``perf_report`` tables (a ``<plot_name>:`` title, a header, rows with
 an integer index; both the full ``to_string`` form and the old ``print(df)`` form cut with ``..``

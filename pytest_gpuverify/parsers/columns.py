@@ -1,4 +1,4 @@
-"""Column classes of printed tables (notes 1.5): which columns are times, throughputs, errors,
+"""Column classes of printed tables (the ``ret[...]`` column names of aiter's op_tests): which columns are times, throughputs, errors,
 ratios or part of the shape, and which throughput belongs to which time column."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from pytest_gpuverify.parsers.lines import is_ellipsis
 from pytest_gpuverify.parsers.perfstats import RUNS, TO_US, ColumnGroup, group_columns, unit_of
 
 
-# Column classes (notes 1.5); the first that matches wins, so ``bwd_us`` is a time, not a bandwidth.
+# Column classes; the first that matches wins, so ``bwd_us`` is a time, not a bandwidth.
 COLUMN_CLASSES = [
     ("runs", RUNS),  # a timing's count: the row's ``runs``, not part of its shape
     ("metric", re.compile(r"tflops|tb/s|gb/s|gb_per_sec|tok/s|(^|[ _:])bw($|[ _(])", re.I)),

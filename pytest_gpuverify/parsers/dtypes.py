@@ -2,12 +2,12 @@
 an SNR proves nothing).
 
 Sources, in this order: the declaration's ``dtype``; the ``-d``/``--dtype`` arguments of the command
-as run (aiter's op_tests take ``-d`` as a list they sweep, notes 1.8); what the output prints for
+as run (aiter's op_tests take ``-d`` as a list they sweep); what the output prints for
 the shapes it checked (an output-dtype column of a summary table, a ``dtype=``/``dtype:`` key of a
 checked shape). A low-precision dtype in any of them is the one the SNR rule applies to; otherwise
 the first found is recorded, with where it was read.
 
-Which columns and keys are the OUTPUT dtype (aiter's op_tests, notes 1.4-1.8):
+Which columns and keys are the OUTPUT dtype (aiter's op_tests' summary tables and argparse flags):
 
 - ``dtype``: the output (``test_gemm_a8w8``'s ``-d`` is the GEMM's output dtype, ``bf16`` by default;
   ``test_moe_2stage``'s ``dtype`` is its activations' and output's); ``out_dtype``, ``output_dtype``,

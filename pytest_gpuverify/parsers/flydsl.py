@@ -1,4 +1,4 @@
-"""Parser for a FlyDSL ``tests/kernels`` pytest run (research notes, section 3).
+"""Parser for a FlyDSL ``tests/kernels`` pytest run.
 
 The outcomes come from the inner pytest (:mod:`.pytest_run`: JUnit XML, else the terminal). On top,
 the tests' own ``print()`` one-liners, which ``-rA`` shows under each test's section:

@@ -1,4 +1,4 @@
-"""An inner pytest run's JUnit XML report: every test's outcome, read as a stream (research notes 3)."""
+"""An inner pytest run's JUnit XML report: every test's outcome, read as a stream."""
 
 from __future__ import annotations
 

@@ -1,8 +1,8 @@
-"""Reading an inner pytest run (FlyDSL ``tests/kernels``, aiter ``op_tests/triton_tests``; notes 2-3).
+"""Reading an inner pytest run (FlyDSL ``tests/kernels``, aiter ``op_tests/triton_tests``).
 
 The JUnit XML report gives every test's outcome exactly; without it, the terminal's summary line
 (``3 passed, 1 skipped in 2.1s``) and the ``-rA`` short summary (``FAILED x::y - msg``) are read.
-The trap (notes 3): FlyDSL's conftest turns exit code 5 into 0, and whole modules skip themselves
+The trap: FlyDSL's conftest turns exit code 5 into 0, and whole modules skip themselves
 when ``import aiter`` fails, so a run where no test passed and none failed is a problem
 (:data:`RAN_NO_TEST`), never a pass. torch ``assert_close`` blocks are read into the failure reason.
 """

@@ -1,4 +1,4 @@
-"""Parser for aiter's Triton kernel tests, ``op_tests/triton_tests/**`` (research notes, section 2).
+"""Parser for aiter's Triton kernel tests, ``op_tests/triton_tests/**``.
 
 They are pytest files that print essentially nothing on success; a failure is a failing test, with
 torch ``assert_close``'s ``Tensor-likes are not close!`` block (read by :mod:`.pytest_run`). Some

@@ -1,5 +1,5 @@
-"""Build steps: seed 004 builds before it tests (``make hip_kernels c_extensions`` in the same
-container). A declaration names them once::
+"""Build steps: a kernel repo's extensions are built before its tests run (aiter's ``make hip_kernels
+c_extensions``, in the same container). A declaration names them once::
 
     [[builds]]
     name = "kernels"                              # optional; default: the command's first word

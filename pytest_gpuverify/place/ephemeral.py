@@ -1,5 +1,5 @@
 """Fresh containers: a Containers row named ``run`` (or ``run:<label>``) is not a container but an
-image to start one from, per locked run, as seed 004's ``docker run --rm --device=/dev/kfd ...`` does.
+image to start one from, per locked run, the way ``docker run --rm --device=/dev/kfd ...`` starts one by hand.
 
 The container is started only once the run holds its GPUs' locks, with those GPUs' device files
 (``/dev/kfd`` and each locked GPU's ``/dev/dri/renderD*`` node, read from the KFD topology; only the

@@ -1,6 +1,6 @@
 """The worker's side on a GPU host: which Hosts row it serves, and where its targets are.
 
-The env file's repo paths are the host's (the checkout lives there, as the seed has it), so a
+The env file's repo paths are the host's (the checkout lives there), so a
 target given relative to a repo root, or declared in a repo, is found in the Repos rows' checkouts
 on the host, whatever folder the controller ran in."""
 

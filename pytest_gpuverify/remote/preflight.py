@@ -1,5 +1,5 @@
 """Before any worker starts: each host answers ``ssh <alias> hostname`` with its Hosts row's name
-(the seed's first step), and its Python imports the same pytest-gpuverify version as the controller.
+(contract "2. The env file"), and its Python imports the same pytest-gpuverify version as the controller.
 
 One ssh round trip per host, all hosts at once, each bounded by a timeout: a host that does not
 answer is reported and left out; a wrong name or plugin stops the run before anything runs."""

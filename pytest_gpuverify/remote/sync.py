@@ -1,4 +1,4 @@
-"""``--gpu-sync``: seed 004's second model, code on the laptop and a copy on the GPU host. The local
+"""``--gpu-sync``: code on the laptop and a copy on the GPU host. The local
 checkout is copied with ``rsync`` over the host's ssh alias into its Repos row's path, before any
 worker starts; what was copied is recorded so a reviewer knows what ran is what was committed:
 the local commit, the local dirty paths, and the sha256 of the copied file list (each file's sha256

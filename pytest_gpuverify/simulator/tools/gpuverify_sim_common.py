@@ -8,7 +8,7 @@ is a stub calling :func:`main`. ``main`` dispatches on the name it was called by
 (``$GPUVERIFY_SIM_STATE``, else ``STATE_PATH``) on every call, and runs that tool's module, imported
 then, so a call loads only its own tool: ``gpuverify_sim_rocm_smi``, ``gpuverify_sim_amd_smi`` or
 ``gpuverify_sim_rocminfo``, each printing what the real tool prints for the state. Layouts follow the
-captures in shared/samples/gpu_tools (rocm-smi banner width, tab-padded tables, one-line ``--json``;
+real tools' output as captured on ROCm hosts (rocm-smi banner width, tab-padded tables, one-line ``--json``;
 amd-smi list vs ``gpu_data`` envelopes; rocminfo padding).
 """
 
