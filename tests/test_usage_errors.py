@@ -117,6 +117,9 @@ def test_the_documented_forms_are_unchanged(tmp_path):
         check_seconds("--gpu-window", "soon")
     assert str(option_error.value) == "--gpu-window 'soon' is not a number of seconds. Fix: e.g. --gpu-window 2"
     assert (option_error.value.source, option_error.value.where) == ("--gpu-window", None)
+    with pytest.raises(EnvFileError) as dashed:  # a file whose name starts like an option still leads its line
+        parse_env_text(env_text("| h | local | gfx942 | eight |"), "-env.md")
+    assert str(dashed.value).startswith("-env.md: section 'Hosts', row 1 (h): gpus 'eight'")
 
 
 def test_a_lock_cell_error_is_a_usage_error_the_env_file_places(tmp_path):

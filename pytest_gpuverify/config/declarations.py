@@ -84,7 +84,7 @@ class DeclarationError(UsageError):
         self.path, self.key = Path(path), key
         # The place as shown, key included: "targets[2] (ab-harness) at line 20, key 'command'".
         super().__init__(self.path, message, fix,
-                         where=", ".join(p for p in (where, f"key {key!r}" if key else None) if p) or None)
+                         where=", ".join(p for p in (where, f"key {key!r}" if key else None) if p) or None, named=False)
 
 
 class Defaults(BaseModel):

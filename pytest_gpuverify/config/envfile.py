@@ -50,7 +50,7 @@ class EnvFileError(UsageError):
         where = [f"section {section!r}"] if section else []
         if row is not None:
             where.append(f"row {row}" + (f" ({row_label})" if row_label else ""))
-        super().__init__(self.path, message, fix, where=", ".join(where) or None)
+        super().__init__(self.path, message, fix, where=", ".join(where) or None, named=False)
 
 
 class EnvFileMissing(EnvFileError):
