@@ -180,7 +180,7 @@ class SessionBuilds:
         except Exception as exc:  # no GPU, no container, no file: the targets say why, never run
             record.problem = f"did not run ({type(exc).__name__}: {' '.join(str(exc).split())[:300]})"
         except KeyboardInterrupt as exc:  # Ctrl-C or SIGTERM during the build: the target never started
-            from pytest_gpuverify.execute.container import Terminated, interrupt_cause
+            from pytest_gpuverify.execute.base import Terminated, interrupt_cause
 
             cause = getattr(getattr(exc, "outcome", None), "interrupted", None) or interrupt_cause(exc)
             record.problem = f"interrupted ({cause})"
