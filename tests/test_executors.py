@@ -4,12 +4,14 @@ host and in a real container, sees the same capped output, the same time limit a
 from __future__ import annotations
 
 import inspect
+import os
+import signal
 import uuid
 
 import pytest
 
 from pytest_gpuverify.cli import demo
-from pytest_gpuverify.execute.base import Executor
+from pytest_gpuverify.execute.base import Executor, Interrupted
 from pytest_gpuverify.execute.bounds import GRACE_S, MAX_OUTPUT_BYTES
 from pytest_gpuverify.execute.container import ContainerExecutor
 from pytest_gpuverify.execute.host import HostExecutor
@@ -81,3 +83,23 @@ def test_a_command_ignoring_sigterm_is_killed_after_the_grace(executor, tmp_path
     code, ps = executor.capture(["sh", "-c", "cat /proc/[0-9]*/cmdline 2>/dev/null | tr '\\0' ' '"])
     assert code == 0 and b"/proc/" in ps, "the look at the processes ran"  # its own `sh -c` names no tag
     assert tag.encode() not in ps, "the command and its group are gone"
+
+
+def test_ctrl_c_stops_the_command_and_carries_what_was_known(executor, tmp_path):
+    tag = f"gv-exec-{uuid.uuid4().hex[:8]}"
+    out = tmp_path / "out.log"
+    sent: list[bool] = []
+
+    def ctrl_c_once_it_runs(data: bytes) -> None:
+        if b"up" in data and not sent:  # the command runs: the executor is waiting on it
+            sent.append(True)
+            os.kill(os.getpid(), signal.SIGINT)
+
+    with pytest.raises(Interrupted) as info:
+        executor.stream_to_file(["sh", "-c", "echo up; sleep 60", tag], out, timeout_s=60, echo=ctrl_c_once_it_runs)
+    outcome = info.value.outcome
+    assert outcome.interrupted == "Ctrl-C" and not outcome.timed_out
+    assert out.read_bytes().startswith(b"up\n") and outcome.bytes_written >= 3
+    assert outcome.duration_s < GRACE_S + 5, outcome.duration_s
+    code, ps = executor.capture(["sh", "-c", "cat /proc/[0-9]*/cmdline 2>/dev/null | tr '\\0' ' '"])
+    assert code == 0 and b"/proc/" in ps and tag.encode() not in ps, "the command is gone"

@@ -122,7 +122,11 @@ class ContainerExecutor:
         ``on_start`` gets, once it runs, how to stop it from elsewhere (see lease/guard.py)."""
         with open(out_path, "ab", buffering=0) as fh:
             sink = CappedSink(fh.write, self.output_cap, echo)
-            outcome = self._exec(argv, env, workdir, timeout_s, sink, on_start)
+            try:
+                outcome = self._exec(argv, env, workdir, timeout_s, sink, on_start)
+            except Interrupted as stopped:
+                stopped.outcome.bytes_written = sink.kept  # as the host's says (base.py)
+                raise
         outcome.bytes_written = sink.kept
         if problem := sink.problem():
             outcome.problems.append(problem)
@@ -153,9 +157,6 @@ class ContainerExecutor:
         except docker.errors.DockerException as exc:
             raise ContainerError(f"cannot exec in container {self.name!r}: {exc}") from None
         marker = (env or {}).get(MARKER)
-        if on_start is not None:
-            on_start(["container", self.name, pid_file, *([marker] if marker else [])])
-
         reader_error: list[BaseException] = []
         wrapper_err = bytearray()
 
@@ -175,11 +176,13 @@ class ContainerExecutor:
                 sink(rest.encode())  # the wrapper's own complaints, as before: in the output
 
         reader = threading.Thread(target=pump, name=f"gpuverify-exec-{self.name}", daemon=True)
-        reader.start()
         # The wrapper's `timeout` stops the command itself; this watchdog only covers a wrapper that
         # could not run `timeout` or a daemon that stopped answering.
         hard_deadline = started + limit + GRACE_S + 2
-        try:
+        try:  # from the exec's start on: a Ctrl-C at any point stops the command
+            if on_start is not None:
+                on_start(["container", self.name, pid_file, *([marker] if marker else [])])
+            reader.start()
             while reader.is_alive():
                 reader.join(timeout=0.2)
                 if time.monotonic() > hard_deadline and reader.is_alive():
@@ -190,7 +193,8 @@ class ContainerExecutor:
         except KeyboardInterrupt as exc:
             outcome.interrupted = interrupt_cause(exc)
             self._stop_quietly(pid_file)
-            reader.join(timeout=GRACE_S + 2)  # the exec ends once the wrapper has swept and reported
+            if reader.is_alive():
+                reader.join(timeout=GRACE_S + 2)  # the exec ends once the wrapper has swept and reported
             take_report()
             self._finish(exec_id, outcome, started, limit)
             raise Interrupted(outcome) from None

@@ -62,9 +62,6 @@ class HostExecutor:
                 fh.write(f"gpuverify: cannot start {argv[0]}: {exc}\n".encode())
                 outcome.exit_code = 127
                 return outcome
-            if on_start is not None:
-                # its process group (start_new_session), and the marker of every process it starts
-                on_start(["host", str(proc.pid), *([marker] if marker else [])])
             sink = CappedSink(fh.write, self.output_cap, echo)
 
             def pump() -> None:
@@ -74,7 +71,7 @@ class HostExecutor:
                     sink(chunk)
 
             reader = threading.Thread(target=pump, name="gpuverify-host-run", daemon=True)
-            reader.start()
+
             def on_timeout() -> None:
                 outcome.timed_out = True
                 _stop(proc)
@@ -83,8 +80,12 @@ class HostExecutor:
             # to 50 ms, and that delay would sit between a command's exit and the GPU's release.
             timer = threading.Timer(timeout_s, on_timeout)
             timer.daemon = True
-            timer.start()
-            try:
+            try:  # from the command's start on: a Ctrl-C at any point stops it
+                if on_start is not None:
+                    # its process group (start_new_session), and the marker of every process it starts
+                    on_start(["host", str(proc.pid), *([marker] if marker else [])])
+                reader.start()
+                timer.start()
                 try:
                     proc.wait()
                 finally:
@@ -92,11 +93,13 @@ class HostExecutor:
                 if marker:  # before the output is drained: a leftover may hold the pipe open
                     outcome.leftovers = stop_marked(marker, before)
             except KeyboardInterrupt as exc:
+                timer.cancel()
                 outcome.interrupted = interrupt_cause(exc)
                 _stop(proc)
                 if marker:
                     outcome.leftovers = stop_marked(marker, before)
-                reader.join(timeout=5)
+                if reader.is_alive():
+                    reader.join(timeout=5)
                 outcome.exit_code = proc.returncode
                 outcome.duration_s = time.monotonic() - started
                 outcome.bytes_written = sink.kept
