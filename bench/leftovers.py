@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from pytest_gpuverify.cli import demo  # noqa: E402
 from pytest_gpuverify.execute.container import ContainerExecutor, docker_client  # noqa: E402
-from pytest_gpuverify.lease.leftovers import MARKER, proc_pids, stop_marked  # noqa: E402
+from pytest_gpuverify.execute.leftovers import MARKER, proc_pids, stop_marked  # noqa: E402
 
 
 def main() -> int:

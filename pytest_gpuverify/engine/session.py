@@ -31,7 +31,7 @@ from pytest_gpuverify.place.gitstate import own_output_dirs
 from pytest_gpuverify.execute.host_commands import LocalHost
 from pytest_gpuverify.reporting.live import RunningLine, running_echo
 from pytest_gpuverify.execute.host import HostExecutor
-from pytest_gpuverify.lease.leftovers import run_marker
+from pytest_gpuverify.execute.leftovers import run_marker
 from pytest_gpuverify.lease.lock import LockError
 from pytest_gpuverify.config.hosts import lock_for, select_host
 from pytest_gpuverify.config.options import RunOptions, SetupError

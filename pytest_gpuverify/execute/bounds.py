@@ -3,7 +3,7 @@ and SIGKILL, the cap on the output kept, the scratch folder inside a container, 
 group on this host is stopped.
 
 Its users: the executors (container.py, host.py), the GPU tools' runner (host_commands.py), the
-sweep of what a run leaves behind (lease/leftovers.py) and the watchdog that stops a command when
+sweep of what a run leaves behind (execute/leftovers.py) and the watchdog that stops a command when
 the session dies (lease/watchdog.py). Standard library only and no ``typing`` at run time: the
 watchdog imports it in its first milliseconds (``python -I -S``).
 """

@@ -16,7 +16,7 @@ from typing import Any, Callable, Mapping, Optional, Sequence
 
 from pytest_gpuverify.execute.base import ExecOutcome, Interrupted, interrupt_cause
 from pytest_gpuverify.execute.bounds import GRACE_S, MAX_OUTPUT_BYTES, SCRATCH_ROOT, CappedSink
-from pytest_gpuverify.lease.leftovers import MARKER, SNAPSHOT_SH, SWEEP_SH, parse_report
+from pytest_gpuverify.execute.leftovers import MARKER, SNAPSHOT_SH, SWEEP_SH, parse_report
 
 PID_FILE_WAIT_S = 2.0  # the wrapper writes its pid file right after the exec starts
 
@@ -24,7 +24,7 @@ PID_FILE_WAIT_S = 2.0  # the wrapper writes its pid file right after the exec st
 # SIGKILL GRACE_S later); the pid file holds `timeout`'s PID so a later exec can stop it early,
 # and the wrapper removes the pid file itself, leaving no scratch behind. The command's stderr joins
 # its stdout (one stream, in order); the wrapper's own stderr carries only its report of processes
-# the run left behind, which it stops before the exec ends (lease/leftovers.py).
+# the run left behind, which it stops before the exec ends (execute/leftovers.py).
 _WRAPPER = (
     'mkdir -p "${0%/*}" 2>/dev/null; t=$1; shift; ' + SNAPSHOT_SH + '; '
     'if command -v timeout >/dev/null 2>&1; then timeout -k ' + str(GRACE_S) + ' "$t" "$@" 2>&1 & '

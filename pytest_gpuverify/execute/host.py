@@ -16,7 +16,7 @@ from typing import Callable, Mapping, Optional, Sequence
 
 from pytest_gpuverify.execute.base import ExecOutcome, Interrupted, interrupt_cause
 from pytest_gpuverify.execute.bounds import MAX_OUTPUT_BYTES, CappedSink, stop_group
-from pytest_gpuverify.lease.leftovers import MARKER, proc_pids, stop_marked
+from pytest_gpuverify.execute.leftovers import MARKER, proc_pids, stop_marked
 
 
 class HostExecutor:

@@ -12,7 +12,7 @@ commands still armed means the session died: each armed command is stopped (its 
 ``container NAME PID_FILE [RUN_ID]`` or ``host PGID [RUN_ID]``), then each armed fresh container
 (``fresh NAME RUN_ID``: a `run` row's, place/ephemeral.py) is removed, only when it carries RUN_ID's
 labels, and only then does the watchdog exit and the kernel drop the locks. With RUN_ID it also stops
-every process carrying the run's marker (lease/leftovers.py): what the command left behind in
+every process carrying the run's marker (execute/leftovers.py): what the command left behind in
 another process group or session is gone too before the locks go.
 """
 
@@ -38,7 +38,7 @@ def _stop_container(name: str, pid_file: str, run_id: str = "") -> None:
     _package()
     try:
         from pytest_gpuverify.execute.container import STOP_SH, STOP_TIMEOUT_S, ContainerExecutor, docker_client
-        from pytest_gpuverify.lease.leftovers import SWEEP_SH
+        from pytest_gpuverify.execute.leftovers import SWEEP_SH
 
         script = STOP_SH
         if run_id:  # then every process of the run (no `$$` of ours carries the marker here)
@@ -52,7 +52,7 @@ def _stop_container(name: str, pid_file: str, run_id: str = "") -> None:
 def _stop_host_run(run_id: str) -> None:
     _package()
     try:
-        from pytest_gpuverify.lease.leftovers import stop_marked
+        from pytest_gpuverify.execute.leftovers import stop_marked
 
         stop_marked(run_id)
     except Exception:
