@@ -1,5 +1,5 @@
 """Docker Engine calls per target command in a container, and the time of one command through
-`ContainerHandle.stream_to_file` (the path every target takes), against a bare `docker exec`.
+`ContainerExecutor.stream_to_file` (the path every target takes), against a bare `docker exec`.
 With ``--other PATH`` (another checkout, e.g. an older commit's ``git archive``) the same for it,
 interleaved round by round. Each call to the engine is counted by name; a `true` command makes the
 command itself nothing, so what is left is the plugin's exec path.
@@ -24,7 +24,7 @@ HERE = str(Path(__file__).resolve().parents[1])
 
 def measure(name: str, execs: int) -> dict:
     """In this process (the checkout on PYTHONPATH): engine calls per command and the walls."""
-    from pytest_gpuverify.execute.container import ContainerHandle, docker_client
+    from pytest_gpuverify.execute.container import ContainerExecutor, docker_client
 
     client = docker_client()
     api, calls, running = client.api, {}, []
@@ -43,7 +43,7 @@ def measure(name: str, execs: int) -> dict:
 
     for call in ("exec_create", "exec_start", "exec_inspect", "inspect_container"):
         setattr(api, call, counted(call))
-    handle = ContainerHandle(client, name)
+    handle = ContainerExecutor(client, name)
     out = Path(tempfile.mkdtemp(prefix="gv-calls-")) / "out.log"
     walls = []
     for _ in range(execs):

@@ -32,7 +32,7 @@ from hostbench import intervals, make_host, median, pct, start_session  # noqa: 
 def reading_cost(host_env: Optional[dict], arch: Optional[str], repeats: int = 15) -> float:
     """The median time of one GPU reading as the sessions read (the re-check under the lock)."""
     from pytest_gpuverify.gpu import select_backend
-    from pytest_gpuverify.execute.hostexec import LocalHost
+    from pytest_gpuverify.execute.host_commands import LocalHost
 
     backend = select_backend(arch or "gfx942", LocalHost(env=host_env))
     backend.read()

@@ -3,7 +3,7 @@
 A real Docker container on the simulated ROCm host (the tests' sandbox) runs an op_test that
 ignores SIGTERM and prints its start time; the figure is the run's end (the artifact's
 ``finished_ts``, stamped after the command was gone) minus that start. Target: at most the limit
-+ 5 s (container.py / guard_process.py: SIGKILL 3 s after SIGTERM).
++ 5 s (execute/bounds.py: SIGKILL 3 s after SIGTERM).
 
     python bench/kill_grace.py [--timeout 5]
 """

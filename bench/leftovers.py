@@ -24,8 +24,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from pytest_gpuverify.cli import demo  # noqa: E402
-from pytest_gpuverify.execute.container import ContainerHandle, docker_client  # noqa: E402
-from pytest_gpuverify.lease.leftovers import MARKER, proc_pids, stop_marked  # noqa: E402
+from pytest_gpuverify.execute.container import ContainerExecutor, docker_client  # noqa: E402
+from pytest_gpuverify.execute.leftovers import MARKER, proc_pids, stop_marked  # noqa: E402
 
 
 def main() -> int:
@@ -37,7 +37,7 @@ def main() -> int:
     name = f"gv-bench-{uuid.uuid4().hex[:8]}"
     demo.start_container(client, name, None, {})
     try:
-        handle = ContainerHandle(client, name)
+        handle = ContainerExecutor(client, name)
 
         def timed(argv, env) -> float:
             t = time.perf_counter()

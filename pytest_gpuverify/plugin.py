@@ -143,7 +143,7 @@ def _terminate_like_ctrl_c() -> None:
     import signal
     import threading
 
-    from pytest_gpuverify.execute.container import Terminated
+    from pytest_gpuverify.execute.base import Terminated
 
     def on_term(signum, frame):
         raise Terminated("SIGTERM")

@@ -11,7 +11,7 @@ import pytest
 
 from pytest_gpuverify.gpu.amdsmi_lib import AmdSmiLibrary
 from pytest_gpuverify.gpu.rocm import RocmBackend
-from pytest_gpuverify.execute.hostexec import LocalHost
+from pytest_gpuverify.execute.host_commands import LocalHost
 from pytest_gpuverify.simulator import GIB, SimProcess, SimState, install, save_state
 
 

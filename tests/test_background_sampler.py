@@ -15,7 +15,7 @@ import pytest
 
 from pytest_gpuverify.config.envfile import parse_lock_prefix
 from pytest_gpuverify.gpu.rocm import RocmBackend
-from pytest_gpuverify.execute.hostexec import LocalHost
+from pytest_gpuverify.execute.host_commands import LocalHost
 from pytest_gpuverify.lease.readings_daemon import history_path
 from pytest_gpuverify.lease.sampler import IdleSampler
 from pytest_gpuverify.lease.shared_readings import SharedReadings

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_gpuverify.lease.leftovers import MARKER, parse_report, proc_pids, reason, stop_marked
+from pytest_gpuverify.execute.leftovers import MARKER, parse_report, proc_pids, reason, stop_marked
 
 # The detached child of the op_test below. On SIGTERM it notes whether its GPU's lock was still held
 # (it tries the lock itself: taking it means the session had let it go), then exits.

@@ -27,7 +27,7 @@ from pytest_gpuverify.gpu.nvidia import (
     plausible_bytes,
     smi_query_gpu_argv,
 )
-from pytest_gpuverify.execute.hostexec import CommandResult, LocalHost
+from pytest_gpuverify.execute.host_commands import CommandResult, LocalHost
 from pytest_gpuverify.lease.sampler import IdleCriteria, busy_reason
 
 SAMPLES = Path(__file__).parents[1] / ".." / "shared" / "samples" / "gpu_tools"

@@ -12,7 +12,7 @@ import pytest
 import pytest_gpuverify
 from pytest_gpuverify.config.envfile import EnvFileError, parse_env_text, parse_lock_prefix
 from pytest_gpuverify.gpu.rocm import RocmBackend
-from pytest_gpuverify.execute.hostexec import CommandResult, LocalHost
+from pytest_gpuverify.execute.host_commands import CommandResult, LocalHost
 from pytest_gpuverify.config.options import SetupError
 from pytest_gpuverify.lease.picker import GpuPicker, PickerError
 from pytest_gpuverify.lease.sampler import IdleSampler
@@ -192,16 +192,16 @@ IGNORES_TERM = "import signal, time\nsignal.signal(signal.SIGTERM, signal.SIG_IG
 
 
 def test_a_host_command_ignoring_sigterm_is_killed_after_the_grace(tmp_path):
-    from pytest_gpuverify.execute.container import KILL_GRACE_S
-    from pytest_gpuverify.execute.hostrun import HostExecutor
+    from pytest_gpuverify.execute.bounds import GRACE_S
+    from pytest_gpuverify.execute.host import HostExecutor
 
     outcome = HostExecutor().stream_to_file([sys.executable, "-c", IGNORES_TERM], tmp_path / "out.log", timeout_s=1)
     assert outcome.timed_out and outcome.exit_code == -9
-    assert KILL_GRACE_S <= 3 and outcome.duration_s < 1 + 5, outcome.duration_s
+    assert GRACE_S <= 3 and outcome.duration_s < 1 + 5, outcome.duration_s
 
 
 def test_readme_states_what_the_options_do():
-    from pytest_gpuverify.execute.container import KILL_GRACE_S
+    from pytest_gpuverify.execute.bounds import GRACE_S
 
     text = README.read_text()
     rows = {m.group(1): m.group(0) for m in re.finditer(r"^\| `(--[a-z-]+)[^|]*\|.*$", text, re.M)}
@@ -209,6 +209,6 @@ def test_readme_states_what_the_options_do():
     assert "path arguments given with it run too" in rows["--gpu-target"]
     assert "usage error" in rows["--gpu-topic"] and "two or more targets" in rows["--gpu-topic"]
     assert "declared ones included" in rows["--gpu-args"]
-    assert f"SIGKILL {KILL_GRACE_S} s later" in rows["--gpu-timeout"]
+    assert f"SIGKILL {GRACE_S} s later" in rows["--gpu-timeout"]
     assert "usage error" in rows["--ticket"] and "`tickets`" in rows["--ticket"]
     assert f"within {PICKER_TIMEOUT_S:g} s" in text and "--gpu-wait" in text

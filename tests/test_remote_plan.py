@@ -116,7 +116,7 @@ def test_the_wait_line_names_the_host(tmp_path):
 
     from pytest_gpuverify.config.envfile import parse_lock_prefix
     from pytest_gpuverify.gpu.rocm import RocmBackend
-    from pytest_gpuverify.execute.hostexec import LocalHost
+    from pytest_gpuverify.execute.host_commands import LocalHost
     from pytest_gpuverify.lease.picker import GpuPicker
     from pytest_gpuverify.lease.sampler import IdleSampler
     from pytest_gpuverify.simulator import SimState, install, load_state, save_state

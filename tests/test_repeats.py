@@ -13,7 +13,7 @@ from pytest_gpuverify.place.ab import FOLDER, AbError, BaseWorktrees
 from pytest_gpuverify.engine.artifact import Artifact, PerfRow
 from pytest_gpuverify.compare.core import compare
 from pytest_gpuverify.config.declarations import DeclarationError, load_declarations
-from pytest_gpuverify.execute.hostrun import HostExecutor
+from pytest_gpuverify.execute.host import HostExecutor
 from pytest_gpuverify.parsers.result import ParseContext
 from pytest_gpuverify.engine.rounds import Side, run_rounds, schedule
 from pytest_gpuverify.engine.runs_log import parse_log, runs_problems, split_log

@@ -30,7 +30,7 @@ from pytest_gpuverify.gpu.rocm import (
     parse_rocminfo_arch,
     parse_rocminfo_gpus,
 )
-from pytest_gpuverify.execute.hostexec import CommandResult
+from pytest_gpuverify.execute.host_commands import CommandResult
 
 SAMPLES = Path(__file__).parents[1] / ".." / "shared" / "samples" / "gpu_tools"
 MIB = 1 << 20

@@ -13,7 +13,7 @@ import pytest
 
 from pytest_gpuverify.gpu.base import GpuToolError
 from pytest_gpuverify.gpu.rocm import RocmBackend, extract_json, parse_rocminfo_arch
-from pytest_gpuverify.execute.hostexec import LocalHost
+from pytest_gpuverify.execute.host_commands import LocalHost
 from pytest_gpuverify.simulator import GIB, IDLE_VRAM, MODULE, SimProcess, SimState, install, load_state, save_state
 from pytest_gpuverify.simulator.tools import MODULES
 from pytest_gpuverify.simulator.tools import gpuverify_sim_amd_smi as sim_amd_smi

@@ -18,7 +18,7 @@ from pytest_gpuverify.engine.artifact import Artifact
 from pytest_gpuverify.place.caches import CACHE_VARS
 from pytest_gpuverify.place.gitstate import git
 from pytest_gpuverify.gpu.nvidia_formats import is_uuid
-from pytest_gpuverify.lease.leftovers import MARKER
+from pytest_gpuverify.execute.leftovers import MARKER
 from pytest_gpuverify.execute.log_trailer import PREFIX, read_trailer, trailer_fields
 from pytest_gpuverify.parsers.junit import read_junit
 from pytest_gpuverify.place.provenance import CONTAINER_ENV_RECORDED, origin_inside

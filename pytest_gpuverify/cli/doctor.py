@@ -19,7 +19,7 @@ from typing import Optional
 from pytest_gpuverify.config.envfile import EnvFile
 from pytest_gpuverify.gpu import select_backend
 from pytest_gpuverify.gpu.base import GpuToolError
-from pytest_gpuverify.execute.hostexec import LocalHost
+from pytest_gpuverify.execute.host_commands import LocalHost
 from pytest_gpuverify.lease.lock import describe_pid, lock_holders, lock_id
 from pytest_gpuverify.lease.sampler import GIB, IdleCriteria, busy_reason
 
@@ -142,7 +142,7 @@ def _window_line(env: EnvFile, row, backend) -> str:
 
 def _containers(report: DoctorReport, env: EnvFile, row, vendor: str, docker_factory) -> dict[str, dict]:
     """Each container's line; returns the running ones' ``docker inspect``, by name."""
-    from pytest_gpuverify.execute.container import ContainerError, ContainerHandle, docker_client
+    from pytest_gpuverify.execute.container import ContainerError, ContainerExecutor, docker_client
     from pytest_gpuverify.place.ephemeral import image_facts, is_run_name
     from pytest_gpuverify.place.provenance import container_arch
 
@@ -163,7 +163,7 @@ def _containers(report: DoctorReport, env: EnvFile, row, vendor: str, docker_fac
             if problem:
                 report.problems.append(problem)
             continue
-        handle = ContainerHandle(client, c.name)
+        handle = ContainerExecutor(client, c.name)
         try:
             running = handle.running
         except ContainerError:

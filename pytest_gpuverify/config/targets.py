@@ -17,6 +17,8 @@ from typing import Optional
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from pytest_gpuverify.execute.bounds import SCRATCH_ROOT
+
 AITER_OP_TEST = "aiter-op-test"
 FLYDSL_PYTEST = "flydsl-pytest"
 TRITON_PYTEST = "triton-pytest"  # op_tests/triton_tests/** in aiter
@@ -27,7 +29,7 @@ PYTEST_KINDS = (FLYDSL_PYTEST, TRITON_PYTEST, PYTEST)
 
 # Which package a worktree must import from (contract section 4).
 _PACKAGE_BY_KIND = {AITER_OP_TEST: "aiter", TRITON_PYTEST: "aiter", FLYDSL_PYTEST: "flydsl"}
-JUNIT_DIR = "/tmp/gpuverify/junit"  # inside the container; the file is fetched out and removed
+JUNIT_DIR = f"{SCRATCH_ROOT}/junit"  # inside the container; the file is fetched out and removed
 
 
 class Thresholds(BaseModel):

@@ -11,7 +11,7 @@ from typing import Optional
 from pytest_gpuverify.place.ab import FOLDER, AbError, BaseWorktree, BaseWorktrees
 from pytest_gpuverify.engine.artifact import AbRecord, Artifact
 from pytest_gpuverify.place.caches import plan_caches, remove_cold_caches
-from pytest_gpuverify.lease.leftovers import run_marker
+from pytest_gpuverify.execute.leftovers import run_marker
 from pytest_gpuverify.place.provenance import import_origin, move_out, origin_inside
 from pytest_gpuverify.engine.rounds import Side, run_rounds
 from pytest_gpuverify.config.targets import PYTEST_KINDS, Target, command_argv, import_package, junit_path, pythonpath

@@ -15,7 +15,7 @@ from pytest_gpuverify.config.declarations import DeclarationError
 from pytest_gpuverify.place.ephemeral import fresh_container
 from pytest_gpuverify.gpu.base import GpuInfo
 from pytest_gpuverify.lease.guard import RunGuards
-from pytest_gpuverify.lease.leftovers import run_marker
+from pytest_gpuverify.execute.leftovers import run_marker
 from pytest_gpuverify.lease.lock import LockError
 from pytest_gpuverify.lease.picker import NoGpu, PickerError
 from pytest_gpuverify.config.targets import pythonpath

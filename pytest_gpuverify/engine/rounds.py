@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Callable, Optional
 
 from pytest_gpuverify.engine.artifact import RunSlice
-from pytest_gpuverify.execute.container import ExecOutcome, Interrupted
+from pytest_gpuverify.execute.base import ExecOutcome, Interrupted
 from pytest_gpuverify.engine.runs_log import marker, new_nonce
 
 

@@ -21,16 +21,17 @@ from pytest_gpuverify import __version__
 from pytest_gpuverify.engine.artifact import Artifact, RepoRecord, Timeline, store_artifact, utc_now
 from pytest_gpuverify.engine.clock import SessionClock
 from pytest_gpuverify.place.container_checks import HOST, ContainerPlaces, start_gpus
-from pytest_gpuverify.execute.container import Interrupted, docker_client, interrupt_cause
+from pytest_gpuverify.execute.base import Interrupted, interrupt_cause
+from pytest_gpuverify.execute.container import docker_client
 from pytest_gpuverify.config.envfile import EnvFile
 from pytest_gpuverify.engine.files import FileProblem, create_result_file, result_folder
 from pytest_gpuverify.gpu import select_backend
 from pytest_gpuverify.gpu.base import GpuInfo
 from pytest_gpuverify.place.gitstate import own_output_dirs
-from pytest_gpuverify.execute.hostexec import LocalHost
+from pytest_gpuverify.execute.host_commands import LocalHost
 from pytest_gpuverify.reporting.live import RunningLine, running_echo
-from pytest_gpuverify.execute.hostrun import HostExecutor
-from pytest_gpuverify.lease.leftovers import run_marker
+from pytest_gpuverify.execute.host import HostExecutor
+from pytest_gpuverify.execute.leftovers import run_marker
 from pytest_gpuverify.lease.lock import LockError
 from pytest_gpuverify.config.hosts import lock_for, select_host
 from pytest_gpuverify.config.errors import UsageError, usage_error_of_line

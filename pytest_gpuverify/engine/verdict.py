@@ -12,7 +12,7 @@ from typing import Optional
 
 from pytest_gpuverify.engine.artifact import Correctness, RunRecord, TargetRecord, Verdict
 from pytest_gpuverify.engine.floors import limit_findings
-from pytest_gpuverify.lease.leftovers import reason as leftover_reason
+from pytest_gpuverify.execute.leftovers import reason as leftover_reason
 from pytest_gpuverify.parsers.dtypes import is_low_precision
 from pytest_gpuverify.parsers.result import ParsedOutput
 from pytest_gpuverify.config.targets import PYTEST_KINDS, Thresholds

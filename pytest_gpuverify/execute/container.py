@@ -8,59 +8,48 @@ watchdog) we exec a ``kill`` of that PID. We never start, stop or remove a conta
 
 from __future__ import annotations
 
-import shlex
 import threading
 import time
 import uuid
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping, Optional, Sequence
 
-# A command that ignores SIGTERM is killed this long after it, so it is gone within --gpu-timeout + 5 s.
-from pytest_gpuverify.lease.guard_process import GRACE_S as KILL_GRACE_S
-from pytest_gpuverify.lease.leftovers import MARKER, SNAPSHOT_SH, SWEEP_SH, parse_report
+from pytest_gpuverify.execute.base import ExecOutcome, Interrupted, interrupt_cause
+from pytest_gpuverify.execute.bounds import GRACE_S, MAX_OUTPUT_BYTES, SCRATCH_ROOT, CappedSink
+from pytest_gpuverify.execute.leftovers import MARKER, SNAPSHOT_SH, SWEEP_SH, parse_report
 
-MAX_OUTPUT_BYTES = 4 << 30  # past this the file stops growing; the run is then not trusted
-PID_DIR = "/tmp/gpuverify"
+PID_FILE_WAIT_S = 2.0  # the wrapper writes its pid file right after the exec starts
 
 # `$0` is the pid file, `$1` the time limit. The command runs under `timeout` (SIGTERM at the limit,
-# SIGKILL KILL_GRACE_S later); the pid file holds `timeout`'s PID so a later exec can stop it early,
+# SIGKILL GRACE_S later); the pid file holds `timeout`'s PID so a later exec can stop it early,
 # and the wrapper removes the pid file itself, leaving no scratch behind. The command's stderr joins
 # its stdout (one stream, in order); the wrapper's own stderr carries only its report of processes
-# the run left behind, which it stops before the exec ends (:mod:`.leftovers`).
+# the run left behind, which it stops before the exec ends (execute/leftovers.py).
 _WRAPPER = (
     'mkdir -p "${0%/*}" 2>/dev/null; t=$1; shift; ' + SNAPSHOT_SH + '; '
-    'if command -v timeout >/dev/null 2>&1; then timeout -k ' + str(KILL_GRACE_S) + ' "$t" "$@" 2>&1 & '
+    'if command -v timeout >/dev/null 2>&1; then timeout -k ' + str(GRACE_S) + ' "$t" "$@" 2>&1 & '
     'else "$@" 2>&1 & fi; '
     'echo $! > "$0"; m=${' + MARKER + ':-}; unset ' + MARKER + '; wait $!; rc=$?; '
     'if [ -n "$m" ]; then f="$0.left"; ' + SWEEP_SH + '; fi; rm -f "$0"; exit $rc'
 )
 MAX_WRAPPER_ERR = 1 << 20
 
-
-class Terminated(KeyboardInterrupt):
-    """SIGTERM, turned into an interruption so it takes Ctrl-C's path: command stopped, lock
-    released, artifact written."""
-
-
-def interrupt_cause(exc: BaseException) -> str:
-    return "SIGTERM" if isinstance(exc, Terminated) else "Ctrl-C"
+# The one stop of a command from another exec, here and in the watchdog (lease/watchdog.py).
+# `$0` the pid file, `$1` the grace in seconds: wait for the pid file (the wrapper may not have
+# written it yet), SIGTERM the wrapper's `timeout` (it passes the signal on), SIGKILL its process
+# group (it leads one) once the grace has passed; the wrapper's own cleanup may be gone with it, so
+# the pid file is removed here.
+STOP_SH = (
+    'i=0; while [ ! -s "$0" ] && [ $i -lt ' + str(int(PID_FILE_WAIT_S * 10)) + ' ]; do sleep 0.1; i=$((i+1)); done; '
+    'p=$(cat "$0" 2>/dev/null); if [ -n "$p" ]; then kill -TERM "$p" 2>/dev/null; i=0; '
+    'while kill -0 "$p" 2>/dev/null && [ $i -lt $(($1 * 10)) ]; do sleep 0.1; i=$((i+1)); done; '
+    'kill -KILL -"$p" 2>/dev/null || kill -KILL "$p" 2>/dev/null; fi; rm -f "$0"'
+)
+STOP_TIMEOUT_S = GRACE_S + PID_FILE_WAIT_S + 5
 
 
 class ContainerError(Exception):
     """The container is unusable (missing, stopped, not the user's). The message says what to do."""
-
-
-@dataclass
-class ExecOutcome:
-    exit_code: Optional[int] = None
-    timed_out: bool = False
-    interrupted: Optional[str] = None
-    container_died: bool = False
-    bytes_written: int = 0
-    duration_s: float = 0.0
-    problems: list[str] = field(default_factory=list)
-    leftovers: list[str] = field(default_factory=list)  # "PID COMMAND" of processes the run left, stopped
 
 
 def docker_client(base_url: Optional[str] = None, timeout: int = 60) -> Any:
@@ -71,8 +60,11 @@ def docker_client(base_url: Optional[str] = None, timeout: int = 60) -> Any:
     return docker.from_env(timeout=timeout)
 
 
-class ContainerHandle:
-    """One of the user's containers. Created once per container per session."""
+class ContainerExecutor:
+    """One of the user's containers, as an :class:`~.base.Executor`. Created once per container per
+    session."""
+
+    output_cap = MAX_OUTPUT_BYTES
 
     def __init__(self, client: Any, name: str) -> None:
         self.client = client
@@ -111,15 +103,7 @@ class ContainerHandle:
     ) -> tuple[Optional[int], bytes]:
         """Run a small command and return (exit code, first ``limit`` bytes of its output)."""
         chunks: list[bytes] = []
-        size = 0
-
-        def keep(data: bytes) -> None:
-            nonlocal size
-            if size < limit:
-                chunks.append(data[: limit - size])
-                size += len(data)
-
-        outcome = self._exec(argv, env, workdir, timeout_s, keep)
+        outcome = self._exec(argv, env, workdir, timeout_s, CappedSink(chunks.append, limit))
         if outcome.timed_out:
             return None, b"".join(chunks)
         return outcome.exit_code, b"".join(chunks)
@@ -135,22 +119,17 @@ class ContainerHandle:
         on_start: Optional[Callable[[list[str]], None]] = None,
     ) -> ExecOutcome:
         """Run the target's command, appending everything it prints to ``out_path`` as it comes.
-        ``on_start`` gets, once it runs, how to stop it from elsewhere (see :mod:`.guard`)."""
+        ``on_start`` gets, once it runs, how to stop it from elsewhere (see lease/guard.py)."""
         with open(out_path, "ab", buffering=0) as fh:
-            written = 0
-
-            def sink(data: bytes) -> None:
-                nonlocal written
-                if written < MAX_OUTPUT_BYTES:
-                    fh.write(data[: MAX_OUTPUT_BYTES - written])
-                written += len(data)
-                if echo is not None:
-                    echo(data)
-
-            outcome = self._exec(argv, env, workdir, timeout_s, sink, on_start)
-        outcome.bytes_written = min(written, MAX_OUTPUT_BYTES)
-        if written > MAX_OUTPUT_BYTES:
-            outcome.problems.append(f"output passed {MAX_OUTPUT_BYTES >> 30} GiB; the rest was not saved")
+            sink = CappedSink(fh.write, self.output_cap, echo)
+            try:
+                outcome = self._exec(argv, env, workdir, timeout_s, sink, on_start)
+            except Interrupted as stopped:
+                stopped.outcome.bytes_written = sink.kept  # as the host's says (base.py)
+                raise
+        outcome.bytes_written = sink.kept
+        if problem := sink.problem():
+            outcome.problems.append(problem)
         return outcome
 
     def _exec(
@@ -165,7 +144,7 @@ class ContainerHandle:
         import docker.errors
 
         api = self.client.api
-        pid_file = f"{PID_DIR}/{uuid.uuid4().hex}.pid"
+        pid_file = f"{SCRATCH_ROOT}/{uuid.uuid4().hex}.pid"
         limit = max(1, int(round(timeout_s)))
         wrapped = ["sh", "-c", _WRAPPER, pid_file, str(limit), *argv]
         outcome = ExecOutcome()
@@ -178,9 +157,6 @@ class ContainerHandle:
         except docker.errors.DockerException as exc:
             raise ContainerError(f"cannot exec in container {self.name!r}: {exc}") from None
         marker = (env or {}).get(MARKER)
-        if on_start is not None:
-            on_start(["container", self.name, pid_file, *([marker] if marker else [])])
-
         reader_error: list[BaseException] = []
         wrapper_err = bytearray()
 
@@ -200,25 +176,28 @@ class ContainerHandle:
                 sink(rest.encode())  # the wrapper's own complaints, as before: in the output
 
         reader = threading.Thread(target=pump, name=f"gpuverify-exec-{self.name}", daemon=True)
-        reader.start()
         # The wrapper's `timeout` stops the command itself; this watchdog only covers a wrapper that
         # could not run `timeout` or a daemon that stopped answering.
-        hard_deadline = started + limit + KILL_GRACE_S + 2
-        try:
+        hard_deadline = started + limit + GRACE_S + 2
+        try:  # from the exec's start on: a Ctrl-C at any point stops the command
+            if on_start is not None:
+                on_start(["container", self.name, pid_file, *([marker] if marker else [])])
+            reader.start()
             while reader.is_alive():
                 reader.join(timeout=0.2)
                 if time.monotonic() > hard_deadline and reader.is_alive():
                     outcome.timed_out = True
-                    self._kill(pid_file, "KILL")
+                    self._stop(pid_file, grace_s=0)
                     reader.join(timeout=5)
                     break
         except KeyboardInterrupt as exc:
             outcome.interrupted = interrupt_cause(exc)
             self._stop_quietly(pid_file)
-            reader.join(timeout=KILL_GRACE_S + 2)  # `timeout` sends SIGKILL after the grace
+            if reader.is_alive():
+                reader.join(timeout=GRACE_S + 2)  # the exec ends once the wrapper has swept and reported
             take_report()
             self._finish(exec_id, outcome, started, limit)
-            raise _Interrupted(outcome) from None
+            raise Interrupted(outcome) from None
         take_report()
         if reader_error:
             outcome.problems.append(f"output stream broke: {type(reader_error[0]).__name__}: {reader_error[0]}")
@@ -262,33 +241,18 @@ class ContainerHandle:
             if looks_killed:
                 time.sleep(0.1)
 
-    def _kill(self, pid_file: str, signal: str) -> None:
-        # SIGKILL goes to `timeout`'s process group (it leads one), so the command cannot outlive it
-        group = 'kill -KILL -"$p" 2>/dev/null || ' if signal == "KILL" else ""
-        script = (f'p=$(cat {shlex.quote(pid_file)} 2>/dev/null) && {{ {group}kill -{signal} "$p" 2>/dev/null; }}; '
-                  f'rm -f {shlex.quote(pid_file)}')
+    def _stop(self, pid_file: str, grace_s: int = GRACE_S) -> None:
         try:
-            self.capture(["sh", "-c", script], timeout_s=10)
+            self.capture(["sh", "-c", STOP_SH, pid_file, str(grace_s)], timeout_s=STOP_TIMEOUT_S)
         except ContainerError:
             pass
 
     def _stop_quietly(self, pid_file: str) -> None:
-        """SIGTERM through `timeout` (it forwards it to the command); SIGKILL if it lingers."""
+        """SIGTERM through `timeout` (it forwards it to the command); SIGKILL once the grace has passed."""
         import signal as _signal
 
         previous = _signal.signal(_signal.SIGINT, _signal.SIG_IGN)  # a second Ctrl-C must not skip cleanup
         try:
-            self._kill(pid_file, "TERM")
+            self._stop(pid_file)
         finally:
             _signal.signal(_signal.SIGINT, previous)
-
-
-class _Interrupted(KeyboardInterrupt):
-    """Carries what was known when Ctrl-C stopped a command, so the artifact can still be written."""
-
-    def __init__(self, outcome: ExecOutcome) -> None:
-        super().__init__("interrupted")
-        self.outcome = outcome
-
-
-Interrupted = _Interrupted

@@ -18,7 +18,7 @@ import contextlib
 import threading
 from typing import Any, Optional
 
-from pytest_gpuverify.execute.hostexec import HostRunner
+from pytest_gpuverify.execute.host_commands import HostRunner
 from pytest_gpuverify.gpu.base import CallTimedOut, GpuInfo, GpuProcess, GpuReading, GpuToolError, call_within
 from pytest_gpuverify.gpu.nvidia_smi import SmiReader
 from pytest_gpuverify.gpu.nvml_history import _SAMPLE_FIELDS, DriverHistory, NoHistory, read_history

@@ -9,7 +9,7 @@ from __future__ import annotations
 import threading
 from typing import Sequence
 
-from pytest_gpuverify.execute.hostexec import CommandResult, HostRunner
+from pytest_gpuverify.execute.host_commands import CommandResult, HostRunner
 from pytest_gpuverify.gpu.base import GpuProcess, GpuReading, GpuToolError, output_tail
 from pytest_gpuverify.gpu.nvidia_formats import (
     SMI, SMI_APPS, SmiApp, SmiGpu, parse_compute_apps_csv_lines, parse_query_gpu_csv_lines, smi_query_gpu_argv,

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Optional, Sequence
 if TYPE_CHECKING:
     from concurrent.futures import ThreadPoolExecutor
 
-from pytest_gpuverify.execute.hostexec import CommandResult, HostRunner
+from pytest_gpuverify.execute.host_commands import CommandResult, HostRunner
 from pytest_gpuverify.gpu.base import GpuInfo, GpuReading, GpuToolError, output_tail
 from pytest_gpuverify.gpu.rocm_formats import (
     AmdSmiDevice,

@@ -1,20 +1,20 @@
-"""The session's guard: if the session dies while a command runs (``kill -9``, the OOM killer), the
-guard stops the command and only then lets the GPU locks go.
+"""The session's guard: if the session dies while a command runs (``kill -9``, the OOM killer), its
+watchdog process stops the command and only then lets the GPU locks go.
 
 Without it the kernel would drop the locks with the session at once, while the command (in the
 container, or in its own process group on the host) ran on: the next session could take the GPU
 during the command's JIT build, before the GPU looked busy, and two commands would share it.
 
-The guard (:mod:`.guard_process`) is one small process per session, started once (a Python start per
+The watchdog (lease/watchdog.py) is one small process per session, started once (a Python start per
 command cost more than the rest of the plugin's per-target work: bench/results/overhead.txt), in its own
 session (a Ctrl-C at the terminal is the session's to handle). Its stdin is one end of a
 ``SOCK_SEQPACKET`` socket pair; the session keeps the other (close-on-exec: no command inherits it).
 When a command starts, the session sends ``arm`` with duplicates of the run's lock descriptors
-(SCM_RIGHTS), so the locks stay taken while the guard lives; in flight they are held by the guard's
+(SCM_RIGHTS), so the locks stay taken while the watchdog lives; in flight they are held by its
 socket already. When the command is over the session sends ``done`` before its own release, which
 unlocks at once (``LOCK_UN`` acts on the shared open file description). The channel's end with a
-command still armed means the session died: the guard stops the command (SIGTERM, SIGKILL after the
-grace), then exits, and the kernel drops the locks with it.
+command still armed means the session died: the watchdog stops the command (SIGTERM, SIGKILL after
+the grace), then exits, and the kernel drops the locks with it.
 """
 
 from __future__ import annotations
@@ -28,17 +28,20 @@ import threading
 from pathlib import Path
 from typing import Optional, Sequence
 
-GUARD_PROCESS = Path(__file__).with_name("guard_process.py")
+# By module name from this checkout (lease/watchdog.py): -I keeps the user's PYTHONPATH and site out,
+# -S makes its start fast (it loads site only when it has something to stop).
+WATCHDOG_ARGV = ["-I", "-S", "-c", f"import sys; sys.path.insert(0, {str(Path(__file__).parents[2])!r}); "
+                 "from pytest_gpuverify.lease.watchdog import main; sys.exit(main())"]
 # It starts beside the session's work: at a lower priority, a command's own start goes first.
 _NICE = ["/usr/bin/nice", "-n", "10"] if os.access("/usr/bin/nice", os.X_OK) else []
 
 
 class SessionGuard:
-    """The session's end of its guard process. Thread-safe; :meth:`close` at the session's end."""
+    """The session's end of its watchdog process. Thread-safe; :meth:`close` at the session's end."""
 
     def __init__(self, proc: subprocess.Popen, channel: socket.socket) -> None:
         self.proc = proc
-        # closing it is what the session's death looks like to the guard; a socket, where Popen's type says a file
+        # closing it is what the session's death looks like to the watchdog; a socket, where Popen's type says a file
         self.proc.stdin = channel  # type: ignore[assignment]
         self._channel = channel
         self._ids = itertools.count(1)
@@ -51,7 +54,7 @@ class SessionGuard:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         try:
             proc = subprocess.Popen(
-                [*_NICE, sys.executable, "-I", "-S", str(GUARD_PROCESS)],
+                [*_NICE, sys.executable, *WATCHDOG_ARGV],
                 stdin=theirs.fileno(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
             )
         except OSError:
@@ -73,7 +76,7 @@ class SessionGuard:
         return ident
 
     def disarm(self, ident: Optional[str]) -> None:
-        """The command is over and the session lives: the guard lets go of its lock duplicates."""
+        """The command is over and the session lives: the watchdog lets go of its lock duplicates."""
         if ident is None:
             return
         with self._lock:
@@ -87,7 +90,7 @@ class SessionGuard:
         return self.proc.poll() is None and self._channel.fileno() >= 0
 
     def close(self, timeout_s: float = 5.0) -> None:
-        """Every command is over: the guard exits without doing anything."""
+        """Every command is over: the watchdog exits without doing anything."""
         with self._lock:
             self._channel.close()
         try:

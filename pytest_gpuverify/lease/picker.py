@@ -15,7 +15,7 @@ from typing import Callable, Optional
 
 from pytest_gpuverify.engine.artifact import NO_GPU
 from pytest_gpuverify.config.envfile import LockSpec
-from pytest_gpuverify.execute.hostexec import HostRunner
+from pytest_gpuverify.execute.host_commands import HostRunner
 from pytest_gpuverify.lease.lock import GpuLease, is_locked_elsewhere
 from pytest_gpuverify.lease.lockwait import LockWaiters
 from pytest_gpuverify.lease.sampler import IdleSampler

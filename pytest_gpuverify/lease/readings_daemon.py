@@ -49,7 +49,7 @@ def _write(path: Path, payload: bytes) -> None:
 def run(shared: Path, arch: str, lock_template: str, interval_s: float, history_s: float, idle_exit_s: float) -> int:
     from pytest_gpuverify.gpu import select_backend
     from pytest_gpuverify.gpu.base import GpuToolError
-    from pytest_gpuverify.execute.hostexec import LocalHost
+    from pytest_gpuverify.execute.host_commands import LocalHost
     from pytest_gpuverify.lease.lock import held_lock_ids, is_held
 
     fd = os.open(daemon_lock_path(shared), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)

@@ -26,6 +26,8 @@ from typing import Any, Callable, Iterator, Optional
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from pytest_gpuverify.execute.base import Executor
+
 BUILD_KEYS = ("name", "command", "gpu", "workdir")
 _NAME = re.compile(r"[A-Za-z0-9._-]+")
 FAILED = "build failed: "
@@ -141,7 +143,7 @@ class SessionBuilds:
         self.out_dir, self.timeout_s = out_dir, timeout_s
         self.done: dict[tuple[str, str], list[BuildRecord]] = {}
 
-    def run(self, key: tuple[str, str], steps: tuple[BuildStep, ...], handle: Any, wt: str, env: dict[str, str],
+    def run(self, key: tuple[str, str], steps: tuple[BuildStep, ...], handle: Executor, wt: str, env: dict[str, str],
             stamp: str, gpu: Callable[[dict], Any], side: Optional[str] = None) -> list[BuildRecord]:
         """``gpu(hold)``: a context manager holding a GPU lock, yielding (indices, visible-devices env, the
         guard's on_start for the build's exec), that fills ``hold`` with its own lock's times as it
@@ -154,7 +156,7 @@ class SessionBuilds:
                 break  # later builds stand on this one
         return records
 
-    def _one(self, step: BuildStep, handle: Any, wt: str, env: dict[str, str], stamp: str, gpu,
+    def _one(self, step: BuildStep, handle: Executor, wt: str, env: dict[str, str], stamp: str, gpu,
              records: list[BuildRecord], side: Optional[str] = None) -> BuildRecord:
         from pytest_gpuverify.engine.files import create_result_file
 
@@ -180,7 +182,7 @@ class SessionBuilds:
         except Exception as exc:  # no GPU, no container, no file: the targets say why, never run
             record.problem = f"did not run ({type(exc).__name__}: {' '.join(str(exc).split())[:300]})"
         except KeyboardInterrupt as exc:  # Ctrl-C or SIGTERM during the build: the target never started
-            from pytest_gpuverify.execute.container import Terminated, interrupt_cause
+            from pytest_gpuverify.execute.base import Terminated, interrupt_cause
 
             cause = getattr(getattr(exc, "outcome", None), "interrupted", None) or interrupt_cause(exc)
             record.problem = f"interrupted ({cause})"

@@ -11,7 +11,7 @@ import hashlib
 from dataclasses import dataclass
 from typing import Optional
 
-ROOT = "/tmp/gpuverify"
+from pytest_gpuverify.execute.bounds import SCRATCH_ROOT
 CACHE_VARS = {"AITER_JIT_DIR": "aiter_jit", "TRITON_CACHE_DIR": "triton", "FLYDSL_RUNTIME_CACHE_DIR": "flydsl"}
 
 
@@ -20,7 +20,7 @@ class CachePlan:
     root: str  # everything below is this run's (cold) or this worktree's (warm)
     dirs: dict[str, str]  # environment variable -> directory
     cold: bool
-    base: str = ROOT  # the folder of all caches: /tmp/gpuverify in a container, the user's own on the host
+    base: str = SCRATCH_ROOT  # the folder of all caches: /tmp/gpuverify in a container, the user's own on the host
 
     @property
     def jit_dir(self) -> str:
@@ -33,7 +33,7 @@ def plan_caches(worktree: str, cold: bool, run_id: str, on_host: bool = False) -
     from pytest_gpuverify.engine.files import user_runtime_dir
 
     own = user_runtime_dir() if on_host else None
-    base = str(own) if own is not None else ROOT
+    base = str(own) if own is not None else SCRATCH_ROOT
     if cold:
         root = f"{base}/cold/{run_id}"
     else:

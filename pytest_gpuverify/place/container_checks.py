@@ -9,9 +9,9 @@ from dataclasses import dataclass, field
 from typing import Callable, Optional
 
 from pytest_gpuverify.engine.artifact import Artifact
-from pytest_gpuverify.execute.container import ContainerError, ContainerHandle
+from pytest_gpuverify.execute.container import ContainerError, ContainerExecutor
 from pytest_gpuverify.gpu.base import GpuInfo, GpuToolError
-from pytest_gpuverify.execute.hostrun import HostExecutor
+from pytest_gpuverify.execute.host import HostExecutor
 from pytest_gpuverify.place.provenance import ContainerFacts, read_container_facts
 from pytest_gpuverify.engine.verdict import RunFacts
 
@@ -77,7 +77,7 @@ class ContainerPlaces:
     def checked(self, name: str, art: Artifact, facts: RunFacts) -> Optional[ContainerFacts]:
         """The container's facts when the target may run in it (:func:`check_container`)."""
         if name not in self.facts:
-            handle = HostExecutor() if name == HOST else ContainerHandle(self.client(), name)
+            handle = HostExecutor() if name == HOST else ContainerExecutor(self.client(), name)
             self.facts[name] = read_container_facts(handle, self.vendor)
         return check_container(self.facts[name], name, art, facts, self.expected_arch)
 

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Iterable, NamedTuple, Optional
 
 from pytest_gpuverify.engine.artifact import RepoRecord
-from pytest_gpuverify.place.caches import ROOT as SCRATCH
+from pytest_gpuverify.execute.bounds import SCRATCH_ROOT
 
 MAX_DIRTY_PATHS = 50
 
@@ -45,7 +45,7 @@ def git(path: Path, *args: str) -> Optional[str]:
 def own_output_dirs(tickets: Optional[Path]) -> list[Path]:
     """Where the plugin writes: the tickets folder (each ticket's artifacts and logs) and the scratch
     of runs on the host (``--gpu-container none``)."""
-    return [p for p in (tickets, Path(SCRATCH)) if p is not None]
+    return [p for p in (tickets, Path(SCRATCH_ROOT)) if p is not None]
 
 
 def changes(top: Path, own: Iterable[Path] = ()) -> Optional[list[tuple[str, str]]]:

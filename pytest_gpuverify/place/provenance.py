@@ -9,17 +9,12 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Optional, Union
+from typing import Optional
 
 from pytest_gpuverify.engine.artifact import Versions
-from pytest_gpuverify.execute.container import ContainerError, ContainerHandle
+from pytest_gpuverify.execute.base import Executor  # a container, or the host itself (a Containers row named host)
+from pytest_gpuverify.execute.container import ContainerError
 from pytest_gpuverify.place.gitstate import repo_state  # noqa: F401 (re-exported: the run reads repo state through here)
-
-if TYPE_CHECKING:
-    from pytest_gpuverify.execute.hostrun import HostExecutor
-
-    # where the commands run: a container, or the host itself (a Containers row named host)
-    Runner = Union[ContainerHandle, HostExecutor]
 
 # Reads versions without importing torch: `python3 -c "import torch"` takes seconds (5.2 s on an H200 host).
 _VERSIONS_SCRIPT = r"""
@@ -59,7 +54,7 @@ _FIND_SPEC = (
 )
 
 
-def container_arch(container: Runner, vendor: str = "rocm") -> tuple[Optional[str], Optional[str]]:
+def container_arch(container: Executor, vendor: str = "rocm") -> tuple[Optional[str], Optional[str]]:
     """(arch, None) or (None, why), read inside: rocminfo's first GPU agent (ROCm), or the first
     GPU's compute capability as sm_XY (NVIDIA)."""
     if vendor == "nvidia":
@@ -83,7 +78,7 @@ def container_arch(container: Runner, vendor: str = "rocm") -> tuple[Optional[st
     return None, f"{tool} in {container.name} printed no GPU (exit {code})"
 
 
-def import_origin(container: Runner, package: str, pythonpath: str) -> tuple[Optional[str], Optional[str]]:
+def import_origin(container: Executor, package: str, pythonpath: str) -> tuple[Optional[str], Optional[str]]:
     """Where ``package`` would be imported from, checked from ``/`` (contract "4. Container, import check, run").
 
     From ``/`` because ``python3 -c`` puts the cwd on sys.path: a check run in the worktree would pass
@@ -105,7 +100,7 @@ def origin_inside(origin: Optional[str], wt: str) -> bool:
     return origin == wt or origin.startswith(wt.rstrip("/") + "/")
 
 
-def read_versions(container: Runner) -> tuple[Versions, list[str]]:
+def read_versions(container: Executor) -> tuple[Versions, list[str]]:
     code, out = container.capture(["python3", "-c", _VERSIONS_SCRIPT], workdir="/", timeout_s=60)
     try:
         data = json.loads(out.decode("utf-8", errors="replace").strip().splitlines()[-1])
@@ -130,7 +125,7 @@ def read_versions(container: Runner) -> tuple[Versions, list[str]]:
 class ContainerFacts:
     """What one container is, read once per session: arch, versions, the env it sets."""
 
-    handle: Runner
+    handle: Executor
     arch: Optional[str] = None
     arch_problem: Optional[str] = None
     versions: Versions = field(default_factory=Versions)
@@ -143,7 +138,7 @@ CONTAINER_ENV_RECORDED = ("AITER_USE_SYSTEM_TRITON", "AITER_TRITON_ONLY", "GPU_A
                           "ROCR_VISIBLE_DEVICES", "FLYDSL_RUNTIME_CACHE_DIR", "TRITON_CACHE_DIR")
 
 
-def read_container_facts(handle: Runner, vendor: str = "rocm") -> ContainerFacts:
+def read_container_facts(handle: Executor, vendor: str = "rocm") -> ContainerFacts:
     facts = ContainerFacts(handle)
     try:
         if not handle.running:

@@ -1,30 +1,31 @@
-"""Running a target's command on the GPU host itself (``--gpu-container none``).
+"""A target's command on the GPU host itself (``--gpu-container none``).
 
-For GPU CI jobs that already run inside a container, and hosts without Docker. Same contract as
-:class:`pytest_gpuverify.execute.container.ContainerHandle`: output streams to a file as it comes, the time
-limit is enforced, Ctrl-C stops the command, and the GPU lock is never inherited (the lock's
-descriptor is close-on-exec and ``close_fds`` stays on).
+For GPU CI jobs that already run inside a container, and hosts without Docker. The contract is the
+:class:`~pytest_gpuverify.execute.base.Executor`'s; here also the GPU lock is never inherited (the
+lock's descriptor is close-on-exec and ``close_fds`` stays on).
 """
 
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import threading
 import time
 from pathlib import Path
 from typing import Callable, Mapping, Optional, Sequence
 
-from pytest_gpuverify.execute.container import KILL_GRACE_S, MAX_OUTPUT_BYTES, ExecOutcome, Interrupted, interrupt_cause
-from pytest_gpuverify.lease.leftovers import MARKER, proc_pids, stop_marked
+from pytest_gpuverify.execute.base import ExecOutcome, Interrupted, interrupt_cause
+from pytest_gpuverify.execute.bounds import MAX_OUTPUT_BYTES, CappedSink, stop_group
+from pytest_gpuverify.execute.leftovers import MARKER, proc_pids, stop_marked
 
 
 class HostExecutor:
-    """Runs commands on this machine, each in its own process group so the whole tree can be stopped."""
+    """This machine, as an :class:`~.base.Executor`: each command in its own process group, so the
+    whole tree can be stopped."""
 
     name = "host"
     image = None
+    output_cap = MAX_OUTPUT_BYTES
 
     @property
     def running(self) -> bool:
@@ -61,23 +62,16 @@ class HostExecutor:
                 fh.write(f"gpuverify: cannot start {argv[0]}: {exc}\n".encode())
                 outcome.exit_code = 127
                 return outcome
-            if on_start is not None:
-                # its process group (start_new_session), and the marker of every process it starts
-                on_start(["host", str(proc.pid), *([marker] if marker else [])])
-            written = [0]
+            sink = CappedSink(fh.write, self.output_cap, echo)
 
             def pump() -> None:
                 assert proc.stdout is not None
                 # a BufferedReader (bufsize -1), which has read1; Popen's type says IO[bytes]
                 while chunk := proc.stdout.read1(1 << 16):  # type: ignore[attr-defined]
-                    if written[0] < MAX_OUTPUT_BYTES:
-                        fh.write(chunk[: MAX_OUTPUT_BYTES - written[0]])
-                    written[0] += len(chunk)
-                    if echo is not None:
-                        echo(chunk)
+                    sink(chunk)
 
             reader = threading.Thread(target=pump, name="gpuverify-host-run", daemon=True)
-            reader.start()
+
             def on_timeout() -> None:
                 outcome.timed_out = True
                 _stop(proc)
@@ -86,8 +80,12 @@ class HostExecutor:
             # to 50 ms, and that delay would sit between a command's exit and the GPU's release.
             timer = threading.Timer(timeout_s, on_timeout)
             timer.daemon = True
-            timer.start()
-            try:
+            try:  # from the command's start on: a Ctrl-C at any point stops it
+                if on_start is not None:
+                    # its process group (start_new_session), and the marker of every process it starts
+                    on_start(["host", str(proc.pid), *([marker] if marker else [])])
+                reader.start()
+                timer.start()
                 try:
                     proc.wait()
                 finally:
@@ -95,33 +93,33 @@ class HostExecutor:
                 if marker:  # before the output is drained: a leftover may hold the pipe open
                     outcome.leftovers = stop_marked(marker, before)
             except KeyboardInterrupt as exc:
+                timer.cancel()
                 outcome.interrupted = interrupt_cause(exc)
                 _stop(proc)
                 if marker:
                     outcome.leftovers = stop_marked(marker, before)
-                reader.join(timeout=5)
+                if reader.is_alive():
+                    reader.join(timeout=5)
                 outcome.exit_code = proc.returncode
                 outcome.duration_s = time.monotonic() - started
-                outcome.bytes_written = min(written[0], MAX_OUTPUT_BYTES)
+                outcome.bytes_written = sink.kept
                 raise Interrupted(outcome) from None
             reader.join(timeout=5)
         outcome.exit_code = proc.returncode
         outcome.duration_s = time.monotonic() - started
-        outcome.bytes_written = min(written[0], MAX_OUTPUT_BYTES)
-        if written[0] > MAX_OUTPUT_BYTES:
-            outcome.problems.append(f"output passed {MAX_OUTPUT_BYTES >> 30} GiB; the rest was not saved")
+        outcome.bytes_written = sink.kept
+        if problem := sink.problem():
+            outcome.problems.append(problem)
         return outcome
 
 
 def _stop(proc: subprocess.Popen) -> None:
     """SIGTERM to the command's whole process group, SIGKILL if it lingers."""
-    for sig, wait in ((signal.SIGTERM, KILL_GRACE_S), (signal.SIGKILL, 5)):
+    def exited(wait_s: float) -> bool:
         try:
-            os.killpg(proc.pid, sig)
-        except (ProcessLookupError, PermissionError):
-            return
-        try:
-            proc.wait(timeout=wait)
-            return
+            proc.wait(timeout=wait_s)
         except subprocess.TimeoutExpired:
-            continue
+            return False
+        return True
+
+    stop_group(proc.pid, exited)

@@ -1,4 +1,5 @@
-"""Run a command on the GPU host and capture its output, bounded in time and size.
+"""The GPU host's own commands (its GPU tools, ``ssh``), each bounded in time and size, its output
+captured: not a target's command, which an :class:`~pytest_gpuverify.execute.base.Executor` runs.
 
 Every GPU tool call goes through a :class:`HostRunner`, so a remote host (SSH) can later replace
 :class:`LocalHost` without touching the backends.
@@ -7,10 +8,11 @@ Every GPU tool call goes through a :class:`HostRunner`, so a remote host (SSH) c
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 from dataclasses import dataclass
 from typing import Mapping, Optional, Protocol, Sequence
+
+from pytest_gpuverify.execute.bounds import kill_group
 
 MAX_CAPTURE = 16 << 20  # a GPU tool printing more than this is broken; keep the head
 
@@ -89,18 +91,12 @@ class LocalHost:
         try:
             out, err = proc.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
-            _kill_group(proc)
+            kill_group(proc.pid)
             out, err = proc.communicate()
             return CommandResult(argv, proc.returncode, out[:MAX_CAPTURE], err[:MAX_CAPTURE], timed_out=True)
         except BaseException:
-            _kill_group(proc)
+            kill_group(proc.pid)
             proc.wait()
             raise
         return CommandResult(argv, proc.returncode, out[:MAX_CAPTURE], err[:MAX_CAPTURE])
 
-
-def _kill_group(proc: subprocess.Popen) -> None:
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass

@@ -12,7 +12,8 @@ environment before it detaches is not found; none of the usual ways to detach do
 On the host this module does it (a new process since the command started is the only kind whose
 environment is read). In a container the exec's wrapper does it (:data:`SWEEP_SH`), after the command
 and before the exec ends, so it costs no engine call of its own; it reports each leftover on the
-exec's stderr as ``gpuverify-left PID COMMAND``. Standard library only: the guard imports it.
+exec's stderr as ``gpuverify-left PID COMMAND``. Standard library and execute/bounds.py only: the
+watchdog imports it (lease/watchdog.py).
 """
 
 from __future__ import annotations
@@ -22,8 +23,9 @@ import signal
 import time
 from typing import Iterable, Optional
 
+from pytest_gpuverify.execute.bounds import GRACE_S  # a daemon's SIGTERM handler gets as long as a command's
+
 MARKER = "GPUVERIFY_RUN_ID"
-GRACE_S = 3  # a daemon's SIGTERM handler gets this long before SIGKILL
 REPORT_PREFIX = "gpuverify-left "
 _MAX_SHOWN = 3
 

@@ -1,0 +1,72 @@
+"""The one contract of every place a target's command runs: :class:`Executor`.
+
+Two executors keep it: :class:`~pytest_gpuverify.execute.container.ContainerExecutor` (the user's
+container, through the Docker Engine) and :class:`~pytest_gpuverify.execute.host.HostExecutor`
+(the GPU host itself, ``--gpu-container none``). For both: output streams to a file as it comes and
+past :data:`~.bounds.MAX_OUTPUT_BYTES` is counted, not kept; the time limit is enforced (SIGTERM,
+SIGKILL :data:`~.bounds.GRACE_S` later); Ctrl-C or SIGTERM stops the command and raises
+:class:`Interrupted` with what was known; ``on_start`` gets how to stop the command from another
+process (lease/watchdog.py); every process the run left behind is stopped before it returns.
+tests/test_executors.py runs one calling code against both.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Mapping, Optional, Protocol, Sequence, runtime_checkable
+
+
+@dataclass
+class ExecOutcome:
+    exit_code: Optional[int] = None
+    timed_out: bool = False
+    interrupted: Optional[str] = None
+    container_died: bool = False
+    bytes_written: int = 0
+    duration_s: float = 0.0
+    problems: list[str] = field(default_factory=list)
+    leftovers: list[str] = field(default_factory=list)  # "PID COMMAND" of processes the run left, stopped
+
+
+@runtime_checkable
+class Executor(Protocol):
+    name: str
+    output_cap: int  # bytes of a command's output kept in its file (bounds.MAX_OUTPUT_BYTES)
+
+    @property
+    def image(self) -> Optional[str]: ...
+
+    @property
+    def running(self) -> bool: ...
+
+    def inspect(self, refresh: bool = False) -> dict: ...
+
+    def capture(self, argv: Sequence[str], env: Optional[Mapping[str, str]] = None, workdir: str = "/",
+                timeout_s: float = 60.0, limit: int = 1 << 20) -> tuple[Optional[int], bytes]:
+        """A small command: (exit code, None when it timed out; the first ``limit`` bytes it printed)."""
+        ...
+
+    def stream_to_file(self, argv: Sequence[str], out_path: Path, env: Optional[Mapping[str, str]] = None,
+                       workdir: str = "/", timeout_s: float = 3600.0,
+                       echo: Optional[Callable[[bytes], None]] = None,
+                       on_start: Optional[Callable[[list[str]], None]] = None) -> ExecOutcome:
+        """The target's command, everything it prints appended to ``out_path`` as it comes."""
+        ...
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, turned into an interruption so it takes Ctrl-C's path: command stopped, lock
+    released, artifact written."""
+
+
+def interrupt_cause(exc: BaseException) -> str:
+    return "SIGTERM" if isinstance(exc, Terminated) else "Ctrl-C"
+
+
+class Interrupted(KeyboardInterrupt):
+    """Carries what was known when Ctrl-C stopped a command, so the artifact can still be written."""
+
+    def __init__(self, outcome: ExecOutcome) -> None:
+        super().__init__("interrupted")
+        self.outcome = outcome

@@ -1,0 +1,105 @@
+"""Both executors keep the one Executor contract (execute/base.py): the same calling code, run on the
+host and in a real container, sees the same capped output, the same time limit and the same stop."""
+
+from __future__ import annotations
+
+import inspect
+import os
+import signal
+import uuid
+
+import pytest
+
+from pytest_gpuverify.cli import demo
+from pytest_gpuverify.execute.base import Executor, Interrupted
+from pytest_gpuverify.execute.bounds import GRACE_S, MAX_OUTPUT_BYTES
+from pytest_gpuverify.execute.container import ContainerExecutor
+from pytest_gpuverify.execute.host import HostExecutor
+
+CAP = 1000
+
+
+@pytest.fixture(params=["host", "container"])
+def executor(request, tmp_path):
+    if request.param == "host":
+        yield HostExecutor()
+        return
+    client = request.getfixturevalue("docker_client")
+    name = f"gv-exec-{uuid.uuid4().hex[:8]}"
+    demo.start_container(client, name, None, {})
+    try:
+        yield ContainerExecutor(client, name)
+    finally:
+        demo.remove_sandbox_containers(client, [name])
+
+
+@pytest.mark.parametrize("cls", [HostExecutor, ContainerExecutor])
+def test_each_executor_has_the_protocols_calls_with_its_parameters(cls):
+    for name in ("capture", "stream_to_file", "inspect"):
+        want = inspect.signature(getattr(Executor, name)).parameters
+        have = inspect.signature(getattr(cls, name)).parameters
+        assert [(p.name, p.default) for p in have.values()] == [(p.name, p.default) for p in want.values()], (cls, name)
+    for name in ("image", "running"):  # `name` is an instance's (isinstance checks it below)
+        assert hasattr(cls, name), (cls, name)
+    assert cls.output_cap == MAX_OUTPUT_BYTES
+
+
+def run_capped(runner: Executor, out) -> tuple:
+    """The calling code both executors get: a command printing more than the cap."""
+    assert isinstance(runner, Executor)
+    runner.output_cap = CAP
+    echoed: list[bytes] = []
+    started: list[list[str]] = []
+    outcome = runner.stream_to_file(["sh", "-c", "head -c 5000 /dev/zero | tr '\\0' x; echo; echo end"], out,
+                                    timeout_s=60, echo=echoed.append, on_start=started.append)
+    return outcome, b"".join(echoed), started
+
+
+def test_output_past_the_cap_is_counted_not_kept(executor, tmp_path):
+    out = tmp_path / "out.log"
+    outcome, echoed, started = run_capped(executor, out)
+    assert outcome.exit_code == 0 and not outcome.timed_out and outcome.interrupted is None
+    assert out.read_bytes() == b"x" * CAP, "the file holds exactly the cap, from the start"
+    assert outcome.bytes_written == CAP
+    assert outcome.problems == [f"output passed {CAP} bytes; the rest was not saved"]
+    assert echoed == b"x" * 5000 + b"\nend\n", "the echo sees everything, cap or not"
+    where = "host" if isinstance(executor, HostExecutor) else "container"
+    assert len(started) == 1 and started[0][0] == where, "on_start got how to stop it from elsewhere"
+
+
+def test_capture_keeps_the_first_bytes_up_to_its_limit(executor):
+    code, out = executor.capture(["sh", "-c", "head -c 5000 /dev/zero | tr '\\0' y; exit 3"], limit=100)
+    assert (code, out) == (3, b"y" * 100)
+
+
+def test_a_command_ignoring_sigterm_is_killed_after_the_grace(executor, tmp_path):
+    tag = f"gv-exec-{uuid.uuid4().hex[:8]}"
+    out = tmp_path / "out.log"
+    outcome = executor.stream_to_file(["sh", "-c", "trap '' TERM; echo up; sleep 60", tag], out, timeout_s=1)
+    assert outcome.timed_out and outcome.interrupted is None
+    # (in a container the wrapper's shell may add its own "Killed" line after it: container.py)
+    assert out.read_bytes().startswith(b"up\n"), "what it printed before the limit is kept"
+    assert 1 + GRACE_S - 0.5 <= outcome.duration_s < 1 + GRACE_S + 4, outcome.duration_s
+    code, ps = executor.capture(["sh", "-c", "cat /proc/[0-9]*/cmdline 2>/dev/null | tr '\\0' ' '"])
+    assert code == 0 and b"/proc/" in ps, "the look at the processes ran"  # its own `sh -c` names no tag
+    assert tag.encode() not in ps, "the command and its group are gone"
+
+
+def test_ctrl_c_stops_the_command_and_carries_what_was_known(executor, tmp_path):
+    tag = f"gv-exec-{uuid.uuid4().hex[:8]}"
+    out = tmp_path / "out.log"
+    sent: list[bool] = []
+
+    def ctrl_c_once_it_runs(data: bytes) -> None:
+        if b"up" in data and not sent:  # the command runs: the executor is waiting on it
+            sent.append(True)
+            os.kill(os.getpid(), signal.SIGINT)
+
+    with pytest.raises(Interrupted) as info:
+        executor.stream_to_file(["sh", "-c", "echo up; sleep 60", tag], out, timeout_s=60, echo=ctrl_c_once_it_runs)
+    outcome = info.value.outcome
+    assert outcome.interrupted == "Ctrl-C" and not outcome.timed_out
+    assert out.read_bytes().startswith(b"up\n") and outcome.bytes_written >= 3
+    assert outcome.duration_s < GRACE_S + 5, outcome.duration_s
+    code, ps = executor.capture(["sh", "-c", "cat /proc/[0-9]*/cmdline 2>/dev/null | tr '\\0' ' '"])
+    assert code == 0 and b"/proc/" in ps and tag.encode() not in ps, "the command is gone"
