@@ -1,6 +1,6 @@
 """Which process of a ``--gpu-verify`` run does what: one role, chosen once in pytest_configure
 (plugin.py), as pytest-cov has Central / DistMaster / DistWorker. Each role is a pytest plugin object,
-registered as ``gpuverify`` from pytest_configure to pytest_unconfigure.
+registered as ``gpuverify-role`` from pytest_configure to pytest_unconfigure.
 
 - :class:`Central`: a session without xdist. It builds the engine and runs every target itself.
 - :class:`DistWorker`: an xdist worker, here or on a GPU host over SSH: the same, for the targets
@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from pytest_gpuverify.engine.session import VerifySession
     from pytest_gpuverify.remote.controller import RemoteController
 
-ROLE_NAME = "gpuverify"  # the role's name in the plugin manager
+ROLE_NAME = "gpuverify-role"  # in the plugin manager ("gpuverify" is the plugin module, pyproject.toml)
 ROLE_KEY = pytest.StashKey["Role"]()
 ENGINE_KEY = pytest.StashKey["VerifySession"]()  # Central and DistWorker: this process's engine
 DECLARED_KEY = pytest.StashKey[Optional["Declarations"]]()  # the repo's declared targets
