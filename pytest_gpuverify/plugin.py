@@ -78,7 +78,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "gpu(gpus=N): a GPU target of pytest-gpuverify; gpus is how many GPUs it needs")
     if not config.getoption("gpu_verify", False):
         return
-    role = choose_role(config)  # trylast: xdist has set -n, --dist and its workers' input by now
+    role = choose_role(config)  # xdist has set --dist and --tx by now (its cmdline_main), a worker its workerinput
     config.stash[ROLE_KEY] = role
     role.register()
 

@@ -253,7 +253,7 @@ class RemoteDistController(DistController):
 
     def __init__(self, config: pytest.Config, remote: RemoteController) -> None:
         super().__init__(config)
-        self.helpers.append((remote, "gpuverify-remote"))
+        self.helpers.insert(0, (remote, "gpuverify-remote"))  # before the summary: its lines print after the summary's
 
     def pytest_configure(self, config: pytest.Config) -> None:
         """No claims folder: it would be a path on this host."""
