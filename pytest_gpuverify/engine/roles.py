@@ -62,7 +62,8 @@ def choose_role(config: pytest.Config) -> Role:
 
 
 def _distributing(config: pytest.Config) -> bool:
-    """xdist's own test (xdist/plugin.py, _is_distribution_mode): it starts workers."""
+    """Whether xdist starts workers from this process: as xdist decides it, a --dist other than "no"
+    and some --tx (-n sets both), never under --collect-only."""
     return (not config.getvalue("collectonly") and config.getoption("dist", "no") != "no"
             and bool(config.getoption("tx", None)))
 
