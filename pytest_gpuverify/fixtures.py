@@ -12,13 +12,12 @@ import pytest
 from pytest_gpuverify.engine.artifact import Artifact
 from pytest_gpuverify.config.options import check_topic
 from pytest_gpuverify.config.targets import Target, split_args
+from pytest_gpuverify.engine.roles import ENGINE_KEY
 
 
 def _session(config: pytest.Config):
-    from pytest_gpuverify.plugin import _session as session_of
-
-    return session_of(config)
-
+    """The engine of this process's role (engine/roles.py); None without --gpu-verify or on an xdist controller."""
+    return config.stash.get(ENGINE_KEY, None)
 
 
 @pytest.fixture(scope="session")

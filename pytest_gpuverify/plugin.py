@@ -1,14 +1,16 @@
-"""pytest wiring only: options, collection of GPU targets, the run hook, reporting.
+"""pytest wiring only: options, collection of GPU targets, the role of this process.
 
 Without ``--gpu-verify`` every hook here returns at once and pytest behaves as without the plugin.
-The engine is :class:`pytest_gpuverify.engine.session.VerifySession`.
+With it, pytest_configure chooses this process's role once (engine/roles.py: one session, an xdist
+controller or worker) and registers it until pytest_unconfigure; the role holds the engine,
+:class:`pytest_gpuverify.engine.session.VerifySession`, where this process runs targets.
 """
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Optional
+from typing import Optional
 
 import pytest
 
@@ -17,19 +19,9 @@ from pytest_gpuverify.config.envfile import EnvFileError, default_env_path, load
 from pytest_gpuverify.config.errors import UsageError
 from pytest_gpuverify.config.options import RunOptions, check_repeats, check_seconds, check_ticket, check_topic  # noqa: F401
 from pytest_gpuverify.plugin_options import add_options, build_options, option_value as _value  # noqa: F401  (re-exported)
-from pytest_gpuverify.terminal import VerdictSummary, live_line, verdict_properties
+from pytest_gpuverify.terminal import verdict_properties
 from pytest_gpuverify.config.targets import Target, kind_for_path, split_args, topic_for
-
-if TYPE_CHECKING:  # imported when a session starts: a run without --gpu-verify never pays for them
-    from pytest_gpuverify.config.declarations import Declarations
-    from pytest_gpuverify.engine.session import VerifySession
-
-_SESSION_KEY: pytest.StashKey[VerifySession] = pytest.StashKey()
-_DECLARED_KEY: pytest.StashKey[Optional[Declarations]] = pytest.StashKey()
-_NO_CONFTEST_KEY = pytest.StashKey[str]()  # the kernel repo whose conftest.py files are not imported
-_ENV_KEY = pytest.StashKey[tuple]()  # (path, EnvFile) as read before the initial conftests
-_CLAIMS_KEY = pytest.StashKey[str]()  # xdist controller: the folder where its workers claim topics
-_REMOTE_KEY = pytest.StashKey[object]()  # xdist controller of workers on GPU hosts over SSH (remote/)
+from pytest_gpuverify.engine.roles import DECLARED_KEY, ENGINE_KEY, ENV_KEY, NO_CONFTEST_KEY, REMOTE_KEY, ROLE_KEY, choose_role
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -59,10 +51,10 @@ def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Pa
         repo = kernel_repo_of(env, paths)
     except (EnvFileError, OSError, ValueError):
         return  # pytest_configure reports the env file's problem
-    early_config.stash[_ENV_KEY] = (env_path, env)  # read once: pytest_configure takes it from here
+    early_config.stash[ENV_KEY] = (env_path, env)  # read once: pytest_configure takes it from here
     if repo is not None:
         ns.noconftest = True
-        early_config.stash[_NO_CONFTEST_KEY] = repo.repo
+        early_config.stash[NO_CONFTEST_KEY] = repo.repo
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -78,8 +70,7 @@ def pytest_cmdline_main(config: pytest.Config) -> None:
     except UsageError as exc:
         raise pytest.UsageError(str(exc)) from None
     if remote is not None:
-        config.stash[_REMOTE_KEY] = remote
-        config.pluginmanager.register(remote, "gpuverify-remote")
+        config.stash[REMOTE_KEY] = remote  # its role, chosen in pytest_configure, registers it
 
 
 @pytest.hookimpl(trylast=True)
@@ -88,122 +79,16 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "gpu(gpus=N): a GPU target of pytest-gpuverify; gpus is how many GPUs it needs")
     if not config.getoption("gpu_verify", False):
         return
-    from pytest_gpuverify.reporting.live import running_line_wanted
-    from pytest_gpuverify.engine.session import VerifySession, echo_to_stdout
-    from pytest_gpuverify.config.topics import TopicClaims
-    from pytest_gpuverify.remote.waitline import on_wait_for
-
-    if _REMOTE_KEY in config.stash:  # the controller of workers on GPU hosts runs no target itself
-        config.pluginmanager.register(VerdictSummary(lambda: None, config.getoption("gpu_ci_summary")), "gpuverify-summary")
-        return
-    try:
-        options = build_options(config)
-        read_early = config.stash.get(_ENV_KEY, None)
-        env = read_early[1] if read_early and read_early[0] == options.env_path else load_env_file(options.env_path)
-        declared = _load_declarations(config, env)
-        session = VerifySession(options, env, echo=echo_to_stdout if options.echo_output else None,
-                                on_wait=on_wait_for(config),
-                                topics=TopicClaims(getattr(config, "workerinput", {}).get("gpuverify_topic_claims")),
-                                on_running=live_line(config) if running_line_wanted(config, options.echo_output) else None)
-    except UsageError as exc:
-        raise pytest.UsageError(str(exc)) from None
-    config.stash[_DECLARED_KEY] = declared
-    if hasattr(config, "workerinput"):
-        from pytest_gpuverify.remote.onhost import synced_record
-
-        session.synced = synced_record(config.workerinput)
-    if not hasattr(config, "workerinput"):
-        config.pluginmanager.register(VerdictSummary(lambda: _session(config), config.getoption("gpu_ci_summary")),
-                                      "gpuverify-summary")
-    if getattr(config.option, "numprocesses", None) and not hasattr(config, "workerinput"):
-        import shutil
-        import tempfile
-
-        # the controller runs no target: each worker samples, locks, runs and writes its own, and
-        # claims its artifact names in this folder, so two workers never write one file
-        config.stash[_CLAIMS_KEY] = claims = tempfile.mkdtemp(prefix="gpuverify-topics-")
-        config.add_cleanup(lambda: shutil.rmtree(claims, ignore_errors=True))
-        return
-    config.stash[_SESSION_KEY] = session
-    _terminate_like_ctrl_c()
-    session.start_in_background()  # the idle window starts filling now, while pytest collects
+    role = choose_role(config)  # xdist has set --dist and --tx by now (its cmdline_main), a worker its workerinput
+    config.stash[ROLE_KEY] = role
+    role.register()
 
 
-@pytest.hookimpl(optionalhook=True)
-def pytest_configure_node(node) -> None:
-    """xdist controller: tell each worker where the run's artifact names are claimed."""
-    claims = node.config.stash.get(_CLAIMS_KEY, None)
-    if claims:
-        node.workerinput["gpuverify_topic_claims"] = claims
-
-
-def _terminate_like_ctrl_c() -> None:
-    """SIGTERM (a CI job cancelled, a scheduler's stop) takes Ctrl-C's path: the command is stopped,
-    the lock released and the artifact written with the reason."""
-    import signal
-    import threading
-
-    from pytest_gpuverify.execute.base import Terminated
-
-    def on_term(signum, frame):
-        raise Terminated("SIGTERM")
-
-    if threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGTERM, on_term)
-
-
-def _load_declarations(config: pytest.Config, env):
-    """The repo's declared targets (or None). With --gpu-target, the declaration file is what pytest
-    collects, so `pytest --gpu-verify --gpu-target X` runs X and nothing else."""
-    from pytest_gpuverify.config.declarations import DeclarationError, find_declarations, load_declarations, select
-
-    start = Path(config.invocation_params.dir)
-    stop = config.rootpath if start.is_relative_to(config.rootpath) else start
-    path = find_declarations(start, stop)
-    names = config.getoption("gpu_target")
-    from pytest_gpuverify.remote.onhost import declarations_on_host, serving_host
-
-    if path is None and names and serving_host():
-        path = declarations_on_host(env, names)
-    if path is None:
-        if names:
-            raise DeclarationError(start, f"--gpu-target: no gpuverify.toml or [tool.gpuverify] found in {start} "
-                                   "or above it", "declare the targets (see conftest_examples/), or pass target paths")
-        return None
-    decls = load_declarations(path)
-    if names:
-        select(decls, names)  # unknown names stop the run here, naming the known ones
-        if config.args_source == pytest.Config.ArgsSource.ARGS:
-            config.args.append(str(path))
-        else:
-            config.args[:] = [str(path)]
-    return decls
-
-
-def _session(config: pytest.Config):
-    return config.stash.get(_SESSION_KEY, None)
-
-
-def pytest_collection_finish(session: pytest.Session) -> None:
-    engine = _session(session.config)
-    if engine is not None:
-        engine.mark_collected()
-
-
-@pytest.hookimpl(tryfirst=True)
-def pytest_pycollect_makemodule(module_path: Path, parent: pytest.Collector):
-    """GPU test files become targets instead of modules: the host has no torch to import them."""
-    if _session(parent.config) is None or _kind(module_path, parent.config) is None:
-        return None
-    return GpuTargetFile.from_parent(parent, path=module_path)
-
-
-def pytest_collect_file(file_path: Path, parent: pytest.Collector):
-    """The declaration file, when named on the command line or selected through --gpu-target."""
-    decls = parent.config.stash.get(_DECLARED_KEY, None)
-    if decls is None or file_path.resolve() != Path(decls.path).resolve():
-        return None
-    return DeclarationFile.from_parent(parent, path=file_path)
+def pytest_unconfigure(config: pytest.Config) -> None:
+    role = config.stash.get(ROLE_KEY, None)
+    if role is not None:
+        role.unregister()
+        del config.stash[ROLE_KEY]
 
 
 class GpuVerdict(Exception):
@@ -219,13 +104,13 @@ class GpuTargetFile(pytest.File):
     """A GPU test file on the command line: its declared targets, else one target with --gpu-args."""
 
     def collect(self):
-        decls = self.config.stash.get(_DECLARED_KEY, None)
+        decls = self.config.stash.get(DECLARED_KEY, None)
         declared = [t for t in (decls.targets if decls else []) if t.path and t.path.resolve() == self.path.resolve()]
         if declared and not self.config.getoption("gpu_target"):
             for target in declared:
                 yield GpuTargetItem.from_parent(self, name=target.name, target=_with_cli_args(target, self.config))
             return
-        target = Target(name=_display_name(self.path, self.config), kind=_kind(self.path, self.config), path=self.path,
+        target = Target(name=_display_name(self.path, self.config), kind=kind_of(self.path, self.config), path=self.path,
                         topic=topic_for(self.path))
         yield GpuTargetItem.from_parent(self, name=target.topic, target=_with_cli_args(target, self.config))
 
@@ -235,8 +120,8 @@ class DeclarationFile(pytest.File):
 
     def collect(self):
         from pytest_gpuverify.config.declarations import select
-
-        decls = self.config.stash[_DECLARED_KEY]
+        decls = self.config.stash[DECLARED_KEY]
+        assert decls is not None, "a DeclarationFile is collected only when declarations were found"
         names = self.config.getoption("gpu_target")
         for target in select(decls, names) if names else decls.targets:
             if target.path is None and target.anchor is None:
@@ -250,34 +135,8 @@ def _with_cli_args(target: Target, config: pytest.Config) -> Target:
     return target.model_copy(update={"args": (*target.args, *extra)}) if extra else target
 
 
-def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list) -> None:
-    engine = _session(config)
-    if engine is not None and not hasattr(config, "workerinput"):  # xdist: the controller checks
-        _one_target_per_topic(engine.options.topic, [i.target.name for i in items if isinstance(i, GpuTargetItem)])
-    from pytest_gpuverify.remote.onhost import mark_gpu_needs
-
-    mark_gpu_needs([i for i in items if isinstance(i, GpuTargetItem)])  # a worker on a GPU host: for placement
-
-
-@pytest.hookimpl(optionalhook=True)
-def pytest_xdist_node_collection_finished(node, ids) -> None:
-    """xdist controller: the same check, on the node ids a worker collected, before any is sent."""
-    config = node.config
-    if config.getoption("gpu_verify") and config.getoption("gpu_topic"):
-        decls = config.stash.get(_DECLARED_KEY, None)
-        paths = [config.rootpath / i.split("::")[0] for i in ids]
-        _one_target_per_topic(config.getoption("gpu_topic"), [i for i, p in zip(ids, paths) if _kind(p, config)
-                              or (decls is not None and p.resolve() == Path(decls.path).resolve())])
-
-
-def _one_target_per_topic(topic: Optional[str], names: list[str]) -> None:
-    from pytest_gpuverify.config.topics import shared_topic_problem
-
-    if shared_topic_problem(topic, names):  # --gpu-topic names one artifact
-        raise pytest.UsageError(shared_topic_problem(topic, names))
-
-
-def _kind(path: Path, config: pytest.Config) -> Optional[str]:
+def kind_of(path: Path, config: pytest.Config) -> Optional[str]:
+    """The target kind of a GPU test file (ini gpu_pytest_paths, else its name); None: not one."""
     return kind_for_path(path, tuple(config.getini("gpu_pytest_paths")), config.rootpath)
 
 
@@ -296,7 +155,7 @@ class GpuTargetItem(pytest.Item):
         self.add_marker("gpu")
 
     def runtest(self) -> None:
-        outcome = _session(self.config).run(self.target)
+        outcome = self.config.stash[ENGINE_KEY].run(self.target)
         art = outcome.artifact
         # what the terminal summary needs travels with the report, so it also works under xdist
         self.user_properties.extend(verdict_properties(art, outcome.artifact_path))
@@ -314,52 +173,6 @@ class GpuTargetItem(pytest.Item):
 
     def reportinfo(self):
         return self.path, None, f"gpu target {self.target.name}"
-
-
-def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config):
-    if report.when != "call":
-        return None
-    verdict = dict(report.user_properties).get("gpuverify_verdict")
-    if verdict == "INCONCLUSIVE":
-        return "inconclusive", "I", "INCONCLUSIVE"
-    return None
-
-
-@pytest.hookimpl(hookwrapper=True)
-def pytest_sessionfinish(session: pytest.Session, exitstatus: int):
-    engine = _session(session.config)
-    if engine is not None:
-        engine.close()  # artifacts are written here, also after Ctrl-C (by the worker that ran them)
-        from pytest_gpuverify.remote.onhost import hand_back
-
-        hand_back(session.config, engine)  # a worker on a GPU host: its files go to the controller too
-        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
-        for problem in engine.write_problems:
-            if reporter is not None:
-                reporter.write_line(f"gpuverify: {problem}", red=True)
-        if (engine.write_problems or any(o.artifact.verdict != "PASS" for o in engine.outcomes)) \
-                and session.exitstatus == 0:
-            session.exitstatus = pytest.ExitCode.TESTS_FAILED
-    yield
-
-
-def pytest_report_header(config: pytest.Config):
-    """Which conftest.py files stay in the container; with -v, the doctor's report of this host
-    (read-only, as `gpuverify doctor`)."""
-    engine = _session(config)
-    if engine is None:
-        return None
-    lines = []
-    repo = config.stash.get(_NO_CONFTEST_KEY, None)
-    if repo is not None:
-        lines.append(f"gpuverify: conftest.py files of repo {repo} are not imported here: they belong to the "
-                     "repo's own test runs; --gpu-host-conftest imports them")
-    if config.option.verbose >= 1:
-        from pytest_gpuverify.cli.doctor import run_doctor
-
-        report = run_doctor(engine.env, host_name=engine.host_row.host)
-        lines += ["gpuverify doctor:", *(f"  {line}" for line in report.lines), f"  {report.judgement()}"]
-    return lines or None
 
 
 # -- fixtures (fixtures.py): found by pytest on this plugin module -------------------------------

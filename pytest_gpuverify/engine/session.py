@@ -24,7 +24,7 @@ from pytest_gpuverify.place.container_checks import HOST, ContainerPlaces, start
 from pytest_gpuverify.execute.base import Interrupted, interrupt_cause
 from pytest_gpuverify.execute.container import docker_client
 from pytest_gpuverify.config.envfile import EnvFile
-from pytest_gpuverify.engine.files import FileProblem, create_result_file, result_folder
+from pytest_gpuverify.engine.files import FileProblem, create_result_file
 from pytest_gpuverify.gpu import select_backend
 from pytest_gpuverify.gpu.base import GpuInfo
 from pytest_gpuverify.place.gitstate import own_output_dirs
@@ -33,8 +33,6 @@ from pytest_gpuverify.reporting.live import RunningLine, running_echo
 from pytest_gpuverify.execute.host import HostExecutor
 from pytest_gpuverify.execute.leftovers import run_marker
 from pytest_gpuverify.lease.lock import LockError
-from pytest_gpuverify.config.hosts import lock_for, select_host
-from pytest_gpuverify.config.errors import UsageError, usage_error_of_line
 from pytest_gpuverify.config.options import RunOptions
 from pytest_gpuverify.engine.outcome import TargetOutcome, fetch_junit, finish, gpu_records, record_exec, seal, target_record
 from pytest_gpuverify.engine.overlap import Background, ParserWarmer
@@ -48,7 +46,8 @@ from pytest_gpuverify.engine.prerun import PreRunSteps
 from pytest_gpuverify.place.provenance import import_origin, origin_inside, read_container_facts, repo_state
 from pytest_gpuverify.lease.sampler import IdleSampler
 from pytest_gpuverify.lease.shared_readings import SharedReadings
-from pytest_gpuverify.engine.signing import sign_outputs, signer_for
+from pytest_gpuverify.engine.signing import sign_outputs
+from pytest_gpuverify.engine.setup_checks import check_setup
 from pytest_gpuverify.config.topics import TopicClaims
 from pytest_gpuverify.lease.window_history import history_source
 from pytest_gpuverify.config.targets import PYTEST_KINDS, RunEnvironment, Target, command_argv, import_package, pythonpath
@@ -72,19 +71,10 @@ class VerifySession(PreRunSteps):
     ) -> None:
         self.options = options
         self.env = env
-        self.host_row = select_host(env, options)
-        self.lock_spec, self.picker_command = lock_for(env, self.host_row)
-        self.signer = signer_for(env, self.host_row.host)  # its key is checked here, before any GPU
-        self.expected_arch = (options.arch or self.host_row.arch or "").lower() or None
-        if options.ticket and env.resources.tickets is None:  # stop and ask, never ./ (contract "2. The env file")
-            raise UsageError("--ticket", f"--ticket {options.ticket} is given, but `tickets` is not set in section "
-                             f"'Resources' of {env.path}, so there is no ticket folder",
-                             "set | tickets | /path/to/tickets |, or drop --ticket to write to ./")
-        try:  # before any GPU tool or container: a result that cannot be written is not worth a run
-            self.out_dir, self._moves_lock = result_folder(env.resources.tickets, options.ticket,
-                                                           options.invocation_dir)
-        except FileProblem as exc:
-            raise usage_error_of_line(env.resources.tickets or options.invocation_dir, f"artifacts: {exc}") from None
+        setup = check_setup(options, env)  # every setup problem raises here, before any GPU or container
+        self.host_row, self.lock_spec, self.picker_command = setup.host_row, setup.lock_spec, setup.picker_command
+        self.signer, self.expected_arch = setup.signer, setup.expected_arch
+        self.out_dir, self._moves_lock = setup.out_dir, setup.moves_lock
         self.runner = LocalHost()
         self.backend = select_backend(self.expected_arch, self.runner)
         interval = min(1.0, max(0.2, options.window_s / 5))

@@ -52,17 +52,11 @@ def plan_remote(config: pytest.Config, env: EnvFile, environ) -> Optional["Remot
     if config.option.dist == "no":
         config.option.dist = "load"
 
-    from pytest_gpuverify.engine.files import FileProblem, result_folder
+    from pytest_gpuverify.engine.setup_checks import artifact_folder
     from pytest_gpuverify.remote.collect import ArtifactCollector
 
-    ticket, tickets = config.getoption("ticket"), env.resources.tickets
-    if ticket and tickets is None:
-        raise UsageError("--ticket", f"--ticket {ticket} is given, but `tickets` is not set in section 'Resources' of "
-                         f"{env.path}", "set | tickets | /path/to/tickets |, or drop --ticket to write to ./")
-    try:
-        out_dir, lock = result_folder(tickets, ticket, Path(config.invocation_params.dir))
-    except FileProblem as exc:
-        raise usage_error_of_line(tickets or Path(config.invocation_params.dir), f"artifacts: {exc}") from None
+    ticket = config.getoption("ticket")
+    out_dir, lock = artifact_folder(env, ticket, Path(config.invocation_params.dir))
     from pytest_gpuverify.remote.placement import HostSlots
 
     remote = RemoteController(down, _target_limit_s(config, environ), timeout_s, ssh_config, synced,

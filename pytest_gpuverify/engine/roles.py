@@ -1,0 +1,310 @@
+"""Which process of a ``--gpu-verify`` run does what: one role, chosen once in pytest_configure
+(plugin.py), as pytest-cov has Central / DistMaster / DistWorker. Each role is a pytest plugin object,
+registered as ``gpuverify-role`` from pytest_configure to pytest_unconfigure.
+
+- :class:`Central`: a session without xdist. It builds the engine and runs every target itself.
+- :class:`DistWorker`: an xdist worker, here or on a GPU host over SSH: the same, for the targets
+  xdist sends it.
+- :class:`DistController`: the controller of xdist workers on this host. It runs no target and
+  builds no engine: it checks the setup once (engine/setup_checks.py) and the topics, hands its
+  workers the folder where they claim artifact names, and prints the summary.
+- :class:`RemoteDistController`: the controller of workers on GPU hosts over SSH; the work of
+  remote/controller.py, planned in pytest_cmdline_main, plus the summary and the topic check."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Optional
+
+import pytest
+
+from pytest_gpuverify.config.envfile import EnvFile, load_env_file
+from pytest_gpuverify.config.errors import UsageError
+from pytest_gpuverify.config.options import RunOptions
+from pytest_gpuverify.plugin_options import build_options
+from pytest_gpuverify.terminal import VerdictSummary, live_line
+
+if TYPE_CHECKING:
+    from pytest_gpuverify.config.declarations import Declarations
+    from pytest_gpuverify.engine.session import VerifySession
+    from pytest_gpuverify.remote.controller import RemoteController
+
+ROLE_NAME = "gpuverify-role"  # in the plugin manager ("gpuverify" is the plugin module, pyproject.toml)
+ROLE_KEY = pytest.StashKey["Role"]()
+ENGINE_KEY = pytest.StashKey["VerifySession"]()  # Central and DistWorker: this process's engine
+DECLARED_KEY = pytest.StashKey[Optional["Declarations"]]()  # the repo's declared targets
+ENV_KEY = pytest.StashKey[tuple[Path, EnvFile]]()  # (path, env file) as read before the initial conftests
+NO_CONFTEST_KEY = pytest.StashKey[str]()  # the kernel repo whose conftest.py files are not imported
+REMOTE_KEY = pytest.StashKey["RemoteController"]()  # planned in pytest_cmdline_main: workers on GPU hosts
+CLAIMS_VARIABLE = "gpuverify_topic_claims"  # workerinput: the folder where workers claim artifact names
+
+
+def choose_role(config: pytest.Config) -> Role:
+    """The role of this process; a bad setup (options, env file, declarations) is a UsageError."""
+    if REMOTE_KEY in config.stash:
+        return RemoteDistController(config, config.stash[REMOTE_KEY])
+    try:
+        options = build_options(config)
+        read_early = config.stash.get(ENV_KEY, None)
+        env = read_early[1] if read_early and read_early[0] == options.env_path else load_env_file(options.env_path)
+        config.stash[DECLARED_KEY] = _load_declarations(config, env)
+        if hasattr(config, "workerinput"):
+            return DistWorker(config, _build_engine(config, options, env))
+        if _distributing(config):
+            from pytest_gpuverify.engine.setup_checks import check_setup
+
+            check_setup(options, env)  # stops the run here, once, before any worker starts
+            return DistController(config)
+        return Central(config, _build_engine(config, options, env))
+    except UsageError as exc:
+        raise pytest.UsageError(str(exc)) from None
+
+
+def _distributing(config: pytest.Config) -> bool:
+    """Whether xdist starts workers from this process: as xdist decides it, a --dist other than "no"
+    and some --tx (-n sets both), never under --collect-only."""
+    return (not config.getvalue("collectonly") and config.getoption("dist", "no") != "no"
+            and bool(config.getoption("tx", None)))
+
+
+def _build_engine(config: pytest.Config, options: RunOptions, env: EnvFile) -> VerifySession:
+    from pytest_gpuverify.config.topics import TopicClaims
+    from pytest_gpuverify.engine.session import VerifySession, echo_to_stdout
+    from pytest_gpuverify.remote.waitline import on_wait_for
+    from pytest_gpuverify.reporting.live import running_line_wanted
+
+    return VerifySession(options, env, echo=echo_to_stdout if options.echo_output else None,
+                         on_wait=on_wait_for(config),
+                         topics=TopicClaims(getattr(config, "workerinput", {}).get(CLAIMS_VARIABLE)),
+                         on_running=live_line(config) if running_line_wanted(config, options.echo_output) else None)
+
+
+class Role:
+    """What every role has: the plugins it brings along, and an INCONCLUSIVE verdict's status."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+        self.helpers: list[tuple[object, str]] = []  # (plugin, name): registered and unregistered with the role
+
+    def register(self) -> None:
+        manager = self.config.pluginmanager
+        manager.register(self, ROLE_NAME)
+        for plugin, name in self.helpers:
+            manager.register(plugin, name)
+
+    def unregister(self) -> None:
+        manager = self.config.pluginmanager
+        for plugin, _ in reversed(self.helpers):
+            if manager.is_registered(plugin):
+                manager.unregister(plugin)
+        if manager.is_registered(self):
+            manager.unregister(self)
+
+    def pytest_report_teststatus(self, report: pytest.TestReport, config: pytest.Config):
+        if report.when != "call":
+            return None
+        if dict(report.user_properties).get("gpuverify_verdict") == "INCONCLUSIVE":
+            return "inconclusive", "I", "INCONCLUSIVE"
+        return None
+
+
+class EngineRole(Role):
+    """A process that runs targets: it holds the engine, collects GPU targets and writes artifacts."""
+
+    def __init__(self, config: pytest.Config, engine: VerifySession) -> None:
+        super().__init__(config)
+        self.engine = engine
+        config.stash[ENGINE_KEY] = engine
+
+    def pytest_configure(self, config: pytest.Config) -> None:
+        """Called once the role is registered: the idle window starts filling now, while pytest collects."""
+        _terminate_like_ctrl_c()
+        self.engine.start_in_background()
+
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        self.engine.mark_collected()
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_pycollect_makemodule(self, module_path: Path, parent: pytest.Collector):
+        """GPU test files become targets instead of modules: the host has no torch to import them."""
+        from pytest_gpuverify.plugin import GpuTargetFile, kind_of
+
+        if kind_of(module_path, parent.config) is None:
+            return None
+        return GpuTargetFile.from_parent(parent, path=module_path)
+
+    def pytest_collect_file(self, file_path: Path, parent: pytest.Collector):
+        """The declaration file, when named on the command line or selected through --gpu-target."""
+        from pytest_gpuverify.plugin import DeclarationFile
+
+        decls = parent.config.stash.get(DECLARED_KEY, None)
+        if decls is None or file_path.resolve() != Path(decls.path).resolve():
+            return None
+        return DeclarationFile.from_parent(parent, path=file_path)
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int):
+        engine = self.engine
+        engine.close()  # artifacts are written here, also after Ctrl-C
+        self.hand_back(session.config)
+        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        for problem in engine.write_problems:
+            if reporter is not None:
+                reporter.write_line(f"gpuverify: {problem}", red=True)
+        if (engine.write_problems or any(o.artifact.verdict != "PASS" for o in engine.outcomes)) \
+                and session.exitstatus == 0:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        yield
+
+    def hand_back(self, config: pytest.Config) -> None:
+        """What goes back to whoever started this process, once the artifacts are written."""
+
+    def pytest_report_header(self, config: pytest.Config):
+        """Which conftest.py files stay in the container; with -v, the doctor's report of this host
+        (read-only, as `gpuverify doctor`)."""
+        lines = []
+        repo = config.stash.get(NO_CONFTEST_KEY, None)
+        if repo is not None:
+            lines.append(f"gpuverify: conftest.py files of repo {repo} are not imported here: they belong to the "
+                         "repo's own test runs; --gpu-host-conftest imports them")
+        if config.option.verbose >= 1:
+            from pytest_gpuverify.cli.doctor import run_doctor
+
+            report = run_doctor(self.engine.env, host_name=self.engine.host_row.host)
+            lines += ["gpuverify doctor:", *(f"  {line}" for line in report.lines), f"  {report.judgement()}"]
+        return lines or None
+
+
+class Central(EngineRole):
+    """A session without xdist: it runs every target and prints the summary."""
+
+    def __init__(self, config: pytest.Config, engine: VerifySession) -> None:
+        super().__init__(config, engine)
+        # the engine's outcomes also hold targets that never reported (stopped by Ctrl-C or SIGTERM)
+        self.helpers.append((VerdictSummary(lambda: engine, config.getoption("gpu_ci_summary")), "gpuverify-summary"))
+
+    def pytest_collection_modifyitems(self, session: pytest.Session, config: pytest.Config, items: list) -> None:
+        from pytest_gpuverify.plugin import GpuTargetItem
+
+        _one_target_per_topic(self.engine.options.topic, [i.target.name for i in items if isinstance(i, GpuTargetItem)])
+
+
+class DistWorker(EngineRole):
+    """An xdist worker: the targets xdist sends it; the controller checks topics and prints the summary."""
+
+    def __init__(self, config: pytest.Config, engine: VerifySession) -> None:
+        super().__init__(config, engine)
+        from pytest_gpuverify.remote.onhost import synced_record
+
+        engine.synced = synced_record(config.workerinput)  # type: ignore[attr-defined]  # set by xdist
+
+    def pytest_collection_modifyitems(self, session: pytest.Session, config: pytest.Config, items: list) -> None:
+        from pytest_gpuverify.plugin import GpuTargetItem
+        from pytest_gpuverify.remote.onhost import mark_gpu_needs
+
+        mark_gpu_needs([i for i in items if isinstance(i, GpuTargetItem)])  # a worker on a GPU host: for placement
+
+    def hand_back(self, config: pytest.Config) -> None:
+        from pytest_gpuverify.remote.onhost import hand_back
+
+        hand_back(config, self.engine)  # a worker on a GPU host: its files go to the controller too
+
+
+class DistController(Role):
+    """The controller of xdist workers on this host: it runs no target, each worker samples, locks,
+    runs and writes its own, and claims its artifact names in one folder, so two never write one file."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        super().__init__(config)
+        self.helpers.append((VerdictSummary(lambda: None, config.getoption("gpu_ci_summary")), "gpuverify-summary"))
+        self.claims: Optional[str] = None
+
+    def pytest_configure(self, config: pytest.Config) -> None:
+        import shutil
+        import tempfile
+
+        self.claims = claims = tempfile.mkdtemp(prefix="gpuverify-topics-")
+        config.add_cleanup(lambda: shutil.rmtree(claims, ignore_errors=True))
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_configure_node(self, node) -> None:
+        """Tell each worker where the run's artifact names are claimed."""
+        if self.claims:
+            node.workerinput[CLAIMS_VARIABLE] = self.claims
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_node_collection_finished(self, node, ids) -> None:
+        """The one-target-per-topic check, on the node ids a worker collected, before any is sent."""
+        from pytest_gpuverify.plugin import kind_of
+
+        config = node.config
+        topic = config.getoption("gpu_topic")
+        if not topic:
+            return
+        decls = config.stash.get(DECLARED_KEY, None)
+        paths = [config.rootpath / i.split("::")[0] for i in ids]
+        _one_target_per_topic(topic, [i for i, p in zip(ids, paths) if kind_of(p, config)
+                                      or (decls is not None and p.resolve() == Path(decls.path).resolve())])
+
+
+class RemoteDistController(DistController):
+    """The controller of workers on GPU hosts over SSH (remote/controller.py): the hosts' workers
+    claim their names on their own hosts, and the collector gathers their files."""
+
+    def __init__(self, config: pytest.Config, remote: RemoteController) -> None:
+        super().__init__(config)
+        self.helpers.insert(0, (remote, "gpuverify-remote"))  # before the summary: its lines print after the summary's
+
+    def pytest_configure(self, config: pytest.Config) -> None:
+        """No claims folder: it would be a path on this host."""
+
+
+def _terminate_like_ctrl_c() -> None:
+    """SIGTERM (a CI job cancelled, a scheduler's stop) takes Ctrl-C's path: the command is stopped,
+    the lock released and the artifact written with the reason."""
+    import signal
+    import threading
+
+    from pytest_gpuverify.execute.base import Terminated
+
+    def on_term(signum, frame):
+        raise Terminated("SIGTERM")
+
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, on_term)
+
+
+def _load_declarations(config: pytest.Config, env: EnvFile) -> Optional[Declarations]:
+    """The repo's declared targets (or None). With --gpu-target, the declaration file is what pytest
+    collects, so `pytest --gpu-verify --gpu-target X` runs X and nothing else."""
+    from pytest_gpuverify.config.declarations import DeclarationError, find_declarations, load_declarations, select
+    from pytest_gpuverify.remote.onhost import declarations_on_host, serving_host
+
+    start = Path(config.invocation_params.dir)
+    stop = config.rootpath if start.is_relative_to(config.rootpath) else start
+    path = find_declarations(start, stop)
+    names = config.getoption("gpu_target")
+    if path is None and names and serving_host():
+        path = declarations_on_host(env, names)
+    if path is None:
+        if names:
+            raise DeclarationError(start, f"--gpu-target: no gpuverify.toml or [tool.gpuverify] found in {start} "
+                                   "or above it", "declare the targets (see conftest_examples/), or pass target paths")
+        return None
+    decls = load_declarations(path)
+    if names:
+        select(decls, names)  # unknown names stop the run here, naming the known ones
+        if config.args_source == pytest.Config.ArgsSource.ARGS:
+            config.args.append(str(path))
+        else:
+            config.args[:] = [str(path)]
+    return decls
+
+
+def _one_target_per_topic(topic: Optional[str], names: list[str]) -> None:
+    from pytest_gpuverify.config.topics import shared_topic_problem
+
+    problem = shared_topic_problem(topic, names)
+    if problem:  # --gpu-topic names one artifact
+        raise pytest.UsageError(problem)
+
