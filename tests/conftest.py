@@ -77,6 +77,8 @@ class Sandbox:
             cmd += ["--ticket", ticket]
         full_env = dict(os.environ, PATH=f"{self.sim_bin}:{os.environ['PATH']}")
         full_env.pop("GPUVERIFY_ENV", None)
+        for name in ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID"):
+            full_env.pop(name, None)  # the outer worker's identity: the run under test is its own session
         full_env.update(env or {})
         return subprocess.run([*cmd, *args], cwd=self.repo, env=full_env, capture_output=True, timeout=timeout)
 
