@@ -55,6 +55,7 @@ from pytest_gpuverify.reporting.live import RunningLine, running_echo
 if TYPE_CHECKING:
     from pytest_gpuverify.engine.session import VerifySession
     from pytest_gpuverify.lease.picker import GpuGrant
+    from pytest_gpuverify.parsers.result import ParsedOutput
 
 
 class TargetRun:
@@ -125,6 +126,7 @@ class TargetRun:
 
     # -- place ------------------------------------------------------------------------------
     def place(self) -> Placed:
+        """The target's worktree and repo state, and where its command runs; its pick starts here."""
         s, target = self.s, self.target
         placed = self.results.placed = Placed()
         if s.session_blocked:
@@ -168,6 +170,7 @@ class TargetRun:
 
     # -- check ------------------------------------------------------------------------------
     def check(self, placed: Placed, where: str) -> Checked:
+        """May it run at ``where``: arch and versions, the declared builds, the imports, the plan."""
         s, target, stamp = self.s, self.target, self.results.begun.stamp
         assert placed.ws is not None and placed.wt is not None  # place blocks without them
         ws, wt = placed.ws, placed.wt
@@ -199,6 +202,7 @@ class TargetRun:
 
     # -- lease ------------------------------------------------------------------------------
     def lease(self) -> Leased:
+        """The target's GPUs: the caller's, the pick started in place, or a pick made now."""
         s = self.s
         ahead, self.ahead = self.ahead, None
         leased = self.results.leased = Leased(
@@ -275,6 +279,8 @@ class TargetRun:
 
     # -- execute ----------------------------------------------------------------------------
     def execute(self, placed: Placed, checked: Checked, leased: Leased, release: bool) -> Executed:
+        """The command (or the plan's runs) on the leased GPUs into the raw log; ``release``: let go
+        of the GPUs once it ended (a `run` row lets go after its container is removed)."""
         s, target, begun = self.s, self.target, self.results.begun
         assert checked.place is not None and checked.place.facts is not None and leased.grant is not None
         assert placed.wt is not None and placed.ws is not None
@@ -336,7 +342,7 @@ class TargetRun:
         return executed
 
     # -- parse and decide -------------------------------------------------------------------
-    def parse(self):
+    def parse(self) -> Optional[ParsedOutput]:
         """The raw log, sealed first (check re-parses it as sealed), read by the kind's parser."""
         executed = self.results.executed
         if executed is None or not executed.ran or executed.raw_path is None:
@@ -362,7 +368,7 @@ class TargetRun:
             leftovers=list(ended.leftovers) if ended else [], output_parsed=output_parsed,
         )
 
-    def decide(self, parsed) -> TargetOutcome:
+    def decide(self, parsed: Optional[ParsedOutput]) -> TargetOutcome:
         """The verdict from the run record and the parse; the log sealed; the artifact built."""
         r = self.results
         record = self.run_record(output_parsed=parsed is not None)
