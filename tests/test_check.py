@@ -16,19 +16,18 @@ import pytest
 from pytest_gpuverify.engine.artifact import RunRecord, TargetRecord, read_artifact
 from pytest_gpuverify.cli.check import PARTLY
 from pytest_gpuverify.cli.main import main
-from pytest_gpuverify.engine.verdict import RunFacts
+from pytest_gpuverify.engine.verdict import verdict_and_reasons
 
 
-def test_run_facts_round_trip_through_the_record():
-    facts = RunFacts.for_target("flydsl-pytest", "fp8")
-    facts.ran, facts.exit_code, facts.timed_out, facts.interrupted = True, 5, True, "SIGTERM"
-    facts.container_died = True
-    facts.output_problems.append("output passed 1 GiB; the rest was not saved")
-    facts.unknowns.append("versions: torch is null (no torch)")
-    record = RunRecord.model_validate_json(facts.to_record(output_parsed=True).model_dump_json())
+def test_the_run_record_the_verdict_reads_round_trips_through_the_artifact():
+    run = RunRecord(ran=True, exit_code=5, timed_out=True, interrupted="SIGTERM", container_died=True,
+                    output_problems=["output passed 1 GiB; the rest was not saved"],
+                    unknowns=["versions: torch is null (no torch)"], output_parsed=True)
+    record = RunRecord.model_validate_json(run.model_dump_json())
     assert record.output_parsed is True and "dtype" not in record.model_dump()
-    target = TargetRecord(name="t", kind="flydsl-pytest", dtype="fp8")
-    assert RunFacts.from_record(record, target) == facts
+    assert record == run
+    target = TargetRecord.model_validate_json(TargetRecord(name="t", kind="flydsl-pytest", dtype="fp8").model_dump_json())
+    assert verdict_and_reasons(record, None, None, target) == verdict_and_reasons(run, None, None, target)
 
 
 @pytest.fixture(scope="module")
@@ -210,15 +209,14 @@ def test_exit_code_and_verdict_and_reasons_forged_together_are_caught_by_the_tra
     from pytest_gpuverify.engine.artifact import RunRecord, TargetRecord
     from pytest_gpuverify.parsers.dispatch import parse_output
     from pytest_gpuverify.parsers.result import ParseContext
-    from pytest_gpuverify.engine.verdict import RunFacts, verdict_and_reasons
+    from pytest_gpuverify.engine.verdict import verdict_and_reasons
 
     path = copy_of(made, "crash", tmp_path)
     data = json.loads(path.read_text())
     data["run"]["exit_code"] = data["exit_code"] = 0
     target = TargetRecord.model_validate(data["target"])
     parsed = parse_output(target.kind, path.parent / data["raw_output"], ParseContext(exit_code=0))
-    facts = RunFacts.from_record(RunRecord.model_validate(data["run"]), target)
-    data["verdict"], data["reasons"] = verdict_and_reasons(facts, parsed, None)
+    data["verdict"], data["reasons"] = verdict_and_reasons(RunRecord.model_validate(data["run"]), parsed, None, target)
     path.write_text(json.dumps(data))
     rc, mismatches, out = check(path, capsys)
     assert rc == 1 and mismatches == ["run.exit_code is 0, the raw output's trailer says 1"], out

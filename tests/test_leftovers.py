@@ -209,15 +209,15 @@ def test_the_wrappers_report_is_read_and_the_rest_kept():
 
 
 def test_a_pass_with_leftovers_is_inconclusive_and_check_re_derives_it():
-    from pytest_gpuverify.engine.artifact import Correctness
+    from pytest_gpuverify.engine.artifact import Correctness, RunRecord
     from pytest_gpuverify.parsers.result import ParsedOutput
-    from pytest_gpuverify.engine.verdict import RunFacts, verdict_and_reasons
+    from pytest_gpuverify.engine.verdict import verdict_and_reasons
 
     parsed = ParsedOutput(parser="aiter", correctness=Correctness(passed=True, shapes_checked=1))
-    facts = RunFacts(ran=True, exit_code=0)
+    facts = RunRecord(ran=True, exit_code=0)
     assert verdict_and_reasons(facts, parsed)[0] == "PASS"
     facts.leftovers = ["42 sleep 300"]
     verdict, reasons = verdict_and_reasons(facts, parsed)
     assert verdict == "INCONCLUSIVE" and reasons[0].startswith("left 1 processes running")
-    again = RunFacts.from_record(facts.to_record(output_parsed=True), None)
+    again = RunRecord.model_validate_json(facts.model_dump_json())
     assert again.leftovers == ["42 sleep 300"]

@@ -13,7 +13,8 @@ import pytest
 from pytest_gpuverify.parsers import prefilter
 from pytest_gpuverify.parsers.result import ParsedOutput
 from pytest_gpuverify.config.targets import AITER_OP_TEST, BENCH
-from pytest_gpuverify.engine.verdict import RunFacts, decide
+from pytest_gpuverify.engine.artifact import RunRecord
+from pytest_gpuverify.engine.verdict import decide
 
 from test_parse_prefilter import ENGINES, NOISE, parse_both
 
@@ -43,7 +44,7 @@ def read(text: str | bytes, kind: str = AITER_OP_TEST, noise: bool = True) -> Pa
 
 
 def verdict(parsed: ParsedOutput) -> str:
-    return decide(RunFacts(ran=True, exit_code=0), parsed)[0]
+    return decide(RunRecord(ran=True, exit_code=0), parsed)[0]
 
 
 # ----- error lines in a run that exits 0 ---------------------------------------------------------

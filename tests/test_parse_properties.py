@@ -233,7 +233,8 @@ def test_the_unmutated_output_passes(kind: str, perf_rows: int) -> None:
 
 # ----- a failing check or an error line anywhere in a passing output is never a PASS (issue 9) ----
 
-from pytest_gpuverify.engine.verdict import RunFacts, decide  # noqa: E402
+from pytest_gpuverify.engine.artifact import RunRecord  # noqa: E402
+from pytest_gpuverify.engine.verdict import decide  # noqa: E402
 
 NEVER_PASS_LINES = [
     "[aiter] ck: [checkAllclose atol=0.01 rtol=0.01 \x1b[31mfailed!\x1b[0m]",
@@ -260,5 +261,5 @@ def test_a_failing_check_or_error_line_anywhere_is_never_pass(kind: str, at: int
     data = "".join(lines[:at] + [inserted] + lines[at:]).encode()
     result = parse_bytes(data, kind)
     assert_sound(result)
-    verdict, reasons = decide(RunFacts(ran=True, exit_code=0), result)
+    verdict, reasons = decide(RunRecord(ran=True, exit_code=0), result)
     assert verdict != "PASS", (line, at)

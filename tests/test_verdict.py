@@ -1,8 +1,8 @@
 """Contract section 6, rule by rule."""
 
-from pytest_gpuverify.engine.artifact import Correctness
+from pytest_gpuverify.engine.artifact import Correctness, RunRecord, TargetRecord
 from pytest_gpuverify.parsers.result import ParsedOutput
-from pytest_gpuverify.engine.verdict import RunFacts, decide
+from pytest_gpuverify.engine.verdict import decide
 
 
 def parsed(passed=True, shapes=2, failures=(), problems=(), snr=None):
@@ -14,8 +14,13 @@ def parsed(passed=True, shapes=2, failures=(), problems=(), snr=None):
     )
 
 
-def ran(**kw):
-    return RunFacts(ran=True, exit_code=0, **kw)
+def ran():
+    return RunRecord(ran=True, exit_code=0)
+
+
+def declared(dtype=None, kind="aiter-op-test"):
+    """The artifact's target record: the verdict reads the declared dtype and the kind from it."""
+    return TargetRecord(name="t", kind=kind, dtype=dtype)
 
 
 def test_clean_run_passes():
@@ -23,7 +28,7 @@ def test_clean_run_passes():
 
 
 def test_blocked_run_is_inconclusive_with_its_reason():
-    verdict, reasons = decide(RunFacts(blocked=["NO_GPU: no idle GPU"]), None)
+    verdict, reasons = decide(RunRecord(blocked=["NO_GPU: no idle GPU"]), None)
     assert verdict == "INCONCLUSIVE" and reasons[0].startswith("NO_GPU")
 
 
@@ -33,7 +38,7 @@ def test_failed_check_with_exit_zero_fails():
 
 
 def test_nonzero_exit_fails_even_without_output():
-    verdict, reasons = decide(RunFacts(ran=True, exit_code=1), parsed(passed=None, shapes=0))
+    verdict, reasons = decide(RunRecord(ran=True, exit_code=1), parsed(passed=None, shapes=0))
     assert verdict == "FAIL" and reasons[0] == "exit code 1"
 
 
@@ -43,13 +48,13 @@ def test_no_correctness_is_inconclusive():
 
 
 def test_timeout_is_inconclusive_not_fail():
-    verdict, reasons = decide(RunFacts(ran=True, exit_code=124, timed_out=True), parsed())
+    verdict, reasons = decide(RunRecord(ran=True, exit_code=124, timed_out=True), parsed())
     assert verdict == "INCONCLUSIVE" and reasons[0].startswith("timeout")
 
 
 def test_interrupt_and_dead_container_are_inconclusive():
-    assert decide(RunFacts(ran=True, interrupted="KeyboardInterrupt"), parsed())[0] == "INCONCLUSIVE"
-    assert decide(RunFacts(ran=True, exit_code=137, container_died=True), parsed())[0] == "INCONCLUSIVE"
+    assert decide(RunRecord(ran=True, interrupted="KeyboardInterrupt"), parsed())[0] == "INCONCLUSIVE"
+    assert decide(RunRecord(ran=True, exit_code=137, container_died=True), parsed())[0] == "INCONCLUSIVE"
 
 
 def test_unreadable_output_problem_blocks_pass():
@@ -58,9 +63,9 @@ def test_unreadable_output_problem_blocks_pass():
 
 
 def test_fp8_output_needs_snr():
-    assert decide(ran(dtype="fp8"), parsed())[0] == "INCONCLUSIVE"
-    assert decide(ran(dtype="fp8"), parsed(snr=31.5))[0] == "PASS"
-    assert decide(ran(dtype="bf16"), parsed())[0] == "PASS"
+    assert decide(ran(), parsed(), target=declared("fp8"))[0] == "INCONCLUSIVE"
+    assert decide(ran(), parsed(snr=31.5), target=declared("fp8"))[0] == "PASS"
+    assert decide(ran(), parsed(), target=declared("bf16"))[0] == "PASS"
 
 
 def test_failure_beats_doubt():
@@ -82,6 +87,7 @@ def test_declared_thresholds():
 
 
 def test_inner_pytest_exit_5_is_inconclusive_not_fail():
-    verdict, reasons = decide(RunFacts(ran=True, exit_code=5, inner_pytest=True), parsed(passed=None, shapes=0))
+    verdict, reasons = decide(RunRecord(ran=True, exit_code=5), parsed(passed=None, shapes=0),
+                              target=declared(kind="flydsl-pytest"))
     assert verdict == "INCONCLUSIVE" and "collected no test" in reasons[0]
-    assert decide(RunFacts(ran=True, exit_code=5), parsed())[0] == "FAIL", "a script's exit 5 is its own failure"
+    assert decide(RunRecord(ran=True, exit_code=5), parsed(), target=declared())[0] == "FAIL", "a script's exit 5 is its own failure"

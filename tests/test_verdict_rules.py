@@ -14,7 +14,8 @@ from hypothesis import strategies as st
 from pytest_gpuverify.parsers.dispatch import parse_output
 from pytest_gpuverify.parsers.result import ParseContext
 from pytest_gpuverify.config.targets import AITER_OP_TEST, BENCH, FLYDSL_PYTEST, TRITON_PYTEST, Thresholds
-from pytest_gpuverify.engine.verdict import RunFacts, verdict_and_reasons
+from pytest_gpuverify.engine.artifact import RunRecord
+from pytest_gpuverify.engine.verdict import verdict_and_reasons
 
 from test_parse_properties import VALID
 
@@ -27,7 +28,7 @@ def verdict(tmp_path: Path, text: str, kind: str = AITER_OP_TEST, **context):
     path.write_text(text, encoding="utf-8")
     ctx = ParseContext(**context)
     parsed = parse_output(kind, path, ctx)
-    v, reasons = verdict_and_reasons(RunFacts(ran=True, exit_code=0), parsed, ctx.thresholds)
+    v, reasons = verdict_and_reasons(RunRecord(ran=True, exit_code=0), parsed, ctx.thresholds)
     return v, reasons, parsed.correctness
 
 

@@ -25,7 +25,7 @@ from pytest_gpuverify.parsers.dispatch import context_for, limits_of
 from pytest_gpuverify.engine.runs_log import parse_log, runs_problems
 from pytest_gpuverify.parsers.result import ParsedOutput
 from pytest_gpuverify.engine.signing import signer_of, verify
-from pytest_gpuverify.engine.verdict import RunFacts, verdict_and_reasons
+from pytest_gpuverify.engine.verdict import verdict_and_reasons
 
 PARTLY = "verdict checked only partly (old artifact: it has no run record)"
 UNVERIFIED = "signatures not verified: pass --allowed-signers FILE to check who wrote these files"
@@ -157,7 +157,7 @@ def _rederive_verdict(art: Artifact, run: RunRecord, parsed: Optional[ParsedOutp
         limits = limits_of(art.target) if art.target else None
     except ValidationError as exc:
         return problems + [f"target.thresholds are not valid: {exc.errors()[0]['msg']}"]
-    verdict, reasons = verdict_and_reasons(RunFacts.from_record(run, art.target), parsed, limits)
+    verdict, reasons = verdict_and_reasons(run, parsed, limits, art.target)
     if verdict == "PASS" and art.verdict != "PASS":
         problems.append(f"verdict is {art.verdict}, re-derived PASS")  # a PASS's reasons are only unknowns
     elif verdict != art.verdict:

@@ -1,15 +1,16 @@
 """The engine's side of ``repeats`` and ``--gpu-ab``: what a target's repeated runs need before the
-lock (the base worktree, its import check) and how they run under it (rounds.py), called from
-session.py with a few lines. A single run (no repeats, no A/B) never comes here."""
+lock (the base worktree, its import check: part of the check phase) and how they run under it
+(rounds.py: the execute phase), called from run.py with a few lines. A single run (no repeats, no A/B) never comes here."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Optional
 
 from pytest_gpuverify.place.ab import FOLDER, AbError, BaseWorktree, BaseWorktrees
-from pytest_gpuverify.engine.artifact import AbRecord, Artifact
+from pytest_gpuverify.engine.artifact import AbRecord
+from pytest_gpuverify.engine.phases import Checked, Command, Executed
 from pytest_gpuverify.place.caches import plan_caches, remove_cold_caches
 from pytest_gpuverify.execute.leftovers import run_marker
 from pytest_gpuverify.place.provenance import import_origin, move_out, origin_inside
@@ -30,77 +31,75 @@ class Plan:
     head_sha: Optional[str] = None
 
 
-def plan_for(options, worktrees: Optional[BaseWorktrees], target: Target, art: Artifact, handle,
-             wt: str, wt_host: Path, blocked: list[str]) -> Optional[Plan]:
-    """None for a plain single run; a problem (no base commit, base imports elsewhere) goes to
-    ``blocked`` and the target never runs."""
+def plan_for(options, worktrees: Optional[BaseWorktrees], target: Target, handle, wt: str, wt_host: Path,
+             head_sha: Optional[str], checked: Checked) -> None:
+    """The check phase's plan of the target's runs (``checked.plan``; None for a plain single run) and
+    its A/B record; a problem (no base commit, base imports elsewhere) goes to ``checked.blocked`` and
+    the target never runs."""
     repeats = repeats_for(options, target) or 1
     if worktrees is None:
-        return Plan(repeats) if repeats > 1 else None
+        checked.plan = Plan(repeats, head_sha=head_sha) if repeats > 1 else None
+        return
     try:
         base = worktrees.for_checkout(wt_host)
     except AbError as exc:
-        blocked.append(str(exc))
-        return None
+        checked.blocked.append(str(exc))
+        return
     if target.path is not None and target.path.is_relative_to(wt_host):
         rel = target.path.relative_to(wt_host)
         if not (base.path / rel).exists():
-            blocked.append(f"--gpu-ab {base.ref}: {rel} does not exist at {base.sha[:12]}, so the base side "
-                           "cannot run it. Fix: pick a BASE that has the target, or drop --gpu-ab for it")
-            return None
+            checked.blocked.append(f"--gpu-ab {base.ref}: {rel} does not exist at {base.sha[:12]}, so the base "
+                                   "side cannot run it. Fix: pick a BASE that has the target, or drop --gpu-ab for it")
+            return
     base_wt = base.container_path(wt)
-    plan = Plan(repeats, base, base_wt, art.repos[0].sha if art.repos else None)  # read once per worktree
     base.inside[handle.name] = base_wt
-    art.ab = AbRecord(base_ref=base.ref, base_sha=base.sha, head_sha=plan.head_sha, base_worktree=str(base.path))
+    checked.ab = AbRecord(base_ref=base.ref, base_sha=base.sha, head_sha=head_sha, base_worktree=str(base.path))
     package = import_package(target.kind)
     if package:
         origin, why = import_origin(handle, package, pythonpath(target.kind, base_wt))
         if not origin_inside(origin, base_wt):
-            blocked.append(why or f"base side: {package} imports from {origin}, outside the base worktree "
-                           f"{plan.base_wt}/: the run would test another checkout")
-            return None
-    return plan
+            checked.blocked.append(why or f"base side: {package} imports from {origin}, outside the base worktree "
+                                   f"{base_wt}/: the run would test another checkout")
+            return
+    checked.plan = Plan(repeats, base, base_wt, head_sha)
 
 
-def run_planned(session, plan: Plan, target: Target, art: Artifact, handle, wt: str,
-                rel: Optional[PurePosixPath], run_env, command_env: dict, run_id: str, stamp: str,
-                raw_path: Path, echo, on_start):
-    """Every run of the plan into ``raw_path``; returns the runs folded into one outcome."""
+def run_planned(plan: Plan, cmd: Command, executed: Executed):
+    """Every run of the plan into ``cmd.raw_path``; returns the runs folded into one outcome. Each run
+    that ended is in ``executed.runs`` (so an interrupt keeps them)."""
+    target, handle = cmd.target, cmd.handle
+
     def argv(side_label: str):
-        return lambda n: command_argv(target, rel, f"{run_id}-{side_label}{n}")
+        return lambda n: command_argv(target, cmd.rel, f"{cmd.run_id}-{side_label}{n}")
 
-    head = Side("B" if plan.base else None, plan.head_sha or (art.repos[0].sha if art.repos else None),
-                argv("B"), command_env, art.workdir or wt)
+    head = Side("B" if plan.base else None, plan.head_sha, argv("B"), cmd.env, cmd.workdir)
     sides, base_caches = [head], None
-    if plan.base is not None and plan.base_wt is not None and art.ab is not None:  # plan_for sets all three
-        base_caches = plan_caches(plan.base_wt, session.options.cold, f"{run_id}-A",
-                                  on_host=handle.name == "host")
-        base_env = run_env.model_copy(update={
+    if plan.base is not None and plan.base_wt is not None:  # plan_for sets both
+        base_caches = plan_caches(plan.base_wt, cmd.cold, f"{cmd.run_id}-A", on_host=handle.name == "host")
+        base_env = cmd.run_env.model_copy(update={
             "pythonpath": pythonpath(target.kind, plan.base_wt), "jit_dir": base_caches.jit_dir,
             "extra": {k: v for k, v in base_caches.dirs.items() if k != "AITER_JIT_DIR"}})
-        workdir = plan.base_wt + (art.workdir or wt)[len(wt):]
-        sides.insert(0, Side("A", plan.base.sha, argv("A"), {**base_env.as_env(), **run_marker(run_id)}, workdir))
-        art.ab.base_cache_dirs = dict(base_caches.dirs)
+        workdir = plan.base_wt + cmd.workdir[len(cmd.wt):]
+        sides.insert(0, Side("A", plan.base.sha, argv("A"), {**base_env.as_env(), **run_marker(cmd.run_id)}, workdir))
+        executed.base_cache_dirs = dict(base_caches.dirs)
 
     def fetch_junit(side: Side, n: int) -> Optional[str]:
         if target.kind not in PYTEST_KINDS:
             return None
         tag = f"{side.label or ''}{n}"
-        path, note = move_out(handle, junit_path(f"{run_id}-{side.label or 'B'}{n}"),
-                              raw_path.parent / f"bench_{art.topic}.{stamp}.{tag}.junit.xml")
+        path, note = move_out(handle, junit_path(f"{cmd.run_id}-{side.label or 'B'}{n}"),
+                              cmd.raw_path.parent / f"bench_{cmd.topic}.{cmd.stamp}.{tag}.junit.xml")
         if note:
-            art.notes.append(f"run {n}{' side ' + side.label if side.label else ''}: {note}")
+            executed.notes.append(f"run {n}{' side ' + side.label if side.label else ''}: {note}")
         return path.name if path else None
 
-    art.runs = []
+    executed.runs = []
     try:
-        result, _ = run_rounds(handle, sides, plan.repeats, raw_path, session.options.timeout_s,
-                               echo=echo, on_start=on_start, fetch_junit=fetch_junit, slices=art.runs)
+        result, _ = run_rounds(handle, sides, plan.repeats, cmd.raw_path, cmd.timeout_s,
+                               echo=cmd.echo, on_start=cmd.on_start, fetch_junit=fetch_junit, slices=executed.runs)
     finally:
-        if base_caches is not None and session.options.cold:
-            remove_cold_caches(handle, base_caches, art.notes)
-        if art.ab is not None:
-            art.ab.order = [f"{s.side}{s.run}" for s in art.runs]
+        if base_caches is not None and cmd.cold:
+            remove_cold_caches(handle, base_caches, executed.notes)
     return result
 
 
@@ -110,7 +109,7 @@ def remove_worktrees(session) -> None:
 
     def in_container(wt: BaseWorktree) -> None:
         for name, path in wt.inside.items():
-            facts = session._containers.get(name)
+            facts = session.places.facts.get(name)
             if facts is None or path.rstrip("/").split("/")[-2:-1] != [FOLDER]:
                 continue  # only ever a worktree of ours, at the path its container sees
             try:

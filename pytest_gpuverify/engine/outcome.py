@@ -1,6 +1,5 @@
-"""The end of one target's run: its outcome (artifact, raw log, JUnit report) and the steps that turn
-the run's facts and the parse into the artifact's verdict, run record and output hashes. Plain
-functions: the session calls them once a command has ended, or when a target ends another way."""
+"""The end of one target's run (run.py): its outcome (artifact, raw log, JUnit report) and the one
+builder that makes the artifact from the phases' results (phases.py), once the run is over."""
 
 from __future__ import annotations
 
@@ -9,14 +8,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
-from pytest_gpuverify.engine.artifact import Artifact, GpuRecord, TargetRecord, sha256_file, utc_now
-from pytest_gpuverify.gpu.base import GpuInfo
-from pytest_gpuverify.place.provenance import move_out
-from pytest_gpuverify.config.targets import junit_path
-from pytest_gpuverify.execute.log_trailer import seal_log
-from pytest_gpuverify.engine.summary import summarize
+from pytest_gpuverify import __version__
 from pytest_gpuverify.config.targets import Target
-from pytest_gpuverify.engine.verdict import RunFacts, verdict_and_reasons
+from pytest_gpuverify.engine.artifact import Artifact, GpuRecord, TargetRecord, Timeline, sha256_file, utc_now
+from pytest_gpuverify.engine.phases import Decided, Results
+from pytest_gpuverify.engine.summary import summarize
+from pytest_gpuverify.gpu.base import GpuInfo
 
 
 @dataclass
@@ -27,7 +24,6 @@ class TargetOutcome:
     raw_path: Optional[Path] = None
     junit_path: Optional[Path] = None
     written: bool = False
-    sealed: bool = False  # the raw log has its trailer
 
 
 def target_record(target: Target, repeats: Optional[int]) -> TargetRecord:
@@ -43,55 +39,81 @@ def target_record(target: Target, repeats: Optional[int]) -> TargetRecord:
     )
 
 
-def record_exec(facts: RunFacts, result) -> None:
-    """What an ended command (an ExecOutcome) tells the verdict."""
-    facts.exit_code = result.exit_code
-    facts.timed_out = result.timed_out
-    facts.container_died = result.container_died
-    facts.interrupted = result.interrupted or facts.interrupted
-    facts.output_problems.extend(result.problems)
-    facts.leftovers = list(result.leftovers)
+def ran_in(r: Results) -> Optional[str]:
+    """The artifact's `container`: a `run` row's fresh one, else the resolved one (None on the host)."""
+    if r.fresh is not None and r.fresh.record is not None:
+        return r.fresh.record.name
+    return r.placed.container if r.placed is not None else None
 
 
-def seal(outcome: TargetOutcome, facts: RunFacts) -> None:
-    """The raw log's trailer, once (log_trailer.py)."""
-    if not outcome.sealed and outcome.raw_path is not None:
-        seal_log(outcome.raw_path, facts, outcome.artifact)
-        outcome.sealed = True
+def build_artifact(r: Results) -> Artifact:
+    """The artifact, from the results of the phases that ran (phases.py); the one place it is made."""
+    begun, placed, leased, fresh, checked, executed, decided = (r.begun, r.placed, r.leased, r.fresh, r.checked,
+                                                                r.executed, r.decided)
+    art = Artifact(plugin_version=__version__, key=begun.key, topic=begun.topic, ts=begun.ts, host=begun.host,
+                   target=begun.record, cold=begun.cold, signed_by=begun.signed_by, synced=begun.synced,
+                   container=ran_in(r), notes=list(begun.notes), timeline=Timeline(collected=begun.collected))
+    timeline = art.timeline
+    assert timeline is not None
+    if placed is not None:
+        art.repos = [placed.repo] if placed.repo is not None else []
+        art.notes.extend(placed.notes)
+    if leased is not None:
+        timeline.pick_started, timeline.lock_released = leased.pick_started, leased.lock_released
+        # the hold starts when the command's run has its GPUs: a `run` row whose container did not
+        # start, or whose checks failed, records only its pick and release
+        timeline.lock_taken = leased.lock_taken if executed is not None else None
+    if fresh is not None:
+        art.fresh_container = fresh.record
+        art.notes.extend(fresh.notes)
+    if checked is not None:
+        art.workdir, art.builds, art.imports = checked.workdir, list(checked.builds), dict(checked.imports)
+        place = checked.place
+        if place is not None:
+            art.image, art.image_digest = place.image, place.image_digest
+            art.versions = place.versions if place.versions is not None else art.versions
+        if checked.ab is not None:
+            runs = executed.runs if executed is not None else []
+            art.ab = checked.ab.model_copy(update={
+                "base_cache_dirs": dict(executed.base_cache_dirs) if executed is not None else {},
+                "order": [f"{s.side}{s.run}" for s in runs]})
+    if fresh is not None and fresh.record is not None and checked is not None:  # the image it ran, by content
+        art.image_digest = fresh.record.repo_digests[0] if fresh.record.repo_digests else fresh.record.image_id
+    if executed is not None:
+        art.gpus = list(executed.gpus)
+        art.gpu = art.gpus[0] if art.gpus else art.gpu
+        art.host_gpus, art.cache_reused = executed.host_gpus, executed.cache_reused
+        art.env, art.cache_dirs, art.command = dict(executed.env), dict(executed.cache_dirs), executed.command
+        art.raw_output = executed.raw_path.name if executed.raw_path is not None else None
+        art.runs = list(executed.runs)
+        art.junit_xml = executed.junit_path.name if executed.junit_path is not None else None
+        timeline.command_started, timeline.command_ended = executed.command_started, executed.command_ended
+        art.notes.extend(executed.notes)
+    if decided is not None:
+        _decided(art, decided, begun.target.regime)
+    art.notes.extend(r.notes)
+    art.finished_ts = utc_now()
+    art.duration_s = round(time.monotonic() - begun.t0, 3)
+    raw = executed.raw_path if executed is not None else None
+    if raw is not None and raw.exists():
+        art.raw_output_sha256 = sha256_file(raw)
+        art.raw_output_bytes = raw.stat().st_size
+    return art
 
 
-def finish(outcome: TargetOutcome, facts: RunFacts, parsed, t0: float) -> None:
-    """The artifact's verdict, reasons, run record and output hashes, from the facts and the parse."""
-    art = outcome.artifact
+def _decided(art: Artifact, decided: Decided, regime: Optional[str]) -> None:
+    parsed = decided.parsed
     if parsed is not None:
         art.correctness = parsed.correctness
-        regime = outcome.target.regime
         art.perf = [r if r.regime or not regime else r.model_copy(update={"regime": regime}) for r in parsed.perf]
         art.perf_summary = summarize(art.perf)
         art.notes.extend(parsed.notes)
-    art.verdict, art.reasons = verdict_and_reasons(facts, parsed, outcome.target.thresholds)
-    # the facts behind the verdict, so that `gpuverify check` can re-derive it
-    art.run = facts.to_record(output_parsed=parsed is not None)
-    art.exit_code, art.timed_out = facts.exit_code, facts.timed_out
-    if facts.ran and outcome.raw_path is not None and outcome.raw_path.exists():
-        seal(outcome, facts)
-    art.finished_ts = utc_now()
-    art.duration_s = round(time.monotonic() - t0, 3)
-    if outcome.raw_path is not None and outcome.raw_path.exists():
-        art.raw_output_sha256 = sha256_file(outcome.raw_path)
-        art.raw_output_bytes = outcome.raw_path.stat().st_size
+    art.verdict, art.reasons = decided.verdict, list(decided.reasons)
+    art.run = decided.run  # the facts behind the verdict, so that `gpuverify check` can re-derive it
+    art.exit_code, art.timed_out = decided.run.exit_code, decided.run.timed_out
 
 
 def gpu_records(infos: list[GpuInfo], grant, vendor: str, arch: Optional[str]) -> list[GpuRecord]:
     """The artifact's record of each locked GPU (``grant``: a picker.GpuGrant), its lock file beside it."""
     return [GpuRecord(index=i.index, hip_index=i.index if vendor == "rocm" else None, arch=i.arch or arch,
                       name=i.name, uuid=i.uuid, lock_path=str(lease.path)) for i, lease in zip(infos, grant.leases)]
-
-
-def fetch_junit(handle, run_id: str, art: Artifact, dest: Path) -> Optional[Path]:
-    """The inner pytest's JUnit report: saved at ``dest`` beside the raw output, removed from the container."""
-    path, note = move_out(handle, junit_path(run_id), dest)
-    if note:
-        art.notes.append(note)
-    art.junit_xml = path.name if path else None
-    return path

@@ -7,7 +7,6 @@ proves nothing. PASS is a clean run that checked at least one shape.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, replace
 from typing import Optional
 
 from pytest_gpuverify.engine.artifact import Correctness, RunRecord, TargetRecord, Verdict
@@ -17,40 +16,11 @@ from pytest_gpuverify.parsers.dtypes import is_low_precision
 from pytest_gpuverify.parsers.result import ParsedOutput
 from pytest_gpuverify.config.targets import PYTEST_KINDS, Thresholds
 
+# The verdict reads what the artifact stores: its run record (``run``: what happened around the
+# command) and its target record (``target``: the declared dtype; the kind says whether the command
+# is an inner pytest run, whose exit code 5 means "no test ran"). The engine and ``gpuverify check``
+# pass the same two models, so there is no second copy of the facts to keep in step.
 
-@dataclass
-class RunFacts:
-    """What happened around the command; filled in step by step by the engine."""
-
-    blocked: list[str] = field(default_factory=list)  # reasons the command was never started
-    ran: bool = False
-    exit_code: Optional[int] = None
-    timed_out: bool = False
-    interrupted: Optional[str] = None  # "KeyboardInterrupt", "SIGTERM" ...
-    container_died: bool = False
-    output_problems: list[str] = field(default_factory=list)  # stream errors, truncation
-    dtype: Optional[str] = None  # the declared output dtype, when a declaration names one
-    inner_pytest: bool = False  # the command is a pytest run: its exit code 5 means "no test ran"
-    unknowns: list[str] = field(default_factory=list)  # facts recorded as null (a version), with why
-    leftovers: list[str] = field(default_factory=list)  # "PID COMMAND" the run left running (stopped)
-
-    @classmethod
-    def for_target(cls, kind: Optional[str], dtype: Optional[str]) -> "RunFacts":
-        """The facts a target brings before anything runs."""
-        return cls(dtype=dtype, inner_pytest=kind in PYTEST_KINDS)
-
-    def to_record(self, output_parsed: bool) -> RunRecord:
-        # dtype and inner_pytest are the target's: the artifact keeps them in `target`, once
-        run = {k: v for k, v in asdict(self).items() if k not in _TARGET_FACTS}
-        return RunRecord(**run, output_parsed=output_parsed)
-
-    @classmethod
-    def from_record(cls, record: RunRecord, target: Optional[TargetRecord]) -> "RunFacts":
-        facts = cls.for_target(target.kind, target.dtype) if target else cls()
-        return replace(facts, **record.model_dump(exclude={"output_parsed"}))
-
-
-_TARGET_FACTS = ("dtype", "inner_pytest")
 PYTEST_NO_TESTS = 5
 
 
@@ -58,11 +28,17 @@ def needs_snr(dtype: Optional[str]) -> bool:
     return is_low_precision(dtype)
 
 
-def low_precision_output(facts: RunFacts, c: Optional[Correctness]) -> Optional[tuple[str, str]]:
+def low_precision_output(target: Optional[TargetRecord], c: Optional[Correctness]) -> Optional[tuple[str, str]]:
     """The low-precision output dtype and where it was read (parsers/dtypes.py), or None."""
     if c is not None and c.dtype is not None and needs_snr(c.dtype):
         return c.dtype, c.dtype_source or "the output"
-    return (facts.dtype, "declaration") if facts.dtype and needs_snr(facts.dtype) else None
+    declared = target.dtype if target is not None else None
+    return (declared, "declaration") if declared and needs_snr(declared) else None
+
+
+def inner_pytest(target: Optional[TargetRecord]) -> bool:
+    """The command is a pytest run (its exit code 5 means "no test ran")."""
+    return target is not None and target.kind in PYTEST_KINDS
 
 
 def threshold_findings(c: Correctness, limits: Thresholds) -> tuple[list[str], list[str]]:
@@ -95,32 +71,34 @@ def _not_said(found: list[str], said: list[str]) -> list[str]:
 
 
 def decide(
-    facts: RunFacts, parsed: Optional[ParsedOutput], limits: Optional[Thresholds] = None
+    run: RunRecord, parsed: Optional[ParsedOutput], limits: Optional[Thresholds] = None,
+    target: Optional[TargetRecord] = None,
 ) -> tuple[Verdict, list[str]]:
-    """The verdict and the reasons behind it, most important first."""
-    if facts.blocked or not facts.ran:
-        return "INCONCLUSIVE", list(facts.blocked) or ["the command never ran"]
+    """The verdict and the reasons behind it, most important first. ``run``: the artifact's run
+    record; ``target``: its target record (the declared dtype and the kind)."""
+    if run.blocked or not run.ran:
+        return "INCONCLUSIVE", list(run.blocked) or ["the command never ran"]
 
     failures: list[str] = []
     doubts: list[str] = []
     if parsed is not None:
         failures.extend(parsed.failures)
         doubts.extend(parsed.problems)
-    if facts.timed_out:
+    if run.timed_out:
         doubts.insert(0, "timeout: the command ran past --gpu-timeout and was stopped")
-    elif facts.interrupted:
-        doubts.insert(0, f"interrupted ({facts.interrupted}): the command was stopped")
-    elif facts.container_died:
+    elif run.interrupted:
+        doubts.insert(0, f"interrupted ({run.interrupted}): the command was stopped")
+    elif run.container_died:
         doubts.insert(0, "the container stopped during the run")
-    elif facts.exit_code is None:
+    elif run.exit_code is None:
         doubts.insert(0, "the command's exit code could not be read")
-    elif facts.inner_pytest and facts.exit_code == PYTEST_NO_TESTS:
+    elif inner_pytest(target) and run.exit_code == PYTEST_NO_TESTS:
         doubts.insert(0, "the inner pytest collected no test (exit code 5)")
-    elif facts.exit_code != 0:
-        failures.insert(0, f"exit code {facts.exit_code}")
-    doubts.extend(facts.output_problems)
-    if facts.leftovers:  # they ran on the GPU beyond the command: nothing says what they did there
-        doubts.append(leftover_reason(facts.leftovers))
+    elif run.exit_code != 0:
+        failures.insert(0, f"exit code {run.exit_code}")
+    doubts.extend(run.output_problems)
+    if run.leftovers:  # they ran on the GPU beyond the command: nothing says what they did there
+        doubts.append(leftover_reason(run.leftovers))
 
     correctness = parsed.correctness if parsed is not None else None
     if correctness is not None and limits is not None:
@@ -137,7 +115,7 @@ def decide(
         doubts.append("no readable correctness result in the output")
     elif correctness.shapes_checked < 1:
         doubts.append("the output checked no shape")
-    low = low_precision_output(facts, correctness)
+    low = low_precision_output(target, correctness)
     if low and (correctness is None or correctness.snr_db is None):
         doubts.append(f"{low[0]} output without an SNR (dtype from {low[1]})")
     if doubts:
@@ -146,9 +124,10 @@ def decide(
 
 
 def verdict_and_reasons(
-    facts: RunFacts, parsed: Optional[ParsedOutput], limits: Optional[Thresholds] = None
+    run: RunRecord, parsed: Optional[ParsedOutput], limits: Optional[Thresholds] = None,
+    target: Optional[TargetRecord] = None,
 ) -> tuple[Verdict, list[str]]:
     """What the artifact states: :func:`decide`'s verdict and reasons, then every fact recorded as
     null with why. The engine and ``gpuverify check`` both call this, so they cannot drift apart."""
-    verdict, reasons = decide(facts, parsed, limits)
-    return verdict, reasons + [u for u in facts.unknowns if u not in reasons]
+    verdict, reasons = decide(run, parsed, limits, target)
+    return verdict, reasons + [u for u in run.unknowns if u not in reasons]

@@ -28,7 +28,7 @@ def trailer_fields(*, exit_code: Optional[int], timed_out: bool, interrupted: Op
 
 
 def seal_log(log: Path, facts, art) -> None:
-    """The trailer of a run: ``facts`` (the engine's RunFacts) and where the artifact says it ran."""
+    """The trailer of a run: ``facts`` (the artifact's RunRecord) and where the artifact says it ran."""
     append_trailer(log, trailer_fields(
         exit_code=facts.exit_code, timed_out=facts.timed_out, interrupted=facts.interrupted,
         container_died=facts.container_died, host=art.host, container=art.container, gpus=[g.index for g in art.gpus]))

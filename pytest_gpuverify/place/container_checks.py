@@ -8,12 +8,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
-from pytest_gpuverify.engine.artifact import Artifact
+from pytest_gpuverify.engine.artifact import Versions
 from pytest_gpuverify.execute.container import ContainerError, ContainerExecutor
 from pytest_gpuverify.gpu.base import GpuInfo, GpuToolError
 from pytest_gpuverify.execute.host import HostExecutor
 from pytest_gpuverify.place.provenance import ContainerFacts, read_container_facts
-from pytest_gpuverify.engine.verdict import RunFacts
 
 HOST = "host"  # the executor name of --gpu-container none
 
@@ -22,27 +21,41 @@ def where(name: str) -> str:
     return "the host" if name == HOST else f"container {name}"
 
 
-def check_container(cfacts: ContainerFacts, name: str, art: Artifact, facts: RunFacts,
-                    expected_arch: Optional[str]) -> Optional[ContainerFacts]:
-    """``cfacts`` when the target may run there; else None, with the reason in ``facts.blocked``.
-    Records the image and the versions in ``art``."""
+@dataclass
+class ContainerCheck:
+    """One target's check of where it runs (the check phase, engine/run.py): what the artifact records
+    of the place (image, versions, the versions that could not be read) and why the target may not
+    run there. ``facts`` is None when the place could not be read at all."""
+
+    name: str
+    facts: Optional[ContainerFacts] = None
+    image: Optional[str] = None
+    image_digest: Optional[str] = None
+    versions: Optional[Versions] = None
+    unknowns: list[str] = field(default_factory=list)  # versions recorded as null, and why
+    blocked: list[str] = field(default_factory=list)
+
+
+def check_container(cfacts: ContainerFacts, name: str, expected_arch: Optional[str]) -> ContainerCheck:
+    """The place's record; its ``blocked`` says why the target may not run there."""
+    check = ContainerCheck(name)
     try:
         running = cfacts.handle.running
-        art.image = cfacts.handle.image
-        art.image_digest = cfacts.handle.inspect().get("Image") if name != HOST else None
+        check.image = cfacts.handle.image
+        check.image_digest = cfacts.handle.inspect().get("Image") if name != HOST else None
     except ContainerError as exc:
-        facts.blocked.append(f"missing container: {exc}")
-        return None
+        check.blocked.append(f"missing container: {exc}")
+        return check
     if not running:
-        facts.blocked.append(f"container {name} is not running. Fix: `docker start {name}`, or pass --gpu-start-container")
-        return None
-    art.versions = cfacts.versions
-    facts.unknowns.extend(cfacts.notes)  # versions that could not be read: null, and why
+        check.blocked.append(f"container {name} is not running. Fix: `docker start {name}`, or pass --gpu-start-container")
+        return check
+    check.facts, check.versions = cfacts, cfacts.versions
+    check.unknowns.extend(cfacts.notes)  # versions that could not be read: null, and why
     if cfacts.arch_problem:
-        facts.blocked.append(cfacts.arch_problem)
+        check.blocked.append(cfacts.arch_problem)
     elif expected_arch and cfacts.arch != expected_arch:
-        facts.blocked.append(f"wrong arch in {where(name)}: it is {cfacts.arch}, the run needs {expected_arch}")
-    return cfacts
+        check.blocked.append(f"wrong arch in {where(name)}: it is {cfacts.arch}, the run needs {expected_arch}")
+    return check
 
 
 class ContainerPlaces:
@@ -74,12 +87,12 @@ class ContainerPlaces:
             )
         return self._resolutions[key]
 
-    def checked(self, name: str, art: Artifact, facts: RunFacts) -> Optional[ContainerFacts]:
-        """The container's facts when the target may run in it (:func:`check_container`)."""
+    def checked(self, name: str) -> ContainerCheck:
+        """The container's facts, read once, checked for this target (:func:`check_container`)."""
         if name not in self.facts:
             handle = HostExecutor() if name == HOST else ContainerExecutor(self.client(), name)
             self.facts[name] = read_container_facts(handle, self.vendor)
-        return check_container(self.facts[name], name, art, facts, self.expected_arch)
+        return check_container(self.facts[name], name, self.expected_arch)
 
 
 @dataclass

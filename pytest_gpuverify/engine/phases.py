@@ -1,0 +1,154 @@
+"""The typed result of each phase of one target's run (engine/run.py runs them, in this order):
+
+    Begun     what the target asked for, before anything ran (topic, stamp, the target's record)
+    Placed    place:   its worktree, the repo's state, where the command runs (container or host)
+    Leased    lease:   its GPUs, locked (before the check for a `run` row, whose container gets them)
+    Fresh     a `run` row's container, started with the locked GPUs (ephemeral.py)
+    Checked   check:   the place (arch, versions), the declared builds, the imports, the runs' plan
+    Executed  execute: the command (or its planned runs) on the GPUs, and what it ended with
+    Decided   parse + decide: the parse of the raw log, the run record and the verdict
+
+``Command`` is not a result: it is what the execute phase runs (one command, or the plan's runs of
+it, multirun.py). Each phase fills only its own result; none touches the artifact. outcome.build_artifact makes the
+artifact from them once the run is over, whichever phases ran (a blocked target stops after the
+phase that blocked it, with the reason in that phase's ``blocked``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING, Callable, Optional
+
+from pytest_gpuverify.engine.artifact import (AbRecord, GpuRecord, RepoRecord, RunRecord, RunSlice, SyncRecord,
+                                              TargetRecord, Verdict)
+
+if TYPE_CHECKING:
+    from pytest_gpuverify.config.targets import RunEnvironment, Target
+    from pytest_gpuverify.execute.base import Executor
+    from pytest_gpuverify.engine.multirun import Plan
+    from pytest_gpuverify.lease.picker import GpuGrant
+    from pytest_gpuverify.parsers.result import ParsedOutput
+    from pytest_gpuverify.place.builds import BuildRecord
+    from pytest_gpuverify.place.container_checks import ContainerCheck
+    from pytest_gpuverify.place.ephemeral import FreshContainerRecord
+    from pytest_gpuverify.place.resolve import Resolution
+    from pytest_gpuverify.place.workspace import Workspace
+
+
+@dataclass
+class Begun:
+    target: Target
+    record: TargetRecord  # the artifact's `target`
+    topic: str
+    stamp: str  # names the run's files: bench_<topic>.<stamp>.log
+    ts: str
+    t0: float  # monotonic: the artifact's duration_s
+    host: str
+    artifact_path: Path
+    notes: list[str] = field(default_factory=list)  # the session's, for every target
+    key: Optional[str] = None  # --ticket
+    cold: bool = False
+    signed_by: Optional[str] = None
+    synced: Optional[SyncRecord] = None
+    collected: Optional[str] = None  # the session had its targets: the timeline's first entry
+
+
+@dataclass
+class Placed:
+    blocked: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    ws: Optional[Workspace] = None
+    repo: Optional[RepoRecord] = None  # read once per worktree, before any command of ours ran in it
+    where: Optional[str] = None  # the executor's name: a container, or HOST (--gpu-container none)
+    container: Optional[str] = None  # the artifact's `container` (None on the host)
+    wt: Optional[str] = None  # the worktree as the command sees it
+    fresh: Optional[Resolution] = None  # a `run` row: its container starts once the GPUs are locked
+
+
+@dataclass
+class Leased:
+    blocked: list[str] = field(default_factory=list)
+    grant: Optional[GpuGrant] = None
+    owned: bool = False  # taken for this run, so let go of by it (a fixture's grant is the caller's)
+    pick_started: Optional[str] = None
+    lock_taken: Optional[str] = None
+    lock_released: Optional[str] = None
+
+
+@dataclass
+class Fresh:
+    blocked: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    record: Optional[FreshContainerRecord] = None
+
+
+@dataclass
+class Checked:
+    blocked: list[str] = field(default_factory=list)
+    place: Optional[ContainerCheck] = None
+    workdir: Optional[str] = None
+    builds: list[BuildRecord] = field(default_factory=list)
+    imports: dict[str, Optional[str]] = field(default_factory=dict)
+    plan: Optional[Plan] = None  # repeats or --gpu-ab (multirun.py); None: one run
+    ab: Optional[AbRecord] = None
+
+
+@dataclass
+class Executed:
+    notes: list[str] = field(default_factory=list)
+    ran: bool = False  # the command was started
+    gpus: list[GpuRecord] = field(default_factory=list)
+    host_gpus: Optional[int] = None
+    cache_reused: Optional[bool] = None
+    cache_dirs: dict[str, str] = field(default_factory=dict)
+    env: dict[str, str] = field(default_factory=dict)
+    command: Optional[str] = None
+    raw_path: Optional[Path] = None
+    command_started: Optional[str] = None
+    command_ended: Optional[str] = None
+    runs: list[RunSlice] = field(default_factory=list)  # the planned runs, as they ended
+    base_cache_dirs: dict[str, str] = field(default_factory=dict)  # --gpu-ab: side A's
+    junit_path: Optional[Path] = None
+
+
+@dataclass
+class Decided:
+    run: RunRecord
+    verdict: Verdict
+    reasons: list[str]
+    parsed: Optional[ParsedOutput] = None
+
+
+@dataclass
+class Results:
+    """Every phase's result of one run; None for a phase that did not run."""
+
+    begun: Begun
+    placed: Optional[Placed] = None
+    leased: Optional[Leased] = None
+    fresh: Optional[Fresh] = None
+    checked: Optional[Checked] = None
+    executed: Optional[Executed] = None
+    decided: Optional[Decided] = None
+    notes: list[str] = field(default_factory=list)  # the run's own: an internal error's traceback
+
+
+@dataclass
+class Command:
+    target: Target
+    handle: Executor  # where it runs: a container, or the host
+    argv: list[str]
+    rel: Optional[PurePosixPath]  # the target's file in its worktree
+    run_id: str
+    run_env: RunEnvironment
+    env: dict[str, str]  # run_env's variables and the run's marker (leftovers.py)
+    wt: str
+    workdir: str
+    raw_path: Path
+    topic: str
+    stamp: str
+    timeout_s: float
+    cold: bool
+    echo: Optional[Callable[[bytes], None]]
+    on_start: Optional[Callable]

@@ -1,0 +1,392 @@
+"""One target's run, as phases that each return a typed result (phases.py), in this order:
+
+    place    -> Placed     the worktree, its repo's state (dirty blocks), where the command runs
+    check    -> Checked    the place's arch and versions, the declared builds, the imports, the plan
+    lease    -> Leased     its GPUs, locked (a pick started in place runs alongside the checks)
+    execute  -> Executed   the command (or the plan's runs) on them; the lock let go of
+    decide   -> Decided    the raw log sealed and parsed, the run record, the verdict
+
+A `run` row (a container started per run) leases first, since the container gets the locked GPUs:
+place -> lease -> Fresh -> check -> execute. A phase that blocks the target ends its run there. The
+artifact is built from the results once the run is over (outcome.build_artifact), however it ended:
+an interrupt and an internal error of ours too. Usable without pytest; session.py holds what the
+targets of one session share (host, sampler, picker, containers, caches) and runs one
+:class:`TargetRun` per target.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import socket
+import time
+import traceback
+from contextlib import contextmanager
+from datetime import datetime, timezone
+from typing import TYPE_CHECKING, Callable, Iterator, Optional
+
+from pytest_gpuverify.config.targets import (PYTEST_KINDS, RunEnvironment, Target, command_argv, import_package,
+                                             junit_path, pythonpath)
+from pytest_gpuverify.engine import multirun
+from pytest_gpuverify.engine.artifact import Artifact, RunRecord, utc_now
+from pytest_gpuverify.engine.files import create_result_file
+from pytest_gpuverify.engine.outcome import TargetOutcome, build_artifact, gpu_records, ran_in, target_record
+from pytest_gpuverify.engine.phases import (Begun, Checked, Command, Decided, Executed, Fresh, Leased, Placed,
+                                            Results)
+from pytest_gpuverify.engine.runs_log import parse_log
+from pytest_gpuverify.engine.verdict import verdict_and_reasons
+from pytest_gpuverify.execute.container import ExecOutcome, Interrupted, interrupt_cause
+from pytest_gpuverify.execute.log_trailer import seal_log
+from pytest_gpuverify.gpu.base import GpuInfo
+from pytest_gpuverify.lease.guard import RunGuards
+from pytest_gpuverify.execute.leftovers import run_marker
+from pytest_gpuverify.lease.lock import LockError
+from pytest_gpuverify.lease.pickahead import PickAhead
+from pytest_gpuverify.lease.picker import NoGpu, PickerError
+from pytest_gpuverify.parsers.dispatch import context_for
+from pytest_gpuverify.place.caches import plan_caches, remove_cold_caches, warm_cache_reused
+from pytest_gpuverify.place.container_checks import HOST
+from pytest_gpuverify.place.ephemeral import fresh_container
+from pytest_gpuverify.place.provenance import move_out, origin_inside
+from pytest_gpuverify.place.resolve import map_to_container
+from pytest_gpuverify.place.workspace import WorkspaceError, locate
+from pytest_gpuverify.reporting.live import RunningLine, running_echo
+
+if TYPE_CHECKING:
+    from pytest_gpuverify.engine.session import VerifySession
+    from pytest_gpuverify.lease.picker import GpuGrant
+    from pytest_gpuverify.parsers.result import ParsedOutput
+
+
+class TargetRun:
+    def __init__(self, session: VerifySession, target: Target, grant: Optional[GpuGrant] = None) -> None:
+        s = self.s = session
+        self.target = target
+        # GPUs held for the run by someone else: the caller's (the locked_gpu fixture), kept, not
+        # released; during a `run` row's container, that lease's (the builds and the command use it)
+        self.held = grant
+        self.ahead: Optional[PickAhead] = None  # a pick started in place, taken by lease (pickahead.py)
+        self.visible: Optional[str] = None  # the visible-devices value in a fresh container that renumbers
+        self.command_ended_with: Optional[ExecOutcome] = None  # the command's end, or what an interrupt carried
+        self.interrupted: Optional[str] = None  # an interrupt outside the command
+        self.blocked: list[str] = []  # the run's own reasons: interrupted early, an internal error
+        self.sealed = False
+        self.outcome: Optional[TargetOutcome] = None
+        topic = s.unique_topic(target)
+        self.results = Results(Begun(
+            target=target, record=target_record(target, multirun.repeats_for(s.options, target)), topic=topic,
+            stamp=datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S%fZ"), ts=utc_now(), t0=time.monotonic(),
+            host=socket.gethostname(), artifact_path=s.out_dir / f"bench_{topic}.json", notes=list(s.session_notes),
+            key=s.options.ticket, cold=s.options.cold, signed_by=s.signer.signer if s.signer else None,
+            synced=s.synced, collected=s.clock.wall(s.collected)))
+
+    # -- the run ----------------------------------------------------------------------------
+    def run(self) -> TargetOutcome:
+        """Every phase, then the artifact; an interrupt still gets its artifact, then goes on up."""
+        parsed = None
+        try:
+            try:
+                self._phases()
+            finally:  # a pick started ahead of checks that failed: let go of it unused
+                ahead, self.ahead = self.ahead, None
+                if ahead is not None:
+                    ahead.drop()
+            parsed = self.parse()
+        except Interrupted as exc:
+            self.command_ended_with = exc.outcome
+            raise KeyboardInterrupt(exc.outcome.interrupted) from None
+        except KeyboardInterrupt as exc:
+            self.interrupted = interrupt_cause(exc)
+            if not self.ran:
+                self.blocked.append("interrupted before the command started")
+            raise
+        except Exception as exc:  # never lose the artifact to a bug of ours
+            self.blocked.append(f"internal error: {type(exc).__name__}: {exc}")
+            self.results.notes.append("".join(traceback.format_exception(exc))[-2000:])
+        finally:
+            self.outcome = self.decide(parsed)
+        return self.outcome
+
+    def _phases(self) -> None:
+        placed = self.place()
+        if placed.blocked:
+            return
+        if placed.fresh is not None:
+            return self._in_fresh_container(placed)
+        checked = self.check(placed, placed.where or HOST)
+        if checked.blocked:
+            return
+        leased = self.lease()
+        if not leased.blocked:
+            self.execute(placed, checked, leased, release=True)
+
+    @property
+    def ran(self) -> bool:
+        return self.results.executed is not None and self.results.executed.ran
+
+    # -- place ------------------------------------------------------------------------------
+    def place(self) -> Placed:
+        """The target's worktree and repo state, and where its command runs; its pick starts here."""
+        s, target = self.s, self.target
+        placed = self.results.placed = Placed()
+        if s.session_blocked:
+            placed.blocked.extend(s.session_blocked)
+            return placed
+        if target.location is None:
+            placed.blocked.append(f"target {target.name} names no file and no declaration to place it in a repo")
+            return placed
+        try:
+            ws = placed.ws = locate(s.env, target.location, target.repo, target.path)
+        except WorkspaceError as exc:
+            placed.blocked.append(str(exc))
+            return placed
+        if self.held is None and not s.builds.pending(target, ws.wt_host):
+            self.ahead = PickAhead(s.picker, target.gpus, s.options.wait_s)  # locks while the checks run
+        repo = placed.repo = s.repo_state(ws.wt_host)
+        if repo.dirty and not s.options.allow_dirty:
+            shown = ", ".join(repo.dirty_paths[:5])
+            placed.blocked.append(f"repo {repo.path} is dirty ({shown}). Fix: commit, or pass --gpu-allow-dirty")
+            return placed
+        if repo.dirty:
+            placed.notes.append(f"repo {repo.path} is dirty (allowed by --gpu-allow-dirty)")
+        if s.options.container == "none":  # the command runs on the host itself: the worktree is where it is
+            placed.where, placed.wt = HOST, str(ws.wt_host)
+            return placed
+        res = s.places.resolve(ws, target)
+        placed.container = res.name
+        placed.notes.extend(res.notes)
+        if not res.ok or not res.name:
+            placed.blocked.append(res.problem or "no container")
+            return placed
+        placed.wt = map_to_container(res.mounts, ws.wt_host)
+        if placed.wt is None:
+            mounts = ", ".join(f"{h} -> {c}" for h, c in res.mounts) or "none"
+            placed.blocked.append(f"worktree {ws.wt_host} is not mounted in container {res.name} (mounts: {mounts}). "
+                                  "Fix: mount it, or correct the Repos row's path and mount")
+            return placed
+        placed.where = res.name
+        placed.fresh = res if res.fresh is not None else None
+        return placed
+
+    # -- check ------------------------------------------------------------------------------
+    def check(self, placed: Placed, where: str) -> Checked:
+        """May it run at ``where``: arch and versions, the declared builds, the imports, the plan."""
+        s, target, stamp = self.s, self.target, self.results.begun.stamp
+        assert placed.ws is not None and placed.wt is not None  # place blocks without them
+        ws, wt = placed.ws, placed.wt
+        workdir = f"{wt}/{target.workdir}".rstrip("/.") if target.workdir not in (None, "", ".") else wt
+        checked = self.results.checked = Checked(workdir=workdir)
+        checked.place = s.places.checked(where)
+        checked.blocked.extend(checked.place.blocked)
+        place = checked.place.facts
+        if place is None or checked.blocked:
+            return checked
+        side = "B" if s.base_worktrees is not None else None  # --gpu-ab: these build the head's worktree
+        if not s.builds.run(target, place, wt, ws.wt_host, ws.wt_host, side, stamp, self._build_gpu, checked):
+            return checked
+        package = import_package(target.kind)
+        if package:
+            origin, why = s.import_origin(place.handle, wt, package, pythonpath(target.kind, wt))
+            checked.imports[package] = origin
+            if not origin_inside(origin, wt):
+                checked.blocked.append(why or f"{package} imports from {origin}, outside the worktree {wt}/: "
+                                       "the run would test another checkout")
+                return checked
+        multirun.plan_for(s.options, s.base_worktrees, target, place.handle, wt, ws.wt_host,
+                          placed.repo.sha if placed.repo else None, checked)
+        plan = checked.plan
+        if not checked.blocked and plan is not None and plan.base is not None and plan.base_wt is not None:
+            # --gpu-ab: the same builds on the base worktree (side A) before the first run
+            s.builds.run(target, place, plan.base_wt, ws.wt_host, plan.base.path, "A", stamp, self._build_gpu, checked)
+        return checked
+
+    # -- lease ------------------------------------------------------------------------------
+    def lease(self) -> Leased:
+        """The target's GPUs: the caller's, the pick started in place, or a pick made now."""
+        s = self.s
+        ahead, self.ahead = self.ahead, None
+        leased = self.results.leased = Leased(
+            pick_started=s.clock.wall(ahead.started if ahead is not None else time.monotonic()))
+        try:
+            grant = self.held or (ahead.grant() if ahead is not None
+                                  else s.picker.acquire(count=self.target.gpus, wait_s=s.options.wait_s))
+        except (NoGpu, PickerError, LockError) as exc:  # LockError: the file, its owner and mode, the fix
+            leased.blocked.append(str(exc))
+            return leased
+        leased.grant, leased.owned = grant, grant is not self.held
+        leased.lock_taken = s.clock.wall(grant.taken_at)
+        return leased
+
+    def release(self, leased: Leased) -> None:
+        if leased.owned and leased.grant is not None:
+            self.s.picker.release(leased.grant)
+            leased.lock_released = self.s.clock.wall(leased.grant.released_at)
+
+    def _in_fresh_container(self, placed: Placed) -> None:
+        """A `run` row: lock the GPUs, start the container with them, check and run there, remove it,
+        then let go of the GPUs."""
+        s, stamp = self.s, self.results.begun.stamp
+        assert placed.fresh is not None and placed.fresh.fresh is not None
+        leased = self.lease()
+        if leased.blocked or leased.grant is None:
+            return
+        held, self.held = self.held, leased.grant
+        fresh = self.results.fresh = Fresh()
+        problems: list[str] = []
+        run_id = f"{stamp}-{os.getpid()}"
+        # a kill -9 of us: the session's guard removes the container (its labels checked) before the locks go
+        guards = RunGuards(s.session_guard(), leased.grant.fds)
+        try:
+            with fresh_container(s.places.client(), placed.fresh.fresh, placed.fresh.mounts, leased.grant.indices,
+                                 s.backend.vendor, run_id, s.options.timeout_s, problems) as record:
+                fresh.record = record
+                if record is None:
+                    fresh.blocked.extend(problems)
+                    return
+                guards.on_start(["fresh", record.id or record.name, run_id])
+                self.visible = record.visible
+                fresh.notes.append(
+                    f"fresh container {record.name} from {record.image} (Containers row {record.row}); devices "
+                    f"passed: {', '.join(record.devices) or 'none'}"
+                    + (f"; not on this host: {', '.join(record.devices_missing)}" if record.devices_missing else ""))
+                checked = self.check(placed, record.name)
+                if not checked.blocked:
+                    self.execute(placed, checked, leased, release=False)
+        finally:
+            guards.done()  # the container is removed by now (fresh_container's exit)
+            self.held, self.visible = held, None
+            self.release(leased)
+
+    @contextmanager
+    def _build_gpu(self, hold: dict) -> Iterator[tuple[list[int], dict[str, str], Callable]]:
+        """A GPU for a `gpu = true` build: the run's own when it holds one or its pick is under way (the
+        run then keeps them), else one locked for the build alone; armed with the session's guard like
+        a command (a kill -9 of us stops it first)."""
+        s = self.s
+        kept = self.held or (self.ahead.grant() if self.ahead is not None else None)
+        grant = kept or s.picker.acquire(count=1, wait_s=s.options.wait_s)
+        guards = RunGuards(s.session_guard(), grant.fds)
+        try:
+            infos = [s.inventory.get(i, GpuInfo(index=i)) for i in grant.indices]
+            yield (grant.indices, {s.backend.visible_devices_var: self.visible or s.backend.visible_value(infos)},
+                   guards.on_start)
+        finally:
+            guards.done()
+            if grant is not kept:  # a hold of its own: in the build record, for `gpuverify check`'s overlaps
+                s.picker.release(grant)
+                hold["lock_taken"] = s.clock.wall(grant.taken_at)
+                hold["lock_released"] = s.clock.wall(grant.released_at)
+
+    # -- execute ----------------------------------------------------------------------------
+    def execute(self, placed: Placed, checked: Checked, leased: Leased, release: bool) -> Executed:
+        """The command (or the plan's runs) on the leased GPUs into the raw log; ``release``: let go
+        of the GPUs once it ended (a `run` row lets go after its container is removed)."""
+        s, target, begun = self.s, self.target, self.results.begun
+        assert checked.place is not None and checked.place.facts is not None and leased.grant is not None
+        assert placed.wt is not None and placed.ws is not None
+        place, grant, wt = checked.place.facts, leased.grant, placed.wt
+        handle = place.handle
+        executed = self.results.executed = Executed()
+        run_id = f"{begun.stamp}-{os.getpid()}"
+        guards = caches = None
+        try:
+            infos = [s.inventory.get(i, GpuInfo(index=i)) for i in grant.indices]
+            executed.gpus = gpu_records(infos, grant, s.backend.vendor, place.arch)
+            executed.host_gpus = len(s.inventory) or None
+            caches = plan_caches(wt, s.options.cold, run_id, on_host=handle.name == HOST)
+            executed.cache_reused = warm_cache_reused(handle, caches, s.warm_caches)
+            run_env = RunEnvironment(
+                visible_var=s.backend.visible_devices_var, visible_value=self.visible or s.backend.visible_value(infos),
+                pythonpath=pythonpath(target.kind, wt), jit_dir=caches.jit_dir, arch=place.arch,
+                extra={k: v for k, v in caches.dirs.items() if k != "AITER_JIT_DIR"},
+            )
+            command_env = {**run_env.as_env(), **run_marker(run_id)}  # what it leaves is stopped: leftovers.py
+            executed.env = {**place.container_env, **command_env}
+            executed.cache_dirs = dict(caches.dirs)
+            argv = command_argv(target, placed.ws.rel_target, run_id)
+            executed.command = shlex.join(argv)
+            raw = executed.raw_path = s.out_dir / f"bench_{begun.topic}.{begun.stamp}.log"
+            create_result_file(raw)
+            executed.ran = True
+            guards = RunGuards(s.session_guard(), grant.fds)
+            live = None if s.on_running is None else RunningLine(
+                s.on_running, f"{target.name} on {s.host_row.host} gpu {executed.env.get(run_env.visible_var, '?')}")
+            executed.command_started = s.clock.wall(time.monotonic())  # no later than the real start
+            try:
+                cmd = Command(target, handle, argv, placed.ws.rel_target, run_id, run_env, command_env, wt,
+                              checked.workdir or wt, raw, begun.topic, begun.stamp, s.options.timeout_s,
+                              s.options.cold, running_echo(s.echo, live),
+                              s.parsers.on_start(target.kind, guards.on_start, s.sampler.publish_pending))
+                if checked.plan is not None:  # repeats or --gpu-ab: every run under this one lock (multirun.py)
+                    self.command_ended_with = multirun.run_planned(checked.plan, cmd, executed)
+                else:
+                    self.command_ended_with = handle.stream_to_file(
+                        argv, raw, env=command_env, workdir=cmd.workdir, timeout_s=cmd.timeout_s, echo=cmd.echo,
+                        on_start=cmd.on_start)
+            finally:
+                executed.command_ended = s.clock.wall(time.monotonic())  # no earlier than the real end
+                if live is not None:
+                    live.done()
+        finally:
+            if guards is not None:
+                guards.done()
+            if release:
+                self.release(leased)
+            if s.options.cold and caches is not None:
+                remove_cold_caches(handle, caches, executed.notes)
+        if target.kind in PYTEST_KINDS and checked.plan is None:  # the inner pytest's report, beside the log
+            executed.junit_path, note = move_out(handle, junit_path(run_id),
+                                                 s.out_dir / f"bench_{begun.topic}.{begun.stamp}.junit.xml")
+            if note:
+                executed.notes.append(note)
+        return executed
+
+    # -- parse and decide -------------------------------------------------------------------
+    def parse(self) -> Optional[ParsedOutput]:
+        """The raw log, sealed first (check re-parses it as sealed), read by the kind's parser."""
+        executed = self.results.executed
+        if executed is None or not executed.ran or executed.raw_path is None:
+            return None
+        record = self.run_record(output_parsed=False)
+        self._seal(record)
+        context = context_for(self.results.begun.record, executed.command, executed.junit_path, record.exit_code)
+        return parse_log(self.target.kind, executed.raw_path, context)
+
+    def run_record(self, output_parsed: bool) -> RunRecord:
+        """What happened around the command, from the phases' results: the record the verdict reads."""
+        r, ended = self.results, self.command_ended_with
+        checked_place = r.checked.place if r.checked is not None else None
+        blocked = [reason for phase in (r.placed, r.leased, r.fresh, r.checked) if phase is not None
+                   for reason in phase.blocked]
+        return RunRecord(
+            blocked=blocked + self.blocked, ran=self.ran,
+            exit_code=ended.exit_code if ended else None, timed_out=bool(ended and ended.timed_out),
+            interrupted=(ended.interrupted if ended else None) or self.interrupted,
+            container_died=bool(ended and ended.container_died),
+            output_problems=list(ended.problems) if ended else [],
+            unknowns=list(checked_place.unknowns) if checked_place is not None else [],
+            leftovers=list(ended.leftovers) if ended else [], output_parsed=output_parsed,
+        )
+
+    def decide(self, parsed: Optional[ParsedOutput]) -> TargetOutcome:
+        """The verdict from the run record and the parse; the log sealed; the artifact built."""
+        r = self.results
+        record = self.run_record(output_parsed=parsed is not None)
+        verdict, reasons = verdict_and_reasons(record, parsed, self.target.thresholds, r.begun.record)
+        r.decided = Decided(record, verdict, reasons, parsed)
+        raw = r.executed.raw_path if r.executed is not None else None
+        if self.ran and raw is not None and raw.exists():
+            self._seal(record)
+        return TargetOutcome(self.target, build_artifact(r), r.begun.artifact_path, raw_path=raw,
+                             junit_path=r.executed.junit_path if r.executed is not None else None)
+
+    def _seal(self, record: RunRecord) -> None:
+        """The raw log's trailer, once (log_trailer.py): the record's exit facts and where it ran."""
+        executed = self.results.executed
+        if self.sealed or executed is None or executed.raw_path is None:
+            return
+        begun = self.results.begun
+        where = Artifact.model_construct(topic=begun.topic, ts=begun.ts, host=begun.host,
+                                         container=ran_in(self.results), gpus=executed.gpus)
+        seal_log(executed.raw_path, record, where)
+        self.sealed = True
