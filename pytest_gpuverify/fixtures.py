@@ -12,11 +12,11 @@ import pytest
 from pytest_gpuverify.engine.artifact import Artifact
 from pytest_gpuverify.config.options import check_topic
 from pytest_gpuverify.config.targets import Target, split_args
-from pytest_gpuverify.engine.roles import ENGINE_KEY
+from pytest_gpuverify.roles import ENGINE_KEY
 
 
 def _session(config: pytest.Config):
-    """The engine of this process's role (engine/roles.py); None without --gpu-verify or on an xdist controller."""
+    """The engine of this process's role (roles.py); None without --gpu-verify or on an xdist controller."""
     return config.stash.get(ENGINE_KEY, None)
 
 

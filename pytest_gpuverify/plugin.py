@@ -1,7 +1,7 @@
 """pytest wiring only: options, collection of GPU targets, the role of this process.
 
 Without ``--gpu-verify`` every hook here returns at once and pytest behaves as without the plugin.
-With it, pytest_configure chooses this process's role once (engine/roles.py: one session, an xdist
+With it, pytest_configure chooses this process's role once (roles.py: one session, an xdist
 controller or worker) and registers it until pytest_unconfigure; the role holds the engine,
 :class:`pytest_gpuverify.engine.session.VerifySession`, where this process runs targets.
 """
@@ -21,7 +21,7 @@ from pytest_gpuverify.config.options import RunOptions, check_repeats, check_sec
 from pytest_gpuverify.plugin_options import add_options, build_options, option_value as _value  # noqa: F401  (re-exported)
 from pytest_gpuverify.terminal import verdict_properties
 from pytest_gpuverify.config.targets import Target, kind_for_path, split_args, topic_for
-from pytest_gpuverify.engine.roles import DECLARED_KEY, ENGINE_KEY, ENV_KEY, NO_CONFTEST_KEY, REMOTE_KEY, ROLE_KEY, choose_role
+from pytest_gpuverify.roles import DECLARED_KEY, ENGINE_KEY, ENV_KEY, NO_CONFTEST_KEY, REMOTE_KEY, ROLE_KEY, choose_role
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
