@@ -347,3 +347,14 @@ def test_map_to_container_longest_prefix_whole_components(tmp_path):
 ])
 def test_a_ticket_key_is_matched_as_a_word_of_its_own(text, ticket, named):
     assert names_ticket(text, ticket) is named
+
+
+def test_container_none_is_decided_in_one_place_in_any_case():
+    from types import SimpleNamespace
+
+    from pytest_gpuverify.place.container_checks import ContainerPlaces
+    from pytest_gpuverify.place.resolve import runs_on_host
+
+    assert [runs_on_host(v) for v in ("none", " NONE ", "None", "nonesuch", "", None)] == [True] * 3 + [False] * 3
+    places = ContainerPlaces(None, SimpleNamespace(container="None"), "h", lambda: None, "amd", None)
+    assert places.on_host and not ContainerPlaces(None, SimpleNamespace(container="c1"), "h", lambda: None, "amd", None).on_host

@@ -149,7 +149,7 @@ class TargetRun:
             return placed
         if repo.dirty:
             placed.notes.append(f"repo {repo.path} is dirty (allowed by --gpu-allow-dirty)")
-        if s.options.container == "none":  # the command runs on the host itself: the worktree is where it is
+        if s.places.on_host:  # the command runs on the host itself: the worktree is where it is
             placed.where, placed.wt = HOST, str(ws.wt_host)
             return placed
         res = s.places.resolve(ws, target)

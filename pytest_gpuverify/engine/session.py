@@ -111,7 +111,7 @@ class VerifySession:
         self._started = True
         # on the host its facts (commands of their own) are read alongside the GPU library's start-up
         host = Background(lambda: read_container_facts(HostExecutor(), self.backend.vendor),
-                          "gpuverify-host-facts") if self.options.container == "none" else None
+                          "gpuverify-host-facts") if self.places.on_host else None
         try:
             self._start_gpus()
         finally:

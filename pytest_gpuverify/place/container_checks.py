@@ -70,6 +70,13 @@ class ContainerPlaces:
         self._resolutions: dict[tuple[str, str], object] = {}
         self.facts: dict[str, ContainerFacts] = {}  # by container name (HOST: the host itself)
 
+    @property
+    def on_host(self) -> bool:
+        """``--gpu-container none``: commands run on the host itself (decided here, and only here)."""
+        from pytest_gpuverify.place.resolve import runs_on_host
+
+        return runs_on_host(self.options.container)
+
     def client(self):
         if self._docker is None:
             self._docker = self._docker_factory()

@@ -51,6 +51,11 @@ class Resolution:
         return self.problem is None
 
 
+
+def runs_on_host(container_option: Optional[str]) -> bool:
+    """``--gpu-container none`` (any case): commands run on the host itself. The one rule for it."""
+    return (container_option or "").strip().casefold() == "none"
+
 def resolve_container(env: EnvFile, *, ticket: Optional[str], repo_row: Optional[RepoRow],
                       target_path: Optional[PathLike], docker_client: Any, override: Optional[str] = None,
                       allow_start: bool = False, host_name: Optional[str] = None) -> Resolution:
@@ -62,7 +67,7 @@ def resolve_container(env: EnvFile, *, ticket: Optional[str], repo_row: Optional
     found: Optional[Resolution]
     if override is not None and override.strip():
         override = override.strip()
-        if override.casefold() == "none":
+        if runs_on_host(override):
             return Resolution(None, "option", [], notes=["--gpu-container none: commands run on the host itself"])
         found = Resolution(override, "option", repo_mounts)
         origin = "from --gpu-container"
