@@ -8,7 +8,7 @@ UUIDs, which mean the same GPU to every tool.
 NVML, where it works, is about 1,400 times cheaper than one ``nvidia-smi`` call and sees more:
 memory ``_v2`` leaves driver-reserved memory out of "used", and ``nvmlDeviceGetSamples`` returns
 every utilisation sample since the previous reading (the driver keeps ~14 s of them), so a burst
-between two readings still counts. The nvidia-smi path lives in :mod:`.nvidia_smi`, its CSV
+between two readings still counts. The nvidia-smi path is a :class:`SmiReader` (:mod:`.nvidia_smi`), its CSV
 parsing in :mod:`.nvidia_formats`.
 """
 
@@ -55,7 +55,7 @@ def _code(exc: BaseException) -> Optional[int]:
     return value if isinstance(value, int) else None
 
 
-class NvidiaBackend(SmiReader):
+class NvidiaBackend:
     vendor = "nvidia"
     visible_devices_var = "CUDA_VISIBLE_DEVICES"
 
@@ -76,10 +76,15 @@ class NvidiaBackend(SmiReader):
         self._mem_v1 = False  # set once memory _v2 proved missing in this driver/binding
         self._samples_off = False  # set once nvmlDeviceGetSamples proved unsupported
         self._last_ts: dict[int, int] = {}  # per NVML index: newest utilisation sample already seen (us)
-        self._smi_cap = True  # ask compute_cap until the driver rejects the field
+        self.smi = SmiReader(host, tool_timeout, self._note)  # the path when NVML is not there
         self._inventory: Optional[list[GpuInfo]] = None
 
     # ------------------------------------------------------------------------------ plumbing
+    def _note(self, message: str) -> None:
+        with self._lock:
+            if message not in self.notes:
+                self.notes.append(message)
+
     def _nvml(self) -> Any:
         """The initialised ``pynvml`` module, or None where nvidia-smi is to be used."""
         with self._lock:
@@ -159,7 +164,7 @@ class NvidiaBackend(SmiReader):
                     raise
                 # after a hung call, nvmlShutdown could hang as well: leave NVML as it is
                 self._nvml_failed(exc, shutdown=not isinstance(exc, CallTimedOut))
-        return self._read_smi()
+        return self.smi.read()
 
     # -- NVML
     def _nvml_count(self, nv: Any) -> int:
@@ -314,7 +319,7 @@ class NvidiaBackend(SmiReader):
                 if self.use_nvml:
                     raise
                 self._nvml_failed(exc)
-        return [GpuInfo(index=g.index, arch=g.arch, name=g.name, uuid=g.uuid) for g in self._smi_gpus()]
+        return [GpuInfo(index=g.index, arch=g.arch, name=g.name, uuid=g.uuid) for g in self.smi.gpus()]
 
     def _nvml_inventory(self, nv: Any) -> list[GpuInfo]:
         out = []

@@ -1,13 +1,12 @@
 """The nvidia-smi path of the NVIDIA backend: ``nvidia-smi --query-*`` CSV through the
 :class:`HostRunner`, turned into readings (the CSV parsing lives in :mod:`.nvidia_formats`).
 
-:class:`SmiReader` is a base of :class:`.nvidia.NvidiaBackend`, which provides the attributes it uses.
+:class:`.nvidia.NvidiaBackend` holds one :class:`SmiReader` and hands it its note-taking.
 """
 
 from __future__ import annotations
 
-import threading
-from typing import Sequence
+from typing import Callable, Sequence
 
 from pytest_gpuverify.execute.host_commands import CommandResult, HostRunner
 from pytest_gpuverify.gpu.base import GpuProcess, GpuReading, GpuToolError, output_tail
@@ -19,16 +18,10 @@ from pytest_gpuverify.gpu.nvidia_formats import (
 class SmiReader:
     """Readings and the GPU list from nvidia-smi (any host, local or remote)."""
 
-    host: HostRunner
-    tool_timeout: float
-    notes: list[str]
-    _lock: threading.RLock
-    _smi_cap: bool  # ask compute_cap until the driver rejects the field
-
-    def _note(self, message: str) -> None:
-        with self._lock:
-            if message not in self.notes:
-                self.notes.append(message)
+    def __init__(self, host: HostRunner, tool_timeout: float, note: Callable[[str], None]) -> None:
+        self.host, self.tool_timeout = host, tool_timeout
+        self._note = note  # each time the reader leaves its preferred path, and why (the backend's notes)
+        self._smi_cap = True  # ask compute_cap until the driver rejects the field
 
     def _run(self, argv: Sequence[str]) -> CommandResult:
         """Run nvidia-smi; GpuToolError (naming it) when missing or hung. The exit status is judged
@@ -40,7 +33,7 @@ class SmiReader:
             raise GpuToolError(f"{argv[0]}: no answer within {self.tool_timeout:g} s ({' '.join(argv)})")
         return res
 
-    def _smi_gpus(self) -> list[SmiGpu]:
+    def gpus(self) -> list[SmiGpu]:
         with_cap = self._smi_cap
         res = self._run(smi_query_gpu_argv(with_cap))
         rows, other = parse_query_gpu_csv_lines(res.text(), with_cap)
@@ -60,7 +53,7 @@ class SmiReader:
         said = (res.text() + res.stderr.decode("utf-8", errors="replace")).lower()
         return "compute_cap" in said or "not a valid field" in said or "invalid field" in said
 
-    def _smi_apps(self) -> list[SmiApp]:
+    def _apps(self) -> list[SmiApp]:
         res = self._run(SMI_APPS)
         apps, other = parse_compute_apps_csv_lines(res.text())
         if res.returncode != 0 and not apps:
@@ -69,9 +62,9 @@ class SmiReader:
             self._note(f"{SMI} --query-compute-apps printed {other[0][:200]!r}")
         return apps
 
-    def _read_smi(self) -> list[GpuReading]:
-        gpus = self._smi_gpus()
-        apps = self._smi_apps()
+    def read(self) -> list[GpuReading]:
+        gpus = self.gpus()
+        apps = self._apps()
         by_uuid = {g.uuid: g.index for g in gpus if g.uuid}
         no_uuid = [g.index for g in gpus if not g.uuid]
         per_gpu: dict[int, list[GpuProcess]] = {g.index: [] for g in gpus}
