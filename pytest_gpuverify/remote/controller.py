@@ -19,6 +19,7 @@ import pytest
 from pytest_gpuverify.config.envfile import EnvFile
 from pytest_gpuverify.config.options import SetupError
 from pytest_gpuverify.remote.preflight import SSH_CONFIG_VARIABLE, check_hosts, ssh_timeout_s
+from pytest_gpuverify.remote.sshmux import shared_ssh
 from pytest_gpuverify.remote.txspec import checkouts_root, host_of_spec, remote_rows, tx_specs
 from pytest_gpuverify.remote.unran import unran_report, verdict_properties, write_unran
 
@@ -36,7 +37,20 @@ def plan_remote(config: pytest.Config, env: EnvFile, environ) -> Optional["Remot
         raise SetupError(f"host {rows[0].host} is reached over SSH ({rows[0].ssh_alias}): that needs pytest-xdist, "
                          "which is not loaded. Fix: pip install pytest-xdist, and do not pass -p no:xdist")
     timeout_s, ssh_config = ssh_timeout_s(environ), environ.get(SSH_CONFIG_VARIABLE) or None
-    checks = check_hosts(rows, env.path, timeout_s, ssh_config)
+    shared = shared_ssh(environ)
+    try:
+        remote = _plan_on(config, env, environ, rows, timeout_s, ssh_config, shared)
+    except BaseException:
+        if shared is not None:
+            shared.close([r.ssh_alias or r.host for r in rows], ssh_config)
+        raise
+    remote.shared = (shared, [r.ssh_alias or r.host for r in rows])
+    return remote
+
+
+def _plan_on(config: pytest.Config, env: EnvFile, environ, rows, timeout_s: float, ssh_config: Optional[str],
+             shared) -> "RemoteController":
+    checks = check_hosts(rows, env.path, timeout_s, ssh_config, shared)
     problems = [c.problem for c in checks if c.problem]
     if problems:
         raise SetupError(problems[0])
@@ -44,10 +58,10 @@ def plan_remote(config: pytest.Config, env: EnvFile, environ) -> Optional["Remot
     up = [c.row for c in checks if not c.unreachable]
     if not up:
         raise SetupError(f"{'; '.join(down)}. Fix: check the host is up and `ssh <alias> hostname` answers")
-    synced = _paths_and_sync(config, env, up, timeout_s, ssh_config)
+    synced = _paths_and_sync(config, env, up, timeout_s, ssh_config, shared)
     per_host = config.option.numprocesses if isinstance(config.option.numprocesses, int) else None
     config.option.numprocesses = None  # xdist would turn -n into local workers: -n is per host here
-    config.option.tx = tx_specs(up, per_host, ssh_config, timeout_s, checkouts_root(env))
+    config.option.tx = tx_specs(up, per_host, ssh_config, timeout_s, checkouts_root(env), shared)
     if config.option.dist == "no":
         config.option.dist = "load"
 
@@ -72,7 +86,7 @@ def plan_remote(config: pytest.Config, env: EnvFile, environ) -> Optional["Remot
     return remote
 
 
-def _paths_and_sync(config: pytest.Config, env: EnvFile, rows, timeout_s: float, ssh_config: Optional[str]):
+def _paths_and_sync(config: pytest.Config, env: EnvFile, rows, timeout_s: float, ssh_config: Optional[str], shared):
     """--gpu-sync copies the local checkout to the hosts (its record, else None). Path arguments in a
     local checkout of a Repos row are passed as ``<repo>:<path>``, found in the host's checkout."""
     import dataclasses
@@ -81,7 +95,7 @@ def _paths_and_sync(config: pytest.Config, env: EnvFile, rows, timeout_s: float,
     from pytest_gpuverify.remote.sync import local_checkout, repo_qualified, sync_checkout
 
     here = Path(config.invocation_params.dir)
-    synced = sync_checkout(here, env, rows, timeout_s, ssh_config) if config.getoption("gpu_sync") else None
+    synced = sync_checkout(here, env, rows, timeout_s, ssh_config, shared) if config.getoption("gpu_sync") else None
     try:
         top, row = local_checkout(here, env)
     except SetupError:
@@ -129,6 +143,7 @@ class RemoteController:
         self._unran_problems: list[str] = []
         self._wait_line_problems: list[str] = []
         self._config: Optional[pytest.Config] = None
+        self.shared: tuple = (None, [])  # remote/sshmux.py: the hosts' shared connections, and their aliases
 
     @pytest.hookimpl(optionalhook=True, tryfirst=True)
     def pytest_xdist_make_scheduler(self, config, log):
@@ -142,6 +157,19 @@ class RemoteController:
 
     def pytest_configure(self, config: pytest.Config) -> None:
         self._config = config
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_setupnodes(self, config, specs) -> None:
+        from pytest_gpuverify.remote.gateways import start_at_once
+
+        nodemanager = getattr(config.pluginmanager.get_plugin("dsession"), "nodemanager", None)
+        if nodemanager is not None:
+            start_at_once(nodemanager, list(specs))
+
+    def pytest_unconfigure(self, config) -> None:
+        shared, aliases = self.shared
+        if shared is not None:  # every worker is down by now (xdist ends them at the session's finish)
+            shared.close(aliases, self._ssh[1])
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_xdist_newgateway(self, gateway) -> None:
