@@ -293,6 +293,28 @@ def test_declared_target_is_found_in_the_hosts_checkout(two_hosts):
     assert art.repos and art.repos[0].sha == _git(two_hosts.repo, "rev-parse", "HEAD")  # read on the host
 
 
+def test_a_declared_topic_names_the_artifact_of_a_target_that_never_ran(two_hosts):
+    """The controller has no checkout: the worker's node id carries the declared topic
+    (remote/placement.py), so the INCONCLUSIVE artifact of hostB's share is named by it."""
+    (two_hosts.repo / "gpuverify.toml").write_text(
+        '[[targets]]\nname = "t-one"\npath = "op_tests/test_gemm_a8w8.py"\ntopic = "one_topic"\n\n'
+        '[[targets]]\nname = "t-two"\npath = "op_tests/test_gemm_a8w8.py"\ntopic = "two_topic"\n')
+    _git(two_hosts.repo, "add", "-A")
+    _git(two_hosts.repo, "commit", "-qm", "declare two")
+    two_hosts["hostB"].stop()
+    r = two_hosts.pytest("--gpu-hosts", "all", "--ticket", "T-1", "--gpu-target", "t-one", "--gpu-target", "t-two",
+                         cwd=_empty(two_hosts), env={"GPUVERIFY_SSH_TIMEOUT": "5"})
+    assert r.returncode == pytest.ExitCode.TESTS_FAILED, r.stdout + r.stderr
+    ran = [read_artifact(p) for p in (two_hosts["hostA"].tickets / "T-1").glob("bench_*.json")]
+    assert len(ran) == 1 and ran[0].verdict == "PASS"
+    landed = {p.name: read_artifact(p) for p in (two_hosts.root / "controller-tickets" / "T-1").glob("bench_*.json")}
+    assert set(landed) == {"bench_one_topic.json", "bench_two_topic.json"}, r.stdout
+    unran = [a for a in landed.values() if a.verdict == "INCONCLUSIVE"]
+    assert len(unran) == 1 and unran[0].host == "hostB" and unran[0].run.ran is False
+    assert {ran[0].topic, unran[0].topic} == {"one_topic", "two_topic"}
+    assert unran[0].target.name == {"one_topic": "t-one", "two_topic": "t-two"}[unran[0].topic]
+
+
 def test_gpu_sync_copies_the_local_checkout_and_records_it(two_hosts):
     from pytest_gpuverify.remote.sync import file_list
 

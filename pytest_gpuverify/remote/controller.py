@@ -83,6 +83,10 @@ def _plan_on(config: pytest.Config, env: EnvFile, environ, rows, timeout_s: floa
     remote.hosts = [HostSlots(c.row.host, c.row.gpus or 1) for c in checks]  # every host asked for: targets are tied up front
     remote.down = {c.row.host: c.unreachable for c in checks if c.unreachable}
     remote.key, remote.lock = ticket, lock
+    if config.getoption("gpu_topic"):
+        from pytest_gpuverify.config.targets import safe_topic
+
+        remote.topic = safe_topic(config.getoption("gpu_topic"))
     return remote
 
 
@@ -139,6 +143,7 @@ class RemoteController:
         self.down: dict[str, str] = {}  # host -> why it did not answer
         self.key: Optional[str] = None  # the ticket, for the artifacts of targets that never ran
         self.lock: Optional[Path] = None  # the result folder's lock, taken to write them
+        self.topic: Optional[str] = None  # --gpu-topic: the one target's artifact name
         self._reported: set[str] = set()  # node ids with a verdict
         self._unran_problems: list[str] = []
         self._wait_line_problems: list[str] = []
@@ -277,7 +282,7 @@ class RemoteController:
     def _write_unran(self, nodeid: str, host: str, reason: str):
         if self.collector is None:
             return None
-        path, problem = write_unran(self.collector.out_dir, self.lock, nodeid, host, reason, self.key)
+        path, problem = write_unran(self.collector.out_dir, self.lock, nodeid, host, reason, self.key, self.topic)
         if problem:
             self._unran_problems.append(problem)
         return path

@@ -89,11 +89,12 @@ def hand_back(config, engine) -> None:
         config.workeroutput[FILES_KEY], config.workeroutput[NOTES_KEY] = outcome_files(engine.outcomes)
 
 
-def mark_gpu_needs(items) -> None:
-    """A worker on a GPU host: a target needing several GPUs tells the controller so through its node
-    id (remote/placement.py), the one thing xdist carries from a worker's collection."""
-    from pytest_gpuverify.remote.placement import with_gpus
+def mark_for_placement(items) -> None:
+    """A worker on a GPU host: a target needing several GPUs, or with a declared topic, tells the
+    controller so through its node id (remote/placement.py), the one thing xdist carries from a
+    worker's collection."""
+    from pytest_gpuverify.remote.placement import marked_nodeid
 
     if serving_host():
         for item in items:
-            item._nodeid = with_gpus(item.nodeid, item.target.gpus)
+            item._nodeid = marked_nodeid(item.nodeid, item.target.gpus, item.target.topic)
