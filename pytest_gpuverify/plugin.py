@@ -254,9 +254,9 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
     engine = _session(config)
     if engine is not None and not hasattr(config, "workerinput"):  # xdist: the controller checks
         _one_target_per_topic(engine.options.topic, [i.target.name for i in items if isinstance(i, GpuTargetItem)])
-    from pytest_gpuverify.remote.onhost import mark_for_placement
+    from pytest_gpuverify.remote.onhost import tell_controller
 
-    mark_for_placement([i for i in items if isinstance(i, GpuTargetItem)])  # a worker on a GPU host: for placement
+    tell_controller([i for i in items if isinstance(i, GpuTargetItem)], engine)  # a worker on a GPU host
 
 
 @pytest.hookimpl(optionalhook=True)

@@ -268,6 +268,10 @@ def test_a_worker_killed_mid_run_leaves_its_target_inconclusive_and_its_gpu_free
     assert art.verdict == "INCONCLUSIVE" and art.host == "hostB" and art.run.ran is False
     assert "on host hostB died mid-run" in art.reasons[0]
     assert str(path) in summary
+    copied = list(path.parent.glob("bench_sleep.*.log"))  # the dead worker's raw log, fetched from hostB
+    assert len(copied) == 1 and b"sleeping" in copied[0].read_bytes(), art.reasons[0]
+    on_host = next((host_b.tickets / "T-1").glob("bench_sleep.*.log"))
+    assert f"its raw log, copied from hostB:{on_host}, is {copied[0]}" in art.reasons[0]
     check = _check(path, two_hosts.controller_environ())
     assert check.returncode == 0, check.stdout + check.stderr
     deadline = time.time() + 20

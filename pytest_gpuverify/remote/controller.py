@@ -148,6 +148,7 @@ class RemoteController:
         self._unran_problems: list[str] = []
         self._wait_line_problems: list[str] = []
         self._config: Optional[pytest.Config] = None
+        self._folders: dict[str, str] = {}  # worker id -> its result folder on its host (remote/deadlog.py)
         self.shared: tuple = (None, [])  # remote/sshmux.py: the hosts' shared connections, and their aliases
 
     @pytest.hookimpl(optionalhook=True, tryfirst=True)
@@ -182,7 +183,8 @@ class RemoteController:
         from pytest_gpuverify.terminal import live_line
         from pytest_gpuverify.remote.waitline import open_on_gateway
 
-        problem = open_on_gateway(gateway, live_line(self._config))
+        problem = open_on_gateway(gateway, live_line(self._config),
+                                  on_folder=lambda folder, wid=gateway.id: self._folders.__setitem__(wid, folder))
         if problem:
             self._wait_line_problems.append(f"host {host_of_spec(gateway.spec)}: its wait line is not shown here ({problem})")
 
@@ -206,7 +208,8 @@ class RemoteController:
         wid = node.gateway.id if node is not None else "?"
         host = (host_of_spec(node.gateway.spec) if node is not None else None) or self._crashed.get(wid, "?")
         why = self._cut.get(wid) or f"its worker {wid} on host {host} died mid-run (ssh or the worker's process ended)"
-        reason = f"{why}; the host's guard stopped the command and its GPU lock went with the worker"
+        reason = (f"{why}; the host's guard stopped the command and its GPU lock went with the worker; "
+                  f"{self._raw_log(node, wid, host, crashitem)}")
         path = self._write_unran(crashitem, host, reason)
         report.user_properties = [*getattr(report, "user_properties", []), *verdict_properties(host, reason, path)]
         report.longrepr = f"INCONCLUSIVE: {crashitem}\n  - {reason}"
@@ -286,6 +289,19 @@ class RemoteController:
         if problem:
             self._unran_problems.append(problem)
         return path
+
+    def _raw_log(self, node, wid: str, host: str, nodeid: str) -> str:
+        """Where the dead worker's raw log of ``nodeid`` is now: copied here if it can be."""
+        from pytest_gpuverify.remote.deadlog import fetch_raw_log
+        from pytest_gpuverify.remote.placement import topic_of
+        from pytest_gpuverify.remote.preflight import ssh_base
+
+        alias = (getattr(node.gateway.spec, "ssh", None) or "").split()[-1:] if node is not None else []
+        if not alias or self.collector is None:
+            return f"its raw log, if the command started, stays on host {host}"
+        timeout_s, config = self._ssh
+        return fetch_raw_log(ssh_base(alias[0], timeout_s, config, self.shared[0]), host, self._folders.get(wid),
+                             self.topic or topic_of(nodeid), self.collector.out_dir, timeout_s)
 
     def _cut_worker(self, gateway) -> None:
         """Kill the hung worker on its host (its pid from the gateway's start), so that its guard stops
