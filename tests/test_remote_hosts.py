@@ -280,6 +280,31 @@ def test_a_worker_killed_mid_run_leaves_its_target_inconclusive_and_its_gpu_free
     assert host_b.lock_files_free()
 
 
+def test_a_killed_worker_with_restarts_allowed_ends_its_target_and_the_restarted_one_runs_the_next(two_hosts):
+    """xdist's default restarts a crashed worker (--max-worker-restart not given): the killed worker's
+    target is still INCONCLUSIVE with its artifact and the GPU lock is free; the restarted worker of
+    the same host runs the host's next target (remote/scheduler.py gives it back its host's share)."""
+    host_b = two_hosts["hostB"]
+    proc = two_hosts.pytest("--gpu-host", "hostB", "--ticket", "T-1", "-n", "1", "op_tests/test_sleep.py",
+                            "op_tests/test_gemm_a8w8.py", cwd=_empty(two_hosts), popen=True)
+    _wait_sleeping(host_b, proc)
+    pids = _worker_pids(host_b)
+    assert len(pids) == 1
+    os.kill(pids[0], signal.SIGKILL)
+    out = proc.communicate(timeout=180)[0].decode()
+    assert proc.returncode == pytest.ExitCode.TESTS_FAILED, out
+    assert "replacing crashed worker gw0" in out, out  # xdist restarted it
+    landed = two_hosts.root / "controller-tickets" / "T-1"
+    killed = read_artifact(landed / "bench_sleep.json")
+    assert killed.verdict == "INCONCLUSIVE" and killed.host == "hostB" and "died mid-run" in killed.reasons[0]
+    after = read_artifact(landed / "bench_gemm_a8w8.json")  # handed back by the restarted worker
+    assert after.verdict == "PASS" and after.host == "hostB", after.reasons
+    deadline = time.time() + 20
+    while not host_b.lock_files_free() and time.time() < deadline:
+        time.sleep(0.2)
+    assert host_b.lock_files_free()
+
+
 def _git(repo: Path, *args: str) -> str:
     return subprocess.run(["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@localhost", *args],
                           check=True, capture_output=True, text=True).stdout.strip()

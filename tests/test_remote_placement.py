@@ -59,3 +59,56 @@ def test_a_declared_topic_travels_in_the_node_id():
     assert topic_of(marked_nodeid("gpuverify.toml::t", 1, "other")) == "other"
     assert marked_nodeid("op_tests/test_gemm_a8w8.py::gemm_a8w8", 1, "gemm_a8w8") == "op_tests/test_gemm_a8w8.py::gemm_a8w8"
     assert marked_nodeid("gpuverify.toml::gemm-declared", 1, "gemm-declared") == "gpuverify.toml::gemm-declared"
+
+
+class _Node:
+    """What remote/scheduler.py uses of xdist's WorkerController."""
+
+    def __init__(self, host: str) -> None:
+        from types import SimpleNamespace
+
+        from pytest_gpuverify.remote.txspec import HOST_VARIABLE
+
+        self.gateway = SimpleNamespace(spec=SimpleNamespace(env={HOST_VARIABLE: host}), id=f"{host}-w")
+        self.sent: list[int] = []
+        self.shutting_down = False
+
+    def send_runtest_some(self, indices) -> None:
+        self.sent += list(indices)
+
+    def shutdown(self) -> None:
+        self.shutting_down = True
+
+
+def _scheduler(hosts):
+    from types import SimpleNamespace
+
+    from pytest_gpuverify.remote.scheduler import HostScheduler
+
+    return HostScheduler(SimpleNamespace(), hosts)  # xdist's worker count: parse_tx_spec_config, patched
+
+
+def test_a_crashed_workers_replacement_gets_its_hosts_share(monkeypatch):
+    import xdist.workermanage
+
+    monkeypatch.setattr(xdist.workermanage, "parse_tx_spec_config", lambda config: ["a", "b"])
+    sched = _scheduler([A2, B2])
+    a, b = _Node("hostA"), _Node("hostB")
+    collection = ids(4)  # hostA: 0, 2; hostB: 1, 3
+    for node in (a, b):
+        sched.add_node(node)
+        sched.add_node_collection(node, collection)
+    sched.schedule()
+    assert a.sent == [0, 2] and b.sent == [1, 3]
+    sched.mark_test_complete(a, 0)
+    sched.mark_test_complete(a, 2)
+    assert sched.remove_node(b) == collection[1]  # died running fan1: fan3 is left
+    assert sched.tests_finished  # no restart: hostB's share is lost, the controller ends it
+    sched.worker_starting("hostB")  # xdist restarts hostB's worker
+    assert not sched.tests_finished and sched.has_pending
+    again = _Node("hostB")
+    sched.add_node(again)
+    sched.add_node_collection(again, collection)
+    assert again.sent == [3] and again.shutting_down and not sched.lost
+    sched.mark_test_complete(again, 3)
+    assert sched.tests_finished

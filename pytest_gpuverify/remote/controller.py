@@ -139,6 +139,7 @@ class RemoteController:
         self._cut: dict[str, str] = {}  # worker id -> why the deadline cut it
         self._stop = threading.Event()
         self._dsession = None
+        self._sched = None  # the HostScheduler, once xdist made it (after the first workers' gateways)
         self.hosts: list = []  # placement.HostSlots of every host asked for, up or not
         self.down: dict[str, str] = {}  # host -> why it did not answer
         self.key: Optional[str] = None  # the ticket, for the artifacts of targets that never ran
@@ -155,7 +156,8 @@ class RemoteController:
     def pytest_xdist_make_scheduler(self, config, log):
         from pytest_gpuverify.remote.scheduler import HostScheduler
 
-        return HostScheduler(config, self.hosts, log)
+        self._sched = HostScheduler(config, self.hosts, log)
+        return self._sched
 
     def pytest_runtest_logreport(self, report) -> None:
         if report.when == "call" or not report.passed:  # a setup failure or skip is its verdict too
@@ -183,6 +185,8 @@ class RemoteController:
         from pytest_gpuverify.terminal import live_line
         from pytest_gpuverify.remote.waitline import open_on_gateway
 
+        if self._sched is not None:  # a crashed worker's replacement: its host's targets wait for it
+            self._sched.worker_starting(host_of_spec(gateway.spec) or "?")
         problem = open_on_gateway(gateway, live_line(self._config),
                                   on_folder=lambda folder, wid=gateway.id: self._folders.__setitem__(wid, folder))
         if problem:
