@@ -19,7 +19,7 @@ import pytest
 from pytest_gpuverify.config.envfile import EnvFile
 from pytest_gpuverify.config.options import SetupError
 from pytest_gpuverify.remote.preflight import SSH_CONFIG_VARIABLE, check_hosts, ssh_timeout_s
-from pytest_gpuverify.remote.sshmux import shared_ssh
+from pytest_gpuverify.remote.sshmux import SharedSsh, shared_ssh
 from pytest_gpuverify.remote.txspec import checkouts_root, host_of_spec, remote_rows, tx_specs
 from pytest_gpuverify.remote.unran import unran_report, verdict_properties, write_unran
 
@@ -44,7 +44,7 @@ def plan_remote(config: pytest.Config, env: EnvFile, environ) -> Optional["Remot
         if shared is not None:
             shared.close([r.ssh_alias or r.host for r in rows], ssh_config)
         raise
-    remote.shared = (shared, [r.ssh_alias or r.host for r in rows])
+    remote.shared_ssh, remote.aliases = shared, [r.ssh_alias or r.host for r in rows]
     return remote
 
 
@@ -150,7 +150,8 @@ class RemoteController:
         self._wait_line_problems: list[str] = []
         self._config: Optional[pytest.Config] = None
         self._folders: dict[str, str] = {}  # worker id -> its result folder on its host (remote/deadlog.py)
-        self.shared: tuple = (None, [])  # remote/sshmux.py: the hosts' shared connections, and their aliases
+        self.shared_ssh: Optional[SharedSsh] = None  # remote/sshmux.py: the hosts' connections of the session, ended at its end
+        self.aliases: list[str] = []  # the ssh aliases of the hosts asked for
 
     @pytest.hookimpl(optionalhook=True, tryfirst=True)
     def pytest_xdist_make_scheduler(self, config, log):
@@ -175,9 +176,8 @@ class RemoteController:
             start_at_once(nodemanager, list(specs))
 
     def pytest_unconfigure(self, config) -> None:
-        shared, aliases = self.shared
-        if shared is not None:  # every worker is down by now (xdist ends them at the session's finish)
-            shared.close(aliases, self._ssh[1])
+        if self.shared_ssh is not None:  # every worker is down by now (xdist ends them at the session's finish)
+            self.shared_ssh.close(self.aliases, self._ssh[1])
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_xdist_newgateway(self, gateway) -> None:
@@ -304,7 +304,7 @@ class RemoteController:
         if not alias or self.collector is None:
             return f"its raw log, if the command started, stays on host {host}"
         timeout_s, config = self._ssh
-        return fetch_raw_log(ssh_base(alias[0], timeout_s, config, self.shared[0]), host, self._folders.get(wid),
+        return fetch_raw_log(ssh_base(alias[0], timeout_s, config, self.shared_ssh), host, self._folders.get(wid),
                              self.topic or topic_of(nodeid), self.collector.out_dir, timeout_s)
 
     def _cut_worker(self, gateway) -> None:
