@@ -19,8 +19,7 @@ from pytest_gpuverify.remote.sshmux import SHARE_VARIABLE, shared_ssh
 from pytest_gpuverify.remote.txspec import tx_specs
 
 sys.path.insert(0, str(Path(__file__).parent))
-from sshd_hosts import sshd_unavailable  # noqa: E402
-from sshd_hosts import two_hosts as _two_hosts  # noqa: E402,F401  (the fixture two_hosts, by its own name)
+from sshd_hosts import sshd_unavailable, two_hosts  # noqa: E402,F401  (two_hosts: a fixture)
 
 pytestmark = pytest.mark.skipif(sshd_unavailable() is not None, reason=sshd_unavailable() or "")
 
@@ -42,7 +41,7 @@ def test_sharing_is_off_by_the_variable_and_its_folder_is_short():
     assert not Path(shared.folder).exists()
 
 
-def test_the_preflights_connection_carries_later_sessions_until_closed(two_hosts):
+def test_the_preflights_connection_carries_later_sessions_until_closed(two_hosts):  # noqa: F811
     """After the preflight, hostB's sshd stops listening: a new connection is refused, but a session
     over the preflight's connection still runs there; once closed, the master is gone."""
     env = load_env_file(two_hosts.controller_env)
@@ -79,7 +78,7 @@ class _NodeManager:
         self.copied.append(gateway.id)
 
 
-def test_gateways_start_at_once_and_xdist_gets_each_one(two_hosts):
+def test_gateways_start_at_once_and_xdist_gets_each_one(two_hosts):  # noqa: F811
     from pytest_gpuverify.remote.gateways import start_at_once
 
     env = load_env_file(two_hosts.controller_env)
