@@ -187,8 +187,12 @@ class RemoteController:
 
         if self._sched is not None:  # a crashed worker's replacement: its host's targets wait for it
             self._sched.worker_starting(host_of_spec(gateway.spec) or "?")
-        problem = open_on_gateway(gateway, live_line(self._config),
-                                  on_folder=lambda folder, wid=gateway.id: self._folders.__setitem__(wid, folder))
+        worker: str = gateway.id
+
+        def on_folder(folder: str) -> None:
+            self._folders[worker] = folder
+
+        problem = open_on_gateway(gateway, live_line(self._config), on_folder)
         if problem:
             self._wait_line_problems.append(f"host {host_of_spec(gateway.spec)}: its wait line is not shown here ({problem})")
 
