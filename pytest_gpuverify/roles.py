@@ -200,9 +200,10 @@ class DistWorker(EngineRole):
 
     def pytest_collection_modifyitems(self, session: pytest.Session, config: pytest.Config, items: list) -> None:
         from pytest_gpuverify.plugin import GpuTargetItem
-        from pytest_gpuverify.remote.onhost import mark_gpu_needs
+        from pytest_gpuverify.remote.onhost import tell_controller
 
-        mark_gpu_needs([i for i in items if isinstance(i, GpuTargetItem)])  # a worker on a GPU host: for placement
+        # a worker on a GPU host: its targets' needs and topics for placement, its folder for a dead log
+        tell_controller([i for i in items if isinstance(i, GpuTargetItem)], self.engine)
 
     def hand_back(self, config: pytest.Config) -> None:
         from pytest_gpuverify.remote.onhost import hand_back

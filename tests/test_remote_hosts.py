@@ -268,8 +268,37 @@ def test_a_worker_killed_mid_run_leaves_its_target_inconclusive_and_its_gpu_free
     assert art.verdict == "INCONCLUSIVE" and art.host == "hostB" and art.run.ran is False
     assert "on host hostB died mid-run" in art.reasons[0]
     assert str(path) in summary
+    copied = list(path.parent.glob("bench_sleep.*.log"))  # the dead worker's raw log, fetched from hostB
+    assert len(copied) == 1 and b"sleeping" in copied[0].read_bytes(), art.reasons[0]
+    on_host = next((host_b.tickets / "T-1").glob("bench_sleep.*.log"))
+    assert f"its raw log, copied from hostB:{on_host}, is {copied[0]}" in art.reasons[0]
     check = _check(path, two_hosts.controller_environ())
     assert check.returncode == 0, check.stdout + check.stderr
+    deadline = time.time() + 20
+    while not host_b.lock_files_free() and time.time() < deadline:
+        time.sleep(0.2)
+    assert host_b.lock_files_free()
+
+
+def test_a_killed_worker_with_restarts_allowed_ends_its_target_and_the_restarted_one_runs_the_next(two_hosts):
+    """xdist's default restarts a crashed worker (--max-worker-restart not given): the killed worker's
+    target is still INCONCLUSIVE with its artifact and the GPU lock is free; the restarted worker of
+    the same host runs the host's next target (remote/scheduler.py gives it back its host's share)."""
+    host_b = two_hosts["hostB"]
+    proc = two_hosts.pytest("--gpu-host", "hostB", "--ticket", "T-1", "-n", "1", "op_tests/test_sleep.py",
+                            "op_tests/test_gemm_a8w8.py", cwd=_empty(two_hosts), popen=True)
+    _wait_sleeping(host_b, proc)
+    pids = _worker_pids(host_b)
+    assert len(pids) == 1
+    os.kill(pids[0], signal.SIGKILL)
+    out = proc.communicate(timeout=180)[0].decode()
+    assert proc.returncode == pytest.ExitCode.TESTS_FAILED, out
+    assert "replacing crashed worker gw0" in out, out  # xdist restarted it
+    landed = two_hosts.root / "controller-tickets" / "T-1"
+    killed = read_artifact(landed / "bench_sleep.json")
+    assert killed.verdict == "INCONCLUSIVE" and killed.host == "hostB" and "died mid-run" in killed.reasons[0]
+    after = read_artifact(landed / "bench_gemm_a8w8.json")  # handed back by the restarted worker
+    assert after.verdict == "PASS" and after.host == "hostB", after.reasons
     deadline = time.time() + 20
     while not host_b.lock_files_free() and time.time() < deadline:
         time.sleep(0.2)
@@ -291,6 +320,28 @@ def test_declared_target_is_found_in_the_hosts_checkout(two_hosts):
     art = read_artifact(two_hosts["hostB"].tickets / "T-1" / "bench_gemm_declared.json")
     assert art.verdict == "PASS" and art.host == "hostB" and art.target.name == "gemm-declared"
     assert art.repos and art.repos[0].sha == _git(two_hosts.repo, "rev-parse", "HEAD")  # read on the host
+
+
+def test_a_declared_topic_names_the_artifact_of_a_target_that_never_ran(two_hosts):
+    """The controller has no checkout: the worker's node id carries the declared topic
+    (remote/placement.py), so the INCONCLUSIVE artifact of hostB's share is named by it."""
+    (two_hosts.repo / "gpuverify.toml").write_text(
+        '[[targets]]\nname = "t-one"\npath = "op_tests/test_gemm_a8w8.py"\ntopic = "one_topic"\n\n'
+        '[[targets]]\nname = "t-two"\npath = "op_tests/test_gemm_a8w8.py"\ntopic = "two_topic"\n')
+    _git(two_hosts.repo, "add", "-A")
+    _git(two_hosts.repo, "commit", "-qm", "declare two")
+    two_hosts["hostB"].stop()
+    r = two_hosts.pytest("--gpu-hosts", "all", "--ticket", "T-1", "--gpu-target", "t-one", "--gpu-target", "t-two",
+                         cwd=_empty(two_hosts), env={"GPUVERIFY_SSH_TIMEOUT": "5"})
+    assert r.returncode == pytest.ExitCode.TESTS_FAILED, r.stdout + r.stderr
+    ran = [read_artifact(p) for p in (two_hosts["hostA"].tickets / "T-1").glob("bench_*.json")]
+    assert len(ran) == 1 and ran[0].verdict == "PASS"
+    landed = {p.name: read_artifact(p) for p in (two_hosts.root / "controller-tickets" / "T-1").glob("bench_*.json")}
+    assert set(landed) == {"bench_one_topic.json", "bench_two_topic.json"}, r.stdout
+    unran = [a for a in landed.values() if a.verdict == "INCONCLUSIVE"]
+    assert len(unran) == 1 and unran[0].host == "hostB" and unran[0].run.ran is False
+    assert {ran[0].topic, unran[0].topic} == {"one_topic", "two_topic"}
+    assert unran[0].target.name == {"one_topic": "t-one", "two_topic": "t-two"}[unran[0].topic]
 
 
 def test_gpu_sync_copies_the_local_checkout_and_records_it(two_hosts):

@@ -19,6 +19,7 @@ import pytest
 from pytest_gpuverify.config.envfile import EnvFile
 from pytest_gpuverify.config.errors import UsageError, usage_error_of_line
 from pytest_gpuverify.remote.preflight import SSH_CONFIG_VARIABLE, check_hosts, ssh_timeout_s
+from pytest_gpuverify.remote.sshmux import SharedSsh, shared_ssh
 from pytest_gpuverify.remote.txspec import checkouts_root, host_of_spec, remote_rows, tx_specs
 from pytest_gpuverify.remote.unran import unran_report, verdict_properties, write_unran
 
@@ -36,7 +37,20 @@ def plan_remote(config: pytest.Config, env: EnvFile, environ) -> Optional["Remot
         raise UsageError("pytest-xdist", f"host {rows[0].host} is reached over SSH ({rows[0].ssh_alias}): that needs "
                          "pytest-xdist, which is not loaded", "pip install pytest-xdist, and do not pass -p no:xdist")
     timeout_s, ssh_config = ssh_timeout_s(environ), environ.get(SSH_CONFIG_VARIABLE) or None
-    checks = check_hosts(rows, env.path, timeout_s, ssh_config)
+    shared = shared_ssh(environ)
+    try:
+        remote = _plan_on(config, env, environ, rows, timeout_s, ssh_config, shared)
+    except BaseException:
+        if shared is not None:
+            shared.close([r.ssh_alias or r.host for r in rows], ssh_config)
+        raise
+    remote.shared_ssh, remote.aliases = shared, [r.ssh_alias or r.host for r in rows]
+    return remote
+
+
+def _plan_on(config: pytest.Config, env: EnvFile, environ, rows, timeout_s: float, ssh_config: Optional[str],
+             shared) -> "RemoteController":
+    checks = check_hosts(rows, env.path, timeout_s, ssh_config, shared)
     wrong = [c for c in checks if c.problem]
     if wrong:
         raise usage_error_of_line(wrong[0].row.host, wrong[0].problem or "")
@@ -45,10 +59,10 @@ def plan_remote(config: pytest.Config, env: EnvFile, environ) -> Optional["Remot
     if not up:
         raise UsageError(rows[0].host, "; ".join(down), "check the host is up and `ssh <alias> hostname` answers",
                          named=True)
-    synced = _paths_and_sync(config, env, up, timeout_s, ssh_config)
+    synced = _paths_and_sync(config, env, up, timeout_s, ssh_config, shared)
     per_host = config.option.numprocesses if isinstance(config.option.numprocesses, int) else None
     config.option.numprocesses = None  # xdist would turn -n into local workers: -n is per host here
-    config.option.tx = tx_specs(up, per_host, ssh_config, timeout_s, checkouts_root(env))
+    config.option.tx = tx_specs(up, per_host, ssh_config, timeout_s, checkouts_root(env), shared)
     if config.option.dist == "no":
         config.option.dist = "load"
 
@@ -64,10 +78,14 @@ def plan_remote(config: pytest.Config, env: EnvFile, environ) -> Optional["Remot
     remote.hosts = [HostSlots(c.row.host, c.row.gpus or 1) for c in checks]  # every host asked for: targets are tied up front
     remote.down = {c.row.host: c.unreachable for c in checks if c.unreachable}
     remote.key, remote.lock = ticket, lock
+    if config.getoption("gpu_topic"):
+        from pytest_gpuverify.config.targets import safe_topic
+
+        remote.topic = safe_topic(config.getoption("gpu_topic"))
     return remote
 
 
-def _paths_and_sync(config: pytest.Config, env: EnvFile, rows, timeout_s: float, ssh_config: Optional[str]):
+def _paths_and_sync(config: pytest.Config, env: EnvFile, rows, timeout_s: float, ssh_config: Optional[str], shared):
     """--gpu-sync copies the local checkout to the hosts (its record, else None). Path arguments in a
     local checkout of a Repos row are passed as ``<repo>:<path>``, found in the host's checkout."""
     import dataclasses
@@ -76,7 +94,7 @@ def _paths_and_sync(config: pytest.Config, env: EnvFile, rows, timeout_s: float,
     from pytest_gpuverify.remote.sync import local_checkout, repo_qualified, sync_checkout
 
     here = Path(config.invocation_params.dir)
-    synced = sync_checkout(here, env, rows, timeout_s, ssh_config) if config.getoption("gpu_sync") else None
+    synced = sync_checkout(here, env, rows, timeout_s, ssh_config, shared) if config.getoption("gpu_sync") else None
     try:
         top, row = local_checkout(here, env)
     except UsageError:
@@ -116,20 +134,26 @@ class RemoteController:
         self._cut: dict[str, str] = {}  # worker id -> why the deadline cut it
         self._stop = threading.Event()
         self._dsession = None
+        self._sched = None  # the HostScheduler, once xdist made it (after the first workers' gateways)
         self.hosts: list = []  # placement.HostSlots of every host asked for, up or not
         self.down: dict[str, str] = {}  # host -> why it did not answer
         self.key: Optional[str] = None  # the ticket, for the artifacts of targets that never ran
         self.lock: Optional[Path] = None  # the result folder's lock, taken to write them
+        self.topic: Optional[str] = None  # --gpu-topic: the one target's artifact name
         self._reported: set[str] = set()  # node ids with a verdict
         self._unran_problems: list[str] = []
         self._wait_line_problems: list[str] = []
         self._config: Optional[pytest.Config] = None
+        self._folders: dict[str, str] = {}  # worker id -> its result folder on its host (remote/deadlog.py)
+        self.shared_ssh: Optional[SharedSsh] = None  # remote/sshmux.py: the hosts' connections of the session, ended at its end
+        self.aliases: list[str] = []  # the ssh aliases of the hosts asked for
 
     @pytest.hookimpl(optionalhook=True, tryfirst=True)
     def pytest_xdist_make_scheduler(self, config, log):
         from pytest_gpuverify.remote.scheduler import HostScheduler
 
-        return HostScheduler(config, self.hosts, log)
+        self._sched = HostScheduler(config, self.hosts, log)
+        return self._sched
 
     def pytest_runtest_logreport(self, report) -> None:
         if report.when == "call" or not report.passed:  # a setup failure or skip is its verdict too
@@ -139,12 +163,31 @@ class RemoteController:
         self._config = config
 
     @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_setupnodes(self, config, specs) -> None:
+        from pytest_gpuverify.remote.gateways import start_at_once
+
+        nodemanager = getattr(config.pluginmanager.get_plugin("dsession"), "nodemanager", None)
+        if nodemanager is not None:
+            start_at_once(nodemanager, list(specs))
+
+    def pytest_unconfigure(self, config) -> None:
+        if self.shared_ssh is not None:  # every worker is down by now (xdist ends them at the session's finish)
+            self.shared_ssh.close(self.aliases, self._ssh[1])
+
+    @pytest.hookimpl(optionalhook=True)
     def pytest_xdist_newgateway(self, gateway) -> None:
         """Before xdist starts the worker there: the channel of its live wait line (remote/waitline.py)."""
         from pytest_gpuverify.terminal import live_line
         from pytest_gpuverify.remote.waitline import open_on_gateway
 
-        problem = open_on_gateway(gateway, live_line(self._config))
+        if self._sched is not None:  # a crashed worker's replacement: its host's targets wait for it
+            self._sched.worker_starting(host_of_spec(gateway.spec) or "?")
+        worker: str = gateway.id
+
+        def on_folder(folder: str) -> None:
+            self._folders[worker] = folder
+
+        problem = open_on_gateway(gateway, live_line(self._config), on_folder)
         if problem:
             self._wait_line_problems.append(f"host {host_of_spec(gateway.spec)}: its wait line is not shown here ({problem})")
 
@@ -168,7 +211,8 @@ class RemoteController:
         wid = node.gateway.id if node is not None else "?"
         host = (host_of_spec(node.gateway.spec) if node is not None else None) or self._crashed.get(wid, "?")
         why = self._cut.get(wid) or f"its worker {wid} on host {host} died mid-run (ssh or the worker's process ended)"
-        reason = f"{why}; the host's guard stopped the command and its GPU lock went with the worker"
+        reason = (f"{why}; the host's guard stopped the command and its GPU lock went with the worker; "
+                  f"{self._raw_log(node, wid, host, crashitem)}")
         path = self._write_unran(crashitem, host, reason)
         report.user_properties = [*getattr(report, "user_properties", []), *verdict_properties(host, reason, path)]
         report.longrepr = f"INCONCLUSIVE: {crashitem}\n  - {reason}"
@@ -244,10 +288,23 @@ class RemoteController:
     def _write_unran(self, nodeid: str, host: str, reason: str):
         if self.collector is None:
             return None
-        path, problem = write_unran(self.collector.out_dir, self.lock, nodeid, host, reason, self.key)
+        path, problem = write_unran(self.collector.out_dir, self.lock, nodeid, host, reason, self.key, self.topic)
         if problem:
             self._unran_problems.append(problem)
         return path
+
+    def _raw_log(self, node, wid: str, host: str, nodeid: str) -> str:
+        """Where the dead worker's raw log of ``nodeid`` is now: copied here if it can be."""
+        from pytest_gpuverify.remote.deadlog import fetch_raw_log
+        from pytest_gpuverify.remote.placement import topic_of
+        from pytest_gpuverify.remote.preflight import ssh_base
+
+        alias = (getattr(node.gateway.spec, "ssh", None) or "").split()[-1:] if node is not None else []
+        if not alias or self.collector is None:
+            return f"its raw log, if the command started, stays on host {host}"
+        timeout_s, config = self._ssh
+        return fetch_raw_log(ssh_base(alias[0], timeout_s, config, self.shared_ssh), host, self._folders.get(wid),
+                             self.topic or topic_of(nodeid), self.collector.out_dir, timeout_s)
 
     def _cut_worker(self, gateway) -> None:
         """Kill the hung worker on its host (its pid from the gateway's start), so that its guard stops

@@ -89,11 +89,18 @@ def hand_back(config, engine) -> None:
         config.workeroutput[FILES_KEY], config.workeroutput[NOTES_KEY] = outcome_files(engine.outcomes)
 
 
-def mark_gpu_needs(items) -> None:
-    """A worker on a GPU host: a target needing several GPUs tells the controller so through its node
-    id (remote/placement.py), the one thing xdist carries from a worker's collection."""
-    from pytest_gpuverify.remote.placement import with_gpus
+def tell_controller(items, engine) -> None:
+    """A worker on a GPU host, at collection: a target needing several GPUs, or with a declared topic,
+    says so through its node id (remote/placement.py), the one thing xdist carries from a worker's
+    collection; and the worker says where its files are on the host (its result folder, on the wait
+    line's channel: remote/waitline.py), so the controller can fetch a raw log the worker leaves there
+    when it dies (remote/deadlog.py)."""
+    from pytest_gpuverify.remote.placement import marked_nodeid
+    from pytest_gpuverify.remote.waitline import FOLDER, send
 
-    if serving_host():
-        for item in items:
-            item._nodeid = with_gpus(item.nodeid, item.target.gpus)
+    if not serving_host():
+        return
+    for item in items:
+        item._nodeid = marked_nodeid(item.nodeid, item.target.gpus, item.target.topic)
+    if engine is not None:
+        send((FOLDER, str(engine.out_dir)))

@@ -3,8 +3,9 @@ node ids the workers collected and the Hosts rows' GPU counts. Pure functions (n
 remote/scheduler.py feeds each host's share to that host's workers only.
 
 A worker on a GPU host marks a target that needs more than one GPU by suffixing its node id with
-``@gpus=N`` (xdist's own ``--dist loadgroup`` suffixes node ids with ``@<group>`` the same way): the
-node ids are the only thing a worker tells the controller at collection."""
+``@gpus=N`` (xdist's own ``--dist loadgroup`` suffixes node ids with ``@<group>`` the same way), and a
+target whose topic is not the one its node id gives (a declared ``topic``) with ``@topic=T`` before
+it: the node ids are the only thing a worker tells the controller at collection."""
 
 from __future__ import annotations
 
@@ -13,21 +14,26 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 GPUS_SUFFIX = "@gpus="
-_SUFFIX = re.compile(r"@gpus=(\d+)$")
+TOPIC_SUFFIX = "@topic="
+_SUFFIXES = re.compile(r"(?:@topic=(?P<topic>[A-Za-z0-9._-]+))?(?:@gpus=(?P<gpus>\d+))?$")
 
 
-def with_gpus(nodeid: str, gpus: int) -> str:
-    """The node id a worker sends for a target needing ``gpus`` GPUs (unchanged for one GPU)."""
-    return f"{nodeid}{GPUS_SUFFIX}{gpus}" if gpus > 1 else nodeid
+def marked_nodeid(nodeid: str, gpus: int, topic: str = "") -> str:
+    """The node id a worker sends for a target needing ``gpus`` GPUs and named ``topic`` (unchanged for
+    one GPU and the topic the node id gives)."""
+    out = nodeid
+    if topic and topic != _named_topic(nodeid):
+        out += f"{TOPIC_SUFFIX}{topic}"
+    return f"{out}{GPUS_SUFFIX}{gpus}" if gpus > 1 else out
 
 
 def gpus_of(nodeid: str) -> int:
-    found = _SUFFIX.search(nodeid)
-    return int(found.group(1)) if found else 1
+    found = _SUFFIXES.search(nodeid)
+    return int(found.group("gpus")) if found and found.group("gpus") else 1
 
 
 def plain_nodeid(nodeid: str) -> str:
-    return _SUFFIX.sub("", nodeid)
+    return _SUFFIXES.sub("", nodeid, count=1)
 
 
 def target_name(nodeid: str) -> str:
@@ -82,7 +88,13 @@ def place(nodeids: list[str], hosts: list[HostSlots]) -> Placement:
 
 def topic_of(nodeid: str) -> str:
     """The topic a target's artifact is named for when the controller writes it (the target never
-    ran): a test file's name as targets.topic_for has it; a declared target's name otherwise."""
+    ran): the worker's ``@topic=`` mark, else what the node id gives."""
+    found = _SUFFIXES.search(nodeid)
+    return found.group("topic") if found and found.group("topic") else _named_topic(nodeid)
+
+
+def _named_topic(nodeid: str) -> str:
+    """A test file's name as targets.topic_for has it; a declared target's name otherwise."""
     from pytest_gpuverify.config.targets import safe_topic, topic_for
 
     path = Path(target_path(nodeid))

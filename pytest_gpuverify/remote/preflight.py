@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict
 
 from pytest_gpuverify import __version__
 from pytest_gpuverify.config.envfile import HostRow
+from pytest_gpuverify.remote.sshmux import SharedSsh
 
 SSH_CONFIG_VARIABLE = "GPUVERIFY_SSH_CONFIG"  # an ssh_config for the aliases (default: ssh's own)
 SSH_TIMEOUT_VARIABLE = "GPUVERIFY_SSH_TIMEOUT"
@@ -44,9 +45,12 @@ def ssh_timeout_s(environ=os.environ) -> float:
         return DEFAULT_SSH_TIMEOUT_S
 
 
-def ssh_base(alias: str, timeout_s: float, config: Optional[str]) -> list[str]:
-    """ssh that never prompts (BatchMode) and gives up connecting after ``timeout_s``."""
+def ssh_base(alias: str, timeout_s: float, config: Optional[str], shared: Optional[SharedSsh] = None) -> list[str]:
+    """ssh that never prompts (BatchMode) and gives up connecting after ``timeout_s``; with ``shared``,
+    over the host's one connection of the session (remote/sshmux.py)."""
     argv = ["ssh", "-o", "BatchMode=yes", "-o", f"ConnectTimeout={max(1, int(timeout_s))}"]
+    if shared is not None:
+        argv += shared.options()
     if config:
         argv += ["-F", config]
     return [*argv, alias]
@@ -59,10 +63,11 @@ def _probe_script(python: str) -> str:
     return f"hostname; {shlex.quote(python)} -c {shlex.quote(probe)}"
 
 
-def check_host(row: HostRow, env_path, timeout_s: float, config: Optional[str]) -> HostCheck:
+def check_host(row: HostRow, env_path, timeout_s: float, config: Optional[str],
+               shared: Optional[SharedSsh] = None) -> HostCheck:
     alias, python = row.ssh_alias or row.host, python_of(row)
     try:
-        done = subprocess.run([*ssh_base(alias, timeout_s, config), _probe_script(python)], capture_output=True,
+        done = subprocess.run([*ssh_base(alias, timeout_s, config, shared), _probe_script(python)], capture_output=True,
                               text=True, errors="replace", timeout=timeout_s + 5, stdin=subprocess.DEVNULL)
     except subprocess.TimeoutExpired:
         return HostCheck(row=row, unreachable=f"host {row.host}: `ssh {alias} hostname` did not answer within "
@@ -89,6 +94,8 @@ def check_host(row: HostRow, env_path, timeout_s: float, config: Optional[str]) 
     return HostCheck(row=row, hostname=hostname)
 
 
-def check_hosts(rows: list[HostRow], env_path, timeout_s: float, config: Optional[str]) -> list[HostCheck]:
+def check_hosts(rows: list[HostRow], env_path, timeout_s: float, config: Optional[str],
+                shared: Optional[SharedSsh] = None) -> list[HostCheck]:
+    """Each host's answer; with ``shared``, each check's connection stays open as the host's master."""
     with ThreadPoolExecutor(max_workers=max(1, min(16, len(rows)))) as pool:
-        return list(pool.map(lambda r: check_host(r, env_path, timeout_s, config), rows))
+        return list(pool.map(lambda r: check_host(r, env_path, timeout_s, config, shared), rows))

@@ -23,6 +23,7 @@ class HostScheduler:
         self.placement: Optional[Placement] = None
         self.pending: dict[str, list[int]] = {}  # host -> indices not yet sent
         self.lost: dict[str, list[int]] = {}  # host -> indices left when its last worker ended
+        self.starting: dict[str, int] = {}  # host -> workers xdist restarts there, not yet added
         self.config = config
 
     @staticmethod
@@ -48,12 +49,23 @@ class HostScheduler:
         return any(self._live_pending().values()) or any(self.node2pending.values())
 
     def _live_pending(self) -> dict[str, list[int]]:
-        live = {self.host(n) for n in self.node2pending}
-        return {h: p for h, p in self.pending.items() if h in live}
+        """What hosts with a worker, up or being restarted, still have to run (a host whose workers all
+        ended for good leaves its share to the controller, which ends it INCONCLUSIVE)."""
+        live = {self.host(n) for n in self.node2pending} | {h for h, count in self.starting.items() if count > 0}
+        waiting = {h: p for h, p in self.pending.items() if h in live}
+        waiting.update({h: p for h, p in self.lost.items() if h in live and p})
+        return waiting
+
+    def worker_starting(self, host: str) -> None:
+        """xdist started a worker's gateway on ``host`` after this scheduler began (a crashed worker's
+        replacement): the host's share waits for it instead of ending the session."""
+        self.starting[host] = self.starting.get(host, 0) + 1
 
     def add_node(self, node) -> None:
         self.node2pending[node] = []
         host = self.host(node)
+        if self.starting.get(host):
+            self.starting[host] -= 1
         if host in self.lost:  # a restarted worker of a host whose workers had all ended
             self.pending.setdefault(host, []).extend(self.lost.pop(host))
 

@@ -17,6 +17,7 @@ from pytest_gpuverify.config.envfile import EnvFile, HostRow, RepoRow
 from pytest_gpuverify.place.gitstate import git, repo_state
 from pytest_gpuverify.config.errors import UsageError
 from pytest_gpuverify.remote.preflight import ssh_base
+from pytest_gpuverify.remote.sshmux import SharedSsh
 
 # never copied: git's own folder, build outputs, caches (the host builds its own)
 EXCLUDES = (".git", "build", "dist", "*.egg-info", "__pycache__", "*.pyc", ".pytest_cache", ".mypy_cache",
@@ -60,8 +61,9 @@ def file_list(top: Path) -> list[str]:
     return sorted(lines, key=lambda line: line.split("  ", 1)[1])
 
 
-def sync_to(host: HostRow, row: RepoRow, top: Path, timeout_s: float, ssh_config: Optional[str]) -> None:
-    shell = " ".join(ssh_base("", timeout_s, ssh_config)[:-1])  # rsync adds the alias itself
+def sync_to(host: HostRow, row: RepoRow, top: Path, timeout_s: float, ssh_config: Optional[str],
+            shared: Optional[SharedSsh] = None) -> None:
+    shell = " ".join(ssh_base("", timeout_s, ssh_config, shared)[:-1])  # rsync adds the alias itself
     argv = ["rsync", "-a", "--delete", *(f"--exclude={p}" for p in EXCLUDES), "-e", shell,
             f"{top}/", f"{host.ssh_alias}:{row.path}/"]
     done = subprocess.run(argv, capture_output=True, text=True, errors="replace", stdin=subprocess.DEVNULL)
@@ -73,12 +75,12 @@ def sync_to(host: HostRow, row: RepoRow, top: Path, timeout_s: float, ssh_config
 
 
 def sync_checkout(here: Path, env: EnvFile, hosts: list[HostRow], timeout_s: float,
-                  ssh_config: Optional[str]) -> SyncRecord:
+                  ssh_config: Optional[str], shared: Optional[SharedSsh] = None) -> SyncRecord:
     top, row = local_checkout(here, env)
     state = repo_state(top)
     listing = file_list(top)
     for host in hosts:
-        sync_to(host, row, top, timeout_s, ssh_config)
+        sync_to(host, row, top, timeout_s, ssh_config, shared)
     return SyncRecord(
         local_path=str(top), repo=row.repo, host_path=str(row.path),
         local_sha=state.sha, dirty=bool(state.dirty), dirty_paths=state.dirty_paths,

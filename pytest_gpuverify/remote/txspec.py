@@ -7,6 +7,7 @@ from typing import Optional
 from pytest_gpuverify.config.envfile import EnvFile, HostRow
 from pytest_gpuverify.config.errors import UsageError
 from pytest_gpuverify.remote.preflight import python_of, ssh_base
+from pytest_gpuverify.remote.sshmux import SharedSsh
 
 HOST_VARIABLE = "GPUVERIFY_XDIST_HOST"  # set on each worker (execnet's env: key): the Hosts row it serves
 WORKER_DIR = ".gpuverify-xdist"  # the worker's cwd, under the ssh user's home; xdist copies pytest into it
@@ -50,14 +51,15 @@ def _fan_out_rows(env: EnvFile, hosts: str) -> list[HostRow]:
 
 
 def tx_specs(rows: list[HostRow], per_host: Optional[int], ssh_config: Optional[str], timeout_s: float,
-             rootdir: Optional[str] = None) -> list[str]:
+             rootdir: Optional[str] = None, shared: Optional[SharedSsh] = None) -> list[str]:
     """One xdist worker per GPU of each host (or ``per_host``), started by ssh with the row's python.
     Each worker learns its Hosts row through the environment, before pytest parses anything.
     ``rootdir``: the folder of the Repos rows' checkouts on the hosts, so that node ids name each
-    target's file as a run inside the checkout would (the worker's cwd holds only xdist's copy of pytest)."""
+    target's file as a run inside the checkout would (the worker's cwd holds only xdist's copy of pytest).
+    ``shared``: the workers' ssh sessions go over the host's one connection (remote/sshmux.py)."""
     specs = []
     for row in rows:
-        ssh = " ".join(ssh_base(row.ssh_alias or row.host, timeout_s, None)[1:])  # execnet adds `ssh -C`
+        ssh = " ".join(ssh_base(row.ssh_alias or row.host, timeout_s, None, shared)[1:])  # execnet adds `ssh -C`
         spec = f"ssh={ssh}//python={python_of(row)}//chdir={WORKER_DIR}//env:{HOST_VARIABLE}={row.host}"
         if ssh_config:
             spec += f"//ssh_config={ssh_config}"

@@ -11,7 +11,8 @@ from typing import Optional
 from pytest_gpuverify.remote.placement import gpus_of, plain_nodeid, target_name, target_path, topic_of
 
 
-def unran_artifact(nodeid: str, host: str, reason: str, key: Optional[str]):
+def unran_artifact(nodeid: str, host: str, reason: str, key: Optional[str], topic: Optional[str] = None):
+    """``topic``: the session's --gpu-topic (one target), else the node id's (remote/placement.py)."""
     from pytest_gpuverify import __version__
     from pytest_gpuverify.engine.artifact import Artifact, RunRecord, TargetRecord, utc_now
 
@@ -20,7 +21,7 @@ def unran_artifact(nodeid: str, host: str, reason: str, key: Optional[str]):
     path = target_path(nodeid)
     is_file = path.endswith(".py")  # else the declaration file: the controller never saw the target's own
     kind = (kind_for_path(Path(path)) or PYTEST) if is_file else "unknown"
-    return Artifact(plugin_version=__version__, key=key, topic=topic_of(nodeid), ts=utc_now(),
+    return Artifact(plugin_version=__version__, key=key, topic=topic or topic_of(nodeid), ts=utc_now(),
                     host=host if host != "-" else None,
                     target=TargetRecord(name=target_name(nodeid), kind=kind, path=path if is_file else None),
                     verdict="INCONCLUSIVE", reasons=[reason], run=RunRecord(blocked=[reason], ran=False),
@@ -29,13 +30,13 @@ def unran_artifact(nodeid: str, host: str, reason: str, key: Optional[str]):
 
 
 def write_unran(out_dir: Path, lock: Optional[Path], nodeid: str, host: str, reason: str,
-                key: Optional[str]) -> tuple[Optional[Path], str]:
+                key: Optional[str], topic: Optional[str] = None) -> tuple[Optional[Path], str]:
     """(the artifact's path or None, a problem line or ''): an earlier artifact of the topic is moved
     aside, never overwritten (artifact.store_artifact)."""
     from pytest_gpuverify.engine.artifact import store_artifact
     from pytest_gpuverify.engine.files import FileProblem
 
-    art = unran_artifact(nodeid, host, reason, key)
+    art = unran_artifact(nodeid, host, reason, key, topic)
     path = out_dir / f"bench_{art.topic}.json"
     try:
         out_dir.mkdir(parents=True, exist_ok=True)

@@ -19,22 +19,32 @@ channel.send(waitline.CHANNEL)
 """
 
 OPEN_TIMEOUT_S = 30.0
+FOLDER = "result-folder"  # a worker's (FOLDER, path) message: where it writes its files on its host
 
 
-def open_on_gateway(gateway, show: Callable[[str], None]) -> Optional[str]:
+def open_on_gateway(gateway, show: Callable[[str], None],
+                    on_folder: Optional[Callable[[str], None]] = None) -> Optional[str]:
     """Controller: open the wait line's channel of the worker on ``gateway``; None, else why not (the
-    run goes on without the line: it is only shown, never evidence)."""
+    run goes on without the line: it is only shown, never evidence). ``on_folder`` gets the worker's
+    result folder on its host, when it says it (``send_folder``)."""
+    def received(message) -> None:
+        if isinstance(message, tuple) and len(message) == 2 and message[0] == FOLDER:
+            if on_folder is not None:
+                on_folder(str(message[1]))
+            return
+        show(message if isinstance(message, str) else "")
+
     try:
         opened = gateway.remote_exec(OPEN_ON_HOST)
         channel = opened.receive(timeout=OPEN_TIMEOUT_S)
-        channel.setcallback(lambda text: show(text if isinstance(text, str) else ""), endmarker="")
+        channel.setcallback(received, endmarker="")
     except Exception as exc:  # execnet raises its own RemoteError/TimeoutError/EOFError types
         return f"{type(exc).__name__}: {str(exc).strip().splitlines()[-1:] or ''}"
     return None
 
 
-def send(text: str) -> None:
-    """Worker: hand a wait line (or "" to clear it) to the controller."""
+def send(text) -> None:
+    """Worker: hand a wait line (or "" to clear it, or a (FOLDER, path) message) to the controller."""
     channel = CHANNEL
     if channel is None or channel.isclosed():
         return

@@ -1,0 +1,46 @@
+"""The raw log of a target whose worker died on its GPU host: the worker wrote it there as the command
+ran (engine/session.py: ``bench_<topic>.<stamp>.log`` in its result folder) and never handed it back.
+The controller copies the newest such log into its own result folder over ssh and says in the
+target's INCONCLUSIVE reason where it is: copied (both paths), or left on the host (where, and why)."""
+
+from __future__ import annotations
+
+import shlex
+import subprocess
+from pathlib import Path
+from typing import Optional
+
+_MARK = "gpuverify-raw-log:"
+MAX_BYTES = 256 << 20  # as remote/collect.py: past this, it stays on the host
+
+
+def fetch_raw_log(ssh: list[str], host: str, folder: Optional[str], topic: str, out_dir: Path,
+                  timeout_s: float) -> str:
+    """``ssh``: the argv that reaches the host (remote/preflight.py ssh_base). The clause for the
+    reason: where the raw log is now."""
+    if not folder:
+        return f"its raw log, if the command started, stays on host {host} in its result folder (bench_{topic}.*.log)"
+    pattern = f"{shlex.quote(folder)}/bench_{shlex.quote(topic)}.*.log"
+    script = (f"f=$(ls -t {pattern} 2>/dev/null | head -n 1); [ -n \"$f\" ] || exit 3; "
+              f"[ $(wc -c < \"$f\") -le {MAX_BYTES} ] || {{ echo \"$f\"; exit 4; }}; echo \"{_MARK}$f\"; cat \"$f\"")
+    where = f"{folder}/bench_{topic}.*.log"
+    try:
+        done = subprocess.run([*ssh, script], capture_output=True, timeout=timeout_s + 5, stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.TimeoutExpired):
+        return f"its raw log, if the command started, stays on host {host} ({where}): the host did not answer"
+    if done.returncode == 3:
+        return f"no raw log on host {host} ({where}): the command had not started"
+    head, _, content = done.stdout.partition(b"\n")
+    if done.returncode != 0 or not head.startswith(_MARK.encode()):
+        said = "past 256 MiB" if done.returncode == 4 else f"ssh exit {done.returncode}"
+        return f"its raw log stays on host {host} ({head.decode(errors='replace').strip() or where}; {said})"
+    remote = head[len(_MARK):].decode(errors="replace").strip()
+    local = out_dir / Path(remote).name
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        if local.exists():  # never overwritten
+            local = local.with_name(f"{local.stem}.from-{host}{local.suffix}")
+        local.write_bytes(content)
+    except OSError as exc:
+        return f"its raw log stays on host {host} ({remote}; not copied here: {exc})"
+    return f"its raw log, copied from {host}:{remote}, is {local}"
