@@ -9,7 +9,7 @@ are as good as the wall clock was at each session's start (the monotonic clock i
 from __future__ import annotations
 
 import time
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from typing import Optional
 
 
@@ -36,11 +36,21 @@ class SessionClock:
         """``mono`` as an ISO 8601 UTC time with microseconds; None stays None."""
         if mono is None:
             return None
-        return iso_utc(self.epoch(mono))
+        # in whole microseconds, the start and the offset rounded apart: a float of seconds since the
+        # epoch resolves only ~0.24 us, so two readings 1 us apart could print as one time
+        return _iso_utc_us(round(self.wall0 * 1e6) + round((mono - self.mono0) * 1e6))
 
 
 def iso_utc(epoch: float) -> str:
     return datetime.fromtimestamp(epoch, timezone.utc).isoformat(timespec="microseconds").replace("+00:00", "Z")
+
+
+def _iso_utc_us(us: int) -> str:
+    when = _EPOCH + timedelta(microseconds=us)
+    return when.isoformat(timespec="microseconds").replace("+00:00", "Z")
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
 
 def parse_iso_utc(text: str) -> float:
