@@ -56,6 +56,7 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--window", type=float, default=2.0)
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--other", help="another checkout's folder holding pytest_gpuverify/: its plugin runs interleaved")
     args = ap.parse_args()
     root = Path(tempfile.mkdtemp(prefix="gv-bench-"))
     client = docker_client()
@@ -82,10 +83,13 @@ def main() -> int:
         # session end: about 1 s) would be counted as ours otherwise.
         plugin_env = dict(env, PYTEST_DISABLE_PLUGIN_AUTOLOAD="1")
 
-        def plugin(n: int) -> float:
+        this_tree = str(Path(__file__).resolve().parents[1])
+
+        def plugin(n: int, tree: str = this_tree) -> float:
+            code = dict(plugin_env, PYTHONPATH=os.pathsep.join(filter(None, [tree, os.environ.get("PYTHONPATH")])))
             return timed([sys.executable, "-m", "pytest", "-q", "-p", "pytest_gpuverify.plugin", "-p", "no:cacheprovider",
                           "--gpu-verify", "--gpu-env", str(env_path), "--gpu-window", str(args.window),
-                          "--ticket", "BENCH", *targets[:n]], cwd=repo, env=plugin_env)
+                          "--ticket", "BENCH", *targets[:n]], cwd=repo, env=code)
 
         def plugin_as(ticket: str) -> dict:
             timed([sys.executable, "-m", "pytest", "-q", "-p", "pytest_gpuverify.plugin", "-p", "no:cacheprovider",
@@ -105,13 +109,29 @@ def main() -> int:
                   f"{1000 * (tl['command_started'] - tl['lock_taken']):.1f} ms: the container checks after the lock)"
                   f"{'; ' + tl['notes'][0] if tl['notes'] else ''}")
         samples: dict[str, list[float]] = {"bare1": [], "bare10": [], "plug1": [], "plug10": []}
+        others: dict[str, list[float]] = {"plug1": [], "plug10": []}  # --other's runs, interleaved with ours
         plugin(1)  # warm the page cache and the image
+        if args.other:
+            plugin(1, args.other)
         for _ in range(args.repeats):
             samples["bare1"].append(bare(1))
             samples["plug1"].append(plugin(1))
+            if args.other:
+                others["plug1"].append(plugin(1, args.other))
             samples["bare10"].append(bare(10))
             samples["plug10"].append(plugin(10))
+            if args.other:
+                others["plug10"].append(plugin(10, args.other))
         med = {k: statistics.median(v) for k, v in samples.items()}
+        if args.other:
+            omed = {k: statistics.median(v) for k, v in others.items()}
+            o_fixed = omed["plug1"] - med["bare1"]
+            o_extra = (omed["plug10"] - omed["plug1"]) / 9 - (med["bare10"] - med["bare1"]) / 9
+            print(f"other tree {args.other}: plug1 {omed['plug1']:.3f} s (all: {', '.join(f'{x:.3f}' for x in others['plug1'])}), "
+                  f"plug10 {omed['plug10']:.3f} s (all: {', '.join(f'{x:.3f}' for x in others['plug10'])}); "
+                  f"fixed {o_fixed:.3f} s, per extra target {o_extra:.3f} s")
+            print(f"this tree / other, medians: plug1 {med['plug1'] / omed['plug1']:.3f}, "
+                  f"plug10 {med['plug10'] / omed['plug10']:.3f}")
         fixed = med["plug1"] - med["bare1"]
         per_extra = (med["plug10"] - med["plug1"]) / 9 - (med["bare10"] - med["bare1"]) / 9
         print(f"window {args.window:g} s, {args.repeats} repeats, medians (pytest with only this plugin loaded):")
