@@ -26,13 +26,9 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
 from sshd_hosts import ssh_hosts, sshd_unavailable  # noqa: E402
 
+from pytest_gpuverify.engine.clock import parse_iso_utc  # noqa: E402
+
 TARGETS = 8
-
-
-def _epoch(stamp: str) -> float:
-    from datetime import datetime
-
-    return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
 
 
 def main() -> int:
@@ -75,8 +71,8 @@ def main() -> int:
                     print(f"{label}: run failed (exit {r.returncode}, verdicts {verdicts})\n{r.stdout[-2000:]}")
                     return 1
                 walls[label].append(wall)
-                starts = [_epoch(a.timeline.command_started) for a in arts]
-                ends = [_epoch(a.timeline.command_ended) for a in arts]
+                starts = [parse_iso_utc(a.timeline.command_started) for a in arts]
+                ends = [parse_iso_utc(a.timeline.command_ended) for a in arts]
                 used = sorted({(a.host, a.gpu.index) for a in arts})
                 spans[label].append(max(ends) - min(starts))
                 print(f"run {rep + 1} {label}: {wall:.2f} s, {TARGETS / wall:.3f} targets/s, all {TARGETS} PASS; "

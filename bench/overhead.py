@@ -85,16 +85,18 @@ def main() -> int:
 
         this_tree = str(Path(__file__).resolve().parents[1])
 
+        def code_env(tree: str) -> dict:
+            return dict(plugin_env, PYTHONPATH=os.pathsep.join(filter(None, [tree, os.environ.get("PYTHONPATH")])))
+
         def plugin(n: int, tree: str = this_tree) -> float:
-            code = dict(plugin_env, PYTHONPATH=os.pathsep.join(filter(None, [tree, os.environ.get("PYTHONPATH")])))
             return timed([sys.executable, "-m", "pytest", "-q", "-p", "pytest_gpuverify.plugin", "-p", "no:cacheprovider",
                           "--gpu-verify", "--gpu-env", str(env_path), "--gpu-window", str(args.window),
-                          "--ticket", "BENCH", *targets[:n]], cwd=repo, env=code)
+                          "--ticket", "BENCH", *targets[:n]], cwd=repo, env=code_env(tree))
 
         def plugin_as(ticket: str) -> dict:
             timed([sys.executable, "-m", "pytest", "-q", "-p", "pytest_gpuverify.plugin", "-p", "no:cacheprovider",
                    "--gpu-verify", "--gpu-env", str(env_path), "--gpu-window", str(args.window),
-                   "--ticket", ticket, targets[0]], cwd=repo, env=plugin_env)
+                   "--ticket", ticket, targets[0]], cwd=repo, env=code_env(this_tree))
             art = json.loads((root / "tickets" / ticket / "bench_trivial_0.json").read_text())
             return {k: parse_iso_utc(v) for k, v in art["timeline"].items() if v} | {"notes": art["notes"]}
 

@@ -16,7 +16,7 @@ from typing import Optional
 
 from pytest_gpuverify.engine.artifact import Artifact
 from pytest_gpuverify.place.caches import CACHE_VARS
-from pytest_gpuverify.place.gitstate import git
+from pytest_gpuverify.place.gitstate import git, git_toplevel
 from pytest_gpuverify.gpu.nvidia_formats import is_uuid
 from pytest_gpuverify.execute.leftovers import MARKER
 from pytest_gpuverify.execute.log_trailer import PREFIX, read_trailer, trailer_fields
@@ -125,10 +125,8 @@ def _repos(art: Artifact, ran: bool) -> list[str]:
 
 def _at_hand(path: str) -> bool:
     """A git checkout whose top is ``path``, on this machine."""
-    top = git(Path(path), "rev-parse", "--show-toplevel") if Path(path).is_dir() else None
-    if not top:
-        return False
-    return Path(top.strip()).resolve() == Path(path).resolve()
+    top = git_toplevel(Path(path)) if Path(path).is_dir() else None
+    return top is not None and top.resolve() == Path(path).resolve()
 
 
 def _under(path: str, root: str) -> bool:

@@ -206,17 +206,17 @@ def _mounts(report: DoctorReport, env: EnvFile, running: dict[str, dict]) -> Non
 
 
 def _repos(report: DoctorReport, env: EnvFile) -> None:
-    from pytest_gpuverify.place.gitstate import changes, git, own_output_dirs
+    from pytest_gpuverify.place.gitstate import changes, git, git_toplevel, own_output_dirs
 
     for repo in env.repos:
         if repo.path is None:
             continue
         last = git(repo.path, "log", "-1", "--format=%h %s")
-        top = (git(repo.path, "rev-parse", "--show-toplevel") or "").strip()
-        if last is None or not top:
+        top = git_toplevel(repo.path)
+        if last is None or top is None:
             report.lines.append(f"repo {repo.repo}: {repo.path} is not a git checkout")
             continue
-        dirty = changes(Path(top), own_output_dirs(env.resources.tickets))  # the run's rule, the same function
+        dirty = changes(top, own_output_dirs(env.resources.tickets))  # the run's rule, the same function
         if dirty is None:
             report.lines.append(f"repo {repo.repo}: {repo.path} @ {last.strip()}  git status failed")
             report.problems.append(f"repo {repo.repo}: git status failed")

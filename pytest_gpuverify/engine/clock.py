@@ -28,10 +28,6 @@ class SessionClock:
         assert best is not None
         self.wall0, self.mono0 = best[1], best[2]
 
-    def epoch(self, mono: float) -> float:
-        """Seconds since the epoch at the monotonic time ``mono``."""
-        return self.wall0 + (mono - self.mono0)
-
     def wall(self, mono: Optional[float]) -> Optional[str]:
         """``mono`` as an ISO 8601 UTC time with microseconds; None stays None."""
         if mono is None:
@@ -42,7 +38,7 @@ class SessionClock:
 
 
 def iso_utc(epoch: float) -> str:
-    return datetime.fromtimestamp(epoch, timezone.utc).isoformat(timespec="microseconds").replace("+00:00", "Z")
+    return _iso_utc_us(round(epoch * 1e6))
 
 
 def _iso_utc_us(us: int) -> str:

@@ -66,6 +66,8 @@ class TargetRun:
         # released; during a `run` row's container, that lease's (the builds and the command use it)
         self.held = grant
         self.ahead: Optional[PickAhead] = None  # a pick started in place, taken by lease (pickahead.py)
+        # the pick's grant and start, when a `gpu = true` build took it before lease: the run owns it
+        self.early: Optional[tuple[GpuGrant, float]] = None
         self.visible: Optional[str] = None  # the visible-devices value in a fresh container that renumbers
         self.command_ended_with: Optional[ExecOutcome] = None  # the command's end, or what an interrupt carried
         self.interrupted: Optional[str] = None  # an interrupt outside the command
@@ -88,9 +90,11 @@ class TargetRun:
             try:
                 self._phases()
             finally:  # a pick started ahead of checks that failed: let go of it unused
-                ahead, self.ahead = self.ahead, None
+                ahead, self.ahead, early, self.early = self.ahead, None, self.early, None
                 if ahead is not None:
                     ahead.drop()
+                if early is not None:  # a build used it, then the checks failed: lease never took it
+                    self.s.picker.release(early[0])
             parsed = self.parse()
         except Interrupted as exc:
             self.command_ended_with = exc.outcome
@@ -204,11 +208,11 @@ class TargetRun:
     def lease(self) -> Leased:
         """The target's GPUs: the caller's, the pick started in place, or a pick made now."""
         s = self.s
-        ahead, self.ahead = self.ahead, None
-        leased = self.results.leased = Leased(
-            pick_started=s.clock.wall(ahead.started if ahead is not None else time.monotonic()))
+        ahead, self.ahead, early, self.early = self.ahead, None, self.early, None
+        started = early[1] if early is not None else ahead.started if ahead is not None else time.monotonic()
+        leased = self.results.leased = Leased(pick_started=s.clock.wall(started))
         try:
-            grant = self.held or (ahead.grant() if ahead is not None
+            grant = self.held or (early[0] if early is not None else ahead.grant() if ahead is not None
                                   else s.picker.acquire(count=self.target.gpus, wait_s=s.options.wait_s))
         except (NoGpu, PickerError, LockError) as exc:  # LockError: the file, its owner and mode, the fix
             leased.blocked.append(str(exc))
@@ -263,7 +267,10 @@ class TargetRun:
         run then keeps them), else one locked for the build alone; armed with the session's guard like
         a command (a kill -9 of us stops it first)."""
         s = self.s
-        kept = self.held or (self.ahead.grant() if self.ahead is not None else None)
+        if self.held is None and self.early is None and self.ahead is not None:
+            ahead, self.ahead = self.ahead, None  # from here the run owns the grant (lease, or run's end)
+            self.early = (ahead.grant(), ahead.started)
+        kept = self.held or (self.early[0] if self.early is not None else None)
         grant = kept or s.picker.acquire(count=1, wait_s=s.options.wait_s)
         guards = RunGuards(s.session_guard(), grant.fds)
         try:
@@ -321,7 +328,7 @@ class TargetRun:
                     self.command_ended_with = multirun.run_planned(checked.plan, cmd, executed)
                 else:
                     self.command_ended_with = handle.stream_to_file(
-                        argv, raw, env=command_env, workdir=cmd.workdir, timeout_s=cmd.timeout_s, echo=cmd.echo,
+                        cmd.argv, raw, env=cmd.env, workdir=cmd.workdir, timeout_s=cmd.timeout_s, echo=cmd.echo,
                         on_start=cmd.on_start)
             finally:
                 executed.command_ended = s.clock.wall(time.monotonic())  # no earlier than the real end

@@ -75,7 +75,6 @@ class VerifySession:
         self.inventory: dict[int, GpuInfo] = {}
         self._repos: dict[Path, RepoRecord] = {}
         self.warm_caches: dict[str, bool] = {}
-        self.host_arch: Optional[str] = None
         self.session_blocked: list[str] = []
         self.session_notes: list[str] = []
         self.outcomes: list[TargetOutcome] = []
@@ -120,7 +119,7 @@ class VerifySession:
 
     def _start_gpus(self) -> None:
         started = start_gpus(self.sampler, self.backend, self.options.window_s, self.expected_arch)
-        self.host_arch, self.inventory = started.host_arch, started.inventory
+        self.inventory = started.inventory
         self.session_blocked.extend(started.blocked)
         self.session_notes.extend(started.notes)
         if not started.blocked:

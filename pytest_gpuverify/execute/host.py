@@ -16,6 +16,7 @@ from typing import Callable, Mapping, Optional, Sequence
 
 from pytest_gpuverify.execute.base import ExecOutcome, Interrupted, interrupt_cause
 from pytest_gpuverify.execute.bounds import MAX_OUTPUT_BYTES, CappedSink, stop_group
+from pytest_gpuverify.execute.host_commands import LocalHost
 from pytest_gpuverify.execute.leftovers import MARKER, proc_pids, stop_marked
 
 
@@ -36,13 +37,12 @@ class HostExecutor:
 
     def capture(self, argv: Sequence[str], env: Optional[Mapping[str, str]] = None, workdir: str = "/",
                 timeout_s: float = 60.0, limit: int = 1 << 20) -> tuple[Optional[int], bytes]:
-        try:
-            res = subprocess.run(list(argv), cwd=workdir, env={**os.environ, **(env or {})}, capture_output=True,
-                                 timeout=timeout_s, stdin=subprocess.DEVNULL)
-        except subprocess.TimeoutExpired as exc:
-            return None, (exc.stdout or b"")[:limit]
-        except OSError as exc:
-            return 127, str(exc).encode()[:limit]
+        # the host's one bounded runner: its own process group, killed whole at the time limit
+        res = LocalHost().run(argv, timeout=timeout_s, env=env, cwd=workdir)
+        if res.missing:
+            return 127, (res.stderr or f"cannot start {argv[0]} in {workdir}: not found".encode())[:limit]
+        if res.timed_out:
+            return None, res.stdout[:limit]
         return res.returncode, (res.stdout + res.stderr)[:limit]
 
     def stream_to_file(self, argv: Sequence[str], out_path: Path, env: Optional[Mapping[str, str]] = None,

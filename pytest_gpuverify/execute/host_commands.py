@@ -12,7 +12,7 @@ import subprocess
 from dataclasses import dataclass
 from typing import Mapping, Optional, Protocol, Sequence
 
-from pytest_gpuverify.execute.bounds import kill_group
+from pytest_gpuverify.execute.bounds import GRACE_S, kill_group
 
 MAX_CAPTURE = 16 << 20  # a GPU tool printing more than this is broken; keep the head
 
@@ -70,7 +70,8 @@ class LocalHost:
         path = (self._env or os.environ).get("PATH")
         return shutil.which(program, path=path)
 
-    def run(self, argv: Sequence[str], timeout: float = 30.0, env: Optional[Mapping[str, str]] = None) -> CommandResult:
+    def run(self, argv: Sequence[str], timeout: float = 30.0, env: Optional[Mapping[str, str]] = None,
+            cwd: Optional[str] = None) -> CommandResult:
         full_env = dict(self._env if self._env is not None else os.environ)
         if env:
             full_env.update(env)
@@ -82,6 +83,7 @@ class LocalHost:
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 env=full_env,
+                cwd=cwd,
                 start_new_session=True,
             )
         except FileNotFoundError:
@@ -92,7 +94,11 @@ class LocalHost:
             out, err = proc.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
             kill_group(proc.pid)
-            out, err = proc.communicate()
+            try:
+                out, err = proc.communicate(timeout=GRACE_S)
+            except subprocess.TimeoutExpired:  # a process that left the group still holds the pipes
+                proc.kill()
+                out, err = b"", b""
             return CommandResult(argv, proc.returncode, out[:MAX_CAPTURE], err[:MAX_CAPTURE], timed_out=True)
         except BaseException:
             kill_group(proc.pid)

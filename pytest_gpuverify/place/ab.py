@@ -72,9 +72,9 @@ class BaseWorktrees:
         path = head / FOLDER / f"base-{sha[:12]}-{uuid.uuid4().hex[:8]}"
         res = run_git(head, "worktree", "add", "--detach", str(path), sha, timeout_s=WORKTREE_TIMEOUT_S)
         if res is None or res.returncode != 0:
-            said = res.stderr.strip()[:300] if res is not None else f"git did not finish within {WORKTREE_TIMEOUT_S} s"
+            said = res.stderr.strip()[:300] if res is not None else f"git could not be run or did not finish within {WORKTREE_TIMEOUT_S} s"
             raise UsageError("--gpu-ab", f"--gpu-ab {self.ref}: `git worktree add` failed in {head}: {said}",
-                             "`git worktree prune`, or free the disk")
+                             "install git, `git worktree prune`, or free the disk")
         self._made[head] = BaseWorktree(self.ref, sha, head, path)
         return self._made[head]
 

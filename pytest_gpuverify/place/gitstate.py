@@ -65,17 +65,23 @@ def changes(top: Path, own: Iterable[Path] = ()) -> Optional[list[tuple[str, str
     return found
 
 
+def git_toplevel(path: Path) -> Optional[Path]:
+    """The top of the git checkout holding ``path`` (a file or a folder), or None."""
+    top = (git(path if path.is_dir() else path.parent, "rev-parse", "--show-toplevel") or "").strip()
+    return Path(top) if top else None
+
+
 def repo_state(path: Path, own: Iterable[Path] = ()) -> RepoRecord:
     """SHA and dirtiness of the checkout that holds ``path`` (git on the host)."""
-    top = (git(path, "rev-parse", "--show-toplevel") or "").strip()
-    if not top:
+    top = git_toplevel(path)
+    if top is None:
         return RepoRecord(path=str(path))
     sha = (git(path, "rev-parse", "HEAD") or "").strip() or None
-    found = changes(Path(top), own)
+    found = changes(top, own)
     if found is None:  # git answered rev-parse but not status: the state is unknown, not clean
-        return RepoRecord(path=top, sha=sha)
+        return RepoRecord(path=str(top), sha=sha)
     paths = [name for _, name in found]
-    return RepoRecord(path=top, sha=sha, dirty=bool(paths), dirty_paths=paths[:MAX_DIRTY_PATHS])
+    return RepoRecord(path=str(top), sha=sha, dirty=bool(paths), dirty_paths=paths[:MAX_DIRTY_PATHS])
 
 
 def _entries(porcelain: str) -> list[tuple[str, str]]:

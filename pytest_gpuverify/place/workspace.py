@@ -11,7 +11,7 @@ from pathlib import Path, PurePosixPath
 from typing import Iterable, Optional
 
 from pytest_gpuverify.config.envfile import EnvFile, RepoRow
-from pytest_gpuverify.place.gitstate import git
+from pytest_gpuverify.place.gitstate import git_toplevel
 
 
 class WorkspaceError(Exception):
@@ -23,11 +23,6 @@ class Workspace:
     repo: RepoRow
     wt_host: Path  # the worktree (git top level) on the host
     rel_target: Optional[PurePosixPath]  # the target file relative to the worktree
-
-
-def git_toplevel(path: Path) -> Optional[Path]:
-    top = (git(path if path.is_dir() else path.parent, "rev-parse", "--show-toplevel") or "").strip()
-    return Path(top).resolve() if top else None
 
 
 def locate(env: EnvFile, location: Path, repo_name: Optional[str] = None, file: Optional[Path] = None) -> Workspace:
@@ -42,6 +37,7 @@ def locate(env: EnvFile, location: Path, repo_name: Optional[str] = None, file: 
         )
     root = repo.path.resolve()
     top = git_toplevel(location) if (location == root or root in location.parents) else None
+    top = top.resolve() if top is not None else None  # compared with resolved paths below
     wt = top if top is not None and (top == root or root in top.parents) else root
     rel = None
     if file is not None:

@@ -299,11 +299,11 @@ class RemoteController:
         from pytest_gpuverify.remote.placement import topic_of
         from pytest_gpuverify.remote.preflight import ssh_base
 
-        alias = (getattr(node.gateway.spec, "ssh", None) or "").split()[-1:] if node is not None else []
+        alias = _alias_of(node.gateway.spec) if node is not None else None
         if not alias or self.collector is None:
             return f"its raw log, if the command started, stays on host {host}"
         timeout_s, config = self._ssh
-        return fetch_raw_log(ssh_base(alias[0], timeout_s, config, self.shared_ssh), host, self._folders.get(wid),
+        return fetch_raw_log(ssh_base(alias, timeout_s, config, self.shared_ssh), host, self._folders.get(wid),
                              self.topic or topic_of(nodeid), self.collector.out_dir, timeout_s)
 
     def _cut_worker(self, gateway) -> None:
@@ -314,14 +314,20 @@ class RemoteController:
         from pytest_gpuverify.remote.preflight import ssh_base
 
         pid = getattr(getattr(gateway, "_cache_rinfo", None), "pid", None)
-        alias = (getattr(gateway.spec, "ssh", None) or "").split()[-1:]
+        alias = _alias_of(gateway.spec)
         if pid and alias:
             timeout_s, config = self._ssh
             try:
-                subprocess.run([*ssh_base(alias[0], timeout_s, config), f"kill -KILL {int(pid)}"], timeout=timeout_s + 5,
-                               stdin=subprocess.DEVNULL, capture_output=True)
-            except subprocess.TimeoutExpired:
+                subprocess.run([*ssh_base(alias, timeout_s, config, self.shared_ssh), f"kill -KILL {int(pid)}"],
+                               timeout=timeout_s + 5, stdin=subprocess.DEVNULL, capture_output=True)
+            except (OSError, subprocess.TimeoutExpired):
                 pass  # the host is gone too: its own guard and kernel end what ran there
         popen = getattr(getattr(gateway, "_io", None), "popen", None)
         if popen is not None:
             popen.kill()
+
+
+def _alias_of(spec) -> Optional[str]:
+    """The ssh alias an xdist ``ssh=`` spec names (its last word), or None."""
+    words = (getattr(spec, "ssh", None) or "").split()
+    return words[-1] if words else None

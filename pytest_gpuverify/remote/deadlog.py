@@ -10,8 +10,9 @@ import subprocess
 from pathlib import Path
 from typing import Optional
 
+from pytest_gpuverify.remote.collect import MAX_BYTES  # past this, it stays on the host
+
 _MARK = "gpuverify-raw-log:"
-MAX_BYTES = 256 << 20  # as remote/collect.py: past this, it stays on the host
 
 
 def fetch_raw_log(ssh: list[str], host: str, folder: Optional[str], topic: str, out_dir: Path,
@@ -32,7 +33,7 @@ def fetch_raw_log(ssh: list[str], host: str, folder: Optional[str], topic: str, 
         return f"no raw log on host {host} ({where}): the command had not started"
     head, _, content = done.stdout.partition(b"\n")
     if done.returncode != 0 or not head.startswith(_MARK.encode()):
-        said = "past 256 MiB" if done.returncode == 4 else f"ssh exit {done.returncode}"
+        said = f"past {MAX_BYTES >> 20} MiB" if done.returncode == 4 else f"ssh exit {done.returncode}"
         return f"its raw log stays on host {host} ({head.decode(errors='replace').strip() or where}; {said})"
     remote = head[len(_MARK):].decode(errors="replace").strip()
     local = out_dir / Path(remote).name

@@ -14,7 +14,7 @@ from typing import Optional
 
 from pytest_gpuverify.engine.artifact import SyncRecord
 from pytest_gpuverify.config.envfile import EnvFile, HostRow, RepoRow
-from pytest_gpuverify.place.gitstate import git, repo_state
+from pytest_gpuverify.place.gitstate import git_toplevel, repo_state
 from pytest_gpuverify.config.errors import UsageError
 from pytest_gpuverify.remote.preflight import ssh_base
 from pytest_gpuverify.remote.sshmux import SharedSsh
@@ -27,17 +27,17 @@ EXCLUDES = (".git", "build", "dist", "*.egg-info", "__pycache__", "*.pyc", ".pyt
 def local_checkout(here: Path, env: EnvFile) -> tuple[Path, RepoRow]:
     """The git checkout holding ``here`` and the Repos row it is a copy of (by the checkout's folder
     name, or the only row)."""
-    top = (git(here, "rev-parse", "--show-toplevel") or "").strip()
-    if not top:
+    top = git_toplevel(here)
+    if top is None:
         raise UsageError("--gpu-sync", f"--gpu-sync: {here} is not inside a git checkout", "run from your checkout")
     rows = [r for r in env.repos if r.path is not None]
-    named = [r for r in rows if r.repo.casefold() == Path(top).name.casefold()
-             or (r.path is not None and r.path.name == Path(top).name)]
+    named = [r for r in rows if r.repo.casefold() == top.name.casefold()
+             or (r.path is not None and r.path.name == top.name)]
     row = named[0] if len(named) == 1 else rows[0] if len(rows) == 1 else None
     if row is None:
         raise UsageError("--gpu-sync", f"--gpu-sync: no Repos row of {env.path} matches the checkout {top}",
-                         f"name the row {Path(top).name!r}, or run from a checkout folder named like its row")
-    return Path(top), row
+                         f"name the row {top.name!r}, or run from a checkout folder named like its row")
+    return top, row
 
 
 def _excluded(rel_parts: tuple[str, ...]) -> bool:
