@@ -8,7 +8,12 @@ printed: wall time, targets per second, and the ratio of the two walls (target: 
 from the artifacts' timelines, the start-up (pytest start to the first command), the span from the
 first command's start to the last one's end, and the (host, GPU) pairs the commands ran on.
 
-    python bench/fanout.py [--repeats 2] [--hold 4]
+The hosts' python has in its site the plugin and what it requires, nothing else, as a GPU host
+would (``sshd_hosts.host_python``); ``--host-python this`` gives them this machine's python, with
+the test suite's own pytest plugins (hypothesis: 0.45 s of CPU per pytest start, paid by every
+worker on the 2 cores both "hosts" share).
+
+    python bench/fanout.py [--repeats 2] [--hold 4] [--host-python gpu-host|this]
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
-from sshd_hosts import ssh_hosts, sshd_unavailable  # noqa: E402
+from sshd_hosts import host_python, ssh_hosts, sshd_unavailable  # noqa: E402
 
 from pytest_gpuverify.engine.clock import parse_iso_utc  # noqa: E402
 
@@ -35,6 +40,10 @@ def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--hold", type=float, default=4.0, help="seconds each target holds its GPU")
+    parser.add_argument("--window", type=float, default=2.0,
+                        help="--gpu-window: the default 2 s (the tests' 0.3 s makes each host's sampler read 5 times a second)")
+    parser.add_argument("--host-python", choices=("gpu-host", "this"), default="gpu-host",
+                        help="the hosts' python: a site of the plugin and its requirements only, or this machine's")
     args = parser.parse_args()
     if sshd_unavailable():
         print(f"skipped: {sshd_unavailable()}")
@@ -46,7 +55,12 @@ def main() -> int:
 
     client = docker.from_env()
     demo.ensure_rootfs_image(client)
-    with ssh_hosts(Path(tempfile.mkdtemp(prefix="gv-fanout-")), client, [("hostA", 2), ("hostB", 2)]) as hosts:
+    root = Path(tempfile.mkdtemp(prefix="gv-fanout-"))
+    python = host_python(root / "host-python") if args.host_python == "gpu-host" else sys.executable
+    print(f"hosts' python: {python} ({args.host_python}); hold {args.hold:g} s; window {args.window:g} s; "
+          f"{args.repeats} repeats")
+    # the hosts' background samplers stay between the runs, as on hosts in use (default: 5 minutes)
+    with ssh_hosts(root, client, [("hostA", 2), ("hostB", 2)], python=python, sampler_idle_s=300) as hosts:
         source = (hosts.repo / "op_tests/test_gemm_a8w8.py").read_text()
         names = []
         for i in range(TARGETS):
@@ -63,7 +77,8 @@ def main() -> int:
             for label, where in (("1 host (2 GPUs)", ["--gpu-host", "hostA"]), ("2 hosts (4 GPUs)", ["--gpu-hosts", "all"])):
                 ticket = f"B{rep}-{len(where[1])}"
                 t0, epoch0 = time.monotonic(), time.time()
-                r = hosts.pytest(*where, "--ticket", ticket, *names, cwd=empty, timeout=600)
+                r = hosts.pytest(*where, "--gpu-window", f"{args.window:g}", "--ticket", ticket, *names, cwd=empty,
+                                 timeout=600)
                 wall = time.monotonic() - t0
                 arts = [read_artifact(p) for h in hosts.hosts for p in (h.tickets / ticket).glob("bench_*.json")]
                 verdicts = [a.verdict for a in arts]

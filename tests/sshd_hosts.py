@@ -62,6 +62,7 @@ class SshHost:
     port: int = 0
     proc: Optional[subprocess.Popen] = None
     pythonpath: str = str(CHECKOUT)
+    sampler_idle_s: float = 15.0  # its background sampler leaves this long after its last reader (tests: soon)
 
     @property
     def sim_bin(self) -> Path:
@@ -106,6 +107,20 @@ class SshHosts:
         return subprocess.run(["ssh", "-F", str(self.ssh_config), host.alias, command], capture_output=True,
                               text=True, timeout=timeout, stdin=subprocess.DEVNULL)
 
+    def worker_pids(self) -> list[int]:
+        """The live xdist workers these hosts started (execnet's bootstrap, with a host's environment)."""
+        envs = {f"GPUVERIFY_ENV={h.env_path}".encode() for h in self.hosts}
+        found = []
+        for pid in (p for p in os.listdir("/proc") if p.isdigit()):
+            try:
+                cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+                environ = set(Path(f"/proc/{pid}/environ").read_bytes().split(b"\0"))
+            except OSError:
+                continue
+            if b"exec(eval(" in cmdline and envs & environ:
+                found.append(int(pid))
+        return found
+
     def controller_environ(self, **extra) -> dict:
         env = dict(os.environ, GPUVERIFY_ENV=str(self.controller_env), GPUVERIFY_SSH_CONFIG=str(self.ssh_config),
                    PYTHONPATH=str(CHECKOUT))
@@ -123,12 +138,47 @@ class SshHosts:
         return subprocess.run(cmd, cwd=cwd, env=environ, capture_output=True, timeout=timeout, text=True)
 
 
-def render_env(hosts: list[SshHost], here: Optional[SshHost], tickets: Path, repos: Path, repo: Path) -> str:
+def host_python(folder: Path, dist: str = "pytest-gpuverify") -> str:
+    """A python for the hosts whose site holds ``dist`` and what it requires, nothing else: what a GPU
+    host installs (README, "Several GPU hosts"). This machine's site also holds the test suite's own
+    plugins (hypothesis's costs every pytest start 0.45 s of CPU), which a GPU host has no reason to
+    have. A venv of links into this site: made in a moment, no network."""
+    import re
+    from importlib import metadata
+
+    site = folder / "lib" / f"python{sys.version_info[0]}.{sys.version_info[1]}" / "site-packages"
+    if not (folder / "bin" / "python").exists():
+        subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(folder)], check=True)
+    wanted, seen = [dist], set()
+    while wanted:
+        name = re.sub(r"[-_.]+", "-", wanted.pop()).lower()
+        if name in seen:
+            continue
+        seen.add(name)
+        try:
+            found = metadata.distribution(name)
+        except metadata.PackageNotFoundError:
+            continue  # an optional or platform-only requirement not installed here
+        for req in found.requires or []:
+            if "extra ==" not in req:
+                wanted.append(re.split(r"[\s;<>=!~\[(]", req, maxsplit=1)[0])
+        for file in found.files or []:
+            top = Path(str(file)).parts[0]
+            source = Path(str(found.locate_file(top)))
+            link = site / top
+            importable = top.endswith((".dist-info", ".egg-info", ".py", ".pth", ".so")) or (source / "__init__.py").exists()
+            if importable and top != ".." and source.exists() and not link.exists():  # not an sdist's README
+                link.symlink_to(source)
+    return str(folder / "bin" / "python")
+
+
+def render_env(hosts: list[SshHost], here: Optional[SshHost], tickets: Path, repos: Path, repo: Path,
+               python: str = sys.executable) -> str:
     """The env file as each host (``here``) or the controller (None) has it: the same Hosts rows,
     each host's own container and lock folder."""
     lines = ["## Resources", "", "| resource | path |", "|---|---|", f"| repos | {repos} |", f"| tickets | {tickets} |",
              "", "## Hosts", "", "| host | ssh alias | arch | gpus | python |", "|---|---|---|---|---|"]
-    lines += [f"| {h.name} | {h.alias} | gfx942 | {h.gpus} | {sys.executable} |" for h in hosts]
+    lines += [f"| {h.name} | {h.alias} | gfx942 | {h.gpus} | {python} |" for h in hosts]
     container = here.container if here else hosts[0].container
     lines += ["", "## Repos", "", "| repo | path | container | mount |", "|---|---|---|---|",
               f"| aiter | {repo} | {container} | /workspace/aiter |", "",
@@ -152,7 +202,7 @@ def _sshd_config(host: SshHost, authorized: Path) -> str:
 def _host_env_script(host: SshHost) -> str:
     return f"""#!/bin/sh
 export PATH="{host.sim_bin}:{demo.BASE_PATH}" ROCM_PATH="{host.sim_bin}" PYTHONPATH="{host.pythonpath}"
-export GPUVERIFY_ENV="{host.env_path}" TMPDIR="{host.root}/tmp" GPUVERIFY_SAMPLER_IDLE_S=15 LANG=C.UTF-8
+export GPUVERIFY_ENV="{host.env_path}" TMPDIR="{host.root}/tmp" GPUVERIFY_SAMPLER_IDLE_S={host.sampler_idle_s:g} LANG=C.UTF-8
 [ -n "$SSH_ORIGINAL_COMMAND" ] || exec /bin/sh
 exec /bin/sh -c "$SSH_ORIGINAL_COMMAND"
 """
@@ -184,8 +234,9 @@ def start_sshd(host: SshHost, authorized: Path, known_hosts: Path) -> None:
 
 @contextmanager
 def ssh_hosts(root: Path, client, specs: list[tuple[str, int]], liars: Optional[dict] = None,
-              pythonpaths: Optional[dict] = None):
-    """Start one sshd host per (name, gpus) in ``specs``; ``liars``: name -> what its `hostname` prints."""
+              pythonpaths: Optional[dict] = None, python: str = sys.executable, sampler_idle_s: float = 15.0):
+    """Start one sshd host per (name, gpus) in ``specs``; ``liars``: name -> what its `hostname` prints;
+    ``python``: the Hosts rows' python (:func:`host_python`: a GPU host's site)."""
     from pytest_gpuverify.simulator import SimState, install
 
     root.mkdir(parents=True, exist_ok=True)
@@ -204,6 +255,7 @@ def ssh_hosts(root: Path, client, specs: list[tuple[str, int]], liars: Optional[
             host = SshHost(name=name, alias=f"gv13-{name}", root=root / name, gpus=gpus,
                            uts_name=(liars or {}).get(name, name), container=f"gv-13-{name}-{tag}")
             host.pythonpath = (pythonpaths or {}).get(name, host.pythonpath)
+            host.sampler_idle_s = sampler_idle_s
             for sub in ("locks", "tickets", "tmp"):
                 (host.root / sub).mkdir(parents=True)
             install(host.sim_bin, SimState.idle(gpus=gpus, arch="gfx942"))
@@ -212,7 +264,7 @@ def ssh_hosts(root: Path, client, specs: list[tuple[str, int]], liars: Optional[
             demo.start_container(client, host.container, host.sim_bin, {str(repo): "/workspace/aiter"})
             hosts.append(host)
         for host in hosts:
-            host.env_path.write_text(render_env(hosts, host, host.tickets, repos, repo))
+            host.env_path.write_text(render_env(hosts, host, host.tickets, repos, repo, python))
             start_sshd(host, authorized, known)
         ssh_config.write_text("".join(
             f"Host {h.alias}\n  HostName 127.0.0.1\n  Port {h.port}\n  User root\n  IdentityFile {key}\n"
@@ -220,7 +272,7 @@ def ssh_hosts(root: Path, client, specs: list[tuple[str, int]], liars: Optional[
             for h in hosts))
         controller_env = root / "controller-env.md"
         (root / "controller-tickets").mkdir()
-        controller_env.write_text(render_env(hosts, None, root / "controller-tickets", repos, repo))
+        controller_env.write_text(render_env(hosts, None, root / "controller-tickets", repos, repo, python))
         yield SshHosts(root, hosts, repo, ssh_config, key, controller_env, client)
     finally:
         for host in hosts:

@@ -126,25 +126,57 @@ def test_one_daemon_per_key_and_it_leaves_when_nobody_reads(host):
     first.stop()
     pid = wait_for(host.daemon_pid)
     assert pid
-    host.source()(1.0)  # a second session: it finds the daemon (or starts one that leaves at once)
-    from pytest_gpuverify.lease.window_history import start_background_sampler
+    host.source()(1.0)  # a second session: it finds the daemon
+    from pytest_gpuverify.lease.window_history import RUNNING, start_background_sampler
 
-    assert start_background_sampler(host.shared.path, "gfx942", host.lock.path_template, 0.2, 1.0)  # a race lost
-
-    def daemons() -> list[str]:
-        found = []
-        for p in os.listdir("/proc"):
-            try:
-                cmdline = open(f"/proc/{p}/cmdline", "rb").read()
-            except OSError:
-                continue
-            if p.isdigit() and b"readings_daemon" in cmdline and str(host.shared.path).encode() in cmdline and alive(int(p)):
-                found.append(p)
-        return found
-
-    assert wait_for(lambda: daemons() == [str(pid)], timeout_s=20), daemons()
+    assert start_background_sampler(host.shared.path, "gfx942", host.lock.path_template, 0.2, 1.0) == RUNNING
+    assert daemons(host) == [str(pid)], "a session that finds the daemon's lock held starts no process"
     assert wait_for(lambda: not alive(pid), timeout_s=20), "it exits after the idle time without a reader"
     assert not history_path(host.shared.path).exists(), "and takes its history with it"
+
+
+def daemons(host) -> list[str]:
+    """The live readings daemons of ``host``'s key (any process of that command line, loser or not),
+    less a daemon's own child between its fork and its exec (a GPU tool starting), which has its
+    parent's command line for that moment."""
+    found: dict[str, str] = {}  # pid -> parent pid
+    for p in os.listdir("/proc"):
+        try:
+            cmdline = open(f"/proc/{p}/cmdline", "rb").read()
+            parent = open(f"/proc/{p}/stat").read().rsplit(")", 1)[1].split()[1]
+        except (OSError, IndexError):
+            continue
+        if p.isdigit() and b"readings_daemon" in cmdline and str(host.shared.path).encode() in cmdline and alive(int(p)):
+            found[p] = parent
+    return sorted(p for p, parent in found.items() if parent not in found)
+
+
+def test_sessions_starting_at_once_start_one_daemon(host):
+    """Workers of one host start together: the first takes the key's lock and hands it to the daemon it
+    starts; the others find it held and start nothing (before, each started a daemon that ended after
+    its imports, a start's CPU each on a host busy starting its workers)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from pytest_gpuverify.lease.window_history import RUNNING, STARTED, start_background_sampler
+
+    with ThreadPoolExecutor(6) as pool:
+        said = list(pool.map(lambda _: start_background_sampler(host.shared.path, "gfx942", host.lock.path_template,
+                                                                0.2, 1.0), range(6)))
+    assert sorted(said) == sorted([STARTED] + [RUNNING] * 5), said
+    pid = wait_for(host.daemon_pid)
+    assert pid and daemons(host) == [str(pid)], daemons(host)
+    time.sleep(0.5)
+    assert daemons(host) == [str(pid)], "no second daemon came up"
+    assert start_background_sampler(host.shared.path, "gfx942", host.lock.path_template, 0.2, 1.0) == RUNNING
+    os.kill(pid, 9)
+    assert wait_for(lambda: not alive(pid))
+    assert wait_for(lambda: start_background_sampler(host.shared.path, "gfx942", host.lock.path_template, 0.2, 1.0)
+                    == STARTED), "a killed daemon's lock went with it"
+    new = wait_for(lambda: (lambda p: p if p and p != pid else None)(host.daemon_pid()))
+    assert new
+    os.kill(new, 9)
+
+
 
 
 @pytest.mark.docker

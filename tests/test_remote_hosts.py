@@ -106,6 +106,8 @@ def test_fan_out_over_two_hosts_uses_four_gpus_never_two_on_one(two_hosts):
     assert "host hostA: " in r.stdout and "host hostB: " in r.stdout  # the summary groups by host
     landed = sorted((two_hosts.root / "controller-tickets" / "FAN").glob("bench_*.json"))
     assert len(landed) == 8 and {read_artifact(p).host for p in landed} == {"hostA", "hostB"}
+    # each worker was told to exit as it ended (remote/controller.py): none outlives the controller
+    assert two_hosts.worker_pids() == [], "a worker outlived the controller"
 
 
 def _check(path: Path, environ: dict) -> subprocess.CompletedProcess:

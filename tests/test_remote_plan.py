@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import tempfile
+
 import execnet
 import pytest
 
@@ -102,13 +104,17 @@ def test_worker_hands_back_its_written_files_within_the_limit(tmp_path, monkeypa
     assert len(left) == 1 and "bench_b.json (50 B) was left on the host" in left[0]
 
     collector = collect.ArtifactCollector(tmp_path / "out")
+    staging_root = tmp_path / "tmp"
+    staging_root.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(staging_root))  # this test's own, so no other test's folders
     collector.receive("hostA", "gw0", {collect.FILES_KEY: [("../evil.json", b"{}"), ("bench_a.json", b"{}")],
                                        collect.NOTES_KEY: left})
-    staged = list(collector._staging.rglob("*"))
-    assert [p.name for p in staged if p.is_file()] == ["bench_a.json"]  # a name, never a path
-    taken, problems = collector.land()
+    taken, problems = collector.landed()  # taken as the worker ended, not at the session's end
     assert taken == 0 and any("REFUSED" in p and "bench_a.json" in p for p in problems)  # `{}` fails check
+    assert not any("evil" in p for p in problems), "a name, never a path: ../evil.json was not even staged"
     assert any(p.startswith("hostA: ") and "left on the host" in p for p in problems)
+    assert not list(staging_root.iterdir()), "its staging folder is gone"
+    assert not list((tmp_path / "out").glob("*.json")) and not (tmp_path / "evil.json").exists()
 
 
 def test_the_wait_line_names_the_host(tmp_path):

@@ -108,6 +108,7 @@ class VerifySession:
 
     def _start_now(self) -> None:
         self._started = True
+        self.places.start_client()  # joined by the first target's place phase, which waits for this start
         # on the host its facts (commands of their own) are read alongside the GPU library's start-up
         host = Background(lambda: read_container_facts(HostExecutor(), self.backend.vendor),
                           "gpuverify-host-facts") if self.places.on_host else None

@@ -9,7 +9,7 @@ later session that finds the history fresh and long enough starts with its windo
 ``idle_exit_s`` (sessions touch ``<shared readings>.seen``), when the lock folder is gone, or when
 another daemon of the same key runs (one ``flock`` on ``<shared readings>.daemon``).
 
-    python -m pytest_gpuverify.lease.readings_daemon SHARED_PATH ARCH LOCK_TEMPLATE INTERVAL HISTORY IDLE_EXIT
+    python -m pytest_gpuverify.lease.readings_daemon SHARED_PATH ARCH LOCK_TEMPLATE INTERVAL HISTORY IDLE_EXIT [LOCK_FD]
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ import sys
 import time
 from collections import deque
 from pathlib import Path
+from typing import Optional
 
 IDLE_EXIT_S = 300.0  # five minutes without a reader
 ENV_IDLE_EXIT = "GPUVERIFY_SAMPLER_IDLE_S"  # another idle time (the tests' short-lived hosts)
@@ -46,17 +47,28 @@ def _write(path: Path, payload: bytes) -> None:
     os.replace(tmp, path)
 
 
-def run(shared: Path, arch: str, lock_template: str, interval_s: float, history_s: float, idle_exit_s: float) -> int:
-    from pytest_gpuverify.gpu import select_backend
-    from pytest_gpuverify.gpu.base import GpuToolError
-    from pytest_gpuverify.execute.host_commands import LocalHost
-    from pytest_gpuverify.lease.lock import held_lock_ids, is_held
-
+def take_daemon_lock(shared: Path) -> Optional[int]:
+    """The key's one daemon lock (an fd holding it), or None when a daemon holds it already."""
     fd = os.open(daemon_lock_path(shared), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError:
-        return 0  # another daemon of this key runs
+        os.close(fd)
+        return None
+    return fd
+
+
+def run(shared: Path, arch: str, lock_template: str, interval_s: float, history_s: float, idle_exit_s: float,
+        held_fd: Optional[int] = None) -> int:
+    """``held_fd``: the lock, taken by the session that started this daemon (so sessions starting
+    at once start one daemon, not one each that all but one end after their imports)."""
+    if held_fd is None and take_daemon_lock(shared) is None:
+        return 0  # another daemon of this key runs: checked before the imports below, which cost a start
+    from pytest_gpuverify.execute.host_commands import LocalHost
+    from pytest_gpuverify.gpu import select_backend
+    from pytest_gpuverify.gpu.base import GpuToolError
+    from pytest_gpuverify.lease.lock import held_lock_ids, is_held
+
     backend = select_backend(arch or None, LocalHost())
     lock_dir = Path(lock_template).parent
     samples: deque = deque()
@@ -102,13 +114,14 @@ def run(shared: Path, arch: str, lock_template: str, interval_s: float, history_
 
 
 def main(argv: list[str]) -> int:
-    shared, arch, template, interval, history, idle = argv
+    shared, arch, template, interval, history, idle, *held = argv
     # The second fork: the process the session started exits at once (the session reaps it), this
     # one is nobody's child and in no one's session or terminal.
     if os.fork() > 0:
         return 0
     os.chdir("/")
-    return run(Path(shared), arch, template, float(interval), float(history), float(idle))
+    return run(Path(shared), arch, template, float(interval), float(history), float(idle),
+               int(held[0]) if held else None)
 
 
 if __name__ == "__main__":

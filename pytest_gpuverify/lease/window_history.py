@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Optional
 
 from pytest_gpuverify.gpu.base import GpuReading
-from pytest_gpuverify.lease.readings_daemon import ENV_IDLE_EXIT, ENV_OFF, IDLE_EXIT_S, history_path, seen_path
+from pytest_gpuverify.lease.readings_daemon import (ENV_IDLE_EXIT, ENV_OFF, IDLE_EXIT_S, history_path, seen_path,
+                                                     take_daemon_lock)
 from pytest_gpuverify.lease.sampler import HistorySource, PastSample
 
 DRIVER, DAEMON, WINDOW = "driver history", "background sampler", "window"
@@ -57,25 +58,37 @@ def daemon_running(shared_path: Path, interval_s: float) -> bool:
     return age < max(3 * interval_s, 2.0)
 
 
+STARTED, RUNNING, OFF = "started", "running", "off"
+
+
 def start_background_sampler(shared_path: Path, arch: Optional[str], lock_template: str, interval_s: float,
-                             window_s: float) -> bool:
-    """Start the daemon (it exits at once when one runs already). False when it is turned off."""
+                             window_s: float) -> str:
+    """Start the daemon: STARTED, RUNNING (one holds the key's lock), or OFF (turned off, or it cannot
+    start). The lock is taken here and handed to the daemon, so sessions starting at once start one."""
     if os.environ.get(ENV_OFF, "1") == "0":
-        return False
+        return OFF
+    try:
+        fd = take_daemon_lock(shared_path)
+    except OSError:
+        return OFF  # the folder is not ours to write
+    if fd is None:
+        return RUNNING
     idle = os.environ.get(ENV_IDLE_EXIT) or str(IDLE_EXIT_S)
     root = str(Path(__file__).resolve().parents[2])  # the folder above the package
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p))
     try:
         proc = subprocess.Popen(
             [sys.executable, "-m", "pytest_gpuverify.lease.readings_daemon", str(shared_path), arch or "",
-             lock_template, f"{interval_s:g}", f"{max(2 * window_s, 10.0):g}", idle],
+             lock_template, f"{interval_s:g}", f"{max(2 * window_s, 10.0):g}", idle, str(fd)],
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-            start_new_session=True, cwd="/", env=env,
+            start_new_session=True, cwd="/", env=env, pass_fds=(fd,),
         )
     except OSError:
-        return False
+        return OFF
+    finally:
+        os.close(fd)  # the daemon's copy holds the lock now (or, if it did not start, nobody)
     threading.Thread(target=proc.wait, name="gpuverify-daemon-reaper", daemon=True).start()  # it forks and exits
-    return True
+    return STARTED
 
 
 def history_source(backend, shared_path: Optional[Path], arch: Optional[str], lock_template: str,
@@ -101,9 +114,11 @@ def history_source(backend, shared_path: Optional[Path], arch: Optional[str], lo
         if past is not None:
             return past, DAEMON, ""
         reasons.append(why)
-        if daemon_running(shared_path, interval_s):
+        started = RUNNING if daemon_running(shared_path, interval_s) else \
+            start_background_sampler(shared_path, arch, lock_template, interval_s, window_s)
+        if started == RUNNING:
             reasons.append("the background sampler started a moment ago")
-        elif start_background_sampler(shared_path, arch, lock_template, interval_s, window_s):
+        elif started == STARTED:
             reasons.append("a background sampler starts for the next session")
         return None, WINDOW, "; ".join(reasons)
 

@@ -6,7 +6,7 @@ run needs."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable, Optional
+from typing import Any, Callable, Optional
 
 from pytest_gpuverify.engine.artifact import Versions
 from pytest_gpuverify.execute.container import ContainerError, ContainerExecutor
@@ -67,6 +67,7 @@ class ContainerPlaces:
         self.expected_arch = expected_arch
         self._docker_factory = docker_factory
         self._docker: Optional[object] = None
+        self._docker_pending: Optional[Any] = None  # the Background making the client (start_client)
         self._resolutions: dict[tuple[str, str], object] = {}
         self.facts: dict[str, ContainerFacts] = {}  # by container name (HOST: the host itself)
 
@@ -77,9 +78,19 @@ class ContainerPlaces:
 
         return runs_on_host(self.options.container)
 
+    def start_client(self) -> None:
+        """Make the Docker client in a thread, at the session's start: the SDK's import (requests,
+        urllib3: 0.3 s of CPU) and the API version call run while pytest collects, not on the
+        first target's path. A failure surfaces at :meth:`client`, where it did before."""
+        from pytest_gpuverify.engine.overlap import Background
+
+        if self._docker is None and self._docker_pending is None and not self.on_host:
+            self._docker_pending = Background(self._docker_factory, "gpuverify-docker-client")
+
     def client(self):
         if self._docker is None:
-            self._docker = self._docker_factory()
+            pending, self._docker_pending = self._docker_pending, None
+            self._docker = pending.result() if pending is not None else self._docker_factory()
         return self._docker
 
     def resolve(self, ws, target):

@@ -39,32 +39,38 @@ def outcome_files(outcomes) -> tuple[list[tuple[str, bytes]], list[str]]:
 
 
 class ArtifactCollector:
-    """The controller's side: stage what each worker handed back, then take it into ``out_dir``."""
+    """The controller's side: each worker's files are taken into ``out_dir`` as that worker ends, while
+    the other workers still run (so the session's end waits only for the last worker's)."""
 
     def __init__(self, out_dir: Path) -> None:
         self.out_dir = out_dir
-        self._staging = Path(tempfile.mkdtemp(prefix="gpuverify-collect-"))
-        self.left: list[str] = []
+        self.taken = 0
+        self.problems: list[str] = []  # each a line naming the file (or the host, for a file left there)
 
     def receive(self, host: str, worker: str, workeroutput: dict) -> None:
+        """Stage what ``worker`` handed back, take it in, and forget the staging folder."""
+        self.problems += [f"{host}: {line}" for line in workeroutput.get(NOTES_KEY) or []]
         files = workeroutput.get(FILES_KEY) or []
         if not files:
             return
-        folder = self._staging / f"{host}-{worker}"
-        folder.mkdir(exist_ok=True)
-        for name, content in files:
-            if "/" not in name and name not in ("", ".", ".."):  # a name, never a path
-                (folder / name).write_bytes(content)
-        self.left += [f"{host}: {line}" for line in workeroutput.get(NOTES_KEY) or []]
-
-    def land(self) -> tuple[int, list[str]]:
-        """(artifacts taken, problems): each problem a line naming the file."""
         from pytest_gpuverify.reporting.merge import merge
 
-        sources = sorted(p for p in self._staging.iterdir() if p.is_dir())
+        staging = Path(tempfile.mkdtemp(prefix="gpuverify-collect-"))
         said: list[str] = []
-        if sources:
-            merge(sources, self.out_dir, keep_all=True, say=said.append)
-        shutil.rmtree(self._staging, ignore_errors=True)
-        problems = [line for line in said if not line.startswith("OK ")]
-        return sum(line.startswith("OK ") for line in said), problems + self.left
+        try:
+            folder = staging / f"{host}-{worker}"  # merge's label of a second copy of a topic
+            folder.mkdir()
+            for name, content in files:
+                if "/" not in name and name not in ("", ".", ".."):  # a name, never a path
+                    (folder / name).write_bytes(content)
+            merge([folder], self.out_dir, keep_all=True, say=said.append)
+        except OSError as exc:  # the files stay on the host: `gpuverify merge` from there
+            said.append(f"host {host}: the files of worker {worker} were not taken into {self.out_dir}: {exc}")
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+        self.taken += sum(line.startswith("OK ") for line in said)
+        self.problems += [line for line in said if not line.startswith("OK ")]
+
+    def landed(self) -> tuple[int, list[str]]:
+        """(artifacts taken, problems)."""
+        return self.taken, list(self.problems)

@@ -23,6 +23,7 @@ from pytest_gpuverify.remote.sshmux import SharedSsh, shared_ssh
 from pytest_gpuverify.remote.txspec import checkouts_root, host_of_spec, remote_rows, tx_specs
 from pytest_gpuverify.remote.unran import unran_report, verdict_properties, write_unran
 
+EXIT_WAIT_S = 10.0  # for the workers' own exit at the end (xdist's NodeManager.EXIT_TIMEOUT)
 DEADLINE_MARGIN_S = 120.0  # beyond a target's own limits (wait, window, timeout): start-up, checks, artifact
 MARGIN_VARIABLE = "GPUVERIFY_REMOTE_MARGIN_S"
 
@@ -145,6 +146,7 @@ class RemoteController:
         self._wait_line_problems: list[str] = []
         self._config: Optional[pytest.Config] = None
         self._folders: dict[str, str] = {}  # worker id -> its result folder on its host (remote/deadlog.py)
+        self._exited: list = []  # the gateways of workers that ended cleanly, told to exit at once
         self.shared_ssh: Optional[SharedSsh] = None  # remote/sshmux.py: the hosts' connections of the session, ended at its end
         self.aliases: list[str] = []  # the ssh aliases of the hosts asked for
 
@@ -171,7 +173,12 @@ class RemoteController:
             start_at_once(nodemanager, list(specs))
 
     def pytest_unconfigure(self, config) -> None:
-        if self.shared_ssh is not None:  # every worker is down by now (xdist ends them at the session's finish)
+        # the workers told to exit at their end have been ending while the summary was written: xdist's
+        # teardown does not wait for a gateway already told to exit, so wait here (bounded, as xdist does)
+        deadline = time.monotonic() + EXIT_WAIT_S
+        for gateway in self._exited:
+            gateway.join(timeout=max(0.0, deadline - time.monotonic()))
+        if self.shared_ssh is not None:  # every worker is down by now
             self.shared_ssh.close(self.aliases, self._ssh[1])
 
     @pytest.hookimpl(optionalhook=True)
@@ -199,6 +206,9 @@ class RemoteController:
     # -- who ran where ---------------------------------------------------------------------------
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node, error) -> None:
+        if error is None:  # its session is over and its files are here: it may exit now (execnet lets it
+            node.gateway.exit()  # finish pytest's own end first), not with the others at xdist's teardown
+            self._exited.append(node.gateway)  # waited for at the end, before the ssh connections close
         if self.collector is not None:
             self.collector.receive(host_of_spec(node.gateway.spec) or "host", node.gateway.id,
                                    getattr(node, "workeroutput", None) or {})
@@ -252,8 +262,8 @@ class RemoteController:
     @pytest.hookimpl(hookwrapper=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int):
         self._stop.set()
-        if self.collector is not None:  # every worker is down by now: take their files
-            self._landed = self.collector.land()
+        if self.collector is not None:  # every worker is down by now: their files were taken as each ended
+            self._landed = self.collector.landed()
         unran = self._end_unran(session.config)
         if (self.unreachable or self._landed[1] or unran) and session.exitstatus == 0:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
