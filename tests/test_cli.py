@@ -20,6 +20,22 @@ def test_schema_is_the_artifact_json_schema(capsys):
         assert field in schema["properties"], field
 
 
+def test_a_reader_that_leaves_early_gets_no_traceback():
+    """`gpuverify schema | head -1`: the reader closes the pipe; the tool ends quietly, as one SIGPIPE ends."""
+    import sys
+
+    import os
+
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # the reader has gone before the tool writes: its write fails (EPIPE)
+    proc = subprocess.Popen([sys.executable, "-m", "pytest_gpuverify.cli.main", "schema"], stdout=write_end,
+                            stderr=subprocess.PIPE)
+    os.close(write_end)
+    _, err = proc.communicate(timeout=30)
+    assert b"Traceback" not in err and b"BrokenPipe" not in err, err.decode()
+    assert proc.returncode == 141
+
+
 def test_console_script_is_installed():
     proc = subprocess.run(["gpuverify", "schema"], capture_output=True)
     assert proc.returncode == 0 and json.loads(proc.stdout)["title"] == "Artifact"

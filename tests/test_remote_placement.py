@@ -104,11 +104,38 @@ def test_a_crashed_workers_replacement_gets_its_hosts_share(monkeypatch):
     sched.mark_test_complete(a, 2)
     assert sched.remove_node(b) == collection[1]  # died running fan1: fan3 is left
     assert sched.tests_finished  # no restart: hostB's share is lost, the controller ends it
-    sched.worker_starting("hostB")  # xdist restarts hostB's worker
+    sched.worker_starting("hostB", "hostB-w")  # xdist restarts hostB's worker
     assert not sched.tests_finished and sched.has_pending
     again = _Node("hostB")
     sched.add_node(again)
     sched.add_node_collection(again, collection)
     assert again.sent == [3] and again.shutting_down and not sched.lost
     sched.mark_test_complete(again, 3)
+    assert sched.tests_finished
+
+
+def test_a_replacement_that_dies_starting_is_no_longer_awaited(monkeypatch):
+    """xdist's replacement for a crashed worker dies before it is ready (its host went down): the
+    host's share is lost (the controller ends it INCONCLUSIVE), and the session can finish. Before,
+    the host stayed "starting" and the session waited for it forever."""
+    import xdist.workermanage
+
+    monkeypatch.setattr(xdist.workermanage, "parse_tx_spec_config", lambda config: ["a", "b"])
+    sched = _scheduler([A2, B2])
+    a, b = _Node("hostA"), _Node("hostB")
+    collection = ids(4)
+    for node in (a, b):
+        sched.add_node(node)
+        sched.add_node_collection(node, collection)
+    sched.schedule()
+    sched.mark_test_complete(a, 0)
+    sched.mark_test_complete(a, 2)
+    sched.remove_node(b)
+    replacement = _Node("hostB")
+    replacement.gateway.id = "gw9"
+    sched.worker_starting("hostB", "gw9")
+    assert not sched.tests_finished, "the host's share waits for its replacement"
+    sched.worker_down(replacement)  # xdist: node down before it was ever ready (never added)
+    assert sched.tests_finished and sched.lost == {"hostB": [3]}
+    sched.worker_down(a)  # a ready worker's down changes nothing here (remove_node follows it)
     assert sched.tests_finished

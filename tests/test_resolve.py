@@ -288,6 +288,16 @@ def test_container_of_another_host(world):
     assert "belongs to host other-box" in res.problem and HOST in res.problem
 
 
+def test_a_containers_row_names_its_host_short_or_long(world):
+    """The host cell is compared as every other host name is (config/hosts.py: the first label, any
+    case): ``GVR-HOST.lab.example`` is this host ``gvr-host``; ``gvr-host2.lab`` is not."""
+    mine = world.container(world.name("fqdn"))
+    res = world.resolve(world.env([(mine, demo.ROOTFS_IMAGE, f"{HOST.upper()}.lab.example")], repo_container=mine))
+    assert (res.name, res.problem) == (mine, None)
+    res = world.resolve(world.env([(mine, demo.ROOTFS_IMAGE, f"{HOST}2.lab")], repo_container=mine))
+    assert res.problem and f"belongs to host {HOST}2.lab" in res.problem
+
+
 def test_missing_container(world):
     ghost = world.name("ghost")
     world.devcontainer(named(ghost))

@@ -41,7 +41,7 @@ def select_host(env: EnvFile, options: RunOptions) -> HostRow:
         raise UsageError(env.path, f"host {row.host} is reached over SSH ({row.ssh_alias}); this version runs "
                          f"on the GPU host itself (Hosts of {env.path})", f"run pytest on {row.host}", named=True)
     here = socket.gethostname()
-    if _short(here) != _short(row.host):
+    if not same_host(here, row.host):
         raise UsageError(env.path, f"this machine is {here!r}, but the local row of Hosts in {env.path} is "
                          f"{row.host!r}", "correct the host cell, or run on that host", named=True)
     return row
@@ -66,5 +66,7 @@ def lock_for(env: EnvFile, host: HostRow) -> tuple[LockSpec, Optional[str]]:
     return row.lock_spec, (None if row.picker_is_builtin else row.picker)
 
 
-def _short(name: str) -> str:
-    return name.split(".")[0].lower()
+def same_host(one: str, other: str) -> bool:
+    """Two names of one machine: compared by their first label, in any case (``hostname`` prints
+    ``mi300x-01`` where a table may say ``mi300x-01.lab.example``)."""
+    return one.split(".")[0].casefold() == other.split(".")[0].casefold()

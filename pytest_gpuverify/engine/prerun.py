@@ -4,13 +4,12 @@ object the session holds. The GPU a `gpu = true` build needs comes from the targ
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Optional
 
 from pytest_gpuverify.config.declarations import DeclarationError
 from pytest_gpuverify.config.targets import Target, pythonpath
-from pytest_gpuverify.execute.leftovers import run_marker
+from pytest_gpuverify.execute.leftovers import run_id_of, run_marker
 from pytest_gpuverify.place.builds import BuildStep, SessionBuilds, build_failure, declared_builds
 
 if TYPE_CHECKING:
@@ -56,7 +55,7 @@ class DeclaredBuilds:
         if self._ran is None:
             self._ran = SessionBuilds(self._out_dir, self._timeout_s)
         env = {"PYTHONUNBUFFERED": "1", "PYTHONPATH": pythonpath(target.kind, wt),
-               **({"GPU_ARCHS": place.arch} if place.arch else {}), **run_marker(f"{stamp}-{os.getpid()}-build")}
+               **({"GPU_ARCHS": place.arch} if place.arch else {}), **run_marker(run_id_of(stamp, "build"))}
         key = (str(decl), str(built_tree))
         kept = [r for r in checked.builds if r.side != side]  # the other side's, already in this run
         try:

@@ -16,7 +16,6 @@ targets of one session share (host, sampler, picker, containers, caches) and run
 
 from __future__ import annotations
 
-import os
 import shlex
 import socket
 import time
@@ -39,7 +38,7 @@ from pytest_gpuverify.execute.container import ExecOutcome, Interrupted, interru
 from pytest_gpuverify.execute.log_trailer import seal_log
 from pytest_gpuverify.gpu.base import GpuInfo
 from pytest_gpuverify.lease.guard import RunGuards
-from pytest_gpuverify.execute.leftovers import run_marker
+from pytest_gpuverify.execute.leftovers import run_id_of, run_marker
 from pytest_gpuverify.lease.lock import LockError
 from pytest_gpuverify.lease.pickahead import PickAhead
 from pytest_gpuverify.lease.picker import NoGpu, PickerError
@@ -237,7 +236,7 @@ class TargetRun:
         held, self.held = self.held, leased.grant
         fresh = self.results.fresh = Fresh()
         problems: list[str] = []
-        run_id = f"{stamp}-{os.getpid()}"
+        run_id = run_id_of(stamp)
         # a kill -9 of us: the session's guard removes the container (its labels checked) before the locks go
         guards = RunGuards(s.session_guard(), leased.grant.fds)
         try:
@@ -294,7 +293,7 @@ class TargetRun:
         place, grant, wt = checked.place.facts, leased.grant, placed.wt
         handle = place.handle
         executed = self.results.executed = Executed()
-        run_id = f"{begun.stamp}-{os.getpid()}"
+        run_id = run_id_of(begun.stamp)
         guards = caches = None
         try:
             infos = [s.inventory.get(i, GpuInfo(index=i)) for i in grant.indices]

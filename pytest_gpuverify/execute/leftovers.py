@@ -30,6 +30,12 @@ REPORT_PREFIX = "gpuverify-left "
 _MAX_SHOWN = 3
 
 
+def run_id_of(stamp: str, part: str = "") -> str:
+    """A run's id on its host: its artifact's stamp and this process (two sessions may share a stamp),
+    with ``part`` naming a step of it (``build``)."""
+    return f"{stamp}-{os.getpid()}" + (f"-{part}" if part else "")
+
+
 def run_marker(run_id: str) -> dict[str, str]:
     """The environment entry every process of the run inherits (unique per run on the host)."""
     import secrets

@@ -181,7 +181,9 @@ def _normal_image(ref: str) -> str:
 
 
 def _host_ok(row: ContainerRow, host: str) -> bool:
-    return row.host is None or row.host.casefold() == host.casefold()
+    from pytest_gpuverify.config.hosts import same_host
+
+    return row.host is None or same_host(row.host, host)
 
 
 def names_ticket(text: str, ticket: str) -> bool:

@@ -188,7 +188,7 @@ class RemoteController:
         from pytest_gpuverify.remote.waitline import open_on_gateway
 
         if self._sched is not None:  # a crashed worker's replacement: its host's targets wait for it
-            self._sched.worker_starting(host_of_spec(gateway.spec) or "?")
+            self._sched.worker_starting(host_of_spec(gateway.spec) or "?", gateway.id)
         worker: str = gateway.id
 
         def on_folder(folder: str) -> None:
@@ -214,6 +214,8 @@ class RemoteController:
                                    getattr(node, "workeroutput", None) or {})
         if error is not None:
             self._crashed[node.gateway.id] = host_of_spec(node.gateway.spec) or "?"
+        if self._sched is not None:
+            self._sched.worker_down(node)
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_handlecrashitem(self, crashitem: str, report, sched) -> None:

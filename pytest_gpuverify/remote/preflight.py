@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict
 
 from pytest_gpuverify import __version__
 from pytest_gpuverify.config.envfile import HostRow
+from pytest_gpuverify.config.hosts import same_host
 from pytest_gpuverify.remote.sshmux import SharedSsh
 
 SSH_CONFIG_VARIABLE = "GPUVERIFY_SSH_CONFIG"  # an ssh_config for the aliases (default: ssh's own)
@@ -79,7 +80,7 @@ def check_host(row: HostRow, env_path, timeout_s: float, config: Optional[str],
         said = (done.stderr.strip().splitlines() or ["no output"])[-1]
         return HostCheck(row=row, unreachable=f"host {row.host}: `ssh {alias} hostname` failed ({said[:160]})")
     hostname = lines[0].strip()
-    if hostname.split(".")[0].casefold() != row.host.split(".")[0].casefold():
+    if not same_host(hostname, row.host):
         return HostCheck(row=row, hostname=hostname, problem=(
             f"`ssh {alias} hostname` printed {hostname!r}, but the Hosts row of {env_path} with that alias is "
             f"{row.host!r}: the alias reaches another machine. Fix: correct the host or ssh alias cell of that "

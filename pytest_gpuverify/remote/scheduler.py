@@ -23,7 +23,7 @@ class HostScheduler:
         self.placement: Optional[Placement] = None
         self.pending: dict[str, list[int]] = {}  # host -> indices not yet sent
         self.lost: dict[str, list[int]] = {}  # host -> indices left when its last worker ended
-        self.starting: dict[str, int] = {}  # host -> workers xdist restarts there, not yet added
+        self.starting: dict[str, set[str]] = {}  # host -> ids of workers xdist restarts there, not yet ready
         self.config = config
 
     @staticmethod
@@ -51,21 +51,25 @@ class HostScheduler:
     def _live_pending(self) -> dict[str, list[int]]:
         """What hosts with a worker, up or being restarted, still have to run (a host whose workers all
         ended for good leaves its share to the controller, which ends it INCONCLUSIVE)."""
-        live = {self.host(n) for n in self.node2pending} | {h for h, count in self.starting.items() if count > 0}
+        live = {self.host(n) for n in self.node2pending} | {h for h, ids in self.starting.items() if ids}
         waiting = {h: p for h, p in self.pending.items() if h in live}
         waiting.update({h: p for h, p in self.lost.items() if h in live and p})
         return waiting
 
-    def worker_starting(self, host: str) -> None:
+    def worker_starting(self, host: str, worker: str) -> None:
         """xdist started a worker's gateway on ``host`` after this scheduler began (a crashed worker's
         replacement): the host's share waits for it instead of ending the session."""
-        self.starting[host] = self.starting.get(host, 0) + 1
+        self.starting.setdefault(host, set()).add(worker)
+
+    def worker_down(self, node) -> None:
+        """A worker ended (xdist's node down): one that never became ready is no longer awaited, or
+        a replacement that died starting would hold its host's share, and the session, forever."""
+        self.starting.get(self.host(node), set()).discard(node.gateway.id)
 
     def add_node(self, node) -> None:
         self.node2pending[node] = []
         host = self.host(node)
-        if self.starting.get(host):
-            self.starting[host] -= 1
+        self.starting.get(host, set()).discard(node.gateway.id)
         if host in self.lost:  # a restarted worker of a host whose workers had all ended
             self.pending.setdefault(host, []).extend(self.lost.pop(host))
 
