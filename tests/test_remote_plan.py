@@ -152,3 +152,33 @@ def test_the_wait_line_names_the_host(tmp_path):
         timer.cancel()
         sampler.stop()
     assert any(line.startswith("waiting up to") and " s on hostB: " in line and "2 busy" in line for line in lines), lines
+
+
+def test_the_preflight_does_not_wait_for_a_master_that_holds_its_output(tmp_path, monkeypatch):
+    """The preflight's ssh becomes the host's ControlPersist master (remote/sshmux.py), which forks into
+    the background; OpenSSH before 8.4 keeps the session's stdout and stderr open in it. A fake ssh
+    leaves such a child behind and answers: the check returns at once (over pipes it waited for that
+    child, then said the host did not answer)."""
+    import os
+    import signal
+    import time
+
+    from pytest_gpuverify import __version__
+    from pytest_gpuverify.config.envfile import HostRow
+    from pytest_gpuverify.remote.preflight import check_host
+
+    folder = tmp_path / "bin"
+    folder.mkdir()
+    (folder / "ssh").write_text(f"#!/bin/sh\nsleep 30 &\necho $! > {tmp_path}/master.pid\n"
+                                f"echo hostA\necho 'gpuverify-preflight: {__version__}'\n")
+    (folder / "ssh").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{folder}:{os.environ['PATH']}")
+    started = time.monotonic()
+    try:
+        check = check_host(HostRow(host="hostA", ssh_alias="gv-a"), "env.md", 2.0, None)
+    finally:
+        pid = (tmp_path / "master.pid").read_text().strip() if (tmp_path / "master.pid").exists() else ""
+        if pid:
+            os.kill(int(pid), signal.SIGKILL)
+    assert time.monotonic() - started < 5
+    assert (check.hostname, check.unreachable, check.problem) == ("hostA", None, None)

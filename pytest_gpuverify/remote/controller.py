@@ -324,14 +324,14 @@ class RemoteController:
         import subprocess
 
         from pytest_gpuverify.remote.preflight import ssh_base
+        from pytest_gpuverify.remote.sshmux import run_ssh
 
         pid = getattr(getattr(gateway, "_cache_rinfo", None), "pid", None)
         alias = _alias_of(gateway.spec)
         if pid and alias:
             timeout_s, config = self._ssh
             try:
-                subprocess.run([*ssh_base(alias, timeout_s, config, self.shared_ssh), f"kill -KILL {int(pid)}"],
-                               timeout=timeout_s + 5, stdin=subprocess.DEVNULL, capture_output=True)
+                run_ssh([*ssh_base(alias, timeout_s, config, self.shared_ssh), f"kill -KILL {int(pid)}"], timeout_s + 5)
             except (OSError, subprocess.TimeoutExpired):
                 pass  # the host is gone too: its own guard and kernel end what ran there
         popen = getattr(getattr(gateway, "_io", None), "popen", None)

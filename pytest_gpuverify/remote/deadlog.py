@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Optional
 
 from pytest_gpuverify.remote.collect import MAX_BYTES  # past this, it stays on the host
+from pytest_gpuverify.remote.sshmux import run_ssh
 
 _MARK = "gpuverify-raw-log:"
 
@@ -26,7 +27,7 @@ def fetch_raw_log(ssh: list[str], host: str, folder: Optional[str], topic: str, 
               f"[ $(wc -c < \"$f\") -le {MAX_BYTES} ] || {{ echo \"$f\"; exit 4; }}; echo \"{_MARK}$f\"; cat \"$f\"")
     where = f"{folder}/bench_{topic}.*.log"
     try:
-        done = subprocess.run([*ssh, script], capture_output=True, timeout=timeout_s + 5, stdin=subprocess.DEVNULL)
+        done = run_ssh([*ssh, script], timeout_s + 5)
     except (OSError, subprocess.TimeoutExpired):
         return f"its raw log, if the command started, stays on host {host} ({where}): the host did not answer"
     if done.returncode == 3:

@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict
 from pytest_gpuverify import __version__
 from pytest_gpuverify.config.envfile import HostRow
 from pytest_gpuverify.config.hosts import same_host
-from pytest_gpuverify.remote.sshmux import SharedSsh
+from pytest_gpuverify.remote.sshmux import SharedSsh, run_ssh
 
 SSH_CONFIG_VARIABLE = "GPUVERIFY_SSH_CONFIG"  # an ssh_config for the aliases (default: ssh's own)
 SSH_TIMEOUT_VARIABLE = "GPUVERIFY_SSH_TIMEOUT"
@@ -69,15 +69,16 @@ def _probe_script(python: str) -> str:
 def check_host(row: HostRow, env_path, timeout_s: float, config: Optional[str],
                shared: Optional[SharedSsh] = None) -> HostCheck:
     alias, python = row.ssh_alias or row.host, python_of(row)
-    try:
-        done = subprocess.run([*ssh_base(alias, timeout_s, config, shared), _probe_script(python)], capture_output=True,
-                              text=True, errors="replace", timeout=timeout_s + 5, stdin=subprocess.DEVNULL)
+    try:  # this session becomes the host's master (sshmux.py): its output goes to files (run_ssh)
+        done = run_ssh([*ssh_base(alias, timeout_s, config, shared), _probe_script(python)], timeout_s + 5)
     except subprocess.TimeoutExpired:
         return HostCheck(row=row, unreachable=f"host {row.host}: `ssh {alias} hostname` did not answer within "
                          f"{timeout_s:g} s")
-    lines = done.stdout.splitlines()
+    except OSError as exc:  # no ssh client here
+        return HostCheck(row=row, unreachable=f"host {row.host}: `ssh {alias} hostname` could not run ({exc})")
+    lines = done.stdout.decode("utf-8", errors="replace").splitlines()
     if done.returncode == 255 or not lines:
-        said = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        said = (done.stderr.decode("utf-8", errors="replace").strip().splitlines() or ["no output"])[-1]
         return HostCheck(row=row, unreachable=f"host {row.host}: `ssh {alias} hostname` failed ({said[:160]})")
     hostname = lines[0].strip()
     if not same_host(hostname, row.host):

@@ -40,7 +40,7 @@ class SharedSsh:
         def end(alias: str) -> None:
             argv = ["ssh", *(["-F", config] if config else []), *self.options(), "-O", "exit", alias]
             try:
-                subprocess.run(argv, capture_output=True, timeout=10, stdin=subprocess.DEVNULL)
+                run_ssh(argv, timeout_s=10)
             except (OSError, subprocess.TimeoutExpired):
                 pass  # the master ends by itself PERSIST_S after its last session
 
@@ -48,6 +48,19 @@ class SharedSsh:
             with ThreadPoolExecutor(max_workers=min(16, len(aliases))) as pool:
                 list(pool.map(end, aliases))
         shutil.rmtree(self.folder, ignore_errors=True)
+
+
+def run_ssh(argv: list[str], timeout_s: Optional[float]) -> subprocess.CompletedProcess:
+    """``subprocess.run`` of an ssh command (or rsync over ssh), its output captured in files, not
+    pipes: the first session to a host becomes its ControlPersist master, which forks into the
+    background, and OpenSSH before 8.4 keeps that session's stdout and stderr open in it, so a pipe
+    would end only with the master (``PERSIST_S`` after the session). Raises what ``subprocess.run``
+    raises (OSError, TimeoutExpired: the command is killed)."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        done = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=err, timeout=timeout_s)
+        out.seek(0)
+        err.seek(0)
+        return subprocess.CompletedProcess(argv, done.returncode, out.read(), err.read())
 
 
 def shared_ssh(environ=os.environ) -> Optional[SharedSsh]:

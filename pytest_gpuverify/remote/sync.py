@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import subprocess
 from pathlib import Path
 from typing import Optional
 
@@ -17,7 +16,7 @@ from pytest_gpuverify.config.envfile import EnvFile, HostRow, RepoRow
 from pytest_gpuverify.place.gitstate import git_toplevel, repo_state
 from pytest_gpuverify.config.errors import UsageError
 from pytest_gpuverify.remote.preflight import ssh_base
-from pytest_gpuverify.remote.sshmux import SharedSsh
+from pytest_gpuverify.remote.sshmux import SharedSsh, run_ssh
 
 # never copied: git's own folder, build outputs, caches (the host builds its own)
 EXCLUDES = (".git", "build", "dist", "*.egg-info", "__pycache__", "*.pyc", ".pytest_cache", ".mypy_cache",
@@ -64,11 +63,14 @@ def file_list(top: Path) -> list[str]:
 def sync_to(host: HostRow, row: RepoRow, top: Path, timeout_s: float, ssh_config: Optional[str],
             shared: Optional[SharedSsh] = None) -> None:
     shell = " ".join(ssh_base("", timeout_s, ssh_config, shared)[:-1])  # rsync adds the alias itself
-    argv = ["rsync", "-a", "--delete", *(f"--exclude={p}" for p in EXCLUDES), "-e", shell,
+    argv = ["rsync", "-a", "--delete", f"--timeout={max(30, int(6 * timeout_s))}", *(f"--exclude={p}" for p in EXCLUDES), "-e", shell,
             f"{top}/", f"{host.ssh_alias}:{row.path}/"]
-    done = subprocess.run(argv, capture_output=True, text=True, errors="replace", stdin=subprocess.DEVNULL)
+    try:
+        done = run_ssh(argv, timeout_s=None)  # a large checkout takes its time; rsync's --timeout bounds a stall
+    except OSError as exc:
+        raise UsageError("--gpu-sync", f"--gpu-sync: rsync could not run here ({exc})", "install rsync") from None
     if done.returncode != 0:
-        said = (done.stderr.strip().splitlines() or ["no message"])[-1]
+        said = (done.stderr.decode("utf-8", errors="replace").strip().splitlines() or ["no message"])[-1]
         raise UsageError("--gpu-sync", f"--gpu-sync: rsync of {top} to {host.host}:{row.path} failed (exit "
                          f"{done.returncode}: {said[:200]})",
                          f"check that rsync is installed on {host.host} and the folder is writable")
