@@ -106,3 +106,21 @@ def test_ctrl_c_stops_the_command_and_carries_what_was_known(executor, tmp_path)
     assert outcome.duration_s < GRACE_S + 5, outcome.duration_s
     code, ps = executor.capture(["sh", "-c", "cat /proc/[0-9]*/cmdline 2>/dev/null | tr '\\0' ' '"])
     assert code == 0 and b"/proc/" in ps and tag.encode() not in ps, "the command is gone"
+
+
+def test_an_engine_that_is_gone_is_a_container_error(tmp_path):
+    """The Docker daemon stopped (its socket gone): each call of the executor says so as a
+    ContainerError naming the container, which the run records as its reason; requests' own
+    ConnectionError, which the SDK does not wrap, used to escape as an internal error."""
+    import docker
+
+    from pytest_gpuverify.execute.container import ContainerError, ContainerExecutor
+
+    client = docker.DockerClient(base_url=f"unix://{tmp_path}/docker.sock", version="1.41")
+    gone = ContainerExecutor(client, "gv-gone")
+    calls = {"capture": lambda: gone.capture(["true"]), "running": lambda: gone.running,
+             "stream_to_file": lambda: gone.stream_to_file(["true"], tmp_path / "out.log")}
+    for name, call in calls.items():
+        with pytest.raises(ContainerError, match="'gv-gone'"):
+            call()
+            pytest.fail(f"{name} did not raise")

@@ -52,6 +52,15 @@ class ContainerError(Exception):
     """The container is unusable (missing, stopped, not the user's). The message says what to do."""
 
 
+def engine_errors() -> tuple[type[BaseException], ...]:
+    """What a call to the Docker engine raises when the engine fails: the SDK's own errors, and
+    requests' when the daemon is gone or stops answering (the SDK does not wrap those)."""
+    import docker.errors
+    import requests.exceptions
+
+    return docker.errors.DockerException, requests.exceptions.RequestException
+
+
 def docker_client(base_url: Optional[str] = None, timeout: int = 60) -> Any:
     import docker  # imported here: collection must stay fast and work without a daemon
 
@@ -80,7 +89,7 @@ class ContainerExecutor:
                 self._attrs = self.client.api.inspect_container(self.name)
             except docker.errors.NotFound:
                 raise ContainerError(f"container {self.name!r} does not exist on this host") from None
-            except docker.errors.DockerException as exc:
+            except engine_errors() as exc:
                 raise ContainerError(f"cannot inspect container {self.name!r}: {exc}") from None
         return self._attrs
 
@@ -141,7 +150,6 @@ class ContainerExecutor:
         sink: Callable[[bytes], None],
         on_start: Optional[Callable[[list[str]], None]] = None,
     ) -> ExecOutcome:
-        import docker.errors
 
         api = self.client.api
         pid_file = f"{SCRATCH_ROOT}/{uuid.uuid4().hex}.pid"
@@ -154,7 +162,7 @@ class ContainerExecutor:
                 self.name, wrapped, stdout=True, stderr=True, environment=dict(env or {}), workdir=workdir
             )["Id"]
             stream = api.exec_start(exec_id, stream=True, demux=True)
-        except docker.errors.DockerException as exc:
+        except engine_errors() as exc:
             raise ContainerError(f"cannot exec in container {self.name!r}: {exc}") from None
         marker = (env or {}).get(MARKER)
         reader_error: list[BaseException] = []
@@ -205,15 +213,13 @@ class ContainerExecutor:
         return outcome
 
     def _finish(self, exec_id: str, outcome: ExecOutcome, started: float, limit: int) -> None:
-        import docker.errors
-
         info: dict = {}
         pause = 0.002  # the stream can end a moment before the engine records the exit: look again
         deadline = time.monotonic() + 2.5  # soon at first (this wait sits between two targets), then every 50 ms
         while True:
             try:
                 info = self.client.api.exec_inspect(exec_id)
-            except docker.errors.DockerException:
+            except engine_errors():  # the engine is gone: no exit code; the container is looked at below
                 break
             if not info.get("Running") or time.monotonic() > deadline:
                 break
