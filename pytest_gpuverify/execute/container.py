@@ -150,7 +150,6 @@ class ContainerExecutor:
         sink: Callable[[bytes], None],
         on_start: Optional[Callable[[list[str]], None]] = None,
     ) -> ExecOutcome:
-
         api = self.client.api
         pid_file = f"{SCRATCH_ROOT}/{uuid.uuid4().hex}.pid"
         limit = max(1, int(round(timeout_s)))
