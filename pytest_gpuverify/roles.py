@@ -115,10 +115,19 @@ class EngineRole(Role):
         super().__init__(config)
         self.engine = engine
         config.stash[ENGINE_KEY] = engine
+        self._previous_term = None  # the SIGTERM handler this role replaced, put back at unregister
+
+    def unregister(self) -> None:
+        super().unregister()
+        if self._previous_term is not None:  # an embedding process gets its own SIGTERM back
+            import signal
+
+            signal.signal(signal.SIGTERM, self._previous_term)
+            self._previous_term = None
 
     def pytest_configure(self, config: pytest.Config) -> None:
         """Called once the role is registered: the idle window starts filling now, while pytest collects."""
-        _terminate_like_ctrl_c()
+        self._previous_term = _terminate_like_ctrl_c()
         self.engine.start_in_background()
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
@@ -260,9 +269,10 @@ class RemoteDistController(DistController):
         """No claims folder: it would be a path on this host."""
 
 
-def _terminate_like_ctrl_c() -> None:
+def _terminate_like_ctrl_c():
     """SIGTERM (a CI job cancelled, a scheduler's stop) takes Ctrl-C's path: the command is stopped,
-    the lock released and the artifact written with the reason."""
+    the lock released and the artifact written with the reason. Returns the handler it replaced
+    (None: none replaced), put back when the role ends."""
     import signal
     import threading
 
@@ -271,8 +281,9 @@ def _terminate_like_ctrl_c() -> None:
     def on_term(signum, frame):
         raise Terminated("SIGTERM")
 
-    if threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGTERM, on_term)
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    return signal.signal(signal.SIGTERM, on_term)
 
 
 def _load_declarations(config: pytest.Config, env: EnvFile) -> Optional[Declarations]:

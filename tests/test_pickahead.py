@@ -82,6 +82,33 @@ def test_dropping_a_waiting_pick_stops_the_wait_and_takes_nothing(host):
     assert free(lock, 0) and free(lock, 1)
 
 
+def test_a_ctrl_c_while_waiting_for_the_grant_lets_the_gpu_go(host):
+    """Ctrl-C lands while the session waits for the pick's grant (all GPUs held, a wait of a minute):
+    the pick is dropped there, so the GPU it would take is never held by nobody."""
+    import signal
+
+    picker, lock, _ = host
+    held = [GpuLease(lock.path_for(i), i) for i in (0, 1)]
+    assert all(lease.try_acquire() for lease in held)
+
+    def ctrl_c(signum, frame):
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGALRM, ctrl_c)
+    try:
+        ahead = PickAhead(picker, 1, 60.0)
+        signal.setitimer(signal.ITIMER_REAL, 0.3)
+        with pytest.raises(KeyboardInterrupt):
+            ahead.grant()
+        held[0].release()  # a GPU comes free: a pick still waiting would take it and hold it
+        time.sleep(1.0)
+        assert free(lock, 0), "the interrupted pick took GPU 0 and kept it"
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+        held[1].release()
+
+
 def test_a_pick_that_finds_no_gpu_raises_it_at_the_grant(host):
     picker, lock, _ = host
     held = [GpuLease(lock.path_for(i), i) for i in (0, 1)]

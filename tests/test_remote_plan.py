@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import tempfile
+from pathlib import Path
 
 import execnet
 import pytest
@@ -109,7 +110,9 @@ def test_worker_hands_back_its_written_files_within_the_limit(tmp_path, monkeypa
     monkeypatch.setattr(tempfile, "tempdir", str(staging_root))  # this test's own, so no other test's folders
     collector.receive("hostA", "gw0", {collect.FILES_KEY: [("../evil.json", b"{}"), ("bench_a.json", b"{}")],
                                        collect.NOTES_KEY: left})
-    taken, problems = collector.landed()  # taken as the worker ended, not at the session's end
+    collector.receive("hostA", "gw0", {collect.FILES_KEY: [("bench_a.json", b"{}")], collect.NOTES_KEY: left})
+    taken, problems = collector.landed()  # taken as the worker ended (xdist may report that end twice: once)
+    assert len([p for p in problems if "REFUSED" in p]) == 1 and len([p for p in problems if "left on" in p]) == 1
     assert taken == 0 and any("REFUSED" in p and "bench_a.json" in p for p in problems)  # `{}` fails check
     assert not any("evil" in p for p in problems), "a name, never a path: ../evil.json was not even staged"
     assert any(p.startswith("hostA: ") and "left on the host" in p for p in problems)
@@ -182,3 +185,19 @@ def test_the_preflight_does_not_wait_for_a_master_that_holds_its_output(tmp_path
             os.kill(int(pid), signal.SIGKILL)
     assert time.monotonic() - started < 5
     assert (check.hostname, check.unreachable, check.problem) == ("hostA", None, None)
+
+
+def test_a_dead_workers_log_copied_twice_keeps_both_copies(tmp_path):
+    """Two dead targets of one topic on one host: each copy of its raw log gets its own name."""
+    from pytest_gpuverify.remote.deadlog import fetch_raw_log
+
+    folder, out = tmp_path / "host-results", tmp_path / "here"
+    folder.mkdir()
+    local_sh = ["sh", "-c"]  # stands for `ssh <alias>`: the script runs here, in the folder's host
+    names = []
+    for content in (b"first\n", b"second\n", b"third\n"):
+        (folder / "bench_t.20260101T000000Z.log").write_bytes(content)
+        said = fetch_raw_log(local_sh, "hostA", str(folder), "t", out, 5.0)
+        names.append(said.rsplit(" is ", 1)[1])
+    assert len(set(names)) == 3, names
+    assert sorted(Path(n).read_bytes() for n in names) == [b"first\n", b"second\n", b"third\n"]

@@ -97,7 +97,10 @@ class LocalHost:
             try:
                 out, err = proc.communicate(timeout=GRACE_S)
             except subprocess.TimeoutExpired:  # a process that left the group still holds the pipes
-                proc.kill()
+                proc.wait()  # the group's leader is killed: reaped, so its exit code is known
+                for pipe in (proc.stdout, proc.stderr):
+                    if pipe is not None:
+                        pipe.close()
                 out, err = b"", b""
             return CommandResult(argv, proc.returncode, out[:MAX_CAPTURE], err[:MAX_CAPTURE], timed_out=True)
         except BaseException:

@@ -29,8 +29,9 @@ from pathlib import Path
 from typing import Optional, Sequence
 
 # By module name from this checkout (lease/watchdog.py): -I keeps the user's PYTHONPATH and site out,
-# -S makes its start fast (it loads site only when it has something to stop).
-WATCHDOG_ARGV = ["-I", "-S", "-c", f"import sys; sys.path.insert(0, {str(Path(__file__).parents[2])!r}); "
+# -S makes its start fast (it loads site only when it has something to stop). Appended, not put first:
+# for an installed package that folder is site-packages, whose backports must not shadow the stdlib.
+WATCHDOG_ARGV = ["-I", "-S", "-c", f"import sys; sys.path.append({str(Path(__file__).parents[2])!r}); "
                  "from pytest_gpuverify.lease.watchdog import main; sys.exit(main())"]
 # It starts beside the session's work: at a lower priority, a command's own start goes first.
 _NICE = ["/usr/bin/nice", "-n", "10"] if os.access("/usr/bin/nice", os.X_OK) else []

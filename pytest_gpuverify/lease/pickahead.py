@@ -39,7 +39,11 @@ class PickAhead:
     def grant(self) -> GpuGrant:
         """The GPUs, once the checks have passed; raises what the pick raised (NoGpu, PickerError,
         LockError), as a pick made now would."""
-        grant = self._pick.result()
+        try:
+            grant = self._pick.result()
+        except BaseException:  # Ctrl-C while it waited, or the pick's own error: nobody else lets go of it
+            self.drop()
+            raise
         with self._lock:
             self._dropped = True  # handed over: drop() leaves it alone from now on
         assert grant is not None  # only a dropped pick gives none

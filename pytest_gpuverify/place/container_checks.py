@@ -80,7 +80,7 @@ class ContainerPlaces:
 
     def start_client(self) -> None:
         """Make the Docker client in a thread, at the session's start: the SDK's import (requests,
-        urllib3: 0.3 s of CPU) and the API version call run while pytest collects, not on the
+        urllib3: 0.15 s of CPU) and the API version call run while pytest collects, not on the
         first target's path. A failure surfaces at :meth:`client`, where it did before."""
         from pytest_gpuverify.engine.overlap import Background
 

@@ -46,9 +46,13 @@ class ArtifactCollector:
         self.out_dir = out_dir
         self.taken = 0
         self.problems: list[str] = []  # each a line naming the file (or the host, for a file left there)
+        self._received: set[str] = set()  # worker ids: xdist reports an interrupted worker's end twice
 
     def receive(self, host: str, worker: str, workeroutput: dict) -> None:
-        """Stage what ``worker`` handed back, take it in, and forget the staging folder."""
+        """Stage what ``worker`` handed back, take it in, and forget the staging folder (once per worker)."""
+        if worker in self._received:
+            return
+        self._received.add(worker)
         self.problems += [f"{host}: {line}" for line in workeroutput.get(NOTES_KEY) or []]
         files = workeroutput.get(FILES_KEY) or []
         if not files:

@@ -40,8 +40,10 @@ def fetch_raw_log(ssh: list[str], host: str, folder: Optional[str], topic: str, 
     local = out_dir / Path(remote).name
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
-        if local.exists():  # never overwritten
-            local = local.with_name(f"{local.stem}.from-{host}{local.suffix}")
+        stem, n = f"{local.stem}.from-{host}", 1
+        while local.exists():  # never overwritten: .from-<host>, then .from-<host>-2 ...
+            local = local.with_name(f"{stem}{'' if n == 1 else f'-{n}'}{local.suffix}")
+            n += 1
         local.write_bytes(content)
     except OSError as exc:
         return f"its raw log stays on host {host} ({remote}; not copied here: {exc})"
