@@ -108,6 +108,29 @@ def test_ctrl_c_stops_the_command_and_carries_what_was_known(executor, tmp_path)
     assert code == 0 and b"/proc/" in ps and tag.encode() not in ps, "the command is gone"
 
 
+def test_a_second_ctrl_c_does_not_cut_the_stop_short(executor, tmp_path):
+    """The command ignores SIGTERM; a second Ctrl-C comes during the stop's grace. The stop still ends
+    with the command killed and the outcome carried (a second Ctrl-C used to escape the host's stop,
+    leaving the command running with its GPU let go)."""
+    tag = f"gv-exec-{uuid.uuid4().hex[:8]}"
+    out = tmp_path / "out.log"
+    sent: list[bool] = []
+
+    def ctrl_c_twice(data: bytes) -> None:
+        if b"up" in data and not sent:
+            sent.append(True)
+            for at in (0.3, 0.3 + GRACE_S / 2):
+                threading.Timer(at, os.kill, (os.getpid(), signal.SIGINT)).start()
+
+    with pytest.raises(KeyboardInterrupt) as info:  # not Interrupted alone: a bare one must fail, not abort
+        executor.stream_to_file(["sh", "-c", "trap '' TERM; echo up; sleep 60", tag], out, timeout_s=60,
+                                echo=ctrl_c_twice)
+    assert isinstance(info.value, Interrupted), "the second Ctrl-C cut the stop short"
+    assert info.value.outcome.interrupted == "Ctrl-C"
+    code, ps = executor.capture(["sh", "-c", "cat /proc/[0-9]*/cmdline 2>/dev/null | tr '\\0' ' '"])
+    assert code == 0 and b"/proc/" in ps and tag.encode() not in ps, "the command is gone"
+
+
 def test_an_engine_that_is_gone_is_a_container_error(tmp_path):
     """The Docker daemon stopped (its socket gone): each call of the executor says so as a
     ContainerError naming the container, which the run records as its reason; requests' own

@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import os
 import signal
+import threading
 import time
+from contextlib import contextmanager
 
 TYPE_CHECKING = False  # typing's own import would cost the watchdog's start more than the rest of it
 if TYPE_CHECKING:
@@ -53,6 +55,20 @@ class CappedSink:
             return None
         size = f"{self.cap >> 30} GiB" if self.cap >= 1 << 30 else f"{self.cap} bytes"
         return f"output passed {size}; the rest was not saved"
+
+
+@contextmanager
+def second_ctrl_c_held():
+    """While a stopped command is being stopped and swept: a second Ctrl-C must not cut that short
+    (the command would run on with its GPU let go). SIGINT is ignored meanwhile, in the main thread."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def signal_group(pgid: int, sig: int) -> bool:

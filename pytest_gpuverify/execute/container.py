@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Optional, Sequence
 
 from pytest_gpuverify.execute.base import ExecOutcome, Interrupted, interrupt_cause
-from pytest_gpuverify.execute.bounds import GRACE_S, MAX_OUTPUT_BYTES, SCRATCH_ROOT, CappedSink
+from pytest_gpuverify.execute.bounds import GRACE_S, MAX_OUTPUT_BYTES, SCRATCH_ROOT, CappedSink, second_ctrl_c_held
 from pytest_gpuverify.execute.leftovers import MARKER, SNAPSHOT_SH, SWEEP_SH, parse_report
 
 PID_FILE_WAIT_S = 2.0  # the wrapper writes its pid file right after the exec starts
@@ -254,10 +254,5 @@ class ContainerExecutor:
 
     def _stop_quietly(self, pid_file: str) -> None:
         """SIGTERM through `timeout` (it forwards it to the command); SIGKILL once the grace has passed."""
-        import signal as _signal
-
-        previous = _signal.signal(_signal.SIGINT, _signal.SIG_IGN)  # a second Ctrl-C must not skip cleanup
-        try:
+        with second_ctrl_c_held():
             self._stop(pid_file)
-        finally:
-            _signal.signal(_signal.SIGINT, previous)

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Callable, Mapping, Optional, Sequence
 
 from pytest_gpuverify.execute.base import ExecOutcome, Interrupted, interrupt_cause
-from pytest_gpuverify.execute.bounds import MAX_OUTPUT_BYTES, CappedSink, stop_group
+from pytest_gpuverify.execute.bounds import MAX_OUTPUT_BYTES, CappedSink, second_ctrl_c_held, stop_group
 from pytest_gpuverify.execute.host_commands import LocalHost
 from pytest_gpuverify.execute.leftovers import MARKER, proc_pids, stop_marked
 
@@ -95,9 +95,10 @@ class HostExecutor:
             except KeyboardInterrupt as exc:
                 timer.cancel()
                 outcome.interrupted = interrupt_cause(exc)
-                _stop(proc)
-                if marker:
-                    outcome.leftovers = stop_marked(marker, before)
+                with second_ctrl_c_held():
+                    _stop(proc)
+                    if marker:
+                        outcome.leftovers = stop_marked(marker, before)
                 if reader.is_alive():
                     reader.join(timeout=5)
                 outcome.exit_code = proc.returncode
