@@ -89,3 +89,29 @@ def test_a_bad_setup_under_xdist_stops_on_the_controller_before_any_worker(sandb
     assert "nosuch" in err and "Fix:" in err, err
     assert not [e for e in events if e["event"] == "engine"], "the controller checks the setup without an engine"
     assert not [e for e in events if e["worker"]], "no worker started"
+
+
+FULL_DISK = '''
+import errno
+from pytest_gpuverify.engine import run
+
+def full_disk(*args, **kwargs):
+    raise OSError(errno.ENOSPC, "No space left on device")
+
+run.seal_log = full_disk
+'''
+
+
+def test_a_log_that_cannot_be_sealed_still_gets_its_artifact_and_no_pass(sandbox, tmp_path):
+    """The disk fills as the raw log's trailer is written: the target's artifact is still written,
+    INCONCLUSIVE with the reason (the failure escaped the verdict: no artifact for the target)."""
+    (tmp_path / "plug").mkdir()
+    (tmp_path / "plug" / "gv_full_disk.py").write_text(FULL_DISK, encoding="utf-8")
+    path = os.pathsep.join(p for p in (str(tmp_path / "plug"), os.environ.get("PYTHONPATH", "")) if p)
+    proc = sandbox.pytest("-p", "gv_full_disk", TARGETS[0], env={"PYTHONPATH": path})
+    out = proc.stdout.decode(errors="replace") + proc.stderr.decode(errors="replace")
+    assert proc.returncode != 0, out[-3000:]
+    art = sandbox.artifact("gemm_a8w8")
+    assert art.verdict == "INCONCLUSIVE", art.reasons
+    assert any("could not be sealed" in r and "No space left" in r for r in art.reasons), art.reasons
+    assert art.run is not None and art.run.ran and art.raw_output

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Callable, Iterator, Optional
 from pytest_gpuverify.config.targets import (PYTEST_KINDS, RunEnvironment, Target, command_argv, import_package,
                                              junit_path, pythonpath)
 from pytest_gpuverify.engine import multirun
-from pytest_gpuverify.engine.artifact import Artifact, RunRecord, utc_now
+from pytest_gpuverify.engine.artifact import RunRecord, utc_now
 from pytest_gpuverify.engine.files import create_result_file
 from pytest_gpuverify.engine.outcome import TargetOutcome, build_artifact, gpu_records, ran_in, target_record
 from pytest_gpuverify.engine.phases import (Begun, Checked, Command, Decided, Executed, Fresh, Leased, Placed,
@@ -377,12 +377,12 @@ class TargetRun:
     def decide(self, parsed: Optional[ParsedOutput]) -> TargetOutcome:
         """The verdict from the run record and the parse; the log sealed; the artifact built."""
         r = self.results
+        raw = r.executed.raw_path if r.executed is not None else None
+        if self.ran and raw is not None and raw.exists():  # first: a log that cannot be sealed is a reason
+            self._seal(self.run_record(output_parsed=parsed is not None))
         record = self.run_record(output_parsed=parsed is not None)
         verdict, reasons = verdict_and_reasons(record, parsed, self.target.thresholds, r.begun.record)
         r.decided = Decided(record, verdict, reasons, parsed)
-        raw = r.executed.raw_path if r.executed is not None else None
-        if self.ran and raw is not None and raw.exists():
-            self._seal(record)
         return TargetOutcome(self.target, build_artifact(r), r.begun.artifact_path, raw_path=raw,
                              junit_path=r.executed.junit_path if r.executed is not None else None)
 
@@ -391,8 +391,10 @@ class TargetRun:
         executed = self.results.executed
         if self.sealed or executed is None or executed.raw_path is None:
             return
-        begun = self.results.begun
-        where = Artifact.model_construct(topic=begun.topic, ts=begun.ts, host=begun.host,
-                                         container=ran_in(self.results), gpus=executed.gpus)
-        seal_log(executed.raw_path, record, where)
-        self.sealed = True
+        self.sealed = True  # tried once: a failure is the run's reason, not retried
+        try:
+            seal_log(executed.raw_path, record, self.results.begun.host, ran_in(self.results),
+                     [g.index for g in executed.gpus])
+        except OSError as exc:  # a full disk: the artifact is still written, and not a PASS
+            self.blocked.append(f"the raw log {executed.raw_path} could not be sealed ({exc}): "
+                                "`gpuverify check` cannot verify it")

@@ -27,11 +27,11 @@ def trailer_fields(*, exit_code: Optional[int], timed_out: bool, interrupted: Op
             "container_died": container_died, "host": host, "container": container, "gpus": gpus}
 
 
-def seal_log(log: Path, facts, art) -> None:
+def seal_log(log: Path, facts, host: str, container: Optional[str], gpus: list[Optional[int]]) -> None:
     """The trailer of a run: ``facts`` (the artifact's RunRecord) and where the artifact says it ran."""
     append_trailer(log, trailer_fields(
         exit_code=facts.exit_code, timed_out=facts.timed_out, interrupted=facts.interrupted,
-        container_died=facts.container_died, host=art.host, container=art.container, gpus=[g.index for g in art.gpus]))
+        container_died=facts.container_died, host=host, container=container, gpus=gpus))
 
 
 def append_trailer(log: Path, fields: dict[str, Any]) -> None:
