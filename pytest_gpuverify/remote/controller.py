@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import threading
 import time
+from functools import partial
 from pathlib import Path
 from typing import Optional
 
@@ -23,7 +24,6 @@ from pytest_gpuverify.remote.sshmux import SharedSsh, shared_ssh
 from pytest_gpuverify.remote.txspec import checkouts_root, host_of_spec, remote_rows, tx_specs
 from pytest_gpuverify.remote.unran import unran_report, verdict_properties, write_unran
 
-EXIT_WAIT_S = 10.0  # for the workers' own exit at the end (xdist's NodeManager.EXIT_TIMEOUT)
 DEADLINE_MARGIN_S = 120.0  # beyond a target's own limits (wait, window, timeout): start-up, checks, artifact
 MARGIN_VARIABLE = "GPUVERIFY_REMOTE_MARGIN_S"
 
@@ -39,13 +39,11 @@ def plan_remote(config: pytest.Config, env: EnvFile, environ) -> Optional["Remot
                          "pytest-xdist, which is not loaded", "pip install pytest-xdist, and do not pass -p no:xdist")
     timeout_s, ssh_config = ssh_timeout_s(environ), environ.get(SSH_CONFIG_VARIABLE) or None
     shared = shared_ssh(environ)
-    try:
-        remote = _plan_on(config, env, environ, rows, timeout_s, ssh_config, shared)
-    except BaseException:
-        if shared is not None:
-            shared.close([r.ssh_alias or r.host for r in rows], ssh_config)
-        raise
-    remote.shared_ssh, remote.aliases = shared, [r.ssh_alias or r.host for r in rows]
+    if shared is not None:  # pytest's last cleanup, after every unconfigure (ours waits for the workers' exit)
+        aliases = [r.ssh_alias or r.host for r in rows]
+        config.add_cleanup(lambda: shared.close(aliases, ssh_config))
+    remote = _plan_on(config, env, environ, rows, timeout_s, ssh_config, shared)
+    remote.shared_ssh = shared
     return remote
 
 
@@ -148,7 +146,6 @@ class RemoteController:
         self._folders: dict[str, str] = {}  # worker id -> its result folder on its host (remote/deadlog.py)
         self._exited: list = []  # the gateways of workers that ended cleanly, told to exit at once
         self.shared_ssh: Optional[SharedSsh] = None  # remote/sshmux.py: the hosts' connections of the session, ended at its end
-        self.aliases: list[str] = []  # the ssh aliases of the hosts asked for
 
     @pytest.hookimpl(optionalhook=True, tryfirst=True)
     def pytest_xdist_make_scheduler(self, config, log):
@@ -173,13 +170,22 @@ class RemoteController:
             start_at_once(nodemanager, list(specs))
 
     def pytest_unconfigure(self, config) -> None:
-        # the workers told to exit at their end have been ending while the summary was written: xdist's
-        # teardown does not wait for a gateway already told to exit, so wait here (bounded, as xdist does)
-        deadline = time.monotonic() + EXIT_WAIT_S
-        for gateway in self._exited:
-            gateway.join(timeout=max(0.0, deadline - time.monotonic()))
-        if self.shared_ssh is not None:  # every worker is down by now
-            self.shared_ssh.close(self.aliases, self._ssh[1])
+        """The workers told to exit at their end have been ending while the summary was written; xdist's
+        teardown skips a gateway already told to exit, so they are waited for here as execnet's
+        ``Group.terminate`` does (their ssh killed past xdist's timeout), before the ssh masters close."""
+        from execnet.multi import safe_terminate
+        from xdist.workermanage import NodeManager  # type: ignore[import-untyped]
+
+        def join_wait(gateway) -> None:
+            gateway.join()
+            gateway._io.wait()
+
+        def kill(gateway) -> None:
+            gateway._io.kill()
+
+        if self._exited:
+            safe_terminate(self._exited[0].execmodel, NodeManager.EXIT_TIMEOUT,
+                           [(partial(join_wait, g), partial(kill, g)) for g in self._exited])
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_xdist_newgateway(self, gateway) -> None:
