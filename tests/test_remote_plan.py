@@ -201,3 +201,19 @@ def test_a_dead_workers_log_copied_twice_keeps_both_copies(tmp_path):
         names.append(said.rsplit(" is ", 1)[1])
     assert len(set(names)) == 3, names
     assert sorted(Path(n).read_bytes() for n in names) == [b"first\n", b"second\n", b"third\n"]
+
+
+def test_an_earlier_sessions_log_is_never_taken_for_a_dead_targets(tmp_path):
+    """The result folder keeps an earlier session's log of the topic: a worker that died before its
+    command started has none of its own, and the older log is not copied as if it were."""
+    from pytest_gpuverify.remote.deadlog import fetch_raw_log
+
+    folder, out = tmp_path / "host-results", tmp_path / "here"
+    folder.mkdir()
+    (folder / "bench_t.20260101T000000000000Z.log").write_bytes(b"an earlier session\n")
+    since = "20260102T000000000000Z"  # the worker's stamp before its first target
+    said = fetch_raw_log(["sh", "-c"], "hostA", str(folder), "t", out, 5.0, since)
+    assert "the command had not started" in said and not out.exists(), said
+    (folder / "bench_t.20260102T000001000000Z.log").write_bytes(b"this session\n")
+    said = fetch_raw_log(["sh", "-c"], "hostA", str(folder), "t", out, 5.0, since)
+    assert (out / "bench_t.20260102T000001000000Z.log").read_bytes() == b"this session\n", said

@@ -12,6 +12,8 @@ import time
 from datetime import datetime, timedelta, timezone
 from typing import Optional
 
+STAMP_FORMAT = "%Y%m%dT%H%M%S%fZ"  # a run's stamp in its file names (UTC): sorts as it happened
+
 
 class SessionClock:
     def __init__(self) -> None:

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Callable, Iterator, Optional
 from pytest_gpuverify.config.targets import (PYTEST_KINDS, RunEnvironment, Target, command_argv, import_package,
                                              junit_path, pythonpath)
 from pytest_gpuverify.engine import multirun
+from pytest_gpuverify.engine.clock import STAMP_FORMAT
 from pytest_gpuverify.engine.artifact import RunRecord, utc_now
 from pytest_gpuverify.engine.files import create_result_file
 from pytest_gpuverify.engine.outcome import TargetOutcome, build_artifact, gpu_records, ran_in, target_record
@@ -76,7 +77,7 @@ class TargetRun:
         topic = s.unique_topic(target)
         self.results = Results(Begun(
             target=target, record=target_record(target, multirun.repeats_for(s.options, target)), topic=topic,
-            stamp=datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S%fZ"), ts=utc_now(), t0=time.monotonic(),
+            stamp=datetime.now(timezone.utc).strftime(STAMP_FORMAT), ts=utc_now(), t0=time.monotonic(),
             host=socket.gethostname(), artifact_path=s.out_dir / f"bench_{topic}.json", notes=list(s.session_notes),
             key=s.options.ticket, cold=s.options.cold, signed_by=s.signer.signer if s.signer else None,
             synced=s.synced, collected=s.clock.wall(s.collected)))

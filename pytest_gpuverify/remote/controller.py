@@ -143,7 +143,8 @@ class RemoteController:
         self._unran_problems: list[str] = []
         self._wait_line_problems: list[str] = []
         self._config: Optional[pytest.Config] = None
-        self._folders: dict[str, str] = {}  # worker id -> its result folder on its host (remote/deadlog.py)
+        self._folders: dict[str, tuple[str, Optional[str]]] = {}  # worker id -> (its result folder on its host,
+        # the host's stamp before its first target): remote/deadlog.py
         self._exited: list = []  # the gateways of workers that ended cleanly, told to exit at once
         self.shared_ssh: Optional[SharedSsh] = None  # remote/sshmux.py: the hosts' connections of the session, ended at its end
 
@@ -197,8 +198,8 @@ class RemoteController:
             self._sched.worker_starting(host_of_spec(gateway.spec) or "?", gateway.id)
         worker: str = gateway.id
 
-        def on_folder(folder: str) -> None:
-            self._folders[worker] = folder
+        def on_folder(folder: str, since: Optional[str]) -> None:
+            self._folders[worker] = (folder, since)
 
         problem = open_on_gateway(gateway, live_line(self._config), on_folder)
         if problem:
@@ -321,8 +322,9 @@ class RemoteController:
         if not alias or self.collector is None:
             return f"its raw log, if the command started, stays on host {host}"
         timeout_s, config = self._ssh
-        return fetch_raw_log(ssh_base(alias, timeout_s, config, self.shared_ssh), host, self._folders.get(wid),
-                             self.topic or topic_of(nodeid), self.collector.out_dir, timeout_s)
+        folder, since = self._folders.get(wid, (None, None))
+        return fetch_raw_log(ssh_base(alias, timeout_s, config, self.shared_ssh), host, folder,
+                             self.topic or topic_of(nodeid), self.collector.out_dir, timeout_s, since)
 
     def _cut_worker(self, gateway) -> None:
         """Kill the hung worker on its host (its pid from the gateway's start), so that its guard stops

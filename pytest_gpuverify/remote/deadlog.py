@@ -17,13 +17,16 @@ _MARK = "gpuverify-raw-log:"
 
 
 def fetch_raw_log(ssh: list[str], host: str, folder: Optional[str], topic: str, out_dir: Path,
-                  timeout_s: float) -> str:
-    """``ssh``: the argv that reaches the host (remote/preflight.py ssh_base). The clause for the
-    reason: where the raw log is now."""
+                  timeout_s: float, since: Optional[str] = None) -> str:
+    """``ssh``: the argv that reaches the host (remote/preflight.py ssh_base); ``since``: the worker's
+    stamp before its first target (the folder keeps earlier sessions' logs of the topic: those are
+    never this target's). The clause for the reason: where the raw log is now."""
     if not folder:
         return f"its raw log, if the command started, stays on host {host} in its result folder (bench_{topic}.*.log)"
     pattern = f"{shlex.quote(folder)}/bench_{shlex.quote(topic)}.*.log"
-    script = (f"f=$(ls -t {pattern} 2>/dev/null | head -n 1); [ -n \"$f\" ] || exit 3; "
+    # the newest log of the topic whose stamp (bench_<topic>.<stamp>.log) is not older than `since`
+    newest = f"awk -F. -v since={shlex.quote(since or '')} 'since == \"\" || $(NF-1) >= since {{print; exit}}'"
+    script = (f"f=$(ls -t {pattern} 2>/dev/null | {newest}); [ -n \"$f\" ] || exit 3; "
               f"[ $(wc -c < \"$f\") -le {MAX_BYTES} ] || {{ echo \"$f\"; exit 4; }}; echo \"{_MARK}$f\"; cat \"$f\"")
     where = f"{folder}/bench_{topic}.*.log"
     try:

@@ -103,4 +103,8 @@ def tell_controller(items, engine) -> None:
     for item in items:
         item._nodeid = marked_nodeid(item.nodeid, item.target.gpus, item.target.topic)
     if engine is not None:
-        send((FOLDER, str(engine.out_dir)))
+        from datetime import datetime, timezone
+
+        from pytest_gpuverify.engine.clock import STAMP_FORMAT
+
+        send((FOLDER, str(engine.out_dir), datetime.now(timezone.utc).strftime(STAMP_FORMAT)))

@@ -19,18 +19,19 @@ channel.send(waitline.CHANNEL)
 """
 
 OPEN_TIMEOUT_S = 30.0
-FOLDER = "result-folder"  # a worker's (FOLDER, path) message: where it writes its files on its host
+FOLDER = "result-folder"  # a worker's (FOLDER, path, since) message: where it writes its files on its host,
+# and the host's UTC stamp before its first target's (so an older session's log there is never taken for its)
 
 
 def open_on_gateway(gateway, show: Callable[[str], None],
-                    on_folder: Optional[Callable[[str], None]] = None) -> Optional[str]:
+                    on_folder: Optional[Callable[[str, Optional[str]], None]] = None) -> Optional[str]:
     """Controller: open the wait line's channel of the worker on ``gateway``; None, else why not (the
     run goes on without the line: it is only shown, never evidence). ``on_folder`` gets the worker's
     result folder on its host, when it says it (``send_folder``)."""
     def received(message) -> None:
-        if isinstance(message, tuple) and len(message) == 2 and message[0] == FOLDER:
+        if isinstance(message, tuple) and len(message) in (2, 3) and message[0] == FOLDER:
             if on_folder is not None:
-                on_folder(str(message[1]))
+                on_folder(str(message[1]), str(message[2]) if len(message) == 3 else None)
             return
         show(message if isinstance(message, str) else "")
 
