@@ -107,20 +107,6 @@ class SshHosts:
         return subprocess.run(["ssh", "-F", str(self.ssh_config), host.alias, command], capture_output=True,
                               text=True, timeout=timeout, stdin=subprocess.DEVNULL)
 
-    def worker_pids(self) -> list[int]:
-        """The live xdist workers these hosts started (execnet's bootstrap, with a host's environment)."""
-        envs = {f"GPUVERIFY_ENV={h.env_path}".encode() for h in self.hosts}
-        found = []
-        for pid in (p for p in os.listdir("/proc") if p.isdigit()):
-            try:
-                cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
-                environ = set(Path(f"/proc/{pid}/environ").read_bytes().split(b"\0"))
-            except OSError:
-                continue
-            if b"exec(eval(" in cmdline and envs & environ:
-                found.append(int(pid))
-        return found
-
     def controller_environ(self, **extra) -> dict:
         env = dict(os.environ, GPUVERIFY_ENV=str(self.controller_env), GPUVERIFY_SSH_CONFIG=str(self.ssh_config),
                    PYTHONPATH=str(CHECKOUT))
@@ -138,6 +124,42 @@ class SshHosts:
         return subprocess.run(cmd, cwd=cwd, env=environ, capture_output=True, timeout=timeout, text=True)
 
 
+def _parent(pid: int) -> int:
+    return int((Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()[1])
+
+
+def _is_bootstrap(pid: int) -> bool:
+    """A Python running execnet's bootstrap line (not the `sh -c` that started it)."""
+    try:
+        argv = (Path("/proc") / str(pid) / "cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return False
+    return Path(argv[0].decode(errors="replace")).name.startswith("python") and any(b"exec(eval(sys.stdin.readline()))" in a for a in argv)
+
+
+def worker_pids(host: SshHost) -> list[int]:
+    """The xdist worker processes sshd started on ``host`` (its python -c bootstrap of execnet; not
+    the processes they forked, the session's guard and sampler, which carry the same command line)."""
+    pids = []
+    for proc in Path("/proc").glob("[0-9]*"):
+        pid = int(proc.name)
+        try:
+            if not _is_bootstrap(pid) or _is_bootstrap(_parent(pid)):
+                continue
+        except (OSError, IndexError, ValueError):
+            continue
+        chain = pid
+        while chain > 1:  # under this host's sshd?
+            try:
+                chain = _parent(chain)
+            except (OSError, IndexError, ValueError):
+                break
+            if chain == host.proc.pid:
+                pids.append(pid)
+                break
+    return pids
+
+
 def host_python(folder: Path, dist: str = "pytest-gpuverify") -> str:
     """A python for the hosts whose site holds ``dist`` and what it requires, nothing else: what a GPU
     host installs (README, "Several GPU hosts"). This machine's site also holds the test suite's own
@@ -145,6 +167,8 @@ def host_python(folder: Path, dist: str = "pytest-gpuverify") -> str:
     have. A venv of links into this site: made in a moment, no network."""
     import re
     from importlib import metadata
+
+    from packaging.requirements import Requirement
 
     site = folder / "lib" / f"python{sys.version_info[0]}.{sys.version_info[1]}" / "site-packages"
     if not (folder / "bin" / "python").exists():
@@ -159,9 +183,10 @@ def host_python(folder: Path, dist: str = "pytest-gpuverify") -> str:
             found = metadata.distribution(name)
         except metadata.PackageNotFoundError:
             continue  # an optional or platform-only requirement not installed here
-        for req in found.requires or []:
-            if "extra ==" not in req:
-                wanted.append(re.split(r"[\s;<>=!~\[(]", req, maxsplit=1)[0])
+        for line in found.requires or []:
+            req = Requirement(line)
+            if req.marker is None or req.marker.evaluate({"extra": ""}):  # this platform's, no extra
+                wanted.append(req.name)
         for file in found.files or []:
             top = Path(str(file)).parts[0]
             source = Path(str(found.locate_file(top)))

@@ -18,7 +18,7 @@ from pytest_gpuverify.engine.artifact import read_artifact
 from pytest_gpuverify.cli.exclusivity import find_overlaps, holds_of
 
 sys.path.insert(0, str(Path(__file__).parent))
-from sshd_hosts import ssh_hosts, sshd_unavailable, two_hosts  # noqa: E402,F401  (two_hosts: a fixture)
+from sshd_hosts import ssh_hosts, sshd_unavailable, two_hosts, worker_pids  # noqa: E402,F401  (two_hosts: a fixture)
 
 pytestmark = pytest.mark.skipif(sshd_unavailable() is not None, reason=sshd_unavailable() or "")
 
@@ -107,7 +107,7 @@ def test_fan_out_over_two_hosts_uses_four_gpus_never_two_on_one(two_hosts):
     landed = sorted((two_hosts.root / "controller-tickets" / "FAN").glob("bench_*.json"))
     assert len(landed) == 8 and {read_artifact(p).host for p in landed} == {"hostA", "hostB"}
     # each worker was told to exit as it ended (remote/controller.py): none outlives the controller
-    assert two_hosts.worker_pids() == [], "a worker outlived the controller"
+    assert [pid for h in two_hosts.hosts for pid in worker_pids(h)] == [], "a worker outlived the controller"
 
 
 def _check(path: Path, environ: dict) -> subprocess.CompletedProcess:
@@ -146,19 +146,6 @@ def test_a_host_not_answering_ssh_keeps_its_targets_inconclusive_with_artifacts(
     assert not any(demo.exec_commands(two_hosts.client, two_hosts["hostB"].container, two_hosts.started) or [])
 
 
-def _parent(pid: int) -> int:
-    return int((Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()[1])
-
-
-def _is_bootstrap(pid: int) -> bool:
-    """A Python running execnet's bootstrap line (not the `sh -c` that started it)."""
-    try:
-        argv = (Path("/proc") / str(pid) / "cmdline").read_bytes().split(b"\0")
-    except OSError:
-        return False
-    return Path(argv[0].decode(errors="replace")).name.startswith("python") and any(b"exec(eval(sys.stdin.readline()))" in a for a in argv)
-
-
 def test_no_host_answering_stops_the_run_naming_each(two_hosts):
     for host in two_hosts.hosts:
         host.stop()
@@ -177,29 +164,6 @@ def test_a_remote_host_without_xdist_loaded_is_a_usage_error(two_hosts):
     assert r.returncode == pytest.ExitCode.USAGE_ERROR, r.stdout + r.stderr
     assert "needs pytest-xdist, which is not loaded. Fix: pip install pytest-xdist" in r.stderr
     assert not (two_hosts["hostB"].tickets / "T-1").exists()
-
-
-def _worker_pids(host) -> list[int]:
-    """The xdist worker processes sshd started on ``host`` (its python -c bootstrap of execnet; not
-    the processes they forked, the session's guard and sampler, which carry the same command line)."""
-    pids = []
-    for proc in Path("/proc").glob("[0-9]*"):
-        pid = int(proc.name)
-        try:
-            if not _is_bootstrap(pid) or _is_bootstrap(_parent(pid)):
-                continue
-        except (OSError, IndexError, ValueError):
-            continue
-        chain = pid
-        while chain > 1:  # under this host's sshd?
-            try:
-                chain = _parent(chain)
-            except (OSError, IndexError, ValueError):
-                break
-            if chain == host.proc.pid:
-                pids.append(pid)
-                break
-    return pids
 
 
 def _wait_sleeping(host, proc) -> None:
@@ -223,7 +187,7 @@ def test_a_hung_worker_is_cut_at_the_plugins_deadline(two_hosts):
                             "op_tests/test_sleep.py", cwd=_empty(two_hosts), popen=True,
                             env={"GPUVERIFY_REMOTE_MARGIN_S": "6"})
     _wait_sleeping(host_b, proc)
-    pids = _worker_pids(host_b)
+    pids = worker_pids(host_b)
     assert len(pids) == 1
     for pid in pids:
         os.kill(pid, signal.SIGSTOP)
@@ -256,7 +220,7 @@ def test_a_worker_killed_mid_run_leaves_its_target_inconclusive_and_its_gpu_free
                             "op_tests/test_sleep.py", cwd=_empty(two_hosts), popen=True)
     _wait_sleeping(host_b, proc)
     assert not host_b.lock_files_free()  # its GPU is held while the command runs
-    pids = _worker_pids(host_b)
+    pids = worker_pids(host_b)
     assert pids
     for pid in pids:
         os.kill(pid, signal.SIGKILL)
@@ -290,7 +254,7 @@ def test_a_killed_worker_with_restarts_allowed_ends_its_target_and_the_restarted
     proc = two_hosts.pytest("--gpu-host", "hostB", "--ticket", "T-1", "-n", "1", "op_tests/test_sleep.py",
                             "op_tests/test_gemm_a8w8.py", cwd=_empty(two_hosts), popen=True)
     _wait_sleeping(host_b, proc)
-    pids = _worker_pids(host_b)
+    pids = worker_pids(host_b)
     assert len(pids) == 1
     os.kill(pids[0], signal.SIGKILL)
     out = proc.communicate(timeout=180)[0].decode()

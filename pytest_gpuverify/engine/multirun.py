@@ -93,7 +93,6 @@ def run_planned(plan: Plan, cmd: Command, executed: Executed):
             executed.notes.append(f"run {n}{' side ' + side.label if side.label else ''}: {note}")
         return path.name if path else None
 
-    executed.runs = []
     try:
         result, _ = run_rounds(handle, sides, plan.repeats, cmd.raw_path, cmd.timeout_s,
                                echo=cmd.echo, on_start=cmd.on_start, fetch_junit=fetch_junit, slices=executed.runs)

@@ -87,7 +87,7 @@ class Fresh:
 class Checked:
     blocked: list[str] = field(default_factory=list)
     place: Optional[ContainerCheck] = None
-    workdir: Optional[str] = None
+    workdir: str = ""  # set by the check phase, before anything reads it
     builds: list[BuildRecord] = field(default_factory=list)
     imports: dict[str, Optional[str]] = field(default_factory=dict)
     plan: Optional[Plan] = None  # repeats or --gpu-ab (multirun.py); None: one run

@@ -321,7 +321,7 @@ class TargetRun:
             executed.command_started = s.clock.wall(time.monotonic())  # no later than the real start
             try:
                 cmd = Command(target, handle, argv, placed.ws.rel_target, run_id, run_env, command_env, wt,
-                              checked.workdir or wt, raw, begun.topic, begun.stamp, s.options.timeout_s,
+                              checked.workdir, raw, begun.topic, begun.stamp, s.options.timeout_s,
                               s.options.cold, running_echo(s.echo, live),
                               s.parsers.on_start(target.kind, guards.on_start, s.sampler.publish_pending))
                 if checked.plan is not None:  # repeats or --gpu-ab: every run under this one lock (multirun.py)

@@ -10,6 +10,7 @@ later session that finds the history fresh and long enough starts with its windo
 another daemon of the same key runs (one ``flock`` on ``<shared readings>.daemon``).
 
     python -m pytest_gpuverify.lease.readings_daemon SHARED_PATH ARCH LOCK_TEMPLATE INTERVAL HISTORY IDLE_EXIT [LOCK_FD]
+    (LOCK_FD: the lock's descriptor, inherited and already held)
 """
 
 from __future__ import annotations
@@ -59,10 +60,11 @@ def take_daemon_lock(shared: Path) -> Optional[int]:
 
 
 def run(shared: Path, arch: str, lock_template: str, interval_s: float, history_s: float, idle_exit_s: float,
-        held_fd: Optional[int] = None) -> int:
-    """``held_fd``: the lock, taken by the session that started this daemon (so sessions starting
-    at once start one daemon, not one each that all but one end after their imports)."""
-    if held_fd is None and take_daemon_lock(shared) is None:
+        lock_held: bool = False) -> int:
+    """``lock_held``: the session that started this daemon took the lock and handed it over (an
+    inherited fd: so sessions starting at once start one daemon, not one each that all but one end
+    after their imports)."""
+    if not lock_held and take_daemon_lock(shared) is None:
         return 0  # another daemon of this key runs: checked before the imports below, which cost a start
     from pytest_gpuverify.execute.host_commands import LocalHost
     from pytest_gpuverify.gpu import select_backend
@@ -120,8 +122,7 @@ def main(argv: list[str]) -> int:
     if os.fork() > 0:
         return 0
     os.chdir("/")
-    return run(Path(shared), arch, template, float(interval), float(history), float(idle),
-               int(held[0]) if held else None)
+    return run(Path(shared), arch, template, float(interval), float(history), float(idle), lock_held=bool(held))
 
 
 if __name__ == "__main__":
