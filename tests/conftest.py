@@ -14,6 +14,7 @@ from typing import Optional
 import pytest
 
 from pytest_gpuverify.cli import demo
+from session_cmd import PYTEST
 
 SHARED = Path(__file__).resolve().parents[1] / ".." / "shared"
 
@@ -70,8 +71,7 @@ class Sandbox:
 
     def pytest(self, *args: str, ticket: Optional[str] = "T-1", window: str = "0.3", timeout: float = 300,
                env: Optional[dict] = None) -> subprocess.CompletedProcess:
-        # pytest-benchmark (installed here for other reasons) writes .benchmarks/ into the repo: not ours
-        cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:benchmark", "--gpu-verify", "--gpu-window", window,
+        cmd = [*PYTEST, "--gpu-verify", "--gpu-window", window,
                "--gpu-env", str(self.env_path)]
         if ticket:
             cmd += ["--ticket", ticket]
@@ -96,7 +96,7 @@ class Sandbox:
         or with ``--gpu-container none`` among ``args`` on the host)."""
         import time
 
-        cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:benchmark", "--gpu-verify",
+        cmd = [*PYTEST, "--gpu-verify",
                "--gpu-window", "0.3", "--gpu-env", str(self.env_path), "--ticket", "T-1", "op_tests/test_sleep.py", *args]
         proc = subprocess.Popen(cmd, cwd=self.repo, env=dict(os.environ, PATH=f"{self.sim_bin}:{os.environ['PATH']}"),
                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT)

@@ -26,6 +26,7 @@ from typing import Optional
 import pytest
 
 from pytest_gpuverify.cli import demo
+from session_cmd import PYTEST
 
 CHECKOUT = Path(__file__).resolve().parents[1]
 SSHD = "/usr/sbin/sshd"
@@ -116,7 +117,7 @@ class SshHosts:
     def pytest(self, *args: str, cwd: Path, timeout: float = 300, env: Optional[dict] = None,
                popen: bool = False):
         """pytest --gpu-verify on the controller (this machine, with no simulated GPU on PATH)."""
-        cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:benchmark", "--gpu-verify",
+        cmd = [*PYTEST, "--gpu-verify",
                "--gpu-window", "0.3", *args]
         environ = self.controller_environ(**(env or {}))
         if popen:

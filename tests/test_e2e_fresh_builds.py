@@ -17,6 +17,7 @@ from pytest_gpuverify.engine.artifact import sha256_file
 from pytest_gpuverify.cli.check import check_artifact
 from pytest_gpuverify.place.ephemeral import OWNER_LABEL, PID_LABEL, RUN_LABEL, remove_own
 from pytest_gpuverify.cli.handoff import build_handoff
+from session_cmd import PYTEST
 
 pytestmark = pytest.mark.docker
 
@@ -96,7 +97,7 @@ def test_run_row_starts_a_fresh_container_and_removes_only_its_own(sandbox):
 
 def sleeping_in_fresh_container(sandbox):
     """pytest running op_tests/test_sleep.py through the `run` row, once it prints; and its container."""
-    cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:benchmark", "--gpu-verify",
+    cmd = [*PYTEST, "--gpu-verify",
            "--gpu-window", "0.3", "--gpu-env", str(sandbox.env_path), "--ticket", "T-1", "op_tests/test_sleep.py"]
     proc = subprocess.Popen(cmd, cwd=sandbox.repo, env=dict(os.environ, PATH=f"{sandbox.sim_bin}:{os.environ['PATH']}"),
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
@@ -247,7 +248,7 @@ def test_a_build_runs_in_the_fresh_container(sandbox):
 
 def test_ctrl_c_during_a_gpu_build_stops_it_records_it_and_runs_no_target(sandbox):
     declare(sandbox.repo, '[[builds]]\nname = "slow"\ngpu = true\ncommand = ["sh", "-c", "echo building; sleep 61"]\n' + TARGETS)
-    cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:benchmark", "--gpu-verify", "--gpu-window", "0.3",
+    cmd = [*PYTEST, "--gpu-verify", "--gpu-window", "0.3",
            "--gpu-env", str(sandbox.env_path), "--ticket", "T-1", "--gpu-target", "gemm"]
     proc = subprocess.Popen(cmd, cwd=sandbox.repo, env=dict(os.environ, PATH=f"{sandbox.sim_bin}:{os.environ['PATH']}"),
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT)

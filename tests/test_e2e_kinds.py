@@ -12,6 +12,7 @@ import uuid
 import pytest
 
 from pytest_gpuverify.cli import demo
+from session_cmd import PYTEST
 
 pytestmark = pytest.mark.docker
 EXAMPLES = demo.Path(__file__).resolve().parents[1] / "conftest_examples"
@@ -47,9 +48,8 @@ def flydsl(sandbox):
 
 def run_in(sandbox, repo, *args, ticket="T-1"):
     import os
-    import sys
 
-    cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--gpu-verify", "--gpu-window", "0.3",
+    cmd = [*PYTEST, "--gpu-verify", "--gpu-window", "0.3",
            "--gpu-env", str(sandbox.env_path), "--ticket", ticket, *args]
     return subprocess.run(cmd, cwd=repo, capture_output=True, timeout=300,
                           env=dict(os.environ, PATH=f"{sandbox.sim_bin}:{os.environ['PATH']}"))

@@ -12,6 +12,7 @@ from datetime import datetime
 import pytest
 
 from pytest_gpuverify.cli import demo
+from session_cmd import PYTEST
 
 pytestmark = pytest.mark.docker
 EXAMPLES = demo.Path(__file__).resolve().parents[1] / "conftest_examples"
@@ -224,12 +225,11 @@ def test_a_command_ignoring_sigterm_is_gone_within_timeout_plus_5_s(sandbox, whe
 def test_kill_9_of_pytest_stops_a_command_ignoring_sigterm_before_the_lock_goes(sandbox):
     """The guard's SIGKILL after the grace reaches the whole command, not only the wrapper's `timeout`."""
     import os
-    import sys
     import time
 
     (sandbox.repo / "op_tests" / "test_stubborn.py").write_text(IGNORES_TERM)
     commit(sandbox.repo, "stubborn")
-    cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:benchmark", "--gpu-verify",
+    cmd = [*PYTEST, "--gpu-verify",
            "--gpu-window", "0.3", "--gpu-env", str(sandbox.env_path), "--ticket", "T-1", "op_tests/test_stubborn.py"]
     proc = subprocess.Popen(cmd, cwd=sandbox.repo, env=dict(os.environ, PATH=f"{sandbox.sim_bin}:{os.environ['PATH']}"),
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

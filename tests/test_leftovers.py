@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from pytest_gpuverify.execute.leftovers import MARKER, parse_report, proc_pids, reason, stop_marked
+from session_cmd import PYTEST
 
 # The detached child of the op_test below. On SIGTERM it notes whether its GPU's lock was still held
 # (it tries the lock itself: taking it means the session had let it go), then exits.
@@ -117,7 +118,7 @@ def test_a_detached_child_in_the_container_is_stopped_before_the_lock_goes(sandb
 def _kill_9_while_running(sandbox, probe: Path, *args: str) -> None:
     """pytest on op_tests/test_daemonsleep.py, kill -9'd once its command sleeps beside its child;
     returns when the GPU's lock is free again."""
-    cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:benchmark", "--gpu-verify",
+    cmd = [*PYTEST, "--gpu-verify",
            "--gpu-window", "0.3", "--gpu-env", str(sandbox.env_path), "--ticket", "T-1", "op_tests/test_daemonsleep.py",
            *args]
     proc = subprocess.Popen(cmd, cwd=sandbox.repo, env=dict(os.environ, PATH=f"{sandbox.sim_bin}:{os.environ['PATH']}"),

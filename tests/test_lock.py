@@ -30,8 +30,10 @@ def test_lease_excludes_flock_and_is_released(tmp_path):
 
 def test_flock_holder_excludes_lease(tmp_path):
     path = tmp_path / "gpu-1.lock"
-    # -o: sleep must not inherit it; killed below, so a slow machine never sees the lock go early
-    holder = subprocess.Popen(["flock", "-x", "-o", str(path), "sleep", "120"])
+    # -o: sleep does not keep it; killed below, so a slow machine never sees the lock go early. Its
+    # own group: flock's child holds the lock's fd from fork to its close before exec, so a kill of
+    # flock alone on a loaded machine could leave the lock held a moment longer (seen in a full run)
+    holder = subprocess.Popen(["flock", "-x", "-o", str(path), "sleep", "120"], start_new_session=True)
     try:
         deadline = time.time() + 30
         while flock_n(path) == 0 and time.time() < deadline:
@@ -41,7 +43,7 @@ def test_flock_holder_excludes_lease(tmp_path):
         assert not lease.try_acquire()
         assert not lease.held
     finally:
-        holder.kill()
+        os.killpg(holder.pid, signal.SIGKILL)
         holder.wait()
     assert GpuLease(path, 1).try_acquire()
 

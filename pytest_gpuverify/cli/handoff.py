@@ -19,7 +19,7 @@ from pytest_gpuverify.parsers.throughput import SHAPE
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
 
 class CommandRun(_Model):

@@ -90,7 +90,7 @@ class DeclarationError(UsageError):
 class Defaults(BaseModel):
     """What every target gets unless it sets its own; thresholds merge key by key."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     regime: Optional[str] = None
     dtype: Optional[str] = None
@@ -99,7 +99,7 @@ class Defaults(BaseModel):
 
 
 class Declarations(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     path: Path  # the gpuverify.toml or pyproject.toml they were read from
     targets: list[Target] = Field(default_factory=list)

@@ -58,7 +58,7 @@ class EnvFileMissing(EnvFileError):
 
 
 class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
 
 class Resources(_Frozen):

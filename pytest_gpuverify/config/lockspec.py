@@ -26,7 +26,7 @@ class LockPrefixError(UsageError, ValueError):
 
 
 class LockSpec(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     path_template: str  # absolute, with <id> where the GPU index goes
     wait_s: Optional[float] = None  # None: wait forever (flock's default); 0: do not wait

@@ -18,7 +18,7 @@ SetupError = UsageError
 
 
 class RunOptions(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     env_path: Path
     ticket: Optional[str] = None

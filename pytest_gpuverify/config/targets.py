@@ -35,7 +35,7 @@ JUNIT_DIR = f"{SCRATCH_ROOT}/junit"  # inside the container; the file is fetched
 class Thresholds(BaseModel):
     """Correctness limits a declaration may add to what the output itself prints (contract "6. Verdicts")."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     cosine_sim_min: Optional[float] = None  # e.g. 0.99
     max_abs_error_max: Optional[float] = None
@@ -48,7 +48,7 @@ class Thresholds(BaseModel):
 
 
 class Target(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     name: str  # as shown to the user
     kind: str
@@ -169,6 +169,8 @@ def split_args(text: str) -> tuple[str, ...]:
 
 class RunEnvironment(BaseModel):
     """The environment a target's command sees, besides what the container itself sets."""
+
+    model_config = ConfigDict(defer_build=True)
 
     visible_var: str
     visible_value: str

@@ -28,7 +28,7 @@ NO_GPU = "NO_GPU"
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
 
 def _finite_or_none(value: Any) -> Any:

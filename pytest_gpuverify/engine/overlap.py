@@ -30,8 +30,11 @@ class Background(Generic[T]):
     def wait(self, timeout_s: Optional[float] = None) -> None:
         self._thread.join(timeout_s)
 
-    def result(self) -> T:
-        self._thread.join()
+    def result(self, block: bool = True) -> T:
+        """What ``work()`` returned; ``block=False``: raise TimeoutError if it has not ended yet."""
+        self._thread.join(None if block else 0)
+        if self._thread.is_alive():
+            raise TimeoutError("still running")
         if self._error is not None:
             raise self._error
         return self._value  # type: ignore[return-value]

@@ -27,7 +27,7 @@ ROW_FIX = "write `| signer | key |`: a user or host name, and the absolute path 
 
 
 class SigningRow(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     signer: str  # a user name or a Hosts row's host; the principal of the allowed-signers file
     key: Optional[Path] = None  # the private key

@@ -50,7 +50,7 @@ def output_tail(res, width: int = 160) -> str:
 
 
 class GpuProcess(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     pid: int
     name: str = ""
@@ -61,7 +61,7 @@ class GpuReading(BaseModel):
     """One instant of one GPU. ``index`` is the index the command's visibility variable uses
     (HIP index on ROCm, NVML index on NVIDIA). ``None`` fields mean the tool did not report them."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     index: int
     use_pct: Optional[float] = None
@@ -71,7 +71,7 @@ class GpuReading(BaseModel):
 
 
 class GpuInfo(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     index: int
     arch: Optional[str] = None

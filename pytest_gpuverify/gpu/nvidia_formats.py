@@ -33,7 +33,7 @@ _UNIT_BYTES = {None: MIB, "MiB": MIB, "KiB": 1 << 10, "GiB": 1 << 30, "B": 1}
 class SmiGpu(BaseModel):
     """One row of ``--query-gpu``. ``index`` is nvidia-smi's (NVML, PCI bus order)."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     index: int
     uuid: Optional[str] = None
@@ -51,7 +51,7 @@ class SmiGpu(BaseModel):
 class SmiApp(BaseModel):
     """One row of ``--query-compute-apps``. ``vram_bytes`` None: the tool could not say."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     gpu_uuid: Optional[str] = None
     pid: int

@@ -27,7 +27,7 @@ _GFX = re.compile(r"gfx[0-9a-f]+")
 class AmdSmiDevice(BaseModel):
     """One row of ``amd-smi list [-e] --json``."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
     gpu: int
     bdf: Optional[str] = None
     uuid: Optional[str] = None
@@ -41,7 +41,7 @@ class AmdSmiDevice(BaseModel):
 class RocmSmiPid(BaseModel):
     """One row of ``rocm-smi --showpids``. ``gpu_count`` is a count, not an index (rocm_smi_lib #166)."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
     pid: int
     name: str = ""
     gpu_count: Optional[int] = None
@@ -51,7 +51,7 @@ class RocmSmiPid(BaseModel):
 class RocmSmiProduct(BaseModel):
     """``rocm-smi --showproductname`` for one card. ``node_id`` is the KFD node (HIP order)."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
     card: int
     series: Optional[str] = None
     gfx: Optional[str] = None

@@ -15,7 +15,7 @@ from pytest_gpuverify.gpu.rocm_formats import _arch, _int, _str  # the shared ce
 
 
 class RocminfoAgent(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
     arch: Optional[str] = None
     name: Optional[str] = None  # Marketing Name
     uuid: Optional[str] = None

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Optional
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict
 
 from pytest_gpuverify.gpu.base import GpuBackend, GpuReading, GpuToolError
 from pytest_gpuverify.lease.lock import held_lock_ids, is_held
@@ -30,6 +30,8 @@ GIB = 1 << 30
 class IdleCriteria(BaseModel):
     """What "near zero" means. VRAM: an idle GPU is never at 0 B (driver reservations), so allow a
     small floor; MI300X reads about 283 MiB idle."""
+
+    model_config = ConfigDict(defer_build=True)
 
     max_use_pct: float = 5.0
     max_vram_bytes: int = 1 * GIB

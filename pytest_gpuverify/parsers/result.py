@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Optional
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from pytest_gpuverify.engine.artifact import Correctness, PerfRow
 from pytest_gpuverify.config.targets import Thresholds
@@ -13,6 +13,8 @@ from pytest_gpuverify.config.targets import Thresholds
 
 class CheckLine(BaseModel):
     """One correctness check the output printed (an aiter ``[checkAllclose ...]`` line and kin)."""
+
+    model_config = ConfigDict(defer_build=True)
 
     line: int  # 1-based line number in the raw output
     status: str  # "passed" | "warning" | "failed" | "catastrophic"
@@ -23,6 +25,8 @@ class CheckLine(BaseModel):
 
 class ParseContext(BaseModel):
     """What a parser may know besides the raw output: files the run produced, and the declaration."""
+
+    model_config = ConfigDict(defer_build=True)
 
     junit_xml: Optional[Path] = None  # an inner pytest run's JUnit report, fetched out of the container
     junit_problem: Optional[str] = None  # why there is none (not written, could not be fetched)
@@ -42,6 +46,8 @@ class ParsedOutput(BaseModel):
     ``problems`` are reasons the output cannot prove anything (truncated table, unreadable value);
     ``notes`` are harmless observations kept for the reader.
     """
+
+    model_config = ConfigDict(defer_build=True)
 
     parser: str
     correctness: Correctness = Field(default_factory=Correctness)

@@ -40,7 +40,7 @@ def failed_prefix(reason: str) -> str:
 
 
 class BuildStep(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     name: str
     command: tuple[str, ...]
@@ -51,7 +51,7 @@ class BuildStep(BaseModel):
 class BuildRecord(BaseModel):
     """One build as it ran (the artifact's ``builds[]``)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     name: str
     command: str

@@ -31,9 +31,17 @@ class ContainerCheck:
     facts: Optional[ContainerFacts] = None
     image: Optional[str] = None
     image_digest: Optional[str] = None
-    versions: Optional[Versions] = None
-    unknowns: list[str] = field(default_factory=list)  # versions recorded as null, and why
     blocked: list[str] = field(default_factory=list)
+
+    # read when the artifact is built: their read may still be under way while the command runs
+    @property
+    def versions(self) -> Optional[Versions]:
+        return self.facts.versions if self.facts is not None else None
+
+    @property
+    def unknowns(self) -> list[str]:
+        """The versions recorded as null, and why."""
+        return list(self.facts.notes) if self.facts is not None else []
 
 
 def check_container(cfacts: ContainerFacts, name: str, expected_arch: Optional[str]) -> ContainerCheck:
@@ -49,8 +57,7 @@ def check_container(cfacts: ContainerFacts, name: str, expected_arch: Optional[s
     if not running:
         check.blocked.append(f"container {name} is not running. Fix: `docker start {name}`, or pass --gpu-start-container")
         return check
-    check.facts, check.versions = cfacts, cfacts.versions
-    check.unknowns.extend(cfacts.notes)  # versions that could not be read: null, and why
+    check.facts = cfacts
     if cfacts.arch_problem:
         check.blocked.append(cfacts.arch_problem)
     elif expected_arch and cfacts.arch != expected_arch:

@@ -35,7 +35,7 @@ LINGER_S = 600  # the main process outlives the command's time limit by this muc
 class FreshContainerRecord(BaseModel):
     """The artifact's ``fresh_container``: what was started for the run, and that it was removed."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     row: str  # the Containers row (`run` or `run:<label>`)
     name: str

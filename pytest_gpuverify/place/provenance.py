@@ -12,9 +12,12 @@ from pathlib import Path
 from typing import Optional
 
 from pytest_gpuverify.engine.artifact import Versions
+from pytest_gpuverify.engine.overlap import Background
 from pytest_gpuverify.execute.base import Executor  # a container, or the host itself (a Containers row named host)
 from pytest_gpuverify.execute.container import ContainerError
 from pytest_gpuverify.place.gitstate import repo_state  # noqa: F401 (re-exported: the run reads repo state through here)
+
+VERSIONS_TIMEOUT_S = 60
 
 # Reads versions without importing torch: `python3 -c "import torch"` takes seconds (5.2 s on an H200 host).
 _VERSIONS_SCRIPT = r"""
@@ -101,7 +104,7 @@ def origin_inside(origin: Optional[str], wt: str) -> bool:
 
 
 def read_versions(container: Executor) -> tuple[Versions, list[str]]:
-    code, out = container.capture(["python3", "-c", _VERSIONS_SCRIPT], workdir="/", timeout_s=60)
+    code, out = container.capture(["python3", "-c", _VERSIONS_SCRIPT], workdir="/", timeout_s=VERSIONS_TIMEOUT_S)
     try:
         data = json.loads(out.decode("utf-8", errors="replace").strip().splitlines()[-1])
     except (ValueError, IndexError):
@@ -123,14 +126,38 @@ def read_versions(container: Executor) -> tuple[Versions, list[str]]:
 
 @dataclass
 class ContainerFacts:
-    """What one container is, read once per session: arch, versions, the env it sets."""
+    """What one container is, read once per session: arch, versions, the env it sets.
+
+    The versions gate nothing (a null one is recorded with why), so their read, started with the
+    arch's, is waited for only when the artifact needs them: the first command does not wait for
+    a ``python3`` in the container."""
 
     handle: Executor
     arch: Optional[str] = None
     arch_problem: Optional[str] = None
-    versions: Versions = field(default_factory=Versions)
-    notes: list[str] = field(default_factory=list)
     container_env: dict[str, str] = field(default_factory=dict)
+    reading: Optional[Background[tuple[Versions, list[str]]]] = None  # the versions' read, under way
+    _read: Optional[tuple[Versions, list[str]]] = None
+
+    def _versions_read(self) -> tuple[Versions, list[str]]:
+        if self._read is None:
+            reading, self.reading = self.reading, None
+            if reading is not None:
+                reading.wait(VERSIONS_TIMEOUT_S + 5)  # its own command is bounded by VERSIONS_TIMEOUT_S
+            try:
+                self._read = reading.result(block=False) if reading is not None else (Versions(), [])
+            except Exception as exc:  # the artifact is built from this: never lose it to the read
+                self._read = Versions(), [f"versions: could not be read in {self.handle.name} ({exc})"]
+        return self._read
+
+    @property
+    def versions(self) -> Versions:
+        return self._versions_read()[0]
+
+    @property
+    def notes(self) -> list[str]:
+        """The versions recorded as null, and why."""
+        return self._versions_read()[1]
 
 
 # Variables the container itself sets that change what runs; recorded, never overridden.
@@ -143,11 +170,8 @@ def read_container_facts(handle: Executor, vendor: str = "rocm") -> ContainerFac
     try:
         if not handle.running:
             return facts
-        from pytest_gpuverify.engine.overlap import Background
-
-        versions = Background(lambda: read_versions(handle), "gpuverify-versions")  # two commands at once
+        facts.reading = Background(lambda: read_versions(handle), "gpuverify-versions")  # two commands at once
         facts.arch, facts.arch_problem = container_arch(handle, vendor)
-        facts.versions, facts.notes = versions.result()
         env = dict(item.split("=", 1) for item in (handle.inspect().get("Config") or {}).get("Env") or [] if "=" in item)
         facts.container_env = {k: env[k] for k in CONTAINER_ENV_RECORDED if k in env}
     except ContainerError as exc:

@@ -28,7 +28,7 @@ _MARK = "gpuverify-preflight:"
 class HostCheck(BaseModel):
     """What one host answered: ``unreachable`` (a reason) leaves it out; ``problem`` stops the run."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
     row: HostRow
     hostname: Optional[str] = None
     unreachable: Optional[str] = None

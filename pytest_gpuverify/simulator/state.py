@@ -37,7 +37,7 @@ ARCH_DEFAULTS: dict[str, tuple[str, int]] = {
 
 
 class SimProcess(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     pid: int
     name: str = "python3"
@@ -48,7 +48,7 @@ class SimGpu(BaseModel):
     """One GPU. Its position in ``SimState.gpus`` is its SMI index (rocm-smi/amd-smi order, BDF-sorted
     on real hosts); its HIP index is the rank of ``node_id`` among all GPUs, as on a real host."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     arch: str = "gfx942"
     name: str = "AMD Instinct MI300X"
@@ -62,7 +62,7 @@ class SimGpu(BaseModel):
 
 
 class SimState(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     rocm_version: str = "6.4.1"
     amd_smi_installed: bool = True
