@@ -6,19 +6,29 @@ seconds (the aiter gemm op_test plus a sleep, as a kernel test's run would). The
 with ``--gpu-host hostA`` (2 workers) and with ``--gpu-hosts all`` (4 workers), alternating;
 printed: wall time, targets per second, and the ratio of the two walls (target: <= 0.6); per run,
 from the artifacts' timelines, the start-up (pytest start to the first command), the span from the
-first command's start to the last one's end, and the (host, GPU) pairs the commands ran on.
+first command's start to the last one's end, and the (host, GPU) pairs the commands ran on. An
+untimed session on both hosts runs first, as hosts in use have run one: the python caches compiled,
+the readings daemons started.
 
 The hosts' python has in its site the plugin and what it requires, nothing else, as a GPU host
 would (``sshd_hosts.host_python``); ``--host-python this`` gives them this machine's python, with
 the test suite's own pytest plugins (hypothesis: 0.45 s of CPU per pytest start, paid by every
 worker on the 2 cores both "hosts" share).
 
-    python bench/fanout.py [--repeats 2] [--hold 4] [--host-python gpu-host|this]
+Both "hosts" share this machine's cores: the 4 workers of the two-host run start (python, pytest,
+the plugin: about 1 s of CPU each) on the same 2 cores as the 2 workers of the one-host run, which
+real hosts, each with its own CPUs, would not. ``--cpu-per-host`` gives each host a core of its own
+(its sshd pinned, and so its workers, samplers and tools; the controller, and the commands in the
+containers, which Docker starts, run on any core): one host has one core in both runs, as adding a
+machine adds its CPUs. The default is the shared cores.
+
+    python bench/fanout.py [--repeats 2] [--hold 4] [--host-python gpu-host|this] [--cpu-per-host]
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import subprocess
 import sys
@@ -44,6 +54,8 @@ def main() -> int:
                         help="--gpu-window: the default 2 s (the tests' 0.3 s makes each host's sampler read 5 times a second)")
     parser.add_argument("--host-python", choices=("gpu-host", "this"), default="gpu-host",
                         help="the hosts' python: a site of the plugin and its requirements only, or this machine's")
+    parser.add_argument("--cpu-per-host", action="store_true",
+                        help="pin each host's sshd (its workers, samplers and tools) to a core of its own")
     args = parser.parse_args()
     if sshd_unavailable():
         print(f"skipped: {sshd_unavailable()}")
@@ -57,10 +69,18 @@ def main() -> int:
     demo.ensure_rootfs_image(client)
     root = Path(tempfile.mkdtemp(prefix="gv-fanout-"))
     python = host_python(root / "host-python") if args.host_python == "gpu-host" else sys.executable
+    cpus = sorted(os.sched_getaffinity(0))
+    if args.cpu_per_host and len(cpus) < 2:
+        print("--cpu-per-host needs 2 cores")
+        return 1
     print(f"hosts' python: {python} ({args.host_python}); hold {args.hold:g} s; window {args.window:g} s; "
-          f"{args.repeats} repeats")
+          f"{args.repeats} repeats; cores: {'one per host' if args.cpu_per_host else f'{len(cpus)} shared by all'}")
     # the hosts' background samplers stay between the runs, as on hosts in use (default: 5 minutes)
     with ssh_hosts(root, client, [("hostA", 2), ("hostB", 2)], python=python, sampler_idle_s=300) as hosts:
+        if args.cpu_per_host:  # before any session: what a host's sshd starts inherits its core
+            for host, cpu in zip(hosts.hosts, cpus):
+                assert host.proc is not None
+                os.sched_setaffinity(host.proc.pid, {cpu})
         source = (hosts.repo / "op_tests/test_gemm_a8w8.py").read_text()
         names = []
         for i in range(TARGETS):
@@ -71,6 +91,12 @@ def main() -> int:
         subprocess.run([*git, "commit", "-qm", "hold targets"], check=True)
         empty = hosts.root / "no-checkout"
         empty.mkdir()
+        # untimed, first: what hosts in use have done already (compiled the python caches, started the samplers)
+        warm = hosts.pytest("--gpu-hosts", "all", "--gpu-window", f"{args.window:g}", "--ticket", "warm-up",
+                            *names[:4], cwd=empty, timeout=600)
+        if warm.returncode != 0:
+            print(f"warm-up run failed (exit {warm.returncode})\n{warm.stdout[-2000:]}")
+            return 1
         walls: dict[str, list[float]] = {"1 host (2 GPUs)": [], "2 hosts (4 GPUs)": []}
         spans: dict[str, list[float]] = {"1 host (2 GPUs)": [], "2 hosts (4 GPUs)": []}
         for rep in range(args.repeats):

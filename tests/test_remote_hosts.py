@@ -59,6 +59,11 @@ def test_gpu_host_runs_on_that_host_from_a_folder_with_no_checkout(two_hosts):
     assert (landed / "bench_gemm_a8w8.json").read_bytes() == (host_b.tickets / "T-1" / "bench_gemm_a8w8.json").read_bytes()
     assert (landed / art.raw_output).is_file()
     assert f"1 artifacts of the hosts copied to {landed}" in r.stdout
+    # the worker's compiled pytest is kept out of xdist's copy, which deletes it at every session
+    home = Path.home()  # the hosts' ssh user is this machine's
+    kept = home / ".cache/gpuverify/pycache" / str(home / ".gpuverify-xdist/_pytest").lstrip("/")
+    assert list(kept.glob("main.cpython-*.pyc")), "the worker compiled pytest into its copy"
+    assert not list((home / ".gpuverify-xdist/_pytest/__pycache__").glob("main.cpython-*.pyc"))
 
 
 def test_hostname_printing_another_name_stops_the_run(tmp_path_factory, docker_client):

@@ -54,10 +54,11 @@ def test_tx_specs_one_worker_per_gpu_with_the_rows_python(tmp_path):
     assert len(specs) == 6 and len(set(specs[:2])) == 1
     spec = execnet.XSpec(specs[0])
     assert spec.ssh.split() == ["-o", "BatchMode=yes", "-o", "ConnectTimeout=7", "gpu-a1"]
-    assert spec.python == "/opt/venv/bin/python" and spec.ssh_config == "/cfg/ssh_config"
+    assert spec.python == "/opt/venv/bin/python -X pycache_prefix=$HOME/.cache/gpuverify/pycache"
+    assert spec.ssh_config == "/cfg/ssh_config"
     assert spec.env == {HOST_VARIABLE: "a1", "PYTEST_ADDOPTS": f"--rootdir={tmp_path}/repos"}
     assert host_of_spec(spec) == "a1"
-    assert execnet.XSpec(specs[2]).python == "python3"  # default
+    assert execnet.XSpec(specs[2]).python.split()[0] == "python3"  # default
     assert len(tx_specs(rows, 1, None, 7)) == 2  # -n 1: one worker per host
 
 

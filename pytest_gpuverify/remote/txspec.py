@@ -11,6 +11,10 @@ from pytest_gpuverify.remote.sshmux import SharedSsh
 
 HOST_VARIABLE = "GPUVERIFY_XDIST_HOST"  # set on each worker (execnet's env: key): the Hosts row it serves
 WORKER_DIR = ".gpuverify-xdist"  # the worker's cwd, under the ssh user's home; xdist copies pytest into it
+# xdist copies pytest into WORKER_DIR at every session and deletes there the .pyc files it does not
+# copy: each worker compiled pytest again (0.25-0.4 s of CPU). Its python keeps them elsewhere.
+# ($HOME: expanded by the remote shell that runs execnet's command line.)
+PYCACHE_PREFIX = "$HOME/.cache/gpuverify/pycache"
 
 
 def remote_rows(env: EnvFile, host: Optional[str], arch: Optional[str], hosts: Optional[str]) -> Optional[list[HostRow]]:
@@ -60,7 +64,8 @@ def tx_specs(rows: list[HostRow], per_host: Optional[int], ssh_config: Optional[
     specs = []
     for row in rows:
         ssh = " ".join(ssh_base(row.ssh_alias or row.host, timeout_s, None, shared)[1:])  # execnet adds `ssh -C`
-        spec = f"ssh={ssh}//python={python_of(row)}//chdir={WORKER_DIR}//env:{HOST_VARIABLE}={row.host}"
+        python = f"{python_of(row)} -X pycache_prefix={PYCACHE_PREFIX}"
+        spec = f"ssh={ssh}//python={python}//chdir={WORKER_DIR}//env:{HOST_VARIABLE}={row.host}"
         if ssh_config:
             spec += f"//ssh_config={ssh_config}"
         if rootdir:
