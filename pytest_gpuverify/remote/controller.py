@@ -155,6 +155,10 @@ class RemoteController:
         self._sched = HostScheduler(config, self.hosts, log)
         return self._sched
 
+    def pytest_runtest_logstart(self, nodeid, location) -> None:
+        if self.collector is not None:  # a worker began a target: from here on this process waits
+            self.collector.warm()
+
     def pytest_runtest_logreport(self, report) -> None:
         if report.when == "call" or not report.passed:  # a setup failure or skip is its verdict too
             self._reported.add(report.nodeid)
