@@ -5,14 +5,14 @@ pytest finds them on the plugin module, which imports them from here."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import pytest
 
-from pytest_gpuverify.engine.artifact import Artifact
-from pytest_gpuverify.config.options import check_topic
-from pytest_gpuverify.config.targets import Target, split_args
 from pytest_gpuverify.roles import ENGINE_KEY
+
+if TYPE_CHECKING:
+    from pytest_gpuverify.engine.artifact import Artifact
 
 
 def _session(config: pytest.Config):
@@ -60,6 +60,9 @@ class KernelContainer:
     def run(self, command, *, kind: str = "bench", args=(), topic: Optional[str] = None, dtype=None,
             regime=None, thresholds=None, gpus: int = 1) -> Artifact:
         from pytest_gpuverify.config.targets import Thresholds, safe_topic
+
+        from pytest_gpuverify.config.options import check_topic
+        from pytest_gpuverify.config.targets import Target, split_args
 
         topic = check_topic(topic, "kernel_container.run(topic=...)")
         argv = tuple(split_args(command) if isinstance(command, str) else command)

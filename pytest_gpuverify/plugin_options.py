@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import pytest
 
-from pytest_gpuverify.config.envfile import default_env_path
-from pytest_gpuverify.config.options import RunOptions, check_repeats, check_seconds, check_ticket, check_topic
+if TYPE_CHECKING:
+    from pytest_gpuverify.config.options import RunOptions
 
 
 def add_options(parser: pytest.Parser) -> None:
@@ -58,6 +58,9 @@ def option_value(config: pytest.Config, name: str) -> Optional[str]:
 
 def build_options(config: pytest.Config) -> RunOptions:
     """The run's settings from the command line and ini keys; UsageError names a bad value."""
+    from pytest_gpuverify.config.envfile import default_env_path
+    from pytest_gpuverify.config.options import RunOptions, check_repeats, check_seconds, check_ticket, check_topic
+
     from pytest_gpuverify.remote.onhost import serving_host
 
     return RunOptions(

@@ -18,13 +18,13 @@ from typing import TYPE_CHECKING, Optional
 
 import pytest
 
-from pytest_gpuverify.config.envfile import EnvFile, load_env_file
 from pytest_gpuverify.config.errors import UsageError
-from pytest_gpuverify.config.options import RunOptions
 from pytest_gpuverify.plugin_options import build_options
 from pytest_gpuverify.terminal import VerdictSummary, live_line
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the engine is imported once --gpu-verify is on: without it the plugin costs no import
+    from pytest_gpuverify.config.envfile import EnvFile
+    from pytest_gpuverify.config.options import RunOptions
     from pytest_gpuverify.config.declarations import Declarations
     from pytest_gpuverify.engine.session import VerifySession
     from pytest_gpuverify.remote.controller import RemoteController
@@ -33,7 +33,7 @@ ROLE_NAME = "gpuverify-role"  # in the plugin manager ("gpuverify" is the plugin
 ROLE_KEY = pytest.StashKey["Role"]()
 ENGINE_KEY = pytest.StashKey["VerifySession"]()  # Central and DistWorker: this process's engine
 DECLARED_KEY = pytest.StashKey[Optional["Declarations"]]()  # the repo's declared targets
-ENV_KEY = pytest.StashKey[tuple[Path, EnvFile]]()  # (path, env file) as read before the initial conftests
+ENV_KEY = pytest.StashKey[tuple[Path, "EnvFile"]]()  # (path, env file) as read before the initial conftests
 NO_CONFTEST_KEY = pytest.StashKey[str]()  # the kernel repo whose conftest.py files are not imported
 REMOTE_KEY = pytest.StashKey["RemoteController"]()  # planned in pytest_cmdline_main: workers on GPU hosts
 CLAIMS_VARIABLE = "gpuverify_topic_claims"  # workerinput: the folder where workers claim artifact names
@@ -43,6 +43,8 @@ def choose_role(config: pytest.Config) -> Role:
     """The role of this process; a bad setup (options, env file, declarations) is a UsageError."""
     if REMOTE_KEY in config.stash:
         return RemoteDistController(config, config.stash[REMOTE_KEY])
+    from pytest_gpuverify.config.envfile import load_env_file
+
     try:
         options = build_options(config)
         read_early = config.stash.get(ENV_KEY, None)
