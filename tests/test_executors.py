@@ -131,6 +131,21 @@ def test_a_second_ctrl_c_does_not_cut_the_stop_short(executor, tmp_path):
     assert code == 0 and b"/proc/" in ps and tag.encode() not in ps, "the command is gone"
 
 
+def test_an_error_of_ours_once_the_command_runs_stops_it_before_it_goes_up(executor, tmp_path):
+    """on_start (the guard, the parser's warm-up) failing must not leave the command running: the
+    caller lets go of the GPU's lock as the error goes up."""
+    tag = f"gv-exec-{uuid.uuid4().hex[:8]}"
+
+    def broken_on_start(stop) -> None:
+        raise RuntimeError("a bug in on_start")
+
+    with pytest.raises(RuntimeError, match="a bug in on_start"):
+        executor.stream_to_file(["sh", "-c", "echo up; sleep 60", tag], tmp_path / "out.log", timeout_s=60,
+                                on_start=broken_on_start)
+    code, ps = executor.capture(["sh", "-c", "cat /proc/[0-9]*/cmdline 2>/dev/null | tr '\\0' ' '"])
+    assert code == 0 and b"/proc/" in ps and tag.encode() not in ps, "the command is gone"
+
+
 def test_an_engine_that_is_gone_is_a_container_error(tmp_path):
     """The Docker daemon stopped (its socket gone): each call of the executor says so as a
     ContainerError naming the container, which the run records as its reason; requests' own

@@ -205,6 +205,9 @@ class ContainerExecutor:
             take_report()
             self._finish(exec_id, outcome, started, limit)
             raise Interrupted(outcome) from None
+        except BaseException:  # a bug of ours (on_start's, say): the command must not outlive its GPU's lock
+            self._stop_quietly(pid_file)
+            raise
         take_report()
         if reader_error:
             outcome.problems.append(f"output stream broke: {type(reader_error[0]).__name__}: {reader_error[0]}")

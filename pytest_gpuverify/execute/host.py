@@ -105,6 +105,13 @@ class HostExecutor:
                 outcome.duration_s = time.monotonic() - started
                 outcome.bytes_written = sink.kept
                 raise Interrupted(outcome) from None
+            except BaseException:  # a bug of ours (on_start's, say): the command must not outlive its GPU's lock
+                timer.cancel()
+                with second_ctrl_c_held():
+                    _stop(proc)
+                    if marker:
+                        stop_marked(marker, before)
+                raise
             reader.join(timeout=5)
         outcome.exit_code = proc.returncode
         outcome.duration_s = time.monotonic() - started
