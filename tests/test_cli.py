@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
+from pathlib import Path
 
 import pytest
 
 from pytest_gpuverify.engine.artifact import Artifact
 from pytest_gpuverify.cli.main import main
+
+# its tests share a module fixture of several sessions: one xdist worker builds it once (--dist loadgroup)
+pytestmark = pytest.mark.xdist_group("test_cli")
 
 
 def test_schema_is_the_artifact_json_schema(capsys):
@@ -41,11 +46,22 @@ def test_console_script_is_installed():
     assert proc.returncode == 0 and json.loads(proc.stdout)["title"] == "Artifact"
 
 
+@pytest.fixture(scope="module")
+def untouched(tmp_path_factory, docker_client) -> Path:
+    """One real run's ticket folder (artifact, raw log), made once for the module's tests."""
+    from conftest import make_sandbox
+
+    with make_sandbox(tmp_path_factory.mktemp("cli") / "host", docker_client) as box:
+        proc = box.pytest("op_tests/test_gemm_a8w8.py")
+        assert proc.returncode == 0, proc.stdout.decode()[-2000:]
+        yield box.tickets / "T-1"
+
+
 @pytest.fixture
-def artifact_path(sandbox):
-    proc = sandbox.pytest("op_tests/test_gemm_a8w8.py")
-    assert proc.returncode == 0, proc.stdout.decode()[-2000:]
-    return sandbox.tickets / "T-1" / "bench_gemm_a8w8.json"
+def artifact_path(untouched: Path, tmp_path: Path) -> Path:
+    """A copy of the run's files for one test to read or tamper with."""
+    shutil.copytree(untouched, tmp_path / "T-1")
+    return tmp_path / "T-1" / "bench_gemm_a8w8.json"
 
 
 @pytest.mark.docker

@@ -13,7 +13,8 @@ import pytest
 from pytest_gpuverify.engine.artifact import read_artifact
 from pytest_gpuverify.cli.main import main
 
-pytestmark = pytest.mark.docker
+# its tests share a module fixture of several sessions: one xdist worker builds it once (--dist loadgroup)
+pytestmark = [pytest.mark.docker, pytest.mark.xdist_group("test_e2e_verdict_rules")]
 
 SEED_004 = '''\
 import sys
