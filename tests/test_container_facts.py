@@ -59,3 +59,19 @@ def test_a_versions_read_that_fails_is_a_recorded_unknown_not_a_lost_artifact():
     facts = read_container_facts(broken, "rocm")
     broken.release.set()
     assert facts.notes == ["versions: could not be read in c1 (a bug)"] and facts.arch == "gfx942"
+
+
+def test_a_run_that_ended_before_its_command_does_not_wait_for_the_versions_nor_spoil_them():
+    """An interrupt (or a block) during the checks ends the run at once: its artifact says the versions
+    were not read; the session's next target, which runs, waits for them and records them."""
+    container = SlowVersionsContainer()
+    facts = read_container_facts(container, "rocm")
+    stopped = check_container(facts, "c1", "gfx942")
+    stopped.settle(ran=False)  # returns although python3 has not answered
+    assert stopped.versions is not None and stopped.versions.torch is None
+    assert stopped.unknowns == ["versions: not read in c1: the run ended before its command"]
+    container.release.set()
+    ran = check_container(facts, "c1", "gfx942")
+    ran.settle(ran=True)
+    assert ran.versions is not None and ran.versions.torch == "2.5.0"
+    assert stopped.unknowns == ["versions: not read in c1: the run ended before its command"]  # kept as said

@@ -30,6 +30,10 @@ class Background(Generic[T]):
     def wait(self, timeout_s: Optional[float] = None) -> None:
         self._thread.join(timeout_s)
 
+    @property
+    def done(self) -> bool:
+        return not self._thread.is_alive()
+
     def result(self, block: bool = True) -> T:
         """What ``work()`` returned; ``block=False``: raise TimeoutError if it has not ended yet."""
         self._thread.join(None if block else 0)

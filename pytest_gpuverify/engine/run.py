@@ -378,6 +378,8 @@ class TargetRun:
     def decide(self, parsed: Optional[ParsedOutput]) -> TargetOutcome:
         """The verdict from the run record and the parse; the log sealed; the artifact built."""
         r = self.results
+        if r.checked is not None and r.checked.place is not None:
+            r.checked.place.settle(ran=self.ran)
         raw = r.executed.raw_path if r.executed is not None else None
         if self.ran and raw is not None and raw.exists():  # first: a log that cannot be sealed is a reason
             self._seal(self.run_record(output_parsed=parsed is not None))

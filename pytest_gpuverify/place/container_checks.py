@@ -32,16 +32,25 @@ class ContainerCheck:
     image: Optional[str] = None
     image_digest: Optional[str] = None
     blocked: list[str] = field(default_factory=list)
+    recorded: Optional[tuple[Versions, list[str]]] = None  # the versions this target records (settle)
 
-    # read when the artifact is built: their read may still be under way while the command runs
+    def settle(self, ran: bool) -> None:
+        """The versions this target's artifact records, read once the run is over: their read may
+        still be under way while the command runs, and is waited for then; a run that ended before
+        its command does not wait for it (an interrupt ends at once)."""
+        if self.facts is not None and self.recorded is None:
+            self.recorded = self.facts.versions_read(wait=ran)
+
     @property
     def versions(self) -> Optional[Versions]:
-        return self.facts.versions if self.facts is not None else None
+        self.settle(ran=True)
+        return self.recorded[0] if self.recorded is not None else None
 
     @property
     def unknowns(self) -> list[str]:
         """The versions recorded as null, and why."""
-        return list(self.facts.notes) if self.facts is not None else []
+        self.settle(ran=True)
+        return list(self.recorded[1]) if self.recorded is not None else []
 
 
 def check_container(cfacts: ContainerFacts, name: str, expected_arch: Optional[str]) -> ContainerCheck:

@@ -139,6 +139,14 @@ class ContainerFacts:
     reading: Optional[Background[tuple[Versions, list[str]]]] = None  # the versions' read, under way
     _read: Optional[tuple[Versions, list[str]]] = None
 
+    def versions_read(self, wait: bool = True) -> tuple[Versions, list[str]]:
+        """(versions, why any is null). ``wait=False``, for a run that ended before its command (an
+        interrupt, a block): a read still under way is not waited for, and is not kept for the
+        session's later targets either."""
+        if not wait and self._read is None and self.reading is not None and not self.reading.done:
+            return Versions(), [f"versions: not read in {self.handle.name}: the run ended before its command"]
+        return self._versions_read()
+
     def _versions_read(self) -> tuple[Versions, list[str]]:
         if self._read is None:
             reading, self.reading = self.reading, None
