@@ -70,7 +70,8 @@ class Sandbox:
         return container
 
     def pytest(self, *args: str, ticket: Optional[str] = "T-1", window: str = "0.3", timeout: float = 300,
-               env: Optional[dict] = None) -> subprocess.CompletedProcess:
+               env: Optional[dict] = None, popen: bool = False):
+        """The session's CompletedProcess; ``popen``: its Popen, output (stderr with it) on a pipe."""
         cmd = [*PYTEST, "--gpu-verify", "--gpu-window", window,
                "--gpu-env", str(self.env_path)]
         if ticket:
@@ -80,6 +81,9 @@ class Sandbox:
         for name in ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID"):
             full_env.pop(name, None)  # the outer worker's identity: the run under test is its own session
         full_env.update(env or {})
+        if popen:
+            return subprocess.Popen([*cmd, *args], cwd=self.repo, env=full_env, stdout=subprocess.PIPE,
+                                    stderr=subprocess.STDOUT)
         return subprocess.run([*cmd, *args], cwd=self.repo, env=full_env, capture_output=True, timeout=timeout)
 
     def artifact(self, topic: str, ticket: str = "T-1"):
