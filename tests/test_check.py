@@ -18,9 +18,6 @@ from pytest_gpuverify.cli.check import PARTLY
 from pytest_gpuverify.cli.main import main
 from pytest_gpuverify.engine.verdict import verdict_and_reasons
 
-# its tests share a module fixture of several sessions: one xdist worker builds it once (--dist loadgroup)
-pytestmark = pytest.mark.xdist_group("test_check")
-
 
 def test_the_run_record_the_verdict_reads_round_trips_through_the_artifact():
     run = RunRecord(ran=True, exit_code=5, timed_out=True, interrupted="SIGTERM", container_died=True,

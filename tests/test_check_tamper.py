@@ -21,8 +21,7 @@ from pytest_gpuverify.engine.artifact import read_artifact
 from pytest_gpuverify.cli.check import UNVERIFIED
 from pytest_gpuverify.cli.main import main
 
-# its tests share a module fixture of several sessions: one xdist worker builds it once (--dist loadgroup)
-pytestmark = [pytest.mark.docker, pytest.mark.xdist_group("test_check_tamper")]
+pytestmark = pytest.mark.docker
 
 SIGNER = getpass.getuser()
 GEMM, CRASH, TRITON = "op_tests/test_gemm_a8w8.py", "op_tests/test_crash.py", "op_tests/triton_tests/test_triton_mismatch.py"

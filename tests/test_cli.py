@@ -12,9 +12,6 @@ import pytest
 from pytest_gpuverify.engine.artifact import Artifact
 from pytest_gpuverify.cli.main import main
 
-# its tests share a module fixture of several sessions: one xdist worker builds it once (--dist loadgroup)
-pytestmark = pytest.mark.xdist_group("test_cli")
-
 
 def test_schema_is_the_artifact_json_schema(capsys):
     assert main(["schema"]) == 0

@@ -12,9 +12,6 @@ from pytest_gpuverify.cli.main import main
 from pytest_gpuverify.compare import stats
 from pytest_gpuverify.compare.core import Pair, call
 
-# its tests share a module fixture of several sessions: one xdist worker builds it once (--dist loadgroup)
-pytestmark = pytest.mark.xdist_group("test_compare")
-
 # A lab-style harness: a correctness line, then per-round rows, A then B, 3 rounds; the head (B) is
 # `times[i]` x the base's time, and prints TFLOPS (higher is better) inverse to its time.
 HARNESS = '''import itertools

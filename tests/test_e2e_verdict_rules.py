@@ -13,8 +13,7 @@ import pytest
 from pytest_gpuverify.engine.artifact import read_artifact
 from pytest_gpuverify.cli.main import main
 
-# its tests share a module fixture of several sessions: one xdist worker builds it once (--dist loadgroup)
-pytestmark = [pytest.mark.docker, pytest.mark.xdist_group("test_e2e_verdict_rules")]
+pytestmark = pytest.mark.docker
 
 SEED_004 = '''\
 import sys
