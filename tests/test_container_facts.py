@@ -53,12 +53,12 @@ def test_a_versions_read_that_fails_is_a_recorded_unknown_not_a_lost_artifact():
     container = SlowVersionsContainer(fail=ContainerError("container c1 is gone"))
     facts = read_container_facts(container, "rocm")
     container.release.set()
-    assert facts.versions.python is None
-    assert facts.notes == ["versions: could not be read in c1 (container c1 is gone)"]
+    assert facts.versions_read()[0].python is None
+    assert facts.versions_read()[1] == ["versions: could not be read in c1 (container c1 is gone)"]
     broken = SlowVersionsContainer(fail=RuntimeError("a bug"))  # not only the errors we expect
     facts = read_container_facts(broken, "rocm")
     broken.release.set()
-    assert facts.notes == ["versions: could not be read in c1 (a bug)"] and facts.arch == "gfx942"
+    assert facts.versions_read()[1] == ["versions: could not be read in c1 (a bug)"] and facts.arch == "gfx942"
 
 
 def test_a_run_that_ended_before_its_command_does_not_wait_for_the_versions_nor_spoil_them():

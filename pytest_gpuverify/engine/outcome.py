@@ -6,14 +6,18 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 from pytest_gpuverify import __version__
 from pytest_gpuverify.config.targets import Target
-from pytest_gpuverify.engine.artifact import Artifact, GpuRecord, TargetRecord, Timeline, sha256_file, utc_now
+from pytest_gpuverify.engine.artifact import (Artifact, GpuRecord, RunRecord, TargetRecord, Timeline, sha256_file,
+                                             utc_now)
 from pytest_gpuverify.engine.phases import Decided, Results
 from pytest_gpuverify.engine.summary import summarize
 from pytest_gpuverify.gpu.base import GpuInfo
+
+if TYPE_CHECKING:
+    from pytest_gpuverify.execute.base import ExecOutcome
 
 
 @dataclass
@@ -44,6 +48,24 @@ def ran_in(r: Results) -> Optional[str]:
     if r.fresh is not None and r.fresh.record is not None:
         return r.fresh.record.name
     return r.placed.container if r.placed is not None else None
+
+
+def run_record_of(r: Results, ended: Optional[ExecOutcome], own_blocked: list[str], interrupted: Optional[str],
+                  ran: bool, output_parsed: bool) -> RunRecord:
+    """What happened around the command, from the phases' results and its end (``ended``); the
+    run's ``own_blocked`` reasons (an interrupt, an internal error): the record the verdict reads."""
+    checked_place = r.checked.place if r.checked is not None else None
+    blocked = [reason for phase in (r.placed, r.leased, r.fresh, r.checked) if phase is not None
+               for reason in phase.blocked]
+    return RunRecord(
+        blocked=blocked + own_blocked, ran=ran,
+        exit_code=ended.exit_code if ended else None, timed_out=bool(ended and ended.timed_out),
+        interrupted=(ended.interrupted if ended else None) or interrupted,
+        container_died=bool(ended and ended.container_died),
+        output_problems=list(ended.problems) if ended else [],
+        unknowns=list(checked_place.unknowns) if checked_place is not None else [],
+        leftovers=list(ended.leftovers) if ended else [], output_parsed=output_parsed,
+    )
 
 
 def build_artifact(r: Results) -> Artifact:

@@ -34,11 +34,8 @@ class Background(Generic[T]):
     def done(self) -> bool:
         return not self._thread.is_alive()
 
-    def result(self, block: bool = True) -> T:
-        """What ``work()`` returned; ``block=False``: raise TimeoutError if it has not ended yet."""
-        self._thread.join(None if block else 0)
-        if self._thread.is_alive():
-            raise TimeoutError("still running")
+    def result(self) -> T:
+        self._thread.join()
         if self._error is not None:
             raise self._error
         return self._value  # type: ignore[return-value]

@@ -30,7 +30,8 @@ from pytest_gpuverify.engine import multirun
 from pytest_gpuverify.engine.clock import STAMP_FORMAT
 from pytest_gpuverify.engine.artifact import RunRecord, utc_now
 from pytest_gpuverify.engine.files import create_result_file
-from pytest_gpuverify.engine.outcome import TargetOutcome, build_artifact, gpu_records, ran_in, target_record
+from pytest_gpuverify.engine.outcome import (TargetOutcome, build_artifact, gpu_records, ran_in, run_record_of,
+                                             target_record)
 from pytest_gpuverify.engine.phases import (Begun, Checked, Command, Decided, Executed, Fresh, Leased, Placed,
                                             Results)
 from pytest_gpuverify.engine.runs_log import parse_log
@@ -361,19 +362,8 @@ class TargetRun:
 
     def run_record(self, output_parsed: bool) -> RunRecord:
         """What happened around the command, from the phases' results: the record the verdict reads."""
-        r, ended = self.results, self.command_ended_with
-        checked_place = r.checked.place if r.checked is not None else None
-        blocked = [reason for phase in (r.placed, r.leased, r.fresh, r.checked) if phase is not None
-                   for reason in phase.blocked]
-        return RunRecord(
-            blocked=blocked + self.blocked, ran=self.ran,
-            exit_code=ended.exit_code if ended else None, timed_out=bool(ended and ended.timed_out),
-            interrupted=(ended.interrupted if ended else None) or self.interrupted,
-            container_died=bool(ended and ended.container_died),
-            output_problems=list(ended.problems) if ended else [],
-            unknowns=list(checked_place.unknowns) if checked_place is not None else [],
-            leftovers=list(ended.leftovers) if ended else [], output_parsed=output_parsed,
-        )
+        return run_record_of(self.results, self.command_ended_with, self.blocked, self.interrupted, self.ran,
+                             output_parsed)
 
     def decide(self, parsed: Optional[ParsedOutput]) -> TargetOutcome:
         """The verdict from the run record and the parse; the log sealed; the artifact built."""

@@ -95,10 +95,7 @@ class HostExecutor:
             except KeyboardInterrupt as exc:
                 timer.cancel()
                 outcome.interrupted = interrupt_cause(exc)
-                with second_ctrl_c_held():
-                    _stop(proc)
-                    if marker:
-                        outcome.leftovers = stop_marked(marker, before)
+                outcome.leftovers = _stop_all(proc, marker, before)
                 if reader.is_alive():
                     reader.join(timeout=5)
                 outcome.exit_code = proc.returncode
@@ -107,10 +104,7 @@ class HostExecutor:
                 raise Interrupted(outcome) from None
             except BaseException:  # a bug of ours (on_start's, say): the command must not outlive its GPU's lock
                 timer.cancel()
-                with second_ctrl_c_held():
-                    _stop(proc)
-                    if marker:
-                        stop_marked(marker, before)
+                _stop_all(proc, marker, before)
                 raise
             reader.join(timeout=5)
         outcome.exit_code = proc.returncode
@@ -119,6 +113,13 @@ class HostExecutor:
         if problem := sink.problem():
             outcome.problems.append(problem)
         return outcome
+
+
+def _stop_all(proc: subprocess.Popen, marker: Optional[str], before: set[int]) -> list[str]:
+    """The command's group, then what it left (its marked processes); a second Ctrl-C held off."""
+    with second_ctrl_c_held():
+        _stop(proc)
+        return stop_marked(marker, before) if marker else []
 
 
 def _stop(proc: subprocess.Popen) -> None:

@@ -140,32 +140,21 @@ class ContainerFacts:
     _read: Optional[tuple[Versions, list[str]]] = None
 
     def versions_read(self, wait: bool = True) -> tuple[Versions, list[str]]:
-        """(versions, why any is null). ``wait=False``, for a run that ended before its command (an
-        interrupt, a block): a read still under way is not waited for, and is not kept for the
-        session's later targets either."""
-        if not wait and self._read is None and self.reading is not None and not self.reading.done:
-            return Versions(), [f"versions: not read in {self.handle.name}: the run ended before its command"]
-        return self._versions_read()
-
-    def _versions_read(self) -> tuple[Versions, list[str]]:
-        if self._read is None:
-            reading, self.reading = self.reading, None
-            if reading is not None:
-                reading.wait(VERSIONS_TIMEOUT_S + 5)  # its own command is bounded by VERSIONS_TIMEOUT_S
-            try:
-                self._read = reading.result(block=False) if reading is not None else (Versions(), [])
-            except Exception as exc:  # the artifact is built from this: never lose it to the read
+        """(versions, why any is null), read once. ``wait=False``, for a run that ended before its
+        command (an interrupt, a block): a read still under way is not waited for, and not kept for
+        the session's later targets either."""
+        reading = self.reading
+        if self._read is None and reading is not None:
+            if not wait and not reading.done:
+                return Versions(), [f"versions: not read in {self.handle.name}: the run ended before its command"]
+            reading.wait(VERSIONS_TIMEOUT_S + 5)  # its own command is bounded by VERSIONS_TIMEOUT_S
+            try:  # the artifact is built from this: never lose it to the read
+                self._read = reading.result() if reading.done else (
+                    Versions(), [f"versions: not read in {self.handle.name}: the read did not end"])
+            except Exception as exc:
                 self._read = Versions(), [f"versions: could not be read in {self.handle.name} ({exc})"]
-        return self._read
-
-    @property
-    def versions(self) -> Versions:
-        return self._versions_read()[0]
-
-    @property
-    def notes(self) -> list[str]:
-        """The versions recorded as null, and why."""
-        return self._versions_read()[1]
+            self.reading = None
+        return self._read if self._read is not None else (Versions(), [])
 
 
 # Variables the container itself sets that change what runs; recorded, never overridden.
