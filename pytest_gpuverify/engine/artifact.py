@@ -20,8 +20,8 @@ from pytest_gpuverify.place.builds import BuildRecord
 from pytest_gpuverify.place.ephemeral import FreshContainerRecord
 from pytest_gpuverify.engine.files import RESULT_MODE, FileProblem, unwritable, write_atomic
 
-SCHEMA_VERSION = 4  # 2: the run record (`run`); 3: host_gpus, signed_by, target.command, the raw log's trailer,
-# the run's timeline (`timeline`); 4: see schemas.py (_V4)
+SCHEMA_VERSION = 5  # 2: the run record (`run`); 3: host_gpus, signed_by, target.command, the raw log's trailer,
+# the run's timeline (`timeline`); 4 and 5: see schemas.py (_V4, _V5)
 
 Verdict = Literal["PASS", "FAIL", "INCONCLUSIVE"]
 NO_GPU = "NO_GPU"
@@ -110,6 +110,9 @@ class PerfRow(_Model):
     regime: Optional[str] = None
     side: Optional[str] = None
     run: Optional[int] = None  # which of the target's repeated runs printed it (1..N; runs_log.py)
+    # the title of the printed table the row belongs to (a Triton perf_report's "matmul-performance-fp16:"):
+    # part of the row's identity, so rows of two tables never share a key; None where none was printed
+    table: Optional[str] = None
     metrics: dict[str, Optional[float]] = Field(default_factory=dict)
     source_line: Optional[int] = None
 
@@ -177,6 +180,62 @@ class Timeline(_Model):
     command_started: Optional[str] = None
     command_ended: Optional[str] = None
     lock_released: Optional[str] = None  # the first of its GPU locks was let go (null: a fixture's grant)
+
+
+class ClockReading(_Model):
+    """One reading of a GPU's clocks and limits. ``throttle``: the active clock-limiting reasons by name
+    (NVML's ``sw_power_cap``, ``hw_slowdown``, ``sw_thermal``, ``hw_thermal``, ``hw_power_brake``... and
+    ``gpu_idle``); empty when none, and when the backend gives none (see ``GpuWatch.problems``)."""
+
+    sm_mhz: Optional[float] = None
+    mem_mhz: Optional[float] = None
+    temp_c: Optional[float] = None
+    power_w: Optional[float] = None
+    throttle: list[str] = Field(default_factory=list)
+
+
+class GpuClocks(_Model):
+    """One held GPU's clocks over a run: at the command's start and end, and their extremes over the watch.
+    ``throttled``: a reason that slows the clocks (power, thermal, slowdown; not ``gpu_idle`` nor the
+    application clocks setting) was seen at any reading."""
+
+    index: int
+    start: Optional[ClockReading] = None
+    end: Optional[ClockReading] = None
+    sm_mhz_min: Optional[float] = None
+    sm_mhz_max: Optional[float] = None
+    mem_mhz_min: Optional[float] = None
+    mem_mhz_max: Optional[float] = None
+    temp_c_max: Optional[float] = None
+    power_w_max: Optional[float] = None
+    throttle_seen: list[str] = Field(default_factory=list)
+    throttled: bool = False
+
+
+class ForeignProcess(_Model):
+    """A compute process on a held GPU that is not the run's own (not the command's process tree, not its
+    container's processes), seen while the command ran."""
+
+    gpu: int
+    pid: int
+    name: Optional[str] = None
+    user: Optional[str] = None
+    vram_mib: Optional[float] = None
+    first_seen: str
+    last_seen: str
+
+
+class GpuWatch(_Model):
+    """The held GPUs watched while one run's command ran (one record per run of a repeated target)."""
+
+    run: Optional[int] = None  # 1..N of a repeated target (RunSlice.run); None for a single run
+    side: Optional[str] = None  # "A"/"B" in an A/B run
+    backend: Optional[str] = None  # how it read: "nvml", "amdsmi", "rocm-smi", "amd-smi"
+    interval_s: Optional[float] = None
+    samples: int = 0
+    foreign: list[ForeignProcess] = Field(default_factory=list)
+    clocks: list[GpuClocks] = Field(default_factory=list)
+    problems: list[str] = Field(default_factory=list)  # what could not be read, and why
 
 
 class SyncRecord(_Model):
@@ -277,6 +336,7 @@ class Artifact(_Model):
     runs: list[RunSlice] = Field(default_factory=list)  # repeated runs, in the order they ran; [] for one
     perf_summary: list[PerfSummary] = Field(default_factory=list)  # from ``perf`` (summary.py)
     ab: Optional[AbRecord] = None
+    watch: list[GpuWatch] = Field(default_factory=list)  # the held GPUs while each command ran
 
 
 def artifact_schema() -> dict[str, Any]:

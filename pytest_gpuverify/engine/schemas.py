@@ -26,7 +26,8 @@ _V1_LATER = frozenset({"cache_reused", "junit_xml"})  # added while the version 
 _V2 = _V1 | _V1_LATER | {"run"}
 _V3 = _V2 | {"host_gpus", "signed_by", "timeline"}
 _V4 = _V3 | frozenset({"image_digest", "fresh_container", "builds", "synced", "runs", "perf_summary", "ab"})  # fields added in version 4
-TOP_FIELDS: dict[int, frozenset[str]] = {1: _V1, 2: _V2, 3: _V3, 4: _V4}
+_V5 = _V4 | frozenset({"watch"})  # fields added in version 5
+TOP_FIELDS: dict[int, frozenset[str]] = {1: _V1, 2: _V2, 3: _V3, 4: _V4, 5: _V5}
 
 _RUN = frozenset("blocked ran exit_code timed_out interrupted container_died output_problems unknowns output_parsed".split())
 _TARGET_V1 = frozenset("name kind path args dtype regime thresholds".split())
@@ -45,13 +46,15 @@ NESTED: dict[int, dict[str, frozenset[str]]] = {
 }
 NESTED[4] = {k: v | (frozenset({"repeats", "min_steps"}) if k == "target" else frozenset())
              for k, v in NESTED[3].items()}  # nested keys added in version 4 join here
+NESTED[5] = dict(NESTED[4])  # nested keys added in version 5 join here
 # each record of ``builds[]`` (version 4); keys added after version 4's first builds may be absent
 _BUILD = frozenset("name command gpu gpus container workdir exit_code timed_out problem output output_sha256 "
                    "output_bytes duration_s".split())
 BUILD_LATER = frozenset({"side", "lock_taken", "lock_released"})
 BUILD_KEYS = _BUILD | BUILD_LATER
 NOT_NULL = {1: ("topic", "ts", "verdict"), 2: ("topic", "ts", "verdict", "run", "target"),
-            3: ("topic", "ts", "verdict", "run", "target"), 4: ("topic", "ts", "verdict", "run", "target")}
+            3: ("topic", "ts", "verdict", "run", "target"), 4: ("topic", "ts", "verdict", "run", "target"),
+            5: ("topic", "ts", "verdict", "run", "target")}
 assert max(TOP_FIELDS) == SCHEMA_VERSION
 
 
