@@ -15,13 +15,15 @@ from pathlib import Path, PurePosixPath
 from typing import Optional
 
 from pytest_gpuverify.engine.artifact import Artifact
-from pytest_gpuverify.place.caches import CACHE_VARS
+from pytest_gpuverify.place.caches import CACHE_VARS, cache_vars_for
 from pytest_gpuverify.place.gitstate import git, git_toplevel
 from pytest_gpuverify.gpu.nvidia_formats import is_uuid
 from pytest_gpuverify.execute.leftovers import MARKER
 from pytest_gpuverify.execute.log_trailer import PREFIX, read_trailer, trailer_fields
 from pytest_gpuverify.parsers.junit import read_junit
-from pytest_gpuverify.place.provenance import CONTAINER_ENV_RECORDED, origin_inside
+from pytest_gpuverify.lease.watch import shared_reasons
+from pytest_gpuverify.place.packages import origin_inside
+from pytest_gpuverify.place.provenance import CONTAINER_ENV_RECORDED
 from pytest_gpuverify.config.targets import BENCH, JUNIT_DIR, PYTEST_KINDS, RunEnvironment, import_package, pythonpath
 
 _PYTEST_FLAGS = ["-q", "-rA", "-p", "no:cacheprovider"]
@@ -32,7 +34,7 @@ def provenance_problems(art: Artifact, artifact_path: Path, raw: Optional[Path])
     problems = _trailer(art, raw) + _junit(art, artifact_path) + _times(art, artifact_path) + _repos(art, ran)
     if not ran:
         return problems + _never_ran(art)
-    problems += _command(art) + _gpus(art) + _env_and_imports(art)
+    problems += _command(art) + _gpus(art) + _env_and_imports(art) + _watch(art)
     return problems + (_versions(art) if art.run is not None else [])
 
 
@@ -222,27 +224,46 @@ def _env_and_imports(art: Artifact) -> list[str]:
     if art.fresh_container is not None and art.fresh_container.visible:  # its GPUs are 0..n-1 inside (ephemeral.py)
         visible = art.fresh_container.visible
     wt = _worktree(kind, env.get("PYTHONPATH", ""))
-    expected = RunEnvironment(visible_var=var, visible_value=visible, pythonpath=pythonpath(kind, wt),
-                              jit_dir=art.cache_dirs.get("AITER_JIT_DIR", ""), arch=art.gpu.arch,
-                              extra={k: v for k, v in art.cache_dirs.items() if k != "AITER_JIT_DIR"}).as_env()
+    own_path = pythonpath(kind, wt)
+    schema5 = art.schema_version >= 5
+    caches = dict(art.cache_dirs)
+    expected = RunEnvironment(visible_var=var, visible_value=visible, pythonpath=own_path, kind=kind,
+                              arch=art.gpu.arch, caches=caches, declared=dict(target.env) if target else {}).as_env()
+    if not schema5:  # before the environment was chosen per kind, every command got aiter's and pandas' variables
+        expected.update({"COLUMNS": "10000", **({"GPU_ARCHS": art.gpu.arch} if art.gpu.arch else {})})
+    path = env.get("PYTHONPATH", "")
+    if schema5 and path.startswith(own_path + ":"):  # the place's own PYTHONPATH, kept after the worktree's
+        expected["PYTHONPATH"] = path
     problems = [f"env.{k} is {env.get(k)!r}, the run's GPUs, worktree and caches give {v!r}"
                 for k, v in expected.items() if env.get(k) != v]
     problems += [f"env.{k} is not a variable the engine sets or records" for k in env
                  if k not in expected and k not in CONTAINER_ENV_RECORDED and k != MARKER]
     if MARKER in env and not _marker_matches(env[MARKER], art.raw_output):
         problems.append(f"env.{MARKER} {env[MARKER]!r} is not this run's marker (its log's time, a pid, a token)")
-    engine_sets = set(CACHE_VARS) if art.schema_version >= 2 else {"AITER_JIT_DIR"}  # schema 1: only that one
-    if not engine_sets <= set(art.cache_dirs) <= set(CACHE_VARS):
+    engine_sets = (set(cache_vars_for(kind)) if schema5 else set(CACHE_VARS) if art.schema_version >= 2
+                   else {"AITER_JIT_DIR"})  # schema 1: only that one
+    if not (set(caches) == engine_sets if schema5 else engine_sets <= set(caches) <= set(CACHE_VARS)):
         problems.append(f"cache_dirs has {sorted(art.cache_dirs)}, the engine sets {sorted(engine_sets)}")
     if art.workdir is None or not _under(art.workdir, wt):
         problems.append(f"workdir {art.workdir} is not in the worktree {wt} that PYTHONPATH names")
+    return problems + _imports(art, kind, wt)
+
+
+def _imports(art: Artifact, kind: str, wt: str) -> list[str]:
+    """The packages under test: the declared ones, else the kind's own, were checked; every origin recorded
+    lies in the worktree (a default read from the repo's pyproject.toml may be one package or none)."""
+    declared = art.target.packages if art.target is not None else None
     package = import_package(kind)
-    if package is None:
-        return problems + ([f"imports {sorted(art.imports)}, but a {kind} target has no import check"] if art.imports else [])
-    if set(art.imports) != {package}:
-        return problems + [f"imports has {sorted(art.imports)}, a {kind} target checks {package!r}"]
-    if not origin_inside(art.imports[package], wt):
-        problems.append(f"imports.{package} is {art.imports[package]}, outside the worktree {wt}: the command would not have run")
+    problems = []
+    if declared is not None and set(art.imports) != set(declared):
+        problems.append(f"imports has {sorted(art.imports)}, the declaration names {sorted(declared)}")
+    elif declared is None and package is not None and set(art.imports) != {package}:
+        problems.append(f"imports has {sorted(art.imports)}, a {kind} target checks {package!r}")
+    elif declared is None and package is None and (len(art.imports) > 1 or art.schema_version < 5 and art.imports):
+        problems.append(f"imports {sorted(art.imports)}, but a {kind} target checks at most its project's package")
+    for name, origin in sorted(art.imports.items()):
+        if not origin_inside(origin, wt):
+            problems.append(f"imports.{name} is {origin}, outside the worktree {wt}: the command would not have run")
     return problems
 
 
@@ -269,4 +290,20 @@ def _versions(art: Artifact) -> list[str]:
         problems.append(f"versions.hip is {v.hip!r} on an NVIDIA GPU ({art.gpu.arch})")
     if not nvidia and art.gpu.arch and v.cuda is not None:
         problems.append(f"versions.cuda is {v.cuda!r} on an AMD GPU ({art.gpu.arch})")
+    return problems
+
+
+def _watch(art: Artifact) -> list[str]:
+    """The held GPUs were watched while the command ran, and the run record's shared-GPU reasons are the
+    watch's foreign processes (schema 5 on)."""
+    if art.schema_version < 5 or art.run is None:
+        return []
+    problems = []
+    if art.run.ran and not art.watch:
+        problems.append("watch is empty, but the command ran: its GPUs were watched while it ran")
+    held = {g.index for g in art.gpus}
+    problems += [f"watch: foreign pid {p.pid} on gpu {p.gpu}, a GPU the run did not hold" for w in art.watch
+                 for p in w.foreign if p.gpu not in held]
+    if art.run.shared != shared_reasons(art.watch):
+        problems.append("run.shared does not match the foreign processes in watch")
     return problems

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import difflib
 import math
+import re
 import shlex
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any, Optional, Sequence
@@ -26,6 +27,10 @@ BOUND_KEYS = ("floors", "ceilings")  # tables of their own (floors.py), not thre
 THRESHOLD_KEYS = tuple(k for k in Thresholds.model_fields if k not in BOUND_KEYS)
 _EXAMPLE_LIMITS = {"cosine_sim_min": 0.99, "max_abs_error_max": 0.01, "logits_diff_max": 0.002,
                    "snr_db_min": 20, "err_ratio_max": 0.05}
+_IMPORT_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# what a declaration may not set: the locked GPUs, the import path, the run's marker (leftovers.py)
+ENGINE_VARS = ("HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES", "PYTHONPATH", "GPUVERIFY_RUN_ID")
 _COMMAND_EXAMPLE = '"python3 bench/hillclimb.py --interleave"'
 
 
@@ -131,6 +136,33 @@ class FieldChecks:
             raise self.error(where, key, f"{key} is not a regular expression ({problem})",
                              "escape the special characters with a backslash, e.g. '\\(' for '('.")
         return text
+
+    def packages(self, where: str, value: Any) -> Optional[tuple[str, ...]]:
+        """``packages``: the import packages under test (top-level names); ``[]`` checks none."""
+        if value is None:
+            return None
+        if not isinstance(value, list) or not all(isinstance(v, str) and _IMPORT_NAME.fullmatch(v) for v in value):
+            raise self.error(where, "packages", f"packages is {value!r}, not a list of import names",
+                             'write the top-level names your tests import, e.g. packages = ["kernelkit"] '
+                             "(or [] to check none).")
+        return tuple(value)
+
+    def env(self, where: str, value: Any) -> dict[str, str]:
+        """``env``: variables for the target's command and its builds (a table of strings); the GPUs, the
+        import path and the run's marker are the engine's."""
+        if value is None:
+            return {}
+        if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()):
+            raise self.error(where, "env", f"env is {_kind_of(value)}, not a table of strings",
+                             'write it as a table of quoted values, e.g. env = { GPU_ARCHS = "gfx942" }.')
+        for name in value:
+            if not _ENV_NAME.fullmatch(name):
+                raise self.error(where, f"env.{name}", f"{name!r} is not a variable name",
+                                 "use letters, digits and _ (not starting with a digit).")
+            if name in ENGINE_VARS:
+                raise self.error(where, f"env.{name}", f"{name} is set by the engine for every run",
+                                 "drop it: the GPUs come from the lock, the import path from the worktree.")
+        return dict(value)
 
     def workdir(self, where: str, value: Any) -> Optional[str]:
         text = self.text(where, "workdir", value, '"."')

@@ -68,10 +68,10 @@ from pytest_gpuverify.config.targets import BENCH, KINDS, PYTEST, Target, Thresh
 
 DECLARATIONS_FILE = "gpuverify.toml"
 PYPROJECT = "pyproject.toml"
-TOP_KEYS = ("regime", "dtype", "gpus", "thresholds", "floors", "ceilings", "targets", "builds")
+TOP_KEYS = ("regime", "dtype", "gpus", "thresholds", "floors", "ceilings", "targets", "builds", "packages", "env")
 TARGET_KEYS = ("name", "kind", "path", "command", "args", "topic", "dtype", "regime", "gpus",
                "thresholds", "floors", "ceilings", "repo", "workdir", "pass_pattern", "fail_pattern",
-               "repeats", "min_steps")
+               "repeats", "min_steps", "packages", "env")
 _NAME = re.compile(r"[A-Za-z0-9._-]+")
 _TOML_AT = re.compile(r"\s*\(at (?:line (\d+), column (\d+)|end of document)\)\s*$")
 
@@ -96,6 +96,8 @@ class Defaults(BaseModel):
     dtype: Optional[str] = None
     gpus: Optional[int] = None  # None: one GPU
     thresholds: Thresholds = Field(default_factory=Thresholds)
+    packages: Optional[tuple[str, ...]] = None
+    env: dict[str, str] = Field(default_factory=dict)
 
 
 class Declarations(BaseModel):
@@ -223,6 +225,8 @@ class _Reader(FieldChecks):
             regime=self.regime(top, data.get("regime")),
             dtype=self.text(top, "dtype", data.get("dtype"), '"bf16"'),
             gpus=self.gpus(top, data.get("gpus")),
+            packages=self.packages(top, data.get("packages")),
+            env=self.env(top, data.get("env")),
             thresholds=Thresholds(**self.thresholds(top, data.get("thresholds")),
                                   **{k: self.bounds(top, k, data.get(k)) for k in BOUND_KEYS}))
         blocks = data.get("targets", [])
@@ -301,6 +305,8 @@ class _Reader(FieldChecks):
             workdir=self.workdir(where, block.get("workdir")),
             repeats=self.count(where, "repeats", block.get("repeats")),
             min_steps=self.count(where, "min_steps", block.get("min_steps")),
+            packages=p if (p := self.packages(where, block.get("packages"))) is not None else defaults.packages,
+            env={**defaults.env, **self.env(where, block.get("env"))},
             **{key: self.pattern(where, key, block.get(key)) for key in ("pass_pattern", "fail_pattern")}), where
 
     def path(self, where: str, value: Any, folder_ok: bool = False) -> Path:

@@ -27,8 +27,11 @@ PYTEST = "pytest"  # any repo's pytest file or folder
 KINDS = (AITER_OP_TEST, FLYDSL_PYTEST, TRITON_PYTEST, BENCH, PYTEST)
 PYTEST_KINDS = (FLYDSL_PYTEST, TRITON_PYTEST, PYTEST)
 
-# Which package a worktree must import from (contract section 4).
+# The package under test of a kind that has its own (a declaration's ``packages`` wins; else the repo's
+# pyproject.toml project: packages_under_test.py).
 _PACKAGE_BY_KIND = {AITER_OP_TEST: "aiter", TRITON_PYTEST: "aiter", FLYDSL_PYTEST: "flydsl"}
+AITER_KINDS = (AITER_OP_TEST, TRITON_PYTEST)  # aiter's import reads GPU_ARCHS and AITER_JIT_DIR
+TABLE_KINDS = (AITER_OP_TEST, BENCH)  # print pandas tables, which elide columns under a narrow COLUMNS
 JUNIT_DIR = f"{SCRATCH_ROOT}/junit"  # inside the container; the file is fetched out and removed
 
 
@@ -67,6 +70,9 @@ class Target(BaseModel):
     fail_pattern: Optional[str] = None  # ... and for a failed one
     repeats: Optional[int] = None  # runs per side under one lock (runs_log.py); --gpu-repeats wins
     min_steps: Optional[int] = None  # the fewest timed steps a run must print, where it prints a count
+    # import packages under test (None: the kind's own, else the repo's pyproject project; (): none)
+    packages: Optional[tuple[str, ...]] = None
+    env: dict[str, str] = Field(default_factory=dict)  # declared variables for its command (and builds)
 
     @property
     def location(self) -> Optional[Path]:
@@ -135,10 +141,23 @@ def import_package(kind: str) -> Optional[str]:
     return _PACKAGE_BY_KIND.get(kind)
 
 
-def pythonpath(kind: str, wt: str) -> str:
-    if kind == FLYDSL_PYTEST:
-        return f"{wt}/python:{wt}/build-fly/python_packages"
-    return wt
+def pythonpath(kind: str, wt: str, inherited: str = "") -> str:
+    """The kind's import path for the worktree ``wt``, before the place's own ``PYTHONPATH`` (``inherited``,
+    kept: a container or CI job that sets one imports from it too)."""
+    own = f"{wt}/python:{wt}/build-fly/python_packages" if kind == FLYDSL_PYTEST else wt
+    return f"{own}:{inherited}" if inherited else own
+
+
+def kind_env(kind: str, arch: Optional[str]) -> dict[str, str]:
+    """What a kind's command (and its builds) need besides the GPUs and the import path: ``COLUMNS`` only
+    where pandas tables are printed (a pytest run would pad every separator line to its width), and
+    ``GPU_ARCHS`` only for aiter, whose import would otherwise probe rocminfo."""
+    env = {"PYTHONUNBUFFERED": "1"}  # stdout and stderr reach the file in the order they happen
+    if kind in TABLE_KINDS:
+        env["COLUMNS"] = "10000"  # pandas never elides columns of a summary table
+    if kind in AITER_KINDS and arch:
+        env["GPU_ARCHS"] = arch
+    return env
 
 
 def junit_path(run_id: str) -> str:
@@ -168,26 +187,19 @@ def split_args(text: str) -> tuple[str, ...]:
 
 
 class RunEnvironment(BaseModel):
-    """The environment a target's command sees, besides what the container itself sets."""
+    """The environment a target's command sees, besides what the container itself sets: its GPUs, the
+    import path, the kind's variables (:func:`kind_env`), its compile caches and the declared ``env``."""
 
     model_config = ConfigDict(defer_build=True)
 
     visible_var: str
     visible_value: str
     pythonpath: str
-    jit_dir: str
+    kind: str
     arch: Optional[str] = None
-    extra: dict[str, str] = Field(default_factory=dict)
+    caches: dict[str, str] = Field(default_factory=dict)  # variable -> folder (place/caches.py)
+    declared: dict[str, str] = Field(default_factory=dict)
 
     def as_env(self) -> dict[str, str]:
-        env = {
-            self.visible_var: self.visible_value,
-            "PYTHONPATH": self.pythonpath,
-            "AITER_JIT_DIR": self.jit_dir,
-            "PYTHONUNBUFFERED": "1",  # stdout and stderr reach the file in the order they happen
-            "COLUMNS": "10000",  # pandas never elides columns of a summary table
-        }
-        if self.arch:
-            env["GPU_ARCHS"] = self.arch  # aiter's import would otherwise probe rocminfo
-        env.update(self.extra)
-        return env
+        return {self.visible_var: self.visible_value, "PYTHONPATH": self.pythonpath,
+                **kind_env(self.kind, self.arch), **self.caches, **self.declared}

@@ -65,6 +65,10 @@ class RepoRecord(_Model):
     sha: Optional[str] = None
     dirty: Optional[bool] = None
     dirty_paths: list[str] = Field(default_factory=list)
+    # the state the command ran on: "before any command" (read once, before anything of ours ran) or "after
+    # the builds" (read again once the declared builds ran); the tracked files they changed
+    state: Optional[str] = None
+    changed_by_builds: list[str] = Field(default_factory=list)
 
 
 class Correctness(_Model):
@@ -143,6 +147,8 @@ class TargetRecord(_Model):
     command: Optional[list[str]] = None  # a declared bench command, before its args
     repeats: Optional[int] = None  # runs asked for per side (declaration or --gpu-repeats); None: one
     min_steps: Optional[int] = None  # the fewest steps a run must print that it timed (runs_log.py)
+    packages: Optional[list[str]] = None  # declared import packages under test (None: the default rule)
+    env: dict[str, str] = Field(default_factory=dict)  # declared variables for its command
 
 
 class RunRecord(_Model):
@@ -164,6 +170,8 @@ class RunRecord(_Model):
     # the engine read the raw output into correctness and perf; not after an interrupt or an internal
     # error, and then the verdict stood on these facts alone
     output_parsed: bool = False
+    # a compute process of someone else on a held GPU while the command ran (GpuWatch.foreign), one reason each
+    shared: list[str] = Field(default_factory=list)
 
 
 class Timeline(_Model):

@@ -13,9 +13,10 @@ from pytest_gpuverify.engine.artifact import AbRecord
 from pytest_gpuverify.engine.phases import Checked, Command, Executed
 from pytest_gpuverify.place.caches import plan_caches, remove_cold_caches
 from pytest_gpuverify.execute.leftovers import run_marker
-from pytest_gpuverify.place.provenance import import_origin, move_out, origin_inside
+from pytest_gpuverify.place.packages import Lookup, UnderTest, check_imports, import_env
+from pytest_gpuverify.place.provenance import ContainerFacts, move_out
 from pytest_gpuverify.engine.rounds import Side, run_rounds
-from pytest_gpuverify.config.targets import PYTEST_KINDS, Target, command_argv, import_package, junit_path, pythonpath
+from pytest_gpuverify.config.targets import PYTEST_KINDS, Target, command_argv, junit_path, pythonpath
 
 
 def repeats_for(options, target: Target) -> Optional[int]:
@@ -29,14 +30,16 @@ class Plan:
     base: Optional[BaseWorktree] = None
     base_wt: Optional[str] = None  # the base worktree in the container
     head_sha: Optional[str] = None
+    inherited_pythonpath: str = ""  # the place's own PYTHONPATH, after the base worktree's
 
 
-def plan_for(options, worktrees: Optional[BaseWorktrees], target: Target, handle, wt: str, wt_host: Path,
-             head_sha: Optional[str], checked: Checked) -> None:
+def plan_for(options, worktrees: Optional[BaseWorktrees], target: Target, place: ContainerFacts, wt: str,
+             wt_host: Path, head_sha: Optional[str], checked: Checked, under: UnderTest, lookup: Lookup) -> None:
     """The check phase's plan of the target's runs (``checked.plan``; None for a plain single run) and
     its A/B record; a problem (no base commit, base imports elsewhere) goes to ``checked.blocked`` and
     the target never runs."""
     repeats = repeats_for(options, target) or 1
+    handle = place.handle
     if worktrees is None:
         checked.plan = Plan(repeats, head_sha=head_sha) if repeats > 1 else None
         return
@@ -54,14 +57,11 @@ def plan_for(options, worktrees: Optional[BaseWorktrees], target: Target, handle
     base_wt = base.container_path(wt)
     base.inside[handle.name] = base_wt
     checked.ab = AbRecord(base_ref=base.ref, base_sha=base.sha, head_sha=head_sha, base_worktree=str(base.path))
-    package = import_package(target.kind)
-    if package:
-        origin, why = import_origin(handle, package, pythonpath(target.kind, base_wt))
-        if not origin_inside(origin, base_wt):
-            checked.blocked.append(why or f"base side: {package} imports from {origin}, outside the base worktree "
-                                   f"{base_wt}/: the run would test another checkout")
-            return
-    checked.plan = Plan(repeats, base, base_wt, head_sha)
+    imports = check_imports(under, base_wt, import_env(target, base_wt, place), lookup, side="base side: ")
+    if imports.blocked:
+        checked.blocked.extend(imports.blocked)
+        return
+    checked.plan = Plan(repeats, base, base_wt, head_sha, place.pythonpath)
 
 
 def run_planned(plan: Plan, cmd: Command, executed: Executed):
@@ -75,10 +75,10 @@ def run_planned(plan: Plan, cmd: Command, executed: Executed):
     head = Side("B" if plan.base else None, plan.head_sha, argv("B"), cmd.env, cmd.workdir)
     sides, base_caches = [head], None
     if plan.base is not None and plan.base_wt is not None:  # plan_for sets both
-        base_caches = plan_caches(plan.base_wt, cmd.cold, f"{cmd.run_id}-A", on_host=handle.name == "host")
+        base_caches = plan_caches(plan.base_wt, cmd.cold, f"{cmd.run_id}-A", target.kind, on_host=handle.name == "host")
         base_env = cmd.run_env.model_copy(update={
-            "pythonpath": pythonpath(target.kind, plan.base_wt), "jit_dir": base_caches.jit_dir,
-            "extra": {k: v for k, v in base_caches.dirs.items() if k != "AITER_JIT_DIR"}})
+            "pythonpath": pythonpath(target.kind, plan.base_wt, plan.inherited_pythonpath),
+            "caches": dict(base_caches.dirs)})
         workdir = plan.base_wt + cmd.workdir[len(cmd.wt):]
         sides.insert(0, Side("A", plan.base.sha, argv("A"), {**base_env.as_env(), **run_marker(cmd.run_id)}, workdir))
         executed.base_cache_dirs = dict(base_caches.dirs)

@@ -10,11 +10,12 @@ from typing import TYPE_CHECKING, Optional
 
 from pytest_gpuverify import __version__
 from pytest_gpuverify.config.targets import Target
-from pytest_gpuverify.engine.artifact import (Artifact, GpuRecord, RunRecord, TargetRecord, Timeline, sha256_file,
+from pytest_gpuverify.engine.artifact import (Artifact, GpuRecord, RepoRecord, RunRecord, TargetRecord, Timeline, sha256_file,
                                              utc_now)
 from pytest_gpuverify.engine.phases import Decided, Results
 from pytest_gpuverify.engine.summary import summarize
 from pytest_gpuverify.gpu.base import GpuInfo
+from pytest_gpuverify.lease.watch import shared_reasons
 
 if TYPE_CHECKING:
     from pytest_gpuverify.execute.base import ExecOutcome
@@ -40,6 +41,7 @@ def target_record(target: Target, repeats: Optional[int]) -> TargetRecord:
         pass_pattern=target.pass_pattern, fail_pattern=target.fail_pattern,
         command=list(target.command) if target.command else None,
         repeats=repeats, min_steps=target.min_steps,
+        packages=list(target.packages) if target.packages is not None else None, env=dict(target.env),
     )
 
 
@@ -65,6 +67,7 @@ def run_record_of(r: Results, ended: Optional[ExecOutcome], own_blocked: list[st
         output_problems=list(ended.problems) if ended else [],
         unknowns=list(checked_place.unknowns) if checked_place is not None else [],
         leftovers=list(ended.leftovers) if ended else [], output_parsed=output_parsed,
+        shared=shared_reasons(r.executed.watch) if r.executed is not None else [],
     )
 
 
@@ -90,6 +93,9 @@ def build_artifact(r: Results) -> Artifact:
         art.notes.extend(fresh.notes)
     if checked is not None:
         art.workdir, art.builds, art.imports = checked.workdir, list(checked.builds), dict(checked.imports)
+        art.notes.extend(checked.notes)
+        if art.repos and checked.place is not None:  # the checks ran: the command's state is known
+            art.repos = [repo_after_builds(art.repos[0], checked)]
         place = checked.place
         if place is not None:
             art.image, art.image_digest = place.image, place.image_digest
@@ -108,6 +114,7 @@ def build_artifact(r: Results) -> Artifact:
         art.env, art.cache_dirs, art.command = dict(executed.env), dict(executed.cache_dirs), executed.command
         art.raw_output = executed.raw_path.name if executed.raw_path is not None else None
         art.runs = list(executed.runs)
+        art.watch = list(executed.watch)
         art.junit_xml = executed.junit_path.name if executed.junit_path is not None else None
         timeline.command_started, timeline.command_ended = executed.command_started, executed.command_ended
         art.notes.extend(executed.notes)
@@ -133,6 +140,16 @@ def _decided(art: Artifact, decided: Decided, regime: Optional[str]) -> None:
     art.verdict, art.reasons = decided.verdict, list(decided.reasons)
     art.run = decided.run  # the facts behind the verdict, so that `gpuverify check` can re-derive it
     art.exit_code, art.timed_out = decided.run.exit_code, decided.run.timed_out
+
+
+def repo_after_builds(repo: RepoRecord, checked) -> RepoRecord:
+    """The repo record as the command found it: read again after the declared builds, if any ran."""
+    if not checked.builds:
+        return repo.model_copy(update={"state": "before any command"})
+    changed = checked.changed_by_builds
+    dirty_paths = repo.dirty_paths + [p for p in changed if p not in repo.dirty_paths]
+    return repo.model_copy(update={"state": "after the builds", "changed_by_builds": list(changed),
+                                   "dirty": bool(repo.dirty or changed), "dirty_paths": dirty_paths})
 
 
 def gpu_records(infos: list[GpuInfo], grant, vendor: str, arch: Optional[str]) -> list[GpuRecord]:

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Callable, Optional
 
-from pytest_gpuverify.engine.artifact import (AbRecord, GpuRecord, RepoRecord, RunRecord, RunSlice, SyncRecord,
+from pytest_gpuverify.engine.artifact import (AbRecord, GpuRecord, GpuWatch, RepoRecord, RunRecord, RunSlice, SyncRecord,
                                               TargetRecord, Verdict)
 
 if TYPE_CHECKING:
@@ -86,11 +86,14 @@ class Fresh:
 @dataclass
 class Checked:
     blocked: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
     place: Optional[ContainerCheck] = None
     workdir: str = ""  # set by the check phase, before anything reads it
     builds: list[BuildRecord] = field(default_factory=list)
     imports: dict[str, Optional[str]] = field(default_factory=dict)
     plan: Optional[Plan] = None  # repeats or --gpu-ab (multirun.py); None: one run
+    changed_by_builds: list[str] = field(default_factory=list)  # tracked files the builds rewrote (prerun.py)
+    base_changed_by_builds: list[str] = field(default_factory=list)  # ... of --gpu-ab's base worktree
     ab: Optional[AbRecord] = None
 
 
@@ -110,6 +113,7 @@ class Executed:
     runs: list[RunSlice] = field(default_factory=list)  # the planned runs, as they ended
     base_cache_dirs: dict[str, str] = field(default_factory=dict)  # --gpu-ab: side A's
     junit_path: Optional[Path] = None
+    watch: list[GpuWatch] = field(default_factory=list)  # the held GPUs while each command ran
 
 
 @dataclass

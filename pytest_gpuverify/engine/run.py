@@ -17,6 +17,7 @@ targets of one session share (host, sampler, picker, containers, caches) and run
 from __future__ import annotations
 
 import shlex
+from functools import partial
 import socket
 import time
 import traceback
@@ -24,8 +25,7 @@ from contextlib import contextmanager
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Callable, Iterator, Optional
 
-from pytest_gpuverify.config.targets import (PYTEST_KINDS, RunEnvironment, Target, command_argv, import_package,
-                                             junit_path, pythonpath)
+from pytest_gpuverify.config.targets import PYTEST_KINDS, RunEnvironment, Target, command_argv, junit_path, pythonpath
 from pytest_gpuverify.engine import multirun
 from pytest_gpuverify.engine.clock import STAMP_FORMAT
 from pytest_gpuverify.engine.artifact import RunRecord, utc_now
@@ -36,6 +36,7 @@ from pytest_gpuverify.engine.phases import (Begun, Checked, Command, Decided, Ex
                                             Results)
 from pytest_gpuverify.engine.runs_log import parse_log
 from pytest_gpuverify.engine.verdict import verdict_and_reasons
+from pytest_gpuverify.engine.watching import WatchedPlace
 from pytest_gpuverify.execute.container import ExecOutcome, Interrupted, interrupt_cause
 from pytest_gpuverify.execute.log_trailer import seal_log
 from pytest_gpuverify.gpu.base import GpuInfo
@@ -48,7 +49,8 @@ from pytest_gpuverify.parsers.dispatch import context_for
 from pytest_gpuverify.place.caches import plan_caches, remove_cold_caches, warm_cache_reused
 from pytest_gpuverify.place.container_checks import HOST
 from pytest_gpuverify.place.ephemeral import fresh_container
-from pytest_gpuverify.place.provenance import move_out, origin_inside
+from pytest_gpuverify.place.packages import check_imports, import_env, packages_under_test
+from pytest_gpuverify.place.provenance import move_out
 from pytest_gpuverify.place.resolve import map_to_container
 from pytest_gpuverify.place.workspace import WorkspaceError, locate
 from pytest_gpuverify.reporting.live import RunningLine, running_echo
@@ -187,22 +189,22 @@ class TargetRun:
         if place is None or checked.blocked:
             return checked
         side = "B" if s.base_worktrees is not None else None  # --gpu-ab: these build the head's worktree
-        if not s.builds.run(target, place, wt, ws.wt_host, ws.wt_host, side, stamp, self._build_gpu, checked):
+        if not s.builds.run(target, place, wt, ws.wt_host, ws.wt_host, side, stamp, self._build_gpu, checked,
+                            s.options.allow_dirty):
             return checked
-        package = import_package(target.kind)
-        if package:
-            origin, why = s.import_origin(place.handle, wt, package, pythonpath(target.kind, wt))
-            checked.imports[package] = origin
-            if not origin_inside(origin, wt):
-                checked.blocked.append(why or f"{package} imports from {origin}, outside the worktree {wt}/: "
-                                       "the run would test another checkout")
-                return checked
-        multirun.plan_for(s.options, s.base_worktrees, target, place.handle, wt, ws.wt_host,
-                          placed.repo.sha if placed.repo else None, checked)
+        under = packages_under_test(target, ws.wt_host)
+        imports = check_imports(under, wt, import_env(target, wt, place), partial(s.import_origin, place.handle))
+        checked.imports, checked.notes = imports.imports, imports.notes
+        if imports.blocked:
+            checked.blocked.extend(imports.blocked)
+            return checked
+        multirun.plan_for(s.options, s.base_worktrees, target, place, wt, ws.wt_host,
+                          placed.repo.sha if placed.repo else None, checked, under, partial(s.import_origin, place.handle))
         plan = checked.plan
         if not checked.blocked and plan is not None and plan.base is not None and plan.base_wt is not None:
             # --gpu-ab: the same builds on the base worktree (side A) before the first run
-            s.builds.run(target, place, plan.base_wt, ws.wt_host, plan.base.path, "A", stamp, self._build_gpu, checked)
+            s.builds.run(target, place, plan.base_wt, ws.wt_host, plan.base.path, "A", stamp, self._build_gpu, checked,
+                         s.options.allow_dirty)
         return checked
 
     # -- lease ------------------------------------------------------------------------------
@@ -293,7 +295,7 @@ class TargetRun:
         assert checked.place is not None and checked.place.facts is not None and leased.grant is not None
         assert placed.wt is not None and placed.ws is not None
         place, grant, wt = checked.place.facts, leased.grant, placed.wt
-        handle = place.handle
+        handle = watched = WatchedPlace(place.handle, s.backend, list(grant.indices), s.clock.wall)
         executed = self.results.executed = Executed()
         run_id = run_id_of(begun.stamp)
         guards = caches = None
@@ -301,13 +303,12 @@ class TargetRun:
             infos = [s.inventory.get(i, GpuInfo(index=i)) for i in grant.indices]
             executed.gpus = gpu_records(infos, grant, s.backend.vendor, place.arch)
             executed.host_gpus = len(s.inventory) or None
-            caches = plan_caches(wt, s.options.cold, run_id, on_host=handle.name == HOST)
+            caches = plan_caches(wt, s.options.cold, run_id, target.kind, on_host=handle.name == HOST)
             executed.cache_reused = warm_cache_reused(handle, caches, s.warm_caches)
             run_env = RunEnvironment(
                 visible_var=s.backend.visible_devices_var, visible_value=self.visible or s.backend.visible_value(infos),
-                pythonpath=pythonpath(target.kind, wt), jit_dir=caches.jit_dir, arch=place.arch,
-                extra={k: v for k, v in caches.dirs.items() if k != "AITER_JIT_DIR"},
-            )
+                pythonpath=pythonpath(target.kind, wt, place.pythonpath), kind=target.kind, arch=place.arch,
+                caches=dict(caches.dirs), declared=dict(target.env))
             command_env = {**run_env.as_env(), **run_marker(run_id)}  # what it leaves is stopped: leftovers.py
             executed.env = {**place.container_env, **command_env}
             executed.cache_dirs = dict(caches.dirs)
@@ -333,6 +334,7 @@ class TargetRun:
                         on_start=cmd.on_start)
             finally:
                 executed.command_ended = s.clock.wall(time.monotonic())  # no earlier than the real end
+                executed.watch = watched.labelled(executed.runs)
                 if live is not None:
                     live.done()
         finally:

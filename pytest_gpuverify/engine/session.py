@@ -11,7 +11,7 @@ from __future__ import annotations
 import sys
 import time
 from pathlib import Path
-from typing import Callable, Optional
+from typing import Callable, Mapping, Optional
 
 from pytest_gpuverify.engine.artifact import RepoRecord, store_artifact
 from pytest_gpuverify.engine.clock import SessionClock
@@ -174,11 +174,12 @@ class VerifySession:
             self._repos[wt_host] = repo_state(wt_host, own_output_dirs(self.env.resources.tickets))
         return self._repos[wt_host]
 
-    def import_origin(self, handle, wt: str, package: str, pypath: str) -> tuple[Optional[str], Optional[str]]:
-        """Where ``package`` imports from in the place (``handle``), read once per place and worktree."""
-        key = (handle.name, wt, package)
+    def import_origin(self, handle, package: str, env: Mapping[str, str]) -> tuple[Optional[str], Optional[str]]:
+        """Where ``package`` imports from in the place (``handle``) with the command's environment ``env``,
+        read once per place and environment (the worktree is in its PYTHONPATH)."""
+        key = (handle.name, package, tuple(sorted(env.items())))
         if key not in self._imports:
-            self._imports[key] = import_origin(handle, package, pypath)
+            self._imports[key] = import_origin(handle, package, env)
         return self._imports[key]
 
     # -- one target ------------------------------------------------------------------------

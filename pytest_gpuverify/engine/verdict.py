@@ -78,6 +78,9 @@ def decide(
     record; ``target``: its target record (the declared dtype and the kind)."""
     if run.blocked or not run.ran:
         return "INCONCLUSIVE", list(run.blocked) or ["the command never ran"]
+    if run.shared:  # another job computed beside it: neither its timings nor its results are its own
+        verdict, reasons = decide(run.model_copy(update={"shared": []}), parsed, limits, target)
+        return "INCONCLUSIVE", list(run.shared) + [r for r in reasons if r not in run.shared]
 
     failures: list[str] = []
     doubts: list[str] = []

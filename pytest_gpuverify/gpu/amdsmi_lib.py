@@ -20,6 +20,7 @@ import sys
 import threading
 from typing import Any, Mapping, Optional
 
+from pytest_gpuverify.gpu.clocks import ClockSample, amdsmi_clocks
 from pytest_gpuverify.gpu.base import GpuProcess, GpuReading, GpuToolError, call_within
 from pytest_gpuverify.gpu.rocm_formats import AmdSmiDevice, drop_kfd_only, hip_indices_from_amd_smi
 
@@ -125,6 +126,12 @@ class AmdSmiLibrary:
         processes = [self._process(handle, p) for p in lib.amdsmi_get_gpu_process_list(handle)]
         return GpuReading(index=index, use_pct=float(use) if isinstance(use, (int, float)) else None,
                           vram_used_bytes=used, vram_total_bytes=total, processes=tuple(drop_kfd_only(processes)))
+
+    def clocks(self, indices: list[int], timeout_s: float = 20.0) -> list[ClockSample]:
+        def read() -> list[ClockSample]:
+            with self._lock:
+                return [amdsmi_clocks(self.lib, h, i) for i, h in self._handles if i in indices]
+        return call_within(read, timeout_s, "amdsmi clocks")
 
     def _process(self, handle: Any, entry: Any) -> GpuProcess:
         if not isinstance(entry, dict):  # ROCm 6.0/6.1: a process handle

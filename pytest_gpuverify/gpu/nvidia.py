@@ -19,6 +19,7 @@ import threading
 from typing import Any, Optional
 
 from pytest_gpuverify.execute.host_commands import HostRunner
+from pytest_gpuverify.gpu.clocks import ClockSample, nvml_clocks
 from pytest_gpuverify.gpu.base import CallTimedOut, GpuInfo, GpuProcess, GpuReading, GpuToolError, call_within
 from pytest_gpuverify.gpu.nvidia_smi import SmiReader
 from pytest_gpuverify.gpu.nvml_history import _SAMPLE_FIELDS, DriverHistory, NoHistory, read_history
@@ -302,6 +303,14 @@ class NvidiaBackend:
                 name = text_value(nv.nvmlSystemGetProcessName(pid)) or ""
             out.append(GpuProcess(pid=pid, name=name, vram_bytes=plausible_bytes(getattr(p, "usedGpuMemory", None), total)))
         return tuple(out)
+
+    def clocks(self, indices: list[int]) -> list[ClockSample]:
+        """Clocks of the GPUs ``indices`` (NVML); GpuToolError where NVML is not used."""
+        nv = self._nvml()
+        if nv is None:
+            raise GpuToolError(f"clocks are read through NVML only ({self._nvml_why})")
+        return call_within(lambda: [nvml_clocks(nv, nv.nvmlDeviceGetHandleByIndex(i), i) for i in indices],
+                           self.tool_timeout, "NVML clocks")
 
     # ------------------------------------------------------------------------------ inventory
     def inventory(self) -> list[GpuInfo]:

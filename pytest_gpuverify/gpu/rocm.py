@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from concurrent.futures import ThreadPoolExecutor
 
 from pytest_gpuverify.execute.host_commands import CommandResult, HostRunner
+from pytest_gpuverify.gpu.clocks import ClockSample
 from pytest_gpuverify.gpu.base import GpuInfo, GpuReading, GpuToolError, output_tail
 from pytest_gpuverify.gpu.rocm_formats import (
     AmdSmiDevice,
@@ -190,6 +191,13 @@ class RocmBackend:
         return sorted((GpuReading(index=hip[r.index], use_pct=r.use_pct, vram_used_bytes=r.vram_used_bytes,
                                   vram_total_bytes=r.vram_total_bytes, processes=tuple(per_card[r.index]))
                        for r in readings), key=lambda r: r.index)
+
+    def clocks(self, indices: list[int]) -> list[ClockSample]:
+        """Clocks of the GPUs ``indices`` (the amdsmi library); GpuToolError where the tools read (clocks.py)."""
+        library = self._loaded_library()
+        if library is None:
+            raise GpuToolError(f"clocks are read through the amdsmi library only ({self.library_why or 'not loaded'})")
+        return library.clocks(indices, timeout_s=self.tool_timeout)
 
     def reading_source(self) -> str:
         if self._loaded_library() is not None:

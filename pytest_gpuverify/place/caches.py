@@ -11,8 +11,15 @@ import hashlib
 from dataclasses import dataclass
 from typing import Optional
 
+from pytest_gpuverify.config.targets import AITER_KINDS
 from pytest_gpuverify.execute.bounds import SCRATCH_ROOT
+
 CACHE_VARS = {"AITER_JIT_DIR": "aiter_jit", "TRITON_CACHE_DIR": "triton", "FLYDSL_RUNTIME_CACHE_DIR": "flydsl"}
+
+
+def cache_vars_for(kind: str) -> dict[str, str]:
+    """The caches a kind's command gets: aiter's JIT folder only where aiter is what runs."""
+    return {var: sub for var, sub in CACHE_VARS.items() if var != "AITER_JIT_DIR" or kind in AITER_KINDS}
 
 
 @dataclass(frozen=True)
@@ -22,12 +29,8 @@ class CachePlan:
     cold: bool
     base: str = SCRATCH_ROOT  # the folder of all caches: /tmp/gpuverify in a container, the user's own on the host
 
-    @property
-    def jit_dir(self) -> str:
-        return self.dirs["AITER_JIT_DIR"]
 
-
-def plan_caches(worktree: str, cold: bool, run_id: str, on_host: bool = False) -> CachePlan:
+def plan_caches(worktree: str, cold: bool, run_id: str, kind: str, on_host: bool = False) -> CachePlan:
     """``on_host`` (--gpu-container none): under the user's own folder, since users share the host's
     /tmp and one user's cache folder would refuse the next user's build."""
     from pytest_gpuverify.engine.files import user_runtime_dir
@@ -38,7 +41,7 @@ def plan_caches(worktree: str, cold: bool, run_id: str, on_host: bool = False) -
         root = f"{base}/cold/{run_id}"
     else:
         root = f"{base}/cache/{hashlib.sha1(worktree.encode()).hexdigest()[:12]}"
-    return CachePlan(root, {var: f"{root}/{sub}" for var, sub in CACHE_VARS.items()}, cold, base)
+    return CachePlan(root, {var: f"{root}/{sub}" for var, sub in cache_vars_for(kind).items()}, cold, base)
 
 
 def reuse_probe(plan: CachePlan) -> list[str]:

@@ -65,6 +65,13 @@ def changes(top: Path, own: Iterable[Path] = ()) -> Optional[list[tuple[str, str
     return found
 
 
+def tracked_changes(path: Path) -> Optional[frozenset[str]]:
+    """The tracked files that differ from HEAD in the checkout holding ``path``; None when git cannot tell."""
+    top = git_toplevel(path)
+    out = git(top, "status", "--porcelain=v1", "-z", "--untracked-files=no") if top is not None else None
+    return frozenset(name for _, name in _entries(out)) if out is not None else None
+
+
 def git_toplevel(path: Path) -> Optional[Path]:
     """The top of the git checkout holding ``path`` (a file or a folder), or None."""
     top = (git(path if path.is_dir() else path.parent, "rev-parse", "--show-toplevel") or "").strip()

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Optional
+from typing import Mapping, Optional
 
 from pytest_gpuverify.engine.artifact import Versions
 from pytest_gpuverify.engine.overlap import Background
@@ -81,26 +81,18 @@ def container_arch(container: Executor, vendor: str = "rocm") -> tuple[Optional[
     return None, f"{tool} in {container.name} printed no GPU (exit {code})"
 
 
-def import_origin(container: Executor, package: str, pythonpath: str) -> tuple[Optional[str], Optional[str]]:
-    """Where ``package`` would be imported from, checked from ``/`` (contract "4. Container, import check, run").
+def import_origin(container: Executor, package: str, env: Mapping[str, str]) -> tuple[Optional[str], Optional[str]]:
+    """Where ``package`` would be imported from with the command's environment ``env``, checked from ``/``.
 
     From ``/`` because ``python3 -c`` puts the cwd on sys.path: a check run in the worktree would pass
     even with PYTHONPATH missing. ``find_spec`` of a top-level name imports nothing.
     """
-    code, out = container.capture(
-        ["python3", "-c", _FIND_SPEC, package], env={"PYTHONPATH": pythonpath}, workdir="/", timeout_s=60
-    )
+    code, out = container.capture(["python3", "-c", _FIND_SPEC, package], env=env, workdir="/", timeout_s=60)
     for line in out.decode("utf-8", errors="replace").splitlines():
         if line.startswith("GPUVERIFY-ORIGIN:"):
             origin = line.split(":", 1)[1].strip()
             return (origin or None), (None if origin else f"{package} is not importable in {container.name}")
     return None, f"import check failed in {container.name} (exit {code})"
-
-
-def origin_inside(origin: Optional[str], wt: str) -> bool:
-    if not origin:
-        return False
-    return origin == wt or origin.startswith(wt.rstrip("/") + "/")
 
 
 def read_versions(container: Executor) -> tuple[Versions, list[str]]:
@@ -136,6 +128,7 @@ class ContainerFacts:
     arch: Optional[str] = None
     arch_problem: Optional[str] = None
     container_env: dict[str, str] = field(default_factory=dict)
+    pythonpath: str = ""  # the place's own PYTHONPATH: a command's import path goes before it, never replaces it
     reading: Optional[Background[tuple[Versions, list[str]]]] = None  # the versions' read, under way
     _read: Optional[tuple[Versions, list[str]]] = None
 
@@ -171,6 +164,7 @@ def read_container_facts(handle: Executor, vendor: str = "rocm") -> ContainerFac
         facts.arch, facts.arch_problem = container_arch(handle, vendor)
         env = dict(item.split("=", 1) for item in (handle.inspect().get("Config") or {}).get("Env") or [] if "=" in item)
         facts.container_env = {k: env[k] for k in CONTAINER_ENV_RECORDED if k in env}
+        facts.pythonpath = env.get("PYTHONPATH", "")
     except ContainerError as exc:
         facts.arch_problem = str(exc)
     return facts

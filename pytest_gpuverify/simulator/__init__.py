@@ -90,6 +90,7 @@ def install(bin_dir: Path, state: SimState, tools: Sequence[str] = TOOL_NAMES) -
         _write_executable(module, text, mode=0o644)
         py_compile.compile(str(module), doraise=True)  # the tools' Python reads it if it is of this version
     source = tool_stub(bin_dir)
+    _write_executable(bin_dir / _tools.USE_TOOL, source)  # gpuverify-sim-use: a command's own GPU process
     for name in tools:
         target = bin_dir / name
         if name == "amd-smi" and not state.amd_smi_installed:

@@ -59,6 +59,11 @@ class SimGpu(BaseModel):
     bdf: str = ""
     uuid: str = ""  # ROCr form "GPU-<16 hex>", as rocminfo and ROCR_VISIBLE_DEVICES use it
     processes: list[SimProcess] = Field(default_factory=list)
+    sm_mhz: int = 2100  # the amdsmi library's clocks, temperature and power (gpu/clocks.py)
+    mem_mhz: int = 1300
+    temp_c: int = 45
+    power_w: int = 150
+    throttle_status: int = 0  # non-zero: the clocks are limited (the library's throttle_status)
 
 
 class SimState(BaseModel):

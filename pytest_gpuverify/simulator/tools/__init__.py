@@ -10,6 +10,7 @@ else on a user's path.
 import importlib
 import sys
 
+USE_TOOL = "gpuverify-sim-use"  # the stub that runs a command as a process on the simulated GPUs
 COMMON = "gpuverify_sim_common"  # STATE_PATH, main() and what the tools share
 MODULES = (COMMON, "gpuverify_sim_rocm_smi", "gpuverify_sim_amd_smi", "gpuverify_sim_rocminfo")
 

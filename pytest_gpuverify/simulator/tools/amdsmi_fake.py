@@ -31,6 +31,24 @@ class AmdSmiInitFlags:
     INIT_AMD_GPUS = 1 << 1
 
 
+class AmdSmiClkType:
+    SYS = GFX = 0
+    DF = 1
+    DCEF = 2
+    SOC = 3
+    MEM = 4
+
+
+class AmdSmiTemperatureType:
+    EDGE = 0
+    HOTSPOT = JUNCTION = 1
+    VRAM = 2
+
+
+class AmdSmiTemperatureMetric:
+    CURRENT = 0
+
+
 class _Handle:
     def __init__(self, index):
         self.index = index
@@ -110,6 +128,30 @@ def amdsmi_get_gpu_process_list(handle):
                       "engine_usage": {"gfx": 0, "enc": 0},
                       "memory_usage": {"gtt_mem": 0, "cpu_mem": 0, "vram_mem": 0}, "cu_occupancy": 0})
     return procs
+
+
+def amdsmi_get_clock_info(handle, clk_type):
+    g, _ = _gpu(handle)
+    mhz = g.get("mem_mhz", 1300) if clk_type == AmdSmiClkType.MEM else g.get("sm_mhz", 2100)
+    return {"clk": mhz, "min_clk": 500, "max_clk": max(mhz, 2100), "clk_locked": False, "clk_deep_sleep": False}
+
+
+def amdsmi_get_temp_metric(handle, sensor_type, metric):
+    g, _ = _gpu(handle)
+    return g.get("temp_c", 45)
+
+
+def amdsmi_get_power_info(handle):
+    g, _ = _gpu(handle)
+    watts = g.get("power_w", 150)
+    return {"current_socket_power": watts, "average_socket_power": watts, "gfx_voltage": "N/A",
+            "soc_voltage": "N/A", "mem_voltage": "N/A", "power_limit": 750000000}
+
+
+def amdsmi_get_gpu_metrics_info(handle):
+    g, _ = _gpu(handle)
+    return {"temperature_hotspot": g.get("temp_c", 45), "throttle_status": g.get("throttle_status", 0),
+            "indep_throttle_status": g.get("throttle_status", 0)}
 
 
 def amdsmi_get_gpu_kfd_info(handle):

@@ -19,6 +19,8 @@ import time
 
 STATE_PATH = "/nonexistent/sim-state.json"  # install() bakes the absolute path of the state file in here
 TOOLS = ("rocm-smi", "amd-smi", "rocminfo")
+USE_TOOL = "gpuverify-sim-use"  # runs a command as a process on the simulated GPUs (see gpu_use)
+USE_VAR = "GPUVERIFY_SIM_GPU_USE"  # in a process's environment: "<state path>:<VRAM MiB>"
 MIB = 1 << 20
 VENDOR = "Advanced Micro Devices, Inc. [AMD/ATI]"
 # arch -> (device id, compute units, generic ISA or None, ISA feature suffix, card SKU)
@@ -65,7 +67,57 @@ def load_state(tool, path=None):
         g["uuid"] = g.get("uuid") or "GPU-%016x" % (0x8D1457E2C20F0000 + i)
         g.setdefault("processes", [])
     st["v"] = ver(st.get("rocm_version", "6.4.1"))
+    add_live_processes(st, path)
     return st
+
+
+def add_live_processes(st, path, proc="/proc"):
+    """Real processes started by ``gpuverify-sim-use`` with this state: each is on the GPUs its
+    HIP_VISIBLE_DEVICES (or ROCR_VISIBLE_DEVICES) names, all when unset, holding its VRAM, by its
+    pid as this process sees it (a container's processes by their host pid, as the real tools list them)."""
+    needle = ("%s=%s:" % (USE_VAR, path)).encode()
+    try:
+        pids = [name for name in os.listdir(proc) if name.isdigit()]
+    except OSError:
+        return
+    hip_order = sorted(range(len(st["gpus"])), key=lambda i: st["gpus"][i]["node_id"])
+    for pid in pids:
+        try:
+            with open("%s/%s/environ" % (proc, pid), "rb") as fh:
+                env = fh.read()
+        except OSError:
+            continue
+        if needle not in env:
+            continue
+        entries = dict(e.split(b"=", 1) for e in env.split(b"\0") if b"=" in e)
+        try:
+            mib = int(entries[USE_VAR.encode()].rsplit(b":", 1)[1])
+            with open("%s/%s/comm" % (proc, pid), "rb") as fh:
+                name = fh.read().decode("utf-8", "replace").strip() or "python3"
+        except (ValueError, IndexError, KeyError, OSError):
+            continue
+        visible = entries.get(b"HIP_VISIBLE_DEVICES") or entries.get(b"ROCR_VISIBLE_DEVICES")
+        try:
+            hips = [int(v) for v in visible.split(b",")] if visible else list(range(len(hip_order)))
+        except ValueError:
+            continue
+        for hip in hips:
+            if 0 <= hip < len(hip_order):
+                g = st["gpus"][hip_order[hip]]
+                g["processes"].append({"pid": int(pid), "name": name, "vram_bytes": mib * MIB})
+                g["vram_used"] = g["vram_used"] + mib * MIB
+                g["use_pct"] = max(g.get("use_pct") or 0, 90)
+
+
+def gpu_use(argv):
+    """``gpuverify-sim-use VRAM_MIB COMMAND...``: run COMMAND as a process on the simulated GPUs (those its
+    HIP_VISIBLE_DEVICES names) holding VRAM_MIB, as a kernel's process holds a real GPU."""
+    if len(argv) < 3 or not argv[1].isdigit():
+        sys.stderr.write("usage: %s VRAM_MIB COMMAND [ARGS...]\n" % USE_TOOL)
+        return 2
+    path = os.environ.get("GPUVERIFY_SIM_STATE") or STATE_PATH
+    os.environ[USE_VAR] = "%s:%s" % (path, argv[1])
+    os.execvp(argv[2], argv[2:])
 
 
 def hexid(g):
@@ -152,6 +204,8 @@ def tool_module(tool):
 def main(argv=None):
     argv = list(sys.argv if argv is None else argv)
     tool = os.path.basename(argv[0])
+    if tool == USE_TOOL:
+        return gpu_use(argv)
     if tool not in TOOLS and len(argv) > 1 and argv[1] in TOOLS:  # `python3 gpuverify_sim_common.py rocm-smi ...`
         argv, tool = argv[1:], argv[1]
     if tool not in TOOLS:

@@ -1,0 +1,52 @@
+"""The execute phase's watch of its GPUs (lease/watch.py): the place's executor, wrapped so that every
+command it streams (one, or each of a plan's runs) is watched from its start to its end."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Callable, Mapping, Optional, Sequence
+
+from pytest_gpuverify.engine.artifact import GpuWatch, RunSlice
+from pytest_gpuverify.execute.base import ExecOutcome, Executor
+from pytest_gpuverify.execute.container import ContainerError
+from pytest_gpuverify.lease.watch import CommandWatch, OwnProcesses
+
+
+class WatchedPlace:
+    """``handle`` as it is, but for :meth:`stream_to_file`: its held GPUs are watched around each command,
+    one :class:`GpuWatch` per command into ``records``."""
+
+    def __init__(self, handle: Executor, backend, indices: list[int], wall: Callable[[float], str]) -> None:
+        self._handle, self._backend, self._indices, self._wall = handle, backend, indices, wall
+        self.records: list[GpuWatch] = []
+        try:  # a container's processes are the run's; the host's command is known by its pid (on_start)
+            self._container_id: Optional[str] = handle.inspect().get("Id")
+        except (ContainerError, OSError):
+            self._container_id = None
+
+    def __getattr__(self, name: str):
+        return getattr(self._handle, name)
+
+    def stream_to_file(self, argv: Sequence[str], out_path: Path, env: Optional[Mapping[str, str]] = None,
+                       workdir: str = "/", timeout_s: float = 3600.0, echo: Optional[Callable[[bytes], None]] = None,
+                       on_start: Optional[Callable[[list[str]], None]] = None) -> ExecOutcome:
+        watch = CommandWatch(self._backend, self._indices, OwnProcesses(self._container_id), self._wall)
+        watch.start()
+
+        def started(spec: list[str]) -> None:
+            if on_start is not None:  # the guard first: a kill -9 of us must stop the command
+                on_start(spec)
+            watch.on_start(spec)
+
+        try:
+            return self._handle.stream_to_file(argv, out_path, env=env, workdir=workdir, timeout_s=timeout_s,
+                                               echo=echo, on_start=started)
+        finally:
+            self.records.append(watch.stop())
+
+    def labelled(self, runs: list[RunSlice]) -> list[GpuWatch]:
+        """The records, each named by the planned run it watched (in the order they ran)."""
+        if not runs:
+            return list(self.records)
+        return [w.model_copy(update={"run": r.run, "side": r.side}) for w, r in zip(self.records, runs)] + \
+            self.records[len(runs):]

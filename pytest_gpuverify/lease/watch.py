@@ -1,0 +1,274 @@
+"""The held GPUs, watched while a command runs: who else computes on them, and at what clocks.
+
+The lock keeps out users who take it; it cannot keep out a job that takes none. So from the
+command's start to its end a thread reads the held GPUs at the backend's own pace (NVML and the amdsmi
+library are cheap; the ROCm tools cost a process each) and sorts every compute process on them:
+
+- the run's own: on the host, the command's process tree (its pid and every descendant); in a container,
+  every process of that container (its cgroup names the container's id: that is how the host sees them);
+- foreign: any other process the readings list, with its VRAM (or VRAM unknown). It is recorded with
+  pid, name, user, VRAM and when it was first and last seen, and makes the target INCONCLUSIVE:
+  its timings and results ran beside another job;
+- not visible here (another pid namespace, or gone by the time it was looked up): said in ``problems``.
+
+The clocks, temperature, power and clock-limiting reasons of each held GPU are read at the command's
+start and end and at every reading between, kept as start, end and extremes (gpu/clocks.py).
+"""
+
+from __future__ import annotations
+
+import os
+import pwd
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Optional, Sequence
+
+from pytest_gpuverify.engine.artifact import ClockReading, ForeignProcess, GpuClocks, GpuWatch
+from pytest_gpuverify.gpu.base import GpuBackend, GpuReading
+from pytest_gpuverify.gpu.clocks import ClockSample, slowing
+
+GIB, MIB = 1 << 30, 1 << 20
+_MAX_ANCESTRY = 64  # a process tree deeper than this is not a command's
+
+
+def watch_interval(backend: GpuBackend) -> float:
+    """Seconds between readings: NVML and the amdsmi library read in microseconds to milliseconds; the
+    ROCm tools start a process per reading (about 25-50 ms of CPU each)."""
+    source = backend.reading_source() if hasattr(backend, "reading_source") else ""
+    return 0.25 if "NVML" in source else 0.5 if "library" in source else 2.0
+
+
+class OwnProcesses:
+    """Which processes are the run's: set from the executor's stop spec once the command runs
+    (``["host", pid, ...]``; a container's: every process in its cgroup)."""
+
+    def __init__(self, container_id: Optional[str] = None, proc: str = "/proc") -> None:
+        self.container_id, self.root_pid, self._proc = container_id, None, proc
+        self._known: dict[int, Optional[bool]] = {}
+
+    def started(self, spec: Sequence[str]) -> None:
+        if spec and spec[0] == "host" and len(spec) > 1 and spec[1].isdigit():
+            self.root_pid = int(spec[1])
+
+    def is_own(self, pid: int) -> Optional[bool]:
+        """True: the run's; False: another's; None: not visible from here. Decided once per pid (at first sight)."""
+        if pid not in self._known:
+            self._known[pid] = self._decide(pid)
+        return self._known[pid]
+
+    def _decide(self, pid: int) -> Optional[bool]:
+        if not os.path.exists(f"{self._proc}/{pid}"):
+            return None
+        if self.container_id:
+            try:
+                with open(f"{self._proc}/{pid}/cgroup", encoding="utf-8", errors="replace") as fh:
+                    if self.container_id in fh.read():
+                        return True
+            except OSError:
+                return None
+        if self.root_pid is not None:
+            here = pid
+            for _ in range(_MAX_ANCESTRY):
+                if here == self.root_pid:
+                    return True
+                parent = _ppid(self._proc, here)
+                if parent is None or parent <= 1:
+                    break
+                here = parent
+        return False
+
+    def user(self, pid: int) -> Optional[str]:
+        try:
+            uid = os.stat(f"{self._proc}/{pid}").st_uid
+            return pwd.getpwuid(uid).pw_name
+        except (OSError, KeyError):
+            return None
+
+
+def _ppid(proc: str, pid: int) -> Optional[int]:
+    try:
+        with open(f"{proc}/{pid}/stat", "rb") as fh:
+            stat = fh.read()
+        return int(stat[stat.rindex(b")") + 2:].split()[1])  # after "(comm)": state, then ppid
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+@dataclass
+class _Seen:
+    gpu: int
+    pid: int
+    name: str
+    user: Optional[str]
+    vram: Optional[int]
+    first: float
+    last: float
+
+
+@dataclass
+class _Clocks:
+    start: Optional[ClockSample] = None
+    end: Optional[ClockSample] = None
+    all: list[ClockSample] = field(default_factory=list)
+
+
+class CommandWatch:
+    """Start it before the command, give it the executor's stop spec (:meth:`on_start`), stop it after:
+    :meth:`stop` returns the run's :class:`GpuWatch` record."""
+
+    def __init__(self, backend: GpuBackend, indices: list[int], owner: OwnProcesses, wall: Callable[[float], str],
+                 interval_s: Optional[float] = None, clock: Callable[[], float] = time.monotonic) -> None:
+        self.backend, self.indices, self.owner, self._wall, self._clock = backend, list(indices), owner, wall, clock
+        self.interval_s = interval_s if interval_s is not None else watch_interval(backend)
+        self._seen: dict[tuple[int, int], _Seen] = {}
+        self._clocks = {i: _Clocks() for i in self.indices}
+        self._problems: list[str] = []
+        self._unseen: set[int] = set()
+        self._samples = 0
+        self._stop = threading.Event()
+        self._thread: Optional[threading.Thread] = None
+        self._lock = threading.Lock()
+
+    def start(self) -> None:
+        self._read_clocks(first=True)
+        self._thread = threading.Thread(target=self._run, name="gpuverify-watch", daemon=True)
+        self._thread.start()
+
+    def on_start(self, spec: Sequence[str]) -> None:
+        self.owner.started(spec)
+
+    def stop(self, run: Optional[int] = None, side: Optional[str] = None) -> GpuWatch:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=30)
+        self._tick()  # the last look, as the command ended
+        self._read_clocks(last=True)
+        return self.record(run, side)
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval_s):
+            started = self._clock()
+            self._tick()
+            self._read_clocks()
+            # a slow reader (a loaded host, the ROCm tools) spends at most about 5% of a core on the watch
+            self.interval_s = max(self.interval_s, 20 * (self._clock() - started))
+
+    def _tick(self) -> None:
+        try:
+            readings = self.backend.read()
+        except Exception as exc:  # GpuToolError, or a backend bug: said, never raised in the thread
+            self._problem(f"a reading failed: {exc}")
+            return
+        now = self._clock()
+        with self._lock:
+            self._samples += 1
+            for reading in readings:
+                if reading.index in self.indices:
+                    self._sort(reading, now)
+
+    def _sort(self, reading: GpuReading, now: float) -> None:
+        for proc in reading.processes:
+            if proc.vram_bytes == 0:
+                continue  # holds nothing on the GPU (a tool that opened the device)
+            own = self.owner.is_own(proc.pid)
+            if own is None:
+                self._unseen.add(proc.pid)
+            elif not own:
+                key = (reading.index, proc.pid)
+                seen = self._seen.get(key)
+                if seen is None:
+                    self._seen[key] = _Seen(reading.index, proc.pid, proc.name, self.owner.user(proc.pid),
+                                            proc.vram_bytes, now, now)
+                else:
+                    seen.last = now
+                    seen.vram = max(seen.vram or 0, proc.vram_bytes or 0) or seen.vram
+
+    def _read_clocks(self, first: bool = False, last: bool = False) -> None:
+        read = getattr(self.backend, "clocks", None)
+        if read is None:
+            return self._problem("clocks: this backend reads none")
+        try:
+            samples = read(self.indices)
+        except Exception as exc:
+            return self._problem(f"clocks: {exc}")
+        with self._lock:
+            for sample in samples:
+                kept = self._clocks.get(sample.index)
+                if kept is None:
+                    continue
+                kept.all.append(sample)
+                if first:
+                    kept.start = sample
+                if last:
+                    kept.end = sample
+
+    def _problem(self, text: str) -> None:
+        with self._lock:
+            if text not in self._problems and len(self._problems) < 10:
+                self._problems.append(text)
+
+    def record(self, run: Optional[int] = None, side: Optional[str] = None) -> GpuWatch:
+        with self._lock:
+            foreign = [ForeignProcess(gpu=s.gpu, pid=s.pid, name=s.name or None, user=s.user,
+                                      vram_mib=round(s.vram / MIB, 1) if s.vram is not None else None,
+                                      first_seen=self._wall(s.first), last_seen=self._wall(s.last))
+                       for s in sorted(self._seen.values(), key=lambda s: (s.gpu, s.first, s.pid))]
+            problems = list(self._problems)
+            if self._unseen:
+                shown = ", ".join(map(str, sorted(self._unseen)[:5]))
+                problems.append(f"processes not visible from here were not attributed (pid {shown}): another pid "
+                                "namespace, or gone by the time they were looked up")
+            return GpuWatch(run=run, side=side, backend=_source(self.backend), interval_s=round(self.interval_s, 3),
+                            samples=self._samples, foreign=foreign, problems=problems,
+                            clocks=[_summary(i, c) for i, c in self._clocks.items() if c.all])
+
+
+def _source(backend: GpuBackend) -> Optional[str]:
+    try:
+        return backend.reading_source()
+    except Exception:
+        return None
+
+
+def _reading(sample: Optional[ClockSample]) -> Optional[ClockReading]:
+    if sample is None:
+        return None
+    return ClockReading(sm_mhz=sample.sm_mhz, mem_mhz=sample.mem_mhz, temp_c=sample.temp_c, power_w=sample.power_w,
+                        throttle=list(sample.throttle))
+
+
+def _summary(index: int, kept: _Clocks) -> GpuClocks:
+    def values(name: str) -> list[float]:
+        return [v for s in kept.all if (v := getattr(s, name)) is not None]
+
+    def low(name: str) -> Optional[float]:
+        return min(values(name), default=None)
+
+    def high(name: str) -> Optional[float]:
+        return max(values(name), default=None)
+
+    seen = sorted({r for s in kept.all for r in s.throttle})
+    return GpuClocks(index=index, start=_reading(kept.start), end=_reading(kept.end), sm_mhz_min=low("sm_mhz"),
+                     sm_mhz_max=high("sm_mhz"), mem_mhz_min=low("mem_mhz"), mem_mhz_max=high("mem_mhz"),
+                     temp_c_max=high("temp_c"), power_w_max=high("power_w"), throttle_seen=seen,
+                     throttled=bool(slowing(seen)))
+
+
+def shared_reasons(watches: Sequence[GpuWatch]) -> list[str]:
+    """One reason per foreign process of the run's watch records: the verdict's, and ``check``'s to re-derive."""
+    out = []
+    for watch in watches:
+        label = f"run {watch.side or ''}{watch.run}: " if watch.run is not None and len(watches) > 1 else ""
+        for p in watch.foreign:
+            vram = ("VRAM unknown" if p.vram_mib is None else f"{p.vram_mib / 1024:.0f} GiB" if p.vram_mib >= 1024
+                    else f"{p.vram_mib:.0f} MiB")
+            who = ", ".join(x for x in (p.name, p.user and f"user {p.user}", vram) if x)
+            out.append(f"{label}gpu {p.gpu} was shared during the run: pid {p.pid} ({who}) from "
+                       f"{_hms(p.first_seen)} to {_hms(p.last_seen)}")
+    return out
+
+
+def _hms(stamp: str) -> str:
+    """``12:01:07`` of an ISO time (UTC), as the reason shows it."""
+    return stamp[11:19] if len(stamp) >= 19 else stamp

@@ -1,0 +1,133 @@
+"""The held GPUs watched while a command runs (lease/watch.py): which processes are the run's, which are
+someone else's, the clocks, and the verdict a shared GPU gets. Real processes; a scripted backend."""
+
+from __future__ import annotations
+
+import subprocess
+import time
+
+import pytest
+
+from pytest_gpuverify.engine.artifact import Correctness, RunRecord
+from pytest_gpuverify.engine.verdict import decide
+from pytest_gpuverify.gpu.base import GpuProcess, GpuReading
+from pytest_gpuverify.gpu.clocks import ClockSample
+from pytest_gpuverify.lease.watch import CommandWatch, OwnProcesses, shared_reasons
+from pytest_gpuverify.parsers.result import ParsedOutput
+
+
+@pytest.fixture
+def tree():
+    """A command (sh) with a child, and an unrelated process: real pids."""
+    command = subprocess.Popen(["sh", "-c", "sleep 30 & wait"])
+    other = subprocess.Popen(["sleep", "30"])
+    time.sleep(0.3)
+    child = int(subprocess.run(["pgrep", "-P", str(command.pid)], capture_output=True, text=True).stdout.split()[0])
+    yield command.pid, child, other.pid
+    for p in (command, other):
+        p.kill()
+        p.wait()
+    subprocess.run(["pkill", "-P", str(command.pid)], check=False)
+
+
+def test_the_commands_tree_is_its_own_another_process_is_not(tree):
+    command, child, other = tree
+    owner = OwnProcesses()
+    owner.started(["host", str(command), "GPUVERIFY_RUN_ID=x"])
+    assert owner.is_own(command) is True and owner.is_own(child) is True
+    assert owner.is_own(other) is False
+    assert owner.is_own(4_000_000) is None  # not visible here: not attributed
+
+
+def test_a_containers_processes_are_known_by_their_cgroup(tmp_path):
+    proc = tmp_path / "proc"
+    for pid, cgroup in ((10, "0::/docker/abc123def\n"), (11, "0::/user.slice\n")):
+        (proc / str(pid)).mkdir(parents=True)
+        (proc / str(pid) / "cgroup").write_text(cgroup)
+    owner = OwnProcesses(container_id="abc123def", proc=str(proc))
+    assert owner.is_own(10) is True and owner.is_own(11) is False
+
+
+class Scripted:
+    """A backend whose readings list the processes and clocks the test gives it."""
+
+    vendor, visible_devices_var = "nvidia", "CUDA_VISIBLE_DEVICES"
+
+    def __init__(self, procs, clocks=()):
+        self.procs, self.clock_samples = procs, list(clocks)
+
+    def reading_source(self):
+        return "NVML, in-process"
+
+    def read(self):
+        return [GpuReading(index=i, use_pct=50, vram_used_bytes=1, vram_total_bytes=2,
+                           processes=tuple(GpuProcess(pid=p, name=n, vram_bytes=v) for g, p, n, v in self.procs if g == i))
+                for i in range(4)]
+
+    def clocks(self, indices):
+        sample = self.clock_samples.pop(0) if len(self.clock_samples) > 1 else self.clock_samples[0]
+        return [sample.model_copy(update={"index": i}) for i in indices]
+
+
+def wall(t: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%S.000Z", time.gmtime(t))
+
+
+def test_a_foreign_process_on_the_held_gpu_is_recorded_and_makes_the_run_inconclusive(tree):
+    command, child, other = tree
+    backend = Scripted([(3, child, "python3", 2 << 30), (3, other, "sleep", 60 << 30), (1, 999, "x", 1 << 30)],
+                       [ClockSample(index=0, sm_mhz=1980, mem_mhz=3200, temp_c=40, power_w=120)])
+    owner = OwnProcesses()
+    watch = CommandWatch(backend, [3], owner, wall, interval_s=0.05)
+    watch.start()
+    watch.on_start(["host", str(command)])
+    time.sleep(0.3)
+    record = watch.stop()
+    assert [(p.gpu, p.pid, p.name, p.vram_mib) for p in record.foreign] == [(3, other, "sleep", 61440.0)]
+    assert record.samples >= 2 and record.backend == "NVML, in-process"
+    [reason] = shared_reasons([record])
+    assert reason.startswith(f"gpu 3 was shared during the run: pid {other} (sleep, user ") and "60 GiB) from " in reason
+    run = RunRecord(ran=True, exit_code=0, shared=[reason])
+    passing = ParsedOutput(parser="pytest", correctness=Correctness(passed=True, shapes_checked=3, checks_passed=3))
+    assert decide(run, passing) == ("INCONCLUSIVE", [reason])
+    assert decide(run.model_copy(update={"shared": []}), passing) == ("PASS", [])
+
+
+def test_the_runs_own_child_on_its_gpu_keeps_it_clean(tree):
+    command, child, _ = tree
+    watch = CommandWatch(Scripted([(0, child, "python3", 8 << 30)], [ClockSample(index=0)]), [0], OwnProcesses(),
+                         wall, interval_s=0.05)
+    watch.start()
+    watch.on_start(["host", str(command)])
+    time.sleep(0.2)
+    assert watch.stop().foreign == []
+
+
+def test_clocks_at_start_and_end_their_extremes_and_throttling():
+    samples = [ClockSample(index=0, sm_mhz=1980, mem_mhz=3200, temp_c=40, power_w=120),
+               ClockSample(index=0, sm_mhz=1500, mem_mhz=3200, temp_c=83, power_w=700, throttle=("sw_power_cap",)),
+               ClockSample(index=0, sm_mhz=1755, mem_mhz=3200, temp_c=70, power_w=400, throttle=("gpu_idle",))]
+    watch = CommandWatch(Scripted([], samples), [2], OwnProcesses(), wall, interval_s=0.05)
+    watch.start()
+    time.sleep(0.3)
+    [clocks] = watch.stop().clocks
+    assert clocks.index == 2 and clocks.start.sm_mhz == 1980 and clocks.end.sm_mhz == 1755
+    assert (clocks.sm_mhz_min, clocks.sm_mhz_max, clocks.temp_c_max, clocks.power_w_max) == (1500, 1980, 83, 700)
+    assert clocks.throttle_seen == ["gpu_idle", "sw_power_cap"] and clocks.throttled
+
+
+def test_idle_reasons_alone_are_not_throttling():
+    watch = CommandWatch(Scripted([], [ClockSample(index=0, sm_mhz=1980, throttle=("gpu_idle",))]), [0],
+                         OwnProcesses(), wall, interval_s=0.05)
+    watch.start()
+    [clocks] = watch.stop().clocks
+    assert clocks.throttle_seen == ["gpu_idle"] and not clocks.throttled
+
+
+def test_a_backend_without_clocks_says_so():
+    watch = CommandWatch(type("NoClocks", (), {"read": Scripted([]).read, "reading_source": lambda s: "rocm-smi"})(),
+                         [0], OwnProcesses(), wall)
+    assert watch.interval_s == 2.0  # the ROCm tools cost a process a reading
+    watch.start()
+    record = watch.stop()
+    assert record.clocks == [] and record.problems == ["clocks: this backend reads none"]
