@@ -10,6 +10,7 @@ import sys
 import pytest
 
 from pytest_gpuverify.gpu.amdsmi_lib import AmdSmiLibrary
+from pytest_gpuverify.gpu.base import GpuToolError
 from pytest_gpuverify.gpu.rocm import RocmBackend
 from pytest_gpuverify.execute.host_commands import LocalHost
 from pytest_gpuverify.simulator import GIB, SimProcess, SimState, install, save_state
@@ -112,3 +113,32 @@ def test_a_hung_library_call_hands_over_to_the_tools(host):
         release.set()
     assert [r.index for r in readings] == [0, 1] and not backend.use_library
     assert "no answer within 1 s" in backend.library_why
+
+
+def test_clocks_come_from_the_library_and_not_from_the_tools(host):
+    state = SimState.idle(4)
+    state.gpus[2].sm_mhz, state.gpus[2].temp_c, state.gpus[2].power_w, state.gpus[2].throttle_status = 1500, 92, 740, 4
+    _, local = host(state)
+    [two] = RocmBackend(local).clocks([2])
+    assert (two.index, two.sm_mhz, two.mem_mhz, two.temp_c, two.power_w) == (2, 1500, 1300, 92, 740)
+    assert two.throttle == ("throttle_status_0x4",)
+    with pytest.raises(GpuToolError, match="amdsmi library only"):
+        RocmBackend(local, use_library=False).clocks([2])
+
+
+def test_a_process_started_by_gpuverify_sim_use_is_listed_on_its_gpus(host):
+    import subprocess
+    import time
+
+    state_path, local = host(SimState.idle(4))
+    env = dict(local.environ, HIP_VISIBLE_DEVICES="1")
+    worker = subprocess.Popen([str(state_path.parent / "gpuverify-sim-use"), "2048", "sleep", "30"], env=env)
+    try:
+        time.sleep(0.5)
+        readings = {r.index: r for r in RocmBackend(local, use_library=False).read()}
+        assert [(p.pid, p.vram_bytes) for p in readings[1].processes] == [(worker.pid, 2048 << 20)]
+        assert all(not readings[i].processes for i in (0, 2, 3))
+        assert readings == {r.index: r for r in RocmBackend(local).read()}  # the library lists it too
+    finally:
+        worker.kill()
+        worker.wait()

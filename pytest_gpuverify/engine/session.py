@@ -71,7 +71,7 @@ class VerifySession:
         self.picker = GpuPicker(self.sampler, self.lock_spec, self.runner, self.picker_command, on_wait=on_wait, where=self.host_row.host)
         self.places = ContainerPlaces(env, options, self.host_row.host, docker_factory, self.backend.vendor,
                                       self.expected_arch)
-        self._imports: dict[tuple[str, str, str], tuple[Optional[str], Optional[str]]] = {}
+        self._imports: dict[tuple, tuple[Optional[str], Optional[str]]] = {}  # (place, package, env)
         self.inventory: dict[int, GpuInfo] = {}
         self._repos: dict[Path, RepoRecord] = {}
         self.warm_caches: dict[str, bool] = {}

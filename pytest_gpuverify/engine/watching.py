@@ -16,7 +16,7 @@ class WatchedPlace:
     """``handle`` as it is, but for :meth:`stream_to_file`: its held GPUs are watched around each command,
     one :class:`GpuWatch` per command into ``records``."""
 
-    def __init__(self, handle: Executor, backend, indices: list[int], wall: Callable[[float], str]) -> None:
+    def __init__(self, handle: Executor, backend, indices: list[int], wall: Callable[[float], Optional[str]]) -> None:
         self._handle, self._backend, self._indices, self._wall = handle, backend, indices, wall
         self.records: list[GpuWatch] = []
         try:  # a container's processes are the run's; the host's command is known by its pid (on_start)

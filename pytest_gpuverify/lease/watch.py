@@ -44,7 +44,8 @@ class OwnProcesses:
     (``["host", pid, ...]``; a container's: every process in its cgroup)."""
 
     def __init__(self, container_id: Optional[str] = None, proc: str = "/proc") -> None:
-        self.container_id, self.root_pid, self._proc = container_id, None, proc
+        self.container_id, self._proc = container_id, proc
+        self.root_pid: Optional[int] = None
         self._known: dict[int, Optional[bool]] = {}
 
     def started(self, spec: Sequence[str]) -> None:
@@ -117,7 +118,7 @@ class CommandWatch:
     """Start it before the command, give it the executor's stop spec (:meth:`on_start`), stop it after:
     :meth:`stop` returns the run's :class:`GpuWatch` record."""
 
-    def __init__(self, backend: GpuBackend, indices: list[int], owner: OwnProcesses, wall: Callable[[float], str],
+    def __init__(self, backend: GpuBackend, indices: list[int], owner: OwnProcesses, wall: Callable[[float], Optional[str]],
                  interval_s: Optional[float] = None, clock: Callable[[], float] = time.monotonic) -> None:
         self.backend, self.indices, self.owner, self._wall, self._clock = backend, list(indices), owner, wall, clock
         self.interval_s = interval_s if interval_s is not None else watch_interval(backend)
@@ -212,7 +213,7 @@ class CommandWatch:
         with self._lock:
             foreign = [ForeignProcess(gpu=s.gpu, pid=s.pid, name=s.name or None, user=s.user,
                                       vram_mib=round(s.vram / MIB, 1) if s.vram is not None else None,
-                                      first_seen=self._wall(s.first), last_seen=self._wall(s.last))
+                                      first_seen=self._wall(s.first) or "", last_seen=self._wall(s.last) or "")
                        for s in sorted(self._seen.values(), key=lambda s: (s.gpu, s.first, s.pid))]
             problems = list(self._problems)
             if self._unseen:
