@@ -29,6 +29,7 @@ from pytest_gpuverify.gpu.base import GpuBackend, GpuReading
 from pytest_gpuverify.gpu.clocks import ClockSample, slowing
 
 GIB, MIB = 1 << 30, 1 << 20
+MAX_INTERVAL_S = 2.0
 _MAX_ANCESTRY = 64  # a process tree deeper than this is not a command's
 
 
@@ -152,8 +153,9 @@ class CommandWatch:
             started = self._clock()
             self._tick()
             self._read_clocks()
-            # a slow reader (a loaded host, the ROCm tools) spends at most about 5% of a core on the watch
-            self.interval_s = max(self.interval_s, 20 * (self._clock() - started))
+            # a slow reader (a loaded host, the ROCm tools) spends about 5% of a core at most, yet reads
+            # at least every MAX_INTERVAL_S: a job beside the command for a few seconds is still seen
+            self.interval_s = min(MAX_INTERVAL_S, max(self.interval_s, 20 * (self._clock() - started)))
 
     def _tick(self) -> None:
         try:
