@@ -13,6 +13,7 @@ import contextlib
 import io
 import os
 import sys
+import time
 
 STATE_PATH = "/nonexistent/sim-state.json"  # install() bakes the state file's path in here
 _BIN = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
@@ -69,11 +70,25 @@ def _load():
         sys.path.remove(_BIN)
 
 
+_cache = {}  # one reading of every GPU makes a dozen calls: the state (and its /proc scan) is read once for them
+
+
 def _state():
+    path = os.environ.get("GPUVERIFY_SIM_STATE") or STATE_PATH
     try:
-        st = _load()
-    except SystemExit:
-        raise AmdSmiLibraryException(34, "AMDSMI_STATUS_INIT_ERROR") from None
+        info = os.stat(path)
+        key = (path, info.st_mtime_ns, info.st_size)
+    except OSError:
+        key = None
+    kept = _cache.get("state")
+    if key is not None and kept is not None and kept[0] == key and time.monotonic() - kept[1] < 0.2:
+        st = kept[2]
+    else:
+        try:
+            st = _load()
+        except SystemExit:
+            raise AmdSmiLibraryException(34, "AMDSMI_STATUS_INIT_ERROR") from None
+        _cache["state"] = (key, time.monotonic(), st)
     if (st.get("faults") or {}).get("amd-smi") in ("fail", "garbage", "empty"):
         raise AmdSmiLibraryException(6, "AMDSMI_STATUS_DRM_ERROR")
     return st
