@@ -73,7 +73,7 @@ def test_ab_of_head_and_head_1_then_compare(sandbox, speed, spread, expected, rc
     assert len(art.gpus) == 1 and art.gpus[0].lock_path
     assert art.timeline.lock_taken <= art.timeline.command_started <= art.timeline.command_ended <= art.timeline.lock_released
     # each side its own JIT cache
-    assert art.ab.base_cache_dirs["AITER_JIT_DIR"] != art.cache_dirs["AITER_JIT_DIR"]
+    assert art.ab.base_cache_dirs["TRITON_CACHE_DIR"] != art.cache_dirs["TRITON_CACHE_DIR"]  # a bench: no aiter JIT folder
     # the base worktree is gone, and git forgot it
     assert not (sandbox.repo / ".gpuverify-ab").exists()
     assert git(sandbox.repo, "worktree", "list").count("\n") == 0

@@ -33,11 +33,17 @@ def test_xdist_workers_write_every_artifact_once_and_summary_covers_all(sandbox)
 
 
 def test_container_none_runs_on_the_host(sandbox):
-    proc = sandbox.pytest("op_tests/test_gemm_a8w8.py", "--gpu-container", "none")
+    import os
+
+    # the session's own PYTHONPATH (a CI job's) is kept after the worktree's, in the command and its import check
+    session_path = ":".join(filter(None, (os.environ.get("PYTHONPATH"), "/nonexistent/ci-site")))
+    proc = sandbox.pytest("op_tests/test_gemm_a8w8.py", "--gpu-container", "none", env={"PYTHONPATH": session_path})
     art = sandbox.artifact("gemm_a8w8")
     assert art.verdict == "PASS", (art.reasons, text(proc)[-3000:])
     assert art.container is None and art.workdir == str(sandbox.repo.resolve())
     assert art.imports["aiter"] == str(sandbox.repo.resolve() / "aiter" / "__init__.py")
+    assert art.env["PYTHONPATH"] == f"{sandbox.repo.resolve()}:{session_path}"
+    assert art.env["COLUMNS"] == "10000" and art.env["GPU_ARCHS"] == "gfx942"  # an aiter op_test's tables
     assert sandbox.exec_ids() == [], "no container is touched"
 
 

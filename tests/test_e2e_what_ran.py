@@ -111,6 +111,13 @@ def test_a_foreign_process_mid_run_is_inconclusive_the_commands_own_worker_is_no
                                         "60 GiB) from "), shared.reasons
     [watch] = shared.watch
     assert [(p.pid, p.gpu) for p in watch.foreign] == [(foreign.pid, gpu)]
+    path = sandbox.tickets / "T-1" / "bench_b_foreign.json"
+    for edit, said in (({"run": shared.run.model_copy(update={"shared": []})}, "run.shared does not match"),
+                       ({"watch": []}, "watch is empty, but the command ran"),
+                       ({"env": {**shared.env, "COLUMNS": "10000"}}, "env.COLUMNS is "),
+                       ({"imports": {"kernelkit": "/opt/site/kernelkit/__init__.py"}}, "imports.kernelkit is ")):
+        problems = check_artifact(shared.model_copy(update=edit), path)
+        assert any(said in p for p in problems), (edit.keys(), problems)
 
 
 def test_a_build_that_rewrites_tracked_files_is_inconclusive_or_recorded_dirty(sandbox):
