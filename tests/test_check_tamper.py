@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from pytest_gpuverify.engine.artifact import SCHEMA_VERSION, read_artifact
+from pytest_gpuverify.engine.clock import parse_iso_utc
 from pytest_gpuverify.cli.check import UNVERIFIED
 from pytest_gpuverify.cli.main import main
 
@@ -422,16 +423,21 @@ def test_a_signing_row_with_no_key_stops_the_run_before_any_gpu(sandbox):
 
 
 def test_a_two_gpu_fixture_run_checks_out(sandbox, capsys):
-    """`kernel_container.run` on two locked GPUs: a declared command (kind bench), two GPUs in env and trailer."""
+    """`kernel_container.run` on two locked GPUs: a declared command (kind bench), two GPUs in env and trailer.
+    The fixture's lock is taken seconds before the run begins (ts) and kept after it: its timeline says so."""
     from test_e2e_kinds import commit
     from test_e2e_shared_host import FIXTURE_TEST
 
+    held_first = FIXTURE_TEST.replace("    art = kernel_container.run", "    __import__('time').sleep(2.5)\n    art = kernel_container.run")
+    assert held_first != FIXTURE_TEST
     (sandbox.repo / "tests").mkdir()
-    (sandbox.repo / "tests" / "test_fixture_use.py").write_text(FIXTURE_TEST)
+    (sandbox.repo / "tests" / "test_fixture_use.py").write_text(held_first)
     commit(sandbox.repo, "a test using the fixtures")
     proc = sandbox.pytest("tests/test_fixture_use.py")
     path = sandbox.tickets / "T-1" / "bench_fixture_gemm.json"
     assert path.exists(), proc.stdout.decode()[-2000:]
-    assert len(read_artifact(path).gpus) == 2
+    art = read_artifact(path)
+    assert len(art.gpus) == 2 and art.timeline.lock_released is None
+    assert parse_iso_utc(art.timeline.lock_taken) < parse_iso_utc(art.ts) - 2, (art.timeline, art.ts)
     rc, mismatches, out = check(path, capsys)
     assert rc == 0 and not mismatches, out
