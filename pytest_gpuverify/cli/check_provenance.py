@@ -27,9 +27,10 @@ from pytest_gpuverify.config.targets import BENCH, JUNIT_DIR, PYTEST_KINDS, RunE
 _PYTEST_FLAGS = ["-q", "-rA", "-p", "no:cacheprovider"]
 
 
-def provenance_problems(art: Artifact, artifact_path: Path, raw: Optional[Path]) -> list[str]:
+def provenance_problems(art: Artifact, artifact_path: Path, raw: Optional[Path], gathered: bool = False) -> list[str]:
     ran = art.run.ran if art.run is not None else bool(art.raw_output)  # schema 1: no record
-    problems = _trailer(art, raw) + _junit(art, artifact_path) + _key(art, artifact_path) + _times(art, artifact_path)
+    problems = _trailer(art, raw) + _junit(art, artifact_path) + _times(art, artifact_path)
+    problems += [] if gathered else _key(art, artifact_path)
     problems += stamp_problems(art) + timeline_problems(art) + _repos(art, ran)
     if not ran:
         return problems + _never_ran(art)
