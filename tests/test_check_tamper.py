@@ -9,19 +9,18 @@ signed through the env file's Signing table with an ed25519 key made here. Each 
 from __future__ import annotations
 
 import getpass
-import hashlib
 import json
-import shutil
 import subprocess
-from datetime import datetime, timedelta
+from datetime import datetime
 from pathlib import Path
 
 import pytest
 
+from check_edits import (check, copy_of, edit, forge_trailer, move_timeline, moved, raw_of, reseal, set_gpu,
+                         strip_trailer)
 from pytest_gpuverify.engine.artifact import SCHEMA_VERSION, read_artifact
 from pytest_gpuverify.engine.clock import parse_iso_utc
 from pytest_gpuverify.cli.check import UNVERIFIED
-from pytest_gpuverify.cli.main import main
 
 pytestmark = pytest.mark.docker
 
@@ -68,36 +67,6 @@ def made(tmp_path_factory, docker_client) -> dict[str, Path]:
     return paths
 
 
-def copy_of(made, case: str, tmp_path: Path) -> Path:
-    """The case's ticket folder copied whole, under its own name (the artifact's key names it)."""
-    here = tmp_path / case.replace(" ", "_") / made[case].parent.name
-    shutil.copytree(made[case].parent, here)
-    return here / made[case].name
-
-
-def check(path: Path, capsys, *extra: str) -> tuple[int, list[str], str]:
-    rc = main(["check", str(path), *extra])
-    out = capsys.readouterr().out
-    return rc, [line.removeprefix("MISMATCH ") for line in out.splitlines() if line.startswith("MISMATCH ")], out
-
-
-def edit(path: Path, change) -> None:
-    data = json.loads(path.read_text())
-    change(data)
-    path.write_text(json.dumps(data))
-
-
-def raw_of(path: Path) -> Path:
-    return path.parent / json.loads(path.read_text())["raw_output"]
-
-
-def reseal(path: Path) -> None:
-    """The log edited, and the artifact's sha256 and size made to match it: consistent by construction."""
-    raw = raw_of(path)
-    edit(path, lambda d: d.update(raw_output_sha256=hashlib.sha256(raw.read_bytes()).hexdigest(),
-                                  raw_output_bytes=raw.stat().st_size))
-
-
 @pytest.mark.parametrize("case", ["pass", "crash", "pytest kind", "bench", "bench ab", "signed", "signed pytest kind"])
 def test_an_untouched_artifact_checks_out(made, case, tmp_path, capsys):
     path = copy_of(made, case, tmp_path)
@@ -114,24 +83,6 @@ def test_the_raw_log_ends_with_the_engines_trailer(made):
     assert fields["exit_code"] == 1 and fields["container"] and fields["gpus"] == [art.gpu.index]
     # sealed once the GPUs were let go of: the whole timeline, as the artifact has it
     assert fields["timeline"] == art.timeline.model_dump() and fields["timeline"]["lock_released"]
-
-
-def set_gpu(d: dict, index: int) -> None:
-    d["gpu"]["index"] = d["gpu"]["hip_index"] = index
-    d["gpus"][0] = dict(d["gpu"])
-
-
-def strip_trailer(path: Path) -> None:
-    raw = raw_of(path)
-    raw.write_bytes(b"".join(raw.read_bytes().splitlines(keepends=True)[:-1]))
-
-
-def forge_trailer(path: Path, **fields) -> None:
-    raw = raw_of(path)
-    lines = raw.read_bytes().splitlines(keepends=True)
-    prefix, data = lines[-1].split(b": ", 1)
-    lines[-1] = prefix + b": " + json.dumps({**json.loads(data), **fields}).encode() + b"\n"
-    raw.write_bytes(b"".join(lines))
 
 
 # (case, edit of the artifact (and of files beside it), a line `check` must print).
@@ -239,19 +190,6 @@ def test_check_names_each_tampering(made, name, tmp_path, capsys):
     change(path)
     rc, mismatches, out = check(path, capsys)
     assert rc == 1 and any(line.startswith(expected) for line in mismatches), (expected, out)
-
-
-def moved(text: str, seconds: float) -> str:
-    """An artifact's ISO time moved, written as the engine writes it (ts to the ms, the timeline to the us)."""
-    when = datetime.fromisoformat(text.replace("Z", "+00:00")) + timedelta(seconds=seconds)
-    spec = "milliseconds" if len(text.rsplit(".", 1)[-1]) == 4 else "microseconds"
-    return when.isoformat(timespec=spec).replace("+00:00", "Z")
-
-
-def move_timeline(path: Path, seconds: float) -> dict:
-    """Every time of the artifact's timeline moved; the moved timeline."""
-    edit(path, lambda d: d["timeline"].update({k: moved(v, seconds) for k, v in d["timeline"].items() if v}))
-    return json.loads(path.read_text())["timeline"]
 
 
 def test_key_must_name_the_ticket_folder_the_artifact_lies_in(made, tmp_path, capsys):

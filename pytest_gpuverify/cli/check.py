@@ -6,7 +6,8 @@ verdict and its reasons must follow from the re-parsed output and the run record
 the same function the engine used. Artifacts of schema 1, written before the run record was kept,
 get the older, partial verdict checks. The artifact must hold every field of the schema it claims
 (:mod:`.schemas`), and its provenance must agree with itself and the raw log's trailer
-(:mod:`.check_provenance`). With ``--allowed-signers`` each file's signature is verified too
+(:mod:`.check_provenance`): its ticket with its folder, its times with each other and the log
+(:mod:`.check_times`). With ``--allowed-signers`` each file's signature is verified too
 (:mod:`.signing`): only that proves who wrote the files; the rest proves they agree.
 """
 
