@@ -29,11 +29,13 @@ SLACK_S = 1.0  # the millisecond truncation of ts/finished_ts and the two clocks
 
 
 def when(text: Optional[str]) -> Optional[datetime]:
-    """An ISO 8601 time of the artifact; None when absent or not one."""
+    """An ISO 8601 time of the artifact; None when absent or not one. One without an offset is UTC, as
+    every time the engine writes (and so comparable with the others)."""
     try:
-        return datetime.fromisoformat(text.replace("Z", "+00:00")) if text else None
+        at = datetime.fromisoformat(text.replace("Z", "+00:00")) if text else None
     except ValueError:
         return None
+    return at.replace(tzinfo=timezone.utc) if at is not None and at.tzinfo is None else at
 
 
 def stamp_problems(art: Artifact) -> list[str]:

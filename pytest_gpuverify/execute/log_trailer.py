@@ -20,10 +20,8 @@ from pathlib import Path
 from typing import Any, Optional
 
 PREFIX = b"[gpuverify] run ended: "
-_TAIL_BYTES = 4096
-
-
 TIMELINE = "timeline"  # the field added after the others: a log sealed before it lacks it
+_TAIL_BYTES = 4096
 
 
 def trailer_fields(*, exit_code: Optional[int], timed_out: bool, interrupted: Optional[str], container_died: bool,
