@@ -163,6 +163,8 @@ TAMPERINGS = {
     ),
     "workdir edited": ("pass", lambda p: edit(p, lambda d: d.update(workdir="/tmp")), "workdir /tmp is not in the worktree"),
     "topic edited": ("pass", lambda p: edit(p, lambda d: d.update(topic="gemm_fast")), "topic is 'gemm_fast', but the file is"),
+    "timeline moved 30 minutes": ("pass", lambda p: move_timeline(p, 1800), "timeline.lock_taken is "),
+    "key changed to another ticket's": ("pass", lambda p: edit(p, lambda d: d.update(key="T-2")), "key is 'T-2', but "),
     "finished before it started": (
         "pass", lambda p: edit(p, lambda d: d.update(finished_ts="2000-01-01T00:00:00.000Z")), "finished_ts 2000-01-01",
     ),
