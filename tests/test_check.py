@@ -71,8 +71,9 @@ def made(tmp_path_factory, docker_client) -> dict[str, Path]:
 
 
 def copy_of(made: dict[str, Path], case: str, tmp_path: Path) -> Path:
-    """The case's artifact in a fresh directory, with everything beside it (raw output, JUnit)."""
-    here = tmp_path / case.replace(" ", "_")
+    """The case's artifact in a fresh directory, with everything beside it (raw output, JUnit), in a
+    folder of its ticket's name (the artifact's key)."""
+    here = tmp_path / case.replace(" ", "_") / made[case].parent.name
     shutil.copytree(made[case].parent, here)
     return here / made[case].name
 

@@ -9,17 +9,18 @@ signed through the env file's Signing table with an ed25519 key made here. Each 
 from __future__ import annotations
 
 import getpass
-import hashlib
 import json
-import shutil
 import subprocess
+from datetime import datetime
 from pathlib import Path
 
 import pytest
 
-from pytest_gpuverify.engine.artifact import read_artifact
+from check_edits import (check, copy_of, edit, forge_trailer, move_timeline, moved, raw_of, reseal, set_gpu,
+                         strip_trailer)
+from pytest_gpuverify.engine.artifact import SCHEMA_VERSION, read_artifact
+from pytest_gpuverify.engine.clock import parse_iso_utc
 from pytest_gpuverify.cli.check import UNVERIFIED
-from pytest_gpuverify.cli.main import main
 
 pytestmark = pytest.mark.docker
 
@@ -62,37 +63,8 @@ def made(tmp_path_factory, docker_client) -> dict[str, Path]:
     assert arts["pass"].verdict == "PASS" and arts["crash"].exit_code == 1 and arts["pytest kind"].junit_xml
     assert arts["bench"].verdict == "PASS" and arts["bench"].target.command == ["python3", "bench/bench_softmax.py"]
     assert arts["signed"].signed_by == SIGNER and arts["pass"].signed_by is None
-    assert arts["signed"].host_gpus == 4 and arts["signed"].schema_version == 4
+    assert arts["signed"].host_gpus == 4 and arts["signed"].schema_version == SCHEMA_VERSION
     return paths
-
-
-def copy_of(made, case: str, tmp_path: Path) -> Path:
-    here = tmp_path / case.replace(" ", "_")
-    shutil.copytree(made[case].parent, here)
-    return here / made[case].name
-
-
-def check(path: Path, capsys, *extra: str) -> tuple[int, list[str], str]:
-    rc = main(["check", str(path), *extra])
-    out = capsys.readouterr().out
-    return rc, [line.removeprefix("MISMATCH ") for line in out.splitlines() if line.startswith("MISMATCH ")], out
-
-
-def edit(path: Path, change) -> None:
-    data = json.loads(path.read_text())
-    change(data)
-    path.write_text(json.dumps(data))
-
-
-def raw_of(path: Path) -> Path:
-    return path.parent / json.loads(path.read_text())["raw_output"]
-
-
-def reseal(path: Path) -> None:
-    """The log edited, and the artifact's sha256 and size made to match it: consistent by construction."""
-    raw = raw_of(path)
-    edit(path, lambda d: d.update(raw_output_sha256=hashlib.sha256(raw.read_bytes()).hexdigest(),
-                                  raw_output_bytes=raw.stat().st_size))
 
 
 @pytest.mark.parametrize("case", ["pass", "crash", "pytest kind", "bench", "bench ab", "signed", "signed pytest kind"])
@@ -107,30 +79,15 @@ def test_the_raw_log_ends_with_the_engines_trailer(made):
     last = raw_of(made["crash"]).read_bytes().splitlines()[-1]
     assert last.startswith(b"[gpuverify] run ended: ")
     fields = json.loads(last.split(b": ", 1)[1])
-    assert fields["exit_code"] == 1 and fields["container"] and fields["gpus"] == [read_artifact(made["crash"]).gpu.index]
-
-
-def set_gpu(d: dict, index: int) -> None:
-    d["gpu"]["index"] = d["gpu"]["hip_index"] = index
-    d["gpus"][0] = dict(d["gpu"])
-
-
-def strip_trailer(path: Path) -> None:
-    raw = raw_of(path)
-    raw.write_bytes(b"".join(raw.read_bytes().splitlines(keepends=True)[:-1]))
-
-
-def forge_trailer(path: Path, **fields) -> None:
-    raw = raw_of(path)
-    lines = raw.read_bytes().splitlines(keepends=True)
-    prefix, data = lines[-1].split(b": ", 1)
-    lines[-1] = prefix + b": " + json.dumps({**json.loads(data), **fields}).encode() + b"\n"
-    raw.write_bytes(b"".join(lines))
+    art = read_artifact(made["crash"])
+    assert fields["exit_code"] == 1 and fields["container"] and fields["gpus"] == [art.gpu.index]
+    # sealed once the GPUs were let go of: the whole timeline, as the artifact has it
+    assert fields["timeline"] == art.timeline.model_dump() and fields["timeline"]["lock_released"]
 
 
 # (case, edit of the artifact (and of files beside it), a line `check` must print).
 TAMPERINGS = {
-    "run removed": ("pass", lambda p: edit(p, lambda d: d.pop("run")), "schema: field run is missing (schema 4 has it)"),
+    "run removed": ("pass", lambda p: edit(p, lambda d: d.pop("run")), f"schema: field run is missing (schema {SCHEMA_VERSION} has it)"),
     "run removed from a schema-2 artifact": (
         "pass", lambda p: edit(p, lambda d: (d.pop("run"), d.pop("host_gpus"), d.pop("signed_by"),
                                              d["target"].pop("command"), d.update(schema_version=2))),
@@ -144,7 +101,7 @@ TAMPERINGS = {
         "pass", lambda p: edit(p, lambda d: d.update(schema_version=99)), "schema: schema_version is 99",
     ),
     "a field the schema does not have": (
-        "pass", lambda p: edit(p, lambda d: d.update(approved_by="me")), "schema: field approved_by is not in schema 4",
+        "pass", lambda p: edit(p, lambda d: d.update(approved_by="me")), f"schema: field approved_by is not in schema {SCHEMA_VERSION}",
     ),
     "topic and ts only": (
         "pass", lambda p: p.write_text('{"topic": "x", "ts": "2026-01-01T00:00:00Z"}'), "schema: schema_version is None",
@@ -206,6 +163,8 @@ TAMPERINGS = {
     ),
     "workdir edited": ("pass", lambda p: edit(p, lambda d: d.update(workdir="/tmp")), "workdir /tmp is not in the worktree"),
     "topic edited": ("pass", lambda p: edit(p, lambda d: d.update(topic="gemm_fast")), "topic is 'gemm_fast', but the file is"),
+    "timeline moved 30 minutes": ("pass", lambda p: move_timeline(p, 1800), "timeline.lock_taken is "),
+    "key changed to another ticket's": ("pass", lambda p: edit(p, lambda d: d.update(key="T-2")), "key is 'T-2', but "),
     "finished before it started": (
         "pass", lambda p: edit(p, lambda d: d.update(finished_ts="2000-01-01T00:00:00.000Z")), "finished_ts 2000-01-01",
     ),
@@ -233,6 +192,93 @@ def test_check_names_each_tampering(made, name, tmp_path, capsys):
     change(path)
     rc, mismatches, out = check(path, capsys)
     assert rc == 1 and any(line.startswith(expected) for line in mismatches), (expected, out)
+
+
+def test_key_must_name_the_ticket_folder_the_artifact_lies_in(made, tmp_path, capsys):
+    path = copy_of(made, "pass", tmp_path)
+    edit(path, lambda d: d.update(key="T-2"))  # another ticket's key
+    rc, mismatches, out = check(path, capsys)
+    assert rc == 1 and mismatches == ["key is 'T-2', but the artifact lies in folder 'T-1'"], out
+    moved_folder = path.parent.rename(path.parent.with_name("T-2")) / path.name  # key T-2, and in T-2's folder
+    assert check(moved_folder, capsys)[0] == 0
+    edit(moved_folder, lambda d: d.update(key=None))  # written without a ticket: any folder holds it
+    rc, mismatches, out = check(moved_folder, capsys)
+    assert rc == 0 and not mismatches, out
+
+
+@pytest.mark.parametrize("minutes", [30, -30])
+def test_a_timeline_moved_out_of_its_run_is_named_though_the_trailer_agrees(made, minutes, tmp_path, capsys):
+    path = copy_of(made, "pass", tmp_path)
+    timeline = move_timeline(path, minutes * 60)
+    forge_trailer(path, timeline=timeline)
+    reseal(path)
+    rc, mismatches, out = check(path, capsys)
+    art = read_artifact(path)
+    if minutes > 0:
+        assert f"timeline.lock_taken {timeline['lock_taken']} is after finished_ts {art.finished_ts}" in mismatches, out
+        assert f"timeline.collected {timeline['collected']} is after ts {art.ts}: the session had its targets before" in mismatches, out
+    else:
+        assert f"timeline.lock_released {timeline['lock_released']} is before ts {art.ts}" in mismatches, out
+    assert rc == 1 and all(m.startswith("timeline.") and "trailer" not in m for m in mismatches), out
+
+
+def test_a_timeline_moved_within_its_run_disagrees_with_the_trailer(made, tmp_path, capsys):
+    path = copy_of(made, "pass", tmp_path)
+    sealed = json.loads(path.read_text())["timeline"]
+    timeline = move_timeline(path, 0.5)  # within the slack of ts..finished_ts: only the trailer tells
+    rc, mismatches, out = check(path, capsys)
+    assert rc == 1 and sorted(mismatches) == sorted(
+        f"timeline.{k} is {v}, the raw output's trailer says {sealed[k]}" for k, v in timeline.items() if v), out
+
+
+# (what is moved an hour, a line `check` must print); the duration_s the engine measured stays
+HOUR_MOVES = {
+    "ts earlier": ((-3600, 0), "ts {ts} is not the raw output's stamp "),
+    "finished_ts later": ((0, 3600), "ts to finished_ts is 36"),
+    "both later": ((3600, 3600), "timeline.pick_started {pick_started} is before ts {ts}"),
+    "both earlier": ((-3600, -3600), "timeline.pick_started {pick_started} is after finished_ts {finished_ts}"),
+}
+
+
+@pytest.mark.parametrize("name", list(HOUR_MOVES))
+def test_ts_or_finished_ts_moved_an_hour_is_named(made, name, tmp_path, capsys):
+    (start, end), expected = HOUR_MOVES[name]
+    path = copy_of(made, "pass", tmp_path)
+    edit(path, lambda d: d.update(ts=moved(d["ts"], start), finished_ts=moved(d["finished_ts"], end)))
+    rc, mismatches, out = check(path, capsys)
+    d = json.loads(path.read_text())
+    expected = expected.format(ts=d["ts"], finished_ts=d["finished_ts"], pick_started=d["timeline"]["pick_started"])
+    assert rc == 1 and any(m.startswith(expected) for m in mismatches), (expected, out)
+
+
+def test_ts_must_be_the_raw_logs_stamp(made, tmp_path, capsys):
+    """ts moved an hour back with duration_s and the session's collected: the interval still holds the
+    timeline, after collected; the log's name does not agree."""
+    path = copy_of(made, "pass", tmp_path)
+    stamp = raw_of(path).name.rsplit(".", 2)[-2]
+    edit(path, lambda d: (d.update(ts=moved(d["ts"], -3600), duration_s=d["duration_s"] + 3600),
+                          d["timeline"].update(collected=moved(d["timeline"]["collected"], -3600))))
+    forge_trailer(path, timeline=json.loads(path.read_text())["timeline"])
+    reseal(path)
+    rc, mismatches, out = check(path, capsys)
+    ts = json.loads(path.read_text())["ts"]
+    at = datetime.strptime(stamp, "%Y%m%dT%H%M%S%fZ").isoformat(timespec="microseconds")
+    assert rc == 1 and mismatches == [f"ts {ts} is not the raw output's stamp {at}Z"], out
+
+
+def test_a_log_sealed_before_the_timeline_checks_as_before(made, tmp_path, capsys):
+    path = copy_of(made, "pass", tmp_path)
+    raw = raw_of(path)
+    lines = raw.read_bytes().splitlines(keepends=True)
+    prefix, data = lines[-1].split(b": ", 1)
+    fields = json.loads(data)
+    fields.pop("timeline")
+    raw.write_bytes(b"".join(lines[:-1]) + prefix + b": " + json.dumps(fields).encode() + b"\n")
+    reseal(path)
+    rc, mismatches, out = check(path, capsys)
+    assert rc == 0 and not mismatches, out
+    move_timeline(path, 0.5)  # what only the sealed timeline could tell
+    assert check(path, capsys)[0] == 0
 
 
 def test_a_topic_and_ts_file_names_every_missing_field(made, tmp_path, capsys):
@@ -317,16 +363,21 @@ def test_a_signing_row_with_no_key_stops_the_run_before_any_gpu(sandbox):
 
 
 def test_a_two_gpu_fixture_run_checks_out(sandbox, capsys):
-    """`kernel_container.run` on two locked GPUs: a declared command (kind bench), two GPUs in env and trailer."""
+    """`kernel_container.run` on two locked GPUs: a declared command (kind bench), two GPUs in env and trailer.
+    The fixture's lock is taken seconds before the run begins (ts) and kept after it: its timeline says so."""
     from test_e2e_kinds import commit
     from test_e2e_shared_host import FIXTURE_TEST
 
+    held_first = FIXTURE_TEST.replace("    art = kernel_container.run", "    __import__('time').sleep(2.5)\n    art = kernel_container.run")
+    assert held_first != FIXTURE_TEST
     (sandbox.repo / "tests").mkdir()
-    (sandbox.repo / "tests" / "test_fixture_use.py").write_text(FIXTURE_TEST)
+    (sandbox.repo / "tests" / "test_fixture_use.py").write_text(held_first)
     commit(sandbox.repo, "a test using the fixtures")
     proc = sandbox.pytest("tests/test_fixture_use.py")
     path = sandbox.tickets / "T-1" / "bench_fixture_gemm.json"
     assert path.exists(), proc.stdout.decode()[-2000:]
-    assert len(read_artifact(path).gpus) == 2
+    art = read_artifact(path)
+    assert len(art.gpus) == 2 and art.timeline.lock_released is None
+    assert parse_iso_utc(art.timeline.lock_taken) < parse_iso_utc(art.ts) - 2, (art.timeline, art.ts)
     rc, mismatches, out = check(path, capsys)
     assert rc == 0 and not mismatches, out

@@ -120,7 +120,7 @@ def test_two_artifacts_and_refusals(ab, capsys, tmp_path):
     # the same artifact as base and head: every row SAME
     assert main(["compare", "--json", str(ab["faster"]), str(ab["faster"])]) == 0
     assert {p["call"] for p in json.loads(capsys.readouterr().out)["pairs"]} == {"SAME"}
-    here = tmp_path / "t"
+    here = tmp_path / ab["slower"].parent.name  # the ticket's name: only the tampering fails check
     shutil.copytree(ab["slower"].parent, here)
     copy = here / ab["slower"].name
     data = json.loads(copy.read_text())
@@ -185,7 +185,7 @@ def test_handoff_numbers_are_the_artifacts_and_the_schema_holds(ab, capsys, tmp_
 
 @pytest.mark.docker
 def test_handoff_refuses_a_tampered_artifact(ab, capsys, tmp_path):
-    here = tmp_path / "T"
+    here = tmp_path / ab["faster"].parent.name  # the ticket's name: only the tampering fails check
     shutil.copytree(ab["faster"].parent, here)
     victim = here / ab["overlap"].name
     data = json.loads(victim.read_text())

@@ -266,7 +266,7 @@ TAMPERINGS = {
 @pytest.mark.parametrize("name", list(TAMPERINGS))
 def test_check_catches_tampering_with_the_new_fields(made, name, tmp_path, capsys):
     topic, change, expected = TAMPERINGS[name]
-    here = tmp_path / "copy"
+    here = tmp_path / made.name  # the ticket's name: the artifacts' key
     shutil.copytree(made, here)
     path = here / f"bench_{topic}.json"
     data = json.loads(path.read_text())

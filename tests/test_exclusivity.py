@@ -84,11 +84,16 @@ def test_check_over_the_contention_bench_folder_finds_none_and_names_a_hand_made
     assert "(6 artifacts): exit 0; exclusivity: 6 runs on 1 GPU(s) of 1 host(s), 0 overlap(s)" in out, out
     hand = next(line for line in out.splitlines() if line.startswith("hand-made pair"))
     assert "exit 1; OVERLAP host" in hand and "bench_hand-made-overlap.json" in hand.split("OVERLAP")[1], hand
-    for path in (tmp_path / "TICKET").glob("bench_*.json"):
+    gathered = sorted((tmp_path / "TICKET").glob("*/bench_*.json"))  # each session's ticket folder
+    assert len(gathered) == 6, gathered
+    for path in gathered:
         tl = json.loads(path.read_text())["timeline"]
         order = [parse_iso_utc(tl[k]) for k in ("collected", "pick_started", "lock_taken", "command_started",
                                                 "command_ended", "lock_released")]
         assert order == sorted(order), (path.name, tl)
-    cli = subprocess.run([sys.executable, "-m", "pytest_gpuverify.cli.main", "check", str(tmp_path / "HAND-MADE")],
+    hand_made = sorted(str(p) for p in (tmp_path / "HAND-MADE").iterdir())  # the pair, in their tickets' folders
+    cli = subprocess.run([sys.executable, "-m", "pytest_gpuverify.cli.main", "check", *hand_made],
                          capture_output=True, text=True, cwd=ROOT)
     assert cli.returncode == 1 and cli.stdout.count("OVERLAP ") == 1 and "1 overlap(s)" in cli.stdout
+    # the copy's timeline was moved in the artifact alone: its raw log's trailer still says where it was
+    assert "MISMATCH timeline.lock_taken is " in cli.stdout, cli.stdout

@@ -11,20 +11,22 @@ pytestmark = pytest.mark.docker
 
 
 def test_merge_two_shards_refuses_a_topic_twice_unless_keep_all(sandbox, tmp_path, capsys):
-    sandbox.pytest("op_tests/test_gemm_a8w8.py", "op_tests/test_moe_2stage.py", ticket="S1")
-    sandbox.pytest("op_tests/test_rmsnorm2d.py", "op_tests/test_gemm_a8w8.py", ticket="S2")
-    s1, s2 = sandbox.tickets / "S1", sandbox.tickets / "S2"
-    out = tmp_path / "merged"
+    """Two shards of ticket S, each folder downloaded under a name of the CI's (shard-1, shard-2)."""
+    sandbox.pytest("op_tests/test_gemm_a8w8.py", "op_tests/test_moe_2stage.py", ticket="S")
+    s1 = (sandbox.tickets / "S").rename(tmp_path / "shard-1")
+    sandbox.pytest("op_tests/test_rmsnorm2d.py", "op_tests/test_gemm_a8w8.py", ticket="S")
+    s2 = (sandbox.tickets / "S").rename(tmp_path / "shard-2")
+    out = tmp_path / "merged" / "S"
     assert main(["merge", str(s1), str(s2), "-o", str(out)]) == 1
     said = capsys.readouterr().out
     assert "REFUSED" in said and "bench_gemm_a8w8.json" in said and "--keep-all" in said
     assert sorted(p.name for p in out.glob("bench_*.json")) == \
         ["bench_gemm_a8w8.json", "bench_moe_2stage.json", "bench_rmsnorm2d.json"]
 
-    kept = tmp_path / "kept"
+    kept = tmp_path / "kept" / "S"
     assert main(["merge", str(s1), str(s2), "-o", str(kept), "--keep-all"]) == 0
     names = sorted(p.name for p in kept.glob("bench_*.json"))
-    assert names == ["bench_gemm_a8w8.from-S2.json", "bench_gemm_a8w8.json", "bench_moe_2stage.json",
+    assert names == ["bench_gemm_a8w8.from-shard-2.json", "bench_gemm_a8w8.json", "bench_moe_2stage.json",
                      "bench_rmsnorm2d.json"]
     assert (kept / "bench_gemm_a8w8.json").read_bytes() == (s1 / "bench_gemm_a8w8.json").read_bytes()
     assert list(kept.glob("bench_*.log")), "the raw logs come along"
@@ -33,3 +35,10 @@ def test_merge_two_shards_refuses_a_topic_twice_unless_keep_all(sandbox, tmp_pat
         assert run_check(str(kept / name)) == 0, capsys.readouterr().out
     # the same folder merged again: identical files are taken once, nothing is overwritten
     assert main(["merge", str(s1), "-o", str(kept)]) == 0
+    # the output is the ticket's folder: in a folder of another name its artifacts do not pass check
+    elsewhere = tmp_path / "elsewhere"
+    capsys.readouterr()
+    assert main(["merge", str(s1), "-o", str(elsewhere)]) == 1
+    said = capsys.readouterr().out
+    assert f"MISMATCH {elsewhere / 'bench_gemm_a8w8.json'}: key is 'S', but the artifact lies in folder 'elsewhere'" in said, said
+

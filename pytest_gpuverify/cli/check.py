@@ -6,7 +6,8 @@ verdict and its reasons must follow from the re-parsed output and the run record
 the same function the engine used. Artifacts of schema 1, written before the run record was kept,
 get the older, partial verdict checks. The artifact must hold every field of the schema it claims
 (:mod:`.schemas`), and its provenance must agree with itself and the raw log's trailer
-(:mod:`.check_provenance`). With ``--allowed-signers`` each file's signature is verified too
+(:mod:`.check_provenance`): its ticket with its folder, its times with each other and the log
+(:mod:`.check_times`). With ``--allowed-signers`` each file's signature is verified too
 (:mod:`.signing`): only that proves who wrote the files; the rest proves they agree.
 """
 
@@ -85,8 +86,9 @@ def signature_problems(art: Optional[Artifact], artifact_path: Path, allowed: Pa
     return [why for why in (verify(f, allowed, art.signed_by) for f in files) if why]
 
 
-def check_artifact(art: Artifact, artifact_path: Path) -> list[str]:
-    """Every difference between the artifact and what its raw output and run record give."""
+def check_artifact(art: Artifact, artifact_path: Path, gathered: bool = False) -> list[str]:
+    """Every difference between the artifact and what its raw output and run record give. ``gathered``:
+    a copy read where it is gathered from (merge's sources), whose folder is not its ticket's."""
     problems: list[str] = []
     parsed: Optional[ParsedOutput] = None
     raw = None
@@ -105,7 +107,7 @@ def check_artifact(art: Artifact, artifact_path: Path) -> list[str]:
             parsed = _parse(art, artifact_path, raw)
     elif art.run is not None and art.run.output_parsed:
         problems.append("run.output_parsed is true, but there is no raw output")
-    problems += _compare_output(art, parsed) + provenance_problems(art, artifact_path, raw) + runs_problems(art, raw)
+    problems += _compare_output(art, parsed) + provenance_problems(art, artifact_path, raw, gathered) + runs_problems(art, raw)
     problems += build_problems(art, artifact_path.parent)
     if art.run is None:
         return problems + _loose_verdict(art, parsed)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import re
 import shlex
-from datetime import datetime
 from pathlib import Path, PurePosixPath
 from typing import Optional
 
@@ -19,7 +18,8 @@ from pytest_gpuverify.place.caches import CACHE_VARS, cache_vars_for
 from pytest_gpuverify.place.gitstate import git, git_toplevel
 from pytest_gpuverify.gpu.nvidia_formats import is_uuid
 from pytest_gpuverify.execute.leftovers import MARKER
-from pytest_gpuverify.execute.log_trailer import PREFIX, read_trailer, trailer_fields
+from pytest_gpuverify.cli.check_times import SLACK_S, stamp_problems, timeline_problems, when
+from pytest_gpuverify.execute.log_trailer import PREFIX, TIMELINE, read_trailer, trailer_fields
 from pytest_gpuverify.parsers.junit import read_junit
 from pytest_gpuverify.lease.watch import shared_reasons
 from pytest_gpuverify.place.packages import origin_inside
@@ -29,9 +29,11 @@ from pytest_gpuverify.config.targets import BENCH, JUNIT_DIR, PYTEST_KINDS, RunE
 _PYTEST_FLAGS = ["-q", "-rA", "-p", "no:cacheprovider"]
 
 
-def provenance_problems(art: Artifact, artifact_path: Path, raw: Optional[Path]) -> list[str]:
+def provenance_problems(art: Artifact, artifact_path: Path, raw: Optional[Path], gathered: bool = False) -> list[str]:
     ran = art.run.ran if art.run is not None else bool(art.raw_output)  # schema 1: no record
-    problems = _trailer(art, raw) + _junit(art, artifact_path) + _times(art, artifact_path) + _repos(art, ran)
+    problems = _trailer(art, raw) + _junit(art, artifact_path) + _times(art, artifact_path)
+    problems += [] if gathered else _key(art, artifact_path)
+    problems += stamp_problems(art) + timeline_problems(art) + _repos(art, ran)
     if not ran:
         return problems + _never_ran(art)
     problems += _command(art) + _gpus(art) + _env_and_imports(art) + _watch(art)
@@ -49,11 +51,28 @@ def _trailer(art: Artifact, raw: Optional[Path]) -> list[str]:
     run = art.run
     ours = trailer_fields(exit_code=run.exit_code, timed_out=run.timed_out, interrupted=run.interrupted,
                           container_died=run.container_died, host=art.host, container=art.container,
-                          gpus=[g.index for g in art.gpus])
+                          gpus=[g.index for g in art.gpus], timeline=art.timeline.model_dump() if art.timeline else None)
     field_of = {"exit_code": "run.exit_code", "timed_out": "run.timed_out", "interrupted": "run.interrupted",
                 "container_died": "run.container_died", "gpus": "gpus[].index"}
-    return [f"{field_of.get(k, k)} is {ours[k]!r}, the raw output's trailer says {fields[k]!r}"
-            for k in ours if ours[k] != fields[k]]
+    sealed = fields.pop(TIMELINE, ours[TIMELINE])  # a log sealed before the timeline was: nothing to hold it to
+    problems = [f"{field_of.get(k, k)} is {ours[k]!r}, the raw output's trailer says {fields[k]!r}"
+                for k in fields if ours[k] != fields[k]]
+    return problems + _sealed_timeline(ours[TIMELINE], sealed)
+
+
+def _sealed_timeline(ours: Optional[dict], sealed: object) -> list[str]:
+    """The timeline as the trailer has it, each time named where they differ."""
+    if not isinstance(ours, dict) or not isinstance(sealed, dict) or set(ours) != set(sealed):
+        return [] if ours == sealed else [f"timeline is {ours!r}, the raw output's trailer says {sealed!r}"]
+    return [f"timeline.{k} is {ours[k]}, the raw output's trailer says {sealed[k]}" for k in ours if ours[k] != sealed[k]]
+
+
+def _key(art: Artifact, artifact_path: Path) -> list[str]:
+    """An artifact of a ticket lies in that ticket's folder (<tickets>/KEY/); one of no ticket anywhere."""
+    folder = artifact_path.resolve().parent.name
+    if art.key is not None and art.key != folder:
+        return [f"key is {art.key!r}, but the artifact lies in folder {folder!r}"]
+    return []
 
 
 def _junit(art: Artifact, artifact_path: Path) -> list[str]:
@@ -79,7 +98,7 @@ def _has_trailer_anywhere(raw: Path) -> bool:
 
 def _times(art: Artifact, artifact_path: Path) -> list[str]:
     problems = []
-    start, end = _when(art.ts), _when(art.finished_ts)
+    start, end = when(art.ts), when(art.finished_ts)
     if start is None:
         problems.append(f"ts {art.ts!r} is not an ISO time")
     if art.finished_ts is not None and end is None:
@@ -87,8 +106,11 @@ def _times(art: Artifact, artifact_path: Path) -> list[str]:
     if start and end:
         if end < start:
             problems.append(f"finished_ts {art.finished_ts} is before ts {art.ts}")
-        elif art.duration_s is not None and art.duration_s > (end - start).total_seconds() + 1:
+        elif art.duration_s is not None and art.duration_s > (end - start).total_seconds() + SLACK_S:
             problems.append(f"duration_s {art.duration_s} is longer than ts to finished_ts")
+        elif art.duration_s is not None and (end - start).total_seconds() > art.duration_s + SLACK_S:
+            # both are read at the run's start and end, on the wall and the monotonic clock
+            problems.append(f"ts to finished_ts is {(end - start).total_seconds():.3f} s, duration_s is {art.duration_s}")
     named = [("raw_output", art.raw_output), ("junit_xml", art.junit_xml)]
     for field, name in named:
         if name and not Path(name).name.startswith(f"bench_{art.topic}."):
@@ -96,13 +118,6 @@ def _times(art: Artifact, artifact_path: Path) -> list[str]:
     if not artifact_path.name.startswith(f"bench_{art.topic}"):
         problems.append(f"topic is {art.topic!r}, but the file is {artifact_path.name}")
     return problems
-
-
-def _when(text: Optional[str]) -> Optional[datetime]:
-    try:
-        return datetime.fromisoformat(text.replace("Z", "+00:00")) if text else None
-    except ValueError:
-        return None
 
 
 def _repos(art: Artifact, ran: bool) -> list[str]:

@@ -71,23 +71,29 @@ def run_record_of(r: Results, ended: Optional[ExecOutcome], own_blocked: list[st
     )
 
 
+def timeline_of(r: Results) -> Timeline:
+    """The artifact's timeline from the phases' results. The raw log's trailer holds it too (sealed
+    once the GPUs are let go of, before the artifact is built), so both are made here."""
+    timeline = Timeline(collected=r.begun.collected)
+    if r.leased is not None:
+        timeline.pick_started, timeline.lock_released = r.leased.pick_started, r.leased.lock_released
+        # the hold starts when the command's run has its GPUs: a `run` row whose container did not
+        # start, or whose checks failed, records only its pick and release
+        timeline.lock_taken = r.leased.lock_taken if r.executed is not None else None
+    if r.executed is not None:
+        timeline.command_started, timeline.command_ended = r.executed.command_started, r.executed.command_ended
+    return timeline
+
+
 def build_artifact(r: Results) -> Artifact:
     """The artifact, from the results of the phases that ran (phases.py); the one place it is made."""
-    begun, placed, leased, fresh, checked, executed, decided = (r.begun, r.placed, r.leased, r.fresh, r.checked,
-                                                                r.executed, r.decided)
+    begun, placed, fresh, checked, executed, decided = r.begun, r.placed, r.fresh, r.checked, r.executed, r.decided
     art = Artifact(plugin_version=__version__, key=begun.key, topic=begun.topic, ts=begun.ts, host=begun.host,
                    target=begun.record, cold=begun.cold, signed_by=begun.signed_by, synced=begun.synced,
-                   container=ran_in(r), notes=list(begun.notes), timeline=Timeline(collected=begun.collected))
-    timeline = art.timeline
-    assert timeline is not None
+                   container=ran_in(r), notes=list(begun.notes), timeline=timeline_of(r))
     if placed is not None:
         art.repos = [placed.repo] if placed.repo is not None else []
         art.notes.extend(placed.notes)
-    if leased is not None:
-        timeline.pick_started, timeline.lock_released = leased.pick_started, leased.lock_released
-        # the hold starts when the command's run has its GPUs: a `run` row whose container did not
-        # start, or whose checks failed, records only its pick and release
-        timeline.lock_taken = leased.lock_taken if executed is not None else None
     if fresh is not None:
         art.fresh_container = fresh.record
         art.notes.extend(fresh.notes)
@@ -116,7 +122,6 @@ def build_artifact(r: Results) -> Artifact:
         art.runs = list(executed.runs)
         art.watch = list(executed.watch)
         art.junit_xml = executed.junit_path.name if executed.junit_path is not None else None
-        timeline.command_started, timeline.command_ended = executed.command_started, executed.command_ended
         art.notes.extend(executed.notes)
     if decided is not None:
         _decided(art, decided, begun.target.regime)

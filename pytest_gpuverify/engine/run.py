@@ -31,7 +31,7 @@ from pytest_gpuverify.engine.clock import STAMP_FORMAT
 from pytest_gpuverify.engine.artifact import RunRecord, utc_now
 from pytest_gpuverify.engine.files import create_result_file
 from pytest_gpuverify.engine.outcome import (TargetOutcome, build_artifact, gpu_records, ran_in, run_record_of,
-                                             target_record)
+                                             target_record, timeline_of)
 from pytest_gpuverify.engine.phases import (Begun, Checked, Command, Decided, Executed, Fresh, Leased, Placed,
                                             Results)
 from pytest_gpuverify.engine.runs_log import parse_log
@@ -382,14 +382,14 @@ class TargetRun:
                              junit_path=r.executed.junit_path if r.executed is not None else None)
 
     def _seal(self, record: RunRecord) -> None:
-        """The raw log's trailer, once (log_trailer.py): the record's exit facts and where it ran."""
+        """The raw log's trailer, once (log_trailer.py): the record's exit facts, where and when it ran."""
         executed = self.results.executed
         if self.sealed or executed is None or executed.raw_path is None:
             return
         self.sealed = True  # tried once: a failure is the run's reason, not retried
         try:
             seal_log(executed.raw_path, record, self.results.begun.host, ran_in(self.results),
-                     [g.index for g in executed.gpus])
+                     [g.index for g in executed.gpus], timeline_of(self.results).model_dump())
         except OSError as exc:  # a full disk: the artifact is still written, and not a PASS
             self.blocked.append(f"the raw log {executed.raw_path} could not be sealed ({exc}): "
                                 "`gpuverify check` cannot verify it")

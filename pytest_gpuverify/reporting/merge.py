@@ -2,8 +2,10 @@
 
 Each artifact (``bench_*.json``) is checked with ``gpuverify check``'s function before it is taken, then
 copied with the files it names (raw log, inner JUnit report) and their ``.sig`` files, and checked again
-where it lands. One topic from two different runs is refused, unless ``keep_all``: then the later one is
-renamed ``bench_<topic>.from-<source>.json`` (still named after its topic); nothing is ever overwritten.
+where it lands: the output is one ticket's folder, named by the ticket (an artifact's ``key``), as a
+source's folder need not be (a CI shard's download, the controller's staging). One topic from two
+different runs is refused, unless ``keep_all``: then the later one is renamed
+``bench_<topic>.from-<source>.json`` (still named after its topic); nothing is ever overwritten.
 An identical file seen twice (the same run uploaded twice) is taken once.
 """
 
@@ -23,14 +25,15 @@ class MergeError(Exception):
     pass
 
 
-def _problems(path: Path) -> list[str]:
+def _problems(path: Path, gathered: bool) -> list[str]:
+    """``gpuverify check``'s differences; ``gathered``: a source's copy, whose folder need not be its ticket's."""
     try:
         art = load_checked(path)
     except SchemaError as exc:
         return [f"schema: {p}" for p in exc.problems]
     except (OSError, ValueError) as exc:
         return [f"unreadable: {exc}"]
-    return check_artifact(art, path)
+    return check_artifact(art, path, gathered)
 
 
 def _companions(path: Path) -> list[Path]:
@@ -64,7 +67,7 @@ def merge(sources: list[Path], out: Path, *, keep_all: bool = False,
         if not artifacts:
             say(f"{source}: no artifacts (bench_*.json)")
         for path in artifacts:
-            problems = _problems(path)
+            problems = _problems(path, gathered=True)
             if problems:
                 failed += 1
                 say(f"REFUSED {path}: does not pass check: {problems[0]}")
@@ -87,7 +90,7 @@ def merge(sources: list[Path], out: Path, *, keep_all: bool = False,
                 say(f"REFUSED {path}: {exc}")
                 continue
             taken.setdefault(path.name, path)
-            landed = _problems(out / name)
+            landed = _problems(out / name, gathered=False)  # where it lands is its ticket's folder
             if landed:
                 failed += 1
                 say(f"MISMATCH {out / name}: {landed[0]}")
