@@ -70,7 +70,7 @@ def _load():
         sys.path.remove(_BIN)
 
 
-_cache = {}  # one reading of every GPU makes a dozen calls: the state (and its /proc scan) is read once for them
+_cache: dict = {}  # one reading of every GPU makes a dozen calls: the state (and its /proc scan) is read once for them
 
 
 def _state():
