@@ -60,6 +60,8 @@ class OwnProcesses:
         return self._known[pid]
 
     def _decide(self, pid: int) -> Optional[bool]:
+        if pid == os.getpid():  # the session itself (a host conftest that set up CUDA): not another's job
+            return True
         if not os.path.exists(f"{self._proc}/{pid}"):
             return None
         if self.container_id:
