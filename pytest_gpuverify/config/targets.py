@@ -67,6 +67,7 @@ class Target(BaseModel):
     fail_pattern: Optional[str] = None  # ... and for a failed one
     repeats: Optional[int] = None  # runs per side under one lock (runs_log.py); --gpu-repeats wins
     min_steps: Optional[int] = None  # the fewest timed steps a run must print, where it prints a count
+    directions: dict[str, str] = Field(default_factory=dict)  # metric or row name -> "higher"/"lower"
 
     @property
     def location(self) -> Optional[Path]:

@@ -143,6 +143,8 @@ class TargetRecord(_Model):
     command: Optional[list[str]] = None  # a declared bench command, before its args
     repeats: Optional[int] = None  # runs asked for per side (declaration or --gpu-repeats); None: one
     min_steps: Optional[int] = None  # the fewest steps a run must print that it timed (runs_log.py)
+    # declared: metric or row name -> "higher"/"lower", which way is better (parsers/figures.py)
+    directions: dict[str, str] = Field(default_factory=dict)
 
 
 class RunRecord(_Model):

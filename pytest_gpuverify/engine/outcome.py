@@ -39,7 +39,7 @@ def target_record(target: Target, repeats: Optional[int]) -> TargetRecord:
         floors=dict(target.thresholds.floors), ceilings=dict(target.thresholds.ceilings),
         pass_pattern=target.pass_pattern, fail_pattern=target.fail_pattern,
         command=list(target.command) if target.command else None,
-        repeats=repeats, min_steps=target.min_steps,
+        repeats=repeats, min_steps=target.min_steps, directions=dict(target.directions),
     )
 
 
