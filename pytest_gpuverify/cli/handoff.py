@@ -75,8 +75,8 @@ def ticket_artifacts(folder: Path) -> list[tuple[Path, Artifact]]:
 def _ab(base: Optional[Artifact], head: Artifact) -> Optional[str]:
     if base is None and not any(side_of(r.side) for r in head.perf):
         return None
-    bad = [why for why in (not_passing(label, art) for label, art in (("the base", base), ("the head", head)))
-           if why and art is not None]
+    sides = [("the base", base), ("the head", head)] if base is not None else [("the A/B run", head)]
+    bad = [why for why in (not_passing(label, art) for label, art in sides) if why]
     if bad:
         return f"A/B: not compared ({'; '.join(bad)})"
     try:
