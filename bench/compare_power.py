@@ -79,7 +79,7 @@ def main() -> int:
           f"({rule.least_runs}+ runs per side), noisy above CV {rule.noisy_cv:.0%} or two clusters")
     cases = (("A/A (no change)", 1.0, None), (f"{args.change:.0%} slower", 1 + args.change, REGRESSED),
              (f"{args.change:.0%} faster", 1 / (1 + args.change), IMPROVED))
-    print(f"\n| case | compares | any row called | called right (every time/TFLOPS row) | any SAME | any INCONCLUSIVE |")
+    print("\n| case | compares | any row called | called right (every time/TFLOPS row) | any SAME | any INCONCLUSIVE |")
     print("|---|---:|---:|---:|---:|---:|")
     started = time.monotonic()
     with tempfile.TemporaryDirectory() as tmp:
@@ -92,12 +92,10 @@ def main() -> int:
                 tally["right"] += bool(right) and calls[right] == rows
                 tally["same"] += bool(calls[SAME])
                 tally["inconclusive"] += bool(calls[INCONCLUSIVE])
-            n = args.compares
-
-            def rate(key: str) -> str:
-                return f"{tally[key]} ({tally[key] / n:.1%})"
-            print(f"| {label} | {n} | {rate('called')} | {rate('right') if right else '-'} | {rate('same')} | "
-                  f"{rate('inconclusive')} |")
+            rates = {key: f"{tally[key]} ({tally[key] / args.compares:.1%})" for key in
+                     ("called", "right", "same", "inconclusive")}
+            print(f"| {label} | {args.compares} | {rates['called']} | {rates['right'] if right else '-'} | "
+                  f"{rates['same']} | {rates['inconclusive']} |")
     print(f"\n{3 * args.compares} compares in {time.monotonic() - started:.1f} s; targets: A/A any row called <= 1%, "
           f"a {args.change:.0%} change called right >= 90% with {args.runs} runs per side")
     return 0

@@ -15,7 +15,7 @@ from pytest_gpuverify.cli.handoff import observation
 from pytest_gpuverify.cli.main import main
 from pytest_gpuverify.compare import render, stats
 from pytest_gpuverify.compare.command import Refused, decide, exit_code
-from pytest_gpuverify.compare.core import Pair, Rule, call
+from pytest_gpuverify.compare.core import Pair, call
 from pytest_gpuverify.config.declarations import DeclarationError, load_declarations
 from pytest_gpuverify.engine.artifact import (
     Artifact,

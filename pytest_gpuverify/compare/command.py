@@ -15,7 +15,7 @@ from typing import Optional
 
 from pytest_gpuverify.compare import render
 from pytest_gpuverify.compare.clocks import clock_problem
-from pytest_gpuverify.compare.core import INCONCLUSIVE, REGRESSED, Pair, Rule, compare, side_of
+from pytest_gpuverify.compare.core import DEFAULT_RULE, INCONCLUSIVE, REGRESSED, Pair, Rule, compare, side_of
 from pytest_gpuverify.compare.identity import Difference, differences
 from pytest_gpuverify.engine.artifact import AbRecord, Artifact, GpuWatch
 
@@ -68,7 +68,7 @@ def own_watch(art: Artifact, side: Optional[str]) -> list[GpuWatch]:
     return list(art.watch)
 
 
-def decide(base: Artifact, head: Optional[Artifact], rule: Rule = Rule(), may_differ: frozenset[str] = frozenset(),
+def decide(base: Artifact, head: Optional[Artifact], rule: Rule = DEFAULT_RULE, may_differ: frozenset[str] = frozenset(),
            labels: tuple[str, str] = ("the base", "the head")) -> Comparison:
     """Every check before a call, then the calls; Refused (with the reasons) where no compare may be made."""
     sides = [(labels[0], base)] + ([(labels[1], head)] if head is not None else [])
@@ -95,7 +95,7 @@ def exit_code(pairs: list[Pair], fail_on_inconclusive: bool = False) -> int:
     return 1 if fail_on_inconclusive and any(p.call == INCONCLUSIVE for p in pairs) else 0
 
 
-def run_compare(base: str, head: Optional[str], rule: Rule = Rule(), fmt: str = "table",
+def run_compare(base: str, head: Optional[str], rule: Rule = DEFAULT_RULE, fmt: str = "table",
                 may_differ: frozenset[str] = frozenset(), fail_on_inconclusive: bool = False) -> int:
     """0: compared, nothing REGRESSED; 1: something REGRESSED (or INCONCLUSIVE, when asked); 2: refused."""
     labels = (f"the base ({base})", f"the head ({head})") if head else (base, base)

@@ -45,6 +45,9 @@ class Rule:
         return stats.runs_to_decide(self.alpha / 2)
 
 
+DEFAULT_RULE = Rule()
+
+
 @dataclass
 class Pair:
     table: Optional[str]
@@ -131,7 +134,7 @@ def _inconclusive(pair: Pair, why: str, needed: Optional[int] = None) -> Pair:
     return pair
 
 
-def call(pair: Pair, rule: Rule = Rule(), clocks: Optional[str] = None) -> Pair:
+def call(pair: Pair, rule: Rule = DEFAULT_RULE, clocks: Optional[str] = None) -> Pair:
     """The pair's call under ``rule``; ``clocks``: why the GPUs' clocks allow no call (clocks.py)."""
     if pair.direction is None:
         pair.call = NOT_COMPARED
@@ -188,7 +191,7 @@ def _noisy(pair: Pair, rule: Rule) -> Optional[str]:
     return None
 
 
-def compare(base: Artifact, head: Optional[Artifact] = None, rule: Rule = Rule(),
+def compare(base: Artifact, head: Optional[Artifact] = None, rule: Rule = DEFAULT_RULE,
             clocks: Optional[str] = None) -> list[Pair]:
     directions = {**(base.target.directions if base.target else {}),
                   **(head.target.directions if head is not None and head.target else {})}

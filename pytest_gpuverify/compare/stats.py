@@ -3,9 +3,6 @@
 * :func:`median` of a side's runs; :func:`cv`, their run-to-run spread; :func:`two_clusters`, runs
   that fall into two groups;
 * :func:`runs_for_effect`: pyperf's runs per side to tell a relative effect from a spread;
-* :func:`separated`: every run of one side beyond every run of the other;
-* :func:`median_ci`: a distribution-free confidence interval of the median from order statistics
-  (the binomial interval); it exists only when the runs can give the asked coverage (99% needs 8+);
 * :func:`runs_to_decide`: the fewest runs per side with which a one-sided Mann-Whitney U test can
   reach ``p < alpha`` at all, from U's exact null distribution (the smallest p is ``P(U = 0)``).
 """
@@ -22,24 +19,6 @@ def median(values: Sequence[float]) -> float:
     n = len(ordered)
     mid = n // 2
     return ordered[mid] if n % 2 else (ordered[mid - 1] + ordered[mid]) / 2
-
-
-def separated(a: Sequence[float], b: Sequence[float]) -> bool:
-    """True when every value of one side lies strictly beyond every value of the other."""
-    return max(a) < min(b) or max(b) < min(a)
-
-
-def median_ci(values: Sequence[float], level: float = 0.99) -> Optional[tuple[float, float]]:
-    """The narrowest symmetric order-statistic interval ``[x(k), x(n-k+1)]`` covering the median
-    with probability >= ``level``; None when even ``[min, max]`` covers less (too few runs)."""
-    ordered = sorted(values)
-    n = len(ordered)
-    best = None
-    for k in range(1, n // 2 + 1):  # coverage of [x(k), x(n-k+1)] is 1 - 2 P(Bin(n, 1/2) < k)
-        tail = sum(comb(n, i) for i in range(k)) / 2 ** n
-        if 1 - 2 * tail >= level:
-            best = (ordered[k - 1], ordered[n - k])
-    return best
 
 
 def u_pvalue(a: Sequence[float], b: Sequence[float]) -> float:

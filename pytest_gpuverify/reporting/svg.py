@@ -50,7 +50,7 @@ def shape_plot(series: dict[str, dict[str, list[float]]], unit: str = "us", widt
         parts.append(f'<line x1="{x(tick):.1f}" y1="14" x2="{x(tick):.1f}" y2="{height - 26}" stroke="#ddd"/>')
         parts.append(f'<text x="{x(tick):.1f}" y="{height - 12}" text-anchor="middle">{tick:.3g}</text>')
     parts.append(f'<text x="{label_w + plot_w / 2:.0f}" y="{height - 1}" text-anchor="middle">{escape(unit)}</text>')
-    parts.append(f'<text x="4" y="10">shape</text>')
+    parts.append('<text x="4" y="10">shape</text>')
     if mark:
         parts.append(f'<text x="{label_w + plot_w / 2:.0f}" y="{height / 2:.0f}" text-anchor="middle" font-size="22" '
                      f'fill="#b00020" opacity="0.35">{escape(mark)}</text>')
