@@ -247,3 +247,12 @@ def test_exit_codes():
     worse = decide(base, artifact([12.0, 12.1, 11.9, 12.0, 12.05])).pairs
     assert exit_code(worse) == 1
     assert exit_code(decide(base, artifact([10.0])).pairs) == 0
+
+
+def test_watch_records_without_clocks_say_why_they_were_not_checked():
+    unread = [GpuWatch(run=i, problems=["nvmlDeviceGetClockInfo: not supported"]) for i in range(1, 6)]
+    calm = [watched(i, 1980) for i in range(1, 6)]
+    result = decide(artifact([10.0] * 5, watch=calm), artifact([10.0] * 5, watch=unread))
+    assert ("the head's clocks were not read in 5 of 5 runs (nvmlDeviceGetClockInfo: not supported): "
+            "throttling there not checked") in result.notes
+    assert result.pairs[0].call == "SAME"

@@ -41,6 +41,12 @@ def clock_problem(base: list[GpuWatch], head: list[GpuWatch]) -> tuple[Optional[
     notes = []
     if not base or not head:
         notes.append(f"clocks were recorded for the {'head' if head else 'base'} only: their difference not checked")
+    for label, side in (("base", base), ("head", head)):
+        unread = [w for w in side if not w.clocks]
+        if unread:
+            why = next((p for w in unread for p in w.problems), "no reason recorded")
+            notes.append(f"the {label}'s clocks were not read in {len(unread)} of {len(side)} runs ({why}): "
+                         "throttling there not checked")
     found = throttled("the base", base) + throttled("the head", head)
     sides = [[v for v in map(run_sm_mhz, side) if v is not None] for side in (base, head)]
     if all(sides):
