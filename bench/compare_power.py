@@ -79,8 +79,9 @@ def main() -> int:
           f"({rule.least_runs}+ runs per side), noisy above CV {rule.noisy_cv:.0%} or two clusters")
     cases = (("A/A (no change)", 1.0, None), (f"{args.change:.0%} slower", 1 + args.change, REGRESSED),
              (f"{args.change:.0%} faster", 1 / (1 + args.change), IMPROVED))
-    print("\n| case | compares | any row called | called right (every time/TFLOPS row) | any SAME | any INCONCLUSIVE |")
-    print("|---|---:|---:|---:|---:|---:|")
+    print("\n| case | compares | any row called | called right (every time/TFLOPS row) | a row called the wrong way "
+          "| any SAME | any INCONCLUSIVE |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
     started = time.monotonic()
     with tempfile.TemporaryDirectory() as tmp:
         for label, scale, right in cases:
@@ -90,12 +91,13 @@ def main() -> int:
                 rows = sum(calls.values())
                 tally["called"] += bool(calls[IMPROVED] or calls[REGRESSED])
                 tally["right"] += bool(right) and calls[right] == rows
+                tally["wrong"] += bool(right) and bool(calls[IMPROVED if right == REGRESSED else REGRESSED])
                 tally["same"] += bool(calls[SAME])
                 tally["inconclusive"] += bool(calls[INCONCLUSIVE])
             rates = {key: f"{tally[key]} ({tally[key] / args.compares:.1%})" for key in
-                     ("called", "right", "same", "inconclusive")}
+                     ("called", "right", "wrong", "same", "inconclusive")}
             print(f"| {label} | {args.compares} | {rates['called']} | {rates['right'] if right else '-'} | "
-                  f"{rates['same']} | {rates['inconclusive']} |")
+                  f"{rates['wrong'] if right else '-'} | {rates['same']} | {rates['inconclusive']} |")
     print(f"\n{3 * args.compares} compares in {time.monotonic() - started:.1f} s; targets: A/A any row called <= 1%, "
           f"a {args.change:.0%} change called right >= 90% with {args.runs} runs per side")
     return 0

@@ -192,7 +192,8 @@ def test_ab_artifact_reads_each_sides_watch_and_old_artifacts_get_a_note():
 
 def test_direction_registry():
     lower = ("us", "mean_us", "p99_us", "latency (ms)", "err", "max_abs_error", "mismatch %")
-    higher = ("TFLOPS", "Triton (GB/s)", "output tok/s", "uplift", "speedup", "x faster", "bandwidth", "snr_db")
+    higher = ("TFLOPS", "Triton (GB/s)", "output tok/s", "uplift", "speedup", "x faster", "bandwidth", "snr_db",
+              "steps/s", "samples per second")
     assert {m: direction_of(m) for m in lower} == dict.fromkeys(lower, "lower")
     assert {m: direction_of(m) for m in higher} == dict.fromkeys(higher, "higher")
     assert direction_of("steps") is None and direction_of("steps", directions={"Steps": "higher"}) == "higher"

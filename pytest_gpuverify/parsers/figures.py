@@ -4,7 +4,8 @@ its unit. A figure is a perf row's own time (metric ``us``) or a key of its ``me
 Direction, first match wins:
 
 * a declaration's ``directions`` table (metric or row name -> ``"higher"``/``"lower"``);
-* uplift, speedup, ``x faster``: higher; throughputs (TFLOPS, GB/s, tok/s, bandwidth ...): higher;
+* uplift, speedup, ``x faster``: higher; throughputs (TFLOPS, GB/s, tok/s, any rate per second,
+  bandwidth ...): higher;
   correctness figures read as higher-is-better elsewhere (cosine_sim, snr_db): higher;
 * times (``us``, ``*_us``, a ms/ns/s unit, ``latency``, ``time``): lower;
 * error and mismatch figures (``err``, ``error``, ``mismatch``, ``diff``): lower.
@@ -24,11 +25,10 @@ DIRECTIONS = (HIGHER, LOWER)
 
 _TIME = re.compile(r"(?:^|[\s_(/\-])(?:us|usec|µs|ms|ns|s|sec|time|latency)(?=$|[\s_)/\-])", re.I)
 _GAIN = re.compile(r"uplift|speed-?up|x\s*faster|faster\s*by", re.I)
-_THROUGHPUT = re.compile(r"[tgmk]?flops|[tgm]i?b/s|bytes?/s|tok(?:en)?s?/s|req(?:uest)?s?/s|samples?/s|"
-                         r"it(?:er)?s?/s|throughput|bandwidth|\bbw\b", re.I)
+_THROUGHPUT = re.compile(r"[tgmk]?flops|\w/s(?:ec)?\b|per\s+sec|throughput|bandwidth|\bbw\b", re.I)  # a rate: GB/s, tok/s
 _ERROR = re.compile(r"(?:^|[\s_(\-])(?:err|errors?|mismatch(?:es|ed)?|diff|abs[\s_]?error)(?=$|[\s_)\-:%])|"
                     r"error|mismatch", re.I)
-_UNIT = re.compile(r"\(([^()]+)\)\s*$|(?:^|[\s_])([tgmk]?flops|[tgm]i?b/s|tok(?:en)?s?/s|req(?:uest)?s?/s|%)\s*$", re.I)
+_UNIT = re.compile(r"\(([^()]+)\)\s*$|(?:^|[\s_])([tgmk]?flops|[^\s_]+/s(?:ec)?|%)\s*$", re.I)
 
 
 def declared(metric: str, row_name: str, directions: Mapping[str, str]) -> Optional[str]:
