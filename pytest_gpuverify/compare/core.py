@@ -22,12 +22,11 @@ from collections import defaultdict
 from dataclasses import asdict, dataclass, field
 from math import sqrt
 from statistics import fmean
-from typing import Iterable, Mapping, Optional
+from typing import Mapping, Optional
 
 from pytest_gpuverify.compare import stats
-from pytest_gpuverify.parsers.figures import HIGHER, direction_of
 from pytest_gpuverify.engine.artifact import Artifact, PerfRow
-from pytest_gpuverify.parsers.perfstats import printed_us
+from pytest_gpuverify.parsers.figures import HIGHER, direction_of, row_values
 
 BASE_SIDES, HEAD_SIDES = ("a", "base"), ("b", "head")
 IMPROVED, REGRESSED, SAME, INCONCLUSIVE, NOT_COMPARED = "IMPROVED", "REGRESSED", "SAME", "INCONCLUSIVE", "NOT COMPARED"
@@ -74,16 +73,6 @@ class Pair:
 def side_of(value: Optional[str]) -> Optional[str]:
     low = (value or "").lower()
     return "base" if low in BASE_SIDES else "head" if low in HEAD_SIDES else None
-
-
-def row_values(row: PerfRow) -> Iterable[tuple[str, float]]:
-    """(metric, value) of each quantity a row printed: its own time as ``us``, then its metrics."""
-    time = printed_us(row)
-    if time is not None:
-        yield "us", time
-    for key, value in row.metrics.items():
-        if value is not None and key != f"{row.stat}_us":
-            yield key, value
 
 
 def pairs_of(rows_by_side: dict[str, list[PerfRow]], directions: Mapping[str, str] = {}) -> list[Pair]:

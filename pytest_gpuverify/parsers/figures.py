@@ -16,9 +16,13 @@ Anything else is unknown (None): ``compare`` lists it as not compared, never cal
 from __future__ import annotations
 
 import re
-from typing import Mapping, Optional
+from typing import TYPE_CHECKING, Iterable, Mapping, Optional
 
 from pytest_gpuverify.parsers.metrics import HIGHER_IS_BETTER as CORRECTNESS_HIGHER
+from pytest_gpuverify.parsers.perfstats import printed_us
+
+if TYPE_CHECKING:
+    from pytest_gpuverify.engine.artifact import PerfRow
 
 HIGHER, LOWER = "higher", "lower"
 DIRECTIONS = (HIGHER, LOWER)
@@ -63,3 +67,13 @@ def unit_of(metric: str) -> str:
     if found:
         return found.group(1) or found.group(2)
     return metric
+
+
+def row_values(row: PerfRow) -> Iterable[tuple[str, float]]:
+    """(figure, value) of each quantity a row printed: its own time as ``us``, then its metrics."""
+    time = printed_us(row)
+    if time is not None:
+        yield "us", time
+    for key, value in row.metrics.items():
+        if value is not None and key != f"{row.stat}_us":
+            yield key, value

@@ -7,8 +7,7 @@ import textwrap
 from html import escape
 from typing import Optional
 
-from pytest_gpuverify.parsers.figures import unit_of
-from pytest_gpuverify.parsers.perfstats import printed_us
+from pytest_gpuverify.parsers.figures import row_values, unit_of
 
 COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b")
 
@@ -87,21 +86,6 @@ def shape_plot(series: dict[str, dict[str, list[float]]], unit: str = "us", widt
 Plot = tuple[str, dict[str, dict[str, list[float]]], dict]  # unit, series, spread
 
 
-def figures_of(row) -> list[tuple[str, str, float]]:
-    """(unit, figure name, value) of each figure a row printed: its own time (whatever its statistic,
-    else its first time metric), then each other metric."""
-    time = printed_us(row)
-    time_key = None
-    if time is None:
-        time_key, time = next(((k, v) for k, v in sorted(row.metrics.items()) if k.endswith("us") and v is not None),
-                              (None, None))
-    out = [("us", "", time)] if time is not None else []
-    for key, value in row.metrics.items():
-        if value is not None and key != time_key and key != f"{row.stat}_us":
-            out.append((unit_of(key), key, value))
-    return out
-
-
 def perf_plots(rows) -> list[Plot]:
     """The perf rows as plots, one per unit (times in us, GB/s, TFLOPS ...): per plot, series (the A/B
     side, else the row's or figure's name: the colour) -> shape (the table title first, where one was
@@ -110,7 +94,8 @@ def perf_plots(rows) -> list[Plot]:
     several = len({r.name for r in rows}) > 1
     for row in rows:
         key = f"{row.table} {row.shape}" if row.table else row.shape
-        for unit, figure, value in figures_of(row):
+        for metric, value in row_values(row):
+            unit, figure = unit_of(metric), "" if metric == "us" else metric
             series, spread = plots.setdefault(unit, ({}, {}))
             name = figure or (row.name if several else "")  # a metric by its own name, a time by its row's
             side = " ".join(p for p in (row.side, name) if p)
