@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import statistics
 from pathlib import Path
 
 import pytest
@@ -12,24 +13,27 @@ from pytest_gpuverify.cli.main import main
 from pytest_gpuverify.compare import stats
 from pytest_gpuverify.compare.core import Pair, call
 
-# A lab-style harness: a correctness line, then per-round rows, A then B, 3 rounds; the head (B) is
-# `times[i]` x the base's time, and prints TFLOPS (higher is better) inverse to its time.
+# A lab-style harness: a correctness line, then per-round rows, A then B, one round per time given; the
+# head (B) prints `head[i]`, the base `base[i]`, and TFLOPS (higher is better) inverse to its time.
 HARNESS = '''import itertools
 {check}
 print("side    M      N      K   us_median    TFLOPS")
 base = {base}
 head = {head}
-for rnd, side in itertools.product(range(3), "AB"):
+for rnd, side in itertools.product(range(len(base)), "AB"):
     for m, scale in ((1, 1.0), (128, 4.0)):
         us = (base if side == "A" else head)[rnd] * scale
         print(f"{{side}}   {{m:4d}}   1280   8192   {{us:9.3f}}   {{1000.0 / us:8.3f}}")
 '''
 PASSED = 'print("[checkAllclose atol=0.01 rtol=0.01 passed~]")'
+FAILED = 'print("[checkAllclose atol=0.01 rtol=0.01 failed!]")'
+BASE = [10.0, 10.1, 9.9, 10.0, 10.05]
 CASES = {  # base's per-round times, head's per-round times
-    "faster": ([10.0, 10.1, 9.9], [8.0, 8.1, 7.9]),  # 20% faster, separated
-    "slightly": ([10.0, 10.1, 9.9], [9.5, 9.6, 9.4]),  # 5% faster
-    "overlap": ([10.0, 7.0, 11.0], [8.8, 12.0, 6.5]),  # medians 10.0 vs 8.8: 12% apart, runs overlap
-    "slower": ([10.0, 10.1, 9.9], [12.0, 12.1, 11.9]),  # 20% slower
+    "faster": (BASE, [8.0, 8.1, 7.9, 8.0, 8.05]),  # 20% faster, separated
+    "slightly": (BASE, [9.7, 9.8, 9.6, 9.7, 9.75]),  # 3% faster: within the factor
+    "overlap": ([10.0, 7.0, 11.0, 9.0, 12.0], [8.8, 12.0, 6.5, 9.0, 10.0]),  # runs spread CV 20%: noisy
+    "slower": (BASE, [12.0, 12.1, 11.9, 12.0, 12.05]),  # 20% slower
+    "single": ([10.0], [4.0]),  # one round a side: 2.5x apart proves nothing
 }
 
 
@@ -39,22 +43,18 @@ def test_runs_to_decide_is_the_exact_u_minimum():
     assert stats.runs_to_decide(0.05) == 4  # 1/C(6,3) = 0.05 is not < 0.05; 1/C(8,4) is
 
 
-def test_median_ci_needs_enough_runs_for_99_percent():
-    assert stats.median_ci([1.0, 2.0, 3.0]) is None
-    assert stats.median_ci([float(i) for i in range(8)]) == (0.0, 7.0)  # 1 - 2/256 >= 0.99
-    assert stats.median_ci([float(i) for i in range(20)], 0.99) == (3.0, 16.0)
-
-
-def test_ci_separation_calls_when_runs_overlap_only_in_the_tails():
-    base = [5.0] * 2 + [10.0] * 18
-    head = [9.0] * 2 + [13.0] * 18  # a head run (9) below a base run (10): not separated; CIs (10,10), (13,13)
-    pair = call(Pair("s", "n", None, "TFLOPS", True, base, head))
-    assert pair.call == "IMPROVED" and "confidence intervals" in pair.why
+def test_runs_that_overlap_in_the_tails_call_when_the_exact_test_separates_them():
+    base = [10.0, 10.2, 9.8, 10.1, 9.9, 10.0]
+    head = [11.0, 9.95, 11.2, 10.9, 11.1, 11.0]  # one head run (9.95) below three base runs: not separated
+    pair = call(Pair(None, "s", "n", None, "TFLOPS", "higher", base, head))
+    assert stats.u_pvalue_two_sided(base, head) < 0.05 and min(head) < max(base)
+    assert pair.call == "IMPROVED" and "Mann-Whitney p = 0.0" in pair.why, pair.why
 
 
 def test_throughput_and_time_run_the_right_way_round():
-    time = call(Pair("s", "n", "median", "us", False, [10.0, 10.1, 9.9], [8.0, 8.1, 7.9]))
-    tput = call(Pair("s", "n", "median", "TFLOPS", True, [10.0, 10.1, 9.9], [8.0, 8.1, 7.9]))
+    base, head = [10.0, 10.1, 9.9, 10.0, 10.05], [8.0, 8.1, 7.9, 8.0, 8.05]
+    time = call(Pair(None, "s", "n", "median", "us", "lower", base, head))
+    tput = call(Pair(None, "s", "n", "median", "TFLOPS", "higher", base, head))
     assert (time.call, tput.call) == ("IMPROVED", "REGRESSED")
 
 
@@ -68,12 +68,13 @@ def ab(tmp_path_factory, docker_client) -> dict[str, Path]:
         for case, (base, head) in CASES.items():
             (box.repo / "bench" / f"ab_{case}.py").write_text(HARNESS.format(base=base, head=head, check=PASSED))
             toml.append(f'[[targets]]\nname = "ab-{case}"\nkind = "bench"\ncommand = "python3 bench/ab_{case}.py"\n')
-        (box.repo / "bench" / "ab_unchecked.py").write_text(HARNESS.format(base=[1, 1, 1], head=[1, 1, 1], check=""))
-        toml.append('[[targets]]\nname = "ab-unchecked"\nkind = "bench"\ncommand = "python3 bench/ab_unchecked.py"\n')
+        for case, check in (("unchecked", ""), ("failing", FAILED)):  # not PASS: INCONCLUSIVE, FAIL
+            (box.repo / "bench" / f"ab_{case}.py").write_text(HARNESS.format(base=BASE, head=[5.0] * 5, check=check))
+            toml.append(f'[[targets]]\nname = "ab-{case}"\nkind = "bench"\ncommand = "python3 bench/ab_{case}.py"\n')
         (box.repo / "gpuverify.toml").write_text("\n".join(toml))
         commit(box.repo, "lab-style A/B harnesses")
         proc = box.pytest("gpuverify.toml")
-        paths = {case: box.tickets / "T-1" / f"bench_ab-{case}.json" for case in [*CASES, "unchecked"]}
+        paths = {case: box.tickets / "T-1" / f"bench_ab-{case}.json" for case in [*CASES, "unchecked", "failing"]}
         for case, path in paths.items():
             assert path.exists(), proc.stdout.decode()[-3000:]
             assert main(["check", str(path)]) == 0, case
@@ -90,6 +91,7 @@ def compared(path: Path, capsys, *extra: str) -> tuple[int, list[dict]]:
 @pytest.mark.docker
 @pytest.mark.parametrize("case, expected, code", [
     ("faster", "IMPROVED", 0), ("slightly", "SAME", 0), ("overlap", "INCONCLUSIVE", 0), ("slower", "REGRESSED", 1),
+    ("single", "INCONCLUSIVE", 0),
 ])
 def test_lab_harness_calls_per_row(ab, capsys, case, expected, code):
     got, pairs = compared(ab[case], capsys)
@@ -97,9 +99,11 @@ def test_lab_harness_calls_per_row(ab, capsys, case, expected, code):
     assert {(p["metric"], p["shape"].split(",")[0]) for p in pairs} == {
         (m, s) for m in ("us", "TFLOPS") for s in ("M=1", "M=128")}
     assert all(p["call"] == expected for p in pairs), [(p["metric"], p["call"], p["why"]) for p in pairs]
-    assert all(len(p["base"]) == len(p["head"]) == 3 for p in pairs)
-    if expected == "INCONCLUSIVE":
-        assert all("6+ runs per side" in p["why"] and "Mann-Whitney" in p["why"] for p in pairs)
+    assert all(len(p["base"]) == len(p["head"]) == len(CASES[case][0]) for p in pairs)
+    if case == "overlap":
+        assert all(p["why"].startswith("noisy: the base's runs spread CV") and p["runs_needed"] >= 4 for p in pairs)
+    if case == "single":
+        assert all(p["why"].startswith("needs 4 runs per side (base 1, head 1)") for p in pairs)
 
 
 @pytest.mark.docker
@@ -109,7 +113,8 @@ def test_table_markdown_and_factor(ab, capsys):
     table = capsys.readouterr().out
     assert "IMPROVED" in table and "TFLOPS ↑" in table and "us ↓" in table
     assert main(["compare", "--markdown", str(ab["slower"])]) == 1
-    assert capsys.readouterr().out.startswith("| shape | name |")
+    markdown = capsys.readouterr().out
+    assert markdown.startswith("- rule: factor 1.05") and "\n| shape | name |" in markdown
     code, pairs = compared(ab["faster"], capsys, "--factor", "1.5")  # 20% does not pass a factor of 1.5
     assert code == 0 and {p["call"] for p in pairs} == {"SAME"}
 
@@ -128,15 +133,35 @@ def test_two_artifacts_and_refusals(ab, capsys, tmp_path):
     copy.write_text(json.dumps(data))
     assert main(["compare", str(copy)]) == 2
     assert f"{copy}: fails gpuverify check" in capsys.readouterr().err
-    # no correctness printed: not PASS, never compared
+    # no correctness printed (INCONCLUSIVE), a failed check (FAIL): not PASS, never compared; the side named
     assert main(["compare", str(ab["unchecked"])]) == 2
-    assert "correctness is not PASS" in capsys.readouterr().err
-    assert main(["compare", str(ab["faster"]), str(ab["unchecked"])]) == 2
+    assert f"refused: {ab['unchecked']} is INCONCLUSIVE (" in capsys.readouterr().err
+    assert main(["compare", str(ab["faster"]), str(ab["failing"])]) == 2
+    err = capsys.readouterr().err
+    assert f"the head ({ab['failing']}) is FAIL (" in err and "only PASS is compared against PASS" in err
+    assert main(["compare", str(ab["failing"]), str(ab["faster"])]) == 2
+    assert f"the base ({ab['failing']}) is FAIL (" in capsys.readouterr().err
+
+
+@pytest.mark.docker
+def test_unlike_targets_are_refused_unless_allowed(ab, capsys):
+    capsys.readouterr()
+    assert main(["compare", str(ab["faster"]), str(ab["slower"])]) == 2
+    err = capsys.readouterr().err
+    assert "not like work: target (target name and kind): base ab-faster (bench), head ab-slower (bench)" in err
+    assert "command (command with its arguments (checkout paths normalised)): base python3 bench/ab_faster.py" in err
+    assert "--may-differ target,command" in err
+    code = main(["compare", "--json", "--may-differ", "target", "--may-differ", "command", str(ab["faster"]),
+                 str(ab["slower"])])
+    doc = json.loads(capsys.readouterr().out)
+    assert code == 1 and [d["field"] for d in doc["allowed_differences"]] == ["target", "command"]
+    assert main(["compare", "--may-differ", "target,command", str(ab["faster"]), str(ab["slower"])]) == 1
+    assert "allowed to differ: target (target name and kind): base ab-faster (bench), head ab-slower" in capsys.readouterr().out
 
 
 def test_factor_must_be_above_one(capsys):
     assert main(["compare", "--factor", "0.9", "x.json"]) == 2
-    assert "must be above 1" in capsys.readouterr().err
+    assert "must be a finite number above 1" in capsys.readouterr().err
 
 
 # -- gpuverify handoff on the same ticket folder of real artifacts ---------------------------------
@@ -165,14 +190,16 @@ def test_handoff_numbers_are_the_artifacts_and_the_schema_holds(ab, capsys, tmp_
     # what a person writes is left empty, never invented
     assert doc["whatWasImplemented"] == "" and doc["tests"] == {"added": []} and doc["discoveredIssues"] == []
     runs = {r["command"]: r for r in doc["verification"]["commandsRun"]}
-    assert len(runs) == 5 and doc["salientSummary"] == f"5 artifact(s) in {ticket.name}: 4 PASS, 1 INCONCLUSIVE"
+    assert len(runs) == 7 and doc["salientSummary"] == f"7 artifact(s) in {ticket.name}: 5 PASS, 1 FAIL, 1 INCONCLUSIVE"
     faster = read_artifact(ab["faster"])
     run = runs[faster.command]
     assert run["exitCode"] == faster.exit_code == 0
     assert run["observation"].startswith(f"PASS; {faster.correctness.shapes_checked} shapes checked")
     head_us = [r.us_median for r in faster.perf if r.side == "B" and r.shape.startswith("M=1,")]
-    assert f"-> {sorted(head_us)[1]!r} (IMPROVED)" in run["observation"]  # the head's median, as printed
-    assert "A/B: not compared" in runs[read_artifact(ab["unchecked"]).command]["observation"]
+    assert f"-> {statistics.fmean(head_us)!r} (IMPROVED)" in run["observation"]  # the mean of the head's runs
+    assert "A/B: not compared (the A/B run is INCONCLUSIVE" in runs[read_artifact(ab["unchecked"]).command]["observation"]
+    failing = runs[read_artifact(ab["failing"]).command]["observation"]
+    assert "A/B: not compared (the A/B run is FAIL" in failing and "REGRESSED" not in failing
     # --base: each topic against the base folder's artifact of the same topic (here itself: all SAME)
     code, based, err = handoff(capsys, str(ticket), "--base", str(ticket))
     assert code == 0, err

@@ -113,9 +113,9 @@ def test_two_artifacts_compare_their_head_sides(tmp_path):
                 for side, values in (("A", base_us), ("B", head_us)) for i, v in enumerate(values)]
         return Artifact(topic="t", ts="now", perf=rows)
 
-    before, after = ab([10.0] * 3, [10.0, 10.1, 9.9]), ab([10.0] * 3, [8.0, 8.1, 7.9])
+    before, after = ab([10.0] * 5, [10.0, 10.1, 9.9, 10.0, 10.05]), ab([10.0] * 5, [8.0, 8.1, 7.9, 8.0, 8.05])
     (pair,) = compare(before, after)
-    assert (pair.base, pair.head, pair.call) == ([10.0, 10.1, 9.9], [8.0, 8.1, 7.9], "IMPROVED")
+    assert (pair.base, pair.head, pair.call) == ([10.0, 10.1, 9.9, 10.0, 10.05], [8.0, 8.1, 7.9, 8.0, 8.05], "IMPROVED")
 
 
 def git(repo: Path, *args: str) -> str:

@@ -13,8 +13,8 @@ from typing import Any, Optional
 from pydantic import BaseModel, ConfigDict, Field
 
 from pytest_gpuverify.engine.artifact import Artifact
-from pytest_gpuverify.compare.command import Refused, checked
-from pytest_gpuverify.compare.core import compare, side_of
+from pytest_gpuverify.compare.command import Refused, checked, decide, not_passing
+from pytest_gpuverify.compare.core import side_of
 from pytest_gpuverify.parsers.throughput import SHAPE
 
 
@@ -75,13 +75,18 @@ def ticket_artifacts(folder: Path) -> list[tuple[Path, Artifact]]:
 def _ab(base: Optional[Artifact], head: Artifact) -> Optional[str]:
     if base is None and not any(side_of(r.side) for r in head.perf):
         return None
-    if (base is not None and base.correctness.passed is not True) or head.correctness.passed is not True:
-        return "A/B: not compared (correctness is not PASS on both sides)"
-    pairs = compare(base, head) if base is not None else compare(head)
+    sides = [("the base", base), ("the head", head)] if base is not None else [("the A/B run", head)]
+    bad = [why for why in (not_passing(label, art) for label, art in sides) if why]
+    if bad:
+        return f"A/B: not compared ({'; '.join(bad)})"
+    try:
+        pairs = decide(base, head).pairs if base is not None else decide(head, None).pairs
+    except Refused as exc:
+        return f"A/B: not compared ({exc})"
     if not pairs:
         return None
     calls = Counter(p.call for p in pairs)
-    ratios = ", ".join(f"{p.shape} {p.metric} {p.base_median!r} -> {p.head_median!r} ({p.call})" for p in pairs[:6])
+    ratios = ", ".join(f"{p.shape} {p.metric} {p.base_mean!r} -> {p.head_mean!r} ({p.call})" for p in pairs[:6])
     more = f", and {len(pairs) - 6} more" if len(pairs) > 6 else ""
     return "A/B: " + ", ".join(f"{n} {c}" for c, n in sorted(calls.items())) + f" ({ratios}{more})"
 

@@ -85,13 +85,24 @@ def _check_exclusive(checked: list) -> int:
 
 
 def _cmd_compare(args: argparse.Namespace) -> int:
-    from pytest_gpuverify.compare.command import run_compare
+    import math
 
-    if not args.factor > 1:
-        print(f"gpuverify compare: --factor {args.factor:g}: a factor must be above 1 (e.g. 1.10)", file=sys.stderr)
+    from pytest_gpuverify.compare.command import run_compare
+    from pytest_gpuverify.compare.core import Rule
+    from pytest_gpuverify.compare.identity import FIELDS, unknown_names
+
+    if not (math.isfinite(args.factor) and args.factor > 1):
+        print(f"gpuverify compare: --factor {args.factor:g}: a factor must be a finite number above 1 (e.g. 1.05)",
+              file=sys.stderr)
+        return 2
+    may_differ = frozenset(n.strip() for value in args.may_differ for n in value.split(",") if n.strip())
+    unknown = unknown_names(sorted(may_differ))
+    if unknown:
+        print(f"gpuverify compare: --may-differ {','.join(unknown)}: not a fact compare checks; "
+              f"name some of: {', '.join(FIELDS)}", file=sys.stderr)
         return 2
     fmt = "json" if args.json else "markdown" if args.markdown else "table"
-    return run_compare(args.base, args.head, args.factor, fmt)
+    return run_compare(args.base, args.head, Rule(factor=args.factor), fmt, may_differ, args.fail_on_inconclusive)
 
 
 def _cmd_handoff(args: argparse.Namespace) -> int:
@@ -145,6 +156,8 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from pytest_gpuverify.compare.identity import FIELDS
+
     parser = argparse.ArgumentParser(prog="gpuverify", description="pytest-gpuverify tools")
     sub = parser.add_subparsers(dest="command", required=True)
     schema = sub.add_parser("schema", help="print the artifact's JSON Schema")
@@ -159,10 +172,20 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--allowed-signers", default=None, metavar="FILE",
                        help="verify the .sig files with ssh-keygen -Y verify against this allowed-signers file")
     check.set_defaults(func=_cmd_check)
-    comp = sub.add_parser("compare", help="base against head per perf row: IMPROVED, REGRESSED, SAME or INCONCLUSIVE")
+    comp = sub.add_parser("compare", help="base against head per perf row: IMPROVED, REGRESSED, SAME or INCONCLUSIVE; "
+                          "exit 0 nothing regressed, 1 a row REGRESSED, 2 refused or bad input",
+                          description="Only PASS against PASS, of like work, from enough runs. Exit 0: nothing "
+                          "REGRESSED; 1: a row REGRESSED (or INCONCLUSIVE, with --fail-on-inconclusive); 2: refused "
+                          "(a side not PASS, the sides not like work, an artifact failing gpuverify check) or bad input.")
     comp.add_argument("base", help="an A/B artifact (rows carry side), or the base's artifact")
     comp.add_argument("head", nargs="?", default=None, help="the head's artifact")
-    comp.add_argument("--factor", type=float, default=1.10, help="the ratio a call needs (default 1.10)")
+    comp.add_argument("--factor", type=float, default=1.05,
+                      help="the least ratio of the sides' means a call needs, finite and above 1 (default 1.05)")
+    comp.add_argument("--may-differ", action="append", default=[], metavar="NAME[,NAME]",
+                      help="facts of the two artifacts allowed to differ (each shown in the output): "
+                      + ", ".join(FIELDS))
+    comp.add_argument("--fail-on-inconclusive", action="store_true",
+                      help="exit 1 when a row is INCONCLUSIVE too (default: only REGRESSED fails)")
     form = comp.add_mutually_exclusive_group()
     form.add_argument("--json", action="store_true")
     form.add_argument("--markdown", action="store_true")

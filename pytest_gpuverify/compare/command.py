@@ -1,19 +1,36 @@
-"""``gpuverify compare [--factor F] [--json|--markdown] BASE.json [HEAD.json]``: each input is
-``gpuverify check``ed first; a pair whose correctness is not PASS on both sides is never compared."""
+"""``gpuverify compare [--factor F] [--may-differ NAME] [--fail-on-inconclusive] [--json|--markdown]
+BASE.json [HEAD.json]``.
+
+Each input is ``gpuverify check``ed first. Only PASS is compared against PASS; two artifacts must be
+of like work (identity.py) unless the differing facts are named as allowed; the clocks recorded per
+run are held to clocks.py; then each row is called by core.Rule. Exits: 0 nothing REGRESSED, 1 a row
+REGRESSED (or, with ``--fail-on-inconclusive``, INCONCLUSIVE), 2 refused or bad input."""
 
 from __future__ import annotations
 
 import sys
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
-from pytest_gpuverify.engine.artifact import Artifact
 from pytest_gpuverify.compare import render
-from pytest_gpuverify.compare.core import compare
+from pytest_gpuverify.compare.clocks import clock_problem
+from pytest_gpuverify.compare.core import DEFAULT_RULE, INCONCLUSIVE, REGRESSED, Pair, Rule, compare, side_of
+from pytest_gpuverify.compare.identity import Difference, differences
+from pytest_gpuverify.engine.artifact import AbRecord, Artifact, GpuWatch
 
 
 class Refused(Exception):
     """An input that cannot be trusted or compared; the message names the file."""
+
+
+@dataclass
+class Comparison:
+    pairs: list[Pair]
+    rule: Rule
+    allowed: list[Difference] = field(default_factory=list)  # differing facts the user allowed
+    notes: list[str] = field(default_factory=list)
+    ab: Optional[AbRecord] = None  # one A/B artifact's record: which checkout is which side
 
 
 def checked(path: str) -> Artifact:
@@ -33,34 +50,65 @@ def checked(path: str) -> Artifact:
     return art
 
 
-def _not_passing(path: str, art: Artifact) -> Optional[str]:
-    if art.correctness.passed is not True:
-        return f"{path}: correctness is not PASS (passed={art.correctness.passed}); not compared"
-    return None
+def not_passing(label: str, art: Artifact) -> Optional[str]:
+    """Why ``art`` proves nothing to compare (its verdict is not PASS), naming the side; None if PASS."""
+    if art.verdict == "PASS":
+        return None
+    first = art.reasons[0] if art.reasons else "no reason recorded"
+    return f"{label} is {art.verdict} ({first}); only PASS is compared against PASS"
 
 
-def run_compare(base: str, head: Optional[str], factor: float = 1.10, fmt: str = "table") -> int:
-    """0: compared, nothing REGRESSED; 1: something REGRESSED; 2: refused."""
+def own_watch(art: Artifact, side: Optional[str]) -> list[GpuWatch]:
+    """The watch records of one side: of an A/B artifact's ``side``, else (side None) the artifact's
+    own runs: the head side of an A/B artifact, every record of another."""
+    if side is not None:
+        return [w for w in art.watch if side_of(w.side) == side]
+    if any(side_of(w.side) for w in art.watch):
+        return [w for w in art.watch if side_of(w.side) == "head"]
+    return list(art.watch)
+
+
+def decide(base: Artifact, head: Optional[Artifact], rule: Rule = DEFAULT_RULE, may_differ: frozenset[str] = frozenset(),
+           labels: tuple[str, str] = ("the base", "the head")) -> Comparison:
+    """Every check before a call, then the calls; Refused (with the reasons) where no compare may be made."""
+    sides = [(labels[0], base)] + ([(labels[1], head)] if head is not None else [])
+    bad = [why for why in (not_passing(label, art) for label, art in sides) if why]
+    if bad:
+        raise Refused("; ".join(bad))
+    allowed: list[Difference] = []
+    if head is not None:
+        found = differences(base, head)
+        refused = [d for d in found if d.field not in may_differ]
+        if refused:
+            raise Refused("the sides are not like work: " + "; ".join(d.describe() for d in refused)
+                          + " (--may-differ " + ",".join(d.field for d in refused) + " compares them anyway)")
+        allowed = found
+    watches = (own_watch(base, None), own_watch(head, None)) if head is not None else \
+        (own_watch(base, "base"), own_watch(base, "head"))
+    clocks, notes = clock_problem(*watches)
+    return Comparison(compare(base, head, rule, clocks), rule, allowed, notes, base.ab if head is None else None)
+
+
+def exit_code(pairs: list[Pair], fail_on_inconclusive: bool = False) -> int:
+    if any(p.call == REGRESSED for p in pairs):
+        return 1
+    return 1 if fail_on_inconclusive and any(p.call == INCONCLUSIVE for p in pairs) else 0
+
+
+def run_compare(base: str, head: Optional[str], rule: Rule = DEFAULT_RULE, fmt: str = "table",
+                may_differ: frozenset[str] = frozenset(), fail_on_inconclusive: bool = False) -> int:
+    """0: compared, nothing REGRESSED; 1: something REGRESSED (or INCONCLUSIVE, when asked); 2: refused."""
+    labels = (f"the base ({base})", f"the head ({head})") if head else (base, base)
     try:
         arts = [checked(base)] + ([checked(head)] if head else [])
+        result = decide(arts[0], arts[1] if head else None, rule, may_differ, labels)
     except Refused as exc:
-        print(f"gpuverify compare: {exc}", file=sys.stderr)
+        print(f"gpuverify compare: refused: {exc}", file=sys.stderr)
         return 2
-    bad = [why for why in (_not_passing(p, a) for p, a in zip([base] + ([head] if head else []), arts)) if why]
-    if bad:
-        print("gpuverify compare: " + "\n".join(bad), file=sys.stderr)
-        return 2
-    pairs = compare(arts[0], arts[1] if head else None, factor)
-    if not pairs:
+    if not result.pairs:
         print(f"gpuverify compare: no perf rows with a base and a head side in {base}"
               + (f" and {head}" if head else ""), file=sys.stderr)
         return 2
-    ab = arts[0].ab if head is None else None  # an A/B of two checkouts (--gpu-ab): say which is which
-    if fmt == "json":
-        print(render.as_json(pairs, factor, ab.model_dump() if ab else None))
-    else:
-        if ab is not None:
-            print(f"A (base) = {ab.base_ref} {(ab.base_sha or '?')[:12]}, B (head) = {(ab.head_sha or '?')[:12]}; "
-                  f"run order {' '.join(ab.order)}\n")
-        print(render.markdown(pairs) if fmt == "markdown" else render.table(pairs))
-    return 1 if any(p.call == "REGRESSED" for p in pairs) else 0
+    print(render.as_json(result) if fmt == "json" else render.markdown(result) if fmt == "markdown"
+          else render.table(result))
+    return exit_code(result.pairs, fail_on_inconclusive)

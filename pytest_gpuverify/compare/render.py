@@ -1,38 +1,74 @@
-"""The outputs of ``gpuverify compare``: a table, ``--json``, ``--markdown``."""
+"""The outputs of ``gpuverify compare``: a table, ``--json``, ``--markdown``; each with the header
+(which checkout is which side, the facts allowed to differ, notes such as unrecorded clocks)."""
 
 from __future__ import annotations
 
 import json
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 from pytest_gpuverify.compare.core import Pair
+from pytest_gpuverify.parsers.figures import HIGHER
 
-HEAD = ("shape", "name", "metric", "base", "head", "ratio", "call", "why")
+if TYPE_CHECKING:
+    from pytest_gpuverify.compare.command import Comparison
+
+HEAD = ("table", "shape", "name", "metric", "base", "head", "ratio", "call", "why")
+
+
+def header(result: Comparison) -> list[str]:
+    lines = []
+    ab = result.ab
+    if ab is not None:
+        lines.append(f"A (base) = {ab.base_ref} {(ab.base_sha or '?')[:12]}, B (head) = {(ab.head_sha or '?')[:12]}; "
+                     f"run order {' '.join(ab.order)}")
+    rule = result.rule
+    lines.append(f"rule: factor {rule.factor:g}, {rule.spread:g} x CV, Mann-Whitney p < {rule.alpha:g} (two-sided) "
+                 f"with {rule.least_runs}+ runs per side, noisy above CV {rule.noisy_cv:.0%}")
+    lines += [f"allowed to differ: {d.describe()}" for d in result.allowed]
+    lines += [f"note: {n}" for n in result.notes]
+    return lines
+
+
+def _side(mean: Optional[float], runs: list[float], cv: Optional[float]) -> str:
+    if mean is None:
+        return "-" if not runs else f"(n={len(runs)})"
+    return f"{mean:.4g} (n={len(runs)}" + (f", cv {cv:.1%})" if cv is not None else ")")
 
 
 def _cells(p: Pair) -> tuple[str, ...]:
-    def fmt(v, runs):
-        return "-" if v is None else f"{v:.4g} (n={len(runs)})"
-
     metric = p.metric if p.stat in (None, "median") or p.metric != "us" else f"{p.stat} us"
-    arrow = " ↑" if p.higher_is_better else " ↓"
+    arrow = {None: " ?", HIGHER: " ↑"}.get(p.direction, " ↓")
     ratio = "-" if p.ratio is None else f"{p.ratio:.3f}"
-    return (p.shape, p.name, metric + arrow, fmt(p.base_median, p.base), fmt(p.head_median, p.head),
-            ratio, p.call, p.why)
+    return (p.table or "", p.shape, p.name, metric + arrow, _side(p.base_mean, p.base, p.base_cv),
+            _side(p.head_mean, p.head, p.head_cv), ratio, p.call, p.why)
 
 
-def table(pairs: list[Pair]) -> str:
-    rows = [HEAD] + [_cells(p) for p in pairs]
-    widths = [max(len(r[i]) for r in rows) for i in range(len(HEAD) - 1)]
-    return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths)) + "  " + r[-1] for r in rows)
+def _columns(pairs: list[Pair]) -> list[int]:
+    """The columns to show: the table title only where some row has one."""
+    return [i for i in range(len(HEAD)) if i or any(p.table for p in pairs)]
 
 
-def markdown(pairs: list[Pair]) -> str:
-    lines = ["| " + " | ".join(HEAD) + " |", "|" + "---|" * len(HEAD)]
-    lines += ["| " + " | ".join(c.replace("|", "\\|") for c in _cells(p)) + " |" for p in pairs]
+def table(result: Comparison) -> str:
+    cols = _columns(result.pairs)
+    rows = [[HEAD[i] for i in cols]] + [[_cells(p)[i] for i in cols] for p in result.pairs]
+    widths = [max(len(r[i]) for r in rows) for i in range(len(cols) - 1)]
+    body = ["  ".join(c.ljust(w) for c, w in zip(r, widths)) + "  " + r[-1] for r in rows]
+    lines = header(result)
+    return "\n".join(lines + ([""] if lines else []) + body)
+
+
+def markdown(result: Comparison) -> str:
+    cols = _columns(result.pairs)
+    lines = [f"- {line}" for line in header(result)]
+    lines += ([""] if lines else []) + ["| " + " | ".join(HEAD[i] for i in cols) + " |", "|" + "---|" * len(cols)]
+    lines += ["| " + " | ".join(_cells(p)[i].replace("|", "\\|") for i in cols) + " |" for p in result.pairs]
     return "\n".join(lines)
 
 
-def as_json(pairs: list[Pair], factor: float, ab: Optional[dict] = None) -> str:
-    head = {"factor": factor, **({"ab": ab} if ab else {})}
-    return json.dumps({**head, "pairs": [p.as_dict() for p in pairs]}, indent=2)
+def as_json(result: Comparison) -> str:
+    rule = result.rule
+    doc = {"factor": rule.factor, "rule": {"alpha": rule.alpha, "spread": rule.spread, "noisy_cv": rule.noisy_cv,
+                                           "least_runs": rule.least_runs},
+           "allowed_differences": [d.as_dict() for d in result.allowed], "notes": result.notes,
+           **({"ab": result.ab.model_dump()} if result.ab else {}), "pairs": [p.as_dict() for p in result.pairs]}
+    return json.dumps(doc, indent=2)

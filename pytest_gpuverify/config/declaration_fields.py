@@ -16,6 +16,7 @@ import shlex
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any, Optional, Sequence
 
+from pytest_gpuverify.parsers.figures import DIRECTIONS
 from pytest_gpuverify.parsers.shape_checks import pattern_problem
 from pytest_gpuverify.config.targets import Thresholds
 
@@ -90,6 +91,21 @@ class FieldChecks:
     def bounds(self, where: str, key: str, value: Any) -> dict[str, float]:
         """``floors``/``ceilings``: a table of metric or row name -> a finite number (floors.py)."""
         return self.numbers(where, key, value, '{ "output tok/s" = 53.0 }' if key == "floors" else "{ us_median = 120.0 }")
+
+    def directions(self, where: str, value: Any) -> dict[str, str]:
+        """``directions``: a table of metric or row name -> "higher" or "lower" (parsers/figures.py)."""
+        if value is None:
+            return {}
+        example = '{ uplift = "higher", "max err" = "lower" }'
+        if not isinstance(value, dict):
+            raise self.error(where, "directions", f"directions is {_kind_of(value)}, not a table",
+                             f"write a table, e.g. directions = {example}.")
+        for name, way in value.items():
+            if way not in DIRECTIONS:
+                got = repr(way) if isinstance(way, str) else _kind_of(way)
+                raise self.error(where, f"directions.{name}", f"{name} is {got}, not a direction",
+                                 f'write "higher" (higher is better) or "lower", e.g. directions = {example}.')
+        return dict(value)
 
     def numbers(self, where: str, key: str, value: Any, example: str) -> dict[str, float]:
         """A table of name -> finite number; threshold names are the known ones, floor names any."""

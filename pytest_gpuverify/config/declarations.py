@@ -37,7 +37,9 @@ folder too, for kind pytest); a bench target needs ``command`` or ``path`` (run 
 err_ratio_max (each a finite number). ``pass_pattern``/``fail_pattern``: regular expressions for a
 harness's own words of success and failure (compiled here). ``repeats = 3``: runs under one lock
 (``--gpu-repeats`` wins; runs_log.py); ``min_steps = 50``: the fewest timed steps each run must print
-where it prints a count (each a whole number >= 1).
+where it prints a count (each a whole number >= 1). ``directions = { uplift = "higher" }``: which way
+is better for a printed figure that ``gpuverify compare`` cannot tell by its name (metric or row name
+-> "higher" or "lower"; merged over the top level's key by key).
 
 A mistake stops with one line naming the file, the place (``targets[2] (ab-harness) at line 20``
 counts the ``[[targets]]`` blocks from 1), the key, and ending in ``Fix: ...``. Nothing is guessed.
@@ -68,10 +70,11 @@ from pytest_gpuverify.config.targets import BENCH, KINDS, PYTEST, Target, Thresh
 
 DECLARATIONS_FILE = "gpuverify.toml"
 PYPROJECT = "pyproject.toml"
-TOP_KEYS = ("regime", "dtype", "gpus", "thresholds", "floors", "ceilings", "targets", "builds", "packages", "env")
+TOP_KEYS = ("regime", "dtype", "gpus", "thresholds", "floors", "ceilings", "directions", "targets", "builds", "packages",
+            "env")
 TARGET_KEYS = ("name", "kind", "path", "command", "args", "topic", "dtype", "regime", "gpus",
                "thresholds", "floors", "ceilings", "repo", "workdir", "pass_pattern", "fail_pattern",
-               "repeats", "min_steps", "packages", "env")
+               "repeats", "min_steps", "packages", "env", "directions")
 _NAME = re.compile(r"[A-Za-z0-9._-]+")
 _TOML_AT = re.compile(r"\s*\(at (?:line (\d+), column (\d+)|end of document)\)\s*$")
 
@@ -98,6 +101,7 @@ class Defaults(BaseModel):
     thresholds: Thresholds = Field(default_factory=Thresholds)
     packages: Optional[tuple[str, ...]] = None
     env: dict[str, str] = Field(default_factory=dict)
+    directions: dict[str, str] = Field(default_factory=dict)
 
 
 class Declarations(BaseModel):
@@ -228,7 +232,8 @@ class _Reader(FieldChecks):
             packages=self.packages(top, data.get("packages")),
             env=self.env(top, data.get("env")),
             thresholds=Thresholds(**self.thresholds(top, data.get("thresholds")),
-                                  **{k: self.bounds(top, k, data.get(k)) for k in BOUND_KEYS}))
+                                  **{k: self.bounds(top, k, data.get(k)) for k in BOUND_KEYS}),
+            directions=self.directions(top, data.get("directions")))
         blocks = data.get("targets", [])
         if not isinstance(blocks, list) or not all(isinstance(b, dict) for b in blocks):
             raise self.error(top, "targets", f"targets is {_kind_of(blocks)}, not a list of tables",
@@ -307,6 +312,7 @@ class _Reader(FieldChecks):
             min_steps=self.count(where, "min_steps", block.get("min_steps")),
             packages=p if (p := self.packages(where, block.get("packages"))) is not None else defaults.packages,
             env={**defaults.env, **self.env(where, block.get("env"))},
+            directions={**defaults.directions, **self.directions(where, block.get("directions"))},
             **{key: self.pattern(where, key, block.get(key)) for key in ("pass_pattern", "fail_pattern")}), where
 
     def path(self, where: str, value: Any, folder_ok: bool = False) -> Path:

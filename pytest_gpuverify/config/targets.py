@@ -73,6 +73,7 @@ class Target(BaseModel):
     # import packages under test (None: the kind's own, else the repo's pyproject project; (): none)
     packages: Optional[tuple[str, ...]] = None
     env: dict[str, str] = Field(default_factory=dict)  # declared variables for its command (and builds)
+    directions: dict[str, str] = Field(default_factory=dict)  # metric or row name -> "higher"/"lower"
 
     @property
     def location(self) -> Optional[Path]:

@@ -149,6 +149,8 @@ class TargetRecord(_Model):
     min_steps: Optional[int] = None  # the fewest steps a run must print that it timed (runs_log.py)
     packages: Optional[list[str]] = None  # declared import packages under test (None: the default rule)
     env: dict[str, str] = Field(default_factory=dict)  # declared variables for its command
+    # declared: metric or row name -> "higher"/"lower", which way is better (parsers/figures.py)
+    directions: dict[str, str] = Field(default_factory=dict)
 
 
 class RunRecord(_Model):

@@ -42,6 +42,7 @@ def target_record(target: Target, repeats: Optional[int]) -> TargetRecord:
         command=list(target.command) if target.command else None,
         repeats=repeats, min_steps=target.min_steps,
         packages=list(target.packages) if target.packages is not None else None, env=dict(target.env),
+        directions=dict(target.directions),
     )
 
 

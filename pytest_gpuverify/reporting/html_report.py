@@ -10,7 +10,7 @@ from typing import Optional
 
 from pytest_gpuverify.engine.artifact import Artifact
 from pytest_gpuverify.engine.schemas import SchemaError, load_checked
-from pytest_gpuverify.reporting.svg import perf_series, shape_plot
+from pytest_gpuverify.reporting.svg import perf_plots, shape_plot
 
 ORDER = {"FAIL": 0, "INCONCLUSIVE": 1, "NO_GPU": 2, "PASS": 3}
 MAX_ROWS = 200  # perf rows shown per target; the artifact holds them all
@@ -46,13 +46,18 @@ def _anchor(i: int) -> str:
     return f"t{i}"
 
 
+def _named(art: Artifact) -> str:
+    """A target told apart from another of the same name: its ticket, then its topic."""
+    return f"{art.key} / {art.topic}" if art.key else art.topic
+
+
 def _summary_table(found: list[tuple[Path, Artifact]]) -> str:
     rows = ["<table><tr><th>Verdict</th><th>Target</th><th>Host</th><th>GPU</th><th>Shapes</th>"
             "<th>SNR dB</th><th>Perf rows</th><th>First reason</th></tr>"]
     for i, (_path, art) in enumerate(found):
         reason = art.reasons[0] if art.reasons and art.verdict != "PASS" else ""
         rows.append(f'<tr class="{"bad" if art.verdict != "PASS" else ""}"><td class="{art.verdict}">{art.verdict}</td>'
-                    f'<td><a href="#{_anchor(i)}">{escape(art.topic)}</a></td><td>{escape(art.host or "-")}</td>'
+                    f'<td><a href="#{_anchor(i)}">{escape(_named(art))}</a></td><td>{escape(art.host or "-")}</td>'
                     f"<td>{escape(_gpus(art))}</td><td>{art.correctness.shapes_checked}</td>"
                     f"<td>{_num(art.correctness.snr_db)}</td><td>{len(art.perf)}</td><td>{escape(reason[:160])}</td></tr>")
     return "".join(rows) + "</table>"
@@ -83,15 +88,18 @@ def _perf_table(art: Artifact) -> str:
 
 
 def _section(i: int, path: Path, art: Artifact, few: bool = False) -> str:
-    series, spread = perf_series(art.perf[:MAX_ROWS])
-    plot = shape_plot(series, spread=spread)
+    mark = "" if art.verdict == "PASS" else f"no result: {art.verdict}"
+    plot = "".join(f"<h5>{escape(unit)}</h5>" + shape_plot(series, unit=unit, spread=spread, mark=mark)
+                   for unit, series, spread in perf_plots(art.perf[:MAX_ROWS]))
+    perf = "<h4>Perf</h4>" if not mark else (
+        f"<h4>Perf rows: no result (the target is {art.verdict}; kept in the artifact, never a result)</h4>")
     reasons = "".join(f"<li>{escape(r)}</li>" for r in art.reasons)
     opened = " open" if few or (art.verdict != "PASS" and i < 20) else ""
     return (f'<details id="{_anchor(i)}"{opened}><summary><span class="{art.verdict}">{art.verdict}</span> '
-            f'{escape(art.topic)} <code>{escape(art.host or "")} gpu {escape(_gpus(art))}</code></summary>'
+            f'{escape(_named(art))} <code>{escape(art.host or "")} gpu {escape(_gpus(art))}</code></summary>'
             f"<p><code>{escape(str(path))}</code> &middot; {escape(art.ts)} &middot; {escape(art.command or '')[:200]}</p>"
             + (f"<ul>{reasons}</ul>" if reasons else "") + "<h4>Correctness</h4>" + _correctness(art)
-            + "<h4>Perf</h4>" + (plot or "") + _perf_table(art) + "</details>")
+            + perf + (plot or "") + _perf_table(art) + "</details>")
 
 
 def render(found: list[tuple[Path, Artifact]], problems: list[str], title: str = "gpuverify report") -> str:
@@ -103,7 +111,10 @@ def render(found: list[tuple[Path, Artifact]], problems: list[str], title: str =
     return (f'<!DOCTYPE html><html><head><meta charset="utf-8"><title>{escape(title)}</title><style>{CSS}</style>'
             f"</head><body><h1>{escape(title)}</h1><p>{len(found)} targets: {line or 'none'}</p>"
             + (f"<ul>{notes}</ul>" if notes else "") + _summary_table(found) + "<h2>Targets</h2>"
-            + "".join(_section(i, p, a, len(found) <= 10) for i, (p, a) in enumerate(found)) + "</body></html>\n")
+            + "".join(_section(i, p, a, len(found) <= 10) for i, (p, a) in enumerate(found) if a.verdict == "PASS")
+            + "<h2>Targets without a result (not PASS: their perf rows are no result)</h2>"
+            + "".join(_section(i, p, a, len(found) <= 10) for i, (p, a) in enumerate(found) if a.verdict != "PASS")
+            + "</body></html>\n")
 
 
 def write_report(dirs: list[Path], out: Path) -> int:

@@ -1,18 +1,31 @@
-"""Small SVG plots, written directly (no plotting library): per-shape times, A/B sides, the spread of repeats."""
+"""Small SVG plots, written directly (no plotting library): per shape each printed figure (times and
+throughputs alike, one plot per unit), A/B sides, the spread of repeats."""
 
 from __future__ import annotations
 
+import textwrap
 from html import escape
 from typing import Optional
+
+from pytest_gpuverify.parsers.figures import row_values, unit_of
 
 COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b")
 
 
+LABEL_CHARS = 64  # a shape label longer than this wraps onto more lines; it is never cut
+
+
+def _label_lines(shape: str) -> list[str]:
+    return textwrap.wrap(shape, LABEL_CHARS, break_on_hyphens=False) or [""]
+
+
 def shape_plot(series: dict[str, dict[str, list[float]]], unit: str = "us", width: int = 1000,
-               row_height: int = 22, spread: Optional[dict] = None) -> str:
+               row_height: int = 22, spread: Optional[dict] = None, mark: str = "") -> str:
     """``series``: side (or "") -> shape -> the values (one per run). One row per shape; each side's
     points in its colour, its median as a tick, its min..max as a line (the spread of repeats, widened
-    by ``spread[(side, shape)] = (lo, hi)``: the min/max a bench printed)."""
+    by ``spread[(side, shape)] = (lo, hi)``: the min/max a bench printed). The value axis names
+    ``unit``, the other one the shapes (labels wrapped, never cut); ``mark`` is written over the plot
+    (a target with no result)."""
     spread = spread or {}
     shapes = list(dict.fromkeys(s for side in series.values() for s in side))
     values = [v for side in series.values() for vs in side.values() for v in vs if v is not None]
@@ -22,7 +35,12 @@ def shape_plot(series: dict[str, dict[str, list[float]]], unit: str = "us", widt
     top = max(values) * 1.08 or 1.0
     label_w, pad = 420, 10
     plot_w = width - label_w - pad * 2
-    height = row_height * len(shapes) + 46
+    lines = {s: _label_lines(s) for s in shapes}
+    tops, y = {}, 20.0
+    for s in shapes:
+        tops[s] = y
+        y += row_height + 12 * (len(lines[s]) - 1)
+    height = int(y) + 26
     x = lambda v: label_w + plot_w * (v / top)  # noqa: E731
     parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
              f'font-family="sans-serif" font-size="11">']
@@ -31,10 +49,16 @@ def shape_plot(series: dict[str, dict[str, list[float]]], unit: str = "us", widt
         parts.append(f'<line x1="{x(tick):.1f}" y1="14" x2="{x(tick):.1f}" y2="{height - 26}" stroke="#ddd"/>')
         parts.append(f'<text x="{x(tick):.1f}" y="{height - 12}" text-anchor="middle">{tick:.3g}</text>')
     parts.append(f'<text x="{label_w + plot_w / 2:.0f}" y="{height - 1}" text-anchor="middle">{escape(unit)}</text>')
+    parts.append('<text x="4" y="10">shape</text>')
+    if mark:
+        parts.append(f'<text x="{label_w + plot_w / 2:.0f}" y="{height / 2:.0f}" text-anchor="middle" font-size="22" '
+                     f'fill="#b00020" opacity="0.35">{escape(mark)}</text>')
     sides = list(series)
-    for row, shape in enumerate(shapes):
-        y0 = 20 + row * row_height
-        parts.append(f'<text x="{label_w - 6}" y="{y0 + 4}" text-anchor="end">{escape(shape[-70:])}</text>')
+    for shape in shapes:
+        y0 = tops[shape]
+        parts.append(f'<text x="{label_w - 6}" y="{y0 + 4}" text-anchor="end">' + "".join(
+            f'<tspan x="{label_w - 6}" dy="{0 if i == 0 else 12}">{escape(line)}</tspan>'
+            for i, line in enumerate(lines[shape])) + "</text>")
         for k, side in enumerate(sides):
             vs = [v for v in series[side].get(shape, []) if v is not None]
             if not vs:
@@ -59,25 +83,24 @@ def shape_plot(series: dict[str, dict[str, list[float]]], unit: str = "us", widt
     return "".join(parts)
 
 
-def perf_series(rows) -> tuple[dict[str, dict[str, list[float]]], dict]:
-    """The perf rows as plot series: side (A/B) -> shape -> each row's median (repeated runs: several
-    rows of one shape, one point each); and each row's printed min..max as the spread."""
-    series: dict[str, dict[str, list[float]]] = {}
-    spread: dict = {}
+Plot = tuple[str, dict[str, dict[str, list[float]]], dict]  # unit, series, spread
+
+
+def perf_plots(rows) -> list[Plot]:
+    """The perf rows as plots, one per unit (times in us, GB/s, TFLOPS ...): per plot, series (the A/B
+    side, else the row's or figure's name: the colour) -> shape (the table title first, where one was
+    printed) -> one value per row (repeated runs: one point each); and each time's printed min..max."""
+    plots: dict[str, tuple[dict, dict]] = {}
     several = len({r.name for r in rows}) > 1
     for row in rows:
-        value = row.us_median if row.us_median is not None else _us_metric(row)
-        if value is None:
-            continue
-        key = row.shape  # the A/B side, else the row's name (ck vs triton), is the colour
-        side = f"{row.side} {row.name}" if row.side and several else row.side or (row.name if several else "")
-        series.setdefault(side, {}).setdefault(key, []).append(value)
-        if row.min_us is not None and row.max_us is not None:
-            lo, hi = spread.get((side, key), (row.min_us, row.max_us))
-            spread[(side, key)] = (min(lo, row.min_us), max(hi, row.max_us))
-    return series, spread
-
-
-def _us_metric(row) -> Optional[float]:
-    """A row without a median: its first time metric (``mean_us``)."""
-    return next((v for k, v in sorted(row.metrics.items()) if k.endswith("us") and v is not None), None)
+        key = f"{row.table} {row.shape}" if row.table else row.shape
+        for metric, value in row_values(row):
+            unit, figure = unit_of(metric), "" if metric == "us" else metric
+            series, spread = plots.setdefault(unit, ({}, {}))
+            name = figure or (row.name if several else "")  # a metric by its own name, a time by its row's
+            side = " ".join(p for p in (row.side, name) if p)
+            series.setdefault(side, {}).setdefault(key, []).append(value)
+            if unit == "us" and not figure and row.min_us is not None and row.max_us is not None:
+                lo, hi = spread.get((side, key), (row.min_us, row.max_us))
+                spread[(side, key)] = (min(lo, row.min_us), max(hi, row.max_us))
+    return [(unit, series, spread) for unit, (series, spread) in plots.items()]

@@ -1,0 +1,96 @@
+"""Like with like: what two artifacts must share before their rows are paired.
+
+Each side's identity is a few named facts read from its artifact. Two artifacts whose facts differ
+are not compared unless the user names each differing fact as allowed (``--may-differ``); an allowed
+difference is kept with the comparison so every output shows it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Iterable, Optional
+
+from pytest_gpuverify.engine.artifact import Artifact
+
+CHECKOUT = "<checkout>"
+# name -> what it is, as the help and the refusal say it
+FIELDS: dict[str, str] = {
+    "target": "target name and kind",
+    "command": "command with its arguments (checkout paths normalised)",
+    "gpu_model": "GPU model",
+    "gpu_arch": "GPU arch",
+    "gpu_count": "GPUs held",
+    "image": "container image (by digest where both are known)",
+    "torch": "torch version",
+    "hip": "HIP version",
+    "rocm": "ROCm version",
+    "triton": "Triton version",
+    "place": "ran in a container or on the host",
+    "cache": "cold or warm caches",
+    "regime": "timing regime",
+}
+
+
+@dataclass(frozen=True)
+class Difference:
+    field: str
+    base: Optional[str]
+    head: Optional[str]
+
+    def describe(self) -> str:
+        return f"{self.field} ({FIELDS[self.field]}): base {self.base or 'unknown'}, head {self.head or 'unknown'}"
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def checkout_paths(art: Artifact) -> list[str]:
+    """Where this artifact's checkout lay: its repos, its working folder, an A/B base worktree, a synced copy."""
+    paths = [r.path for r in art.repos] + [art.workdir or ""]
+    if art.ab is not None:
+        paths.append(art.ab.base_worktree or "")
+    if art.synced is not None:
+        paths += [art.synced.host_path, art.synced.local_path]
+    return sorted({p.rstrip("/") for p in paths if p and p.rstrip("/")}, key=len, reverse=True)
+
+
+def normalised_command(art: Artifact) -> Optional[str]:
+    command = art.command
+    if command is None and art.target is not None and art.target.command:
+        command = " ".join([*art.target.command, *art.target.args])
+    if command is None:
+        return None
+    for path in checkout_paths(art):
+        command = command.replace(path, CHECKOUT)
+    return command
+
+
+def identity(art: Artifact) -> dict[str, Optional[str]]:
+    target, versions = art.target, art.versions
+    gpus = art.gpus or [art.gpu]
+    return {
+        "target": f"{target.name} ({target.kind})" if target else None,
+        "command": normalised_command(art),
+        "gpu_model": ", ".join(sorted({g.name or "?" for g in gpus})),
+        "gpu_arch": ", ".join(sorted({g.arch or "?" for g in gpus})),
+        "gpu_count": str(len(art.gpus)) if art.gpus else None,
+        "image": art.image,
+        "torch": versions.torch,
+        "hip": versions.hip,
+        "rocm": versions.rocm,
+        "triton": versions.triton,
+        "place": "container" if art.container else "host",
+        "cache": "cold" if art.cold else "warm",
+        "regime": target.regime if target else None,
+    }
+
+
+def differences(base: Artifact, head: Artifact) -> list[Difference]:
+    mine, theirs = identity(base), identity(head)
+    if base.image_digest and head.image_digest:  # by content where both know it
+        mine["image"], theirs["image"] = base.image_digest, head.image_digest
+    return [Difference(name, mine[name], theirs[name]) for name in FIELDS if mine[name] != theirs[name]]
+
+
+def unknown_names(names: Iterable[str]) -> list[str]:
+    return [n for n in names if n not in FIELDS]
