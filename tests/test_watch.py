@@ -103,17 +103,35 @@ def test_the_runs_own_child_on_its_gpu_keeps_it_clean(tree):
     assert watch.stop().foreign == []
 
 
-def test_clocks_at_start_and_end_their_extremes_and_throttling():
-    samples = [ClockSample(index=0, sm_mhz=1980, mem_mhz=3200, temp_c=40, power_w=120),
-               ClockSample(index=0, sm_mhz=1500, mem_mhz=3200, temp_c=83, power_w=700, throttle=("sw_power_cap",)),
-               ClockSample(index=0, sm_mhz=1755, mem_mhz=3200, temp_c=70, power_w=400, throttle=("gpu_idle",))]
+def clocks_of(samples):
     watch = CommandWatch(Scripted([], samples), [2], OwnProcesses(), wall, interval_s=0.05)
     watch.start()
     time.sleep(0.3)
     [clocks] = watch.stop().clocks
-    assert clocks.index == 2 and clocks.start.sm_mhz == 1980 and clocks.end.sm_mhz == 1755
-    assert (clocks.sm_mhz_min, clocks.sm_mhz_max, clocks.temp_c_max, clocks.power_w_max) == (1500, 1980, 83, 700)
-    assert clocks.throttle_seen == ["gpu_idle", "sw_power_cap"] and clocks.throttled
+    return clocks
+
+
+def test_clocks_at_start_and_end_their_extremes_and_throttling():
+    samples = [ClockSample(index=0, sm_mhz=345, mem_mhz=3200, temp_c=40, power_w=80, throttle=("gpu_idle",),
+                           sm_max_mhz=1980),
+               ClockSample(index=0, sm_mhz=1200, mem_mhz=3200, temp_c=91, power_w=700, throttle=("hw_slowdown",),
+                           sm_max_mhz=1980),
+               ClockSample(index=0, sm_mhz=1755, mem_mhz=3200, temp_c=70, power_w=400, sm_max_mhz=1980)]
+    clocks = clocks_of(samples)
+    assert clocks.index == 2 and clocks.start.sm_mhz == 345 and clocks.end.sm_mhz == 1755
+    assert (clocks.sm_mhz_min, clocks.sm_mhz_max, clocks.temp_c_max, clocks.power_w_max) == (345, 1755, 91, 700)
+    assert clocks.throttle_seen == ["gpu_idle", "hw_slowdown"] and clocks.sm_mhz_rated == 1980 and clocks.throttled
+
+
+def test_a_power_cap_at_full_clock_is_not_throttling():
+    """What an H200 reports under a heavy matmul: sw_power_cap in most readings, at its full 1980 MHz."""
+    samples = [ClockSample(index=0, sm_mhz=345, throttle=("gpu_idle",), sm_max_mhz=1980),
+               ClockSample(index=0, sm_mhz=1980, power_w=410, throttle=("sw_power_cap",), sm_max_mhz=1980),
+               ClockSample(index=0, sm_mhz=1600, power_w=690, throttle=("sw_power_cap",), sm_max_mhz=1980)]
+    clocks = clocks_of(samples)
+    assert clocks.throttle_seen == ["gpu_idle", "sw_power_cap"] and not clocks.throttled
+    capped = clocks_of([*samples[:2], ClockSample(index=0, sm_mhz=1400, throttle=("sw_power_cap",), sm_max_mhz=1980)])
+    assert capped.throttled  # 1400 < 0.75 x 1980: the cap held it down
 
 
 def test_idle_reasons_alone_are_not_throttling():

@@ -206,8 +206,8 @@ class ClockReading(_Model):
 
 class GpuClocks(_Model):
     """One held GPU's clocks over a run: at the command's start and end, and their extremes over the watch.
-    ``throttled``: a reason that slows the clocks (power, thermal, slowdown; not ``gpu_idle`` nor the
-    application clocks setting) was seen at any reading."""
+    ``throttled``: at a reading taken while the GPU worked, a reason that slows the clocks (power, thermal,
+    slowdown) held its SM clock below 75% of its maximum (``sm_mhz_rated``; nvbench's rule): gpu/clocks.py."""
 
     index: int
     start: Optional[ClockReading] = None
@@ -219,6 +219,7 @@ class GpuClocks(_Model):
     temp_c_max: Optional[float] = None
     power_w_max: Optional[float] = None
     throttle_seen: list[str] = Field(default_factory=list)
+    sm_mhz_rated: Optional[float] = None  # the GPU's maximum SM clock, where the driver gives it
     throttled: bool = False
 
 

@@ -19,6 +19,10 @@ NVML_REASONS = ((0x1, "gpu_idle"), (0x2, "applications_clocks_setting"), (0x4, "
                 (0x80, "hw_power_brake"), (0x100, "display_clock_setting"))
 # reasons that do not slow a running kernel: an idle GPU, a clock the admin set, the display's clock
 NOT_SLOWING = frozenset({"gpu_idle", "applications_clocks_setting", "display_clock_setting", "sync_boost"})
+# A working GPU's SM clock below this share of its maximum, with a slowing reason active, is throttled: the
+# rule and figure of nvbench's throttle detection. A power-cap reason alone is not: under load an H200 reports
+# sw_power_cap at its full 1980 MHz in most readings.
+THROTTLE_FRACTION = 0.75
 
 
 class ClockSample(BaseModel):
@@ -30,11 +34,19 @@ class ClockSample(BaseModel):
     temp_c: Optional[float] = None
     power_w: Optional[float] = None
     throttle: tuple[str, ...] = ()
+    sm_max_mhz: Optional[float] = None  # the GPU's maximum SM clock (NVML's max clock, amdsmi's max_clk)
 
 
 def slowing(reasons) -> list[str]:
     """The reasons among ``reasons`` that slow the clocks (power, thermal, a slowdown)."""
     return [r for r in reasons if r not in NOT_SLOWING]
+
+
+def is_throttled(sample: ClockSample, rated: Optional[float]) -> bool:
+    """A reading taken while the GPU worked (not idle) whose SM clock a slowing reason held below
+    :data:`THROTTLE_FRACTION` of ``rated`` (the maximum SM clock)."""
+    return (rated is not None and sample.sm_mhz is not None and "gpu_idle" not in sample.throttle
+            and bool(slowing(sample.throttle)) and sample.sm_mhz < THROTTLE_FRACTION * rated)
 
 
 def nvml_clocks(nv: Any, handle: Any, index: int) -> ClockSample:
@@ -51,7 +63,8 @@ def nvml_clocks(nv: Any, handle: Any, index: int) -> ClockSample:
         mem_mhz=_number(get(nv.nvmlDeviceGetClockInfo, handle, getattr(nv, "NVML_CLOCK_MEM", 2))),
         temp_c=_number(get(nv.nvmlDeviceGetTemperature, handle, getattr(nv, "NVML_TEMPERATURE_GPU", 0))),
         power_w=power / 1000.0 if isinstance(power, (int, float)) else None,
-        throttle=tuple(name for bit, name in NVML_REASONS if isinstance(reasons, int) and reasons & bit))
+        throttle=tuple(name for bit, name in NVML_REASONS if isinstance(reasons, int) and reasons & bit),
+        sm_max_mhz=_number(get(nv.nvmlDeviceGetMaxClockInfo, handle, getattr(nv, "NVML_CLOCK_SM", 1))))
 
 
 def amdsmi_clocks(lib: Any, handle: Any, index: int) -> ClockSample:
@@ -73,7 +86,8 @@ def amdsmi_clocks(lib: Any, handle: Any, index: int) -> ClockSample:
     return ClockSample(
         index=index, sm_mhz=_clock(gfx), mem_mhz=_clock(mem), temp_c=_number(hot),
         power_w=_number(power.get("current_socket_power")) if isinstance(power, dict) else None,
-        throttle=(f"throttle_status_{status:#x}",) if isinstance(status, int) and status else ())
+        throttle=(f"throttle_status_{status:#x}",) if isinstance(status, int) and status else (),
+        sm_max_mhz=_number(gfx.get("max_clk")) if isinstance(gfx, dict) else None)
 
 
 def _clock(info: Any) -> Optional[float]:

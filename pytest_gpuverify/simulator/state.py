@@ -60,6 +60,7 @@ class SimGpu(BaseModel):
     uuid: str = ""  # ROCr form "GPU-<16 hex>", as rocminfo and ROCR_VISIBLE_DEVICES use it
     processes: list[SimProcess] = Field(default_factory=list)
     sm_mhz: int = 2100  # the amdsmi library's clocks, temperature and power (gpu/clocks.py)
+    sm_max_mhz: int = 2100
     mem_mhz: int = 1300
     temp_c: int = 45
     power_w: int = 150

@@ -148,7 +148,8 @@ def amdsmi_get_gpu_process_list(handle):
 def amdsmi_get_clock_info(handle, clk_type):
     g, _ = _gpu(handle)
     mhz = g.get("mem_mhz", 1300) if clk_type == AmdSmiClkType.MEM else g.get("sm_mhz", 2100)
-    return {"clk": mhz, "min_clk": 500, "max_clk": max(mhz, 2100), "clk_locked": False, "clk_deep_sleep": False}
+    top = g.get("mem_max_mhz", 1300) if clk_type == AmdSmiClkType.MEM else g.get("sm_max_mhz", 2100)
+    return {"clk": mhz, "min_clk": 500, "max_clk": top, "clk_locked": False, "clk_deep_sleep": False}
 
 
 def amdsmi_get_temp_metric(handle, sensor_type, metric):
