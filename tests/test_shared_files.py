@@ -183,7 +183,7 @@ def test_a_new_ticket_folder_takes_the_team_folders_permissions(tmp_path):
     os.chmod(sticky, 0o1777)
     with umask(0o022):
         files.make_dirs(sticky / "T-2")
-    assert mode_of(sticky / "T-2") == 0o777, "the sticky bit would stop members replacing each other's artifacts"
+    assert mode_of(sticky / "T-2") == 0o1777, "without the sticky bit any local user could replace others' artifacts"
     existing = tickets / "T-3"
     existing.mkdir(mode=0o700)
     files.make_dirs(existing)

@@ -18,7 +18,7 @@ from pytest_gpuverify.engine.clock import SessionClock
 from pytest_gpuverify.place.container_checks import HOST, ContainerPlaces, start_gpus
 from pytest_gpuverify.execute.container import docker_client
 from pytest_gpuverify.config.envfile import EnvFile
-from pytest_gpuverify.engine.files import FileProblem
+from pytest_gpuverify.engine.files import FileProblem, private_folder
 from pytest_gpuverify.gpu import select_backend
 from pytest_gpuverify.gpu.base import GpuInfo
 from pytest_gpuverify.place.gitstate import own_output_dirs
@@ -77,6 +77,10 @@ class VerifySession:
         self.warm_caches: dict[str, bool] = {}
         self.session_blocked: list[str] = []
         self.session_notes: list[str] = []
+        own = private_folder()
+        if own.squatted:  # said in every artifact: the caches and locks of this session were its own
+            self.session_notes.append(f"{own.squatted}: this session's own files (caches of runs on the host, the "
+                                      f"lock of artifact moves without a ticket) were in a fresh folder {own.path}")
         self.outcomes: list[TargetOutcome] = []
         self.write_problems: list[str] = []
         self.synced = None  # --gpu-sync's SyncRecord, on a worker on a GPU host (remote/sync.py)
