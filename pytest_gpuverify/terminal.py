@@ -88,9 +88,16 @@ class VerdictSummary:
         verdicts = list(self.verdicts)
         reported = {p.get("gpuverify_artifact") for _, p in verdicts}
         engine = self._engine()
-        for outcome in getattr(engine, "outcomes", None) or []:
+        outcomes = getattr(engine, "outcomes", None) or []
+        for outcome in outcomes:
             if str(outcome.artifact_path) not in reported:  # its artifact is written; its report never came
                 verdicts.append((outcome.target.name, dict(verdict_properties(outcome.artifact, outcome.artifact_path))))
+        # the name each artifact really got when written (after the reports): a free name beside a
+        # concurrent session's artifact, or the user's own folder when the asked place failed
+        stored = {str(o.artifact_path): str(o.stored_path) for o in outcomes if o.stored_path is not None}
+        verdicts = [(nodeid, {**p, "gpuverify_artifact": stored.get(p.get("gpuverify_artifact", ""),
+                                                                    p.get("gpuverify_artifact", ""))})
+                    for nodeid, p in verdicts]
         terminalreporter.section("gpuverify")
         for line in summary_lines(verdicts):
             terminalreporter.line(line)

@@ -141,6 +141,19 @@ def make_dirs(path: Path) -> None:
 
 def write_atomic(path: Path, data: bytes, mode: Optional[int] = None) -> None:
     """Write ``data`` to ``path`` so a reader sees the old file or the new one, never half of one."""
+    staged = stage_file(path, data, mode)
+    try:
+        os.replace(staged, path)
+    except PermissionError as exc:  # a sticky folder: another member's file of that name
+        raise unwritable(path, exc.strerror or str(exc), "remove it (its owner can), or use another ticket") from exc
+    finally:
+        if staged.exists():
+            staged.unlink()
+
+
+def stage_file(path: Path, data: bytes, mode: Optional[int] = None) -> Path:
+    """``data`` in a hidden file beside ``path``, synced to disk, for an ``os.replace`` onto ``path``;
+    nothing is left behind when it cannot be written whole (a full disk)."""
     make_dirs(path.parent)
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
@@ -153,16 +166,12 @@ def write_atomic(path: Path, data: bytes, mode: Optional[int] = None) -> None:
             if mode is not None:
                 os.fchmod(fh.fileno(), mode)
             os.fsync(fh.fileno())
-        try:
-            os.replace(tmp, path)
-        except PermissionError as exc:  # a sticky folder: another member's file of that name
-            raise unwritable(path, exc.strerror or str(exc), "remove it (its owner can), or use another ticket") from exc
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
+    except BaseException as exc:
+        os.unlink(tmp)
+        if isinstance(exc, OSError):
+            raise unwritable(path.parent, exc.strerror or str(exc)) from exc
         raise
+    return Path(tmp)
 
 
 def create_result_file(path: Path) -> None:
