@@ -117,19 +117,19 @@ class EngineRole(Role):
         super().__init__(config)
         self.engine = engine
         config.stash[ENGINE_KEY] = engine
-        self._previous_term = None  # the SIGTERM handler this role replaced, put back at unregister
+        self._previous_handlers: dict = {}  # signal -> the handler this role replaced, put back at unregister
 
     def unregister(self) -> None:
         super().unregister()
-        if self._previous_term is not None:  # an embedding process gets its own SIGTERM back
-            import signal
+        import signal
 
-            signal.signal(signal.SIGTERM, self._previous_term)
-            self._previous_term = None
+        for signum, handler in self._previous_handlers.items():  # an embedding process gets its own back
+            signal.signal(signum, handler)
+        self._previous_handlers = {}
 
     def pytest_configure(self, config: pytest.Config) -> None:
         """Called once the role is registered: the idle window starts filling now, while pytest collects."""
-        self._previous_term = _terminate_like_ctrl_c()
+        self._previous_handlers = _terminate_like_ctrl_c()
         self.engine.start_in_background()
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
@@ -198,6 +198,7 @@ class Central(EngineRole):
         from pytest_gpuverify.plugin import GpuTargetItem
 
         _one_target_per_topic(self.engine.options.topic, [i.target.name for i in items if isinstance(i, GpuTargetItem)])
+        _no_outside_timeout(config, items)
 
 
 class DistWorker(EngineRole):
@@ -213,6 +214,7 @@ class DistWorker(EngineRole):
         from pytest_gpuverify.plugin import GpuTargetItem
         from pytest_gpuverify.remote.onhost import tell_controller
 
+        _no_outside_timeout(config, items)
         # a worker on a GPU host: its targets' needs and topics for placement, its folder for a dead log
         tell_controller([i for i in items if isinstance(i, GpuTargetItem)], self.engine)
 
@@ -271,21 +273,22 @@ class RemoteDistController(DistController):
         """No claims folder: it would be a path on this host."""
 
 
-def _terminate_like_ctrl_c():
-    """SIGTERM (a CI job cancelled, a scheduler's stop) takes Ctrl-C's path: the command is stopped,
-    the lock released and the artifact written with the reason. Returns the handler it replaced
-    (None: none replaced), put back when the role ends."""
+def _terminate_like_ctrl_c() -> dict:
+    """SIGTERM (a CI job cancelled, a scheduler's stop) and SIGHUP (the terminal closed, the ssh
+    session to a login node dropped) take Ctrl-C's path: the command is stopped, the lock released
+    and the artifact written with the reason. Returns the handlers it replaced (signal -> handler),
+    put back when the role ends."""
     import signal
     import threading
 
     from pytest_gpuverify.execute.base import Terminated
 
-    def on_term(signum, frame):
-        raise Terminated("SIGTERM")
+    def on_signal(signum, frame):
+        raise Terminated(signal.Signals(signum).name)
 
     if threading.current_thread() is not threading.main_thread():
-        return None
-    return signal.signal(signal.SIGTERM, on_term)
+        return {}
+    return {signum: signal.signal(signum, on_signal) for signum in (signal.SIGTERM, signal.SIGHUP)}
 
 
 def _load_declarations(config: pytest.Config, env: EnvFile) -> Optional[Declarations]:
@@ -313,6 +316,15 @@ def _load_declarations(config: pytest.Config, env: EnvFile) -> Optional[Declarat
         else:
             config.args[:] = [str(path)]
     return decls
+
+
+def _no_outside_timeout(config: pytest.Config, items: list) -> None:
+    from pytest_gpuverify.other_plugins import timeout_plugin_problem
+    from pytest_gpuverify.plugin import GpuTargetItem
+
+    problem = timeout_plugin_problem(config, [i for i in items if isinstance(i, GpuTargetItem)])
+    if problem:
+        raise pytest.UsageError(problem)
 
 
 def _one_target_per_topic(topic: Optional[str], names: list[str]) -> None:

@@ -101,6 +101,12 @@ class VerdictSummary:
         terminalreporter.section("gpuverify")
         for line in summary_lines(verdicts):
             terminalreporter.line(line)
+        orphans = getattr(engine, "orphan_logs", None) or []  # the engine's, found at close
+        if orphans:
+            from pytest_gpuverify.engine.orphans import WHY
+
+            for log in orphans:
+                terminalreporter.line(f"gpuverify: {log}: {WHY}", yellow=True)
         from pytest_gpuverify.reporting.ci_summary import publish
 
         for problem in publish(verdicts, summary_path=self._ci_summary):

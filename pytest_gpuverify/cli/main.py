@@ -60,6 +60,11 @@ def _cmd_check(args: argparse.Namespace) -> int:
             checked.append((art, path))
     if len(args.artifacts) > 1 or len(paths) > 1 or Path(args.artifacts[0]).is_dir():
         worst = max(worst, _check_exclusive(checked))
+    from pytest_gpuverify.engine.orphans import WHY, orphan_logs
+
+    for folder in [Path(a) for a in args.artifacts if Path(a).is_dir()]:
+        for log in orphan_logs(folder):
+            print(f"ORPHAN {log}: {WHY}")
     return worst
 
 

@@ -26,6 +26,7 @@ from pytest_gpuverify.place.gitstate import own_output_dirs
 from pytest_gpuverify.execute.host_commands import LocalHost
 from pytest_gpuverify.execute.host import HostExecutor
 from pytest_gpuverify.config.options import RunOptions
+from pytest_gpuverify.engine.orphans import orphan_logs
 from pytest_gpuverify.engine.outcome import TargetOutcome
 from pytest_gpuverify.engine.overlap import Background, ParserWarmer
 from pytest_gpuverify.engine import multirun
@@ -84,6 +85,8 @@ class VerifySession:
                                       f"lock of artifact moves without a ticket) were in a fresh folder {own.path}")
         self.outcomes: list[TargetOutcome] = []
         self.write_problems: list[str] = []
+        self.began_wall = time.time()
+        self.orphan_logs: list[Path] = []  # raw logs of earlier runs that no artifact names, found at close
         self.synced = None  # --gpu-sync's SyncRecord, on a worker on a GPU host (remote/sync.py)
         self.topics = topics or TopicClaims()  # shared by xdist workers of one run
         self.echo = echo
@@ -153,6 +156,7 @@ class VerifySession:
             except OSError as exc:  # neither the asked place nor the user's own folder took it
                 self.write_problems.append(str(exc) if isinstance(exc, FileProblem) else
                                            f"cannot write {outcome.artifact_path}: {exc}")
+        self.orphan_logs = orphan_logs(self.out_dir, before=self.began_wall)
         return self.outcomes
 
     def write(self, outcome: TargetOutcome) -> None:
