@@ -94,7 +94,7 @@ class VerdictSummary:
                 verdicts.append((outcome.target.name, dict(verdict_properties(outcome.artifact, outcome.artifact_path))))
         # the name each artifact really got when written (after the reports): a free name beside a
         # concurrent session's artifact, or the user's own folder when the asked place failed
-        stored = {str(o.artifact_path): str(o.stored_path) for o in outcomes if o.stored_path is not None}
+        stored = {str(o.artifact_path): str(o.stored_path) for o in outcomes if getattr(o, "stored_path", None)}
         verdicts = [(nodeid, {**p, "gpuverify_artifact": stored.get(p.get("gpuverify_artifact", ""),
                                                                     p.get("gpuverify_artifact", ""))})
                     for nodeid, p in verdicts]

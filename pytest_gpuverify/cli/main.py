@@ -99,9 +99,21 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     return run_compare(args.base, args.head, args.factor, fmt)
 
 
+def _output_problem(command: str, path: Path) -> Optional[str]:
+    """One line when ``-o FILE`` cannot be written (a folder, a missing or unwritable folder)."""
+    from pytest_gpuverify.engine.files import output_file_problem
+
+    problem = output_file_problem(path)
+    return f"gpuverify {command}: -o {path}: {problem[0]}. Fix: {problem[1]}" if problem else None
+
+
 def _cmd_handoff(args: argparse.Namespace) -> int:
     from pytest_gpuverify.cli.handoff import run_handoff
 
+    problem = _output_problem("handoff", Path(args.output)) if args.output else None
+    if problem:
+        print(problem, file=sys.stderr)
+        return 2
     return run_handoff(args.ticket_dir, args.base, args.output)
 
 
@@ -146,6 +158,10 @@ def _cmd_merge(args: argparse.Namespace) -> int:
 def _cmd_report(args: argparse.Namespace) -> int:
     from pytest_gpuverify.reporting.html_report import write_report
 
+    problem = _output_problem("report", Path(args.out))
+    if problem:
+        print(problem, file=sys.stderr)
+        return 2
     return write_report([Path(d) for d in args.dirs], Path(args.out))
 
 
@@ -214,6 +230,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except BrokenPipeError:  # `gpuverify schema | head`: the reader left; say nothing, as a tool SIGPIPE ends
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # Python's flush at exit would fail again
         return 128 + 13
+    except OSError as exc:  # a file that cannot be written or read (a full disk): one line, never a traceback
+        print(f"gpuverify {args.command}: {exc}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

@@ -77,6 +77,20 @@ def check_writable_dir(path: Path) -> None:
         raise unwritable(probe, why)
 
 
+def output_file_problem(path: Path) -> Optional[tuple[str, str]]:
+    """(what is wrong, the fix) when a file the user named for output (``-o FILE``, the CI summary)
+    cannot be written: a folder, a missing folder, no permission. None when it can. Creates nothing."""
+    folder = path.parent
+    if path.is_dir():
+        return f"{path} is a folder", f"name a file in it, e.g. {path / 'gpuverify.out'}"
+    if not folder.is_dir():
+        return f"folder {folder} does not exist", f"`mkdir -p {folder}`, or name a file in an existing folder"
+    if not os.access(folder, os.W_OK | os.X_OK) or (path.exists() and not os.access(path, os.W_OK)):
+        where = path if path.exists() else folder
+        return f"cannot write {where} ({owner_and_mode(where)})", "name a file you can write"
+    return None
+
+
 def result_folder(tickets: Optional[Path], ticket: Optional[str], cwd: Path) -> tuple[Path, Optional[Path]]:
     """(the folder a session's artifacts go to, the lock of the artifact moves in it), after
     :func:`check_writable_dir`. With a ticket: ``<tickets>/<KEY>`` and the tickets folder's lock,
