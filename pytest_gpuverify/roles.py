@@ -41,6 +41,9 @@ CLAIMS_VARIABLE = "gpuverify_topic_claims"  # workerinput: the folder where work
 
 def choose_role(config: pytest.Config) -> Role:
     """The role of this process; a bad setup (options, env file, declarations) is a UsageError."""
+    from pytest_gpuverify.execute.container import quiet_docker_import
+
+    quiet_docker_import()  # here, in the main thread, before the session's threads import docker
     if REMOTE_KEY in config.stash:
         return RemoteDistController(config, config.stash[REMOTE_KEY])
     from pytest_gpuverify.config.envfile import load_env_file

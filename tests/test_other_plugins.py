@@ -24,3 +24,38 @@ def test_pytest_timeout_on_a_gpu_target_is_refused_pointing_at_gpu_timeout(sandb
     assert not (sandbox.tickets / "T-1").exists() or not list((sandbox.tickets / "T-1").iterdir()), "nothing ran"
     proc = sandbox.pytest("op_tests/test_rmsnorm2d.py", "--timeout", "0")
     assert proc.returncode == 0 and sandbox.artifact("rmsnorm2d").verdict == "PASS", out(proc)[-2000:]
+
+
+LOST_FILTER = """
+import warnings
+
+_set = warnings.simplefilter
+
+
+def _losing_dependency_filters(action, category=Warning, *args, **kwargs):
+    # as a race with pytest's catch_warnings can make it: requests' ignore filter for urllib3's
+    # DependencyWarning is lost before requests imports the module that warns
+    if getattr(category, "__name__", "") != "DependencyWarning":
+        _set(action, category, *args, **kwargs)
+
+
+warnings.simplefilter = _losing_dependency_filters
+"""
+
+OWN_TEST = """
+def test_gpu_host(gpu_host):
+    assert gpu_host.inventory
+"""
+
+
+def test_the_docker_imports_warnings_never_reach_the_warnings_summary(sandbox):
+    """urllib3 warns when docker's import (through requests) finds no SOCKS support; the import runs
+    in the session's threads while pytest records warnings: it is ours, not the user's to read."""
+    suite = sandbox.root / "suite"
+    suite.mkdir()
+    (suite / "conftest.py").write_text(LOST_FILTER)
+    (suite / "test_own.py").write_text(OWN_TEST)
+    proc = sandbox.pytest(str(suite / "test_own.py"), "--rootdir", str(suite))
+    text = out(proc)
+    assert proc.returncode == 0, text[-2000:]
+    assert "DependencyWarning" not in text and "SOCKS support" not in text, text[-3000:]

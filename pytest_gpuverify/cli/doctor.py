@@ -48,7 +48,10 @@ class DoctorReport:
 def run_doctor(env: EnvFile, host_name: Optional[str] = None, docker_factory=None) -> DoctorReport:
     from pytest_gpuverify.config.hosts import lock_for
 
+    from pytest_gpuverify import __version__
+
     report = DoctorReport()
+    report.lines.append(f"plugin    pytest-gpuverify {__version__}")
     here = socket.gethostname()
     row = env.host(host_name) if host_name else next((h for h in env.hosts if h.is_local), None)
     report.lines.append(f"host      {here}  (Hosts row: {row.host if row else 'none'}"

@@ -119,7 +119,16 @@ def _cmd_handoff(args: argparse.Namespace) -> int:
 
 def _cmd_sim_install(args: argparse.Namespace) -> int:
     from pytest_gpuverify.simulator import SimState, install
+    from pytest_gpuverify.simulator.state import ARCH_DEFAULTS
 
+    if args.gpus < 1:
+        print(f"gpuverify sim install: --gpus {args.gpus}: a host has at least one GPU. Fix: e.g. --gpus 8",
+              file=sys.stderr)
+        return 2
+    if args.arch not in ARCH_DEFAULTS:  # the parts the fake tools can print
+        print(f"gpuverify sim install: --arch {args.arch}: not an arch the simulator knows. "
+              f"Fix: one of {', '.join(sorted(ARCH_DEFAULTS))}", file=sys.stderr)
+        return 2
     state = SimState.idle(gpus=args.gpus, arch=args.arch)
     path = install(Path(args.bin_dir), state)
     print(f"simulated ROCm host installed in {args.bin_dir} (state: {path}); put it first on PATH, "
@@ -166,7 +175,10 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from pytest_gpuverify import __version__
+
     parser = argparse.ArgumentParser(prog="gpuverify", description="pytest-gpuverify tools")
+    parser.add_argument("--version", action="version", version=f"pytest-gpuverify {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     schema = sub.add_parser("schema", help="print the artifact's JSON Schema")
     schema.add_argument("--handoff", action="store_true", help="the handoff's JSON Schema instead")
