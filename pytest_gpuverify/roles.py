@@ -121,6 +121,7 @@ class EngineRole(Role):
         self.engine = engine
         config.stash[ENGINE_KEY] = engine
         self._previous_handlers: dict = {}  # signal -> the handler this role replaced, put back at unregister
+        self.reported: set[str] = set()  # node ids whose call phase reported
 
     def unregister(self) -> None:
         super().unregister()
@@ -156,10 +157,15 @@ class EngineRole(Role):
             return None
         return DeclarationFile.from_parent(parent, path=file_path)
 
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if report.when == "call":
+            self.reported.add(report.nodeid)
+
     @pytest.hookimpl(hookwrapper=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int):
         engine = self.engine
         engine.close()  # artifacts are written here, also after Ctrl-C
+        self.report_stopped(session)
         self.hand_back(session.config)
         reporter = session.config.pluginmanager.get_plugin("terminalreporter")
         for problem in engine.write_problems:
@@ -169,6 +175,23 @@ class EngineRole(Role):
                 and session.exitstatus == 0:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
         yield
+
+    def report_stopped(self, session: pytest.Session) -> None:
+        """A target that Ctrl-C or SIGTERM stopped ran, and has its artifact, but pytest got no report
+        of it: one is made now, so pytest's own line (and a JUnit file) counts it, not "no tests ran"."""
+        from pytest_gpuverify.plugin import GpuTargetItem
+        from pytest_gpuverify.terminal import verdict_properties
+
+        items = {id(i.target): i for i in getattr(session, "items", []) if isinstance(i, GpuTargetItem)}
+        for outcome in self.engine.outcomes:
+            item = items.get(id(outcome.target))
+            if item is None or item.nodeid in self.reported:
+                continue  # a fixture's run reports with its test
+            art = outcome.artifact
+            report = pytest.TestReport(item.nodeid, item.location, {}, "passed" if art.verdict == "PASS" else "failed",
+                                       f"{art.verdict}: stopped before its report: {'; '.join(art.reasons[:1])}",
+                                       "call", user_properties=verdict_properties(art, outcome.artifact_path))
+            session.config.hook.pytest_runtest_logreport(report=report)
 
     def hand_back(self, config: pytest.Config) -> None:
         """What goes back to whoever started this process, once the artifacts are written."""

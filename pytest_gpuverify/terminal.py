@@ -85,6 +85,10 @@ class VerdictSummary:
             self.verdicts.append((report.nodeid, props))
 
     def pytest_terminal_summary(self, terminalreporter) -> None:
+        if terminalreporter.config.getoption("collectonly", False):
+            terminalreporter.section("gpuverify")
+            terminalreporter.line("--collect-only: GPU targets were collected, none was run")
+            return
         verdicts = list(self.verdicts)
         reported = {p.get("gpuverify_artifact") for _, p in verdicts}
         engine = self._engine()

@@ -59,3 +59,10 @@ def test_the_docker_imports_warnings_never_reach_the_warnings_summary(sandbox):
     text = out(proc)
     assert proc.returncode == 0, text[-2000:]
     assert "DependencyWarning" not in text and "SOCKS support" not in text, text[-3000:]
+
+
+def test_collect_only_does_not_say_no_target_ran(sandbox):
+    proc = sandbox.pytest("--collect-only", "op_tests/test_rmsnorm2d.py")
+    text = out(proc)
+    assert proc.returncode == 0 and "rmsnorm2d" in text, text[-2000:]
+    assert "no GPU targets ran" not in text and "--collect-only: GPU targets were collected, none was run" in text

@@ -187,7 +187,8 @@ def test_the_summary_shows_each_artifacts_final_name(tmp_path):
         when="call", nodeid="op_tests/x.py::x", location=("op_tests/x.py", 0, ""),
         user_properties=[("gpuverify_verdict", "PASS"), ("gpuverify_artifact", str(asked))]))
     lines: list[str] = []
-    summary.pytest_terminal_summary(SimpleNamespace(section=lambda *a, **k: None, line=lambda text, **k: lines.append(text)))
+    summary.pytest_terminal_summary(SimpleNamespace(section=lambda *a, **k: None, line=lambda text, **k: lines.append(text),
+                                                    config=SimpleNamespace(getoption=lambda *a, **k: False)))
     assert len(lines) == 1 and lines[0].endswith(f"-> {stored}"), lines
 
 
