@@ -6,6 +6,11 @@ from pathlib import Path
 from typing import Callable, Iterable, Optional
 
 
+def counted(n: object, noun: str) -> str:
+    """``1 shape``, ``3 shapes``: a count with its noun in the number it needs."""
+    return f"{n} {noun}" if str(n) == "1" else f"{n} {noun}s"
+
+
 def summarize_reasons(reasons: list[str]) -> str:
     if not reasons:
         return "ok"

@@ -29,3 +29,11 @@ def test_sim_install_refuses_a_host_it_cannot_be(tmp_path, capsys, args, said):
     err = capsys.readouterr().err
     assert said in err and "Fix:" in err and err.count("\n") == 1, err
     assert not (tmp_path / "sim").exists(), "nothing installed"
+
+
+def test_one_shape_is_singular_in_the_ci_summary():
+    from pytest_gpuverify.reporting.ci_summary import key_numbers
+
+    assert key_numbers({"gpuverify_shapes": "1"}).startswith("1 shape") and "1 shapes" not in key_numbers(
+        {"gpuverify_shapes": "1"})
+    assert key_numbers({"gpuverify_shapes": "3"}).startswith("3 shapes")

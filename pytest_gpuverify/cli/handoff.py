@@ -17,6 +17,7 @@ from pytest_gpuverify.engine.orphans import WHY, orphan_logs
 from pytest_gpuverify.compare.command import Refused, checked
 from pytest_gpuverify.compare.core import compare, side_of
 from pytest_gpuverify.parsers.throughput import SHAPE
+from pytest_gpuverify.terminal import counted
 
 
 class _Model(BaseModel):
@@ -90,7 +91,7 @@ def _ab(base: Optional[Artifact], head: Artifact) -> Optional[str]:
 def observation(art: Artifact, base: Optional[Artifact] = None) -> str:
     c = art.correctness
     parts = [art.verdict + (f" ({art.reasons[0]})" if art.reasons and art.verdict != "PASS" else ""),
-             f"{c.shapes_checked} shape{'' if c.shapes_checked == 1 else 's'} checked"]
+             f"{counted(c.shapes_checked, 'shape')} checked"]
     for label, value in (("lowest cosine_sim", c.cosine_sim), ("lowest SNR (dB)", c.snr_db),
                          ("max_abs_error", c.max_abs_error)):
         if value is not None:
