@@ -37,6 +37,8 @@ ENV_KEY = pytest.StashKey[tuple[Path, "EnvFile"]]()  # (path, env file) as read 
 NO_CONFTEST_KEY = pytest.StashKey[str]()  # the kernel repo whose conftest.py files are not imported
 REMOTE_KEY = pytest.StashKey["RemoteController"]()  # planned in pytest_cmdline_main: workers on GPU hosts
 CLAIMS_VARIABLE = "gpuverify_topic_claims"  # workerinput: the folder where workers claim artifact names
+STORED_KEY = "gpuverify_stored"  # workeroutput: asked artifact path -> where it was written
+WRITE_PROBLEMS_KEY = "gpuverify_write_problems"  # workeroutput: artifacts not written where asked
 
 
 def choose_role(config: pytest.Config) -> Role:
@@ -248,6 +250,11 @@ class DistWorker(EngineRole):
         from pytest_gpuverify.remote.onhost import hand_back
 
         hand_back(config, self.engine)  # a worker on a GPU host: its files go to the controller too
+        # where each artifact really went, and what could not be written where asked: for the
+        # controller's summary (its reports came before the artifacts were written)
+        config.workeroutput[STORED_KEY] = {str(o.artifact_path): str(o.stored_path)  # type: ignore[attr-defined]
+                                           for o in self.engine.outcomes if o.stored_path is not None}
+        config.workeroutput[WRITE_PROBLEMS_KEY] = list(self.engine.write_problems)  # type: ignore[attr-defined]
 
 
 class DistController(Role):
@@ -256,8 +263,22 @@ class DistController(Role):
 
     def __init__(self, config: pytest.Config) -> None:
         super().__init__(config)
-        self.helpers.append((VerdictSummary(lambda: None, config.getoption("gpu_ci_summary")), "gpuverify-summary"))
+        self.summary = VerdictSummary(lambda: None, config.getoption("gpu_ci_summary"))
+        self.helpers.append((self.summary, "gpuverify-summary"))
         self.claims: Optional[str] = None
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int):
+        if self.summary.write_problems and session.exitstatus == 0:  # a worker's artifact not where asked
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        yield
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node, error) -> None:
+        """A worker ended: where its artifacts really went, and what it could not write where asked."""
+        output = getattr(node, "workeroutput", None) or {}
+        self.summary.stored.update(output.get(STORED_KEY) or {})
+        self.summary.write_problems += output.get(WRITE_PROBLEMS_KEY) or []
 
     def pytest_configure(self, config: pytest.Config) -> None:
         import shutil

@@ -82,6 +82,8 @@ class VerdictSummary:
         self.verdicts: list[tuple[str, dict]] = []
         self._engine = engine
         self._ci_summary = ci_summary  # --gpu-ci-summary: the GitHub markdown, written there too
+        self.stored: dict[str, str] = {}  # asked artifact path -> where it was written, as xdist workers said
+        self.write_problems: list[str] = []  # xdist workers' artifacts not written where asked
 
     def pytest_runtest_logreport(self, report) -> None:
         props = dict(report.user_properties)
@@ -103,13 +105,16 @@ class VerdictSummary:
                 verdicts.append((outcome.target.name, dict(verdict_properties(outcome.artifact, outcome.artifact_path))))
         # the name each artifact really got when written (after the reports): a free name beside a
         # concurrent session's artifact, or the user's own folder when the asked place failed
-        stored = {str(o.artifact_path): str(o.stored_path) for o in outcomes if getattr(o, "stored_path", None)}
+        stored = {**self.stored, **{str(o.artifact_path): str(o.stored_path) for o in outcomes
+                                    if getattr(o, "stored_path", None)}}
         verdicts = [(nodeid, {**p, "gpuverify_artifact": stored.get(p.get("gpuverify_artifact", ""),
                                                                     p.get("gpuverify_artifact", ""))})
                     for nodeid, p in verdicts]
         terminalreporter.section("gpuverify")
         for line in summary_lines(verdicts):
             terminalreporter.line(line)
+        for problem in self.write_problems:
+            terminalreporter.line(f"gpuverify: {problem}", red=True)
         orphans = getattr(engine, "orphan_logs", None) or []  # the engine's, found at close
         if orphans:
             from pytest_gpuverify.engine.orphans import WHY

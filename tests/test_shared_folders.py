@@ -209,3 +209,29 @@ def test_concurrent_sessions_of_one_topic_each_keep_their_own_name(tmp_path):
     assert read_artifact(second_path).notes == ["second"] and read_artifact(first_path).notes == ["first"]
     assert second_path == earlier == folder / "bench_x.json", "a run that began later moves an earlier one aside"
     assert sorted(read_artifact(p).notes[0] for p in folder.glob("bench_x*.json")) == ["earlier", "first", "second"]
+
+
+def test_an_xdist_controller_shows_where_its_workers_artifacts_really_went(tmp_path):
+    """Workers write their artifacts after their reports reached the controller: each worker says,
+    as it ends, where each went and what it could not write where asked; the controller's summary
+    shows the final names and the problems, and its exit is non-zero."""
+    from pytest_gpuverify.roles import DistController
+
+    asked, kept = tmp_path / "T-1" / "bench_x.json", tmp_path / "own" / "bench_x.json"
+    controller = DistController(SimpleNamespace(getoption=lambda *a, **k: None))
+    controller.summary.pytest_runtest_logreport(SimpleNamespace(
+        when="call", nodeid="op_tests/x.py::x", location=("op_tests/x.py", 0, ""),
+        user_properties=[("gpuverify_verdict", "PASS"), ("gpuverify_artifact", str(asked))]))
+    controller.pytest_testnodedown(SimpleNamespace(workeroutput={
+        "gpuverify_stored": {str(asked): str(kept)},
+        "gpuverify_write_problems": [f"the artifact could not be written to {asked} (full); it was written to {kept} instead"]}),
+        None)
+    lines: list[str] = []
+    controller.summary.pytest_terminal_summary(SimpleNamespace(
+        section=lambda *a, **k: None, line=lambda text, **k: lines.append(text),
+        config=SimpleNamespace(getoption=lambda *a, **k: False)))
+    assert lines[0].endswith(f"-> {kept}") and f"written to {kept} instead" in lines[1], lines
+    session = SimpleNamespace(exitstatus=0)
+    finish = controller.pytest_sessionfinish(session, 0)
+    next(finish)
+    assert session.exitstatus == pytest.ExitCode.TESTS_FAILED

@@ -28,7 +28,7 @@ def outcome_files(outcomes) -> tuple[list[tuple[str, bytes]], list[str]]:
     for outcome in outcomes:
         if not outcome.written:
             continue
-        for path in (outcome.artifact_path, outcome.raw_path, outcome.junit_path):
+        for path in (outcome.stored_path or outcome.artifact_path, outcome.raw_path, outcome.junit_path):
             for file in (path, path.with_name(path.name + ".sig")) if path is not None else ():
                 if not file.is_file():
                     continue
