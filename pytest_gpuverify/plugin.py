@@ -79,7 +79,8 @@ def pytest_cmdline_main(config: pytest.Config) -> None:
 @pytest.hookimpl(trylast=True)
 def pytest_configure(config: pytest.Config) -> None:
     # registered always, so `@pytest.mark.gpu` passes --strict-markers in runs without the plugin's work
-    config.addinivalue_line("markers", "gpu(gpus=N): a GPU target of pytest-gpuverify; gpus is how many GPUs it needs")
+    config.addinivalue_line("markers", "gpu(gpus=N, repo=NAME): a GPU target of pytest-gpuverify; gpus is how many "
+                            "GPUs it needs, repo the Repos row kernel_container runs in (a suite outside the repo)")
     if not config.getoption("gpu_verify", False):
         return
     role = choose_role(config)  # xdist has set --dist and --tx by now (its cmdline_main), a worker its workerinput

@@ -81,4 +81,13 @@ def build_options(config: pytest.Config) -> RunOptions:
         echo_output=config.getoption("capture") == "no",
         repeats=check_repeats(config.getoption("gpu_repeats")),
         ab_base=config.getoption("gpu_ab") or None,
+        ci_summary=Path(config.getoption("gpu_ci_summary")).expanduser() if config.getoption("gpu_ci_summary") else None,
+        paths=_path_arguments(config),
     )
+
+
+def _path_arguments(config: pytest.Config) -> tuple[Path, ...]:
+    """The command line's file and folder arguments (node ids without their ``::`` part)."""
+    here = Path(config.invocation_params.dir)
+    args = [a for a in config.args if not a.startswith("-")] if config.args_source == pytest.Config.ArgsSource.ARGS else []
+    return tuple(here / a.split("::", 1)[0] for a in args)

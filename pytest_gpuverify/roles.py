@@ -37,10 +37,15 @@ ENV_KEY = pytest.StashKey[tuple[Path, "EnvFile"]]()  # (path, env file) as read 
 NO_CONFTEST_KEY = pytest.StashKey[str]()  # the kernel repo whose conftest.py files are not imported
 REMOTE_KEY = pytest.StashKey["RemoteController"]()  # planned in pytest_cmdline_main: workers on GPU hosts
 CLAIMS_VARIABLE = "gpuverify_topic_claims"  # workerinput: the folder where workers claim artifact names
+STORED_KEY = "gpuverify_stored"  # workeroutput: asked artifact path -> where it was written
+WRITE_PROBLEMS_KEY = "gpuverify_write_problems"  # workeroutput: artifacts not written where asked
 
 
 def choose_role(config: pytest.Config) -> Role:
     """The role of this process; a bad setup (options, env file, declarations) is a UsageError."""
+    from pytest_gpuverify.execute.container import quiet_docker_import
+
+    quiet_docker_import()  # here, in the main thread, before the session's threads import docker
     if REMOTE_KEY in config.stash:
         return RemoteDistController(config, config.stash[REMOTE_KEY])
     from pytest_gpuverify.config.envfile import load_env_file
@@ -117,19 +122,20 @@ class EngineRole(Role):
         super().__init__(config)
         self.engine = engine
         config.stash[ENGINE_KEY] = engine
-        self._previous_term = None  # the SIGTERM handler this role replaced, put back at unregister
+        self._previous_handlers: dict = {}  # signal -> the handler this role replaced, put back at unregister
+        self.reported: set[str] = set()  # node ids whose call phase reported
 
     def unregister(self) -> None:
         super().unregister()
-        if self._previous_term is not None:  # an embedding process gets its own SIGTERM back
-            import signal
+        import signal
 
-            signal.signal(signal.SIGTERM, self._previous_term)
-            self._previous_term = None
+        for signum, handler in self._previous_handlers.items():  # an embedding process gets its own back
+            signal.signal(signum, handler)
+        self._previous_handlers = {}
 
     def pytest_configure(self, config: pytest.Config) -> None:
         """Called once the role is registered: the idle window starts filling now, while pytest collects."""
-        self._previous_term = _terminate_like_ctrl_c()
+        self._previous_handlers = _terminate_like_ctrl_c()
         self.engine.start_in_background()
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
@@ -153,10 +159,15 @@ class EngineRole(Role):
             return None
         return DeclarationFile.from_parent(parent, path=file_path)
 
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if report.when == "call":
+            self.reported.add(report.nodeid)
+
     @pytest.hookimpl(hookwrapper=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int):
         engine = self.engine
         engine.close()  # artifacts are written here, also after Ctrl-C
+        self.report_stopped(session)
         self.hand_back(session.config)
         reporter = session.config.pluginmanager.get_plugin("terminalreporter")
         for problem in engine.write_problems:
@@ -166,6 +177,23 @@ class EngineRole(Role):
                 and session.exitstatus == 0:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
         yield
+
+    def report_stopped(self, session: pytest.Session) -> None:
+        """A target that Ctrl-C or SIGTERM stopped ran, and has its artifact, but pytest got no report
+        of it: one is made now, so pytest's own line (and a JUnit file) counts it, not "no tests ran"."""
+        from pytest_gpuverify.plugin import GpuTargetItem
+        from pytest_gpuverify.terminal import verdict_properties
+
+        items = {id(i.target): i for i in getattr(session, "items", []) if isinstance(i, GpuTargetItem)}
+        for outcome in self.engine.outcomes:
+            item = items.get(id(outcome.target))
+            if item is None or item.nodeid in self.reported:
+                continue  # a fixture's run reports with its test
+            art = outcome.artifact
+            report = pytest.TestReport(item.nodeid, item.location, {}, "passed" if art.verdict == "PASS" else "failed",
+                                       f"{art.verdict}: stopped before its report: {'; '.join(art.reasons[:1])}",
+                                       "call", user_properties=verdict_properties(art, outcome.artifact_path))
+            session.config.hook.pytest_runtest_logreport(report=report)
 
     def hand_back(self, config: pytest.Config) -> None:
         """What goes back to whoever started this process, once the artifacts are written."""
@@ -198,6 +226,7 @@ class Central(EngineRole):
         from pytest_gpuverify.plugin import GpuTargetItem
 
         _one_target_per_topic(self.engine.options.topic, [i.target.name for i in items if isinstance(i, GpuTargetItem)])
+        _no_outside_timeout(config, items)
 
 
 class DistWorker(EngineRole):
@@ -213,6 +242,7 @@ class DistWorker(EngineRole):
         from pytest_gpuverify.plugin import GpuTargetItem
         from pytest_gpuverify.remote.onhost import tell_controller
 
+        _no_outside_timeout(config, items)
         # a worker on a GPU host: its targets' needs and topics for placement, its folder for a dead log
         tell_controller([i for i in items if isinstance(i, GpuTargetItem)], self.engine)
 
@@ -220,6 +250,11 @@ class DistWorker(EngineRole):
         from pytest_gpuverify.remote.onhost import hand_back
 
         hand_back(config, self.engine)  # a worker on a GPU host: its files go to the controller too
+        # where each artifact really went, and what could not be written where asked: for the
+        # controller's summary (its reports came before the artifacts were written)
+        config.workeroutput[STORED_KEY] = {str(o.artifact_path): str(o.stored_path)  # type: ignore[attr-defined]
+                                           for o in self.engine.outcomes if o.stored_path is not None}
+        config.workeroutput[WRITE_PROBLEMS_KEY] = list(self.engine.write_problems)  # type: ignore[attr-defined]
 
 
 class DistController(Role):
@@ -228,8 +263,22 @@ class DistController(Role):
 
     def __init__(self, config: pytest.Config) -> None:
         super().__init__(config)
-        self.helpers.append((VerdictSummary(lambda: None, config.getoption("gpu_ci_summary")), "gpuverify-summary"))
+        self.summary = VerdictSummary(lambda: None, config.getoption("gpu_ci_summary"))
+        self.helpers.append((self.summary, "gpuverify-summary"))
         self.claims: Optional[str] = None
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int):
+        if self.summary.write_problems and session.exitstatus == 0:  # a worker's artifact not where asked
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        yield
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node, error) -> None:
+        """A worker ended: where its artifacts really went, and what it could not write where asked."""
+        output = getattr(node, "workeroutput", None) or {}
+        self.summary.stored.update(output.get(STORED_KEY) or {})
+        self.summary.write_problems += output.get(WRITE_PROBLEMS_KEY) or []
 
     def pytest_configure(self, config: pytest.Config) -> None:
         import shutil
@@ -271,21 +320,22 @@ class RemoteDistController(DistController):
         """No claims folder: it would be a path on this host."""
 
 
-def _terminate_like_ctrl_c():
-    """SIGTERM (a CI job cancelled, a scheduler's stop) takes Ctrl-C's path: the command is stopped,
-    the lock released and the artifact written with the reason. Returns the handler it replaced
-    (None: none replaced), put back when the role ends."""
+def _terminate_like_ctrl_c() -> dict:
+    """SIGTERM (a CI job cancelled, a scheduler's stop) and SIGHUP (the terminal closed, the ssh
+    session to a login node dropped) take Ctrl-C's path: the command is stopped, the lock released
+    and the artifact written with the reason. Returns the handlers it replaced (signal -> handler),
+    put back when the role ends."""
     import signal
     import threading
 
     from pytest_gpuverify.execute.base import Terminated
 
-    def on_term(signum, frame):
-        raise Terminated("SIGTERM")
+    def on_signal(signum, frame):
+        raise Terminated(signal.Signals(signum).name)
 
     if threading.current_thread() is not threading.main_thread():
-        return None
-    return signal.signal(signal.SIGTERM, on_term)
+        return {}
+    return {signum: signal.signal(signum, on_signal) for signum in (signal.SIGTERM, signal.SIGHUP)}
 
 
 def _load_declarations(config: pytest.Config, env: EnvFile) -> Optional[Declarations]:
@@ -313,6 +363,15 @@ def _load_declarations(config: pytest.Config, env: EnvFile) -> Optional[Declarat
         else:
             config.args[:] = [str(path)]
     return decls
+
+
+def _no_outside_timeout(config: pytest.Config, items: list) -> None:
+    from pytest_gpuverify.other_plugins import timeout_plugin_problem
+    from pytest_gpuverify.plugin import GpuTargetItem
+
+    problem = timeout_plugin_problem(config, [i for i in items if isinstance(i, GpuTargetItem)])
+    if problem:
+        raise pytest.UsageError(problem)
 
 
 def _one_target_per_topic(topic: Optional[str], names: list[str]) -> None:

@@ -6,6 +6,11 @@ from pathlib import Path
 from typing import Callable, Iterable, Optional
 
 
+def counted(n: object, noun: str) -> str:
+    """``1 shape``, ``3 shapes``: a count with its noun in the number it needs."""
+    return f"{n} {noun}" if str(n) == "1" else f"{n} {noun}s"
+
+
 def summarize_reasons(reasons: list[str]) -> str:
     if not reasons:
         return "ok"
@@ -77,6 +82,8 @@ class VerdictSummary:
         self.verdicts: list[tuple[str, dict]] = []
         self._engine = engine
         self._ci_summary = ci_summary  # --gpu-ci-summary: the GitHub markdown, written there too
+        self.stored: dict[str, str] = {}  # asked artifact path -> where it was written, as xdist workers said
+        self.write_problems: list[str] = []  # xdist workers' artifacts not written where asked
 
     def pytest_runtest_logreport(self, report) -> None:
         props = dict(report.user_properties)
@@ -85,15 +92,35 @@ class VerdictSummary:
             self.verdicts.append((report.nodeid, props))
 
     def pytest_terminal_summary(self, terminalreporter) -> None:
+        if terminalreporter.config.getoption("collectonly", False):
+            terminalreporter.section("gpuverify")
+            terminalreporter.line("--collect-only: GPU targets were collected, none was run")
+            return
         verdicts = list(self.verdicts)
         reported = {p.get("gpuverify_artifact") for _, p in verdicts}
         engine = self._engine()
-        for outcome in getattr(engine, "outcomes", None) or []:
+        outcomes = getattr(engine, "outcomes", None) or []
+        for outcome in outcomes:
             if str(outcome.artifact_path) not in reported:  # its artifact is written; its report never came
                 verdicts.append((outcome.target.name, dict(verdict_properties(outcome.artifact, outcome.artifact_path))))
+        # the name each artifact really got when written (after the reports): a free name beside a
+        # concurrent session's artifact, or the user's own folder when the asked place failed
+        stored = {**self.stored, **{str(o.artifact_path): str(o.stored_path) for o in outcomes
+                                    if getattr(o, "stored_path", None)}}
+        verdicts = [(nodeid, {**p, "gpuverify_artifact": stored.get(p.get("gpuverify_artifact", ""),
+                                                                    p.get("gpuverify_artifact", ""))})
+                    for nodeid, p in verdicts]
         terminalreporter.section("gpuverify")
         for line in summary_lines(verdicts):
             terminalreporter.line(line)
+        for problem in self.write_problems:
+            terminalreporter.line(f"gpuverify: {problem}", red=True)
+        orphans = getattr(engine, "orphan_logs", None) or []  # the engine's, found at close
+        if orphans:
+            from pytest_gpuverify.engine.orphans import WHY
+
+            for log in orphans:
+                terminalreporter.line(f"gpuverify: {log}: {WHY}", yellow=True)
         from pytest_gpuverify.reporting.ci_summary import publish
 
         for problem in publish(verdicts, summary_path=self._ci_summary):

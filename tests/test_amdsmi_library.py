@@ -142,3 +142,36 @@ def test_a_process_started_by_gpuverify_sim_use_is_listed_on_its_gpus(host):
     finally:
         worker.kill()
         worker.wait()
+
+
+class _WatchedPath(list):
+    """sys.path that records every change made to it."""
+
+    changes: list = []
+
+    def insert(self, *args):
+        self.changes.append(("insert", args))
+        super().insert(*args)
+
+    def remove(self, *args):
+        self.changes.append(("remove", args))
+        super().remove(*args)
+
+    def append(self, *args):
+        self.changes.append(("append", args))
+        super().append(*args)
+
+
+def test_the_library_loads_from_rocms_folder_without_touching_sys_path(host, monkeypatch):
+    """Other threads import while the library loads: an entry put into sys.path and taken out under
+    their walk of it makes them skip one (an import of requests failed so)."""
+    from pytest_gpuverify.gpu.amdsmi_lib import _import_amdsmi
+
+    _, runner = host(SimState.idle(2))
+    watched = _WatchedPath(sys.path)
+    monkeypatch.setattr(sys, "path", watched)
+    module, why = _import_amdsmi(runner.environ)
+    assert why is None and module is not None and module.__file__.startswith(runner.environ["ROCM_PATH"]), why
+    assert watched.changes == [] and list(sys.path) == watched
+    library, why = AmdSmiLibrary.load(runner.environ)
+    assert why is None and len(library.read()) == 2, why

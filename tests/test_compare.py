@@ -194,7 +194,8 @@ def test_handoff_numbers_are_the_artifacts_and_the_schema_holds(ab, capsys, tmp_
     faster = read_artifact(ab["faster"])
     run = runs[faster.command]
     assert run["exitCode"] == faster.exit_code == 0
-    assert run["observation"].startswith(f"PASS; {faster.correctness.shapes_checked} shapes checked")
+    shapes = faster.correctness.shapes_checked
+    assert run["observation"].startswith(f"PASS; {shapes} shape{'' if shapes == 1 else 's'} checked")
     head_us = [r.us_median for r in faster.perf if r.side == "B" and r.shape.startswith("M=1,")]
     assert f"-> {statistics.fmean(head_us)!r} (IMPROVED)" in run["observation"]  # the mean of the head's runs
     assert "A/B: not compared (the A/B run is INCONCLUSIVE" in runs[read_artifact(ab["unchecked"]).command]["observation"]

@@ -180,14 +180,18 @@ def test_doctor_names_who_holds_a_lock(sandbox):
         holder.wait()
 
 
-@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
 def test_the_summary_counts_targets_stopped_by_a_signal(sandbox, sig):
     proc = sandbox.start_sleeper()
     proc.send_signal(sig)
     text = proc.communicate(timeout=60)[0].decode(errors="replace")
     art = sandbox.artifact("sleep")
     assert art.verdict == "INCONCLUSIVE", text
+    if sig != signal.SIGINT:  # SIGHUP: the terminal closed, the ssh session dropped
+        assert art.reasons[0].startswith(f"interrupted ({sig.name})"), art.reasons
     assert "no GPU targets ran" not in text, text
+    last = text.strip().splitlines()[-1]
+    assert "no tests ran" not in last and "1 inconclusive" in last, last  # pytest's own line counts the target
     path = sandbox.tickets / "T-1" / "bench_sleep.json"
     assert re.search(rf"^INCONCLUSIVE +\S+ +gpu \d+ +interrupted .*-> {re.escape(str(path))}$", summary(text), re.M), text
 

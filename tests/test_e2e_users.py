@@ -184,19 +184,22 @@ def test_doctor_says_when_the_tickets_folder_cannot_be_written(shared_host, seco
 
 
 def test_a_team_shares_one_ticket_folder(shared_host, second_user):
-    """Root made T-1 first; the second user adds a run of the same topic: root's artifact is moved
-    aside, the second user's is current, both readable by the team."""
+    """Root made T-1 first, in the team's 1777 tickets folder, so T-1 keeps the sticky bit; the second
+    user adds a run of the same topic: root's artifact cannot be moved aside by another user, so the
+    second user's goes beside it, and both are readable by the team."""
     box = shared_host
     trust = {"GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "safe.directory", "GIT_CONFIG_VALUE_0": "*"}  # root, in
     proc = box.pytest("op_tests/test_rmsnorm2d.py", "--gpu-container", "none", env=trust)  # the peer's checkout
     assert box.artifact("rmsnorm2d").verdict == "PASS", text(proc)[-2000:]
     ticket = box.tickets / "T-1"
-    assert stat.S_IMODE(ticket.stat().st_mode) == 0o777, "a new ticket folder takes the tickets folder's bits"
+    assert stat.S_IMODE(ticket.stat().st_mode) == 0o1777, "a new ticket folder takes the tickets folder's bits"
     proc = peer_pytest(box, second_user, "op_tests/test_rmsnorm2d.py")
-    art = box.artifact("rmsnorm2d")
-    assert art.verdict == "PASS", (art.reasons, text(proc)[-2000:])
     owners = {p.name: p.stat().st_uid for p in ticket.glob("bench_rmsnorm2d*.json")}
-    assert owners["bench_rmsnorm2d.json"] == second_user.uid and sorted(owners.values()) == [0, second_user.uid], owners
+    assert owners["bench_rmsnorm2d.json"] == 0 and sorted(owners.values()) == [0, second_user.uid], owners
+    from pytest_gpuverify.engine.artifact import read_artifact
+
+    theirs = next(ticket / name for name, uid in owners.items() if uid == second_user.uid)
+    assert read_artifact(theirs).verdict == "PASS", text(proc)[-2000:]
     assert stat.S_IMODE((box.tickets / ".gpuverify.lock").stat().st_mode) == 0o666
 
 

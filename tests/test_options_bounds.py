@@ -183,7 +183,8 @@ def test_the_summary_counts_a_target_whose_report_never_came():
     engine = SimpleNamespace(outcomes=[SimpleNamespace(target=SimpleNamespace(name="op_tests/test_sleep.py"),
                                                        artifact=art, artifact_path=Path("/t/bench_sleep.json"))])
     lines: list[str] = []
-    reporter = SimpleNamespace(section=lambda *a, **k: None, line=lines.append)
+    reporter = SimpleNamespace(section=lambda *a, **k: None, line=lines.append,
+                               config=SimpleNamespace(getoption=lambda *a, **k: False))
     VerdictSummary(lambda: engine).pytest_terminal_summary(reporter)
     assert lines and lines[0].startswith("INCONCLUSIVE ") and lines[0].endswith("-> /t/bench_sleep.json"), lines
 

@@ -16,7 +16,8 @@ import pytest
 from pytest_gpuverify.engine import files
 
 from pytest_gpuverify.lease import lock
-from pytest_gpuverify.engine.artifact import Artifact, read_artifact, store_artifact, write_artifact
+from pytest_gpuverify.engine.artifact import Artifact, read_artifact, write_artifact
+from pytest_gpuverify.engine.store import store_artifact
 from pytest_gpuverify.lease.lock import GpuLease, LockError, open_lock_file
 from pytest_gpuverify.lease.shared_readings import STALE_S, SharedReadings, remove_stale
 
@@ -183,7 +184,7 @@ def test_a_new_ticket_folder_takes_the_team_folders_permissions(tmp_path):
     os.chmod(sticky, 0o1777)
     with umask(0o022):
         files.make_dirs(sticky / "T-2")
-    assert mode_of(sticky / "T-2") == 0o777, "the sticky bit would stop members replacing each other's artifacts"
+    assert mode_of(sticky / "T-2") == 0o1777, "without the sticky bit any local user could replace others' artifacts"
     existing = tickets / "T-3"
     existing.mkdir(mode=0o700)
     files.make_dirs(existing)

@@ -48,7 +48,10 @@ class DoctorReport:
 def run_doctor(env: EnvFile, host_name: Optional[str] = None, docker_factory=None) -> DoctorReport:
     from pytest_gpuverify.config.hosts import lock_for
 
+    from pytest_gpuverify import __version__
+
     report = DoctorReport()
+    report.lines.append(f"plugin    pytest-gpuverify {__version__}")
     here = socket.gethostname()
     row = env.host(host_name) if host_name else next((h for h in env.hosts if h.is_local), None)
     report.lines.append(f"host      {here}  (Hosts row: {row.host if row else 'none'}"
@@ -67,8 +70,11 @@ def run_doctor(env: EnvFile, host_name: Optional[str] = None, docker_factory=Non
 
 
 def _tickets(report: DoctorReport, env: EnvFile) -> None:
-    """A tickets folder the artifacts cannot be written to stops every run before it starts."""
-    from pytest_gpuverify.engine.files import FileProblem, check_writable_dir, owner_and_mode
+    """A tickets folder the artifacts cannot be written to stops every run before it starts; so does
+    one every local user writes in without the sticky bit."""
+    import stat
+
+    from pytest_gpuverify.engine.files import FileProblem, check_writable_dir, open_folder_problem, owner_and_mode
 
     if env.resources.tickets is None:
         return
@@ -79,7 +85,15 @@ def _tickets(report: DoctorReport, env: EnvFile) -> None:
         report.lines.append(f"tickets   {exc}")
         report.problems.append(f"tickets folder {folder} is not writable")
         return
-    report.lines.append(f"tickets   {folder} writable ({owner_and_mode(folder)})")
+    problem = open_folder_problem(folder)
+    if problem is not None:
+        report.lines.append(f"tickets   {problem}")
+        report.problems.append(f"tickets folder {folder} is writable by every user without the sticky bit")
+        return
+    shared = ""
+    if folder.is_dir() and folder.stat().st_mode & stat.S_IWOTH:  # sticky, or open_folder_problem said so
+        shared = "; every local user writes here, with the sticky bit: each user's files stay their own"
+    report.lines.append(f"tickets   {folder} writable ({owner_and_mode(folder)}){shared}")
 
 
 def _gpus(report: DoctorReport, env: EnvFile, row, backend, lock_for) -> None:

@@ -13,9 +13,11 @@ from typing import Any, Optional
 from pydantic import BaseModel, ConfigDict, Field
 
 from pytest_gpuverify.engine.artifact import Artifact
+from pytest_gpuverify.engine.orphans import WHY, orphan_logs
 from pytest_gpuverify.compare.command import Refused, checked, decide, not_passing
 from pytest_gpuverify.compare.core import side_of
 from pytest_gpuverify.parsers.throughput import SHAPE
+from pytest_gpuverify.terminal import counted
 
 
 class _Model(BaseModel):
@@ -94,7 +96,7 @@ def _ab(base: Optional[Artifact], head: Artifact) -> Optional[str]:
 def observation(art: Artifact, base: Optional[Artifact] = None) -> str:
     c = art.correctness
     parts = [art.verdict + (f" ({art.reasons[0]})" if art.reasons and art.verdict != "PASS" else ""),
-             f"{c.shapes_checked} shapes checked"]
+             f"{counted(c.shapes_checked, 'shape')} checked"]
     for label, value in (("lowest cosine_sim", c.cosine_sim), ("lowest SNR (dB)", c.snr_db),
                          ("max_abs_error", c.max_abs_error)):
         if value is not None:
@@ -135,15 +137,21 @@ def build_handoff(ticket: Path, base: Optional[Path] = None) -> Handoff:
         CommandRun(command=a.command or a.topic, exitCode=a.exit_code, observation=observation(a, bases.get(a.topic)))
         for _, a in arts]
     verdicts = Counter(a.verdict for _, a in arts)
-    summary = f"{len(arts)} artifact(s) in {ticket.name}: " + ", ".join(
+    summary = f"{len(arts)} artifact(s) in {ticket.resolve().name}: " + ", ".join(
         f"{verdicts[v]} {v}" for v in ("PASS", "FAIL", "INCONCLUSIVE") if verdicts[v])
-    return Handoff(salientSummary=summary, verification=Verification(commandsRun=runs))
+    orphans = [f"{log.name}: {WHY}" for log in orphan_logs(ticket)]
+    return Handoff(salientSummary=summary, verification=Verification(commandsRun=runs), discoveredIssues=orphans)
 
 
 def run_handoff(ticket: str, base: Optional[str], out: Optional[str]) -> int:
+    from pytest_gpuverify.cli.exclusivity import artifact_paths
+
     folder = Path(ticket)
     if not folder.is_dir():
         print(f"gpuverify handoff: {ticket}: no such folder", file=sys.stderr)
+        return 2
+    if not artifact_paths([ticket]):  # as `gpuverify check` of a folder without artifacts
+        print(f"gpuverify handoff: no artifact (bench_*.json) in {ticket}", file=sys.stderr)
         return 2
     try:
         doc = build_handoff(folder, Path(base) if base else None)

@@ -60,6 +60,11 @@ def _cmd_check(args: argparse.Namespace) -> int:
             checked.append((art, path))
     if len(args.artifacts) > 1 or len(paths) > 1 or Path(args.artifacts[0]).is_dir():
         worst = max(worst, _check_exclusive(checked))
+    from pytest_gpuverify.engine.orphans import WHY, orphan_logs
+
+    for folder in [Path(a) for a in args.artifacts if Path(a).is_dir()]:
+        for log in orphan_logs(folder):
+            print(f"ORPHAN {log}: {WHY}")
     return worst
 
 
@@ -105,15 +110,36 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     return run_compare(args.base, args.head, Rule(factor=args.factor), fmt, may_differ, args.fail_on_inconclusive)
 
 
+def _output_problem(command: str, path: Path) -> Optional[str]:
+    """One line when ``-o FILE`` cannot be written (a folder, a missing or unwritable folder)."""
+    from pytest_gpuverify.engine.files import output_file_problem
+
+    problem = output_file_problem(path)
+    return f"gpuverify {command}: -o {path}: {problem[0]}. Fix: {problem[1]}" if problem else None
+
+
 def _cmd_handoff(args: argparse.Namespace) -> int:
     from pytest_gpuverify.cli.handoff import run_handoff
 
+    problem = _output_problem("handoff", Path(args.output)) if args.output else None
+    if problem:
+        print(problem, file=sys.stderr)
+        return 2
     return run_handoff(args.ticket_dir, args.base, args.output)
 
 
 def _cmd_sim_install(args: argparse.Namespace) -> int:
     from pytest_gpuverify.simulator import SimState, install
+    from pytest_gpuverify.simulator.state import ARCH_DEFAULTS
 
+    if args.gpus < 1:
+        print(f"gpuverify sim install: --gpus {args.gpus}: a host has at least one GPU. Fix: e.g. --gpus 8",
+              file=sys.stderr)
+        return 2
+    if args.arch not in ARCH_DEFAULTS:  # the parts the fake tools can print
+        print(f"gpuverify sim install: --arch {args.arch}: not an arch the simulator knows. "
+              f"Fix: one of {', '.join(sorted(ARCH_DEFAULTS))}", file=sys.stderr)
+        return 2
     state = SimState.idle(gpus=args.gpus, arch=args.arch)
     path = install(Path(args.bin_dir), state)
     print(f"simulated ROCm host installed in {args.bin_dir} (state: {path}); put it first on PATH, "
@@ -152,13 +178,19 @@ def _cmd_merge(args: argparse.Namespace) -> int:
 def _cmd_report(args: argparse.Namespace) -> int:
     from pytest_gpuverify.reporting.html_report import write_report
 
+    problem = _output_problem("report", Path(args.out))
+    if problem:
+        print(problem, file=sys.stderr)
+        return 2
     return write_report([Path(d) for d in args.dirs], Path(args.out))
 
 
 def build_parser() -> argparse.ArgumentParser:
     from pytest_gpuverify.compare.identity import FIELDS
+    from pytest_gpuverify import __version__
 
     parser = argparse.ArgumentParser(prog="gpuverify", description="pytest-gpuverify tools")
+    parser.add_argument("--version", action="version", version=f"pytest-gpuverify {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     schema = sub.add_parser("schema", help="print the artifact's JSON Schema")
     schema.add_argument("--handoff", action="store_true", help="the handoff's JSON Schema instead")
@@ -232,6 +264,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except BrokenPipeError:  # `gpuverify schema | head`: the reader left; say nothing, as a tool SIGPIPE ends
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # Python's flush at exit would fail again
         return 128 + 13
+    except OSError as exc:  # a file that cannot be written or read (a full disk): one line, never a traceback
+        print(f"gpuverify {args.command}: {exc}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

@@ -327,11 +327,23 @@ def _repo(where: _Where, cells: dict[str, Optional[str]]) -> RepoRow:
 def _container(where: _Where, cells: dict[str, Optional[str]]) -> ContainerRow:
     from pytest_gpuverify.place.ephemeral import row_problem
 
-    problem = row_problem(cells)
+    problem = row_problem(cells) or _host_name_problem(cells.get("name"))
     if problem:
         raise where.error(*problem)
     return ContainerRow(name=cells["name"], image=cells["image"], host=cells["host"],
                         mounts=cells.get("mounts"), env=cells.get("env"))
+
+
+def _host_name_problem(name: Optional[str]) -> Optional[tuple[str, str]]:
+    """(message, fix) for a container named as the host itself (``host``, or ``none`` as in
+    --gpu-container none): its commands would run on the host, not in the container."""
+    from pytest_gpuverify.execute.host import HostExecutor
+    from pytest_gpuverify.place.resolve import runs_on_host
+
+    if name is None or not (name.strip().casefold() == HostExecutor.name or runs_on_host(name)):
+        return None
+    return (f"container {name!r} has the name of the host itself, so its commands would run on the host, "
+            "not in the container", f"rename the container (`docker rename {name} {name}-dev`) and its row")
 
 
 def _gpu_lock(where: _Where, cells: dict[str, Optional[str]]) -> GpuLockRow:

@@ -37,6 +37,8 @@ class RunOptions(BaseModel):
     on_host: bool = False  # an xdist worker started over SSH on the Hosts row `host` (remote/)
     repeats: Optional[int] = None  # --gpu-repeats: runs per target (and side) under one lock
     ab_base: Optional[str] = None  # --gpu-ab: the git ref of the base side (ab.py)
+    ci_summary: Optional[Path] = None  # --gpu-ci-summary: where the CI summary markdown goes
+    paths: tuple[Path, ...] = ()  # the path arguments (where the targets are): --gpu-ab's checkouts
 
 
 def check_ticket(ticket: Optional[str]) -> Optional[str]:

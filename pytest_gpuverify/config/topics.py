@@ -4,7 +4,7 @@ One session keeps them in memory. xdist workers of one run also create a claim f
 ``O_EXCL``, in a folder the controller made for the run (outside the ticket folder, which holds only
 artifacts): the first worker to claim ``bench_slow.json`` gets it, the next one ``bench_slow-2.json``,
 and each reports the name it really wrote. An artifact of an earlier run is no claim: it is moved
-aside when this run writes its own (:func:`.artifact.keep_previous`).
+aside when this run writes its own (:func:`.store.keep_previous`).
 """
 
 from __future__ import annotations

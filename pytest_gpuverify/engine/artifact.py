@@ -9,7 +9,6 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import os
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Literal, Optional
@@ -18,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from pytest_gpuverify.place.builds import BuildRecord
 from pytest_gpuverify.place.ephemeral import FreshContainerRecord
-from pytest_gpuverify.engine.files import RESULT_MODE, FileProblem, unwritable, write_atomic
+from pytest_gpuverify.engine.files import RESULT_MODE, write_atomic
 
 SCHEMA_VERSION = 5  # 2: the run record (`run`); 3: host_gpus, signed_by, target.command, the raw log's trailer,
 # the run's timeline (`timeline`); 4 and 5: see schemas.py (_V4, _V5)
@@ -371,60 +370,9 @@ def write_artifact(artifact: Artifact, path: Path) -> None:
     write_atomic(path, dump_artifact(artifact), mode=RESULT_MODE)
 
 
-def store_artifact(artifact: Artifact, path: Path, lock_path: Optional[Path]) -> None:
-    """Move an earlier artifact of the topic aside and write this one, under ``lock_path`` (a
-    ``filelock`` every session and xdist worker writing into that folder takes), so two writers never
-    pick the same name for what they move aside, nor move each other's new artifact away."""
-    from filelock import FileLock, Timeout
-
-    lock = FileLock(str(lock_path), mode=0o666, timeout=120) if lock_path is not None else None
-    try:
-        if lock is not None:
-            lock.acquire()
-    except (Timeout, OSError) as exc:  # an unusable lock file never costs the result: written unlocked
-        lock = None
-        artifact.notes.append(f"written without the folder lock {lock_path}: {exc}")
-    try:
-        try:
-            keep_previous(path)
-        except FileProblem as exc:  # another member's artifact holds the name: ours goes beside it
-            aside = _free_name(path, datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ"))
-            write_artifact(artifact, aside)
-            raise FileProblem(f"{exc}; this run's artifact is {aside}") from None
-        write_artifact(artifact, path)
-    finally:
-        if lock is not None:
-            lock.release()
-
-
 def read_artifact(path: Path) -> Artifact:
     return Artifact.model_validate_json(Path(path).read_bytes())
 
 
 def utc_now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
-def keep_previous(path: Path) -> None:
-    """An earlier artifact of the same topic is evidence too: move it aside, never overwrite it."""
-    if not path.exists():
-        return
-    stamp = datetime.fromtimestamp(path.stat().st_mtime, timezone.utc).strftime("%Y%m%dT%H%M%SZ")
-    aside = _free_name(path, stamp)
-    try:
-        os.replace(path, aside)
-    except PermissionError as exc:  # a sticky folder and another member's artifact
-        raise unwritable(path, f"cannot move it aside to {aside.name}: {exc.strerror}",
-                         "its owner removes or renames it, or use another ticket") from exc
-    signature = path.with_name(path.name + ".sig")
-    if signature.exists():  # a signature belongs to its artifact
-        os.replace(signature, aside.with_name(aside.name + ".sig"))
-
-
-def _free_name(path: Path, stamp: str) -> Path:
-    aside = path.with_name(f"{path.stem}.{stamp}.json")
-    n = 1
-    while aside.exists():
-        n += 1
-        aside = path.with_name(f"{path.stem}.{stamp}-{n}.json")
-    return aside

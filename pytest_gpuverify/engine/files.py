@@ -2,22 +2,28 @@
 
 One mode for every result file (:data:`RESULT_MODE`, 0644: what a teammate needs to read it; who may
 reach it at all is the ticket folder's business). A new ticket folder takes the permissions of the
-folder it is made in (its group-write and setgid bits included, the sticky bit left out), whatever the
-creating member's umask, so a folder shared by a team keeps working for every member. A file the
-plugin cannot write is one line naming it, its owner and mode, and the fix (:func:`unwritable`).
+folder it is made in (its group-write and setgid bits included), whatever the creating member's umask,
+so a folder shared by a team keeps working for every member. A folder every local user may write in
+(``/tmp``, a team scratch of mode 1777) must have the sticky bit, and a folder made in it keeps it:
+without it any local user could delete or replace another's artifacts, logs and signatures
+(:func:`open_folder_problem`). A file the plugin cannot write is one line naming it, its owner and
+mode, and the fix (:func:`unwritable`).
 """
 
 from __future__ import annotations
 
+import atexit
 import os
 import pwd
+import shutil
 import stat
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
 RESULT_MODE = 0o644  # artifacts, raw logs, JUnit reports: owner writes, everyone who reaches the folder reads
-FOLDER_BITS = 0o2777  # what a new ticket folder copies from its parent: rwx for all, and setgid
+FOLDER_BITS = 0o3777  # what a new ticket folder copies from its parent: rwx for all, setgid and sticky
 
 
 class FileProblem(OSError):
@@ -71,18 +77,49 @@ def check_writable_dir(path: Path) -> None:
         raise unwritable(probe, why)
 
 
+def output_file_problem(path: Path) -> Optional[tuple[str, str]]:
+    """(what is wrong, the fix) when a file the user named for output (``-o FILE``, the CI summary)
+    cannot be written: a folder, a missing folder, no permission. None when it can. Creates nothing."""
+    folder = path.parent
+    if path.is_dir():
+        return f"{path} is a folder", f"name a file in it, e.g. {path / 'gpuverify.out'}"
+    if not folder.is_dir():
+        return f"folder {folder} does not exist", f"`mkdir -p {folder}`, or name a file in an existing folder"
+    if not os.access(folder, os.W_OK | os.X_OK) or (path.exists() and not os.access(path, os.W_OK)):
+        where = path if path.exists() else folder
+        return f"cannot write {where} ({owner_and_mode(where)})", "name a file you can write"
+    return None
+
+
 def result_folder(tickets: Optional[Path], ticket: Optional[str], cwd: Path) -> tuple[Path, Optional[Path]]:
     """(the folder a session's artifacts go to, the lock of the artifact moves in it), after
     :func:`check_writable_dir`. With a ticket: ``<tickets>/<KEY>`` and the tickets folder's lock,
     shared by the team and every session writing any ticket there; else the cwd and this user's own."""
-    lock: Optional[Path]
     if ticket and tickets is not None:
-        folder, lock = Path(tickets).expanduser() / ticket, Path(tickets).expanduser() / ".gpuverify.lock"
+        root = Path(tickets).expanduser()
+        folder, lock = root / ticket, root / ".gpuverify.lock"
+        for shared in (root, folder):
+            problem = open_folder_problem(shared)
+            if problem is not None:
+                raise problem
     else:
-        own = user_runtime_dir()
-        folder, lock = Path(cwd), (own / "artifacts.lock" if own is not None else None)
+        folder, lock = Path(cwd), private_folder().path / "artifacts.lock"
     check_writable_dir(folder)
     return folder, lock
+
+
+def open_folder_problem(path: Path) -> Optional[FileProblem]:
+    """A folder every local user may write in, without the sticky bit: anyone could delete or replace
+    another user's artifacts, logs and signatures in it. None when it is safe (or does not exist)."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return None
+    if not stat.S_ISDIR(mode) or not mode & stat.S_IWOTH or mode & stat.S_ISVTX:
+        return None
+    return FileProblem(f"cannot write into {path} ({owner_and_mode(path)}): every local user may write in it "
+                       "but it lacks the sticky bit, so anyone could delete or replace another user's artifacts. "
+                       f"Fix: `chmod +t {path}` (its owner or root), or `chmod o-w {path}` for a team's group folder")
 
 
 def _read_only_fs(path: Path) -> bool:
@@ -111,13 +148,26 @@ def make_dirs(path: Path) -> None:
         except OSError as exc:
             raise unwritable(folder.parent, exc.strerror or str(exc)) from exc
         try:
-            os.chmod(folder, stat.S_IMODE(os.stat(folder.parent).st_mode) & FOLDER_BITS)
+            os.chmod(folder, stat.S_IMODE(os.stat(folder.parent).st_mode) & FOLDER_BITS)  # sticky kept
         except OSError:
             pass  # made by us: its default mode still works for us
 
 
 def write_atomic(path: Path, data: bytes, mode: Optional[int] = None) -> None:
     """Write ``data`` to ``path`` so a reader sees the old file or the new one, never half of one."""
+    staged = stage_file(path, data, mode)
+    try:
+        os.replace(staged, path)
+    except PermissionError as exc:  # a sticky folder: another member's file of that name
+        raise unwritable(path, exc.strerror or str(exc), "remove it (its owner can), or use another ticket") from exc
+    finally:
+        if staged.exists():
+            staged.unlink()
+
+
+def stage_file(path: Path, data: bytes, mode: Optional[int] = None) -> Path:
+    """``data`` in a hidden file beside ``path``, synced to disk, for an ``os.replace`` onto ``path``;
+    nothing is left behind when it cannot be written whole (a full disk)."""
     make_dirs(path.parent)
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
@@ -130,16 +180,12 @@ def write_atomic(path: Path, data: bytes, mode: Optional[int] = None) -> None:
             if mode is not None:
                 os.fchmod(fh.fileno(), mode)
             os.fsync(fh.fileno())
-        try:
-            os.replace(tmp, path)
-        except PermissionError as exc:  # a sticky folder: another member's file of that name
-            raise unwritable(path, exc.strerror or str(exc), "remove it (its owner can), or use another ticket") from exc
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
+    except BaseException as exc:
+        os.unlink(tmp)
+        if isinstance(exc, OSError):
+            raise unwritable(path.parent, exc.strerror or str(exc)) from exc
         raise
+    return Path(tmp)
 
 
 def create_result_file(path: Path) -> None:
@@ -175,3 +221,27 @@ def user_runtime_dir(base: Optional[Path] = None) -> Optional[Path]:
     if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid() or stat.S_IMODE(st.st_mode) & 0o022:
         return None  # a folder others can write in could feed us their "readings"
     return path
+
+
+@dataclass(frozen=True)
+class PrivateFolder:
+    path: Path  # this user's own folder, mode 0700
+    squatted: Optional[str] = None  # the usual folder's name, owner and mode, when something not ours holds it
+
+
+_fresh: dict[Path, PrivateFolder] = {}  # per base folder: this process's fresh folder, made once
+
+
+def private_folder(base: Optional[Path] = None) -> PrivateFolder:
+    """:func:`user_runtime_dir`, else (its name taken by another user's folder or a link) a fresh
+    folder of this process, mode 0700, removed at exit: never a fixed path others could make first."""
+    base = Path(base or tempfile.gettempdir())
+    own = user_runtime_dir(base)
+    if own is not None:
+        return PrivateFolder(own)
+    if base not in _fresh:
+        usual = base / f"gpuverify-{os.getuid()}"
+        fresh = Path(tempfile.mkdtemp(prefix=f"gpuverify-{os.getuid()}-", dir=base))  # 0700, a new name
+        atexit.register(shutil.rmtree, fresh, True)
+        _fresh[base] = PrivateFolder(fresh, f"{usual} ({owner_and_mode(usual)}, not this user's private folder)")
+    return _fresh[base]

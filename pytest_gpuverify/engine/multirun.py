@@ -12,6 +12,7 @@ from pytest_gpuverify.place.ab import FOLDER, AbError, BaseWorktree, BaseWorktre
 from pytest_gpuverify.engine.artifact import AbRecord
 from pytest_gpuverify.engine.phases import Checked, Command, Executed
 from pytest_gpuverify.place.caches import plan_caches, remove_cold_caches
+from pytest_gpuverify.place.container_checks import HOST
 from pytest_gpuverify.execute.leftovers import run_marker
 from pytest_gpuverify.place.packages import Lookup, UnderTest, check_imports, import_env
 from pytest_gpuverify.place.provenance import ContainerFacts, move_out
@@ -75,7 +76,7 @@ def run_planned(plan: Plan, cmd: Command, executed: Executed):
     head = Side("B" if plan.base else None, plan.head_sha, argv("B"), cmd.env, cmd.workdir)
     sides, base_caches = [head], None
     if plan.base is not None and plan.base_wt is not None:  # plan_for sets both
-        base_caches = plan_caches(plan.base_wt, cmd.cold, f"{cmd.run_id}-A", target.kind, on_host=handle.name == "host")
+        base_caches = plan_caches(plan.base_wt, cmd.cold, f"{cmd.run_id}-A", target.kind, on_host=handle.name == HOST)
         base_env = cmd.run_env.model_copy(update={
             "pythonpath": pythonpath(target.kind, plan.base_wt, plan.inherited_pythonpath),
             "caches": dict(base_caches.dirs)})

@@ -29,6 +29,7 @@ class TargetOutcome:
     raw_path: Optional[Path] = None
     junit_path: Optional[Path] = None
     written: bool = False
+    stored_path: Optional[Path] = None  # where the artifact really is, once written (a free name, a fallback)
 
 
 def target_record(target: Target, repeats: Optional[int]) -> TargetRecord:

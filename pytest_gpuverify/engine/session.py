@@ -13,18 +13,20 @@ import time
 from pathlib import Path
 from typing import Callable, Mapping, Optional
 
-from pytest_gpuverify.engine.artifact import RepoRecord, store_artifact
+from pytest_gpuverify.engine.artifact import RepoRecord
+from pytest_gpuverify.engine.store import store_or_keep_elsewhere
 from pytest_gpuverify.engine.clock import SessionClock
 from pytest_gpuverify.place.container_checks import HOST, ContainerPlaces, start_gpus
 from pytest_gpuverify.execute.container import docker_client
 from pytest_gpuverify.config.envfile import EnvFile
-from pytest_gpuverify.engine.files import FileProblem
+from pytest_gpuverify.engine.files import FileProblem, private_folder
 from pytest_gpuverify.gpu import select_backend
 from pytest_gpuverify.gpu.base import GpuInfo
 from pytest_gpuverify.place.gitstate import own_output_dirs
 from pytest_gpuverify.execute.host_commands import LocalHost
 from pytest_gpuverify.execute.host import HostExecutor
 from pytest_gpuverify.config.options import RunOptions
+from pytest_gpuverify.engine.orphans import orphan_logs
 from pytest_gpuverify.engine.outcome import TargetOutcome
 from pytest_gpuverify.engine.overlap import Background, ParserWarmer
 from pytest_gpuverify.engine import multirun
@@ -77,11 +79,18 @@ class VerifySession:
         self.warm_caches: dict[str, bool] = {}
         self.session_blocked: list[str] = []
         self.session_notes: list[str] = []
+        own = private_folder()
+        if own.squatted:  # said in every artifact: the caches and locks of this session were its own
+            self.session_notes.append(f"{own.squatted}: this session's own files (caches of runs on the host, the "
+                                      f"lock of artifact moves without a ticket) were in a fresh folder {own.path}")
         self.outcomes: list[TargetOutcome] = []
         self.write_problems: list[str] = []
+        self.began_wall = time.time()
+        self.orphan_logs: list[Path] = []  # raw logs of earlier runs that no artifact names, found at close
         self.synced = None  # --gpu-sync's SyncRecord, on a worker on a GPU host (remote/sync.py)
         self.topics = topics or TopicClaims()  # shared by xdist workers of one run
         self.echo = echo
+        self.on_wait = on_wait  # the live line: GPU waits, and a wait for the tickets folder's lock
         self.on_running = on_running  # the live line while a command runs (reporting/live.py)
         self._started = False
         self.clock = SessionClock()  # every timeline entry of this session's artifacts is read off it
@@ -144,19 +153,25 @@ class VerifySession:
         for outcome in self.outcomes:
             try:
                 self.write(outcome)
-            except OSError as exc:
+            except OSError as exc:  # neither the asked place nor the user's own folder took it
                 self.write_problems.append(str(exc) if isinstance(exc, FileProblem) else
                                            f"cannot write {outcome.artifact_path}: {exc}")
+        self.orphan_logs = orphan_logs(self.out_dir, before=self.began_wall)
         return self.outcomes
 
     def write(self, outcome: TargetOutcome) -> None:
+        """Store the artifact; where it could not go where asked, it is kept elsewhere and the
+        problem is a line of ``write_problems`` (the run's exit is then non-zero)."""
         if outcome.written:
             return
-        store_artifact(outcome.artifact, outcome.artifact_path, self._moves_lock)
-        outcome.written = True
+        stored, problem = store_or_keep_elsewhere(outcome.artifact, outcome.artifact_path, self._moves_lock,
+                                                  self.on_wait)
+        outcome.written, outcome.stored_path = True, stored
+        if problem is not None:
+            self.write_problems.append(problem)
         if self.signer is not None:  # every file is final now: the artifact embeds the log's sha256
             runs_junit = [self.out_dir / r.junit_xml for r in outcome.artifact.runs if r.junit_xml]  # repeats
-            sign_outputs(self.signer, [outcome.raw_path, outcome.junit_path, *runs_junit, outcome.artifact_path])
+            sign_outputs(self.signer, [outcome.raw_path, outcome.junit_path, *runs_junit, stored])
 
     # -- what the targets share -------------------------------------------------------------
     def unique_topic(self, target: Target) -> str:

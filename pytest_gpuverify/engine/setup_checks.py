@@ -35,6 +35,9 @@ def check_setup(options: RunOptions, env: EnvFile) -> SessionSetup:
     lock_spec, picker_command = lock_for(env, host_row)
     signer = signer_for(env, host_row.host)  # its key is checked here, before any GPU
     out_dir, moves_lock = artifact_folder(env, options.ticket, options.invocation_dir)
+    check_container_option(env, options.container, host_row.host)
+    check_ab_base(options)
+    check_ci_summary(options.ci_summary)
     return SessionSetup(host_row, lock_spec, picker_command, signer,
                         (options.arch or host_row.arch or "").lower() or None, out_dir, moves_lock)
 
@@ -51,3 +54,42 @@ def artifact_folder(env: EnvFile, ticket: Optional[str], invocation_dir: Path) -
         return result_folder(env.resources.tickets, ticket, invocation_dir)
     except FileProblem as exc:
         raise usage_error_of_line(env.resources.tickets or invocation_dir, f"artifacts: {exc}") from None
+
+
+def check_container_option(env: EnvFile, name: Optional[str], host: str) -> None:
+    """--gpu-container names a Containers row of this host (or ``none``: the host itself)."""
+    from pytest_gpuverify.config.hosts import same_host
+    from pytest_gpuverify.place.resolve import runs_on_host
+
+    if not name or runs_on_host(name):
+        return
+    row = env.container(name)
+    if row is None:
+        known = ", ".join(c.name for c in env.containers) or "none"
+        raise UsageError("--gpu-container", f"--gpu-container {name} is not in the Containers table of {env.path} "
+                         f"(its rows: {known})", "add a row for it, or name one of its rows, or pass --gpu-container none")
+    if row.host is not None and not same_host(row.host, host):
+        raise UsageError("--gpu-container", f"--gpu-container {name} belongs to host {row.host} in the Containers "
+                         f"table of {env.path}, not to {host}", f"run on {row.host} (--gpu-host {row.host}), "
+                         "or name a container of this host")
+
+
+def check_ab_base(options: RunOptions) -> None:
+    """--gpu-ab's ref names a commit in every checkout the targets are in."""
+    from pytest_gpuverify.place.ab import base_commit
+    from pytest_gpuverify.place.gitstate import git_toplevel
+
+    if not options.ab_base:
+        return
+    checkouts = {git_toplevel(p) for p in options.paths or (options.invocation_dir,)}
+    for top in sorted(t for t in checkouts if t is not None):
+        base_commit(top, options.ab_base)
+
+
+def check_ci_summary(path: Optional[Path]) -> None:
+    """--gpu-ci-summary's file can be written: its folder exists and is writable."""
+    from pytest_gpuverify.engine.files import output_file_problem
+
+    problem = output_file_problem(path) if path is not None else None
+    if problem is not None:
+        raise UsageError("--gpu-ci-summary", f"--gpu-ci-summary {path}: {problem[0]}", problem[1])

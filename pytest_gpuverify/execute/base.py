@@ -56,12 +56,14 @@ class Executor(Protocol):
 
 
 class Terminated(KeyboardInterrupt):
-    """SIGTERM, turned into an interruption so it takes Ctrl-C's path: command stopped, lock
-    released, artifact written."""
+    """SIGTERM or SIGHUP (its name is the argument), turned into an interruption so it takes Ctrl-C's
+    path: command stopped, lock released, artifact written."""
 
 
 def interrupt_cause(exc: BaseException) -> str:
-    return "SIGTERM" if isinstance(exc, Terminated) else "Ctrl-C"
+    if isinstance(exc, Terminated):
+        return str(exc.args[0]) if exc.args else "SIGTERM"
+    return "Ctrl-C"
 
 
 class Interrupted(KeyboardInterrupt):

@@ -61,6 +61,20 @@ def engine_errors() -> tuple[type[BaseException], ...]:
     return docker.errors.DockerException, requests.exceptions.RequestException
 
 
+def quiet_docker_import() -> None:
+    """Import requests (what the docker SDK stands on) now, in the main thread. Its import tries
+    urllib3's SOCKS support, which warns without PySocks; requests silences that with a filter it
+    sets just before. Run in one of the session's threads while pytest's main thread leaves a
+    ``catch_warnings`` block, the filter can be lost in between, and the warning lands in the user's
+    warnings summary. Imported here (before the session starts a thread) under a filter of our
+    own, it warns nowhere, and later imports find it imported."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="SOCKS support in urllib3")
+        import requests  # noqa: F401
+
+
 def docker_client(base_url: Optional[str] = None, timeout: int = 60) -> Any:
     import docker  # imported here: collection must stay fast and work without a daemon
 

@@ -14,6 +14,9 @@ reads with the ``amd-smi``/``rocm-smi`` tools instead, for the rest of the sessi
 from __future__ import annotations
 
 import contextlib
+import importlib
+import importlib.machinery
+import importlib.util
 import io
 import os
 import sys
@@ -30,29 +33,37 @@ SEARCH = ("{ROCM_PATH}/share/amd_smi", "/opt/rocm/share/amd_smi")  # where ROCm 
 
 def _import_amdsmi(environ: Mapping[str, str]) -> tuple[Any, Optional[str]]:
     """(module, None), or (None, why not). The import's own prints (a missing libamd_smi.so) are
-    swallowed: they must not land in pytest's output."""
+    swallowed: they must not land in pytest's output. ROCm's folders are searched without touching
+    ``sys.path``: other threads import meanwhile (the docker SDK, pytest's collection), and an entry
+    inserted or removed under their import's walk of it makes them skip one ("No module named ...")."""
     why = "no amdsmi module"
     dirs = [None] + [d.format(ROCM_PATH=environ.get("ROCM_PATH", "/opt/rocm")) for d in SEARCH]
     for where in dirs:
         if where is not None and not os.path.isdir(os.path.join(where, "amdsmi")):
             continue
-        if where is not None:
-            sys.path.insert(0, where)
         try:
             with contextlib.redirect_stdout(io.StringIO()):
-                import amdsmi  # noqa: PLC0415 (optional, and slow to fail)
-            return amdsmi, None
+                return (_load_from(where) if where is not None else importlib.import_module("amdsmi")), None
         except ModuleNotFoundError as exc:
             if exc.name != "amdsmi":  # it is there, but something it imports is not
                 why = f"amdsmi{' from ' + where if where else ''} does not load: {exc}"
         except Exception as exc:  # KeyError 'libamd_smi.so', OSError undefined symbol, ImportError
             why = f"amdsmi{' from ' + where if where else ''} does not load: {type(exc).__name__}: {exc}"
-            for name in [m for m in sys.modules if m == "amdsmi" or m.startswith("amdsmi.")]:
-                del sys.modules[name]  # the next place tried imports afresh
-        finally:
-            if where is not None:
-                sys.path.remove(where)
+        for name in [m for m in sys.modules if m == "amdsmi" or m.startswith("amdsmi.")]:
+            del sys.modules[name]  # the next place tried imports afresh
     return None, why
+
+
+def _load_from(folder: str) -> Any:
+    """The ``amdsmi`` package in ``folder``, imported as ``amdsmi`` (its own imports of its modules
+    find them through the package), with ``sys.path`` left as it is."""
+    spec = importlib.machinery.PathFinder.find_spec("amdsmi", [folder])
+    if spec is None or spec.loader is None:
+        raise ModuleNotFoundError(f"no amdsmi in {folder}", name="amdsmi")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["amdsmi"] = module
+    spec.loader.exec_module(module)
+    return module
 
 
 class AmdSmiLibrary:

@@ -210,3 +210,10 @@ def describe_pid(pid: int) -> str:
 
 def is_held(path: Path, held: set[tuple[int, int, int]]) -> bool:
     return lock_id(path) in held
+
+
+def holder_of(path: Path) -> str:
+    """Who holds the ``flock`` on ``path``: :func:`describe_pid` of the holder /proc/locks names."""
+    key = lock_id(path)
+    pid = (lock_holders() or {}).get(key) if key is not None else None
+    return describe_pid(pid) if pid is not None else "a process /proc/locks does not show"

@@ -22,6 +22,7 @@ class Counts:
     failed: int = 0
     errors: int = 0
     skipped: int = 0
+    xfailed: int = 0  # expected failures: pytest's own word, never "skipped"
     deselected: int = 0
 
     def describe(self) -> str:
@@ -111,7 +112,8 @@ def _take_testcase(elem: ET.Element, result: JunitResult) -> None:
             if block is not None and len(result.blocks) < BLOCK_CAP:
                 result.blocks[nodeid] = block
             outcome = outcome or kind
-        elif child.tag == "skipped" and outcome is None:
-            outcome = "skipped"
+        elif child.tag == "skipped" and outcome is None:  # pytest writes an xfail as <skipped type="pytest.xfail">
+            outcome = "xfailed" if child.get("type") == "pytest.xfail" else "skipped"
     result.counts.passed += outcome is None
     result.counts.skipped += outcome == "skipped"
+    result.counts.xfailed += outcome == "xfailed"

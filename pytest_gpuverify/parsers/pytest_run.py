@@ -38,7 +38,7 @@ _PYTEST_SECTIONS = re.compile(r"X?FAILURES|ERRORS|X?PASSES|short test summary in
 _SUBSECTION = re.compile(r"^-{3,} (?:Captured|generated|live log|coverage).* -{3,}$")
 _TEST_HEADER = re.compile(r"^_{3,} (?:(?:ERROR|FAILURE) at \w+ of )?(?P<name>.+?) _{3,}$")
 _WORDS = {"passed": "passed", "xpassed": "passed", "failed": "failed", "error": "errors", "errors": "errors",
-          "skipped": "skipped", "xfailed": "skipped", "deselected": "deselected"}
+          "skipped": "skipped", "xfailed": "xfailed", "deselected": "deselected"}
 _TRACE_SECTIONS = ("FAILURES", "ERRORS")
 
 
@@ -142,7 +142,8 @@ class PytestTerminal:
     def counts_from_outcomes(self) -> Counts:
         counts = Counts(skipped=self.short_skipped)
         for word, _, _ in self.outcomes.values():
-            key = {"PASSED": "passed", "XPASS": "passed", "FAILED": "failed", "ERROR": "errors"}.get(word, "skipped")
+            key = {"PASSED": "passed", "XPASS": "passed", "FAILED": "failed", "ERROR": "errors",
+                   "XFAIL": "xfailed"}.get(word, "skipped")
             setattr(counts, key, getattr(counts, key) + 1)
         return counts
 
@@ -261,9 +262,13 @@ class PytestParser(Recorder):
             where = f" in {test}" if test else ""
             self.fail(f"line {block.line}: torch assert_close failed{where}: {block.describe()}")
         if counts is not None and counts.passed + counts.failed + counts.errors == 0 and not unmatched:
-            self.problem(f"{RAN_NO_TEST} ({counts.skipped} skipped)")
-        elif counts is not None and counts.skipped:
-            self.note(f"the inner pytest skipped {counts.skipped} test(s)")
+            xfailed = f", {counts.xfailed} xfailed" if counts.xfailed else ""
+            self.problem(f"{RAN_NO_TEST} ({counts.skipped} skipped{xfailed})")
+        elif counts is not None and (counts.skipped or counts.xfailed):
+            if counts.skipped:
+                self.note(f"the inner pytest skipped {counts.skipped} test(s)")
+            if counts.xfailed:
+                self.note(f"{counts.xfailed} test(s) of the inner pytest failed as expected (xfailed)")
         if term.outcomes_dropped:
             self.note(f"{term.outcomes_dropped} more test outcomes not kept one by one")
         return counts, unmatched

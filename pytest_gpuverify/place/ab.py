@@ -25,6 +25,15 @@ WORKTREE_TIMEOUT_S = 300  # `git worktree add` checks out a whole tree: a big re
 AbError = UsageError  # the base cannot be checked out: the error names --gpu-ab, the ref and the fix
 
 
+def base_commit(head: Path, ref: str) -> str:
+    """The sha ``ref`` names in the checkout ``head``; a UsageError naming --gpu-ab when it names none."""
+    sha = (git(head, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}") or "").strip()
+    if not sha:
+        raise UsageError("--gpu-ab", f"--gpu-ab {ref}: not a commit in {head}", "name a branch, tag or "
+                         "sha that `git rev-parse` knows there (e.g. --gpu-ab HEAD~1 or origin/main)")
+    return sha
+
+
 @dataclass
 class BaseWorktree:
     ref: str
@@ -64,10 +73,7 @@ class BaseWorktrees:
         head = Path(head)
         if head in self._made:
             return self._made[head]
-        sha = (git(head, "rev-parse", "--verify", "--quiet", f"{self.ref}^{{commit}}") or "").strip()
-        if not sha:
-            raise UsageError("--gpu-ab", f"--gpu-ab {self.ref}: not a commit in {head}", "name a branch, tag or "
-                             "sha that `git rev-parse` knows there (e.g. --gpu-ab HEAD~1 or origin/main)")
+        sha = base_commit(head, self.ref)
         _exclude(head)
         path = head / FOLDER / f"base-{sha[:12]}-{uuid.uuid4().hex[:8]}"
         res = run_git(head, "worktree", "add", "--detach", str(path), sha, timeout_s=WORKTREE_TIMEOUT_S)

@@ -187,7 +187,7 @@ class SessionBuilds:
             cause = getattr(getattr(exc, "outcome", None), "interrupted", None) or interrupt_cause(exc)
             record.problem = f"interrupted ({cause})"
             self._seal(record, out, started, hold)
-            raise (Terminated(cause) if cause == "SIGTERM" else KeyboardInterrupt(cause)) from None
+            raise (Terminated(cause) if cause in ("SIGTERM", "SIGHUP") else KeyboardInterrupt(cause)) from None
         return self._seal(record, out, started, hold)
 
     @staticmethod

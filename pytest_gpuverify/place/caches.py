@@ -32,11 +32,11 @@ class CachePlan:
 
 def plan_caches(worktree: str, cold: bool, run_id: str, kind: str, on_host: bool = False) -> CachePlan:
     """``on_host`` (--gpu-container none): under the user's own folder, since users share the host's
-    /tmp and one user's cache folder would refuse the next user's build."""
-    from pytest_gpuverify.engine.files import user_runtime_dir
+    /tmp and one user's cache folder would refuse the next user's build (another user could even
+    make it first and own the caches): never the fixed /tmp/gpuverify there."""
+    from pytest_gpuverify.engine.files import private_folder
 
-    own = user_runtime_dir() if on_host else None
-    base = str(own) if own is not None else SCRATCH_ROOT
+    base = str(private_folder().path) if on_host else SCRATCH_ROOT
     if cold:
         root = f"{base}/cold/{run_id}"
     else:

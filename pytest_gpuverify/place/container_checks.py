@@ -14,7 +14,7 @@ from pytest_gpuverify.gpu.base import GpuInfo, GpuToolError
 from pytest_gpuverify.execute.host import HostExecutor
 from pytest_gpuverify.place.provenance import ContainerFacts, read_container_facts
 
-HOST = "host"  # the executor name of --gpu-container none
+HOST = HostExecutor.name  # the executor name of --gpu-container none; no Containers row may have it (envfile.py)
 
 
 def where(name: str) -> str:

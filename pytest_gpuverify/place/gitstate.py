@@ -48,11 +48,19 @@ def own_output_dirs(tickets: Optional[Path]) -> list[Path]:
     return [p for p in (tickets, Path(SCRATCH_ROOT)) if p is not None]
 
 
+# Untracked files that test tools leave in any checkout they run in (pytest-cov's data files, pytest's
+# and Python's caches, hypothesis' and pytest-benchmark's folders): no change of the code under test.
+# Tracked ones still count: a checkout that tracks its .coverage changed when it changed.
+TOOL_DROPPINGS = (".coverage", ".coverage.*", "__pycache__/**", ".pytest_cache/**", ".hypothesis/**",
+                  ".benchmarks/**")
+
+
 def changes(top: Path, own: Iterable[Path] = ()) -> Optional[list[tuple[str, str]]]:
     """(status, path) of every change git sees in the checkout ``top``, as ``git status --porcelain``
-    writes them, less the untracked files inside ``own`` folders; None when git cannot tell."""
+    writes them, less the untracked files inside ``own`` folders and the tools' untracked droppings
+    (:data:`TOOL_DROPPINGS`, in any folder); None when git cannot tell."""
     tracked = git(top, "status", "--porcelain=v1", "-z", "--untracked-files=no")
-    excluded = []
+    excluded = [f":(exclude,top,glob)**/{pattern}" for pattern in TOOL_DROPPINGS]
     for folder in own:
         rel = _inside(top, Path(folder).expanduser())
         if rel is not None:

@@ -28,7 +28,8 @@ def outcome_files(outcomes) -> tuple[list[tuple[str, bytes]], list[str]]:
     for outcome in outcomes:
         if not outcome.written:
             continue
-        for path in (outcome.artifact_path, outcome.raw_path, outcome.junit_path):
+        stored = getattr(outcome, "stored_path", None)  # the name it was written under, once written
+        for path in (stored or outcome.artifact_path, outcome.raw_path, outcome.junit_path):
             for file in (path, path.with_name(path.name + ".sig")) if path is not None else ():
                 if not file.is_file():
                     continue

@@ -32,15 +32,15 @@ def unran_artifact(nodeid: str, host: str, reason: str, key: Optional[str], topi
 def write_unran(out_dir: Path, lock: Optional[Path], nodeid: str, host: str, reason: str,
                 key: Optional[str], topic: Optional[str] = None) -> tuple[Optional[Path], str]:
     """(the artifact's path or None, a problem line or ''): an earlier artifact of the topic is moved
-    aside, never overwritten (artifact.store_artifact)."""
-    from pytest_gpuverify.engine.artifact import store_artifact
+    aside, never overwritten (store.store_artifact)."""
+    from pytest_gpuverify.engine.store import store_artifact
     from pytest_gpuverify.engine.files import FileProblem
 
     art = unran_artifact(nodeid, host, reason, key, topic)
     path = out_dir / f"bench_{art.topic}.json"
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
-        store_artifact(art, path, lock)  # the lock every writer into the folder takes
+        path = store_artifact(art, path, lock)  # the lock every writer into the folder takes
     except (FileProblem, OSError) as exc:
         return None, f"{path}: the INCONCLUSIVE artifact of {plain_nodeid(nodeid)} was not written: {exc}"
     return path, ""

@@ -6,7 +6,9 @@ where it lands: the output is one ticket's folder, named by the ticket (an artif
 source's folder need not be (a CI shard's download, the controller's staging). One topic from two
 different runs is refused, unless ``keep_all``: then the later one is renamed
 ``bench_<topic>.from-<source>.json`` (still named after its topic); nothing is ever overwritten.
-An identical file seen twice (the same run uploaded twice) is taken once.
+An identical file seen twice (the same run uploaded twice) is taken once. Every artifact and every
+file's place is checked before anything is copied: one refusal and nothing is copied, so a merge
+never leaves a half-filled folder.
 """
 
 from __future__ import annotations
@@ -19,10 +21,6 @@ from typing import Callable
 
 from pytest_gpuverify.cli.check import check_artifact
 from pytest_gpuverify.engine.schemas import SchemaError, load_checked
-
-
-class MergeError(Exception):
-    pass
 
 
 def _problems(path: Path, gathered: bool) -> list[str]:
@@ -44,56 +42,77 @@ def _companions(path: Path) -> list[Path]:
     return [f for base in files for f in (base, base.with_name(base.name + ".sig")) if f.exists()]
 
 
-def _copy(src: Path, dest: Path) -> None:
-    if dest.exists():
-        if filecmp.cmp(src, dest, shallow=False):
-            return
-        raise MergeError(f"{dest} exists with other content than {src}; nothing is overwritten")
-    shutil.copy2(src, dest)
-
-
 def _label(source: Path, index: int) -> str:
     return re.sub(r"[^A-Za-z0-9_-]+", "-", source.name).strip("-") or f"source{index}"
 
 
 def merge(sources: list[Path], out: Path, *, keep_all: bool = False,
           say: Callable[[str], None] = print) -> int:
-    """0 when every artifact was taken and passes check where it landed; 1 otherwise."""
+    """0 when every artifact was taken and passes check where it landed; 1 otherwise (nothing is
+    copied when any artifact is refused)."""
+    copies, refused = _plan(sources, out, keep_all, say)
+    if refused:
+        say(f"nothing copied into {out}: {refused} refusal(s) above; fix them (or pass --keep-all) and merge again")
+        return 1
     out.mkdir(parents=True, exist_ok=True)
-    taken: dict[str, Path] = {p.name: p for p in out.glob("bench_*.json")}
     failed = 0
+    for path, name, files in copies:
+        for src, dest in files:
+            if not dest.exists():  # an identical file already there is taken once
+                shutil.copy2(src, dest)
+        landed = _problems(out / name, gathered=False)  # where it lands is its ticket's folder
+        if landed:
+            failed += 1
+            say(f"MISMATCH {out / name}: {landed[0]}")
+        else:
+            say(f"OK {out / name} (from {path})")
+    return 1 if failed else 0
+
+
+def _plan(sources: list[Path], out: Path, keep_all: bool,
+          say: Callable[[str], None]) -> tuple[list[tuple[Path, str, list[tuple[Path, Path]]]], int]:
+    """(per artifact taken: its path, its name in ``out``, the (source, destination) files to copy;
+    how many were refused). Reads everything, writes nothing."""
+    taken: dict[str, Path] = {p.name: p for p in out.glob("bench_*.json")}
+    planned: dict[Path, Path] = {}  # destination -> source, for the files of every artifact taken
+    copies = []
+    refused = 0
     for index, source in enumerate(sources):
         artifacts = sorted(source.glob("bench_*.json"))
         if not artifacts:
             say(f"{source}: no artifacts (bench_*.json)")
         for path in artifacts:
             problems = _problems(path, gathered=True)
+            key = load_checked(path).key if not problems else None
+            if key is not None and key != out.name:
+                problems = [f"its ticket is {key}: it lands only in a folder named {key} (-o .../{key})"]
             if problems:
-                failed += 1
+                refused += 1
                 say(f"REFUSED {path}: does not pass check: {problems[0]}")
                 continue
             name = path.name
             if name in taken and not filecmp.cmp(path, taken[name], shallow=False):
                 if not keep_all:
-                    failed += 1
+                    refused += 1
                     say(f"REFUSED {path}: topic already taken from another run ({taken[name]}); --keep-all keeps both")
                     continue
                 name = f"{path.name[:-len('.json')]}.from-{_label(source, index)}.json"
-                if (out / name).exists():
+                if (out / name).exists() or out / name in planned:
                     name = f"{path.name[:-len('.json')]}.from-{_label(source, index)}-{index}.json"
-            try:
-                for f in _companions(path):
-                    target = out / (name + ".sig" if f.name == path.name + ".sig" else name if f == path else f.name)
-                    _copy(f, target)
-            except MergeError as exc:
-                failed += 1
-                say(f"REFUSED {path}: {exc}")
+            files = [(f, out / (name + ".sig" if f.name == path.name + ".sig" else name if f == path else f.name))
+                     for f in _companions(path)]
+            clash = next((f"{dest} exists with other content than {src}; nothing is overwritten"
+                          for src, dest in files if _differs(src, planned.get(dest, dest))), None)
+            if clash:
+                refused += 1
+                say(f"REFUSED {path}: {clash}")
                 continue
+            planned.update({dest: src for src, dest in files})
             taken.setdefault(path.name, path)
-            landed = _problems(out / name, gathered=False)  # where it lands is its ticket's folder
-            if landed:
-                failed += 1
-                say(f"MISMATCH {out / name}: {landed[0]}")
-            else:
-                say(f"OK {out / name} (from {path})")
-    return 1 if failed else 0
+            copies.append((path, name, files))
+    return copies, refused
+
+
+def _differs(src: Path, there: Path) -> bool:
+    """``there`` (a file in the folder, or one planned to land there) holds other content than ``src``."""
+    return there.exists() and not filecmp.cmp(src, there, shallow=False)
