@@ -174,4 +174,5 @@ def test_the_library_loads_from_rocms_folder_without_touching_sys_path(host, mon
     assert why is None and module is not None and module.__file__.startswith(runner.environ["ROCM_PATH"]), why
     assert watched.changes == [] and list(sys.path) == watched
     library, why = AmdSmiLibrary.load(runner.environ)
-    assert why is None and len(library.read()) == 2, why
+    assert why is None and len(library.read()) == 2 and len(library.clocks([0, 1])) == 2, why
+    assert watched.changes == [], "the simulated library reads its state without touching sys.path either"

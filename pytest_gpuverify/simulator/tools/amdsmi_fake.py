@@ -10,6 +10,7 @@ not acted out here (an in-process call cannot be timed out).
 """
 
 import contextlib
+import importlib.util
 import io
 import os
 import sys
@@ -59,15 +60,16 @@ class _Handle:
 
 
 def _load():
-    """The state as the tools read it (their defaults filled in); SystemExit when unreadable."""
-    sys.path.insert(0, _BIN)
-    try:
-        import gpuverify_sim_common as common
-
-        with contextlib.redirect_stderr(io.StringIO()):
-            return common.load_state("amdsmi", os.environ.get("GPUVERIFY_SIM_STATE") or STATE_PATH)
-    finally:
-        sys.path.remove(_BIN)
+    """The state as the tools read it (their defaults filled in); SystemExit when unreadable. The tools'
+    module is loaded from its file, never through sys.path: other threads import while a library reads."""
+    common = sys.modules.get("gpuverify_sim_common")
+    if common is None:
+        spec = importlib.util.spec_from_file_location("gpuverify_sim_common", os.path.join(_BIN, "gpuverify_sim_common.py"))
+        common = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(common)
+        sys.modules["gpuverify_sim_common"] = common
+    with contextlib.redirect_stderr(io.StringIO()):
+        return common.load_state("amdsmi", os.environ.get("GPUVERIFY_SIM_STATE") or STATE_PATH)
 
 
 _cache: dict = {}  # one reading of every GPU makes a dozen calls: the state (and its /proc scan) is read once for them
