@@ -186,5 +186,8 @@ def test_ab_base_without_the_target_never_runs_it(sandbox):
     assert art.verdict == "INCONCLUSIVE" and art.run.ran is False, out(proc)
     assert "bench/bench_new.py does not exist at" in art.reasons[0] and "Fix:" in art.reasons[0]
     assert not (sandbox.repo / ".gpuverify-ab").exists()
+    before = (sandbox.tickets / "T-1" / "bench_new.json").read_bytes()
     proc = sandbox.pytest("--gpu-target", "new", "--gpu-ab", "no-such-ref")
-    assert "--gpu-ab no-such-ref: not a commit" in sandbox.artifact("new").reasons[0], out(proc)
+    # a ref that does not resolve is a usage error before any GPU or container is touched: no new artifact
+    assert proc.returncode != 0 and "--gpu-ab no-such-ref: not a commit" in out(proc), out(proc)
+    assert (sandbox.tickets / "T-1" / "bench_new.json").read_bytes() == before

@@ -34,10 +34,11 @@ def test_merge_two_shards_refuses_a_topic_twice_unless_keep_all(sandbox, tmp_pat
         assert run_check(str(kept / name)) == 0, capsys.readouterr().out
     # the same folder merged again: identical files are taken once, nothing is overwritten
     assert main(["merge", str(s1), "-o", str(kept)]) == 0
-    # the output is the ticket's folder: in a folder of another name its artifacts do not pass check
+    # the output is the ticket's folder: a folder of another name is refused before anything is copied
     elsewhere = tmp_path / "elsewhere"
     capsys.readouterr()
     assert main(["merge", str(s1), "-o", str(elsewhere)]) == 1
     said = capsys.readouterr().out
-    assert f"MISMATCH {elsewhere / 'bench_gemm_a8w8.json'}: key is 'S', but the artifact lies in folder 'elsewhere'" in said, said
+    assert "its ticket is S: it lands only in a folder named S (-o .../S)" in said, said
+    assert not elsewhere.exists(), "nothing copied"
 

@@ -76,13 +76,13 @@ def test_a_squatted_private_folder_gives_a_fresh_one_never_a_shared_path(open_ro
     squat = open_root / f"gpuverify-{os.getuid()}"
     assert second_user.run(["mkdir", "-m", "0777", str(squat)]).returncode == 0
     monkeypatch.setattr(tempfile, "tempdir", str(open_root))
-    plan = plan_caches("/work/wt", cold=False, run_id="r1", on_host=True)
+    plan = plan_caches("/work/wt", cold=False, run_id="r1", kind="aiter-op-test", on_host=True)
     assert not plan.root.startswith("/tmp/gpuverify/"), plan.root
     own = files.private_folder()
     assert Path(plan.root).is_relative_to(own.path) and own.path != squat and own.path.parent == open_root
     assert os.stat(own.path).st_uid == os.getuid() and mode_of(own.path) == 0o700
     assert own.squatted is not None and str(squat) in own.squatted and f"owner {second_user.name}" in own.squatted
-    cold = plan_caches("/work/wt", cold=True, run_id="r2", on_host=True)
+    cold = plan_caches("/work/wt", cold=True, run_id="r2", kind="aiter-op-test", on_host=True)
     assert not cold.root.startswith("/tmp/gpuverify/") and Path(cold.root).is_relative_to(own.path)
 
 
