@@ -35,7 +35,10 @@ Kinds: aiter-op-test, flydsl-pytest, triton-pytest, bench, pytest. A test target
 folder too, for kind pytest); a bench target needs ``command`` or ``path`` (run as ``python3
 <path>``). Thresholds: cosine_sim_min, max_abs_error_max, logits_diff_max, snr_db_min,
 err_ratio_max (each a finite number). ``pass_pattern``/``fail_pattern``: regular expressions for a
-harness's own words of success and failure (compiled here). ``repeats = 3``: runs under one lock
+harness's own words of success and failure (compiled here), added to the default verdict lines;
+``verdict_lines_off = ["word-alone"]``: default verdict lines not read (parsers/printout.py names
+them). ``exit_status_is_check = true``: the command's exit status is its check (an assert-only
+script; bench and aiter-op-test kinds): exit 0 is one checked shape. ``repeats = 3``: runs under one lock
 (``--gpu-repeats`` wins; runs_log.py); ``min_steps = 50``: the fewest timed steps each run must print
 where it prints a count (each a whole number >= 1).
 
@@ -71,7 +74,7 @@ PYPROJECT = "pyproject.toml"
 TOP_KEYS = ("regime", "dtype", "gpus", "thresholds", "floors", "ceilings", "targets", "builds")
 TARGET_KEYS = ("name", "kind", "path", "command", "args", "topic", "dtype", "regime", "gpus",
                "thresholds", "floors", "ceilings", "repo", "workdir", "pass_pattern", "fail_pattern",
-               "repeats", "min_steps")
+               "repeats", "min_steps", "verdict_lines_off", "exit_status_is_check")
 _NAME = re.compile(r"[A-Za-z0-9._-]+")
 _TOML_AT = re.compile(r"\s*\(at (?:line (\d+), column (\d+)|end of document)\)\s*$")
 
@@ -301,6 +304,8 @@ class _Reader(FieldChecks):
             workdir=self.workdir(where, block.get("workdir")),
             repeats=self.count(where, "repeats", block.get("repeats")),
             min_steps=self.count(where, "min_steps", block.get("min_steps")),
+            verdict_lines_off=self.verdict_lines_off(where, block.get("verdict_lines_off")),
+            exit_status_is_check=self.exit_status_is_check(where, kind, block.get("exit_status_is_check")),
             **{key: self.pattern(where, key, block.get(key)) for key in ("pass_pattern", "fail_pattern")}), where
 
     def path(self, where: str, value: Any, folder_ok: bool = False) -> Path:

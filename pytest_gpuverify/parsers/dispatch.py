@@ -29,7 +29,8 @@ def context_for(target: Optional[TargetRecord], command: Optional[str], junit_xm
         limits = Thresholds()  # `gpuverify check` names the bad thresholds itself
     return ParseContext(junit_xml=junit_xml, exit_code=exit_code, dtype=target.dtype, command=command,
                         thresholds=limits, pass_pattern=target.pass_pattern, fail_pattern=target.fail_pattern,
-                        min_steps=target.min_steps)
+                        min_steps=target.min_steps, verdict_lines_off=tuple(target.verdict_lines_off),
+                        exit_status_is_check=target.exit_status_is_check)
 
 
 def limits_of(target: TargetRecord) -> Thresholds:
