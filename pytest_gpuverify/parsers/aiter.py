@@ -120,7 +120,7 @@ class _AiterParser(SummaryTables, CappedRecorder):
                 text = _LOGGER_PREFIX.sub("", text, count=1)
         if not (self.in_tensor_dump and text[:1] in (" ", "\t")):  # a failed check's a/b/delta dump is read below
             self.printed.feed(lineno, text)
-        if ":" in text or "=" in text:  # every measure the observer reads is ``name: value`` or ``name=value``
+        if ":" in text or "=" in text or "etween" in text:  # ``name: value``, ``name=value``, ``... between a and b is X``
             read = self.metrics.observe(lineno, text)
             if read is not None:
                 self.printed.measured(lineno, text, read)

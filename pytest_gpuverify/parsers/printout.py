@@ -179,9 +179,18 @@ class Printout:
         self.block: list[str] = []
 
     def feed(self, lineno: int, text: str, checked: bool = False, where: str = FREE) -> None:
-        """``checked``: the kind's parser read the line as a check; ``where``: where it stands."""
+        """``checked``: the kind's parser read the line as a check; ``where``: where it stands. A line
+        holding ``\\r`` (a progress bar, then a verdict) is read as the pieces a terminal shows in turn."""
         if where == SETTLED:
             return
+        if "\r" in text:
+            for piece in text.split("\r"):
+                if piece:
+                    self._feed(lineno, piece, checked, where)
+            return
+        self._feed(lineno, text, checked, where)
+
+    def _feed(self, lineno: int, text: str, checked: bool, where: str) -> None:
         if where == WARNINGS:
             if ("Warning" in text and "Pytest" in text) and _PYTEST_WARNINGS.search(text):
                 self.alarms.raise_alarm(lineno, "pytest caught an exception no test saw", text)

@@ -106,7 +106,7 @@ class PytestTerminal:
             message = text[1:].strip()
             self._exception_line(lineno, message)
             return message
-        if c0 in "PFEXS" and self._short(lineno, text):
+        if c0 in "PFEXSR" and self._short(lineno, text):
             return None
         if self.in_trace:
             return None
@@ -210,7 +210,7 @@ class PytestParser(Recorder):
         if seen is None:
             return
         self.printed.feed(lineno, seen)
-        if ":" in seen or "=" in seen:
+        if ":" in seen or "=" in seen or "etween" in seen:
             self.metrics.observe(lineno, seen)
         self.on_line(lineno, seen)
         traceback = text[:1] == "E" and seen is not text  # an ``E`` line: the exception pytest reports
