@@ -112,7 +112,11 @@ def test_a_pass_line_in_a_test_is_no_check_of_its_own(kind: str) -> None:
 def test_the_readme_example_of_each_verdict_line_is_read() -> None:
     from pytest_gpuverify.parsers.printout import VERDICT_LINES
 
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    table = readme.split("| name | reads | passes | fails |", 1)[1].split("\n\n", 1)[0].splitlines()
     for entry in VERDICT_LINES:
+        row = next((line for line in table if line.startswith(f"| `{entry.name}` |")), "")
+        assert f"`{entry.fails}`" in row and (entry.passes is None or f"`{entry.passes}`" in row), entry.name
         if entry.passes is not None:
             assert verdict(read(entry.passes + "\n"))[0] == "PASS", entry.name
         assert verdict(read(entry.fails + "\n"))[0] == "FAIL", entry.name
@@ -206,7 +210,7 @@ tests/test_k.py::test_k[2]
 UNRAISABLE = """\
 =============================== warnings summary ===============================
 tests/test_k.py::test_k[2]
-  /usr/lib/python3/site-packages/_pytest/unraisableexception.py:67: PytestUnraisableExceptionWarning: Exception ignored in: <function Buf.__del__ at 0x7f>
+  /usr/lib/python3/site-packages/_pytest/unraisableexception.py:67: PytestUnraisableExceptionWarning: Exception ignored in: <f>
 
   Traceback (most recent call last):
     File "/workspace/kk/tests/test_k.py", line 20, in __del__

@@ -221,9 +221,9 @@ class Printout:
     def _block(self, lineno: int, text: str) -> bool:
         """An assert_close failure block: its ``not close`` line, or a ``Mismatched elements: N / M``
         with N > 0 that no such line came just before; each block one failed check."""
-        if "not " in text and _NOT_CLOSE.search(text):
+        if "not " in text and (said := _NOT_CLOSE.search(text)) is not None:
             self._close_block()
-            self.block_line, self.block = lineno, [f"line {lineno}: assert_close failed: {_NOT_CLOSE.search(text).group()}"]
+            self.block_line, self.block = lineno, [f"line {lineno}: assert_close failed: {said.group()}"]
             return True
         if "ifference" not in text and "ismatched" not in text:
             return False

@@ -315,10 +315,10 @@ class PytestParser(Recorder):
         for module, message in uncollected:  # no test ran: why; tests ran besides: an error of the run
             (self.problem if ran_none else self.fail)(f"{module} could not be collected: {message or '(no message)'}")
         if ran_none:
-            first = self.first_error or ""
-            self.out.ran_no_test = first
+            error_line = self.first_error or ""
+            self.out.ran_no_test = error_line
             said = f"{counts.skipped} skipped" if counts is not None else f"pytest stopped with exit code {ctx.exit_code}"
-            self.problem(f"{RAN_NO_TEST} ({said})" + (f"; the first error it printed: {first}" if first else ""))
+            self.problem(f"{RAN_NO_TEST} ({said})" + (f"; the first error it printed: {error_line}" if error_line else ""))
         elif counts is not None and counts.skipped:
             self.note(f"the inner pytest skipped {counts.skipped} test(s)")
         if term.outcomes_dropped:

@@ -162,8 +162,8 @@ BOX_BARS = rb"\xe2\x94[\x82\x83]|\xe2\x95\x91"
 # metrics.py's ``maximum difference between a and b is X`` (no ``:``), and the pytest parser's first
 # error line (``ImportError while loading conftest``). Its regular expressions are ASCII ones
 # (``re.A``): ``ſ`` is no ``s`` there.
-PRINTOUT_WORDS = (b"pass", b"correct", b"accura", b"verif", b"valid", b"numeric", b"all[_ ]?close", b"are not (?:close|equal)", b"mismatched elements",
-                  b"greatest", b"between", b"(?:error|exception) while")
+PRINTOUT_WORDS = (b"pass", b"correct", b"accura", b"verif", b"valid", b"numeric", b"all[_ ]?close",
+                  b"are not (?:close|equal)", b"mismatched elements", b"greatest", b"between", b"(?:error|exception) while")
 MARKS = rb"\xe2\x9c[\x85\x93\x94\x96\x97\x98]|\xe2\x9d[\x8c\x8e]|\xe2\x98\x91"
 _PRINTOUT_RE = tuple(re.compile(word) for word in ALARM_WORDS + _ERROR_RE + PRINTOUT_WORDS)
 PRINTOUT_RAW = (re.compile(BOX_BARS), re.compile(MARKS))
