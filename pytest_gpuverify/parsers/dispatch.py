@@ -82,6 +82,7 @@ def parse_output(kind: str, path: Path, context: Optional[ParseContext] = None) 
     an inner pytest run, the declaration's dtype, limits and words, and the command line. Never
     raises: an unknown kind gives an output with a problem and no result."""
     context = context or ParseContext()
+    path = Path(path)
     try:
         parser = _parser_for(kind, context)
     except re.error as exc:  # declarations are checked at load time; an artifact edited by hand is not
