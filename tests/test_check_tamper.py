@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_gpuverify.engine.artifact import read_artifact
+from pytest_gpuverify.engine.artifact import SCHEMA_VERSION, read_artifact
 from pytest_gpuverify.cli.check import UNVERIFIED
 from pytest_gpuverify.cli.main import main
 
@@ -62,7 +62,7 @@ def made(tmp_path_factory, docker_client) -> dict[str, Path]:
     assert arts["pass"].verdict == "PASS" and arts["crash"].exit_code == 1 and arts["pytest kind"].junit_xml
     assert arts["bench"].verdict == "PASS" and arts["bench"].target.command == ["python3", "bench/bench_softmax.py"]
     assert arts["signed"].signed_by == SIGNER and arts["pass"].signed_by is None
-    assert arts["signed"].host_gpus == 4 and arts["signed"].schema_version == 4
+    assert arts["signed"].host_gpus == 4 and arts["signed"].schema_version == SCHEMA_VERSION
     return paths
 
 

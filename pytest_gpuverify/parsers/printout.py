@@ -111,7 +111,7 @@ _BARE = {"pass": True, "passed": True, "fail": False, "failed": False, "failure"
 
 def _bare_word(text: str, low: str) -> Optional[bool]:
     """The verdict word alone on its line, maybe after an arrow or in brackets: ``--> PASS``, ``[FAIL]``."""
-    word = low.strip().strip("-=>[](){}*#:.!\u2192 \t")
+    word = low.strip().strip("-=<>[](){}|*#:.!\u2192 \t")
     return _BARE.get(word) if len(word) <= 7 else None
 
 
