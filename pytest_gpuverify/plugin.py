@@ -159,20 +159,29 @@ def _display_name(path: Path, config: pytest.Config) -> str:
 
 
 class GpuTargetItem(pytest.Item):
+    """One GPU target. It runs once a session: a rerun or repeat plugin (pytest-rerunfailures'
+    ``--reruns``, flaky's) that calls it again gets its first verdict again, so no retry turns a
+    FAIL into a PASS and the session's exit status holds to "0 only when every target is PASS"."""
+
     def __init__(self, *, target: Target, **kwargs) -> None:
         super().__init__(**kwargs)
         self.target = target
         self.add_marker("gpu")
+        self.first: Optional[tuple[Artifact, Path]] = None  # the verdict of its one run
+        self.calls = 0
 
     def runtest(self) -> None:
         from pytest_gpuverify.terminal import verdict_properties
 
-        outcome = self.config.stash[ENGINE_KEY].run(self.target)
-        art = outcome.artifact
-        # what the terminal summary needs travels with the report, so it also works under xdist
-        self.user_properties.extend(verdict_properties(art, outcome.artifact_path))
+        self.calls += 1
+        if self.first is None:
+            outcome = self.config.stash[ENGINE_KEY].run(self.target)
+            self.first = (outcome.artifact, outcome.artifact_path)
+            # what the terminal summary needs travels with the report, so it also works under xdist
+            self.user_properties.extend(verdict_properties(*self.first))
+        art, path = self.first
         if art.verdict != "PASS":
-            raise GpuVerdict(art, outcome.artifact_path)
+            raise GpuVerdict(art, path)
 
     def repr_failure(self, excinfo, style=None):
         if isinstance(excinfo.value, GpuVerdict):
@@ -180,6 +189,9 @@ class GpuTargetItem(pytest.Item):
             lines = [f"{art.verdict}: {self.target.name}"]
             lines += [f"  - {reason}" for reason in art.reasons]
             lines.append(f"  artifact: {excinfo.value.artifact_path}")
+            if self.calls > 1:
+                lines.append(f"  called {self.calls} times (a rerun plugin): a GPU target runs once, its first "
+                             "verdict stands")
             return "\n".join(lines)
         return super().repr_failure(excinfo, style=style)
 

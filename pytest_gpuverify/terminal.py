@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Callable, Iterable, Optional
 
+import pytest
+
 
 def counted(n: object, noun: str) -> str:
     """``1 shape``, ``3 shapes``: a count with its noun in the number it needs."""
@@ -80,6 +82,7 @@ class VerdictSummary:
 
     def __init__(self, engine: Callable[[], Optional[object]] = lambda: None, ci_summary: Optional[str] = None) -> None:
         self.verdicts: list[tuple[str, dict]] = []
+        self.reported: set[str] = set()  # the node ids in ``verdicts``
         self._engine = engine
         self._ci_summary = ci_summary  # --gpu-ci-summary: the GitHub markdown, written there too
         self.stored: dict[str, str] = {}  # asked artifact path -> where it was written, as xdist workers said
@@ -88,8 +91,17 @@ class VerdictSummary:
     def pytest_runtest_logreport(self, report) -> None:
         props = dict(report.user_properties)
         if report.when == "call" and "gpuverify_verdict" in props:
+            if report.nodeid in self.reported:
+                return  # a rerun plugin's next call of the target: its first verdict, reported again
+            self.reported.add(report.nodeid)
             props.setdefault("gpuverify_file", report.location[0])  # relative to the rootdir, for annotations
             self.verdicts.append((report.nodeid, props))
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        """The exit status is 0 only when every target is PASS, whatever a plugin made of the reports."""
+        if session.exitstatus == 0 and any(p.get("gpuverify_verdict") != "PASS" for _, p in self.verdicts):
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
     def pytest_terminal_summary(self, terminalreporter) -> None:
         if terminalreporter.config.getoption("collectonly", False):

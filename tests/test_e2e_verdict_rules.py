@@ -209,7 +209,7 @@ def test_declared_words_and_nan_in_the_result(made):
     assert art(made, "tutorial").correctness.shapes_checked == 1
     wrong = art(made, "tutorial-wrong")
     assert wrong.verdict == "FAIL" and rule_reasons(wrong) == ["line 1: fail_pattern matches: ❌ Triton and Torch differ"]
-    assert art(made, "tutorial-undeclared").verdict == "INCONCLUSIVE"
+    assert art(made, "tutorial-undeclared").verdict == "PASS"  # Triton's words are default verdict lines now
     nan = art(made, "nan-result")
     assert nan.verdict == "FAIL" and nan.correctness.nan_count == 1
     assert nan.reasons[0].startswith("line 2: NaN/inf in the printed result: output: tensor([nan")
@@ -251,7 +251,7 @@ TAMPERINGS = {
     "shapes_checked edited": ("seed004", lambda d: d["correctness"].update(shapes_checked=9),
                               "correctness.shapes_checked is 9, the raw output gives 8"),
     "fail_pattern removed": ("tutorial-wrong", lambda d: d["target"].update(fail_pattern=None),
-                             "verdict is FAIL, re-derived INCONCLUSIVE: "),
+                             "reason extra: line 1: fail_pattern matches: ❌ Triton and Torch differ"),
     "pass_pattern made a bad regex": ("tutorial", lambda d: d["target"].update(pass_pattern="(unclosed"),
                                       "verdict is PASS, re-derived INCONCLUSIVE: "),
     "err_ratio edited": ("err-ratio", lambda d: d["correctness"].update(err_ratio=0.001),

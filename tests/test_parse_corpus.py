@@ -41,8 +41,8 @@ EXPECTED: dict[str, Expected] = {
     "aiter_pr1528_gemm_a8w8_pandas_summary_elided_cols.txt": Expected(passed=None, elided_problem=True),
     # err ~0.97: "a FAILING run that still exits 0"
     "aiter_pr2438_moe_2stage_markdown_high_err.txt": Expected(passed=False, min_perf_rows=3, shapes_checked=3),
-    # a PR-local FlyDSL test printing its own "--> PASS": no aiter correctness format in it
-    "aiter_pr2560_flydsl_rmsnorm_custom_test_output.txt": Expected(passed=None),
+    # a PR-local FlyDSL test printing its own "--> PASS": a verdict line (printout.py): the one shape the excerpt shows whole
+    "aiter_pr2560_flydsl_rmsnorm_custom_test_output.txt": Expected(passed=True, shapes_checked=1),
     # markdown timings of four backends, no err column
     "aiter_pr3747_rmsnorm_backends_markdown.txt": Expected(passed=None, min_perf_rows=36),
     "committed_log_test_gemm_a8w8_skinny.txt": Expected(passed=True, min_perf_rows=4, min_checks=2, shapes_checked=2),

@@ -126,7 +126,7 @@ def test_garbage_xml_never_raises_and_the_terminal_is_read_instead(tmp_path: Pat
 def test_garbage_xml_and_no_terminal_summary_is_no_result(tmp_path: Path) -> None:
     result = parse(tmp_path, "Segmentation fault (core dumped)\n", "<testsuites><testsuite")
     assert result.correctness.passed is None
-    assert result.problems == [NO_RESULT]
+    assert result.problems == ["line 1: the run printed an error: Segmentation fault (core dumped)", NO_RESULT]
 
 
 def test_huge_xml_is_capped_and_streamed(tmp_path: Path) -> None:
@@ -261,7 +261,8 @@ def test_failed_count_without_names_still_fails(tmp_path: Path) -> None:
 
 def test_output_with_no_pytest_result(tmp_path: Path) -> None:
     result = parse(tmp_path, "ImportError: libamdhip64.so: cannot open shared object file\n")
-    assert result.correctness.passed is None and result.problems == [NO_RESULT]
+    assert result.correctness.passed is None and result.problems == [
+        "line 1: the run printed an error: ImportError: libamdhip64.so: cannot open shared object file", NO_RESULT]
 
 
 # ----- FlyDSL perf lines ---------------------------------------------------------------------
@@ -336,9 +337,9 @@ def test_check_failed_and_printed_failed_lines_fail_a_passing_pytest(tmp_path: P
     result = parse(tmp_path, text)
     assert result.correctness.passed is False
     assert result.failures == [
-        "line 2: \u2717 Check failed: logits_diff 0.012 > 0.002",
-        "line 3: the test printed 'FAILED'",
-        "line 4: the test printed '2 TESTS FAILED'",
+        "line 2: a failure verdict line (check-mark): \u2717 Check failed: logits_diff 0.012 > 0.002",
+        "line 3: a failure verdict line (word-alone): FAILED",
+        "line 4: a failure verdict line (tests-summary): 2 TESTS FAILED",
         "line 5: FAIL (b=1 s=128)",
     ]
     assert result.correctness.logits_diff == 0.012 and result.correctness.cosine_sim == 0.91

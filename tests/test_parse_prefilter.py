@@ -27,7 +27,7 @@ from pytest_gpuverify.parsers.dispatch import parse_output
 from pytest_gpuverify.parsers.flydsl import FlydslParser
 from pytest_gpuverify.parsers.lines import LineReader
 from pytest_gpuverify.parsers.metrics import CloseBlock
-from pytest_gpuverify.parsers.result import ParsedOutput
+from pytest_gpuverify.parsers.result import ParseContext, ParsedOutput
 from pytest_gpuverify.parsers.triggers import AITER, BENCH as BENCH_TRIGGERS, FLYDSL, PYTEST
 from pytest_gpuverify.parsers.triton import TritonPytestParser
 from pytest_gpuverify.config.targets import AITER_OP_TEST, BENCH, FLYDSL_PYTEST, TRITON_PYTEST
@@ -127,14 +127,15 @@ def prefilter_settings(enabled: bool, chunk: int) -> Iterator[None]:
         prefilter.ENABLED, prefilter.CHUNK_SIZE = saved
 
 
-def parse_both(data: bytes, kind: str, chunk: int = prefilter.READ_CHUNK) -> tuple[ParsedOutput, ParsedOutput]:
+def parse_both(data: bytes, kind: str, chunk: int = prefilter.READ_CHUNK, **context) -> tuple[ParsedOutput, ParsedOutput]:
+    """``context``: the ParseContext's fields (declared words, exit code, JUnit report)."""
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "out.txt"
         path.write_bytes(data)
         with prefilter_settings(True, chunk):
-            filtered = parse_output(kind, path)
+            filtered = parse_output(kind, path, ParseContext(**context))
         with prefilter_settings(False, chunk):
-            every_line = parse_output(kind, path)
+            every_line = parse_output(kind, path, ParseContext(**context))
     return filtered, every_line
 
 
@@ -324,6 +325,15 @@ LINE_PIECES = FRAGMENTS + [
     "\u2502", "\u2503", "\u2551", "\u2500\u2500\u2500", "+---+", ": 0.5", "\u00a0err",
     # NaN in a printed result (shape_checks.py)
     "tensor(", "tensor([", "output", "out", "triton_out", "result", ": nan", "= inf", "-inf", "NaN", "\u2009nan",
+    # the printout's scan (printout.py): verdict lines, assert_close blocks, pytest's warnings, first errors
+    "\u2705", "\u274c", "\u2713", "\u2717", "\u2714", "\u2718", "\u2716", "\u274e", "\u2611", " match", " differ",
+    "PASS", "PASSED", "Passed", "FAIL", "FAILURE", "-->", "[", "]", "!", "Allclose(atol=0.1, rtol=0.2)", "all_close",
+    ": True", ": False", "Correctness", "correct", "incorrect", "Accuracy", "verification", "Validation", "numerics",
+    "Result", "check", " test ", " OK", "ok", "Some tests", "3 tests", "0 tests", " failed to ", "max_abs_diff=0.1",
+    "Tensor-likes are not close!", "Scalars are not equal!", "Mismatched elements: 3 / 4 (75%)",
+    "Mismatched elements: 0 / 4", "Greatest absolute difference: x", "PytestUnhandledThreadExceptionWarning",
+    "PytestUnraisableExceptionWarning", "ImportError while loading conftest", "The maximum difference between ",
+    " and triton is ", "\u017f", "\u212a",
 ]
 
 

@@ -231,10 +231,15 @@ def test_the_unmutated_output_passes(kind: str, perf_rows: int) -> None:
     assert len(result.perf) == perf_rows
 
 
-# ----- a failing check or an error line anywhere in a passing output is never a PASS (issue 9) ----
+# ----- a failure anywhere in a passing output of any kind is never a PASS ----------------------------
+#
+# A failing check or an error line (aiter's words, error lines and tracebacks), a failure line of the
+# default verdict lines (printout.py), an assert_close failure block, pytest's warning of an exception
+# in a worker thread: inserted anywhere, whole, in a passing output of every kind.
 
 from pytest_gpuverify.engine.artifact import RunRecord  # noqa: E402
 from pytest_gpuverify.engine.verdict import decide  # noqa: E402
+from pytest_gpuverify.parsers.printout import VERDICT_LINES  # noqa: E402
 
 NEVER_PASS_LINES = [
     "[aiter] ck: [checkAllclose atol=0.01 rtol=0.01 \x1b[31mfailed!\x1b[0m]",
@@ -248,18 +253,39 @@ NEVER_PASS_LINES = [
     "error: no kernel image is available for execution on the device",
     "shape 7: FAILED",
 ]
+VERDICT_FAILURES = [entry.fails for entry in VERDICT_LINES] + [
+    "❌ Triton and Torch differ", "✗ FAILURE: Outputs or configs differ!", "Allclose(atol=0.1, rtol=0.2): False",
+    "correctness check: FAILED", "  --> FAIL", "[FAIL] M=128 N=4096 cos_sim=0.9421", "2 of 8 checks failed",
+]
+NEVER_PASS_BLOCKS = [
+    *([line] for line in NEVER_PASS_LINES),
+    *([line] for line in VERDICT_FAILURES),
+    ["Tensor-likes are not close!", "", "Mismatched elements: 1024 / 1024 (100.0%)",
+     "Greatest absolute difference: 0.5 at index (3, 17) (up to 1e-05 allowed)"],
+    ["AssertionError: Scalars are not close!", "Expected 1.0 but got 1.5."],
+    ["Mismatched elements: 3 / 3 (100%)", "Max absolute difference among violations: 0.1"],
+    ["  /usr/lib/python3/site-packages/_pytest/threadexception.py:58: PytestUnhandledThreadExceptionWarning: "
+     "Exception in thread Thread-1 (work)", "", "  Traceback (most recent call last):",
+     '    File "/usr/lib/python3.12/threading.py", line 1073, in _bootstrap_inner', "      self.run()",
+     "  AssertionError: Tensor-likes are not close!", "", "  Mismatched elements: 1024 / 1024 (100.0%)",
+     "    warnings.warn(pytest.PytestUnhandledThreadExceptionWarning(msg))"],
+    ["  /x/_pytest/unraisableexception.py:67: PytestUnraisableExceptionWarning: Exception ignored in: <function f>"],
+    ["Traceback (most recent call last):", '  File "bench/run.py", line 12, in <module>', "    main()",
+     "RuntimeError: HIP error: invalid device function"],
+]
 
 
-@pytest.mark.parametrize("kind", [AITER_OP_TEST, BENCH])
+@pytest.mark.parametrize("kind", KINDS)
 @PROPERTY_SETTINGS
-@given(at=st.integers(min_value=0), line=st.sampled_from(NEVER_PASS_LINES), progress=st.booleans())
-def test_a_failing_check_or_error_line_anywhere_is_never_pass(kind: str, at: int, line: str, progress: bool) -> None:
+@given(at=st.integers(min_value=0), block=st.sampled_from(NEVER_PASS_BLOCKS), progress=st.booleans())
+def test_a_failure_line_block_warning_or_traceback_anywhere_is_never_pass(kind: str, at: int, block: list[str],
+                                                                          progress: bool) -> None:
     lines = VALID[kind].splitlines(keepends=True)
     at %= len(lines) + 1
-    # inserted as a line of its own, or glued after a tqdm-style \r progress on the line before it
-    inserted = ("\r 42%|####      | 42/100" + "\r" if progress else "") + line + "\n"
+    # inserted as lines of their own, the first maybe glued after a tqdm-style \r progress on the line before it
+    inserted = ("\r 42%|####      | 42/100" + "\r" if progress else "") + "\n".join(block) + "\n"
     data = "".join(lines[:at] + [inserted] + lines[at:]).encode()
     result = parse_bytes(data, kind)
     assert_sound(result)
     verdict, reasons = decide(RunRecord(ran=True, exit_code=0), result)
-    assert verdict != "PASS", (line, at)
+    assert verdict != "PASS", (block, at)

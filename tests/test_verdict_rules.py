@@ -211,7 +211,9 @@ def test_declared_words(tmp_path, kind):
 
 
 def test_undeclared_words_prove_nothing(tmp_path):
-    assert verdict(tmp_path, "✅ Triton and Torch match\n", BENCH)[0] == "INCONCLUSIVE"
+    """Words no verdict line reads; the default verdict lines (printout.py) read Triton's, unless turned off."""
+    assert verdict(tmp_path, "kernel looks fine to me\n", BENCH)[0] == "INCONCLUSIVE"
+    assert verdict(tmp_path, "✅ Triton and Torch match\n", BENCH, verdict_lines_off=("check-mark",))[0] == "INCONCLUSIVE"
 
 
 @pytest.mark.parametrize("printed", [

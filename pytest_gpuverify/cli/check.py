@@ -131,8 +131,10 @@ def _compare_output(art: Artifact, parsed: Optional[ParsedOutput]) -> list[str]:
             for key, value in art.correctness.model_dump().items() if unread[key] != value
         ]
     problems = []
-    ours = [r.model_dump(exclude={"regime"}) for r in parsed.perf]
-    theirs = [r.model_dump(exclude={"regime"}) for r in art.perf]
+    # a row's ``table`` (its table's title) is part of its key from schema 5; older artifacts hold none
+    not_compared = {"regime"} if art.schema_version >= 5 else {"regime", "table"}
+    ours = [r.model_dump(exclude=not_compared) for r in parsed.perf]
+    theirs = [r.model_dump(exclude=not_compared) for r in art.perf]
     if len(ours) != len(theirs):
         problems.append(f"perf has {len(theirs)} rows, the raw output gives {len(ours)}")
     for i, (a, b) in enumerate(zip(theirs, ours)):

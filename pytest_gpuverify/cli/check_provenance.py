@@ -26,7 +26,8 @@ from pytest_gpuverify.place.packages import origin_inside
 from pytest_gpuverify.place.provenance import CONTAINER_ENV_RECORDED
 from pytest_gpuverify.config.targets import BENCH, JUNIT_DIR, PYTEST_KINDS, RunEnvironment, import_package, pythonpath
 
-_PYTEST_FLAGS = ["-q", "-rA", "-p", "no:cacheprovider"]
+_PYTEST_FLAGS = ["-q", "-rAR", "-p", "no:cacheprovider"]
+_PYTEST_FLAGS_BEFORE = ["-q", "-rA", "-p", "no:cacheprovider"]  # artifacts of schema 4 and older
 
 
 def provenance_problems(art: Artifact, artifact_path: Path, raw: Optional[Path], gathered: bool = False) -> list[str]:
@@ -83,7 +84,7 @@ def _junit(art: Artifact, artifact_path: Path) -> list[str]:
     if not path.exists():
         return [f"junit_xml {art.junit_xml} is missing"]
     report = read_junit(path)
-    bad = report.counts.failed + report.counts.errors
+    bad = report.counts.failed + report.counts.errors - report.retried_passes  # a retry that passed exits 0
     exit_code = art.run.exit_code if art.run is not None else art.exit_code
     if report.problem is None and bad and exit_code == 0:
         return [f"run.exit_code is 0, but the JUnit report has {report.counts.describe()} (pytest exits 1 then)"]
@@ -174,9 +175,10 @@ def _command(art: Artifact) -> list[str]:
     if target.kind in PYTEST_KINDS:
         head, junit = ["python3", "-m", "pytest"], f"--junitxml={JUNIT_DIR}/"
         rel = argv[3] if len(argv) > 3 else ""
-        ok = (argv[:3] == head and argv[4:8] == _PYTEST_FLAGS and len(argv) > 8 and argv[8].startswith(junit)
+        flags = _PYTEST_FLAGS if art.schema_version >= 5 else _PYTEST_FLAGS_BEFORE
+        ok = (argv[:3] == head and argv[4:8] == flags and len(argv) > 8 and argv[8].startswith(junit)
               and argv[9:] == args and _names(target.path, rel) and _stamped(argv[8], art.raw_output))
-        shown = shlex.join([*head, "<path>", *_PYTEST_FLAGS, f"{junit}<this run>.xml", *args])
+        shown = shlex.join([*head, "<path>", *flags, f"{junit}<this run>.xml", *args])
         return [] if ok else [why + repr(shown)]
     rel = argv[1] if len(argv) > 1 else ""
     ok = argv[:1] == ["python3"] and argv[2:] == args and _names(target.path, rel)

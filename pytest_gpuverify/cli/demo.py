@@ -186,9 +186,10 @@ def run_demo(root: Path, ticket: str = "DEMO-1") -> int:
 PYTEST_DISTS = ("pytest", "pluggy", "iniconfig", "packaging", "pygments")
 
 
-def install_pytest(client, name: str) -> str:
+def install_pytest(client, name: str, extra: tuple[str, ...] = ()) -> str:
     """Give a sandbox container pytest (real ROCm images have it): the host's pure-Python pytest and
-    its needs, copied into the container's user site. Returns that site directory."""
+    its needs, copied into the container's user site; ``extra``: more pure-Python distributions the
+    host has (a pytest plugin: ``pytest-rerunfailures``). Returns that site directory."""
     import importlib.metadata as md
 
     container = client.containers.get(name)
@@ -197,7 +198,7 @@ def install_pytest(client, name: str) -> str:
     container.exec_run(["mkdir", "-p", site_dir])
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w") as tar:
-        for dist_name in PYTEST_DISTS:
+        for dist_name in (*PYTEST_DISTS, *extra):
             dist = md.distribution(dist_name)
             for file in dist.files or []:
                 if "__pycache__" in file.parts or file.parts[0].endswith(".dist-info") and file.name == "RECORD":

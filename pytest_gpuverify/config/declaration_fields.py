@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Optional, Sequence
 
 from pytest_gpuverify.parsers.figures import DIRECTIONS
 from pytest_gpuverify.parsers.shape_checks import pattern_problem
-from pytest_gpuverify.config.targets import Thresholds
+from pytest_gpuverify.config.targets import AITER_OP_TEST, BENCH, Thresholds
 
 if TYPE_CHECKING:
     from pytest_gpuverify.config.declarations import DeclarationError
@@ -179,6 +179,35 @@ class FieldChecks:
                 raise self.error(where, f"env.{name}", f"{name} is set by the engine for every run",
                                  "drop it: the GPUs come from the lock, the import path from the worktree.")
         return dict(value)
+
+    def verdict_lines_off(self, where: str, value: Any) -> tuple[str, ...]:
+        """Names of default verdict lines not to read (parsers/printout.py: VERDICT_LINE_NAMES)."""
+        from pytest_gpuverify.parsers.printout import VERDICT_LINE_NAMES
+
+        key = "verdict_lines_off"
+        if value is None:
+            return ()
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise self.error(where, key, f"{key} is {_kind_of(value)}, not a list of names",
+                             f'write a list of quoted names, e.g. {key} = ["word-alone"].')
+        for name in value:
+            if name not in VERDICT_LINE_NAMES:
+                raise self.error(where, key, f"{name!r} is not a verdict line",
+                                 f"{_did_you_mean(name, VERDICT_LINE_NAMES)}name one of: {', '.join(VERDICT_LINE_NAMES)}.")
+        return tuple(dict.fromkeys(value))
+
+    def exit_status_is_check(self, where: str, kind: str, value: Any) -> bool:
+        """An assert-only script: its exit status is its check (a pytest target's are its tests)."""
+        key = "exit_status_is_check"
+        if value is None:
+            return False
+        if not isinstance(value, bool):
+            raise self.error(where, key, f"{key} is {_kind_of(value)}, not true or false",
+                             f"write {key} = true (without quotes).")
+        if value and kind not in (BENCH, AITER_OP_TEST):
+            raise self.error(where, key, f"{key} is for a script or harness; kind is {kind}, whose outcomes are "
+                             "its tests'", f'drop {key}, or declare the script with kind = "{BENCH}".')
+        return value
 
     def workdir(self, where: str, value: Any) -> Optional[str]:
         text = self.text(where, "workdir", value, '"."')

@@ -35,7 +35,10 @@ Kinds: aiter-op-test, flydsl-pytest, triton-pytest, bench, pytest. A test target
 folder too, for kind pytest); a bench target needs ``command`` or ``path`` (run as ``python3
 <path>``). Thresholds: cosine_sim_min, max_abs_error_max, logits_diff_max, snr_db_min,
 err_ratio_max (each a finite number). ``pass_pattern``/``fail_pattern``: regular expressions for a
-harness's own words of success and failure (compiled here). ``repeats = 3``: runs under one lock
+harness's own words of success and failure (compiled here), added to the default verdict lines;
+``verdict_lines_off = ["word-alone"]``: default verdict lines not read (parsers/printout.py names
+them). ``exit_status_is_check = true``: the command's exit status is its check (an assert-only
+script; bench and aiter-op-test kinds): exit 0 is one checked shape. ``repeats = 3``: runs under one lock
 (``--gpu-repeats`` wins; runs_log.py); ``min_steps = 50``: the fewest timed steps each run must print
 where it prints a count (each a whole number >= 1). ``directions = { uplift = "higher" }``: which way
 is better for a printed figure that ``gpuverify compare`` cannot tell by its name (metric or row name
@@ -74,7 +77,8 @@ TOP_KEYS = ("regime", "dtype", "gpus", "thresholds", "floors", "ceilings", "dire
             "env")
 TARGET_KEYS = ("name", "kind", "path", "command", "args", "topic", "dtype", "regime", "gpus",
                "thresholds", "floors", "ceilings", "repo", "workdir", "pass_pattern", "fail_pattern",
-               "repeats", "min_steps", "packages", "env", "directions")
+               "repeats", "min_steps", "packages", "env", "directions",
+               "verdict_lines_off", "exit_status_is_check")
 _NAME = re.compile(r"[A-Za-z0-9._-]+")
 _TOML_AT = re.compile(r"\s*\(at (?:line (\d+), column (\d+)|end of document)\)\s*$")
 
@@ -313,6 +317,8 @@ class _Reader(FieldChecks):
             packages=p if (p := self.packages(where, block.get("packages"))) is not None else defaults.packages,
             env={**defaults.env, **self.env(where, block.get("env"))},
             directions={**defaults.directions, **self.directions(where, block.get("directions"))},
+            verdict_lines_off=self.verdict_lines_off(where, block.get("verdict_lines_off")),
+            exit_status_is_check=self.exit_status_is_check(where, kind, block.get("exit_status_is_check")),
             **{key: self.pattern(where, key, block.get(key)) for key in ("pass_pattern", "fail_pattern")}), where
 
     def path(self, where: str, value: Any, folder_ok: bool = False) -> Path:

@@ -68,6 +68,8 @@ class Target(BaseModel):
     anchor: Optional[Path] = None  # where a target without a file lives (its declaration's directory)
     pass_pattern: Optional[str] = None  # a regular expression: a line the harness prints for a checked shape
     fail_pattern: Optional[str] = None  # ... and for a failed one
+    verdict_lines_off: tuple[str, ...] = ()  # default verdict lines turned off, by name (parsers/printout.py)
+    exit_status_is_check: bool = False  # an assert-only script: exit 0 is one checked shape
     repeats: Optional[int] = None  # runs per side under one lock (runs_log.py); --gpu-repeats wins
     min_steps: Optional[int] = None  # the fewest timed steps a run must print, where it prints a count
     # import packages under test (None: the kind's own, else the repo's pyproject project; (): none)
@@ -169,16 +171,16 @@ def command_argv(target: Target, rel_path: Optional[PurePosixPath], run_id: str)
     """The repo's own command, unchanged: a rewritten command would prove something else.
 
     Pytest files get only what is needed to see results: ``-q`` (contract "4. Container, import
-    check, run"), ``-rA`` so
-    every outcome and captured output is printed, and a JUnit XML report that is read instead of the
-    progress dots."""
+    check, run"), ``-rAR`` so every outcome and captured output is printed, and every retry a
+    plugin made (pytest-rerunfailures' ``RERUN`` lines; a test retried failed an attempt), and a
+    JUnit XML report that is read instead of the progress dots."""
     if target.kind == BENCH:
         base = list(target.command or ())
         if not base and rel_path is not None:
             base = ["python3", str(rel_path)]
         return [*base, *target.args]
     if target.kind in PYTEST_KINDS:
-        return ["python3", "-m", "pytest", str(rel_path), "-q", "-rA", "-p", "no:cacheprovider",
+        return ["python3", "-m", "pytest", str(rel_path), "-q", "-rAR", "-p", "no:cacheprovider",
                 f"--junitxml={junit_path(run_id)}", *target.args]
     return ["python3", str(rel_path), *target.args]
 

@@ -143,6 +143,8 @@ class TargetRecord(_Model):
     ceilings: dict[str, float] = Field(default_factory=dict)  # ... and maximums of printed times
     pass_pattern: Optional[str] = None  # declared regular expressions for the harness's own words
     fail_pattern: Optional[str] = None
+    verdict_lines_off: list[str] = Field(default_factory=list)  # default verdict lines turned off (printout.py)
+    exit_status_is_check: bool = False  # the command's exit status is its check: exit 0 is one checked shape
     command: Optional[list[str]] = None  # a declared bench command, before its args
     repeats: Optional[int] = None  # runs asked for per side (declaration or --gpu-repeats); None: one
     min_steps: Optional[int] = None  # the fewest steps a run must print that it timed (runs_log.py)

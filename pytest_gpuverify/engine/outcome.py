@@ -40,6 +40,7 @@ def target_record(target: Target, repeats: Optional[int]) -> TargetRecord:
         thresholds=target.thresholds.model_dump(exclude_none=True, exclude={"floors", "ceilings"}),
         floors=dict(target.thresholds.floors), ceilings=dict(target.thresholds.ceilings),
         pass_pattern=target.pass_pattern, fail_pattern=target.fail_pattern,
+        verdict_lines_off=list(target.verdict_lines_off), exit_status_is_check=target.exit_status_is_check,
         command=list(target.command) if target.command else None,
         repeats=repeats, min_steps=target.min_steps,
         packages=list(target.packages) if target.packages is not None else None, env=dict(target.env),

@@ -153,6 +153,8 @@ def merge(results: list[tuple[Segment, ParsedOutput, str]]) -> ParsedOutput:
         out.lines_read += parsed.lines_read
         out.bytes_read += parsed.bytes_read
         out.dtypes_seen += [d for d in parsed.dtypes_seen if d not in out.dtypes_seen][:20]
+        if out.ran_no_test is None and parsed.ran_no_test is not None:
+            out.ran_no_test = f"{where}: {parsed.ran_no_test}" if parsed.ran_no_test else ""
     out.correctness = worst_correctness([p.correctness for _, p, _ in results])
     return out
 

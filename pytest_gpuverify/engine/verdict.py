@@ -97,6 +97,10 @@ def decide(
         doubts.insert(0, "the command's exit code could not be read")
     elif inner_pytest(target) and run.exit_code == PYTEST_NO_TESTS:
         doubts.insert(0, "the inner pytest collected no test (exit code 5)")
+    elif inner_pytest(target) and run.exit_code != 0 and parsed is not None and parsed.ran_no_test is not None:
+        # a usage error, a conftest or test module that cannot be imported: nothing of the kernel ran
+        first = f": {parsed.ran_no_test}" if parsed.ran_no_test else ""
+        doubts.insert(0, f"the inner pytest ran no test (exit code {run.exit_code}){first}")
     elif run.exit_code != 0:
         failures.insert(0, f"exit code {run.exit_code}")
     doubts.extend(run.output_problems)

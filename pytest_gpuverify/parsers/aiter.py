@@ -16,7 +16,6 @@ from typing import Optional
 
 from pytest_gpuverify.engine.artifact import Correctness, PerfRow
 from pytest_gpuverify.parsers.aiter_tables import ERR_TOLERANCE, SummaryTables
-from pytest_gpuverify.parsers.alarms import Alarms
 from pytest_gpuverify.parsers.lines import NUMBER, AlignedTableStream, LineReader, read_number, strip_ansi, strip_ci_prefix
 from pytest_gpuverify.parsers.dtypes import DtypeReader
 from pytest_gpuverify.parsers.metrics import MetricsObserver
@@ -24,6 +23,7 @@ from pytest_gpuverify.parsers.perfstats import place
 from pytest_gpuverify.parsers.columns import Table
 from pytest_gpuverify.parsers.ruled import ERR_NAME as _ERR_COLUMN, RuledTables
 from pytest_gpuverify.parsers.prefilter import drive
+from pytest_gpuverify.parsers.printout import Printout
 from pytest_gpuverify.parsers.result import CappedRecorder, CheckLine, ParseContext, ParsedOutput
 from pytest_gpuverify.parsers.shape_checks import PrintedChecks
 from pytest_gpuverify.parsers.triggers import AITER
@@ -77,18 +77,19 @@ class _AiterParser(SummaryTables, CappedRecorder):
         self.call_block_has_check = False
         self.in_tensor_dump = False
         self.summary_pending: Optional[int] = None
+        self.title: Optional[tuple[int, str]] = None  # the last ``... summary:`` title line read, and its text
         self.summary_titled = True  # the pending title says ``summary`` (else: any title)
         self.ruled = RuledTables(self.ruled_row, self.problem)  # markdown, grid, box, simple tables
         self.ruled_table: Optional[tuple[int, Table]] = None
-        self.alarms = Alarms(self.problem)
         self.checked_line = 0  # the last line a check was read on
         self.ws_stream: Optional[AlignedTableStream] = None  # a pandas-printed table after ``summary:``
         self.ws_table: Optional[Table] = None
         self.ws_perf = True
         self.orphan_rows_noted = False
         self.metrics = MetricsObserver(self.fail)  # cosine_sim, max_abs_error, logits_diff, snr_db
-        # per-shape check lines, declared pass/fail words, NaN in a printed result
-        self.printed = PrintedChecks(self.fail, context.thresholds, context.pass_pattern, context.fail_pattern)
+        # per-shape check lines, NaN in a printed result
+        self.printed = PrintedChecks(self.fail, context.thresholds)
+        self.printout = Printout(self, context)  # verdict lines, assert_close blocks, alarms: every kind's
         declared = context.thresholds.err_ratio_max
         self.err_tolerance = declared if declared is not None else ERR_TOLERANCE
         self.err_origin = " (the declared err_ratio_max)" if declared is not None else ""
@@ -119,13 +120,13 @@ class _AiterParser(SummaryTables, CappedRecorder):
                 text = _LOGGER_PREFIX.sub("", text, count=1)
         if not (self.in_tensor_dump and text[:1] in (" ", "\t")):  # a failed check's a/b/delta dump is read below
             self.printed.feed(lineno, text)
-        if ":" in text or "=" in text:  # every measure the observer reads is ``name: value`` or ``name=value``
+        if ":" in text or "=" in text or "etween" in text:  # ``name: value``, ``name=value``, ``... between a and b is X``
             read = self.metrics.observe(lineno, text)
             if read is not None:
                 self.printed.measured(lineno, text, read)
         if self.wants_every_line() or _may_matter(text):  # else: the line holds nothing dispatch reads
             self.dispatch(lineno, text)
-        self.alarms.observe(lineno, text, failed_read=lineno in (self.checked_line, self.printed.checked_line))
+        self.printout.feed(lineno, text, checked=lineno in (self.checked_line, self.printed.checked_line))
 
     def dispatch(self, lineno: int, text: str) -> None:
         # single-character tests (memchr) first: most lines hold none of the verdicts
@@ -159,6 +160,7 @@ class _AiterParser(SummaryTables, CappedRecorder):
             stripped = text.rstrip()
             if stripped.endswith(":") and _TITLE.match(stripped):
                 self.summary_pending = lineno
+                self.title = (lineno, stripped[:-1].strip())
                 self.summary_titled = "summary" in stripped.lower()
                 return
             self.plain_line(lineno, text, verdicts=False)
@@ -277,7 +279,7 @@ class _AiterParser(SummaryTables, CappedRecorder):
     # ----- result ----------------------------------------------------------------------------
     def finish(self, reader: LineReader) -> ParsedOutput:
         self.end_tables()
-        self.alarms.close()
+        self.printout.close()
         self.close_call_block()
         out = self.out
         self.close(reader)
@@ -308,6 +310,7 @@ class _AiterParser(SummaryTables, CappedRecorder):
             err_ratio=self.err_max,
         )
         self.metrics.apply(out.correctness)
+        self.printout.settle(out.correctness)
         return out
 
 

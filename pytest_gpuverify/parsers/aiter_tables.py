@@ -31,6 +31,7 @@ class SummaryTables:
         ruled: RuledTables
         ruled_table: Optional[tuple[int, Table]]
         summary_pending: Optional[int]
+        title: Optional[tuple[int, str]]
         err_max: Optional[float]
         err_tolerance: float
         err_origin: str
@@ -49,7 +50,8 @@ class SummaryTables:
         assert stream is not None
         for lineno, cells in rows:
             if self.ws_table is None and stream.layout is not None:
-                self.ws_table = Table(stream.header_line, classify_columns(stream.layout.names), stream.layout.wrapped)
+                self.ws_table = Table(stream.header_line, classify_columns(stream.layout.names), stream.layout.wrapped,
+                                      title=self.title_over(stream.header_line))
             table = self.ws_table
             assert table is not None
             if not self.ws_perf and not any(c.kind == "err" for c in table.columns):
@@ -73,8 +75,12 @@ class SummaryTables:
     def ruled_row(self, lineno: int, names: list[str], cells: list[str]) -> None:
         header_line = self.ruled.header_line
         if self.ruled_table is None or self.ruled_table[0] != header_line:
-            self.ruled_table = (header_line, Table(header_line, classify_columns(names)))
+            self.ruled_table = (header_line, Table(header_line, classify_columns(names), title=self.title_over(header_line)))
         self.table_row(self.ruled_table[1], lineno, cells)
+
+    def title_over(self, header_line: int) -> Optional[str]:
+        """The title printed on the line just above a table's header (``[aiter] gemm summary (markdown):``)."""
+        return self.title[1] if self.title is not None and self.title[0] == header_line - 1 else None
 
     def table_row(self, table: Table, lineno: int, cells: list[str], perf: bool = True) -> None:
         """One row: its err cells are checks, its time cells perf rows (unless ``perf`` is off: another
@@ -127,12 +133,13 @@ class SummaryTables:
                 metrics_of[i] = {name: self.figure(lineno, name, cells[j], where) for j, name in metric_cells
                                  if cells[j] not in EMPTY_CELLS}
         if times:
-            self.perf_rows(plan, lineno, cells, shape, times, metrics_of, ratios)
+            self.perf_rows(plan, lineno, cells, shape, times, metrics_of, ratios, table.title)
         if checked:
             self.shape_keys.add(hash(shape))
 
     def perf_rows(self, plan, lineno: int, cells: list[str], shape: str, times: dict[int, Optional[float]],
-                  metrics_of: dict[int, dict[str, Optional[float]]], ratios: dict[str, Optional[float]]) -> None:
+                  metrics_of: dict[int, dict[str, Optional[float]]], ratios: dict[str, Optional[float]],
+                  title: Optional[str] = None) -> None:
         """One perf row per measured quantity (perfstats.py): a group's columns' metrics go to its row."""
         runs = next((int(v) for i in plan.runs if (v := read_number(cells[i])[1]) is not None and v.is_integer()), None)
         for group in plan.groups:
@@ -147,13 +154,13 @@ class SummaryTables:
                 field = FIELD_OF.get(stat)
                 if field == "us_median":
                     self.add_perf(PerfRow(shape=shape, name=name, us_median=times[index], stat=stat, runs=runs,
-                                          metrics=metrics, source_line=lineno))
+                                          metrics=metrics, source_line=lineno, table=title))
                     continue
                 if field is None:
                     metrics[f"{stat}_us"] = times[index]
                 row = {field: times[index]} if field else {}
                 self.add_perf(PerfRow(shape=shape, name=name, stat=stat, runs=runs, metrics=metrics,
-                                      source_line=lineno, **row))
+                                      source_line=lineno, table=title, **row))
                 continue
             quantities = quantities_of([group], times)
             if not quantities:
@@ -165,7 +172,7 @@ class SummaryTables:
             metrics.update(q.spread)
             metrics.update(ratios)
             self.add_perf(PerfRow(shape=shape, name=q.name, us_median=q.us_median, stat=q.stat, min_us=q.min_us,
-                                  max_us=q.max_us, runs=runs, metrics=metrics, source_line=lineno))
+                                  max_us=q.max_us, runs=runs, metrics=metrics, source_line=lineno, table=title))
 
     def figure(self, lineno: int, name: str, text: str, where: str) -> Optional[float]:
         """A throughput cell: a NaN or inf there is a measured figure gone wrong (contract section 6,

@@ -65,12 +65,12 @@ class Alarms:
         if not may_alarm(text):
             return
         if is_error_line(text):
-            self._raise(lineno, "the run printed an error", text)
+            self.raise_alarm(lineno, "the run printed an error", text)
         elif (not failed_read and ("ailed" in text or "AILED" in text) and _FAILED_WORD.search(text)
               and not _all_benign(text)):
-            self._raise(lineno, "'failed' printed where no check was read", text)
+            self.raise_alarm(lineno, "'failed' printed where no check was read", text)
 
-    def _raise(self, lineno: int, what: str, text: str) -> None:
+    def raise_alarm(self, lineno: int, what: str, text: str) -> None:
         self.seen += 1
         if self.seen <= ALARM_CAP:
             self._problem(f"line {lineno}: {what}: {text.strip()[:QUOTE_CAP]}")

@@ -2,7 +2,8 @@
 
 It reads, in one pass: Triton ``perf_report`` tables (a ``<plot_name>:`` title, a header, rows with
 an integer index; both the full ``to_string`` form and the old ``print(df)`` form cut with ``..``
-rows and a ``[N rows x M columns]`` footer), whitespace-aligned perf tables whose header names a
+rows and a ``[N rows x M columns]`` footer; each row's ``table`` is the title, so the rows of two
+tables never share a key), whitespace-aligned perf tables whose header names a
 unit (``FlyDSL(us)``, ``TB/s``, ``speedup``), FlyDSL's ``=== Benchmark: current vs X ===`` blocks,
 and, through the aiter parser fed the same lines, ``[checkAllclose ...]`` lines, ``[perf]`` lines and
 markdown/pandas summaries. A/B harnesses name the side of a row with a ``side`` column, a line
@@ -44,7 +45,9 @@ _TO_US = TO_US
 _METRIC = re.compile(r"[tgm]flops|[tgm]b/s|gbps|bandwidth|tok/s", re.I)
 _RATIO = re.compile(r"speedup|ratio|uplift|(?:^|\s)vs(?:\s|$)|/|gain|delta", re.I)
 _UNITISH = re.compile(r"us\b|ms\b|ns\b|\(s\)|_s\b|sec\b|flops|b/s|gbps|bandwidth|tok/s", re.I)  # a header names at least one unit
-_INTEGRAL = re.compile(r"-?\d+(?:\.0*)?")
+# How pandas prints a perf_report's x value: a column of whole numbers as ``4096`` or ``4096.0``; any
+# other float column with the same decimals in every row, so ``1024.000000`` is a line's figure.
+_X_VALUE = re.compile(r"-?\d+(?:\.0)?")
 _RATIO_CELL = re.compile(r"[-+]?[\d.,]+[x%]")
 _SIDE_PREFIX = re.compile(r"^(?:\[(?P<b>[ABab]|base|head)\]|(?P<c>[ABab]):)\s+")
 _SIDE_SUFFIX = re.compile(r"^(?P<name>.*\S)\s*\((?P<side>[ABab]|base|head)\)$")
@@ -213,19 +216,23 @@ class TableReader:
         return True
 
     def _classify(self, table: _Table, first: list[str]) -> Optional[list[str]]:
+        """Each column's kind, from its name and the first row. A perf_report (``indexed``) prints its
+        x columns first, then its lines: the x columns are the leading ones whose first cell is a
+        whole number as pandas prints one (``4096.0``) or no number at all (``llama3-8B``); the first
+        other column and every column after it is a line (or a unit its name says), whatever its
+        values look like; the last column is one in any case."""
         hint = column_kind(table.title) if table.title else ""
         hint = hint if hint in (*_TIME_KINDS, "metric") else ""
         kinds = [column_kind(n) for n in table.names]
-        if table.indexed:  # x_names come first: leading plain columns printed as whole numbers
+        if table.indexed:
             in_x = True
             for i, (kind, cell) in enumerate(zip(kinds, first)):
-                if kind == "plain" and in_x and _INTEGRAL.fullmatch(cell):
+                in_x = in_x and kind == "plain" and (_X_VALUE.fullmatch(cell) is not None or cell_number(cell)[0] == "bad")
+                if in_x:
                     kinds[i] = "x"
-                else:
-                    in_x = False
-                    if kind == "plain":
-                        kinds[i] = hint or "line"
-            if not any(k in _VALUE_KINDS for k in kinds) and kinds and kinds[-1] == "x":
+                elif kind == "plain":
+                    kinds[i] = hint or "line"
+            if kinds and kinds[-1] == "x":
                 kinds[-1] = hint or "line"
         else:
             for i, (kind, cell) in enumerate(zip(kinds, first)):
@@ -262,17 +269,17 @@ class TableReader:
             metrics = {names[j]: numbers[j] for j in owned}
             metrics.update(q.spread)
             metrics.update(ratios)
-            self._add(q.name, shape, q.us_median, metrics, row_side, lineno,
+            self._add(q.name, shape, q.us_median, metrics, row_side, lineno, table.title or None,
                       stat=q.stat, min_us=q.min_us, max_us=q.max_us, runs=runs)
         for i in rest:
             if i not in owned:
-                self._add(names[i], shape, None, {names[i]: numbers[i], **ratios}, row_side, lineno)
+                self._add(names[i], shape, None, {names[i]: numbers[i], **ratios}, row_side, lineno, table.title or None)
 
     def _add(self, name: str, shape: str, us: Optional[float], metrics: dict, side: Optional[str], lineno: int,
-             **stats) -> None:
+             table: Optional[str] = None, **stats) -> None:
         name, named_side = split_side(name)
         self.rec.add_perf(PerfRow(shape=shape, name=name, us_median=us, metrics=metrics,
-                                  side=named_side or side, source_line=lineno, **stats))
+                                  side=named_side or side, source_line=lineno, table=table, **stats))
 
     def _compare_row(self, lineno: int, match: re.Match[str], side: Optional[str]) -> None:
         shape = f"op={match['op']}, shape={match['shape']}, dtype={match['dtype']}"

@@ -67,6 +67,7 @@ class Table:
     header_line: int
     columns: list[Column]
     wrapped: bool = False
+    title: Optional[str] = None  # the title printed over it (``gemm summary (markdown)``): part of each row's key
     rows: int = 0
     elided_rows_seen: bool = False
     _plan: Optional["RowPlan"] = field(default=None, repr=False)

@@ -29,7 +29,8 @@ def context_for(target: Optional[TargetRecord], command: Optional[str], junit_xm
         limits = Thresholds()  # `gpuverify check` names the bad thresholds itself
     return ParseContext(junit_xml=junit_xml, exit_code=exit_code, dtype=target.dtype, command=command,
                         thresholds=limits, pass_pattern=target.pass_pattern, fail_pattern=target.fail_pattern,
-                        min_steps=target.min_steps)
+                        min_steps=target.min_steps, verdict_lines_off=tuple(target.verdict_lines_off),
+                        exit_status_is_check=target.exit_status_is_check)
 
 
 def limits_of(target: TargetRecord) -> Thresholds:
@@ -81,6 +82,7 @@ def parse_output(kind: str, path: Path, context: Optional[ParseContext] = None) 
     an inner pytest run, the declaration's dtype, limits and words, and the command line. Never
     raises: an unknown kind gives an output with a problem and no result."""
     context = context or ParseContext()
+    path = Path(path)
     try:
         parser = _parser_for(kind, context)
     except re.error as exc:  # declarations are checked at load time; an artifact edited by hand is not

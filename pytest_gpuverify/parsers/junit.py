@@ -1,4 +1,9 @@
-"""An inner pytest run's JUnit XML report: every test's outcome, read as a stream."""
+"""An inner pytest run's JUnit XML report: every test's outcome, read as a stream.
+
+Each test is counted once. A retry plugin (pytest-rerunfailures, common in CI configurations) lists a
+test once per attempt, the failed attempt without its failure: a test listed more than once failed an
+attempt, and is failed here whatever its last attempt did. A module that could not be collected is
+no test case (``collect_errors``)."""
 
 from __future__ import annotations
 
@@ -24,17 +29,46 @@ class Counts:
     skipped: int = 0
     xfailed: int = 0  # expected failures: pytest's own word, never "skipped"
     deselected: int = 0
+    reruns: int = 0  # attempts a retry plugin made again (the terminal's ``1 rerun``)
+
+    @property
+    def ran(self) -> int:
+        """The tests that ran: passed, failed or errored (a collection error is none)."""
+        return self.passed + self.failed + self.errors
 
     def describe(self) -> str:
         return ", ".join(f"{v} {k}" for k, v in vars(self).items() if v) or "nothing"
 
 
+RETRIED = "retried"  # the kind of a test that failed an attempt and ran again (in ``bad``)
+_RANK = {"passed": 0, "skipped": 1, "xfailed": 1, "failed": 2, "error": 3}
+
+
 @dataclass
 class JunitResult:
     counts: Counts = field(default_factory=Counts)
-    bad: list[tuple[str, str, str]] = field(default_factory=list)  # (node id, "failed"|"error", message)
+    bad: list[tuple[str, str, str]] = field(default_factory=list)  # (node id, "failed"|"error"|RETRIED, message)
     blocks: dict[str, CloseBlock] = field(default_factory=dict)
     problem: Optional[str] = None  # set: the file could not be read whole, so nothing of it is used
+    collect_errors: list[tuple[str, str]] = field(default_factory=list)  # (module, message): no test case
+    attempts: dict[str, int] = field(default_factory=dict)  # node id -> attempts, for a test listed more than once
+    outcomes: dict[str, str] = field(default_factory=dict)  # node id -> its worst outcome over its attempts
+    retried_passes: int = 0  # tests failed here for a retry whose every listed attempt passed (pytest exited 0)
+
+    def sum_up(self) -> None:
+        """The counts, each test once; a test run more than once is failed (its first attempt was)."""
+        counts = Counts()
+        named = {nodeid for nodeid, _, _ in self.bad}
+        for nodeid, outcome in self.outcomes.items():
+            if nodeid in self.attempts and outcome in ("passed", "skipped", "xfailed"):
+                outcome = "failed"
+                self.retried_passes += 1
+                if nodeid not in named and len(self.bad) < REASON_CAP:
+                    self.bad.append((nodeid, RETRIED, f"listed {self.attempts[nodeid]} times"))
+            key = {"passed": "passed", "skipped": "skipped", "xfailed": "xfailed", "failed": "failed",
+                   "error": "errors"}[outcome]
+            setattr(counts, key, getattr(counts, key) + 1)
+        self.counts = counts
 
 
 def junit_nodeid(classname: str, name: str) -> str:
@@ -53,6 +87,7 @@ def read_junit(path: Path, cap: int = JUNIT_BYTES_CAP) -> JunitResult:
     result = JunitResult()
     try:
         _read_junit(Path(path), cap, result)
+        result.sum_up()
     except ET.ParseError as exc:
         result.problem = f"not well-formed XML ({exc})"
     except (OSError, ValueError, RecursionError) as exc:
@@ -99,21 +134,31 @@ def _take_events(parser: ET.XMLPullParser, stack: list[ET.Element], result: Juni
 
 def _take_testcase(elem: ET.Element, result: JunitResult) -> None:
     nodeid = junit_nodeid(elem.get("classname", ""), elem.get("name", "?"))
-    outcome = None
+    outcome = "passed"
     for child in elem:
         if child.tag in ("failure", "error"):
             kind = "failed" if child.tag == "failure" else "error"
-            result.counts.failed += kind == "failed"
-            result.counts.errors += kind == "error"
             message = (child.get("message") or child.text or "").strip()
-            if len(result.bad) < REASON_CAP:
+            if kind == "error" and child.get("message") == "collection failure" and not elem.get("classname"):
+                if len(result.collect_errors) < REASON_CAP:
+                    result.collect_errors.append((nodeid, _first_error((child.text or "").strip()) or message))
+                return
+            if len(result.bad) < REASON_CAP and all(b[0] != nodeid for b in result.bad):
                 result.bad.append((nodeid, kind, message.splitlines()[0][:MESSAGE_CAP] if message else ""))
             block = block_from_message(message)
             if block is not None and len(result.blocks) < BLOCK_CAP:
-                result.blocks[nodeid] = block
-            outcome = outcome or kind
-        elif child.tag == "skipped" and outcome is None:  # pytest writes an xfail as <skipped type="pytest.xfail">
+                result.blocks.setdefault(nodeid, block)
+            outcome = kind if _RANK[kind] > _RANK[outcome] else outcome
+        elif child.tag == "skipped" and outcome == "passed":  # pytest writes an xfail as <skipped type="pytest.xfail">
             outcome = "xfailed" if child.get("type") == "pytest.xfail" else "skipped"
-    result.counts.passed += outcome is None
-    result.counts.skipped += outcome == "skipped"
-    result.counts.xfailed += outcome == "xfailed"
+    before = result.outcomes.get(nodeid)
+    if before is not None:
+        result.attempts[nodeid] = result.attempts.get(nodeid, 1) + 1
+        outcome = before if _RANK[before] > _RANK[outcome] else outcome
+    result.outcomes[nodeid] = outcome
+
+
+def _first_error(text: str) -> str:
+    """A collection failure's telling line: its last ``E`` line (``E   ModuleNotFoundError: ...``)."""
+    lines = [line[1:].strip() for line in text.splitlines() if line.startswith("E ")]
+    return lines[-1][:MESSAGE_CAP] if lines else ""

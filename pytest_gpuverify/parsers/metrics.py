@@ -15,6 +15,8 @@ Names read (case-insensitive, followed by ``:`` or ``=`` and a number):
   ``Max Diff`` (FlyDSL ``verify_output``: ``abs(a-b).max()``), aiter's ``-->max abs delta:``, and
   torch ``assert_close``'s ``Greatest absolute difference: X at index ...``
 - snr_db: ``snr``, ``snr_db``, ``SNR (dB)``, ``SNR: 31.2 dB``
+- max_abs_error also: Triton's tutorials' ``The maximum difference between torch and triton is 0.0``
+  (``max diff between A and B: X`` and kin: no ``:`` needed)
 """
 
 from __future__ import annotations
@@ -40,6 +42,9 @@ _PATTERNS: list[tuple[str, str, str, re.Pattern[str]]] = [
         rf"{_START}max(?:imum)?[ _](?:abs(?:olute)?(?:[ _](?:err(?:or)?|diff(?:erence)?))?|diff){_IS}", re.I)),
     ("max_abs_error", "max", "greatest", re.compile(rf"{_START}greatest absolute difference{_IS}", re.I)),
     ("snr_db", "min", "snr", re.compile(rf"{_START}snr(?:[ _]?\(?db\)?)?{_IS}", re.I)),
+    ("max_abs_error", "max", "between", re.compile(
+        rf"{_START}max(?:imum)?(?:[ _]abs(?:olute)?)?[ _]diff(?:erence)?\s+between\s+[^:=\n]{{1,80}}?"
+        rf"(?:\s+(?:is|was)|\s*[:=])\s*(?P<v>{_NUM})(?![\w.])", re.I)),
 ]
 # aiter's ``-->max abs delta:`` (``-->max delta:`` before 2025): its non-finite values are the aiter
 # parser's to count, so here only a finite value is kept.
@@ -60,7 +65,7 @@ class MetricsObserver:
 
     def observe(self, lineno: int, text: str) -> Optional[LineMeasures]:
         """Read the measures of one line; returns what it read (None: nothing), for the per-shape rules."""
-        if ":" not in text and "=" not in text:
+        if ":" not in text and "=" not in text and "etween" not in text:
             return None
         low = text.lower()
         if not ("cos" in low or "max" in low or "diff" in low or "snr" in low or "greatest" in low):
@@ -106,6 +111,15 @@ class MetricsObserver:
             if value is not None:
                 setattr(correctness, key, value)
         correctness.nan_count += self.nan_count
+
+
+def has_measure(text: str) -> bool:
+    """Whether ``text`` prints a measure :class:`MetricsObserver` reads (nothing is recorded)."""
+    low = text.lower()
+    if "-->max" in text:
+        return _AITER_DELTA.search(text) is not None
+    return any(gate in low and (gate != "cos" or _COS_GATE.search(low)) and pattern.search(text)
+               for _key, _keep, gate, pattern in _PATTERNS)
 
 
 @dataclass

@@ -4,21 +4,30 @@ The JUnit XML report gives every test's outcome exactly; without it, the termina
 (``3 passed, 1 skipped in 2.1s``) and the ``-rA`` short summary (``FAILED x::y - msg``) are read.
 The trap: FlyDSL's conftest turns exit code 5 into 0, and whole modules skip themselves
 when ``import aiter`` fails, so a run where no test passed and none failed is a problem
-(:data:`RAN_NO_TEST`), never a pass. torch ``assert_close`` blocks are read into the failure reason.
+(:data:`RAN_NO_TEST`), never a pass; so is a run that stopped before its first test (a usage error,
+a conftest or test module that cannot be imported: exit 4 or 2), whose reason names the first error
+line it printed. torch ``assert_close`` blocks are read into the failure reason. A test a retry
+plugin ran again (``RERUN``, ``1 rerun``, listed twice in the JUnit report) failed an attempt: it fails.
+Every line that is not pytest's own goes on to the printout's scan (printout.py), with where it stands.
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from pathlib import Path
 from typing import Optional
 
 from pytest_gpuverify.engine.artifact import Correctness
 from pytest_gpuverify.parsers.result import CappedRecorder
-from pytest_gpuverify.parsers.junit import BLOCK_CAP, MESSAGE_CAP, Counts, JunitResult, junit_nodeid, read_junit  # noqa: F401 (junit_nodeid)
+from pytest_gpuverify.parsers.alarms import is_error_line
+from pytest_gpuverify.parsers.junit import (  # noqa: F401 (junit_nodeid)
+    BLOCK_CAP, MESSAGE_CAP, RETRIED, Counts, JunitResult, junit_nodeid, read_junit,
+)
 from pytest_gpuverify.parsers.lines import LineReader, read_number, strip_ansi, strip_ci_prefix
 from pytest_gpuverify.parsers.metrics import NOT_CLOSE, CloseBlock, MetricsObserver
 from pytest_gpuverify.parsers.prefilter import Triggers, drive
+from pytest_gpuverify.parsers.printout import FREE, SETTLED, WARNINGS, Printout
 from pytest_gpuverify.parsers.result import ParseContext, ParsedOutput
 from pytest_gpuverify.parsers.shape_checks import PrintedChecks
 from pytest_gpuverify.parsers.triggers import PYTEST
@@ -29,17 +38,20 @@ OUTCOME_CAP = 100_000  # node ids remembered from the terminal; counts go on
 
 _SUMMARY = re.compile(r"^=*\s*(?P<body>(?:\d+ [a-z]+, )*\d+ [a-z]+|no tests ran) in [\d.]+s(?: \([\d:.]+\))?\s*=*$")
 _COUNT = re.compile(r"(\d+) ([a-z]+)")
-_SHORT = re.compile(r"^(?P<word>PASSED|FAILED|ERROR|XFAIL|XPASS) (?P<id>[^\s\[]+(?:\[.*?\])?)(?: - (?P<msg>.*))?$")
+_SHORT = re.compile(r"^(?P<word>PASSED|FAILED|ERROR|XFAIL|XPASS|RERUN) (?P<id>[^\s\[]+(?:\[.*?\])?)(?: - (?P<msg>.*))?$")
 _SHORT_SKIP = re.compile(r"^SKIPPED \[(?P<n>\d+)\] ")
-_VERBOSE = re.compile(r"^(?P<id>\S+::[^\s\[]+(?:\[.*?\])?) (?P<word>PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS)\b")
+_VERBOSE = re.compile(r"^(?P<id>\S+::[^\s\[]+(?:\[.*?\])?) (?P<word>PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS|RERUN)\b")
 _SECTION = re.compile(r"^={3,} (?P<title>.+?) ={3,}$")
 _PYTEST_SECTIONS = re.compile(r"X?FAILURES|ERRORS|X?PASSES|short test summary info|warnings summary|test session starts"
                               r"|slowest .*durations|rerun test summary info|tests coverage")
 _SUBSECTION = re.compile(r"^-{3,} (?:Captured|generated|live log|coverage).* -{3,}$")
 _TEST_HEADER = re.compile(r"^_{3,} (?:(?:ERROR|FAILURE) at \w+ of )?(?P<name>.+?) _{3,}$")
 _WORDS = {"passed": "passed", "xpassed": "passed", "failed": "failed", "error": "errors", "errors": "errors",
-          "skipped": "skipped", "xfailed": "xfailed", "deselected": "deselected"}
+          "skipped": "skipped", "xfailed": "xfailed", "deselected": "deselected", "rerun": "reruns", "reruns": "reruns"}
 _TRACE_SECTIONS = ("FAILURES", "ERRORS")
+# ``ImportError while loading conftest '...'.`` / ``ImportError while importing test module '...'.``
+_ERROR_WHILE = re.compile(r"\w(?:Error|Exception) while ")
+_STOPPED_EARLY = (2, 3, 4)  # pytest's exit codes for a run it stopped before its tests: collection, internal, usage
 
 
 class Recorder(CappedRecorder):
@@ -64,6 +76,8 @@ class PytestTerminal:
         self.summary: Optional[tuple[int, Counts]] = None
         self.outcomes: dict[str, tuple[str, str, int]] = {}  # node id -> (word, message, line)
         self.outcomes_dropped = 0
+        self.outcome_sources: set[str] = set()  # where outcomes were read: "short summary", "-v lines"
+        self.reruns: dict[str, int] = {}  # node id -> the line a retry plugin's RERUN was printed on
         self.short_skipped = 0
         self.blocks: list[tuple[Optional[str], CloseBlock]] = []
         self.block: Optional[CloseBlock] = None
@@ -92,7 +106,7 @@ class PytestTerminal:
             message = text[1:].strip()
             self._exception_line(lineno, message)
             return message
-        if c0 in "PFEXS" and self._short(lineno, text):
+        if c0 in "PFEXSR" and self._short(lineno, text):
             return None
         if self.in_trace:
             return None
@@ -101,6 +115,13 @@ class PytestTerminal:
         if "::" in text and self._short(lineno, text, _VERBOSE):
             return None
         return text
+
+    def where(self) -> str:
+        """Where the last line stands, for the printout (printout.py): in a failed test's report, in the
+        warnings summary, or anywhere else."""
+        if self.section in _TRACE_SECTIONS:
+            return SETTLED
+        return WARNINGS if self.section == "warnings summary" else FREE
 
     def _exception_line(self, lineno: int, message: str) -> None:
         if "are not " in message and NOT_CLOSE.search(message):
@@ -127,11 +148,17 @@ class PytestTerminal:
             match = _SHORT_SKIP.match(text)
             if match:
                 self.short_skipped += int(match["n"])
+                self.outcome_sources.add("short summary")
                 return True
         match = pattern.match(text.rstrip())
         if match is None or not ("::" in match["id"] or match["id"].endswith(".py")):
             return False
         nodeid = match["id"]
+        if match["word"] == "RERUN":
+            if len(self.reruns) < OUTCOME_CAP:
+                self.reruns.setdefault(nodeid, lineno)
+            return True
+        self.outcome_sources.add("short summary" if pattern is _SHORT else "-v lines")
         if nodeid in self.outcomes or len(self.outcomes) < OUTCOME_CAP:
             message = (match.groupdict().get("msg") or "")[:MESSAGE_CAP]
             self.outcomes[nodeid] = (match["word"], message, lineno)
@@ -141,7 +168,9 @@ class PytestTerminal:
 
     def counts_from_outcomes(self) -> Counts:
         counts = Counts(skipped=self.short_skipped)
-        for word, _, _ in self.outcomes.values():
+        for nodeid, (word, _, _) in self.outcomes.items():
+            if word == "ERROR" and "::" not in nodeid:
+                continue  # a module that could not be collected: no test
             key = {"PASSED": "passed", "XPASS": "passed", "FAILED": "failed", "ERROR": "errors",
                    "XFAIL": "xfailed"}.get(word, "skipped")
             setattr(counts, key, getattr(counts, key) + 1)
@@ -159,10 +188,13 @@ class PytestParser(Recorder):
         self.context = context or ParseContext()
         self.term = PytestTerminal()
         self.metrics = MetricsObserver(self.fail)
-        ctx = self.context  # declared words and NaN in a printed result; the outcomes stay pytest's
-        self.printed = PrintedChecks(self.fail, ctx.thresholds, ctx.pass_pattern, ctx.fail_pattern, shape_lines=False)
+        self.printed = PrintedChecks(self.fail, self.context.thresholds, shape_lines=False)  # NaN in a printed result
+        # verdict lines, assert_close blocks, alarms: every kind's; a pass line is no test
+        self.printout = Printout(self, self.context, count_passes=False)
         self.checks_passed = self.checks_failed = 0  # check lines printed by the tests themselves
+        self.checked_line = 0  # the last line a subclass read as a check
         self.atol: Optional[float] = None
+        self.first_error: Optional[str] = None  # the first error line printed, for a run that ran no test
 
     def wants_every_line(self) -> bool:
         """Whether the next line matters whatever it holds (the terminal itself never needs that)."""
@@ -173,17 +205,29 @@ class PytestParser(Recorder):
         if text[:1].isdigit() and "Z " in text[:40]:
             text = strip_ci_prefix(text)
         seen = self.term.feed(lineno, text)
+        if self.first_error is None and ("rror" in text or "RROR" in text or "xception" in text or "ault" in text
+                                         or "borted" in text or "dumped" in text or "llegal" in text):
+            self._first_error(lineno, seen if seen is not None else text)
         if seen is None:
             return
         self.printed.feed(lineno, seen)
-        if ":" in seen or "=" in seen:
+        if ":" in seen or "=" in seen or "etween" in seen:
             self.metrics.observe(lineno, seen)
         self.on_line(lineno, seen)
+        traceback = text[:1] == "E" and seen is not text  # an ``E`` line: the exception pytest reports
+        self.printout.feed(lineno, seen, checked=lineno in (self.checked_line, self.printed.checked_line),
+                           where=SETTLED if traceback else self.term.where())
+
+    def _first_error(self, lineno: int, text: str) -> None:
+        """The first error line (usage banners aside): what a run that ran no test names."""
+        if (is_error_line(text) or _ERROR_WHILE.search(text)) and "usage:" not in text:
+            self.first_error = f"line {lineno}: {text.strip()[:200]}"
 
     def on_line(self, lineno: int, text: str) -> None:
         """A line that is not pytest's own (captured output, ``E`` messages)."""
 
     def finish(self, reader: LineReader) -> ParsedOutput:
+        self.printout.close()
         counts, failed_checks = self._outcomes()
         self.close(reader)
         out = self.out
@@ -203,6 +247,7 @@ class PytestParser(Recorder):
             checks_failed=n_failed + (counts.errors if counts else 0) + self.checks_failed + printed.shapes_failed,
         )
         self.metrics.apply(out.correctness)
+        self.printout.settle(out.correctness)
         return out
 
     def _outcomes(self) -> tuple[Optional[Counts], int]:
@@ -218,26 +263,28 @@ class PytestParser(Recorder):
             self.note(f"no JUnit XML: {ctx.junit_problem}")
         counts: Optional[Counts] = None
         bad: list[tuple[str, str, str]] = []
+        uncollected: list[tuple[str, str]] = []  # modules that could not be collected: no test case
         if xml is not None:
-            counts, bad = xml.counts, xml.bad
+            counts, bad, uncollected = xml.counts, list(xml.bad), list(xml.collect_errors)
             for xml_block in xml.blocks.values():
                 self._greatest(xml_block)
             if term.summary is not None:
                 lineno, printed = term.summary
-                if printed.failed + printed.errors and not counts.failed + counts.errors:
+                if printed.failed + printed.errors and not counts.failed + counts.errors + len(uncollected):
                     said = printed.describe()
                     self.fail(f"line {lineno}: the pytest summary reports {said}; the JUnit XML no failure")
-                elif (printed.passed, printed.failed) != (counts.passed, counts.failed):
+                elif (printed.passed, printed.failed) != (counts.passed, counts.failed) and not xml.attempts:
                     said = printed.describe()
                     self.note(f"JUnit XML ({counts.describe()}) and summary line {lineno} ({said}) differ")
         elif term.summary is not None or term.outcomes or term.short_skipped:
-            counts = term.summary[1] if term.summary else term.counts_from_outcomes()
-            bad = [(nodeid, "failed" if word == "FAILED" else "error", msg)
-                   for nodeid, (word, msg, _) in term.outcomes.items() if word in ("FAILED", "ERROR")]
-            if term.summary is None:
-                self.problem("no pytest summary line (output cut short?); outcomes read from the short summary")
+            counts, bad, uncollected = self._terminal_outcomes()
         else:
             self.problem(NO_RESULT)
+        retried = sum(kind == RETRIED for _, kind, _ in bad)
+        if term.summary is not None and term.summary[1].reruns and not retried:
+            lineno, printed = term.summary
+            self.fail(f"line {lineno}: the pytest summary reports {printed.reruns} rerun(s): a test failed an attempt "
+                      "and ran again (a retry plugin); a failure retried into a pass is still a failure")
         by_test: dict[Optional[str], CloseBlock] = {}
         for test, first in term.blocks:
             by_test.setdefault(test, first)
@@ -247,6 +294,10 @@ class PytestParser(Recorder):
             tail = nodeid.split("::", 1)[1].replace("::", ".") if "::" in nodeid else nodeid
             tails.add(tail)
             block = xml_blocks.get(nodeid) or by_test.get(tail)
+            if kind == RETRIED:
+                self.fail(f"{nodeid} failed an attempt and ran again ({message}; a retry plugin); "
+                          "a failure retried into a pass is still a failure")
+                continue
             verb = "failed" if kind == "failed" else "error"
             detail = block.describe() if block is not None else (message or "(no message)")
             self.fail(f"{nodeid} {verb}: {detail}")
@@ -261,9 +312,15 @@ class PytestParser(Recorder):
             unmatched += 1
             where = f" in {test}" if test else ""
             self.fail(f"line {block.line}: torch assert_close failed{where}: {block.describe()}")
-        if counts is not None and counts.passed + counts.failed + counts.errors == 0 and not unmatched:
-            xfailed = f", {counts.xfailed} xfailed" if counts.xfailed else ""
-            self.problem(f"{RAN_NO_TEST} ({counts.skipped} skipped{xfailed})")
+        ran_none = (counts.ran == 0 and not unmatched) if counts is not None else ctx.exit_code in _STOPPED_EARLY
+        for module, message in uncollected:  # no test ran: why; tests ran besides: an error of the run
+            (self.problem if ran_none else self.fail)(f"{module} could not be collected: {message or '(no message)'}")
+        if ran_none:
+            error_line = self.first_error or ""
+            self.out.ran_no_test = error_line
+            said = (f"{counts.skipped} skipped" + (f", {counts.xfailed} xfailed" if counts.xfailed else "")
+                    if counts is not None else f"pytest stopped with exit code {ctx.exit_code}")
+            self.problem(f"{RAN_NO_TEST} ({said})" + (f"; the first error it printed: {error_line}" if error_line else ""))
         elif counts is not None and (counts.skipped or counts.xfailed):
             if counts.skipped:
                 self.note(f"the inner pytest skipped {counts.skipped} test(s)")
@@ -272,6 +329,30 @@ class PytestParser(Recorder):
         if term.outcomes_dropped:
             self.note(f"{term.outcomes_dropped} more test outcomes not kept one by one")
         return counts, unmatched
+
+    def _terminal_outcomes(self) -> tuple[Counts, list[tuple[str, str, str]], list[tuple[str, str]]]:
+        """Without a JUnit report: the counts of the summary line (else of the outcomes read), the
+        failed, errored and retried tests, and the modules that could not be collected."""
+        term = self.term
+        counts = replace(term.summary[1]) if term.summary else term.counts_from_outcomes()
+        uncollected = [(nodeid, msg) for nodeid, (word, msg, _) in term.outcomes.items()
+                       if word == "ERROR" and "::" not in nodeid]
+        if term.summary is not None:
+            counts.errors = max(0, counts.errors - len(uncollected))
+        bad = [(nodeid, "failed" if word == "FAILED" else "error", msg) for nodeid, (word, msg, _) in term.outcomes.items()
+               if word == "FAILED" or (word == "ERROR" and "::" in nodeid)]
+        for nodeid, lineno in term.reruns.items():
+            word = term.outcomes.get(nodeid, ("PASSED", "", 0))[0]
+            if word in ("FAILED", "ERROR"):
+                continue
+            bad.append((nodeid, RETRIED, f"RERUN printed on line {lineno}"))
+            if word == "PASSED" and counts.passed:
+                counts.passed -= 1
+                counts.failed += 1
+        if term.summary is None:
+            sources = " and the ".join(sorted(term.outcome_sources))
+            self.problem(f"no pytest summary line (output cut short?); outcomes read from the {sources}")
+        return counts, bad, uncollected
 
     def _greatest(self, block: CloseBlock) -> None:
         for part in block.parts:

@@ -36,6 +36,8 @@ class ParseContext(BaseModel):
     thresholds: Thresholds = Field(default_factory=Thresholds)  # declared limits, applied per printed shape
     pass_pattern: Optional[str] = None  # declared regular expressions (checked when declared)
     fail_pattern: Optional[str] = None
+    verdict_lines_off: tuple[str, ...] = ()  # entries of the default verdict lines turned off (printout.py)
+    exit_status_is_check: bool = False  # exit 0 is one checked shape (an assert-only script)
     min_steps: Optional[int] = None  # the fewest steps each run must print that it timed (runs_log.py)
 
 
@@ -60,6 +62,9 @@ class ParsedOutput(BaseModel):
     bytes_read: int = 0
     # output dtypes printed for the shapes checked: (dtype, where), the first few and every low-precision one
     dtypes_seen: list[tuple[str, str]] = Field(default_factory=list)
+    # an inner pytest that ran no test case (its exit status then says nothing about the kernel): the
+    # first error line it printed ("" when none); None when tests ran or the output is no pytest run's
+    ran_no_test: Optional[str] = None
 
 
 REASON_CAP = 200  # failures/problems listed one by one; the rest are counted in a closing line

@@ -1,4 +1,5 @@
-"""Checks a run prints besides aiter's ``[checkAllclose ...]`` lines and an inner pytest's outcomes.
+"""Checks a run prints besides aiter's ``[checkAllclose ...]`` lines and an inner pytest's outcomes
+(the verdict lines harnesses print, declared words included, are printout.py's).
 
 - **Per-shape lines** (``M=128 N=4096: cosine_sim=0.9987, max_abs_error=2.3e-04 PASS``,
   also ``logits_diff``, SNR): each is a shape, checked against the declared limits
@@ -8,9 +9,6 @@
   overrides a limit). A line with a measure but no limit and no word is only a measure. A summary
   (``All 8 tests passed``) is not a shape. Read by the script kinds (aiter op_tests, bench): an inner
   pytest's outcomes come from its JUnit report.
-- **Declared words** (``pass_pattern``/``fail_pattern``, regular expressions): a line matching
-  ``fail_pattern`` is a failed check; one matching ``pass_pattern`` (and not ``fail_pattern``) a
-  checked shape. Every kind.
 - **NaN in the printed result**: ``nan``/``inf`` where the output shows the kernel's result
   (``output: nan``, ``out = tensor([nan, ...])``, a bare ``tensor([nan, ...])``, also over the
   lines of a tensor printed on several) is a NaN finding. A bare tensor counts only NaN (``-inf``
@@ -27,7 +25,7 @@ from pytest_gpuverify.config.targets import Thresholds
 from pytest_gpuverify.parsers.metrics import HIGHER_IS_BETTER, LineMeasures
 
 COSINE_DEFAULT = 0.99  # the contract's default per-shape check ("8. Additions"): cosine_sim >= 0.99
-_SUMMARY = re.compile(r"\b(?:all\s+)?\d+\s+(?:tests?|shapes?|cases?|checks?)\s+(?:passed|failed)\b", re.I)
+SUMMARY = re.compile(r"\b(?:all\s+)?\d+\s+(?:tests?|shapes?|cases?|checks?)\s+(?:passed|failed)\b", re.I)
 _WORD = re.compile(r"(?<![\w-])(?:(?P<fail>FAIL(?:ED)?|[Ff]ailed)|(?P<pass>PASS(?:ED)?|[Pp]assed))(?![\w-])")
 _LIMITS = (("cosine_sim", "cosine_sim_min"), ("max_abs_error", "max_abs_error_max"),
            ("logits_diff", "logits_diff_max"), ("snr_db", "snr_db_min"))
@@ -55,12 +53,9 @@ class PrintedChecks:
     """Watches the lines a parser reads; records through the parser's ``fail``."""
 
     def __init__(self, fail: Callable[[str], None], limits: Optional[Thresholds] = None,
-                 pass_pattern: Optional[str] = None, fail_pattern: Optional[str] = None,
                  shape_lines: bool = True) -> None:
         self._fail = fail
         self.limits = limits or Thresholds()
-        self.pass_rx = re.compile(pass_pattern) if pass_pattern else None
-        self.fail_rx = re.compile(fail_pattern) if fail_pattern else None
         self.shape_lines = shape_lines
         self.shapes_passed = self.shapes_failed = 0
         self.nan_count = 0
@@ -76,8 +71,6 @@ class PrintedChecks:
         return self._tensor is not None
 
     def feed(self, lineno: int, text: str) -> None:
-        if self.fail_rx is not None or self.pass_rx is not None:
-            self._patterns(lineno, text)
         if self._tensor is not None:
             self._tensor_line(lineno, text)
         elif "tensor(" in text or (("=" in text or ":" in text) and _AFTER_LABEL.search(text) is not None):
@@ -86,7 +79,7 @@ class PrintedChecks:
     def measured(self, lineno: int, text: str, read: LineMeasures) -> None:
         """A line whose measures :class:`.metrics.MetricsObserver` read: a shape, when a limit or a
         printed word makes it a check."""
-        if not self.shape_lines or _SUMMARY.search(text):
+        if not self.shape_lines or SUMMARY.search(text):
             return
         label = text[: read.start].strip().rstrip(":,;-|=").strip() or f"line {lineno}"
         words = [m for m in _WORD.finditer(text)]  # before or after the measures: ``[FAIL] M=1: cos=...``
@@ -117,15 +110,6 @@ class PrintedChecks:
                 self.shapes_failed += 1
             else:
                 self.shapes_passed += 1
-
-    def _patterns(self, lineno: int, text: str) -> None:
-        if self.fail_rx is not None and self.fail_rx.search(text):
-            self.checked_line = lineno
-            self.shapes_failed += 1
-            self._fail(f"line {lineno}: fail_pattern matches: {text.strip()[:200]}")
-        elif self.pass_rx is not None and self.pass_rx.search(text):
-            self.checked_line = lineno
-            self.shapes_passed += 1
 
     def _result(self, lineno: int, text: str) -> None:
         for match in _RESULT_VALUE.finditer(text):

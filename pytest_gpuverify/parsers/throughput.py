@@ -34,7 +34,7 @@ def _label(words: str) -> str:
 
 def read_line(lineno: int, line: str) -> Optional[PerfRow]:
     low = line.lower()
-    if "/s" not in low:
+    if "/s" not in low or ("tok" not in low and "req" not in low):  # tqdm's ``it/s`` is no throughput line
         return None
     m = _VLLM.match(line)
     if m:
@@ -56,14 +56,19 @@ def read_line(lineno: int, line: str) -> Optional[PerfRow]:
 
 
 def throughput_rows(path: Path) -> list[PerfRow]:
-    """Every throughput line of the output at ``path``, in order; only lines holding ``/s`` are read
-    (found with ``mmap.find``, in C)."""
+    """Every throughput line of the output at ``path``, in order; only lines holding ``/s`` right
+    after ``tok``/``req`` (``tokens/s``, ``(req/s)``; not tqdm's ``it/s``) are read (found with
+    ``mmap.find``, in C)."""
     rows: list[PerfRow] = []
     if path.stat().st_size == 0:
         return rows
     with open(path, "rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as data:
         lineno, counted, hit = 1, 0, data.find(b"/s")
         while hit >= 0:
+            unit = data[max(0, hit - 8) : hit].lower()  # ``requests/s``, ``tokens/s``, ``(req/s)``, ``tok/s``
+            if b"tok" not in unit and b"req" not in unit:
+                hit = data.find(b"/s", hit + 2)
+                continue
             start = data.rfind(b"\n", 0, hit) + 1
             end = data.find(b"\n", hit)
             end = len(data) if end < 0 else end

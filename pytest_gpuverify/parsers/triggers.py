@@ -131,12 +131,12 @@ def hs_key_value(k: Spelling, ends: tuple[bytes, ...] = NAME_ENDS, after: tuple[
     return patterns
 
 
-# ----- words the aiter parser reacts to anywhere in a line (alarms.py, ruled.py) -----------------
+# ----- words read anywhere in a line: the alarms (alarms.py, every kind) and aiter's tables (ruled.py) --
 #
 # Error lines and tracebacks (``error``, ``Exception``, ``Traceback``, ``Memory access fault``,
 # ``illegal memory access``, ``core dumped``, ``Aborted``), a ``failed`` word, a ``[checkAllclose``
 # line whatever it holds, a column named ``err`` (a tabulate ``simple`` header), and a table's bar
-# (``|``; the box-drawing ``│``/``┃``/``║`` are non-ASCII: ALARM_RAW reads the unfolded chunk).
+# (``|``; the box-drawing ``│``/``┃``/``║`` are non-ASCII: BOX_BARS reads the unfolded chunk).
 # Each alarm expression in alarms.py holds one of these words, in ASCII.
 ALARM_WORDS = (b"exception", b"traceback", b"fault", b"illegal", b"dumped", b"aborted", b"fail", b"fatal",
                b"checkallclose", rb"\|")
@@ -150,15 +150,50 @@ HS_ERROR = (
     rb"error[ \t\x0b\x0c\r\x1c-\x1f\x80-\xff]*(?:[:=]|$)", rb"(?:hip|cuda|hsa)[ _]?error",
     rb"(?:^|[\s_:=|(\x80-\xff])err(?:$|[\s_(|)\x80-\xff])",
 )
-_ALARM_RE = tuple(re.compile(word) for word in ALARM_WORDS + _ERROR_RE)
 BOX_BARS = rb"\xe2\x94[\x82\x83]|\xe2\x95\x91"
-ALARM_RAW = (re.compile(BOX_BARS),)
+
+# ----- every kind: the printout's scan (printout.py) -------------------------------------------------
+#
+# Printout.feed reads, besides the alarm words above (error lines, tracebacks, ``failed`` words,
+# pytest's ``Pytest...ExceptionWarning``): verdict lines (a ``pass``/``fail``/``correct`` word; the
+# words an ``ok`` may follow: ``accura``, ``verif``, ``valid``, ``numeric``; ``allclose``/``all_close``;
+# a check mark: ``✅ ✓ ✔ ☑ ❌ ✗ ✘ ✖ ❎`` are non-ASCII, MARKS reads the unfolded chunk), assert_close
+# blocks (``are not close``/``are not equal``, ``mismatched elements``, ``greatest ... difference``),
+# metrics.py's ``maximum difference between a and b is X`` (no ``:``), and the pytest parser's first
+# error line (``ImportError while loading conftest``). Its regular expressions are ASCII ones
+# (``re.A``): ``ſ`` is no ``s`` there.
+PRINTOUT_WORDS = (b"pass", b"correct", b"accura", b"verif", b"valid", b"numeric", b"all[_ ]?close",
+                  b"are not (?:close|equal)", b"mismatched elements", b"greatest", b"between", b"(?:error|exception) while")
+MARKS = rb"\xe2\x9c[\x85\x93\x94\x96\x97\x98]|\xe2\x9d[\x8c\x8e]|\xe2\x98\x91"
+_PRINTOUT_RE = tuple(re.compile(word) for word in ALARM_WORDS + _ERROR_RE + PRINTOUT_WORDS)
+PRINTOUT_RAW = (re.compile(BOX_BARS), re.compile(MARKS))
+
+
+def hs_printout(k: Spelling) -> list[bytes]:
+    words = [b"all[_ ]?close", k.words(b"are not ") + b"(?:close|equal)", k.words(b"mismatched elements"),
+             b"(?:error|exception)" + k.sp + b"while"]
+    return [*ALARM_WORDS, *HS_ERROR, BOX_BARS, MARKS, b"pass", b"correct", b"accura", b"verif", b"valid", b"numeric",
+            b"greatest", b"between", *words]
+
+
+def with_printout(pick: Callable[[bytes, int, int], Passes]) -> Callable[[bytes, int, int], Passes]:
+    """``pick`` with the printout's triggers (and the result triggers below) added to its line patterns."""
+    def picked(folded: bytes, start: int, end: int) -> Passes:
+        line, next_line = pick(folded, start, end)
+        return (*line, *_PRINTOUT_RE, *_RESULT[folded.isascii()]), next_line
+
+    return picked
+
+
+def kind_patterns(own: Callable[[Spelling], list[bytes]]) -> PatternSet:
+    """A kind's Hyperscan patterns: its own, the printout's and the result triggers."""
+    return PatternSet(lambda ascii: [*own(Spelling(ascii)), *hs_printout(Spelling(ascii)), *hs_result(Spelling(ascii))])
 
 
 def picker(line: Callable[[bool], bytes], next_line: bytes) -> Callable[[bytes, int, int], Passes]:
     """Compile ``line(ascii_only)`` both ways; a chunk with no non-ASCII byte gets the ASCII one."""
     nl = re.compile(next_line)
-    variants = {a: ((re.compile(line(a)), *_ALARM_RE), (nl,)) for a in (False, True)}
+    variants = {a: ((re.compile(line(a)),), (nl,)) for a in (False, True)}
 
     def pick(folded: bytes, start: int, end: int) -> Passes:
         return variants[folded.isascii()]
@@ -181,15 +216,6 @@ _RESULT = {True: (_TENSOR, _NAN, _INF), False: (_TENSOR, _NAN, _INF, re.compile(
 
 def hs_result(k: Spelling) -> list[bytes]:
     return [rb"tensor\(", b"[:=]" + k.spu + b"*[-+]?(?:nan|inf" + (b"" if k.ascii else b"|" + k.u + b"{2}nf") + b")"]
-
-
-def with_results(pick: Callable[[bytes, int, int], Passes]) -> Callable[[bytes, int, int], Passes]:
-    """``pick`` with the result triggers added to its line patterns."""
-    def picked(folded: bytes, start: int, end: int) -> Passes:
-        line, next_line = pick(folded, start, end)
-        return (*line, *_RESULT[folded.isascii()]), next_line
-
-    return picked
 
 
 # ----- aiter op_tests (aiter.py) ----------------------------------------------------------------
@@ -228,12 +254,10 @@ def hs_line_start(k: Spelling) -> tuple[bytes, ...]:
 def hs_aiter(k: Spelling) -> list[bytes]:
     # At a line start, after the logger's ``]`` (its ``[aiter ...]`` is not checked), or after a CI
     # timestamp's ``Z ``: a superset of _AITER_LINE_START that Hyperscan finds faster.
-    return [*hs_key_value(k), hs_any(b"^", rb"\]" + k.sp + b"?", k.ci()) + hs_any(*hs_line_start(k)), *ALARM_WORDS,
-            *HS_ERROR, BOX_BARS]
+    return [*hs_key_value(k), hs_any(b"^", rb"\]" + k.sp + b"?", k.ci()) + hs_any(*hs_line_start(k))]
 
 
-AITER = Triggers(FOLD, with_results(picker(key_value, _AITER_LINE_START)),
-                 PatternSet(lambda ascii: [*hs_aiter(Spelling(ascii)), *hs_result(Spelling(ascii))]), ALARM_RAW)
+AITER = Triggers(FOLD, with_printout(picker(key_value, _AITER_LINE_START)), kind_patterns(hs_aiter), PRINTOUT_RAW)
 
 
 # ----- an inner pytest run (pytest_run.py: the Triton tests; FlyDSL adds its own lines) --------
@@ -261,8 +285,8 @@ def hs_pytest(k: Spelling) -> list[bytes]:
     return [*hs_key_value(k, after=(HS_COLONS,)), hs_any(b"^", k.ci()) + hs_any(*hs_pytest_start(k))]
 
 
-PYTEST = Triggers(FOLD, with_results(picker(lambda a: key_value(a, after=b":"), _PYTEST_LINE_START)),
-                  PatternSet(lambda ascii: [*hs_pytest(Spelling(ascii)), *hs_result(Spelling(ascii))]))
+PYTEST = Triggers(FOLD, with_printout(picker(lambda a: key_value(a, after=b":"), _PYTEST_LINE_START)),
+                  kind_patterns(hs_pytest), PRINTOUT_RAW)
 
 
 # ----- bench.py's TableReader (in the bench and FlyDSL parsers) -----------------------------------
@@ -324,8 +348,7 @@ def _flydsl_pick() -> Callable[[bytes, int, int], Passes]:
     return lambda folded, start, end: variants[folded.isascii()]
 
 
-FLYDSL = Triggers(FOLD, with_results(_flydsl_pick()),
-                  PatternSet(lambda ascii: [*hs_flydsl(Spelling(ascii)), *hs_result(Spelling(ascii))]))
+FLYDSL = Triggers(FOLD, with_printout(_flydsl_pick()), kind_patterns(hs_flydsl), PRINTOUT_RAW)
 
 
 # ----- bench harnesses (bench.py): aiter's lines and the tables -----------------------------------
@@ -346,7 +369,7 @@ _BENCH_LINE_START = b"\n" + _either(
 
 def _bench_pick() -> Callable[[bytes, int, int], Passes]:
     nl = re.compile(_BENCH_LINE_START)
-    variants = {a: ((re.compile(key_value(a)), re.compile(_TABLE_HEADER[a]), *_ALARM_RE), (nl,)) for a in (False, True)}
+    variants = {a: ((re.compile(key_value(a)), re.compile(_TABLE_HEADER[a])), (nl,)) for a in (False, True)}
     return lambda folded, start, end: variants[folded.isascii()]
 
 
@@ -354,9 +377,7 @@ def hs_bench(k: Spelling) -> list[bytes]:
     # After a line start, a side prefix, a logger's ``]`` or a CI timestamp's ``Z ``: a superset.
     sides = (rb"\[(?:[ab]|base|head)\]" + k.spu + b"+", b"[ab][:=]" + k.spu + b"+")
     before = hs_any(b"^", rb"\]" + k.sp + b"?", k.ci(), *sides)
-    return [*hs_key_value(k), *hs_table_header(k), before + hs_any(*hs_table_start(k), *hs_line_start(k)),
-            *ALARM_WORDS, *HS_ERROR, BOX_BARS]
+    return [*hs_key_value(k), *hs_table_header(k), before + hs_any(*hs_table_start(k), *hs_line_start(k))]
 
 
-BENCH = Triggers(FOLD, with_results(_bench_pick()),
-                 PatternSet(lambda ascii: [*hs_bench(Spelling(ascii)), *hs_result(Spelling(ascii))]), ALARM_RAW)
+BENCH = Triggers(FOLD, with_printout(_bench_pick()), kind_patterns(hs_bench), PRINTOUT_RAW)
