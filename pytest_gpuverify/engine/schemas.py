@@ -46,7 +46,8 @@ NESTED: dict[int, dict[str, frozenset[str]]] = {
 }
 NESTED[4] = {k: v | (frozenset({"repeats", "min_steps"}) if k == "target" else frozenset())
              for k, v in NESTED[3].items()}  # nested keys added in version 4 join here
-_ADDED_5 = {"target": frozenset({"packages", "env", "directions", "verdict_lines_off", "exit_status_is_check"}), "run": frozenset({"shared"})}
+_ADDED_5 = {"target": frozenset({"packages", "env", "directions", "verdict_lines_off", "exit_status_is_check"}),
+            "run": frozenset({"shared"})}
 NESTED[5] = {k: v | _ADDED_5.get(k, frozenset()) for k, v in NESTED[4].items()}  # nested keys added in version 5 join here
 # each record of ``builds[]`` (version 4); keys added after version 4's first builds may be absent
 _BUILD = frozenset("name command gpu gpus container workdir exit_code timed_out problem output output_sha256 "
