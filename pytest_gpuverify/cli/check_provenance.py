@@ -25,7 +25,7 @@ from pytest_gpuverify.place.provenance import CONTAINER_ENV_RECORDED, origin_ins
 from pytest_gpuverify.config.targets import BENCH, JUNIT_DIR, PYTEST_KINDS, RunEnvironment, import_package, pythonpath
 
 _PYTEST_FLAGS = ["-q", "-rAR", "-p", "no:cacheprovider"]
-_PYTEST_FLAGS_BEFORE = ["-q", "-rA", "-p", "no:cacheprovider"]  # artifacts of schema 4 and older
+_PYTEST_FLAGS_BEFORE = ["-q", "-rA", "-p", "no:cacheprovider"]  # what engines wrote before they showed retries
 
 
 def provenance_problems(art: Artifact, artifact_path: Path, raw: Optional[Path]) -> list[str]:
@@ -158,7 +158,7 @@ def _command(art: Artifact) -> list[str]:
     if target.kind in PYTEST_KINDS:
         head, junit = ["python3", "-m", "pytest"], f"--junitxml={JUNIT_DIR}/"
         rel = argv[3] if len(argv) > 3 else ""
-        flags = _PYTEST_FLAGS if art.schema_version >= 5 else _PYTEST_FLAGS_BEFORE
+        flags = argv[4:8] if argv[4:8] == _PYTEST_FLAGS_BEFORE else _PYTEST_FLAGS  # -rA: an engine before -rAR
         ok = (argv[:3] == head and argv[4:8] == flags and len(argv) > 8 and argv[8].startswith(junit)
               and argv[9:] == args and _names(target.path, rel) and _stamped(argv[8], art.raw_output))
         shown = shlex.join([*head, "<path>", *flags, f"{junit}<this run>.xml", *args])

@@ -5,7 +5,8 @@ parser (aiter.py, pytest_run.py and the parsers built on them) has read it.
   harnesses print (``✅ Triton and Torch match``, ``Allclose(atol=0.1, rtol=0.2): False``,
   ``Correctness test passed!``, ``✓ PASSED max_abs_diff=...``, ``--> PASS``, ``Some tests FAILED.``).
   Each line read is one check: a failed one fails the run, whatever passing figure came before it.
-  In the pytest kinds a pass line is no check of its own: the tests' outcomes are the checks.
+  In the scripts' kinds each is a shape too; in the pytest kinds the shapes are the tests, and a
+  verdict line a test printed is a check inside it (``checks_passed``/``checks_failed``).
   A declaration adds its own (``pass_pattern``/``fail_pattern``) and turns entries off by name
   (``verdict_lines_off``). A line the kind's parser already read as a check is not read again.
 - **assert_close failure blocks**: ``Tensor-likes are not close!`` (torch ``assert_close``), and a
@@ -171,9 +172,9 @@ class Printout:
     """The scan. ``fail``/``problem`` record through the parser (its caps); :meth:`settle` adds the
     checks read to the parser's correctness once it has summed up."""
 
-    def __init__(self, rec: CappedRecorder, context: ParseContext, count_passes: bool = True) -> None:
+    def __init__(self, rec: CappedRecorder, context: ParseContext, as_shapes: bool = True) -> None:
         self._fail = rec.fail
-        self.count_passes = count_passes  # False in the pytest kinds
+        self.as_shapes = as_shapes  # False in the pytest kinds: their tests are the shapes
         self._note = rec.note
         self.alarms = Alarms(rec.problem)
         self.lines = tuple(v for v in VERDICT_LINES if v.name not in context.verdict_lines_off)
@@ -265,10 +266,12 @@ class Printout:
 
     def settle(self, correctness) -> None:
         """The checks this scan read, into the parser's summed-up correctness (``passed`` is already
-        False when any failure was recorded): each verdict line or block one shape."""
-        passed = (self.passed if self.count_passes else 0) + self.exit_check
-        correctness.shapes_checked += passed + self.failed
+        False when any failure was recorded): each verdict line or block one check, and one shape
+        where the kind's shapes are not its tests."""
+        passed = self.passed + self.exit_check
         correctness.checks_passed += passed
         correctness.checks_failed += self.failed
-        if correctness.passed is None and passed and not self.failed:
-            correctness.passed = True
+        if self.as_shapes:
+            correctness.shapes_checked += passed + self.failed
+            if correctness.passed is None and passed and not self.failed:
+                correctness.passed = True

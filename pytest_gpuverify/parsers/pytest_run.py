@@ -188,8 +188,8 @@ class PytestParser(Recorder):
         self.term = PytestTerminal()
         self.metrics = MetricsObserver(self.fail)
         self.printed = PrintedChecks(self.fail, self.context.thresholds, shape_lines=False)  # NaN in a printed result
-        # verdict lines, assert_close blocks, alarms: every kind's; a pass line is no test
-        self.printout = Printout(self, self.context, count_passes=False)
+        # verdict lines, assert_close blocks, alarms: every kind's; a line a test printed is no test
+        self.printout = Printout(self, self.context, as_shapes=False)
         self.checks_passed = self.checks_failed = 0  # check lines printed by the tests themselves
         self.checked_line = 0  # the last line a subclass read as a check
         self.atol: Optional[float] = None
