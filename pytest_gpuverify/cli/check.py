@@ -150,7 +150,7 @@ def _compare_output(art: Artifact, parsed: Optional[ParsedOutput]) -> list[str]:
 
 def _rederive_verdict(art: Artifact, run: RunRecord, parsed: Optional[ParsedOutput]) -> list[str]:
     problems = []
-    # the contract's top-level copies must say what the record says
+    # the artifact's top-level copies must say what the record says
     if run.exit_code != art.exit_code:
         problems.append(f"exit_code is {art.exit_code!r}, run.exit_code is {run.exit_code!r}")
     if run.timed_out != art.timed_out:

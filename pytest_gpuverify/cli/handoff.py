@@ -50,7 +50,7 @@ class Tests(_Model):
 
 
 class Handoff(_Model):
-    """Seed 004's handoff shape."""
+    """The handoff's shape: what a reviewer's tools read."""
 
     salientSummary: str
     whatWasImplemented: str = ""

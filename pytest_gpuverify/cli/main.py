@@ -222,7 +222,7 @@ def build_parser() -> argparse.ArgumentParser:
     form.add_argument("--json", action="store_true")
     form.add_argument("--markdown", action="store_true")
     comp.set_defaults(func=_cmd_compare)
-    hand = sub.add_parser("handoff", help="seed 004's handoff JSON of a ticket folder, every number from its checked artifacts")
+    hand = sub.add_parser("handoff", help="the reviewer's handoff JSON of a ticket folder, every number from its checked artifacts")
     hand.add_argument("ticket_dir")
     hand.add_argument("--base", default=None, metavar="BASE_DIR", help="the base's ticket folder: A/B per matching topic")
     hand.add_argument("-o", "--output", default=None, metavar="FILE")

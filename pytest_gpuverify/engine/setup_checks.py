@@ -44,7 +44,7 @@ def check_setup(options: RunOptions, env: EnvFile) -> SessionSetup:
 
 def artifact_folder(env: EnvFile, ticket: Optional[str], invocation_dir: Path) -> tuple[Path, Optional[Path]]:
     """(the folder the artifacts go to, the lock of the moves in it). A ticket without a tickets
-    folder is the seed's "stop and ask", never ./; a folder that cannot be written stops the run
+    folder means "stop and ask the user", never ./; a folder that cannot be written stops the run
     too: a result that cannot be written is not worth a run."""
     if ticket and env.resources.tickets is None:
         raise UsageError("--ticket", f"--ticket {ticket} is given, but `tickets` is not set in section "

@@ -175,7 +175,7 @@ class SummaryTables:
                                   max_us=q.max_us, runs=runs, metrics=metrics, source_line=lineno, table=title))
 
     def figure(self, lineno: int, name: str, text: str, where: str) -> Optional[float]:
-        """A throughput cell: a NaN or inf there is a measured figure gone wrong (contract section 6,
+        """A throughput cell: a NaN or inf there is a measured figure gone wrong (README, Verdicts,
         "NaN where a number was due"): counted, and a failure, as in a time cell."""
         kind, value = read_number(text)
         if kind in ("nan", "inf"):

@@ -4,7 +4,7 @@
 - **Per-shape lines** (``M=128 N=4096: cosine_sim=0.9987, max_abs_error=2.3e-04 PASS``,
   also ``logits_diff``, SNR): each is a shape, checked against the declared limits
   (``cosine_sim_min``, ``max_abs_error_max``, ``logits_diff_max``, ``snr_db_min``) and, where no
-  ``cosine_sim_min`` is declared, against the default ``cosine_sim >= 0.99`` (contract "8. Additions"). A ``PASS``/``FAIL``
+  ``cosine_sim_min`` is declared, against the default ``cosine_sim >= 0.99`` (the README's per-shape rule). A ``PASS``/``FAIL``
   word printed on the line is that shape's own outcome (a ``FAIL`` fails; a ``PASS`` never
   overrides a limit). A line with a measure but no limit and no word is only a measure. A summary
   (``All 8 tests passed``) is not a shape. Read by the script kinds (aiter op_tests, bench): an inner
@@ -24,7 +24,7 @@ from typing import Callable, Optional
 from pytest_gpuverify.config.targets import Thresholds
 from pytest_gpuverify.parsers.metrics import HIGHER_IS_BETTER, LineMeasures
 
-COSINE_DEFAULT = 0.99  # the contract's default per-shape check ("8. Additions"): cosine_sim >= 0.99
+COSINE_DEFAULT = 0.99  # the default per-shape check (README, Verdicts): cosine_sim >= 0.99
 SUMMARY = re.compile(r"\b(?:all\s+)?\d+\s+(?:tests?|shapes?|cases?|checks?)\s+(?:passed|failed)\b", re.I)
 _WORD = re.compile(r"(?<![\w-])(?:(?P<fail>FAIL(?:ED)?|[Ff]ailed)|(?P<pass>PASS(?:ED)?|[Pp]assed))(?![\w-])")
 _LIMITS = (("cosine_sim", "cosine_sim_min"), ("max_abs_error", "max_abs_error_max"),

@@ -1,4 +1,4 @@
-"""Throughput lines as perf rows (issue 14), so floors can hold them and compare can pair them.
+"""Throughput lines as perf rows, so floors can hold them and compare can pair them.
 
 Read (case-insensitive), each as one row of shape ``throughput`` whose ``metrics`` hold the numbers:
 

@@ -1,5 +1,5 @@
 """Before any worker starts: each host answers ``ssh <alias> hostname`` with its Hosts row's name
-(contract "2. The env file"), and its Python imports the same pytest-gpuverify version as the controller.
+(the env file's Hosts table), and its Python imports the same pytest-gpuverify version as the controller.
 
 One ssh round trip per host, all hosts at once, each bounded by a timeout: a host that does not
 answer is reported and left out; a wrong name or plugin stops the run before anything runs."""
@@ -85,7 +85,7 @@ def check_host(row: HostRow, env_path, timeout_s: float, config: Optional[str],
         return HostCheck(row=row, hostname=hostname, problem=(
             f"`ssh {alias} hostname` printed {hostname!r}, but the Hosts row of {env_path} with that alias is "
             f"{row.host!r}: the alias reaches another machine. Fix: correct the host or ssh alias cell of that "
-            "row (the seed: run `ssh <alias> hostname` first and match the result to the table)"))
+            "row (run `ssh <alias> hostname` first and match the result to the table)"))
     found = next((ln.split(None, 1)[1].strip() for ln in lines if ln.startswith(_MARK)), "missing")
     fix = f"ssh {alias} {python} -m pip install 'pytest-gpuverify=={__version__}' pytest-xdist"
     if found.startswith("missing"):
