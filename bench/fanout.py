@@ -41,7 +41,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
 from sshd_hosts import host_python, ssh_hosts, sshd_unavailable  # noqa: E402
 
-from pytest_gpuverify.engine.clock import parse_iso_utc  # noqa: E402
+from pytest_gpuverify.common.clock import parse_iso_utc  # noqa: E402
 
 TARGETS = 8
 
@@ -63,7 +63,7 @@ def main() -> int:
     import docker
 
     from pytest_gpuverify.cli import demo
-    from pytest_gpuverify.engine.artifact import read_artifact
+    from pytest_gpuverify.records.artifact import read_artifact
 
     client = docker.from_env()
     demo.ensure_rootfs_image(client)

@@ -51,7 +51,7 @@ def breakdown(tickets: Path, runs: list[tuple[float, float]]) -> dict[str, float
     line (process start)."""
     import json
 
-    from pytest_gpuverify.engine.clock import parse_iso_utc
+    from pytest_gpuverify.common.clock import parse_iso_utc
 
     tls = []
     for path in tickets.glob("*/bench_*.json"):

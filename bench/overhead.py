@@ -29,7 +29,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from pytest_gpuverify.cli import demo  # noqa: E402
-from pytest_gpuverify.engine.clock import parse_iso_utc  # noqa: E402
+from pytest_gpuverify.common.clock import parse_iso_utc  # noqa: E402
 from pytest_gpuverify.execute.container import docker_client  # noqa: E402
 
 TRIVIAL = "op_tests/test_rmsnorm2d.py"

@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from hostbench import COMMAND, make_host  # noqa: E402
 
-from pytest_gpuverify.engine.clock import parse_iso_utc  # noqa: E402
+from pytest_gpuverify.common.clock import parse_iso_utc  # noqa: E402
 
 STEPS = (("start", None, "collected"), ("to pick", "collected", "pick_started"),
          ("pick", "pick_started", "lock_taken"), ("set-up", "lock_taken", "command_started"),

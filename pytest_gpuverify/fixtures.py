@@ -12,7 +12,7 @@ import pytest
 from pytest_gpuverify.roles import ENGINE_KEY
 
 if TYPE_CHECKING:
-    from pytest_gpuverify.engine.artifact import Artifact
+    from pytest_gpuverify.records.artifact import Artifact
 
 
 def _session(config: pytest.Config):

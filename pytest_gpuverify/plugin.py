@@ -22,7 +22,7 @@ from pytest_gpuverify.roles import DECLARED_KEY, ENGINE_KEY, ENV_KEY, NO_CONFTES
 # run without it pays no import of it (0.23 s of CPU here), only these hooks' early returns.
 if TYPE_CHECKING:
     from pytest_gpuverify.config.targets import Target
-    from pytest_gpuverify.engine.artifact import Artifact
+    from pytest_gpuverify.records.artifact import Artifact
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

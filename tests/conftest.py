@@ -87,7 +87,7 @@ class Sandbox:
         return subprocess.run([*cmd, *args], cwd=self.repo, env=full_env, capture_output=True, timeout=timeout)
 
     def artifact(self, topic: str, ticket: str = "T-1"):
-        from pytest_gpuverify.engine.artifact import read_artifact
+        from pytest_gpuverify.records.artifact import read_artifact
 
         return read_artifact(self.tickets / ticket / f"bench_{topic}.json")
 

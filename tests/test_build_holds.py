@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pytest_gpuverify.place.builds import BuildRecord
-from pytest_gpuverify.engine.clock import iso_utc
-from pytest_gpuverify.cli.exclusivity import holds_of
+from pytest_gpuverify.records.builds import BuildRecord
+from pytest_gpuverify.common.clock import iso_utc
+from pytest_gpuverify.verify.exclusivity import holds_of
 from tests.test_exclusivity import art, overlaps
 
 T = 1_800_000_000.0

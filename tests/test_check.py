@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_gpuverify.engine.artifact import RunRecord, TargetRecord, read_artifact
-from pytest_gpuverify.cli.check import PARTLY
+from pytest_gpuverify.records.artifact import RunRecord, TargetRecord, read_artifact
+from pytest_gpuverify.verify.check import PARTLY
 from pytest_gpuverify.cli.main import main
 from pytest_gpuverify.engine.verdict import verdict_and_reasons
 
@@ -87,7 +87,7 @@ def check(path: Path, capsys) -> tuple[int, list[str], str]:
 
 def as_schema_1(d: dict) -> None:
     """What the engine wrote before the run record: schema 1, without the fields later versions added."""
-    from pytest_gpuverify.engine.schemas import TOP_FIELDS, _V1_LATER
+    from pytest_gpuverify.verify.schemas import TOP_FIELDS, _V1_LATER
 
     for name in set(d) - TOP_FIELDS[1] - _V1_LATER:
         d.pop(name)
@@ -207,7 +207,7 @@ def test_a_topic_and_a_time_are_not_an_artifact(tmp_path, capsys):
 def test_exit_code_and_verdict_and_reasons_forged_together_are_caught_by_the_trailer(made, tmp_path, capsys):
     """The strongest edit of the artifact alone: exit code, verdict and reasons all as check would re-derive
     them. Only the log's trailer (written by the engine) still says 1."""
-    from pytest_gpuverify.engine.artifact import RunRecord, TargetRecord
+    from pytest_gpuverify.records.artifact import RunRecord, TargetRecord
     from pytest_gpuverify.parsers.dispatch import parse_output
     from pytest_gpuverify.parsers.result import ParseContext
     from pytest_gpuverify.engine.verdict import verdict_and_reasons

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_gpuverify.engine.artifact import Artifact
+from pytest_gpuverify.records.artifact import Artifact
 from pytest_gpuverify.cli.main import main
 
 

@@ -9,7 +9,7 @@ import shutil
 import pytest
 
 from pytest_gpuverify.cli.main import main
-from pytest_gpuverify.engine.artifact import Artifact, write_artifact
+from pytest_gpuverify.records.artifact import Artifact, write_artifact
 
 
 @pytest.mark.parametrize("command", [["report"], ["handoff"]])

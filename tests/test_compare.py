@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from pytest_gpuverify.cli.main import main
-from pytest_gpuverify.compare import stats
+from pytest_gpuverify.common import stats
 from pytest_gpuverify.compare.core import Pair, call
 
 # A lab-style harness: a correctness line, then per-round rows, A then B, one round per time given; the
@@ -175,7 +175,7 @@ def handoff(capsys, *argv: str) -> tuple[int, dict, str]:
 
 @pytest.mark.docker
 def test_handoff_numbers_are_the_artifacts_and_the_schema_holds(ab, capsys, tmp_path):
-    from pytest_gpuverify.engine.artifact import read_artifact
+    from pytest_gpuverify.records.artifact import read_artifact
     from pytest_gpuverify.cli.handoff import Handoff
 
     ticket = ab["faster"].parent

@@ -17,7 +17,7 @@ from pytest_gpuverify.compare import render, stats
 from pytest_gpuverify.compare.command import Refused, decide, exit_code
 from pytest_gpuverify.compare.core import Pair, call
 from pytest_gpuverify.config.declarations import DeclarationError, load_declarations
-from pytest_gpuverify.engine.artifact import (
+from pytest_gpuverify.records.artifact import (
     Artifact,
     ClockReading,
     GpuClocks,

@@ -8,8 +8,8 @@ import re
 
 import pytest
 
-from pytest_gpuverify.engine.artifact import sha256_file
-from pytest_gpuverify.cli.check import check_artifact
+from pytest_gpuverify.records.artifact import sha256_file
+from pytest_gpuverify.verify.check import check_artifact
 from pytest_gpuverify.cli.handoff import build_handoff
 from tests.test_e2e_ab import git
 from tests.test_e2e_kinds import commit, out

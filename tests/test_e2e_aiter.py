@@ -7,7 +7,7 @@ import subprocess
 
 import pytest
 
-from pytest_gpuverify.engine.artifact import sha256_file
+from pytest_gpuverify.records.artifact import sha256_file
 
 pytestmark = pytest.mark.docker
 

@@ -13,8 +13,8 @@ import uuid
 import pytest
 
 from pytest_gpuverify.cli import demo
-from pytest_gpuverify.engine.artifact import sha256_file
-from pytest_gpuverify.cli.check import check_artifact
+from pytest_gpuverify.records.artifact import sha256_file
+from pytest_gpuverify.verify.check import check_artifact
 from pytest_gpuverify.place.ephemeral import OWNER_LABEL, PID_LABEL, RUN_LABEL, remove_own
 from pytest_gpuverify.cli.handoff import build_handoff
 from session_cmd import PYTEST

@@ -18,7 +18,7 @@ import pytest
 
 from pytest_gpuverify.cli import demo
 from pytest_gpuverify.cli.main import main
-from pytest_gpuverify.engine.artifact import read_artifact
+from pytest_gpuverify.records.artifact import read_artifact
 
 pytestmark = pytest.mark.docker
 

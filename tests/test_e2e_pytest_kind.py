@@ -9,7 +9,7 @@ import uuid
 import pytest
 
 from pytest_gpuverify.cli import demo
-from pytest_gpuverify.cli.check import check_artifact
+from pytest_gpuverify.verify.check import check_artifact
 
 from test_e2e_kinds import commit, declare, out, run_in
 

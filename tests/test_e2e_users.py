@@ -196,7 +196,7 @@ def test_a_team_shares_one_ticket_folder(shared_host, second_user):
     proc = peer_pytest(box, second_user, "op_tests/test_rmsnorm2d.py")
     owners = {p.name: p.stat().st_uid for p in ticket.glob("bench_rmsnorm2d*.json")}
     assert owners["bench_rmsnorm2d.json"] == 0 and sorted(owners.values()) == [0, second_user.uid], owners
-    from pytest_gpuverify.engine.artifact import read_artifact
+    from pytest_gpuverify.records.artifact import read_artifact
 
     theirs = next(ticket / name for name, uid in owners.items() if uid == second_user.uid)
     assert read_artifact(theirs).verdict == "PASS", text(proc)[-2000:]
@@ -221,6 +221,6 @@ def test_an_artifact_that_cannot_be_written_is_one_line_naming_it(shared_host, s
     assert proc.returncode == 1 and theirs.read_text() == "{}", "their artifact is untouched"
     ours = Path(line.split("this run's artifact is ", 1)[1])
     assert ours.parent == ticket and ours.stat().st_uid == second_user.uid, "the result is not lost"
-    from pytest_gpuverify.engine.artifact import read_artifact
+    from pytest_gpuverify.records.artifact import read_artifact
 
     assert read_artifact(ours).verdict == "PASS" and list(ticket.glob("bench_rmsnorm2d.*.log"))

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_gpuverify.engine.artifact import read_artifact
+from pytest_gpuverify.records.artifact import read_artifact
 from pytest_gpuverify.cli.main import main
 
 pytestmark = pytest.mark.docker

@@ -12,7 +12,7 @@ import uuid
 import pytest
 
 from pytest_gpuverify.cli import demo
-from pytest_gpuverify.cli.check import check_artifact
+from pytest_gpuverify.verify.check import check_artifact
 from pytest_gpuverify.simulator import load_state, save_state
 
 from test_e2e_kinds import commit, out, run_in

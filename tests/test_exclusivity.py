@@ -7,9 +7,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from pytest_gpuverify.engine.artifact import Artifact, GpuRecord, Timeline
-from pytest_gpuverify.engine.clock import SessionClock, iso_utc, parse_iso_utc
-from pytest_gpuverify.cli.exclusivity import artifact_paths, find_overlaps, holds_of
+from pytest_gpuverify.records.artifact import Artifact, GpuRecord, Timeline
+from pytest_gpuverify.common.clock import SessionClock, iso_utc, parse_iso_utc
+from pytest_gpuverify.verify.exclusivity import artifact_paths, find_overlaps, holds_of
 
 ROOT = Path(__file__).resolve().parents[1]
 

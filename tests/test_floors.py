@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_gpuverify.engine.artifact import PerfRow
+from pytest_gpuverify.records.artifact import PerfRow
 from pytest_gpuverify.cli.main import main
 from pytest_gpuverify.config.declarations import DeclarationError
 from pytest_gpuverify.engine.floors import limit_findings

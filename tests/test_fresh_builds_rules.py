@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import pytest
 
+from pytest_gpuverify.config import containers
 from pytest_gpuverify.place import ephemeral
-from pytest_gpuverify.place.builds import BuildRecord, build_failure
+from pytest_gpuverify.records.builds import BuildRecord, build_failure
 from pytest_gpuverify.config.declarations import DeclarationError, load_declarations
 from pytest_gpuverify.config.envfile import EnvFileError, parse_env_text
 
@@ -17,8 +18,8 @@ def test_run_row_keeps_its_mounts_and_env():
     env = parse_env_text(HEAD + "| run:dev | rocm/pytorch:latest | mi355x-07 | /opt/models:/opt/models:ro, /data:/data | A=1 B=\"x y\" |\n"
                          "| aiter-dev | rocm/pytorch:latest | mi355x-07 | | |\n", "env.md")
     row = env.container("run:dev")
-    assert ephemeral.parse_mounts(row.mounts) == [("/opt/models", "/opt/models", "ro"), ("/data", "/data", "rw")]
-    assert ephemeral.parse_env(row.env) == {"A": "1", "B": "x y"}
+    assert containers.parse_mounts(row.mounts) == [("/opt/models", "/opt/models", "ro"), ("/data", "/data", "rw")]
+    assert containers.parse_env(row.env) == {"A": "1", "B": "x y"}
     assert env.container("aiter-dev").mounts is None
 
 
@@ -36,8 +37,8 @@ def test_bad_run_rows_stop_with_the_row_and_the_fix(row, words):
 
 
 def test_only_run_names_are_fresh_rows():
-    assert ephemeral.is_run_name("run") and ephemeral.is_run_name("run:mi50grad")
-    assert not ephemeral.is_run_name("runner") and not ephemeral.is_run_name("aiter-run") and not ephemeral.is_run_name(None)
+    assert containers.is_run_name("run") and containers.is_run_name("run:mi50grad")
+    assert not containers.is_run_name("runner") and not containers.is_run_name("aiter-run") and not containers.is_run_name(None)
 
 
 def kfd_tree(tmp_path, minors):

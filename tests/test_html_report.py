@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from pytest_gpuverify.engine.artifact import Artifact, PerfRow
+from pytest_gpuverify.records.artifact import Artifact, PerfRow
 from pytest_gpuverify.reporting.html_report import render
 
 

@@ -210,7 +210,7 @@ def test_the_wrappers_report_is_read_and_the_rest_kept():
 
 
 def test_a_pass_with_leftovers_is_inconclusive_and_check_re_derives_it():
-    from pytest_gpuverify.engine.artifact import Correctness, RunRecord
+    from pytest_gpuverify.records.artifact import Correctness, RunRecord
     from pytest_gpuverify.parsers.result import ParsedOutput
     from pytest_gpuverify.engine.verdict import verdict_and_reasons
 

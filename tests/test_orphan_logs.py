@@ -14,7 +14,7 @@ import pytest
 
 from pytest_gpuverify.cli.handoff import observation
 from pytest_gpuverify.cli.main import main
-from pytest_gpuverify.engine.artifact import Artifact, Correctness, write_artifact
+from pytest_gpuverify.records.artifact import Artifact, Correctness, write_artifact
 from pytest_gpuverify.engine.orphans import orphan_logs
 
 

@@ -13,7 +13,7 @@ import pytest
 from pytest_gpuverify.parsers import prefilter
 from pytest_gpuverify.parsers.result import ParsedOutput
 from pytest_gpuverify.config.targets import AITER_OP_TEST, BENCH
-from pytest_gpuverify.engine.artifact import RunRecord
+from pytest_gpuverify.records.artifact import RunRecord
 from pytest_gpuverify.engine.verdict import decide
 
 from test_parse_prefilter import ENGINES, NOISE, parse_both

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_gpuverify.engine.artifact import Artifact
-from pytest_gpuverify.cli.check import _compare_output
+from pytest_gpuverify.records.artifact import Artifact
+from pytest_gpuverify.verify.check import _compare_output
 from pytest_gpuverify.parsers import parse_output
 from pytest_gpuverify.config.targets import AITER_OP_TEST, BENCH
 

@@ -237,7 +237,7 @@ def test_the_unmutated_output_passes(kind: str, perf_rows: int) -> None:
 # default verdict lines (printout.py), an assert_close failure block, pytest's warning of an exception
 # in a worker thread: inserted anywhere, whole, in a passing output of every kind.
 
-from pytest_gpuverify.engine.artifact import RunRecord  # noqa: E402
+from pytest_gpuverify.records.artifact import RunRecord  # noqa: E402
 from pytest_gpuverify.engine.verdict import decide  # noqa: E402
 from pytest_gpuverify.parsers.printout import VERDICT_LINES  # noqa: E402
 

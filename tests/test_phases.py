@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 
 from pytest_gpuverify.config.targets import Target
-from pytest_gpuverify.engine.artifact import RepoRecord, RunRecord, RunSlice, AbRecord, read_artifact, write_artifact
+from pytest_gpuverify.records.artifact import RepoRecord, RunRecord, RunSlice, AbRecord, read_artifact, write_artifact
 from pytest_gpuverify.engine.outcome import build_artifact, target_record
 from pytest_gpuverify.engine.phases import Begun, Checked, Decided, Executed, Fresh, Leased, Placed, Results
 from pytest_gpuverify.engine.verdict import verdict_and_reasons

@@ -12,7 +12,7 @@ from pytest_gpuverify.config.envfile import parse_lock_prefix
 from pytest_gpuverify.gpu.rocm import RocmBackend
 from pytest_gpuverify.execute.host_commands import LocalHost
 from pytest_gpuverify.lease.lock import GpuLease
-from pytest_gpuverify.engine.overlap import Background, ParserWarmer
+from pytest_gpuverify.common.threads import Background, ParserWarmer
 from pytest_gpuverify.lease.pickahead import PickAhead
 from pytest_gpuverify.lease.picker import GpuPicker, NoGpu
 from pytest_gpuverify.lease.sampler import IdleSampler

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from pytest_gpuverify.config.targets import AITER_OP_TEST, BENCH, FLYDSL_PYTEST, PYTEST, PYTEST_KINDS, TRITON_PYTEST
-from pytest_gpuverify.engine.artifact import RunRecord, TargetRecord
+from pytest_gpuverify.records.artifact import RunRecord, TargetRecord
 from pytest_gpuverify.engine.verdict import verdict_and_reasons
 from pytest_gpuverify.parsers import prefilter
 from pytest_gpuverify.parsers.dispatch import parse_output

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from pytest_gpuverify.cli import demo
-from pytest_gpuverify.engine.artifact import read_artifact
-from pytest_gpuverify.cli.exclusivity import find_overlaps, holds_of
+from pytest_gpuverify.records.artifact import read_artifact
+from pytest_gpuverify.verify.exclusivity import find_overlaps, holds_of
 
 sys.path.insert(0, str(Path(__file__).parent))
 from sshd_hosts import ssh_hosts, sshd_unavailable, two_hosts, worker_pids  # noqa: E402,F401  (two_hosts: a fixture)

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from pytest_gpuverify.place.ab import FOLDER, AbError, BaseWorktrees
-from pytest_gpuverify.engine.artifact import Artifact, PerfRow
+from pytest_gpuverify.records.artifact import Artifact, PerfRow
 from pytest_gpuverify.compare.core import compare
 from pytest_gpuverify.config.declarations import DeclarationError, load_declarations
 from pytest_gpuverify.execute.host import HostExecutor

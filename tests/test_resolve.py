@@ -363,7 +363,7 @@ def test_container_none_is_decided_in_one_place_in_any_case():
     from types import SimpleNamespace
 
     from pytest_gpuverify.place.container_checks import ContainerPlaces
-    from pytest_gpuverify.place.resolve import runs_on_host
+    from pytest_gpuverify.config.containers import runs_on_host
 
     assert [runs_on_host(v) for v in ("none", " NONE ", "None", "nonesuch", "", None)] == [True] * 3 + [False] * 3
     places = ContainerPlaces(None, SimpleNamespace(container="None"), "h", lambda: None, "amd", None)

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from pytest_gpuverify.engine import files
+from pytest_gpuverify.common import files
 
 from pytest_gpuverify.lease import lock
-from pytest_gpuverify.engine.artifact import Artifact, read_artifact, write_artifact
+from pytest_gpuverify.records.artifact import Artifact, read_artifact, write_artifact
 from pytest_gpuverify.engine.store import store_artifact
 from pytest_gpuverify.lease.lock import GpuLease, LockError, open_lock_file
 from pytest_gpuverify.lease.shared_readings import STALE_S, SharedReadings, remove_stale

@@ -14,8 +14,8 @@ from types import SimpleNamespace
 import pytest
 
 from pytest_gpuverify.cli.doctor import DoctorReport, _tickets
-from pytest_gpuverify.engine import files
-from pytest_gpuverify.engine.artifact import Artifact, read_artifact, utc_now
+from pytest_gpuverify.common import files
+from pytest_gpuverify.records.artifact import Artifact, read_artifact, utc_now
 from pytest_gpuverify.place.caches import plan_caches
 
 

@@ -1,6 +1,6 @@
 """Contract section 6, rule by rule."""
 
-from pytest_gpuverify.engine.artifact import Correctness, RunRecord, TargetRecord
+from pytest_gpuverify.records.artifact import Correctness, RunRecord, TargetRecord
 from pytest_gpuverify.parsers.result import ParsedOutput
 from pytest_gpuverify.engine.verdict import decide
 

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from pytest_gpuverify.parsers.dispatch import parse_output
 from pytest_gpuverify.parsers.result import ParseContext
 from pytest_gpuverify.config.targets import AITER_OP_TEST, BENCH, FLYDSL_PYTEST, TRITON_PYTEST, Thresholds
-from pytest_gpuverify.engine.artifact import RunRecord
+from pytest_gpuverify.records.artifact import RunRecord
 from pytest_gpuverify.engine.verdict import verdict_and_reasons
 
 from test_parse_properties import VALID

@@ -10,7 +10,7 @@ import sys
 
 PROBE = """
 import sys
-from pytest_gpuverify.engine.artifact import Artifact
+from pytest_gpuverify.records.artifact import Artifact
 before = (Artifact.__pydantic_complete__, "pytest_gpuverify.reporting.merge" in sys.modules,
           "pytest_gpuverify.parsers.aiter" in sys.modules)
 {warm}

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from pytest_gpuverify.engine.artifact import Correctness, RunRecord
+from pytest_gpuverify.records.artifact import Correctness, RunRecord
 from pytest_gpuverify.engine.verdict import decide
 from pytest_gpuverify.gpu.base import GpuProcess, GpuReading
 from pytest_gpuverify.gpu.clocks import ClockSample

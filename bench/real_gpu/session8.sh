@@ -25,7 +25,7 @@ done
 tail -3 $W/plugin1.log
 python3 - $W/tickets $OUT/session8_run.log <<'PY'
 import json, re, statistics, sys, pathlib
-from pytest_gpuverify.engine.clock import parse_iso_utc as p
+from pytest_gpuverify.common.clock import parse_iso_utc as p
 log = pathlib.Path(sys.argv[2]).read_text()
 t = {k: [float(x) for x in re.findall(rf"^{k} \d: ([0-9.]+) s", log, re.M)] for k in ("plugin", "bare", "pytest start")}
 m = {k: statistics.median(v) for k, v in t.items()}

@@ -167,7 +167,7 @@ def run_demo(root: Path, ticket: str = "DEMO-1") -> int:
     for path in artifacts:
         print(f"  {path.name}")
     if artifacts:
-        from pytest_gpuverify.engine.artifact import read_artifact
+        from pytest_gpuverify.records.artifact import read_artifact
         from pytest_gpuverify.cli.show import render
 
         first = tickets / "bench_gemm_a8w8.json"
@@ -175,7 +175,7 @@ def run_demo(root: Path, ticket: str = "DEMO-1") -> int:
         print(render(read_artifact(first), first))
     # the demo has one target that must FAIL (test_moe_2stage exits 0 after a failed check)
     expected = {"bench_gemm_a8w8.json": "PASS", "bench_rmsnorm2d.json": "PASS", "bench_moe_2stage.json": "FAIL"}
-    from pytest_gpuverify.engine.artifact import read_artifact as _read
+    from pytest_gpuverify.records.artifact import read_artifact as _read
 
     got = {p.name: _read(p).verdict for p in artifacts if p.name in expected}
     ok = got == expected and rc == 1

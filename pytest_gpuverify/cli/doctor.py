@@ -74,7 +74,7 @@ def _tickets(report: DoctorReport, env: EnvFile) -> None:
     one every local user writes in without the sticky bit."""
     import stat
 
-    from pytest_gpuverify.engine.files import FileProblem, check_writable_dir, open_folder_problem, owner_and_mode
+    from pytest_gpuverify.common.files import FileProblem, check_writable_dir, open_folder_problem, owner_and_mode
 
     if env.resources.tickets is None:
         return
@@ -157,7 +157,8 @@ def _window_line(env: EnvFile, row, backend) -> str:
 def _containers(report: DoctorReport, env: EnvFile, row, vendor: str, docker_factory) -> dict[str, dict]:
     """Each container's line; returns the running ones' ``docker inspect``, by name."""
     from pytest_gpuverify.execute.container import ContainerError, ContainerExecutor, docker_client
-    from pytest_gpuverify.place.ephemeral import image_facts, is_run_name
+    from pytest_gpuverify.config.containers import is_run_name
+    from pytest_gpuverify.place.ephemeral import image_facts
     from pytest_gpuverify.place.provenance import container_arch
 
     mine = [c for c in env.containers if not c.host or c.host.lower() == row.host.lower()]

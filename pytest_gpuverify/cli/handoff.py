@@ -12,7 +12,7 @@ from typing import Any, Optional
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from pytest_gpuverify.engine.artifact import Artifact
+from pytest_gpuverify.records.artifact import Artifact
 from pytest_gpuverify.engine.orphans import WHY, orphan_logs
 from pytest_gpuverify.compare.command import Refused, checked, decide, not_passing
 from pytest_gpuverify.compare.core import side_of
@@ -144,7 +144,7 @@ def build_handoff(ticket: Path, base: Optional[Path] = None) -> Handoff:
 
 
 def run_handoff(ticket: str, base: Optional[str], out: Optional[str]) -> int:
-    from pytest_gpuverify.cli.exclusivity import artifact_paths
+    from pytest_gpuverify.verify.exclusivity import artifact_paths
 
     folder = Path(ticket)
     if not folder.is_dir():

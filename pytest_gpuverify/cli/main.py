@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import Optional, Sequence
 
-from pytest_gpuverify.engine.artifact import artifact_schema, read_artifact
+from pytest_gpuverify.records.artifact import artifact_schema, read_artifact
 
 
 def _cmd_schema(args: argparse.Namespace) -> int:
@@ -44,8 +44,8 @@ def _cmd_show(args: argparse.Namespace) -> int:
 
 
 def _cmd_check(args: argparse.Namespace) -> int:
-    from pytest_gpuverify.cli.check import check_file
-    from pytest_gpuverify.cli.exclusivity import artifact_paths
+    from pytest_gpuverify.verify.check import check_file
+    from pytest_gpuverify.verify.exclusivity import artifact_paths
 
     paths = artifact_paths(args.artifacts)
     if not paths:
@@ -70,7 +70,7 @@ def _cmd_check(args: argparse.Namespace) -> int:
 
 def _check_exclusive(checked: list) -> int:
     """Across the artifacts: no two runs of one host held one GPU at the same time."""
-    from pytest_gpuverify.cli.exclusivity import find_overlaps, holds_of
+    from pytest_gpuverify.verify.exclusivity import find_overlaps, holds_of
 
     holds, without = [], []
     for art, path in checked:
@@ -112,7 +112,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
 
 def _output_problem(command: str, path: Path) -> Optional[str]:
     """One line when ``-o FILE`` cannot be written (a folder, a missing or unwritable folder)."""
-    from pytest_gpuverify.engine.files import output_file_problem
+    from pytest_gpuverify.common.files import output_file_problem
 
     problem = output_file_problem(path)
     return f"gpuverify {command}: -o {path}: {problem[0]}. Fix: {problem[1]}" if problem else None

@@ -8,7 +8,7 @@ from __future__ import annotations
 from statistics import median
 from typing import Optional
 
-from pytest_gpuverify.engine.artifact import GpuWatch
+from pytest_gpuverify.records.artifact import GpuWatch
 
 CLOCK_BOUND = 0.05  # the sides' SM clocks (each side's median over its runs) may differ by 5%
 NOT_RECORDED = "clocks were not recorded (artifacts without watch records): throttling and clock differences not checked"

@@ -17,7 +17,7 @@ from pytest_gpuverify.compare import render
 from pytest_gpuverify.compare.clocks import clock_problem
 from pytest_gpuverify.compare.core import DEFAULT_RULE, INCONCLUSIVE, REGRESSED, Pair, Rule, compare, side_of
 from pytest_gpuverify.compare.identity import Difference, differences
-from pytest_gpuverify.engine.artifact import AbRecord, Artifact, GpuWatch
+from pytest_gpuverify.records.artifact import AbRecord, Artifact, GpuWatch
 
 
 class Refused(Exception):
@@ -35,8 +35,8 @@ class Comparison:
 
 def checked(path: str) -> Artifact:
     """The artifact at ``path`` after ``gpuverify check``'s own checks; Refused when any fails."""
-    from pytest_gpuverify.cli.check import check_artifact
-    from pytest_gpuverify.engine.schemas import SchemaError, load_checked
+    from pytest_gpuverify.verify.check import check_artifact
+    from pytest_gpuverify.verify.schemas import SchemaError, load_checked
 
     try:
         art = load_checked(Path(path))

@@ -24,8 +24,8 @@ from math import sqrt
 from statistics import fmean
 from typing import Mapping, Optional
 
-from pytest_gpuverify.compare import stats
-from pytest_gpuverify.engine.artifact import Artifact, PerfRow
+from pytest_gpuverify.common import stats
+from pytest_gpuverify.records.artifact import Artifact, PerfRow
 from pytest_gpuverify.parsers.figures import HIGHER, direction_of, row_values
 
 BASE_SIDES, HEAD_SIDES = ("a", "base"), ("b", "head")

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Iterable, Optional
 
-from pytest_gpuverify.engine.artifact import Artifact
+from pytest_gpuverify.records.artifact import Artifact
 
 CHECKOUT = "<checkout>"
 # name -> what it is, as the help and the refusal say it

@@ -16,8 +16,7 @@ import shlex
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any, Optional, Sequence
 
-from pytest_gpuverify.parsers.figures import DIRECTIONS
-from pytest_gpuverify.parsers.shape_checks import pattern_problem
+from pytest_gpuverify.config.vocabulary import DIRECTIONS, VERDICT_LINE_NAMES, pattern_problem
 from pytest_gpuverify.config.targets import AITER_OP_TEST, BENCH, Thresholds
 
 if TYPE_CHECKING:
@@ -181,9 +180,7 @@ class FieldChecks:
         return dict(value)
 
     def verdict_lines_off(self, where: str, value: Any) -> tuple[str, ...]:
-        """Names of default verdict lines not to read (parsers/printout.py: VERDICT_LINE_NAMES)."""
-        from pytest_gpuverify.parsers.printout import VERDICT_LINE_NAMES
-
+        """Names of default verdict lines not to read."""
         key = "verdict_lines_off"
         if value is None:
             return ()

@@ -59,7 +59,7 @@ import tomllib
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from pytest_gpuverify.place.builds import BuildStep, read_builds
+from pytest_gpuverify.config.builds import BuildStep, read_builds
 from pytest_gpuverify.config.errors import UsageError
 from pytest_gpuverify.config.declaration_fields import (  # noqa: F401 (REGIMES, THRESHOLD_KEYS re-exported)
     BOUND_KEYS,

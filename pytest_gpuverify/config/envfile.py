@@ -27,7 +27,8 @@ from pytest_gpuverify.config.envfile_markdown import (  # noqa: F401 (SECTION_CO
 )
 from pytest_gpuverify.config.errors import UsageError
 from pytest_gpuverify.config.lockspec import LOCK_EXAMPLE, LockPrefixError, LockSpec, parse_lock_prefix  # noqa: F401 (re-exported)
-from pytest_gpuverify.engine.signing import SigningRow, signing_row
+from pytest_gpuverify.config.containers import HOST_CONTAINER, row_problem, runs_on_host
+from pytest_gpuverify.config.signing import SigningRow, signing_row
 
 DEFAULT_ENV_PATH = "~/.cursor/mstack/env.md"
 ENV_PATH_VARIABLE = "GPUVERIFY_ENV"
@@ -325,8 +326,6 @@ def _repo(where: _Where, cells: dict[str, Optional[str]]) -> RepoRow:
 
 
 def _container(where: _Where, cells: dict[str, Optional[str]]) -> ContainerRow:
-    from pytest_gpuverify.place.ephemeral import row_problem
-
     problem = row_problem(cells) or _host_name_problem(cells.get("name"))
     if problem:
         raise where.error(*problem)
@@ -337,10 +336,7 @@ def _container(where: _Where, cells: dict[str, Optional[str]]) -> ContainerRow:
 def _host_name_problem(name: Optional[str]) -> Optional[tuple[str, str]]:
     """(message, fix) for a container named as the host itself (``host``, or ``none`` as in
     --gpu-container none): its commands would run on the host, not in the container."""
-    from pytest_gpuverify.execute.host import HostExecutor
-    from pytest_gpuverify.place.resolve import runs_on_host
-
-    if name is None or not (name.strip().casefold() == HostExecutor.name or runs_on_host(name)):
+    if name is None or not (name.strip().casefold() == HOST_CONTAINER or runs_on_host(name)):
         return None
     return (f"container {name!r} has the name of the host itself, so its commands would run on the host, "
             "not in the container", f"rename the container (`docker rename {name} {name}-dev`) and its row")

@@ -17,7 +17,6 @@ from typing import Optional
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from pytest_gpuverify.execute.bounds import SCRATCH_ROOT
 
 AITER_OP_TEST = "aiter-op-test"
 FLYDSL_PYTEST = "flydsl-pytest"
@@ -32,6 +31,7 @@ PYTEST_KINDS = (FLYDSL_PYTEST, TRITON_PYTEST, PYTEST)
 _PACKAGE_BY_KIND = {AITER_OP_TEST: "aiter", TRITON_PYTEST: "aiter", FLYDSL_PYTEST: "flydsl"}
 AITER_KINDS = (AITER_OP_TEST, TRITON_PYTEST)  # aiter's import reads GPU_ARCHS and AITER_JIT_DIR
 TABLE_KINDS = (AITER_OP_TEST, BENCH)  # print pandas tables, which elide columns under a narrow COLUMNS
+SCRATCH_ROOT = "/tmp/gpuverify"  # inside a container: pid files, caches, JUnit files of the runs
 JUNIT_DIR = f"{SCRATCH_ROOT}/junit"  # inside the container; the file is fetched out and removed
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Iterable, Mapping
 
-from pytest_gpuverify.engine.artifact import PerfRow
+from pytest_gpuverify.records.artifact import PerfRow
 from pytest_gpuverify.parsers.perfstats import printed_us
 
 _TIME_FIELDS = ("us_median", "min_us", "max_us")

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Optional
 
 from pytest_gpuverify.place.ab import FOLDER, AbError, BaseWorktree, BaseWorktrees
-from pytest_gpuverify.engine.artifact import AbRecord
+from pytest_gpuverify.records.artifact import AbRecord
 from pytest_gpuverify.engine.phases import Checked, Command, Executed
 from pytest_gpuverify.place.caches import plan_caches, remove_cold_caches
 from pytest_gpuverify.place.container_checks import HOST

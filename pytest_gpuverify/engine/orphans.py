@@ -15,7 +15,7 @@ WHY = "a raw log no artifact names (a run stopped before it wrote its artifact)"
 
 def claimed_logs(folder: Path) -> set[str]:
     """The names of the logs the folder's artifacts (current and moved aside) name."""
-    from pytest_gpuverify.engine.artifact import read_artifact
+    from pytest_gpuverify.records.artifact import read_artifact
 
     names: set[str] = set()
     for path in folder.glob("bench_*.json"):

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Optional
 
 from pytest_gpuverify import __version__
 from pytest_gpuverify.config.targets import Target
-from pytest_gpuverify.engine.artifact import (Artifact, GpuRecord, RepoRecord, RunRecord, TargetRecord, Timeline, sha256_file,
+from pytest_gpuverify.records.artifact import (Artifact, GpuRecord, RepoRecord, RunRecord, TargetRecord, Timeline, sha256_file,
                                              utc_now)
 from pytest_gpuverify.engine.phases import Decided, Results
 from pytest_gpuverify.engine.summary import summarize

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Callable, Optional
 
-from pytest_gpuverify.engine.artifact import (AbRecord, GpuRecord, GpuWatch, RepoRecord, RunRecord, RunSlice, SyncRecord,
+from pytest_gpuverify.records.artifact import (AbRecord, GpuRecord, GpuWatch, RepoRecord, RunRecord, RunSlice, SyncRecord,
                                               TargetRecord, Verdict)
 
 if TYPE_CHECKING:
@@ -29,9 +29,9 @@ if TYPE_CHECKING:
     from pytest_gpuverify.engine.multirun import Plan
     from pytest_gpuverify.lease.picker import GpuGrant
     from pytest_gpuverify.parsers.result import ParsedOutput
-    from pytest_gpuverify.place.builds import BuildRecord
+    from pytest_gpuverify.records.builds import BuildRecord
     from pytest_gpuverify.place.container_checks import ContainerCheck
-    from pytest_gpuverify.place.ephemeral import FreshContainerRecord
+    from pytest_gpuverify.records.builds import FreshContainerRecord
     from pytest_gpuverify.place.resolve import Resolution
     from pytest_gpuverify.place.workspace import Workspace
 

@@ -12,7 +12,9 @@ from pytest_gpuverify.config.targets import Target
 from pytest_gpuverify.place.packages import import_env
 from pytest_gpuverify.execute.leftovers import run_id_of, run_marker
 from pytest_gpuverify.place.gitstate import tracked_changes
-from pytest_gpuverify.place.builds import BuildStep, SessionBuilds, build_failure, declared_builds
+from pytest_gpuverify.config.builds import BuildStep
+from pytest_gpuverify.place.builds import SessionBuilds, declared_builds
+from pytest_gpuverify.records.builds import build_failure
 
 if TYPE_CHECKING:
     from pytest_gpuverify.engine.phases import Checked

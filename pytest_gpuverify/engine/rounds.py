@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Optional
 
-from pytest_gpuverify.engine.artifact import RunSlice
+from pytest_gpuverify.records.artifact import RunSlice
 from pytest_gpuverify.execute.base import ExecOutcome, Interrupted
 from pytest_gpuverify.engine.runs_log import marker, new_nonce
 

@@ -27,9 +27,9 @@ from typing import TYPE_CHECKING, Callable, Iterator, Optional
 
 from pytest_gpuverify.config.targets import PYTEST_KINDS, RunEnvironment, Target, command_argv, junit_path, pythonpath
 from pytest_gpuverify.engine import multirun
-from pytest_gpuverify.engine.clock import STAMP_FORMAT
-from pytest_gpuverify.engine.artifact import RunRecord, utc_now
-from pytest_gpuverify.engine.files import create_result_file
+from pytest_gpuverify.common.clock import STAMP_FORMAT
+from pytest_gpuverify.records.artifact import RunRecord, utc_now
+from pytest_gpuverify.common.files import create_result_file
 from pytest_gpuverify.engine.outcome import (TargetOutcome, build_artifact, gpu_records, ran_in, run_record_of,
                                              target_record, timeline_of)
 from pytest_gpuverify.engine.phases import (Begun, Checked, Command, Decided, Executed, Fresh, Leased, Placed,

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
-from pytest_gpuverify.engine.artifact import Correctness, RunSlice
+from pytest_gpuverify.records.artifact import Correctness, RunSlice
 from pytest_gpuverify.parsers.result import ParseContext, ParsedOutput
 
 _LINE = re.compile(rb"^\[gpuverify ([0-9a-f]{16})\] run (\d+) of (\d+)(?: side ([AB]))? (begins|ended): (\{.*\})\s*$")

@@ -13,13 +13,13 @@ import time
 from pathlib import Path
 from typing import Callable, Mapping, Optional
 
-from pytest_gpuverify.engine.artifact import RepoRecord
+from pytest_gpuverify.records.artifact import RepoRecord
 from pytest_gpuverify.engine.store import store_or_keep_elsewhere
-from pytest_gpuverify.engine.clock import SessionClock
+from pytest_gpuverify.common.clock import SessionClock
 from pytest_gpuverify.place.container_checks import HOST, ContainerPlaces, start_gpus
 from pytest_gpuverify.execute.container import docker_client
 from pytest_gpuverify.config.envfile import EnvFile
-from pytest_gpuverify.engine.files import FileProblem, private_folder
+from pytest_gpuverify.common.files import FileProblem, private_folder
 from pytest_gpuverify.gpu import select_backend
 from pytest_gpuverify.gpu.base import GpuInfo
 from pytest_gpuverify.place.gitstate import own_output_dirs
@@ -28,7 +28,8 @@ from pytest_gpuverify.execute.host import HostExecutor
 from pytest_gpuverify.config.options import RunOptions
 from pytest_gpuverify.engine.orphans import orphan_logs
 from pytest_gpuverify.engine.outcome import TargetOutcome
-from pytest_gpuverify.engine.overlap import Background, ParserWarmer
+from pytest_gpuverify.common.threads import Background
+from pytest_gpuverify.parsers.warm import ParserWarmer
 from pytest_gpuverify.engine import multirun
 from pytest_gpuverify.place.ab import BaseWorktrees
 from pytest_gpuverify.lease.picker import GpuGrant, GpuPicker

@@ -14,7 +14,7 @@ from pytest_gpuverify.config.envfile import EnvFile, HostRow, LockSpec
 from pytest_gpuverify.config.hosts import lock_for, select_host
 from pytest_gpuverify.config.errors import UsageError, usage_error_of_line
 from pytest_gpuverify.config.options import RunOptions
-from pytest_gpuverify.engine.files import FileProblem, result_folder
+from pytest_gpuverify.common.files import FileProblem, result_folder
 from pytest_gpuverify.engine.signing import SigningRow, signer_for
 
 
@@ -59,7 +59,7 @@ def artifact_folder(env: EnvFile, ticket: Optional[str], invocation_dir: Path) -
 def check_container_option(env: EnvFile, name: Optional[str], host: str) -> None:
     """--gpu-container names a Containers row of this host (or ``none``: the host itself)."""
     from pytest_gpuverify.config.hosts import same_host
-    from pytest_gpuverify.place.resolve import runs_on_host
+    from pytest_gpuverify.config.containers import runs_on_host
 
     if not name or runs_on_host(name):
         return
@@ -88,7 +88,7 @@ def check_ab_base(options: RunOptions) -> None:
 
 def check_ci_summary(path: Optional[Path]) -> None:
     """--gpu-ci-summary's file can be written: its folder exists and is writable."""
-    from pytest_gpuverify.engine.files import output_file_problem
+    from pytest_gpuverify.common.files import output_file_problem
 
     problem = output_file_problem(path) if path is not None else None
     if problem is not None:

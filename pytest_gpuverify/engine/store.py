@@ -16,8 +16,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable, Optional
 
-from pytest_gpuverify.engine.artifact import Artifact, dump_artifact
-from pytest_gpuverify.engine.files import RESULT_MODE, FileProblem, private_folder, stage_file, unwritable, \
+from pytest_gpuverify.records.artifact import Artifact, dump_artifact
+from pytest_gpuverify.common.files import RESULT_MODE, FileProblem, private_folder, stage_file, unwritable, \
     write_atomic
 
 class WrittenBeside(FileProblem):

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from typing import Iterable
 
-from pytest_gpuverify.engine.artifact import Artifact, PerfRow, PerfSummary
-from pytest_gpuverify.compare.core import row_values
-from pytest_gpuverify.compare.stats import median
+from pytest_gpuverify.records.artifact import Artifact, PerfRow, PerfSummary
+from pytest_gpuverify.parsers.figures import row_values
+from pytest_gpuverify.common.stats import median
 
 
 def summarize(rows: Iterable[PerfRow]) -> list[PerfSummary]:

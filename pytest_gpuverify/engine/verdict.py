@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from pytest_gpuverify.engine.artifact import Correctness, RunRecord, TargetRecord, Verdict
+from pytest_gpuverify.records.artifact import Correctness, RunRecord, TargetRecord, Verdict
 from pytest_gpuverify.engine.floors import limit_findings
 from pytest_gpuverify.execute.leftovers import reason as leftover_reason
 from pytest_gpuverify.parsers.dtypes import is_low_precision

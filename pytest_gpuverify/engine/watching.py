@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Callable, Mapping, Optional, Sequence
 
-from pytest_gpuverify.engine.artifact import GpuWatch, RunSlice
+from pytest_gpuverify.records.artifact import GpuWatch, RunSlice
 from pytest_gpuverify.execute.base import ExecOutcome, Executor
 from pytest_gpuverify.execute.container import ContainerError
 from pytest_gpuverify.lease.watch import CommandWatch, OwnProcesses

@@ -26,7 +26,6 @@ if TYPE_CHECKING:
 GRACE_S = 3
 KILL_WAIT_S = 5  # after SIGKILL, how long a stop waits for the group to be gone
 MAX_OUTPUT_BYTES = 4 << 30  # past this a run's output file stops growing; the run is then not trusted
-SCRATCH_ROOT = "/tmp/gpuverify"  # inside a container: pid files, caches, JUnit files of the runs
 
 
 class CappedSink:

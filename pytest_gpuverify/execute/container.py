@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Optional, Sequence
 
 from pytest_gpuverify.execute.base import ExecOutcome, Interrupted, interrupt_cause
-from pytest_gpuverify.execute.bounds import GRACE_S, MAX_OUTPUT_BYTES, SCRATCH_ROOT, CappedSink, second_ctrl_c_held
+from pytest_gpuverify.config.targets import SCRATCH_ROOT
+from pytest_gpuverify.execute.bounds import GRACE_S, MAX_OUTPUT_BYTES, CappedSink, second_ctrl_c_held
 from pytest_gpuverify.execute.leftovers import MARKER, SNAPSHOT_SH, SWEEP_SH, parse_report
 
 PID_FILE_WAIT_S = 2.0  # the wrapper writes its pid file right after the exec starts

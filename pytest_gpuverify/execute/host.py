@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Callable, Mapping, Optional, Sequence
 
 from pytest_gpuverify.execute.base import ExecOutcome, Interrupted, interrupt_cause
+from pytest_gpuverify.config.containers import HOST_CONTAINER
 from pytest_gpuverify.execute.bounds import MAX_OUTPUT_BYTES, CappedSink, second_ctrl_c_held, stop_group
 from pytest_gpuverify.execute.host_commands import LocalHost
 from pytest_gpuverify.execute.leftovers import MARKER, proc_pids, stop_marked
@@ -24,7 +25,7 @@ class HostExecutor:
     """This machine, as an :class:`~.base.Executor`: each command in its own process group, so the
     whole tree can be stopped."""
 
-    name = "host"
+    name = HOST_CONTAINER
     image = None
     output_cap = MAX_OUTPUT_BYTES
 

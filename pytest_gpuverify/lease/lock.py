@@ -123,7 +123,7 @@ def open_lock_file(path: Path) -> int:
 
 
 def _open_error(path: Path, exc: OSError) -> LockError:
-    from pytest_gpuverify.engine.files import owner_and_mode
+    from pytest_gpuverify.common.files import owner_and_mode
 
     if isinstance(exc, FileNotFoundError) or not path.parent.is_dir():
         fix = f"create {path.parent} (mode 1777, as /var/lock), or change the lock cell of the GPU lock table"

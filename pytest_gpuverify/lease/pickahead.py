@@ -13,7 +13,7 @@ import threading
 import time
 from typing import Optional
 
-from pytest_gpuverify.engine.overlap import Background
+from pytest_gpuverify.common.threads import Background
 from pytest_gpuverify.lease.picker import GpuGrant, GpuPicker
 
 

@@ -13,7 +13,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
-from pytest_gpuverify.engine.artifact import NO_GPU
+from pytest_gpuverify.records.artifact import NO_GPU
 from pytest_gpuverify.config.envfile import LockSpec
 from pytest_gpuverify.execute.host_commands import HostRunner
 from pytest_gpuverify.lease.lock import GpuLease, is_locked_elsewhere

@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 from typing import Callable, Optional
 
-from pytest_gpuverify.engine.files import user_runtime_dir
+from pytest_gpuverify.common.files import user_runtime_dir
 from pytest_gpuverify.gpu.base import GpuReading
 
 STALE_S = 3600.0  # a readings file nobody refreshed for this long belongs to no running session

@@ -24,7 +24,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, Optional, Sequence
 
-from pytest_gpuverify.engine.artifact import ClockReading, ForeignProcess, GpuClocks, GpuWatch
+from pytest_gpuverify.records.artifact import ClockReading, ForeignProcess, GpuClocks, GpuWatch
 from pytest_gpuverify.gpu.base import GpuBackend, GpuReading
 from pytest_gpuverify.gpu.clocks import ClockSample, is_throttled
 

@@ -14,7 +14,7 @@ import re
 from pathlib import Path
 from typing import Optional
 
-from pytest_gpuverify.engine.artifact import Correctness, PerfRow
+from pytest_gpuverify.records.artifact import Correctness, PerfRow
 from pytest_gpuverify.parsers.aiter_tables import ERR_TOLERANCE, SummaryTables
 from pytest_gpuverify.parsers.lines import NUMBER, AlignedTableStream, LineReader, read_number, strip_ansi, strip_ci_prefix
 from pytest_gpuverify.parsers.dtypes import DtypeReader

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Optional
 
-from pytest_gpuverify.engine.artifact import PerfRow
+from pytest_gpuverify.records.artifact import PerfRow
 from pytest_gpuverify.parsers.columns import Table, classify_columns
 from pytest_gpuverify.parsers.perfstats import FIELD_OF, quantities_of, to_us
 from pytest_gpuverify.parsers.lines import EMPTY_CELLS, TableRow, TextLine, is_ellipsis, read_number

@@ -18,7 +18,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Optional
 
-from pytest_gpuverify.engine.artifact import PerfRow
+from pytest_gpuverify.records.artifact import PerfRow
 from pytest_gpuverify.parsers.aiter import _AiterParser
 from pytest_gpuverify.parsers.lines import NUMBER, is_ellipsis, read_number, strip_ansi, strip_ci_prefix
 from pytest_gpuverify.parsers.perfstats import RUNS, TO_US, quantities, to_us

@@ -9,7 +9,7 @@ from typing import Optional
 
 from pydantic import ValidationError
 
-from pytest_gpuverify.engine.artifact import Artifact, TargetRecord
+from pytest_gpuverify.records.artifact import Artifact, TargetRecord
 from pytest_gpuverify.config.targets import AITER_OP_TEST, BENCH, FLYDSL_PYTEST, PYTEST, TRITON_PYTEST, Thresholds
 from pytest_gpuverify.parsers.dtypes import resolve_dtype
 from pytest_gpuverify.parsers.prefilter import drive
@@ -66,7 +66,7 @@ def warm(kind: str) -> None:
     """Load the parser of ``kind`` and build its triggers for an ASCII output, so that the parse once
     the command is over starts at once (the session calls it in a thread while the command runs).
     Any failure is left to the parse itself, which reports it. The artifact's validator too (its
-    build is deferred to first use: engine/artifact.py)."""
+    build is deferred to first use: records/artifact.py)."""
     try:
         Artifact.model_rebuild()
         parser = _parser_for(kind, ParseContext())

@@ -18,14 +18,13 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Iterable, Mapping, Optional
 
+from pytest_gpuverify.config.vocabulary import HIGHER, LOWER
 from pytest_gpuverify.parsers.metrics import HIGHER_IS_BETTER as CORRECTNESS_HIGHER
 from pytest_gpuverify.parsers.perfstats import printed_us
 
 if TYPE_CHECKING:
-    from pytest_gpuverify.engine.artifact import PerfRow
+    from pytest_gpuverify.records.artifact import PerfRow
 
-HIGHER, LOWER = "higher", "lower"
-DIRECTIONS = (HIGHER, LOWER)
 
 _TIME = re.compile(r"(?:^|[\s_(/\-])(?:us|usec|µs|ms|ns|s|sec|time|latency)(?=$|[\s_)/\-])", re.I)
 _GAIN = re.compile(r"uplift|speed-?up|x\s*faster|faster\s*by", re.I)

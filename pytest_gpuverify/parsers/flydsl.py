@@ -25,7 +25,7 @@ import re
 from pathlib import Path
 from typing import Optional
 
-from pytest_gpuverify.engine.artifact import PerfRow
+from pytest_gpuverify.records.artifact import PerfRow
 from pytest_gpuverify.parsers.bench import TableReader, ms_to_us
 from pytest_gpuverify.parsers.lines import NUMBER, read_number
 from pytest_gpuverify.parsers.perfstats import place

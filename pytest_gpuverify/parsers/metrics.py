@@ -26,7 +26,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
-from pytest_gpuverify.engine.artifact import Correctness
+from pytest_gpuverify.records.artifact import Correctness
 
 _NUM = r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|[-+]?nan|[-+]?inf(?:inity)?"
 _IS = rf"\s*[:=]\s*(?P<v>{_NUM})(?![\w.])"

@@ -149,7 +149,6 @@ VERDICT_LINES = (
     VerdictLine("word-alone", _bare_word, "--> PASS", "FAILED"),
     VerdictLine("tests-summary", _tests_summary, None, "Some tests FAILED."),
 )
-VERDICT_LINE_NAMES = tuple(v.name for v in VERDICT_LINES)
 
 
 def _may_say(low: str) -> bool:

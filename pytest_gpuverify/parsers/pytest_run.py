@@ -18,7 +18,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Optional
 
-from pytest_gpuverify.engine.artifact import Correctness
+from pytest_gpuverify.records.artifact import Correctness
 from pytest_gpuverify.parsers.result import CappedRecorder
 from pytest_gpuverify.parsers.alarms import is_error_line
 from pytest_gpuverify.parsers.junit import (  # noqa: F401 (junit_nodeid)

@@ -7,7 +7,7 @@ from typing import Optional
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from pytest_gpuverify.engine.artifact import Correctness, PerfRow
+from pytest_gpuverify.records.artifact import Correctness, PerfRow
 from pytest_gpuverify.config.targets import Thresholds
 
 

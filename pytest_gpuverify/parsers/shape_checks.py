@@ -40,15 +40,6 @@ _NAN = re.compile(r"(?<![\w.])[-+]?nan(?![\w.])", re.I)
 TENSOR_LINES_CAP = 64  # the lines of one printed tensor read for NaN
 
 
-def pattern_problem(text: str) -> Optional[str]:
-    """Why ``text`` is not a regular expression Python compiles, or None (declarations check theirs)."""
-    try:
-        re.compile(text)
-    except re.error as exc:
-        return str(exc)
-    return None
-
-
 class PrintedChecks:
     """Watches the lines a parser reads; records through the parser's ``fail``."""
 

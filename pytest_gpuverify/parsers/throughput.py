@@ -18,7 +18,7 @@ import re
 from pathlib import Path
 from typing import Optional
 
-from pytest_gpuverify.engine.artifact import PerfRow
+from pytest_gpuverify.records.artifact import PerfRow
 
 _N = r"([-+]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)"
 _VLLM = re.compile(rf"^\s*Throughput:\s*{_N}\s*requests/s,\s*{_N}\s*(total )?tokens/s(?:,\s*{_N}\s*output tokens/s)?", re.I)

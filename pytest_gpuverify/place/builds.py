@@ -17,109 +17,15 @@ records to the kept files and to the verdict (:func:`build_problems`).
 
 from __future__ import annotations
 
-import re
 import shlex
 import time
 from contextlib import contextmanager
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any, Callable, Iterator, Optional
 
-from pydantic import BaseModel, ConfigDict, Field
-
+from pytest_gpuverify.config.builds import BuildStep
 from pytest_gpuverify.execute.base import Executor
-
-BUILD_KEYS = ("name", "command", "gpu", "workdir")
-_NAME = re.compile(r"[A-Za-z0-9._-]+")
-FAILED = "build failed: "
-FAILED_BASE = "build failed on the base side: "  # a build of --gpu-ab's base worktree (side A)
-
-
-def failed_prefix(reason: str) -> str:
-    """The prefix of a build failure's reason ('' when it is not one)."""
-    return next((p for p in (FAILED_BASE, FAILED) if reason.startswith(p)), "")
-
-
-class BuildStep(BaseModel):
-    model_config = ConfigDict(frozen=True, defer_build=True)
-
-    name: str
-    command: tuple[str, ...]
-    gpu: bool = False
-    workdir: Optional[str] = None  # relative to the worktree
-
-
-class BuildRecord(BaseModel):
-    """One build as it ran (the artifact's ``builds[]``)."""
-
-    model_config = ConfigDict(extra="forbid", defer_build=True)
-
-    name: str
-    command: str
-    gpu: bool = False
-    gpus: list[int] = Field(default_factory=list)  # the GPUs it saw (gpu = true)
-    container: Optional[str] = None
-    workdir: Optional[str] = None
-    exit_code: Optional[int] = None
-    timed_out: bool = False
-    problem: Optional[str] = None  # why it did not run or did not finish
-    output: Optional[str] = None  # file name, beside the artifact
-    output_sha256: Optional[str] = None
-    output_bytes: Optional[int] = None
-    duration_s: Optional[float] = None
-    side: Optional[str] = None  # --gpu-ab: "A" built the base worktree, "B" the head's; None without A/B
-    # a gpu = true build's hold of a GPU lock it took for itself (ISO 8601 UTC), for exclusivity.py;
-    # null when it ran under the run's own lock, which the artifact's timeline already spans
-    lock_taken: Optional[str] = None
-    lock_released: Optional[str] = None
-
-    @property
-    def failed(self) -> Optional[str]:
-        """The target's reason when this build failed, else None."""
-        prefix = FAILED_BASE if self.side == "A" else FAILED
-        if self.problem:
-            return f"{prefix}{self.command}: {self.problem}"
-        if self.timed_out:
-            return f"{prefix}{self.command} timed out"
-        if self.exit_code != 0:
-            return f"{prefix}{self.command} exited {self.exit_code}"
-        return None
-
-
-ErrorFactory = Callable[[str, Optional[str], str, str], Exception]
-
-
-def read_builds(value: Any, error: ErrorFactory, argv: Callable[[str, str, Any], tuple[str, ...]]) -> tuple[BuildStep, ...]:
-    """The declaration's ``builds`` array, checked; ``error(where, key, message, fix)`` and
-    ``argv(where, key, value)`` are the declaration reader's (declarations.py)."""
-    if value is None:
-        return ()
-    if not isinstance(value, list) or not all(isinstance(b, dict) for b in value):
-        raise error("top level", "builds", "builds is not a list of tables",
-                    'write each as its own [[builds]] block with command = "make ...".')
-    steps, seen = [], set()
-    for index, block in enumerate(value, start=1):
-        where = f"builds[{index}]"
-        for key in block:
-            if key not in BUILD_KEYS:
-                raise error(where, key, f"unknown key {key!r}", f"the allowed [[builds]] keys are: {', '.join(BUILD_KEYS)}.")
-        if "command" not in block:
-            raise error(where, "command", "the build has no command", 'add command = "make hip_kernels".')
-        command = argv(where, "command", block["command"])
-        name = block.get("name", PurePosixPath(command[0]).name)
-        if not isinstance(name, str) or not _NAME.fullmatch(name) or name in seen:
-            raise error(where, "name", f"name {name!r} is not a unique name of letters, digits and . _ -",
-                        'give each build its own name, e.g. name = "kernels".')
-        gpu = block.get("gpu", False)
-        if not isinstance(gpu, bool):
-            raise error(where, "gpu", f"gpu is {gpu!r}, not true or false", "write gpu = true or gpu = false.")
-        workdir = block.get("workdir")
-        if workdir is not None and (not isinstance(workdir, str) or PurePosixPath(workdir).is_absolute()
-                                    or ".." in PurePosixPath(workdir).parts):
-            raise error(where, "workdir", f"workdir {workdir!r} is not a path inside the worktree",
-                        'write a relative path, e.g. workdir = "csrc".')
-        seen.add(name)
-        steps.append(BuildStep(name=name, command=command, gpu=gpu, workdir=workdir))
-    return tuple(steps)
+from pytest_gpuverify.records.builds import BuildRecord, build_failure, failed_prefix
 
 
 def declared_builds(location: Optional[Path], wt_host: Path) -> tuple[Optional[Path], tuple[BuildStep, ...]]:
@@ -130,10 +36,6 @@ def declared_builds(location: Optional[Path], wt_host: Path) -> tuple[Optional[P
     if path is None:
         return None, ()
     return path, load_declarations(path).builds
-
-
-def build_failure(records: list[BuildRecord]) -> Optional[str]:
-    return next((r.failed for r in records if r.failed), None)
 
 
 class SessionBuilds:
@@ -158,7 +60,7 @@ class SessionBuilds:
 
     def _one(self, step: BuildStep, handle: Executor, wt: str, env: dict[str, str], stamp: str, gpu,
              records: list[BuildRecord], side: Optional[str] = None) -> BuildRecord:
-        from pytest_gpuverify.engine.files import create_result_file
+        from pytest_gpuverify.common.files import create_result_file
 
         workdir = f"{wt}/{step.workdir}".rstrip("/.") if step.workdir not in (None, "", ".") else wt
         record = BuildRecord(name=step.name, command=shlex.join(step.command), gpu=step.gpu,
@@ -192,7 +94,7 @@ class SessionBuilds:
 
     @staticmethod
     def _seal(record: BuildRecord, out: Path, started: float, hold: Optional[dict] = None) -> BuildRecord:
-        from pytest_gpuverify.engine.artifact import sha256_file
+        from pytest_gpuverify.records.artifact import sha256_file
 
         record.lock_taken, record.lock_released = (hold or {}).get("lock_taken"), (hold or {}).get("lock_released")
         record.duration_s = round(time.monotonic() - started, 3)
@@ -208,7 +110,7 @@ def _no_gpu() -> Iterator[tuple[list[int], dict[str, str], None]]:
 
 def build_problems(art: Any, folder: Path) -> list[str]:
     """``gpuverify check``: each build record against its kept output, and a failed one against the run."""
-    from pytest_gpuverify.engine.artifact import sha256_file
+    from pytest_gpuverify.records.artifact import sha256_file
 
     problems = []
     for record in art.builds:

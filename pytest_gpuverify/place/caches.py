@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from pytest_gpuverify.config.targets import AITER_KINDS
-from pytest_gpuverify.execute.bounds import SCRATCH_ROOT
+from pytest_gpuverify.config.targets import SCRATCH_ROOT
 
 CACHE_VARS = {"AITER_JIT_DIR": "aiter_jit", "TRITON_CACHE_DIR": "triton", "FLYDSL_RUNTIME_CACHE_DIR": "flydsl"}
 
@@ -34,7 +34,7 @@ def plan_caches(worktree: str, cold: bool, run_id: str, kind: str, on_host: bool
     """``on_host`` (--gpu-container none): under the user's own folder, since users share the host's
     /tmp and one user's cache folder would refuse the next user's build (another user could even
     make it first and own the caches): never the fixed /tmp/gpuverify there."""
-    from pytest_gpuverify.engine.files import private_folder
+    from pytest_gpuverify.common.files import private_folder
 
     base = str(private_folder().path) if on_host else SCRATCH_ROOT
     if cold:

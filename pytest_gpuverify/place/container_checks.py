@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
-from pytest_gpuverify.engine.artifact import Versions
+from pytest_gpuverify.records.artifact import Versions
 from pytest_gpuverify.execute.container import ContainerError, ContainerExecutor
 from pytest_gpuverify.gpu.base import GpuInfo, GpuToolError
 from pytest_gpuverify.execute.host import HostExecutor
@@ -90,7 +90,7 @@ class ContainerPlaces:
     @property
     def on_host(self) -> bool:
         """``--gpu-container none``: commands run on the host itself (decided here, and only here)."""
-        from pytest_gpuverify.place.resolve import runs_on_host
+        from pytest_gpuverify.config.containers import runs_on_host
 
         return runs_on_host(self.options.container)
 
@@ -98,7 +98,7 @@ class ContainerPlaces:
         """Make the Docker client in a thread, at the session's start: the SDK's import (requests,
         urllib3: 0.15 s of CPU) and the API version call run while pytest collects, not on the
         first target's path. A failure surfaces at :meth:`client`, where it did before."""
-        from pytest_gpuverify.engine.overlap import Background
+        from pytest_gpuverify.common.threads import Background
 
         if self._docker is None and self._docker_pending is None and not self.on_host:
             self._docker_pending = Background(self._docker_factory, "gpuverify-docker-client")

@@ -13,16 +13,14 @@ Its main process is a bounded ``sleep``, so one left by a ``kill -9`` of pytest 
 from __future__ import annotations
 
 import os
-import re
-import shlex
 import time
 from contextlib import contextmanager
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any, Iterator, Optional
 
-from pydantic import BaseModel, ConfigDict, Field
+from pytest_gpuverify.config.containers import parse_env, parse_mounts
+from pytest_gpuverify.records.builds import FreshContainerRecord
 
-RUN_ROW = re.compile(r"run(?::[A-Za-z0-9][A-Za-z0-9._-]*)?")
 OWNER_LABEL = "gpuverify.ephemeral"  # "1" on every container this module starts
 RUN_LABEL = "gpuverify.run"  # the run id of the session's run that started it
 PID_LABEL = "gpuverify.pid"
@@ -30,72 +28,6 @@ KFD = "/dev/kfd"
 KFD_NODES = "/sys/class/kfd/kfd/topology/nodes"
 START_WAIT_S = 10.0
 LINGER_S = 600  # the main process outlives the command's time limit by this much, then exits
-
-
-class FreshContainerRecord(BaseModel):
-    """The artifact's ``fresh_container``: what was started for the run, and that it was removed."""
-
-    model_config = ConfigDict(extra="forbid", defer_build=True)
-
-    row: str  # the Containers row (`run` or `run:<label>`)
-    name: str
-    id: Optional[str] = None
-    image: str
-    image_id: Optional[str] = None  # sha256 of the image's config, as the engine has it
-    repo_digests: list[str] = Field(default_factory=list)  # registry digests of that image, when pulled
-    devices: list[str] = Field(default_factory=list)  # device files passed (host path = container path)
-    devices_missing: list[str] = Field(default_factory=list)  # wanted, not on this host: not passed
-    mounts: list[str] = Field(default_factory=list)  # "host:container:mode"
-    visible: Optional[str] = None  # the visible-devices value inside, when it differs from the host's indices
-    removed: bool = False
-
-
-def is_run_name(name: Optional[str]) -> bool:
-    return name is not None and RUN_ROW.fullmatch(name) is not None
-
-
-def parse_mounts(text: Optional[str]) -> list[tuple[str, str, str]]:
-    """The row's ``mounts`` cell: ``/opt/models:/opt/models:ro, /data:/data`` -> (host, container, mode).
-    ValueError names the bad item."""
-    mounts = []
-    for item in re.split(r"[,;]", text or ""):
-        item = item.strip()
-        if not item:
-            continue
-        parts = item.split(":")
-        mode = parts.pop() if len(parts) == 3 else "rw"
-        if len(parts) != 2 or mode not in ("ro", "rw") or not all(PurePosixPath(p).is_absolute() for p in parts):
-            raise ValueError(f"mount {item!r} is not HOST:CONTAINER[:ro|rw] with absolute paths")
-        mounts.append((os.path.expanduser(parts[0]), parts[1], mode))
-    return mounts
-
-
-def parse_env(text: Optional[str]) -> dict[str, str]:
-    """The row's ``env`` cell: ``A=1 B="x y"``. ValueError names the bad word."""
-    env = {}
-    for word in shlex.split(text or ""):
-        name, eq, value = word.partition("=")
-        if not eq or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
-            raise ValueError(f"env {word!r} is not NAME=VALUE")
-        env[name] = value
-    return env
-
-
-def row_problem(cells: dict) -> Optional[tuple[str, str]]:
-    """(message, fix) for a Containers row whose optional columns do not fit it; None when it is fine."""
-    run = is_run_name(cells.get("name"))
-    for column in ("mounts", "env"):
-        if cells.get(column) and not run:
-            return (f"column {column!r} is set on container {cells['name']!r}, which is not a `run` row",
-                    f"clear it: a named container has its own {column}; only a `run` row starts one with them.")
-    if run and not cells.get("image"):
-        return "a `run` row has no image", "write the image to start, e.g. rocm/pytorch:latest."
-    try:
-        parse_mounts(cells.get("mounts"))
-        parse_env(cells.get("env"))
-    except ValueError as exc:
-        return str(exc), "write mounts as /host:/container[:ro], comma-separated, and env as NAME=VALUE words."
-    return None
 
 
 def render_nodes(indices: list[int], nodes_dir: str = KFD_NODES) -> dict[int, str]:

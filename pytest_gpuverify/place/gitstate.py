@@ -12,8 +12,8 @@ import subprocess
 from pathlib import Path
 from typing import Iterable, NamedTuple, Optional
 
-from pytest_gpuverify.engine.artifact import RepoRecord
-from pytest_gpuverify.execute.bounds import SCRATCH_ROOT
+from pytest_gpuverify.records.artifact import RepoRecord
+from pytest_gpuverify.config.targets import SCRATCH_ROOT
 
 MAX_DIRTY_PATHS = 50
 

@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping, Optional
 
-from pytest_gpuverify.engine.artifact import Versions
-from pytest_gpuverify.engine.overlap import Background
+from pytest_gpuverify.records.artifact import Versions
+from pytest_gpuverify.common.threads import Background
 from pytest_gpuverify.execute.base import Executor  # a container, or the host itself (a Containers row named host)
 from pytest_gpuverify.execute.container import ContainerError
 from pytest_gpuverify.place.gitstate import repo_state  # noqa: F401 (re-exported: the run reads repo state through here)
@@ -182,7 +182,7 @@ def move_out(handle, inside: str, dest: Path, limit: int = 64 << 20) -> tuple[Op
         return None, f"{inside} could not be fetched: {exc}"
     if code != 0 or not data:
         return None, None
-    from pytest_gpuverify.engine.files import RESULT_MODE, write_atomic
+    from pytest_gpuverify.common.files import RESULT_MODE, write_atomic
 
     write_atomic(dest, data, mode=RESULT_MODE)
     return dest, None

@@ -22,7 +22,7 @@ from typing import Any, Iterable, Literal, Optional, Sequence, Union
 
 from pytest_gpuverify.place.devcontainer import Mount, devcontainer_mounts, find_config, name_from_run_args, read_config, substitute
 from pytest_gpuverify.config.envfile import ContainerRow, EnvFile, RepoRow
-from pytest_gpuverify.place.ephemeral import is_run_name
+from pytest_gpuverify.config.containers import is_run_name, runs_on_host
 
 Source = Literal["option", "devcontainer", "repos", "running"]
 PathLike = Union[str, os.PathLike]
@@ -50,11 +50,6 @@ class Resolution:
     def ok(self) -> bool:
         return self.problem is None
 
-
-
-def runs_on_host(container_option: Optional[str]) -> bool:
-    """``--gpu-container none`` (any case): commands run on the host itself. The one rule for it."""
-    return (container_option or "").strip().casefold() == "none"
 
 def resolve_container(env: EnvFile, *, ticket: Optional[str], repo_row: Optional[RepoRow],
                       target_path: Optional[PathLike], docker_client: Any, override: Optional[str] = None,

@@ -13,7 +13,7 @@ import tempfile
 from pathlib import Path
 from typing import Optional
 
-from pytest_gpuverify.engine.overlap import Background
+from pytest_gpuverify.common.threads import Background
 
 FILES_KEY = "gpuverify_files"
 NOTES_KEY = "gpuverify_files_left"
@@ -95,7 +95,7 @@ class ArtifactCollector:
 
 
 def _load_merge() -> None:
-    from pytest_gpuverify.engine.artifact import Artifact
+    from pytest_gpuverify.records.artifact import Artifact
     from pytest_gpuverify.reporting import merge  # noqa: F401  (and gpuverify check, which it runs)
 
-    Artifact.model_rebuild()  # its validator, deferred to first use (engine/artifact.py)
+    Artifact.model_rebuild()  # its validator, deferred to first use (records/artifact.py)

@@ -75,7 +75,7 @@ def declarations_on_host(env: EnvFile, names: list[str]):
 
 def synced_record(workerinput: dict):
     """--gpu-sync's record, as the controller handed it to this worker (None: no copy)."""
-    from pytest_gpuverify.engine.artifact import SyncRecord
+    from pytest_gpuverify.records.artifact import SyncRecord
 
     data = (workerinput or {}).get("gpuverify_synced")
     return SyncRecord.model_validate(data) if data else None
@@ -105,6 +105,6 @@ def tell_controller(items, engine) -> None:
     if engine is not None:
         from datetime import datetime, timezone
 
-        from pytest_gpuverify.engine.clock import STAMP_FORMAT
+        from pytest_gpuverify.common.clock import STAMP_FORMAT
 
         send((FOLDER, str(engine.out_dir), datetime.now(timezone.utc).strftime(STAMP_FORMAT)))

@@ -11,7 +11,7 @@ import os
 from pathlib import Path
 from typing import Optional
 
-from pytest_gpuverify.engine.artifact import SyncRecord
+from pytest_gpuverify.records.artifact import SyncRecord
 from pytest_gpuverify.config.envfile import EnvFile, HostRow, RepoRow
 from pytest_gpuverify.place.gitstate import git_toplevel, repo_state
 from pytest_gpuverify.config.errors import UsageError

@@ -14,7 +14,7 @@ from pytest_gpuverify.remote.placement import gpus_of, plain_nodeid, target_name
 def unran_artifact(nodeid: str, host: str, reason: str, key: Optional[str], topic: Optional[str] = None):
     """``topic``: the session's --gpu-topic (one target), else the node id's (remote/placement.py)."""
     from pytest_gpuverify import __version__
-    from pytest_gpuverify.engine.artifact import Artifact, RunRecord, TargetRecord, utc_now
+    from pytest_gpuverify.records.artifact import Artifact, RunRecord, TargetRecord, utc_now
 
     from pytest_gpuverify.config.targets import PYTEST, kind_for_path
 
@@ -34,7 +34,7 @@ def write_unran(out_dir: Path, lock: Optional[Path], nodeid: str, host: str, rea
     """(the artifact's path or None, a problem line or ''): an earlier artifact of the topic is moved
     aside, never overwritten (store.store_artifact)."""
     from pytest_gpuverify.engine.store import store_artifact
-    from pytest_gpuverify.engine.files import FileProblem
+    from pytest_gpuverify.common.files import FileProblem
 
     art = unran_artifact(nodeid, host, reason, key, topic)
     path = out_dir / f"bench_{art.topic}.json"

@@ -8,8 +8,8 @@ from html import escape
 from pathlib import Path
 from typing import Optional
 
-from pytest_gpuverify.engine.artifact import Artifact
-from pytest_gpuverify.engine.schemas import SchemaError, load_checked
+from pytest_gpuverify.records.artifact import Artifact
+from pytest_gpuverify.verify.schemas import SchemaError, load_checked
 from pytest_gpuverify.reporting.svg import perf_plots, shape_plot
 
 ORDER = {"FAIL": 0, "INCONCLUSIVE": 1, "NO_GPU": 2, "PASS": 3}

@@ -19,8 +19,8 @@ import shutil
 from pathlib import Path
 from typing import Callable
 
-from pytest_gpuverify.cli.check import check_artifact
-from pytest_gpuverify.engine.schemas import SchemaError, load_checked
+from pytest_gpuverify.verify.check import check_artifact
+from pytest_gpuverify.verify.schemas import SchemaError, load_checked
 
 
 def _problems(path: Path, gathered: bool) -> list[str]:

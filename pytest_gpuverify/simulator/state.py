@@ -13,7 +13,7 @@ from typing import Optional
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from pytest_gpuverify.engine.files import write_atomic
+from pytest_gpuverify.common.files import write_atomic
 
 # the one copy: the tools are stdlib-only (they run in bare containers), so this side imports theirs
 from pytest_gpuverify.simulator.tools.gpuverify_sim_common import ver as version_tuple

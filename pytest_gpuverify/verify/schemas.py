@@ -15,7 +15,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from pytest_gpuverify.engine.artifact import SCHEMA_VERSION, Artifact
+from pytest_gpuverify.records.artifact import SCHEMA_VERSION, Artifact
 
 _V1 = frozenset(
     "schema_version plugin_version key topic ts finished_ts duration_s host container image gpu gpus versions repos "

@@ -5,7 +5,7 @@ joined where its result is needed. bench/startup.py shows what each saves."""
 from __future__ import annotations
 
 import threading
-from typing import Callable, Generic, Optional, Sequence, TypeVar
+from typing import Callable, Generic, Optional, TypeVar
 
 T = TypeVar("T")
 
@@ -39,30 +39,3 @@ class Background(Generic[T]):
         if self._error is not None:
             raise self._error
         return self._value  # type: ignore[return-value]
-
-
-class ParserWarmer:
-    """Each target kind's parser loaded once per session (its module, its compiled triggers), in a
-    thread started as that kind's first command starts: the parse after the command then starts at
-    once instead of paying the imports and the compilation between the command's end and the
-    session's end (bench/startup.py: "release -> exit")."""
-
-    def __init__(self) -> None:
-        self._kinds: set[str] = set()
-
-    def on_start(self, kind: str, then: Optional[Callable[[Sequence[str]], None]],
-                 after: Callable[[], None] = lambda: None) -> Callable[[Sequence[str]], None]:
-        """An ``on_start`` callback for ``stream_to_file``: ``then`` first (the guard), ``after`` (work
-        kept off the path to the command's start), then the warm-up."""
-
-        def started(stop: Sequence[str]) -> None:
-            if then is not None:
-                then(stop)
-            after()
-            if kind not in self._kinds:
-                self._kinds.add(kind)
-                from pytest_gpuverify.parsers.dispatch import warm
-
-                threading.Thread(target=warm, args=(kind,), name="gpuverify-parser-warm", daemon=True).start()
-
-        return started

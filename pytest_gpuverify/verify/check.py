@@ -19,9 +19,9 @@ from typing import Optional
 
 from pydantic import ValidationError
 
-from pytest_gpuverify.engine.artifact import Artifact, Correctness, RunRecord, sha256_file
+from pytest_gpuverify.records.artifact import Artifact, Correctness, RunRecord, sha256_file
 from pytest_gpuverify.place.builds import build_problems
-from pytest_gpuverify.cli.check_provenance import provenance_problems
+from pytest_gpuverify.verify.provenance import provenance_problems
 from pytest_gpuverify.parsers.dispatch import context_for, limits_of
 from pytest_gpuverify.engine.runs_log import parse_log, runs_problems
 from pytest_gpuverify.parsers.result import ParsedOutput
@@ -39,7 +39,7 @@ def run_check(artifact: str, allowed_signers: Optional[str] = None) -> int:
 
 def check_file(artifact: str, allowed_signers: Optional[str] = None) -> tuple[int, Optional[Artifact]]:
     """As :func:`run_check`, with the artifact read (None when it could not be) for checks across files."""
-    from pytest_gpuverify.engine.schemas import SchemaError, load_checked
+    from pytest_gpuverify.verify.schemas import SchemaError, load_checked
 
     path = Path(artifact)
     art: Optional[Artifact] = None

@@ -15,9 +15,8 @@ from typing import Any, Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from pytest_gpuverify.place.builds import BuildRecord
-from pytest_gpuverify.place.ephemeral import FreshContainerRecord
-from pytest_gpuverify.engine.files import RESULT_MODE, write_atomic
+from pytest_gpuverify.records.builds import BuildRecord, FreshContainerRecord
+from pytest_gpuverify.common.files import RESULT_MODE, write_atomic
 
 SCHEMA_VERSION = 5  # 2: the run record (`run`); 3: host_gpus, signed_by, target.command, the raw log's trailer,
 # the run's timeline (`timeline`); 4 and 5: see schemas.py (_V4, _V5)

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Optional
 
-from pytest_gpuverify.engine.artifact import Artifact
-from pytest_gpuverify.engine.clock import parse_iso_utc
+from pytest_gpuverify.records.artifact import Artifact
+from pytest_gpuverify.common.clock import parse_iso_utc
 
 
 @dataclass(frozen=True)

@@ -13,12 +13,12 @@ import shlex
 from pathlib import Path, PurePosixPath
 from typing import Optional
 
-from pytest_gpuverify.engine.artifact import Artifact
+from pytest_gpuverify.records.artifact import Artifact
 from pytest_gpuverify.place.caches import CACHE_VARS, cache_vars_for
 from pytest_gpuverify.place.gitstate import git, git_toplevel
 from pytest_gpuverify.gpu.nvidia_formats import is_uuid
 from pytest_gpuverify.execute.leftovers import MARKER
-from pytest_gpuverify.cli.check_times import SLACK_S, stamp_problems, timeline_problems, when
+from pytest_gpuverify.verify.times import SLACK_S, stamp_problems, timeline_problems, when
 from pytest_gpuverify.execute.log_trailer import PREFIX, TIMELINE, read_trailer, trailer_fields
 from pytest_gpuverify.parsers.junit import read_junit
 from pytest_gpuverify.lease.watch import shared_reasons

@@ -11,7 +11,7 @@ The engine reads these at known moments of one run (engine/run.py, engine/outcom
     finished_ts      as the artifact is made, after every other
 
 ``ts`` and ``finished_ts`` are wall-clock readings to the millisecond; the timeline is read off the
-session's clock (engine/clock.py: its one wall reading advanced by the monotonic clock). The two agree
+session's clock (common/clock.py: its one wall reading advanced by the monotonic clock). The two agree
 to well under :data:`SLACK_S` unless the wall clock was stepped during the session; the rules allow
 that much and no more, so a time moved by minutes is named.
 """
@@ -22,8 +22,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Optional
 
-from pytest_gpuverify.engine.artifact import Artifact
-from pytest_gpuverify.engine.clock import STAMP_FORMAT
+from pytest_gpuverify.records.artifact import Artifact
+from pytest_gpuverify.common.clock import STAMP_FORMAT
 
 SLACK_S = 1.0  # the millisecond truncation of ts/finished_ts and the two clocks' reading, with room to spare
 
