@@ -1,6 +1,6 @@
 """The plugin's fixtures: GPU work from a test of one's own, recorded like collected targets.
 
-pytest finds them on the plugin module, which imports them from here."""
+The plugin registers this module in pytest_configure, with or without --gpu-verify."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Optional
 
 import pytest
 
-from pytest_gpuverify.roles import ENGINE_KEY
+from pytest_gpuverify.stash_keys import ENGINE_KEY
 
 if TYPE_CHECKING:
     from pytest_gpuverify.records.artifact import Artifact

@@ -20,6 +20,8 @@ import pytest
 
 from pytest_gpuverify.config.errors import UsageError
 from pytest_gpuverify.plugin_options import build_options
+from pytest_gpuverify.stash_keys import (CLAIMS_VARIABLE, DECLARED_KEY, ENGINE_KEY, ENV_KEY, NO_CONFTEST_KEY, REMOTE_KEY,
+                                         STORED_KEY, WRITE_PROBLEMS_KEY)
 from pytest_gpuverify.terminal import VerdictSummary, live_line
 
 if TYPE_CHECKING:  # the engine is imported once --gpu-verify is on: without it the plugin costs no import
@@ -30,15 +32,6 @@ if TYPE_CHECKING:  # the engine is imported once --gpu-verify is on: without it 
     from pytest_gpuverify.remote.controller import RemoteController
 
 ROLE_NAME = "gpuverify-role"  # in the plugin manager ("gpuverify" is the plugin module, pyproject.toml)
-ROLE_KEY = pytest.StashKey["Role"]()
-ENGINE_KEY = pytest.StashKey["VerifySession"]()  # Central and DistWorker: this process's engine
-DECLARED_KEY = pytest.StashKey[Optional["Declarations"]]()  # the repo's declared targets
-ENV_KEY = pytest.StashKey[tuple[Path, "EnvFile"]]()  # (path, env file) as read before the initial conftests
-NO_CONFTEST_KEY = pytest.StashKey[str]()  # the kernel repo whose conftest.py files are not imported
-REMOTE_KEY = pytest.StashKey["RemoteController"]()  # planned in pytest_cmdline_main: workers on GPU hosts
-CLAIMS_VARIABLE = "gpuverify_topic_claims"  # workerinput: the folder where workers claim artifact names
-STORED_KEY = "gpuverify_stored"  # workeroutput: asked artifact path -> where it was written
-WRITE_PROBLEMS_KEY = "gpuverify_write_problems"  # workeroutput: artifacts not written where asked
 
 
 def choose_role(config: pytest.Config) -> Role:
@@ -144,7 +137,7 @@ class EngineRole(Role):
     @pytest.hookimpl(tryfirst=True)
     def pytest_pycollect_makemodule(self, module_path: Path, parent: pytest.Collector):
         """GPU test files become targets instead of modules: the host has no torch to import them."""
-        from pytest_gpuverify.plugin import GpuTargetFile, kind_of
+        from pytest_gpuverify.collectors import GpuTargetFile, kind_of
 
         if kind_of(module_path, parent.config) is None:
             return None
@@ -152,7 +145,7 @@ class EngineRole(Role):
 
     def pytest_collect_file(self, file_path: Path, parent: pytest.Collector):
         """The declaration file, when named on the command line or selected through --gpu-target."""
-        from pytest_gpuverify.plugin import DeclarationFile
+        from pytest_gpuverify.collectors import DeclarationFile
 
         decls = parent.config.stash.get(DECLARED_KEY, None)
         if decls is None or file_path.resolve() != Path(decls.path).resolve():
@@ -181,7 +174,7 @@ class EngineRole(Role):
     def report_stopped(self, session: pytest.Session) -> None:
         """A target that Ctrl-C or SIGTERM stopped ran, and has its artifact, but pytest got no report
         of it: one is made now, so pytest's own line (and a JUnit file) counts it, not "no tests ran"."""
-        from pytest_gpuverify.plugin import GpuTargetItem
+        from pytest_gpuverify.collectors import GpuTargetItem
         from pytest_gpuverify.terminal import verdict_properties
 
         items = {id(i.target): i for i in getattr(session, "items", []) if isinstance(i, GpuTargetItem)}
@@ -223,7 +216,7 @@ class Central(EngineRole):
         self.helpers.append((VerdictSummary(lambda: engine, config.getoption("gpu_ci_summary")), "gpuverify-summary"))
 
     def pytest_collection_modifyitems(self, session: pytest.Session, config: pytest.Config, items: list) -> None:
-        from pytest_gpuverify.plugin import GpuTargetItem
+        from pytest_gpuverify.collectors import GpuTargetItem
 
         _one_target_per_topic(self.engine.options.topic, [i.target.name for i in items if isinstance(i, GpuTargetItem)])
         _no_outside_timeout(config, items)
@@ -239,7 +232,7 @@ class DistWorker(EngineRole):
         engine.synced = synced_record(config.workerinput)  # type: ignore[attr-defined]  # set by xdist
 
     def pytest_collection_modifyitems(self, session: pytest.Session, config: pytest.Config, items: list) -> None:
-        from pytest_gpuverify.plugin import GpuTargetItem
+        from pytest_gpuverify.collectors import GpuTargetItem
         from pytest_gpuverify.remote.onhost import tell_controller
 
         _no_outside_timeout(config, items)
@@ -296,7 +289,7 @@ class DistController(Role):
     @pytest.hookimpl(optionalhook=True)
     def pytest_xdist_node_collection_finished(self, node, ids) -> None:
         """The one-target-per-topic check, on the node ids a worker collected, before any is sent."""
-        from pytest_gpuverify.plugin import kind_of
+        from pytest_gpuverify.collectors import kind_of
 
         config = node.config
         topic = config.getoption("gpu_topic")
@@ -367,7 +360,7 @@ def _load_declarations(config: pytest.Config, env: EnvFile) -> Optional[Declarat
 
 def _no_outside_timeout(config: pytest.Config, items: list) -> None:
     from pytest_gpuverify.other_plugins import timeout_plugin_problem
-    from pytest_gpuverify.plugin import GpuTargetItem
+    from pytest_gpuverify.collectors import GpuTargetItem
 
     problem = timeout_plugin_problem(config, [i for i in items if isinstance(i, GpuTargetItem)])
     if problem:

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from pytest_gpuverify.records.artifact import RunRecord, TargetRecord, read_artifact
-from pytest_gpuverify.verify.check import PARTLY
+from pytest_gpuverify.cli.check import PARTLY
 from pytest_gpuverify.cli.main import main
 from pytest_gpuverify.engine.verdict import verdict_and_reasons
 

@@ -20,7 +20,7 @@ from check_edits import (check, copy_of, edit, forge_trailer, move_timeline, mov
                          strip_trailer)
 from pytest_gpuverify.records.artifact import SCHEMA_VERSION, read_artifact
 from pytest_gpuverify.common.clock import parse_iso_utc
-from pytest_gpuverify.verify.check import UNVERIFIED
+from pytest_gpuverify.cli.check import UNVERIFIED
 
 pytestmark = pytest.mark.docker
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_gpuverify.verify.check import run_check
+from pytest_gpuverify.cli.check import run_check
 from pytest_gpuverify.cli.main import main
 
 pytestmark = pytest.mark.docker

@@ -44,7 +44,7 @@ def _cmd_show(args: argparse.Namespace) -> int:
 
 
 def _cmd_check(args: argparse.Namespace) -> int:
-    from pytest_gpuverify.verify.check import check_file
+    from pytest_gpuverify.cli.check import check_file
     from pytest_gpuverify.verify.exclusivity import artifact_paths
 
     paths = artifact_paths(args.artifacts)

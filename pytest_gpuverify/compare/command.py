@@ -9,28 +9,20 @@ REGRESSED (or, with ``--fail-on-inconclusive``, INCONCLUSIVE), 2 refused or bad 
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
 from pytest_gpuverify.compare import render
 from pytest_gpuverify.compare.clocks import clock_problem
-from pytest_gpuverify.compare.core import DEFAULT_RULE, INCONCLUSIVE, REGRESSED, Pair, Rule, compare, side_of
+from pytest_gpuverify.compare.core import DEFAULT_RULE, INCONCLUSIVE, REGRESSED, Comparison, Pair, Rule, compare, side_of
 from pytest_gpuverify.compare.identity import Difference, differences
-from pytest_gpuverify.records.artifact import AbRecord, Artifact, GpuWatch
+from pytest_gpuverify.records.artifact import Artifact, GpuWatch
 
 
 class Refused(Exception):
     """An input that cannot be trusted or compared; the message names the file."""
 
 
-@dataclass
-class Comparison:
-    pairs: list[Pair]
-    rule: Rule
-    allowed: list[Difference] = field(default_factory=list)  # differing facts the user allowed
-    notes: list[str] = field(default_factory=list)
-    ab: Optional[AbRecord] = None  # one A/B artifact's record: which checkout is which side
 
 
 def checked(path: str) -> Artifact:

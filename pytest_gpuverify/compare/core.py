@@ -25,8 +25,10 @@ from statistics import fmean
 from typing import Mapping, Optional
 
 from pytest_gpuverify.common import stats
-from pytest_gpuverify.records.artifact import Artifact, PerfRow
-from pytest_gpuverify.parsers.figures import HIGHER, direction_of, row_values
+from pytest_gpuverify.compare.identity import Difference
+from pytest_gpuverify.records.artifact import AbRecord, Artifact, PerfRow
+from pytest_gpuverify.config.vocabulary import HIGHER
+from pytest_gpuverify.parsers.figures import direction_of, row_values
 
 BASE_SIDES, HEAD_SIDES = ("a", "base"), ("b", "head")
 IMPROVED, REGRESSED, SAME, INCONCLUSIVE, NOT_COMPARED = "IMPROVED", "REGRESSED", "SAME", "INCONCLUSIVE", "NOT COMPARED"
@@ -185,3 +187,12 @@ def compare(base: Artifact, head: Optional[Artifact] = None, rule: Rule = DEFAUL
     directions = {**(base.target.directions if base.target else {}),
                   **(head.target.directions if head is not None and head.target else {})}
     return [call(p, rule, clocks) for p in pairs_of(rows_by_side(base, head), directions)]
+
+
+@dataclass
+class Comparison:
+    pairs: list[Pair]
+    rule: Rule
+    allowed: list[Difference] = field(default_factory=list)  # differing facts the user allowed
+    notes: list[str] = field(default_factory=list)
+    ab: Optional[AbRecord] = None  # one A/B artifact's record: which checkout is which side

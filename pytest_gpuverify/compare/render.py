@@ -4,13 +4,10 @@
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Optional
+from typing import Optional
 
-from pytest_gpuverify.compare.core import Pair
-from pytest_gpuverify.parsers.figures import HIGHER
-
-if TYPE_CHECKING:
-    from pytest_gpuverify.compare.command import Comparison
+from pytest_gpuverify.compare.core import Comparison, Pair
+from pytest_gpuverify.config.vocabulary import HIGHER
 
 HEAD = ("table", "shape", "name", "metric", "base", "head", "ratio", "call", "why")
 

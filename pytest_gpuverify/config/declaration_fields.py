@@ -14,13 +14,11 @@ import math
 import re
 import shlex
 from pathlib import Path, PurePosixPath
-from typing import TYPE_CHECKING, Any, Optional, Sequence
+from typing import Any, Optional, Sequence
 
+from pytest_gpuverify.config.errors import DeclarationError
 from pytest_gpuverify.config.vocabulary import DIRECTIONS, VERDICT_LINE_NAMES, pattern_problem
 from pytest_gpuverify.config.targets import AITER_OP_TEST, BENCH, Thresholds
-
-if TYPE_CHECKING:
-    from pytest_gpuverify.config.declarations import DeclarationError
 
 REGIMES = ("cold-L2", "warm", "hipGraph")
 BOUND_KEYS = ("floors", "ceilings")  # tables of their own (floors.py), not threshold keys

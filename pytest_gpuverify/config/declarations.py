@@ -50,17 +50,16 @@ counts the ``[[targets]]`` blocks from 1), the key, and ending in ``Fix: ...``. 
 
 from __future__ import annotations
 
-import os
 import re
 from pathlib import Path
-from typing import Any, Optional, Sequence, Union
+from typing import Any, Optional, Sequence
 
 import tomllib
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from pytest_gpuverify.config.builds import BuildStep, read_builds
-from pytest_gpuverify.config.errors import UsageError
+from pytest_gpuverify.config.errors import DeclarationError
 from pytest_gpuverify.config.declaration_fields import (  # noqa: F401 (REGIMES, THRESHOLD_KEYS re-exported)
     BOUND_KEYS,
     REGIMES,
@@ -83,15 +82,6 @@ _NAME = re.compile(r"[A-Za-z0-9._-]+")
 _TOML_AT = re.compile(r"\s*\(at (?:line (\d+), column (\d+)|end of document)\)\s*$")
 
 
-class DeclarationError(UsageError):
-    """A declaration is missing or wrong; its place is a table or block, and the key in it."""
-
-    def __init__(self, path: Union[str, os.PathLike], message: str, fix: str, *,
-                 where: Optional[str] = None, key: Optional[str] = None) -> None:
-        self.path, self.key = Path(path), key
-        # The place as shown, key included: "targets[2] (ab-harness) at line 20, key 'command'".
-        super().__init__(self.path, message, fix,
-                         where=", ".join(p for p in (where, f"key {key!r}" if key else None) if p) or None, named=False)
 
 
 class Defaults(BaseModel):

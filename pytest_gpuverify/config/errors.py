@@ -18,6 +18,7 @@ written (envfile.py, declarations.py, lockspec.py); callers that need not tell t
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import Any, Optional, Union
 
 Source = Union[str, "os.PathLike[str]"]
@@ -55,3 +56,14 @@ def usage_error_of_line(source: Source, line: str) -> UsageError:
     written (the message names its source)."""
     message, _, fix = line.partition(". Fix: ")
     return UsageError(source, message, fix, named=True)
+
+
+class DeclarationError(UsageError):
+    """A declaration is missing or wrong; its place is a table or block, and the key in it."""
+
+    def __init__(self, path: Union[str, os.PathLike], message: str, fix: str, *,
+                 where: Optional[str] = None, key: Optional[str] = None) -> None:
+        self.path, self.key = Path(path), key
+        # The place as shown, key included: "targets[2] (ab-harness) at line 20, key 'command'".
+        super().__init__(self.path, message, fix,
+                         where=", ".join(p for p in (where, f"key {key!r}" if key else None) if p) or None, named=False)

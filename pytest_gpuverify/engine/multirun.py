@@ -4,13 +4,12 @@ lock (the base worktree, its import check: part of the check phase) and how they
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
 from pytest_gpuverify.place.ab import FOLDER, AbError, BaseWorktree, BaseWorktrees
 from pytest_gpuverify.records.artifact import AbRecord
-from pytest_gpuverify.engine.phases import Checked, Command, Executed
+from pytest_gpuverify.engine.phases import Checked, Command, Executed, Plan
 from pytest_gpuverify.place.caches import plan_caches, remove_cold_caches
 from pytest_gpuverify.place.container_checks import HOST
 from pytest_gpuverify.execute.leftovers import run_marker
@@ -25,13 +24,6 @@ def repeats_for(options, target: Target) -> Optional[int]:
     return options.repeats or target.repeats
 
 
-@dataclass
-class Plan:
-    repeats: int
-    base: Optional[BaseWorktree] = None
-    base_wt: Optional[str] = None  # the base worktree in the container
-    head_sha: Optional[str] = None
-    inherited_pythonpath: str = ""  # the place's own PYTHONPATH, after the base worktree's
 
 
 def plan_for(options, worktrees: Optional[BaseWorktrees], target: Target, place: ContainerFacts, wt: str,

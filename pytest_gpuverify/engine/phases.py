@@ -26,7 +26,7 @@ from pytest_gpuverify.records.artifact import (AbRecord, GpuRecord, GpuWatch, Re
 if TYPE_CHECKING:
     from pytest_gpuverify.config.targets import RunEnvironment, Target
     from pytest_gpuverify.execute.base import Executor
-    from pytest_gpuverify.engine.multirun import Plan
+    from pytest_gpuverify.place.ab import BaseWorktree
     from pytest_gpuverify.lease.picker import GpuGrant
     from pytest_gpuverify.parsers.result import ParsedOutput
     from pytest_gpuverify.records.builds import BuildRecord
@@ -81,6 +81,15 @@ class Fresh:
     blocked: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     record: Optional[FreshContainerRecord] = None
+
+
+@dataclass
+class Plan:
+    repeats: int
+    base: Optional[BaseWorktree] = None
+    base_wt: Optional[str] = None  # the base worktree in the container
+    head_sha: Optional[str] = None
+    inherited_pythonpath: str = ""  # the place's own PYTHONPATH, after the base worktree's
 
 
 @dataclass

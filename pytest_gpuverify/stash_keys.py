@@ -1,0 +1,34 @@
+"""What one hook leaves for another on ``config.stash`` (typed keys), and the names of what xdist
+workers and their controller hand each other (``workerinput``/``workeroutput``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Optional, Protocol
+
+import pytest
+
+if TYPE_CHECKING:  # the engine is imported once --gpu-verify is on
+    from pytest_gpuverify.config.declarations import Declarations
+    from pytest_gpuverify.config.envfile import EnvFile
+    from pytest_gpuverify.engine.session import VerifySession  # noqa: F401 (named in a key's type)
+    from pytest_gpuverify.remote.controller import RemoteController  # noqa: F401 (named in a key's type)
+
+
+class Role(Protocol):
+    """This process's part in a ``--gpu-verify`` run (roles.py), registered as a plugin while it lasts."""
+
+    def register(self) -> None: ...
+
+    def unregister(self) -> None: ...
+
+
+ROLE_KEY = pytest.StashKey["Role"]()
+ENGINE_KEY = pytest.StashKey["VerifySession"]()  # Central and DistWorker: this process's engine
+DECLARED_KEY = pytest.StashKey[Optional["Declarations"]]()  # the repo's declared targets
+ENV_KEY = pytest.StashKey[tuple[Path, "EnvFile"]]()  # (path, env file) as read before the initial conftests
+NO_CONFTEST_KEY = pytest.StashKey[str]()  # the kernel repo whose conftest.py files are not imported
+REMOTE_KEY = pytest.StashKey["RemoteController"]()  # planned in pytest_cmdline_main: workers on GPU hosts
+CLAIMS_VARIABLE = "gpuverify_topic_claims"  # workerinput: the folder where workers claim artifact names
+STORED_KEY = "gpuverify_stored"  # workeroutput: asked artifact path -> where it was written
+WRITE_PROBLEMS_KEY = "gpuverify_write_problems"  # workeroutput: artifacts not written where asked
