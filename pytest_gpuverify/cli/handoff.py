@@ -17,7 +17,7 @@ from pytest_gpuverify.engine.orphans import WHY, orphan_logs
 from pytest_gpuverify.compare.command import Refused, checked, decide, not_passing
 from pytest_gpuverify.compare.core import side_of
 from pytest_gpuverify.parsers.throughput import SHAPE
-from pytest_gpuverify.terminal import counted
+from pytest_gpuverify.common.words import counted
 
 
 class _Model(BaseModel):

@@ -30,7 +30,7 @@ def _cell(text: str) -> str:
 def key_numbers(props: dict) -> str:
     parts = []
     if props.get("gpuverify_shapes") not in (None, "", "0"):
-        from pytest_gpuverify.terminal import counted
+        from pytest_gpuverify.common.words import counted
 
         parts.append(counted(props["gpuverify_shapes"], "shape"))
     for name, label in (("gpuverify_snr_db", "SNR {} dB"), ("gpuverify_cosine", "cos {}")):
