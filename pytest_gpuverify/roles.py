@@ -13,6 +13,7 @@ registered as ``gpuverify-role`` from pytest_configure to pytest_unconfigure.
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Optional
 
@@ -71,12 +72,13 @@ def _build_engine(config: pytest.Config, options: RunOptions, env: EnvFile) -> V
     from pytest_gpuverify.config.topics import TopicClaims
     from pytest_gpuverify.engine.session import VerifySession, echo_to_stdout
     from pytest_gpuverify.remote.waitline import on_wait_for
-    from pytest_gpuverify.reporting.live import running_line_wanted
+    from pytest_gpuverify.reporting.live import RunningLine, running_line_wanted
 
     return VerifySession(options, env, echo=echo_to_stdout if options.echo_output else None,
                          on_wait=on_wait_for(config),
                          topics=TopicClaims(getattr(config, "workerinput", {}).get(CLAIMS_VARIABLE)),
-                         on_running=live_line(config) if running_line_wanted(config, options.echo_output) else None)
+                         live_line=(partial(RunningLine, live_line(config))
+                                    if running_line_wanted(config, options.echo_output) else None))
 
 
 class Role:

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from pytest_gpuverify.reporting.live import RunningLine, running_echo, wants_running_line
+from pytest_gpuverify.engine.services import fan_out
+from pytest_gpuverify.reporting.live import RunningLine, wants_running_line
 
 
 def test_line_shows_target_elapsed_bytes_and_last_line():
     shown, now = [], [100.0]
     line = RunningLine(shown.append, "gemm on mi300 gpu 3", clock=lambda: now[0])
     echoed = []
-    echo = running_echo(echoed.append, line)
+    echo = fan_out(echoed.append, line)
     echo(b"tuning m=1\n\x1b[32mok\x1b[0m m=32\npart")
     now[0] = 165.0
     echo(b"ial\r")
@@ -28,4 +29,4 @@ def test_off_under_quiet_ci_non_tty_and_dash_s():
     assert not wants_running_line(**{**on, "environ": {"CI": "1"}})
     assert not wants_running_line(**{**on, "environ": {"GITHUB_ACTIONS": "true"}})
     assert not wants_running_line(**{**on, "echo_output": True})
-    assert running_echo(None, None) is None
+    assert fan_out(None, None) is None

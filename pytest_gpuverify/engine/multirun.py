@@ -95,8 +95,9 @@ def run_planned(plan: Plan, cmd: Command, executed: Executed):
     return result
 
 
-def remove_worktrees(session) -> None:
-    """The session's base worktrees, removed; what the container's user wrote there first from inside."""
+def remove_worktrees(session) -> dict[Optional[str], list[str]]:
+    """The session's base worktrees, removed (what the container's user wrote there first, from
+    inside); the notes for the artifacts of the A/B runs, by base worktree."""
     from pytest_gpuverify.execute.container import ContainerError
 
     def in_container(wt: BaseWorktree) -> None:
@@ -111,8 +112,11 @@ def remove_worktrees(session) -> None:
 
     worktrees = session.base_worktrees
     worktrees.remove_all(in_container)
+    notes: dict[Optional[str], list[str]] = {}
     for outcome in session.outcomes:
         if outcome.artifact.ab is not None:
-            outcome.artifact.notes.extend(worktrees.problems)
-            if outcome.artifact.ab.base_worktree in worktrees.removed:
-                outcome.artifact.notes.append(f"base worktree {outcome.artifact.ab.base_worktree} removed after the run")
+            base = outcome.artifact.ab.base_worktree
+            notes[base] = list(worktrees.problems)
+            if base in worktrees.removed:
+                notes[base].append(f"base worktree {base} removed after the run")
+    return notes

@@ -35,6 +35,7 @@ from pytest_gpuverify.engine.outcome import (TargetOutcome, build_artifact, gpu_
 from pytest_gpuverify.engine.phases import (Begun, Checked, Command, Decided, Executed, Fresh, Leased, Placed,
                                             Results)
 from pytest_gpuverify.engine.runs_log import parse_log
+from pytest_gpuverify.engine.services import RunContext, SessionServices, fan_out
 from pytest_gpuverify.engine.verdict import verdict_and_reasons
 from pytest_gpuverify.engine.watching import WatchedPlace
 from pytest_gpuverify.execute.container import ExecOutcome, Interrupted, interrupt_cause
@@ -53,17 +54,17 @@ from pytest_gpuverify.place.packages import check_imports, import_env, packages_
 from pytest_gpuverify.place.provenance import move_out
 from pytest_gpuverify.place.resolve import map_to_container
 from pytest_gpuverify.place.workspace import WorkspaceError, locate
-from pytest_gpuverify.reporting.live import RunningLine, running_echo
 
 if TYPE_CHECKING:
-    from pytest_gpuverify.engine.session import VerifySession
     from pytest_gpuverify.lease.picker import GpuGrant
     from pytest_gpuverify.parsers.result import ParsedOutput
 
 
 class TargetRun:
-    def __init__(self, session: VerifySession, target: Target, grant: Optional[GpuGrant] = None) -> None:
-        s = self.s = session
+    def __init__(self, services: SessionServices, ctx: RunContext, target: Target,
+                 grant: Optional[GpuGrant] = None) -> None:
+        s = self.s = services
+        self.ctx = ctx
         self.target = target
         # GPUs held for the run by someone else: the caller's (the locked_gpu fixture), kept, not
         # released; during a `run` row's container, that lease's (the builds and the command use it)
@@ -79,11 +80,11 @@ class TargetRun:
         self.outcome: Optional[TargetOutcome] = None
         topic = s.unique_topic(target)
         self.results = Results(Begun(
-            target=target, record=target_record(target, multirun.repeats_for(s.options, target)), topic=topic,
+            target=target, record=target_record(target, multirun.repeats_for(self.ctx.options, target)), topic=topic,
             stamp=datetime.now(timezone.utc).strftime(STAMP_FORMAT), ts=utc_now(), t0=time.monotonic(),
-            host=socket.gethostname(), artifact_path=s.out_dir / f"bench_{topic}.json", notes=list(s.session_notes),
-            key=s.options.ticket, cold=s.options.cold, signed_by=s.signer.signer if s.signer else None,
-            synced=s.synced, collected=s.clock.wall(s.collected)))
+            host=socket.gethostname(), artifact_path=self.ctx.out_dir / f"bench_{topic}.json", notes=list(self.ctx.session_notes),
+            key=self.ctx.options.ticket, cold=self.ctx.options.cold, signed_by=self.ctx.signer.signer if self.ctx.signer else None,
+            synced=self.ctx.synced, collected=s.clock.wall(self.ctx.collected)))
 
     # -- the run ----------------------------------------------------------------------------
     def run(self) -> TargetOutcome:
@@ -143,14 +144,14 @@ class TargetRun:
             placed.blocked.append(f"target {target.name} names no file and no declaration to place it in a repo")
             return placed
         try:
-            ws = placed.ws = locate(s.env, target.location, target.repo, target.path)
+            ws = placed.ws = locate(self.ctx.env, target.location, target.repo, target.path)
         except WorkspaceError as exc:
             placed.blocked.append(str(exc))
             return placed
         if self.held is None and not s.builds.pending(target, ws.wt_host):
-            self.ahead = PickAhead(s.picker, target.gpus, s.options.wait_s)  # locks while the checks run
+            self.ahead = PickAhead(s.picker, target.gpus, self.ctx.options.wait_s)  # locks while the checks run
         repo = placed.repo = s.repo_state(ws.wt_host)
-        if repo.dirty and not s.options.allow_dirty:
+        if repo.dirty and not self.ctx.options.allow_dirty:
             shown = ", ".join(repo.dirty_paths[:5])
             placed.blocked.append(f"repo {repo.path} is dirty ({shown}). Fix: commit, or pass --gpu-allow-dirty")
             return placed
@@ -190,7 +191,7 @@ class TargetRun:
             return checked
         side = "B" if s.base_worktrees is not None else None  # --gpu-ab: these build the head's worktree
         if not s.builds.run(target, place, wt, ws.wt_host, ws.wt_host, side, stamp, self._build_gpu, checked,
-                            s.options.allow_dirty):
+                            self.ctx.options.allow_dirty):
             return checked
         under = packages_under_test(target, ws.wt_host)
         imports = check_imports(under, wt, import_env(target, wt, place), partial(s.import_origin, place.handle))
@@ -198,13 +199,13 @@ class TargetRun:
         if imports.blocked:
             checked.blocked.extend(imports.blocked)
             return checked
-        multirun.plan_for(s.options, s.base_worktrees, target, place, wt, ws.wt_host,
+        multirun.plan_for(self.ctx.options, s.base_worktrees, target, place, wt, ws.wt_host,
                           placed.repo.sha if placed.repo else None, checked, under, partial(s.import_origin, place.handle))
         plan = checked.plan
         if not checked.blocked and plan is not None and plan.base is not None and plan.base_wt is not None:
             # --gpu-ab: the same builds on the base worktree (side A) before the first run
             s.builds.run(target, place, plan.base_wt, ws.wt_host, plan.base.path, "A", stamp, self._build_gpu, checked,
-                         s.options.allow_dirty)
+                         self.ctx.options.allow_dirty)
         return checked
 
     # -- lease ------------------------------------------------------------------------------
@@ -216,7 +217,7 @@ class TargetRun:
         leased = self.results.leased = Leased(pick_started=s.clock.wall(started))
         try:
             grant = self.held or (early[0] if early is not None else ahead.grant() if ahead is not None
-                                  else s.picker.acquire(count=self.target.gpus, wait_s=s.options.wait_s))
+                                  else s.picker.acquire(count=self.target.gpus, wait_s=self.ctx.options.wait_s))
         except (NoGpu, PickerError, LockError) as exc:  # LockError: the file, its owner and mode, the fix
             leased.blocked.append(str(exc))
             return leased
@@ -245,7 +246,7 @@ class TargetRun:
         guards = RunGuards(s.session_guard(), leased.grant.fds)
         try:
             with fresh_container(s.places.client(), placed.fresh.fresh, placed.fresh.mounts, leased.grant.indices,
-                                 s.backend.vendor, run_id, s.options.timeout_s, problems) as record:
+                                 s.backend.vendor, run_id, self.ctx.options.timeout_s, problems) as record:
                 fresh.record = record
                 if record is None:
                     fresh.blocked.extend(problems)
@@ -274,7 +275,7 @@ class TargetRun:
             ahead, self.ahead = self.ahead, None  # from here the run owns the grant (lease, or run's end)
             self.early = (ahead.grant(), ahead.started)
         kept = self.held or (self.early[0] if self.early is not None else None)
-        grant = kept or s.picker.acquire(count=1, wait_s=s.options.wait_s)
+        grant = kept or s.picker.acquire(count=1, wait_s=self.ctx.options.wait_s)
         guards = RunGuards(s.session_guard(), grant.fds)
         try:
             infos = [s.inventory.get(i, GpuInfo(index=i)) for i in grant.indices]
@@ -303,7 +304,7 @@ class TargetRun:
             infos = [s.inventory.get(i, GpuInfo(index=i)) for i in grant.indices]
             executed.gpus = gpu_records(infos, grant, s.backend.vendor, place.arch)
             executed.host_gpus = len(s.inventory) or None
-            caches = plan_caches(wt, s.options.cold, run_id, target.kind, on_host=handle.name == HOST)
+            caches = plan_caches(wt, self.ctx.options.cold, run_id, target.kind, on_host=handle.name == HOST)
             executed.cache_reused = warm_cache_reused(handle, caches, s.warm_caches)
             run_env = RunEnvironment(
                 visible_var=s.backend.visible_devices_var, visible_value=self.visible or s.backend.visible_value(infos),
@@ -314,17 +315,17 @@ class TargetRun:
             executed.cache_dirs = dict(caches.dirs)
             argv = command_argv(target, placed.ws.rel_target, run_id)
             executed.command = shlex.join(argv)
-            raw = executed.raw_path = s.out_dir / f"bench_{begun.topic}.{begun.stamp}.log"
+            raw = executed.raw_path = self.ctx.out_dir / f"bench_{begun.topic}.{begun.stamp}.log"
             create_result_file(raw)
             executed.ran = True
             guards = RunGuards(s.session_guard(), grant.fds)
-            live = None if s.on_running is None else RunningLine(
-                s.on_running, f"{target.name} on {s.host_row.host} gpu {executed.env.get(run_env.visible_var, '?')}")
+            live = None if s.live_line is None else s.live_line(
+                f"{target.name} on {self.ctx.host_row.host} gpu {executed.env.get(run_env.visible_var, '?')}")
             executed.command_started = s.clock.wall(time.monotonic())  # no later than the real start
             try:
                 cmd = Command(target, handle, argv, placed.ws.rel_target, run_id, run_env, command_env, wt,
-                              checked.workdir, raw, begun.topic, begun.stamp, s.options.timeout_s,
-                              s.options.cold, running_echo(s.echo, live),
+                              checked.workdir, raw, begun.topic, begun.stamp, self.ctx.options.timeout_s,
+                              self.ctx.options.cold, fan_out(self.ctx.echo, live),
                               s.parsers.on_start(target.kind, guards.on_start, s.sampler.publish_pending))
                 if checked.plan is not None:  # repeats or --gpu-ab: every run under this one lock (multirun.py)
                     self.command_ended_with = multirun.run_planned(checked.plan, cmd, executed)
@@ -342,11 +343,11 @@ class TargetRun:
                 guards.done()
             if release:
                 self.release(leased)
-            if s.options.cold and caches is not None:
+            if self.ctx.options.cold and caches is not None:
                 remove_cold_caches(handle, caches, executed.notes)
         if target.kind in PYTEST_KINDS and checked.plan is None:  # the inner pytest's report, beside the log
             executed.junit_path, note = move_out(handle, junit_path(run_id),
-                                                 s.out_dir / f"bench_{begun.topic}.{begun.stamp}.junit.xml")
+                                                 self.ctx.out_dir / f"bench_{begun.topic}.{begun.stamp}.junit.xml")
             if note:
                 executed.notes.append(note)
         return executed

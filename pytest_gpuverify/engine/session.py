@@ -35,6 +35,7 @@ from pytest_gpuverify.place.ab import BaseWorktrees
 from pytest_gpuverify.lease.picker import GpuGrant, GpuPicker
 from pytest_gpuverify.engine.prerun import DeclaredBuilds
 from pytest_gpuverify.engine.run import TargetRun
+from pytest_gpuverify.engine.services import LiveLineFactory, RunContext
 from pytest_gpuverify.place.provenance import import_origin, read_container_facts, repo_state
 from pytest_gpuverify.lease.sampler import IdleSampler
 from pytest_gpuverify.lease.shared_readings import SharedReadings
@@ -55,7 +56,7 @@ class VerifySession:
         echo: Optional[Callable[[bytes], None]] = None,
         on_wait: Optional[Callable[[str], None]] = None,
         topics: Optional[TopicClaims] = None,
-        on_running: Optional[Callable[[str], None]] = None,
+        live_line: Optional[LiveLineFactory] = None,
     ) -> None:
         self.options = options
         self.env = env
@@ -92,7 +93,7 @@ class VerifySession:
         self.topics = topics or TopicClaims()  # shared by xdist workers of one run
         self.echo = echo
         self.on_wait = on_wait  # the live line: GPU waits, and a wait for the tickets folder's lock
-        self.on_running = on_running  # the live line while a command runs (reporting/live.py)
+        self.live_line = live_line  # the terminal's line while a command runs, made per command
         self._started = False
         self.clock = SessionClock()  # every timeline entry of this session's artifacts is read off it
         self._guard: Optional[SessionGuard] = None
@@ -150,7 +151,11 @@ class VerifySession:
         if self._guard is not None:
             self._guard.close()
         if self.base_worktrees is not None:  # before writing: the artifacts say whether it went
-            multirun.remove_worktrees(self)
+            late = multirun.remove_worktrees(self)
+            for outcome in self.outcomes:  # a new artifact with the notes; the one built is never edited
+                if outcome.artifact.ab is not None and late.get(outcome.artifact.ab.base_worktree):
+                    outcome.artifact = outcome.artifact.model_copy(
+                        update={"notes": [*outcome.artifact.notes, *late[outcome.artifact.ab.base_worktree]]})
         for outcome in self.outcomes:
             try:
                 self.write(outcome)
@@ -175,6 +180,12 @@ class VerifySession:
             sign_outputs(self.signer, [outcome.raw_path, outcome.junit_path, *runs_junit, stored])
 
     # -- what the targets share -------------------------------------------------------------
+    def context(self) -> RunContext:
+        """The session's facts as a run starts (frozen: a run cannot change them for the next)."""
+        return RunContext(options=self.options, env=self.env, host_row=self.host_row, out_dir=self.out_dir,
+                          signer=self.signer, synced=self.synced, session_notes=tuple(self.session_notes),
+                          collected=self.collected, echo=self.echo)
+
     def unique_topic(self, target: Target) -> str:
         return self.topics.claim(self.out_dir, self.options.topic or target.topic)
 
@@ -204,7 +215,7 @@ class VerifySession:
         written at :meth:`close`). ``grant``: GPUs the caller already holds (the ``locked_gpu``
         fixture); kept, not released."""
         self.start()
-        target_run = TargetRun(self, target, grant)
+        target_run = TargetRun(self, self.context(), target, grant)
         try:
             return target_run.run()
         finally:  # an interrupted run has its outcome too: written at close

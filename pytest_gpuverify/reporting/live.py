@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 import time
-from typing import Callable, Mapping, Optional
+from typing import Callable, Mapping
 
 _CONTROL = re.compile(r"\x1b\[[0-9;]*[A-Za-z]|[\x00-\x1f\x7f]")
 
@@ -55,16 +55,3 @@ class RunningLine:
             self._show("")
         except Exception:
             pass
-
-
-def running_echo(echo: Optional[Callable[[bytes], None]], line: Optional[RunningLine]):
-    """The executors' ``echo``: the user's (-s), then the live line."""
-    if line is None:
-        return echo
-
-    def both(data: bytes) -> None:
-        if echo is not None:
-            echo(data)
-        line.feed(data)
-
-    return both
