@@ -16,7 +16,8 @@ from pytest_gpuverify.config.declarations import DeclarationError, load_declarat
 from pytest_gpuverify.execute.host import HostExecutor
 from pytest_gpuverify.parsers.result import ParseContext
 from pytest_gpuverify.engine.rounds import Side, run_rounds, schedule
-from pytest_gpuverify.engine.runs_log import parse_log, runs_problems, split_log
+from pytest_gpuverify.engine.runs_log import parse_log, runs_problems
+from pytest_gpuverify.records.raw_log import split_log
 from pytest_gpuverify.engine.summary import summarize, summary_problems
 
 CHECK = "[checkAllclose atol=0.01 rtol=0.01 {status}]"

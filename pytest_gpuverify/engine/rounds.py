@@ -11,7 +11,7 @@ from typing import Callable, Optional
 
 from pytest_gpuverify.records.artifact import RunSlice
 from pytest_gpuverify.execute.base import ExecOutcome, Interrupted
-from pytest_gpuverify.engine.runs_log import marker, new_nonce
+from pytest_gpuverify.records.raw_log import marker, new_nonce
 
 
 @dataclass

@@ -39,7 +39,7 @@ from pytest_gpuverify.engine.services import RunContext, SessionServices, fan_ou
 from pytest_gpuverify.engine.verdict import verdict_and_reasons
 from pytest_gpuverify.engine.watching import WatchedPlace
 from pytest_gpuverify.execute.container import ExecOutcome, Interrupted, interrupt_cause
-from pytest_gpuverify.execute.log_trailer import seal_log
+from pytest_gpuverify.records.raw_log import seal_log
 from pytest_gpuverify.gpu.base import GpuInfo
 from pytest_gpuverify.lease.guard import RunGuards
 from pytest_gpuverify.execute.leftovers import run_id_of, run_marker
@@ -383,7 +383,7 @@ class TargetRun:
                              junit_path=r.executed.junit_path if r.executed is not None else None)
 
     def _seal(self, record: RunRecord) -> None:
-        """The raw log's trailer, once (log_trailer.py): the record's exit facts, where and when it ran."""
+        """The raw log's trailer, once (records/raw_log.py): the record's exit facts, where and when it ran."""
         executed = self.results.executed
         if self.sealed or executed is None or executed.raw_path is None:
             return

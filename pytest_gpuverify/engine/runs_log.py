@@ -11,18 +11,15 @@ read as before.
 
 from __future__ import annotations
 
-import json
 import re
-import secrets
 import tempfile
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Optional
+from typing import Optional
 
 from pytest_gpuverify.records.artifact import Correctness, RunSlice
+from pytest_gpuverify.records.raw_log import Segment, split_log
 from pytest_gpuverify.parsers.result import ParseContext, ParsedOutput
 
-_LINE = re.compile(rb"^\[gpuverify ([0-9a-f]{16})\] run (\d+) of (\d+)(?: side ([AB]))? (begins|ended): (\{.*\})\s*$")
 # a harness's own count of timed steps, the word before the number ("runs=50", "steps: 50",
 # "num_iters=20", "--n-repeats 100") or after it ("50 iterations", "100 timed runs"); a count
 # qualified as warm-up ("warmup_iters=10", "10 warmup steps") is not a count of timed steps
@@ -42,55 +39,6 @@ def step_counts(line: str) -> list[tuple[int, str]]:
             continue
         found.append((int(m.group("n1") or m.group("n2")), m.group(0).strip()))
     return found
-
-
-def new_nonce() -> str:
-    return secrets.token_hex(8)
-
-
-def marker(nonce: str, run: int, of: int, side: Optional[str], word: str, fields: dict[str, Any]) -> bytes:
-    side_part = f" side {side}" if side else ""
-    return f"[gpuverify {nonce}] run {run} of {of}{side_part} {word}: {json.dumps(fields, sort_keys=True)}\n".encode()
-
-
-@dataclass
-class Segment:
-    run: int
-    side: Optional[str]
-    begin: dict[str, Any]
-    end: Optional[dict[str, Any]]  # None: the log stops inside this run (interrupted, truncated)
-    first_line: int  # the log's line number of the run's first output line
-    lines: list[bytes] = field(default_factory=list)
-
-    @property
-    def label(self) -> str:
-        return f"run {self.run}" + (f" side {self.side}" if self.side else "")
-
-
-def split_log(path: Path) -> Optional[list[Segment]]:
-    """The runs of a log written by :func:`marker`; None when it is a single run's plain log."""
-    segments: list[Segment] = []
-    nonce: Optional[bytes] = None
-    current: Optional[Segment] = None
-    with open(path, "rb") as fh:
-        for lineno, line in enumerate(fh, 1):
-            found = _LINE.match(line.rstrip(b"\n")) if line.startswith(b"[gpuverify ") else None
-            if lineno == 1:
-                if found is None or found.group(5) != b"begins":
-                    return None
-                nonce = found.group(1)
-            if found is not None and found.group(1) == nonce:
-                fields = json.loads(found.group(6))
-                if found.group(5) == b"begins":
-                    side = found.group(4).decode() if found.group(4) else None
-                    current = Segment(int(found.group(2)), side, fields, None, lineno + 1)
-                    segments.append(current)
-                elif current is not None:
-                    current.end, current = fields, None
-                continue
-            if current is not None:
-                current.lines.append(line)
-    return segments
 
 
 def slices_of(segments: list[Segment]) -> list[RunSlice]:

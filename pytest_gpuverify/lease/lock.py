@@ -23,6 +23,8 @@ import time
 from pathlib import Path
 from typing import Optional
 
+from pytest_gpuverify.common.locks import flock_nowait
+
 
 class LockError(OSError):
     """The lock file could not be opened (missing directory, permissions). Names the path and the fix."""
@@ -54,12 +56,13 @@ class GpuLease:
             return True
         fd = open_lock_file(self.path)
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            taken = flock_nowait(fd)
         except OSError as exc:
             os.close(fd)
-            if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
-                return False
             raise LockError(exc.errno, f"cannot lock {self.path}: {exc.strerror}") from exc
+        if not taken:
+            os.close(fd)
+            return False
         self._fd = fd
         self.acquired_at = time.monotonic()
         self.released_at = None
@@ -144,12 +147,12 @@ def is_locked_elsewhere(path: Path) -> bool:
     except FileNotFoundError:
         return False
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
-        return True
-    else:
+        if not flock_nowait(fd):
+            return True
         fcntl.flock(fd, fcntl.LOCK_UN)
         return False
+    except OSError:
+        return True
     finally:
         os.close(fd)
 

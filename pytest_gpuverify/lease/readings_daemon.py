@@ -15,7 +15,6 @@ another daemon of the same key runs (one ``flock`` on ``<shared readings>.daemon
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import sys
@@ -23,6 +22,8 @@ import time
 from collections import deque
 from pathlib import Path
 from typing import Optional
+
+from pytest_gpuverify.common.locks import try_lock_file
 
 IDLE_EXIT_S = 300.0  # five minutes without a reader
 ENV_IDLE_EXIT = "GPUVERIFY_SAMPLER_IDLE_S"  # another idle time (the tests' short-lived hosts)
@@ -50,13 +51,7 @@ def _write(path: Path, payload: bytes) -> None:
 
 def take_daemon_lock(shared: Path) -> Optional[int]:
     """The key's one daemon lock (an fd holding it), or None when a daemon holds it already."""
-    fd = os.open(daemon_lock_path(shared), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
-        os.close(fd)
-        return None
-    return fd
+    return try_lock_file(daemon_lock_path(shared))
 
 
 def run(shared: Path, arch: str, lock_template: str, interval_s: float, history_s: float, idle_exit_s: float,

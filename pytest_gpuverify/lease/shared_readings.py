@@ -22,6 +22,7 @@ import time
 from pathlib import Path
 from typing import Callable, Optional
 
+from pytest_gpuverify.common.locks import try_lock_file
 from pytest_gpuverify.common.files import user_runtime_dir
 from pytest_gpuverify.gpu.base import GpuReading
 
@@ -78,7 +79,7 @@ class SharedReadings:
             return cached
         # One refresher at a time: while another session runs the tools, take the reading it
         # published last (at most two intervals old) instead of running them a second time.
-        refresher = _try_lock(self.path.with_suffix(".lock")) if self.path is not None else None
+        refresher = try_lock_file(self.path.with_suffix(".lock")) if self.path is not None else None
         if refresher is None and self.path is not None:
             recent = self.load(max_age_s=2 * self.max_age_s)
             if recent is not None:
@@ -91,21 +92,6 @@ class SharedReadings:
         finally:
             if refresher is not None:
                 os.close(refresher)
-
-
-def _try_lock(path: Path) -> Optional[int]:
-    import fcntl
-
-    try:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
-    except OSError:
-        return None
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
-        os.close(fd)
-        return None
-    return fd
 
 
 def remove_stale(folder: Path, legacy: bool = False, now: Optional[float] = None) -> int:

@@ -1,5 +1,5 @@
 """``gpuverify check``'s provenance half: every field that says what ran, where, held to the others and
-to the raw log's trailer (:mod:`.log_trailer`).
+to the raw log's trailer (records/raw_log.py).
 
 These are consistency checks: an artifact edited in one field no longer agrees with the fields and
 the log lines that state the same fact. They cannot tell a consistent forgery (artifact, log and
@@ -19,7 +19,7 @@ from pytest_gpuverify.place.gitstate import git, git_toplevel
 from pytest_gpuverify.gpu.nvidia_formats import is_uuid
 from pytest_gpuverify.execute.leftovers import MARKER
 from pytest_gpuverify.verify.times import SLACK_S, stamp_problems, timeline_problems, when
-from pytest_gpuverify.execute.log_trailer import PREFIX, TIMELINE, read_trailer, trailer_fields
+from pytest_gpuverify.records.raw_log import PREFIX, TIMELINE, read_trailer, trailer_fields
 from pytest_gpuverify.parsers.junit import read_junit
 from pytest_gpuverify.lease.watch import shared_reasons
 from pytest_gpuverify.place.packages import origin_inside

@@ -1,0 +1,141 @@
+"""The raw log's own lines, written and read here only.
+
+A target's raw log is the command's output, unchanged, plus lines of the engine's:
+- around each of a target's repeated runs (``repeats``, ``--gpu-ab``) a begin and an end line,
+  each carrying a nonce chosen per log and first written on its first line, so a command cannot
+  print a line that reads as ours (:func:`marker`, :func:`split_log`);
+- once the command has ended, the trailer: what the artifact's run record must say (exit code,
+  timeout, interrupt, container death, where it ran and its timeline), as JSON of names and numbers
+  only (:func:`seal_log`, :func:`read_trailer`). Logs sealed before the timeline was added
+  hold the other fields only; they are read as they were.
+
+``gpuverify check`` holds the artifact to the trailer, so an exit code or a time edited in the
+artifact alone no longer agrees with anything. It does not make the log trustworthy: whoever edits
+the log and its sha256 together can edit this line too; only a signature covers that. No command
+text goes into the trailer (the run's user controls it), so no parser reads a result out of it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import secrets
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Optional
+
+
+_LINE = re.compile(rb"^\[gpuverify ([0-9a-f]{16})\] run (\d+) of (\d+)(?: side ([AB]))? (begins|ended): (\{.*\})\s*$")
+
+
+def new_nonce() -> str:
+    return secrets.token_hex(8)
+
+
+def marker(nonce: str, run: int, of: int, side: Optional[str], word: str, fields: dict[str, Any]) -> bytes:
+    side_part = f" side {side}" if side else ""
+    return f"[gpuverify {nonce}] run {run} of {of}{side_part} {word}: {json.dumps(fields, sort_keys=True)}\n".encode()
+
+
+@dataclass
+class Segment:
+    run: int
+    side: Optional[str]
+    begin: dict[str, Any]
+    end: Optional[dict[str, Any]]  # None: the log stops inside this run (interrupted, truncated)
+    first_line: int  # the log's line number of the run's first output line
+    lines: list[bytes] = field(default_factory=list)
+
+    @property
+    def label(self) -> str:
+        return f"run {self.run}" + (f" side {self.side}" if self.side else "")
+
+
+def split_log(path: Path) -> Optional[list[Segment]]:
+    """The runs of a log written by :func:`marker`; None when it is a single run's plain log."""
+    segments: list[Segment] = []
+    nonce: Optional[bytes] = None
+    current: Optional[Segment] = None
+    with open(path, "rb") as fh:
+        for lineno, line in enumerate(fh, 1):
+            found = _LINE.match(line.rstrip(b"\n")) if line.startswith(b"[gpuverify ") else None
+            if lineno == 1:
+                if found is None or found.group(5) != b"begins":
+                    return None
+                nonce = found.group(1)
+            if found is not None and found.group(1) == nonce:
+                fields = json.loads(found.group(6))
+                if found.group(5) == b"begins":
+                    side = found.group(4).decode() if found.group(4) else None
+                    current = Segment(int(found.group(2)), side, fields, None, lineno + 1)
+                    segments.append(current)
+                elif current is not None:
+                    current.end, current = fields, None
+                continue
+            if current is not None:
+                current.lines.append(line)
+    return segments
+
+
+PREFIX = b"[gpuverify] run ended: "
+
+
+TIMELINE = "timeline"  # the field added after the others: a log sealed before it lacks it
+
+
+_TAIL_BYTES = 4096
+
+
+def trailer_fields(*, exit_code: Optional[int], timed_out: bool, interrupted: Optional[str], container_died: bool,
+                   host: Optional[str], container: Optional[str], gpus: list[Optional[int]],
+                   timeline: Optional[dict[str, Optional[str]]]) -> dict[str, Any]:
+    return {"exit_code": exit_code, "timed_out": timed_out, "interrupted": interrupted,
+            "container_died": container_died, "host": host, "container": container, "gpus": gpus,
+            TIMELINE: timeline}
+
+
+def append_trailer(log: Path, fields: dict[str, Any]) -> None:
+    """Append the trailer, on a line of its own, and flush it to disk."""
+    with open(log, "ab+") as fh:
+        fh.seek(0, os.SEEK_END)
+        newline = b""
+        if fh.tell():
+            fh.seek(-1, os.SEEK_END)
+            newline = b"" if fh.read(1) == b"\n" else b"\n"
+        fh.write(newline + PREFIX + json.dumps(fields, ensure_ascii=True).encode() + b"\n")
+        fh.flush()
+        os.fsync(fh.fileno())
+
+
+def read_trailer(log: Path) -> tuple[Optional[dict[str, Any]], Optional[str]]:
+    """(fields, None) from the log's last line; (None, why) when that line is not a trailer. The fields
+    of an older trailer lack ``timeline``."""
+    with open(log, "rb") as fh:
+        fh.seek(0, os.SEEK_END)
+        size = fh.tell()
+        fh.seek(max(0, size - _TAIL_BYTES))
+        tail = fh.read()
+    if not tail.endswith(b"\n"):
+        return None, "the raw output does not end with the engine's trailer line"
+    last = tail[:-1].rsplit(b"\n", 1)[-1]
+    if not last.startswith(PREFIX):
+        return None, "the raw output does not end with the engine's trailer line"
+    try:
+        fields = json.loads(last[len(PREFIX):])
+    except ValueError:
+        return None, "the raw output's trailer line is not the engine's JSON"
+    current = set(trailer_fields(exit_code=None, timed_out=False, interrupted=None, container_died=False,
+                                 host=None, container=None, gpus=[], timeline=None))
+    if not isinstance(fields, dict) or set(fields) not in (current, current - {TIMELINE}):
+        return None, "the raw output's trailer line does not hold the engine's fields"
+    return fields, None
+
+
+def seal_log(log: Path, facts, host: str, container: Optional[str], gpus: list[Optional[int]],
+             timeline: dict[str, Optional[str]]) -> None:
+    """The trailer of a run: ``facts`` (the artifact's RunRecord), where the artifact says it ran and
+    its ``timeline`` (every time in it is taken by then: the GPUs are let go of before the seal)."""
+    append_trailer(log, trailer_fields(
+        exit_code=facts.exit_code, timed_out=facts.timed_out, interrupted=facts.interrupted,
+        container_died=facts.container_died, host=host, container=container, gpus=gpus, timeline=timeline))
