@@ -53,12 +53,12 @@ def run_doctor(env: EnvFile, host_name: Optional[str] = None, docker_factory=Non
     report = DoctorReport()
     report.lines.append(f"plugin    pytest-gpuverify {__version__}")
     here = socket.gethostname()
-    row = env.host(host_name) if host_name else next((h for h in env.hosts if h.is_local), None)
+    row, why = _host_row(env, host_name)
     report.lines.append(f"host      {here}  (Hosts row: {row.host if row else 'none'}"
                         f"{', arch ' + row.arch if row and row.arch else ''}{', ' + str(row.gpus) + ' GPUs' if row and row.gpus else ''})")
     _tickets(report, env)
     if row is None:
-        report.problems.append(f"no local row in Hosts of {env.path}")
+        report.problems.append(why or f"no local row in Hosts of {env.path}")
         return report
     runner = LocalHost()
     backend = select_backend(row.arch, runner)
@@ -67,6 +67,18 @@ def run_doctor(env: EnvFile, host_name: Optional[str] = None, docker_factory=Non
     _repos(report, env)
     _mounts(report, env, running)
     return report
+
+
+def _host_row(env: EnvFile, host_name: Optional[str]):
+    """The Hosts row a session here would take (the run's own rule, config/hosts.py), or why none."""
+    from pytest_gpuverify.config.errors import UsageError
+    from pytest_gpuverify.config.hosts import select_host
+    from pytest_gpuverify.config.options import RunOptions
+
+    try:
+        return select_host(env, RunOptions(env_path=env.path, host=host_name)), None
+    except UsageError as exc:
+        return None, str(exc)
 
 
 def _tickets(report: DoctorReport, env: EnvFile) -> None:
@@ -141,7 +153,8 @@ def _window_line(env: EnvFile, row, backend) -> str:
     the window itself (at the default window, with a session's interval and shared readings file)."""
     from pytest_gpuverify.config.hosts import lock_for
     from pytest_gpuverify.config.options import RunOptions
-    from pytest_gpuverify.lease.shared_readings import SharedReadings
+    from pytest_gpuverify.lease.sampler import sampling_interval
+    from pytest_gpuverify.lease.shared_readings import readings_for
     from pytest_gpuverify.lease.window_history import describe_window
 
     try:
@@ -149,8 +162,8 @@ def _window_line(env: EnvFile, row, backend) -> str:
     except Exception:  # a bad lock cell is reported above
         return "unknown (no lock convention)"
     window = RunOptions.model_fields["window_s"].default
-    interval = min(1.0, max(0.2, window / 5))
-    shared = SharedReadings(f"{row.host}|{template}", max_age_s=interval)
+    interval = sampling_interval(window)
+    shared = readings_for(row.host, template, interval)
     return describe_window(backend, shared.path, window, interval)
 
 
@@ -159,7 +172,7 @@ def _containers(report: DoctorReport, env: EnvFile, row, vendor: str, docker_fac
     from pytest_gpuverify.execute.container import ContainerError, ContainerExecutor, docker_client
     from pytest_gpuverify.config.containers import is_run_name
     from pytest_gpuverify.place.ephemeral import image_facts
-    from pytest_gpuverify.place.provenance import container_arch
+    from pytest_gpuverify.place.provenance import container_arch, environment_of
 
     mine = [c for c in env.containers if not c.host or c.host.lower() == row.host.lower()]
     found: dict[str, dict] = {}
@@ -190,7 +203,7 @@ def _containers(report: DoctorReport, env: EnvFile, row, vendor: str, docker_fac
             report.problems.append(f"container {c.name} is stopped (`docker start {c.name}`)")
             continue
         arch, why = container_arch(handle, vendor)
-        env_vars = dict(i.split("=", 1) for i in (handle.inspect().get("Config") or {}).get("Env") or [] if "=" in i)
+        env_vars = environment_of(handle.inspect())
         shown = " ".join(f"{k}={env_vars.get(k, '')}" for k in ENV_SHOWN)
         report.lines.append(f"container {c.name}: running, image {handle.image}, arch {arch or why}, {shown}")
         if arch and row.arch and arch != row.arch:

@@ -37,8 +37,8 @@ from pytest_gpuverify.engine.prerun import DeclaredBuilds
 from pytest_gpuverify.engine.run import TargetRun
 from pytest_gpuverify.engine.services import LiveLineFactory, RunContext
 from pytest_gpuverify.place.provenance import import_origin, read_container_facts, repo_state
-from pytest_gpuverify.lease.sampler import IdleSampler
-from pytest_gpuverify.lease.shared_readings import SharedReadings
+from pytest_gpuverify.lease.sampler import IdleSampler, sampling_interval
+from pytest_gpuverify.lease.shared_readings import readings_for
 from pytest_gpuverify.engine.signing import sign_outputs
 from pytest_gpuverify.engine.setup_checks import check_setup
 from pytest_gpuverify.config.topics import TopicClaims
@@ -66,8 +66,8 @@ class VerifySession:
         self.out_dir, self._moves_lock = setup.out_dir, setup.moves_lock
         self.runner = LocalHost()
         self.backend = select_backend(self.expected_arch, self.runner)
-        interval = min(1.0, max(0.2, options.window_s / 5))
-        shared = SharedReadings(f"{self.host_row.host}|{self.lock_spec.path_template}", max_age_s=interval * 0.9)
+        interval = sampling_interval(options.window_s)
+        shared = readings_for(self.host_row.host, self.lock_spec.path_template, interval)
         self.sampler = IdleSampler(
             self.backend, options.window_s, interval_s=interval, lock_path_for=self.lock_spec.path_for, shared=shared,
             history=history_source(self.backend, shared.path, self.expected_arch, self.lock_spec.path_template, interval),

@@ -92,6 +92,11 @@ class WindowVerdict:
     error: Optional[str] = None
 
 
+def sampling_interval(window_s: float) -> float:
+    """Seconds between readings of the idle window: five readings a window, 0.2 s to 1 s apart."""
+    return min(1.0, max(0.2, window_s / 5))
+
+
 class IdleSampler:
     """Background readings of every GPU. Thread-safe; start once per session, stop at the end."""
 
@@ -111,7 +116,7 @@ class IdleSampler:
         self.backend = backend
         self.window_s = max(0.0, float(window_s))
         self.criteria = criteria or IdleCriteria()
-        self.interval_s = interval_s if interval_s is not None else min(1.0, max(0.2, self.window_s / 5))
+        self.interval_s = interval_s if interval_s is not None else sampling_interval(self.window_s)
         self._clock = clock
         self._lock_path_for = lock_path_for
         self._shared = shared

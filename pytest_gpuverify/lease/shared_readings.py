@@ -30,6 +30,12 @@ STALE_S = 3600.0  # a readings file nobody refreshed for this long belongs to no
 _swept: set[Path] = set()  # folders swept by this process already
 
 
+def readings_for(host: str, lock_template: str, interval_s: float) -> "SharedReadings":
+    """The readings file the sessions of one host and lock convention share (a reading is fresh for
+    most of one sampling interval)."""
+    return SharedReadings(f"{host}|{lock_template}", max_age_s=interval_s * 0.9)
+
+
 class SharedReadings:
     def __init__(self, key: str, max_age_s: float, directory: Optional[Path] = None) -> None:
         digest = hashlib.sha1(key.encode()).hexdigest()[:16]

@@ -116,6 +116,11 @@ def read_versions(container: Executor) -> tuple[Versions, list[str]]:
     return versions, gaps
 
 
+def environment_of(inspect: dict) -> dict[str, str]:
+    """A container's own environment (``docker inspect``'s Config.Env), by name."""
+    return dict(item.split("=", 1) for item in (inspect.get("Config") or {}).get("Env") or [] if "=" in item)
+
+
 @dataclass
 class ContainerFacts:
     """What one container is, read once per session: arch, versions, the env it sets.
@@ -162,7 +167,7 @@ def read_container_facts(handle: Executor, vendor: str = "rocm") -> ContainerFac
             return facts
         facts.reading = Background(lambda: read_versions(handle), "gpuverify-versions")  # two commands at once
         facts.arch, facts.arch_problem = container_arch(handle, vendor)
-        env = dict(item.split("=", 1) for item in (handle.inspect().get("Config") or {}).get("Env") or [] if "=" in item)
+        env = environment_of(handle.inspect())
         facts.container_env = {k: env[k] for k in CONTAINER_ENV_RECORDED if k in env}
         facts.pythonpath = env.get("PYTHONPATH", "")
     except ContainerError as exc:
