@@ -10,7 +10,7 @@ import time
 import tracemalloc
 from pathlib import Path
 
-from pytest_gpuverify.parsers.aiter import parse_aiter_output
+
 from pytest_gpuverify.parsers.lines import (
     LineReader,
     aligned_columns,
@@ -20,6 +20,8 @@ from pytest_gpuverify.parsers.lines import (
     strip_ci_prefix,
 )
 from pytest_gpuverify.parsers.result import ParsedOutput
+from pytest_gpuverify.config.targets import AITER_OP_TEST
+from pytest_gpuverify.parsers.dispatch import parse_output
 
 GREEN_PASSED = "\x1b[32mpassed~\x1b[0m"
 YELLOW_WARNING = "\x1b[33mwarning!\x1b[0m"
@@ -51,7 +53,7 @@ LONG_NOISE = (
 def parse_text(tmp_path: Path, text: str | bytes, name: str = "out.txt") -> ParsedOutput:
     path = tmp_path / name
     path.write_bytes(text.encode("utf-8") if isinstance(text, str) else text)
-    result = parse_aiter_output(path)
+    result = parse_output(AITER_OP_TEST, path)
     assert not [p for p in result.problems if "parser error" in p], result.problems
     return result
 
@@ -509,12 +511,12 @@ def test_check_words_whose_escape_byte_was_dropped(tmp_path: Path) -> None:
 
 
 def test_missing_and_empty_files(tmp_path: Path) -> None:
-    missing = parse_aiter_output(tmp_path / "nope.txt")
+    missing = parse_output(AITER_OP_TEST, tmp_path / "nope.txt")
     assert missing.problems == ["raw output file missing"]
     assert missing.correctness.passed is None and missing.parser == "aiter"
     empty = parse_text(tmp_path, b"")
     assert empty.correctness.passed is None and empty.lines_read == 0 and empty.bytes_read == 0
-    directory = parse_aiter_output(tmp_path)
+    directory = parse_output(AITER_OP_TEST, tmp_path)
     assert directory.correctness.passed is None and directory.problems
 
 
@@ -543,7 +545,7 @@ def test_large_noisy_output_streams_in_small_memory(tmp_path: Path) -> None:
     started = time.monotonic()
     tracemalloc.start()
     try:
-        result = parse_aiter_output(path)
+        result = parse_output(AITER_OP_TEST, path)
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()

@@ -14,7 +14,7 @@ from typing import Optional
 
 import pytest
 
-from pytest_gpuverify.parsers.aiter import parse_aiter_output
+
 
 SAMPLES = Path(__file__).resolve().parents[1] / ".." / "shared" / "samples" / "aiter"
 
@@ -94,7 +94,7 @@ def test_sample_parses_as_its_header_says(name: str, tmp_path: Path) -> None:
         pytest.skip(f"sample {name} not present under {SAMPLES}")
     expected = EXPECTED[name]
     copy = without_source_header(sample, tmp_path)
-    result = parse_aiter_output(copy)
+    result = parse_output(AITER_OP_TEST, copy)
 
     assert result.correctness.passed is expected.passed, (result.failures, result.problems)
     elided = [p for p in result.problems if "elided" in p]
@@ -120,7 +120,7 @@ def test_markdown_rmsnorm_sample_rows_equal_the_printed_cells(tmp_path: Path) ->
     if not sample.is_file():
         pytest.skip(f"sample not present under {SAMPLES}")
     copy = without_source_header(sample, tmp_path)
-    result = parse_aiter_output(copy)
+    result = parse_output(AITER_OP_TEST, copy)
     lines = copy.read_text(encoding="utf-8").splitlines()
     header = [c.strip() for c in lines[0].strip("|").split("|")]
     expected = []
@@ -135,7 +135,7 @@ def test_markdown_rmsnorm_sample_rows_equal_the_printed_cells(tmp_path: Path) ->
 # ----- FlyDSL and Triton samples: each read by the parser of the target kind that prints it ------
 
 from pytest_gpuverify.parsers import NO_RESULT, parse_output  # noqa: E402
-from pytest_gpuverify.config.targets import BENCH, FLYDSL_PYTEST, TRITON_PYTEST  # noqa: E402
+from pytest_gpuverify.config.targets import AITER_OP_TEST, BENCH, FLYDSL_PYTEST, TRITON_PYTEST  # noqa: E402
 
 SHARED_SAMPLES = SAMPLES.parent
 
@@ -227,5 +227,5 @@ def test_passing_samples_raise_no_alarm(name: str, tmp_path: Path) -> None:
     sample = SAMPLES / name
     if not sample.is_file():
         pytest.skip(f"sample {name} not present under {SAMPLES}")
-    result = parse_aiter_output(without_source_header(sample, tmp_path))
+    result = parse_output(AITER_OP_TEST, without_source_header(sample, tmp_path))
     assert result.problems == [] and result.correctness.passed is True

@@ -12,9 +12,11 @@ from typing import Optional
 
 import pytest
 
-from pytest_gpuverify.parsers.flydsl import parse_flydsl_output
+
 from pytest_gpuverify.parsers.pytest_run import NO_RESULT, RAN_NO_TEST, junit_nodeid, read_junit
 from pytest_gpuverify.parsers.result import ParseContext, ParsedOutput
+from pytest_gpuverify.config.targets import FLYDSL_PYTEST
+from pytest_gpuverify.parsers.dispatch import parse_output
 
 TEST_FILE = "tests/kernels/test_rmsnorm.py"
 
@@ -25,7 +27,7 @@ def parse(tmp_path: Path, text: str, xml: Optional[str] = None, **ctx) -> Parsed
     if xml is not None:
         ctx["junit_xml"] = tmp_path / "junit.xml"
         ctx["junit_xml"].write_text(xml, encoding="utf-8")
-    result = parse_flydsl_output(out, ParseContext(**ctx))
+    result = parse_output(FLYDSL_PYTEST, out, ParseContext(**ctx))
     assert not [p for p in result.problems if "parser error" in p], result.problems
     return result
 

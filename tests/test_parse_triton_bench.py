@@ -10,9 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from pytest_gpuverify.parsers.bench import parse_bench_output
+
 from pytest_gpuverify.parsers.result import ParseContext, ParsedOutput
-from pytest_gpuverify.parsers.triton import parse_triton_pytest_output
+from pytest_gpuverify.config.targets import BENCH, TRITON_PYTEST
+from pytest_gpuverify.parsers.dispatch import parse_output
+
 
 
 def write(tmp_path: Path, text: str, name: str = "out.txt") -> Path:
@@ -22,7 +24,7 @@ def write(tmp_path: Path, text: str, name: str = "out.txt") -> Path:
 
 
 def bench(tmp_path: Path, text: str) -> ParsedOutput:
-    result = parse_bench_output(write(tmp_path, text))
+    result = parse_output(BENCH, write(tmp_path, text))
     assert not [p for p in result.problems if "parser error" in p], result.problems
     assert result.parser == "bench"
     return result
@@ -55,7 +57,7 @@ FAILED op_tests/triton_tests/test_gemm_a8w8.py::test_gemm[1-1280-8192] - Asserti
 
 
 def test_triton_assert_close_failure(tmp_path: Path) -> None:
-    result = parse_triton_pytest_output(write(tmp_path, TRITON_FAIL))
+    result = parse_output(TRITON_PYTEST, write(tmp_path, TRITON_FAIL))
     assert result.parser == "triton"
     c = result.correctness
     assert c.passed is False and c.shapes_checked == 2 and c.max_abs_error == 54.87181854248047
@@ -73,13 +75,13 @@ def test_triton_cosine_similarity_and_junit(tmp_path: Path) -> None:
         '<testcase classname="op_tests.triton_tests.attention.test_fav3_sage" name="test_sage[2]"/>'
         "</testsuite></testsuites>"), "junit.xml")
     text = "Cosine Similarity: 0.998741\nCosine Similarity: 0.999912\n2 passed in 12.50s\n"
-    result = parse_triton_pytest_output(write(tmp_path, text), ParseContext(junit_xml=xml))
+    result = parse_output(TRITON_PYTEST, write(tmp_path, text), ParseContext(junit_xml=xml))
     assert result.correctness.passed is True and result.correctness.shapes_checked == 2
     assert result.correctness.cosine_sim == 0.998741
 
 
 def test_triton_all_skipped_is_inconclusive(tmp_path: Path) -> None:
-    result = parse_triton_pytest_output(write(tmp_path, "sss\n3 skipped in 0.40s\n"))
+    result = parse_output(TRITON_PYTEST, write(tmp_path, "sss\n3 skipped in 0.40s\n"))
     assert result.correctness.passed is None
     assert result.problems == ["the inner pytest ran no test (3 skipped)"]
 

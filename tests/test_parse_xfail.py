@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from pytest_gpuverify.parsers.pytest_run import parse_pytest_output
+
 from pytest_gpuverify.parsers.result import ParseContext
+from pytest_gpuverify.config.targets import PYTEST
+from pytest_gpuverify.parsers.dispatch import parse_output
 
 TERMINAL = """\
 tests/test_k.py::test_ok PASSED
@@ -29,7 +31,7 @@ def _words(parsed) -> str:
 def test_xfailed_is_not_called_skipped_from_the_terminal(tmp_path):
     log = tmp_path / "run.log"
     log.write_text(TERMINAL)
-    said = _words(parse_pytest_output(log))
+    said = _words(parse_output(PYTEST, log))
     assert "skipped 1 test(s)" in said and "1 test(s) of the inner pytest failed as expected (xfailed)" in said, said
 
 
@@ -37,7 +39,7 @@ def test_xfailed_is_not_called_skipped_from_the_junit_xml(tmp_path):
     log, xml = tmp_path / "run.log", tmp_path / "run.xml"
     log.write_text(TERMINAL)
     xml.write_text(JUNIT)
-    parsed = parse_pytest_output(log, ParseContext(junit_xml=xml))
+    parsed = parse_output(PYTEST, log, ParseContext(junit_xml=xml))
     said = _words(parsed)
     assert "skipped 1 test(s)" in said and "1 test(s) of the inner pytest failed as expected (xfailed)" in said, said
     assert parsed.correctness.passed is True
@@ -46,5 +48,5 @@ def test_xfailed_is_not_called_skipped_from_the_junit_xml(tmp_path):
 def test_a_run_of_only_xfails_ran_no_test_and_says_xfailed(tmp_path):
     log = tmp_path / "run.log"
     log.write_text("tests/test_k.py::test_known_bug XFAIL\n============ 2 xfailed in 0.12s ============\n")
-    said = _words(parse_pytest_output(log))
+    said = _words(parse_output(PYTEST, log))
     assert "the inner pytest ran no test (0 skipped, 2 xfailed)" in said, said

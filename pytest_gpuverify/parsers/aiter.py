@@ -342,9 +342,6 @@ def _float_or_none(text: Optional[str]) -> Optional[float]:
     return value if kind == "num" else None
 
 
-def parse_aiter_output(path: Path, context: Optional[ParseContext] = None) -> ParsedOutput:
-    """Read an aiter op_test's saved stdout+stderr; never raises (see ``problems`` instead)."""
-    return drive(_AiterParser(context), path)
 
 
 def aiter_table_rows(path: Path, cap: int = 100_000) -> list[tuple[int, dict[str, str]]]:

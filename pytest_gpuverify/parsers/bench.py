@@ -15,14 +15,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from decimal import Decimal
-from pathlib import Path
 from typing import Optional
 
 from pytest_gpuverify.records.artifact import PerfRow
 from pytest_gpuverify.parsers.aiter import _AiterParser
 from pytest_gpuverify.parsers.lines import NUMBER, is_ellipsis, read_number, strip_ansi, strip_ci_prefix
 from pytest_gpuverify.parsers.perfstats import RUNS, TO_US, quantities, to_us
-from pytest_gpuverify.parsers.pytest_run import drive
 from pytest_gpuverify.parsers.result import ParseContext, ParsedOutput
 from pytest_gpuverify.parsers.triggers import BENCH
 
@@ -347,6 +345,3 @@ class _BenchParser:
         return self.aiter.finish(reader)
 
 
-def parse_bench_output(path: Path, context: Optional[ParseContext] = None) -> ParsedOutput:
-    """Read a bench harness's saved stdout+stderr; never raises (see ``problems`` instead)."""
-    return drive(_BenchParser(context), path)

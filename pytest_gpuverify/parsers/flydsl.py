@@ -22,15 +22,14 @@ A row's shape is the test id of its ``-rA`` section (``test_x[bf16-128]``) and/o
 from __future__ import annotations
 
 import re
-from pathlib import Path
 from typing import Optional
 
 from pytest_gpuverify.records.artifact import PerfRow
 from pytest_gpuverify.parsers.bench import TableReader, ms_to_us
 from pytest_gpuverify.parsers.lines import NUMBER, read_number
 from pytest_gpuverify.parsers.perfstats import place
-from pytest_gpuverify.parsers.pytest_run import PytestParser, drive
-from pytest_gpuverify.parsers.result import ParseContext, ParsedOutput
+from pytest_gpuverify.parsers.pytest_run import PytestParser
+from pytest_gpuverify.parsers.result import ParseContext
 from pytest_gpuverify.parsers.triggers import FLYDSL
 
 _THROUGHPUT = re.compile(
@@ -198,6 +197,3 @@ class FlydslParser(PytestParser):
         self.add_perf(PerfRow(shape=self.shape(), name=label or "FlyDSL", metrics=numbers, source_line=lineno))
 
 
-def parse_flydsl_output(path: Path, context: Optional[ParseContext] = None) -> ParsedOutput:
-    """Read a FlyDSL pytest run's saved stdout+stderr (and its JUnit XML); never raises."""
-    return drive(FlydslParser(context), path)

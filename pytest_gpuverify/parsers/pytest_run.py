@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import replace
-from pathlib import Path
 from typing import Optional
 
 from pytest_gpuverify.records.artifact import Correctness
@@ -26,7 +25,7 @@ from pytest_gpuverify.parsers.junit import (  # noqa: F401 (junit_nodeid)
 )
 from pytest_gpuverify.parsers.lines import LineReader, read_number, strip_ansi, strip_ci_prefix
 from pytest_gpuverify.parsers.metrics import NOT_CLOSE, CloseBlock, MetricsObserver
-from pytest_gpuverify.parsers.prefilter import Triggers, drive
+from pytest_gpuverify.parsers.prefilter import Triggers
 from pytest_gpuverify.parsers.printout import FREE, SETTLED, WARNINGS, Printout
 from pytest_gpuverify.parsers.result import ParseContext, ParsedOutput
 from pytest_gpuverify.parsers.shape_checks import PrintedChecks
@@ -362,6 +361,3 @@ class PytestParser(Recorder):
                     self.metrics.record("max_abs_error", value)
 
 
-def parse_pytest_output(path: Path, context: Optional[ParseContext] = None) -> ParsedOutput:
-    """A plain inner pytest run: outcomes, assert_close blocks and printed correctness measures."""
-    return drive(PytestParser(context), path)

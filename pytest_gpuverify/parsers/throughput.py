@@ -60,9 +60,13 @@ def throughput_rows(path: Path) -> list[PerfRow]:
     after ``tok``/``req`` (``tokens/s``, ``(req/s)``; not tqdm's ``it/s``) are read (found with
     ``mmap.find``, in C)."""
     rows: list[PerfRow] = []
-    if path.stat().st_size == 0:
+    try:
+        if not path.is_file() or path.stat().st_size == 0:
+            return rows  # the parser itself names a missing or unreadable output
+        fh = open(path, "rb")
+    except OSError:
         return rows
-    with open(path, "rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as data:
+    with fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as data:
         lineno, counted, hit = 1, 0, data.find(b"/s")
         while hit >= 0:
             unit = data[max(0, hit - 8) : hit].lower()  # ``requests/s``, ``tokens/s``, ``(req/s)``, ``tok/s``

@@ -7,17 +7,11 @@ attention tests print ``Cosine Similarity: x`` (test_fav3_sage), read by :mod:`.
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Optional
 
-from pytest_gpuverify.parsers.pytest_run import PytestParser, drive
-from pytest_gpuverify.parsers.result import ParseContext, ParsedOutput
+from pytest_gpuverify.parsers.pytest_run import PytestParser
 
 
 class TritonPytestParser(PytestParser):
     name = "triton"
 
 
-def parse_triton_pytest_output(path: Path, context: Optional[ParseContext] = None) -> ParsedOutput:
-    """Read an aiter Triton pytest run's saved stdout+stderr (and its JUnit XML); never raises."""
-    return drive(TritonPytestParser(context), path)
