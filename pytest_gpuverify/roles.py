@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Optional
 import pytest
 
 from pytest_gpuverify.config.errors import UsageError
-from pytest_gpuverify.plugin_options import build_options
+from pytest_gpuverify.plugin_options import build_options, option_value
 from pytest_gpuverify.terminal import VerdictSummary, live_line
 
 if TYPE_CHECKING:  # the engine is imported once --gpu-verify is on: without it the plugin costs no import
@@ -220,7 +220,8 @@ class Central(EngineRole):
     def __init__(self, config: pytest.Config, engine: VerifySession) -> None:
         super().__init__(config, engine)
         # the engine's outcomes also hold targets that never reported (stopped by Ctrl-C or SIGTERM)
-        self.helpers.append((VerdictSummary(lambda: engine, config.getoption("gpu_ci_summary")), "gpuverify-summary"))
+        self.helpers.append((VerdictSummary(lambda: engine, config.getoption("gpu_ci_summary"),
+                                                    option_value(config, "gpu_history")), "gpuverify-summary"))
 
     def pytest_collection_modifyitems(self, session: pytest.Session, config: pytest.Config, items: list) -> None:
         from pytest_gpuverify.plugin import GpuTargetItem
@@ -263,7 +264,8 @@ class DistController(Role):
 
     def __init__(self, config: pytest.Config) -> None:
         super().__init__(config)
-        self.summary = VerdictSummary(lambda: None, config.getoption("gpu_ci_summary"))
+        self.summary = VerdictSummary(lambda: None, config.getoption("gpu_ci_summary"),
+                                      option_value(config, "gpu_history"))
         self.helpers.append((self.summary, "gpuverify-summary"))
         self.claims: Optional[str] = None
 
