@@ -144,8 +144,8 @@ class VerdictSummary:
 
             from pytest_gpuverify.history.session import add_session_artifacts
 
-            stored = [Path(p["gpuverify_artifact"]) for _, p in verdicts if p.get("gpuverify_artifact")]
-            lines, trouble = add_session_artifacts(Path(self._history).expanduser(), stored)
+            written = [Path(p["gpuverify_artifact"]) for _, p in verdicts if p.get("gpuverify_artifact")]
+            lines, trouble = add_session_artifacts(Path(self._history).expanduser(), written)
             for line in lines:
                 terminalreporter.line(f"gpuverify: {line}", red=trouble)
 

@@ -191,7 +191,12 @@ def _cmd_report(args: argparse.Namespace) -> int:
     if problem:
         print(problem, file=sys.stderr)
         return 2
-    return write_report([Path(d) for d in args.dirs], Path(args.out))
+    store = None
+    if args.history:
+        from pytest_gpuverify.history.command import store_path
+
+        store = store_path(args.store)
+    return write_report([Path(d) for d in args.dirs], Path(args.out), store, args.ref)
 
 
 STORE_HELP = "the history store's file (default $GPUVERIFY_HISTORY, else ~/.local/share/gpuverify/history.db)"
@@ -307,6 +312,10 @@ def build_parser() -> argparse.ArgumentParser:
     report = sub.add_parser("report", help="one self-contained HTML page with verdicts, perf rows and plots")
     report.add_argument("dirs", nargs="+", metavar="TICKET_DIR")
     report.add_argument("-o", "--out", required=True, metavar="FILE")
+    report.add_argument("--history", action="store_true",
+                        help="add a history section: the targets' trends across commits from the store (--store)")
+    report.add_argument("--store", default=None, metavar="FILE", help=STORE_HELP)
+    report.add_argument("--ref", default=None, help="with --history: only runs on this branch or tag (e.g. main)")
     report.set_defaults(func=_cmd_report)
     return parser
 
