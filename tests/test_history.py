@@ -148,7 +148,7 @@ def test_a_tampered_artifact_is_refused(lab, capsys, tmp_path):
 def test_two_processes_adding_at_once_lose_nothing(lab, tmp_path):
     """Both add all nine artifacts at once: nine runs stored, each added by exactly one of them."""
     store = tmp_path / "both.db"
-    procs = [subprocess.Popen([*CLI, "history", "add", str(lab["tickets"]), *map(str, artifacts(lab)), "--store",
+    procs = [subprocess.Popen([*CLI, "history", "add", *map(str, artifacts(lab)), "--store",
                                str(store)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
     outs = [p.communicate(timeout=300) for p in procs]
     assert [p.returncode for p in procs] == [0, 0], outs

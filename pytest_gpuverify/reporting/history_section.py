@@ -17,8 +17,8 @@ STEP_RULE = ("Steps: an L1 piecewise-constant fit of the per-commit medians (asv
 def history_section(histories: list[TargetHistory], store: str, ref: Optional[str]) -> str:
     on = f" on {escape(ref)}" if ref else ""
     if not histories:
-        return f"<h2>History</h2><p>{escape(store)} holds no PASS run{on} of these targets.</p>"
-    parts = [f"<h2>History</h2><p>From <code>{escape(store)}</code>{on}. {escape(STEP_RULE)}</p>"]
+        return f"<h2 id='history'>History</h2><p>{escape(store)} holds no PASS run{on} of these targets.</p>"
+    parts = [f"<h2 id='history'>History</h2><p>From <code>{escape(store)}</code>{on}. {escape(STEP_RULE)}</p>"]
     for history in histories:
         regressions = [(row, step) for row in history.rows for step in row.regressions()]
         listed = "".join(f"<li class=\"FAIL\">REGRESSED {escape(row.label())}: {escape(row.step_range(step))} "

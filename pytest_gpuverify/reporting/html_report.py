@@ -1,6 +1,7 @@
 """``gpuverify report TICKET_DIR... -o report.html``: one self-contained page (inline CSS and SVG, no
-network): a verdict table at the top, then per target (folded in ``<details>``, so 200 targets stay
-readable) the correctness summary, the perf rows and a per-shape plot."""
+network): a verdict table at the top, with ``--history`` the targets' trends across commits below it
+(history_section.py), then per target (folded in ``<details>``, so 200 targets stay readable) the
+correctness summary, the perf rows and a per-shape plot."""
 
 from __future__ import annotations
 
@@ -111,11 +112,11 @@ def render(found: list[tuple[Path, Artifact]], problems: list[str], title: str =
     notes = "".join(f"<li>{escape(p)}</li>" for p in problems)
     return (f'<!DOCTYPE html><html><head><meta charset="utf-8"><title>{escape(title)}</title><style>{CSS}</style>'
             f"</head><body><h1>{escape(title)}</h1><p>{len(found)} targets: {line or 'none'}</p>"
-            + (f"<ul>{notes}</ul>" if notes else "") + _summary_table(found) + "<h2>Targets</h2>"
+            + (f"<ul>{notes}</ul>" if notes else "") + _summary_table(found) + history + "<h2>Targets</h2>"
             + "".join(_section(i, p, a, len(found) <= 10) for i, (p, a) in enumerate(found) if a.verdict == "PASS")
             + "<h2>Targets without a result (not PASS: their perf rows are no result)</h2>"
             + "".join(_section(i, p, a, len(found) <= 10) for i, (p, a) in enumerate(found) if a.verdict != "PASS")
-            + history + "</body></html>\n")
+            + "</body></html>\n")
 
 
 def write_report(dirs: list[Path], out: Path, history_store: Optional[Path] = None, ref: Optional[str] = None) -> int:
