@@ -295,3 +295,36 @@ def test_report_trend_plot_renders_in_chromium(lab, tmp_path):
     trend = sum(near(p, (0x1F, 0x77, 0xB4)) for p in pixels)  # the trend's points and line
     step = sum(near(p, (0xB0, 0x00, 0x20)) for p in pixels)  # the regression's dashed line and label
     assert trend > 200 and step > 200, (trend, step)
+
+
+@pytest.mark.docker
+def test_a_teams_store_in_a_shared_folder_takes_two_users(lab, second_user, world_base):
+    """The store made by one user in a setgid group folder is group-writable whatever its umask; another
+    Unix user of the group adds to it (their -wal and -shm files too)."""
+    import os
+
+    team = world_base / "team-history"
+    team.mkdir(exist_ok=True)
+    os.chown(team, 0, second_user.gid)
+    os.chmod(team, 0o2775)
+    records = team / "runs.jsonl"
+    assert main(["history", "export", "--store", str(lab["store"]), "-o", str(records)]) == 0
+    lines = records.read_text().splitlines()
+    records.write_text("\n".join(lines[:4]) + "\n")
+    later = team / "later.jsonl"
+    later.write_text("\n".join(lines[4:]) + "\n")
+    os.chmod(records, 0o644)
+    os.chmod(later, 0o644)
+    store = team / "history.db"
+    old = os.umask(0o022)
+    try:
+        assert main(["history", "import", str(records), "--store", str(store)]) == 0
+    finally:
+        os.umask(old)
+    assert (os.stat(store).st_mode & 0o777, os.stat(store).st_gid) == (0o664, second_user.gid)
+    proc = second_user.run(["python3", "-m", "pytest_gpuverify.cli.main", "history", "import", str(later),
+                            "--store", str(store)])
+    assert proc.returncode == 0, proc.stderr.decode()
+    assert f"{later}: {COMMITS - 4} added, 0 already stored" in proc.stdout.decode()
+    with closing(connect(store)) as conn:
+        assert count(conn) == COMMITS

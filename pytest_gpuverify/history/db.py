@@ -9,7 +9,9 @@ needs every process on one host (shared memory beside the file), never a network
 
 from __future__ import annotations
 
+import os
 import sqlite3
+import stat
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
@@ -70,17 +72,28 @@ def connect(path: Path, upto: int = SCHEMA_VERSION) -> sqlite3.Connection:
         raise StoreError(f"{path}: is a folder. Fix: name a file, e.g. {path / 'history.db'}")
     if not path.parent.is_dir():
         raise StoreError(f"{path}: its folder does not exist. Fix: mkdir -p {path.parent}")
+    new = not path.exists()
     try:
         conn = sqlite3.connect(str(path), timeout=BUSY_S, isolation_level=None)
         conn.execute(f"PRAGMA busy_timeout = {int(BUSY_S * 1000)}")
         conn.execute("PRAGMA journal_mode = WAL")
         conn.execute("PRAGMA foreign_keys = ON")
         _migrate(conn, path, upto)
+        if new:
+            share_with_folder_group(path)
     except sqlite3.DatabaseError as exc:
         raise StoreError(f"{path}: not a usable history store ({exc}). Fix: name another file, or restore it "
                          "from an export (gpuverify history import)") from None
     conn.row_factory = sqlite3.Row
     return conn
+
+
+def share_with_folder_group(path: Path) -> None:
+    """A new store in a folder its group may write (a team's folder) is group-writable too, whatever the
+    creating member's umask: SQLite gives its -wal and -shm files the database file's mode."""
+
+    if os.stat(path.parent).st_mode & stat.S_IWGRP:
+        os.chmod(path, stat.S_IMODE(os.stat(path).st_mode) | stat.S_IRGRP | stat.S_IWGRP)
 
 
 def _migrate(conn: sqlite3.Connection, path: Path, upto: int) -> None:
