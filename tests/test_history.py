@@ -239,7 +239,7 @@ def test_a_store_of_schema_1_is_migrated(tmp_path):
 
 def test_a_store_that_cannot_be_used_is_one_line(tmp_path, capsys):
     junk = tmp_path / "junk.db"
-    junk.write_bytes(b"not a database at all" * 100)
+    junk.write_bytes(b"not a database at all\n" * 100)
     assert main(["history", "show", "x", "--store", str(junk)]) == 2
     err = capsys.readouterr().err
     assert err.startswith(f"gpuverify history show: {junk}: not a usable history store (") and err.count("\n") == 1
@@ -247,6 +247,13 @@ def test_a_store_that_cannot_be_used_is_one_line(tmp_path, capsys):
     assert "is a folder. Fix: name a file" in capsys.readouterr().err
     assert main(["history", "add", str(tmp_path / "none"), "--store", str(tmp_path / "h.db")]) == 2
     assert "no artifact (bench_*.json) there" in capsys.readouterr().err
+    missing = tmp_path / "none.db"
+    assert main(["history", "export", "--store", str(missing)]) == 2
+    assert f"{missing}: no history store there. Fix: name it with --store" in capsys.readouterr().err
+    assert not missing.exists()  # reading never makes one
+    assert main(["history", "import", str(junk), "--store", str(tmp_path / "h.db")]) == 1
+    err = capsys.readouterr().err
+    assert err.count(": not a history record") == 5 and f"{junk}: " in err and "more line(s) skipped" in err
 
 
 def png_pixels(path: Path) -> list[tuple[int, int, int]]:

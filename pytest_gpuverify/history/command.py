@@ -14,10 +14,10 @@ from pytest_gpuverify.compare import render
 from pytest_gpuverify.compare.command import Refused, checked, exit_code
 from pytest_gpuverify.compare.core import DEFAULT_RULE, Rule
 from pytest_gpuverify.history.add import ADDED, KNOWN, REFUSED, add_files
-from pytest_gpuverify.history.db import StoreError, connect
+from pytest_gpuverify.history.db import ENV, StoreError, open_store
 
-ENV = "GPUVERIFY_HISTORY"
 DEFAULT_STORE = Path("~/.local/share/gpuverify/history.db")
+SHOWN_PROBLEMS = 5  # bad lines named per imported file; the rest counted
 
 
 def store_path(option: Optional[str]) -> Path:
@@ -45,7 +45,7 @@ def run_add(store: Optional[str], paths: list[str], ref: Optional[str]) -> int:
         return _fail("history add", f"{(missing or [Path(paths[0])])[0]}: no artifact (bench_*.json) there")
     path = store_path(store)
     try:
-        conn = connect(path)
+        conn = open_store(path, reading=False)
     except StoreError as exc:
         return _fail("history add", str(exc))
     with closing(conn):
@@ -64,7 +64,7 @@ def run_show(store: Optional[str], target: str, ref: Optional[str]) -> int:
 
     path = store_path(store)
     try:
-        conn = connect(path)
+        conn = open_store(path, reading=True)
     except StoreError as exc:
         return _fail("history show", str(exc))
     with closing(conn):
@@ -86,7 +86,7 @@ def run_export(store: Optional[str], out: Optional[str], target: Optional[str]) 
 
     path = store_path(store)
     try:
-        conn = connect(path)
+        conn = open_store(path, reading=True)
     except StoreError as exc:
         return _fail("history export", str(exc))
     with closing(conn):
@@ -107,15 +107,17 @@ def run_import(store: Optional[str], files: list[str]) -> int:
         return _fail("history import", f"{missing[0]}: no such file. Fix: name a file gpuverify history export wrote")
     path = store_path(store)
     try:
-        conn = connect(path)
+        conn = open_store(path, reading=False)
     except StoreError as exc:
         return _fail("history import", str(exc))
     bad = 0
     with closing(conn):
         for name in files:
             added, known, problems = import_lines(conn, Path(name))
-            for problem in problems:
+            for problem in problems[:SHOWN_PROBLEMS]:
                 print(problem, file=sys.stderr)
+            if len(problems) > SHOWN_PROBLEMS:
+                print(f"{name}: {len(problems) - SHOWN_PROBLEMS} more line(s) skipped", file=sys.stderr)
             bad += len(problems)
             print(f"{name}: {added} added, {known} already stored, {len(problems)} line(s) skipped")
     return 1 if bad else 0
@@ -128,7 +130,7 @@ def run_history_compare(store: Optional[str], head: str, ref: Optional[str], las
 
     path = store_path(store)
     try:
-        conn = connect(path)
+        conn = open_store(path, reading=True)
     except StoreError as exc:
         return _fail("compare", str(exc))
     try:

@@ -16,6 +16,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
+ENV = "GPUVERIFY_HISTORY"  # names the store where no --store does
 BUSY_S = 60.0  # how long a writer waits for another's transaction before giving up
 
 # version -> the statements that bring a store of the version before it to this one
@@ -86,6 +87,14 @@ def connect(path: Path, upto: int = SCHEMA_VERSION) -> sqlite3.Connection:
                          "from an export (gpuverify history import)") from None
     conn.row_factory = sqlite3.Row
     return conn
+
+
+def open_store(path: Path, reading: bool) -> sqlite3.Connection:
+    """The store at ``path``; one that is only read must exist already (StoreError names the fix)."""
+    if reading and not Path(path).exists():
+        raise StoreError(f"{path}: no history store there. Fix: name it with --store or ${ENV}, or add runs "
+                         "first (gpuverify history add, or pytest --gpu-history FILE)")
+    return connect(path)
 
 
 def share_with_folder_group(path: Path) -> None:

@@ -38,12 +38,12 @@ def history_for(store_path, targets: list[str], ref: Optional[str]) -> str:
     """The section for ``targets`` from the store at ``store_path`` (StoreError when it cannot be opened)."""
     from contextlib import closing
 
-    from pytest_gpuverify.history.db import connect
+    from pytest_gpuverify.history.db import open_store
     from pytest_gpuverify.history.series import target_histories
     from pytest_gpuverify.history.store import runs
 
     histories: list[TargetHistory] = []
-    with closing(connect(store_path)) as conn:
+    with closing(open_store(store_path, reading=True)) as conn:
         for target in dict.fromkeys(targets):
             histories += target_histories(runs(conn, target=target, ref=ref))
     return history_section(histories, str(store_path), ref)
