@@ -160,21 +160,26 @@ def test_two_processes_adding_at_once_lose_nothing(lab, tmp_path):
 
 @pytest.mark.docker
 def test_two_processes_importing_at_once_lose_nothing(lab, tmp_path):
-    """Two imports of 300 distinct runs each, at once, into one file: 600 runs, none lost."""
+    """Two imports of 300 distinct runs each (15 files of 20: a transaction each, so the two interleave),
+    at once, into one file: 600 runs, none lost."""
     lines = subprocess.run([*CLI, "history", "export", "--store", str(lab["store"])], capture_output=True, text=True,
                            check=True).stdout.splitlines()
+    parts: list[list[str]] = [[], []]
     for k in range(2):
-        with open(tmp_path / f"part{k}.jsonl", "w") as fh:
-            for n in range(300):
-                run = json.loads(lines[n % len(lines)])
-                run["artifact_sha256"] = f"{k:02x}{n:062x}"
-                fh.write(json.dumps(run) + "\n")
+        for f in range(15):
+            part = tmp_path / f"part{k}-{f}.jsonl"
+            with open(part, "w") as fh:
+                for n in range(f * 20, f * 20 + 20):
+                    run = json.loads(lines[n % len(lines)])
+                    run["artifact_sha256"] = f"{k:02x}{n:062x}"
+                    fh.write(json.dumps(run) + "\n")
+            parts[k].append(str(part))
     store = tmp_path / "imported.db"
-    procs = [subprocess.Popen([*CLI, "history", "import", str(tmp_path / f"part{k}.jsonl"), "--store", str(store)],
+    procs = [subprocess.Popen([*CLI, "history", "import", *parts[k], "--store", str(store)],
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for k in range(2)]
     outs = [p.communicate(timeout=300) for p in procs]
     assert [p.returncode for p in procs] == [0, 0], outs
-    assert all(": 300 added, 0 already stored, 0 line(s) skipped" in o for o, _ in outs), outs
+    assert all(o.count(": 20 added, 0 already stored, 0 line(s) skipped") == 15 for o, _ in outs), outs
     with closing(connect(store)) as conn:
         assert count(conn) == 600
         assert conn.execute("SELECT count(*) FROM perf").fetchone()[0] == 600 * 4

@@ -11,7 +11,7 @@ from typing import IO, Optional
 from pydantic import ValidationError
 
 from pytest_gpuverify.history.records import StoredRun
-from pytest_gpuverify.history.store import insert, runs
+from pytest_gpuverify.history.store import insert_many, runs
 
 
 def export_lines(conn: sqlite3.Connection, out: IO[str], target: Optional[str] = None) -> int:
@@ -21,9 +21,12 @@ def export_lines(conn: sqlite3.Connection, out: IO[str], target: Optional[str] =
     return len(found)
 
 
+CHUNK = 500  # runs a transaction: writers at once wait for each other per chunk, not per run
+
+
 def import_lines(conn: sqlite3.Connection, path: Path) -> tuple[int, int, list[str]]:
     """(runs added, runs already stored, one problem per line not imported)."""
-    added = known = 0
+    found: list[StoredRun] = []
     problems = []
     with open(path, encoding="utf-8", errors="replace") as fh:
         for number, line in enumerate(fh, 1):
@@ -37,8 +40,6 @@ def import_lines(conn: sqlite3.Connection, path: Path) -> tuple[int, int, list[s
                 problems.append(f"{path} line {number}: not a history record ({where}: {first['msg']}); "
                                 "skipped. Fix: export it again with gpuverify history export")
                 continue
-            if insert(conn, run):
-                added += 1
-            else:
-                known += 1
-    return added, known, problems
+            found.append(run)
+    added = sum(insert_many(conn, found[i:i + CHUNK]) for i in range(0, len(found), CHUNK))
+    return added, len(found) - added, problems

@@ -18,18 +18,27 @@ _ROW_COLUMNS = ("run_id", "tbl", "shape", "name", "stat", "metric", "direction",
 
 def insert(conn: sqlite3.Connection, run: StoredRun) -> bool:
     """Store ``run``; False when the store already holds its artifact (by sha256)."""
+    return insert_many(conn, [run]) == 1
+
+
+def insert_many(conn: sqlite3.Connection, found: list[StoredRun]) -> int:
+    """Store ``found`` in one transaction (one wait for the write lock); how many were new."""
+    with transaction(conn):
+        return sum(_insert(conn, run) for run in found)
+
+
+def _insert(conn: sqlite3.Connection, run: StoredRun) -> bool:
     values = (run.artifact_sha256, run.artifact_path, run.target, run.topic, run.ticket, run.host,
               json.dumps(run.facts, sort_keys=True), run.image_digest, run.sha, run.ref,
               None if run.dirty is None else int(run.dirty), run.ts, run.verdict,
               json.dumps([w.model_dump(mode="json") for w in run.watch]), utc_now())
-    with transaction(conn):
-        cur = conn.execute(f"INSERT OR IGNORE INTO runs ({', '.join(_RUN_COLUMNS)}) "
-                           f"VALUES ({', '.join('?' * len(_RUN_COLUMNS))})", values)
-        if cur.rowcount == 0:
-            return False
-        conn.executemany(f"INSERT INTO perf ({', '.join(_ROW_COLUMNS)}) VALUES ({', '.join('?' * len(_ROW_COLUMNS))})",
-                         [(cur.lastrowid, r.table, r.shape, r.name, r.stat, r.metric, r.direction, json.dumps(r.values),
-                           r.median, r.min, r.max, r.cv) for r in run.rows])
+    cur = conn.execute(f"INSERT OR IGNORE INTO runs ({', '.join(_RUN_COLUMNS)}) "
+                       f"VALUES ({', '.join('?' * len(_RUN_COLUMNS))})", values)
+    if cur.rowcount == 0:
+        return False
+    conn.executemany(f"INSERT INTO perf ({', '.join(_ROW_COLUMNS)}) VALUES ({', '.join('?' * len(_ROW_COLUMNS))})",
+                     [(cur.lastrowid, r.table, r.shape, r.name, r.stat, r.metric, r.direction, json.dumps(r.values),
+                       r.median, r.min, r.max, r.cv) for r in run.rows])
     return True
 
 
