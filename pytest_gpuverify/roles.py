@@ -214,14 +214,19 @@ class EngineRole(Role):
         return lines or None
 
 
+def verdict_summary(config: pytest.Config, engine) -> VerdictSummary:
+    """The session's summary: its CI markdown (--gpu-ci-summary) and history store (--gpu-history) too."""
+    return VerdictSummary(engine, config.getoption("gpu_ci_summary"), option_value(config, "gpu_history"),
+                          config.getoption("gpu_history_ref"))
+
+
 class Central(EngineRole):
     """A session without xdist: it runs every target and prints the summary."""
 
     def __init__(self, config: pytest.Config, engine: VerifySession) -> None:
         super().__init__(config, engine)
         # the engine's outcomes also hold targets that never reported (stopped by Ctrl-C or SIGTERM)
-        self.helpers.append((VerdictSummary(lambda: engine, config.getoption("gpu_ci_summary"),
-                                                    option_value(config, "gpu_history")), "gpuverify-summary"))
+        self.helpers.append((verdict_summary(config, lambda: engine), "gpuverify-summary"))
 
     def pytest_collection_modifyitems(self, session: pytest.Session, config: pytest.Config, items: list) -> None:
         from pytest_gpuverify.plugin import GpuTargetItem
@@ -264,8 +269,7 @@ class DistController(Role):
 
     def __init__(self, config: pytest.Config) -> None:
         super().__init__(config)
-        self.summary = VerdictSummary(lambda: None, config.getoption("gpu_ci_summary"),
-                                      option_value(config, "gpu_history"))
+        self.summary = verdict_summary(config, lambda: None)
         self.helpers.append((self.summary, "gpuverify-summary"))
         self.claims: Optional[str] = None
 

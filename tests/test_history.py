@@ -42,7 +42,7 @@ def jitter(i: int) -> float:
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory, docker_client) -> dict:
     """Nine commits, one session each (ticket C0..C8) that adds its artifact to the store at its end
-    (--gpu-history); then a tenth commit at 14.4 us (ticket HEAD), not added."""
+    (--gpu-history); then a tenth commit at 14.4 us (ticket HEAD), added to another store only."""
     from conftest import make_sandbox
     from test_e2e_kinds import commit
 
@@ -60,10 +60,12 @@ def lab(tmp_path_factory, docker_client) -> dict:
                                        text=True, check=True).stdout.strip())
             ticket = f"C{i}" if i < COMMITS else "HEAD"
             extra = ("--gpu-history", str(store)) if i < COMMITS else ()
+            if i == COMMITS:  # its own store, under a ref named for it (a CI job on a detached checkout)
+                extra = ("--gpu-history", str(root / "release.db"), "--gpu-history-ref", "release-1")
             proc = box.pytest("gpuverify.toml", *extra, ticket=ticket)
             out = proc.stdout.decode()
             assert proc.returncode == 0, out[-3000:]
-            if extra:
+            if i < COMMITS:
                 assert f"gpuverify: history {store}: 1 artifact(s) added, 0 already stored, 0 refused" in out, out[-2000:]
         yield {"store": store, "tickets": box.tickets, "shas": shas, "root": root,
                "head": box.tickets / "HEAD" / "bench_steady.json"}
@@ -83,6 +85,9 @@ def test_each_session_adds_its_artifact_with_commit_and_ref(lab):
     assert (first.shape, first.metric, len(first.values)) == ("M=1, N=1280, K=8192", "us", 5)
     assert first.median == pytest.approx(BEFORE * jitter(0) * 1.004, abs=0.002)
     assert stored[0].facts["gpu_arch"] == "gfx942" and stored[0].facts["target"] == "steady (bench)"
+    with closing(connect(lab["root"] / "release.db")) as conn:
+        (head,) = runs(conn)
+    assert (head.sha, head.ref, head.artifact_path) == (lab["shas"][COMMITS], "release-1", str(lab["head"]))
 
 
 @pytest.mark.docker

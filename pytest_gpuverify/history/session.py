@@ -6,20 +6,20 @@ from __future__ import annotations
 
 from contextlib import closing
 from pathlib import Path
-from typing import Iterable
+from typing import Iterable, Optional
 
 from pytest_gpuverify.history.add import ADDED, KNOWN, REFUSED, add_files
 from pytest_gpuverify.history.db import StoreError, connect
 
 
-def add_session_artifacts(store: Path, artifacts: Iterable[Path]) -> tuple[list[str], bool]:
+def add_session_artifacts(store: Path, artifacts: Iterable[Path], ref: Optional[str] = None) -> tuple[list[str], bool]:
     """Lines for the terminal (what was added; a line per artifact refused), and whether any went wrong."""
     paths = [p for p in artifacts if p.is_file()]
     if not paths:
         return [], False
     try:
         with closing(connect(store)) as conn:
-            results = add_files(conn, paths)
+            results = add_files(conn, paths, ref)
     except StoreError as exc:
         return [f"history not kept: {exc}"], True
     counts = {o: sum(r.outcome == o for r in results) for o in (ADDED, KNOWN, REFUSED)}
