@@ -302,6 +302,10 @@ def test_report_trend_plot_renders_in_chromium(lab, tmp_path):
                  "--ref", "main"]) == 0
     html = page.read_text()
     shas = lab["shas"]
+    nowhere = tmp_path / "none.db"
+    assert main(["report", str(lab["tickets"] / "C8"), "-o", str(tmp_path / "other.html"), "--history",
+                 "--store", str(nowhere)]) == 1  # the page is still written, the missing store named on it
+    assert f"history not shown: {nowhere}: no history store there" in (tmp_path / "other.html").read_text()
     assert html.count(f"{shas[STEP_AT - 1][:12]}..{shas[STEP_AT][:12]}") == 8  # 4 rows: listed and plotted
     shot = tmp_path / "shot.png"
     subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",

@@ -122,7 +122,7 @@ def render(found: list[tuple[Path, Artifact]], problems: list[str], title: str =
 def write_report(dirs: list[Path], out: Path, history_store: Optional[Path] = None, ref: Optional[str] = None) -> int:
     """The page; with ``history_store``, its section of the report's targets' trends (history_section.py)."""
     found, problems = gather(dirs)
-    history = ""
+    history, unread = "", len(problems)
     if history_store is not None:
         from pytest_gpuverify.history.db import StoreError
         from pytest_gpuverify.reporting.history_section import history_for
@@ -132,5 +132,6 @@ def write_report(dirs: list[Path], out: Path, history_store: Optional[Path] = No
         except StoreError as exc:
             problems.append(f"history not shown: {exc}")
     out.write_text(render(found, problems, history=history), encoding="utf-8")
-    print(f"{out}: {len(found)} targets" + (f", {len(problems)} files not read" if problems else ""))
+    print(f"{out}: {len(found)} targets" + (f", {unread} files not read" if unread else "")
+          + ("; " + problems[-1] if len(problems) > unread else ""))
     return 0 if found and not problems else 1
