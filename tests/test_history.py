@@ -349,3 +349,22 @@ def test_a_teams_store_in_a_shared_folder_takes_two_users(lab, second_user, worl
     assert f"{later}: {COMMITS - 4} added, 0 already stored" in proc.stdout.decode()
     with closing(connect(store)) as conn:
         assert count(conn) == COMMITS
+
+
+def test_dirty_and_failed_runs_are_no_result_of_their_commit(tmp_path):
+    from pytest_gpuverify.history.records import StoredRow, StoredRun
+    from pytest_gpuverify.history.store import insert
+
+    def stored(n: int, us: float, verdict: str = "PASS", dirty: bool = False) -> StoredRun:
+        row = StoredRow(shape="M=1", name="t", metric="us", direction="lower", values=[us], median=us, min=us, max=us)
+        return StoredRun(artifact_sha256=f"{n:064x}", artifact_path=f"C{n}/bench_t.json", target="t", topic="t",
+                         facts={"target": "t (bench)"}, sha=f"{n:040x}", ref="main", dirty=dirty,
+                         ts=f"2026-01-01T00:00:{n:02d}Z", verdict=verdict, rows=[row])
+
+    with closing(connect(tmp_path / "h.db")) as conn:
+        for n in range(8):
+            insert(conn, stored(n, 10.0 + 0.01 * (n % 3)))
+        insert(conn, stored(20, 30.0, dirty=True))  # newer, and far off: would be a step if it counted
+        insert(conn, stored(21, 31.0, verdict="FAIL"))
+        (history,) = target_histories(runs(conn, target="t"))
+    assert history.runs == 8 and [len(r.points) for r in history.rows] == [8] and history.rows[0].steps == []

@@ -77,7 +77,7 @@ def run_show(store: Optional[str], target: str, ref: Optional[str]) -> int:
     others = len(found) - sum(h.runs for h in histories)
     print(show(histories) if histories else f"{target}: no PASS run")
     if others:
-        print(f"({others} run(s) not PASS: no result, not plotted)")
+        print(f"({others} run(s) not PASS or of a dirty checkout: no result of their commit, not shown)")
     return 0
 
 

@@ -15,6 +15,7 @@ from pytest_gpuverify.compare.core import DEFAULT_RULE, Rule, call, own_rows, pa
 from pytest_gpuverify.compare.identity import Difference, fact_differences, identity
 from pytest_gpuverify.engine.artifact import Artifact, sha256_file
 from pytest_gpuverify.history.records import StoredRun
+from pytest_gpuverify.history.series import counts
 from pytest_gpuverify.history.store import runs
 
 DEFAULT_LAST = 5
@@ -29,8 +30,8 @@ def base_runs(conn: sqlite3.Connection, head: Artifact, head_sha256: str, ref: O
     mine = identity(head)
     picked, allowed = [], []
     for run in runs(conn, target=head.target.name, ref=ref, verdict="PASS", newest_first=True):
-        if run.artifact_sha256 == head_sha256:
-            continue  # the head itself, already stored
+        if run.artifact_sha256 == head_sha256 or not counts(run):
+            continue  # the head itself, already stored; a dirty checkout's run
         found = fact_differences(run.facts, mine, (run.image_digest, head.image_digest))
         if any(d.field not in may_differ for d in found):
             continue

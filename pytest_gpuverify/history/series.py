@@ -1,6 +1,7 @@
 """A target's history as trends: its PASS runs in time order, grouped into like work (the facts of
 compare/identity.py), per perf row one point per commit (the median of every run at that commit) and
-the steps found in them (steps.py). Runs that are not PASS are no result: they are counted, not plotted."""
+the steps found in them (steps.py). Runs that are not PASS, and runs of a dirty checkout, are no result
+of their commit: they are counted, not plotted."""
 
 from __future__ import annotations
 
@@ -88,8 +89,13 @@ def row_histories(runs: list[StoredRun], rule: Rule = DEFAULT_RULE) -> list[RowH
     return list(found.values())
 
 
+def counts(run: StoredRun) -> bool:
+    """A result of its commit: PASS, and run on the commit itself (a dirty checkout ran other code)."""
+    return run.verdict == "PASS" and not run.dirty
+
+
 def target_histories(runs: list[StoredRun], rule: Rule = DEFAULT_RULE) -> list[TargetHistory]:
-    passing = [r for r in runs if r.verdict == "PASS"]
+    passing = [r for r in runs if counts(r)]
     return [TargetHistory(group[0].label(), group[0].facts, row_histories(group, rule), len(group),
                           sorted({r.ref for r in group if r.ref}))
             for group in like_groups(sorted(passing, key=lambda r: r.ts))]
