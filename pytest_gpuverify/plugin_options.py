@@ -41,9 +41,14 @@ def add_options(parser: pytest.Parser) -> None:
                      help="run a target declared in gpuverify.toml / [tool.gpuverify] (repeatable)")
     group.addoption("--gpu-ci-summary", default=None, metavar="PATH",
                     help="write the job summary (markdown; GitHub's, also under other CI) to PATH")
+    group.addoption("--gpu-history", default=None, metavar="FILE",
+                    help="add each artifact of the session to this history store (SQLite) at its end")
+    group.addoption("--gpu-history-ref", default=None, metavar="REF",
+                    help="the branch or tag the session's commit is on, for --gpu-history (default: the branch "
+                    "checked out, when the commit is on it)")
     group.addoption("--gpu-host-conftest", action="store_true", default=False,
                     help="import a kernel repo's conftest.py files in this (host) session too")
-    for key, default in (("gpu_env", None), ("gpu_arch", None), ("gpu_container", None), ("gpu_window", "2"),
+    for key, default in (("gpu_env", None), ("gpu_history", None), ("gpu_arch", None), ("gpu_container", None), ("gpu_window", "2"),
                          ("gpu_wait", "0"), ("gpu_timeout", "3600")):
         parser.addini(key, f"pytest-gpuverify: default for --{key.replace('_', '-')}", default=default)
     parser.addini("gpu_pytest_paths", "pytest-gpuverify: globs from the rootdir (tests/test_*.py) of test files "

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Optional
 import pytest
 
 from pytest_gpuverify.config.errors import UsageError
-from pytest_gpuverify.plugin_options import build_options
+from pytest_gpuverify.plugin_options import build_options, option_value
 from pytest_gpuverify.stash_keys import (CLAIMS_VARIABLE, DECLARED_KEY, ENGINE_KEY, ENV_KEY, NO_CONFTEST_KEY, REMOTE_KEY,
                                          STORED_KEY, WRITE_PROBLEMS_KEY)
 from pytest_gpuverify.terminal import VerdictSummary, live_line
@@ -209,13 +209,19 @@ class EngineRole(Role):
         return lines or None
 
 
+def verdict_summary(config: pytest.Config, engine) -> VerdictSummary:
+    """The session's summary: its CI markdown (--gpu-ci-summary) and history store (--gpu-history) too."""
+    return VerdictSummary(engine, config.getoption("gpu_ci_summary"), option_value(config, "gpu_history"),
+                          config.getoption("gpu_history_ref"))
+
+
 class Central(EngineRole):
     """A session without xdist: it runs every target and prints the summary."""
 
     def __init__(self, config: pytest.Config, engine: VerifySession) -> None:
         super().__init__(config, engine)
         # the engine's outcomes also hold targets that never reported (stopped by Ctrl-C or SIGTERM)
-        self.helpers.append((VerdictSummary(lambda: engine, config.getoption("gpu_ci_summary")), "gpuverify-summary"))
+        self.helpers.append((verdict_summary(config, lambda: engine), "gpuverify-summary"))
 
     def pytest_collection_modifyitems(self, session: pytest.Session, config: pytest.Config, items: list) -> None:
         from pytest_gpuverify.collectors import GpuTargetItem
@@ -258,7 +264,7 @@ class DistController(Role):
 
     def __init__(self, config: pytest.Config) -> None:
         super().__init__(config)
-        self.summary = VerdictSummary(lambda: None, config.getoption("gpu_ci_summary"))
+        self.summary = verdict_summary(config, lambda: None)
         self.helpers.append((self.summary, "gpuverify-summary"))
         self.claims: Optional[str] = None
 

@@ -77,11 +77,14 @@ class VerdictSummary:
     and prints the gpuverify section of the terminal summary. ``engine()``: this process's session,
     whose outcomes also hold targets that never reported (stopped by Ctrl-C or SIGTERM)."""
 
-    def __init__(self, engine: Callable[[], Optional[object]] = lambda: None, ci_summary: Optional[str] = None) -> None:
+    def __init__(self, engine: Callable[[], Optional[object]] = lambda: None, ci_summary: Optional[str] = None,
+                 history: Optional[str] = None, history_ref: Optional[str] = None) -> None:
         self.verdicts: list[tuple[str, dict]] = []
         self.reported: set[str] = set()  # the node ids in ``verdicts``
         self._engine = engine
         self._ci_summary = ci_summary  # --gpu-ci-summary: the GitHub markdown, written there too
+        self._history = history  # --gpu-history: the store each artifact is added to at the end
+        self._history_ref = history_ref  # --gpu-history-ref: the ref they are stored under
         self.stored: dict[str, str] = {}  # asked artifact path -> where it was written, as xdist workers said
         self.write_problems: list[str] = []  # xdist workers' artifacts not written where asked
 
@@ -134,6 +137,15 @@ class VerdictSummary:
 
         for problem in publish(verdicts, summary_path=self._ci_summary):
             terminalreporter.line(f"gpuverify: {problem}", red=True)
+        if self._history:
+            from pathlib import Path
+
+            from pytest_gpuverify.history.session import add_session_artifacts
+
+            written = [Path(p["gpuverify_artifact"]) for _, p in verdicts if p.get("gpuverify_artifact")]
+            lines, trouble = add_session_artifacts(Path(self._history).expanduser(), written, self._history_ref)
+            for line in lines:
+                terminalreporter.line(f"gpuverify: {line}", red=trouble)
 
 
 def live_line(config):

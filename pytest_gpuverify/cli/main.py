@@ -107,6 +107,15 @@ def _cmd_compare(args: argparse.Namespace) -> int:
               f"name some of: {', '.join(FIELDS)}", file=sys.stderr)
         return 2
     fmt = "json" if args.json else "markdown" if args.markdown else "table"
+    if args.history:
+        from pytest_gpuverify.history.command import run_history_compare
+
+        if args.head is not None or args.last < 1:
+            print("gpuverify compare: --history compares one artifact (the head) against the store's runs: "
+                  "name one file, and --last 1 or more", file=sys.stderr)
+            return 2
+        return run_history_compare(args.store, args.base, args.ref, args.last, Rule(factor=args.factor), fmt,
+                                   may_differ, args.fail_on_inconclusive)
     return run_compare(args.base, args.head, Rule(factor=args.factor), fmt, may_differ, args.fail_on_inconclusive)
 
 
@@ -182,7 +191,52 @@ def _cmd_report(args: argparse.Namespace) -> int:
     if problem:
         print(problem, file=sys.stderr)
         return 2
-    return write_report([Path(d) for d in args.dirs], Path(args.out))
+    store = None
+    if args.history:
+        from pytest_gpuverify.history.command import store_path
+
+        store = store_path(args.store)
+    return write_report([Path(d) for d in args.dirs], Path(args.out), store, args.ref)
+
+
+STORE_HELP = "the history store's file (default $GPUVERIFY_HISTORY, else ~/.local/share/gpuverify/history.db)"
+
+
+def _cmd_history(args: argparse.Namespace) -> int:
+    from pytest_gpuverify.history import command
+
+    if args.history_command == "add":
+        return command.run_add(args.store, args.artifacts, args.ref)
+    if args.history_command == "show":
+        return command.run_show(args.store, args.target, args.ref)
+    if args.history_command == "export":
+        problem = _output_problem("history export", Path(args.output)) if args.output else None
+        if problem:
+            print(problem, file=sys.stderr)
+            return 2
+        return command.run_export(args.store, args.output, args.target)
+    return command.run_import(args.store, args.files)
+
+
+def _history_parser(sub) -> None:
+    hist = sub.add_parser("history", help="the history store: every checked artifact remembered, per commit")
+    hsub = hist.add_subparsers(dest="history_command", required=True)
+    add = hsub.add_parser("add", help="check artifacts and add them (a tampered one is refused; one already "
+                          "stored is kept once)")
+    add.add_argument("artifacts", nargs="+", metavar="ARTIFACT_OR_FOLDER")
+    add.add_argument("--ref", default=None, help="the branch or tag their commit is on (default: the branch checked "
+                     "out in the artifact's repo, when the commit is on it)")
+    show = hsub.add_parser("show", help="per perf row of TARGET: each commit's median, runs and the steps found")
+    show.add_argument("target", help="a target's name (or its topic)")
+    show.add_argument("--ref", default=None, help="only runs on this branch or tag")
+    export = hsub.add_parser("export", help="the store as JSON lines (one run a line)")
+    export.add_argument("-o", "--output", default=None, metavar="FILE", help="write here (default: stdout)")
+    export.add_argument("--target", default=None, help="only this target's runs")
+    imp = hsub.add_parser("import", help="add the runs of JSON lines an export wrote")
+    imp.add_argument("files", nargs="+", metavar="FILE")
+    for each in (add, show, export, imp):
+        each.add_argument("--store", default=None, metavar="FILE", help=STORE_HELP)
+    hist.set_defaults(func=_cmd_history)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -209,7 +263,7 @@ def build_parser() -> argparse.ArgumentParser:
                           description="Only PASS against PASS, of like work, from enough runs. Exit 0: nothing "
                           "REGRESSED; 1: a row REGRESSED (or INCONCLUSIVE, with --fail-on-inconclusive); 2: refused "
                           "(a side not PASS, the sides not like work, an artifact failing gpuverify check) or bad input.")
-    comp.add_argument("base", help="an A/B artifact (rows carry side), or the base's artifact")
+    comp.add_argument("base", help="an A/B artifact (rows carry side), or the base's artifact (with --history: the head's)")
     comp.add_argument("head", nargs="?", default=None, help="the head's artifact")
     comp.add_argument("--factor", type=float, default=1.05,
                       help="the least ratio of the sides' means a call needs, finite and above 1 (default 1.05)")
@@ -218,10 +272,17 @@ def build_parser() -> argparse.ArgumentParser:
                       + ", ".join(FIELDS))
     comp.add_argument("--fail-on-inconclusive", action="store_true",
                       help="exit 1 when a row is INCONCLUSIVE too (default: only REGRESSED fails)")
+    comp.add_argument("--history", action="store_true",
+                      help="compare the one artifact named (the head) against the last PASS runs of like work in "
+                      "the history store (--store)")
+    comp.add_argument("--ref", default=None, help="with --history: only runs on this branch or tag (e.g. main)")
+    comp.add_argument("--last", type=int, default=5, metavar="K", help="with --history: how many runs (default 5)")
+    comp.add_argument("--store", default=None, metavar="FILE", help=STORE_HELP)
     form = comp.add_mutually_exclusive_group()
     form.add_argument("--json", action="store_true")
     form.add_argument("--markdown", action="store_true")
     comp.set_defaults(func=_cmd_compare)
+    _history_parser(sub)
     hand = sub.add_parser("handoff", help="the reviewer's handoff JSON of a ticket folder, every number from its checked artifacts")
     hand.add_argument("ticket_dir")
     hand.add_argument("--base", default=None, metavar="BASE_DIR", help="the base's ticket folder: A/B per matching topic")
@@ -251,6 +312,10 @@ def build_parser() -> argparse.ArgumentParser:
     report = sub.add_parser("report", help="one self-contained HTML page with verdicts, perf rows and plots")
     report.add_argument("dirs", nargs="+", metavar="TICKET_DIR")
     report.add_argument("-o", "--out", required=True, metavar="FILE")
+    report.add_argument("--history", action="store_true",
+                        help="add a history section: the targets' trends across commits from the store (--store)")
+    report.add_argument("--store", default=None, metavar="FILE", help=STORE_HELP)
+    report.add_argument("--ref", default=None, help="with --history: only runs on this branch or tag (e.g. main)")
     report.set_defaults(func=_cmd_report)
     return parser
 

@@ -86,10 +86,16 @@ def identity(art: Artifact) -> dict[str, Optional[str]]:
 
 
 def differences(base: Artifact, head: Artifact) -> list[Difference]:
-    mine, theirs = identity(base), identity(head)
-    if base.image_digest and head.image_digest:  # by content where both know it
-        mine["image"], theirs["image"] = base.image_digest, head.image_digest
-    return [Difference(name, mine[name], theirs[name]) for name in FIELDS if mine[name] != theirs[name]]
+    return fact_differences(identity(base), identity(head), (base.image_digest, head.image_digest))
+
+
+def fact_differences(mine: dict[str, Optional[str]], theirs: dict[str, Optional[str]],
+                     digests: tuple[Optional[str], Optional[str]] = (None, None)) -> list[Difference]:
+    """The facts (as :func:`identity` reads them) that differ; the image by content where both sides'
+    ``digests`` are known."""
+    if digests[0] and digests[1]:
+        mine, theirs = {**mine, "image": digests[0]}, {**theirs, "image": digests[1]}
+    return [Difference(name, mine.get(name), theirs.get(name)) for name in FIELDS if mine.get(name) != theirs.get(name)]
 
 
 def unknown_names(names: Iterable[str]) -> list[str]:

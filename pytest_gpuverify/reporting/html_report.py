@@ -1,6 +1,7 @@
 """``gpuverify report TICKET_DIR... -o report.html``: one self-contained page (inline CSS and SVG, no
-network): a verdict table at the top, then per target (folded in ``<details>``, so 200 targets stay
-readable) the correctness summary, the perf rows and a per-shape plot."""
+network): a verdict table at the top, with ``--history`` the targets' trends across commits below it
+(history_section.py), then per target (folded in ``<details>``, so 200 targets stay readable) the
+correctness summary, the perf rows and a per-shape plot."""
 
 from __future__ import annotations
 
@@ -102,7 +103,8 @@ def _section(i: int, path: Path, art: Artifact, few: bool = False) -> str:
             + perf + (plot or "") + _perf_table(art) + "</details>")
 
 
-def render(found: list[tuple[Path, Artifact]], problems: list[str], title: str = "gpuverify report") -> str:
+def render(found: list[tuple[Path, Artifact]], problems: list[str], title: str = "gpuverify report",
+           history: str = "") -> str:
     counts: dict[str, int] = {}
     for _, art in found:
         counts[art.verdict] = counts.get(art.verdict, 0) + 1
@@ -110,15 +112,26 @@ def render(found: list[tuple[Path, Artifact]], problems: list[str], title: str =
     notes = "".join(f"<li>{escape(p)}</li>" for p in problems)
     return (f'<!DOCTYPE html><html><head><meta charset="utf-8"><title>{escape(title)}</title><style>{CSS}</style>'
             f"</head><body><h1>{escape(title)}</h1><p>{len(found)} targets: {line or 'none'}</p>"
-            + (f"<ul>{notes}</ul>" if notes else "") + _summary_table(found) + "<h2>Targets</h2>"
+            + (f"<ul>{notes}</ul>" if notes else "") + _summary_table(found) + history + "<h2>Targets</h2>"
             + "".join(_section(i, p, a, len(found) <= 10) for i, (p, a) in enumerate(found) if a.verdict == "PASS")
             + "<h2>Targets without a result (not PASS: their perf rows are no result)</h2>"
             + "".join(_section(i, p, a, len(found) <= 10) for i, (p, a) in enumerate(found) if a.verdict != "PASS")
             + "</body></html>\n")
 
 
-def write_report(dirs: list[Path], out: Path) -> int:
+def write_report(dirs: list[Path], out: Path, history_store: Optional[Path] = None, ref: Optional[str] = None) -> int:
+    """The page; with ``history_store``, its section of the report's targets' trends (history_section.py)."""
     found, problems = gather(dirs)
-    out.write_text(render(found, problems), encoding="utf-8")
-    print(f"{out}: {len(found)} targets" + (f", {len(problems)} files not read" if problems else ""))
+    history, unread = "", len(problems)
+    if history_store is not None:
+        from pytest_gpuverify.history.db import StoreError
+        from pytest_gpuverify.reporting.history_section import history_for
+
+        try:
+            history = history_for(history_store, [a.target.name if a.target else a.topic for _, a in found], ref)
+        except StoreError as exc:
+            problems.append(f"history not shown: {exc}")
+    out.write_text(render(found, problems, history=history), encoding="utf-8")
+    print(f"{out}: {len(found)} targets" + (f", {unread} files not read" if unread else "")
+          + ("; " + problems[-1] if len(problems) > unread else ""))
     return 0 if found and not problems else 1

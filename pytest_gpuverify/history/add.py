@@ -1,0 +1,62 @@
+"""Adding artifacts to the store: each is ``gpuverify check``ed first (compare.command.checked: the
+same checks, so a tampered artifact is refused with the check's reason), then stored by its sha256."""
+
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable, Optional
+
+from pytest_gpuverify.compare.command import Refused, checked
+from pytest_gpuverify.records.artifact import Artifact, sha256_file
+from pytest_gpuverify.history.records import commit_of, stored_run
+from pytest_gpuverify.history.store import insert
+from pytest_gpuverify.place.gitstate import git
+
+ADDED, KNOWN, REFUSED = "added", "already stored", "refused"
+
+
+@dataclass(frozen=True)
+class Added:
+    path: Path
+    outcome: str  # ADDED, KNOWN or REFUSED
+    why: str = ""
+
+    def line(self) -> str:
+        return f"{self.path}: {self.outcome}" + (f": {self.why}" if self.why else "")
+
+
+def artifact_files(paths: Iterable[Path]) -> list[Path]:
+    """Each folder's artifacts (bench_*.json), each file as given."""
+    found: list[Path] = []
+    for path in paths:
+        found += sorted(path.glob("bench_*.json")) if path.is_dir() else [path]
+    return found
+
+
+def branch_of(art: Artifact) -> Optional[str]:
+    """The branch checked out in the artifact's repo when its commit is on it; None when unknown
+    (no checkout here, a detached HEAD, a commit not on the branch)."""
+    sha, _ = commit_of(art)
+    repo = next((r for r in art.repos if r.sha == sha), None) if sha else None
+    if repo is None or not Path(repo.path).is_dir():
+        return None
+    branch = (git(Path(repo.path), "symbolic-ref", "--short", "-q", "HEAD") or "").strip()
+    if not branch or git(Path(repo.path), "merge-base", "--is-ancestor", sha or "", "HEAD") is None:
+        return None
+    return branch
+
+
+def add_file(conn: sqlite3.Connection, path: Path, ref: Optional[str] = None) -> Added:
+    try:
+        art = checked(str(path))
+    except Refused as exc:
+        return Added(path, REFUSED, str(exc).removeprefix(f"{path}: "))
+    digest = sha256_file(path)  # read after the check: a file changed since is refused next time
+    run = stored_run(art, path.resolve(), digest, ref or branch_of(art))
+    return Added(path, ADDED if insert(conn, run) else KNOWN)
+
+
+def add_files(conn: sqlite3.Connection, paths: Iterable[Path], ref: Optional[str] = None) -> list[Added]:
+    return [add_file(conn, p, ref) for p in artifact_files(paths)]

@@ -1,0 +1,145 @@
+"""``gpuverify history add|show|export|import`` and ``gpuverify compare --history``: the store's file from
+``--store``, else ``$GPUVERIFY_HISTORY``, else :data:`DEFAULT_STORE`. Exits: 0 done, 1 something
+refused, skipped or REGRESSED, 2 bad input or a store that cannot be used."""
+
+from __future__ import annotations
+
+import os
+import sys
+from contextlib import closing
+from pathlib import Path
+from typing import Optional
+
+from pytest_gpuverify.compare import render
+from pytest_gpuverify.compare.command import Refused, checked, exit_code
+from pytest_gpuverify.compare.core import DEFAULT_RULE, Rule
+from pytest_gpuverify.history.add import ADDED, KNOWN, REFUSED, add_files
+from pytest_gpuverify.history.db import ENV, StoreError, open_store
+
+DEFAULT_STORE = Path("~/.local/share/gpuverify/history.db")
+SHOWN_PROBLEMS = 5  # bad lines named per imported file; the rest counted
+
+
+def store_path(option: Optional[str]) -> Path:
+    """The store named by ``--store``, else ``$GPUVERIFY_HISTORY``, else the default (its folder made)."""
+    if option:
+        return Path(option).expanduser()
+    if os.environ.get(ENV):
+        return Path(os.environ[ENV]).expanduser()
+    path = DEFAULT_STORE.expanduser()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def _fail(command: str, message: str) -> int:
+    print(f"gpuverify {command}: {message}", file=sys.stderr)
+    return 2
+
+
+def run_add(store: Optional[str], paths: list[str], ref: Optional[str]) -> int:
+    from pytest_gpuverify.history.add import artifact_files
+
+    files = artifact_files(Path(p) for p in paths)
+    missing = [p for p in files if not p.exists()]
+    if not files or missing:
+        return _fail("history add", f"{(missing or [Path(paths[0])])[0]}: no artifact (bench_*.json) there")
+    path = store_path(store)
+    try:
+        conn = open_store(path, reading=False)
+    except StoreError as exc:
+        return _fail("history add", str(exc))
+    with closing(conn):
+        results = add_files(conn, files, ref)
+    for result in results:
+        print(result.line())
+    counts = {o: sum(r.outcome == o for r in results) for o in (ADDED, KNOWN, REFUSED)}
+    print(f"{path}: {counts[ADDED]} added, {counts[KNOWN]} already stored, {counts[REFUSED]} refused")
+    return 1 if counts[REFUSED] else 0
+
+
+def run_show(store: Optional[str], target: str, ref: Optional[str]) -> int:
+    from pytest_gpuverify.history.series import target_histories
+    from pytest_gpuverify.history.show import render as show
+    from pytest_gpuverify.history.store import runs, targets
+
+    path = store_path(store)
+    try:
+        conn = open_store(path, reading=True)
+    except StoreError as exc:
+        return _fail("history show", str(exc))
+    with closing(conn):
+        found = runs(conn, target=target, ref=ref)
+        known = targets(conn)
+    if not found:
+        on = f" on {ref}" if ref else ""
+        return _fail("history show", f"{path} holds no run of {target}{on}. It holds: {', '.join(known) or 'nothing'}")
+    histories = target_histories(found)
+    others = len(found) - sum(h.runs for h in histories)
+    print(show(histories) if histories else f"{target}: no PASS run")
+    if others:
+        print(f"({others} run(s) not PASS or of a dirty checkout: no result of their commit, not shown)")
+    return 0
+
+
+def run_export(store: Optional[str], out: Optional[str], target: Optional[str]) -> int:
+    from pytest_gpuverify.history.exchange import export_lines
+
+    path = store_path(store)
+    try:
+        conn = open_store(path, reading=True)
+    except StoreError as exc:
+        return _fail("history export", str(exc))
+    with closing(conn):
+        if out is None:
+            count = export_lines(conn, sys.stdout, target)
+        else:
+            with open(out, "w", encoding="utf-8") as fh:
+                count = export_lines(conn, fh, target)
+    print(f"{path}: {count} run(s) exported" + (f" to {out}" if out else ""), file=sys.stderr)
+    return 0
+
+
+def run_import(store: Optional[str], files: list[str]) -> int:
+    from pytest_gpuverify.history.exchange import import_lines
+
+    missing = [f for f in files if not Path(f).is_file()]
+    if missing:
+        return _fail("history import", f"{missing[0]}: no such file. Fix: name a file gpuverify history export wrote")
+    path = store_path(store)
+    try:
+        conn = open_store(path, reading=False)
+    except StoreError as exc:
+        return _fail("history import", str(exc))
+    bad = 0
+    with closing(conn):
+        for name in files:
+            added, known, problems = import_lines(conn, Path(name))
+            for problem in problems[:SHOWN_PROBLEMS]:
+                print(problem, file=sys.stderr)
+            if len(problems) > SHOWN_PROBLEMS:
+                print(f"{name}: {len(problems) - SHOWN_PROBLEMS} more line(s) skipped", file=sys.stderr)
+            bad += len(problems)
+            print(f"{name}: {added} added, {known} already stored, {len(problems)} line(s) skipped")
+    return 1 if bad else 0
+
+
+def run_history_compare(store: Optional[str], head: str, ref: Optional[str], last: int, rule: Rule = DEFAULT_RULE,
+                        fmt: str = "table", may_differ: frozenset[str] = frozenset(),
+                        fail_on_inconclusive: bool = False) -> int:
+    from pytest_gpuverify.history.compare import against_history
+
+    path = store_path(store)
+    try:
+        conn = open_store(path, reading=True)
+    except StoreError as exc:
+        return _fail("compare", str(exc))
+    try:
+        with closing(conn):
+            result = against_history(conn, str(path), checked(head), head, ref, last, rule, may_differ)
+    except Refused as exc:
+        return _fail("compare", f"refused: {exc}")
+    if not result.pairs:
+        return _fail("compare", f"no perf rows in {head}")
+    print(render.as_json(result) if fmt == "json" else render.markdown(result) if fmt == "markdown"
+          else render.table(result))
+    return exit_code(result.pairs, fail_on_inconclusive)

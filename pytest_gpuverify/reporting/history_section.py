@@ -1,0 +1,49 @@
+"""The report's history section: per target of the report, its trends from the history store
+(history/series.py), each row's plot with its steps, regressions listed first."""
+
+from __future__ import annotations
+
+from html import escape
+from typing import Optional
+
+from pytest_gpuverify.history.series import TargetHistory
+from pytest_gpuverify.reporting.trend_svg import trend_plot
+
+MAX_PLOTS = 24  # rows plotted per target; history show lists them all
+STEP_RULE = ("Steps: an L1 piecewise-constant fit of the per-commit medians (asv's step detection), each "
+             "boundary kept only when gpuverify compare's rule calls the commits on its two sides apart.")
+
+
+def history_section(histories: list[TargetHistory], store: str, ref: Optional[str]) -> str:
+    on = f" on {escape(ref)}" if ref else ""
+    if not histories:
+        return f"<h2 id='history'>History</h2><p>{escape(store)} holds no PASS run{on} of these targets.</p>"
+    parts = [f"<h2 id='history'>History</h2><p>From <code>{escape(store)}</code>{on}. {escape(STEP_RULE)}</p>"]
+    for history in histories:
+        regressions = [(row, step) for row in history.rows for step in row.regressions()]
+        listed = "".join(f"<li class=\"FAIL\">REGRESSED {escape(row.label())}: {escape(row.step_range(step))} "
+                         f"({step.before:.4g} to {step.after:.4g}; {escape(step.why)})</li>" for row, step in regressions)
+        facts = ", ".join(f"{k} {v}" for k, v in history.facts.items() if v and k in ("gpu_model", "gpu_arch", "image"))
+        rows = sorted(history.rows, key=lambda r: not r.regressions())[:MAX_PLOTS]
+        plots = "".join(f"<h5>{escape(row.label())}</h5>" + trend_plot(row) for row in rows)
+        more = (f"<p>{len(history.rows) - MAX_PLOTS} more rows: gpuverify history show {escape(history.target)}</p>"
+                if len(history.rows) > MAX_PLOTS else "")
+        parts.append(f'<details open><summary>{escape(history.target)} <code>{escape(facts)}</code>: {history.runs} '
+                     f"PASS runs, {len(regressions)} regression(s)</summary>"
+                     + (f"<ul>{listed}</ul>" if listed else "") + plots + more + "</details>")
+    return "".join(parts)
+
+
+def history_for(store_path, targets: list[str], ref: Optional[str]) -> str:
+    """The section for ``targets`` from the store at ``store_path`` (StoreError when it cannot be opened)."""
+    from contextlib import closing
+
+    from pytest_gpuverify.history.db import open_store
+    from pytest_gpuverify.history.series import target_histories
+    from pytest_gpuverify.history.store import runs
+
+    histories: list[TargetHistory] = []
+    with closing(open_store(store_path, reading=True)) as conn:
+        for target in dict.fromkeys(targets):
+            histories += target_histories(runs(conn, target=target, ref=ref))
+    return history_section(histories, str(store_path), ref)

@@ -1,0 +1,370 @@
+"""The history store on real SQLite files, filled by real sessions (a bench harness on nine commits of a
+sandbox repo, a 20% slowdown planted at the sixth): adding, once only, a tampered artifact refused, two
+processes writing at once, migrations, export and import, compare against history, the step found, and
+the report's trend plot rendered in headless Chromium."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import struct
+import subprocess
+import sys
+import zlib
+from contextlib import closing
+from pathlib import Path
+
+import pytest
+
+from pytest_gpuverify.cli.main import main
+from pytest_gpuverify.history.db import SCHEMA_VERSION, StoreError, connect
+from pytest_gpuverify.history.series import target_histories
+from pytest_gpuverify.history.steps import find_steps
+from pytest_gpuverify.history.store import count, runs
+
+# One round a line per shape, five rounds a run; TFLOPS (higher is better) inverse to the time.
+HARNESS = '''print("[checkAllclose atol=0.01 rtol=0.01 passed~]")
+print("    M      N      K   us_median    TFLOPS")
+for rnd in range(5):
+    for m, scale in ((1, 1.0), (128, 4.0)):
+        us = {us} * scale * (1 + 0.002 * rnd)
+        print(f"{{m:4d}}   1280   8192   {{us:9.3f}}   {{1000.0 / us:8.3f}}")
+'''
+BEFORE, AFTER, STEP_AT = 10.0, 12.0, 5  # commits 0..4 run at 10 us, 5..8 at 12 us
+COMMITS = 9
+CLI = [sys.executable, "-m", "pytest_gpuverify.cli.main"]
+
+
+def jitter(i: int) -> float:
+    return 1 + 0.003 * ((i * 7) % 5 - 2)  # commit to commit, within 0.6%
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory, docker_client) -> dict:
+    """Nine commits, one session each (ticket C0..C8) that adds its artifact to the store at its end
+    (--gpu-history); then a tenth commit at 14.4 us (ticket HEAD), added to another store only."""
+    from conftest import make_sandbox
+    from test_e2e_kinds import commit
+
+    root = tmp_path_factory.mktemp("history")
+    store = root / "history.db"
+    with make_sandbox(root / "host", docker_client) as box:
+        (box.repo / "gpuverify.toml").write_text('[[targets]]\nname = "steady"\nkind = "bench"\n'
+                                                 'command = "python3 bench/steady.py"\n')
+        shas = []
+        for i in range(COMMITS + 1):
+            us = (BEFORE if i < STEP_AT else AFTER) * jitter(i) if i < COMMITS else 14.4
+            (box.repo / "bench" / "steady.py").write_text(HARNESS.format(us=us))
+            commit(box.repo, f"steady at {us:.3f} us")
+            shas.append(subprocess.run(["git", "-C", str(box.repo), "rev-parse", "HEAD"], capture_output=True,
+                                       text=True, check=True).stdout.strip())
+            ticket = f"C{i}" if i < COMMITS else "HEAD"
+            extra = ("--gpu-history", str(store)) if i < COMMITS else ()
+            if i == COMMITS:  # its own store, under a ref named for it (a CI job on a detached checkout)
+                extra = ("--gpu-history", str(root / "release.db"), "--gpu-history-ref", "release-1")
+            proc = box.pytest("gpuverify.toml", *extra, ticket=ticket)
+            out = proc.stdout.decode()
+            assert proc.returncode == 0, out[-3000:]
+            if i < COMMITS:
+                assert f"gpuverify: history {store}: 1 artifact(s) added, 0 already stored, 0 refused" in out, out[-2000:]
+        yield {"store": store, "tickets": box.tickets, "shas": shas, "root": root,
+               "head": box.tickets / "HEAD" / "bench_steady.json"}
+
+
+def artifacts(lab) -> list[Path]:
+    return [lab["tickets"] / f"C{i}" / "bench_steady.json" for i in range(COMMITS)]
+
+
+@pytest.mark.docker
+def test_each_session_adds_its_artifact_with_commit_and_ref(lab):
+    with closing(connect(lab["store"])) as conn:
+        stored = runs(conn, target="steady")
+    assert [r.sha for r in stored] == lab["shas"][:COMMITS]
+    assert {r.ref for r in stored} == {"main"} and {r.verdict for r in stored} == {"PASS"}
+    first = stored[0].rows[0]
+    assert (first.shape, first.metric, len(first.values)) == ("M=1, N=1280, K=8192", "us", 5)
+    assert first.median == pytest.approx(BEFORE * jitter(0) * 1.004, abs=0.002)
+    assert stored[0].facts["gpu_arch"] == "gfx942" and stored[0].facts["target"] == "steady (bench)"
+    with closing(connect(lab["root"] / "release.db")) as conn:
+        (head,) = runs(conn)
+    assert (head.sha, head.ref, head.artifact_path) == (lab["shas"][COMMITS], "release-1", str(lab["head"]))
+
+
+@pytest.mark.docker
+def test_the_planted_step_is_found_at_its_commit(lab, capsys):
+    with closing(connect(lab["store"])) as conn:
+        (history,) = target_histories(runs(conn, target="steady", ref="main"))
+    shas = lab["shas"]
+    for row in history.rows:  # both shapes, time and TFLOPS: one step each, at the sixth commit
+        (step,) = row.steps
+        assert step.index == STEP_AT and row.points[STEP_AT].sha == shas[STEP_AT]
+        assert step.call == ("REGRESSED"), (row.label(), step)
+        assert row.step_range(step) == f"{shas[STEP_AT - 1][:12]}..{shas[STEP_AT][:12]}"
+    capsys.readouterr()
+    assert main(["history", "show", "steady", "--store", str(lab["store"]), "--ref", "main"]) == 0
+    out = capsys.readouterr().out
+    assert out.count(f"REGRESSED {shas[STEP_AT - 1][:12]}..{shas[STEP_AT][:12]}") == 4, out
+    assert out.startswith("steady: 9 PASS run(s) on main; gpu_model AMD Instinct MI300X, gpu_arch gfx942")
+
+
+def test_step_rule_on_plain_series():
+    flat = [10.0, 10.02, 9.98, 10.01, 9.99, 10.03, 9.97, 10.0, 10.02, 9.99]
+    assert find_steps(flat, "lower") == []
+    up_down = flat[:5] + [v * 1.2 for v in flat[5:10]] + flat[:5]
+    assert [(s.index, s.call) for s in find_steps(up_down, "lower")] == [(5, "REGRESSED"), (10, "IMPROVED")]
+    assert [(s.index, s.call) for s in find_steps(up_down, "higher")] == [(5, "IMPROVED"), (10, "REGRESSED")]
+    late = flat[:6] + [12.0, 12.1, 11.9]  # three commits after: fewer than the rule's four, no call yet
+    assert find_steps(late, "lower") == []
+    small = flat[:5] + [v * 1.03 for v in flat[:5]]  # 3%: within compare's factor 1.05
+    assert find_steps(small, "lower") == []
+    assert find_steps(up_down, None) == []  # direction unknown: never called
+
+
+@pytest.mark.docker
+def test_the_same_artifact_twice_is_added_once(lab, capsys):
+    capsys.readouterr()
+    assert main(["history", "add", str(lab["tickets"] / "C0"), str(artifacts(lab)[1]),
+                 "--store", str(lab["store"])]) == 0
+    out = capsys.readouterr().out
+    assert out.count(": already stored") == 2 and "0 added, 2 already stored, 0 refused" in out
+    with closing(connect(lab["store"])) as conn:
+        assert count(conn) == COMMITS
+
+
+@pytest.mark.docker
+def test_a_tampered_artifact_is_refused(lab, capsys, tmp_path):
+    here = tmp_path / "C3"  # its ticket's folder name: only the edit fails the check
+    shutil.copytree(lab["tickets"] / "C3", here)
+    copy = here / "bench_steady.json"
+    data = json.loads(copy.read_text())
+    data["perf"][0]["us_median"] = 5.0
+    copy.write_text(json.dumps(data, indent=2))
+    store = tmp_path / "h.db"
+    capsys.readouterr()
+    assert main(["history", "add", str(here), "--store", str(store)]) == 1
+    out = capsys.readouterr().out
+    assert f"{copy}: refused: fails gpuverify check" in out and "us_median is 5.0, the raw output gives" in out
+    assert "0 added, 0 already stored, 1 refused" in out
+    with closing(connect(store)) as conn:
+        assert count(conn) == 0
+
+
+@pytest.mark.docker
+def test_two_processes_adding_at_once_lose_nothing(lab, tmp_path):
+    """Both add all nine artifacts at once: nine runs stored, each added by exactly one of them."""
+    store = tmp_path / "both.db"
+    procs = [subprocess.Popen([*CLI, "history", "add", *map(str, artifacts(lab)), "--store",
+                               str(store)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    outs = [p.communicate(timeout=300) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], outs
+    added = [o.count(": added") for o, _ in outs]
+    assert sum(added) == COMMITS and all(o.count(": already stored") + a == COMMITS for (o, _), a in zip(outs, added))
+    with closing(connect(store)) as conn:
+        assert count(conn) == COMMITS
+
+
+@pytest.mark.docker
+def test_two_processes_importing_at_once_lose_nothing(lab, tmp_path):
+    """Two imports of 300 distinct runs each (15 files of 20: a transaction each, so the two interleave),
+    at once, into one file: 600 runs, none lost."""
+    lines = subprocess.run([*CLI, "history", "export", "--store", str(lab["store"])], capture_output=True, text=True,
+                           check=True).stdout.splitlines()
+    parts: list[list[str]] = [[], []]
+    for k in range(2):
+        for f in range(15):
+            part = tmp_path / f"part{k}-{f}.jsonl"
+            with open(part, "w") as fh:
+                for n in range(f * 20, f * 20 + 20):
+                    run = json.loads(lines[n % len(lines)])
+                    run["artifact_sha256"] = f"{k:02x}{n:062x}"
+                    fh.write(json.dumps(run) + "\n")
+            parts[k].append(str(part))
+    store = tmp_path / "imported.db"
+    procs = [subprocess.Popen([*CLI, "history", "import", *parts[k], "--store", str(store)],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for k in range(2)]
+    outs = [p.communicate(timeout=300) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], outs
+    assert all(o.count(": 20 added, 0 already stored, 0 line(s) skipped") == 15 for o, _ in outs), outs
+    with closing(connect(store)) as conn:
+        assert count(conn) == 600
+        assert conn.execute("SELECT count(*) FROM perf").fetchone()[0] == 600 * 4
+        assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+
+
+@pytest.mark.docker
+def test_export_and_import_move_the_history(lab, tmp_path, capsys):
+    out = tmp_path / "history.jsonl"
+    assert main(["history", "export", "--store", str(lab["store"]), "-o", str(out)]) == 0
+    moved = tmp_path / "moved.db"
+    assert main(["history", "import", str(out), "--store", str(moved)]) == 0
+    with closing(connect(lab["store"])) as a, closing(connect(moved)) as b:
+        assert runs(a) == runs(b) and len(runs(b)) == COMMITS
+    broken = tmp_path / "broken.jsonl"
+    good = out.read_text().splitlines()
+    broken.write_text("\n".join([good[0], '{"topic": "x"}', "not json"]) + "\n")
+    capsys.readouterr()
+    assert main(["history", "import", str(broken), "--store", str(tmp_path / "other.db")]) == 1
+    got = capsys.readouterr()
+    assert f"{broken} line 2: not a history record (artifact_sha256: Field required); skipped" in got.err
+    assert f"{broken} line 3: not a history record" in got.err
+    assert f"{broken}: 1 added, 0 already stored, 2 line(s) skipped" in got.out
+
+
+@pytest.mark.docker
+def test_compare_against_the_last_good_runs(lab, capsys):
+    capsys.readouterr()
+    store = str(lab["store"])
+    code = main(["compare", "--history", "--store", store, "--ref", "main", "--last", "4", "--json", str(lab["head"])])
+    doc = json.loads(capsys.readouterr().out)
+    assert code == 1
+    shas = lab["shas"]
+    base_note = doc["notes"][0]
+    assert base_note.startswith(f"base: the last 4 PASS run(s) on main in {store}: {shas[8][:12]}")
+    assert all(s[:12] in base_note for s in shas[5:9]) and shas[4][:12] not in base_note
+    for pair in doc["pairs"]:  # 14.4 us against the runs at 12 us: 20% slower, by time and by TFLOPS
+        assert (pair["call"], len(pair["base"]), len(pair["head"])) == ("REGRESSED", 20, 5), pair
+        assert pair["ratio"] == pytest.approx(1.2 if pair["metric"] == "us" else 1 / 1.2, rel=0.01)
+    assert main(["compare", "--history", "--store", store, "--ref", "release", str(lab["head"])]) == 2
+    assert f"refused: {store} holds no PASS run of steady on release with the head's facts" in capsys.readouterr().err
+    assert main(["compare", "--history", "--store", store, str(lab["head"]), str(lab["head"])]) == 2
+
+
+def test_a_store_of_schema_1_is_migrated(tmp_path):
+    path = tmp_path / "old.db"
+    with closing(connect(path, upto=1)) as conn:
+        conn.execute("INSERT INTO runs (artifact_sha256, artifact_path, target, topic, facts, ts, verdict, watch, added)"
+                     " VALUES (?, 'a.json', 'steady', 'steady', '{}', '2026-01-01T00:00:00Z', 'PASS', '[]', 'now')",
+                     ("a" * 64,))
+        conn.execute("INSERT INTO perf (run_id, shape, name, metric, direction, run_values, median, min, max)"
+                     " VALUES (1, 's', 'n', 'us', 'lower', '[1.0, 2.0]', 1.5, 1.0, 2.0)")
+        assert [r[1] for r in conn.execute("PRAGMA table_info(runs)")].count("ref") == 0
+    with closing(connect(path)) as conn:
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 2
+        (run,) = runs(conn)
+        assert (run.ref, run.rows[0].values) == (None, [1.0, 2.0])
+        conn.execute("PRAGMA user_version = 99")
+    with pytest.raises(StoreError, match="history schema 99 is newer than this gpuverify's"):
+        connect(path)
+
+
+def test_a_store_that_cannot_be_used_is_one_line(tmp_path, capsys):
+    junk = tmp_path / "junk.db"
+    junk.write_bytes(b"not a database at all\n" * 100)
+    assert main(["history", "show", "x", "--store", str(junk)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"gpuverify history show: {junk}: not a usable history store (") and err.count("\n") == 1
+    assert main(["history", "show", "x", "--store", str(tmp_path)]) == 2
+    assert "is a folder. Fix: name a file" in capsys.readouterr().err
+    assert main(["history", "add", str(tmp_path / "none"), "--store", str(tmp_path / "h.db")]) == 2
+    assert "no artifact (bench_*.json) there" in capsys.readouterr().err
+    missing = tmp_path / "none.db"
+    assert main(["history", "export", "--store", str(missing)]) == 2
+    assert f"{missing}: no history store there. Fix: name it with --store" in capsys.readouterr().err
+    assert not missing.exists()  # reading never makes one
+    assert main(["history", "import", str(junk), "--store", str(tmp_path / "h.db")]) == 1
+    err = capsys.readouterr().err
+    assert err.count(": not a history record") == 5 and f"{junk}: " in err and "more line(s) skipped" in err
+
+
+def png_pixels(path: Path) -> list[tuple[int, int, int]]:
+    """The RGB pixels of an 8-bit, non-interlaced PNG (as Chromium writes its screenshots)."""
+    data = path.read_bytes()
+    pos, chunks, header = 8, [], b""
+    while pos < len(data):
+        size, kind = struct.unpack(">I4s", data[pos:pos + 8])
+        body = data[pos + 8:pos + 8 + size]
+        header = body if kind == b"IHDR" else header
+        chunks += [body] if kind == b"IDAT" else []
+        pos += 12 + size
+    width, height, depth, color = struct.unpack(">IIBB", header[:10])
+    assert depth == 8 and color in (2, 6), (depth, color)
+    bpp = 3 if color == 2 else 4
+    raw, stride, rows, prev = zlib.decompress(b"".join(chunks)), width * bpp, [], bytearray(width * bpp)
+    for y in range(height):
+        kind, line = raw[y * (stride + 1)], bytearray(raw[y * (stride + 1) + 1:(y + 1) * (stride + 1)])
+        for i in range(stride):
+            a, b, c = line[i - bpp] if i >= bpp else 0, prev[i], prev[i - bpp] if i >= bpp else 0
+            p = a + b - c
+            pred = {0: 0, 1: a, 2: b, 3: (a + b) // 2,
+                    4: a if abs(p - a) <= abs(p - b) and abs(p - a) <= abs(p - c) else b if abs(p - b) <= abs(p - c) else c}[kind]
+            line[i] = (line[i] + pred) & 0xFF
+        rows.append(line)
+        prev = line
+    return [(r[i], r[i + 1], r[i + 2]) for r in rows for i in range(0, stride, bpp)]
+
+
+@pytest.mark.docker
+def test_report_trend_plot_renders_in_chromium(lab, tmp_path):
+    chromium = shutil.which("chromium")
+    assert chromium, "headless Chromium is needed (apt-get install -y chromium)"
+    page = tmp_path / "report.html"
+    assert main(["report", str(lab["tickets"] / "C8"), "-o", str(page), "--history", "--store", str(lab["store"]),
+                 "--ref", "main"]) == 0
+    html = page.read_text()
+    shas = lab["shas"]
+    nowhere = tmp_path / "none.db"
+    assert main(["report", str(lab["tickets"] / "C8"), "-o", str(tmp_path / "other.html"), "--history",
+                 "--store", str(nowhere)]) == 1  # the page is still written, the missing store named on it
+    assert f"history not shown: {nowhere}: no history store there" in (tmp_path / "other.html").read_text()
+    assert html.count(f"{shas[STEP_AT - 1][:12]}..{shas[STEP_AT][:12]}") == 8  # 4 rows: listed and plotted
+    shot = tmp_path / "shot.png"
+    subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+                    f"--screenshot={shot}", "--window-size=1100,1400", f"file://{page}"],
+                   capture_output=True, timeout=120, check=True)
+    pixels = png_pixels(shot)
+    near = lambda rgb, want: all(abs(x - y) < 40 for x, y in zip(rgb, want))  # noqa: E731
+    trend = sum(near(p, (0x1F, 0x77, 0xB4)) for p in pixels)  # the trend's points and line
+    step = sum(near(p, (0xB0, 0x00, 0x20)) for p in pixels)  # the regression's dashed line and label
+    assert trend > 200 and step > 200, (trend, step)
+
+
+@pytest.mark.docker
+def test_a_teams_store_in_a_shared_folder_takes_two_users(lab, second_user, world_base):
+    """The store made by one user in a setgid group folder is group-writable whatever its umask; another
+    Unix user of the group adds to it (their -wal and -shm files too)."""
+    import os
+
+    team = world_base / "team-history"
+    team.mkdir(exist_ok=True)
+    os.chown(team, 0, second_user.gid)
+    os.chmod(team, 0o2775)
+    records = team / "runs.jsonl"
+    assert main(["history", "export", "--store", str(lab["store"]), "-o", str(records)]) == 0
+    lines = records.read_text().splitlines()
+    records.write_text("\n".join(lines[:4]) + "\n")
+    later = team / "later.jsonl"
+    later.write_text("\n".join(lines[4:]) + "\n")
+    os.chmod(records, 0o644)
+    os.chmod(later, 0o644)
+    store = team / "history.db"
+    old = os.umask(0o022)
+    try:
+        assert main(["history", "import", str(records), "--store", str(store)]) == 0
+    finally:
+        os.umask(old)
+    assert (os.stat(store).st_mode & 0o777, os.stat(store).st_gid) == (0o664, second_user.gid)
+    proc = second_user.run(["python3", "-m", "pytest_gpuverify.cli.main", "history", "import", str(later),
+                            "--store", str(store)])
+    assert proc.returncode == 0, proc.stderr.decode()
+    assert f"{later}: {COMMITS - 4} added, 0 already stored" in proc.stdout.decode()
+    with closing(connect(store)) as conn:
+        assert count(conn) == COMMITS
+
+
+def test_dirty_and_failed_runs_are_no_result_of_their_commit(tmp_path):
+    from pytest_gpuverify.history.records import StoredRow, StoredRun
+    from pytest_gpuverify.history.store import insert
+
+    def stored(n: int, us: float, verdict: str = "PASS", dirty: bool = False) -> StoredRun:
+        row = StoredRow(shape="M=1", name="t", metric="us", direction="lower", values=[us], median=us, min=us, max=us)
+        return StoredRun(artifact_sha256=f"{n:064x}", artifact_path=f"C{n}/bench_t.json", target="t", topic="t",
+                         facts={"target": "t (bench)"}, sha=f"{n:040x}", ref="main", dirty=dirty,
+                         ts=f"2026-01-01T00:00:{n:02d}Z", verdict=verdict, rows=[row])
+
+    with closing(connect(tmp_path / "h.db")) as conn:
+        for n in range(8):
+            insert(conn, stored(n, 10.0 + 0.01 * (n % 3)))
+        insert(conn, stored(20, 30.0, dirty=True))  # newer, and far off: would be a step if it counted
+        insert(conn, stored(21, 31.0, verdict="FAIL"))
+        (history,) = target_histories(runs(conn, target="t"))
+    assert history.runs == 8 and [len(r.points) for r in history.rows] == [8] and history.rows[0].steps == []
