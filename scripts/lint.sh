@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Lint and types (issue 12, item 6): ruff on the package, tests and bench; mypy on the package.
+# Lint and types: ruff on the package, tests and bench; mypy on the package.
 # The rules are in pyproject.toml ([tool.ruff], [tool.mypy]). Exits non-zero on any finding of either.
 set -u
 cd "$(dirname "$0")/.."

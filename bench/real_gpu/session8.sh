@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 10 on the lent H200 (no Docker: --gpu-container none). In one call: 3 runs each of the plugin
+# On the lent H200 (no Docker: --gpu-container none). In one call: 3 runs each of the plugin
 # on one harness target (default options), the bare harness, and pytest's own start with the same
 # plugins in an empty folder; the NVML handoff; a kill -9 of pytest under the session guard; the
 # NVML tests; `gpuverify check` over the ticket folder (exclusivity). Logs go to $OUT.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 10, the performance figures, on the lent H200 in one call, for two checkouts interleaved:
+# The performance figures on the lent H200 in one call, for two checkouts interleaved:
 # $A (before) and $B (after; default: this checkout). (a) 4 rounds of: the plugin run of one harness
 # target (default options, --gpu-container none) with A and with B, the bare harness, pytest's own
 # start with the same plugins in an empty folder with A and with B; the figure plugin - bare -

@@ -6,7 +6,7 @@ command. Every process the run starts carries the run's marker, ``GPUVERIFY_RUN_
 environment (inherited by every descendant, whatever session or process group it moves to), and when
 the command has ended, every live process whose ``/proc/<pid>/environ`` holds that marker is a
 leftover: SIGTERM, SIGKILL after :data:`GRACE_S`. Only processes with the marker are ever signalled,
-so nothing the run did not start is touched (the contract, section 7). A process that clears its own
+so nothing the run did not start is touched. A process that clears its own
 environment before it detaches is not found; none of the usual ways to detach does that.
 
 On the host this module does it (a new process since the command started is the only kind whose

@@ -1,5 +1,5 @@
 """Correctness beyond allclose, read from any line of any output: cosine_sim (>= 0.99 by default,
-contract "8. Additions"), max_abs_error, and what aiter's test_common.py helpers print: logits_diff /
+the documented additions to allclose), max_abs_error, and what aiter's test_common.py helpers print: logits_diff /
 calc_diff, SNR in dB.
 
 :class:`MetricsObserver` is fed every line by every parser. It keeps the worst value printed of

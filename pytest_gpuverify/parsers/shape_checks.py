@@ -92,7 +92,7 @@ class PrintedChecks:
             below = field in HIGHER_IS_BETTER
             if (below and value < limit) or (not below and value > limit):
                 failed = True
-                origin = "the declared limit" if declared is not None else "seed 004's default"
+                origin = "the declared limit" if declared is not None else "the default"
                 self._fail(f"line {lineno}: {label}: {field} {value:g} is {'below' if below else 'above'} "
                            f"{origin} {limit:g}")
         if checked:

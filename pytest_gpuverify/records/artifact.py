@@ -1,6 +1,6 @@
 """The artifact: typed models, atomic writing, and the JSON Schema `gpuverify schema` prints.
 
-Field names follow the contract (section 5). Unknown values are ``None`` (JSON ``null``), never
+Field names are those of the documented artifact format (docs/artifacts.md). Unknown values are ``None`` (JSON ``null``), never
 invented; NaN never reaches the JSON (it is counted in ``nan_count`` and stored as ``null``).
 """
 

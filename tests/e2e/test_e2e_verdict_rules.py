@@ -180,7 +180,7 @@ def test_seed004_lines_are_checks(made):
     assert c.cosine_sim == 0.9987 and c.max_abs_error == pytest.approx(2.3e-04)
     bad = art(made, "seed004-one-bad")
     assert bad.verdict == "FAIL" and rule_reasons(bad) == [
-        "line 5: M=128 N=4096: cosine_sim 0.95 is below seed 004's default 0.99"]
+        "line 5: M=128 N=4096: cosine_sim 0.95 is below the default 0.99"]
     strict = art(made, "seed004-strict")
     assert strict.verdict == "FAIL" and rule_reasons(strict) == [
         "line 5: M=128 N=4096: cosine_sim 0.9987 is below the declared limit 0.999"]

@@ -154,7 +154,7 @@ def test_seed004_output_passes_with_its_shapes(tmp_path, kind):
 @pytest.mark.parametrize("kind", [BENCH, AITER_OP_TEST])
 def test_one_shape_below_the_default_fails(tmp_path, kind):
     v, reasons, c = verdict(tmp_path, seed004(0.95), kind)
-    assert v == "FAIL" and reasons == ["line 5: M=128 N=4096: cosine_sim 0.95 is below seed 004's default 0.99"]
+    assert v == "FAIL" and reasons == ["line 5: M=128 N=4096: cosine_sim 0.95 is below the default 0.99"]
     assert c.checks_failed == 1 and c.checks_passed == 7
 
 
