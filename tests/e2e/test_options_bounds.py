@@ -18,7 +18,7 @@ from pytest_gpuverify.lease.picker import GpuPicker, PickerError
 from pytest_gpuverify.lease.sampler import IdleSampler
 from pytest_gpuverify.simulator import SimState, install
 
-README = Path(pytest_gpuverify.__file__).resolve().parents[1] / "README.md"  # of the code under test
+OPTIONS_DOC = Path(pytest_gpuverify.__file__).resolve().parents[1] / "docs" / "options.md"  # of the code under test
 PICKER_TIMEOUT_S = 20.0  # the GPU tools' own limit (gpu/rocm.py)
 
 
@@ -201,10 +201,10 @@ def test_a_host_command_ignoring_sigterm_is_killed_after_the_grace(tmp_path):
     assert GRACE_S <= 3 and outcome.duration_s < 1 + 5, outcome.duration_s
 
 
-def test_readme_states_what_the_options_do():
+def test_the_options_page_states_what_the_options_do():
     from pytest_gpuverify.execute.bounds import GRACE_S
 
-    text = README.read_text()
+    text = OPTIONS_DOC.read_text()
     rows = {m.group(1): m.group(0) for m in re.finditer(r"^\| `(--[a-z-]+)[^|]*\|.*$", text, re.M)}
     assert "nothing else is collected" not in rows["--gpu-target"]
     assert "path arguments given with it run too" in rows["--gpu-target"]
