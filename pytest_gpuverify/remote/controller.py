@@ -61,7 +61,8 @@ def _plan_on(config: pytest.Config, env: EnvFile, environ, rows, timeout_s: floa
     synced = _paths_and_sync(config, env, up, timeout_s, ssh_config, shared)
     per_host = config.option.numprocesses if isinstance(config.option.numprocesses, int) else None
     config.option.numprocesses = None  # xdist would turn -n into local workers: -n is per host here
-    config.option.tx = tx_specs(up, per_host, ssh_config, timeout_s, checkouts_root(env), shared)
+    facts = {c.row.host: c.facts for c in checks if not c.unreachable}
+    config.option.tx = tx_specs(up, per_host, ssh_config, timeout_s, rootdirs_of(facts, env), shared)
     if config.option.dist == "no":
         config.option.dist = "load"
 
@@ -101,6 +102,12 @@ def _paths_and_sync(config: pytest.Config, env: EnvFile, rows, timeout_s: float,
     args = repo_qualified(list(config.invocation_params.args), config.option.file_or_dir, here, top, row.repo)
     config.invocation_params = dataclasses.replace(config.invocation_params, args=tuple(args))  # what xdist sends
     return synced
+
+
+def rootdirs_of(facts: dict, env: EnvFile) -> dict[str, Optional[str]]:
+    """Each host's rootdir from its own paths; a host that did not say them gets the controller's."""
+    return {host: (said.checkouts_root() if said is not None and said.repos else None) or checkouts_root(env)
+            for host, said in facts.items()}
 
 
 def _target_limit_s(config: pytest.Config, environ) -> float:
