@@ -238,6 +238,12 @@ class DistWorker(EngineRole):
 
         engine.synced = synced_record(config.workerinput)  # type: ignore[attr-defined]  # set by xdist
 
+    def pytest_configure(self, config: pytest.Config) -> None:
+        from pytest_gpuverify.remote.onhost import name_a_lost_controller
+
+        super().pytest_configure(config)
+        self._previous_handlers.update(name_a_lost_controller(config))
+
     def pytest_collection_modifyitems(self, session: pytest.Session, config: pytest.Config, items: list) -> None:
         from pytest_gpuverify.plugin import GpuTargetItem
         from pytest_gpuverify.remote.onhost import tell_controller

@@ -88,6 +88,32 @@ class SshHost:
             self.proc.terminate()
             self.proc.wait(10)
 
+    def kill_sshd(self) -> None:
+        """The host's sshd dies: its listener and every session it serves (SIGKILL), so each ssh
+        connection to the host drops at once; what the sessions started (the workers) stays."""
+        import signal
+
+        assert self.proc is not None
+        doomed = [self.proc.pid]
+        for proc in Path("/proc").glob("[0-9]*"):
+            pid = int(proc.name)
+            try:
+                if os.readlink(proc / "exe") != SSHD:
+                    continue
+                chain = pid
+                while chain > 1 and chain != self.proc.pid:
+                    chain = _parent(chain)
+            except (OSError, IndexError, ValueError):
+                continue
+            if chain == self.proc.pid and pid != self.proc.pid:
+                doomed.append(pid)
+        for pid in doomed:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        self.proc.wait(10)
+
     def lock_files_free(self) -> bool:
         return all(subprocess.run(["flock", "-n", str(p), "true"]).returncode == 0 for p in self.locks.glob("*.lock"))
 

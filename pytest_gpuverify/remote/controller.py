@@ -154,6 +154,9 @@ class RemoteController:
         # the host's stamp before its first target): remote/deadlog.py
         self._exited: list = []  # the gateways of workers that ended cleanly, told to exit at once
         self.shared_ssh: Optional[SharedSsh] = None  # remote/sshmux.py: the hosts' connections of the session, ended at its end
+        from pytest_gpuverify.remote.lost import LostHosts
+
+        self.lost = LostHosts(ssh_timeout_s, ssh_config)  # hosts that stopped answering mid-run (remote/lost.py)
 
     @pytest.hookimpl(optionalhook=True, tryfirst=True)
     def pytest_xdist_make_scheduler(self, config, log):
@@ -231,7 +234,9 @@ class RemoteController:
             self.collector.receive(host_of_spec(node.gateway.spec) or "host", node.gateway.id,
                                    getattr(node, "workeroutput", None) or {})
         if error is not None:
-            self._crashed[node.gateway.id] = host_of_spec(node.gateway.spec) or "?"
+            host = self._crashed[node.gateway.id] = host_of_spec(node.gateway.spec) or "?"
+            if node.gateway.id not in self._cut:
+                self.lost.after_crash(host, _alias_of(node.gateway.spec))
         if self._sched is not None:
             self._sched.worker_down(node)
 
@@ -240,9 +245,14 @@ class RemoteController:
         node = getattr(report, "node", None)
         wid = node.gateway.id if node is not None else "?"
         host = (host_of_spec(node.gateway.spec) if node is not None else None) or self._crashed.get(wid, "?")
-        why = self._cut.get(wid) or f"its worker {wid} on host {host} died mid-run (ssh or the worker's process ended)"
-        reason = (f"{why}; the host's guard stopped the command and its GPU lock went with the worker; "
-                  f"{self._raw_log(node, wid, host, crashitem)}")
+        if host in self.lost.lost and wid not in self._cut:
+            from pytest_gpuverify.remote.placement import topic_of
+
+            reason = self.lost.running_reason(host, self._folders.get(wid, (None, None))[0], self.topic or topic_of(crashitem))
+        else:
+            why = self._cut.get(wid) or f"its worker {wid} on host {host} died mid-run (ssh or the worker's process ended)"
+            reason = (f"{why}; the host's guard stopped the command and its GPU lock went with the worker; "
+                      f"{self._raw_log(node, wid, host, crashitem)}")
         path = self._write_unran(crashitem, host, reason)
         report.user_properties = [*getattr(report, "user_properties", []), *verdict_properties(host, reason, path)]
         report.longrepr = f"INCONCLUSIVE: {crashitem}\n  - {reason}"
@@ -251,6 +261,8 @@ class RemoteController:
     # -- the deadline ------------------------------------------------------------------------------
     def pytest_sessionstart(self, session: pytest.Session) -> None:
         self._dsession = session.config.pluginmanager.get_plugin("dsession")
+        if self._dsession is not None:
+            self.lost.no_restarts_there(self._dsession)
         threading.Thread(target=self._watch, name="gpuverify-remote-deadline", daemon=True).start()
 
     def _watch(self) -> None:
@@ -278,6 +290,10 @@ class RemoteController:
         for line in self.unreachable:
             terminalreporter.write_line(f"gpuverify: {line}; it ran nothing. Fix: check the host is up and "
                                         "`ssh <alias> hostname` answers", red=True)
+        for host, said in self.lost.lost.items():
+            terminalreporter.write_line(f"gpuverify: the connection to host {host} was lost mid-run ({said}); no worker "
+                                        f"was started there again. Fix: check the host is up, then run its targets "
+                                        f"again (`gpuverify merge` takes what it wrote from there)", red=True)
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int):
@@ -306,6 +322,8 @@ class RemoteController:
                 reason = placement.unplaced[index]
             elif host in self.down:
                 reason = f"{self.down[host]}; its targets are tied to it and ran nowhere else"
+            elif host in self.lost.lost:
+                reason = self.lost.unran_reason(host)
             elif host in sched.lost:
                 reason = f"host {host}: its workers all ended (crashed, or cut at the plugin's deadline) before this target ran"
             else:

@@ -108,3 +108,32 @@ def tell_controller(items, engine) -> None:
         from pytest_gpuverify.engine.clock import STAMP_FORMAT
 
         send((FOLDER, str(engine.out_dir), datetime.now(timezone.utc).strftime(STAMP_FORMAT)))
+
+
+CONTROLLER_LOST = "the ssh connection to the controller was lost"
+
+
+def name_a_lost_controller(config) -> dict:
+    """A worker on a GPU host, at its start: execnet stops its work with a SIGINT when its ssh to the
+    controller ends; that stop is named as the lost connection in its artifact, not as Ctrl-C. Returns
+    the handler it replaced (signal -> handler), put back when the worker's role ends."""
+    import signal
+    import threading
+
+    from pytest_gpuverify.execute.base import Terminated
+
+    interactor = next((p for p in config.pluginmanager.get_plugins() if type(p).__name__ == "WorkerInteractor"), None)
+    channel = getattr(interactor, "channel", None)
+    if not serving_host() or channel is None or threading.current_thread() is not threading.main_thread():
+        return {}
+
+    def receiving_ended() -> bool:  # execnet's own flag, set when its reader hit the end of the ssh stream
+        factory = getattr(channel.gateway, "_channelfactory", None)
+        return channel.isclosed() or bool(getattr(factory, "finished", False))
+
+    def on_sigint(signum, frame):
+        if receiving_ended():
+            raise Terminated(CONTROLLER_LOST)
+        raise KeyboardInterrupt
+
+    return {signal.SIGINT: signal.signal(signal.SIGINT, on_sigint)}
