@@ -65,6 +65,7 @@ class SshHost:
     pythonpath: str = str(CHECKOUT)
     repo: Optional[Path] = None  # the host's checkout of the aiter row (None: the shared one, SshHosts.repo)
     umask: Optional[str] = None  # the ssh sessions' umask there (None: sshd's)
+    tickets_in_checkout: bool = False  # its tickets folder lies inside its own checkout (not gitignored)
     sampler_idle_s: float = 15.0  # its background sampler leaves this long after its last reader (tests: soon)
 
     @property
@@ -77,7 +78,7 @@ class SshHost:
 
     @property
     def tickets(self) -> Path:
-        return self.root / "tickets"
+        return self.repo / "gv-tickets" if self.tickets_in_checkout and self.repo else self.root / "tickets"
 
     @property
     def env_path(self) -> Path:
@@ -291,11 +292,13 @@ def start_sshd(host: SshHost, authorized: Path, known_hosts: Path) -> None:
 @contextmanager
 def ssh_hosts(root: Path, client, specs: list[tuple[str, int]], liars: Optional[dict] = None,
               pythonpaths: Optional[dict] = None, python: str = sys.executable, sampler_idle_s: float = 15.0,
-              own_checkouts: Optional[dict[str, str]] = None, umasks: Optional[dict[str, str]] = None):
+              own_checkouts: Optional[dict[str, str]] = None, umasks: Optional[dict[str, str]] = None,
+              tickets_in_checkout: frozenset[str] = frozenset()):
     """Start one sshd host per (name, gpus) in ``specs``; ``liars``: name -> what its `hostname` prints;
     ``python``: the Hosts rows' python (:func:`host_python`: a GPU host's site); ``own_checkouts``:
     name -> a folder under the host's root where it keeps its own clone of the repo (its env file's
-    Repos path; the controller's env file keeps the shared one); ``umasks``: name -> its sessions' umask."""
+    Repos path; the controller's env file keeps the shared one); ``umasks``: name -> its sessions' umask;
+    ``tickets_in_checkout``: names of hosts (with an own checkout) whose tickets folder lies in it."""
     from pytest_gpuverify.simulator import SimState, install
 
     root.mkdir(parents=True, exist_ok=True)
@@ -320,8 +323,10 @@ def ssh_hosts(root: Path, client, specs: list[tuple[str, int]], liars: Optional[
                 host.repo = host.root / (own_checkouts or {})[name]
                 host.repo.parent.mkdir(parents=True)
                 subprocess.run(["git", "clone", "-q", str(repo), str(host.repo)], check=True)
-            for sub in ("locks", "tickets", "tmp"):
+            host.tickets_in_checkout = name in tickets_in_checkout
+            for sub in ("locks", "tmp"):
                 (host.root / sub).mkdir(parents=True)
+            host.tickets.mkdir(parents=True)
             install(host.sim_bin, SimState.idle(gpus=gpus, arch="gfx942"))
             subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(host.root / "ssh_host_ed25519_key")],
                            check=True)

@@ -14,7 +14,7 @@ import pytest
 from pytest_gpuverify.engine.artifact import read_artifact
 
 sys.path.insert(0, str(Path(__file__).parent))
-from sshd_hosts import sshd_unavailable, two_hosts  # noqa: E402,F401  (two_hosts: a fixture)
+from sshd_hosts import sshd_unavailable, two_hosts as two_hosts_fixture  # noqa: E402,F401  (the two_hosts fixture)
 
 pytestmark = pytest.mark.skipif(sshd_unavailable() is not None, reason=sshd_unavailable() or "")
 

@@ -58,10 +58,10 @@ def _plan_on(config: pytest.Config, env: EnvFile, environ, rows, timeout_s: floa
     if not up:
         raise UsageError(rows[0].host, "; ".join(down), "check the host is up and `ssh <alias> hostname` answers",
                          named=True)
-    synced = _paths_and_sync(config, env, up, timeout_s, ssh_config, shared)
+    facts = {c.row.host: c.facts for c in checks if not c.unreachable}
+    synced = _paths_and_sync(config, env, up, facts, timeout_s, ssh_config, shared)
     per_host = config.option.numprocesses if isinstance(config.option.numprocesses, int) else None
     config.option.numprocesses = None  # xdist would turn -n into local workers: -n is per host here
-    facts = {c.row.host: c.facts for c in checks if not c.unreachable}
     config.option.tx = tx_specs(up, per_host, ssh_config, timeout_s, rootdirs_of(facts, env), shared)
     if config.option.dist == "no":
         config.option.dist = "load"
@@ -85,16 +85,22 @@ def _plan_on(config: pytest.Config, env: EnvFile, environ, rows, timeout_s: floa
     return remote
 
 
-def _paths_and_sync(config: pytest.Config, env: EnvFile, rows, timeout_s: float, ssh_config: Optional[str], shared):
-    """--gpu-sync copies the local checkout to the hosts (its record, else None). Path arguments in a
-    local checkout of a Repos row are passed as ``<repo>:<path>``, found in the host's checkout."""
+def _paths_and_sync(config: pytest.Config, env: EnvFile, rows, facts: dict, timeout_s: float, ssh_config: Optional[str],
+                    shared):
+    """--gpu-sync copies the local checkout to the hosts (host -> its record, else None). Path arguments
+    in a local checkout of a Repos row are passed as ``<repo>:<path>``, found in the host's checkout."""
     import dataclasses
     from pathlib import Path
 
     from pytest_gpuverify.remote.sync import local_checkout, repo_qualified, sync_checkout
 
     here = Path(config.invocation_params.dir)
-    synced = sync_checkout(here, env, rows, timeout_s, ssh_config, shared) if config.getoption("gpu_sync") else None
+    synced = None
+    if config.getoption("gpu_sync"):
+        row = local_checkout(here, env)[1]
+        paths = {host: said.repo_path(row.repo) for host, said in facts.items() if said is not None}
+        synced = sync_checkout(here, env, rows, paths, timeout_s, ssh_config, shared,
+                               overwrite=config.getoption("gpu_sync_overwrite"), asked=list(config.option.file_or_dir or []))
     try:
         top, row = local_checkout(here, env)
     except UsageError:
@@ -221,8 +227,9 @@ class RemoteController:
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_configure_node(self, node) -> None:
-        if self.synced is not None:
-            node.workerinput["gpuverify_synced"] = self.synced.model_dump()
+        record = (self.synced or {}).get(host_of_spec(node.gateway.spec) or "")
+        if record is not None:
+            node.workerinput["gpuverify_synced"] = record.model_dump()
 
     # -- who ran where ---------------------------------------------------------------------------
     @pytest.hookimpl(optionalhook=True)
@@ -290,6 +297,11 @@ class RemoteController:
         for line in self.unreachable:
             terminalreporter.write_line(f"gpuverify: {line}; it ran nothing. Fix: check the host is up and "
                                         "`ssh <alias> hostname` answers", red=True)
+        if self.synced:
+            from pytest_gpuverify.remote.sync import sync_lines
+
+            for line in sync_lines(self.synced):
+                terminalreporter.write_line(f"gpuverify: {line}")
         for host, said in self.lost.lost.items():
             terminalreporter.write_line(f"gpuverify: the connection to host {host} was lost mid-run ({said}); no worker "
                                         f"was started there again. Fix: check the host is up, then run its targets "
