@@ -37,17 +37,18 @@ def plan_remote(config: pytest.Config, env: EnvFile, environ) -> Optional["Remot
     if not config.pluginmanager.has_plugin("xdist"):
         raise UsageError("pytest-xdist", f"host {rows[0].host} is reached over SSH ({rows[0].ssh_alias}): that needs "
                          "pytest-xdist, which is not loaded", "pip install pytest-xdist, and do not pass -p no:xdist")
+    limit_s = _target_limit_s(config, environ)  # a bad --gpu-timeout stops the run before any host is asked
     timeout_s, ssh_config = ssh_timeout_s(environ), environ.get(SSH_CONFIG_VARIABLE) or None
     shared = shared_ssh(environ)
     if shared is not None:  # pytest's last cleanup, after every unconfigure (ours waits for the workers' exit)
         aliases = [r.ssh_alias or r.host for r in rows]
         config.add_cleanup(lambda: shared.close(aliases, ssh_config))
-    remote = _plan_on(config, env, environ, rows, timeout_s, ssh_config, shared)
+    remote = _plan_on(config, env, rows, limit_s, timeout_s, ssh_config, shared)
     remote.shared_ssh = shared
     return remote
 
 
-def _plan_on(config: pytest.Config, env: EnvFile, environ, rows, timeout_s: float, ssh_config: Optional[str],
+def _plan_on(config: pytest.Config, env: EnvFile, rows, limit_s: float, timeout_s: float, ssh_config: Optional[str],
              shared) -> "RemoteController":
     checks = check_hosts(rows, env.path, timeout_s, ssh_config, shared)
     wrong = [c for c in checks if c.problem]
@@ -73,7 +74,7 @@ def _plan_on(config: pytest.Config, env: EnvFile, environ, rows, timeout_s: floa
     out_dir, lock = artifact_folder(env, ticket, Path(config.invocation_params.dir))
     from pytest_gpuverify.remote.placement import HostSlots
 
-    remote = RemoteController(down, _target_limit_s(config, environ), timeout_s, ssh_config, synced,
+    remote = RemoteController(down, limit_s, timeout_s, ssh_config, synced,
                               ArtifactCollector(out_dir))
     remote.hosts = [HostSlots(c.row.host, c.row.gpus or 1) for c in checks]  # every host asked for: targets are tied up front
     remote.down = {c.row.host: c.unreachable for c in checks if c.unreachable}
@@ -101,11 +102,16 @@ def _paths_and_sync(config: pytest.Config, env: EnvFile, rows, facts: dict, time
         paths = {host: said.repo_path(row.repo) for host, said in facts.items() if said is not None}
         synced = sync_checkout(here, env, rows, paths, timeout_s, ssh_config, shared,
                                overwrite=config.getoption("gpu_sync_overwrite"), asked=list(config.option.file_or_dir or []))
+    from pytest_gpuverify.remote.workerargs import worker_args
+
+    args = list(config.invocation_params.args)
     try:
         top, row = local_checkout(here, env)
     except UsageError:
-        return synced
-    args = repo_qualified(list(config.invocation_params.args), config.option.file_or_dir, here, top, row.repo)
+        pass  # no checkout here: the paths are the hosts'
+    else:
+        args = repo_qualified(args, config.option.file_or_dir, here, top, row.repo)
+    args = worker_args(args, list(config.option.file_or_dir or []))
     config.invocation_params = dataclasses.replace(config.invocation_params, args=tuple(args))  # what xdist sends
     return synced
 
@@ -117,18 +123,14 @@ def rootdirs_of(facts: dict, env: EnvFile) -> dict[str, Optional[str]]:
 
 
 def _target_limit_s(config: pytest.Config, environ) -> float:
-    def seconds(name: str, default: float) -> float:
-        value = config.getoption(name) or config.getini(name.replace("-", "_"))
-        try:
-            return float(value)
-        except (TypeError, ValueError):
-            return default
+    """A target's longest time on its host: its own limits as the engine reads them (a bad value is the
+    same usage error here as in a local run) and the margin."""
+    from pytest_gpuverify.config.options import check_seconds
+    from pytest_gpuverify.plugin_options import build_options
 
-    try:
-        margin = float(environ.get(MARGIN_VARIABLE, DEADLINE_MARGIN_S))
-    except ValueError:
-        margin = DEADLINE_MARGIN_S
-    return seconds("gpu_timeout", 3600) + seconds("gpu_wait", 0) + seconds("gpu_window", 2) + margin
+    options = build_options(config)
+    margin = check_seconds(MARGIN_VARIABLE, environ.get(MARGIN_VARIABLE, DEADLINE_MARGIN_S))
+    return options.timeout_s + options.wait_s + options.window_s + margin
 
 
 class RemoteController:

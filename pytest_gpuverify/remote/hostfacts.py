@@ -1,12 +1,11 @@
 """What a GPU host says of itself at the preflight (remote/preflight.py runs this there, in the Hosts
-row's Python): its Python's version, and where its own env file keeps the Repos rows' checkouts and
-the tickets folder. Each host keeps its checkouts where it likes, so a worker's rootdir, its node ids
-and ``--gpu-sync``'s target folder come from these answers, never from the controller's env file."""
+row's Python): where its own env file keeps the Repos rows' checkouts and the tickets folder. Each
+host keeps its checkouts where it likes, so a worker's rootdir, its node ids and ``--gpu-sync``'s
+target folder come from these answers, never from the controller's env file."""
 
 from __future__ import annotations
 
 import os
-import sys
 from typing import Optional
 
 from pydantic import BaseModel, ConfigDict
@@ -16,7 +15,6 @@ MARK = "gpuverify-host-facts:"
 
 class HostFacts(BaseModel):
     model_config = ConfigDict(frozen=True, defer_build=True)
-    python: str  # major.minor
     repos: dict[str, str] = {}  # Repos row name -> the checkout's path on the host
     tickets: Optional[str] = None
     problem: Optional[str] = None  # the host's env file did not load: its paths are unknown
@@ -29,19 +27,15 @@ class HostFacts(BaseModel):
         return next((path for name, path in self.repos.items() if name.casefold() == repo.casefold()), None)
 
 
-def python_version() -> str:
-    return f"{sys.version_info[0]}.{sys.version_info[1]}"
-
-
 def host_facts(environ=os.environ) -> HostFacts:
     from pytest_gpuverify.config.envfile import EnvFileError, default_env_path, load_env_file
 
     try:
         env = load_env_file(default_env_path(None, environ))
     except (EnvFileError, OSError, ValueError) as exc:
-        return HostFacts(python=python_version(), problem=str(exc).splitlines()[0][:200])
+        return HostFacts(problem=str(exc).splitlines()[0][:200])
     tickets = env.resources.tickets
-    return HostFacts(python=python_version(), repos={r.repo: str(r.path) for r in env.repos if r.path is not None},
+    return HostFacts(repos={r.repo: str(r.path) for r in env.repos if r.path is not None},
                      tickets=str(tickets.expanduser()) if tickets is not None else None)
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import shlex
+import sys
 import subprocess
 from concurrent.futures import ThreadPoolExecutor
 from typing import Optional
@@ -17,7 +18,7 @@ from pydantic import BaseModel, ConfigDict
 from pytest_gpuverify import __version__
 from pytest_gpuverify.config.envfile import HostRow
 from pytest_gpuverify.config.hosts import same_host
-from pytest_gpuverify.remote.hostfacts import MARK as FACTS_MARK, HostFacts, python_version
+from pytest_gpuverify.remote.hostfacts import MARK as FACTS_MARK, HostFacts
 from pytest_gpuverify.remote.sshmux import SharedSsh, run_ssh
 
 SSH_CONFIG_VARIABLE = "GPUVERIFY_SSH_CONFIG"  # an ssh_config for the aliases (default: ssh's own)
@@ -27,6 +28,7 @@ DEFAULT_SSH_TIMEOUT_S = 10.0
 ALIVE_INTERVAL_S = 5
 ALIVE_COUNT = 3
 _MARK = "gpuverify-preflight:"
+_PYTHON_MARK = "gpuverify-python:"
 
 
 class HostCheck(BaseModel):
@@ -40,15 +42,19 @@ class HostCheck(BaseModel):
     problem: Optional[str] = None
 
 
+def python_version() -> str:
+    return f"{sys.version_info[0]}.{sys.version_info[1]}"
+
+
 def python_of(row: HostRow) -> str:
     return row.python or "python3"
 
 
 def ssh_timeout_s(environ=os.environ) -> float:
-    try:
-        return max(1.0, float(environ.get(SSH_TIMEOUT_VARIABLE, DEFAULT_SSH_TIMEOUT_S)))
-    except ValueError:
-        return DEFAULT_SSH_TIMEOUT_S
+    """$GPUVERIFY_SSH_TIMEOUT (seconds, at least 1); a bad value is a usage error naming it."""
+    from pytest_gpuverify.config.options import check_seconds
+
+    return check_seconds(SSH_TIMEOUT_VARIABLE, environ.get(SSH_TIMEOUT_VARIABLE, DEFAULT_SSH_TIMEOUT_S), minimum=1)
 
 
 def ssh_base(alias: str, timeout_s: float, config: Optional[str], shared: Optional[SharedSsh] = None) -> list[str]:
@@ -66,7 +72,8 @@ def ssh_base(alias: str, timeout_s: float, config: Optional[str], shared: Option
 
 def _probe_script(python: str) -> str:
     # xdist is looked up, not imported: its import is pytest's (0.15 s of CPU on a host starting its workers)
-    probe = ("import sys, importlib.util as u\ntry:\n import pytest_gpuverify\n"
+    probe = ("import sys, importlib.util as u\nprint('" + _PYTHON_MARK + "', '%d.%d' % sys.version_info[:2])\n"
+             "try:\n import pytest_gpuverify\n"
              " if u.find_spec('xdist') is None: raise ImportError('No module named xdist')\n"
              " print('" + _MARK + "', pytest_gpuverify.__version__)\n"
              " from pytest_gpuverify.remote.hostfacts import main\n main()\n"
@@ -97,6 +104,12 @@ def check_host(row: HostRow, env_path, timeout_s: float, config: Optional[str],
             f"`ssh {alias} hostname` printed {hostname!r}, but the Hosts row of {env_path} with that alias is "
             f"{row.host!r}: the alias reaches another machine. Fix: correct the host or ssh alias cell of that "
             "row (run `ssh <alias> hostname` first and match the result to the table)"))
+    said_python = next((ln.split(None, 1)[1].strip() for ln in lines if ln.startswith(_PYTHON_MARK) and " " in ln), None)
+    if said_python is not None and said_python != python_version():  # xdist's workers hang on another version
+        return HostCheck(row=row, hostname=hostname, problem=(
+            f"host {row.host}: {python} there is Python {said_python}, the controller runs Python {python_version()}; "
+            f"xdist's workers need the same version. Fix: put a Python {python_version()} with pytest-gpuverify in "
+            f"the python cell of its Hosts row, or run the controller with Python {said_python}"))
     found = next((ln.split(None, 1)[1].strip() for ln in lines if ln.startswith(_MARK)), "missing")
     fix = f"ssh {alias} {python} -m pip install 'pytest-gpuverify=={__version__}' pytest-xdist"
     if found.startswith("missing"):
@@ -106,13 +119,7 @@ def check_host(row: HostRow, env_path, timeout_s: float, config: Optional[str],
         return HostCheck(row=row, hostname=hostname, problem=(
             f"host {row.host}: pytest-gpuverify {found} is installed for {python} there, the controller has "
             f"{__version__}. Fix: {fix}"))
-    facts = _facts(lines)
-    if facts is not None and facts.python != python_version():  # xdist's workers hang on another version
-        return HostCheck(row=row, hostname=hostname, facts=facts, problem=(
-            f"host {row.host}: {python} there is Python {facts.python}, the controller runs Python "
-            f"{python_version()}; xdist's workers need the same version. Fix: put a Python {python_version()} "
-            f"with pytest-gpuverify in the python cell of its Hosts row, or run the controller with Python {facts.python}"))
-    return HostCheck(row=row, hostname=hostname, facts=facts)
+    return HostCheck(row=row, hostname=hostname, facts=_facts(lines))
 
 
 def _facts(lines: list[str]) -> Optional[HostFacts]:
