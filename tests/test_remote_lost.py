@@ -47,6 +47,7 @@ def test_a_host_lost_mid_run_ends_its_target_inconclusive_with_the_summary(two_h
     out = proc.communicate(timeout=120)[0].decode()
     assert proc.returncode == pytest.ExitCode.TESTS_FAILED, out
     assert "INTERNALERROR" not in out and "HostNotFound" not in out, out
+    assert "replacing crashed worker" not in out and "worker gw0 is not replaced: the connection to host hostB was lost" in out
     summary = out.split("gpuverify ==")[1]
     reason = (f"the connection to host hostB was lost while it ran; its log stays on hostB at "
               f"{folder}/bench_sleep.*.log")

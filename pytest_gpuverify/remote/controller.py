@@ -245,7 +245,7 @@ class RemoteController:
         if error is not None:
             host = self._crashed[node.gateway.id] = host_of_spec(node.gateway.spec) or "?"
             if node.gateway.id not in self._cut:
-                self.lost.after_crash(host, _alias_of(node.gateway.spec))
+                self.lost.after_crash(host, _alias_of(node.gateway.spec), node.gateway.id)
         if self._sched is not None:
             self._sched.worker_down(node)
 

@@ -21,11 +21,12 @@ class LostHosts:
     def __init__(self, timeout_s: float, ssh_config: Optional[str]) -> None:
         self._ssh = (timeout_s, ssh_config)
         self.lost: dict[str, str] = {}  # host -> what its last ssh said
+        self._workers: dict[str, str] = {}  # crashed worker id -> its lost host
 
-    def after_crash(self, host: str, alias: Optional[str]) -> bool:
-        """Whether ``host``, whose worker just crashed, is lost (asked once; a lost host stays lost)."""
+    def after_crash(self, host: str, alias: Optional[str], worker: str) -> bool:
+        """Whether ``host``, whose ``worker`` just crashed, is lost (asked once; a lost host stays lost)."""
         if host in self.lost or not alias:
-            return host in self.lost
+            return self._noted(host, worker)
         timeout_s, config = self._ssh
         try:
             done = run_ssh([*ssh_base(alias, timeout_s, config), "true"], timeout_s + 5)
@@ -37,6 +38,11 @@ class LostHosts:
             if done.returncode == 255:
                 said = (done.stderr.decode("utf-8", errors="replace").strip().splitlines() or ["no message"])[-1]
                 self.lost[host] = f"`ssh {alias}` failed ({said[:160]})"
+        return self._noted(host, worker)
+
+    def _noted(self, host: str, worker: str) -> bool:
+        if host in self.lost:
+            self._workers[worker] = host
         return host in self.lost
 
     def no_restarts_there(self, dsession) -> None:
@@ -54,6 +60,17 @@ class LostHosts:
             return clone(node)
 
         dsession._clone_node = clone_unless_lost
+        report_line = getattr(dsession, "report_line", None)
+        if report_line is None:
+            return
+
+        def say_not_replaced(line: str) -> None:  # xdist says it replaces the worker before it asks for the clone
+            words = line.split()
+            host = self._workers.get(words[-1]) if line.strip().startswith("replacing crashed worker") else None
+            report_line(line if host is None else f"\nworker {words[-1]} is not replaced: the connection to host "
+                        f"{host} was lost")
+
+        dsession.report_line = say_not_replaced
 
     @staticmethod
     def running_reason(host: str, folder: Optional[str], topic: str) -> str:
