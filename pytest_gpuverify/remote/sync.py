@@ -3,7 +3,7 @@ checkout's files as git sees them (remote/syncfiles.py) are copied with ``rsync`
 alias into the host's own checkout of its Repos row (the path the host's env file gives).
 
 Nothing of the host's is lost without a word: a change in the host's checkout that no earlier sync
-made (an edit, a new file, a deletion: remote/synchost.py compares with the last sync's manifest)
+made (an edit, a new file: remote/synchost.py compares with the last sync's manifest)
 stops the run naming the files, unless ``--gpu-sync-overwrite``; files the local checkout no longer
 has are deleted there and listed; the host's tickets folder, scratch, build outputs and caches are
 never touched; copied files get modes no wider than the host session's umask.
@@ -122,10 +122,11 @@ def _copy(host: HostRow, top: Path, host_path: str, files: list[str], timeout_s:
 
 
 def host_changes(state: CheckoutState, copying: dict[str, str]) -> list[str]:
-    """The changes in the host's checkout that no earlier sync made and this one would lose: a path
-    whose content is neither what the last sync wrote nor what this one brings."""
+    """The changes in the host's checkout that no earlier sync made and this one would lose: a file
+    whose content is neither what the last sync wrote nor what this one brings (a file deleted there
+    loses nothing when it comes back)."""
     last = state.manifest or {}
-    return sorted(p for p, sha in state.changes.items() if sha != last.get(p) and sha != copying.get(p))
+    return sorted(p for p, sha in state.changes.items() if sha is not None and sha != last.get(p) and sha != copying.get(p))
 
 
 def sync_checkout(here: Path, env: EnvFile, hosts: list[HostRow], host_paths: dict[str, Optional[str]],

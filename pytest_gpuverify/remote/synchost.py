@@ -85,6 +85,12 @@ def checkout_state(top: Path) -> CheckoutState:
     return CheckoutState(visible=visible, changes=changes, manifest=manifest, umask=_umask())
 
 
+def _within(root: str, path: Path) -> bool:
+    """``path`` (links resolved) is ``root`` or lies under it: a listed name never reaches outside the checkout."""
+    real = os.path.realpath(path)
+    return os.path.commonpath([root, real]) == root
+
+
 def finish(top: Path, decision: Finish) -> list[str]:
     """Delete, narrow modes, write the manifest; the paths removed."""
     protected = protected_folders(top)
@@ -92,12 +98,12 @@ def finish(top: Path, decision: Finish) -> list[str]:
     removed = []
     for rel in decision.delete:
         full = top / rel
-        if excluded(rel, protected) or not os.path.realpath(full.parent).startswith(root) or not os.path.lexists(full):
+        if excluded(rel, protected) or not _within(root, full.parent) or not os.path.lexists(full):
             continue
         full.unlink()
         removed.append(rel)
         folder = full.parent
-        while folder != top and os.path.realpath(folder).startswith(root + os.sep):
+        while folder != top and _within(root, folder) and os.path.realpath(folder) != root:
             try:
                 folder.rmdir()  # only when empty
             except OSError:
