@@ -14,9 +14,15 @@ import pytest
 from pytest_gpuverify.engine.artifact import read_artifact
 
 sys.path.insert(0, str(Path(__file__).parent))
-from sshd_hosts import sshd_unavailable, two_hosts as two_hosts_fixture  # noqa: E402,F401  (the two_hosts fixture)
+from sshd_hosts import ssh_hosts, sshd_unavailable  # noqa: E402
 
 pytestmark = pytest.mark.skipif(sshd_unavailable() is not None, reason=sshd_unavailable() or "")
+
+
+@pytest.fixture
+def two_hosts(tmp_path_factory, docker_client):
+    with ssh_hosts(tmp_path_factory.mktemp("sshd"), docker_client, [("hostA", 1), ("hostB", 1)]) as hosts:
+        yield hosts
 
 
 def _wait_for(predicate, proc, what: str, limit_s: float = 120) -> None:
