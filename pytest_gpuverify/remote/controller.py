@@ -88,12 +88,13 @@ def _plan_on(config: pytest.Config, env: EnvFile, rows, limit_s: float, timeout_
 
 def _paths_and_sync(config: pytest.Config, env: EnvFile, rows, facts: dict, timeout_s: float, ssh_config: Optional[str],
                     shared):
-    """--gpu-sync copies the local checkout to the hosts (host -> its record, else None). Path arguments
-    in a local checkout of a Repos row are passed as ``<repo>:<path>``, found in the host's checkout."""
+    """--gpu-sync copies the local checkout to the hosts (host -> its record, else None); the command
+    line the workers get (remote/workerargs.py)."""
     import dataclasses
     from pathlib import Path
 
-    from pytest_gpuverify.remote.sync import local_checkout, repo_qualified, sync_checkout
+    from pytest_gpuverify.remote.sync import local_checkout, sync_checkout
+    from pytest_gpuverify.remote.workerargs import args_for_hosts
 
     here = Path(config.invocation_params.dir)
     synced = None
@@ -102,16 +103,7 @@ def _paths_and_sync(config: pytest.Config, env: EnvFile, rows, facts: dict, time
         paths = {host: said.repo_path(row.repo) for host, said in facts.items() if said is not None}
         synced = sync_checkout(here, env, rows, paths, timeout_s, ssh_config, shared,
                                overwrite=config.getoption("gpu_sync_overwrite"), asked=list(config.option.file_or_dir or []))
-    from pytest_gpuverify.remote.workerargs import worker_args
-
-    args = list(config.invocation_params.args)
-    try:
-        top, row = local_checkout(here, env)
-    except UsageError:
-        pass  # no checkout here: the paths are the hosts'
-    else:
-        args = repo_qualified(args, config.option.file_or_dir, here, top, row.repo)
-    args = worker_args(args, list(config.option.file_or_dir or []))
+    args = args_for_hosts(list(config.invocation_params.args), list(config.option.file_or_dir or []), here, env)
     config.invocation_params = dataclasses.replace(config.invocation_params, args=tuple(args))  # what xdist sends
     return synced
 
