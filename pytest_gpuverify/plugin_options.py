@@ -25,6 +25,8 @@ def add_options(parser: pytest.Parser) -> None:
     group.addoption("--gpu-host", default=None, metavar="NAME", help="a Hosts row by name")
     group.addoption("--gpu-hosts", default=None, metavar="all|A,B|ARCH", help="spread the targets over these GPU hosts (SSH)")
     group.addoption("--gpu-sync", action="store_true", default=False, help="rsync the local checkout to the GPU host(s) first")
+    group.addoption("--gpu-sync-overwrite", action="store_true", default=False,
+                    help="--gpu-sync may replace and delete changes made in the host's checkout (listed)")
     group.addoption("--gpu-container", default=None, metavar="NAME", help="container to run in (skips resolution)")
     group.addoption("--gpu-window", default=None, metavar="S", help="idle sampling window in seconds (default 2)")
     group.addoption("--gpu-wait", default=None, metavar="S", help="longest wait for an idle GPU before NO_GPU (default 0)")

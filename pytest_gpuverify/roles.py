@@ -239,6 +239,12 @@ class DistWorker(EngineRole):
 
         engine.synced = synced_record(config.workerinput)  # type: ignore[attr-defined]  # set by xdist
 
+    def pytest_configure(self, config: pytest.Config) -> None:
+        from pytest_gpuverify.remote.onhost import name_a_lost_controller
+
+        super().pytest_configure(config)
+        self._previous_handlers.update(name_a_lost_controller(config))
+
     def pytest_collection_modifyitems(self, session: pytest.Session, config: pytest.Config, items: list) -> None:
         from pytest_gpuverify.collectors import GpuTargetItem
         from pytest_gpuverify.remote.onhost import tell_controller
@@ -315,10 +321,23 @@ class RemoteDistController(DistController):
 
     def __init__(self, config: pytest.Config, remote: RemoteController) -> None:
         super().__init__(config)
+        self.remote = remote
         self.helpers.insert(0, (remote, "gpuverify-remote"))  # before the summary: its lines print after the summary's
 
     def pytest_configure(self, config: pytest.Config) -> None:
         """No claims folder: it would be a path on this host."""
+
+    @pytest.hookimpl(optionalhook=True, trylast=True)
+    def pytest_testnodedown(self, node, error) -> None:
+        """The summary names each artifact's copy here, taken in as the worker ended (remote/collect.py),
+        not its path on the host."""
+        super().pytest_testnodedown(node, error)
+        collector = self.remote.collector
+        output = getattr(node, "workeroutput", None) or {}
+        for asked, stored in (output.get(STORED_KEY) or {}).items():
+            local = collector.local_paths.get((node.gateway.id, Path(stored).name)) if collector else None
+            if local is not None:
+                self.summary.stored[asked] = str(local)
 
 
 def _terminate_like_ctrl_c() -> dict:

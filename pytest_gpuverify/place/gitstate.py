@@ -73,6 +73,13 @@ def changes(top: Path, own: Iterable[Path] = ()) -> Optional[list[tuple[str, str
     return found
 
 
+def status_paths(top: Path) -> Optional[list[str]]:
+    """Every path ``git status`` names in the checkout ``top``, each untracked file on its own (not
+    its folder), ignored files left out; None when git cannot tell."""
+    out = git(top, "status", "--porcelain=v1", "-z", "--untracked-files=all")
+    return [name for _, name in _entries(out)] if out is not None else None
+
+
 def tracked_changes(path: Path) -> Optional[frozenset[str]]:
     """The tracked files that differ from HEAD in the checkout holding ``path``; None when git cannot tell."""
     top = git_toplevel(path)

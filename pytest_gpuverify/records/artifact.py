@@ -260,6 +260,9 @@ class SyncRecord(_Model):
     dirty_paths: list[str] = Field(default_factory=list)
     files: int = 0
     files_sha256: str = ""
+    ignored_copied: list[str] = Field(default_factory=list)  # gitignored files copied because the run named them
+    removed: list[str] = Field(default_factory=list)  # files deleted in the host's checkout: the local one has them no more
+    replaced: list[str] = Field(default_factory=list)  # the host's own changes replaced (--gpu-sync-overwrite)
 
 
 class RunSlice(_Model):

@@ -52,6 +52,7 @@ class ArtifactCollector:
         self.problems: list[str] = []  # each a line naming the file (or the host, for a file left there)
         self._received: set[str] = set()  # worker ids: xdist reports an interrupted worker's end twice
         self._loading: Optional[Background[None]] = None  # warm()'s
+        self.local_paths: dict[tuple[str, str], Path] = {}  # (worker, artifact's file name on its host) -> its copy here
 
     def warm(self) -> None:
         """Load what taking files in needs (merge, check, the artifact's validator) in a thread, once,
@@ -81,7 +82,9 @@ class ArtifactCollector:
             for name, content in files:
                 if "/" not in name and name not in ("", ".", ".."):  # a name, never a path
                     (folder / name).write_bytes(content)
-            merge([folder], self.out_dir, keep_all=True, say=said.append)
+            taken: dict[Path, Path] = {}
+            merge([folder], self.out_dir, keep_all=True, say=said.append, taken=taken)
+            self.local_paths.update({(worker, source.name): local for source, local in taken.items()})
         except OSError as exc:  # the files stay on the host: `gpuverify merge` from there
             said.append(f"host {host}: the files of worker {worker} were not taken into {self.out_dir}: {exc}")
         finally:

@@ -37,17 +37,18 @@ def plan_remote(config: pytest.Config, env: EnvFile, environ) -> Optional["Remot
     if not config.pluginmanager.has_plugin("xdist"):
         raise UsageError("pytest-xdist", f"host {rows[0].host} is reached over SSH ({rows[0].ssh_alias}): that needs "
                          "pytest-xdist, which is not loaded", "pip install pytest-xdist, and do not pass -p no:xdist")
+    limit_s = _target_limit_s(config, environ)  # a bad --gpu-timeout stops the run before any host is asked
     timeout_s, ssh_config = ssh_timeout_s(environ), environ.get(SSH_CONFIG_VARIABLE) or None
     shared = shared_ssh(environ)
     if shared is not None:  # pytest's last cleanup, after every unconfigure (ours waits for the workers' exit)
         aliases = [r.ssh_alias or r.host for r in rows]
         config.add_cleanup(lambda: shared.close(aliases, ssh_config))
-    remote = _plan_on(config, env, environ, rows, timeout_s, ssh_config, shared)
+    remote = _plan_on(config, env, rows, limit_s, timeout_s, ssh_config, shared)
     remote.shared_ssh = shared
     return remote
 
 
-def _plan_on(config: pytest.Config, env: EnvFile, environ, rows, timeout_s: float, ssh_config: Optional[str],
+def _plan_on(config: pytest.Config, env: EnvFile, rows, limit_s: float, timeout_s: float, ssh_config: Optional[str],
              shared) -> "RemoteController":
     checks = check_hosts(rows, env.path, timeout_s, ssh_config, shared)
     wrong = [c for c in checks if c.problem]
@@ -58,10 +59,11 @@ def _plan_on(config: pytest.Config, env: EnvFile, environ, rows, timeout_s: floa
     if not up:
         raise UsageError(rows[0].host, "; ".join(down), "check the host is up and `ssh <alias> hostname` answers",
                          named=True)
-    synced = _paths_and_sync(config, env, up, timeout_s, ssh_config, shared)
+    facts = {c.row.host: c.facts for c in checks if not c.unreachable}
+    synced = _paths_and_sync(config, env, up, facts, timeout_s, ssh_config, shared)
     per_host = config.option.numprocesses if isinstance(config.option.numprocesses, int) else None
     config.option.numprocesses = None  # xdist would turn -n into local workers: -n is per host here
-    config.option.tx = tx_specs(up, per_host, ssh_config, timeout_s, checkouts_root(env), shared)
+    config.option.tx = tx_specs(up, per_host, ssh_config, timeout_s, rootdirs_of(facts, env), shared)
     if config.option.dist == "no":
         config.option.dist = "load"
 
@@ -72,7 +74,7 @@ def _plan_on(config: pytest.Config, env: EnvFile, environ, rows, timeout_s: floa
     out_dir, lock = artifact_folder(env, ticket, Path(config.invocation_params.dir))
     from pytest_gpuverify.remote.placement import HostSlots
 
-    remote = RemoteController(down, _target_limit_s(config, environ), timeout_s, ssh_config, synced,
+    remote = RemoteController(down, limit_s, timeout_s, ssh_config, synced,
                               ArtifactCollector(out_dir))
     remote.hosts = [HostSlots(c.row.host, c.row.gpus or 1) for c in checks]  # every host asked for: targets are tied up front
     remote.down = {c.row.host: c.unreachable for c in checks if c.unreachable}
@@ -84,38 +86,43 @@ def _plan_on(config: pytest.Config, env: EnvFile, environ, rows, timeout_s: floa
     return remote
 
 
-def _paths_and_sync(config: pytest.Config, env: EnvFile, rows, timeout_s: float, ssh_config: Optional[str], shared):
-    """--gpu-sync copies the local checkout to the hosts (its record, else None). Path arguments in a
-    local checkout of a Repos row are passed as ``<repo>:<path>``, found in the host's checkout."""
+def _paths_and_sync(config: pytest.Config, env: EnvFile, rows, facts: dict, timeout_s: float, ssh_config: Optional[str],
+                    shared):
+    """--gpu-sync copies the local checkout to the hosts (host -> its record, else None); the command
+    line the workers get (remote/workerargs.py)."""
     import dataclasses
     from pathlib import Path
 
-    from pytest_gpuverify.remote.sync import local_checkout, repo_qualified, sync_checkout
+    from pytest_gpuverify.remote.sync import local_checkout, sync_checkout
+    from pytest_gpuverify.remote.workerargs import args_for_hosts
 
     here = Path(config.invocation_params.dir)
-    synced = sync_checkout(here, env, rows, timeout_s, ssh_config, shared) if config.getoption("gpu_sync") else None
-    try:
-        top, row = local_checkout(here, env)
-    except UsageError:
-        return synced
-    args = repo_qualified(list(config.invocation_params.args), config.option.file_or_dir, here, top, row.repo)
+    synced = None
+    if config.getoption("gpu_sync"):
+        row = local_checkout(here, env)[1]
+        paths = {host: said.repo_path(row.repo) for host, said in facts.items() if said is not None}
+        synced = sync_checkout(here, env, rows, paths, timeout_s, ssh_config, shared,
+                               overwrite=config.getoption("gpu_sync_overwrite"), asked=list(config.option.file_or_dir or []))
+    args = args_for_hosts(list(config.invocation_params.args), list(config.option.file_or_dir or []), here, env)
     config.invocation_params = dataclasses.replace(config.invocation_params, args=tuple(args))  # what xdist sends
     return synced
 
 
-def _target_limit_s(config: pytest.Config, environ) -> float:
-    def seconds(name: str, default: float) -> float:
-        value = config.getoption(name) or config.getini(name.replace("-", "_"))
-        try:
-            return float(value)
-        except (TypeError, ValueError):
-            return default
+def rootdirs_of(facts: dict, env: EnvFile) -> dict[str, Optional[str]]:
+    """Each host's rootdir from its own paths; a host that did not say them gets the controller's."""
+    return {host: (said.checkouts_root() if said is not None and said.repos else None) or checkouts_root(env)
+            for host, said in facts.items()}
 
-    try:
-        margin = float(environ.get(MARGIN_VARIABLE, DEADLINE_MARGIN_S))
-    except ValueError:
-        margin = DEADLINE_MARGIN_S
-    return seconds("gpu_timeout", 3600) + seconds("gpu_wait", 0) + seconds("gpu_window", 2) + margin
+
+def _target_limit_s(config: pytest.Config, environ) -> float:
+    """A target's longest time on its host: its own limits as the engine reads them (a bad value is the
+    same usage error here as in a local run) and the margin."""
+    from pytest_gpuverify.config.options import check_seconds
+    from pytest_gpuverify.plugin_options import build_options
+
+    options = build_options(config)
+    margin = check_seconds(MARGIN_VARIABLE, environ.get(MARGIN_VARIABLE, DEADLINE_MARGIN_S))
+    return options.timeout_s + options.wait_s + options.window_s + margin
 
 
 class RemoteController:
@@ -147,6 +154,9 @@ class RemoteController:
         # the host's stamp before its first target): remote/deadlog.py
         self._exited: list = []  # the gateways of workers that ended cleanly, told to exit at once
         self.shared_ssh: Optional[SharedSsh] = None  # remote/sshmux.py: the hosts' connections of the session, ended at its end
+        from pytest_gpuverify.remote.lost import LostHosts
+
+        self.lost = LostHosts(ssh_timeout_s, ssh_config)  # hosts that stopped answering mid-run (remote/lost.py)
 
     @pytest.hookimpl(optionalhook=True, tryfirst=True)
     def pytest_xdist_make_scheduler(self, config, log):
@@ -211,8 +221,9 @@ class RemoteController:
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_configure_node(self, node) -> None:
-        if self.synced is not None:
-            node.workerinput["gpuverify_synced"] = self.synced.model_dump()
+        record = (self.synced or {}).get(host_of_spec(node.gateway.spec) or "")
+        if record is not None:
+            node.workerinput["gpuverify_synced"] = record.model_dump()
 
     # -- who ran where ---------------------------------------------------------------------------
     @pytest.hookimpl(optionalhook=True)
@@ -224,7 +235,9 @@ class RemoteController:
             self.collector.receive(host_of_spec(node.gateway.spec) or "host", node.gateway.id,
                                    getattr(node, "workeroutput", None) or {})
         if error is not None:
-            self._crashed[node.gateway.id] = host_of_spec(node.gateway.spec) or "?"
+            host = self._crashed[node.gateway.id] = host_of_spec(node.gateway.spec) or "?"
+            if node.gateway.id not in self._cut:
+                self.lost.after_crash(host, _alias_of(node.gateway.spec), node.gateway.id)
         if self._sched is not None:
             self._sched.worker_down(node)
 
@@ -233,9 +246,14 @@ class RemoteController:
         node = getattr(report, "node", None)
         wid = node.gateway.id if node is not None else "?"
         host = (host_of_spec(node.gateway.spec) if node is not None else None) or self._crashed.get(wid, "?")
-        why = self._cut.get(wid) or f"its worker {wid} on host {host} died mid-run (ssh or the worker's process ended)"
-        reason = (f"{why}; the host's guard stopped the command and its GPU lock went with the worker; "
-                  f"{self._raw_log(node, wid, host, crashitem)}")
+        if host in self.lost.lost and wid not in self._cut:
+            from pytest_gpuverify.remote.placement import topic_of
+
+            reason = self.lost.running_reason(host, self._folders.get(wid, (None, None))[0], self.topic or topic_of(crashitem))
+        else:
+            why = self._cut.get(wid) or f"its worker {wid} on host {host} died mid-run (ssh or the worker's process ended)"
+            reason = (f"{why}; the host's guard stopped the command and its GPU lock went with the worker; "
+                      f"{self._raw_log(node, wid, host, crashitem)}")
         path = self._write_unran(crashitem, host, reason)
         report.user_properties = [*getattr(report, "user_properties", []), *verdict_properties(host, reason, path)]
         report.longrepr = f"INCONCLUSIVE: {crashitem}\n  - {reason}"
@@ -244,6 +262,8 @@ class RemoteController:
     # -- the deadline ------------------------------------------------------------------------------
     def pytest_sessionstart(self, session: pytest.Session) -> None:
         self._dsession = session.config.pluginmanager.get_plugin("dsession")
+        if self._dsession is not None:
+            self.lost.no_restarts_there(self._dsession)
         threading.Thread(target=self._watch, name="gpuverify-remote-deadline", daemon=True).start()
 
     def _watch(self) -> None:
@@ -271,6 +291,15 @@ class RemoteController:
         for line in self.unreachable:
             terminalreporter.write_line(f"gpuverify: {line}; it ran nothing. Fix: check the host is up and "
                                         "`ssh <alias> hostname` answers", red=True)
+        if self.synced:
+            from pytest_gpuverify.remote.sync import sync_lines
+
+            for line in sync_lines(self.synced):
+                terminalreporter.write_line(f"gpuverify: {line}")
+        for host, said in self.lost.lost.items():
+            terminalreporter.write_line(f"gpuverify: the connection to host {host} was lost mid-run ({said}); no worker "
+                                        f"was started there again. Fix: check the host is up, then run its targets "
+                                        f"again (`gpuverify merge` takes what it wrote from there)", red=True)
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int):
@@ -299,6 +328,8 @@ class RemoteController:
                 reason = placement.unplaced[index]
             elif host in self.down:
                 reason = f"{self.down[host]}; its targets are tied to it and ran nowhere else"
+            elif host in self.lost.lost:
+                reason = self.lost.unran_reason(host)
             elif host in sched.lost:
                 reason = f"host {host}: its workers all ended (crashed, or cut at the plugin's deadline) before this target ran"
             else:

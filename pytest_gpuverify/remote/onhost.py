@@ -8,17 +8,11 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Optional
 
 from pytest_gpuverify.config.envfile import EnvFile
-from pytest_gpuverify.remote.txspec import HOST_VARIABLE
+from pytest_gpuverify.remote.txspec import serving_host
 
 
-def serving_host(environ=os.environ) -> Optional[str]:
-    """The Hosts row this process serves as an xdist worker started over SSH, else None."""
-    if environ.get("PYTEST_XDIST_WORKER"):
-        return environ.get(HOST_VARIABLE) or None
-    return None
 
 
 def forget_rootdir_option(environ=os.environ) -> None:
@@ -108,3 +102,32 @@ def tell_controller(items, engine) -> None:
         from pytest_gpuverify.common.clock import STAMP_FORMAT
 
         send((FOLDER, str(engine.out_dir), datetime.now(timezone.utc).strftime(STAMP_FORMAT)))
+
+
+CONTROLLER_LOST = "the ssh connection to the controller was lost"
+
+
+def name_a_lost_controller(config) -> dict:
+    """A worker on a GPU host, at its start: execnet stops its work with a SIGINT when its ssh to the
+    controller ends; that stop is named as the lost connection in its artifact, not as Ctrl-C. Returns
+    the handler it replaced (signal -> handler), put back when the worker's role ends."""
+    import signal
+    import threading
+
+    from pytest_gpuverify.execute.base import Terminated
+
+    interactor = next((p for p in config.pluginmanager.get_plugins() if type(p).__name__ == "WorkerInteractor"), None)
+    channel = getattr(interactor, "channel", None)
+    if not serving_host() or channel is None or threading.current_thread() is not threading.main_thread():
+        return {}
+
+    def receiving_ended() -> bool:  # execnet's own flag, set when its reader hit the end of the ssh stream
+        factory = getattr(channel.gateway, "_channelfactory", None)
+        return channel.isclosed() or bool(getattr(factory, "finished", False))
+
+    def on_sigint(signum, frame):
+        if receiving_ended():
+            raise Terminated(CONTROLLER_LOST)
+        raise KeyboardInterrupt
+
+    return {signal.SIGINT: signal.signal(signal.SIGINT, on_sigint)}

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import shlex
+import sys
 import subprocess
 from concurrent.futures import ThreadPoolExecutor
 from typing import Optional
@@ -17,12 +18,17 @@ from pydantic import BaseModel, ConfigDict
 from pytest_gpuverify import __version__
 from pytest_gpuverify.config.envfile import HostRow
 from pytest_gpuverify.config.hosts import same_host
+from pytest_gpuverify.remote.hostfacts import MARK as FACTS_MARK, HostFacts
 from pytest_gpuverify.remote.sshmux import SharedSsh, run_ssh
 
 SSH_CONFIG_VARIABLE = "GPUVERIFY_SSH_CONFIG"  # an ssh_config for the aliases (default: ssh's own)
 SSH_TIMEOUT_VARIABLE = "GPUVERIFY_SSH_TIMEOUT"
 DEFAULT_SSH_TIMEOUT_S = 10.0
+# a dead link is noticed after ALIVE_INTERVAL_S * ALIVE_COUNT seconds without an answer, not at TCP's hours
+ALIVE_INTERVAL_S = 5
+ALIVE_COUNT = 3
 _MARK = "gpuverify-preflight:"
+_PYTHON_MARK = "gpuverify-python:"
 
 
 class HostCheck(BaseModel):
@@ -31,8 +37,13 @@ class HostCheck(BaseModel):
     model_config = ConfigDict(frozen=True, defer_build=True)
     row: HostRow
     hostname: Optional[str] = None
+    facts: Optional[HostFacts] = None  # what the host said of its Python and paths (remote/hostfacts.py)
     unreachable: Optional[str] = None
     problem: Optional[str] = None
+
+
+def python_version() -> str:
+    return f"{sys.version_info[0]}.{sys.version_info[1]}"
 
 
 def python_of(row: HostRow) -> str:
@@ -40,16 +51,18 @@ def python_of(row: HostRow) -> str:
 
 
 def ssh_timeout_s(environ=os.environ) -> float:
-    try:
-        return max(1.0, float(environ.get(SSH_TIMEOUT_VARIABLE, DEFAULT_SSH_TIMEOUT_S)))
-    except ValueError:
-        return DEFAULT_SSH_TIMEOUT_S
+    """$GPUVERIFY_SSH_TIMEOUT (seconds, at least 1); a bad value is a usage error naming it."""
+    from pytest_gpuverify.config.options import check_seconds
+
+    return check_seconds(SSH_TIMEOUT_VARIABLE, environ.get(SSH_TIMEOUT_VARIABLE, DEFAULT_SSH_TIMEOUT_S), minimum=1)
 
 
 def ssh_base(alias: str, timeout_s: float, config: Optional[str], shared: Optional[SharedSsh] = None) -> list[str]:
-    """ssh that never prompts (BatchMode) and gives up connecting after ``timeout_s``; with ``shared``,
-    over the host's one connection of the session (remote/sshmux.py)."""
-    argv = ["ssh", "-o", "BatchMode=yes", "-o", f"ConnectTimeout={max(1, int(timeout_s))}"]
+    """ssh that never prompts (BatchMode: a password or a key's passphrase is an error, not a wait),
+    gives up connecting after ``timeout_s`` and ends a link that stops answering (server-alive pings);
+    with ``shared``, over the host's one connection of the session (remote/sshmux.py)."""
+    argv = ["ssh", "-o", "BatchMode=yes", "-o", f"ConnectTimeout={max(1, int(timeout_s))}",
+            "-o", f"ServerAliveInterval={ALIVE_INTERVAL_S}", "-o", f"ServerAliveCountMax={ALIVE_COUNT}"]
     if shared is not None:
         argv += shared.options()
     if config:
@@ -59,9 +72,11 @@ def ssh_base(alias: str, timeout_s: float, config: Optional[str], shared: Option
 
 def _probe_script(python: str) -> str:
     # xdist is looked up, not imported: its import is pytest's (0.15 s of CPU on a host starting its workers)
-    probe = ("import sys, importlib.util as u\ntry:\n import pytest_gpuverify\n"
+    probe = ("import sys, importlib.util as u\nprint('" + _PYTHON_MARK + "', '%d.%d' % sys.version_info[:2])\n"
+             "try:\n import pytest_gpuverify\n"
              " if u.find_spec('xdist') is None: raise ImportError('No module named xdist')\n"
              " print('" + _MARK + "', pytest_gpuverify.__version__)\n"
+             " from pytest_gpuverify.remote.hostfacts import main\n main()\n"
              "except Exception as e:\n print('" + _MARK + "', 'missing', repr(e)[:200])")
     return f"hostname; {shlex.quote(python)} -c {shlex.quote(probe)}"
 
@@ -79,6 +94,9 @@ def check_host(row: HostRow, env_path, timeout_s: float, config: Optional[str],
     lines = done.stdout.decode("utf-8", errors="replace").splitlines()
     if done.returncode == 255 or not lines:
         said = (done.stderr.decode("utf-8", errors="replace").strip().splitlines() or ["no output"])[-1]
+        login = login_problem(said, alias)
+        if login:
+            return HostCheck(row=row, problem=f"host {row.host}: {login}")
         return HostCheck(row=row, unreachable=f"host {row.host}: `ssh {alias} hostname` failed ({said[:160]})")
     hostname = lines[0].strip()
     if not same_host(hostname, row.host):
@@ -86,6 +104,12 @@ def check_host(row: HostRow, env_path, timeout_s: float, config: Optional[str],
             f"`ssh {alias} hostname` printed {hostname!r}, but the Hosts row of {env_path} with that alias is "
             f"{row.host!r}: the alias reaches another machine. Fix: correct the host or ssh alias cell of that "
             "row (run `ssh <alias> hostname` first and match the result to the table)"))
+    said_python = next((ln.split(None, 1)[1].strip() for ln in lines if ln.startswith(_PYTHON_MARK) and " " in ln), None)
+    if said_python is not None and said_python != python_version():  # xdist's workers hang on another version
+        return HostCheck(row=row, hostname=hostname, problem=(
+            f"host {row.host}: {python} there is Python {said_python}, the controller runs Python {python_version()}; "
+            f"xdist's workers need the same version. Fix: put a Python {python_version()} with pytest-gpuverify in "
+            f"the python cell of its Hosts row, or run the controller with Python {said_python}"))
     found = next((ln.split(None, 1)[1].strip() for ln in lines if ln.startswith(_MARK)), "missing")
     fix = f"ssh {alias} {python} -m pip install 'pytest-gpuverify=={__version__}' pytest-xdist"
     if found.startswith("missing"):
@@ -95,7 +119,31 @@ def check_host(row: HostRow, env_path, timeout_s: float, config: Optional[str],
         return HostCheck(row=row, hostname=hostname, problem=(
             f"host {row.host}: pytest-gpuverify {found} is installed for {python} there, the controller has "
             f"{__version__}. Fix: {fix}"))
-    return HostCheck(row=row, hostname=hostname)
+    return HostCheck(row=row, hostname=hostname, facts=_facts(lines))
+
+
+def _facts(lines: list[str]) -> Optional[HostFacts]:
+    from pydantic import ValidationError
+
+    said = next((ln.split(None, 1)[1] for ln in lines if ln.startswith(FACTS_MARK) and " " in ln), None)
+    try:
+        return HostFacts.model_validate_json(said) if said else None
+    except ValidationError:
+        return None
+
+
+def login_problem(said: str, alias: str) -> Optional[str]:
+    """ssh's last line when it reached the host but could not log in without prompting (BatchMode):
+    the cause and the fix in one line, else None (the host did not answer)."""
+    low = said.casefold()
+    if "permission denied" not in low and "host key verification failed" not in low:
+        return None
+    if "host key verification failed" in low:
+        return (f"`ssh {alias}` refused the host's key (host key verification failed). Fix: check the host is the "
+                f"one you mean, then `ssh {alias} true` once to record its key")
+    return (f"`ssh {alias}` could not log in without a prompt ({said.strip()[:120]}): the plugin's ssh never asks "
+            f"for a password or a key's passphrase. Fix: load the key into your agent (`ssh-add`), or give the "
+            f"alias a key ssh can use unattended, then check `ssh -o BatchMode=yes {alias} true`")
 
 
 def check_hosts(rows: list[HostRow], env_path, timeout_s: float, config: Optional[str],

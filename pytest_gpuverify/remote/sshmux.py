@@ -50,14 +50,16 @@ class SharedSsh:
         shutil.rmtree(self.folder, ignore_errors=True)
 
 
-def run_ssh(argv: list[str], timeout_s: Optional[float]) -> subprocess.CompletedProcess:
-    """``subprocess.run`` of an ssh command (or rsync over ssh), its output captured in files, not
+def run_ssh(argv: list[str], timeout_s: Optional[float], stdin: bytes = b"") -> subprocess.CompletedProcess:
+    """``subprocess.run`` of an ssh command (or rsync over ssh), its input and output in files, not
     pipes: the first session to a host becomes its ControlPersist master, which forks into the
     background, and OpenSSH before 8.4 keeps that session's stdout and stderr open in it, so a pipe
     would end only with the master (``PERSIST_S`` after the session). Raises what ``subprocess.run``
     raises (OSError, TimeoutExpired: the command is killed)."""
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        done = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=err, timeout=timeout_s)
+    with tempfile.TemporaryFile() as given, tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        given.write(stdin)
+        given.seek(0)
+        done = subprocess.run(argv, stdin=given, stdout=out, stderr=err, timeout=timeout_s)
         out.seek(0)
         err.seek(0)
         return subprocess.CompletedProcess(argv, done.returncode, out.read(), err.read())

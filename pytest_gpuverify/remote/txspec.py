@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from typing import Optional
 
 from pytest_gpuverify.config.envfile import EnvFile, HostRow
@@ -55,11 +56,12 @@ def _fan_out_rows(env: EnvFile, hosts: str) -> list[HostRow]:
 
 
 def tx_specs(rows: list[HostRow], per_host: Optional[int], ssh_config: Optional[str], timeout_s: float,
-             rootdir: Optional[str] = None, shared: Optional[SharedSsh] = None) -> list[str]:
+             rootdirs: Optional[dict[str, Optional[str]]] = None, shared: Optional[SharedSsh] = None) -> list[str]:
     """One xdist worker per GPU of each host (or ``per_host``), started by ssh with the row's python.
     Each worker learns its Hosts row through the environment, before pytest parses anything.
-    ``rootdir``: the folder of the Repos rows' checkouts on the hosts, so that node ids name each
-    target's file as a run inside the checkout would (the worker's cwd holds only xdist's copy of pytest).
+    ``rootdirs``: host -> the folder of its own Repos rows' checkouts (each host keeps them where it
+    likes: remote/hostfacts.py), so that node ids name each target's file as a run inside the
+    checkout would, the same on every host (the worker's cwd holds only xdist's copy of pytest).
     ``shared``: the workers' ssh sessions go over the host's one connection (remote/sshmux.py)."""
     specs = []
     for row in rows:
@@ -68,6 +70,7 @@ def tx_specs(rows: list[HostRow], per_host: Optional[int], ssh_config: Optional[
         spec = f"ssh={ssh}//python={python}//chdir={WORKER_DIR}//env:{HOST_VARIABLE}={row.host}"
         if ssh_config:
             spec += f"//ssh_config={ssh_config}"
+        rootdir = (rootdirs or {}).get(row.host)
         if rootdir:
             spec += f"//env:PYTEST_ADDOPTS=--rootdir={rootdir}"
         specs += [spec] * (per_host or row.gpus or 1)
@@ -85,3 +88,10 @@ def checkouts_root(env: EnvFile) -> Optional[str]:
 def host_of_spec(spec) -> Optional[str]:
     """The Hosts row a worker's gateway spec serves (None: not one of ours)."""
     return (getattr(spec, "env", None) or {}).get(HOST_VARIABLE)
+
+
+def serving_host(environ=os.environ) -> Optional[str]:
+    """The Hosts row this process serves as an xdist worker started over SSH, else None."""
+    if environ.get("PYTEST_XDIST_WORKER"):
+        return environ.get(HOST_VARIABLE) or None
+    return None

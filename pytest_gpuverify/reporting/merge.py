@@ -17,7 +17,7 @@ import filecmp
 import re
 import shutil
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Optional
 
 from pytest_gpuverify.verify.check import check_artifact
 from pytest_gpuverify.verify.schemas import SchemaError, load_checked
@@ -47,9 +47,9 @@ def _label(source: Path, index: int) -> str:
 
 
 def merge(sources: list[Path], out: Path, *, keep_all: bool = False,
-          say: Callable[[str], None] = print) -> int:
+          say: Callable[[str], None] = print, taken: Optional[dict[Path, Path]] = None) -> int:
     """0 when every artifact was taken and passes check where it landed; 1 otherwise (nothing is
-    copied when any artifact is refused)."""
+    copied when any artifact is refused). ``taken``: filled with each artifact taken -> where it landed."""
     copies, refused = _plan(sources, out, keep_all, say)
     if refused:
         say(f"nothing copied into {out}: {refused} refusal(s) above; fix them (or pass --keep-all) and merge again")
@@ -66,6 +66,8 @@ def merge(sources: list[Path], out: Path, *, keep_all: bool = False,
             say(f"MISMATCH {out / name}: {landed[0]}")
         else:
             say(f"OK {out / name} (from {path})")
+            if taken is not None:
+                taken[path] = out / name
     return 1 if failed else 0
 
 

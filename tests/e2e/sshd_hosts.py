@@ -63,6 +63,9 @@ class SshHost:
     port: int = 0
     proc: Optional[subprocess.Popen] = None
     pythonpath: str = str(CHECKOUT)
+    repo: Optional[Path] = None  # the host's checkout of the aiter row (None: the shared one, SshHosts.repo)
+    umask: Optional[str] = None  # the ssh sessions' umask there (None: sshd's)
+    tickets_in_checkout: bool = False  # its tickets folder lies inside its own checkout (not gitignored)
     sampler_idle_s: float = 15.0  # its background sampler leaves this long after its last reader (tests: soon)
 
     @property
@@ -75,7 +78,7 @@ class SshHost:
 
     @property
     def tickets(self) -> Path:
-        return self.root / "tickets"
+        return self.repo / "gv-tickets" if self.tickets_in_checkout and self.repo else self.root / "tickets"
 
     @property
     def env_path(self) -> Path:
@@ -85,6 +88,32 @@ class SshHost:
         if self.proc is not None and self.proc.poll() is None:
             self.proc.terminate()
             self.proc.wait(10)
+
+    def kill_sshd(self) -> None:
+        """The host's sshd dies: its listener and every session it serves (SIGKILL), so each ssh
+        connection to the host drops at once; what the sessions started (the workers) stays."""
+        import signal
+
+        assert self.proc is not None
+        doomed = [self.proc.pid]
+        for proc in Path("/proc").glob("[0-9]*"):
+            pid = int(proc.name)
+            try:
+                if os.readlink(proc / "exe") != SSHD:
+                    continue
+                chain = pid
+                while chain > 1 and chain != self.proc.pid:
+                    chain = _parent(chain)
+            except (OSError, IndexError, ValueError):
+                continue
+            if chain == self.proc.pid and pid != self.proc.pid:
+                doomed.append(pid)
+        for pid in doomed:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        self.proc.wait(10)
 
     def lock_files_free(self) -> bool:
         return all(subprocess.run(["flock", "-n", str(p), "true"]).returncode == 0 for p in self.locks.glob("*.lock"))
@@ -200,6 +229,7 @@ def host_python(folder: Path, dist: str = "pytest-gpuverify") -> str:
 
 def render_env(hosts: list[SshHost], here: Optional[SshHost], tickets: Path, repos: Path, repo: Path,
                python: str = sys.executable) -> str:
+    repo = here.repo if here is not None and here.repo is not None else repo
     """The env file as each host (``here``) or the controller (None) has it: the same Hosts rows,
     each host's own container and lock folder."""
     lines = ["## Resources", "", "| resource | path |", "|---|---|", f"| repos | {repos} |", f"| tickets | {tickets} |",
@@ -229,6 +259,7 @@ def _host_env_script(host: SshHost) -> str:
     return f"""#!/bin/sh
 export PATH="{host.sim_bin}:{demo.BASE_PATH}" ROCM_PATH="{host.sim_bin}" PYTHONPATH="{host.pythonpath}"
 export GPUVERIFY_ENV="{host.env_path}" TMPDIR="{host.root}/tmp" GPUVERIFY_SAMPLER_IDLE_S={host.sampler_idle_s:g} LANG=C.UTF-8
+{f"umask {host.umask}" if host.umask else ""}
 [ -n "$SSH_ORIGINAL_COMMAND" ] || exec /bin/sh
 exec /bin/sh -c "$SSH_ORIGINAL_COMMAND"
 """
@@ -260,9 +291,14 @@ def start_sshd(host: SshHost, authorized: Path, known_hosts: Path) -> None:
 
 @contextmanager
 def ssh_hosts(root: Path, client, specs: list[tuple[str, int]], liars: Optional[dict] = None,
-              pythonpaths: Optional[dict] = None, python: str = sys.executable, sampler_idle_s: float = 15.0):
+              pythonpaths: Optional[dict] = None, python: str = sys.executable, sampler_idle_s: float = 15.0,
+              own_checkouts: Optional[dict[str, str]] = None, umasks: Optional[dict[str, str]] = None,
+              tickets_in_checkout: frozenset[str] = frozenset()):
     """Start one sshd host per (name, gpus) in ``specs``; ``liars``: name -> what its `hostname` prints;
-    ``python``: the Hosts rows' python (:func:`host_python`: a GPU host's site)."""
+    ``python``: the Hosts rows' python (:func:`host_python`: a GPU host's site); ``own_checkouts``:
+    name -> a folder under the host's root where it keeps its own clone of the repo (its env file's
+    Repos path; the controller's env file keeps the shared one); ``umasks``: name -> its sessions' umask;
+    ``tickets_in_checkout``: names of hosts (with an own checkout) whose tickets folder lies in it."""
     from pytest_gpuverify.simulator import SimState, install
 
     root.mkdir(parents=True, exist_ok=True)
@@ -282,12 +318,19 @@ def ssh_hosts(root: Path, client, specs: list[tuple[str, int]], liars: Optional[
                            uts_name=(liars or {}).get(name, name), container=f"gv-13-{name}-{tag}")
             host.pythonpath = (pythonpaths or {}).get(name, host.pythonpath)
             host.sampler_idle_s = sampler_idle_s
-            for sub in ("locks", "tickets", "tmp"):
+            host.umask = (umasks or {}).get(name)
+            if name in (own_checkouts or {}):
+                host.repo = host.root / (own_checkouts or {})[name]
+                host.repo.parent.mkdir(parents=True)
+                subprocess.run(["git", "clone", "-q", str(repo), str(host.repo)], check=True)
+            host.tickets_in_checkout = name in tickets_in_checkout
+            for sub in ("locks", "tmp"):
                 (host.root / sub).mkdir(parents=True)
+            host.tickets.mkdir(parents=True)
             install(host.sim_bin, SimState.idle(gpus=gpus, arch="gfx942"))
             subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(host.root / "ssh_host_ed25519_key")],
                            check=True)
-            demo.start_container(client, host.container, host.sim_bin, {str(repo): "/workspace/aiter"})
+            demo.start_container(client, host.container, host.sim_bin, {str(host.repo or repo): "/workspace/aiter"})
             hosts.append(host)
         for host in hosts:
             host.env_path.write_text(render_env(hosts, host, host.tickets, repos, repo, python))

@@ -331,8 +331,8 @@ def test_gpu_sync_copies_the_local_checkout_and_records_it(two_hosts):
     (two_hosts.repo / "stale_on_host.txt").write_text("only on the host")
     host_sha = _git(two_hosts.repo, "rev-parse", "HEAD")
 
-    r = two_hosts.pytest("--gpu-host", "hostB", "--gpu-sync", "--gpu-allow-dirty", "--ticket", "S",
-                         "op_tests/test_gemm_a8w8.py", cwd=laptop)
+    r = two_hosts.pytest("--gpu-host", "hostB", "--gpu-sync", "--gpu-sync-overwrite", "--gpu-allow-dirty", "--ticket",
+                         "S", "op_tests/test_gemm_a8w8.py", cwd=laptop)  # the host's own file: replaced on request
     assert r.returncode == 0, r.stdout + r.stderr
     path = two_hosts["hostB"].tickets / "S" / "bench_gemm_a8w8.json"
     art = read_artifact(path)
@@ -348,6 +348,7 @@ def test_gpu_sync_copies_the_local_checkout_and_records_it(two_hosts):
 
     assert synced.files_sha256 == hashlib.sha256(("\n".join(file_list(laptop)) + "\n").encode()).hexdigest()
     assert synced.host_path == str(two_hosts.repo) and synced.repo == "aiter"
+    assert synced.removed == ["stale_on_host.txt"] and synced.replaced == ["stale_on_host.txt"]
     check = subprocess.run([sys.executable, "-P", "-m", "pytest_gpuverify.cli.main", "check", str(path)],
                            capture_output=True, text=True, env=two_hosts.controller_environ())
     assert check.returncode == 0, check.stdout + check.stderr

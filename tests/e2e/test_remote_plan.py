@@ -50,15 +50,17 @@ def test_which_rows_run_remotely(tmp_path):
 def test_tx_specs_one_worker_per_gpu_with_the_rows_python(tmp_path):
     env = env_of(tmp_path, HOSTS, f"| aiter | {tmp_path}/repos/aiter | c | /w |\n| fly | {tmp_path}/repos/fly | c | /f |\n")
     rows = remote_rows(env, None, None, "all")
-    specs = tx_specs(rows, None, "/cfg/ssh_config", 7, checkouts_root(env))
+    specs = tx_specs(rows, None, "/cfg/ssh_config", 7, {"a1": checkouts_root(env), "b1": "/srv/b1/checkouts"})
     assert len(specs) == 6 and len(set(specs[:2])) == 1
     spec = execnet.XSpec(specs[0])
-    assert spec.ssh.split() == ["-o", "BatchMode=yes", "-o", "ConnectTimeout=7", "gpu-a1"]
+    assert spec.ssh.split() == ["-o", "BatchMode=yes", "-o", "ConnectTimeout=7", "-o", "ServerAliveInterval=5",
+                                "-o", "ServerAliveCountMax=3", "gpu-a1"]
     assert spec.python == "/opt/venv/bin/python -X pycache_prefix=$HOME/.cache/gpuverify/pycache"
     assert spec.ssh_config == "/cfg/ssh_config"
     assert spec.env == {HOST_VARIABLE: "a1", "PYTEST_ADDOPTS": f"--rootdir={tmp_path}/repos"}
     assert host_of_spec(spec) == "a1"
     assert execnet.XSpec(specs[2]).python.split()[0] == "python3"  # default
+    assert execnet.XSpec(specs[2]).env["PYTEST_ADDOPTS"] == "--rootdir=/srv/b1/checkouts"  # b1's own paths
     assert len(tx_specs(rows, 1, None, 7)) == 2  # -n 1: one worker per host
 
 

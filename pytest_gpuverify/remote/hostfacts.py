@@ -1,0 +1,47 @@
+"""What a GPU host says of itself at the preflight (remote/preflight.py runs this there, in the Hosts
+row's Python): where its own env file keeps the Repos rows' checkouts and the tickets folder. Each
+host keeps its checkouts where it likes, so a worker's rootdir, its node ids and ``--gpu-sync``'s
+target folder come from these answers, never from the controller's env file."""
+
+from __future__ import annotations
+
+import os
+from typing import Optional
+
+from pydantic import BaseModel, ConfigDict
+
+MARK = "gpuverify-host-facts:"
+
+
+class HostFacts(BaseModel):
+    model_config = ConfigDict(frozen=True, defer_build=True)
+    repos: dict[str, str] = {}  # Repos row name -> the checkout's path on the host
+    tickets: Optional[str] = None
+    problem: Optional[str] = None  # the host's env file did not load: its paths are unknown
+
+    def checkouts_root(self) -> Optional[str]:
+        """The deepest folder holding every checkout of the host (a worker's rootdir)."""
+        return os.path.commonpath(list(self.repos.values())) if self.repos else None
+
+    def repo_path(self, repo: str) -> Optional[str]:
+        return next((path for name, path in self.repos.items() if name.casefold() == repo.casefold()), None)
+
+
+def host_facts(environ=os.environ) -> HostFacts:
+    from pytest_gpuverify.config.envfile import EnvFileError, default_env_path, load_env_file
+
+    try:
+        env = load_env_file(default_env_path(None, environ))
+    except (EnvFileError, OSError, ValueError) as exc:
+        return HostFacts(problem=str(exc).splitlines()[0][:200])
+    tickets = env.resources.tickets
+    return HostFacts(repos={r.repo: str(r.path) for r in env.repos if r.path is not None},
+                     tickets=str(tickets.expanduser()) if tickets is not None else None)
+
+
+def main() -> None:
+    print(MARK, host_facts().model_dump_json())
+
+
+if __name__ == "__main__":
+    main()
