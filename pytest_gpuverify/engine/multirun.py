@@ -11,7 +11,6 @@ from pytest_gpuverify.place.ab import FOLDER, AbError, BaseWorktree, BaseWorktre
 from pytest_gpuverify.records.artifact import AbRecord
 from pytest_gpuverify.engine.phases import Checked, Command, Executed, Plan
 from pytest_gpuverify.place.caches import plan_caches, remove_cold_caches
-from pytest_gpuverify.place.container_checks import HOST
 from pytest_gpuverify.execute.leftovers import run_marker
 from pytest_gpuverify.place.packages import Lookup, UnderTest, check_imports, import_env
 from pytest_gpuverify.place.provenance import ContainerFacts, move_out
@@ -48,7 +47,7 @@ def plan_for(options, worktrees: Optional[BaseWorktrees], target: Target, place:
                                    "side cannot run it. Fix: pick a BASE that has the target, or drop --gpu-ab for it")
             return
     base_wt = base.container_path(wt)
-    base.inside[handle.name] = base_wt
+    base.inside[handle.place] = base_wt
     checked.ab = AbRecord(base_ref=base.ref, base_sha=base.sha, head_sha=head_sha, base_worktree=str(base.path))
     imports = check_imports(under, base_wt, import_env(target, base_wt, place), lookup, side="base side: ")
     if imports.blocked:
@@ -68,7 +67,7 @@ def run_planned(plan: Plan, cmd: Command, executed: Executed):
     head = Side("B" if plan.base else None, plan.head_sha, argv("B"), cmd.env, cmd.workdir)
     sides, base_caches = [head], None
     if plan.base is not None and plan.base_wt is not None:  # plan_for sets both
-        base_caches = plan_caches(plan.base_wt, cmd.cold, f"{cmd.run_id}-A", target.kind, on_host=handle.name == HOST)
+        base_caches = plan_caches(plan.base_wt, cmd.cold, f"{cmd.run_id}-A", target.kind, on_host=handle.place.on_host)
         base_env = cmd.run_env.model_copy(update={
             "pythonpath": pythonpath(target.kind, plan.base_wt, plan.inherited_pythonpath),
             "caches": dict(base_caches.dirs)})
@@ -98,16 +97,16 @@ def run_planned(plan: Plan, cmd: Command, executed: Executed):
 def remove_worktrees(session) -> dict[Optional[str], list[str]]:
     """The session's base worktrees, removed (what the container's user wrote there first, from
     inside); the notes for the artifacts of the A/B runs, by base worktree."""
-    from pytest_gpuverify.execute.container import ContainerError
+    from pytest_gpuverify.execute.base import ExecutorError
 
     def in_container(wt: BaseWorktree) -> None:
-        for name, path in wt.inside.items():
-            facts = session.places.facts.get(name)
+        for place, path in wt.inside.items():
+            facts = session.places.facts.get(place)
             if facts is None or path.rstrip("/").split("/")[-2:-1] != [FOLDER]:
                 continue  # only ever a worktree of ours, at the path its container sees
             try:
                 facts.handle.capture(["rm", "-rf", path], timeout_s=120)
-            except (ContainerError, OSError):
+            except (ExecutorError, OSError):
                 pass
 
     worktrees = session.base_worktrees

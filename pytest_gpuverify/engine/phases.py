@@ -25,7 +25,7 @@ from pytest_gpuverify.records.artifact import (AbRecord, GpuRecord, GpuWatch, Re
 
 if TYPE_CHECKING:
     from pytest_gpuverify.config.targets import RunEnvironment, Target
-    from pytest_gpuverify.execute.base import Executor
+    from pytest_gpuverify.execute.base import Executor, Place
     from pytest_gpuverify.place.ab import BaseWorktree
     from pytest_gpuverify.lease.picker import GpuGrant
     from pytest_gpuverify.parsers.result import ParsedOutput
@@ -60,7 +60,7 @@ class Placed:
     notes: list[str] = field(default_factory=list)
     ws: Optional[Workspace] = None
     repo: Optional[RepoRecord] = None  # read once per worktree, before any command of ours ran in it
-    where: Optional[str] = None  # the executor's name: a container, or HOST (--gpu-container none)
+    where: Optional[Place] = None  # a container, or the host itself (--gpu-container none)
     container: Optional[str] = None  # the artifact's `container` (None on the host)
     wt: Optional[str] = None  # the worktree as the command sees it
     fresh: Optional[Resolution] = None  # a `run` row: its container starts once the GPUs are locked

@@ -38,6 +38,7 @@ from pytest_gpuverify.engine.runs_log import parse_log
 from pytest_gpuverify.engine.services import RunContext, SessionServices, fan_out
 from pytest_gpuverify.engine.verdict import verdict_and_reasons
 from pytest_gpuverify.engine.watching import WatchedPlace
+from pytest_gpuverify.execute.base import ON_HOST, Place
 from pytest_gpuverify.execute.container import ExecOutcome, Interrupted, interrupt_cause
 from pytest_gpuverify.records.raw_log import seal_log
 from pytest_gpuverify.gpu.base import GpuInfo
@@ -48,7 +49,6 @@ from pytest_gpuverify.lease.pickahead import PickAhead
 from pytest_gpuverify.lease.picker import NoGpu, PickerError
 from pytest_gpuverify.parsers.dispatch import context_for
 from pytest_gpuverify.place.caches import plan_caches, remove_cold_caches, warm_cache_reused
-from pytest_gpuverify.place.container_checks import HOST
 from pytest_gpuverify.place.ephemeral import fresh_container
 from pytest_gpuverify.place.packages import check_imports, import_env, packages_under_test
 from pytest_gpuverify.place.provenance import move_out
@@ -121,7 +121,7 @@ class TargetRun:
             return
         if placed.fresh is not None:
             return self._in_fresh_container(placed)
-        checked = self.check(placed, placed.where or HOST)
+        checked = self.check(placed, placed.where or ON_HOST)
         if checked.blocked:
             return
         leased = self.lease()
@@ -158,7 +158,7 @@ class TargetRun:
         if repo.dirty:
             placed.notes.append(f"repo {repo.path} is dirty (allowed by --gpu-allow-dirty)")
         if s.places.on_host:  # the command runs on the host itself: the worktree is where it is
-            placed.where, placed.wt = HOST, str(ws.wt_host)
+            placed.where, placed.wt = ON_HOST, str(ws.wt_host)
             return placed
         res = s.places.resolve(ws, target)
         placed.container = res.name
@@ -172,12 +172,12 @@ class TargetRun:
             placed.blocked.append(f"worktree {ws.wt_host} is not mounted in container {res.name} (mounts: {mounts}). "
                                   "Fix: mount it, or correct the Repos row's path and mount")
             return placed
-        placed.where = res.name
+        placed.where = Place(res.name)
         placed.fresh = res if res.fresh is not None else None
         return placed
 
     # -- check ------------------------------------------------------------------------------
-    def check(self, placed: Placed, where: str) -> Checked:
+    def check(self, placed: Placed, where: Place) -> Checked:
         """May it run at ``where``: arch and versions, the declared builds, the imports, the plan."""
         s, target, stamp = self.s, self.target, self.results.begun.stamp
         assert placed.ws is not None and placed.wt is not None  # place blocks without them
@@ -257,7 +257,7 @@ class TargetRun:
                     f"fresh container {record.name} from {record.image} (Containers row {record.row}); devices "
                     f"passed: {', '.join(record.devices) or 'none'}"
                     + (f"; not on this host: {', '.join(record.devices_missing)}" if record.devices_missing else ""))
-                checked = self.check(placed, record.name)
+                checked = self.check(placed, Place(record.name))
                 if not checked.blocked:
                     self.execute(placed, checked, leased, release=False)
         finally:
@@ -304,7 +304,7 @@ class TargetRun:
             infos = [s.inventory.get(i, GpuInfo(index=i)) for i in grant.indices]
             executed.gpus = gpu_records(infos, grant, s.backend.vendor, place.arch)
             executed.host_gpus = len(s.inventory) or None
-            caches = plan_caches(wt, self.ctx.options.cold, run_id, target.kind, on_host=handle.name == HOST)
+            caches = plan_caches(wt, self.ctx.options.cold, run_id, target.kind, on_host=handle.place.on_host)
             executed.cache_reused = warm_cache_reused(handle, caches, s.warm_caches)
             run_env = RunEnvironment(
                 visible_var=s.backend.visible_devices_var, visible_value=self.visible or s.backend.visible_value(infos),

@@ -16,7 +16,8 @@ from typing import Callable, Mapping, Optional
 from pytest_gpuverify.records.artifact import RepoRecord
 from pytest_gpuverify.engine.store import store_or_keep_elsewhere
 from pytest_gpuverify.common.clock import SessionClock
-from pytest_gpuverify.place.container_checks import HOST, ContainerPlaces, start_gpus
+from pytest_gpuverify.execute.base import ON_HOST
+from pytest_gpuverify.place.container_checks import ContainerPlaces, start_gpus
 from pytest_gpuverify.execute.container import docker_client
 from pytest_gpuverify.config.envfile import EnvFile
 from pytest_gpuverify.common.files import FileProblem, private_folder
@@ -127,7 +128,7 @@ class VerifySession:
             self._start_gpus()
         finally:
             if host is not None:  # off the first target's path: read while the window fills
-                self.places.facts[HOST] = host.result()
+                self.places.facts[ON_HOST] = host.result()
 
     def _start_gpus(self) -> None:
         started = start_gpus(self.sampler, self.backend, self.options.window_s, self.expected_arch)
@@ -204,7 +205,7 @@ class VerifySession:
     def import_origin(self, handle, package: str, env: Mapping[str, str]) -> tuple[Optional[str], Optional[str]]:
         """Where ``package`` imports from in the place (``handle``) with the command's environment ``env``,
         read once per place and environment (the worktree is in its PYTHONPATH)."""
-        key = (handle.name, package, tuple(sorted(env.items())))
+        key = (handle.place, package, tuple(sorted(env.items())))
         if key not in self._imports:
             self._imports[key] = import_origin(handle, package, env)
         return self._imports[key]

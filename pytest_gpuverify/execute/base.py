@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Mapping, Optional, Protocol, Sequence, runtime_checkable
 
+from pytest_gpuverify.config.containers import HOST_CONTAINER
+
 
 @dataclass
 class ExecOutcome:
@@ -29,9 +31,41 @@ class ExecOutcome:
     leftovers: list[str] = field(default_factory=list)  # "PID COMMAND" of processes the run left, stopped
 
 
+@dataclass(frozen=True)
+class Place:
+    """Where a command runs: a container by name, or the host itself (``--gpu-container none``). A
+    type, not a name, so that no container's name can be taken for the host."""
+
+    container: Optional[str] = None  # None: the host itself
+
+    @property
+    def on_host(self) -> bool:
+        return self.container is None
+
+    @property
+    def name(self) -> str:
+        """As artifacts record it: the container's name, or ``host``."""
+        return HOST_CONTAINER if self.container is None else self.container
+
+    def __str__(self) -> str:
+        return "the host" if self.container is None else f"container {self.container}"
+
+
+ON_HOST = Place()
+
+
+class ExecutorError(Exception):
+    """The place cannot run the command (a container missing or stopped, an engine that fails); the
+    message says what to do. Every executor raises this, or a subclass, for such a place."""
+
+
 @runtime_checkable
 class Executor(Protocol):
+    """Methods raise :class:`ExecutorError` when the place cannot run commands at all; a command that
+    runs and fails is an outcome, not an error."""
+
     name: str
+    place: Place
     output_cap: int  # bytes of a command's output kept in its file (bounds.MAX_OUTPUT_BYTES)
 
     @property

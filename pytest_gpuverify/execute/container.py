@@ -14,7 +14,7 @@ import uuid
 from pathlib import Path
 from typing import Any, Callable, Mapping, Optional, Sequence
 
-from pytest_gpuverify.execute.base import ExecOutcome, Interrupted, interrupt_cause
+from pytest_gpuverify.execute.base import ExecOutcome, ExecutorError, Interrupted, Place, interrupt_cause
 from pytest_gpuverify.config.targets import SCRATCH_ROOT
 from pytest_gpuverify.execute.bounds import GRACE_S, MAX_OUTPUT_BYTES, CappedSink, second_ctrl_c_held
 from pytest_gpuverify.execute.leftovers import MARKER, SNAPSHOT_SH, SWEEP_SH, parse_report
@@ -49,7 +49,7 @@ STOP_SH = (
 STOP_TIMEOUT_S = GRACE_S + PID_FILE_WAIT_S + 5
 
 
-class ContainerError(Exception):
+class ContainerError(ExecutorError):
     """The container is unusable (missing, stopped, not the user's). The message says what to do."""
 
 
@@ -93,6 +93,7 @@ class ContainerExecutor:
     def __init__(self, client: Any, name: str) -> None:
         self.client = client
         self.name = name
+        self.place = Place(name)
         self._attrs: Optional[dict] = None
 
     # -- state -----------------------------------------------------------------------------

@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 from typing import Callable, Mapping, Optional, Sequence
 
-from pytest_gpuverify.execute.base import ExecOutcome, Interrupted, interrupt_cause
+from pytest_gpuverify.execute.base import ON_HOST, ExecOutcome, Interrupted, interrupt_cause
 from pytest_gpuverify.config.containers import HOST_CONTAINER
 from pytest_gpuverify.execute.bounds import MAX_OUTPUT_BYTES, CappedSink, second_ctrl_c_held, stop_group
 from pytest_gpuverify.execute.host_commands import LocalHost
@@ -26,6 +26,7 @@ class HostExecutor:
     whole tree can be stopped."""
 
     name = HOST_CONTAINER
+    place = ON_HOST
     image = None
     output_cap = MAX_OUTPUT_BYTES
 

@@ -40,7 +40,7 @@ class BaseWorktree:
     sha: str
     head: Path  # the head's checkout (git top level) on the host
     path: Path  # the base worktree on the host
-    inside: dict = field(default_factory=dict)  # executor name -> the worktree's path there (its mount)
+    inside: dict = field(default_factory=dict)  # Place -> the worktree's path there (its mount)
 
     def container_path(self, head_in_container: str) -> str:
         return f"{head_in_container.rstrip('/')}/{self.path.relative_to(self.head).as_posix()}"

@@ -11,14 +11,11 @@ from typing import Any, Callable, Optional
 from pytest_gpuverify.records.artifact import Versions
 from pytest_gpuverify.execute.container import ContainerError, ContainerExecutor
 from pytest_gpuverify.gpu.base import GpuInfo, GpuToolError
+from pytest_gpuverify.execute.base import ON_HOST, Place
 from pytest_gpuverify.execute.host import HostExecutor
 from pytest_gpuverify.place.provenance import ContainerFacts, read_container_facts
 
-HOST = HostExecutor.name  # the executor name of --gpu-container none; no Containers row may have it (envfile.py)
-
-
-def where(name: str) -> str:
-    return "the host" if name == HOST else f"container {name}"
+HOST = ON_HOST  # --gpu-container none: the host itself
 
 
 @dataclass
@@ -27,7 +24,7 @@ class ContainerCheck:
     of the place (image, versions, the versions that could not be read) and why the target may not
     run there. ``facts`` is None when the place could not be read at all."""
 
-    name: str
+    place: Place
     facts: Optional[ContainerFacts] = None
     image: Optional[str] = None
     image_digest: Optional[str] = None
@@ -53,13 +50,14 @@ class ContainerCheck:
         return list(self.recorded[1]) if self.recorded is not None else []
 
 
-def check_container(cfacts: ContainerFacts, name: str, expected_arch: Optional[str]) -> ContainerCheck:
+def check_container(cfacts: ContainerFacts, place: Place, expected_arch: Optional[str]) -> ContainerCheck:
     """The place's record; its ``blocked`` says why the target may not run there."""
-    check = ContainerCheck(name)
+    check = ContainerCheck(place)
+    name = place.name
     try:
         running = cfacts.handle.running
         check.image = cfacts.handle.image
-        check.image_digest = cfacts.handle.inspect().get("Image") if name != HOST else None
+        check.image_digest = None if place.on_host else cfacts.handle.inspect().get("Image")
     except ContainerError as exc:
         check.blocked.append(f"missing container: {exc}")
         return check
@@ -70,7 +68,7 @@ def check_container(cfacts: ContainerFacts, name: str, expected_arch: Optional[s
     if cfacts.arch_problem:
         check.blocked.append(cfacts.arch_problem)
     elif expected_arch and cfacts.arch != expected_arch:
-        check.blocked.append(f"wrong arch in {where(name)}: it is {cfacts.arch}, the run needs {expected_arch}")
+        check.blocked.append(f"wrong arch in {place}: it is {cfacts.arch}, the run needs {expected_arch}")
     return check
 
 
@@ -85,7 +83,7 @@ class ContainerPlaces:
         self._docker: Optional[object] = None
         self._docker_pending: Optional[Any] = None  # the Background making the client (start_client)
         self._resolutions: dict[tuple[str, str], object] = {}
-        self.facts: dict[str, ContainerFacts] = {}  # by container name (HOST: the host itself)
+        self.facts: dict[Place, ContainerFacts] = {}
 
     @property
     def on_host(self) -> bool:
@@ -121,12 +119,12 @@ class ContainerPlaces:
             )
         return self._resolutions[key]
 
-    def checked(self, name: str) -> ContainerCheck:
-        """The container's facts, read once, checked for this target (:func:`check_container`)."""
-        if name not in self.facts:
-            handle = HostExecutor() if name == HOST else ContainerExecutor(self.client(), name)
-            self.facts[name] = read_container_facts(handle, self.vendor)
-        return check_container(self.facts[name], name, self.expected_arch)
+    def checked(self, place: Place) -> ContainerCheck:
+        """The place's facts, read once, checked for this target (:func:`check_container`)."""
+        if place not in self.facts:
+            handle = HostExecutor() if place.container is None else ContainerExecutor(self.client(), place.container)
+            self.facts[place] = read_container_facts(handle, self.vendor)
+        return check_container(self.facts[place], place, self.expected_arch)
 
 
 @dataclass

@@ -8,6 +8,7 @@ import threading
 from typing import Optional
 
 from pytest_gpuverify.execute.container import ContainerError
+from pytest_gpuverify.execute.base import Place
 from pytest_gpuverify.place.container_checks import check_container
 from pytest_gpuverify.place.provenance import read_container_facts
 
@@ -42,7 +43,7 @@ def test_the_facts_are_back_with_the_arch_while_the_versions_are_still_being_rea
     container = SlowVersionsContainer()
     facts = read_container_facts(container, "rocm")  # returns although python3 has not answered
     assert (facts.arch, facts.arch_problem) == ("gfx942", None) and facts.container_env == {"GPU_ARCHS": "gfx942"}
-    check = check_container(facts, "c1", "gfx942")
+    check = check_container(facts, Place("c1"), "gfx942")
     assert check.blocked == [] and facts.reading is not None
     container.release.set()
     assert check.versions is not None and (check.versions.torch, check.versions.hip) == ("2.5.0", "6.4.1")
@@ -66,12 +67,12 @@ def test_a_run_that_ended_before_its_command_does_not_wait_for_the_versions_nor_
     were not read; the session's next target, which runs, waits for them and records them."""
     container = SlowVersionsContainer()
     facts = read_container_facts(container, "rocm")
-    stopped = check_container(facts, "c1", "gfx942")
+    stopped = check_container(facts, Place("c1"), "gfx942")
     stopped.settle(ran=False)  # returns although python3 has not answered
     assert stopped.versions is not None and stopped.versions.torch is None
     assert stopped.unknowns == ["versions: not read in c1: the run ended before its command"]
     container.release.set()
-    ran = check_container(facts, "c1", "gfx942")
+    ran = check_container(facts, Place("c1"), "gfx942")
     ran.settle(ran=True)
     assert ran.versions is not None and ran.versions.torch == "2.5.0"
     assert stopped.unknowns == ["versions: not read in c1: the run ended before its command"]  # kept as said
