@@ -41,6 +41,13 @@ def add_options(parser: pytest.Parser) -> None:
                      help="run a target declared in gpuverify.toml / [tool.gpuverify] (repeatable)")
     group.addoption("--gpu-ci-summary", default=None, metavar="PATH",
                     help="write the job summary (markdown; GitHub's, also under other CI) to PATH")
+    group.addoption("--gpu-shard", default=None, metavar="I/N|auto|auto/N",
+                    help="run shard I (from 0) of N of the GPU targets; auto: read from a Slurm array, Buildkite "
+                    "parallel job or Kubernetes Indexed Job (auto/N: its count)")
+    group.addoption("--gpu-shard-run", default=None, metavar="ID",
+                    help="the run the shards belong to (default: the CI's or Slurm array's id)")
+    group.addoption("--gpu-durations", default=None, metavar="FILE",
+                    help="balance --gpu-shard by earlier durations (written by gpuverify durations)")
     group.addoption("--gpu-host-conftest", action="store_true", default=False,
                     help="import a kernel repo's conftest.py files in this (host) session too")
     for key, default in (("gpu_env", None), ("gpu_arch", None), ("gpu_container", None), ("gpu_window", "2"),

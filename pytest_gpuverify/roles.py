@@ -28,6 +28,7 @@ if TYPE_CHECKING:  # the engine is imported once --gpu-verify is on: without it 
     from pytest_gpuverify.config.declarations import Declarations
     from pytest_gpuverify.engine.session import VerifySession
     from pytest_gpuverify.remote.controller import RemoteController
+    from pytest_gpuverify.shard_items import ShardSetting
 
 ROLE_NAME = "gpuverify-role"  # in the plugin manager ("gpuverify" is the plugin module, pyproject.toml)
 ROLE_KEY = pytest.StashKey["Role"]()
@@ -36,6 +37,7 @@ DECLARED_KEY = pytest.StashKey[Optional["Declarations"]]()  # the repo's declare
 ENV_KEY = pytest.StashKey[tuple[Path, "EnvFile"]]()  # (path, env file) as read before the initial conftests
 NO_CONFTEST_KEY = pytest.StashKey[str]()  # the kernel repo whose conftest.py files are not imported
 REMOTE_KEY = pytest.StashKey["RemoteController"]()  # planned in pytest_cmdline_main: workers on GPU hosts
+SHARD_KEY = pytest.StashKey["ShardSetting"]()  # --gpu-shard, read once in choose_role
 CLAIMS_VARIABLE = "gpuverify_topic_claims"  # workerinput: the folder where workers claim artifact names
 STORED_KEY = "gpuverify_stored"  # workeroutput: asked artifact path -> where it was written
 WRITE_PROBLEMS_KEY = "gpuverify_write_problems"  # workeroutput: artifacts not written where asked
@@ -55,6 +57,13 @@ def choose_role(config: pytest.Config) -> Role:
         read_early = config.stash.get(ENV_KEY, None)
         env = read_early[1] if read_early and read_early[0] == options.env_path else load_env_file(options.env_path)
         config.stash[DECLARED_KEY] = _load_declarations(config, env)
+        if config.getoption("gpu_shard"):
+            from pytest_gpuverify.shard_items import ShardSetting
+
+            config.stash[SHARD_KEY] = ShardSetting(config)
+        elif config.getoption("gpu_shard_run") or config.getoption("gpu_durations"):
+            raise UsageError("--gpu-shard", "--gpu-shard-run and --gpu-durations split a run into shards",
+                             "pass --gpu-shard I/N (or auto) with them")
         if hasattr(config, "workerinput"):
             return DistWorker(config, _build_engine(config, options, env))
         if _distributing(config):
@@ -124,6 +133,10 @@ class EngineRole(Role):
         config.stash[ENGINE_KEY] = engine
         self._previous_handlers: dict = {}  # signal -> the handler this role replaced, put back at unregister
         self.reported: set[str] = set()  # node ids whose call phase reported
+        shard: Optional[ShardSetting] = config.stash.get(SHARD_KEY, None)
+        if shard is not None:  # --gpu-shard: deselects the other shards' targets, tells the engine its shard
+            shard.engine = engine
+            self.helpers.append((shard, "gpuverify-shard"))
 
     def unregister(self) -> None:
         super().unregister()

@@ -15,6 +15,8 @@ from typing import Any, Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from pytest_gpuverify.config.shards import ShardRecord
+from pytest_gpuverify.lease.grants import SchedulerRecord
 from pytest_gpuverify.place.builds import BuildRecord
 from pytest_gpuverify.place.ephemeral import FreshContainerRecord
 from pytest_gpuverify.engine.files import RESULT_MODE, write_atomic
@@ -349,6 +351,8 @@ class Artifact(_Model):
     perf_summary: list[PerfSummary] = Field(default_factory=list)  # from ``perf`` (summary.py)
     ab: Optional[AbRecord] = None
     watch: list[GpuWatch] = Field(default_factory=list)  # the held GPUs while each command ran
+    shard: Optional[ShardRecord] = None  # --gpu-shard: the part of a split run it ran in (config/shards.py)
+    scheduler: Optional[SchedulerRecord] = None  # GPUs granted outside the plugin (lease/grants.py)
 
 
 def artifact_schema() -> dict[str, Any]:

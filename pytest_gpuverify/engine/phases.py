@@ -24,7 +24,9 @@ from pytest_gpuverify.engine.artifact import (AbRecord, GpuRecord, GpuWatch, Rep
                                               TargetRecord, Verdict)
 
 if TYPE_CHECKING:
+    from pytest_gpuverify.config.shards import ShardRecord
     from pytest_gpuverify.config.targets import RunEnvironment, Target
+    from pytest_gpuverify.lease.grants import SchedulerRecord
     from pytest_gpuverify.execute.base import Executor
     from pytest_gpuverify.engine.multirun import Plan
     from pytest_gpuverify.lease.picker import GpuGrant
@@ -52,6 +54,8 @@ class Begun:
     signed_by: Optional[str] = None
     synced: Optional[SyncRecord] = None
     collected: Optional[str] = None  # the session had its targets: the timeline's first entry
+    shard: Optional[ShardRecord] = None  # the session's shard of a split run (config/shards.py)
+    scheduler: Optional[SchedulerRecord] = None  # GPUs granted outside the plugin (lease/grants.py)
 
 
 @dataclass

@@ -83,7 +83,7 @@ class TargetRun:
             stamp=datetime.now(timezone.utc).strftime(STAMP_FORMAT), ts=utc_now(), t0=time.monotonic(),
             host=socket.gethostname(), artifact_path=s.out_dir / f"bench_{topic}.json", notes=list(s.session_notes),
             key=s.options.ticket, cold=s.options.cold, signed_by=s.signer.signer if s.signer else None,
-            synced=s.synced, collected=s.clock.wall(s.collected)))
+            synced=s.synced, collected=s.clock.wall(s.collected), shard=s.shard, scheduler=s.scheduler))
 
     # -- the run ----------------------------------------------------------------------------
     def run(self) -> TargetOutcome:
@@ -278,7 +278,7 @@ class TargetRun:
         guards = RunGuards(s.session_guard(), grant.fds)
         try:
             infos = [s.inventory.get(i, GpuInfo(index=i)) for i in grant.indices]
-            yield (grant.indices, {s.backend.visible_devices_var: self.visible or s.backend.visible_value(infos)},
+            yield (grant.indices, {s.backend.visible_devices_var: self.visible or s.visible_value(infos)},
                    guards.on_start)
         finally:
             guards.done()
@@ -306,7 +306,7 @@ class TargetRun:
             caches = plan_caches(wt, s.options.cold, run_id, target.kind, on_host=handle.name == HOST)
             executed.cache_reused = warm_cache_reused(handle, caches, s.warm_caches)
             run_env = RunEnvironment(
-                visible_var=s.backend.visible_devices_var, visible_value=self.visible or s.backend.visible_value(infos),
+                visible_var=s.backend.visible_devices_var, visible_value=self.visible or s.visible_value(infos),
                 pythonpath=pythonpath(target.kind, wt, place.pythonpath), kind=target.kind, arch=place.arch,
                 caches=dict(caches.dirs), declared=dict(target.env))
             command_env = {**run_env.as_env(), **run_marker(run_id)}  # what it leaves is stopped: leftovers.py
