@@ -57,6 +57,10 @@ def choose_role(config: pytest.Config) -> Role:
         read_early = config.stash.get(ENV_KEY, None)
         env = read_early[1] if read_early and read_early[0] == options.env_path else load_env_file(options.env_path)
         config.stash[DECLARED_KEY] = _load_declarations(config, env)
+        if config.getoption("gpu_slurm"):
+            from pytest_gpuverify.slurm_role import SlurmController
+
+            return SlurmController(config, options, env, distributing=_distributing(config))
         if config.getoption("gpu_shard"):
             from pytest_gpuverify.shard_items import ShardSetting
 
@@ -124,7 +128,29 @@ class Role:
         return None
 
 
-class EngineRole(Role):
+class CollectsTargets:
+    """The collection hooks of a role that collects GPU targets (one that runs them, or submits them)."""
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_pycollect_makemodule(self, module_path: Path, parent: pytest.Collector):
+        """GPU test files become targets instead of modules: the host has no torch to import them."""
+        from pytest_gpuverify.plugin import GpuTargetFile, kind_of
+
+        if kind_of(module_path, parent.config) is None:
+            return None
+        return GpuTargetFile.from_parent(parent, path=module_path)
+
+    def pytest_collect_file(self, file_path: Path, parent: pytest.Collector):
+        """The declaration file, when named on the command line or selected through --gpu-target."""
+        from pytest_gpuverify.plugin import DeclarationFile
+
+        decls = parent.config.stash.get(DECLARED_KEY, None)
+        if decls is None or file_path.resolve() != Path(decls.path).resolve():
+            return None
+        return DeclarationFile.from_parent(parent, path=file_path)
+
+
+class EngineRole(CollectsTargets, Role):
     """A process that runs targets: it holds the engine, collects GPU targets and writes artifacts."""
 
     def __init__(self, config: pytest.Config, engine: VerifySession) -> None:
@@ -148,29 +174,11 @@ class EngineRole(Role):
 
     def pytest_configure(self, config: pytest.Config) -> None:
         """Called once the role is registered: the idle window starts filling now, while pytest collects."""
-        self._previous_handlers = _terminate_like_ctrl_c()
+        self._previous_handlers = terminate_like_ctrl_c()
         self.engine.start_in_background()
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         self.engine.mark_collected()
-
-    @pytest.hookimpl(tryfirst=True)
-    def pytest_pycollect_makemodule(self, module_path: Path, parent: pytest.Collector):
-        """GPU test files become targets instead of modules: the host has no torch to import them."""
-        from pytest_gpuverify.plugin import GpuTargetFile, kind_of
-
-        if kind_of(module_path, parent.config) is None:
-            return None
-        return GpuTargetFile.from_parent(parent, path=module_path)
-
-    def pytest_collect_file(self, file_path: Path, parent: pytest.Collector):
-        """The declaration file, when named on the command line or selected through --gpu-target."""
-        from pytest_gpuverify.plugin import DeclarationFile
-
-        decls = parent.config.stash.get(DECLARED_KEY, None)
-        if decls is None or file_path.resolve() != Path(decls.path).resolve():
-            return None
-        return DeclarationFile.from_parent(parent, path=file_path)
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if report.when == "call":
@@ -333,7 +341,7 @@ class RemoteDistController(DistController):
         """No claims folder: it would be a path on this host."""
 
 
-def _terminate_like_ctrl_c() -> dict:
+def terminate_like_ctrl_c() -> dict:
     """SIGTERM (a CI job cancelled, a scheduler's stop) and SIGHUP (the terminal closed, the ssh
     session to a login node dropped) take Ctrl-C's path: the command is stopped, the lock released
     and the artifact written with the reason. Returns the handlers it replaced (signal -> handler),

@@ -1,0 +1,154 @@
+"""The Slurm launcher: one batch job per GPU target, each running the plugin on its node against the
+shared tickets folder; the controller waits for them and reads each target's verdict as its job ends.
+Usable without pytest (the pytest wiring is slurm_role.py).
+
+A job's verdict is its artifact's when the job ran to its end (COMPLETED, or FAILED with an artifact:
+pytest exits 1 on a FAIL). A job that was cancelled, timed out, was preempted, lost its node or never
+started within ``start within`` is INCONCLUSIVE naming the job id and its state; where it wrote no
+artifact the controller writes one (remote/unran.py), so no target is ever without its artifact.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Optional, Sequence
+
+from pytest_gpuverify.config.slurm_settings import SlurmSettings
+from pytest_gpuverify.slurm import client
+
+POLL_S = 0.5
+CANCEL_WAIT_S = 60.0  # after scancel, how long the controller waits for the queue to let go of its jobs
+ARTIFACT_LINE = re.compile(r"-> (/\S*bench_\S+\.json)\s*$", re.M)  # the job's summary line (terminal.py)
+
+
+@dataclass(frozen=True)
+class SlurmTarget:
+    nodeid: str  # as the controller collected it
+    selector: str  # what the job's pytest is given: the file's absolute path and the item's name
+    topic: str
+    gpus: int
+
+
+@dataclass
+class Submitted:
+    target: SlurmTarget
+    job_id: str
+    log: Path
+    submitted_at: float  # monotonic
+    last: Optional[client.JobState] = None
+
+
+@dataclass
+class JobEnd:
+    target: SlurmTarget
+    job_id: str
+    state: str
+    verdict: str  # PASS, FAIL, INCONCLUSIVE
+    why: str  # the reason shown (empty for a PASS)
+    artifact: Optional[Path]  # the job's own artifact, or None (the controller writes one)
+    log: Path
+    exit_code: Optional[int] = None
+
+
+@dataclass
+class SlurmLauncher:
+    settings: SlurmSettings
+    out_dir: Path  # where the targets' artifacts go (the shared tickets folder's ticket)
+    python: str
+    pytest_args: list[str]  # the session's own options, passed on to every job
+    workdir: Path
+    env: Optional[dict] = None  # the clients' environment (SLURM_CONF ...); None: this process's
+    poll_s: float = POLL_S
+    jobs: list[Submitted] = field(default_factory=list)
+    ended: dict[str, JobEnd] = field(default_factory=dict)
+
+    def job_args(self, target: SlurmTarget, log: Path) -> list[str]:
+        s = self.settings
+        args = [f"--job-name=gpuverify-{target.topic}", f"--output={log}", f"--chdir={self.workdir}",
+                f"--gres=gpu:{s.gpus_per_target or target.gpus}", "--export=ALL"]
+        args += [f"--partition={s.partition}"] if s.partition else []
+        args += [f"--account={s.account}"] if s.account else []
+        return args + ([f"--time={s.time}"] if s.time else [])
+
+    def submit_all(self, targets: Sequence[SlurmTarget], on_submit: Callable[[Submitted], None] = lambda s: None) -> None:
+        logs = self.out_dir / "slurm"
+        logs.mkdir(parents=True, exist_ok=True)
+        for target in targets:
+            log = logs / f"{target.topic}.%j.out"
+            command = [self.python, "-m", "pytest", *self.pytest_args, target.selector]
+            job = client.submit(self.job_args(target, log), command, self.env)
+            sub = Submitted(target, job, logs / f"{target.topic}.{job}.out", time.monotonic())
+            self.jobs.append(sub)
+            on_submit(sub)
+
+    def wait(self, on_end: Callable[[JobEnd], None]) -> None:
+        """Until every job has ended; a job pending past ``start within`` is cancelled and ends so."""
+        while len(self.ended) < len(self.jobs):
+            open_jobs = [j for j in self.jobs if j.job_id not in self.ended]
+            now = client.states([j.job_id for j in open_jobs], self.env)
+            for job in open_jobs:
+                state = now[job.job_id]
+                if state.state == "PENDING" and time.monotonic() - job.submitted_at > self.settings.start_within_s:
+                    client.cancel([job.job_id], self.env)
+                    why = (f"slurm job {job.job_id} never started within {self.settings.start_within_s:g} s "
+                           f"(PENDING, {state.reason or 'no reason given'}); cancelled")
+                    self._end(job, "PENDING", why, on_end)
+                elif state.finished:
+                    self._end(job, state.state, "", on_end, state.reason)
+                job.last = state
+            if len(self.ended) < len(self.jobs):
+                time.sleep(self.poll_s)
+
+    def _end(self, job: Submitted, state: str, why: str, on_end: Callable[[JobEnd], None], reason: str = "") -> None:
+        code = client.exit_code(job.job_id, self.env) if state not in ("PENDING", "GONE") else None
+        end = job_end(job, state, code, why, reason)
+        self.ended[job.job_id] = end
+        on_end(end)
+
+    def cancel_all(self) -> list[str]:
+        """Ctrl-C: scancel every job of the session still queued or running, then wait until the queue
+        holds none of them (bounded). Returns the ids cancelled."""
+        open_ids = [j.job_id for j in self.jobs if j.job_id not in self.ended]
+        client.cancel(open_ids, self.env)
+        deadline = time.monotonic() + CANCEL_WAIT_S
+        while open_ids and time.monotonic() < deadline:
+            if all(s.finished for s in client.states(open_ids, self.env).values()):
+                break
+            time.sleep(self.poll_s)
+        return open_ids
+
+
+def job_end(job: Submitted, state: str, exit_code: Optional[int], why: str = "", reason: str = "") -> JobEnd:
+    """The target's verdict from its job's end and the artifact its log names (see the module's rule)."""
+    from pytest_gpuverify.engine.artifact import read_artifact
+
+    artifact = artifact_of(job.log)
+    art = None
+    if artifact is not None:
+        try:
+            art = read_artifact(artifact)
+        except (OSError, ValueError):
+            art, artifact = None, None
+    ran_out = state == "COMPLETED" or (state == "FAILED" and art is not None)
+    if ran_out and art is not None:
+        return JobEnd(job.target, job.job_id, state, art.verdict, "; ".join(art.reasons[:1]), artifact, job.log,
+                      exit_code)
+    if not why:
+        how = f" ({reason})" if reason and reason not in ("None", "") else ""
+        code = f", exit code {exit_code}" if exit_code is not None and state == "FAILED" else ""
+        why = f"slurm job {job.job_id} {state}{how}{code}"
+        why += f": {art.reasons[0]}" if art is not None and art.reasons else f"; its log: {job.log}"
+    return JobEnd(job.target, job.job_id, state, "INCONCLUSIVE", why, artifact, job.log, exit_code)
+
+
+def artifact_of(log: Path) -> Optional[Path]:
+    """The artifact the job's session printed in its summary (one target per job)."""
+    try:
+        text = log.read_text(errors="replace")
+    except OSError:
+        return None
+    found = ARTIFACT_LINE.findall(text)
+    return Path(found[-1]) if found else None

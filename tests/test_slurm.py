@@ -1,0 +1,199 @@
+"""The Slurm launcher against a real Slurm: munged, slurmctld and slurmd started for this module
+(tests/slurm_cluster.py), one node with 4 gres GPUs over the simulated ROCm host's 4, and jobs that
+run the real plugin with a real container."""
+
+from __future__ import annotations
+
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+import slurm_cluster
+from conftest import make_sandbox
+
+pytestmark = pytest.mark.docker
+SLOW = """import time
+
+import aiter
+from aiter import logger
+
+aiter.report_environment()
+time.sleep({seconds})
+logger.info("[perf] dim: (4, 32, 8192)      dtype: torch.float16, torch avg: 16.19    us, B avg: 6.30     us, "
+            "uplift: 157.0%[checkAllclose atol=0.01 rtol=0.01 \\033[32mpassed~\\033[0m]")
+"""
+SLOW_TARGETS = [f"op_tests/test_slow_{i}.py" for i in range(8)]
+SLEEPERS = [f"op_tests/test_sleep_{i}.py" for i in range(5)]
+
+
+def add_targets(repo, seconds: float) -> None:
+    """Eight passing targets that take ``seconds`` each, and five that sleep until stopped (committed)."""
+    for path in SLOW_TARGETS:
+        (repo / path).write_text(SLOW.format(seconds=seconds))
+    for path in SLEEPERS:
+        (repo / path).write_text((repo / "op_tests" / "test_sleep.py").read_text())
+    subprocess.run(["git", "-C", str(repo), "add", "-A"], check=True)
+    subprocess.run(["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "targets"],
+                   check=True)
+
+
+def slurm_section(start_within: float = 120) -> str:
+    return ("\n## Slurm\n\n| setting | value |\n|---|---|\n"
+            f"| partition | {slurm_cluster.PARTITION} |\n| time | 10 |\n| start within | {start_within:g} |\n")
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    why = slurm_cluster.missing()
+    if why:
+        pytest.skip(why)
+    # a folder the munge user can reach (pytest's tmp_path is root's 0700 folder)
+    root = Path(tempfile.mkdtemp(prefix="gpuverify-slurm-", dir="/tmp"))
+    cluster = slurm_cluster.SlurmCluster(root)
+    try:
+        cluster.start()
+    except RuntimeError as exc:
+        cluster.stop()
+        pytest.fail(f"the test cluster did not start: {exc}")
+    yield cluster
+    cluster.stop()
+    shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def box(tmp_path_factory, docker_client, cluster):
+    with make_sandbox(tmp_path_factory.mktemp("slurmbox") / "host", docker_client) as sandbox:
+        add_targets(sandbox.repo, seconds=1)
+        sandbox.env_path.write_text(sandbox.env_path.read_text() + slurm_section())
+        yield sandbox
+
+
+@pytest.fixture(autouse=True)
+def empty_queue(cluster):
+    yield
+    deadline = time.monotonic() + 15  # a job that just ended is COMPLETING for a moment
+    while (left := cluster.run("squeue", "-h", "-t", "PENDING,RUNNING", "-o", "%i").stdout.split()) and \
+            time.monotonic() < deadline:
+        time.sleep(0.2)
+    if left:
+        cluster.run("scancel", *left)
+        pytest.fail(f"jobs left in the queue: {left}")
+
+
+def session(box, cluster, ticket: str, *args: str, popen: bool = False):
+    return box.pytest("--gpu-slurm", *args, ticket=ticket, env={"SLURM_CONF": str(cluster.conf)}, popen=popen)
+
+
+def text_of(proc) -> str:
+    return proc.stdout.decode(errors="replace") + proc.stderr.decode(errors="replace")
+
+
+def test_srun_with_gres_sets_the_gpu_variables(cluster):
+    res = cluster.run("srun", "--gres=gpu:2", "sh", "-c", "env | grep -E '^(CUDA|ROCR)_VISIBLE_DEVICES=|^SLURM_STEP_GPUS='")
+    assert res.returncode == 0, res.stderr
+    assert sorted(res.stdout.split()) == ["CUDA_VISIBLE_DEVICES=0,1", "ROCR_VISIBLE_DEVICES=0,1", "SLURM_STEP_GPUS=0,1"]
+
+
+def test_eight_targets_over_four_gpus_all_pass_and_never_share_a_gpu(box, cluster):
+    proc = session(box, cluster, "S-8", *SLOW_TARGETS)
+    text = text_of(proc)
+    assert proc.returncode == 0, text[-4000:]
+    jobs = set()
+    for path in SLOW_TARGETS:
+        topic = path.rsplit("/", 1)[1][len("test_"):-3]
+        art = box.artifact(topic, ticket="S-8")
+        assert art.verdict == "PASS", (topic, art.reasons)
+        assert art.scheduler is not None and art.scheduler.kind == "slurm" and art.scheduler.job_id
+        assert [g.index for g in art.gpus] == art.scheduler.granted, "the job's own GPU, from its grant"
+        assert f"slurm job {art.scheduler.job_id} COMPLETED: PASS" in text
+        jobs.add(art.scheduler.job_id)
+    assert len(jobs) == 8, "one job per target"
+    check = subprocess.run([sys.executable, "-m", "pytest_gpuverify.cli.main", "check", str(box.tickets / "S-8")],
+                           capture_output=True, text=True)
+    assert check.returncode == 0, check.stdout + check.stderr
+    assert "exclusivity: 8 runs on 4 GPU(s) of 1 host(s), 0 overlap(s)" in check.stdout, check.stdout
+
+
+def wait_for(predicate, what: str, timeout: float = 120):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.2)
+    pytest.fail(f"timed out waiting for {what}")
+
+
+def running_jobs(cluster) -> list[str]:
+    return [line.split("|")[0] for line in cluster.run("squeue", "-h", "-o", "%i|%T").stdout.split()
+            if line.endswith("|RUNNING")]
+
+
+def sleeping(box, ticket: str, count: int) -> bool:
+    logs = list((box.tickets / ticket).glob("bench_sleep_*.log")) if (box.tickets / ticket).exists() else []
+    return sum(b"sleeping" in log.read_bytes() for log in logs) >= count
+
+
+def test_a_job_cancelled_mid_run_is_inconclusive_naming_the_job(box, cluster):
+    proc = session(box, cluster, "S-CANCEL", SLEEPERS[0], "--gpu-timeout", "300", popen=True)
+    try:
+        wait_for(lambda: sleeping(box, "S-CANCEL", 1), "the target's command to start")
+        job = wait_for(lambda: running_jobs(cluster), "its job to run")[0]
+        assert cluster.run("scancel", job).returncode == 0
+        out, _ = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    text = out.decode(errors="replace")
+    assert proc.returncode == 1, text[-3000:]
+    assert f"slurm job {job} CANCELLED: INCONCLUSIVE" in text, text[-3000:]
+    art = box.artifact("sleep_0", ticket="S-CANCEL")
+    assert art.verdict == "INCONCLUSIVE" and art.scheduler is not None and art.scheduler.job_id == job
+    assert art.run is not None and art.run.interrupted, "the job's session was stopped, and said so"
+    summary = text[text.index("gpuverify ="):]
+    assert "INCONCLUSIVE" in summary and f"slurm job {job} CANCELLED" in summary, summary
+
+
+def test_ctrl_c_cancels_every_job_of_the_session_and_leaves_the_queue_empty(box, cluster):
+    proc = session(box, cluster, "S-INT", *SLEEPERS, "--gpu-timeout", "300", popen=True)
+    try:
+        wait_for(lambda: sleeping(box, "S-INT", 4), "four targets to run (the fifth waits for a GPU)")
+        queued = cluster.run("squeue", "-h", "-o", "%i|%T").stdout.split()
+        assert sorted(line.split("|")[1] for line in queued) == ["PENDING"] + ["RUNNING"] * 4, queued
+        proc.send_signal(signal.SIGINT)
+        out, _ = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    text = out.decode(errors="replace")
+    assert cluster.run("squeue", "-h", "-o", "%i").stdout.split() == [], "nothing is left queued or running"
+    assert proc.returncode == 2 and "scancel" in text, text[-3000:]
+    for path in SLEEPERS:  # every target has its artifact, INCONCLUSIVE
+        art = box.artifact(path.rsplit("/", 1)[1][len("test_"):-3], ticket="S-INT")
+        assert art.verdict == "INCONCLUSIVE", art.reasons
+    pending = [line.split("|")[0] for line in queued if line.endswith("PENDING")][0]
+    assert f"slurm job {pending} CANCELLED (PENDING when cancelled by the session's interrupt)" in text, text[-3000:]
+
+
+def test_a_job_that_never_starts_within_the_bound_is_cancelled_and_inconclusive(box, cluster):
+    with_bound = box.env_path.read_text().replace("| start within | 120 |", "| start within | 3 |")
+    env_path = box.root / "env-bound.md"
+    env_path.write_text(with_bound)
+    holder = cluster.run("sbatch", "--parsable", "--gres=gpu:4", "--wrap", "sleep 60")  # every GPU taken
+    held = holder.stdout.strip()
+    try:
+        proc = session(box, cluster, "S-BOUND", SLOW_TARGETS[0], "--gpu-env", str(env_path))
+    finally:
+        cluster.run("scancel", held)
+    text = text_of(proc)
+    assert proc.returncode == 1, text[-3000:]
+    art = box.artifact("slow_0", ticket="S-BOUND")
+    assert art.verdict == "INCONCLUSIVE" and art.run is not None and not art.run.ran
+    assert any("never started within 3 s (PENDING" in r and "cancelled" in r for r in art.reasons), art.reasons
+    wait_for(lambda: not cluster.run("squeue", "-h", "-o", "%i").stdout.split(), "the holder job to go")
