@@ -6,6 +6,7 @@ session's jobs and waits until the queue holds none of them."""
 from __future__ import annotations
 
 import sys
+import time
 from typing import TYPE_CHECKING, Optional
 
 import pytest
@@ -94,18 +95,21 @@ class SlurmController(CollectsTargets, Role):
 
     def _cancel_and_report(self, by_nodeid: dict, why: str) -> None:
         """Every job not ended yet is cancelled (and gone from the queue); each target gets its verdict."""
-        from pytest_gpuverify.slurm.launcher import job_end
+        from pytest_gpuverify.slurm.launcher import ARTIFACT_GRACE_S, job_end
 
         launcher = self.launcher
         assert launcher is not None
         cancelled = launcher.cancel_all()
         if cancelled:
             self._say(f"scancel {' '.join(cancelled)}: {why}")
+        grace = time.monotonic() + ARTIFACT_GRACE_S
         for job in launcher.jobs:
             if job.job_id in launcher.ended:
                 continue
             state = job.last.state if job.last is not None else "PENDING"
-            end = job_end(job, "CANCELLED", None, why=f"slurm job {job.job_id} CANCELLED ({state} when {why})")
+            if state not in ("PENDING", "GONE"):  # it ran: its session writes its artifact as it stops
+                launcher.await_artifact(job, grace)
+            end = job_end(job, "CANCELLED", None, self.out_dir, why=f"slurm job {job.job_id} CANCELLED ({state} when {why})")
             launcher.ended[job.job_id] = end
             self._report(by_nodeid[job.target.nodeid], end)
         submitted = {j.target.nodeid for j in launcher.jobs}
@@ -122,7 +126,7 @@ class SlurmController(CollectsTargets, Role):
         if end.artifact is None:
             return self._report_unran(item, end.why)
         props = dict(verdict_properties(read_artifact(end.artifact), end.artifact))
-        if end.verdict != props["gpuverify_verdict"]:  # the job's end overrules what its artifact says
+        if end.state not in ("COMPLETED", "FAILED"):  # the job's end overrules what its artifact says
             props.update(gpuverify_verdict=end.verdict, gpuverify_reason=end.why)
         self._log(item, end.verdict, f"{end.verdict}: {item.nodeid}\n  - {end.why}", list(props.items()))
 

@@ -90,7 +90,7 @@ class SlurmCluster:
             f"SlurmdLogFile={root}/slurmd.log", "ProctrackType=proctrack/linuxproc", "TaskPlugin=task/none",
             "SelectType=select/cons_tres", "SelectTypeParameters=CR_Core", "GresTypes=gpu", "MpiDefault=none",
             "ReturnToService=2", "SlurmdParameters=config_overrides", "SchedulerType=sched/backfill",
-            "SchedulerParameters=sched_interval=1,bf_interval=1", "MessageTimeout=10", "KillWait=2",
+            "SchedulerParameters=sched_interval=1,bf_interval=1", "MessageTimeout=10", "KillWait=15",
             "InactiveLimit=0", "MinJobAge=300", "JobAcctGatherType=jobacct_gather/none",
             f"NodeName={NODE} NodeHostname={socket.gethostname()} NodeAddr=127.0.0.1 CPUs=8 RealMemory=4000 "
             f"Gres=gpu:{GPUS} State=UNKNOWN",

@@ -21,6 +21,9 @@ from pytest_gpuverify.slurm import client
 
 POLL_S = 0.5
 CANCEL_WAIT_S = 60.0  # after scancel, how long the controller waits for the queue to let go of its jobs
+# slurmctld calls a job CANCELLED at once, while its session still writes its artifact (Slurm's KillWait
+# lets it, 30 s by default): how long the controller looks for that artifact of a job that was running
+ARTIFACT_GRACE_S = 45.0
 ARTIFACT_LINE = re.compile(r"-> (/\S*bench_\S+\.json)\s*$", re.M)  # the job's summary line (terminal.py)
 
 
@@ -104,9 +107,16 @@ class SlurmLauncher:
 
     def _end(self, job: Submitted, state: str, why: str, on_end: Callable[[JobEnd], None], reason: str = "") -> None:
         code = client.exit_code(job.job_id, self.env) if state not in ("PENDING", "GONE") else None
-        end = job_end(job, state, code, why, reason)
+        if state != "COMPLETED" and job.last is not None and job.last.state not in ("PENDING", "GONE"):
+            self.await_artifact(job, time.monotonic() + ARTIFACT_GRACE_S)
+        end = job_end(job, state, code, self.out_dir, why, reason)
         self.ended[job.job_id] = end
         on_end(end)
+
+    def await_artifact(self, job: Submitted, until: float) -> None:
+        """A job that ran, stopped: until its session has written its artifact (or ``until``)."""
+        while job_artifact(job, self.out_dir)[0] is None and time.monotonic() < until:
+            time.sleep(self.poll_s)
 
     def cancel_all(self) -> list[str]:
         """Ctrl-C: scancel every job of the session still queued or running, then wait until the queue
@@ -121,17 +131,10 @@ class SlurmLauncher:
         return open_ids
 
 
-def job_end(job: Submitted, state: str, exit_code: Optional[int], why: str = "", reason: str = "") -> JobEnd:
-    """The target's verdict from its job's end and the artifact its log names (see the module's rule)."""
-    from pytest_gpuverify.engine.artifact import read_artifact
-
-    artifact = artifact_of(job.log)
-    art = None
-    if artifact is not None:
-        try:
-            art = read_artifact(artifact)
-        except (OSError, ValueError):
-            art, artifact = None, None
+def job_end(job: Submitted, state: str, exit_code: Optional[int], out_dir: Path, why: str = "",
+            reason: str = "") -> JobEnd:
+    """The target's verdict from its job's end and the artifact it wrote (see the module's rule)."""
+    artifact, art = job_artifact(job, out_dir)
     ran_out = state == "COMPLETED" or (state == "FAILED" and art is not None)
     if ran_out and art is not None:
         return JobEnd(job.target, job.job_id, state, art.verdict, "; ".join(art.reasons[:1]), artifact, job.log,
@@ -144,11 +147,20 @@ def job_end(job: Submitted, state: str, exit_code: Optional[int], why: str = "",
     return JobEnd(job.target, job.job_id, state, "INCONCLUSIVE", why, artifact, job.log, exit_code)
 
 
-def artifact_of(log: Path) -> Optional[Path]:
-    """The artifact the job's session printed in its summary (one target per job)."""
+def job_artifact(job: Submitted, out_dir: Path):
+    """(path, artifact) the job wrote, or (None, None): the one its session's summary names, else the
+    one of its topic whose scheduler record names the job (an interrupted session prints no summary)."""
+    from pytest_gpuverify.engine.artifact import read_artifact
+
     try:
-        text = log.read_text(errors="replace")
+        named = ARTIFACT_LINE.findall(job.log.read_text(errors="replace"))
     except OSError:
-        return None
-    found = ARTIFACT_LINE.findall(text)
-    return Path(found[-1]) if found else None
+        named = []
+    for path in [Path(p) for p in named[-1:]] + sorted(out_dir.glob(f"bench_{job.target.topic}*.json")):
+        try:
+            art = read_artifact(path)
+        except (OSError, ValueError):
+            continue
+        if path in [Path(p) for p in named] or (art.scheduler is not None and art.scheduler.job_id == job.job_id):
+            return path, art
+    return None, None
