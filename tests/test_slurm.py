@@ -15,34 +15,10 @@ from pathlib import Path
 import pytest
 
 import slurm_cluster
+from slurm_cluster import SLEEPERS, SLOW_TARGETS, add_targets
 from conftest import make_sandbox
 
 pytestmark = pytest.mark.docker
-SLOW = """import time
-
-import aiter
-from aiter import logger
-
-aiter.report_environment()
-time.sleep({seconds})
-logger.info("[perf] dim: (4, 32, 8192)      dtype: torch.float16, torch avg: 16.19    us, B avg: 6.30     us, "
-            "uplift: 157.0%[checkAllclose atol=0.01 rtol=0.01 \\033[32mpassed~\\033[0m]")
-"""
-SLOW_TARGETS = [f"op_tests/test_slow_{i}.py" for i in range(8)]
-SLEEPERS = [f"op_tests/test_sleep_{i}.py" for i in range(5)]
-
-
-def add_targets(repo, seconds: float) -> None:
-    """Eight passing targets that take ``seconds`` each, and five that sleep until stopped (committed)."""
-    for path in SLOW_TARGETS:
-        (repo / path).write_text(SLOW.format(seconds=seconds))
-    for path in SLEEPERS:
-        (repo / path).write_text((repo / "op_tests" / "test_sleep.py").read_text())
-    subprocess.run(["git", "-C", str(repo), "add", "-A"], check=True)
-    subprocess.run(["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "targets"],
-                   check=True)
-
-
 def slurm_section(start_within: float = 120) -> str:
     return ("\n## Slurm\n\n| setting | value |\n|---|---|\n"
             f"| partition | {slurm_cluster.PARTITION} |\n| time | 10 |\n| start within | {start_within:g} |\n")
