@@ -1,8 +1,8 @@
 """The Slurm launcher against one Slurm job: the wall of 8 targets run as 8 jobs over a node's 4 GPUs
-(``pytest --gpu-verify --gpu-slurm``) against the wall of the same 8 in one job on one GPU (``srun
---gres=gpu:1 pytest --gpu-verify``), alternating, in one run. Printed: each run's wall, the ratio of
-the walls (target: <= 0.6), and from the artifacts the jobs' GPUs and the largest number of commands
-that ran at once on one GPU (must be 1).
+(``pytest --gpu-verify --gpu-slurm``), and as 4 jobs of 2 (``--gpu-slurm-shards 4``), against the wall
+of the same 8 in one job on one GPU (``srun --gres=gpu:1 pytest --gpu-verify``), alternating, in one
+run. Printed: each run's wall, the ratios of the walls (target: <= 0.6), and from the artifacts the
+jobs' GPUs and the largest number of commands that ran at once on one GPU (must be 1).
 
 A real Slurm (munged, slurmctld, slurmd: tests/slurm_cluster.py) with one node of 4 gres GPUs over the
 simulated ROCm host's 4, a real container, and 8 targets that each hold their GPU for ``--hold``
@@ -77,14 +77,15 @@ def main() -> int:
             base = [*PYTEST, "--gpu-verify", "--gpu-window", "0.3", "--gpu-env", str(box.env_path),
                     *slurm_cluster.SLOW_TARGETS]
             runs = {"one job": lambda t: ["srun", "--gres=gpu:1", *base, "--ticket", t],
-                    "8 jobs (--gpu-slurm)": lambda t: [*base, "--ticket", t, "--gpu-slurm"]}
+                    "8 jobs (--gpu-slurm)": lambda t: [*base, "--ticket", t, "--gpu-slurm"],
+                    "4 shard jobs": lambda t: [*base, "--ticket", t, "--gpu-slurm", "--gpu-slurm-shards", "4"]}
             walls: dict[str, list[float]] = {name: [] for name in runs}
             subprocess.run(["srun", "--gres=gpu:1", *PYTEST, "--gpu-verify", "--gpu-window", "0.3", "--gpu-env",
                             str(box.env_path), "--ticket", "WARM", "op_tests/test_rmsnorm2d.py"], cwd=box.repo,
                            env=env, capture_output=True)  # untimed: python caches, the readings daemon
             for r in range(args.repeats):
                 for name, argv in runs.items():
-                    ticket = f"B{r}-{len(walls[name])}-{'one' if name == 'one job' else 'many'}"
+                    ticket = f"B{r}-{list(runs).index(name)}"
                     started = time.monotonic()
                     proc = subprocess.run(argv(ticket), cwd=box.repo, env=env, capture_output=True, text=True)
                     wall = time.monotonic() - started
@@ -96,8 +97,9 @@ def main() -> int:
                           f"{verdicts.count('PASS')}/8 PASS  GPUs {gpus}  most commands at once on one GPU: {most}")
                     if proc.returncode != 0:
                         print(proc.stdout[-2000:])
-            one, many = min(walls["one job"]), min(walls["8 jobs (--gpu-slurm)"])
-            print(f"ratio 8 jobs / one job: {many / one:.2f} (best of {args.repeats}; target <= 0.6)")
+            one = min(walls["one job"])
+            for name in list(runs)[1:]:
+                print(f"ratio {name} / one job: {min(walls[name]) / one:.2f} (best of {args.repeats}; target <= 0.6)")
     finally:
         cluster.stop()
         shutil.rmtree(root, ignore_errors=True)

@@ -61,6 +61,9 @@ def choose_role(config: pytest.Config) -> Role:
             from pytest_gpuverify.slurm_role import SlurmController
 
             return SlurmController(config, options, env, distributing=_distributing(config))
+        if config.getoption("gpu_slurm_shards"):
+            raise UsageError("--gpu-slurm-shards", "--gpu-slurm-shards splits the jobs --gpu-slurm submits",
+                             "add --gpu-slurm, or drop --gpu-slurm-shards")
         if config.getoption("gpu_shard"):
             from pytest_gpuverify.shard_items import ShardSetting
 

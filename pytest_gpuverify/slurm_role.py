@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import sys
 import time
+from pathlib import Path
 from typing import TYPE_CHECKING, Optional
 
 import pytest
@@ -23,7 +24,7 @@ if TYPE_CHECKING:
 # options of this session that its jobs must not get: the launcher's own, and files only the
 # controller writes (a job's would overwrite them)
 NOT_PASSED_ON = ("--gpu-slurm",)
-NOT_PASSED_ON_WITH_VALUE = ("--gpu-ci-summary", "--junitxml", "--junit-xml", "--result-log")
+NOT_PASSED_ON_WITH_VALUE = ("--gpu-ci-summary", "--junitxml", "--junit-xml", "--result-log", "--gpu-slurm-shards")
 
 
 class SlurmController(CollectsTargets, Role):
@@ -37,6 +38,14 @@ class SlurmController(CollectsTargets, Role):
                              "--gpu-hosts split the targets another way", "pass one of them")
         from pytest_gpuverify.engine.setup_checks import artifact_folder
 
+        self.shards = _shard_count(config.getoption("gpu_slurm_shards"))
+        durations = config.getoption("gpu_durations")
+        if durations and not self.shards:
+            raise UsageError("--gpu-durations", "--gpu-durations balances shards: with --gpu-slurm, one job runs "
+                             "each target", "add --gpu-slurm-shards N, or drop --gpu-durations")
+        from pytest_gpuverify.config.shards import load_durations
+
+        self.durations = load_durations(Path(durations).expanduser()) if durations else {}
         self.options, self.env = options, env
         self.out_dir, self.moves_lock = artifact_folder(env, options.ticket, options.invocation_dir)
         self.summary = VerdictSummary(lambda: None, config.getoption("gpu_ci_summary"))
@@ -75,23 +84,36 @@ class SlurmController(CollectsTargets, Role):
 
     def _launch(self, session: pytest.Session, items: list) -> None:
         from pytest_gpuverify.slurm.client import SlurmError
-        from pytest_gpuverify.slurm.launcher import SlurmLauncher, SlurmTarget
+        from pytest_gpuverify.slurm.launcher import SlurmLauncher, SlurmTarget, per_target
 
         by_nodeid = {item.nodeid: item for item in items}
         targets = [SlurmTarget(item.nodeid, f"{item.path}::{item.name}", item.target.topic, item.target.gpus)
                    for item in items]
+        specs = self._shard_jobs(targets, items) if self.shards else per_target(targets)
         settings = self.env.slurm
         self.launcher = launcher = SlurmLauncher(settings, self.out_dir, settings.python or sys.executable,
                                                  passed_on(self.config), self.options.invocation_dir)
         say = self._say
         try:
-            launcher.submit_all(targets, lambda sub: say(f"slurm job {sub.job_id}: {sub.target.nodeid}"))
+            launcher.submit_all(specs, lambda sub: say(f"slurm job {sub.job_id}: "
+                                                       + ", ".join(t.nodeid for t in sub.spec.targets)))
             launcher.wait(lambda end: self._report(by_nodeid[end.target.nodeid], end))
         except SlurmError as exc:
             self._cancel_and_report(by_nodeid, f"the Slurm launcher stopped: {exc}")
         except KeyboardInterrupt:
             self._cancel_and_report(by_nodeid, "cancelled by the session's interrupt")
             raise
+
+    def _shard_jobs(self, targets: list, items: list) -> list:
+        """--gpu-slurm-shards N: job i runs ``--gpu-shard i/N`` of the session's paths; the split is the
+        one each job makes (config/shards.py), so the controller knows each job's targets."""
+        from pytest_gpuverify.config.shards import new_session_id, split
+        from pytest_gpuverify.slurm.launcher import per_shard
+
+        assert self.shards is not None
+        seconds = {i.nodeid: self.durations[i.target.topic] for i in items if i.target.topic in self.durations}
+        shards = split([t.nodeid for t in targets], self.shards, seconds)
+        return per_shard(targets, shards, self.shards, f"slurm-{new_session_id()}", list(self.config.option.file_or_dir or []))
 
     def _cancel_and_report(self, by_nodeid: dict, why: str) -> None:
         """Every job not ended yet is cancelled (and gone from the queue); each target gets its verdict."""
@@ -107,12 +129,13 @@ class SlurmController(CollectsTargets, Role):
             if job.job_id in launcher.ended:
                 continue
             state = job.last.state if job.last is not None else "PENDING"
-            if state not in ("PENDING", "GONE"):  # it ran: its session writes its artifact as it stops
-                launcher.await_artifact(job, grace)
-            end = job_end(job, "CANCELLED", None, self.out_dir, why=f"slurm job {job.job_id} CANCELLED ({state} when {why})")
-            launcher.ended[job.job_id] = end
-            self._report(by_nodeid[job.target.nodeid], end)
-        submitted = {j.target.nodeid for j in launcher.jobs}
+            if state not in ("PENDING", "GONE"):  # it ran: its session writes its artifacts as it stops
+                launcher.await_artifacts(job, grace)
+            launcher.ended.add(job.job_id)
+            for target in job.spec.targets:
+                self._report(by_nodeid[target.nodeid], job_end(job, target, "CANCELLED", None, self.out_dir,
+                                                               why=f"slurm job {job.job_id} CANCELLED ({state} when {why})"))
+        submitted = {t.nodeid for j in launcher.jobs for t in j.spec.targets}
         for nodeid, item in by_nodeid.items():  # never submitted: sbatch refused, or the interrupt came first
             if nodeid not in submitted:
                 self._report_unran(item, f"never submitted to Slurm: {why}")
@@ -152,6 +175,15 @@ class SlurmController(CollectsTargets, Role):
         if reporter is not None:
             reporter.ensure_newline()
             reporter.write_line(f"gpuverify: {line}")
+
+
+def _shard_count(value: Optional[str]) -> Optional[int]:
+    if value is None:
+        return None
+    if not value.isdigit() or not 1 <= int(value) <= 1000:
+        raise UsageError("--gpu-slurm-shards", f"--gpu-slurm-shards {value!r} is not a whole number from 1 to 1000",
+                         "e.g. --gpu-slurm-shards 4 (one job per GPU you want busy)")
+    return int(value)
 
 
 def passed_on(config: pytest.Config) -> list[str]:

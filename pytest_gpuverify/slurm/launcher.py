@@ -24,20 +24,31 @@ CANCEL_WAIT_S = 60.0  # after scancel, how long the controller waits for the que
 # slurmctld calls a job CANCELLED at once, while its session still writes its artifact (Slurm's KillWait
 # lets it, 30 s by default): how long the controller looks for that artifact of a job that was running
 ARTIFACT_GRACE_S = 45.0
-ARTIFACT_LINE = re.compile(r"-> (/\S*bench_\S+\.json)\s*$", re.M)  # the job's summary line (terminal.py)
+# a line of the job's summary (terminal.summary_lines): verdict, node id ... -> artifact
+SUMMARY_LINE = re.compile(r"^\s*(?:PASS|FAIL|INCONCLUSIVE)\s+(\S+)\s.*-> (/\S*bench_\S+\.json)\s*$", re.M)
 
 
 @dataclass(frozen=True)
 class SlurmTarget:
     nodeid: str  # as the controller collected it
-    selector: str  # what the job's pytest is given: the file's absolute path and the item's name
+    selector: str  # what a job of this target alone is given: the file's absolute path and the item's name
     topic: str
     gpus: int
 
 
+@dataclass(frozen=True)
+class JobSpec:
+    """One batch job: one target (its selector), or a shard of them (``--gpu-shard i/N`` and the paths)."""
+
+    name: str  # the job's name after ``gpuverify-``, and its log's: a topic, or shard-1-of-4
+    args: tuple[str, ...]  # what the job's pytest gets after the session's options
+    gpus: int
+    targets: tuple[SlurmTarget, ...]
+
+
 @dataclass
 class Submitted:
-    target: SlurmTarget
+    spec: JobSpec
     job_id: str
     log: Path
     submitted_at: float  # monotonic
@@ -51,9 +62,26 @@ class JobEnd:
     state: str
     verdict: str  # PASS, FAIL, INCONCLUSIVE
     why: str  # the reason shown (empty for a PASS)
-    artifact: Optional[Path]  # the job's own artifact, or None (the controller writes one)
+    artifact: Optional[Path]  # the job's own artifact of the target, or None (the controller writes one)
     log: Path
     exit_code: Optional[int] = None
+
+
+def per_target(targets: Sequence[SlurmTarget]) -> list[JobSpec]:
+    return [JobSpec(t.topic, (t.selector,), t.gpus, (t,)) for t in targets]
+
+
+def per_shard(targets: Sequence[SlurmTarget], shards: Sequence[int], count: int, run: str,
+              paths: Sequence[str]) -> list[JobSpec]:
+    """``count`` jobs, job i running ``--gpu-shard i/count`` of the session's paths; ``shards``: each
+    target's shard, as the jobs will split them (config/shards.py). A shard given no target is not submitted."""
+    specs = []
+    for index in range(count):
+        mine = tuple(t for t, s in zip(targets, shards) if s == index)
+        if mine:
+            specs.append(JobSpec(f"shard-{index}-of-{count}", ("--gpu-shard", f"{index}/{count}", "--gpu-shard-run", run,
+                                                                *paths), max(t.gpus for t in mine), mine))
+    return specs
 
 
 @dataclass
@@ -66,29 +94,29 @@ class SlurmLauncher:
     env: Optional[dict] = None  # the clients' environment (SLURM_CONF ...); None: this process's
     poll_s: float = POLL_S
     jobs: list[Submitted] = field(default_factory=list)
-    ended: dict[str, JobEnd] = field(default_factory=dict)
+    ended: set[str] = field(default_factory=set)  # job ids
 
-    def job_args(self, target: SlurmTarget, log: Path) -> list[str]:
+    def job_args(self, spec: JobSpec, log: Path) -> list[str]:
         s = self.settings
-        args = [f"--job-name=gpuverify-{target.topic}", f"--output={log}", f"--chdir={self.workdir}",
-                f"--gres=gpu:{s.gpus_per_target or target.gpus}", "--export=ALL"]
+        args = [f"--job-name=gpuverify-{spec.name}", f"--output={log}", f"--chdir={self.workdir}",
+                f"--gres=gpu:{s.gpus_per_target or spec.gpus}", "--export=ALL"]
         args += [f"--partition={s.partition}"] if s.partition else []
         args += [f"--account={s.account}"] if s.account else []
         return args + ([f"--time={s.time}"] if s.time else [])
 
-    def submit_all(self, targets: Sequence[SlurmTarget], on_submit: Callable[[Submitted], None] = lambda s: None) -> None:
+    def submit_all(self, specs: Sequence[JobSpec], on_submit: Callable[[Submitted], None] = lambda s: None) -> None:
         logs = self.out_dir / "slurm"
         logs.mkdir(parents=True, exist_ok=True)
-        for target in targets:
-            log = logs / f"{target.topic}.%j.out"
-            command = [self.python, "-m", "pytest", *self.pytest_args, target.selector]
-            job = client.submit(self.job_args(target, log), command, self.env)
-            sub = Submitted(target, job, logs / f"{target.topic}.{job}.out", time.monotonic())
+        for spec in specs:
+            command = [self.python, "-m", "pytest", *self.pytest_args, *spec.args]
+            job = client.submit(self.job_args(spec, logs / f"{spec.name}.%j.out"), command, self.env)
+            sub = Submitted(spec, job, logs / f"{spec.name}.{job}.out", time.monotonic())
             self.jobs.append(sub)
             on_submit(sub)
 
     def wait(self, on_end: Callable[[JobEnd], None]) -> None:
-        """Until every job has ended; a job pending past ``start within`` is cancelled and ends so."""
+        """Until every job has ended; a job pending past ``start within`` is cancelled and ends so.
+        ``on_end``: called for each target of a job, once the job ended."""
         while len(self.ended) < len(self.jobs):
             open_jobs = [j for j in self.jobs if j.job_id not in self.ended]
             now = client.states([j.job_id for j in open_jobs], self.env)
@@ -108,14 +136,14 @@ class SlurmLauncher:
     def _end(self, job: Submitted, state: str, why: str, on_end: Callable[[JobEnd], None], reason: str = "") -> None:
         code = client.exit_code(job.job_id, self.env) if state not in ("PENDING", "GONE") else None
         if state != "COMPLETED" and job.last is not None and job.last.state not in ("PENDING", "GONE"):
-            self.await_artifact(job, time.monotonic() + ARTIFACT_GRACE_S)
-        end = job_end(job, state, code, self.out_dir, why, reason)
-        self.ended[job.job_id] = end
-        on_end(end)
+            self.await_artifacts(job, time.monotonic() + ARTIFACT_GRACE_S)
+        self.ended.add(job.job_id)
+        for target in job.spec.targets:
+            on_end(job_end(job, target, state, code, self.out_dir, why, reason))
 
-    def await_artifact(self, job: Submitted, until: float) -> None:
-        """A job that ran, stopped: until its session has written its artifact (or ``until``)."""
-        while job_artifact(job, self.out_dir)[0] is None and time.monotonic() < until:
+    def await_artifacts(self, job: Submitted, until: float) -> None:
+        """A job that ran, stopped: until its session has written its targets' artifacts (or ``until``)."""
+        while any(job_artifact(job, t, self.out_dir)[0] is None for t in job.spec.targets) and time.monotonic() < until:
             time.sleep(self.poll_s)
 
     def cancel_all(self) -> list[str]:
@@ -131,36 +159,41 @@ class SlurmLauncher:
         return open_ids
 
 
-def job_end(job: Submitted, state: str, exit_code: Optional[int], out_dir: Path, why: str = "",
+def job_end(job: Submitted, target: SlurmTarget, state: str, exit_code: Optional[int], out_dir: Path, why: str = "",
             reason: str = "") -> JobEnd:
     """The target's verdict from its job's end and the artifact it wrote (see the module's rule)."""
-    artifact, art = job_artifact(job, out_dir)
+    artifact, art = job_artifact(job, target, out_dir)
     ran_out = state == "COMPLETED" or (state == "FAILED" and art is not None)
     if ran_out and art is not None:
-        return JobEnd(job.target, job.job_id, state, art.verdict, "; ".join(art.reasons[:1]), artifact, job.log,
-                      exit_code)
+        return JobEnd(target, job.job_id, state, art.verdict, "; ".join(art.reasons[:1]), artifact, job.log, exit_code)
     if not why:
         how = f" ({reason})" if reason and reason not in ("None", "") else ""
         code = f", exit code {exit_code}" if exit_code is not None and state == "FAILED" else ""
         why = f"slurm job {job.job_id} {state}{how}{code}"
         why += f": {art.reasons[0]}" if art is not None and art.reasons else f"; its log: {job.log}"
-    return JobEnd(job.target, job.job_id, state, "INCONCLUSIVE", why, artifact, job.log, exit_code)
+    return JobEnd(target, job.job_id, state, "INCONCLUSIVE", why, artifact, job.log, exit_code)
 
 
-def job_artifact(job: Submitted, out_dir: Path):
-    """(path, artifact) the job wrote, or (None, None): the one its session's summary names, else the
-    one of its topic whose scheduler record names the job (an interrupted session prints no summary)."""
+def job_artifact(job: Submitted, target: SlurmTarget, out_dir: Path):
+    """(path, artifact) of ``target`` the job wrote, or (None, None): the one its session's summary
+    names for it, else the one of its topic whose scheduler record names the job (an interrupted
+    session prints no summary)."""
     from pytest_gpuverify.engine.artifact import read_artifact
 
     try:
-        named = ARTIFACT_LINE.findall(job.log.read_text(errors="replace"))
+        named = [Path(path) for nodeid, path in SUMMARY_LINE.findall(job.log.read_text(errors="replace"))
+                 if nodeid == target.nodeid]
+        lines = SUMMARY_LINE.findall(job.log.read_text(errors="replace"))
     except OSError:
-        named = []
-    for path in [Path(p) for p in named[-1:]] + sorted(out_dir.glob(f"bench_{job.target.topic}*.json")):
+        named, lines = [], []
+    if not named and len(lines) == 1 and len(job.spec.targets) == 1:  # a job of one target: its one line
+        named = [Path(lines[0][1])]
+    for path in named[-1:] + sorted(out_dir.glob(f"bench_{target.topic}*.json")):
         try:
             art = read_artifact(path)
         except (OSError, ValueError):
             continue
-        if path in [Path(p) for p in named] or (art.scheduler is not None and art.scheduler.job_id == job.job_id):
+        if path in named or (art.topic == target.topic and art.scheduler is not None
+                             and art.scheduler.job_id == job.job_id):
             return path, art
     return None, None
