@@ -173,3 +173,44 @@ def test_a_job_that_never_starts_within_the_bound_is_cancelled_and_inconclusive(
     assert art.verdict == "INCONCLUSIVE" and art.run is not None and not art.run.ran
     assert any("never started within 3 s (PENDING" in r and "cancelled" in r for r in art.reasons), art.reasons
     wait_for(lambda: not cluster.run("squeue", "-h", "-o", "%i").stdout.split(), "the holder job to go")
+
+
+def test_shard_jobs_run_the_split_each_job_makes(box, cluster):
+    proc = session(box, cluster, "S-SHARDS", *SLOW_TARGETS[:4], "--gpu-slurm-shards", "2")
+    text = text_of(proc)
+    assert proc.returncode == 0, text[-4000:]
+    arts = [box.artifact(p.rsplit("/", 1)[1][len("test_"):-3], ticket="S-SHARDS") for p in SLOW_TARGETS[:4]]
+    assert all(a.verdict == "PASS" and a.shard is not None and a.scheduler is not None for a in arts)
+    by_shard = {}
+    for art in arts:
+        by_shard.setdefault(art.shard.index, set()).add(art.scheduler.job_id)
+        assert art.shard.count == 2 and art.shard.run.startswith("slurm-") and art.shard.sizes == [2, 2]
+    assert sorted(by_shard) == [0, 1] and all(len(jobs) == 1 for jobs in by_shard.values()), "one job per shard"
+    merged = subprocess.run([sys.executable, "-m", "pytest_gpuverify.cli.main", "merge", str(box.tickets / "S-SHARDS"),
+                             "-o", str(box.root / "merged" / "S-SHARDS")], capture_output=True, text=True)
+    assert merged.returncode == 0 and "2 of 2 arrived, each once and whole" in merged.stdout, merged.stdout
+
+
+@pytest.mark.parametrize("row, words", [
+    ("| partiton | gpu |", "setting 'partiton' is not one the Slurm launcher reads"),
+    ("| time | soon |", "time 'soon' is not a Slurm time limit"),
+    ("| gpus per target | 0 |", "gpus per target '0' is not a whole number from 1 to 64"),
+    ("| python | python3 |", "python 'python3' is not an absolute path"),
+])
+def test_a_bad_slurm_setting_is_one_line_naming_its_row(tmp_path, row, words):
+    from pytest_gpuverify.config.envfile import EnvFileError, parse_env_text
+
+    with pytest.raises(EnvFileError) as err:
+        parse_env_text(f"## Slurm\n\n| setting | value |\n|---|---|\n{row}\n", tmp_path / "env.md")
+    assert words in str(err.value) and "Slurm" in str(err.value) and "\n" not in str(err.value)
+
+
+def test_the_slurm_settings_are_read():
+    from pytest_gpuverify.config.envfile import parse_env_text
+
+    env = parse_env_text("## Slurm\n| setting | value |\n|---|---|\n| partition | mi300x |\n| account | `kernels` |\n"
+                         "| time | 1-00:30:00 |\n| GPUs per target | 2 |\n| start within | 90 |\n| python | not set |\n",
+                         "/tmp/env.md")
+    s = env.slurm
+    assert (s.partition, s.account, s.time, s.gpus_per_target, s.start_within_s, s.python) == \
+        ("mi300x", "kernels", "1-00:30:00", 2, 90.0, None)
