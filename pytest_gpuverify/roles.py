@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Optional
 
 import pytest
 
+from pytest_gpuverify.collect_targets import CollectsTargets
 from pytest_gpuverify.config.errors import UsageError
 from pytest_gpuverify.plugin_options import build_options
 from pytest_gpuverify.terminal import VerdictSummary, live_line
@@ -129,28 +130,6 @@ class Role:
         if dict(report.user_properties).get("gpuverify_verdict") == "INCONCLUSIVE":
             return "inconclusive", "I", "INCONCLUSIVE"
         return None
-
-
-class CollectsTargets:
-    """The collection hooks of a role that collects GPU targets (one that runs them, or submits them)."""
-
-    @pytest.hookimpl(tryfirst=True)
-    def pytest_pycollect_makemodule(self, module_path: Path, parent: pytest.Collector):
-        """GPU test files become targets instead of modules: the host has no torch to import them."""
-        from pytest_gpuverify.plugin import GpuTargetFile, kind_of
-
-        if kind_of(module_path, parent.config) is None:
-            return None
-        return GpuTargetFile.from_parent(parent, path=module_path)
-
-    def pytest_collect_file(self, file_path: Path, parent: pytest.Collector):
-        """The declaration file, when named on the command line or selected through --gpu-target."""
-        from pytest_gpuverify.plugin import DeclarationFile
-
-        decls = parent.config.stash.get(DECLARED_KEY, None)
-        if decls is None or file_path.resolve() != Path(decls.path).resolve():
-            return None
-        return DeclarationFile.from_parent(parent, path=file_path)
 
 
 class EngineRole(CollectsTargets, Role):

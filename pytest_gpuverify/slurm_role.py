@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING, Optional
 import pytest
 
 from pytest_gpuverify.config.errors import UsageError
-from pytest_gpuverify.roles import CollectsTargets, Role, terminate_like_ctrl_c
+from pytest_gpuverify.collect_targets import CollectsTargets
+from pytest_gpuverify.roles import Role, terminate_like_ctrl_c
 from pytest_gpuverify.terminal import VerdictSummary
 
 if TYPE_CHECKING:
