@@ -98,6 +98,9 @@ class SlurmController(CollectsTargets, Role):
         try:
             launcher.submit_all(specs, lambda sub: say(f"slurm job {sub.job_id}: "
                                                        + ", ".join(t.nodeid for t in sub.spec.targets)))
+            for spec, why in launcher.refused:
+                for target in spec.targets:
+                    self._report_unran(by_nodeid[target.nodeid], f"never submitted to Slurm: {why}")
             launcher.wait(lambda end: self._report(by_nodeid[end.target.nodeid], end))
         except SlurmError as exc:
             self._cancel_and_report(by_nodeid, f"the Slurm launcher stopped: {exc}")
@@ -137,6 +140,7 @@ class SlurmController(CollectsTargets, Role):
                 self._report(by_nodeid[target.nodeid], job_end(job, target, "CANCELLED", None, self.out_dir,
                                                                why=f"slurm job {job.job_id} CANCELLED ({state} when {why})"))
         submitted = {t.nodeid for j in launcher.jobs for t in j.spec.targets}
+        submitted |= {t.nodeid for spec, _ in launcher.refused for t in spec.targets}  # reported already
         for nodeid, item in by_nodeid.items():  # never submitted: sbatch refused, or the interrupt came first
             if nodeid not in submitted:
                 self._report_unran(item, f"never submitted to Slurm: {why}")

@@ -214,3 +214,16 @@ def test_the_slurm_settings_are_read():
     s = env.slurm
     assert (s.partition, s.account, s.time, s.gpus_per_target, s.start_within_s, s.python) == \
         ("mi300x", "kernels", "1-00:30:00", 2, 90.0, None)
+
+
+def test_a_job_sbatch_refuses_is_inconclusive_with_its_words(box, cluster):
+    env_path = box.root / "env-five.md"
+    env_path.write_text(box.env_path.read_text() + "| gpus per target | 5 |\n")  # the node has 4
+    proc = session(box, cluster, "S-REFUSED", SLOW_TARGETS[0], "--gpu-env", str(env_path))
+    text = text_of(proc)
+    assert proc.returncode == 1, text[-3000:]
+    art = box.artifact("slow_0", ticket="S-REFUSED")
+    assert art.verdict == "INCONCLUSIVE" and art.run is not None and not art.run.ran
+    reason = art.reasons[0]
+    assert reason.startswith("never submitted to Slurm: sbatch refused the job (") and "Fix:" in reason, reason
+    assert "Requested node configuration is not available" in reason, reason

@@ -95,6 +95,7 @@ class SlurmLauncher:
     poll_s: float = POLL_S
     jobs: list[Submitted] = field(default_factory=list)
     ended: set[str] = field(default_factory=set)  # job ids
+    refused: list[tuple[JobSpec, str]] = field(default_factory=list)  # jobs sbatch refused, and its words
 
     def job_args(self, spec: JobSpec, log: Path) -> list[str]:
         s = self.settings
@@ -109,7 +110,11 @@ class SlurmLauncher:
         logs.mkdir(parents=True, exist_ok=True)
         for spec in specs:
             command = [self.python, "-m", "pytest", *self.pytest_args, *spec.args]
-            job = client.submit(self.job_args(spec, logs / f"{spec.name}.%j.out"), command, self.env)
+            try:
+                job = client.submit(self.job_args(spec, logs / f"{spec.name}.%j.out"), command, self.env)
+            except client.SlurmError as exc:  # this job only (too many GPUs, a wrong partition): the others go on
+                self.refused.append((spec, str(exc)))
+                continue
             sub = Submitted(spec, job, logs / f"{spec.name}.{job}.out", time.monotonic())
             self.jobs.append(sub)
             on_submit(sub)
