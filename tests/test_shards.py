@@ -13,7 +13,8 @@ import pytest
 
 from conftest import make_sandbox
 from pytest_gpuverify.config.errors import UsageError
-from pytest_gpuverify.config.shards import parse_spec, plan_digest, run_id, split
+from pytest_gpuverify.config.shards import ShardRecord, parse_spec, plan_digest, run_id, split
+from pytest_gpuverify.reporting.shard_check import shard_lines
 
 TARGETS = ("op_tests/test_gemm_a8w8.py", "op_tests/test_rmsnorm2d.py", "op_tests/test_moe_2stage.py")
 
@@ -97,6 +98,29 @@ def test_the_run_is_the_option_else_the_ci_run():
     assert run_id(None, {}) == (None, None)
 
 
+# -- did every shard arrive ------------------------------------------------------------------------
+
+def record(index: int, session: str, count: int = 3, plan: str = "p1", sizes=(2, 1, 0)) -> ShardRecord:
+    return ShardRecord(index=index, count=count, read_from="--gpu-shard", run="r7", plan=plan, sizes=list(sizes),
+                       session=session)
+
+
+def test_merge_lines_name_each_shard_missing_twice_or_incomplete(tmp_path):
+    a, b = tmp_path / "a", tmp_path / "b"
+    whole = [(record(0, "s0"), a / "bench_x.json"), (record(0, "s0"), a / "bench_y.json"),
+             (record(1, "s1"), a / "bench_z.json")]
+    lines, ok = shard_lines(whole)
+    assert ok and lines == ["shards of run r7: 3 of 3 arrived, each once and whole"], "shard 2 was given no target"
+    lines, ok = shard_lines(whole[:2])
+    assert not ok and lines == ["MISSING shard 1/3 of run r7: none of its 1 GPU target(s) has an artifact"]
+    lines, ok = shard_lines(whole[1:])
+    assert not ok and lines == ["INCOMPLETE shard 0/3 of run r7: 1 of its 2 GPU target(s) have an artifact"]
+    lines, ok = shard_lines([*whole, (record(1, "s9"), b / "bench_z.json")])
+    assert not ok and lines == [f"TWICE shard 1/3 of run r7: it ran in 2 sessions (session s1: {a}; session s9: {b})"]
+    lines, ok = shard_lines([*whole, (record(1, "s9", count=4, plan="p2", sizes=(1, 1, 1, 0)), b / "bench_z.json")])
+    assert not ok and lines[0].startswith("SHARDS run r7: split in different ways (3 shards (split p1), 4 shards")
+
+
 # -- sessions, durations and merge ------------------------------------------------------------------
 
 @pytest.fixture(scope="module")
@@ -168,3 +192,15 @@ def test_bad_shard_options_stop_the_run_before_any_gpu(box):
     text = proc.stdout.decode() + proc.stderr.decode()
     assert proc.returncode == 4 and "missing.json: no such file" in text and "gpuverify durations" in text, text
     assert not (box.tickets / "T-1").exists() or not list((box.tickets / "T-1").glob("bench_*.json"))
+
+
+@pytest.mark.docker
+def test_xdist_workers_make_the_same_split_and_share_one_session_id(box):
+    proc = box.pytest(*TARGETS, "-n", "2", "--gpu-shard", "0/2", ticket="T-XDIST")
+    text = proc.stdout.decode(errors="replace") + proc.stderr.decode(errors="replace")
+    assert proc.returncode == 0, text[-3000:]
+    arts = sorted((box.tickets / "T-XDIST").glob("bench_*.json"))
+    assert [p.name for p in arts] == ["bench_gemm_a8w8.json", "bench_rmsnorm2d.json"], (arts, text[-3000:])
+    records = [json.loads(p.read_text())["shard"] for p in arts]
+    assert all((r["index"], r["count"], r["sizes"]) == (0, 2, [2, 1]) for r in records)
+    assert records[0]["session"] == records[1]["session"], "one session, whichever worker ran the target"
