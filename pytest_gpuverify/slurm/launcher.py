@@ -1,5 +1,6 @@
-"""The Slurm launcher: one batch job per GPU target, each running the plugin on its node against the
-shared tickets folder; the controller waits for them and reads each target's verdict as its job ends.
+"""The Slurm launcher: one batch job per GPU target, or per shard of them (``--gpu-shard i/N``), each
+running the plugin on its node against the shared tickets folder; the controller waits for them and
+reads each target's verdict as its job ends.
 Usable without pytest (the pytest wiring is slurm_role.py).
 
 A job's verdict is its artifact's when the job ran to its end (COMPLETED, or FAILED with an artifact:
