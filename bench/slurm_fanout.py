@@ -8,7 +8,7 @@ A real Slurm (munged, slurmctld, slurmd: tests/slurm_cluster.py) with one node o
 simulated ROCm host's 4, a real container, and 8 targets that each hold their GPU for ``--hold``
 seconds, as a kernel test's run would. Needs root, Docker and Debian's slurm-wlm and munge.
 
-    python bench/slurm_fanout.py [--repeats 1] [--hold 8]
+    python bench/slurm_fanout.py [--repeats 1] [--hold 20]
 """
 
 from __future__ import annotations
@@ -56,7 +56,8 @@ def most_at_once_on_one_gpu(folder: Path) -> tuple[int, list[int]]:
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--repeats", type=int, default=1)
-    parser.add_argument("--hold", type=float, default=8.0, help="seconds each target holds its GPU")
+    parser.add_argument("--hold", type=float, default=20.0,
+                        help="seconds each target holds its GPU (an aiter op_test runs tens of seconds)")
     args = parser.parse_args()
     why = slurm_cluster.missing()
     if why:
