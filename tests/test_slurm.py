@@ -161,7 +161,8 @@ def test_a_job_that_never_starts_within_the_bound_is_cancelled_and_inconclusive(
     with_bound = box.env_path.read_text().replace("| start within | 120 |", "| start within | 3 |")
     env_path = box.root / "env-bound.md"
     env_path.write_text(with_bound)
-    holder = cluster.run("sbatch", "--parsable", "--gres=gpu:4", "--wrap", "sleep 60")  # every GPU taken
+    holder = cluster.run("sbatch", "--parsable", "--gres=gpu:4", "--output=/dev/null", f"--chdir={cluster.root}",
+                         "--wrap", "sleep 60")  # every GPU taken
     held = holder.stdout.strip()
     try:
         proc = session(box, cluster, "S-BOUND", SLOW_TARGETS[0], "--gpu-env", str(env_path))
