@@ -117,3 +117,22 @@ class GpuTargetItem(pytest.Item):
 
     def reportinfo(self):
         return self.path, None, f"gpu target {self.target.name}"
+
+
+class CollectsTargets:
+    """The collection hooks of a role that collects GPU targets: one that runs them (roles.EngineRole)
+    or one that submits them to Slurm (slurm_role.SlurmController)."""
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_pycollect_makemodule(self, module_path: Path, parent: pytest.Collector):
+        """GPU test files become targets instead of modules: the host has no torch to import them."""
+        if kind_of(module_path, parent.config) is None:
+            return None
+        return GpuTargetFile.from_parent(parent, path=module_path)
+
+    def pytest_collect_file(self, file_path: Path, parent: pytest.Collector):
+        """The declaration file, when named on the command line or selected through --gpu-target."""
+        decls = parent.config.stash.get(DECLARED_KEY, None)
+        if decls is None or file_path.resolve() != Path(decls.path).resolve():
+            return None
+        return DeclarationFile.from_parent(parent, path=file_path)

@@ -48,6 +48,17 @@ def add_options(parser: pytest.Parser) -> None:
     group.addoption("--gpu-history-ref", default=None, metavar="REF",
                     help="the branch or tag the session's commit is on, for --gpu-history (default: the branch "
                     "checked out, when the commit is on it)")
+    group.addoption("--gpu-shard", default=None, metavar="I/N|auto|auto/N",
+                    help="run shard I (from 0) of N of the GPU targets; auto: read from a Slurm array, Buildkite "
+                    "parallel job or Kubernetes Indexed Job (auto/N: its count)")
+    group.addoption("--gpu-shard-run", default=None, metavar="ID",
+                    help="the run the shards belong to (default: the CI's or Slurm array's id)")
+    group.addoption("--gpu-durations", default=None, metavar="FILE",
+                    help="balance --gpu-shard by earlier durations (written by gpuverify durations)")
+    group.addoption("--gpu-slurm", action="store_true", default=False,
+                    help="submit each GPU target as a Slurm job (settings: the env file's Slurm section) and wait")
+    group.addoption("--gpu-slurm-shards", default=None, metavar="N",
+                    help="with --gpu-slurm: N jobs, each a shard of the GPU targets, not one job per target")
     group.addoption("--gpu-host-conftest", action="store_true", default=False,
                     help="import a kernel repo's conftest.py files in this (host) session too")
     for key, default in (("gpu_env", None), ("gpu_history", None), ("gpu_arch", None), ("gpu_container", None), ("gpu_window", "2"),

@@ -19,6 +19,8 @@ from typing import TYPE_CHECKING, Optional
 
 import pytest
 
+from pytest_gpuverify.collectors import CollectsTargets
+from pytest_gpuverify.role_base import Role, terminate_like_ctrl_c
 from pytest_gpuverify.config.errors import UsageError
 from pytest_gpuverify.plugin_options import build_options, option_value
 from pytest_gpuverify.stash_keys import (CLAIMS_VARIABLE, DECLARED_KEY, ENGINE_KEY, ENV_KEY, NO_CONFTEST_KEY, REMOTE_KEY,
@@ -31,8 +33,7 @@ if TYPE_CHECKING:  # the engine is imported once --gpu-verify is on: without it 
     from pytest_gpuverify.config.declarations import Declarations
     from pytest_gpuverify.engine.session import VerifySession
     from pytest_gpuverify.remote.controller import RemoteController
-
-ROLE_NAME = "gpuverify-role"  # in the plugin manager ("gpuverify" is the plugin module, pyproject.toml)
+    from pytest_gpuverify.shard_items import ShardSetting
 
 
 def choose_role(config: pytest.Config) -> Role:
@@ -49,6 +50,20 @@ def choose_role(config: pytest.Config) -> Role:
         read_early = config.stash.get(ENV_KEY, None)
         env = read_early[1] if read_early and read_early[0] == options.env_path else load_env_file(options.env_path)
         config.stash[DECLARED_KEY] = _load_declarations(config, env)
+        if config.getoption("gpu_slurm"):
+            from pytest_gpuverify.slurm_role import SlurmController
+
+            return SlurmController(config, options, env, distributing=_distributing(config))
+        if config.getoption("gpu_slurm_shards"):
+            raise UsageError("--gpu-slurm-shards", "--gpu-slurm-shards splits the jobs --gpu-slurm submits",
+                             "add --gpu-slurm, or drop --gpu-slurm-shards")
+        if config.getoption("gpu_shard"):
+            from pytest_gpuverify.shard_items import SHARD_KEY, ShardSetting
+
+            config.stash[SHARD_KEY] = ShardSetting(config)
+        elif config.getoption("gpu_shard_run") or config.getoption("gpu_durations"):
+            raise UsageError("--gpu-shard", "--gpu-shard-run and --gpu-durations split a run into shards",
+                             "pass --gpu-shard I/N (or auto) with them")
         if hasattr(config, "workerinput"):
             return DistWorker(config, _build_engine(config, options, env))
         if _distributing(config):
@@ -81,36 +96,7 @@ def _build_engine(config: pytest.Config, options: RunOptions, env: EnvFile) -> V
                                     if running_line_wanted(config, options.echo_output) else None))
 
 
-class Role:
-    """What every role has: the plugins it brings along, and an INCONCLUSIVE verdict's status."""
-
-    def __init__(self, config: pytest.Config) -> None:
-        self.config = config
-        self.helpers: list[tuple[object, str]] = []  # (plugin, name): registered and unregistered with the role
-
-    def register(self) -> None:
-        manager = self.config.pluginmanager
-        manager.register(self, ROLE_NAME)
-        for plugin, name in self.helpers:
-            manager.register(plugin, name)
-
-    def unregister(self) -> None:
-        manager = self.config.pluginmanager
-        for plugin, _ in reversed(self.helpers):
-            if manager.is_registered(plugin):
-                manager.unregister(plugin)
-        if manager.is_registered(self):
-            manager.unregister(self)
-
-    def pytest_report_teststatus(self, report: pytest.TestReport, config: pytest.Config):
-        if report.when != "call":
-            return None
-        if dict(report.user_properties).get("gpuverify_verdict") == "INCONCLUSIVE":
-            return "inconclusive", "I", "INCONCLUSIVE"
-        return None
-
-
-class EngineRole(Role):
+class EngineRole(CollectsTargets, Role):
     """A process that runs targets: it holds the engine, collects GPU targets and writes artifacts."""
 
     def __init__(self, config: pytest.Config, engine: VerifySession) -> None:
@@ -119,6 +105,12 @@ class EngineRole(Role):
         config.stash[ENGINE_KEY] = engine
         self._previous_handlers: dict = {}  # signal -> the handler this role replaced, put back at unregister
         self.reported: set[str] = set()  # node ids whose call phase reported
+        from pytest_gpuverify.shard_items import SHARD_KEY
+
+        shard: Optional[ShardSetting] = config.stash.get(SHARD_KEY, None)
+        if shard is not None:  # --gpu-shard: deselects the other shards' targets, tells the engine its shard
+            shard.engine = engine
+            self.helpers.append((shard, "gpuverify-shard"))
 
     def unregister(self) -> None:
         super().unregister()
@@ -130,29 +122,11 @@ class EngineRole(Role):
 
     def pytest_configure(self, config: pytest.Config) -> None:
         """Called once the role is registered: the idle window starts filling now, while pytest collects."""
-        self._previous_handlers = _terminate_like_ctrl_c()
+        self._previous_handlers = terminate_like_ctrl_c()
         self.engine.start_in_background()
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         self.engine.mark_collected()
-
-    @pytest.hookimpl(tryfirst=True)
-    def pytest_pycollect_makemodule(self, module_path: Path, parent: pytest.Collector):
-        """GPU test files become targets instead of modules: the host has no torch to import them."""
-        from pytest_gpuverify.collectors import GpuTargetFile, kind_of
-
-        if kind_of(module_path, parent.config) is None:
-            return None
-        return GpuTargetFile.from_parent(parent, path=module_path)
-
-    def pytest_collect_file(self, file_path: Path, parent: pytest.Collector):
-        """The declaration file, when named on the command line or selected through --gpu-target."""
-        from pytest_gpuverify.collectors import DeclarationFile
-
-        decls = parent.config.stash.get(DECLARED_KEY, None)
-        if decls is None or file_path.resolve() != Path(decls.path).resolve():
-            return None
-        return DeclarationFile.from_parent(parent, path=file_path)
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if report.when == "call":
@@ -338,24 +312,6 @@ class RemoteDistController(DistController):
             local = collector.local_paths.get((node.gateway.id, Path(stored).name)) if collector else None
             if local is not None:
                 self.summary.stored[asked] = str(local)
-
-
-def _terminate_like_ctrl_c() -> dict:
-    """SIGTERM (a CI job cancelled, a scheduler's stop) and SIGHUP (the terminal closed, the ssh
-    session to a login node dropped) take Ctrl-C's path: the command is stopped, the lock released
-    and the artifact written with the reason. Returns the handlers it replaced (signal -> handler),
-    put back when the role ends."""
-    import signal
-    import threading
-
-    from pytest_gpuverify.execute.base import Terminated
-
-    def on_signal(signum, frame):
-        raise Terminated(signal.Signals(signum).name)
-
-    if threading.current_thread() is not threading.main_thread():
-        return {}
-    return {signum: signal.signal(signum, on_signal) for signum in (signal.SIGTERM, signal.SIGHUP)}
 
 
 def _load_declarations(config: pytest.Config, env: EnvFile) -> Optional[Declarations]:

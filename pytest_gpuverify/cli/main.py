@@ -184,6 +184,16 @@ def _cmd_merge(args: argparse.Namespace) -> int:
     return merge([Path(d) for d in args.dirs], Path(args.out), keep_all=args.keep_all)
 
 
+def _cmd_durations(args: argparse.Namespace) -> int:
+    from pytest_gpuverify.reporting.durations import write_durations
+
+    problem = _output_problem("durations", Path(args.out))
+    if problem:
+        print(problem, file=sys.stderr)
+        return 2
+    return write_durations([Path(d) for d in args.dirs], Path(args.out))
+
+
 def _cmd_report(args: argparse.Namespace) -> int:
     from pytest_gpuverify.reporting.html_report import write_report
 
@@ -309,6 +319,11 @@ def build_parser() -> argparse.ArgumentParser:
     merge.add_argument("--keep-all", action="store_true",
                        help="keep one topic from several runs (renamed bench_<topic>.from-<DIR>.json)")
     merge.set_defaults(func=_cmd_merge)
+    durations = sub.add_parser("durations", help="each target's duration from its artifacts (topic -> seconds), "
+                               "to balance pytest --gpu-shard with --gpu-durations FILE")
+    durations.add_argument("dirs", nargs="+", metavar="TICKET_DIR")
+    durations.add_argument("-o", "--out", required=True, metavar="FILE")
+    durations.set_defaults(func=_cmd_durations)
     report = sub.add_parser("report", help="one self-contained HTML page with verdicts, perf rows and plots")
     report.add_argument("dirs", nargs="+", metavar="TICKET_DIR")
     report.add_argument("-o", "--out", required=True, metavar="FILE")

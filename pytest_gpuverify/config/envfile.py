@@ -29,6 +29,7 @@ from pytest_gpuverify.config.errors import UsageError
 from pytest_gpuverify.config.lockspec import LOCK_EXAMPLE, LockPrefixError, LockSpec, parse_lock_prefix  # noqa: F401 (re-exported)
 from pytest_gpuverify.config.containers import HOST_CONTAINER, row_problem, runs_on_host
 from pytest_gpuverify.config.signing import SigningRow, signing_row
+from pytest_gpuverify.config.slurm_settings import SlurmSettings, slurm_settings
 
 DEFAULT_ENV_PATH = "~/.cursor/mstack/env.md"
 ENV_PATH_VARIABLE = "GPUVERIFY_ENV"
@@ -114,6 +115,7 @@ class EnvFile(_Frozen):
     containers: list[ContainerRow] = []
     gpu_locks: list[GpuLockRow] = []
     signing: list[SigningRow] = []
+    slurm: SlurmSettings = SlurmSettings()  # the Slurm launcher's settings (slurm_settings.py)
     rows_per_section: dict[str, int] = {}  # the sections present -> their data row count
 
     def require(self, section_name: str) -> None:
@@ -206,6 +208,7 @@ def parse_env_text(text: str, path: PathLike) -> EnvFile:
         containers=[_container(where, cells) for where, cells in rows.get("Containers", [])],
         gpu_locks=[_gpu_lock(where, cells) for where, cells in rows.get("GPU lock", [])],
         signing=[signing_row(where, cells) for where, cells in rows.get("Signing", [])],
+        slurm=slurm_settings(rows.get("Slurm", [])),
         rows_per_section={section: len(section_rows) for section, section_rows in rows.items()},
     )
 

@@ -20,6 +20,7 @@ SECTION_COLUMNS: dict[str, tuple[str, ...]] = {
     "Containers": ("name", "image", "host"),
     "GPU lock": ("host", "picker", "lock"),
     "Signing": ("signer", "key"),  # optional: signing.py
+    "Slurm": ("setting", "value"),  # optional: the Slurm launcher's settings (slurm_settings.py)
 }
 _SECTION_BY_KEY = {name.casefold(): name for name in SECTION_COLUMNS}
 _HEADING = re.compile(r" {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*")

@@ -84,7 +84,8 @@ class TargetRun:
             stamp=datetime.now(timezone.utc).strftime(STAMP_FORMAT), ts=utc_now(), t0=time.monotonic(),
             host=socket.gethostname(), artifact_path=self.ctx.out_dir / f"bench_{topic}.json", notes=list(self.ctx.session_notes),
             key=self.ctx.options.ticket, cold=self.ctx.options.cold, signed_by=self.ctx.signer.signer if self.ctx.signer else None,
-            synced=self.ctx.synced, collected=s.clock.wall(self.ctx.collected)))
+            synced=self.ctx.synced, collected=s.clock.wall(self.ctx.collected),
+            shard=self.ctx.shard, scheduler=self.ctx.scheduler))
 
     # -- the run ----------------------------------------------------------------------------
     def run(self) -> TargetOutcome:
@@ -279,7 +280,7 @@ class TargetRun:
         guards = RunGuards(s.session_guard(), grant.fds)
         try:
             infos = [s.inventory.get(i, GpuInfo(index=i)) for i in grant.indices]
-            yield (grant.indices, {s.backend.visible_devices_var: self.visible or s.backend.visible_value(infos)},
+            yield (grant.indices, {s.backend.visible_devices_var: self.visible or s.visible_value(infos)},
                    guards.on_start)
         finally:
             guards.done()
@@ -307,7 +308,7 @@ class TargetRun:
             caches = plan_caches(wt, self.ctx.options.cold, run_id, target.kind, on_host=handle.place.on_host)
             executed.cache_reused = warm_cache_reused(handle, caches, s.warm_caches)
             run_env = RunEnvironment(
-                visible_var=s.backend.visible_devices_var, visible_value=self.visible or s.backend.visible_value(infos),
+                visible_var=s.backend.visible_devices_var, visible_value=self.visible or s.visible_value(infos),
                 pythonpath=pythonpath(target.kind, wt, place.pythonpath), kind=target.kind, arch=place.arch,
                 caches=dict(caches.dirs), declared=dict(target.env))
             command_env = {**run_env.as_env(), **run_marker(run_id)}  # what it leaves is stopped: leftovers.py

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from pytest_gpuverify.place.ab import BaseWorktrees
     from pytest_gpuverify.place.container_checks import ContainerPlaces
     from pytest_gpuverify.records.artifact import RepoRecord, SyncRecord
+    from pytest_gpuverify.records.scheduling import SchedulerRecord, ShardRecord
 
 Echo = Callable[[bytes], None]
 
@@ -41,6 +42,8 @@ class RunContext:
     session_notes: tuple[str, ...]
     collected: Optional[float]  # monotonic time pytest's collection ended
     echo: Optional[Echo]  # -s: the command's output to the terminal as it comes
+    shard: Optional[ShardRecord] = None  # this session's shard of a run split over several jobs
+    scheduler: Optional[SchedulerRecord] = None  # GPUs granted outside the plugin
 
 
 class LiveLine(Protocol):
@@ -85,6 +88,8 @@ class SessionServices(Protocol):
     def session_guard(self) -> Optional[SessionGuard]: ...
 
     def unique_topic(self, target: Target) -> str: ...
+
+    def visible_value(self, infos: list[GpuInfo]) -> str: ...
 
     def repo_state(self, wt_host: Path) -> RepoRecord: ...
 

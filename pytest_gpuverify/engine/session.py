@@ -8,6 +8,7 @@ file) raise, and they raise before any GPU or container is touched.
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from pathlib import Path
@@ -33,6 +34,8 @@ from pytest_gpuverify.common.threads import Background
 from pytest_gpuverify.parsers.warm import ParserWarmer
 from pytest_gpuverify.engine import multirun
 from pytest_gpuverify.place.ab import BaseWorktrees
+from pytest_gpuverify.records.scheduling import SchedulerRecord, ShardRecord
+from pytest_gpuverify.lease.grants import GrantProblem, granted_text, granter, read_grant, visible_within
 from pytest_gpuverify.lease.picker import GpuGrant, GpuPicker
 from pytest_gpuverify.engine.prerun import DeclaredBuilds
 from pytest_gpuverify.engine.run import TargetRun
@@ -103,6 +106,8 @@ class VerifySession:
         self.parsers = ParserWarmer()  # each kind's parser loads while its first command runs
         self.base_worktrees = BaseWorktrees(options.ab_base) if options.ab_base else None  # --gpu-ab (ab.py)
         self.builds = DeclaredBuilds(self.out_dir, options.timeout_s)  # the declarations' builds (prerun.py)
+        self.scheduler: Optional[SchedulerRecord] = None  # GPUs granted outside the plugin (grants.py)
+        self.shard: Optional[ShardRecord] = None  # this session's shard of a run split over several jobs (config/shards.py)
 
     def mark_collected(self) -> None:
         """The session has its targets (pytest's collection is over): the timelines' first entry."""
@@ -136,7 +141,29 @@ class VerifySession:
         self.session_blocked.extend(started.blocked)
         self.session_notes.extend(started.notes)
         if not started.blocked:
+            self._read_grant()
             self.session_guard()  # started now, while the window fills: no target waits for it
+
+    def _read_grant(self) -> None:
+        """GPUs a scheduler or CI job granted this process: the picker picks only among them."""
+        uuids = {g.uuid: g.index for g in self.inventory.values() if g.uuid}
+        try:
+            self.scheduler = read_grant(os.environ, self.backend.vendor, uuids, on_host=self.places.on_host,
+                                        host_gpus=len(self.inventory) or None)
+        except GrantProblem as exc:
+            self.session_blocked.append(str(exc))
+            return
+        if self.scheduler is not None:
+            self.picker.granted = list(self.scheduler.granted)
+            self.picker.granted_by = granter(self.scheduler)
+            self.session_notes.append(f"GPUs granted outside the plugin: {granted_text(self.scheduler)}; "
+                                      "picked and locked among these only")
+
+    def visible_value(self, infos: list[GpuInfo]) -> str:
+        """The command's visibility variable for ``infos``: node indices (or the backend's UUIDs), or
+        their positions in a grant that an inherited variable already applies (grants.py)."""
+        within = visible_within([g.index for g in infos], self.scheduler)
+        return ",".join(map(str, within)) if within is not None else self.backend.visible_value(infos)
 
     def start_in_background(self) -> None:
         """:meth:`start` in a thread: the GPU library's start-up (NVML, amdsmi: calls that let go of
@@ -185,7 +212,7 @@ class VerifySession:
         """The session's facts as a run starts (frozen: a run cannot change them for the next)."""
         return RunContext(options=self.options, env=self.env, host_row=self.host_row, out_dir=self.out_dir,
                           signer=self.signer, synced=self.synced, session_notes=tuple(self.session_notes),
-                          collected=self.collected, echo=self.echo)
+                          collected=self.collected, echo=self.echo, shard=self.shard, scheduler=self.scheduler)
 
     def unique_topic(self, target: Target) -> str:
         return self.topics.claim(self.out_dir, self.options.topic or target.topic)

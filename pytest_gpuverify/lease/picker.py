@@ -88,6 +88,9 @@ class GpuPicker:
         self.picker_command = picker_command
         self.picker_timeout_s = picker_timeout_s
         self.on_wait = on_wait
+        # GPUs granted outside the plugin (grants.py), set once the session knows them: only these are picked
+        self.granted: Optional[list[int]] = None
+        self.granted_by = ""  # what granted them, for the refusal's words
 
     def acquire(self, count: int = 1, wait_s: float = 0.0, cancelled: Optional[threading.Event] = None) -> GpuGrant:
         """``cancelled``: set by the caller (pickahead.py) to stop a wait: NoGpu then."""
@@ -152,6 +155,12 @@ class GpuPicker:
             known = set(verdict.idle) | set(verdict.busy)
             if not known:  # nothing to check the index against, and so nothing to re-check it with
                 return [], _describe_refusal(count, {}, [], verdict.error or "no GPU reading"), []
+            if self.granted is not None and index not in self.granted:
+                raise PickerError(
+                    f"picker command {self.picker_command!r} printed GPU {index}, but {self.granted_by} granted "
+                    f"only GPU(s) {_ranges(sorted(self.granted)) or 'none'}. Fix: make the picker choose among the "
+                    "granted GPUs, or set the picker cell of the GPU lock table to builtin"
+                )
             if index not in known:  # refused before its lock file is made
                 raise PickerError(
                     f"picker command {self.picker_command!r} printed GPU {index}, but this host's readings "
@@ -162,6 +171,9 @@ class GpuPicker:
         else:
             verdict = self._window_verdict()
             candidates, busy, error = verdict.idle, dict(verdict.busy), verdict.error
+            if self.granted is not None:  # in the grant's order: a command asking for 1 gets the first idle one
+                candidates = [i for i in self.granted if i in candidates]
+                busy = {i: why for i, why in busy.items() if i in self.granted}
         if won is not None and won.gpu_index in candidates:
             candidates = [won.gpu_index, *(i for i in candidates if i != won.gpu_index)]
         elif won is not None:  # the window has called it busy since: it is not taken
@@ -189,7 +201,10 @@ class GpuPicker:
             won.release()
         for lease in held:
             lease.release()
-        return [], _describe_refusal(count, busy, locked, error), locked
+        refusal = _describe_refusal(count, busy, locked, error)
+        if self.granted is not None:
+            refusal += f" among GPU(s) {_ranges(sorted(self.granted)) or 'none'}, granted by {self.granted_by}"
+        return [], refusal, locked
 
     def _window_verdict(self):
         generation = self.sampler.generation

@@ -9,6 +9,10 @@ different runs is refused, unless ``keep_all``: then the later one is renamed
 An identical file seen twice (the same run uploaded twice) is taken once. Every artifact and every
 file's place is checked before anything is copied: one refusal and nothing is copied, so a merge
 never leaves a half-filled folder.
+
+Artifacts of a split run (``--gpu-shard``) say which shard they belong to: merge names every shard
+that is missing, ran twice or came incomplete (reporting/shard_check.py), over the sources and what
+the output folder already holds, and exits 1 then.
 """
 
 from __future__ import annotations
@@ -51,6 +55,9 @@ def merge(sources: list[Path], out: Path, *, keep_all: bool = False,
     """0 when every artifact was taken and passes check where it landed; 1 otherwise (nothing is
     copied when any artifact is refused). ``taken``: filled with each artifact taken -> where it landed."""
     copies, refused = _plan(sources, out, keep_all, say)
+    shard_lines, shards_whole = shards_arrived(sources, out)
+    for line in shard_lines:
+        say(line)
     if refused:
         say(f"nothing copied into {out}: {refused} refusal(s) above; fix them (or pass --keep-all) and merge again")
         return 1
@@ -68,7 +75,23 @@ def merge(sources: list[Path], out: Path, *, keep_all: bool = False,
             say(f"OK {out / name} (from {path})")
             if taken is not None:
                 taken[path] = out / name
-    return 1 if failed else 0
+    return 1 if failed or not shards_whole else 0
+
+
+def shards_arrived(sources: list[Path], out: Path) -> tuple[list[str], bool]:
+    """The shard lines over every readable artifact of the sources and of ``out`` (shard_check.py)."""
+    from pytest_gpuverify.reporting.shard_check import shard_lines
+
+    records = []
+    for folder in [*sources, out]:
+        for path in sorted(folder.glob("bench_*.json")):
+            try:
+                art = load_checked(path)
+            except (SchemaError, OSError, ValueError):
+                continue  # refused above, with its reason
+            if art.shard is not None:
+                records.append((art.shard, path))
+    return shard_lines(records) if records else ([], True)
 
 
 def _plan(sources: list[Path], out: Path, keep_all: bool,

@@ -21,6 +21,7 @@ from pytest_gpuverify.execute.leftovers import MARKER
 from pytest_gpuverify.verify.times import SLACK_S, stamp_problems, timeline_problems, when
 from pytest_gpuverify.records.raw_log import PREFIX, TIMELINE, read_trailer, trailer_fields
 from pytest_gpuverify.parsers.junit import read_junit
+from pytest_gpuverify.lease.grants import visible_within
 from pytest_gpuverify.lease.watch import shared_reasons
 from pytest_gpuverify.place.packages import origin_inside
 from pytest_gpuverify.place.provenance import CONTAINER_ENV_RECORDED
@@ -238,6 +239,10 @@ def _env_and_imports(art: Artifact) -> list[str]:
     var = "CUDA_VISIBLE_DEVICES" if nvidia else "HIP_VISIBLE_DEVICES"
     by_uuid = nvidia and all(is_uuid(g.uuid) for g in art.gpus)  # as the NVIDIA backend's visible_value
     visible = ",".join(str(g.uuid if by_uuid else g.index) for g in art.gpus)
+    outside = [g.index for g in art.gpus if art.scheduler is not None and g.index not in art.scheduler.granted]
+    within = None if outside else visible_within([g.index for g in art.gpus if g.index is not None], art.scheduler)
+    if within is not None:  # a grant that an inherited variable applies: positions in it (grants.py)
+        visible = ",".join(map(str, within))
     if art.fresh_container is not None and art.fresh_container.visible:  # its GPUs are 0..n-1 inside (ephemeral.py)
         visible = art.fresh_container.visible
     wt = _worktree(kind, env.get("PYTHONPATH", ""))
@@ -253,6 +258,9 @@ def _env_and_imports(art: Artifact) -> list[str]:
         expected["PYTHONPATH"] = path
     problems = [f"env.{k} is {env.get(k)!r}, the run's GPUs, worktree and caches give {v!r}"
                 for k, v in expected.items() if env.get(k) != v]
+    if outside and art.scheduler is not None:
+        problems.append(f"gpus {outside} are not among the GPUs granted ({art.scheduler.read_from}: "
+                        f"{art.scheduler.granted})")
     problems += [f"env.{k} is not a variable the engine sets or records" for k in env
                  if k not in expected and k not in CONTAINER_ENV_RECORDED and k != MARKER]
     if MARKER in env and not _marker_matches(env[MARKER], art.raw_output):

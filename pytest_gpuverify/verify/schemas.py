@@ -27,7 +27,11 @@ _V2 = _V1 | _V1_LATER | {"run"}
 _V3 = _V2 | {"host_gpus", "signed_by", "timeline"}
 _V4 = _V3 | frozenset({"image_digest", "fresh_container", "builds", "synced", "runs", "perf_summary", "ab"})  # fields added in version 4
 _V5 = _V4 | frozenset({"watch"})  # fields added in version 5
+# added while the version was 5, with defaults: older artifacts of that version do not have them
+_V5_LATER = frozenset({"shard", "scheduler"})
 TOP_FIELDS: dict[int, frozenset[str]] = {1: _V1, 2: _V2, 3: _V3, 4: _V4, 5: _V5}
+# fields added while a version was current: an artifact of that version may have them or not
+LATER: dict[int, frozenset[str]] = {1: _V1_LATER, 5: _V5_LATER}
 
 _RUN = frozenset("blocked ran exit_code timed_out interrupted container_died output_problems unknowns output_parsed".split())
 _TARGET_V1 = frozenset("name kind path args dtype regime thresholds".split())
@@ -90,7 +94,7 @@ def schema_problems(data: Any) -> list[str]:
     if type(version) is not int or version not in TOP_FIELDS:
         known = ", ".join(map(str, TOP_FIELDS))
         return [f"schema_version is {version!r}, not one this gpuverify knows ({known})"]
-    problems = _keys(data, TOP_FIELDS[version], version, "", optional=_V1_LATER if version == 1 else frozenset())
+    problems = _keys(data, TOP_FIELDS[version], version, "", optional=LATER.get(version, frozenset()))
     problems += [f"field {name} is null, schema {version} requires a value" for name in NOT_NULL[version]
                  if name in data and data[name] is None]
     for name, keys in NESTED[version].items():

@@ -73,7 +73,7 @@ def load_state(tool, path=None):
 
 def add_live_processes(st, path, proc="/proc"):
     """Real processes started by ``gpuverify-sim-use`` with this state: each is on the GPUs its
-    HIP_VISIBLE_DEVICES (or ROCR_VISIBLE_DEVICES) names, all when unset, holding its VRAM, by its
+    ROCR_VISIBLE_DEVICES and HIP_VISIBLE_DEVICES leave it, all when unset, holding its VRAM, by its
     pid as this process sees it (a container's processes by their host pid, as the real tools list them)."""
     needle = ("%s=%s:" % (USE_VAR, path)).encode()
     try:
@@ -96,14 +96,23 @@ def add_live_processes(st, path, proc="/proc"):
                 name = fh.read().decode("utf-8", "replace").strip() or "python3"
         except (ValueError, IndexError, KeyError, OSError):
             continue
-        visible = entries.get(b"HIP_VISIBLE_DEVICES") or entries.get(b"ROCR_VISIBLE_DEVICES")
+        # as the runtime applies them: ROCR_VISIBLE_DEVICES (indices or UUIDs) first, then
+        # HIP_VISIBLE_DEVICES counts within what it left
+        seen = list(hip_order)
+        rocr = entries.get(b"ROCR_VISIBLE_DEVICES")
+        if rocr is not None:
+            keep = [t.strip().decode("utf-8", "replace") for t in rocr.split(b",") if t.strip()]
+            seen = [seen[int(t)] if t.isdigit() and int(t) < len(seen) else
+                    next((i for i in seen if st["gpus"][i]["uuid"] == t), None) for t in keep]
+            seen = [i for i in seen if i is not None]
+        visible = entries.get(b"HIP_VISIBLE_DEVICES")
         try:
-            hips = [int(v) for v in visible.split(b",")] if visible else list(range(len(hip_order)))
+            hips = [int(v) for v in visible.split(b",")] if visible else list(range(len(seen)))
         except ValueError:
             continue
         for hip in hips:
-            if 0 <= hip < len(hip_order):
-                g = st["gpus"][hip_order[hip]]
+            if 0 <= hip < len(seen):
+                g = st["gpus"][seen[hip]]
                 g["processes"].append({"pid": int(pid), "name": name, "vram_bytes": mib * MIB})
                 g["vram_used"] = g["vram_used"] + mib * MIB
                 g["use_pct"] = max(g.get("use_pct") or 0, 90)

@@ -1,0 +1,1 @@
+"""The Slurm launcher (``--gpu-slurm``): its clients and its controller."""
