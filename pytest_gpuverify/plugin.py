@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Optional
 import pytest
 
 from pytest_gpuverify.config.errors import UsageError
+from pytest_gpuverify.engine.profile import PROFILE
 from pytest_gpuverify.plugin_options import add_options, option_value as _value
 from pytest_gpuverify.roles import DECLARED_KEY, ENGINE_KEY, ENV_KEY, NO_CONFTEST_KEY, REMOTE_KEY, ROLE_KEY, choose_role
 
@@ -23,6 +24,8 @@ from pytest_gpuverify.roles import DECLARED_KEY, ENGINE_KEY, ENV_KEY, NO_CONFTES
 if TYPE_CHECKING:
     from pytest_gpuverify.config.targets import Target
     from pytest_gpuverify.engine.artifact import Artifact
+
+PROFILE.mark("plugin loaded")  # --gpu-profile: what came before is the interpreter's and pytest's start
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -45,7 +48,8 @@ def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Pa
     here = Path(early_config.invocation_params.dir)
     try:
         env_path = default_env_path(ns.gpu_env or early_config.getini("gpu_env") or None, os.environ)
-        env = load_env_file(env_path)
+        with PROFILE.phase("env file"):
+            env = load_env_file(env_path)
         if serving_host():  # a worker on a GPU host: target paths are in the host's checkouts
             forget_rootdir_option()
             args_in_checkouts(args, ns.file_or_dir or [], env, here)

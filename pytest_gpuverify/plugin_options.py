@@ -41,6 +41,8 @@ def add_options(parser: pytest.Parser) -> None:
                      help="run a target declared in gpuverify.toml / [tool.gpuverify] (repeatable)")
     group.addoption("--gpu-ci-summary", default=None, metavar="PATH",
                     help="write the job summary (markdown; GitHub's, also under other CI) to PATH")
+    group.addoption("--gpu-profile", action="store_true", default=False,
+                    help="print where the session's milliseconds went, phase by phase, at its end")
     group.addoption("--gpu-host-conftest", action="store_true", default=False,
                     help="import a kernel repo's conftest.py files in this (host) session too")
     for key, default in (("gpu_env", None), ("gpu_arch", None), ("gpu_container", None), ("gpu_window", "2"),

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Optional
 import pytest
 
 from pytest_gpuverify.config.errors import UsageError
+from pytest_gpuverify.engine.profile import PROFILE
 from pytest_gpuverify.plugin_options import build_options
 from pytest_gpuverify.terminal import VerdictSummary, live_line
 
@@ -45,16 +46,20 @@ def choose_role(config: pytest.Config) -> Role:
     """The role of this process; a bad setup (options, env file, declarations) is a UsageError."""
     from pytest_gpuverify.execute.container import quiet_docker_import
 
-    quiet_docker_import()  # here, in the main thread, before the session's threads import docker
+    with PROFILE.phase("requests imported (Docker SDK)"):
+        quiet_docker_import()  # here, in the main thread, before the session's threads import docker
     if REMOTE_KEY in config.stash:
         return RemoteDistController(config, config.stash[REMOTE_KEY])
     from pytest_gpuverify.config.envfile import load_env_file
 
     try:
-        options = build_options(config)
+        with PROFILE.phase("options read"):
+            options = build_options(config)
         read_early = config.stash.get(ENV_KEY, None)
-        env = read_early[1] if read_early and read_early[0] == options.env_path else load_env_file(options.env_path)
-        config.stash[DECLARED_KEY] = _load_declarations(config, env)
+        with PROFILE.phase("env file"):
+            env = read_early[1] if read_early and read_early[0] == options.env_path else load_env_file(options.env_path)
+        with PROFILE.phase("declarations"):
+            config.stash[DECLARED_KEY] = _load_declarations(config, env)
         if hasattr(config, "workerinput"):
             return DistWorker(config, _build_engine(config, options, env))
         if _distributing(config):
@@ -75,15 +80,17 @@ def _distributing(config: pytest.Config) -> bool:
 
 
 def _build_engine(config: pytest.Config, options: RunOptions, env: EnvFile) -> VerifySession:
-    from pytest_gpuverify.config.topics import TopicClaims
-    from pytest_gpuverify.engine.session import VerifySession, echo_to_stdout
-    from pytest_gpuverify.remote.waitline import on_wait_for
-    from pytest_gpuverify.reporting.live import running_line_wanted
+    with PROFILE.phase("engine imported"):
+        from pytest_gpuverify.config.topics import TopicClaims
+        from pytest_gpuverify.engine.session import VerifySession, echo_to_stdout
+        from pytest_gpuverify.remote.waitline import on_wait_for
+        from pytest_gpuverify.reporting.live import running_line_wanted
 
-    return VerifySession(options, env, echo=echo_to_stdout if options.echo_output else None,
-                         on_wait=on_wait_for(config),
-                         topics=TopicClaims(getattr(config, "workerinput", {}).get(CLAIMS_VARIABLE)),
-                         on_running=live_line(config) if running_line_wanted(config, options.echo_output) else None)
+    with PROFILE.phase("engine built"):
+        return VerifySession(options, env, echo=echo_to_stdout if options.echo_output else None,
+                             on_wait=on_wait_for(config),
+                             topics=TopicClaims(getattr(config, "workerinput", {}).get(CLAIMS_VARIABLE)),
+                             on_running=live_line(config) if running_line_wanted(config, options.echo_output) else None)
 
 
 class Role:
@@ -138,8 +145,23 @@ class EngineRole(Role):
         self._previous_handlers = _terminate_like_ctrl_c()
         self.engine.start_in_background()
 
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_collection(self, session: pytest.Session):
+        with PROFILE.phase("collection"):
+            yield
+
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         self.engine.mark_collected()
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_terminal_summary(self, terminalreporter, exitstatus: int, config: pytest.Config) -> None:
+        """--gpu-profile: where this process's milliseconds went (engine/profile.py), the last section."""
+        if config.getoption("gpu_profile", False):
+            from pytest_gpuverify.engine.profile import profile_lines
+
+            terminalreporter.write_sep("-", "gpuverify profile (this process)")
+            for line in profile_lines():
+                terminalreporter.write_line(line)
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_pycollect_makemodule(self, module_path: Path, parent: pytest.Collector):

@@ -32,6 +32,7 @@ from pytest_gpuverify.engine.artifact import RunRecord, utc_now
 from pytest_gpuverify.engine.files import create_result_file
 from pytest_gpuverify.engine.outcome import (TargetOutcome, build_artifact, gpu_records, ran_in, run_record_of,
                                              target_record, timeline_of)
+from pytest_gpuverify.engine.profile import PROFILE
 from pytest_gpuverify.engine.phases import (Begun, Checked, Command, Decided, Executed, Fresh, Leased, Placed,
                                             Results)
 from pytest_gpuverify.engine.runs_log import parse_log
@@ -143,7 +144,8 @@ class TargetRun:
             placed.blocked.append(f"target {target.name} names no file and no declaration to place it in a repo")
             return placed
         try:
-            ws = placed.ws = locate(s.env, target.location, target.repo, target.path)
+            with PROFILE.phase("worktree located"):
+                ws = placed.ws = locate(s.env, target.location, target.repo, target.path)
         except WorkspaceError as exc:
             placed.blocked.append(str(exc))
             return placed
@@ -159,7 +161,8 @@ class TargetRun:
         if s.places.on_host:  # the command runs on the host itself: the worktree is where it is
             placed.where, placed.wt = HOST, str(ws.wt_host)
             return placed
-        res = s.places.resolve(ws, target)
+        with PROFILE.phase("container resolved"):
+            res = s.places.resolve(ws, target)
         placed.container = res.name
         placed.notes.extend(res.notes)
         if not res.ok or not res.name:
@@ -183,7 +186,8 @@ class TargetRun:
         ws, wt = placed.ws, placed.wt
         workdir = f"{wt}/{target.workdir}".rstrip("/.") if target.workdir not in (None, "", ".") else wt
         checked = self.results.checked = Checked(workdir=workdir)
-        checked.place = s.places.checked(where)
+        with PROFILE.phase("container facts"):
+            checked.place = s.places.checked(where)
         checked.blocked.extend(checked.place.blocked)
         place = checked.place.facts
         if place is None or checked.blocked:
@@ -215,8 +219,9 @@ class TargetRun:
         started = early[1] if early is not None else ahead.started if ahead is not None else time.monotonic()
         leased = self.results.leased = Leased(pick_started=s.clock.wall(started))
         try:
-            grant = self.held or (early[0] if early is not None else ahead.grant() if ahead is not None
-                                  else s.picker.acquire(count=self.target.gpus, wait_s=s.options.wait_s))
+            with PROFILE.phase("GPU picked and locked (the wait)"):
+                grant = self.held or (early[0] if early is not None else ahead.grant() if ahead is not None
+                                      else s.picker.acquire(count=self.target.gpus, wait_s=s.options.wait_s))
         except (NoGpu, PickerError, LockError) as exc:  # LockError: the file, its owner and mode, the fix
             leased.blocked.append(str(exc))
             return leased
@@ -304,7 +309,8 @@ class TargetRun:
             executed.gpus = gpu_records(infos, grant, s.backend.vendor, place.arch)
             executed.host_gpus = len(s.inventory) or None
             caches = plan_caches(wt, s.options.cold, run_id, target.kind, on_host=handle.name == HOST)
-            executed.cache_reused = warm_cache_reused(handle, caches, s.warm_caches)
+            with PROFILE.phase("JIT cache probe"):
+                executed.cache_reused = warm_cache_reused(handle, caches, s.warm_caches)
             run_env = RunEnvironment(
                 visible_var=s.backend.visible_devices_var, visible_value=self.visible or s.backend.visible_value(infos),
                 pythonpath=pythonpath(target.kind, wt, place.pythonpath), kind=target.kind, arch=place.arch,
@@ -320,7 +326,8 @@ class TargetRun:
             guards = RunGuards(s.session_guard(), grant.fds)
             live = None if s.on_running is None else RunningLine(
                 s.on_running, f"{target.name} on {s.host_row.host} gpu {executed.env.get(run_env.visible_var, '?')}")
-            executed.command_started = s.clock.wall(time.monotonic())  # no later than the real start
+            started = time.monotonic()
+            executed.command_started = s.clock.wall(started)  # no later than the real start
             try:
                 cmd = Command(target, handle, argv, placed.ws.rel_target, run_id, run_env, command_env, wt,
                               checked.workdir, raw, begun.topic, begun.stamp, s.options.timeout_s,
@@ -333,7 +340,9 @@ class TargetRun:
                         cmd.argv, raw, env=cmd.env, workdir=cmd.workdir, timeout_s=cmd.timeout_s, echo=cmd.echo,
                         on_start=cmd.on_start)
             finally:
-                executed.command_ended = s.clock.wall(time.monotonic())  # no earlier than the real end
+                ended = time.monotonic()
+                executed.command_ended = s.clock.wall(ended)  # no earlier than the real end
+                PROFILE.add("command (the target's own)", started, ended)
                 executed.watch = watched.labelled(executed.runs)
                 if live is not None:
                     live.done()
@@ -345,7 +354,8 @@ class TargetRun:
             if s.options.cold and caches is not None:
                 remove_cold_caches(handle, caches, executed.notes)
         if target.kind in PYTEST_KINDS and checked.plan is None:  # the inner pytest's report, beside the log
-            executed.junit_path, note = move_out(handle, junit_path(run_id),
+            with PROFILE.phase("JUnit report moved out"):
+                executed.junit_path, note = move_out(handle, junit_path(run_id),
                                                  s.out_dir / f"bench_{begun.topic}.{begun.stamp}.junit.xml")
             if note:
                 executed.notes.append(note)
@@ -360,7 +370,8 @@ class TargetRun:
         record = self.run_record(output_parsed=False)
         self._seal(record)
         context = context_for(self.results.begun.record, executed.command, executed.junit_path, record.exit_code)
-        return parse_log(self.target.kind, executed.raw_path, context)
+        with PROFILE.phase("raw log parsed"):
+            return parse_log(self.target.kind, executed.raw_path, context)
 
     def run_record(self, output_parsed: bool) -> RunRecord:
         """What happened around the command, from the phases' results: the record the verdict reads."""
@@ -376,9 +387,11 @@ class TargetRun:
         if self.ran and raw is not None and raw.exists():  # first: a log that cannot be sealed is a reason
             self._seal(self.run_record(output_parsed=parsed is not None))
         record = self.run_record(output_parsed=parsed is not None)
-        verdict, reasons = verdict_and_reasons(record, parsed, self.target.thresholds, r.begun.record)
-        r.decided = Decided(record, verdict, reasons, parsed)
-        return TargetOutcome(self.target, build_artifact(r), r.begun.artifact_path, raw_path=raw,
+        with PROFILE.phase("verdict and artifact built"):
+            verdict, reasons = verdict_and_reasons(record, parsed, self.target.thresholds, r.begun.record)
+            r.decided = Decided(record, verdict, reasons, parsed)
+            artifact = build_artifact(r)
+        return TargetOutcome(self.target, artifact, r.begun.artifact_path, raw_path=raw,
                              junit_path=r.executed.junit_path if r.executed is not None else None)
 
     def _seal(self, record: RunRecord) -> None:
@@ -388,8 +401,9 @@ class TargetRun:
             return
         self.sealed = True  # tried once: a failure is the run's reason, not retried
         try:
-            seal_log(executed.raw_path, record, self.results.begun.host, ran_in(self.results),
-                     [g.index for g in executed.gpus], timeline_of(self.results).model_dump())
+            with PROFILE.phase("raw log sealed"):
+                seal_log(executed.raw_path, record, self.results.begun.host, ran_in(self.results),
+                         [g.index for g in executed.gpus], timeline_of(self.results).model_dump())
         except OSError as exc:  # a full disk: the artifact is still written, and not a PASS
             self.blocked.append(f"the raw log {executed.raw_path} could not be sealed ({exc}): "
                                 "`gpuverify check` cannot verify it")

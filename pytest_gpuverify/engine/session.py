@@ -29,6 +29,7 @@ from pytest_gpuverify.config.options import RunOptions
 from pytest_gpuverify.engine.orphans import orphan_logs
 from pytest_gpuverify.engine.outcome import TargetOutcome
 from pytest_gpuverify.engine.overlap import Background, ParserWarmer
+from pytest_gpuverify.engine.profile import PROFILE
 from pytest_gpuverify.engine import multirun
 from pytest_gpuverify.place.ab import BaseWorktrees
 from pytest_gpuverify.lease.picker import GpuGrant, GpuPicker
@@ -111,7 +112,8 @@ class VerifySession:
         host's arch; a wrong arch stops the sampler and blocks every target."""
         starter, self._starter = self._starter, None
         if starter is not None:
-            starter.result()  # started in the background: the first target waits here, and gets its error
+            with PROFILE.phase("wait for the session's start"):
+                starter.result()  # started in the background: the first target waits here, and gets its error
         elif not self._started:
             self._start_now()
 
@@ -119,16 +121,20 @@ class VerifySession:
         self._started = True
         self.places.start_client()  # joined by the first target's place phase, which waits for this start
         # on the host its facts (commands of their own) are read alongside the GPU library's start-up
-        host = Background(lambda: read_container_facts(HostExecutor(), self.backend.vendor),
-                          "gpuverify-host-facts") if self.places.on_host else None
+        host = Background(lambda: self._host_facts(), "gpuverify-host-facts") if self.places.on_host else None
         try:
             self._start_gpus()
         finally:
             if host is not None:  # off the first target's path: read while the window fills
                 self.places.facts[HOST] = host.result()
 
+    def _host_facts(self):
+        with PROFILE.phase("host facts"):
+            return read_container_facts(HostExecutor(), self.backend.vendor)
+
     def _start_gpus(self) -> None:
-        started = start_gpus(self.sampler, self.backend, self.options.window_s, self.expected_arch)
+        with PROFILE.phase("GPU start (library, window, arch)"):
+            started = start_gpus(self.sampler, self.backend, self.options.window_s, self.expected_arch)
         self.inventory = started.inventory
         self.session_blocked.extend(started.blocked)
         self.session_notes.extend(started.notes)
@@ -145,9 +151,10 @@ class VerifySession:
         """Write every artifact; one that cannot be written is a line in ``write_problems``."""
         if self._starter is not None:
             self._starter.wait()
-        self.sampler.stop()
-        if self._guard is not None:
-            self._guard.close()
+        with PROFILE.phase("sampler and guard stopped"):
+            self.sampler.stop()
+            if self._guard is not None:
+                self._guard.close()
         if self.base_worktrees is not None:  # before writing: the artifacts say whether it went
             multirun.remove_worktrees(self)
         for outcome in self.outcomes:
@@ -156,7 +163,8 @@ class VerifySession:
             except OSError as exc:  # neither the asked place nor the user's own folder took it
                 self.write_problems.append(str(exc) if isinstance(exc, FileProblem) else
                                            f"cannot write {outcome.artifact_path}: {exc}")
-        self.orphan_logs = orphan_logs(self.out_dir, before=self.began_wall)
+        with PROFILE.phase("orphan logs looked for"):
+            self.orphan_logs = orphan_logs(self.out_dir, before=self.began_wall)
         return self.outcomes
 
     def write(self, outcome: TargetOutcome) -> None:
@@ -164,14 +172,16 @@ class VerifySession:
         problem is a line of ``write_problems`` (the run's exit is then non-zero)."""
         if outcome.written:
             return
-        stored, problem = store_or_keep_elsewhere(outcome.artifact, outcome.artifact_path, self._moves_lock,
-                                                  self.on_wait)
+        with PROFILE.phase("artifact validated and stored"):
+            stored, problem = store_or_keep_elsewhere(outcome.artifact, outcome.artifact_path, self._moves_lock,
+                                                      self.on_wait)
         outcome.written, outcome.stored_path = True, stored
         if problem is not None:
             self.write_problems.append(problem)
         if self.signer is not None:  # every file is final now: the artifact embeds the log's sha256
             runs_junit = [self.out_dir / r.junit_xml for r in outcome.artifact.runs if r.junit_xml]  # repeats
-            sign_outputs(self.signer, [outcome.raw_path, outcome.junit_path, *runs_junit, stored])
+            with PROFILE.phase("signing"):
+                sign_outputs(self.signer, [outcome.raw_path, outcome.junit_path, *runs_junit, stored])
 
     # -- what the targets share -------------------------------------------------------------
     def unique_topic(self, target: Target) -> str:
@@ -186,7 +196,8 @@ class VerifySession:
     def repo_state(self, wt_host: Path) -> RepoRecord:
         """The worktree's repo state, read once, before any command of ours could have touched it."""
         if wt_host not in self._repos:
-            self._repos[wt_host] = repo_state(wt_host, own_output_dirs(self.env.resources.tickets))
+            with PROFILE.phase("repo state (git)"):
+                self._repos[wt_host] = repo_state(wt_host, own_output_dirs(self.env.resources.tickets))
         return self._repos[wt_host]
 
     def import_origin(self, handle, package: str, env: Mapping[str, str]) -> tuple[Optional[str], Optional[str]]:
@@ -194,7 +205,8 @@ class VerifySession:
         read once per place and environment (the worktree is in its PYTHONPATH)."""
         key = (handle.name, package, tuple(sorted(env.items())))
         if key not in self._imports:
-            self._imports[key] = import_origin(handle, package, env)
+            with PROFILE.phase("import check"):
+                self._imports[key] = import_origin(handle, package, env)
         return self._imports[key]
 
     # -- one target ------------------------------------------------------------------------

@@ -101,7 +101,13 @@ class ContainerPlaces:
         from pytest_gpuverify.engine.overlap import Background
 
         if self._docker is None and self._docker_pending is None and not self.on_host:
-            self._docker_pending = Background(self._docker_factory, "gpuverify-docker-client")
+            self._docker_pending = Background(self._timed_client, "gpuverify-docker-client")
+
+    def _timed_client(self):
+        from pytest_gpuverify.engine.profile import PROFILE
+
+        with PROFILE.phase("Docker client made"):
+            return self._docker_factory()
 
     def client(self):
         if self._docker is None:

@@ -13,6 +13,7 @@ from typing import Mapping, Optional
 
 from pytest_gpuverify.engine.artifact import Versions
 from pytest_gpuverify.engine.overlap import Background
+from pytest_gpuverify.engine.profile import PROFILE
 from pytest_gpuverify.execute.base import Executor  # a container, or the host itself (a Containers row named host)
 from pytest_gpuverify.execute.container import ContainerError
 from pytest_gpuverify.place.gitstate import repo_state  # noqa: F401 (re-exported: the run reads repo state through here)
@@ -155,12 +156,17 @@ CONTAINER_ENV_RECORDED = ("AITER_USE_SYSTEM_TRITON", "AITER_TRITON_ONLY", "GPU_A
                           "ROCR_VISIBLE_DEVICES", "FLYDSL_RUNTIME_CACHE_DIR", "TRITON_CACHE_DIR")
 
 
+def _timed_versions(handle: Executor) -> tuple[Versions, list[str]]:
+    with PROFILE.phase("container versions read"):
+        return read_versions(handle)
+
+
 def read_container_facts(handle: Executor, vendor: str = "rocm") -> ContainerFacts:
     facts = ContainerFacts(handle)
     try:
         if not handle.running:
             return facts
-        facts.reading = Background(lambda: read_versions(handle), "gpuverify-versions")  # two commands at once
+        facts.reading = Background(lambda: _timed_versions(handle), "gpuverify-versions")  # two commands at once
         facts.arch, facts.arch_problem = container_arch(handle, vendor)
         env = dict(item.split("=", 1) for item in (handle.inspect().get("Config") or {}).get("Env") or [] if "=" in item)
         facts.container_env = {k: env[k] for k in CONTAINER_ENV_RECORDED if k in env}
