@@ -72,7 +72,9 @@ def pytest_cmdline_main(config: pytest.Config) -> None:
     from pytest_gpuverify.remote.controller import plan_remote
 
     try:
-        env = load_env_file(default_env_path(_value(config, "gpu_env"), os.environ))
+        env_path = default_env_path(_value(config, "gpu_env"), os.environ)
+        read_early = config.stash.get(ENV_KEY, None)  # read before the initial conftests, when it could be
+        env = read_early[1] if read_early and read_early[0] == env_path else load_env_file(env_path)
         remote = plan_remote(config, env, os.environ)
     except UsageError as exc:
         raise pytest.UsageError(str(exc)) from None

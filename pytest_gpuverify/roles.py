@@ -13,6 +13,7 @@ registered as ``gpuverify-role`` from pytest_configure to pytest_unconfigure.
 
 from __future__ import annotations
 
+import gc
 from pathlib import Path
 from typing import TYPE_CHECKING, Optional
 
@@ -44,17 +45,17 @@ WRITE_PROBLEMS_KEY = "gpuverify_write_problems"  # workeroutput: artifacts not w
 
 def choose_role(config: pytest.Config) -> Role:
     """The role of this process; a bad setup (options, env file, declarations) is a UsageError."""
-    from pytest_gpuverify.execute.container import quiet_docker_import
-
-    with PROFILE.phase("requests imported (Docker SDK)"):
-        quiet_docker_import()  # here, in the main thread, before the session's threads import docker
     if REMOTE_KEY in config.stash:
+        _quiet_docker_import()
         return RemoteDistController(config, config.stash[REMOTE_KEY])
     from pytest_gpuverify.config.envfile import load_env_file
+    from pytest_gpuverify.place.resolve import runs_on_host
 
     try:
         with PROFILE.phase("options read"):
             options = build_options(config)
+        if not runs_on_host(options.container):  # on the host (--gpu-container none) no Docker client is made
+            _quiet_docker_import()
         read_early = config.stash.get(ENV_KEY, None)
         with PROFILE.phase("env file"):
             env = read_early[1] if read_early and read_early[0] == options.env_path else load_env_file(options.env_path)
@@ -72,6 +73,13 @@ def choose_role(config: pytest.Config) -> Role:
         raise pytest.UsageError(str(exc)) from None
 
 
+def _quiet_docker_import() -> None:
+    from pytest_gpuverify.execute.container import quiet_docker_import
+
+    with PROFILE.phase("requests imported (Docker SDK)"):
+        quiet_docker_import()  # here, in the main thread, before the session's threads import docker
+
+
 def _distributing(config: pytest.Config) -> bool:
     """Whether xdist starts workers from this process: as xdist decides it, a --dist other than "no"
     and some --tx (-n sets both), never under --collect-only."""
@@ -87,10 +95,16 @@ def _build_engine(config: pytest.Config, options: RunOptions, env: EnvFile) -> V
         from pytest_gpuverify.reporting.live import running_line_wanted
 
     with PROFILE.phase("engine built"):
-        return VerifySession(options, env, echo=echo_to_stdout if options.echo_output else None,
-                             on_wait=on_wait_for(config),
-                             topics=TopicClaims(getattr(config, "workerinput", {}).get(CLAIMS_VARIABLE)),
-                             on_running=live_line(config) if running_line_wanted(config, options.echo_output) else None)
+        engine = VerifySession(options, env, echo=echo_to_stdout if options.echo_output else None,
+                               on_wait=on_wait_for(config),
+                               topics=TopicClaims(getattr(config, "workerinput", {}).get(CLAIMS_VARIABLE)),
+                               on_running=live_line(config) if running_line_wanted(config, options.echo_output) else None)
+    # What is alive now (pytest's, the plugin's and the engine's modules, classes and schemas) lives to
+    # the process's end: out of the cyclic collector's walks from here on. pytest collects five times at
+    # its end (its unraisable-exception check), and each walk over these took about as long as pytest's
+    # whole start-up; the objects the session and its tests make later are still walked and collected.
+    gc.freeze()
+    return engine
 
 
 class Role:

@@ -62,6 +62,13 @@ if TYPE_CHECKING:
     from pytest_gpuverify.parsers.result import ParsedOutput
 
 
+def _kept_note(where: str, facts: bool, packages: list[str]) -> str:
+    """Which checks of the place were an earlier session's answers (facts_cache.py), and what they rest on."""
+    what = ([f"the facts of {where} (arch, versions: the same container start)"] if facts else []) + \
+        ([f"the import check of {', '.join(packages)} (the same place, commit and uncommitted files)"] if packages else [])
+    return f"kept from an earlier session: {'; '.join(what)}"
+
+
 class TargetRun:
     def __init__(self, session: VerifySession, target: Target, grant: Optional[GpuGrant] = None) -> None:
         s = self.s = session
@@ -197,8 +204,15 @@ class TargetRun:
                             s.options.allow_dirty):
             return checked
         under = packages_under_test(target, ws.wt_host)
-        imports = check_imports(under, wt, import_env(target, wt, place), partial(s.import_origin, place.handle))
+        env = import_env(target, wt, place)
+        # the worktree as read before any command: an earlier session's answer for the same state may be
+        # taken, unless this target's declared builds ran and may have changed it
+        tree = placed.repo if not checked.builds else None
+        imports = check_imports(under, wt, env, partial(s.import_origin, place.handle, tree=tree))
         checked.imports, checked.notes = imports.imports, imports.notes
+        kept = s.imports_kept(place.handle, env)
+        if place.cached or kept:
+            checked.notes.append(_kept_note(where, place.cached, kept))
         if imports.blocked:
             checked.blocked.extend(imports.blocked)
             return checked

@@ -35,7 +35,8 @@ from pytest_gpuverify.place.ab import BaseWorktrees
 from pytest_gpuverify.lease.picker import GpuGrant, GpuPicker
 from pytest_gpuverify.engine.prerun import DeclaredBuilds
 from pytest_gpuverify.engine.run import TargetRun
-from pytest_gpuverify.place.provenance import import_origin, read_container_facts, repo_state
+from pytest_gpuverify.place.facts_cache import import_origin_across_sessions
+from pytest_gpuverify.place.provenance import read_container_facts, repo_state
 from pytest_gpuverify.lease.sampler import IdleSampler
 from pytest_gpuverify.lease.shared_readings import SharedReadings
 from pytest_gpuverify.engine.signing import sign_outputs
@@ -75,6 +76,7 @@ class VerifySession:
         self.places = ContainerPlaces(env, options, self.host_row.host, docker_factory, self.backend.vendor,
                                       self.expected_arch)
         self._imports: dict[tuple, tuple[Optional[str], Optional[str]]] = {}  # (place, package, env)
+        self._imports_kept: set[tuple] = set()  # of those, the answers of an earlier session (facts_cache.py)
         self.inventory: dict[int, GpuInfo] = {}
         self._repos: dict[Path, RepoRecord] = {}
         self.warm_caches: dict[str, bool] = {}
@@ -155,6 +157,8 @@ class VerifySession:
             self.sampler.stop()
             if self._guard is not None:
                 self._guard.close()
+        with PROFILE.phase("container facts kept for the next session"):
+            self.places.remember()
         if self.base_worktrees is not None:  # before writing: the artifacts say whether it went
             multirun.remove_worktrees(self)
         for outcome in self.outcomes:
@@ -200,14 +204,25 @@ class VerifySession:
                 self._repos[wt_host] = repo_state(wt_host, own_output_dirs(self.env.resources.tickets))
         return self._repos[wt_host]
 
-    def import_origin(self, handle, package: str, env: Mapping[str, str]) -> tuple[Optional[str], Optional[str]]:
+    def import_origin(self, handle, package: str, env: Mapping[str, str],
+                      tree: Optional[RepoRecord] = None) -> tuple[Optional[str], Optional[str]]:
         """Where ``package`` imports from in the place (``handle``) with the command's environment ``env``,
-        read once per place and environment (the worktree is in its PYTHONPATH)."""
+        read once per place and environment (the worktree is in its PYTHONPATH). ``tree``: the
+        worktree's state, when nothing of ours changed it since: then an earlier session's answer for
+        the same place, worktree state, package and environment is taken (facts_cache.py)."""
         key = (handle.name, package, tuple(sorted(env.items())))
         if key not in self._imports:
             with PROFILE.phase("import check"):
-                self._imports[key] = import_origin(handle, package, env)
+                origin, why, kept = import_origin_across_sessions(self.places.cache, handle, package, env, tree)
+            self._imports[key] = (origin, why)
+            if kept:
+                self._imports_kept.add(key)
         return self._imports[key]
+
+    def imports_kept(self, handle, env: Mapping[str, str]) -> list[str]:
+        """The packages whose import check in ``handle`` with ``env`` was an earlier session's answer."""
+        items = tuple(sorted(env.items()))
+        return sorted(package for name, package, e in self._imports_kept if name == handle.name and e == items)
 
     # -- one target ------------------------------------------------------------------------
     def run(self, target: Target, grant: Optional[GpuGrant] = None) -> TargetOutcome:

@@ -12,6 +12,7 @@ from pytest_gpuverify.engine.artifact import Versions
 from pytest_gpuverify.execute.container import ContainerError, ContainerExecutor
 from pytest_gpuverify.gpu.base import GpuInfo, GpuToolError
 from pytest_gpuverify.execute.host import HostExecutor
+from pytest_gpuverify.place.facts_cache import FactsCache, cached_container_facts, container_identity, remember_facts
 from pytest_gpuverify.place.provenance import ContainerFacts, read_container_facts
 
 HOST = HostExecutor.name  # the executor name of --gpu-container none; no Containers row may have it (envfile.py)
@@ -86,6 +87,7 @@ class ContainerPlaces:
         self._docker_pending: Optional[Any] = None  # the Background making the client (start_client)
         self._resolutions: dict[tuple[str, str], object] = {}
         self.facts: dict[str, ContainerFacts] = {}  # by container name (HOST: the host itself)
+        self.cache = FactsCache()  # what earlier sessions read of the same container starts
 
     @property
     def on_host(self) -> bool:
@@ -128,11 +130,30 @@ class ContainerPlaces:
         return self._resolutions[key]
 
     def checked(self, name: str) -> ContainerCheck:
-        """The container's facts, read once, checked for this target (:func:`check_container`)."""
+        """The container's facts, read once (or kept from an earlier session of the same container
+        start: facts_cache.py), checked for this target (:func:`check_container`)."""
         if name not in self.facts:
             handle = HostExecutor() if name == HOST else ContainerExecutor(self.client(), name)
-            self.facts[name] = read_container_facts(handle, self.vendor)
+            facts = cached_container_facts(self.cache, handle, self.vendor) if name != HOST else None
+            if facts is None:
+                identity = _identity(handle) if name != HOST else None
+                facts = read_container_facts(handle, self.vendor)
+                facts.identity = identity
+            self.facts[name] = facts
         return check_container(self.facts[name], name, self.expected_arch)
+
+    def remember(self) -> None:
+        """Keep the facts read in full this session for the next sessions (at the session's end)."""
+        for name, facts in self.facts.items():
+            if name != HOST:
+                remember_facts(self.cache, facts, self.vendor)
+
+
+def _identity(handle) -> Optional[list]:
+    try:
+        return container_identity(handle.inspect())
+    except ContainerError:
+        return None
 
 
 @dataclass

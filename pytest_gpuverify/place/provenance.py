@@ -132,6 +132,12 @@ class ContainerFacts:
     pythonpath: str = ""  # the place's own PYTHONPATH: a command's import path goes before it, never replaces it
     reading: Optional[Background[tuple[Versions, list[str]]]] = None  # the versions' read, under way
     _read: Optional[tuple[Versions, list[str]]] = None
+    identity: Optional[list] = None  # the container's id and start time when read (facts_cache.py)
+    cached: bool = False  # kept from an earlier session of the same container start (facts_cache.py)
+
+    def keep_versions(self, versions: Versions, gaps: list[str]) -> None:
+        """The versions as read before (an earlier session's read of the same container start)."""
+        self._read, self.reading = (versions, gaps), None
 
     def versions_read(self, wait: bool = True) -> tuple[Versions, list[str]]:
         """(versions, why any is null), read once. ``wait=False``, for a run that ended before its
