@@ -57,8 +57,11 @@ def choose_role(config: pytest.Config) -> Role:
         if not runs_on_host(options.container):  # on the host (--gpu-container none) no Docker client is made
             _quiet_docker_import()
         read_early = config.stash.get(ENV_KEY, None)
-        with PROFILE.phase("env file"):
-            env = read_early[1] if read_early and read_early[0] == options.env_path else load_env_file(options.env_path)
+        if read_early and read_early[0] == options.env_path:
+            env = read_early[1]
+        else:
+            with PROFILE.phase("env file"):
+                env = load_env_file(options.env_path)
         with PROFILE.phase("declarations"):
             config.stash[DECLARED_KEY] = _load_declarations(config, env)
         if hasattr(config, "workerinput"):

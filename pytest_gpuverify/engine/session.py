@@ -157,7 +157,7 @@ class VerifySession:
             self.sampler.stop()
             if self._guard is not None:
                 self._guard.close()
-        with PROFILE.phase("container facts kept for the next session"):
+        with PROFILE.phase("facts kept for the next session"):
             self.places.remember()
         if self.base_worktrees is not None:  # before writing: the artifacts say whether it went
             multirun.remove_worktrees(self)
