@@ -50,6 +50,13 @@ for k in 1 2; do $PT -q --ticket P$k --gpu-profile $TARGET 2>&1 | sed -n '/gpuve
 echo "== 3. B's imports (self us | cumulative us), the largest of ours"
 python3 -X importtime -m pytest -p pytest_gpuverify.plugin -p no:cacheprovider --gpu-verify --gpu-container none --gpu-env $W/env.md -q --ticket IT2 $TARGET 2> $W/importtime.txt > /dev/null
 grep -E "pytest_gpuverify|pydantic |pynvml|docker|requests" $W/importtime.txt | sort -t'|' -k2 -n | tail -8
+echo "== 5. after B's command: to its last phase, to pytest.main's return, to the process's exit; the plugins here"
+cd $W/repos/aiter; python3 -m pytest --version 2>&1 | head -3; python3 -m pip list 2>/dev/null | grep -i pytest
+for k in 1 2 3; do
+  python3 $B/bench/real_gpu/exit_split.py -q -p pytest_gpuverify.plugin -p no:cacheprovider --gpu-verify --gpu-container none \
+    --gpu-env $W/env.md --ticket X$k $TARGET > $W/exit$k.log 2>&1; t1=$(now)
+  r=$(sed -n 's/.*returned at \([0-9.]*\).*/\1/p' $W/exit$k.log); grep "exit split" $W/exit$k.log; echo "  returned -> process exit $(secs $r $t1) s"
+done
 echo "== 4. gpuverify check over B's tickets"
 cd $B && python3 -m pytest_gpuverify.cli.main check $W/tickets/OB-* | tail -3
 } 2>&1 | tee "$OUT/overhead_h200_run.log"
