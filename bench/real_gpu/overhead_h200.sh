@@ -22,6 +22,7 @@ echo "A $(cat $A/.rev 2>/dev/null)  B $(cat $B/.rev 2>/dev/null)"
 cd $W/repos/aiter
 for t in A B; do use ${!t}; $PT -q --ticket W$t $TARGET > $W/warm$t.log 2>&1; echo "warm-up $t exit $?"; done
 for t in A B; do use ${!t}; $PT -q --ticket W2$t $TARGET > $W/warm2$t.log 2>&1; echo "warm-up 2 $t exit $?"; done
+if [ "${ONLY_EXIT:-}" = 1 ]; then ROUNDS=0; fi
 echo "== 1. $ROUNDS rounds: plugin A, plugin B, pytest start A, pytest start B"
 for i in $(seq 1 $ROUNDS); do
   for t in A B; do
@@ -55,7 +56,7 @@ cd $W/repos/aiter; python3 -m pytest --version 2>&1 | head -3; python3 -m pip li
 for k in 1 2 3; do
   python3 $B/bench/real_gpu/exit_split.py -q -p pytest_gpuverify.plugin -p no:cacheprovider --gpu-verify --gpu-container none \
     --gpu-env $W/env.md --ticket X$k $TARGET > $W/exit$k.log 2>&1; t1=$(now)
-  r=$(sed -n 's/.*returned at \([0-9.]*\).*/\1/p' $W/exit$k.log); grep "exit split" $W/exit$k.log; echo "  returned -> process exit $(secs $r $t1) s"
+  r=$(sed -n 's/.*returned at \([0-9.]*\).*/\1/p' $W/exit$k.log); grep -E "exit split|modules:" $W/exit$k.log; echo "  returned -> process exit $(secs $r $t1) s"
 done
 echo "== 4. gpuverify check over B's tickets"
 cd $B && python3 -m pytest_gpuverify.cli.main check $W/tickets/OB-* | tail -3
