@@ -9,13 +9,13 @@ controller or worker) and registers it until pytest_unconfigure; the role holds 
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Optional
 
 import pytest
 
 from pytest_gpuverify.config.errors import UsageError
-from pytest_gpuverify.engine.profile import PROFILE
 from pytest_gpuverify.plugin_options import add_options, option_value as _value
 from pytest_gpuverify.roles import DECLARED_KEY, ENGINE_KEY, ENV_KEY, NO_CONFTEST_KEY, REMOTE_KEY, ROLE_KEY, choose_role
 
@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from pytest_gpuverify.config.targets import Target
     from pytest_gpuverify.engine.artifact import Artifact
 
-PROFILE.mark("plugin loaded")  # --gpu-profile: what came before is the interpreter's and pytest's start
+LOADED_AT = time.monotonic()  # --gpu-profile: what came before is the interpreter's and pytest's start
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -42,6 +42,7 @@ def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Pa
     if not getattr(ns, "gpu_verify", False) or ns.noconftest or getattr(ns, "gpu_host_conftest", False):
         return
     from pytest_gpuverify.config.envfile import EnvFileError, default_env_path, load_env_file
+    from pytest_gpuverify.engine.profile import PROFILE
     from pytest_gpuverify.remote.onhost import args_in_checkouts, forget_rootdir_option, serving_host
     from pytest_gpuverify.place.workspace import kernel_repo_of
 

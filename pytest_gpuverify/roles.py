@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING, Optional
 import pytest
 
 from pytest_gpuverify.config.errors import UsageError
-from pytest_gpuverify.engine.profile import PROFILE
 from pytest_gpuverify.plugin_options import build_options
 from pytest_gpuverify.terminal import VerdictSummary, live_line
 
@@ -45,6 +44,10 @@ WRITE_PROBLEMS_KEY = "gpuverify_write_problems"  # workeroutput: artifacts not w
 
 def choose_role(config: pytest.Config) -> Role:
     """The role of this process; a bad setup (options, env file, declarations) is a UsageError."""
+    from pytest_gpuverify.engine.profile import PROFILE
+    from pytest_gpuverify.plugin import LOADED_AT
+
+    PROFILE.mark("plugin loaded", LOADED_AT)
     if REMOTE_KEY in config.stash:
         _quiet_docker_import()
         return RemoteDistController(config, config.stash[REMOTE_KEY])
@@ -77,6 +80,7 @@ def choose_role(config: pytest.Config) -> Role:
 
 
 def _quiet_docker_import() -> None:
+    from pytest_gpuverify.engine.profile import PROFILE
     from pytest_gpuverify.execute.container import quiet_docker_import
 
     with PROFILE.phase("requests imported (Docker SDK)"):
@@ -91,6 +95,8 @@ def _distributing(config: pytest.Config) -> bool:
 
 
 def _build_engine(config: pytest.Config, options: RunOptions, env: EnvFile) -> VerifySession:
+    from pytest_gpuverify.engine.profile import PROFILE
+
     with PROFILE.phase("engine imported"):
         from pytest_gpuverify.config.topics import TopicClaims
         from pytest_gpuverify.engine.session import VerifySession, echo_to_stdout
@@ -164,6 +170,8 @@ class EngineRole(Role):
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_collection(self, session: pytest.Session):
+        from pytest_gpuverify.engine.profile import PROFILE
+
         with PROFILE.phase("collection"):
             yield
 
