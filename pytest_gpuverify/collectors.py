@@ -11,6 +11,8 @@ import pytest
 from pytest_gpuverify.stash_keys import DECLARED_KEY, ENGINE_KEY
 
 if TYPE_CHECKING:
+    from pytest_gpuverify.config.declarations import Declarations
+    from pytest_gpuverify.config.envfile import EnvFile
     from pytest_gpuverify.config.targets import Target
     from pytest_gpuverify.records.artifact import Artifact
 
@@ -136,3 +138,46 @@ class CollectsTargets:
         if decls is None or file_path.resolve() != Path(decls.path).resolve():
             return None
         return DeclarationFile.from_parent(parent, path=file_path)
+
+
+def load_declarations_of(config: pytest.Config, env: EnvFile) -> Optional[Declarations]:
+    """The repo's declared targets (or None). With --gpu-target, the declaration file is what pytest
+    collects, so `pytest --gpu-verify --gpu-target X` runs X and nothing else."""
+    from pytest_gpuverify.config.declarations import DeclarationError, find_declarations, load_declarations, select
+    from pytest_gpuverify.remote.onhost import declarations_on_host, serving_host
+
+    start = Path(config.invocation_params.dir)
+    stop = config.rootpath if start.is_relative_to(config.rootpath) else start
+    path = find_declarations(start, stop)
+    names = config.getoption("gpu_target")
+    if path is None and names and serving_host():
+        path = declarations_on_host(env, names)
+    if path is None:
+        if names:
+            raise DeclarationError(start, f"--gpu-target: no gpuverify.toml or [tool.gpuverify] found in {start} "
+                                   "or above it", "declare the targets (see conftest_examples/), or pass target paths")
+        return None
+    decls = load_declarations(path)
+    if names:
+        select(decls, names)  # unknown names stop the run here, naming the known ones
+        if config.args_source == pytest.Config.ArgsSource.ARGS:
+            config.args.append(str(path))
+        else:
+            config.args[:] = [str(path)]
+    return decls
+
+
+def no_outside_timeout(config: pytest.Config, items: list) -> None:
+    from pytest_gpuverify.other_plugins import timeout_plugin_problem
+
+    problem = timeout_plugin_problem(config, [i for i in items if isinstance(i, GpuTargetItem)])
+    if problem:
+        raise pytest.UsageError(problem)
+
+
+def one_target_per_topic(topic: Optional[str], names: list[str]) -> None:
+    from pytest_gpuverify.config.topics import shared_topic_problem
+
+    problem = shared_topic_problem(topic, names)
+    if problem:  # --gpu-topic names one artifact
+        raise pytest.UsageError(problem)

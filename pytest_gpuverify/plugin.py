@@ -9,6 +9,7 @@ controller or worker) and registers it until pytest_unconfigure; the role holds 
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -23,6 +24,8 @@ from pytest_gpuverify.stash_keys import ENV_KEY, NO_CONFTEST_KEY, REMOTE_KEY, RO
 # run without it pays no import of it (0.23 s of CPU here), only these hooks' early returns.
 if TYPE_CHECKING:
     pass
+
+LOADED_AT = time.monotonic()  # --gpu-profile: what came before is the interpreter's and pytest's start
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -39,13 +42,15 @@ def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Pa
     if not getattr(ns, "gpu_verify", False) or ns.noconftest or getattr(ns, "gpu_host_conftest", False):
         return
     from pytest_gpuverify.config.envfile import EnvFileError, default_env_path, load_env_file
+    from pytest_gpuverify.common.profile import PROFILE
     from pytest_gpuverify.remote.onhost import args_in_checkouts, forget_rootdir_option, serving_host
     from pytest_gpuverify.place.workspace import kernel_repo_of
 
     here = Path(early_config.invocation_params.dir)
     try:
         env_path = default_env_path(ns.gpu_env or early_config.getini("gpu_env") or None, os.environ)
-        env = load_env_file(env_path)
+        with PROFILE.phase("env file"):
+            env = load_env_file(env_path)
         if serving_host():  # a worker on a GPU host: target paths are in the host's checkouts
             forget_rootdir_option()
             args_in_checkouts(args, ns.file_or_dir or [], env, here)
@@ -68,7 +73,9 @@ def pytest_cmdline_main(config: pytest.Config) -> None:
     from pytest_gpuverify.remote.controller import plan_remote
 
     try:
-        env = load_env_file(default_env_path(_value(config, "gpu_env"), os.environ))
+        env_path = default_env_path(_value(config, "gpu_env"), os.environ)
+        read_early = config.stash.get(ENV_KEY, None)  # read before the initial conftests, when it could be
+        env = read_early[1] if read_early and read_early[0] == env_path else load_env_file(env_path)
         remote = plan_remote(config, env, os.environ)
     except UsageError as exc:
         raise pytest.UsageError(str(exc)) from None
@@ -85,7 +92,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.import_plugin("pytest_gpuverify.fixtures")
     if not config.getoption("gpu_verify", False):
         return
-    role = choose_role(config)  # xdist has set --dist and --tx by now (its cmdline_main), a worker its workerinput
+    role = choose_role(config, loaded_at=LOADED_AT)  # xdist has set --dist and --tx by now (its cmdline_main), a worker its workerinput
     config.stash[ROLE_KEY] = role
     role.register()
 

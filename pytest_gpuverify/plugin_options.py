@@ -59,6 +59,8 @@ def add_options(parser: pytest.Parser) -> None:
                     help="submit each GPU target as a Slurm job (settings: the env file's Slurm section) and wait")
     group.addoption("--gpu-slurm-shards", default=None, metavar="N",
                     help="with --gpu-slurm: N jobs, each a shard of the GPU targets, not one job per target")
+    group.addoption("--gpu-profile", action="store_true", default=False,
+                    help="print where the session's milliseconds went, phase by phase, at its end")
     group.addoption("--gpu-host-conftest", action="store_true", default=False,
                     help="import a kernel repo's conftest.py files in this (host) session too")
     for key, default in (("gpu_env", None), ("gpu_history", None), ("gpu_arch", None), ("gpu_container", None), ("gpu_window", "2"),

@@ -14,12 +14,13 @@ registered as ``gpuverify-role`` from pytest_configure to pytest_unconfigure.
 from __future__ import annotations
 
 from functools import partial
+import gc
 from pathlib import Path
 from typing import TYPE_CHECKING, Optional
 
 import pytest
 
-from pytest_gpuverify.collectors import CollectsTargets
+from pytest_gpuverify.collectors import CollectsTargets, load_declarations_of, no_outside_timeout, one_target_per_topic
 from pytest_gpuverify.role_base import Role, terminate_like_ctrl_c
 from pytest_gpuverify.config.errors import UsageError
 from pytest_gpuverify.plugin_options import build_options, option_value
@@ -30,26 +31,35 @@ from pytest_gpuverify.terminal import VerdictSummary, live_line
 if TYPE_CHECKING:  # the engine is imported once --gpu-verify is on: without it the plugin costs no import
     from pytest_gpuverify.config.envfile import EnvFile
     from pytest_gpuverify.config.options import RunOptions
-    from pytest_gpuverify.config.declarations import Declarations
     from pytest_gpuverify.engine.session import VerifySession
     from pytest_gpuverify.remote.controller import RemoteController
     from pytest_gpuverify.shard_items import ShardSetting
 
 
-def choose_role(config: pytest.Config) -> Role:
+def choose_role(config: pytest.Config, loaded_at: Optional[float] = None) -> Role:
     """The role of this process; a bad setup (options, env file, declarations) is a UsageError."""
-    from pytest_gpuverify.execute.container import quiet_docker_import
-
-    quiet_docker_import()  # here, in the main thread, before the session's threads import docker
+    from pytest_gpuverify.common.profile import PROFILE
+    if loaded_at is not None:
+        PROFILE.mark("plugin loaded", loaded_at)
     if REMOTE_KEY in config.stash:
+        _quiet_docker_import()
         return RemoteDistController(config, config.stash[REMOTE_KEY])
     from pytest_gpuverify.config.envfile import load_env_file
+    from pytest_gpuverify.place.resolve import runs_on_host
 
     try:
-        options = build_options(config)
+        with PROFILE.phase("options read"):
+            options = build_options(config)
+        if not runs_on_host(options.container):  # on the host (--gpu-container none) no Docker client is made
+            _quiet_docker_import()
         read_early = config.stash.get(ENV_KEY, None)
-        env = read_early[1] if read_early and read_early[0] == options.env_path else load_env_file(options.env_path)
-        config.stash[DECLARED_KEY] = _load_declarations(config, env)
+        if read_early and read_early[0] == options.env_path:
+            env = read_early[1]
+        else:
+            with PROFILE.phase("env file"):
+                env = load_env_file(options.env_path)
+        with PROFILE.phase("declarations"):
+            config.stash[DECLARED_KEY] = load_declarations_of(config, env)
         if config.getoption("gpu_slurm"):
             from pytest_gpuverify.slurm_role import SlurmController
 
@@ -76,6 +86,14 @@ def choose_role(config: pytest.Config) -> Role:
         raise pytest.UsageError(str(exc)) from None
 
 
+def _quiet_docker_import() -> None:
+    from pytest_gpuverify.common.profile import PROFILE
+    from pytest_gpuverify.execute.container import quiet_docker_import
+
+    with PROFILE.phase("requests imported (Docker SDK)"):
+        quiet_docker_import()  # here, in the main thread, before the session's threads import docker
+
+
 def _distributing(config: pytest.Config) -> bool:
     """Whether xdist starts workers from this process: as xdist decides it, a --dist other than "no"
     and some --tx (-n sets both), never under --collect-only."""
@@ -84,16 +102,26 @@ def _distributing(config: pytest.Config) -> bool:
 
 
 def _build_engine(config: pytest.Config, options: RunOptions, env: EnvFile) -> VerifySession:
-    from pytest_gpuverify.config.topics import TopicClaims
-    from pytest_gpuverify.engine.session import VerifySession, echo_to_stdout
-    from pytest_gpuverify.remote.waitline import on_wait_for
-    from pytest_gpuverify.reporting.live import RunningLine, running_line_wanted
+    from pytest_gpuverify.common.profile import PROFILE
 
-    return VerifySession(options, env, echo=echo_to_stdout if options.echo_output else None,
-                         on_wait=on_wait_for(config),
-                         topics=TopicClaims(getattr(config, "workerinput", {}).get(CLAIMS_VARIABLE)),
-                         live_line=(partial(RunningLine, live_line(config))
-                                    if running_line_wanted(config, options.echo_output) else None))
+    with PROFILE.phase("engine imported"):
+        from pytest_gpuverify.config.topics import TopicClaims
+        from pytest_gpuverify.engine.session import VerifySession, echo_to_stdout
+        from pytest_gpuverify.remote.waitline import on_wait_for
+        from pytest_gpuverify.reporting.live import RunningLine, running_line_wanted
+
+    with PROFILE.phase("engine built"):
+        engine = VerifySession(options, env, echo=echo_to_stdout if options.echo_output else None,
+                               on_wait=on_wait_for(config),
+                               topics=TopicClaims(getattr(config, "workerinput", {}).get(CLAIMS_VARIABLE)),
+                               live_line=(partial(RunningLine, live_line(config))
+                                          if running_line_wanted(config, options.echo_output) else None))
+    # What is alive now (pytest's, the plugin's and the engine's modules, classes and schemas) lives to
+    # the process's end: out of the cyclic collector's walks from here on. pytest collects five times at
+    # its end (its unraisable-exception check), and each walk over these took about as long as pytest's
+    # whole start-up; the objects the session and its tests make later are still walked and collected.
+    gc.freeze()
+    return engine
 
 
 class EngineRole(CollectsTargets, Role):
@@ -125,8 +153,25 @@ class EngineRole(CollectsTargets, Role):
         self._previous_handlers = terminate_like_ctrl_c()
         self.engine.start_in_background()
 
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_collection(self, session: pytest.Session):
+        from pytest_gpuverify.common.profile import PROFILE
+
+        with PROFILE.phase("collection"):
+            yield
+
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         self.engine.mark_collected()
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_terminal_summary(self, terminalreporter, exitstatus: int, config: pytest.Config) -> None:
+        """--gpu-profile: where this process's milliseconds went (common/profile.py), the last section."""
+        if config.getoption("gpu_profile", False):
+            from pytest_gpuverify.common.profile import profile_lines
+
+            terminalreporter.write_sep("-", "gpuverify profile (this process)")
+            for line in profile_lines():
+                terminalreporter.write_line(line)
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if report.when == "call":
@@ -200,8 +245,8 @@ class Central(EngineRole):
     def pytest_collection_modifyitems(self, session: pytest.Session, config: pytest.Config, items: list) -> None:
         from pytest_gpuverify.collectors import GpuTargetItem
 
-        _one_target_per_topic(self.engine.options.topic, [i.target.name for i in items if isinstance(i, GpuTargetItem)])
-        _no_outside_timeout(config, items)
+        one_target_per_topic(self.engine.options.topic, [i.target.name for i in items if isinstance(i, GpuTargetItem)])
+        no_outside_timeout(config, items)
 
 
 class DistWorker(EngineRole):
@@ -223,7 +268,7 @@ class DistWorker(EngineRole):
         from pytest_gpuverify.collectors import GpuTargetItem
         from pytest_gpuverify.remote.onhost import tell_controller
 
-        _no_outside_timeout(config, items)
+        no_outside_timeout(config, items)
         # a worker on a GPU host: its targets' needs and topics for placement, its folder for a dead log
         tell_controller([i for i in items if isinstance(i, GpuTargetItem)], self.engine)
 
@@ -285,7 +330,7 @@ class DistController(Role):
             return
         decls = config.stash.get(DECLARED_KEY, None)
         paths = [config.rootpath / i.split("::")[0] for i in ids]
-        _one_target_per_topic(topic, [i for i, p in zip(ids, paths) if kind_of(p, config)
+        one_target_per_topic(topic, [i for i, p in zip(ids, paths) if kind_of(p, config)
                                       or (decls is not None and p.resolve() == Path(decls.path).resolve())])
 
 
@@ -312,48 +357,3 @@ class RemoteDistController(DistController):
             local = collector.local_paths.get((node.gateway.id, Path(stored).name)) if collector else None
             if local is not None:
                 self.summary.stored[asked] = str(local)
-
-
-def _load_declarations(config: pytest.Config, env: EnvFile) -> Optional[Declarations]:
-    """The repo's declared targets (or None). With --gpu-target, the declaration file is what pytest
-    collects, so `pytest --gpu-verify --gpu-target X` runs X and nothing else."""
-    from pytest_gpuverify.config.declarations import DeclarationError, find_declarations, load_declarations, select
-    from pytest_gpuverify.remote.onhost import declarations_on_host, serving_host
-
-    start = Path(config.invocation_params.dir)
-    stop = config.rootpath if start.is_relative_to(config.rootpath) else start
-    path = find_declarations(start, stop)
-    names = config.getoption("gpu_target")
-    if path is None and names and serving_host():
-        path = declarations_on_host(env, names)
-    if path is None:
-        if names:
-            raise DeclarationError(start, f"--gpu-target: no gpuverify.toml or [tool.gpuverify] found in {start} "
-                                   "or above it", "declare the targets (see conftest_examples/), or pass target paths")
-        return None
-    decls = load_declarations(path)
-    if names:
-        select(decls, names)  # unknown names stop the run here, naming the known ones
-        if config.args_source == pytest.Config.ArgsSource.ARGS:
-            config.args.append(str(path))
-        else:
-            config.args[:] = [str(path)]
-    return decls
-
-
-def _no_outside_timeout(config: pytest.Config, items: list) -> None:
-    from pytest_gpuverify.other_plugins import timeout_plugin_problem
-    from pytest_gpuverify.collectors import GpuTargetItem
-
-    problem = timeout_plugin_problem(config, [i for i in items if isinstance(i, GpuTargetItem)])
-    if problem:
-        raise pytest.UsageError(problem)
-
-
-def _one_target_per_topic(topic: Optional[str], names: list[str]) -> None:
-    from pytest_gpuverify.config.topics import shared_topic_problem
-
-    problem = shared_topic_problem(topic, names)
-    if problem:  # --gpu-topic names one artifact
-        raise pytest.UsageError(problem)
-

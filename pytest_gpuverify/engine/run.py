@@ -1,29 +1,17 @@
-"""One target's run, as phases that each return a typed result (phases.py), in this order:
-
-    place    -> Placed     the worktree, its repo's state (dirty blocks), where the command runs
-    check    -> Checked    the place's arch and versions, the declared builds, the imports, the plan
-    lease    -> Leased     its GPUs, locked (a pick started in place runs alongside the checks)
-    execute  -> Executed   the command (or the plan's runs) on them; the lock let go of
-    decide   -> Decided    the raw log sealed and parsed, the run record, the verdict
-
-A `run` row (a container started per run) leases first, since the container gets the locked GPUs:
-place -> lease -> Fresh -> check -> execute. A phase that blocks the target ends its run there. The
-artifact is built from the results once the run is over (outcome.build_artifact), however it ended:
-an interrupt and an internal error of ours too. Usable without pytest; session.py holds what the
-targets of one session share (host, sampler, picker, containers, caches) and runs one
-:class:`TargetRun` per target.
-"""
+"""One target's run: the phases of phases.py, each returning its typed result; a phase that blocks the
+target ends the run there, and the artifact is built from the results however it ended (an interrupt, an
+internal error too). Usable without pytest; session.py runs one :class:`TargetRun` per target."""
 
 from __future__ import annotations
 
 import shlex
-from functools import partial
 import socket
+from functools import partial
 import time
 import traceback
 from contextlib import contextmanager
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Callable, Iterator, Optional
+from typing import Callable, Iterator, Optional
 
 from pytest_gpuverify.config.targets import PYTEST_KINDS, RunEnvironment, Target, command_argv, junit_path, pythonpath
 from pytest_gpuverify.engine import multirun
@@ -32,8 +20,8 @@ from pytest_gpuverify.records.artifact import RunRecord, utc_now
 from pytest_gpuverify.common.files import create_result_file
 from pytest_gpuverify.engine.outcome import (TargetOutcome, build_artifact, gpu_records, ran_in, run_record_of,
                                              target_record, timeline_of)
-from pytest_gpuverify.engine.phases import (Begun, Checked, Command, Decided, Executed, Fresh, Leased, Placed,
-                                            Results)
+from pytest_gpuverify.common.profile import PROFILE
+from pytest_gpuverify.engine.phases import Begun, Checked, Command, Decided, Executed, Fresh, Leased, Placed, Results
 from pytest_gpuverify.engine.runs_log import parse_log
 from pytest_gpuverify.engine.services import RunContext, SessionServices, fan_out
 from pytest_gpuverify.engine.verdict import verdict_and_reasons
@@ -46,18 +34,16 @@ from pytest_gpuverify.lease.guard import RunGuards
 from pytest_gpuverify.execute.leftovers import run_id_of, run_marker
 from pytest_gpuverify.lease.lock import LockError
 from pytest_gpuverify.lease.pickahead import PickAhead
-from pytest_gpuverify.lease.picker import NoGpu, PickerError
+from pytest_gpuverify.lease.picker import GpuGrant, NoGpu, PickerError
 from pytest_gpuverify.parsers.dispatch import context_for
+from pytest_gpuverify.parsers.result import ParsedOutput
+from pytest_gpuverify.place.facts_cache import kept_note
 from pytest_gpuverify.place.caches import plan_caches, remove_cold_caches, warm_cache_reused
-from pytest_gpuverify.place.ephemeral import fresh_container
+from pytest_gpuverify.place.ephemeral import fresh_container, started_note
 from pytest_gpuverify.place.packages import check_imports, import_env, packages_under_test
 from pytest_gpuverify.place.provenance import move_out
 from pytest_gpuverify.place.resolve import map_to_container
 from pytest_gpuverify.place.workspace import WorkspaceError, locate
-
-if TYPE_CHECKING:
-    from pytest_gpuverify.lease.picker import GpuGrant
-    from pytest_gpuverify.parsers.result import ParsedOutput
 
 
 class TargetRun:
@@ -145,7 +131,8 @@ class TargetRun:
             placed.blocked.append(f"target {target.name} names no file and no declaration to place it in a repo")
             return placed
         try:
-            ws = placed.ws = locate(self.ctx.env, target.location, target.repo, target.path)
+            with PROFILE.phase("worktree located"):
+                ws = placed.ws = locate(self.ctx.env, target.location, target.repo, target.path)
         except WorkspaceError as exc:
             placed.blocked.append(str(exc))
             return placed
@@ -161,7 +148,8 @@ class TargetRun:
         if s.places.on_host:  # the command runs on the host itself: the worktree is where it is
             placed.where, placed.wt = ON_HOST, str(ws.wt_host)
             return placed
-        res = s.places.resolve(ws, target)
+        with PROFILE.phase("container resolved"):
+            res = s.places.resolve(ws, target)
         placed.container = res.name
         placed.notes.extend(res.notes)
         if not res.ok or not res.name:
@@ -185,7 +173,8 @@ class TargetRun:
         ws, wt = placed.ws, placed.wt
         workdir = f"{wt}/{target.workdir}".rstrip("/.") if target.workdir not in (None, "", ".") else wt
         checked = self.results.checked = Checked(workdir=workdir)
-        checked.place = s.places.checked(where)
+        with PROFILE.phase("container facts"):
+            checked.place = s.places.checked(where)
         checked.blocked.extend(checked.place.blocked)
         place = checked.place.facts
         if place is None or checked.blocked:
@@ -195,8 +184,15 @@ class TargetRun:
                             self.ctx.options.allow_dirty):
             return checked
         under = packages_under_test(target, ws.wt_host)
-        imports = check_imports(under, wt, import_env(target, wt, place), partial(s.import_origin, place.handle))
+        env = import_env(target, wt, place)
+        # the worktree as read before any command: an earlier session's answer for the same state may be
+        # taken, unless this target's declared builds ran and may have changed it
+        tree = placed.repo if not checked.builds else None
+        imports = check_imports(under, wt, env, partial(s.import_origin, place.handle, tree=tree))
         checked.imports, checked.notes = imports.imports, imports.notes
+        kept = s.imports_kept(place.handle, env)
+        if place.cached or kept:
+            checked.notes.append(kept_note(where, place.cached, kept))
         if imports.blocked:
             checked.blocked.extend(imports.blocked)
             return checked
@@ -217,8 +213,9 @@ class TargetRun:
         started = early[1] if early is not None else ahead.started if ahead is not None else time.monotonic()
         leased = self.results.leased = Leased(pick_started=s.clock.wall(started))
         try:
-            grant = self.held or (early[0] if early is not None else ahead.grant() if ahead is not None
-                                  else s.picker.acquire(count=self.target.gpus, wait_s=self.ctx.options.wait_s))
+            with PROFILE.phase("GPU picked and locked (the wait)"):
+                grant = self.held or (early[0] if early is not None else ahead.grant() if ahead is not None
+                                      else s.picker.acquire(count=self.target.gpus, wait_s=self.ctx.options.wait_s))
         except (NoGpu, PickerError, LockError) as exc:  # LockError: the file, its owner and mode, the fix
             leased.blocked.append(str(exc))
             return leased
@@ -254,10 +251,7 @@ class TargetRun:
                     return
                 guards.on_start(["fresh", record.id or record.name, run_id])
                 self.visible = record.visible
-                fresh.notes.append(
-                    f"fresh container {record.name} from {record.image} (Containers row {record.row}); devices "
-                    f"passed: {', '.join(record.devices) or 'none'}"
-                    + (f"; not on this host: {', '.join(record.devices_missing)}" if record.devices_missing else ""))
+                fresh.notes.append(started_note(record))
                 checked = self.check(placed, Place(record.name))
                 if not checked.blocked:
                     self.execute(placed, checked, leased, release=False)
@@ -306,7 +300,8 @@ class TargetRun:
             executed.gpus = gpu_records(infos, grant, s.backend.vendor, place.arch)
             executed.host_gpus = len(s.inventory) or None
             caches = plan_caches(wt, self.ctx.options.cold, run_id, target.kind, on_host=handle.place.on_host)
-            executed.cache_reused = warm_cache_reused(handle, caches, s.warm_caches)
+            with PROFILE.phase("JIT cache probe"):
+                executed.cache_reused = warm_cache_reused(handle, caches, s.warm_caches)
             run_env = RunEnvironment(
                 visible_var=s.backend.visible_devices_var, visible_value=self.visible or s.visible_value(infos),
                 pythonpath=pythonpath(target.kind, wt, place.pythonpath), kind=target.kind, arch=place.arch,
@@ -322,7 +317,8 @@ class TargetRun:
             guards = RunGuards(s.session_guard(), grant.fds)
             live = None if s.live_line is None else s.live_line(
                 f"{target.name} on {self.ctx.host_row.host} gpu {executed.env.get(run_env.visible_var, '?')}")
-            executed.command_started = s.clock.wall(time.monotonic())  # no later than the real start
+            started = time.monotonic()
+            executed.command_started = s.clock.wall(started)  # no later than the real start
             try:
                 cmd = Command(target, handle, argv, placed.ws.rel_target, run_id, run_env, command_env, wt,
                               checked.workdir, raw, begun.topic, begun.stamp, self.ctx.options.timeout_s,
@@ -335,7 +331,9 @@ class TargetRun:
                         cmd.argv, raw, env=cmd.env, workdir=cmd.workdir, timeout_s=cmd.timeout_s, echo=cmd.echo,
                         on_start=cmd.on_start)
             finally:
-                executed.command_ended = s.clock.wall(time.monotonic())  # no earlier than the real end
+                ended = time.monotonic()
+                executed.command_ended = s.clock.wall(ended)  # no earlier than the real end
+                PROFILE.add("command (the target's own)", started, ended)
                 executed.watch = watched.labelled(executed.runs)
                 if live is not None:
                     live.done()
@@ -347,7 +345,8 @@ class TargetRun:
             if self.ctx.options.cold and caches is not None:
                 remove_cold_caches(handle, caches, executed.notes)
         if target.kind in PYTEST_KINDS and checked.plan is None:  # the inner pytest's report, beside the log
-            executed.junit_path, note = move_out(handle, junit_path(run_id),
+            with PROFILE.phase("JUnit report moved out"):
+                executed.junit_path, note = move_out(handle, junit_path(run_id),
                                                  self.ctx.out_dir / f"bench_{begun.topic}.{begun.stamp}.junit.xml")
             if note:
                 executed.notes.append(note)
@@ -362,7 +361,8 @@ class TargetRun:
         record = self.run_record(output_parsed=False)
         self._seal(record)
         context = context_for(self.results.begun.record, executed.command, executed.junit_path, record.exit_code)
-        return parse_log(self.target.kind, executed.raw_path, context)
+        with PROFILE.phase("raw log parsed"):
+            return parse_log(self.target.kind, executed.raw_path, context)
 
     def run_record(self, output_parsed: bool) -> RunRecord:
         """What happened around the command, from the phases' results: the record the verdict reads."""
@@ -378,9 +378,11 @@ class TargetRun:
         if self.ran and raw is not None and raw.exists():  # first: a log that cannot be sealed is a reason
             self._seal(self.run_record(output_parsed=parsed is not None))
         record = self.run_record(output_parsed=parsed is not None)
-        verdict, reasons = verdict_and_reasons(record, parsed, self.target.thresholds, r.begun.record)
-        r.decided = Decided(record, verdict, reasons, parsed)
-        return TargetOutcome(self.target, build_artifact(r), r.begun.artifact_path, raw_path=raw,
+        with PROFILE.phase("verdict and artifact built"):
+            verdict, reasons = verdict_and_reasons(record, parsed, self.target.thresholds, r.begun.record)
+            r.decided = Decided(record, verdict, reasons, parsed)
+            artifact = build_artifact(r)
+        return TargetOutcome(self.target, artifact, r.begun.artifact_path, raw_path=raw,
                              junit_path=r.executed.junit_path if r.executed is not None else None)
 
     def _seal(self, record: RunRecord) -> None:
@@ -390,8 +392,9 @@ class TargetRun:
             return
         self.sealed = True  # tried once: a failure is the run's reason, not retried
         try:
-            seal_log(executed.raw_path, record, self.results.begun.host, ran_in(self.results),
-                     [g.index for g in executed.gpus], timeline_of(self.results).model_dump())
+            with PROFILE.phase("raw log sealed"):
+                seal_log(executed.raw_path, record, self.results.begun.host, ran_in(self.results),
+                         [g.index for g in executed.gpus], timeline_of(self.results).model_dump())
         except OSError as exc:  # a full disk: the artifact is still written, and not a PASS
             self.blocked.append(f"the raw log {executed.raw_path} could not be sealed ({exc}): "
                                 "`gpuverify check` cannot verify it")

@@ -32,6 +32,7 @@ from pytest_gpuverify.engine.orphans import orphan_logs
 from pytest_gpuverify.engine.outcome import TargetOutcome
 from pytest_gpuverify.common.threads import Background
 from pytest_gpuverify.parsers.warm import ParserWarmer
+from pytest_gpuverify.common.profile import PROFILE
 from pytest_gpuverify.engine import multirun
 from pytest_gpuverify.place.ab import BaseWorktrees
 from pytest_gpuverify.records.scheduling import SchedulerRecord, ShardRecord
@@ -40,7 +41,8 @@ from pytest_gpuverify.lease.picker import GpuGrant, GpuPicker
 from pytest_gpuverify.engine.prerun import DeclaredBuilds
 from pytest_gpuverify.engine.run import TargetRun
 from pytest_gpuverify.engine.services import LiveLineFactory, RunContext
-from pytest_gpuverify.place.provenance import import_origin, read_container_facts, repo_state
+from pytest_gpuverify.place.facts_cache import import_origin_across_sessions
+from pytest_gpuverify.place.provenance import read_container_facts, repo_state
 from pytest_gpuverify.lease.sampler import IdleSampler, sampling_interval
 from pytest_gpuverify.lease.shared_readings import readings_for
 from pytest_gpuverify.engine.signing import sign_outputs
@@ -80,6 +82,7 @@ class VerifySession:
         self.places = ContainerPlaces(env, options, self.host_row.host, docker_factory, self.backend.vendor,
                                       self.expected_arch)
         self._imports: dict[tuple, tuple[Optional[str], Optional[str]]] = {}  # (place, package, env)
+        self._imports_kept: set[tuple] = set()  # of those, the answers of an earlier session (facts_cache.py)
         self.inventory: dict[int, GpuInfo] = {}
         self._repos: dict[Path, RepoRecord] = {}
         self.warm_caches: dict[str, bool] = {}
@@ -119,7 +122,8 @@ class VerifySession:
         host's arch; a wrong arch stops the sampler and blocks every target."""
         starter, self._starter = self._starter, None
         if starter is not None:
-            starter.result()  # started in the background: the first target waits here, and gets its error
+            with PROFILE.phase("wait for the session's start"):
+                starter.result()  # started in the background: the first target waits here, and gets its error
         elif not self._started:
             self._start_now()
 
@@ -127,16 +131,20 @@ class VerifySession:
         self._started = True
         self.places.start_client()  # joined by the first target's place phase, which waits for this start
         # on the host its facts (commands of their own) are read alongside the GPU library's start-up
-        host = Background(lambda: read_container_facts(HostExecutor(), self.backend.vendor),
-                          "gpuverify-host-facts") if self.places.on_host else None
+        host = Background(lambda: self._host_facts(), "gpuverify-host-facts") if self.places.on_host else None
         try:
             self._start_gpus()
         finally:
             if host is not None:  # off the first target's path: read while the window fills
                 self.places.facts[ON_HOST] = host.result()
 
+    def _host_facts(self):
+        with PROFILE.phase("host facts"):
+            return read_container_facts(HostExecutor(), self.backend.vendor)
+
     def _start_gpus(self) -> None:
-        started = start_gpus(self.sampler, self.backend, self.options.window_s, self.expected_arch)
+        with PROFILE.phase("GPU start (library, window, arch)"):
+            started = start_gpus(self.sampler, self.backend, self.options.window_s, self.expected_arch)
         self.inventory = started.inventory
         self.session_blocked.extend(started.blocked)
         self.session_notes.extend(started.notes)
@@ -175,9 +183,12 @@ class VerifySession:
         """Write every artifact; one that cannot be written is a line in ``write_problems``."""
         if self._starter is not None:
             self._starter.wait()
-        self.sampler.stop()
-        if self._guard is not None:
-            self._guard.close()
+        with PROFILE.phase("sampler and guard stopped"):
+            self.sampler.stop()
+            if self._guard is not None:
+                self._guard.close()
+        with PROFILE.phase("facts kept for the next session"):
+            self.places.remember()
         if self.base_worktrees is not None:  # before writing: the artifacts say whether it went
             late = multirun.remove_worktrees(self)
             for outcome in self.outcomes:  # a new artifact with the notes; the one built is never edited
@@ -190,7 +201,8 @@ class VerifySession:
             except OSError as exc:  # neither the asked place nor the user's own folder took it
                 self.write_problems.append(str(exc) if isinstance(exc, FileProblem) else
                                            f"cannot write {outcome.artifact_path}: {exc}")
-        self.orphan_logs = orphan_logs(self.out_dir, before=self.began_wall)
+        with PROFILE.phase("orphan logs looked for"):
+            self.orphan_logs = orphan_logs(self.out_dir, before=self.began_wall)
         return self.outcomes
 
     def write(self, outcome: TargetOutcome) -> None:
@@ -198,14 +210,16 @@ class VerifySession:
         problem is a line of ``write_problems`` (the run's exit is then non-zero)."""
         if outcome.written:
             return
-        stored, problem = store_or_keep_elsewhere(outcome.artifact, outcome.artifact_path, self._moves_lock,
-                                                  self.on_wait)
+        with PROFILE.phase("artifact validated and stored"):
+            stored, problem = store_or_keep_elsewhere(outcome.artifact, outcome.artifact_path, self._moves_lock,
+                                                      self.on_wait)
         outcome.written, outcome.stored_path = True, stored
         if problem is not None:
             self.write_problems.append(problem)
         if self.signer is not None:  # every file is final now: the artifact embeds the log's sha256
             runs_junit = [self.out_dir / r.junit_xml for r in outcome.artifact.runs if r.junit_xml]  # repeats
-            sign_outputs(self.signer, [outcome.raw_path, outcome.junit_path, *runs_junit, stored])
+            with PROFILE.phase("signing"):
+                sign_outputs(self.signer, [outcome.raw_path, outcome.junit_path, *runs_junit, stored])
 
     # -- what the targets share -------------------------------------------------------------
     def context(self) -> RunContext:
@@ -226,16 +240,29 @@ class VerifySession:
     def repo_state(self, wt_host: Path) -> RepoRecord:
         """The worktree's repo state, read once, before any command of ours could have touched it."""
         if wt_host not in self._repos:
-            self._repos[wt_host] = repo_state(wt_host, own_output_dirs(self.env.resources.tickets))
+            with PROFILE.phase("repo state (git)"):
+                self._repos[wt_host] = repo_state(wt_host, own_output_dirs(self.env.resources.tickets))
         return self._repos[wt_host]
 
-    def import_origin(self, handle, package: str, env: Mapping[str, str]) -> tuple[Optional[str], Optional[str]]:
+    def import_origin(self, handle, package: str, env: Mapping[str, str],
+                      tree: Optional[RepoRecord] = None) -> tuple[Optional[str], Optional[str]]:
         """Where ``package`` imports from in the place (``handle``) with the command's environment ``env``,
-        read once per place and environment (the worktree is in its PYTHONPATH)."""
+        read once per place and environment (the worktree is in its PYTHONPATH). ``tree``: the
+        worktree's state, when nothing of ours changed it since: then an earlier session's answer for
+        the same place, worktree state, package and environment is taken (facts_cache.py)."""
         key = (handle.place, package, tuple(sorted(env.items())))
         if key not in self._imports:
-            self._imports[key] = import_origin(handle, package, env)
+            with PROFILE.phase("import check"):
+                origin, why, kept = import_origin_across_sessions(self.places.cache, handle, package, env, tree)
+            self._imports[key] = (origin, why)
+            if kept:
+                self._imports_kept.add(key)
         return self._imports[key]
+
+    def imports_kept(self, handle, env: Mapping[str, str]) -> list[str]:
+        """The packages whose import check in ``handle`` with ``env`` was an earlier session's answer."""
+        items = tuple(sorted(env.items()))
+        return sorted(package for place, package, e in self._imports_kept if place == handle.place and e == items)
 
     # -- one target ------------------------------------------------------------------------
     def run(self, target: Target, grant: Optional[GpuGrant] = None) -> TargetOutcome:

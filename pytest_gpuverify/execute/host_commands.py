@@ -51,6 +51,17 @@ class HostRunner(Protocol):
     def which(self, program: str) -> Optional[str]: ...
 
 
+def environ_copy() -> dict[str, str]:
+    """This process's environment, copied from a thread of the session: the main thread may set a
+    variable meanwhile (pytest sets PYTEST_CURRENT_TEST at each test's phase), and a copy that meets
+    the change raises RuntimeError ("dictionary changed size during iteration"); it is copied again."""
+    while True:
+        try:
+            return dict(os.environ)
+        except RuntimeError:
+            continue
+
+
 class LocalHost:
     """This machine. Commands run in their own process group so a timeout kills the whole tree."""
 
@@ -72,7 +83,7 @@ class LocalHost:
 
     def run(self, argv: Sequence[str], timeout: float = 30.0, env: Optional[Mapping[str, str]] = None,
             cwd: Optional[str] = None) -> CommandResult:
-        full_env = dict(self._env if self._env is not None else os.environ)
+        full_env = dict(self._env) if self._env is not None else environ_copy()
         if env:
             full_env.update(env)
         argv = tuple(argv)

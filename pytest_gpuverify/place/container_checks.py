@@ -13,6 +13,7 @@ from pytest_gpuverify.execute.container import ContainerError, ContainerExecutor
 from pytest_gpuverify.gpu.base import GpuInfo, GpuToolError
 from pytest_gpuverify.execute.base import ON_HOST, Place
 from pytest_gpuverify.execute.host import HostExecutor
+from pytest_gpuverify.place.facts_cache import FactsCache, cached_container_facts, container_identity, remember_facts
 from pytest_gpuverify.place.provenance import ContainerFacts, read_container_facts
 
 HOST = ON_HOST  # --gpu-container none: the host itself
@@ -84,6 +85,7 @@ class ContainerPlaces:
         self._docker_pending: Optional[Any] = None  # the Background making the client (start_client)
         self._resolutions: dict[tuple[str, str], object] = {}
         self.facts: dict[Place, ContainerFacts] = {}
+        self.cache = FactsCache()  # what earlier sessions read of the same container starts
 
     @property
     def on_host(self) -> bool:
@@ -99,7 +101,13 @@ class ContainerPlaces:
         from pytest_gpuverify.common.threads import Background
 
         if self._docker is None and self._docker_pending is None and not self.on_host:
-            self._docker_pending = Background(self._docker_factory, "gpuverify-docker-client")
+            self._docker_pending = Background(self._timed_client, "gpuverify-docker-client")
+
+    def _timed_client(self):
+        from pytest_gpuverify.common.profile import PROFILE
+
+        with PROFILE.phase("Docker client made"):
+            return self._docker_factory()
 
     def client(self):
         if self._docker is None:
@@ -120,11 +128,30 @@ class ContainerPlaces:
         return self._resolutions[key]
 
     def checked(self, place: Place) -> ContainerCheck:
-        """The place's facts, read once, checked for this target (:func:`check_container`)."""
+        """The place's facts, read once (or kept from an earlier session of the same container start:
+        facts_cache.py), checked for this target (:func:`check_container`)."""
         if place not in self.facts:
             handle = HostExecutor() if place.container is None else ContainerExecutor(self.client(), place.container)
-            self.facts[place] = read_container_facts(handle, self.vendor)
+            facts = None if place.on_host else cached_container_facts(self.cache, handle, self.vendor)
+            if facts is None:
+                identity = None if place.on_host else _identity(handle)
+                facts = read_container_facts(handle, self.vendor)
+                facts.identity = identity
+            self.facts[place] = facts
         return check_container(self.facts[place], place, self.expected_arch)
+
+    def remember(self) -> None:
+        """Keep the facts read in full this session for the next sessions (at the session's end)."""
+        for name, facts in self.facts.items():
+            if name != HOST:
+                remember_facts(self.cache, facts, self.vendor)
+
+
+def _identity(handle) -> Optional[list]:
+    try:
+        return container_identity(handle.inspect())
+    except ContainerError:
+        return None
 
 
 @dataclass

@@ -174,3 +174,10 @@ def _start(client: Any, record: FreshContainerRecord) -> Optional[str]:
             return (f"fresh container {record.name} from {record.image} exited at start (status {state.get('Status')}, "
                     f"exit code {state.get('ExitCode')}{': ' + logs if logs else ''}). Fix: the image needs `sleep`")
         time.sleep(0.05)
+
+
+def started_note(record: FreshContainerRecord) -> str:
+    """The artifact's note of a fresh container: what was started from which row, and its devices."""
+    missing = f"; not on this host: {', '.join(record.devices_missing)}" if record.devices_missing else ""
+    return (f"fresh container {record.name} from {record.image} (Containers row {record.row}); devices "
+            f"passed: {', '.join(record.devices) or 'none'}{missing}")

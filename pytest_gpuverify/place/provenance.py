@@ -13,6 +13,7 @@ from typing import Mapping, Optional
 
 from pytest_gpuverify.records.artifact import Versions
 from pytest_gpuverify.common.threads import Background
+from pytest_gpuverify.common.profile import PROFILE
 from pytest_gpuverify.execute.base import Executor  # a container, or the host itself (a Containers row named host)
 from pytest_gpuverify.execute.container import ContainerError
 from pytest_gpuverify.place.gitstate import repo_state  # noqa: F401 (re-exported: the run reads repo state through here)
@@ -136,6 +137,12 @@ class ContainerFacts:
     pythonpath: str = ""  # the place's own PYTHONPATH: a command's import path goes before it, never replaces it
     reading: Optional[Background[tuple[Versions, list[str]]]] = None  # the versions' read, under way
     _read: Optional[tuple[Versions, list[str]]] = None
+    identity: Optional[list] = None  # the container's id and start time when read (facts_cache.py)
+    cached: bool = False  # kept from an earlier session of the same container start (facts_cache.py)
+
+    def keep_versions(self, versions: Versions, gaps: list[str]) -> None:
+        """The versions as read before (an earlier session's read of the same container start)."""
+        self._read, self.reading = (versions, gaps), None
 
     def versions_read(self, wait: bool = True) -> tuple[Versions, list[str]]:
         """(versions, why any is null), read once. ``wait=False``, for a run that ended before its
@@ -160,12 +167,17 @@ CONTAINER_ENV_RECORDED = ("AITER_USE_SYSTEM_TRITON", "AITER_TRITON_ONLY", "GPU_A
                           "ROCR_VISIBLE_DEVICES", "FLYDSL_RUNTIME_CACHE_DIR", "TRITON_CACHE_DIR")
 
 
+def _timed_versions(handle: Executor) -> tuple[Versions, list[str]]:
+    with PROFILE.phase("container versions read"):
+        return read_versions(handle)
+
+
 def read_container_facts(handle: Executor, vendor: str = "rocm") -> ContainerFacts:
     facts = ContainerFacts(handle)
     try:
         if not handle.running:
             return facts
-        facts.reading = Background(lambda: read_versions(handle), "gpuverify-versions")  # two commands at once
+        facts.reading = Background(lambda: _timed_versions(handle), "gpuverify-versions")  # two commands at once
         facts.arch, facts.arch_problem = container_arch(handle, vendor)
         env = environment_of(handle.inspect())
         facts.container_env = {k: env[k] for k in CONTAINER_ENV_RECORDED if k in env}
