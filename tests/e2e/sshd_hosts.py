@@ -28,6 +28,8 @@ import pytest
 from pytest_gpuverify.cli import demo
 from session_cmd import PYTEST
 
+from ports import free_port
+
 CHECKOUT = Path(__file__).resolve().parents[2]
 SSHD = "/usr/sbin/sshd"
 
@@ -44,12 +46,6 @@ def sshd_unavailable() -> Optional[str]:
     if done.returncode != 0:
         return f"`unshare --uts` is not allowed here: {done.stderr.strip()[:200]}"
     return None
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @dataclass
