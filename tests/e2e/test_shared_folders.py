@@ -218,7 +218,7 @@ def test_an_xdist_controller_shows_where_its_workers_artifacts_really_went(tmp_p
     from pytest_gpuverify.roles import DistController
 
     asked, kept = tmp_path / "T-1" / "bench_x.json", tmp_path / "own" / "bench_x.json"
-    controller = DistController(SimpleNamespace(getoption=lambda *a, **k: None))
+    controller = DistController(SimpleNamespace(getoption=lambda *a, **k: None, getini=lambda *a: None))
     controller.summary.pytest_runtest_logreport(SimpleNamespace(
         when="call", nodeid="op_tests/x.py::x", location=("op_tests/x.py", 0, ""),
         user_properties=[("gpuverify_verdict", "PASS"), ("gpuverify_artifact", str(asked))]))
