@@ -7,7 +7,7 @@ past :data:`~.bounds.MAX_OUTPUT_BYTES` is counted, not kept; the time limit is e
 SIGKILL :data:`~.bounds.GRACE_S` later); Ctrl-C or SIGTERM stops the command and raises
 :class:`Interrupted` with what was known; ``on_start`` gets how to stop the command from another
 process (lease/watchdog.py); every process the run left behind is stopped before it returns.
-tests/test_executors.py runs one calling code against both.
+tests/e2e/test_executors.py runs one calling code against both.
 """
 
 from __future__ import annotations
