@@ -11,7 +11,7 @@ import pytest
 from pytest_gpuverify.config.envfile import parse_lock_prefix
 from pytest_gpuverify.gpu.rocm import RocmBackend
 from pytest_gpuverify.execute.host_commands import LocalHost
-from pytest_gpuverify.lease.lock import GpuLease
+from pytest_gpuverify.lease.lock import GpuLease, held_lock_ids, lock_id
 from pytest_gpuverify.common.threads import Background
 from pytest_gpuverify.parsers.warm import ParserWarmer
 from pytest_gpuverify.lease.pickahead import PickAhead
@@ -58,7 +58,8 @@ def test_checks_that_fail_let_the_gpu_go_unused(host):
     picker, lock, _ = host
     ahead = PickAhead(picker, 1, 0.0)
     deadline = time.monotonic() + 5
-    while free(lock, 0):  # the pick has taken GPU 0
+    # watched read-only (/proc/locks): a probe that took the lock for a moment would send the pick to GPU 1
+    while lock_id(lock.path_for(0)) not in (held_lock_ids() or set()):  # the pick has taken GPU 0
         assert time.monotonic() < deadline
         time.sleep(0.01)
     ahead.drop()
