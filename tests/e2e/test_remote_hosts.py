@@ -128,7 +128,9 @@ def test_a_host_not_answering_ssh_keeps_its_targets_inconclusive_with_artifacts(
     r = two_hosts.pytest("--gpu-hosts", "all", "--ticket", "T-1", *targets, cwd=_empty(two_hosts),
                          env={"GPUVERIFY_SSH_TIMEOUT": "5"})
     took = time.monotonic() - started
-    assert took < 30, took
+    # not a speed figure: hostA's two sessions take what the machine gives them; the bound catches a run
+    # that waits on the dead host (its ssh, or its share) instead of going on without it
+    assert took < 120, took
     assert r.returncode == pytest.ExitCode.TESTS_FAILED, r.stdout + r.stderr
     assert "host hostB: `ssh gv13-hostB hostname` failed" in r.stdout and "it ran nothing" in r.stdout
     on_a = sorted(p.name for p in (two_hosts["hostA"].tickets / "T-1").glob("bench_*.json"))
