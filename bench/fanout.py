@@ -1,7 +1,7 @@
 """Fan-out over GPU hosts reached by SSH: targets per second on one host against two, in one run.
 
 Two "hosts" (real sshd on loopback, each its own hostname, simulated ROCm state with 2 GPUs, lock
-folder and container: tests/sshd_hosts.py) and 8 targets that each hold their GPU for a few
+folder and container: tests/e2e/sshd_hosts.py) and 8 targets that each hold their GPU for a few
 seconds (the aiter gemm op_test plus a sleep, as a kernel test's run would). The same 8 targets run
 with ``--gpu-host hostA`` (2 workers) and with ``--gpu-hosts all`` (4 workers), alternating;
 printed: wall time, targets per second, and the ratio of the two walls (target: <= 0.6); per run,
@@ -37,7 +37,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
+sys.path[:0] = [str(ROOT), str(ROOT / "tests" / "e2e"), str(ROOT / "tests" / "support")]
 
 from sshd_hosts import host_python, ssh_hosts, sshd_unavailable  # noqa: E402
 

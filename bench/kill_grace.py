@@ -19,7 +19,7 @@ from datetime import datetime
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests"))
+sys.path[:0] = [str(ROOT / "tests" / "e2e"), str(ROOT / "tests" / "support")]
 
 IGNORES_TERM = """import signal, time
 import aiter

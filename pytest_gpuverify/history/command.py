@@ -5,6 +5,7 @@ refused, skipped or REGRESSED, 2 bad input or a store that cannot be used."""
 from __future__ import annotations
 
 import os
+import sqlite3
 import sys
 from contextlib import closing
 from pathlib import Path
@@ -31,6 +32,15 @@ def store_path(option: Optional[str]) -> Path:
     return path
 
 
+def _opened(command: str, path: Path, reading: bool) -> Optional[sqlite3.Connection]:
+    """The store at ``path``, open; None (said on stderr, naming the file and the fix) when it cannot be."""
+    try:
+        return open_store(path, reading=reading)
+    except StoreError as exc:
+        _fail(command, str(exc))
+        return None
+
+
 def _fail(command: str, message: str) -> int:
     print(f"gpuverify {command}: {message}", file=sys.stderr)
     return 2
@@ -44,10 +54,9 @@ def run_add(store: Optional[str], paths: list[str], ref: Optional[str]) -> int:
     if not files or missing:
         return _fail("history add", f"{(missing or [Path(paths[0])])[0]}: no artifact (bench_*.json) there")
     path = store_path(store)
-    try:
-        conn = open_store(path, reading=False)
-    except StoreError as exc:
-        return _fail("history add", str(exc))
+    conn = _opened("history add", path, reading=False)
+    if conn is None:
+        return 2
     with closing(conn):
         results = add_files(conn, files, ref)
     for result in results:
@@ -63,10 +72,9 @@ def run_show(store: Optional[str], target: str, ref: Optional[str]) -> int:
     from pytest_gpuverify.history.store import runs, targets
 
     path = store_path(store)
-    try:
-        conn = open_store(path, reading=True)
-    except StoreError as exc:
-        return _fail("history show", str(exc))
+    conn = _opened("history show", path, reading=True)
+    if conn is None:
+        return 2
     with closing(conn):
         found = runs(conn, target=target, ref=ref)
         known = targets(conn)
@@ -85,10 +93,9 @@ def run_export(store: Optional[str], out: Optional[str], target: Optional[str]) 
     from pytest_gpuverify.history.exchange import export_lines
 
     path = store_path(store)
-    try:
-        conn = open_store(path, reading=True)
-    except StoreError as exc:
-        return _fail("history export", str(exc))
+    conn = _opened("history export", path, reading=True)
+    if conn is None:
+        return 2
     with closing(conn):
         if out is None:
             count = export_lines(conn, sys.stdout, target)
@@ -106,10 +113,9 @@ def run_import(store: Optional[str], files: list[str]) -> int:
     if missing:
         return _fail("history import", f"{missing[0]}: no such file. Fix: name a file gpuverify history export wrote")
     path = store_path(store)
-    try:
-        conn = open_store(path, reading=False)
-    except StoreError as exc:
-        return _fail("history import", str(exc))
+    conn = _opened("history import", path, reading=False)
+    if conn is None:
+        return 2
     bad = 0
     with closing(conn):
         for name in files:
@@ -129,10 +135,9 @@ def run_history_compare(store: Optional[str], head: str, ref: Optional[str], las
     from pytest_gpuverify.history.compare import against_history
 
     path = store_path(store)
-    try:
-        conn = open_store(path, reading=True)
-    except StoreError as exc:
-        return _fail("compare", str(exc))
+    conn = _opened("compare", path, reading=True)
+    if conn is None:
+        return 2
     try:
         with closing(conn):
             result = against_history(conn, str(path), checked(head), head, ref, last, rule, may_differ)
