@@ -4,6 +4,7 @@ joined where its result is needed. bench/startup.py shows what each saves."""
 
 from __future__ import annotations
 
+import os
 import threading
 from typing import Callable, Generic, Optional, TypeVar
 
@@ -39,3 +40,15 @@ class Background(Generic[T]):
         if self._error is not None:
             raise self._error
         return self._value  # type: ignore[return-value]
+
+
+def environ_copy() -> dict[str, str]:
+    """This process's environment, copied from a thread of the session. The main thread may set or
+    remove a variable meanwhile (pytest sets PYTEST_CURRENT_TEST at each test's phase and removes it
+    after): a copy that meets the change raises RuntimeError ("dictionary changed size during
+    iteration") or KeyError (a name listed, then gone). It is copied again."""
+    while True:
+        try:
+            return dict(os.environ)
+        except (RuntimeError, KeyError):
+            continue

@@ -7,13 +7,13 @@ lock's descriptor is close-on-exec and ``close_fds`` stays on).
 
 from __future__ import annotations
 
-import os
 import subprocess
 import threading
 import time
 from pathlib import Path
 from typing import Callable, Mapping, Optional, Sequence
 
+from pytest_gpuverify.common.threads import environ_copy
 from pytest_gpuverify.execute.base import ON_HOST, ExecOutcome, Interrupted, interrupt_cause
 from pytest_gpuverify.config.containers import HOST_CONTAINER
 from pytest_gpuverify.execute.bounds import MAX_OUTPUT_BYTES, CappedSink, second_ctrl_c_held, stop_group
@@ -35,7 +35,7 @@ class HostExecutor:
         return True
 
     def inspect(self, refresh: bool = False) -> dict:
-        return {"Config": {"Env": [f"{k}={v}" for k, v in os.environ.items()]}}
+        return {"Config": {"Env": [f"{k}={v}" for k, v in environ_copy().items()]}}
 
     def capture(self, argv: Sequence[str], env: Optional[Mapping[str, str]] = None, workdir: str = "/",
                 timeout_s: float = 60.0, limit: int = 1 << 20) -> tuple[Optional[int], bytes]:
@@ -57,7 +57,7 @@ class HostExecutor:
         started = time.monotonic()
         with open(out_path, "ab", buffering=0) as fh:
             try:
-                proc = subprocess.Popen(list(argv), cwd=workdir, env={**os.environ, **(env or {})},
+                proc = subprocess.Popen(list(argv), cwd=workdir, env={**environ_copy(), **(env or {})},
                                         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                         start_new_session=True)
             except OSError as exc:

@@ -12,6 +12,7 @@ import subprocess
 from dataclasses import dataclass
 from typing import Mapping, Optional, Protocol, Sequence
 
+from pytest_gpuverify.common.threads import environ_copy
 from pytest_gpuverify.execute.bounds import GRACE_S, kill_group
 
 MAX_CAPTURE = 16 << 20  # a GPU tool printing more than this is broken; keep the head
@@ -49,17 +50,6 @@ class HostRunner(Protocol):
     def run(self, argv: Sequence[str], timeout: float = 30.0, env: Optional[Mapping[str, str]] = None) -> CommandResult: ...
 
     def which(self, program: str) -> Optional[str]: ...
-
-
-def environ_copy() -> dict[str, str]:
-    """This process's environment, copied from a thread of the session: the main thread may set a
-    variable meanwhile (pytest sets PYTEST_CURRENT_TEST at each test's phase), and a copy that meets
-    the change raises RuntimeError ("dictionary changed size during iteration"); it is copied again."""
-    while True:
-        try:
-            return dict(os.environ)
-        except RuntimeError:
-            continue
 
 
 class LocalHost:

@@ -49,8 +49,9 @@ def _import_amdsmi(environ: Mapping[str, str]) -> tuple[Any, Optional[str]]:
                 why = f"amdsmi{' from ' + where if where else ''} does not load: {exc}"
         except Exception as exc:  # KeyError 'libamd_smi.so', OSError undefined symbol, ImportError
             why = f"amdsmi{' from ' + where if where else ''} does not load: {type(exc).__name__}: {exc}"
-        for name in [m for m in sys.modules if m == "amdsmi" or m.startswith("amdsmi.")]:
-            del sys.modules[name]  # the next place tried imports afresh
+        # list() copies the keys at once: a walk over sys.modules itself meets other threads' imports
+        for name in [m for m in list(sys.modules) if m == "amdsmi" or m.startswith("amdsmi.")]:
+            sys.modules.pop(name, None)  # the next place tried imports afresh
     return None, why
 
 

@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 from typing import Optional
 
+from pytest_gpuverify.common.threads import environ_copy
 from pytest_gpuverify.gpu.base import GpuReading
 from pytest_gpuverify.lease.readings_daemon import (ENV_IDLE_EXIT, ENV_OFF, IDLE_EXIT_S, history_path, seen_path,
                                                      take_daemon_lock)
@@ -75,7 +76,7 @@ def start_background_sampler(shared_path: Path, arch: Optional[str], lock_templa
         return RUNNING
     idle = os.environ.get(ENV_IDLE_EXIT) or str(IDLE_EXIT_S)
     root = str(Path(__file__).resolve().parents[2])  # the folder above the package
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p))
+    env = dict(environ_copy(), PYTHONPATH=os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p))
     try:
         proc = subprocess.Popen(
             [sys.executable, "-m", "pytest_gpuverify.lease.readings_daemon", str(shared_path), arch or "",
