@@ -20,7 +20,7 @@ import stat
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional
+from typing import Optional, Sequence
 
 RESULT_MODE = 0o644  # artifacts, raw logs, JUnit reports: owner writes, everyone who reaches the folder reads
 FOLDER_BITS = 0o3777  # what a new ticket folder copies from its parent: rwx for all, setgid and sticky
@@ -245,3 +245,15 @@ def private_folder(base: Optional[Path] = None) -> PrivateFolder:
         atexit.register(shutil.rmtree, fresh, True)
         _fresh[base] = PrivateFolder(fresh, f"{usual} ({owner_and_mode(usual)}, not this user's private folder)")
     return _fresh[base]
+
+
+def holds_anything(folders: Sequence[str]) -> bool:
+    """Whether any of ``folders`` has an entry (a missing or unreadable one holds nothing)."""
+    for folder in folders:
+        try:
+            with os.scandir(folder) as entries:
+                if next(entries, None) is not None:
+                    return True
+        except OSError:
+            continue
+    return False

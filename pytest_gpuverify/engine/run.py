@@ -38,7 +38,7 @@ from pytest_gpuverify.lease.picker import GpuGrant, NoGpu, PickerError
 from pytest_gpuverify.parsers.dispatch import context_for
 from pytest_gpuverify.parsers.result import ParsedOutput
 from pytest_gpuverify.place.facts_cache import kept_note
-from pytest_gpuverify.place.caches import plan_caches, remove_cold_caches, warm_cache_reused
+from pytest_gpuverify.place.caches import plan_caches, remove_cold_caches
 from pytest_gpuverify.place.ephemeral import fresh_container, started_note
 from pytest_gpuverify.place.packages import check_imports, import_env, packages_under_test
 from pytest_gpuverify.place.provenance import move_out
@@ -300,8 +300,7 @@ class TargetRun:
             executed.gpus = gpu_records(infos, grant, s.backend.vendor, place.arch)
             executed.host_gpus = len(s.inventory) or None
             caches = plan_caches(wt, self.ctx.options.cold, run_id, target.kind, on_host=handle.place.on_host)
-            with PROFILE.phase("JIT cache probe"):
-                executed.cache_reused = warm_cache_reused(handle, caches, s.warm_caches)
+            watched.probe_caches(caches, s.warm_caches)  # looked into by the command's own start
             run_env = RunEnvironment(
                 visible_var=s.backend.visible_devices_var, visible_value=self.visible or s.visible_value(infos),
                 pythonpath=pythonpath(target.kind, wt, place.pythonpath), kind=target.kind, arch=place.arch,
@@ -335,6 +334,7 @@ class TargetRun:
                 executed.command_ended = s.clock.wall(ended)  # no earlier than the real end
                 PROFILE.add("command (the target's own)", started, ended)
                 executed.watch = watched.labelled(executed.runs)
+                executed.cache_reused = watched.caches_reused()
                 if live is not None:
                     live.done()
         finally:

@@ -7,9 +7,10 @@ from pathlib import Path
 from typing import Callable, Mapping, Optional, Sequence
 
 from pytest_gpuverify.records.artifact import GpuWatch, RunSlice
-from pytest_gpuverify.execute.base import ExecOutcome, Executor
+from pytest_gpuverify.execute.base import ExecOutcome, Executor, Interrupted
 from pytest_gpuverify.execute.container import ContainerError
 from pytest_gpuverify.lease.watch import CommandWatch, OwnProcesses
+from pytest_gpuverify.place.caches import CachePlan, probe_answer, warm_cache_probe
 
 
 class WatchedPlace:
@@ -19,17 +20,35 @@ class WatchedPlace:
     def __init__(self, handle: Executor, backend, indices: list[int], wall: Callable[[float], Optional[str]]) -> None:
         self._handle, self._backend, self._indices, self._wall = handle, backend, indices, wall
         self.records: list[GpuWatch] = []
+        self._probe: tuple[str, ...] = ()
+        self.caches_held: Optional[bool] = None  # the probe's answer
+        self._caches: Optional[tuple[CachePlan, dict[str, bool], Optional[bool], tuple[str, ...]]] = None
         try:  # a container's processes are the run's; the host's command is known by its pid (on_start)
             self._container_id: Optional[str] = handle.inspect().get("Id")
         except (ContainerError, OSError):
             self._container_id = None
+
+    def probe_caches(self, plan: CachePlan, seen: dict[str, bool]) -> None:
+        """Whether the warm compile caches of ``plan`` already held builds: where not known without
+        looking, they are looked into just before the next command streamed here starts (a plan's
+        first run, or the single run), by that command's own start: no command of its own."""
+        known, self._probe = warm_cache_probe(plan, seen)
+        self._caches = (plan, seen, known, self._probe)
+
+    def caches_reused(self) -> Optional[bool]:
+        """The answer for the artifact (None: a cold run, or the command never started)."""
+        if self._caches is None:
+            return None
+        plan, seen, known, probe = self._caches
+        return probe_answer(plan, seen, probe, self.caches_held, known)
 
     def __getattr__(self, name: str):
         return getattr(self._handle, name)
 
     def stream_to_file(self, argv: Sequence[str], out_path: Path, env: Optional[Mapping[str, str]] = None,
                        workdir: str = "/", timeout_s: float = 3600.0, echo: Optional[Callable[[bytes], None]] = None,
-                       on_start: Optional[Callable[[list[str]], None]] = None) -> ExecOutcome:
+                       on_start: Optional[Callable[[list[str]], None]] = None,
+                       probe: Sequence[str] = ()) -> ExecOutcome:
         watch = CommandWatch(self._backend, self._indices, OwnProcesses(self._container_id), self._wall)
         watch.start()
 
@@ -38,11 +57,19 @@ class WatchedPlace:
                 on_start(spec)
             watch.on_start(spec)
 
+        probe, self._probe = tuple(probe) or self._probe, ()
         try:
-            return self._handle.stream_to_file(argv, out_path, env=env, workdir=workdir, timeout_s=timeout_s,
-                                               echo=echo, on_start=started)
+            outcome = self._handle.stream_to_file(argv, out_path, env=env, workdir=workdir, timeout_s=timeout_s,
+                                                  echo=echo, on_start=started, probe=probe)
+        except Interrupted as stopped:
+            if probe:
+                self.caches_held = stopped.outcome.caches_held
+            raise
         finally:
             self.records.append(watch.stop())
+        if probe:
+            self.caches_held = outcome.caches_held
+        return outcome
 
     def labelled(self, runs: list[RunSlice]) -> list[GpuWatch]:
         """The records, each named by the planned run it watched (in the order they ran)."""

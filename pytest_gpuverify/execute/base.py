@@ -29,6 +29,9 @@ class ExecOutcome:
     duration_s: float = 0.0
     problems: list[str] = field(default_factory=list)
     leftovers: list[str] = field(default_factory=list)  # "PID COMMAND" of processes the run left, stopped
+    # whether any folder of ``probe`` held something just before the command started (None: not asked,
+    # or the command never started): the warm compile caches' state, read in the command's own start
+    caches_held: Optional[bool] = None
 
 
 @dataclass(frozen=True)
@@ -84,8 +87,10 @@ class Executor(Protocol):
     def stream_to_file(self, argv: Sequence[str], out_path: Path, env: Optional[Mapping[str, str]] = None,
                        workdir: str = "/", timeout_s: float = 3600.0,
                        echo: Optional[Callable[[bytes], None]] = None,
-                       on_start: Optional[Callable[[list[str]], None]] = None) -> ExecOutcome:
-        """The target's command, everything it prints appended to ``out_path`` as it comes."""
+                       on_start: Optional[Callable[[list[str]], None]] = None,
+                       probe: Sequence[str] = ()) -> ExecOutcome:
+        """The target's command, everything it prints appended to ``out_path`` as it comes; ``probe``:
+        folders looked into just before it starts (:attr:`ExecOutcome.caches_held`)."""
         ...
 
 

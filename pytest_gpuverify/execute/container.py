@@ -8,6 +8,7 @@ watchdog) we exec a ``kill`` of that PID. We never start, stop or remove a conta
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 import uuid
@@ -26,8 +27,19 @@ PID_FILE_WAIT_S = 2.0  # the wrapper writes its pid file right after the exec st
 # and the wrapper removes the pid file itself, leaving no scratch behind. The command's stderr joins
 # its stdout (one stream, in order); the wrapper's own stderr carries only its report of processes
 # the run left behind, which it stops before the exec ends (execute/leftovers.py).
+# The folders of ``probe`` are looked into here, with builtins only, just before the command starts
+# (one exec fewer than a probe of their own); the answer is a line of the wrapper's own stderr, and
+# the variable that named them is gone before the command starts.
+PROBE_VAR = "GPUVERIFY_CACHE_PROBE"
+CACHES_PREFIX = "gpuverify-caches: "
+_PROBE_SH = (
+    'if [ -n "${' + PROBE_VAR + ':-}" ]; then r=fresh; for d in $' + PROBE_VAR + '; do '
+    'for e in "$d"/* "$d"/.[!.]* "$d"/..?*; do if [ -e "$e" ] || [ -L "$e" ]; then r=reused; break 2; fi; done; done; '
+    'echo "' + CACHES_PREFIX + '$r" >&2; fi; unset ' + PROBE_VAR
+)
+_PROBE_PATH = re.compile(r"/[A-Za-z0-9_./-]*")  # split by the shell on blanks, globbed: plain paths only
 _WRAPPER = (
-    'mkdir -p "${0%/*}" 2>/dev/null; t=$1; shift; ' + SNAPSHOT_SH + '; '
+    'mkdir -p "${0%/*}" 2>/dev/null; t=$1; shift; ' + _PROBE_SH + '; ' + SNAPSHOT_SH + '; '
     'if command -v timeout >/dev/null 2>&1; then timeout -k ' + str(GRACE_S) + ' "$t" "$@" 2>&1 & '
     'else "$@" 2>&1 & fi; '
     'echo $! > "$0"; m=${' + MARKER + ':-}; unset ' + MARKER + '; wait $!; rc=$?; '
@@ -47,6 +59,18 @@ STOP_SH = (
     'kill -KILL -"$p" 2>/dev/null || kill -KILL "$p" 2>/dev/null; fi; rm -f "$0"'
 )
 STOP_TIMEOUT_S = GRACE_S + PID_FILE_WAIT_S + 5
+
+
+def _caches_answer(report: str) -> tuple[Optional[bool], str]:
+    """(the wrapper's answer to ``probe``, None where it gave none; the rest of its report)."""
+    held: Optional[bool] = None
+    rest = []
+    for line in report.splitlines(keepends=True):
+        if line.startswith(CACHES_PREFIX):
+            held = line[len(CACHES_PREFIX):].strip() == "reused"
+        else:
+            rest.append(line)
+    return held, "".join(rest)
 
 
 class ContainerError(ExecutorError):
@@ -142,13 +166,14 @@ class ContainerExecutor:
         timeout_s: float = 3600.0,
         echo: Optional[Callable[[bytes], None]] = None,
         on_start: Optional[Callable[[list[str]], None]] = None,
+        probe: Sequence[str] = (),
     ) -> ExecOutcome:
         """Run the target's command, appending everything it prints to ``out_path`` as it comes.
         ``on_start`` gets, once it runs, how to stop it from elsewhere (see lease/guard.py)."""
         with open(out_path, "ab", buffering=0) as fh:
             sink = CappedSink(fh.write, self.output_cap, echo)
             try:
-                outcome = self._exec(argv, env, workdir, timeout_s, sink, on_start)
+                outcome = self._exec(argv, env, workdir, timeout_s, sink, on_start, probe)
             except Interrupted as stopped:
                 stopped.outcome.bytes_written = sink.kept  # as the host's says (base.py)
                 raise
@@ -165,16 +190,20 @@ class ContainerExecutor:
         timeout_s: float,
         sink: Callable[[bytes], None],
         on_start: Optional[Callable[[list[str]], None]] = None,
+        probe: Sequence[str] = (),
     ) -> ExecOutcome:
         api = self.client.api
         pid_file = f"{SCRATCH_ROOT}/{uuid.uuid4().hex}.pid"
         limit = max(1, int(round(timeout_s)))
         wrapped = ["sh", "-c", _WRAPPER, pid_file, str(limit), *argv]
         outcome = ExecOutcome()
+        environment = dict(env or {})
+        if probe and all(_PROBE_PATH.fullmatch(folder) for folder in probe):  # else not asked: None
+            environment[PROBE_VAR] = " ".join(probe)
         started = time.monotonic()
         try:
             exec_id = api.exec_create(
-                self.name, wrapped, stdout=True, stderr=True, environment=dict(env or {}), workdir=workdir
+                self.name, wrapped, stdout=True, stderr=True, environment=environment, workdir=workdir
             )["Id"]
             stream = api.exec_start(exec_id, stream=True, demux=True)
         except engine_errors() as exc:
@@ -195,6 +224,7 @@ class ContainerExecutor:
 
         def take_report() -> None:
             outcome.leftovers, rest = parse_report(bytes(wrapper_err).decode("utf-8", "replace"))
+            outcome.caches_held, rest = _caches_answer(rest)
             if rest:
                 sink(rest.encode())  # the wrapper's own complaints, as before: in the output
 

@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 from typing import Callable, Mapping, Optional, Sequence
 
+from pytest_gpuverify.common.files import holds_anything
 from pytest_gpuverify.common.threads import environ_copy
 from pytest_gpuverify.execute.base import ON_HOST, ExecOutcome, Interrupted, interrupt_cause
 from pytest_gpuverify.config.containers import HOST_CONTAINER
@@ -50,10 +51,13 @@ class HostExecutor:
     def stream_to_file(self, argv: Sequence[str], out_path: Path, env: Optional[Mapping[str, str]] = None,
                        workdir: str = "/", timeout_s: float = 3600.0,
                        echo: Optional[Callable[[bytes], None]] = None,
-                       on_start: Optional[Callable[[list[str]], None]] = None) -> ExecOutcome:
+                       on_start: Optional[Callable[[list[str]], None]] = None,
+                       probe: Sequence[str] = ()) -> ExecOutcome:
         outcome = ExecOutcome()
         marker = (env or {}).get(MARKER)
         before = proc_pids() if marker else set()  # only processes new since now can be the run's
+        if probe:
+            outcome.caches_held = holds_anything(probe)
         started = time.monotonic()
         with open(out_path, "ab", buffering=0) as fh:
             try:

@@ -44,27 +44,26 @@ def plan_caches(worktree: str, cold: bool, run_id: str, kind: str, on_host: bool
     return CachePlan(root, {var: f"{root}/{sub}" for var, sub in cache_vars_for(kind).items()}, cold, base)
 
 
-def reuse_probe(plan: CachePlan) -> list[str]:
-    """A command printing ``reused`` when any of the warm caches already holds something."""
-    dirs = " ".join(plan.dirs.values())
-    return ["sh", "-c", f'for d in {dirs}; do [ -n "$(ls -A "$d" 2>/dev/null)" ] && echo reused && exit 0; done; echo fresh']
-
-
-def warm_cache_reused(handle, plan: CachePlan, seen: dict[str, bool]) -> Optional[bool]:
-    """Whether the warm caches already held builds (asked once per worktree and session, ``seen``
-    remembers); None for a cold run."""
-    from pytest_gpuverify.execute.container import ContainerError
-
+def warm_cache_probe(plan: CachePlan, seen: dict[str, bool]) -> tuple[Optional[bool], tuple[str, ...]]:
+    """(whether the warm caches already held builds, where that is known without looking: None for a
+    cold run, True once this session ran the worktree; else the folders to look into just before
+    the command starts, once per worktree and session: ``seen`` remembers)."""
     if plan.cold:
-        return None
+        return None, ()
     if plan.root in seen:
-        return True  # this session's earlier run of the worktree filled them
-    try:
-        _, out = handle.capture(reuse_probe(plan), timeout_s=30)
-    except ContainerError:
-        out = b""
-    seen[plan.root] = b"reused" in out
-    return seen[plan.root]
+        return True, ()  # this session's earlier run of the worktree filled them
+    return None, tuple(plan.dirs.values())
+
+
+def probe_answer(plan: CachePlan, seen: dict[str, bool], probe: tuple[str, ...], held: Optional[bool],
+                 known: Optional[bool]) -> Optional[bool]:
+    """What the artifact records: ``known``, or the probe's answer ``held`` (kept in ``seen``; None
+    where the command never started, and the next run looks again)."""
+    if not probe:
+        return known
+    if held is not None:
+        seen[plan.root] = held
+    return held
 
 
 def remove_cold_caches(handle, plan: CachePlan, notes: list[str]) -> None:

@@ -68,6 +68,28 @@ def test_output_past_the_cap_is_counted_not_kept(executor, tmp_path):
     assert len(started) == 1 and started[0][0] == where, "on_start got how to stop it from elsewhere"
 
 
+def test_probe_looks_into_its_folders_just_before_the_command(executor, tmp_path):
+    """The warm caches' state comes with the command's own start: a folder holding anything (a dot
+    file too) is held, an empty or missing one is not; what the command itself writes comes after
+    the look; the command sees neither the probe's variable nor its answer."""
+    base = f"/tmp/gv-probe-{uuid.uuid4().hex[:8]}"
+    executor.capture(["sh", "-c", f"mkdir -p {base}/empty {base}/dot {base}/full && touch {base}/dot/.keep {base}/full/x"])
+    shows_env = "echo ${GPUVERIFY_CACHE_PROBE:-unset}; touch " + f"{base}/empty/made-by-the-command"
+    try:
+        cases = [((f"{base}/missing", f"{base}/empty"), False), ((f"{base}/missing", f"{base}/dot"), True),
+                 ((f"{base}/full",), True)]
+        for n, (folders, held) in enumerate(cases):
+            out = tmp_path / f"out{n}.log"
+            outcome = executor.stream_to_file(["sh", "-c", shows_env], out, timeout_s=30, probe=folders)
+            executor.capture(["rm", "-f", f"{base}/empty/made-by-the-command"])
+            assert (outcome.exit_code, outcome.caches_held) == (0, held), (folders, outcome)
+            assert out.read_bytes() == b"unset\n", "neither the probe's variable nor its answer reach the command"
+        outcome = executor.stream_to_file(["true"], tmp_path / "none.log", timeout_s=30)
+        assert outcome.caches_held is None, "not asked: no answer"
+    finally:
+        executor.capture(["rm", "-rf", base])
+
+
 def test_capture_keeps_the_first_bytes_up_to_its_limit(executor):
     code, out = executor.capture(["sh", "-c", "head -c 5000 /dev/zero | tr '\\0' y; exit 3"], limit=100)
     assert (code, out) == (3, b"y" * 100)
