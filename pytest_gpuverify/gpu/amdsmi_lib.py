@@ -24,8 +24,8 @@ import threading
 from typing import Any, Mapping, Optional
 
 from pytest_gpuverify.gpu.clocks import ClockSample, amdsmi_clocks
-from pytest_gpuverify.gpu.base import GpuProcess, GpuReading, GpuToolError, call_within
-from pytest_gpuverify.gpu.rocm_formats import AmdSmiDevice, drop_kfd_only, hip_indices_from_amd_smi
+from pytest_gpuverify.gpu.base import GpuInfo, GpuProcess, GpuReading, GpuToolError, call_within
+from pytest_gpuverify.gpu.rocm_formats import AmdSmiDevice, _arch, _str, drop_kfd_only, hip_indices_from_amd_smi
 
 MIB = 1 << 20
 SEARCH = ("{ROCM_PATH}/share/amd_smi", "/opt/rocm/share/amd_smi")  # where ROCm installs the module
@@ -138,6 +138,34 @@ class AmdSmiLibrary:
         processes = [self._process(handle, p) for p in lib.amdsmi_get_gpu_process_list(handle)]
         return GpuReading(index=index, use_pct=float(use) if isinstance(use, (int, float)) else None,
                           vram_used_bytes=used, vram_total_bytes=total, processes=tuple(drop_kfd_only(processes)))
+
+    def static(self, timeout_s: float = 20.0) -> list[tuple[GpuInfo, Optional[int]]]:
+        """(GpuInfo, KFD node) per GPU in HIP order: the asic's market name and gfx target (as
+        ``amd-smi static --asic``), the HIP UUID where the enumeration call gives it (as ``list -e``)."""
+        def read() -> list[tuple[GpuInfo, Optional[int]]]:
+            with self._lock:
+                try:
+                    return [(self._static(index, handle), self._node_id(handle)) for index, handle in self._handles]
+                except GpuToolError:
+                    raise
+                except Exception as exc:  # AmdSmiLibraryException, or a shape this code does not know
+                    raise GpuToolError(f"amdsmi: {type(exc).__name__}: {exc}") from None
+        return call_within(read, timeout_s, "amdsmi static")
+
+    def _static(self, index: int, handle: Any) -> GpuInfo:
+        asic = self.lib.amdsmi_get_gpu_asic_info(handle)
+        if not isinstance(asic, dict):
+            raise GpuToolError(f"amdsmi: asic info of GPU {index} is {asic!r}"[:200])
+        get = getattr(self.lib, "amdsmi_get_gpu_enumeration_info", None)  # ROCm 6.4+
+        try:
+            uuid = get(handle).get("hip_uuid") if get else None
+        except Exception:
+            uuid = None
+        if not _str(uuid):  # as the tools' path: the HIP UUID, else the device's own
+            with contextlib.suppress(Exception):
+                uuid = self.lib.amdsmi_get_gpu_device_uuid(handle)
+        return GpuInfo(index=index, arch=_arch(asic.get("target_graphics_version")),
+                       name=_str(asic.get("market_name")), uuid=_str(uuid))
 
     def clocks(self, indices: list[int], timeout_s: float = 20.0) -> list[ClockSample]:
         def read() -> list[ClockSample]:

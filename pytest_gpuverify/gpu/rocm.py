@@ -80,6 +80,9 @@ class RocmBackend:
         # The sampler reads from its own thread while the session asks for the inventory: one lock
         # keeps each once-per-session lookup from running twice (or half-filled) under that overlap.
         self._cache_lock = threading.RLock()
+        # rocminfo has a lock of its own: the host's arch is read alongside the first readings
+        # (container_checks.start_gpus), which must not wait behind it for the cache lock
+        self._rocminfo_lock = threading.Lock()
         # threads for the two calls of a reading (two readings may overlap), made on first use
         self._pool: Optional[ThreadPoolExecutor] = None
 
@@ -255,7 +258,7 @@ class RocmBackend:
         return self._rsmi_products
 
     def _rocminfo_text(self) -> str:
-        with self._cache_lock:
+        with self._rocminfo_lock:
             return self._rocminfo_text_locked()
 
     def _rocminfo_text_locked(self) -> str:
@@ -277,6 +280,12 @@ class RocmBackend:
     def _smi_inventory(self) -> tuple[list[tuple[GpuInfo, Optional[int]]], bool]:
         """(GpuInfo in HIP order, KFD node) per GPU from amd-smi or rocm-smi, and whether the SMI
         name beats rocminfo's (amd-smi market_name does; rocm-smi Card Series is often a code name)."""
+        library = self._loaded_library()
+        if library is not None:  # what `amd-smi static --asic` and `list -e` say, without their processes
+            try:
+                return library.static(timeout_s=self.tool_timeout), True
+            except GpuToolError as exc:
+                self._note(f"amdsmi library gave no GPU list, the tools read it: {exc}")
         if self._has("amd-smi") and not self._prefer_rocm_smi:
             try:
                 statics = parse_amd_smi_static(self._run(("amd-smi", "static", "--asic", "--json")).text())

@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
+from pytest_gpuverify.common.threads import Background
 from pytest_gpuverify.records.artifact import Versions
 from pytest_gpuverify.execute.container import ContainerError, ContainerExecutor
 from pytest_gpuverify.gpu.base import GpuInfo, GpuToolError
@@ -166,13 +167,15 @@ class GpuStart:
 
 def start_gpus(sampler, backend, window_s: float, expected_arch: Optional[str]) -> GpuStart:
     """Start the idle window first (it fills while the rest is read), then check the host's arch; a
-    wrong or unreadable arch stops the sampler."""
+    wrong or unreadable arch stops the sampler. The arch (rocminfo on ROCm, a process of its own) is
+    read alongside the first readings."""
+    arch = Background(backend.host_arch, "gpuverify-host-arch")
     sampler.start()
     started = GpuStart()
     if sampler.window_note:
         started.notes.append(f"the first pick sampled a {window_s:g} s window: {sampler.window_note}")
     try:
-        started.host_arch = backend.host_arch()
+        started.host_arch = arch.result()
         why = "no GPU found"
     except GpuToolError as exc:
         why = str(exc)

@@ -57,6 +57,24 @@ def test_the_library_reads_what_the_tools_read(host, state):
     assert by_library.notes == []
 
 
+@pytest.mark.parametrize("state", states(), ids=["idle", "busy", "reordered-6.1", "reordered-7.0"])
+def test_the_library_lists_the_gpus_the_tools_list(host, state):
+    """Names, arches, UUIDs and HIP order from the library, as amd-smi static and list give them; of
+    the tools only rocminfo (the arch) runs."""
+    _, local = host(state)
+    ran: list[str] = []
+    run = local.run
+    local.run = lambda argv, *a, **k: ran.append(" ".join(argv)) or run(argv, *a, **k)  # type: ignore[method-assign]
+    by_library = RocmBackend(local)
+    by_library.read()
+    inventory = by_library.inventory()
+    local.run = run  # type: ignore[method-assign]
+    assert inventory == RocmBackend(local, use_library=False).inventory()
+    assert [g.index for g in inventory] == list(range(len(state.gpus))) and all(g.name and g.arch for g in inventory)
+    assert ran == ["rocminfo"], ran
+    assert by_library.notes == []
+
+
 def test_a_failing_library_hands_over_to_the_tools(host):
     state = SimState.idle(2)
     state_path, local = host(state)

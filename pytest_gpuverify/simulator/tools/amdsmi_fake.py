@@ -187,6 +187,11 @@ def amdsmi_get_gpu_asic_info(handle):
     return {"market_name": g["name"], "target_graphics_version": g["arch"]}
 
 
+def amdsmi_get_gpu_device_uuid(handle):
+    g, _ = _gpu(handle)
+    return sys.modules["gpuverify_sim_common"].device_uuid(g)  # loaded by _gpu's read of the state
+
+
 def _enumeration_info(handle):
     g, st = _gpu(handle)
     nodes = sorted(x["node_id"] for x in st["gpus"])

@@ -8,7 +8,7 @@ the rest, with the flags of the simulated release (``list -e`` from amd-smi 25.3
 import json
 import sys
 
-from gpuverify_sim_common import MIB, VENDOR, arch_info, fault, guid, hexid, plain_call
+from gpuverify_sim_common import MIB, VENDOR, arch_info, device_uuid, fault, guid, hexid, plain_call
 
 # ROCm release -> amd-smi tool version (amd-smi prints both in `amd-smi version`)
 AMD_SMI_VERSIONS = [((7, 1), "26.1.0"), ((7, 0), "26.0.2"), ((6, 4), "25.3.0"), ((6, 3), "24.7.1"),
@@ -130,8 +130,7 @@ def amd_smi(argv, st):
             if a.bus or not a.asic:
                 e["bus"] = {"bdf": g["bdf"], "max_pcie_width": 16, "max_pcie_speed": val(32, "GT/s")}
         elif a.cmd == "list":
-            h = hexid(g)
-            e.update({"bdf": g["bdf"], "uuid": "%sff%s-0000-1000-80%s-%s" % (h[:2], arch_info(g)[0][2:], h[2:4], h[4:]),
+            e.update({"bdf": g["bdf"], "uuid": device_uuid(g),
                       "kfd_id": int(guid(g)), "node_id": g["node_id"], "partition_id": 0})
             if getattr(a, "enumeration", False):
                 e.update({"render": "renderD%d" % (128 + i), "card": "card%d" % i, "hsa_id": g["node_id"],

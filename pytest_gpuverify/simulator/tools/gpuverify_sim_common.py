@@ -137,6 +137,12 @@ def guid(g):
     return str(int(hexid(g)[:4] or "0", 16) % 65000 + 1000)  # KFD gpu_id: stable per GPU, arbitrary value
 
 
+def device_uuid(g):
+    """The ROCm device UUID (``amd-smi list``'s ``uuid``, ``amdsmi_get_gpu_device_uuid``), not the HIP one."""
+    h = hexid(g)
+    return "%sff%s-0000-1000-80%s-%s" % (h[:2], arch_info(g)[0][2:], h[2:4], h[4:])
+
+
 def arch_info(g):
     return ARCH.get(g["arch"], ("0x7400", 64, None, "", "N/A"))
 
