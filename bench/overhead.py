@@ -11,12 +11,19 @@ First, from the artifacts' timelines: the first session of the user on this host
 (and starts the background sampler); the second does not: its pick (asked for a GPU -> lock taken)
 and the time from the end of collection to its lock. Every session timed after them is a second one.
 
-    python bench/overhead.py [--window 2] [--repeats 3]
+The simulated host is the demo's: its tools on PATH and ROCM_PATH at them, so the GPUs are read
+through the simulated amdsmi library in-process, as on a ROCm install (--tools: through the amd-smi
+and rocm-smi tools only, as on a host without the library). Each checkout timed is byte-compiled
+first, as pip does when it installs the plugin (this machine sets PYTHONDONTWRITEBYTECODE: without
+it every session would compile the plugin's modules anew).
+
+    python bench/overhead.py [--window 2] [--repeats 3] [--tools] [--other DIR]
 """
 
 from __future__ import annotations
 
 import argparse
+import compileall
 import json
 import os
 import shutil
@@ -58,7 +65,10 @@ def main() -> int:
     ap.add_argument("--window", type=float, default=2.0)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--other", help="another checkout's folder holding pytest_gpuverify/: its plugin runs interleaved")
+    ap.add_argument("--tools", action="store_true", help="read the GPUs with the tools, not the amdsmi library")
     args = ap.parse_args()
+    for tree in filter(None, [str(Path(__file__).resolve().parents[1]), args.other]):
+        compileall.compile_dir(str(Path(tree) / "pytest_gpuverify"), quiet=1)
     root = Path(tempfile.mkdtemp(prefix="gv-bench-"))
     client = docker_client()
     name = "gpuverify-bench"
@@ -71,7 +81,10 @@ def main() -> int:
             targets.append(rel)
         subprocess.run(["git", "-C", str(repo), "add", "-A"], check=True)
         subprocess.run(["git", "-C", str(repo), "-c", "user.name=b", "-c", "user.email=b@b", "commit", "-qm", "bench"], check=True)
-        env = dict(os.environ, PATH=f"{sim_bin}:{os.environ['PATH']}")
+        env = demo.sandbox_environ(sim_bin)
+        if args.tools:
+            env.pop("ROCM_PATH")
+        print(f"GPU readings: {'the tools' if args.tools else 'the amdsmi library, in-process'}")
 
         def bare(n: int) -> float:
             t = 0.0

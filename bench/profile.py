@@ -3,12 +3,16 @@ simulated ROCm host (real container, fake GPU tools), for a first and a second s
 and a second session of 10 targets, in the container and on the host (--gpu-container none).
 Printed, and written to --out.
 
-    python bench/profile.py [--out bench/results/profile.txt] [--window 2]
+The simulated host is the demo's (the GPUs read through the simulated amdsmi library, as on a ROCm
+install; --tools: the tools only); the checkout is byte-compiled first, as pip does at install.
+
+    python bench/profile.py [--out bench/results/profile.txt] [--window 2] [--tools]
 """
 
 from __future__ import annotations
 
 import argparse
+import compileall
 import os
 import shutil
 import subprocess
@@ -28,7 +32,9 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--window", type=float, default=2.0)
     ap.add_argument("--out", type=Path, default=None)
+    ap.add_argument("--tools", action="store_true", help="read the GPUs with the tools, not the amdsmi library")
     args = ap.parse_args()
+    compileall.compile_dir(str(Path(__file__).resolve().parents[1] / "pytest_gpuverify"), quiet=1)
     root = Path(tempfile.mkdtemp(prefix="gv-profile-"))
     client = docker_client()
     name = "gpuverify-profile"
@@ -46,10 +52,13 @@ def main() -> int:
         tmp = root / "tmp"  # a folder of the user's own: the first session below is a first one
         tmp.mkdir(mode=0o700)
         python_dir = str(Path(sys.executable).parent)  # the host's python3 is the one pytest runs on
-        env = dict(os.environ, PATH=f"{sim_bin}:{python_dir}:{os.environ['PATH']}", TMPDIR=str(tmp),
+        env = dict(demo.sandbox_environ(sim_bin), PATH=f"{sim_bin}:{python_dir}:{os.environ['PATH']}", TMPDIR=str(tmp),
                    PYTEST_DISABLE_PLUGIN_AUTOLOAD="1",
                    PYTHONPATH=os.pathsep.join(filter(None, [str(Path(__file__).resolve().parents[1]),
                                                             os.environ.get("PYTHONPATH")])))
+        if args.tools:
+            env.pop("ROCM_PATH")
+        report.append(f"# GPU readings: {'the tools' if args.tools else 'the amdsmi library, in-process'}")
         n = 0
         for place in (("container", ()), ("host", ("--gpu-container", "none"))):
             for what, count in (("first session, 1 target", 1), ("second session, 1 target", 1),

@@ -146,6 +146,13 @@ def setup_sandbox(root: Path, client, container: str = "gpuverify-demo-aiter", g
     return env_path, repo, sim_bin
 
 
+def sandbox_environ(sim_bin: Path, base: Optional[dict] = None) -> dict[str, str]:
+    """This process's environment with the simulated host's tools first on PATH and ROCM_PATH at them:
+    the simulated amdsmi library is read in-process, as a ROCm install's would be."""
+    base = dict(os.environ if base is None else base)
+    return dict(base, PATH=f"{sim_bin}:{base.get('PATH', BASE_PATH)}", ROCM_PATH=str(sim_bin))
+
+
 DEMO_TARGETS = ("op_tests/test_gemm_a8w8.py", "op_tests/test_rmsnorm2d.py", "op_tests/test_moe_2stage.py")
 
 
@@ -154,9 +161,7 @@ def run_demo(root: Path, ticket: str = "DEMO-1") -> int:
 
     client = docker_client()
     env_path, repo, sim_bin = setup_sandbox(root, client)
-    # ROCM_PATH: the simulated amdsmi library is read in-process, as a ROCm install's would be
-    env = dict(os.environ, PATH=f"{sim_bin}:{os.environ.get('PATH', BASE_PATH)}", GPUVERIFY_ENV=str(env_path),
-               ROCM_PATH=str(sim_bin))
+    env = dict(sandbox_environ(sim_bin), GPUVERIFY_ENV=str(env_path))
     cmd = [sys.executable, "-m", "pytest", "--gpu-verify", "--ticket", ticket, "-p", "no:cacheprovider", *DEMO_TARGETS]
     print(f"$ cd {repo} && PATH={sim_bin}:$PATH ROCM_PATH={sim_bin} GPUVERIFY_ENV={env_path} "
           f"pytest --gpu-verify --ticket {ticket} {' '.join(DEMO_TARGETS)}")
