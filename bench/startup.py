@@ -20,6 +20,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from typing import Optional
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -35,21 +36,27 @@ STEPS = (("start", None, "collected"), ("to pick", "collected", "pick_started"),
          ("to exit", "lock_released", None))
 
 
-def breakdown(runs: list[tuple[str, float, float]], tickets: Path, start_s: float) -> list[float]:
-    """Print each run's steps (ms) and return its own work: wall - command - pytest's start."""
+def breakdown(runs: list[tuple[str, float, float]], tickets: Path, start_s: float,
+              paired: Optional[list[float]] = None) -> list[float]:
+    """Print each run's steps (ms) and return its own work: wall - command - pytest's start (``paired``:
+    the start timed right after each run, else ``start_s`` for all)."""
     own = []
     rows: dict[str, list[float]] = {name: [] for name, _, _ in STEPS}
-    for ticket, t0, t1 in runs:
+    for n, (ticket, t0, t1) in enumerate(runs):
         art = next((tickets / ticket).glob("bench_*.json"))
         tl = json.loads(art.read_text())["timeline"]
         at = {k: parse_iso_utc(v) for k, v in tl.items() if v}
         for name, a, b in STEPS:
             rows[name].append((at.get(b, t1) if b else t1) - (at.get(a, t0) if a else t0))
-        own.append(t1 - t0 - rows["command"][-1] - start_s)
+        own.append(t1 - t0 - rows["command"][-1] - (paired[n] if paired else start_s))
     print("steps of a plugin run, medians (ms): " + ", ".join(
         f"{name} {statistics.median(v) * 1000:.1f}" for name, v in rows.items()))
-    print(f"  pytest's own start with the same plugins (median) {start_s * 1000:.1f} ms; the plugin's own work per run "
+    start_text = (f"timed after each run: {', '.join(f'{x:.3f}' for x in paired)} s" if paired
+                  else f"(median) {start_s * 1000:.1f} ms")
+    print(f"  pytest's own start with the same plugins {start_text}; the plugin's own work per run "
           f"(wall - command - that start): {', '.join(f'{x:.3f}' for x in own)} s")
+    q = statistics.quantiles(own, n=4) if len(own) > 1 else [own[0]] * 3
+    print(f"  median {statistics.median(own):.3f} s (p25 {q[0]:.3f}, p75 {q[2]:.3f}) over {len(own)} runs")
     return own
 
 
@@ -64,14 +71,16 @@ def main() -> int:
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--duration", type=float, default=0.5, help="the target command's sleep (s)")
     ap.add_argument("--other", help="another checkout's folder holding pytest_gpuverify/ (interleaved)")
-    ap.add_argument("--runs", help="breakdown only: a file of '<ticket> <t0> <t1>' lines")
+    ap.add_argument("--runs", help="breakdown only: a file of '<ticket> <t0> <t1> [<start s>]' lines (the last:\n"
+                    "pytest's start timed right after that run)")
     ap.add_argument("--tickets", help="with --runs: the tickets folder")
     ap.add_argument("--start", type=float, default=None, help="with --runs: pytest's start (s)")
     args = ap.parse_args()
     if args.runs:
         lines = [line.split() for line in Path(args.runs).read_text().splitlines() if line.strip()]
-        runs = [(a, float(b), float(c)) for a, b, c in lines]
-        breakdown(runs, Path(args.tickets), args.start or 0.0)
+        runs = [(a, float(b), float(c)) for a, b, c, *_ in lines]
+        paired = [float(line[3]) for line in lines] if all(len(line) > 3 for line in lines) else None
+        breakdown(runs, Path(args.tickets), args.start or 0.0, paired)
         return 0
     root = Path(tempfile.mkdtemp(prefix="gv-startup-"))
     env_file, repo, sim = make_host(root, 1, 1, args.duration)
