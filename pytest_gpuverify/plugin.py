@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from pytest_gpuverify.config.errors import UsageError
-from pytest_gpuverify.plugin_options import add_options, option_value as _value
+from pytest_gpuverify.plugin_options import add_options, build_options, option_value as _value
 from pytest_gpuverify.roles import choose_role
 from pytest_gpuverify.stash_keys import ENV_KEY, NO_CONFTEST_KEY, REMOTE_KEY, ROLE_KEY
 
@@ -76,7 +76,7 @@ def pytest_cmdline_main(config: pytest.Config) -> None:
         env_path = default_env_path(_value(config, "gpu_env"), os.environ)
         read_early = config.stash.get(ENV_KEY, None)  # read before the initial conftests, when it could be
         env = read_early[1] if read_early and read_early[0] == env_path else load_env_file(env_path)
-        remote = plan_remote(config, env, os.environ)
+        remote = plan_remote(config, env, os.environ, build_options)
     except UsageError as exc:
         raise pytest.UsageError(str(exc)) from None
     if remote is not None:

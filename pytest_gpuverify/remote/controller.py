@@ -13,7 +13,7 @@ import threading
 import time
 from functools import partial
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Callable, Optional
 
 import pytest
 
@@ -24,12 +24,17 @@ from pytest_gpuverify.remote.sshmux import SharedSsh, shared_ssh
 from pytest_gpuverify.remote.txspec import checkouts_root, host_of_spec, remote_rows, tx_specs
 from pytest_gpuverify.remote.unran import unran_report, verdict_properties, write_unran
 
+if TYPE_CHECKING:
+    from pytest_gpuverify.config.options import RunOptions
+
 DEADLINE_MARGIN_S = 120.0  # beyond a target's own limits (wait, window, timeout): start-up, checks, artifact
 MARGIN_VARIABLE = "GPUVERIFY_REMOTE_MARGIN_S"
 
 
-def plan_remote(config: pytest.Config, env: EnvFile, environ) -> Optional["RemoteController"]:
-    """Called before pytest configures xdist. None: the session runs here, as before."""
+def plan_remote(config: pytest.Config, env: EnvFile, environ,
+                options_of: Callable[[pytest.Config], RunOptions]) -> Optional["RemoteController"]:
+    """Called before pytest configures xdist. None: the session runs here, as before. ``options_of``:
+    the plugin's one parse of its options (plugin_options.build_options)."""
     rows = remote_rows(env, config.getoption("gpu_host"), config.getoption("gpu_arch"),
                        config.getoption("gpu_hosts"))
     if rows is None:
@@ -37,7 +42,7 @@ def plan_remote(config: pytest.Config, env: EnvFile, environ) -> Optional["Remot
     if not config.pluginmanager.has_plugin("xdist"):
         raise UsageError("pytest-xdist", f"host {rows[0].host} is reached over SSH ({rows[0].ssh_alias}): that needs "
                          "pytest-xdist, which is not loaded", "pip install pytest-xdist, and do not pass -p no:xdist")
-    limit_s = _target_limit_s(config, environ)  # a bad --gpu-timeout stops the run before any host is asked
+    limit_s = _target_limit_s(options_of(config), environ)  # a bad --gpu-timeout stops the run before any host is asked
     timeout_s, ssh_config = ssh_timeout_s(environ), environ.get(SSH_CONFIG_VARIABLE) or None
     shared = shared_ssh(environ)
     if shared is not None:  # pytest's last cleanup, after every unconfigure (ours waits for the workers' exit)
@@ -114,13 +119,11 @@ def rootdirs_of(facts: dict, env: EnvFile) -> dict[str, Optional[str]]:
             for host, said in facts.items()}
 
 
-def _target_limit_s(config: pytest.Config, environ) -> float:
+def _target_limit_s(options: RunOptions, environ) -> float:
     """A target's longest time on its host: its own limits as the engine reads them (a bad value is the
     same usage error here as in a local run) and the margin."""
     from pytest_gpuverify.config.options import check_seconds
-    from pytest_gpuverify.plugin_options import build_options
 
-    options = build_options(config)
     margin = check_seconds(MARGIN_VARIABLE, environ.get(MARGIN_VARIABLE, DEADLINE_MARGIN_S))
     return options.timeout_s + options.wait_s + options.window_s + margin
 
