@@ -84,12 +84,20 @@ class Sandbox:
         if popen:
             return subprocess.Popen([*cmd, *args], cwd=self.repo, env=full_env, stdout=subprocess.PIPE,
                                     stderr=subprocess.STDOUT)
-        return subprocess.run([*cmd, *args], cwd=self.repo, env=full_env, capture_output=True, timeout=timeout)
+        self.last = subprocess.run([*cmd, *args], cwd=self.repo, env=full_env, capture_output=True, timeout=timeout)
+        return self.last
 
     def artifact(self, topic: str, ticket: str = "T-1"):
+        """The artifact; where there is none, a failure that shows the last session's output."""
         from pytest_gpuverify.records.artifact import read_artifact
 
-        return read_artifact(self.tickets / ticket / f"bench_{topic}.json")
+        path = self.tickets / ticket / f"bench_{topic}.json"
+        if not path.exists():
+            last = getattr(self, "last", None)
+            said = (last.stdout + last.stderr).decode("utf-8", "replace")[-4000:] if last is not None else "no session"
+            raise AssertionError(f"no artifact {path}; the last session (exit {getattr(last, 'returncode', None)}) "
+                                 f"printed:\n{said}")
+        return read_artifact(path)
 
     def exec_ids(self, name: Optional[str] = None) -> list:
         """Commands exec'd in the container since the sandbox was made (from the engine's events)."""
