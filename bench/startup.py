@@ -13,6 +13,7 @@ lock release, release -> process exit (the artifact's write, the session's end, 
 from __future__ import annotations
 
 import argparse
+import compileall
 import json
 import os
 import statistics
@@ -82,6 +83,8 @@ def main() -> int:
         paired = [float(line[3]) for line in lines] if all(len(line) > 3 for line in lines) else None
         breakdown(runs, Path(args.tickets), args.start or 0.0, paired)
         return 0
+    for tree in filter(None, [str(Path(__file__).resolve().parents[1]), args.other]):
+        compileall.compile_dir(str(Path(tree) / "pytest_gpuverify"), quiet=1)  # as pip installs it
     root = Path(tempfile.mkdtemp(prefix="gv-startup-"))
     env_file, repo, sim = make_host(root, 1, 1, args.duration)
     (root / "empty").mkdir()
