@@ -41,10 +41,12 @@ def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Pa
     ns = early_config.known_args_namespace
     if not getattr(ns, "gpu_verify", False) or ns.noconftest or getattr(ns, "gpu_host_conftest", False):
         return
-    from pytest_gpuverify.config.envfile import EnvFileError, default_env_path, load_env_file
     from pytest_gpuverify.common.profile import PROFILE
-    from pytest_gpuverify.remote.onhost import args_in_checkouts, forget_rootdir_option, serving_host
-    from pytest_gpuverify.place.workspace import kernel_repo_of
+
+    with PROFILE.phase("pydantic and settings imported"):  # the first of the plugin's models
+        from pytest_gpuverify.config.envfile import EnvFileError, default_env_path, load_env_file
+        from pytest_gpuverify.remote.onhost import args_in_checkouts, forget_rootdir_option, serving_host
+        from pytest_gpuverify.place.workspace import kernel_repo_of
 
     here = Path(early_config.invocation_params.dir)
     try:
