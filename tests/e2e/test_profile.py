@@ -45,7 +45,8 @@ def test_a_session_prints_its_profile_with_the_command_apart(sandbox):
     text = proc.stdout.decode()
     assert proc.returncode == 0, text[-3000:]
     lines = text[text.index("gpuverify profile (this process)"):].splitlines()[1:]
-    for phase in ("process start -> plugin loaded", "pydantic and settings imported", "env file", "engine imported", "engine built", "container facts",
+    for phase in ("process start -> plugin loaded", "pydantic and settings imported", "env file", "engine imported",
+                  "engine built", "container facts",
                   "import check", "GPU picked and locked (the wait)", "command (the target's own)", "raw log parsed",
                   "verdict and artifact built", "artifact validated and stored", "other (pytest, collection, hooks)"):
         assert _ms(lines, phase) >= 0, phase
