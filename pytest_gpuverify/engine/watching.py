@@ -10,7 +10,7 @@ from pytest_gpuverify.records.artifact import GpuWatch, RunSlice
 from pytest_gpuverify.execute.base import ExecOutcome, Executor, Interrupted
 from pytest_gpuverify.execute.container import ContainerError
 from pytest_gpuverify.lease.watch import CommandWatch, OwnProcesses
-from pytest_gpuverify.place.caches import CachePlan, probe_answer, warm_cache_probe
+from pytest_gpuverify.place.caches import CacheProbe, CachePlan
 
 
 class WatchedPlace:
@@ -20,9 +20,9 @@ class WatchedPlace:
     def __init__(self, handle: Executor, backend, indices: list[int], wall: Callable[[float], Optional[str]]) -> None:
         self._handle, self._backend, self._indices, self._wall = handle, backend, indices, wall
         self.records: list[GpuWatch] = []
-        self._probe: tuple[str, ...] = ()
-        self.caches_held: Optional[bool] = None  # the probe's answer
-        self._caches: Optional[tuple[CachePlan, dict[str, bool], Optional[bool], tuple[str, ...]]] = None
+        self._cache_probe: Optional[CacheProbe] = None
+        self._probe: tuple[str, ...] = ()  # the folders the next command's start looks into
+        self._caches_held: Optional[bool] = None  # what that look found
         try:  # a container's processes are the run's; the host's command is known by its pid (on_start)
             self._container_id: Optional[str] = handle.inspect().get("Id")
         except (ContainerError, OSError):
@@ -32,15 +32,12 @@ class WatchedPlace:
         """Whether the warm compile caches of ``plan`` already held builds: where not known without
         looking, they are looked into just before the next command streamed here starts (a plan's
         first run, or the single run), by that command's own start: no command of its own."""
-        known, self._probe = warm_cache_probe(plan, seen)
-        self._caches = (plan, seen, known, self._probe)
+        self._cache_probe = CacheProbe.of(plan, seen)
+        self._probe = self._cache_probe.folders
 
     def caches_reused(self) -> Optional[bool]:
         """The answer for the artifact (None: a cold run, or the command never started)."""
-        if self._caches is None:
-            return None
-        plan, seen, known, probe = self._caches
-        return probe_answer(plan, seen, probe, self.caches_held, known)
+        return self._cache_probe.answer(self._caches_held) if self._cache_probe is not None else None
 
     def __getattr__(self, name: str):
         return getattr(self._handle, name)
@@ -63,12 +60,12 @@ class WatchedPlace:
                                                   echo=echo, on_start=started, probe=probe)
         except Interrupted as stopped:
             if probe:
-                self.caches_held = stopped.outcome.caches_held
+                self._caches_held = stopped.outcome.caches_held
             raise
         finally:
             self.records.append(watch.stop())
         if probe:
-            self.caches_held = outcome.caches_held
+            self._caches_held = outcome.caches_held
         return outcome
 
     def labelled(self, runs: list[RunSlice]) -> list[GpuWatch]:

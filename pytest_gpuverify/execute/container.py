@@ -61,18 +61,6 @@ STOP_SH = (
 STOP_TIMEOUT_S = GRACE_S + PID_FILE_WAIT_S + 5
 
 
-def _caches_answer(report: str) -> tuple[Optional[bool], str]:
-    """(the wrapper's answer to ``probe``, None where it gave none; the rest of its report)."""
-    held: Optional[bool] = None
-    rest = []
-    for line in report.splitlines(keepends=True):
-        if line.startswith(CACHES_PREFIX):
-            held = line[len(CACHES_PREFIX):].strip() == "reused"
-        else:
-            rest.append(line)
-    return held, "".join(rest)
-
-
 class ContainerError(ExecutorError):
     """The container is unusable (missing, stopped, not the user's). The message says what to do."""
 
@@ -224,7 +212,8 @@ class ContainerExecutor:
 
         def take_report() -> None:
             outcome.leftovers, rest = parse_report(bytes(wrapper_err).decode("utf-8", "replace"))
-            outcome.caches_held, rest = _caches_answer(rest)
+            answers, rest = parse_report(rest, CACHES_PREFIX)
+            outcome.caches_held = answers[-1] == "reused" if answers else None
             if rest:
                 sink(rest.encode())  # the wrapper's own complaints, as before: in the output
 

@@ -123,12 +123,13 @@ def reason(leftovers: list[str]) -> str:
             "stopped before the GPU was released")
 
 
-def parse_report(text: str) -> tuple[list[str], str]:
-    """(leftovers the wrapper reported, the rest of its stderr)."""
+def parse_report(text: str, prefix: str = REPORT_PREFIX) -> tuple[list[str], str]:
+    """(what the wrapper reported on its lines starting with ``prefix``: by default the leftovers, the
+    rest of its stderr)."""
     found, rest = [], []
     for line in text.splitlines(keepends=True):
-        if line.startswith(REPORT_PREFIX):
-            found.append(line[len(REPORT_PREFIX):].strip())
+        if line.startswith(prefix):
+            found.append(line[len(prefix):].strip())
         else:
             rest.append(line)
     return found, "".join(rest)

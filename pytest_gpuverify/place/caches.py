@@ -44,26 +44,33 @@ def plan_caches(worktree: str, cold: bool, run_id: str, kind: str, on_host: bool
     return CachePlan(root, {var: f"{root}/{sub}" for var, sub in cache_vars_for(kind).items()}, cold, base)
 
 
-def warm_cache_probe(plan: CachePlan, seen: dict[str, bool]) -> tuple[Optional[bool], tuple[str, ...]]:
-    """(whether the warm caches already held builds, where that is known without looking: None for a
-    cold run, True once this session ran the worktree; else the folders to look into just before
-    the command starts, once per worktree and session: ``seen`` remembers)."""
-    if plan.cold:
-        return None, ()
-    if plan.root in seen:
-        return True, ()  # this session's earlier run of the worktree filled them
-    return None, tuple(plan.dirs.values())
+@dataclass
+class CacheProbe:
+    """Whether the warm caches of ``plan`` already held builds: ``known`` without looking (None for a
+    cold run, True once this session ran the worktree), else the ``folders`` to look into just before
+    the command starts, once per worktree and session (``seen`` remembers the answer)."""
 
+    plan: CachePlan
+    seen: dict[str, bool]
+    known: Optional[bool] = None
+    folders: tuple[str, ...] = ()
 
-def probe_answer(plan: CachePlan, seen: dict[str, bool], probe: tuple[str, ...], held: Optional[bool],
-                 known: Optional[bool]) -> Optional[bool]:
-    """What the artifact records: ``known``, or the probe's answer ``held`` (kept in ``seen``; None
-    where the command never started, and the next run looks again)."""
-    if not probe:
-        return known
-    if held is not None:
-        seen[plan.root] = held
-    return held
+    @classmethod
+    def of(cls, plan: CachePlan, seen: dict[str, bool]) -> "CacheProbe":
+        if plan.cold:
+            return cls(plan, seen)
+        if plan.root in seen:
+            return cls(plan, seen, known=True)  # this session's earlier run of the worktree filled them
+        return cls(plan, seen, folders=tuple(plan.dirs.values()))
+
+    def answer(self, held: Optional[bool]) -> Optional[bool]:
+        """What the artifact records: ``known``, or the look's answer ``held`` (None where the command
+        never started: the next run looks again)."""
+        if not self.folders:
+            return self.known
+        if held is not None:
+            self.seen[self.plan.root] = held
+        return held
 
 
 def remove_cold_caches(handle, plan: CachePlan, notes: list[str]) -> None:
