@@ -104,15 +104,23 @@ def _distributing(config: pytest.Config) -> bool:
 def _build_engine(config: pytest.Config, options: RunOptions, env: EnvFile) -> VerifySession:
     from pytest_gpuverify.common.profile import PROFILE
 
+    with PROFILE.phase("engine's start imported"):
+        from pytest_gpuverify.engine.start import SessionStart
+        from pytest_gpuverify.remote.waitline import on_wait_for
+
+    with PROFILE.phase("engine's start built"):
+        on_wait = on_wait_for(config)
+        start = SessionStart(options, env, on_wait=on_wait)  # a setup problem raises here
+        start.begin()  # the GPU library's start, the first readings and the arch, while the rest is imported
+
     with PROFILE.phase("engine imported"):
         from pytest_gpuverify.config.topics import TopicClaims
         from pytest_gpuverify.engine.session import VerifySession, echo_to_stdout
-        from pytest_gpuverify.remote.waitline import on_wait_for
         from pytest_gpuverify.reporting.live import RunningLine, running_line_wanted
 
     with PROFILE.phase("engine built"):
         engine = VerifySession(options, env, echo=echo_to_stdout if options.echo_output else None,
-                               on_wait=on_wait_for(config),
+                               on_wait=on_wait, start=start,
                                topics=TopicClaims(getattr(config, "workerinput", {}).get(CLAIMS_VARIABLE)),
                                live_line=(partial(RunningLine, live_line(config))
                                           if running_line_wanted(config, options.echo_output) else None))

@@ -12,7 +12,7 @@
 set -u
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 here=$(cd "$(dirname "$0")" && pwd); top=$(cd "$here/../.." && pwd)
-B=${B:-$top}; A=${A:?the other checkout}; WHEELS=${WHEELS:-$top/../.whl}; ROUNDS=${ROUNDS:-5}
+B=${B:-$top}; A=${A:?the other checkout}; WHEELS=${WHEELS:-$top/.whl}; ROUNDS=${ROUNDS:-5}
 . "$here/sandbox.sh"; mkdir -p $W/empty
 use() { export PYTHONPATH=/tmp/site:$1; }
 PT="python3 -m pytest -p pytest_gpuverify.plugin -p no:cacheprovider --gpu-verify --gpu-container none --gpu-env $W/env.md"
@@ -39,6 +39,7 @@ block() {  # $1: a name for the block; the environment says which plugins load
 echo "== versions"; nvidia-smi -L; use $B; python3 -c "import sys, torch, triton; print('python', sys.version.split()[0], 'torch', torch.__version__, 'triton', triton.__version__, 'dont_write_bytecode', sys.flags.dont_write_bytecode)"
 echo "A $(cat $A/.rev 2>/dev/null)  B $(cat $B/.rev 2>/dev/null)"; python3 -m pip list 2>/dev/null | grep -i "^pytest"
 python3 -m compileall -q /tmp/site $A/pytest_gpuverify $B/pytest_gpuverify > /dev/null; echo "byte-compiled: /tmp/site, A, B"
+. "$here/compile_pynvml.sh"; echo "pynvml: $PYNVML_BYTECODE"
 cd $W/repos/aiter
 for k in 1 2; do for t in A B; do use ${!t}; $PT -q --ticket W$k$t $TARGET > $W/warm$k$t.log 2>&1; echo "warm-up $k $t exit $?"; done; done
 echo "== 1. $ROUNDS rounds, the plugins installed here autoloaded: plugin A, plugin B, pytest start A, pytest start B"

@@ -13,7 +13,7 @@ import re
 from pathlib import Path, PurePosixPath
 from typing import Mapping, NamedTuple, Optional, Union
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from pytest_gpuverify.config.envfile_markdown import (  # noqa: F401 (SECTION_COLUMNS and NumberedLine re-exported)
     _LINE_BREAK,
@@ -109,13 +109,13 @@ class GpuLockRow(_Frozen):
 
 class EnvFile(_Frozen):
     path: Path
-    resources: Resources = Resources()
+    resources: Resources = Field(default_factory=Resources)  # built when needed, not at import
     hosts: list[HostRow] = []
     repos: list[RepoRow] = []
     containers: list[ContainerRow] = []
     gpu_locks: list[GpuLockRow] = []
     signing: list[SigningRow] = []
-    slurm: SlurmSettings = SlurmSettings()  # the Slurm launcher's settings (slurm_settings.py)
+    slurm: SlurmSettings = Field(default_factory=SlurmSettings)  # the Slurm launcher's settings (slurm_settings.py)
     rows_per_section: dict[str, int] = {}  # the sections present -> their data row count
 
     def require(self, section_name: str) -> None:

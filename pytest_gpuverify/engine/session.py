@@ -8,50 +8,39 @@ file) raise, and they raise before any GPU or container is touched.
 
 from __future__ import annotations
 
-import os
 import sys
 import time
 from pathlib import Path
 from typing import Callable, Mapping, Optional
 
-from pytest_gpuverify.records.artifact import RepoRecord
-from pytest_gpuverify.engine.store import store_or_keep_elsewhere
 from pytest_gpuverify.common.clock import SessionClock
-from pytest_gpuverify.execute.base import ON_HOST
-from pytest_gpuverify.place.container_checks import ContainerPlaces, start_gpus
-from pytest_gpuverify.execute.container import docker_client
+from pytest_gpuverify.common.files import FileProblem
+from pytest_gpuverify.common.profile import PROFILE
 from pytest_gpuverify.config.envfile import EnvFile
-from pytest_gpuverify.common.files import FileProblem, private_folder
-from pytest_gpuverify.gpu import select_backend
-from pytest_gpuverify.gpu.base import GpuInfo
-from pytest_gpuverify.place.gitstate import own_output_dirs
-from pytest_gpuverify.execute.host_commands import LocalHost
-from pytest_gpuverify.execute.host import HostExecutor
 from pytest_gpuverify.config.options import RunOptions
+from pytest_gpuverify.config.targets import Target
+from pytest_gpuverify.config.topics import TopicClaims
+from pytest_gpuverify.engine import multirun
 from pytest_gpuverify.engine.orphans import orphan_logs
 from pytest_gpuverify.engine.outcome import TargetOutcome
-from pytest_gpuverify.common.threads import Background
-from pytest_gpuverify.parsers.warm import ParserWarmer
-from pytest_gpuverify.common.profile import PROFILE
-from pytest_gpuverify.engine import multirun
-from pytest_gpuverify.place.ab import BaseWorktrees
-from pytest_gpuverify.records.scheduling import SchedulerRecord, ShardRecord
-from pytest_gpuverify.lease.grants import GrantProblem, granted_text, granter, read_grant, visible_within
-from pytest_gpuverify.lease.picker import GpuGrant, GpuPicker
 from pytest_gpuverify.engine.prerun import DeclaredBuilds
 from pytest_gpuverify.engine.run import TargetRun
 from pytest_gpuverify.engine.services import LiveLineFactory, RunContext
-from pytest_gpuverify.place.facts_cache import import_origin_across_sessions
-from pytest_gpuverify.place.provenance import read_container_facts, repo_state
-from pytest_gpuverify.lease.sampler import IdleSampler, sampling_interval
-from pytest_gpuverify.lease.shared_readings import readings_for
 from pytest_gpuverify.engine.signing import sign_outputs
-from pytest_gpuverify.engine.setup_checks import check_setup
-from pytest_gpuverify.config.topics import TopicClaims
-from pytest_gpuverify.lease.window_history import history_source
-from pytest_gpuverify.config.targets import Target
+from pytest_gpuverify.engine.start import SessionStart
+from pytest_gpuverify.engine.store import store_or_keep_elsewhere
+from pytest_gpuverify.execute.container import docker_client
+from pytest_gpuverify.gpu.base import GpuInfo
+from pytest_gpuverify.lease.grants import visible_within
 from pytest_gpuverify.lease.guard import SessionGuard
-
+from pytest_gpuverify.lease.picker import GpuGrant
+from pytest_gpuverify.parsers.warm import ParserWarmer
+from pytest_gpuverify.place.ab import BaseWorktrees
+from pytest_gpuverify.place.facts_cache import import_origin_across_sessions
+from pytest_gpuverify.place.gitstate import own_output_dirs
+from pytest_gpuverify.place.provenance import repo_state
+from pytest_gpuverify.records.artifact import RepoRecord
+from pytest_gpuverify.records.scheduling import SchedulerRecord, ShardRecord
 
 class VerifySession:
     def __init__(
@@ -63,35 +52,24 @@ class VerifySession:
         on_wait: Optional[Callable[[str], None]] = None,
         topics: Optional[TopicClaims] = None,
         live_line: Optional[LiveLineFactory] = None,
+        start: Optional[SessionStart] = None,
     ) -> None:
+        """``start``: the session's start, built (and begun) before this module was imported (start.py);
+        else it is built here, and every setup problem raises here, before any GPU or container."""
         self.options = options
         self.env = env
-        setup = check_setup(options, env)  # every setup problem raises here, before any GPU or container
+        self.starting = start = start or SessionStart(options, env, docker_factory, on_wait)
+        setup = start.setup
         self.host_row, self.lock_spec, self.picker_command = setup.host_row, setup.lock_spec, setup.picker_command
         self.signer, self.expected_arch = setup.signer, setup.expected_arch
         self.out_dir, self._moves_lock = setup.out_dir, setup.moves_lock
-        self.runner = LocalHost()
-        self.backend = select_backend(self.expected_arch, self.runner)
-        interval = sampling_interval(options.window_s)
-        shared = readings_for(self.host_row.host, self.lock_spec.path_template, interval)
-        self.sampler = IdleSampler(
-            self.backend, options.window_s, interval_s=interval, lock_path_for=self.lock_spec.path_for, shared=shared,
-            history=history_source(self.backend, shared.path, self.expected_arch, self.lock_spec.path_template, interval),
-        )
-        self.picker = GpuPicker(self.sampler, self.lock_spec, self.runner, self.picker_command, on_wait=on_wait, where=self.host_row.host)
-        self.places = ContainerPlaces(env, options, self.host_row.host, docker_factory, self.backend.vendor,
-                                      self.expected_arch)
+        self.runner, self.backend, self.sampler = start.runner, start.backend, start.sampler
+        self.picker, self.places = start.picker, start.places
+        self.session_blocked, self.session_notes = start.blocked, start.notes  # the same lists: the start adds to them
         self._imports: dict[tuple, tuple[Optional[str], Optional[str]]] = {}  # (place, package, env)
         self._imports_kept: set[tuple] = set()  # of those, the answers of an earlier session (facts_cache.py)
-        self.inventory: dict[int, GpuInfo] = {}
         self._repos: dict[Path, RepoRecord] = {}
         self.warm_caches: dict[str, bool] = {}
-        self.session_blocked: list[str] = []
-        self.session_notes: list[str] = []
-        own = private_folder()
-        if own.squatted:  # said in every artifact: the caches and locks of this session were its own
-            self.session_notes.append(f"{own.squatted}: this session's own files (caches of runs on the host, the "
-                                      f"lock of artifact moves without a ticket) were in a fresh folder {own.path}")
         self.outcomes: list[TargetOutcome] = []
         self.write_problems: list[str] = []
         self.began_wall = time.time()
@@ -101,16 +79,22 @@ class VerifySession:
         self.echo = echo
         self.on_wait = on_wait  # the live line: GPU waits, and a wait for the tickets folder's lock
         self.live_line = live_line  # the terminal's line while a command runs, made per command
-        self._started = False
         self.clock = SessionClock()  # every timeline entry of this session's artifacts is read off it
-        self._guard: Optional[SessionGuard] = None
-        self._starter: Optional[Background] = None  # start_in_background's thread
         self.collected: Optional[float] = None
         self.parsers = ParserWarmer()  # each kind's parser loads while its first command runs
         self.base_worktrees = BaseWorktrees(options.ab_base) if options.ab_base else None  # --gpu-ab (ab.py)
         self.builds = DeclaredBuilds(self.out_dir, options.timeout_s)  # the declarations' builds (prerun.py)
-        self.scheduler: Optional[SchedulerRecord] = None  # GPUs granted outside the plugin (grants.py)
         self.shard: Optional[ShardRecord] = None  # this session's shard of a run split over several jobs (config/shards.py)
+
+    @property
+    def inventory(self) -> dict[int, GpuInfo]:
+        """The host's GPUs by index, as the start listed them (empty until it has)."""
+        return self.starting.inventory
+
+    @property
+    def scheduler(self) -> Optional[SchedulerRecord]:
+        """GPUs granted outside the plugin (grants.py), as the start read them."""
+        return self.starting.scheduler
 
     def mark_collected(self) -> None:
         """The session has its targets (pytest's collection is over): the timelines' first entry."""
@@ -118,54 +102,12 @@ class VerifySession:
 
     # -- session ---------------------------------------------------------------------------
     def start(self) -> None:
-        """Start the idle window first (it fills while everything else is prepared), then check the
-        host's arch; a wrong arch stops the sampler and blocks every target."""
-        starter, self._starter = self._starter, None
-        if starter is not None:
-            with PROFILE.phase("wait for the session's start"):
-                starter.result()  # started in the background: the first target waits here, and gets its error
-        elif not self._started:
-            self._start_now()
+        """The session's start over (start.py): begun in the background, or done now."""
+        self.starting.wait()
 
-    def _start_now(self) -> None:
-        self._started = True
-        self.places.start_client()  # joined by the first target's place phase, which waits for this start
-        # on the host its facts (commands of their own) are read alongside the GPU library's start-up
-        host = Background(lambda: self._host_facts(), "gpuverify-host-facts") if self.places.on_host else None
-        try:
-            self._start_gpus()
-        finally:
-            if host is not None:  # off the first target's path: read while the window fills
-                self.places.facts[ON_HOST] = host.result()
-
-    def _host_facts(self):
-        with PROFILE.phase("host facts"):
-            return read_container_facts(HostExecutor(), self.backend.vendor)
-
-    def _start_gpus(self) -> None:
-        with PROFILE.phase("GPU start (library, window, arch)"):
-            started = start_gpus(self.sampler, self.backend, self.options.window_s, self.expected_arch)
-        self.inventory = started.inventory
-        self.session_blocked.extend(started.blocked)
-        self.session_notes.extend(started.notes)
-        if not started.blocked:
-            self._read_grant()
-            self.session_guard()  # started now, while the window fills: no target waits for it
-
-    def _read_grant(self) -> None:
-        """GPUs a scheduler or CI job granted this process: the picker picks only among them."""
-        uuids = {g.uuid: g.index for g in self.inventory.values() if g.uuid}
-        try:
-            self.scheduler = read_grant(os.environ, self.backend.vendor, uuids, on_host=self.places.on_host,
-                                        host_gpus=len(self.inventory) or None)
-        except GrantProblem as exc:
-            self.session_blocked.append(str(exc))
-            return
-        if self.scheduler is not None:
-            self.picker.granted = list(self.scheduler.granted)
-            self.picker.granted_by = granter(self.scheduler)
-            self.session_notes.append(f"GPUs granted outside the plugin: {granted_text(self.scheduler)}; "
-                                      "picked and locked among these only")
+    def start_in_background(self) -> None:
+        """:meth:`start` in a thread, if the plugin has not begun it already."""
+        self.starting.begin()
 
     def visible_value(self, infos: list[GpuInfo]) -> str:
         """The command's visibility variable for ``infos``: node indices (or the backend's UUIDs), or
@@ -173,20 +115,9 @@ class VerifySession:
         within = visible_within([g.index for g in infos], self.scheduler)
         return ",".join(map(str, within)) if within is not None else self.backend.visible_value(infos)
 
-    def start_in_background(self) -> None:
-        """:meth:`start` in a thread: the GPU library's start-up (NVML, amdsmi: calls that let go of
-        the GIL), the first readings and the arch check run while pytest collects."""
-        if self._starter is None and not self._started:
-            self._starter = Background(self._start_now, "gpuverify-start")
-
     def close(self) -> list[TargetOutcome]:
         """Write every artifact; one that cannot be written is a line in ``write_problems``."""
-        if self._starter is not None:
-            self._starter.wait()
-        with PROFILE.phase("sampler and guard stopped"):
-            self.sampler.stop()
-            if self._guard is not None:
-                self._guard.close()
+        self.starting.stop()
         with PROFILE.phase("facts kept for the next session"):
             self.places.remember()
         if self.base_worktrees is not None:  # before writing: the artifacts say whether it went
@@ -232,10 +163,7 @@ class VerifySession:
         return self.topics.claim(self.out_dir, self.options.topic or target.topic)
 
     def session_guard(self) -> Optional[SessionGuard]:
-        """The session's guard, started again if it died (a kill -9 of us stops our command)."""
-        if self._guard is None or not self._guard.alive:
-            self._guard = SessionGuard.start()
-        return self._guard
+        return self.starting.session_guard()
 
     def repo_state(self, wt_host: Path) -> RepoRecord:
         """The worktree's repo state, read once, before any command of ours could have touched it."""

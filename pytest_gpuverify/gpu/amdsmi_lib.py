@@ -23,6 +23,7 @@ import sys
 import threading
 from typing import Any, Mapping, Optional
 
+from pytest_gpuverify.common.profile import PROFILE
 from pytest_gpuverify.gpu.clocks import ClockSample, amdsmi_clocks
 from pytest_gpuverify.gpu.base import GpuInfo, GpuProcess, GpuReading, GpuToolError, call_within
 from pytest_gpuverify.gpu.rocm_formats import AmdSmiDevice, _arch, _str, drop_kfd_only, hip_indices_from_amd_smi
@@ -84,7 +85,8 @@ class AmdSmiLibrary:
             return None, why
         lib = cls(module)
         try:
-            lib._init()
+            with PROFILE.phase("amdsmi started"):
+                lib._init()
         except Exception as exc:
             lib.close()
             return None, f"amdsmi does not initialise: {type(exc).__name__}: {exc}"

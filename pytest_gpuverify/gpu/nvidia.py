@@ -18,6 +18,7 @@ import contextlib
 import threading
 from typing import Any, Optional
 
+from pytest_gpuverify.common.profile import PROFILE
 from pytest_gpuverify.execute.host_commands import HostRunner
 from pytest_gpuverify.gpu.clocks import ClockSample, nvml_clocks
 from pytest_gpuverify.gpu.base import CallTimedOut, GpuInfo, GpuProcess, GpuReading, GpuToolError, call_within
@@ -104,6 +105,10 @@ class NvidiaBackend:
             return None
 
     def _init_nvml(self) -> None:
+        with PROFILE.phase("NVML started (pynvml imported, nvmlInit)"):
+            self._import_and_init()
+
+    def _import_and_init(self) -> None:
         try:
             import pynvml
         except ImportError as exc:

@@ -47,6 +47,7 @@ class SessionGuard:
         self._channel = channel
         self._ids = itertools.count(1)
         self._lock = threading.Lock()
+        self._armed: set[str] = set()  # commands the watchdog would stop if the channel ended now
 
     @classmethod
     def start(cls) -> Optional["SessionGuard"]:
@@ -74,6 +75,7 @@ class SessionGuard:
                 socket.send_fds(self._channel, ["\0".join(["arm", ident, *stop]).encode()], list(lock_fds))
             except OSError:
                 return None
+            self._armed.add(ident)
         return ident
 
     def disarm(self, ident: Optional[str]) -> None:
@@ -81,6 +83,7 @@ class SessionGuard:
         if ident is None:
             return
         with self._lock:
+            self._armed.discard(ident)
             try:
                 self._channel.sendall(f"done\0{ident}".encode())
             except OSError:
@@ -91,13 +94,19 @@ class SessionGuard:
         return self.proc.poll() is None and self._channel.fileno() >= 0
 
     def close(self, timeout_s: float = 5.0) -> None:
-        """Every command is over: the watchdog exits without doing anything."""
+        """The session is over. With nothing armed the watchdog exits on its own, holding nothing (a
+        disarmed command's locks were let go by the session's own unlock): not waited for, its exit
+        is not the session's time (about 10 ms). A command still armed is stopped by the watchdog
+        first: that is waited for, up to ``timeout_s``."""
         with self._lock:
+            armed = bool(self._armed)
             self._channel.close()
+        if not armed:
+            return
         try:
             self.proc.wait(timeout=timeout_s)
         except subprocess.TimeoutExpired:
-            pass  # it exits on its own once it reads the end, nothing is armed
+            pass  # it goes on stopping, and exits when done
 
     @property
     def pid(self) -> int:

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
 from pytest_gpuverify.common.threads import Background
+from pytest_gpuverify.common.profile import PROFILE
 from pytest_gpuverify.records.artifact import Versions
 from pytest_gpuverify.execute.container import ContainerError, ContainerExecutor
 from pytest_gpuverify.gpu.base import GpuInfo, GpuToolError
@@ -170,7 +171,8 @@ def start_gpus(sampler, backend, window_s: float, expected_arch: Optional[str]) 
     wrong or unreadable arch stops the sampler. The arch (rocminfo on ROCm, a process of its own) is
     read alongside the first readings."""
     arch = Background(backend.host_arch, "gpuverify-host-arch")
-    sampler.start()
+    with PROFILE.phase("idle window started (first reading)"):
+        sampler.start()
     started = GpuStart()
     if sampler.window_note:
         started.notes.append(f"the first pick sampled a {window_s:g} s window: {sampler.window_note}")
@@ -187,7 +189,8 @@ def start_gpus(sampler, backend, window_s: float, expected_arch: Optional[str]) 
         sampler.stop()
         return started
     try:
-        started.inventory = {g.index: g for g in backend.inventory()}
+        with PROFILE.phase("GPU list read"):
+            started.inventory = {g.index: g for g in backend.inventory()}
     except GpuToolError as exc:
         started.notes.append(f"GPU names unknown: {exc}")
     return started

@@ -172,13 +172,16 @@ def _timed_versions(handle: Executor) -> tuple[Versions, list[str]]:
         return read_versions(handle)
 
 
-def read_container_facts(handle: Executor, vendor: str = "rocm") -> ContainerFacts:
+def read_container_facts(handle: Executor, vendor: str = "rocm", read_arch: bool = True) -> ContainerFacts:
+    """``read_arch=False``: the arch is set by the caller, who read it already (the host's, read by the
+    session's GPU start: the same GPUs, so not a second ``rocminfo`` or ``nvidia-smi``)."""
     facts = ContainerFacts(handle)
     try:
         if not handle.running:
             return facts
         facts.reading = Background(lambda: _timed_versions(handle), "gpuverify-versions")  # two commands at once
-        facts.arch, facts.arch_problem = container_arch(handle, vendor)
+        if read_arch:
+            facts.arch, facts.arch_problem = container_arch(handle, vendor)
         env = environment_of(handle.inspect())
         facts.container_env = {k: env[k] for k in CONTAINER_ENV_RECORDED if k in env}
         facts.pythonpath = env.get("PYTHONPATH", "")

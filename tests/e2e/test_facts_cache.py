@@ -111,3 +111,32 @@ def test_on_the_host_the_import_check_is_asked_again_after_a_commit(sessions, sa
                     "--allow-empty", "-m", "a new commit"], check=True)
     third, _ = sessions.run(*host)
     assert _kept(third) == "" and third.imports == first.imports
+
+
+def test_on_the_host_the_arch_is_read_once_by_the_gpu_start(sessions, sandbox, tmp_path):
+    """The host place's GPUs are the host's: its arch is the one the session's start read (rocminfo,
+    once), not read again for the place; a host of another arch still blocks its targets."""
+    from pytest_gpuverify.simulator import SimState, install
+
+    calls = tmp_path / "rocminfo-calls"
+    path = sessions.env["PATH"]
+
+    def counted(sim_bin: Path) -> str:  # PATH with a rocminfo that notes each run, then runs sim_bin's
+        shim = tmp_path / f"shim-{sim_bin.name}"
+        shim.mkdir()
+        (shim / "rocminfo").write_text(f'#!/bin/sh\necho ran >> "{calls}"\nexec "{sim_bin / "rocminfo"}" "$@"\n')
+        (shim / "rocminfo").chmod(0o755)
+        return f"{shim}:{sim_bin}:{path}"
+
+    sessions.env["PATH"] = counted(sandbox.sim_bin)
+    art, _ = sessions.run("--gpu-container", "none")
+    assert calls.read_text().splitlines() == ["ran"]
+    assert [g.arch for g in art.gpus] == ["gfx942"]
+    other = tmp_path / "sim950"
+    install(other, SimState.idle(gpus=4, arch="gfx950"))
+    calls.unlink()
+    proc = sandbox.pytest(TARGET, "--gpu-container", "none", ticket="T-arch", env=dict(sessions.env, PATH=counted(other)))
+    wrong = sandbox.artifact("rmsnorm2d", "T-arch")
+    assert wrong.verdict == "INCONCLUSIVE" and any("gfx950" in r and "gfx942" in r for r in wrong.reasons), \
+        proc.stdout.decode()[-2000:]
+    assert calls.read_text().splitlines() == ["ran"]

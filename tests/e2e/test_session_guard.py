@@ -71,11 +71,29 @@ def test_a_session_that_ends_normally_leaves_everything_alone(tmp_path):
     c = command()
     try:
         guard.disarm(guard.arm(["host", str(c.pid)], [lease.fileno()]))
-        guard.close()
-        assert guard.proc.returncode == 0 and c.returncode is None
+        guard.close()  # nothing armed: not waited for; the watchdog exits on its own, doing nothing
+        assert guard.proc.wait(timeout=10) == 0 and c.poll() is None
         assert not flock_free(lease.path), "the session still holds its lock"
         lease.release()
         assert flock_free(lease.path)
     finally:
         c.kill()
 
+
+
+def test_closing_with_a_command_still_armed_waits_for_its_stop(tmp_path):
+    """A session that ends with a command armed (it never said done): close() returns once the
+    watchdog has stopped it, not before."""
+    guard = SessionGuard.start()
+    assert guard is not None
+    lease = GpuLease(tmp_path / "gpu-0.lock", 0)
+    assert lease.try_acquire()
+    c = command()
+    try:
+        guard.arm(["host", str(c.pid)], [lease.fileno()])
+        guard.close()
+        assert guard.proc.returncode == 0, "close() returned before the watchdog was done"
+        assert c.wait(timeout=1) is not None
+    finally:
+        c.kill()
+        lease.release()
