@@ -1,9 +1,10 @@
 """The engine: one verify session, from the env file to the artifacts. Usable without pytest.
 
-Data flows one way: options + env file -> host -> sampler and picker -> targets, each run through its
-phases (run.py: place -> check -> lease -> execute -> parse -> decide) into its artifact. Every
-per-target problem becomes an INCONCLUSIVE artifact with its reason; only setup problems (usage, env
-file) raise, and they raise before any GPU or container is touched.
+Data flows one way: options + env file -> host -> sampler and picker (the session's start, start.py,
+begun before this module is imported) -> targets, each run through its phases (run.py: place -> check
+-> lease -> execute -> parse -> decide) into its artifact. Every per-target problem becomes an
+INCONCLUSIVE artifact with its reason; only setup problems (usage, env file) raise, and they raise
+before any GPU or container is touched.
 """
 
 from __future__ import annotations
