@@ -9,6 +9,8 @@ import subprocess
 import threading
 import time
 
+import pytest
+
 from pytest_gpuverify.lease.guard import SessionGuard
 from pytest_gpuverify.lease.lock import GpuLease
 
@@ -63,37 +65,34 @@ def test_one_guard_process_guards_many_commands(tmp_path):
             c.kill()
 
 
-def test_a_session_that_ends_normally_leaves_everything_alone(tmp_path):
+@pytest.fixture
+def one_command(tmp_path):
+    """A session's guard, one GPU lock it holds, and a command of its own; the command killed after."""
     guard = SessionGuard.start()
     assert guard is not None
     lease = GpuLease(tmp_path / "gpu-0.lock", 0)
     assert lease.try_acquire()
     c = command()
-    try:
-        guard.disarm(guard.arm(["host", str(c.pid)], [lease.fileno()]))
-        guard.close()  # nothing armed: not waited for; the watchdog exits on its own, doing nothing
-        assert guard.proc.wait(timeout=10) == 0 and c.poll() is None
-        assert not flock_free(lease.path), "the session still holds its lock"
-        lease.release()
-        assert flock_free(lease.path)
-    finally:
-        c.kill()
+    yield guard, lease, c
+    c.kill()
+    lease.release()
 
 
+def test_a_session_that_ends_normally_leaves_everything_alone(one_command):
+    guard, lease, c = one_command
+    guard.disarm(guard.arm(["host", str(c.pid)], [lease.fileno()]))
+    guard.close()  # nothing armed: not waited for; the watchdog exits on its own, doing nothing
+    assert guard.proc.wait(timeout=10) == 0 and c.poll() is None
+    assert not flock_free(lease.path), "the session still holds its lock"
+    lease.release()
+    assert flock_free(lease.path)
 
-def test_closing_with_a_command_still_armed_waits_for_its_stop(tmp_path):
+
+def test_closing_with_a_command_still_armed_waits_for_its_stop(one_command):
     """A session that ends with a command armed (it never said done): close() returns once the
     watchdog has stopped it, not before."""
-    guard = SessionGuard.start()
-    assert guard is not None
-    lease = GpuLease(tmp_path / "gpu-0.lock", 0)
-    assert lease.try_acquire()
-    c = command()
-    try:
-        guard.arm(["host", str(c.pid)], [lease.fileno()])
-        guard.close()
-        assert guard.proc.returncode == 0, "close() returned before the watchdog was done"
-        assert c.wait(timeout=1) is not None
-    finally:
-        c.kill()
-        lease.release()
+    guard, lease, c = one_command
+    guard.arm(["host", str(c.pid)], [lease.fileno()])
+    guard.close()
+    assert guard.proc.returncode == 0, "close() returned before the watchdog was done"
+    assert c.wait(timeout=1) is not None
