@@ -109,8 +109,7 @@ def _build_engine(config: pytest.Config, options: RunOptions, env: EnvFile) -> V
         from pytest_gpuverify.remote.waitline import on_wait_for
 
     with PROFILE.phase("engine's start built"):
-        on_wait = on_wait_for(config)
-        start = SessionStart(options, env, on_wait=on_wait)  # a setup problem raises here
+        start = SessionStart(options, env, on_wait=on_wait_for(config))  # a setup problem raises here
         start.begin()  # the GPU library's start, the first readings and the arch, while the rest is imported
 
     with PROFILE.phase("engine imported"):
@@ -119,8 +118,7 @@ def _build_engine(config: pytest.Config, options: RunOptions, env: EnvFile) -> V
         from pytest_gpuverify.reporting.live import RunningLine, running_line_wanted
 
     with PROFILE.phase("engine built"):
-        engine = VerifySession(options, env, echo=echo_to_stdout if options.echo_output else None,
-                               on_wait=on_wait, start=start,
+        engine = VerifySession(start, echo=echo_to_stdout if options.echo_output else None,
                                topics=TopicClaims(getattr(config, "workerinput", {}).get(CLAIMS_VARIABLE)),
                                live_line=(partial(RunningLine, live_line(config))
                                           if running_line_wanted(config, options.echo_output) else None))

@@ -17,8 +17,6 @@ from typing import Callable, Mapping, Optional
 from pytest_gpuverify.common.clock import SessionClock
 from pytest_gpuverify.common.files import FileProblem
 from pytest_gpuverify.common.profile import PROFILE
-from pytest_gpuverify.config.envfile import EnvFile
-from pytest_gpuverify.config.options import RunOptions
 from pytest_gpuverify.config.targets import Target
 from pytest_gpuverify.config.topics import TopicClaims
 from pytest_gpuverify.engine import multirun
@@ -30,7 +28,6 @@ from pytest_gpuverify.engine.services import LiveLineFactory, RunContext
 from pytest_gpuverify.engine.signing import sign_outputs
 from pytest_gpuverify.engine.start import SessionStart
 from pytest_gpuverify.engine.store import store_or_keep_elsewhere
-from pytest_gpuverify.execute.container import docker_client
 from pytest_gpuverify.gpu.base import GpuInfo
 from pytest_gpuverify.lease.grants import visible_within
 from pytest_gpuverify.lease.guard import SessionGuard
@@ -43,23 +40,19 @@ from pytest_gpuverify.place.provenance import repo_state
 from pytest_gpuverify.records.artifact import RepoRecord
 from pytest_gpuverify.records.scheduling import SchedulerRecord, ShardRecord
 
+
 class VerifySession:
     def __init__(
         self,
-        options: RunOptions,
-        env: EnvFile,
-        docker_factory: Callable[[], object] = docker_client,
+        start: SessionStart,
         echo: Optional[Callable[[bytes], None]] = None,
-        on_wait: Optional[Callable[[str], None]] = None,
         topics: Optional[TopicClaims] = None,
         live_line: Optional[LiveLineFactory] = None,
-        start: Optional[SessionStart] = None,
     ) -> None:
-        """``start``: the session's start, built (and begun) before this module was imported (start.py);
-        else it is built here, and every setup problem raises here, before any GPU or container."""
-        self.options = options
-        self.env = env
-        self.starting = start = start or SessionStart(options, env, docker_factory, on_wait)
+        """``start``: the session's start (start.py), built before this module is imported, where every
+        setup problem raised, and begun in its thread or not (:meth:`start` then does it)."""
+        self.starting = start
+        self.options, self.env = start.options, start.env
         setup = start.setup
         self.host_row, self.lock_spec, self.picker_command = setup.host_row, setup.lock_spec, setup.picker_command
         self.signer, self.expected_arch = setup.signer, setup.expected_arch
@@ -78,13 +71,13 @@ class VerifySession:
         self.synced = None  # --gpu-sync's SyncRecord, on a worker on a GPU host (remote/sync.py)
         self.topics = topics or TopicClaims()  # shared by xdist workers of one run
         self.echo = echo
-        self.on_wait = on_wait  # the live line: GPU waits, and a wait for the tickets folder's lock
+        self.on_wait = start.on_wait  # the live line: GPU waits, and a wait for the tickets folder's lock
         self.live_line = live_line  # the terminal's line while a command runs, made per command
         self.clock = SessionClock()  # every timeline entry of this session's artifacts is read off it
         self.collected: Optional[float] = None
         self.parsers = ParserWarmer()  # each kind's parser loads while its first command runs
-        self.base_worktrees = BaseWorktrees(options.ab_base) if options.ab_base else None  # --gpu-ab (ab.py)
-        self.builds = DeclaredBuilds(self.out_dir, options.timeout_s)  # the declarations' builds (prerun.py)
+        self.base_worktrees = BaseWorktrees(self.options.ab_base) if self.options.ab_base else None  # --gpu-ab (ab.py)
+        self.builds = DeclaredBuilds(self.out_dir, self.options.timeout_s)  # the declarations' builds (prerun.py)
         self.shard: Optional[ShardRecord] = None  # this session's shard of a run split over several jobs (config/shards.py)
 
     @property

@@ -43,7 +43,7 @@ class SessionStart:
         docker_factory: Callable[[], object] = docker_client,
         on_wait: Optional[Callable[[str], None]] = None,
     ) -> None:
-        self.options, self.env = options, env
+        self.options, self.env, self.on_wait = options, env, on_wait
         self.setup = setup = check_setup(options, env)  # raises before any GPU or container is touched
         self.runner = LocalHost()
         self.backend = select_backend(setup.expected_arch, self.runner)
