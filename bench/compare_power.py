@@ -29,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from pytest_gpuverify.compare.command import decide  # noqa: E402
 from pytest_gpuverify.compare.core import IMPROVED, INCONCLUSIVE, REGRESSED, SAME, Rule  # noqa: E402
 from pytest_gpuverify.records.artifact import Artifact, GpuRecord, TargetRecord  # noqa: E402
-from pytest_gpuverify.parsers.dispatch import parse_output  # noqa: E402
+from pytest_gpuverify.parsers.reader import parse_output  # noqa: E402
 
 SHAPES = ((128, 4096, 4096, 100.0), (256, 4096, 4096, 180.0), (512, 8192, 4096, 610.0))
 

@@ -92,8 +92,8 @@ CHILD = r"""
 import json, resource, sys, time, tracemalloc
 sys.path.insert(0, sys.argv[1])
 from pytest_gpuverify.parsers import prefilter
-from pytest_gpuverify.parsers.dispatch import parse_output
-from pytest_gpuverify.parsers.lines import LineReader
+from pytest_gpuverify.parsers.reader import parse_output
+from pytest_gpuverify.parsers.reading.lines import LineReader
 kind, path, mode = sys.argv[2], sys.argv[3], sys.argv[4]
 if kind.endswith("/every-line"):
     kind, prefilter.ENABLED = kind[: -len("/every-line")], False

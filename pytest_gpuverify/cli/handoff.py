@@ -16,7 +16,7 @@ from pytest_gpuverify.records.artifact import Artifact
 from pytest_gpuverify.engine.orphans import WHY, orphan_logs
 from pytest_gpuverify.compare.command import Refused, checked, decide, not_passing
 from pytest_gpuverify.compare.core import side_of
-from pytest_gpuverify.parsers.throughput import SHAPE
+from pytest_gpuverify.parsers.recognizers.perf_lines import SHAPE
 from pytest_gpuverify.common.words import counted
 
 

@@ -35,9 +35,9 @@ Kinds: aiter-op-test, flydsl-pytest, triton-pytest, bench, pytest. A test target
 folder too, for kind pytest); a bench target needs ``command`` or ``path`` (run as ``python3
 <path>``). Thresholds: cosine_sim_min, max_abs_error_max, logits_diff_max, snr_db_min,
 err_ratio_max (each a finite number). ``pass_pattern``/``fail_pattern``: regular expressions for a
-harness's own words of success and failure (compiled here), added to the default verdict lines;
-``verdict_lines_off = ["word-alone"]``: default verdict lines not read (parsers/printout.py names
-them). ``exit_status_is_check = true``: the command's exit status is its check (an assert-only
+harness's own words of success and failure (compiled here), read beside the statements every
+output is read for; ``verdict_lines_off = ["word-alone"]``: statement families not read
+(parsers/reading/statements.py names them). ``exit_status_is_check = true``: the command's exit status is its check (an assert-only
 script; bench and aiter-op-test kinds): exit 0 is one checked shape. ``repeats = 3``: runs under one lock
 (``--gpu-repeats`` wins; runs_log.py); ``min_steps = 50``: the fewest timed steps each run must print
 where it prints a count (each a whole number >= 1). ``directions = { uplift = "higher" }``: which way

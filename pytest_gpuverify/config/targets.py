@@ -68,7 +68,7 @@ class Target(BaseModel):
     anchor: Optional[Path] = None  # where a target without a file lives (its declaration's directory)
     pass_pattern: Optional[str] = None  # a regular expression: a line the harness prints for a checked shape
     fail_pattern: Optional[str] = None  # ... and for a failed one
-    verdict_lines_off: tuple[str, ...] = ()  # default verdict lines turned off, by name (parsers/printout.py)
+    verdict_lines_off: tuple[str, ...] = ()  # statement families turned off, by name (parsers/reading/statements.py)
     exit_status_is_check: bool = False  # an assert-only script: exit 0 is one checked shape
     repeats: Optional[int] = None  # runs per side under one lock (runs_log.py); --gpu-repeats wins
     min_steps: Optional[int] = None  # the fewest timed steps a run must print, where it prints a count

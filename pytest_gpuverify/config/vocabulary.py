@@ -10,8 +10,9 @@ from typing import Optional
 HIGHER, LOWER = "higher", "lower"
 DIRECTIONS = (HIGHER, LOWER)
 
-# each a family of lines a harness prints to say pass or fail (the parsers' verdict-line scan)
-VERDICT_LINE_NAMES = ("check-mark", "allclose", "correctness", "word-with-figure", "word-alone", "tests-summary")
+# each a family of statements a harness prints to say pass or fail (parsers/reading/statements.py)
+VERDICT_LINE_NAMES = ("check-mark", "allclose", "correctness", "word-with-figure", "word-alone", "tests-summary",
+                      "status-word", "boolean", "failure-phrase", "match-phrase")
 
 
 def pattern_problem(text: str) -> Optional[str]:

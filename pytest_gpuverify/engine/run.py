@@ -35,7 +35,7 @@ from pytest_gpuverify.execute.leftovers import run_id_of, run_marker
 from pytest_gpuverify.lease.lock import LockError
 from pytest_gpuverify.lease.pickahead import PickAhead
 from pytest_gpuverify.lease.picker import GpuGrant, NoGpu, PickerError
-from pytest_gpuverify.parsers.dispatch import context_for
+from pytest_gpuverify.parsers.reader import context_for
 from pytest_gpuverify.parsers.result import ParsedOutput
 from pytest_gpuverify.place.facts_cache import kept_note
 from pytest_gpuverify.place.caches import plan_caches, remove_cold_caches

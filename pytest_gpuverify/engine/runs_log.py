@@ -55,7 +55,7 @@ def slices_of(segments: list[Segment]) -> list[RunSlice]:
 
 def parse_log(kind: str, path: Path, context: ParseContext) -> ParsedOutput:
     """The raw log read as the engine wrote it: one run as before; repeated runs each on its own."""
-    from pytest_gpuverify.parsers.dispatch import parse_output
+    from pytest_gpuverify.parsers.reader import parse_output
 
     segments = split_log(path) if Path(path).exists() else None
     if segments is None:

@@ -9,6 +9,8 @@ the first found is recorded, with where it was read.
 
 Which columns and keys are the OUTPUT dtype (aiter's op_tests' summary tables and argparse flags):
 
+- ``dst_dtype``, ``dst_type``, ``out_type``: the output (sgl-kernel's and vLLM's benchmarks); ``d_type``
+  (hipBLASLt's and rocBLAS' D matrix: ``D = alpha*A*B + beta*C``, the output).
 - ``dtype``: the output (``test_gemm_a8w8``'s ``-d`` is the GEMM's output dtype, ``bf16`` by default;
   ``test_moe_2stage``'s ``dtype`` is its activations' and output's); ``out_dtype``, ``output_dtype``,
   ``dtype_out``, ``o_dtype``, ``otype`` (``test_gemm_a16w16 -o/--otype``) likewise.
@@ -26,7 +28,8 @@ import shlex
 from typing import Iterable, Mapping, Optional
 
 LOW_PRECISION = re.compile(r"(?:fp|float)[468](?!\d)|mxf(?:p)?[468]|nvfp4|e[2-5]m[1-3]", re.I)
-OUTPUT_DTYPE_NAME = re.compile(r"(?:out(?:put)?[ _]?)?dtype|dtype[ _]?out|o_?dtype|otype", re.I)
+OUTPUT_DTYPE_NAME = re.compile(
+    r"(?:out(?:put)?[ _]?|dst[ _]?)?dtype|dtype[ _]?out|o_?dtype|otype|(?:out(?:put)?|dst)[ _]?type|d_?type", re.I)
 DTYPE_FLAGS = ("-d", "--dtype", "--dtypes", "--otype", "--out_dtype", "--out-dtype", "--output_dtype",
                "--output-dtype")
 SEEN_CAP = 16

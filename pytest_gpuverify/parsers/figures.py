@@ -19,7 +19,7 @@ import re
 from typing import TYPE_CHECKING, Iterable, Mapping, Optional
 
 from pytest_gpuverify.config.vocabulary import HIGHER, LOWER
-from pytest_gpuverify.parsers.metrics import HIGHER_IS_BETTER as CORRECTNESS_HIGHER
+from pytest_gpuverify.parsers.reading.measures import HIGHER_IS_BETTER as CORRECTNESS_HIGHER
 from pytest_gpuverify.parsers.perfstats import printed_us
 
 if TYPE_CHECKING:

@@ -1,4 +1,4 @@
-"""What a parser reads out of a command's output: the boundary between parsers and the verdict."""
+"""What the reader reads out of a command's output: the boundary between the parsers and the verdict."""
 
 from __future__ import annotations
 
@@ -36,7 +36,7 @@ class ParseContext(BaseModel):
     thresholds: Thresholds = Field(default_factory=Thresholds)  # declared limits, applied per printed shape
     pass_pattern: Optional[str] = None  # declared regular expressions (checked when declared)
     fail_pattern: Optional[str] = None
-    verdict_lines_off: tuple[str, ...] = ()  # entries of the default verdict lines turned off (printout.py)
+    verdict_lines_off: tuple[str, ...] = ()  # statement families turned off (reading/statements.py)
     exit_status_is_check: bool = False  # exit 0 is one checked shape (an assert-only script)
     min_steps: Optional[int] = None  # the fewest steps each run must print that it timed (runs_log.py)
 
@@ -70,56 +70,3 @@ class ParsedOutput(BaseModel):
 REASON_CAP = 200  # failures/problems listed one by one; the rest are counted in a closing line
 NOTE_CAP = 50
 PERF_ROW_CAP = 20_000  # about 1.7 KB each: keeps a huge table's rows under ~35 MB
-
-
-class CappedRecorder:
-    """What every parser records into its ``out`` (a ParsedOutput), each list capped so a huge or
-    hostile output cannot grow memory: the rest is only counted."""
-
-    out: ParsedOutput
-    failures_seen = problems_seen = notes_seen = perf_dropped = 0
-
-    def fail(self, reason: str) -> None:
-        self.failures_seen += 1
-        if self.failures_seen <= REASON_CAP:
-            self.out.failures.append(reason[:400])
-
-    def problem(self, reason: str) -> None:
-        self.problems_seen += 1
-        if self.problems_seen <= REASON_CAP:
-            self.out.problems.append(reason[:400])
-
-    def note(self, text: str) -> None:
-        self.notes_seen += 1
-        if self.notes_seen <= NOTE_CAP:
-            self.out.notes.append(text[:400])
-
-    def close(self, reader) -> None:
-        """The reader's counts and cut lines into ``out``, and a line for each cap that was hit."""
-        from pytest_gpuverify.parsers.lines import describe_size
-
-        out = self.out
-        out.lines_read, out.bytes_read = reader.lines_read, reader.bytes_read
-        size = describe_size(reader.max_line)
-        for lineno, full_len in reader.split_lines[:NOTE_CAP]:
-            self.note(f"line {lineno} was longer than {size} ({full_len} bytes); read in its \\r-separated pieces")
-        if reader.split > NOTE_CAP:
-            self.note(f"{reader.split - NOTE_CAP} more long lines were read in pieces")
-        # what was cut was never read: a check in it may have failed
-        for lineno, full_len in reader.truncated_lines[:NOTE_CAP]:
-            self.problem(f"line {lineno} was longer than {size} ({full_len} bytes) with no \\r to split it at; "
-                         "cut, the rest unread")
-        if reader.truncated > NOTE_CAP:
-            self.problem(f"{reader.truncated - NOTE_CAP} more lines were cut")
-        if self.perf_dropped:
-            out.notes.append(f"perf rows capped at {PERF_ROW_CAP}; {self.perf_dropped} more not kept")
-        if self.failures_seen > REASON_CAP:
-            out.failures.append(f"{self.failures_seen - REASON_CAP} more failures not listed")
-        if self.problems_seen > REASON_CAP:
-            out.problems.append(f"{self.problems_seen - REASON_CAP} more problems not listed")
-
-    def add_perf(self, row) -> None:
-        if len(self.out.perf) < PERF_ROW_CAP:
-            self.out.perf.append(row)
-        else:
-            self.perf_dropped += 1

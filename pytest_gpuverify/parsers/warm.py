@@ -1,5 +1,5 @@
-"""Each target kind's parser loaded in a thread as that kind's first command starts, so the parse
-after the command starts at once."""
+"""Each target kind's recognizers loaded in a thread as that kind's first command starts, so the
+reading after the command starts at once."""
 
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ class ParserWarmer:
             after()
             if kind not in self._kinds:
                 self._kinds.add(kind)
-                from pytest_gpuverify.parsers.dispatch import warm  # off the session's start
+                from pytest_gpuverify.parsers.reader import warm  # off the session's start
 
                 threading.Thread(target=warm, args=(kind,), name="gpuverify-parser-warm", daemon=True).start()
 

@@ -29,7 +29,7 @@ NO_GPU = "NO_GPU"
 class _Model(BaseModel):
     # Every model of the plugin builds its validator at first use (defer_build), not at import: a
     # session builds only those it uses, and the artifact's after its first command has started
-    # (parsers/dispatch.warm, remote/collect.warm), not on the way to it.
+    # (parsers/reader.warm, remote/collect.warm), not on the way to it.
     model_config = ConfigDict(extra="forbid", defer_build=True)
 
 

@@ -21,7 +21,7 @@ from pydantic import ValidationError
 from pytest_gpuverify.records.artifact import Artifact, Correctness, RunRecord, sha256_file
 from pytest_gpuverify.place.builds import build_problems
 from pytest_gpuverify.verify.provenance import provenance_problems
-from pytest_gpuverify.parsers.dispatch import context_for, limits_of
+from pytest_gpuverify.parsers.reader import context_for, limits_of
 from pytest_gpuverify.engine.runs_log import parse_log, runs_problems
 from pytest_gpuverify.parsers.result import ParsedOutput
 from pytest_gpuverify.engine.signing import signer_of, verify

@@ -20,7 +20,7 @@ from pytest_gpuverify.gpu.nvidia_formats import is_uuid
 from pytest_gpuverify.execute.leftovers import MARKER
 from pytest_gpuverify.verify.times import SLACK_S, stamp_problems, timeline_problems, when
 from pytest_gpuverify.records.raw_log import PREFIX, TIMELINE, read_trailer, trailer_fields
-from pytest_gpuverify.parsers.junit import read_junit
+from pytest_gpuverify.parsers.reading.junit import read_junit
 from pytest_gpuverify.lease.grants import visible_within
 from pytest_gpuverify.lease.watch import shared_reasons
 from pytest_gpuverify.place.packages import origin_inside

@@ -208,7 +208,7 @@ def test_exit_code_and_verdict_and_reasons_forged_together_are_caught_by_the_tra
     """The strongest edit of the artifact alone: exit code, verdict and reasons all as check would re-derive
     them. Only the log's trailer (written by the engine) still says 1."""
     from pytest_gpuverify.records.artifact import RunRecord, TargetRecord
-    from pytest_gpuverify.parsers.dispatch import parse_output
+    from pytest_gpuverify.parsers.reader import parse_output
     from pytest_gpuverify.parsers.result import ParseContext
     from pytest_gpuverify.engine.verdict import verdict_and_reasons
 

@@ -176,8 +176,10 @@ def test_an_assert_only_script_is_checked_by_its_exit_status(made):
     assert (a.correctness.shapes_checked, a.correctness.checks_passed, a.correctness.max_abs_error) == (1, 1, 0.0)
     assert any("exit_status_is_check" in n for n in a.notes)
     wrong = art(made, "assert-only-wrong")
-    assert wrong.verdict == "FAIL" and wrong.exit_code == 1 and wrong.correctness.shapes_checked == 0
-    assert wrong.correctness.max_abs_error == 0.5
+    # the assertion's message ("triton and torch differ") is a failed check; the exit status no pass
+    assert wrong.verdict == "FAIL" and wrong.exit_code == 1 and wrong.correctness.checks_passed == 0
+    assert wrong.correctness.checks_failed == 1 and wrong.correctness.max_abs_error == 0.5
+    assert not any("exit status 0 counted" in n for n in wrong.notes)
 
 
 def test_perf_report_tables_keep_their_title_and_their_kernels_figures(made):
@@ -238,7 +240,7 @@ TAMPERINGS = {
                                                     "verdict is PASS, re-derived FAIL: "),
     "the verdict line turned off after the fact": (
         "moe-harness", lambda d: d["target"].update(verdict_lines_off=["allclose"]),
-        "verdict is FAIL, re-derived PASS"),
+        "verdict is FAIL, re-derived INCONCLUSIVE"),
     "exit_status_is_check dropped": ("assert-only", lambda d: d["target"].update(exit_status_is_check=False),
                                      "correctness.shapes_checked is 1, the raw output gives 0"),
     "a perf row's table renamed": ("perf-report", lambda d: d["perf"][2].update(table="matmul-performance-fp16"),

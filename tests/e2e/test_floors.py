@@ -8,7 +8,7 @@ from pytest_gpuverify.records.artifact import PerfRow
 from pytest_gpuverify.cli.main import main
 from pytest_gpuverify.config.declarations import DeclarationError
 from pytest_gpuverify.engine.floors import limit_findings
-from pytest_gpuverify.parsers.throughput import read_line
+from pytest_gpuverify.parsers.recognizers.perf_lines import read_throughput as read_line
 
 VLLM = "Throughput: 12.34 requests/s, 4567.89 total tokens/s, 2345.67 output tokens/s"
 
@@ -110,11 +110,13 @@ def test_floors_and_ceilings_in_real_runs_and_check(tmp_path, docker_client):
 
 
 def test_throughput_rows_of_a_file_keep_their_line_numbers(tmp_path):
-    from pytest_gpuverify.parsers.throughput import throughput_rows
+    from pytest_gpuverify.parsers.reader import parse_output
+    from pytest_gpuverify.parsers.recognizers.perf_lines import SHAPE
 
     path = tmp_path / "out.log"
     path.write_bytes(b"gen: 1.5 tok/s\r\n" + b"noise 1.0 GB/s\n" * 3 + b"x\n" + VLLM.encode())  # no final newline
-    assert [(r.source_line, r.metrics) for r in throughput_rows(path)] == [
+    rows = [r for r in parse_output("bench", path).perf if r.shape == SHAPE]
+    assert [(r.source_line, r.metrics) for r in rows] == [
         (1, {"gen tok/s": 1.5}), (6, {"req/s": 12.34, "total tok/s": 4567.89, "output tok/s": 2345.67})]
     (tmp_path / "empty.log").write_bytes(b"")
-    assert throughput_rows(tmp_path / "empty.log") == []
+    assert parse_output("bench", tmp_path / "empty.log").perf == []

@@ -8,8 +8,8 @@ import tracemalloc
 from pathlib import Path
 
 from pytest_gpuverify.config.targets import AITER_OP_TEST
-from pytest_gpuverify.parsers.dispatch import parse_output
-from pytest_gpuverify.parsers.pytest_run import read_junit
+from pytest_gpuverify.parsers.reader import parse_output
+from pytest_gpuverify.parsers.recognizers.pytest_terminal import read_junit
 
 from aiter_cases import JIT_NOISE, LONG_NOISE, MARKDOWN_GEMM, check_line
 

@@ -1,9 +1,9 @@
-"""The prefilter (parsers/prefilter.py, parsers/triggers.py): a parser handed only the lines its
-triggers find parses any output to exactly what it parses when handed every line.
+"""The prefilter (parsers/reading/prefilter.py, each recognizer's triggers): a reading handed only the
+lines its kind's triggers find reads any output to exactly what it reads when handed every line.
 
 Three levels: whole outputs where the lines that matter sit between long runs of noise (chunk
 boundaries everywhere, escapes, non-ASCII, giant lines); random mutations of valid outputs
-(hypothesis); and single lines: a line that changes an idle parser must be a trigger's.
+(hypothesis); and single lines: a line that changes an idle recognizer must be a trigger's.
 """
 
 from __future__ import annotations
@@ -18,20 +18,21 @@ from hypothesis import strategies as st
 
 from pydantic import BaseModel
 
-from pytest_gpuverify.parsers import hsscan, prefilter
-from pytest_gpuverify.parsers.aiter import _AiterParser
-from pytest_gpuverify.parsers.bench import _BenchParser, _Table
-from pytest_gpuverify.parsers.flydsl import FlydslParser
-from pytest_gpuverify.parsers.lines import LineReader
-from pytest_gpuverify.parsers.metrics import CloseBlock
-from pytest_gpuverify.parsers.result import ParsedOutput
-from pytest_gpuverify.parsers.triggers import AITER, BENCH as BENCH_TRIGGERS, FLYDSL, PYTEST
-from pytest_gpuverify.parsers.triton import TritonPytestParser
-from pytest_gpuverify.config.targets import AITER_OP_TEST, BENCH, FLYDSL_PYTEST, TRITON_PYTEST
+from pytest_gpuverify.config.targets import AITER_OP_TEST, BENCH, FLYDSL_PYTEST, PYTEST_KINDS, TRITON_PYTEST
+from pytest_gpuverify.parsers.evidence import Evidence
+from pytest_gpuverify.parsers.reading import hsscan, prefilter
+from pytest_gpuverify.parsers.reading.columns import Table
+from pytest_gpuverify.parsers.reading.line import clean
+from pytest_gpuverify.parsers.reading.lines import LineReader
+from pytest_gpuverify.parsers.reading.measures import CloseBlock
+from pytest_gpuverify.parsers.reader import parse_output
+from pytest_gpuverify.parsers.registry import plan_for
+from pytest_gpuverify.parsers.result import ParseContext, ParsedOutput
 
 from parse_cases import ENGINES, FRAGMENTS, NOISE, VALID, parse_both, prefilter_settings
 
-TRIGGERS = {AITER_OP_TEST: AITER, BENCH: BENCH_TRIGGERS, FLYDSL_PYTEST: FLYDSL, TRITON_PYTEST: PYTEST}
+TRIGGERS = {kind: plan_for(kind).triggers for kind in (AITER_OP_TEST, BENCH, FLYDSL_PYTEST, TRITON_PYTEST)}
+AITER = TRIGGERS[AITER_OP_TEST]
 FILTERED_KINDS = list(TRIGGERS)
 # The engine fixture below is function-scoped on purpose: it only switches a module setting.
 QUIET = [HealthCheck.too_slow, HealthCheck.function_scoped_fixture]
@@ -156,15 +157,23 @@ def test_giant_lines_escapes_and_no_final_newline() -> None:
     assert result.correctness.cosine_sim == 0.25 and any("rest unread" in p for p in result.problems)  # cut: never a silent PASS
 
 
-def test_most_noise_is_never_handed_to_the_parser(tmp_path: Path) -> None:
+def reading(kind: str) -> tuple[Evidence, list]:
+    """A fresh reading of ``kind``: its evidence and its recognizers."""
+    ev = Evidence("test", ParseContext(), inside_tests=kind in PYTEST_KINDS)
+    return ev, [cls(ev.context, ev) for cls in plan_for(kind).recognizers]
+
+
+def test_most_noise_is_never_handed_to_the_recognizers(tmp_path: Path) -> None:
     path = tmp_path / "out.txt"
     path.write_bytes(noisy_output(random.Random(7), BLOCKS, most_noise=2000))
     handed: list[int] = []
-    parser = _AiterParser()
-    reader = prefilter.FilteredLineReader(path, AITER, parser.wants_every_line)
+    ev, recognizers = reading(AITER_OP_TEST)
+    reader = prefilter.FilteredLineReader(path, AITER, lambda: any(r.wants_every_line() for r in recognizers))
     for lineno, text in reader:
         handed.append(lineno)
-        parser.feed(lineno, text)
+        line = clean(lineno, text, sides=False)
+        for recognizer in recognizers:
+            recognizer.feed(line)
     total = sum(1 for _ in LineReader(path))
     assert reader.lines_read == total
     assert len(handed) < total / 20, (len(handed), total)
@@ -186,17 +195,18 @@ def test_the_reader_counts_and_cuts_lines_as_the_line_reader_does(tmp_path: Path
             plain.lines_read, plain.bytes_read, plain.truncated_lines)
 
 
-class _Raising(_AiterParser):
-    """An aiter parser with a bug: it raises on the line holding ``BOOM``."""
-
-    def feed(self, lineno: int, raw: str) -> None:
-        if "BOOM" in raw:
-            raise RuntimeError("boom")
-        super().feed(lineno, raw)
-
-
 @pytest.mark.parametrize("chunk", [61, 4096, prefilter.READ_CHUNK])
-def test_a_parser_bug_reports_the_same_line_and_count(tmp_path: Path, chunk: int) -> None:
+def test_a_recognizer_bug_reports_the_same_line_and_count(tmp_path: Path, chunk: int, monkeypatch) -> None:
+    from pytest_gpuverify.parsers.recognizers.measures import Measures
+
+    feed = Measures.feed
+
+    def raising(self, line) -> None:  # a recognizer with a bug: it raises on the line holding ``BOOM``
+        if "BOOM" in line.text:
+            raise RuntimeError("boom")
+        feed(self, line)
+
+    monkeypatch.setattr(Measures, "feed", raising)
     path = tmp_path / "out.txt"
     lines = noisy_output(random.Random(3), BLOCKS, 300).decode().split("\n")
     lines[len(lines) // 2] = "cos_sim: 0.5 BOOM"
@@ -204,7 +214,7 @@ def test_a_parser_bug_reports_the_same_line_and_count(tmp_path: Path, chunk: int
     results = []
     for enabled in (True, False):
         with prefilter_settings(enabled, chunk):
-            results.append(prefilter.drive(_Raising(), path).model_dump())
+            results.append(parse_output(AITER_OP_TEST, path).model_dump())
     assert results[0] == results[1]
     assert f"parser error at line {len(lines) // 2 + 1}: RuntimeError: boom" in results[0]["problems"]
 
@@ -295,7 +305,24 @@ LINE_PIECES = FRAGMENTS + [
     "Mismatched elements: 0 / 4", "Greatest absolute difference: x", "PytestUnhandledThreadExceptionWarning",
     "PytestUnraisableExceptionWarning", "ImportError while loading conftest", "The maximum difference between ",
     " and triton is ", "\u017f", "\u212a",
+    # statements in any position, crash texts, blocks, tables of every layout, perf statements
+    "status: ", "M=256 N=4096: ", "[FAIL] ", "PASS: 3, FAIL: 1", "tensor(False)", "tensor(True, device='cuda:0')",
+    "match: ", "passed=", "Results differ!", "Outputs do not match", "Mismatch found at index 12", "MISMATCH",
+    "NaN detected in output", "not ok 3 - gemm", "ok 3 - gemm", "# TODO", "# SKIP", "[  FAILED  ] S.t (1 ms)",
+    "[       OK ] S.t (0 ms)", "[  PASSED  ] 5 tests.", "[==========]", "Killed", "Bus error", "double free or corruption",
+    "*** stack smashing detected ***", "terminate called after throwing an instance of", "HSA_STATUS_ERROR_X",
+    "aborting with error", "GPU core dump created", "HIP out of memory", "Floating point exception", "free(): invalid",
+    "Perf: 1.23 ms, 110.5 TFlops, 300.2 GB/s, ", "Best Perf: ", "Total time: 0.35ms", "Rate: 2841.49 inferences/sec",
+    "12 tok/s", "Throughput: 1.0 requests/s, 2.0 tokens/s", "(tok/s):", "9.50it/s", "cost 39.6s",
+    "transA,transB,m,n,hipblaslt-Gflops,us", "N,N,128,128,403.2,10.4", "[0]:", "Status   Torch Latency (ms)   TFLOPS",
+    "----------------------------------------", "SUCCESS   0.0083   1.2", "Operator: mm  Performance Test",
+    "x_val   triton-accuracy", "-----  ---------", "Correctness", "| Correctness |", "norm_error,atol,rtol",
+    "#wrong", "# (us) (GB/s)", "type hints mismatch", "wrong results", "incorrect", "Incorrect results!",
+    "Verifies OK", "FAILED: gpu", "max_diff", "dst_dtype",
 ]
+
+
+BOOKKEEPING = {"_settled_through"}  # how far the evidence has settled: no state of what was read
 
 
 def state_of(obj: object, depth: int = 0) -> str:
@@ -313,29 +340,30 @@ def state_of(obj: object, depth: int = 0) -> str:
     if isinstance(obj, dict):
         return "{" + ",".join(f"{state_of(k)}:{state_of(v, depth + 1)}" for k, v in obj.items()) + "}"
     if hasattr(obj, "__dict__") and not callable(obj):
-        fields = ",".join(f"{k}={state_of(v, depth + 1)}" for k, v in vars(obj).items() if not callable(v))
+        fields = ",".join(f"{k}={state_of(v, depth + 1)}" for k, v in vars(obj).items()
+                          if not callable(v) and k not in BOOKKEEPING)
         return f"{type(obj).__name__}({fields})"
     return type(obj).__name__
 
 
-def idle_parser(kind: str, variant: int):
-    """A parser with no table open, in one of the states lines are read in between tables."""
-    parser = {AITER_OP_TEST: _AiterParser, BENCH: _BenchParser, FLYDSL_PYTEST: FlydslParser,
-              TRITON_PYTEST: TritonPytestParser}[kind]()
-    aiter = parser.aiter if kind == BENCH else parser if kind == AITER_OP_TEST else None
-    if aiter is not None:
-        aiter.call_block_open = bool(variant & 1)
-    term = getattr(parser, "term", None)
-    if term is not None:
-        term.in_trace, term.test, term.section = bool(variant & 1), "test_x", "FAILURES"
-        parser.test = term.test  # FlyDSL: the test it last read a line of
-        if variant & 2:
-            term.block = CloseBlock(1)
-            term.blocks.append(("test_x", term.block))
-    if variant & 4 and getattr(parser, "tables", None) is not None:
-        parser.tables.last = _Table(1, "plot", ["a", "b", "c"], indexed=True)  # a footer may follow
-    assert not parser.wants_every_line()
-    return parser
+def idle_reading(kind: str, variant: int) -> tuple[Evidence, list]:
+    """A kind's recognizers with no table open, in one of the states lines are read in between tables."""
+    ev, recognizers = reading(kind)
+    for recognizer in recognizers:
+        if recognizer.name == "aiter-checks":
+            recognizer.call_block_open = bool(variant & 1)
+        elif recognizer.name == "pytest-terminal":
+            term = recognizer.term
+            term.in_trace, term.test, term.section = bool(variant & 1), "test_x", "FAILURES"
+            if variant & 2:
+                term.block = CloseBlock(1)
+                term.blocks.append(("test_x", term.block))
+        elif recognizer.name == "flydsl":
+            recognizer.test = "test_x"  # the test it last read a line of
+        elif recognizer.name == "tables" and variant & 4:
+            recognizer.last = Table(1, [], title="plot")  # a footer may follow
+    assert not any(r.wants_every_line() for r in recognizers)
+    return ev, recognizers
 
 
 def is_candidate(kind: str, raw: bytes) -> bool:
@@ -348,13 +376,16 @@ def is_candidate(kind: str, raw: bytes) -> bool:
 @settings(max_examples=1500, deadline=None, suppress_health_check=QUIET)
 @given(pieces=st.lists(st.one_of(st.sampled_from(LINE_PIECES), st.sampled_from(ESCAPES), st.text(max_size=4)),
                        min_size=1, max_size=10), variant=st.integers(0, 7))
-def test_a_line_that_changes_an_idle_parser_is_a_candidate(kind: str, pieces: list[str], variant: int) -> None:
+def test_a_line_that_changes_an_idle_recognizer_is_a_candidate(kind: str, pieces: list[str], variant: int) -> None:
     raw = "".join(pieces).encode("utf-8", errors="surrogatepass").replace(b"\n", b" ")
     text = raw.decode("utf-8", errors="replace")  # what the line reader hands over
-    parser = idle_parser(kind, variant)
-    before = state_of(parser)
-    parser.feed(2, text.rstrip("\r") if text.endswith("\r") else text)
-    if state_of(parser) != before:
+    ev, recognizers = idle_reading(kind, variant)
+    before = state_of((ev, recognizers))
+    line = clean(2, text.rstrip("\r") if text.endswith("\r") else text, sides=kind == BENCH)
+    for recognizer in recognizers:
+        recognizer.feed(line)
+    ev.settle(3)
+    if state_of((ev, recognizers)) != before:
         assert is_candidate(kind, raw), raw
 
 
@@ -363,10 +394,10 @@ def test_a_pattern_hyperscan_refuses_falls_back_to_re(engine: str) -> None:
     """A Hyperscan build that refuses a pattern costs speed, never a line."""
     if engine != "hyperscan":
         pytest.skip("about the Hyperscan engine")
-    broken = prefilter.Triggers(AITER.fold, AITER.pick, hsscan.PatternSet(lambda ascii: [rb"(?<=a)b"]))
+    broken = prefilter.Triggers(AITER.fold, AITER.pick, hsscan.PatternSet(lambda ascii: [rb"(?<=a)b"]), AITER.raw)
     chunk = b"x\n[aiter] start build\ncos_sim: 0.99\n| m | us |\n"
     assert broken.candidates(chunk, 2, len(chunk)) == AITER_RE_ONLY.candidates(chunk, 2, len(chunk))
     assert broken.patterns is None  # the re engine from then on
 
 
-AITER_RE_ONLY = prefilter.Triggers(AITER.fold, AITER.pick)
+AITER_RE_ONLY = prefilter.Triggers(AITER.fold, AITER.pick, None, AITER.raw)

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 import pytest
 
-from pytest_gpuverify.parsers.dispatch import parse_output
+from pytest_gpuverify.parsers.reader import parse_output
 from pytest_gpuverify.parsers.result import ParsedOutput
 from pytest_gpuverify.config.targets import AITER_OP_TEST, BENCH, FLYDSL_PYTEST, KINDS, PYTEST, TRITON_PYTEST
 
@@ -131,12 +131,12 @@ def test_the_unmutated_output_passes(kind: str, perf_rows: int) -> None:
 # ----- a failure anywhere in a passing output of any kind is never a PASS ----------------------------
 #
 # A failing check or an error line (aiter's words, error lines and tracebacks), a failure line of the
-# default verdict lines (printout.py), an assert_close failure block, pytest's warning of an exception
+# statement families (reading/statements.py), an assert_close failure block, pytest's warning of an exception
 # in a worker thread: inserted anywhere, whole, in a passing output of every kind.
 
 from pytest_gpuverify.records.artifact import RunRecord  # noqa: E402
 from pytest_gpuverify.engine.verdict import decide  # noqa: E402
-from pytest_gpuverify.parsers.printout import VERDICT_LINES  # noqa: E402
+from pytest_gpuverify.parsers.reading.statements import FAMILIES as VERDICT_LINES  # noqa: E402
 
 NEVER_PASS_LINES = [
     "[aiter] ck: [checkAllclose atol=0.01 rtol=0.01 \x1b[31mfailed!\x1b[0m]",

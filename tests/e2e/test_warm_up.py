@@ -1,5 +1,5 @@
 """What a session loads while its commands run, so that the work after them starts at once: the
-artifact's validator (deferred to first use by every model of the plugin), a kind's parser, and on
+artifact's validator (deferred to first use by every model of the plugin), a kind's recognizers, and on
 an xdist controller what taking the hosts' files in needs. Each in a fresh python, where nothing
 has built or imported them yet."""
 
@@ -12,10 +12,10 @@ PROBE = """
 import sys
 from pytest_gpuverify.records.artifact import Artifact
 before = (Artifact.__pydantic_complete__, "pytest_gpuverify.reporting.merge" in sys.modules,
-          "pytest_gpuverify.parsers.aiter" in sys.modules)
+          "pytest_gpuverify.parsers.recognizers.aiter_checks" in sys.modules)
 {warm}
 after = (Artifact.__pydantic_complete__, "pytest_gpuverify.reporting.merge" in sys.modules,
-         "pytest_gpuverify.parsers.aiter" in sys.modules)
+         "pytest_gpuverify.parsers.recognizers.aiter_checks" in sys.modules)
 print(before, after)
 """
 
@@ -31,7 +31,7 @@ def test_the_artifacts_validator_is_built_at_first_use_not_at_import():
 
 
 def test_the_parser_warm_up_builds_the_artifacts_validator_too():
-    warm = "from pytest_gpuverify.parsers.dispatch import warm\nwarm('aiter-op-test')"
+    warm = "from pytest_gpuverify.parsers.reader import warm\nwarm('aiter-op-test')"
     assert probe(warm) == "(False, False, False) (True, False, True)"
 
 

@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Iterator
 
 from pytest_gpuverify.config.targets import AITER_OP_TEST, BENCH, FLYDSL_PYTEST, PYTEST, TRITON_PYTEST
-from pytest_gpuverify.parsers import hsscan, prefilter
-from pytest_gpuverify.parsers.dispatch import parse_output
+from pytest_gpuverify.parsers.reading import hsscan, prefilter
+from pytest_gpuverify.parsers.reader import parse_output
 from pytest_gpuverify.parsers.result import ParseContext, ParsedOutput
 
 

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pytest_gpuverify.parsers.dispatch import parse_output
+from pytest_gpuverify.parsers.reader import parse_output
 from pytest_gpuverify.parsers.result import ParseContext
 from pytest_gpuverify.config.targets import AITER_OP_TEST, BENCH, FLYDSL_PYTEST, TRITON_PYTEST, Thresholds
 from pytest_gpuverify.records.artifact import RunRecord
@@ -227,7 +227,7 @@ def test_undeclared_words_prove_nothing(tmp_path):
 @pytest.mark.parametrize("kind", [BENCH, AITER_OP_TEST, PYTEST])
 @pytest.mark.parametrize("engine", ["hyperscan", "re"])
 def test_nan_in_the_printed_result_fails(tmp_path, printed, kind, engine, monkeypatch):
-    from pytest_gpuverify.parsers import hsscan, prefilter
+    from pytest_gpuverify.parsers.reading import hsscan, prefilter
 
     if engine == "hyperscan" and not hsscan.available():
         pytest.skip("no hyperscan wheel here")

@@ -148,7 +148,7 @@ def test_background_hands_back_the_value_or_the_error():
 
 
 def test_the_parser_warms_once_per_kind_after_the_guard(monkeypatch):
-    from pytest_gpuverify.parsers import dispatch
+    from pytest_gpuverify.parsers import reader as dispatch
 
     calls, warmed = [], threading.Event()
     monkeypatch.setattr(dispatch, "warm", lambda kind: (calls.append(kind), warmed.set()))
@@ -163,7 +163,7 @@ def test_the_parser_warms_once_per_kind_after_the_guard(monkeypatch):
 
 
 def test_warming_a_parser_leaves_its_parse_unchanged(tmp_path):
-    from pytest_gpuverify.parsers.dispatch import parse_output, warm
+    from pytest_gpuverify.parsers.reader import parse_output, warm
 
     log = tmp_path / "out.log"
     log.write_text("[checkAllclose atol=0.01 rtol=0.01 passed~]\nN=512 Triton 1658.7 GB/s\n")

@@ -9,17 +9,11 @@ from __future__ import annotations
 from pathlib import Path
 
 
-from pytest_gpuverify.parsers.lines import (
-    LineReader,
-    aligned_columns,
-    iter_lines,
-    split_aligned_row,
-    strip_ansi,
-    strip_ci_prefix,
-)
+from pytest_gpuverify.parsers.reading.lines import LineReader, iter_lines, strip_ansi, strip_ci_prefix
+from pytest_gpuverify.parsers.reading.tables import aligned_columns, split_aligned_row
 from pytest_gpuverify.parsers.result import ParsedOutput
 from pytest_gpuverify.config.targets import AITER_OP_TEST
-from pytest_gpuverify.parsers.dispatch import parse_output
+from pytest_gpuverify.parsers.reader import parse_output
 
 from aiter_cases import GREEN_PASSED, JIT_NOISE, MARKDOWN_GEMM, RED_CATASTROPHIC, RED_FAILED, YELLOW_WARNING, check_line
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_gpuverify.parsers import prefilter
+from pytest_gpuverify.parsers.reading import prefilter
 from pytest_gpuverify.parsers.result import ParsedOutput
 from pytest_gpuverify.config.targets import AITER_OP_TEST, BENCH
 from pytest_gpuverify.records.artifact import RunRecord
@@ -105,10 +105,15 @@ def test_benign_lookalikes_raise_no_alarm(line: str) -> None:
 
 
 def test_an_unread_failed_word_is_a_problem() -> None:
-    parsed = read(f"[aiter] ck: {PASSED}\nshape 3: FAILED (mismatch 12%)\n")
+    parsed = read(f"[aiter] ck: {PASSED}\nautotuning failed for config 3, retrying\n", noise=False)
     assert verdict(parsed) == "INCONCLUSIVE"
-    assert parsed.problems == ["line 2: 'failed' printed where no check was read: shape 3: FAILED (mismatch 12%)"] or \
-        any("shape 3: FAILED (mismatch 12%)" in p for p in parsed.problems)
+    assert parsed.problems == ["line 2: 'failed' printed where no check was read: autotuning failed for config 3, retrying"]
+
+
+def test_a_failed_word_standing_as_a_shapes_status_fails() -> None:
+    parsed = read(f"[aiter] ck: {PASSED}\nshape 3: FAILED (mismatch 12%)\n")
+    assert verdict(parsed) == "FAIL"
+    assert any("shape 3: FAILED (mismatch 12%)" in f for f in parsed.failures)
 
 
 # ----- check lines --------------------------------------------------------------------------------
@@ -220,12 +225,14 @@ def test_a_header_with_an_err_column_and_no_rule_is_a_problem() -> None:
     assert any("a table with an err column could not be read" in p for p in parsed.problems)
 
 
-def test_table_rows_gives_each_row_as_column_to_cell(tmp_path: Path) -> None:
-    from pytest_gpuverify.parsers.ruled import table_rows  # the readers' table rows, for any reader
+def test_the_ruled_layouts_give_each_row_as_cells_under_the_headers_names() -> None:
+    from pytest_gpuverify.parsers.reading.tables import RuledTables
 
-    path = tmp_path / "out.txt"
-    path.write_text(ERR_TABLES["grid"] + "\n\n" + ERR_TABLES["simple"] + "\n")
-    rows = [(line, row) for line, row in table_rows(path)]
+    rows: list[tuple[int, dict[str, str]]] = []
+    tables = RuledTables(lambda n, names, cells: rows.append((n, dict(zip(names, cells)))), lambda _: None,
+                         simple_headers=lambda text: True)
+    for lineno, text in enumerate((ERR_TABLES["grid"] + "\n\n" + ERR_TABLES["simple"]).splitlines(), 1):
+        tables.feed(lineno, text)
     assert rows[0] == (4, {"m": "16", "ck us": "3.22", "ck err": "0"})
     assert rows[-1][1] == {"m": "32", "ck us": "3.30", "ck err": "0.97"} and len(rows) == 4
 
@@ -270,8 +277,10 @@ def test_nan_in_a_flydsl_throughput_is_counted(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("chunk", [3, 7, 64, 4096])
 def test_both_readers_split_a_long_line_at_carriage_returns_alike(tmp_path: Path, chunk: int) -> None:
-    from pytest_gpuverify.parsers.lines import LineReader
-    from pytest_gpuverify.parsers.triggers import AITER
+    from pytest_gpuverify.parsers.reading.lines import LineReader
+    from pytest_gpuverify.parsers.registry import plan_for
+
+    AITER = plan_for(AITER_OP_TEST).triggers
 
     path = tmp_path / "long.txt"
     path.write_bytes(b"short\n" + b"p1\rp2\rp3long-p3long\rp4\rlast\n" + b"x" * 30 + b"\ry\rz\nend\n")
@@ -285,12 +294,10 @@ def test_both_readers_split_a_long_line_at_carriage_returns_alike(tmp_path: Path
         assert reader.split_lines == [(2, 27), (3, 34)] and reader.lines_read == 4
 
 
-def test_aiter_table_rows_gives_every_table_read(tmp_path: Path) -> None:
-    from pytest_gpuverify.parsers.aiter import aiter_table_rows
-
-    path = tmp_path / "out.txt"
-    path.write_text(ERR_TABLES["box"] + "\n" + "[aiter] gemm summary:\n" + "                   dtype   m  ck us\n"
-                    "0  torch.float8_e4m3fnuz  16   3.22\n")
-    rows = [row for _, row in aiter_table_rows(path)]
-    assert rows[0] == {"m": "16", "ck us": "3.22", "ck err": "0"} and len(rows) == 3
-    assert rows[-1] == {"dtype": "torch.float8_e4m3fnuz", "m": "16", "ck us": "3.22"}
+def test_every_table_read_gives_its_rows_figures_and_dtypes(tmp_path: Path) -> None:
+    text = (ERR_TABLES["box"] + "\n" + "[aiter] gemm summary:\n" + "                   dtype   m  ck us\n"
+            "0  torch.float8_e4m3fnuz  16   3.22\n")
+    parsed = read(text, noise=False)
+    assert [(r.shape, r.name, r.us_median) for r in parsed.perf][-1] == ("dtype=torch.float8_e4m3fnuz, m=16", "ck us", 3.22)
+    assert len(parsed.perf) == 3 and parsed.perf[0].shape == "m=16"
+    assert ("torch.float8_e4m3fnuz", "output line 9: column 'dtype'") in parsed.dtypes_seen

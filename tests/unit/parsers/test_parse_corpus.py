@@ -153,7 +153,7 @@ class KindExpected:
 
 KIND_EXPECTED: dict[str, KindExpected] = {
     # "author's CONDENSED summary (not raw output)": no printed format to read, no pytest result
-    "flydsl/flydsl_issue655_layernorm_bench_variants.txt": KindExpected(FLYDSL_PYTEST, None, 0, problems=(NO_RESULT,)),
+    "flydsl/flydsl_issue655_layernorm_bench_variants.txt": KindExpected(FLYDSL_PYTEST, None, 1, problems=(NO_RESULT,)),
     # the CI bench log: op/shape/dtype TB/s TFLOPS tables, current-vs-base blocks, the Perf Compare rows
     "flydsl/flydsl_parse_bench_fixture_ci_log_format.txt": KindExpected(
         BENCH, None, 14, problems=(), sides=frozenset({"main", "current", "v0.2.0"})

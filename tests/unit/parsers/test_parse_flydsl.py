@@ -12,10 +12,10 @@ from typing import Optional
 import pytest
 
 
-from pytest_gpuverify.parsers.pytest_run import NO_RESULT, RAN_NO_TEST, junit_nodeid
+from pytest_gpuverify.parsers.recognizers.pytest_terminal import NO_RESULT, RAN_NO_TEST, junit_nodeid
 from pytest_gpuverify.parsers.result import ParseContext, ParsedOutput
 from pytest_gpuverify.config.targets import FLYDSL_PYTEST
-from pytest_gpuverify.parsers.dispatch import parse_output
+from pytest_gpuverify.parsers.reader import parse_output
 
 TEST_FILE = "tests/kernels/test_rmsnorm.py"
 

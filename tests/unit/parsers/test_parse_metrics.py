@@ -9,7 +9,7 @@ import pytest
 
 from pytest_gpuverify.records.artifact import Correctness
 from pytest_gpuverify.parsers import parse_output
-from pytest_gpuverify.parsers.metrics import MetricsObserver
+from pytest_gpuverify.parsers.reading.measures import MetricsObserver
 from pytest_gpuverify.config.targets import AITER_OP_TEST, BENCH, FLYDSL_PYTEST, TRITON_PYTEST
 
 

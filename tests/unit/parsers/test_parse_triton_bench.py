@@ -13,7 +13,7 @@ import pytest
 
 from pytest_gpuverify.parsers.result import ParseContext, ParsedOutput
 from pytest_gpuverify.config.targets import BENCH, TRITON_PYTEST
-from pytest_gpuverify.parsers.dispatch import parse_output
+from pytest_gpuverify.parsers.reader import parse_output
 
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pytest_gpuverify.parsers.result import ParseContext
 from pytest_gpuverify.config.targets import PYTEST
-from pytest_gpuverify.parsers.dispatch import parse_output
+from pytest_gpuverify.parsers.reader import parse_output
 
 TERMINAL = """\
 tests/test_k.py::test_ok PASSED

@@ -13,8 +13,8 @@ import pytest
 from pytest_gpuverify.config.targets import AITER_OP_TEST, BENCH, FLYDSL_PYTEST, PYTEST, PYTEST_KINDS, TRITON_PYTEST
 from pytest_gpuverify.records.artifact import RunRecord, TargetRecord
 from pytest_gpuverify.engine.verdict import verdict_and_reasons
-from pytest_gpuverify.parsers import prefilter
-from pytest_gpuverify.parsers.dispatch import parse_output
+from pytest_gpuverify.parsers.reading import prefilter
+from pytest_gpuverify.parsers.reader import parse_output
 from pytest_gpuverify.parsers.result import ParseContext, ParsedOutput
 
 from parse_cases import ENGINES, NOISE, parse_both
@@ -110,7 +110,7 @@ def test_a_pass_line_in_a_test_is_no_check_of_its_own(kind: str) -> None:
 
 
 def test_the_documented_example_of_each_verdict_line_is_read() -> None:
-    from pytest_gpuverify.parsers.printout import VERDICT_LINES
+    from pytest_gpuverify.parsers.reading.statements import FAMILIES as VERDICT_LINES
 
     readme = (Path(__file__).resolve().parents[3] / "docs" / "artifacts.md").read_text()
     table = readme.split("| name | reads | passes | fails |", 1)[1].split("\n\n", 1)[0].splitlines()
@@ -493,6 +493,6 @@ def test_parse_output_reads_the_exit_status_the_context_gives(tmp_path: Path) ->
 def test_the_declarations_know_every_verdict_line_by_its_name() -> None:
     """A declaration's verdict_lines_off is checked against config's names, without loading the parsers."""
     from pytest_gpuverify.config.vocabulary import VERDICT_LINE_NAMES
-    from pytest_gpuverify.parsers.printout import VERDICT_LINES
+    from pytest_gpuverify.parsers.reading.statements import FAMILIES as VERDICT_LINES
 
     assert VERDICT_LINE_NAMES == tuple(v.name for v in VERDICT_LINES)
