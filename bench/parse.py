@@ -91,7 +91,7 @@ def generate(path: Path, size: int) -> tuple[int, int]:
 CHILD = r"""
 import json, resource, sys, time, tracemalloc
 sys.path.insert(0, sys.argv[1])
-from pytest_gpuverify.parsers import prefilter
+from pytest_gpuverify.parsers.reading import prefilter
 from pytest_gpuverify.parsers.reader import parse_output
 from pytest_gpuverify.parsers.reading.lines import LineReader
 kind, path, mode = sys.argv[2], sys.argv[3], sys.argv[4]

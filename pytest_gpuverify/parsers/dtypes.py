@@ -70,8 +70,11 @@ class DtypeReader:
         if columns is not self._table:
             self._table = columns
             self._columns = [(i, c.name) for i, c in enumerate(columns) if is_output_dtype_name(c.name)]
-        if self._columns:
-            self.row(lineno, {name: cells[i] for i, name in self._columns if i < len(cells)})
+        for i, name in self._columns:  # (output-dtype columns: no name to test again)
+            if i < len(cells):
+                cell = cells[i].strip()
+                if cell and cell not in ("-", "None", "nan"):
+                    record_dtype(self.seen, cell, f"output line {lineno}: column '{name}'")
 
     def pairs(self, lineno: int, pairs: Iterable[tuple[str, str]]) -> None:
         """The ``key=value``/``key: value`` pairs of a checked shape."""

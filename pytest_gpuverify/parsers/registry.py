@@ -40,12 +40,15 @@ PARSER_NAMES = {AITER_OP_TEST: "aiter", BENCH: "bench", FLYDSL_PYTEST: "flydsl",
 
 class Recognizer(Protocol):
     """``kinds``: the target kinds it reads (None: every kind); ``triggers``: where its lines may be,
-    for the prefilter (:mod:`.reading.fold`); ``stage``: when it reads a line (module docstring)."""
+    for the prefilter (:mod:`.reading.fold`); ``stage``: when it reads a line (module docstring);
+    ``examples``: pieces of the lines it reads, which the tests put together into lines every way
+    to check its triggers find each line it does anything with."""
 
     name: ClassVar[str]
     stage: ClassVar[int]
     kinds: ClassVar[Optional[frozenset[str]]]
     triggers: ClassVar[TriggerSpec]
+    examples: ClassVar[tuple[str, ...]]
 
     def __init__(self, context: ParseContext, ev: Evidence) -> None: ...
 
@@ -72,6 +75,7 @@ class RecognizerBase:
     stage: ClassVar[int] = FORMATS
     kinds: ClassVar[Optional[frozenset[str]]] = None
     triggers: ClassVar[TriggerSpec] = TriggerSpec()
+    examples: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, context: ParseContext, ev: Evidence) -> None:
         self.context = context
@@ -114,10 +118,18 @@ class Plan:
     triggers: Triggers
 
 
+@lru_cache(maxsize=1)
+def all_triggers() -> Triggers:
+    """The triggers of every recognizer, for every kind: one set of expressions to compile per process
+    (Hyperscan's compile is the costly part of a first reading); a kind's reading is handed the few
+    lines only another kind's recognizers would read, and passes them by."""
+    return compose([cls.triggers for cls in registry()])
+
+
 @lru_cache(maxsize=None)
 def plan_for(kind: str) -> Optional[Plan]:
     """The plan of ``kind``; None for a kind no recognizer reads."""
     if kind not in KINDS:
         return None
     chosen = tuple(cls for cls in registry() if cls.kinds is None or kind in cls.kinds)
-    return Plan(kind, PARSER_NAMES[kind], chosen, compose([cls.triggers for cls in chosen]))
+    return Plan(kind, PARSER_NAMES[kind], chosen, all_triggers())

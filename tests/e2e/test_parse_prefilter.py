@@ -26,7 +26,7 @@ from pytest_gpuverify.parsers.reading.line import clean
 from pytest_gpuverify.parsers.reading.lines import LineReader
 from pytest_gpuverify.parsers.reading.measures import CloseBlock
 from pytest_gpuverify.parsers.reader import parse_output
-from pytest_gpuverify.parsers.registry import plan_for
+from pytest_gpuverify.parsers.registry import plan_for, registry
 from pytest_gpuverify.parsers.result import ParseContext, ParsedOutput
 
 from parse_cases import ENGINES, FRAGMENTS, NOISE, VALID, parse_both, prefilter_settings
@@ -319,6 +319,8 @@ LINE_PIECES = FRAGMENTS + [
     "x_val   triton-accuracy", "-----  ---------", "Correctness", "| Correctness |", "norm_error,atol,rtol",
     "#wrong", "# (us) (GB/s)", "type hints mismatch", "wrong results", "incorrect", "Incorrect results!",
     "Verifies OK", "FAILED: gpu", "max_diff", "dst_dtype",
+    # each recognizer's own examples: a new format's lines are held to its triggers without a line here
+    *(piece for cls in registry() for piece in cls.examples),
 ]
 
 

@@ -75,20 +75,23 @@ def either(*alternatives: bytes) -> bytes:
     return b"(?:" + b"|".join(alternatives) + b")"
 
 
-# The last three characters of every name a measure is read under (measures.py) before the ``:`` (or
-# before the spaces in front of it): cos, cosine, sim, similarity, diff (logits/cos/max diff), abs,
-# absolute, err, error, difference, snr, (snr_)db / db) (SNR (dB)), delta (aiter's ``-->max abs
-# delta``), and avg (``torch avg: 1.2 us``). "db" is two: any character may come before it.
+# The last three characters of every name a figure is read under before the ``:`` (or before the
+# spaces in front of it): cos, cosine, sim, similarity, diff (logits/cos/max diff), abs, absolute,
+# err, error, difference, snr, (snr_)db / db) (SNR (dB)), delta (aiter's ``-->max abs delta``), avg
+# (``torch avg: 1.2 us``: measures.py, aiter_checks.py); time, bandwidth, TFLOPS, TB/s, p50 (FlyDSL's
+# one-liners: flydsl.py). "db" is two: any character may come before it. One spelling for every
+# recognizer that reads ``name: number``: the ``re`` engine makes one pass for it, not one each.
 NAME_ENDS = (b"cos", b"ine", b"sim", b"ity", b"iff", b"abs", b"ute", b"err", b"ror", b"nce", b"snr", b"db)", b"lta",
-             b"avg", b"db")
+             b"avg", b"db", b"ime", b"dth", b"ops", b"b/s", b"p50")
+HS_COLONS = b"[:=][:=]"  # ``::`` of a pytest -v outcome, ``==`` of a banner (``after`` below)
 
 
-def key_value(ascii_only: bool, ends: tuple[bytes, ...] = NAME_ENDS, after: bytes = b"") -> bytes:
+def key_value(ascii_only: bool, ends: tuple[bytes, ...] = NAME_ENDS, after: bytes = b":") -> bytes:
     """A ``:`` (or ``=``) a recognizer may read: after a name ending in ``ends`` (up to two spaces
     between; three spaces or more are taken as a name's) and before a number; after ``atol`` (a
     ``[checkAllclose atol=`` check) or ``AssertionError``; at the end of a line (a title); before
     ``<number> us``, whatever the name (a ``[perf] name: 1.2 us`` timing); and before ``after``
-    (more alternatives, each starting with a literal).
+    (more alternatives, each starting with a literal; by default a second ``:``: pytest's ``::``).
     """
     u = b"" if ascii_only else b"\x80"
     space = b"[ " + u + b"]"
@@ -115,7 +118,7 @@ def key_value(ascii_only: bool, ends: tuple[bytes, ...] = NAME_ENDS, after: byte
     )
 
 
-def hs_key_value(k: Spelling, ends: tuple[bytes, ...] = NAME_ENDS, after: tuple[bytes, ...] = ()) -> list[bytes]:
+def hs_key_value(k: Spelling, ends: tuple[bytes, ...] = NAME_ENDS, after: tuple[bytes, ...] = (HS_COLONS,)) -> list[bytes]:
     """:func:`key_value` as Hyperscan patterns: a name end, up to two spaces, ``:``, a number;
     three spaces, ``:``, a number; ``atol:``/``assertionerror:``; a ``:`` ending its line; a
     ``: <number> us`` timing; ``after`` (whole patterns); and, with non-ASCII bytes, a name spelt
@@ -184,18 +187,19 @@ class TriggerSpec:
 def compose(specs: Sequence[TriggerSpec]) -> Triggers:
     """One :class:`.prefilter.Triggers` that finds every line any of ``specs`` finds."""
     starts = [s for spec in specs for s in spec.line_start]
-    line_start = (re.compile(_prefixed_line_start(starts)),) if starts else ()
-    variants = {}
-    for ascii_only in (False, True):
-        line = tuple(re.compile(p) for spec in specs for p in spec.line(ascii_only))
-        variants[ascii_only] = (line, line_start)
+    variants: dict[bool, Passes] = {}  # compiled on first use: the Hyperscan engine needs none of them
 
     def pick(folded: bytes, start: int, end: int) -> Passes:
-        return variants[folded.isascii()]
+        ascii_only = folded.isascii()
+        if ascii_only not in variants:
+            line_start = (re.compile(_prefixed_line_start(starts)),) if starts else ()
+            line = dict.fromkeys(p for spec in specs for p in spec.line(ascii_only))  # one pass for a shared one
+            variants[ascii_only] = (tuple(re.compile(p) for p in line), line_start)
+        return variants[ascii_only]
 
     def hs_patterns(ascii_only: bool) -> list[bytes]:
         k = Spelling(ascii_only)
-        found = [p for spec in specs for p in spec.hs(k)]
+        found = list(dict.fromkeys(p for spec in specs for p in spec.hs(k)))
         hs_starts = [s for spec in specs for s in spec.hs_line_start(k)]
         if hs_starts:
             found.append(_hs_prefixed_line_start(k, hs_starts))

@@ -9,10 +9,20 @@ every byte. Only the end of a match is used: its line is a candidate.
 
 ``available()`` is false where the ``hyperscan`` wheel is missing (a platform without one); the
 prefilter then uses the ``re`` expressions, which find the same lines more slowly.
+
+Compiling the patterns is the costly part of a first reading (~0.2 s a set), so a compiled set is
+kept in the user's cache folder (``$XDG_CACHE_HOME/gpuverify/hyperscan/``, else
+``~/.cache/gpuverify/hyperscan/``) by Hyperscan's own serialisation, named by a digest of the
+patterns, their flags and the library's version: a later process loads it in a millisecond. A file
+that does not load is compiled again; a folder that cannot be written only costs the compile.
 """
 
 from __future__ import annotations
 
+import hashlib
+import os
+import tempfile
+from pathlib import Path
 from typing import Callable, Optional, Sequence
 
 try:
@@ -51,12 +61,18 @@ class PatternSet:
         db = self._dbs.get(ascii)
         if db is None:
             patterns = self.patterns(ascii)
-            db = _hs.Database(mode=_hs.HS_MODE_BLOCK)
-            try:
-                db.compile(expressions=[bytes(p) for p in patterns], ids=list(range(len(patterns))),
-                           elements=len(patterns), flags=[CASED if isinstance(p, Cased) else FLAGS for p in patterns])
-            except _hs.error as exc:  # a pattern this Hyperscan build does not take
-                raise EngineFailed(f"hyperscan: {exc}") from None
+            flags = [CASED if isinstance(p, Cased) else FLAGS for p in patterns]
+            expressions = [bytes(p) for p in patterns]
+            kept = _cache_file(expressions, flags)
+            db = _load(kept)
+            if db is None:
+                db = _hs.Database(mode=_hs.HS_MODE_BLOCK)
+                try:
+                    db.compile(expressions=expressions, ids=list(range(len(patterns))), elements=len(patterns),
+                               flags=flags)
+                except _hs.error as exc:  # a pattern this Hyperscan build does not take
+                    raise EngineFailed(f"hyperscan: {exc}") from None
+                _keep(kept, db)
             self._dbs[ascii] = db
         return db
 
@@ -105,3 +121,37 @@ def _lines_of(text: bytes, base: int, end: int, ends: list[int], found: list[int
         if line_end < 0:
             line_end = end - 1
     return line_end + 1
+
+
+def _cache_file(expressions: list[bytes], flags: list[int]) -> Optional[Path]:
+    root = os.environ.get("XDG_CACHE_HOME") or (os.path.expanduser("~/.cache") if os.path.expanduser("~") != "~" else "")
+    if not root:
+        return None
+    digest = hashlib.sha256(repr((getattr(_hs, "__version__", ""), expressions, flags)).encode()).hexdigest()[:32]
+    return Path(root) / "gpuverify" / "hyperscan" / f"{digest}.db"
+
+
+def _load(path: Optional[Path]):
+    """A compiled set kept before, or None (none kept, or it does not load: compiled again)."""
+    if path is None:
+        return None
+    try:
+        db = _hs.loadb(path.read_bytes(), mode=_hs.HS_MODE_BLOCK)
+        db.scratch = _hs.Scratch(db)  # a loaded set has none: a scan needs one
+        return db
+    except Exception:  # noqa: BLE001  # a missing, short or foreign file: the compile redoes it
+        return None
+
+
+def _keep(path: Optional[Path], db) -> None:
+    """Write a compiled set atomically (a temporary file, then a rename); any failure costs only the cache."""
+    if path is None:
+        return
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(_hs.dumpb(db))
+        os.replace(tmp, path)
+    except Exception:  # noqa: BLE001  # a read-only home, a full disk: the next process compiles again
+        pass

@@ -37,6 +37,8 @@ from pytest_gpuverify.parsers.reading.lines import DEFAULT_MAX_LINE, READ_CHUNK,
 ENABLED = True
 ENGINE = "hyperscan" if hsscan.available() else "re"
 BATCH = 8192  # bytes of lines decoded at once when every line is handed over
+SINGLE = 8  # lines handed over one by one once a recognizer wants every line, before batches: a title
+#             or a header wants the next line or two, a table many
 DENSE = 64  # a block with a candidate per this many bytes is checked for being half candidates
 CHUNK_SIZE = READ_CHUNK  # tests make it small, to put chunk boundaries everywhere
 
@@ -155,7 +157,8 @@ class FilteredLineReader(LineReader):
     def _inner_lines(self, chunk: bytes, start: int, end: int) -> Iterator[tuple[int, str]]:
         """The whole lines of ``chunk[start:end]`` (each ends with a newline, none is cut).
 
-        Lines go one by one (the candidates) or in batches of about :data:`BATCH` bytes (while the
+        Lines go one by one (the candidates, and the first :data:`SINGLE` lines a recognizer wants
+        whatever they hold) or in batches of about :data:`BATCH` bytes (while the
         parser wants every line, or the block is dense with candidates): a line handed over that
         need not be is only read by the parser for nothing. ``lines_read`` counts the block once it
         is done, or the whole block if the reading stops inside it, as :class:`.lines.LineReader`
@@ -163,6 +166,7 @@ class FilteredLineReader(LineReader):
         wants = self.wants_every_line
         found: Optional[list[int]] = None  # candidate line starts, found when first needed
         every = False  # the block is dense with candidates: every line goes
+        streak = 0  # lines handed over in a row because a recognizer wanted them
         at = 0  # index into found
         base = lineno = self.lines_read
         pos = start
@@ -170,8 +174,10 @@ class FilteredLineReader(LineReader):
         try:
             while pos < end:
                 if every or wants():
-                    stop = chunk.find(b"\n", min(pos + BATCH, end - 1), end) + 1
+                    streak += 1
+                    stop = chunk.find(b"\n", min(pos + BATCH, end - 1) if every or streak > SINGLE else pos, end) + 1
                 else:
+                    streak = 0
                     if found is None:
                         found = self.triggers.candidates(chunk, start, end)
                         if found is None:

@@ -10,7 +10,8 @@ which decides what it is:
   import``): nothing; ``not passed`` fails;
 - **attached to a check**: the token alone on its line (``--> PASS``), in brackets (``[FAIL] gemm``),
   as a value (``status: FAIL``, ``M=256 N=4096: FAIL``, ``| FAIL |``), after a check's noun
-  (``Check failed``, ``accuracy: OK``), upper case anywhere (``[ts] FAILED: 0.06``), at a line's start
+  (``Check failed``, ``accuracy: OK``; ``ok`` in lower case is prose, never a status), upper case
+  anywhere (``[ts] FAILED: 0.06``), at a line's start
   or end beside a labelled result (``Failed: M=128``, ``M=128 passed``), on a line with a measure
   (``FAILED cos_sim=0.94``); a boolean whose key names a check (``allclose: False``, ``match: True``,
   ``passed=False``), or alone (``False``, ``tensor(False)``); a failure word; a result said to match
@@ -76,9 +77,6 @@ class Said:
 PASS_MARKS = "\u2705\u2713\u2714\u2611"  # ✅ ✓ ✔ ☑
 FAIL_MARKS = "\u274c\u2717\u2718\u2716\u274e"  # ❌ ✗ ✘ ✖ ❎
 _MARK = re.compile(f"[{PASS_MARKS}{FAIL_MARKS}]")
-# What a line needs to say anything (lower-cased ASCII words; a mark is non-ASCII).
-_GATE = re.compile(r"pass|fail|ok|true|false|match|differ|correct|wrong|nan|close|equal|identical|agree|same"
-                   r"|consistent|verifie", re.I | re.A)
 _TOKEN = re.compile(
     r"(?<![\w\-./\\#])(?:(?P<fail>FAIL(?:ED|URES?|S|ING)?|Fail(?:ed|ures?|s|ing)?|fail(?:ed|ures?|s|ing)?)"
     r"|(?P<pass>PASS(?:ED|ES)?|Pass(?:ed|es)?|pass(?:ed|es)?)|(?P<ok>OK|Ok|ok))(?![\w\-/\\])")
@@ -150,9 +148,15 @@ _MATCH = re.compile(
     re.I)
 
 
+_GATE_WORDS = ("pass", "fail", "ok", "true", "false", "match", "differ", "correct", "wrong", "nan", "close", "equal",
+               "identical", "agree", "same", "consistent", "verifie")
+
+
 def may_say(text: str) -> bool:
-    """Whether ``text`` may say anything :func:`read` reads (one expression, or a mark)."""
-    return _GATE.search(text) is not None or (not text.isascii() and _MARK.search(text) is not None)
+    """Whether ``text`` may say anything :func:`read` reads (substring tests of the lower-cased line:
+    most lines read hold none; a mark is non-ASCII)."""
+    low = text.lower()
+    return any(word in low for word in _GATE_WORDS) or (not text.isascii() and _MARK.search(text) is not None)
 
 
 def read(text: str, measured: bool = False) -> list[Said]:
@@ -293,12 +297,12 @@ def _attached(text: str, word: str, before: str, after: str, measured: bool) -> 
 
 
 def _ok(text: str, start: int, before: str, after: str, word: str) -> Optional[Said]:
-    """``OK``: a pass where it stands as a status; ``ok`` in lower case only after a check's noun."""
+    """``OK`` in upper case: a pass where it stands as a status (``ok`` in lower case is prose)."""
+    if word != "OK":
+        return None
     head, tail = before.strip(_EDGE), after.strip(_EDGE)
     if _NOUN_BEFORE.search(before):
         return Said(True, "correctness", start)
-    if word != "OK":
-        return None  # (the triggers: statements.py's recognizer reads ``ok`` only after a noun)
     if _NOT_DIRECTLY.search(before):
         return Said(False, "correctness", start)  # ``NOT OK``
     if not head and not tail:

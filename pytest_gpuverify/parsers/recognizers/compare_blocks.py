@@ -35,6 +35,7 @@ class CompareBlocks(RecognizerBase):
     name = "compare-blocks"
     stage = STRUCTURE
     triggers = TRIGGERS
+    examples = ("=== Benchmark: current vs main ===", "  softmax 32768x8192 bf16  main=  4.105 TB/s  current=  3.938 TB/s")
 
     def __init__(self, context: ParseContext, ev: Evidence) -> None:
         super().__init__(context, ev)

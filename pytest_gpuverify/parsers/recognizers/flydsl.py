@@ -29,7 +29,7 @@ from typing import Optional
 from pytest_gpuverify.config.targets import FLYDSL_PYTEST
 from pytest_gpuverify.parsers.evidence import Evidence
 from pytest_gpuverify.parsers.perfstats import place, to_us
-from pytest_gpuverify.parsers.reading.fold import NAME_ENDS, TriggerSpec, hs_key_value, key_value
+from pytest_gpuverify.parsers.reading.fold import TriggerSpec, hs_key_value, key_value
 from pytest_gpuverify.parsers.reading.line import Line
 from pytest_gpuverify.parsers.reading.lines import NUMBER, read_number
 from pytest_gpuverify.parsers.registry import FORMATS, RecognizerBase
@@ -57,14 +57,13 @@ _ATOL = re.compile(rf"\(atol=(?P<v>{NUMBER})")
 
 # FlydslLines reads ``Throughput: X us`` and ``[Perf] who: X us`` (timings), ``Kernel avg time: X ms``,
 # ``Bandwidth: X GB/s``, ``TFLOPS=``/``TB/s=``/``GB/s=``/``us_p50=`` values (names ending ime, dth,
-# ops, b/s, p50), ``(atol=`` -> key_value; lines starting (spaces aside) ``FlyDSL MoE``, ``Testing ``
+# ops, b/s, p50: reading/fold.NAME_ENDS), ``(atol=`` -> key_value; lines starting (spaces aside) ``FlyDSL MoE``, ``Testing ``
 # -> line starts; ``| PASS |``/``| FAIL |`` anywhere.
-FLYDSL_NAME_ENDS = NAME_ENDS + (b"ime", b"dth", b"ops", b"b/s", b"p50")
 _OWN = (b"flydsl moe", b"testing ")
 TRIGGERS = TriggerSpec(
-    line=lambda ascii_only: (key_value(ascii_only, FLYDSL_NAME_ENDS), rb"\| (?:pass|fail) \|"),
+    line=lambda ascii_only: (key_value(ascii_only), rb"\| (?:pass|fail) \|"),
     line_start=(*_OWN, rb"[ \x80]+(?:flydsl moe|testing )"),
-    hs=lambda k: (*hs_key_value(k, FLYDSL_NAME_ENDS), rb"\|" + k.sp + b"(?:pass|fail)" + k.sp + rb"\|"),
+    hs=lambda k: (*hs_key_value(k), rb"\|" + k.sp + b"(?:pass|fail)" + k.sp + rb"\|"),
     hs_line_start=lambda k: (k.words(b"flydsl moe"), k.words(b"testing "),
                              k.spu + b"+" + b"(?:" + k.words(b"flydsl moe") + b"|" + k.words(b"testing ") + b")"),
     name="flydsl")

@@ -21,7 +21,7 @@ from dataclasses import replace
 from typing import Optional
 
 from pytest_gpuverify.parsers.evidence import Evidence
-from pytest_gpuverify.parsers.reading.fold import NAME_ENDS, TriggerSpec, hs_key_value, key_value
+from pytest_gpuverify.parsers.reading.fold import TriggerSpec, hs_key_value, key_value
 from pytest_gpuverify.parsers.reading.junit import (  # noqa: F401 (junit_nodeid)
     BLOCK_CAP, MESSAGE_CAP, RETRIED, Counts, JunitResult, junit_nodeid, read_junit,
 )
@@ -178,7 +178,6 @@ class PytestTerminal:
 # that ends its line: the next line's test starts there.)
 _STARTS = (b":::", b"___", b"---", rb"e(?: |(?=\n))", b"passed ", b"failed ", b"error ", b"xfail ", b"xpass ",
            b"rerun ", rb"skipped \[", b"no tests ran in ", rb"[\d\x80][^\n]* in ")
-HS_COLONS = b"[:=][:=]"
 
 
 def _hs_starts(k) -> tuple[bytes, ...]:
@@ -188,8 +187,8 @@ def _hs_starts(k) -> tuple[bytes, ...]:
 
 
 TRIGGERS = TriggerSpec(
-    line=lambda ascii_only: (key_value(ascii_only, NAME_ENDS, after=b":"), rb"(?:error|exception) while"),
-    line_start=_STARTS, hs=lambda k: (*hs_key_value(k, after=(HS_COLONS,)), b"(?:error|exception)" + k.sp + b"while"),
+    line=lambda ascii_only: (key_value(ascii_only), rb"(?:error|exception) while"),
+    line_start=_STARTS, hs=lambda k: (*hs_key_value(k), b"(?:error|exception)" + k.sp + b"while"),
     hs_line_start=_hs_starts, name="pytest-terminal")
 
 

@@ -23,16 +23,14 @@ from pytest_gpuverify.parsers.result import ParseContext
 # bounded where a longer word is common (``matching``, ``token``); the marks are non-ASCII: read in the
 # unfolded chunk.
 _END = rb"(?![a-z0-9_])"
-# ``OK`` in upper case, or ``ok``/``Ok`` after a check's noun (``accuracy: ok``, ``Verifies OK``); ``OK`` is
-# read in the unfolded chunk, with its case
-_NOUNS = rb"(?:check|test|verif|valid|correct|accura|compar|result|assert|numeric|allclose|all_close|output|case|sanity)"
-OK_CASED = rb"(?<![A-Za-z0-9_])OK(?![A-Za-z0-9_])"
+# ``OK`` in upper case (``ok`` in lower case is prose, no status): read in the unfolded chunk, with its case
+OK_CASED = rb"OK(?<![A-Za-z0-9_]OK)(?![A-Za-z0-9_])"
 WORDS = (b"pass", b"fail", b"correct", b"wrong", b"identical", b"agree", b"consistent", b"not match", b"verifie",
-         _NOUNS + rb"[^\n]{0,40}?ok" + _END, b"true" + _END, b"false" + _END, rb"match(?:es|ed)?" + _END,
+         b"true" + _END, b"false" + _END, rb"match(?:es|ed)?" + _END,
          rb"differ(?:s|ed|ent)?" + _END, b"nan" + _END, rb"close" + _END, b"equal" + _END, b"same" + _END)
 _HS_END = rb"(?:[^a-z0-9_]|$)"
 HS_WORDS = (b"pass", b"fail", b"correct", b"wrong", b"identical", b"agree", b"consistent", b"not match", b"verifie", b"verifie",
-            _NOUNS + rb"[^\n]{0,40}ok" + _HS_END, b"true" + _HS_END, b"false" + _HS_END,
+            b"true" + _HS_END, b"false" + _HS_END,
             rb"match(?:es|ed)?" + _HS_END, rb"differ(?:s|ed|ent)?" + _HS_END, b"nan" + _HS_END, b"close" + _HS_END,
             b"equal" + _HS_END, b"same" + _HS_END, Cased(rb"(?:^|[^A-Za-z0-9_])OK(?:[^A-Za-z0-9_]|$)"))
 MARKS = rb"\xe2\x9c[\x85\x93\x94\x96\x97\x98]|\xe2\x9d[\x8c\x8e]|\xe2\x98\x91"

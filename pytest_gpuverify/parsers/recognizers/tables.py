@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import re
 from decimal import Decimal
+from functools import lru_cache
 from typing import Optional
 
 from pytest_gpuverify.parsers.dtypes import DtypeReader
@@ -113,7 +114,9 @@ def cell_number(text: str) -> tuple[str, Optional[float]]:
     return read_number(t)
 
 
-def split_side(name: str) -> tuple[str, Optional[str]]:
+@lru_cache(maxsize=1024)
+def _side_of(name: str) -> tuple[str, Optional[str]]:
+    """``Triton (A)`` -> ``("Triton", "A")``: a column named for an A/B side (asked once per name)."""
     match = _SIDE_SUFFIX.match(name)
     return (match["name"], match["side"]) if match else (name, None)
 
@@ -499,32 +502,30 @@ class Tables(RecognizerBase):
             metrics.update(ratios)
             if len(present) == 1:
                 index, name, stat = present[0]
-                row = PerfRow(shape=shape, name=name, stat=stat, runs=runs, metrics=metrics, source_line=lineno,
-                              table=title)
                 field = FIELD_OF.get(stat)
                 if field is None:
-                    row.metrics[f"{stat}_us"] = times[index]
+                    metrics[f"{stat}_us"] = times[index]
+                    quantity = {}
                 else:
-                    setattr(row, field, times[index])
+                    quantity = {field: times[index]}
+                name, named = _side_of(name)
+                row = PerfRow(shape=shape, name=name, stat=stat, runs=runs, metrics=metrics, source_line=lineno,
+                              table=title, side=named or side, **quantity)
             else:
                 [q] = quantities_of([group], times)
                 metrics.update(q.spread)
-                row = PerfRow(shape=shape, name=q.name, us_median=q.us_median, stat=q.stat, min_us=q.min_us,
-                              max_us=q.max_us, runs=runs, metrics=metrics, source_line=lineno, table=title)
-            self._add(row, side)
+                name, named = _side_of(q.name)
+                row = PerfRow(shape=shape, name=name, us_median=q.us_median, stat=q.stat, min_us=q.min_us,
+                              max_us=q.max_us, runs=runs, metrics=metrics, source_line=lineno, table=title,
+                              side=named or side)
+            self.ev.add_perf(row)
         for i, name in plan.figures:
             printed, value = self._figure(lineno, table.columns[i], cells[i], where, None)
             if not printed:
                 continue
-            self._add(PerfRow(shape=shape, name=name, metrics={name: value, **ratios}, source_line=lineno, table=title),
-                      side)
-
-    def _add(self, row: PerfRow, side: Optional[str]) -> None:
-        name, named = split_side(row.name)
-        if named:
-            row.name = name
-        row.side = named or side
-        self.ev.add_perf(row)
+            shown, named = _side_of(name)
+            self.ev.add_perf(PerfRow(shape=shape, name=shown, metrics={name: value, **ratios}, source_line=lineno,
+                                     table=title, side=named or side))
 
     def _figure(self, lineno: int, col: Column, cell: str, where: str,
                 scale: Optional[Decimal]) -> tuple[bool, Optional[float]]:

@@ -45,6 +45,8 @@ class TorchCompare(RecognizerBase):
     name = "torch-compare"
     stage = FORMATS
     triggers = TRIGGERS
+    examples = ("[------------- attention (attn_bias=None) -------------]", "[ attention ]", "  |  xformers  |  flashattn",
+                "1 threads: -----------", "  f16 B=160, M=8096  |   49828.0  |    88721.0", "Times are in microseconds (us).")
 
     def __init__(self, context: ParseContext, ev: Evidence) -> None:
         super().__init__(context, ev)
@@ -52,7 +54,7 @@ class TorchCompare(RecognizerBase):
         self.names: Optional[list[str]] = None
         self.threads: Optional[str] = None
         self.sections = 0
-        self.rows: list[tuple[int, str, list[tuple[str, str]]]] = []  # (line, label, [(column, cell)])
+        self.rows: list[tuple[int, str, Optional[str], list[tuple[str, str]]]] = []  # (line, label, threads, cells)
         self.dropped = 0
 
     def wants_every_line(self) -> bool:
@@ -86,7 +88,7 @@ class TorchCompare(RecognizerBase):
         if self.names is None:
             self.names = cells
         elif len(cells) == len(self.names) and len(self.rows) < ROWS_CAP:
-            self.rows.append((line.lineno, cells[0], list(zip(self.names[1:], cells[1:]))))
+            self.rows.append((line.lineno, cells[0], self.threads, list(zip(self.names[1:], cells[1:]))))
         elif len(cells) == len(self.names):
             self.dropped += 1
         line.owned = line.figures_read = True
@@ -97,10 +99,10 @@ class TorchCompare(RecognizerBase):
     def _emit(self, unit: Optional[str]) -> None:
         """The rows waiting, with the unit the table printed (None: none printed)."""
         scale = TO_US.get(unit) if unit and unit != "us" else None
-        for lineno, label, cells in self.rows:
+        for lineno, label, threads, cells in self.rows:
             shape = " ".join(label.split())
-            if self.sections > 1 and self.threads is not None:
-                shape = f"{shape}, threads={self.threads}"
+            if self.sections > 1 and threads is not None:
+                shape = f"{shape}, threads={threads}"
             for column, cell in cells:
                 found = _VALUE.match(cell)
                 if found is None:

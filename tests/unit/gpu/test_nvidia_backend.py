@@ -1,4 +1,4 @@
-"""NVIDIA backend: the nvidia-smi CSV parsers against real H200 captures (shared/samples/gpu_tools) and
+"""NVIDIA backend: the nvidia-smi CSV parsers against real H200 captures (tests/data/samples/gpu_tools) and
 inline fixtures in the same formats (so they mean something where the samples are absent); the
 nvidia-smi path through a real LocalHost and a fake ``nvidia-smi`` script; the NVML path's logic
 through a stand-in ``pynvml`` module; and the real NVML where ``pynvml`` initialises (GPU machines)."""
@@ -30,7 +30,7 @@ from pytest_gpuverify.gpu.nvidia import (
 from pytest_gpuverify.execute.host_commands import CommandResult, LocalHost
 from pytest_gpuverify.lease.sampler import IdleCriteria, busy_reason
 
-SAMPLES = Path(__file__).parents[3] / ".." / "shared" / "samples" / "gpu_tools"
+SAMPLES = Path(__file__).parents[2] / "data" / "samples" / "gpu_tools"
 MIB = 1 << 20
 H200_UUID = "GPU-65f1ea9d-12db-24d6-1834-662f0f32fddd"
 UUID_B = "GPU-0b7c1d2e-3f40-5a6b-7c8d-9e0f1a2b3c4d"
@@ -42,7 +42,7 @@ def sample_text(name: str) -> str:
     ``+ ...`` from ``set -x``), section marks (``### ...``) and ``rc=N`` lines."""
     path = SAMPLES / name
     if not path.is_file():
-        pytest.skip(f"sample {name} not present")
+        pytest.fail(f"sample {name} not present" + " (tests/data/samples is part of the checkout)")
     lines = path.read_text(encoding="utf-8").split("\n")[1:]
     keep = [ln for ln in lines if not ln.startswith(("$ ", "+ ", "### ", "rc="))]
     return "\n".join(keep)

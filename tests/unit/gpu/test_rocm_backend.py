@@ -1,4 +1,4 @@
-"""ROCm format parsers against real captures (shared/samples/gpu_tools) and inline fixtures in the
+"""ROCm format parsers against real captures (tests/data/samples/gpu_tools) and inline fixtures in the
 same formats, so the tests still mean something where the samples are absent."""
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from pytest_gpuverify.gpu.rocm import (
 )
 from pytest_gpuverify.execute.host_commands import CommandResult
 
-SAMPLES = Path(__file__).parents[3] / ".." / "shared" / "samples" / "gpu_tools"
+SAMPLES = Path(__file__).parents[2] / "data" / "samples" / "gpu_tools"
 MIB = 1 << 20
 
 
@@ -40,7 +40,7 @@ def sample_parts(name: str) -> list[str]:
     """The sample's outputs without its ``# SOURCE`` header, split at ``$ command`` echo lines."""
     path = SAMPLES / name
     if not path.is_file():
-        pytest.skip(f"sample {name} not present")
+        pytest.fail(f"sample {name} not present" + " (tests/data/samples is part of the checkout)")
     parts: list[list[str]] = [[]]
     for line in path.read_text(encoding="utf-8").split("\n")[1:]:
         if line.startswith("$ "):

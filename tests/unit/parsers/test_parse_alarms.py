@@ -17,6 +17,7 @@ from pytest_gpuverify.records.artifact import RunRecord
 from pytest_gpuverify.engine.verdict import decide
 
 from parse_cases import ENGINES, NOISE, parse_both
+from pytest_gpuverify.parsers.reading.hsscan import available as hsscan_available
 
 PASSED = "[checkAllclose atol=0.01 rtol=0.01 \x1b[32mpassed~\x1b[0m]"
 FAILED = "[checkAllclose atol=0.01 rtol=0.01 \x1b[31mfailed!\x1b[0m]"
@@ -301,3 +302,28 @@ def test_every_table_read_gives_its_rows_figures_and_dtypes(tmp_path: Path) -> N
     assert [(r.shape, r.name, r.us_median) for r in parsed.perf][-1] == ("dtype=torch.float8_e4m3fnuz, m=16", "ck us", 3.22)
     assert len(parsed.perf) == 3 and parsed.perf[0].shape == "m=16"
     assert ("torch.float8_e4m3fnuz", "output line 9: column 'dtype'") in parsed.dtypes_seen
+
+
+@pytest.mark.skipif(not hsscan_available(), reason="no hyperscan wheel here")
+def test_a_kept_hyperscan_set_finds_what_a_compiled_one_finds(tmp_path: Path, monkeypatch) -> None:
+    """The compiled set kept in the cache folder loads and scans (a loaded set needs its own scratch);
+    a damaged file is compiled again."""
+    from pytest_gpuverify.parsers.reading import hsscan as engine
+    from pytest_gpuverify.parsers.reading.fold import compose
+    from pytest_gpuverify.parsers.registry import registry
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    chunk = b"x\n" + b"\n".join(n.encode() for n in NOISE) + b"\ncos_sim: 0.5\n[checkAllclose atol=1 rtol=1 failed!]\n"
+    found = []
+    for _ in range(2):  # compiled and kept; then loaded
+        triggers = compose([cls.triggers for cls in registry()])
+        found.append(triggers.patterns.line_starts(chunk, 2, len(chunk), 1000))
+        assert triggers.patterns is not None
+    assert found[0] == found[1] and len(found[0]) >= 2
+    kept = list((tmp_path / "gpuverify" / "hyperscan").glob("*.db"))
+    assert kept
+    for path in kept:
+        path.write_bytes(b"damaged")
+    triggers = compose([cls.triggers for cls in registry()])
+    assert triggers.patterns.line_starts(chunk, 2, len(chunk), 1000) == found[0]
+    assert engine.available()

@@ -1,4 +1,4 @@
-"""The aiter parser against the real outputs saved in ``shared/samples/aiter/``.
+"""The reader against the real outputs saved in ``tests/data/samples/aiter/``.
 
 Each sample starts with a ``# SOURCE:`` line saying where it comes from and what it shows; the
 expectations below restate what that header says. A new sample without an entry fails the test,
@@ -16,7 +16,7 @@ import pytest
 
 
 
-SAMPLES = Path(__file__).resolve().parents[3] / ".." / "shared" / "samples" / "aiter"
+SAMPLES = Path(__file__).resolve().parents[2] / "data" / "samples" / "aiter"
 
 
 @dataclass(frozen=True)
@@ -82,7 +82,7 @@ def without_source_header(sample: Path, tmp_path: Path) -> Path:
 def test_every_sample_has_an_expectation() -> None:
     files = sample_files()
     if not files:
-        pytest.skip(f"no samples at {SAMPLES}")
+        pytest.fail(f"no samples at {SAMPLES}" + " (tests/data/samples is part of the checkout)")
     unknown = sorted({p.name for p in files} - set(EXPECTED))
     assert not unknown, f"new aiter samples without an entry in EXPECTED (tests/test_parse_corpus.py): {unknown}"
 
@@ -91,7 +91,7 @@ def test_every_sample_has_an_expectation() -> None:
 def test_sample_parses_as_its_header_says(name: str, tmp_path: Path) -> None:
     sample = SAMPLES / name
     if not sample.is_file():
-        pytest.skip(f"sample {name} not present under {SAMPLES}")
+        pytest.fail(f"sample {name} not present under {SAMPLES}" + " (tests/data/samples is part of the checkout)")
     expected = EXPECTED[name]
     copy = without_source_header(sample, tmp_path)
     result = parse_output(AITER_OP_TEST, copy)
@@ -118,7 +118,7 @@ def test_sample_parses_as_its_header_says(name: str, tmp_path: Path) -> None:
 def test_markdown_rmsnorm_sample_rows_equal_the_printed_cells(tmp_path: Path) -> None:
     sample = SAMPLES / "aiter_pr3747_rmsnorm_backends_markdown.txt"
     if not sample.is_file():
-        pytest.skip(f"sample not present under {SAMPLES}")
+        pytest.fail(f"sample not present under {SAMPLES}" + " (tests/data/samples is part of the checkout)")
     copy = without_source_header(sample, tmp_path)
     result = parse_output(AITER_OP_TEST, copy)
     lines = copy.read_text(encoding="utf-8").splitlines()
@@ -137,7 +137,7 @@ def test_markdown_rmsnorm_sample_rows_equal_the_printed_cells(tmp_path: Path) ->
 from pytest_gpuverify.parsers import NO_RESULT, parse_output  # noqa: E402
 from pytest_gpuverify.config.targets import AITER_OP_TEST, BENCH, FLYDSL_PYTEST, TRITON_PYTEST  # noqa: E402
 
-SHARED_SAMPLES = SAMPLES.parent
+DATA_SAMPLES = SAMPLES.parent
 
 
 @dataclass(frozen=True)
@@ -175,7 +175,7 @@ KIND_EXPECTED: dict[str, KindExpected] = {
 def kind_sample_files() -> list[str]:
     found = []
     for sub in ("flydsl", "triton"):
-        folder = SHARED_SAMPLES / sub
+        folder = DATA_SAMPLES / sub
         if folder.is_dir():
             found += [f"{sub}/{p.name}" for p in sorted(folder.iterdir()) if p.is_file()]
     return found
@@ -184,16 +184,16 @@ def kind_sample_files() -> list[str]:
 def test_every_flydsl_and_triton_sample_has_an_expectation() -> None:
     files = kind_sample_files()
     if not files:
-        pytest.skip(f"no samples under {SHARED_SAMPLES}")
+        pytest.fail(f"no samples under {DATA_SAMPLES}" + " (tests/data/samples is part of the checkout)")
     unknown = sorted(set(files) - set(KIND_EXPECTED))
     assert not unknown, f"new samples without an entry in KIND_EXPECTED (tests/test_parse_corpus.py): {unknown}"
 
 
 @pytest.mark.parametrize("name", sorted(KIND_EXPECTED))
 def test_flydsl_and_triton_samples_parse_as_their_header_says(name: str, tmp_path: Path) -> None:
-    sample = SHARED_SAMPLES / name
+    sample = DATA_SAMPLES / name
     if not sample.is_file():
-        pytest.skip(f"sample {name} not present under {SHARED_SAMPLES}")
+        pytest.fail(f"sample {name} not present under {DATA_SAMPLES}" + " (tests/data/samples is part of the checkout)")
     expected = KIND_EXPECTED[name]
     copy = without_source_header(sample, tmp_path)
     result = parse_output(expected.kind, copy)
@@ -226,6 +226,6 @@ def test_passing_samples_raise_no_alarm(name: str, tmp_path: Path) -> None:
     none (their ``may cause errors`` warning is prose), so they stay free of problems."""
     sample = SAMPLES / name
     if not sample.is_file():
-        pytest.skip(f"sample {name} not present under {SAMPLES}")
+        pytest.fail(f"sample {name} not present under {SAMPLES}" + " (tests/data/samples is part of the checkout)")
     result = parse_output(AITER_OP_TEST, without_source_header(sample, tmp_path))
     assert result.problems == [] and result.correctness.passed is True

@@ -275,7 +275,7 @@ PASSED tests/test_k.py::test_k[2]
 
 # ----- 3. Triton perf_report tables ------------------------------------------------------------------
 
-SAMPLES = Path(__file__).resolve().parents[4] / "shared" / "samples" / "triton"
+SAMPLES = Path(__file__).resolve().parents[2] / "data" / "samples" / "triton"
 
 TWO_TABLES = """\
 matmul-performance-fp16:
@@ -326,7 +326,7 @@ def test_the_real_perf_report_samples_read_by_one_rule(tmp_path: Path, name: str
                                                         lines: list[str], rows: int) -> None:
     sample = SAMPLES / name
     if not sample.is_file():
-        pytest.skip(f"sample {name} not present under {SAMPLES}")
+        pytest.fail(f"sample {name} not present under {SAMPLES}" + " (tests/data/samples is part of the checkout)")
     body = sample.read_text().split("\n", 1)[1]  # the first line names the source
     parsed = read(body, noise=False)
     assert {r.table for r in parsed.perf} == {title}
