@@ -173,8 +173,9 @@ def test_a_caught_assert_close_error_fails(made):
 def test_an_assert_only_script_is_checked_by_its_exit_status(made):
     a = art(made, "assert-only")
     assert a.verdict == "PASS" and a.target.exit_status_is_check is True, a.reasons
-    assert (a.correctness.shapes_checked, a.correctness.checks_passed, a.correctness.max_abs_error) == (1, 1, 0.0)
-    assert any("exit_status_is_check" in n for n in a.notes)
+    # two checks of the one shape: the printed difference of 0, and the exit status that asserted it
+    assert (a.correctness.shapes_checked, a.correctness.checks_passed, a.correctness.max_abs_error) == (1, 2, 0.0)
+    assert any("exit status 0 counted as a check of the shapes the output printed" in n for n in a.notes), a.notes
     wrong = art(made, "assert-only-wrong")
     # the assertion's message ("triton and torch differ") is a failed check; the exit status no pass
     assert wrong.verdict == "FAIL" and wrong.exit_code == 1 and wrong.correctness.checks_passed == 0
@@ -242,7 +243,7 @@ TAMPERINGS = {
         "moe-harness", lambda d: d["target"].update(verdict_lines_off=["allclose"]),
         "verdict is FAIL, re-derived INCONCLUSIVE"),
     "exit_status_is_check dropped": ("assert-only", lambda d: d["target"].update(exit_status_is_check=False),
-                                     "correctness.shapes_checked is 1, the raw output gives 0"),
+                                     "correctness.checks_passed is 2, the raw output gives 1"),
     "a perf row's table renamed": ("perf-report", lambda d: d["perf"][2].update(table="matmul-performance-fp16"),
                                    "perf row 2 (M=256.0, N=256.0, K=256.0 Triton): table is 'matmul-performance-fp16', "
                                    "the raw output gives 'matmul-performance-fp8'"),

@@ -10,26 +10,23 @@ from __future__ import annotations
 
 import random
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
+from parse_cases import FRAGMENTS, NOISE, VALID, parse_both, prefilter_settings
 from pydantic import BaseModel
 
 from pytest_gpuverify.config.targets import AITER_OP_TEST, BENCH, FLYDSL_PYTEST, PYTEST_KINDS, TRITON_PYTEST
 from pytest_gpuverify.parsers.evidence import Evidence
+from pytest_gpuverify.parsers.reader import parse_output
 from pytest_gpuverify.parsers.reading import hsscan, prefilter
 from pytest_gpuverify.parsers.reading.columns import Table
 from pytest_gpuverify.parsers.reading.line import clean
 from pytest_gpuverify.parsers.reading.lines import LineReader
 from pytest_gpuverify.parsers.reading.measures import CloseBlock
-from pytest_gpuverify.parsers.reader import parse_output
 from pytest_gpuverify.parsers.registry import plan_for, registry
 from pytest_gpuverify.parsers.result import ParseContext, ParsedOutput
-
-from parse_cases import ENGINES, FRAGMENTS, NOISE, VALID, parse_both, prefilter_settings
 
 TRIGGERS = {kind: plan_for(kind).triggers for kind in (AITER_OP_TEST, BENCH, FLYDSL_PYTEST, TRITON_PYTEST)}
 AITER = TRIGGERS[AITER_OP_TEST]
@@ -39,13 +36,7 @@ QUIET = [HealthCheck.too_slow, HealthCheck.function_scoped_fixture]
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=QUIET)
 
 
-@pytest.fixture(autouse=True, params=ENGINES)
-def engine(request) -> Iterator[str]:
-    """Every test runs with each engine that finds candidates: both must find every line that matters."""
-    saved = prefilter.ENGINE
-    prefilter.ENGINE = request.param
-    yield request.param
-    prefilter.ENGINE = saved
+pytestmark = pytest.mark.usefixtures("engine")
 
 
 # Lines and blocks the aiter parser reads; each block is kept whole, noise goes between blocks.

@@ -3,15 +3,18 @@ into them, the noise between them, and a parse with and without the prefilter.""
 
 from __future__ import annotations
 
+import random
 import tempfile
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
+from pytest_gpuverify.engine.verdict import verdict_and_reasons
 from pytest_gpuverify.config.targets import AITER_OP_TEST, BENCH, FLYDSL_PYTEST, PYTEST, TRITON_PYTEST
 from pytest_gpuverify.parsers.reading import hsscan, prefilter
 from pytest_gpuverify.parsers.reader import parse_output
 from pytest_gpuverify.parsers.result import ParseContext, ParsedOutput
+from pytest_gpuverify.records.artifact import RunRecord, TargetRecord
 
 
 # A passing run that uses every format the parser reads.
@@ -173,3 +176,24 @@ def parse_both(data: bytes, kind: str, chunk: int = prefilter.READ_CHUNK, **cont
         with prefilter_settings(False, chunk):
             every_line = parse_output(kind, path, ParseContext(**context))
     return filtered, every_line
+
+
+def read_agreeing(text: str | bytes, kind: str = BENCH, chunk: int = 4096, noise: tuple[int, int] | None = (5, 30),
+                  **context) -> ParsedOutput:
+    """``text`` read with the prefilter and with every line handed over: both must agree, and no
+    recognizer may fail. ``noise``: between how many lines of noise it sits on each side (a seed of
+    its length draws them); None reads it alone."""
+    data = text.encode() if isinstance(text, str) else text
+    if noise is not None:
+        rng = random.Random(len(data))
+        before, after = ([rng.choice(NOISE).encode() for _ in range(rng.randint(*noise))] for _ in range(2))
+        data = b"\n".join([*before, data.rstrip(b"\n"), *after]) + b"\n"
+    filtered, every_line = parse_both(data, kind, chunk=chunk, **context)
+    assert filtered.model_dump() == every_line.model_dump()
+    assert not [p for p in filtered.problems if "parser error" in p], filtered.problems
+    return filtered
+
+
+def verdict_of(parsed: ParsedOutput, kind: str = BENCH, exit_code: int = 0) -> tuple[str, list[str]]:
+    """The verdict and reasons of a run that exited ``exit_code`` and printed ``parsed``."""
+    return verdict_and_reasons(RunRecord(ran=True, exit_code=exit_code), parsed, None, TargetRecord(name="t", kind=kind))

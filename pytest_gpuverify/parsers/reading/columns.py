@@ -73,6 +73,7 @@ def provider_of(name: str, word: re.Pattern[str]) -> str:
                     .replace("-", " ").split()).lower()
 
 
+_LATENCY = re.compile(r"\b(?:latency|duration|elapsed)\b", re.I)
 _CAMEL = re.compile(r"(?<=[a-z])(?=[A-Z])")
 
 
@@ -110,7 +111,9 @@ def classify_columns(names: list[str], unclassified: str = "shape") -> list[Colu
     the time column of its provider (``ck TFLOPS`` to ``ck us``), or to the only time column."""
     cols = [Column(name, classify(name) or unclassified) for name in names]
     times = [i for i, c in enumerate(cols) if c.kind == "time"]
-    time_providers = {i: time_stat(cols[i].name)[0] for i in times}  # ``ck us`` -> ck, ``mean_us`` -> ""
+    # ``ck us`` -> ck, ``mean_us`` -> "", ``Torch Latency (ms)`` -> torch
+    time_providers = {i: provider_of(time_stat(cols[i].name)[0], _LATENCY) for i in times}  # ``CPU-us`` -> cpu
+    unnamed = [i for i in times if not time_providers[i]]
     for j, col in enumerate(cols):
         if col.kind != "throughput":
             continue
@@ -118,6 +121,8 @@ def classify_columns(names: list[str], unclassified: str = "shape") -> list[Colu
         owners = [i for i in times if time_providers[i] == provider][:1]
         if not owners and len(set(time_providers.values())) == 1:
             owners = times[:1]  # ``TFLOPS`` next to the only measured time belongs to it
+        elif not owners and provider and len(unnamed) == 1:
+            owners = unnamed  # hipBLASLt's ``hipblaslt-Gflops`` is its ``us``'s (``CPU-Gflops`` is ``CPU-us``'s)
         for i in owners:
             cols[i].metrics.append(j)
     return cols

@@ -11,7 +11,7 @@ Names read (case-insensitive, followed by ``:`` or ``=`` and a number):
 - cosine_sim: ``cosine_sim``, ``cos_sim``, ``cosine similarity``, ``cosine``, ``cos``, ``mincos``
 - logits_diff: ``logits_diff``, ``Logits Diff``, ``cos_diff`` (FlyDSL's name for the same
   ``1 - 2*sum(x*y)/sum(x*x+y*y)`` measure, ``calc_diff``)
-- max_abs_error: ``max_abs_error``, ``max abs error``, ``Max absolute error``, ``max_abs``,
+- max_abs_error: ``max_abs_error``, ``max abs error``, ``Max absolute error``, ``max_abs``, CK's ``max err``,
   ``Max Diff`` (FlyDSL ``verify_output``: ``abs(a-b).max()``), aiter's ``-->max abs delta:``, and
   torch ``assert_close``'s ``Greatest absolute difference: X at index ...``
 - snr_db: ``snr``, ``snr_db``, ``SNR (dB)``, ``SNR: 31.2 dB``
@@ -39,7 +39,7 @@ _PATTERNS: list[tuple[str, str, str, re.Pattern[str]]] = [
         rf"{_START}(?:min[ _]?)?cos(?:ine)?(?:[ _]sim(?:ilarity)?|[ _]?similarity)?{_IS}", re.I)),
     ("logits_diff", "max", "diff", re.compile(rf"{_START}(?:logits|cos)[ _]diff{_IS}", re.I)),
     ("max_abs_error", "max", "max", re.compile(
-        rf"{_START}max(?:imum)?[ _](?:abs(?:olute)?(?:[ _](?:err(?:or)?|diff(?:erence)?))?|diff){_IS}", re.I)),
+        rf"{_START}max(?:imum)?[ _](?:abs(?:olute)?(?:[ _](?:err(?:or)?|diff(?:erence)?))?|diff|err(?:or)?){_IS}", re.I)),
     ("max_abs_error", "max", "greatest", re.compile(rf"{_START}greatest absolute difference{_IS}", re.I)),
     ("snr_db", "min", "snr", re.compile(rf"{_START}snr(?:[ _]?\(?db\)?)?{_IS}", re.I)),
     ("max_abs_error", "max", "between", re.compile(

@@ -150,13 +150,13 @@ _MATCH = re.compile(
 
 _GATE_WORDS = ("pass", "fail", "ok", "true", "false", "match", "differ", "correct", "wrong", "nan", "close", "equal",
                "identical", "agree", "same", "consistent", "verifie")
+_GATE = re.compile("|".join(_GATE_WORDS))  # one search of the lower-cased line (re.I is 30 times slower)
 
 
 def may_say(text: str) -> bool:
-    """Whether ``text`` may say anything :func:`read` reads (substring tests of the lower-cased line:
-    most lines read hold none; a mark is non-ASCII)."""
-    low = text.lower()
-    return any(word in low for word in _GATE_WORDS) or (not text.isascii() and _MARK.search(text) is not None)
+    """Whether ``text`` may say anything :func:`read` reads (one search for any of a few words: most
+    lines read hold none; a mark is non-ASCII)."""
+    return _GATE.search(text.lower()) is not None or (not text.isascii() and _MARK.search(text) is not None)
 
 
 def read(text: str, measured: bool = False) -> list[Said]:

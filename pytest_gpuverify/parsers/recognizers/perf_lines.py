@@ -42,7 +42,7 @@ _PERF_WORD = re.compile(r"\b(?:perf|time|latency|elapsed|duration|runtime|avg|av
                         r"|throughput|rate|speed)\b", re.I)
 _NOT_PERF = re.compile(r"\b(?:build|built|compil\w*|jit|load\w*|import\w*|download\w*|install\w*|cost|eta|remaining"
                        r"|timeout|took|wait\w*|sleep\w*|startup|setup)\b", re.I)
-_UNIT_GATE = re.compile(r"\d\s*(?:[uµmn]?s|sec|[a-z]*flop|[a-z]+/s)", re.I)  # what _FIGURE needs, found fast
+_UNIT_GATE = re.compile(r"(?:\d|nan|inf)\s*(?:[uµmn]?s|sec|[a-z]*flop|[a-z]+/s)", re.I)  # what _FIGURE needs, fast
 _STAT = (("min", re.compile(r"\b(?:best|min(?:imum)?|fastest)\b", re.I)),
          ("max", re.compile(r"\b(?:max(?:imum)?|worst|slowest)\b", re.I)),
          ("mean", re.compile(r"\b(?:avg|average|mean)\b", re.I)),
@@ -58,13 +58,16 @@ _LABELLED = re.compile(rf"^\s*(?P<label>[A-Za-z][^:()\n]{{0,80}}?)\s*\((?P<u>us|
 # starts each expression with a literal and looks back from it: ``re`` scans fast only for a literal.
 _UNIT = rb"(?:us|usec|ms|msec|ns|[tgmk]?flops?|[a-z]+/s(?:ec)?)"
 _SECONDS = rb"(?:s|secs?|seconds)"
+_HS_UNITS = (rb"(?:us|usec|ms|msec|ns|[tgmk]?flops?)", rb"[a-z]+/s(?:ec)?")
 _RE_LINE = (*(unit + b"(?:" + b"|".join(rb"(?<=[\d.]" + b" " * n + unit + b")" for n in range(9)) + rb")(?![a-z0-9_/])"
-              for unit in (b"us", b"ms", b"ns")), rb"sec(?<=[umn]sec)", b"flop", rb"/s(?<!it/s)(?![a-z0-9_])",
-            b"/sec", rb":[ \x80]*+[-+]?[\d.]++ *+" + _SECONDS + rb"(?![a-z0-9_/])", rb"\x80\x80s(?![a-z0-9_/])",
-            rb"\)[ \x80]*:")
+              for unit in (b"us", b"ms", b"ns")), rb"sec(?<=[umn]sec)", b"flop", rb"(?:nan|inf) *+[a-z]", b"\x80s",
+            rb"/s(?<!it/s)(?![a-z0-9_])", b"/sec", rb":[ \x80]*+[-+]?[\d.]++ *+" + _SECONDS + rb"(?![a-z0-9_/])",
+            rb"\x80\x80s(?![a-z0-9_/])", rb"\)[ \x80]*:")
 TRIGGERS = TriggerSpec(
     line=lambda ascii_only: _RE_LINE, raw=(rb"\xc2\xb5s",), name="perf-lines",
-    hs=lambda k: (rb"[0-9.]" + k.spu + b"*" + _UNIT + rb"(?:[^a-z0-9_/]|$)", rb"\)" + k.spu + b"*[:=]",
+    # (the ``X/s`` units apart: one alternation with ``[a-z]+`` costs Hyperscan three times the two)
+    hs=lambda k: (*(rb"(?:[0-9.]|nan|inf)" + k.spu + b"*" + unit + rb"(?:[^a-z0-9_/]|$)" for unit in _HS_UNITS),
+                  rb"\)" + k.spu + b"*[:=]",
                   b"[:=]" + k.spu + rb"*[-+]?[0-9.]+" + k.spu + b"*" + _SECONDS + rb"(?:[^a-z0-9_/]|$)",
                   rb"\xc2\xb5s", b"tok/s", b"req/s"),
 )

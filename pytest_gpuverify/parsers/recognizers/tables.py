@@ -1,5 +1,5 @@
 """Every printed table, whatever its layout (:mod:`..reading.tables`), read by one rule: its columns
-classified once from the header (:mod:`..reading.columns`), then each row:
+classified once from the header (:mod:`..reading.columns`), then each row (:mod:`.table_rows`):
 
 - **checks**: a status, correctness or accuracy cell that says pass or fail is a check
   (``| 128 | 4096 | FAIL |``, a ``Correctness`` column of ``PASS``, tritonbench's ``-accuracy`` of 1);
@@ -26,28 +26,22 @@ line (a figure whose unit only the title may name), whatever its values look lik
 from __future__ import annotations
 
 import re
-from decimal import Decimal
-from functools import lru_cache
 from typing import Optional
 
-from pytest_gpuverify.parsers.dtypes import DtypeReader
 from pytest_gpuverify.parsers.evidence import Evidence
-from pytest_gpuverify.parsers.perfstats import FIELD_OF, quantities_of, to_us
 from pytest_gpuverify.parsers.reading.columns import (
-    ERROR_FIELDS, MEASURE_FIELDS, Column, Table, classify, classify_columns, time_unit,
+    Table, classify, classify_columns, time_unit,
 )
 from pytest_gpuverify.parsers.reading.fold import TriggerSpec
 from pytest_gpuverify.parsers.reading.line import Line
-from pytest_gpuverify.parsers.reading.lines import read_number
 from pytest_gpuverify.parsers.reading.statements import status_of_cell
 from pytest_gpuverify.parsers.reading.tables import (
     AlignedTableStream, RuledTables, csv_cells, is_ellipsis, is_rule, split_names, split_row,
 )
+from pytest_gpuverify.parsers.recognizers.table_rows import RowReader, cell_number
 from pytest_gpuverify.parsers.registry import TABLES, RecognizerBase
 from pytest_gpuverify.parsers.result import ParseContext
-from pytest_gpuverify.records.artifact import PerfRow
 
-ERR_TOLERANCE = 0.05  # aiter's default tol_err_ratio: an ``err`` above it is a failed check
 SAMPLE_ROWS = 64  # rows read before a whitespace table's column edges are fixed
 _TITLE = re.compile(r"^[^\s|\[].{0,200}:$")  # a title over a table (``gemm summary:``, ``softmax-performance:``)
 _HEADING = re.compile(r"^\s*(?:#+\s*|=+\s*)?(?:operator|kernel|benchmark|bench|table|performance)\b[^|]{0,200}$", re.I)
@@ -61,12 +55,8 @@ _TOKEN_SPAN = re.compile(r"\S+")
 _UNIT_TOKEN = re.compile(r"\([^()\s]{1,12}\)")  # ``(us)``, ``(GB/s)``, ``(elements)``
 _X_VALUE = re.compile(r"-?\d+(?:\.0)?")
 _RATIO_CELL = re.compile(r"[-+]?[\d.,]+[x%]")
-_SIDE_SUFFIX = re.compile(r"^(?P<name>.*\S)\s*\((?P<side>[ABab]|base|head)\)$")
 _CSV_LABEL = re.compile(r"^(?P<label>[A-Za-z_]\w*):\s+(?P<rest>\S.*)$")
 _CSV_NAME = re.compile(r"^[A-Za-z_#][\w\-./()#]*$")  # ``transA``, ``hipblaslt-Gflops``, ``time-us``, ``us``
-_EMPTY_WORDS = {"", "-", "--", "none", "skip", "skipped", "missing", "n/a", "na", "nil"}
-_RUN_STATUS = {"success", "succeeded", "done", "completed", "complete", "finished", "ran", "running"}
-_BROKEN_STATUS = {"error", "errored", "crash", "crashed", "timeout", "timed out", "oom", "exception", "aborted"}
 _CHECKED = ("correct", "accuracy", "err", "time", "throughput", "line")
 _TWO_NAMES = re.compile(r"(?:^|[\s_:|(\-])err(?:$|[\s_(|)])|accura|valid|correct|verif|flops|[gt]b/s|latency|\((?:us|ms)\)",
                         re.I)
@@ -88,13 +78,15 @@ _CHECK_NAMES = (rb"err(?=[ _(|)\n\x80])(?<=[\n _:|(\x80\-]err)", b"accura", b"va
 
 
 def _hs_header(k) -> list[bytes]:
-    return [rb"[^ \t\n][ \t]{2,}[^ \t\n][^\n]*[ \t]{2}[^ \t\n]"]
+    # (ending at the line's end, a header-like line is reported once, not at each of its columns)
+    return [rb"[^ \t\n][ \t]{2,}[^ \t\n][^\n]*[ \t]{2}[^ \t\n][^\n]*$"]
 
 
 TRIGGERS = TriggerSpec(
     line=lambda ascii_only: (rb":[ \x80]*\n", rb"\|", _HEADER, _CSV, *_CHECK_NAMES),
     raw=(_BOX_BARS,), line_start=_STARTS,
-    hs=lambda k: (b"[:=]" + k.spu + b"*$", rb"\|", _BOX_BARS, *_hs_header(k), _CSV,
+    # (a row's first bar only: one report a row, not one a column)
+    hs=lambda k: (b"[:=]" + k.spu + b"*$", rb"^[^\n|]*\|", _BOX_BARS, *_hs_header(k), _CSV,
                   rb"(?:^|[\s_:|(\x80-\xff\-])err(?:$|[\s_(|)\x80-\xff])", b"accura", b"valid", b"correct", b"verif",
                   b"flops", b"b/s", b"latency", rb"\((?:us|ms)\)"),
     hs_line_start=lambda k: (rb"\|", rb"\+-", b"---", b"[:=]{3}", k.spu + rb"*\[" + k.digit,
@@ -104,21 +96,6 @@ TRIGGERS = TriggerSpec(
 )
 
 
-def cell_number(text: str) -> tuple[str, Optional[float]]:
-    """A printed cell: thousands separators and a trailing ``x``/``%`` go; ``-``/``skip`` are empty."""
-    t = text.strip().replace(",", "")
-    if t.lower() in _EMPTY_WORDS:
-        return "empty", None
-    if t[-1:] in ("x", "%") and len(t) > 1:
-        t = t[:-1]
-    return read_number(t)
-
-
-@lru_cache(maxsize=1024)
-def _side_of(name: str) -> tuple[str, Optional[str]]:
-    """``Triton (A)`` -> ``("Triton", "A")``: a column named for an A/B side (asked once per name)."""
-    match = _SIDE_SUFFIX.match(name)
-    return (match["name"], match["side"]) if match else (name, None)
 
 
 def _interesting_header(text: str) -> bool:
@@ -140,10 +117,7 @@ class Tables(RecognizerBase):
 
     def __init__(self, context: ParseContext, ev: Evidence) -> None:
         super().__init__(context, ev)
-        declared = context.thresholds.err_ratio_max
-        self.err_tolerance = declared if declared is not None else ERR_TOLERANCE
-        self.err_origin = " (the declared err_ratio_max)" if declared is not None else ""
-        self.dtypes = DtypeReader(ev.out.dtypes_seen)
+        self.rows = RowReader(context, ev)
         self.ruled = RuledTables(self._ruled_row, ev.problem, simple_headers=_interesting_header)
         self.ruled_table: Optional[Table] = None
         self.heading: Optional[tuple[int, str]] = None  # the last heading or title line read
@@ -157,11 +131,9 @@ class Tables(RecognizerBase):
         self.csv: Optional[Table] = None
         self.csv_label: Optional[str] = None  # a label every line of the CSV table starts with
         self.last: Optional[Table] = None  # the table that ended last: a pandas footer may follow it
-        self.checked_rows: set[int] = set()  # rows of this recognizer's own checks (a shape each)
         self.orphan_noted = False
         self.previous: Optional[tuple[int, str]] = None  # the last line no table took: group labels, maybe
         self.side: Optional[str] = None
-        self.rows_read = 0
 
     def wants_every_line(self) -> bool:
         return (self.aligned is not None or self.ruled.is_open() or self.title is not None or self.pending is not None
@@ -177,24 +149,17 @@ class Tables(RecognizerBase):
         if line.ends_tables or line.record_start:
             self.end()
         self.side = line.side
-        rows = self.rows_read
+        rows = self.rows.rows_read
         self._take(line.lineno, line.text)
         self.side = None
-        if self.rows_read != rows or self.aligned is not None:
+        if self.rows.rows_read != rows or self.aligned is not None:
             line.figures_read = True  # a table's row (or kept for one): its figures are the table's
 
     def close(self) -> None:
         self.end()
 
     def finish(self) -> None:
-        ev = self.ev
-        if not ev.err_cells_counted:  # no aiter check lines to weigh them against: each cell a check
-            err = ev.err_cells
-            inside = ev.inside_tests
-            ev.count(passed=err["passed"], warning=err["warning"], failed=err["failed"],
-                     shapes=0 if inside else len(ev.cases), decisive=not inside)
-        if self.checked_rows and not ev.inside_tests:
-            ev.count(shapes=len(self.checked_rows))
+        self.rows.finish()
 
     # ----- where tables start and end -----------------------------------------------------------
     def end(self) -> None:
@@ -221,7 +186,7 @@ class Tables(RecognizerBase):
                 body = prefixed["rest"] if prefixed is not None and prefixed["label"] == self.csv_label else ""
             cells = csv_cells(body)
             if cells is not None and len(cells) == len(self.csv.columns):
-                self._row(self.csv, lineno, cells)
+                self.rows.read(self.csv, lineno, cells, self.side)
                 return
             self.csv = self.csv_label = None
         if self.title is not None:
@@ -349,7 +314,7 @@ class Tables(RecognizerBase):
         if table is None or table.header_line != header_line or [c.name for c in table.columns] != names:
             table = self.ruled_table = Table(header_line, classify_columns(names), title=self._title_over(header_line),
                                              layout="ruled")
-        self._row(table, lineno, cells)
+        self.rows.read(table, lineno, cells, self.side)
 
     # ----- tables two spaces apart (no rule) ------------------------------------------------------
     def _split_line(self, table: Table, lineno: int, text: str) -> bool:
@@ -374,7 +339,7 @@ class Tables(RecognizerBase):
         if not any(cell_number(c)[0] != "bad" for c in values + checks) and \
                 not any(status_of_cell(c) is not None for c in checks):
             return False
-        self._row(table, lineno, cells)
+        self.rows.read(table, lineno, cells, self.side)
         return True
 
     def _close_split(self) -> None:
@@ -405,7 +370,7 @@ class Tables(RecognizerBase):
             table = self.aligned_table
             assert table is not None
             if not all(is_ellipsis(c) for c in cells if c):
-                self._row(table, lineno, cells)
+                self.rows.read(table, lineno, cells, self.side)
             elif table.layout == "frame":
                 self._cut(table, lineno, None)
             elif not table.elided_rows_seen:
@@ -442,7 +407,7 @@ class Tables(RecognizerBase):
                 return lines[at:]
             if table.rows == 0 and frame:
                 _x_columns(table, cells, self.aligned_title)
-            self._row(table, lineno, cells)
+            self.rows.read(table, lineno, cells, self.side)
         self.last = table if table.rows else self.last
         return []
 
@@ -454,189 +419,6 @@ class Tables(RecognizerBase):
             self.ev.problem(f"line {lineno}: {what} is cut short by pandas (print(df)){detail}; "
                             "only the printed rows are read")
         return True
-
-    # ----- one row ----------------------------------------------------------------------------------
-    def _row(self, table: Table, lineno: int, cells: list[str]) -> None:
-        table.rows += 1
-        self.rows_read += 1
-        ev = self.ev
-        if table.rows == 1:  # reported once the header proved to head a table
-            where = f"line {table.header_line}: summary table"
-            if any(c.kind == "elided" for c in table.columns):
-                ev.problem(f"{where} has elided columns; rerun with COLUMNS=10000")
-            if table.wrapped:
-                ev.problem(f"{where} is wrapped; only its first block is read; rerun with COLUMNS=10000")
-        self.dtypes.table_row(lineno, table.columns, cells)
-        plan = table.plan()
-        shape = ", ".join([f"{name}={cells[i]}" for i, name in plan.shape if cells[i]])
-        where = f" ({shape})" if shape else ""
-        self._checks(table, lineno, cells, shape, where)
-        side = next((cells[i] for i in plan.sides if cells[i]), None) or self.side
-        ratios = {}
-        for i, name in plan.ratios:
-            kind, value = cell_number(cells[i])
-            if kind == "num":
-                ratios[name] = value
-        runs = next((int(v) for i in plan.runs if (v := cell_number(cells[i])[1]) is not None and v.is_integer()), None)
-        times: dict[int, Optional[float]] = {}
-        metrics_of: dict[int, dict[str, Optional[float]]] = {}
-        for i, col, metric_cells in plan.times:
-            printed, value = self._figure(lineno, col, cells[i], where, plan.scale[i])
-            if not printed:
-                continue
-            times[i] = value
-            figures: dict[str, Optional[float]] = {}
-            for j, name in metric_cells:
-                printed, figure = self._figure(lineno, table.columns[j], cells[j], where, None)
-                if printed:
-                    figures[name] = figure
-            metrics_of[i] = figures
-        title = table.title
-        for group in plan.groups:
-            present = [m for m in group.members if m[0] in times]
-            if not present:
-                continue
-            metrics: dict[str, Optional[float]] = {}
-            for index, _, _ in present:
-                metrics.update(metrics_of.get(index) or {})
-            metrics.update(ratios)
-            if len(present) == 1:
-                index, name, stat = present[0]
-                field = FIELD_OF.get(stat)
-                if field is None:
-                    metrics[f"{stat}_us"] = times[index]
-                    quantity = {}
-                else:
-                    quantity = {field: times[index]}
-                name, named = _side_of(name)
-                row = PerfRow(shape=shape, name=name, stat=stat, runs=runs, metrics=metrics, source_line=lineno,
-                              table=title, side=named or side, **quantity)
-            else:
-                [q] = quantities_of([group], times)
-                metrics.update(q.spread)
-                name, named = _side_of(q.name)
-                row = PerfRow(shape=shape, name=name, us_median=q.us_median, stat=q.stat, min_us=q.min_us,
-                              max_us=q.max_us, runs=runs, metrics=metrics, source_line=lineno, table=title,
-                              side=named or side)
-            self.ev.add_perf(row)
-        for i, name in plan.figures:
-            printed, value = self._figure(lineno, table.columns[i], cells[i], where, None)
-            if not printed:
-                continue
-            shown, named = _side_of(name)
-            self.ev.add_perf(PerfRow(shape=shape, name=shown, metrics={name: value, **ratios}, source_line=lineno,
-                                     table=title, side=named or side))
-
-    def _figure(self, lineno: int, col: Column, cell: str, where: str,
-                scale: Optional[Decimal]) -> tuple[bool, Optional[float]]:
-        """(printed, value): a time (in µs) or another figure of a cell; not printed where the cell is
-        empty or unreadable. NaN/inf is a failure and a negative time no time: both keep their row,
-        with a null value."""
-        kind, value = cell_number(cell)
-        if kind == "empty":
-            return False, None
-        if kind == "bad":
-            self.ev.problem(f"line {lineno}: unreadable value {cell!r} in column '{col.name}'")
-            return False, None
-        if kind != "num":
-            self.ev.nan_count += 1
-            self.ev.fail(f"line {lineno}: {kind} in column '{col.name}'{where}")
-            return True, None
-        if col.kind == "time" and value is not None and value < 0:
-            self.ev.note(f"line {lineno}: a negative time in column '{col.name}'{where} is no time; kept as null")
-            return True, None
-        if scale is not None:
-            return True, to_us(cell.replace(",", ""), scale)
-        return True, value
-
-    # ----- a row's checks -----------------------------------------------------------------------
-    def _checks(self, table: Table, lineno: int, cells: list[str], shape: str, where: str) -> None:
-        plan = table.plan()
-        ev = self.ev
-        tolerance = next((v for i in plan.tolerance if (v := cell_number(cells[i])[1]) is not None), None)
-        row_key = hash((table.title, shape or f"line {lineno}"))
-        for i, col in plan.errors:
-            self._error(lineno, col, cells[i], tolerance, where, row_key)
-        for i, col in plan.checks:
-            cell = cells[i]
-            if col.kind == "err":
-                self._err(lineno, col, cell, where, shape)
-                continue
-            verdict = self._verdict(col, cell)
-            if verdict is None:
-                if cell.strip(" .").lower() in _BROKEN_STATUS:
-                    ev.problem(f"line {lineno}: column '{col.name}' says {cell.strip()}{where}: no result")
-                continue
-            self._check(lineno, verdict, f"line {lineno}: column '{col.name}' says {cell.strip()}{where}", row_key)
-
-    def _verdict(self, col: Column, cell: str) -> Optional[bool]:
-        if col.kind == "wrong":
-            kind, value = cell_number(cell)
-            return (value == 0) if kind == "num" and value is not None and value.is_integer() else None
-        said = status_of_cell(cell)
-        if said is not None or not cell.strip():
-            return said
-        word = cell.strip().lower()
-        if col.kind == "correct" and word in _RUN_STATUS:
-            return True
-        if col.kind in ("correct", "accuracy"):
-            kind, value = cell_number(cell)
-            if kind == "num" and value in (0.0, 1.0):
-                return value == 1.0
-        return None
-
-    def _check(self, lineno: int, passed: bool, reason: str, row_key: int) -> None:
-        ev = self.ev
-        ev.mark(lineno, failed=not passed)
-        inside = ev.inside_tests
-        ev.count(passed=int(passed), failed=int(not passed), decisive=not inside)
-        self.checked_rows.add(row_key)
-        if not passed:
-            ev.fail(reason)
-
-    def _err(self, lineno: int, col: Column, cell: str, where: str, shape: str) -> None:
-        """aiter's mismatch ratio: within the tolerance a passed (0) or warned (> 0) check."""
-        kind, value = read_number(cell)
-        ev = self.ev
-        if kind == "empty":
-            return  # not checked
-        if kind == "bad":
-            ev.problem(f"line {lineno}: unreadable value {cell!r} in column '{col.name}'")
-            return
-        ev.cases.add(hash(shape))
-        if kind != "num":
-            ev.nan_count += 1
-            ev.fail(f"line {lineno}: {kind} in column '{col.name}'{where}")
-            ev.err_cells["failed"] += 1
-            ev.mark(lineno, failed=True)
-            return
-        ev.widest("err_ratio", value)
-        if value is not None and value > self.err_tolerance:
-            ev.err_cells["failed"] += 1
-            ev.mark(lineno, failed=True)
-            ev.fail(f"line {lineno}: err {cell} > {self.err_tolerance:g}{self.err_origin} in column '{col.name}'{where}")
-        else:
-            ev.err_cells["passed" if value == 0 else "warning"] += 1
-            ev.mark(lineno, failed=False)
-
-    def _error(self, lineno: int, col: Column, cell: str, tolerance: Optional[float], where: str, row_key: int) -> None:
-        """An error figure or a measure: kept (the worst); a check against the row's tolerance."""
-        kind, value = cell_number(cell)
-        if kind == "empty" or kind == "bad":
-            return
-        fields = MEASURE_FIELDS if col.kind == "measure" else ERROR_FIELDS
-        field = next((f for f, rx in fields if rx.search(col.name)), None)
-        if kind != "num":
-            self.ev.nan_count += 1
-            self._check(lineno, False, f"line {lineno}: {kind} in column '{col.name}'{where}", row_key)
-            return
-        if field is not None:
-            self.ev.metrics.record(field, value)  # type: ignore[arg-type]
-        if col.kind == "error" and tolerance is not None and value is not None:
-            passed = abs(value) <= tolerance
-            reason = f"line {lineno}: {col.name} {cell.strip()} is above the tolerance {tolerance:g}{where}"
-            self._check(lineno, passed, reason, row_key)
-
 
 def _uncommented(text: str) -> str:
     """A comment's ``#`` as a space (its columns stay where they are)."""

@@ -5,43 +5,28 @@ is read with the prefilter on (each engine) and off, which must agree."""
 
 from __future__ import annotations
 
-import random
 from pathlib import Path
 
 import pytest
+from parse_cases import NOISE, read_agreeing
 
-from pytest_gpuverify.parsers.reading import prefilter
-from pytest_gpuverify.parsers.result import ParsedOutput
 from pytest_gpuverify.config.targets import AITER_OP_TEST, BENCH
-from pytest_gpuverify.records.artifact import RunRecord
 from pytest_gpuverify.engine.verdict import decide
-
-from parse_cases import ENGINES, NOISE, parse_both
+from pytest_gpuverify.parsers.reading import prefilter
 from pytest_gpuverify.parsers.reading.hsscan import available as hsscan_available
+from pytest_gpuverify.parsers.result import ParsedOutput
+from pytest_gpuverify.records.artifact import RunRecord
 
 PASSED = "[checkAllclose atol=0.01 rtol=0.01 \x1b[32mpassed~\x1b[0m]"
 FAILED = "[checkAllclose atol=0.01 rtol=0.01 \x1b[31mfailed!\x1b[0m]"
 
 
-@pytest.fixture(autouse=True, params=ENGINES)
-def engine(request):
-    saved = prefilter.ENGINE
-    prefilter.ENGINE = request.param
-    yield request.param
-    prefilter.ENGINE = saved
+pytestmark = pytest.mark.usefixtures("engine")
 
 
 def read(text: str | bytes, kind: str = AITER_OP_TEST, noise: bool = True) -> ParsedOutput:
     """Parse with the prefilter (the output between runs of noise) and without; both must agree."""
-    data = text.encode() if isinstance(text, str) else text
-    if noise:
-        rng = random.Random(len(data))
-        before, after = ([rng.choice(NOISE).encode() for _ in range(rng.randint(20, 60))] for _ in range(2))
-        data = b"\n".join([*before, data.rstrip(b"\n"), *after]) + b"\n"
-    filtered, every_line = parse_both(data, kind, chunk=4096)
-    assert filtered.model_dump() == every_line.model_dump()
-    assert not [p for p in filtered.problems if "parser error" in p], filtered.problems
-    return filtered
+    return read_agreeing(text, kind, noise=(20, 60) if noise else None)
 
 
 def verdict(parsed: ParsedOutput) -> str:
@@ -267,8 +252,8 @@ def test_nan_in_a_one_line_throughput_is_counted() -> None:
 
 
 def test_nan_in_a_flydsl_throughput_is_counted(tmp_path: Path) -> None:
-    from pytest_gpuverify.parsers import parse_output
     from pytest_gpuverify.config.targets import FLYDSL_PYTEST
+    from pytest_gpuverify.parsers import parse_output
 
     path = tmp_path / "out.txt"
     path.write_text("[flyc] Throughput: 12.3 us, nan TFLOPS, BW: 1.234 TB/s\n1 passed in 1.0s\n")

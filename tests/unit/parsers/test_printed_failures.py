@@ -6,42 +6,23 @@ and off, which must agree."""
 
 from __future__ import annotations
 
-import random
+from functools import partial
 
 import pytest
+from parse_cases import read_agreeing, verdict_of
 
 from pytest_gpuverify.config.targets import AITER_OP_TEST, BENCH, PYTEST_KINDS
-from pytest_gpuverify.engine.verdict import verdict_and_reasons
-from pytest_gpuverify.parsers.reading import prefilter
 from pytest_gpuverify.parsers.result import ParsedOutput
-from pytest_gpuverify.records.artifact import RunRecord, TargetRecord
-
-from parse_cases import ENGINES, NOISE, parse_both
 
 SCRIPT_KINDS = (AITER_OP_TEST, BENCH)
 PASSED = "[aiter] ck: [checkAllclose atol=0.01 rtol=0.01 \x1b[32mpassed~\x1b[0m]"
 
 
-@pytest.fixture(autouse=True, params=ENGINES)
-def engine(request):
-    saved = prefilter.ENGINE
-    prefilter.ENGINE = request.param
-    yield request.param
-    prefilter.ENGINE = saved
+pytestmark = pytest.mark.usefixtures("engine")
 
 
-def read(text: str, kind: str = BENCH, **context) -> ParsedOutput:
-    rng = random.Random(len(text))
-    lines = [rng.choice(NOISE) for _ in range(rng.randint(3, 12))] + text.rstrip("\n").split("\n")
-    data = ("\n".join(lines) + "\n").encode()
-    filtered, every_line = parse_both(data, kind, chunk=4096, **context)
-    assert filtered.model_dump() == every_line.model_dump()
-    assert not [p for p in filtered.problems if "parser error" in p], filtered.problems
-    return filtered
-
-
-def verdict(parsed: ParsedOutput, kind: str = BENCH, exit_code: int = 0) -> tuple[str, list[str]]:
-    return verdict_and_reasons(RunRecord(ran=True, exit_code=exit_code), parsed, None, TargetRecord(name="t", kind=kind))
+read = partial(read_agreeing, noise=(3, 12))
+verdict = verdict_of
 
 
 # ----- failures in any spelling, after one passing check line -------------------------------------

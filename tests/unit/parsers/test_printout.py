@@ -5,47 +5,30 @@ and off, which must agree; the outputs are written in the styles real harnesses 
 
 from __future__ import annotations
 
-import random
 from pathlib import Path
 
 import pytest
+from parse_cases import NOISE, read_agreeing, verdict_of
 
 from pytest_gpuverify.config.targets import AITER_OP_TEST, BENCH, FLYDSL_PYTEST, PYTEST, PYTEST_KINDS, TRITON_PYTEST
-from pytest_gpuverify.records.artifact import RunRecord, TargetRecord
 from pytest_gpuverify.engine.verdict import verdict_and_reasons
-from pytest_gpuverify.parsers.reading import prefilter
 from pytest_gpuverify.parsers.reader import parse_output
 from pytest_gpuverify.parsers.result import ParseContext, ParsedOutput
-
-from parse_cases import ENGINES, NOISE, parse_both
+from pytest_gpuverify.records.artifact import RunRecord, TargetRecord
 
 SCRIPT_KINDS = (AITER_OP_TEST, BENCH)
 PASSED = "[aiter] ck: [checkAllclose atol=0.01 rtol=0.01 \x1b[32mpassed~\x1b[0m]"
 
 
-@pytest.fixture(autouse=True, params=ENGINES)
-def engine(request):
-    saved = prefilter.ENGINE
-    prefilter.ENGINE = request.param
-    yield request.param
-    prefilter.ENGINE = saved
+pytestmark = pytest.mark.usefixtures("engine")
 
 
 def read(text: str, kind: str = BENCH, noise: bool = True, **context) -> ParsedOutput:
     """Parse with the prefilter (the output between runs of noise) and without; both must agree."""
-    data = text.encode()
-    if noise:
-        rng = random.Random(len(data))
-        before, after = ([rng.choice(NOISE).encode() for _ in range(rng.randint(5, 30))] for _ in range(2))
-        data = b"\n".join([*before, data.rstrip(b"\n"), *after]) + b"\n"
-    filtered, every_line = parse_both(data, kind, chunk=4096, **context)
-    assert filtered.model_dump() == every_line.model_dump()
-    assert not [p for p in filtered.problems if "parser error" in p], filtered.problems
-    return filtered
+    return read_agreeing(text, kind, noise=(5, 30) if noise else None, **context)
 
 
-def verdict(parsed: ParsedOutput, kind: str = BENCH, exit_code: int = 0) -> tuple[str, list[str]]:
-    return verdict_and_reasons(RunRecord(ran=True, exit_code=exit_code), parsed, None, TargetRecord(name="t", kind=kind))
+verdict = verdict_of
 
 
 def pytest_run(captured: str = "", extra_sections: str = "", summary: str = "2 passed in 1.10s") -> str:

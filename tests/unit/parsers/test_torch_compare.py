@@ -4,11 +4,9 @@ flash-attention's benchmark outputs: every time a perf row in the unit printed a
 from __future__ import annotations
 
 import pytest
+from parse_cases import read_agreeing
 
 from pytest_gpuverify.config.targets import BENCH, PYTEST
-from pytest_gpuverify.parsers.reading import prefilter
-
-from parse_cases import ENGINES, parse_both
 
 # xformers' benchmark_mem_eff_attention.py (facebookresearch/xformers#389), its first table
 COMPARE = (
@@ -22,18 +20,11 @@ COMPARE = (
 )
 
 
-@pytest.fixture(autouse=True, params=ENGINES)
-def engine(request):
-    saved = prefilter.ENGINE
-    prefilter.ENGINE = request.param
-    yield
-    prefilter.ENGINE = saved
+pytestmark = pytest.mark.usefixtures("engine")
 
 
 def rows(text: str, kind: str = BENCH):
-    filtered, every_line = parse_both(text.encode(), kind, chunk=61)
-    assert filtered.model_dump() == every_line.model_dump()
-    return filtered
+    return read_agreeing(text, kind, chunk=61, noise=None)
 
 
 @pytest.mark.parametrize("kind", [BENCH, PYTEST])
