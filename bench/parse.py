@@ -217,12 +217,17 @@ def main() -> int:
                           f"{mb / every:.0f} MB/s; the prefilter makes it {every / aiter:.1f}x faster")
                 floor = best["read"]
                 print(f"python floor (read + count newlines, no parsing): {floor:.3f} s = {grep_s / floor:.2f} of grep")
+    show_and_save(report, args.save)
+    return 0
+
+
+def show_and_save(report: io.StringIO, save: Path | None) -> None:
+    """Print a bench's report, and write it to ``save`` where given (``bench/results/...``)."""
     text = report.getvalue()
     print(text, end="")
-    if args.save:
-        args.save.parent.mkdir(parents=True, exist_ok=True)
-        args.save.write_text(text)
-    return 0
+    if save:
+        save.parent.mkdir(parents=True, exist_ok=True)
+        save.write_text(text)
 
 
 if __name__ == "__main__":

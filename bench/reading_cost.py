@@ -36,7 +36,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
 sys.path.insert(0, str(ROOT / "tests" / "support"))
 
-from parse import MIB, generate  # noqa: E402
+from parse import MIB, generate, show_and_save  # noqa: E402
 from parse_cases import NOISE, VALID  # noqa: E402
 
 GOAL_RATIO = 1.10
@@ -168,11 +168,7 @@ def main() -> int:
                       f"{'met' if peak < GOAL_PEAK else 'NOT met'})")
         finally:
             subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(base)], capture_output=True)
-    text = report.getvalue()
-    print(text, end="")
-    if args.save:
-        args.save.parent.mkdir(parents=True, exist_ok=True)
-        args.save.write_text(text)
+    show_and_save(report, args.save)
     return 0
 
 
