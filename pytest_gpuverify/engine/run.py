@@ -394,7 +394,7 @@ class TargetRun:
         try:
             with PROFILE.phase("raw log sealed"):
                 seal_log(executed.raw_path, record, self.results.begun.host, ran_in(self.results),
-                         [g.index for g in executed.gpus], timeline_of(self.results).model_dump())
+                         [g.index for g in executed.gpus], timeline_of(self.results).model_dump(), executed.watch)
         except OSError as exc:  # a full disk: the artifact is still written, and not a PASS
             self.blocked.append(f"the raw log {executed.raw_path} could not be sealed ({exc}): "
                                 "`gpuverify check` cannot verify it")

@@ -1,6 +1,7 @@
-"""A GPU's clocks, temperature, power and clock-limiting reasons at one instant, read in-process (NVML, the
-amdsmi library): the figures that say whether two timings ran at the same speed. Each value is None
-where the driver does not give it; a reason list is empty when nothing limits the clocks.
+"""A GPU's clocks, temperature, power and clock events at one instant, read in-process (NVML, the amdsmi
+library): the figures that say whether two timings ran at the same speed. Each value is None where the
+driver does not give it; the event list is empty when nothing limits the clocks. The events' names and
+their two classes (unlike / normal) are records/clock_events.py's.
 
 The ROCm command-line tools are not read for these: a reading there costs a tool call of its own for
 each figure, on the command's CPU time, and the in-process library gives them at no such cost.
@@ -13,16 +14,9 @@ from typing import Any, Optional
 
 from pydantic import BaseModel, ConfigDict
 
-# NVML's clock event (throttle) reason bits, by the names nvidia-smi -q prints in lower case
-NVML_REASONS = ((0x1, "gpu_idle"), (0x2, "applications_clocks_setting"), (0x4, "sw_power_cap"),
-                (0x8, "hw_slowdown"), (0x10, "sync_boost"), (0x20, "sw_thermal"), (0x40, "hw_thermal"),
-                (0x80, "hw_power_brake"), (0x100, "display_clock_setting"))
-# reasons that do not slow a running kernel: an idle GPU, a clock the admin set, the display's clock
-NOT_SLOWING = frozenset({"gpu_idle", "applications_clocks_setting", "display_clock_setting", "sync_boost"})
-# A working GPU's SM clock below this share of its maximum, with a slowing reason active, is throttled: the
-# rule and figure of nvbench's throttle detection. A power-cap reason alone is not: under load an H200 reports
-# sw_power_cap at its full 1980 MHz in most readings.
-THROTTLE_FRACTION = 0.75
+from pytest_gpuverify.records.clock_events import AMD_INDEP_REASONS, AMD_VIOLATIONS, NVML_REASONS, bits_named
+
+_UNSUPPORTED = (0xFFFFFFFF, 0xFFFFFFFFFFFFFFFF)  # the amdsmi library's "not supported" in a status field
 
 
 class ClockSample(BaseModel):
@@ -35,18 +29,6 @@ class ClockSample(BaseModel):
     power_w: Optional[float] = None
     throttle: tuple[str, ...] = ()
     sm_max_mhz: Optional[float] = None  # the GPU's maximum SM clock (NVML's max clock, amdsmi's max_clk)
-
-
-def slowing(reasons) -> list[str]:
-    """The reasons among ``reasons`` that slow the clocks (power, thermal, a slowdown)."""
-    return [r for r in reasons if r not in NOT_SLOWING]
-
-
-def is_throttled(sample: ClockSample, rated: Optional[float]) -> bool:
-    """A reading taken while the GPU worked (not idle) whose SM clock a slowing reason held below
-    :data:`THROTTLE_FRACTION` of ``rated`` (the maximum SM clock)."""
-    return (rated is not None and sample.sm_mhz is not None and "gpu_idle" not in sample.throttle
-            and bool(slowing(sample.throttle)) and sample.sm_mhz < THROTTLE_FRACTION * rated)
 
 
 def nvml_clocks(nv: Any, handle: Any, index: int) -> ClockSample:
@@ -63,7 +45,7 @@ def nvml_clocks(nv: Any, handle: Any, index: int) -> ClockSample:
         mem_mhz=_number(get(nv.nvmlDeviceGetClockInfo, handle, getattr(nv, "NVML_CLOCK_MEM", 2))),
         temp_c=_number(get(nv.nvmlDeviceGetTemperature, handle, getattr(nv, "NVML_TEMPERATURE_GPU", 0))),
         power_w=power / 1000.0 if isinstance(power, (int, float)) else None,
-        throttle=tuple(name for bit, name in NVML_REASONS if isinstance(reasons, int) and reasons & bit),
+        throttle=tuple(bits_named(reasons, NVML_REASONS)) if isinstance(reasons, int) else (),
         sm_max_mhz=_number(get(nv.nvmlDeviceGetMaxClockInfo, handle, getattr(nv, "NVML_CLOCK_SM", 1))))
 
 
@@ -82,12 +64,27 @@ def amdsmi_clocks(lib: Any, handle: Any, index: int) -> ClockSample:
     hot = get("amdsmi_get_temp_metric", temp.HOTSPOT, metric.CURRENT) if temp is not None and metric else None
     power = get("amdsmi_get_power_info") or {}
     metrics = get("amdsmi_get_gpu_metrics_info") or {}
-    status = metrics.get("throttle_status") if isinstance(metrics, dict) else None
     return ClockSample(
         index=index, sm_mhz=_clock(gfx), mem_mhz=_clock(mem), temp_c=_number(hot),
         power_w=_number(power.get("current_socket_power")) if isinstance(power, dict) else None,
-        throttle=(f"throttle_status_{status:#x}",) if isinstance(status, int) and status else (),
+        throttle=tuple(amd_events(metrics if isinstance(metrics, dict) else {}, lambda: get("amdsmi_get_violation_status"))),
         sm_max_mhz=_number(gfx.get("max_clk")) if isinstance(gfx, dict) else None)
+
+
+def amd_events(metrics: dict, violations) -> list[str]:
+    """The clock events of an AMD GPU: gpu_metrics' ASIC-independent throttler bits; where the driver gives
+    none, the violation status' active flags (``violations()``, MI300 on); else the ASIC-specific
+    ``throttle_status`` as a number, which no table here decodes."""
+    indep = metrics.get("indep_throttle_status")
+    if isinstance(indep, int) and not isinstance(indep, bool) and indep not in _UNSUPPORTED:
+        return bits_named(indep, AMD_INDEP_REASONS, shift=True)
+    found = violations()
+    if isinstance(found, dict) and any(found.get(field) in (0, 1) for field, _ in AMD_VIOLATIONS):
+        return [name for field, name in AMD_VIOLATIONS if found.get(field) == 1]
+    status = metrics.get("throttle_status")
+    if isinstance(status, int) and not isinstance(status, bool) and status not in _UNSUPPORTED and status:
+        return [f"throttle_status_{status:#x}"]
+    return []
 
 
 def _clock(info: Any) -> Optional[float]:

@@ -26,7 +26,8 @@ from typing import Callable, Optional, Sequence
 
 from pytest_gpuverify.records.artifact import ClockReading, ForeignProcess, GpuClocks, GpuWatch
 from pytest_gpuverify.gpu.base import GpuBackend, GpuReading
-from pytest_gpuverify.gpu.clocks import ClockSample, is_throttled
+from pytest_gpuverify.gpu.clocks import ClockSample
+from pytest_gpuverify.records.clock_events import classify
 
 GIB, MIB = 1 << 30, 1 << 20
 MAX_INTERVAL_S = 2.0
@@ -254,11 +255,11 @@ def _summary(index: int, kept: _Clocks) -> GpuClocks:
         return max(values(name), default=None)
 
     seen = sorted({r for s in kept.all for r in s.throttle})
-    rated = high("sm_max_mhz") or high("sm_mhz")  # the highest seen stands in where the maximum is not given
+    unlike, normal = classify(seen)  # the power cap is normal: only the unlike class throttles a run
     return GpuClocks(index=index, start=_reading(kept.start), end=_reading(kept.end), sm_mhz_min=low("sm_mhz"),
                      sm_mhz_max=high("sm_mhz"), mem_mhz_min=low("mem_mhz"), mem_mhz_max=high("mem_mhz"),
                      temp_c_max=high("temp_c"), power_w_max=high("power_w"), throttle_seen=seen,
-                     sm_mhz_rated=high("sm_max_mhz"), throttled=any(is_throttled(s, rated) for s in kept.all))
+                     sm_mhz_rated=high("sm_max_mhz"), throttled=bool(unlike), unlike_events=unlike, normal_events=normal)
 
 
 def shared_reasons(watches: Sequence[GpuWatch]) -> list[str]:

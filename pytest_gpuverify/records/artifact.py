@@ -207,8 +207,12 @@ class ClockReading(_Model):
 
 class GpuClocks(_Model):
     """One held GPU's clocks over a run: at the command's start and end, and their extremes over the watch.
-    ``throttled``: at a reading taken while the GPU worked, a reason that slows the clocks (power, thermal,
-    slowdown) held its SM clock below 75% of its maximum (``sm_mhz_rated``; nvbench's rule): gpu/clocks.py."""
+    The clock events seen (``throttle_seen``) in their two classes (records/clock_events.py):
+    ``unlike_events`` make like runs unlike (thermal, hardware slowdown, power brake, sync boost, any
+    unknown one) and ``throttled`` says one was seen; ``normal_events`` are the normal operating state
+    (idle, the power cap, clocks an administrator set). Both None in artifacts written before the classes
+    were kept, whose ``throttled`` said: a slowing reason, the power cap included, held the SM clock below
+    75% of its maximum."""
 
     index: int
     start: Optional[ClockReading] = None
@@ -222,6 +226,8 @@ class GpuClocks(_Model):
     throttle_seen: list[str] = Field(default_factory=list)
     sm_mhz_rated: Optional[float] = None  # the GPU's maximum SM clock, where the driver gives it
     throttled: bool = False
+    unlike_events: Optional[list[str]] = None
+    normal_events: Optional[list[str]] = None
 
 
 class ForeignProcess(_Model):

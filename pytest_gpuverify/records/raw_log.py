@@ -5,9 +5,10 @@ A target's raw log is the command's output, unchanged, plus lines of the engine'
   each carrying a nonce chosen per log and first written on its first line, so a command cannot
   print a line that reads as ours (:func:`marker`, :func:`split_log`);
 - once the command has ended, the trailer: what the artifact's run record must say (exit code,
-  timeout, interrupt, container death, where it ran and its timeline), as JSON of names and numbers
-  only (:func:`seal_log`, :func:`read_trailer`). Logs sealed before the timeline was added
-  hold the other fields only; they are read as they were.
+  timeout, interrupt, container death, where it ran, its timeline and its watch: foreign processes,
+  clock events and SM clocks, watch_seal.py), as JSON of names and numbers only (:func:`seal_log`,
+  :func:`read_trailer`). Logs sealed before the timeline or the watch was added lack that field; they
+  are read as they were.
 
 ``gpuverify check`` holds the artifact to the trailer, so an exit code or a time edited in the
 artifact alone no longer agrees with anything. It does not make the log trustworthy: whoever edits
@@ -24,6 +25,9 @@ import secrets
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
+
+from pytest_gpuverify.records.artifact import GpuWatch
+from pytest_gpuverify.records.watch_seal import sealed_watch
 
 
 _LINE = re.compile(rb"^\[gpuverify ([0-9a-f]{16})\] run (\d+) of (\d+)(?: side ([AB]))? (begins|ended): (\{.*\})\s*$")
@@ -82,17 +86,21 @@ PREFIX = b"[gpuverify] run ended: "
 
 
 TIMELINE = "timeline"  # the field added after the others: a log sealed before it lacks it
+WATCH = "watch"  # added after the timeline: a log sealed before it lacks it
+_ADDED: tuple[set[str], ...] = ({TIMELINE, WATCH}, {WATCH}, set())  # what a trailer of each age lacks
 
 
 _TAIL_BYTES = 4096
+_MAX_TRAILER = 1 << 22  # a watch of many runs on many GPUs: the trailer grows with it, yet stays bounded
 
 
 def trailer_fields(*, exit_code: Optional[int], timed_out: bool, interrupted: Optional[str], container_died: bool,
                    host: Optional[str], container: Optional[str], gpus: list[Optional[int]],
-                   timeline: Optional[dict[str, Optional[str]]]) -> dict[str, Any]:
+                   timeline: Optional[dict[str, Optional[str]]], watch: Optional[list[dict[str, Any]]] = None,
+                   ) -> dict[str, Any]:
     return {"exit_code": exit_code, "timed_out": timed_out, "interrupted": interrupted,
             "container_died": container_died, "host": host, "container": container, "gpus": gpus,
-            TIMELINE: timeline}
+            TIMELINE: timeline, WATCH: watch}
 
 
 def append_trailer(log: Path, fields: dict[str, Any]) -> None:
@@ -110,12 +118,17 @@ def append_trailer(log: Path, fields: dict[str, Any]) -> None:
 
 def read_trailer(log: Path) -> tuple[Optional[dict[str, Any]], Optional[str]]:
     """(fields, None) from the log's last line; (None, why) when that line is not a trailer. The fields
-    of an older trailer lack ``timeline``."""
+    of an older trailer lack ``watch``, or ``timeline`` and ``watch``."""
     with open(log, "rb") as fh:
         fh.seek(0, os.SEEK_END)
         size = fh.tell()
-        fh.seek(max(0, size - _TAIL_BYTES))
-        tail = fh.read()
+        want = _TAIL_BYTES
+        while True:  # back until the last line's start is in view: a sealed watch makes it long
+            fh.seek(max(0, size - want))
+            tail = fh.read()
+            if b"\n" in tail[:-1] or want >= min(size, _MAX_TRAILER):
+                break
+            want *= 4
     if not tail.endswith(b"\n"):
         return None, "the raw output does not end with the engine's trailer line"
     last = tail[:-1].rsplit(b"\n", 1)[-1]
@@ -127,15 +140,17 @@ def read_trailer(log: Path) -> tuple[Optional[dict[str, Any]], Optional[str]]:
         return None, "the raw output's trailer line is not the engine's JSON"
     current = set(trailer_fields(exit_code=None, timed_out=False, interrupted=None, container_died=False,
                                  host=None, container=None, gpus=[], timeline=None))
-    if not isinstance(fields, dict) or set(fields) not in (current, current - {TIMELINE}):
+    if not isinstance(fields, dict) or set(fields) not in [current - lacks for lacks in _ADDED]:
         return None, "the raw output's trailer line does not hold the engine's fields"
     return fields, None
 
 
 def seal_log(log: Path, facts, host: str, container: Optional[str], gpus: list[Optional[int]],
-             timeline: dict[str, Optional[str]]) -> None:
-    """The trailer of a run: ``facts`` (the artifact's RunRecord), where the artifact says it ran and
-    its ``timeline`` (every time in it is taken by then: the GPUs are let go of before the seal)."""
+             timeline: dict[str, Optional[str]], watch: list[GpuWatch]) -> None:
+    """The trailer of a run: ``facts`` (the artifact's RunRecord), where the artifact says it ran, its
+    ``timeline`` (every time in it is taken by then: the GPUs are let go of before the seal) and its
+    ``watch`` records (final once the command ended: the execute phase sets them before it lets go of the GPUs)."""
     append_trailer(log, trailer_fields(
         exit_code=facts.exit_code, timed_out=facts.timed_out, interrupted=facts.interrupted,
-        container_died=facts.container_died, host=host, container=container, gpus=gpus, timeline=timeline))
+        container_died=facts.container_died, host=host, container=container, gpus=gpus, timeline=timeline,
+        watch=sealed_watch(watch)))

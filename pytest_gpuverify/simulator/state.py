@@ -64,7 +64,7 @@ class SimGpu(BaseModel):
     mem_mhz: int = 1300
     temp_c: int = 45
     power_w: int = 150
-    throttle_status: int = 0  # non-zero: the clocks are limited (the library's throttle_status)
+    throttle_status: int = 0  # the clock events: the driver's ASIC-independent throttler bits (indep_throttle_status)
 
 
 class SimState(BaseModel):

@@ -19,7 +19,8 @@ from pytest_gpuverify.place.gitstate import git, git_toplevel
 from pytest_gpuverify.gpu.nvidia_formats import is_uuid
 from pytest_gpuverify.execute.leftovers import MARKER
 from pytest_gpuverify.verify.times import SLACK_S, stamp_problems, timeline_problems, when
-from pytest_gpuverify.records.raw_log import PREFIX, TIMELINE, read_trailer, trailer_fields
+from pytest_gpuverify.records.raw_log import PREFIX, TIMELINE, WATCH, read_trailer, trailer_fields
+from pytest_gpuverify.records.watch_seal import clock_consistency, sealed_watch, watch_differences
 from pytest_gpuverify.parsers.reading.junit import read_junit
 from pytest_gpuverify.lease.grants import visible_within
 from pytest_gpuverify.lease.watch import shared_reasons
@@ -57,9 +58,21 @@ def _trailer(art: Artifact, raw: Optional[Path]) -> list[str]:
     field_of = {"exit_code": "run.exit_code", "timed_out": "run.timed_out", "interrupted": "run.interrupted",
                 "container_died": "run.container_died", "gpus": "gpus[].index"}
     sealed = fields.pop(TIMELINE, ours[TIMELINE])  # a log sealed before the timeline was: nothing to hold it to
+    sealed_in = WATCH in fields  # ... or before the watch was (unsealed_watch)
+    watch = fields.pop(WATCH, None)
     problems = [f"{field_of.get(k, k)} is {ours[k]!r}, the raw output's trailer says {fields[k]!r}"
                 for k in fields if ours[k] != fields[k]]
-    return problems + _sealed_timeline(ours[TIMELINE], sealed)
+    problems += _sealed_timeline(ours[TIMELINE], sealed)
+    return problems + (watch_differences(sealed_watch(art.watch), watch) if sealed_in else [])
+
+
+def unsealed_watch(art: Artifact, artifact_path: Path) -> bool:
+    """The raw log has a trailer sealed before the watch was: its watch is held to nothing there."""
+    raw = artifact_path.parent / art.raw_output if art.raw_output else None
+    if raw is None or art.run is None or not art.run.ran or not raw.exists():
+        return False
+    fields, _ = read_trailer(raw)
+    return fields is not None and WATCH not in fields
 
 
 def _sealed_timeline(ours: Optional[dict], sealed: object) -> list[str]:
@@ -331,4 +344,4 @@ def _watch(art: Artifact) -> list[str]:
                  for p in w.foreign if p.gpu not in held]
     if art.run.shared != shared_reasons(art.watch):
         problems.append("run.shared does not match the foreign processes in watch")
-    return problems
+    return problems + clock_consistency(art.watch)

@@ -160,9 +160,18 @@ def test_rows_of_two_tables_never_pool():
 # -- 4. clocks ------------------------------------------------------------------------------------
 
 def watched(run: int, sm: float, throttle=(), side=None) -> GpuWatch:
+    """A run's watch as an artifact written before the events' classes were kept: compare sorts them."""
     clocks = GpuClocks(index=0, start=ClockReading(sm_mhz=sm), end=ClockReading(sm_mhz=sm), sm_mhz_min=sm * 0.98,
                        sm_mhz_max=sm, throttle_seen=list(throttle), throttled=bool(throttle))
     return GpuWatch(run=run, side=side, clocks=[clocks])
+
+
+def classed(run: int, sm: float, unlike=(), normal=()) -> GpuWatch:
+    """A run's watch as the engine writes it now: the events in their two classes."""
+    clocks = GpuClocks(index=0, start=ClockReading(sm_mhz=345, throttle=["gpu_idle"]), end=ClockReading(sm_mhz=sm),
+                       sm_mhz_min=345, sm_mhz_max=sm, throttle_seen=sorted({*unlike, *normal}), throttled=bool(unlike),
+                       unlike_events=list(unlike), normal_events=list(normal))
+    return GpuWatch(run=run, clocks=[clocks])
 
 
 def test_throttled_side_or_clocks_apart_make_no_call():
@@ -170,12 +179,43 @@ def test_throttled_side_or_clocks_apart_make_no_call():
     slow = [10.0, 10.1, 9.9, 10.0, 10.05]
     calm = [watched(i, 1980) for i in range(1, 6)]
     assert decide(artifact(slow, watch=calm), artifact(fast, watch=calm)).pairs[0].call == "IMPROVED"
-    hot = calm[:2] + [watched(3, 1700, ["sw_power_cap"])] + calm[3:]
+    hot = calm[:2] + [watched(3, 1700, ["sw_power_cap", "sw_thermal"])] + calm[3:]
     pair = decide(artifact(slow, watch=calm), artifact(fast, watch=hot)).pairs[0]
-    assert pair.call == "INCONCLUSIVE" and "the head was throttled in run 3 (GPU 0: sw_power_cap)" in pair.why
+    assert pair.call == "INCONCLUSIVE" and "the head was throttled in run 3 (GPU 0: sw_thermal)" in pair.why
     lower = [watched(i, 1750) for i in range(1, 6)]
     pair = decide(artifact(slow, watch=calm), artifact(fast, watch=lower)).pairs[0]
     assert pair.call == "INCONCLUSIVE" and "SM clocks differ by 13% (base 1980 MHz, head 1750 MHz; bound 5%)" in pair.why
+
+
+def test_a_gemm_at_its_power_cap_on_both_sides_is_called_a_thermal_slowdown_on_one_side_is_not():
+    """A large GEMM runs at its power cap by design (NVML's sw_power_cap, AMD's PPT): the normal state, noted
+    and called; a thermal slowdown in one run of one side makes its rows INCONCLUSIVE, naming run and event."""
+    times = [10.0, 10.1, 9.9, 10.0, 10.05]
+    capped = [classed(i, 1755, normal=["gpu_idle", "sw_power_cap"]) for i in range(1, 6)]
+    result = decide(artifact(times, watch=capped), artifact(times, watch=capped))
+    assert [p.call for p in result.pairs] == ["SAME"], result.pairs
+    assert ("the base reached its power cap in 5 of 5 runs (sw_power_cap): the normal state of a GPU under load, "
+            "not a veto") in result.notes
+    assert any(n.startswith("the head reached its power cap in 5 of 5 runs") for n in result.notes)
+    hot = capped[:3] + [classed(4, 1740, unlike=["hw_thermal"], normal=["sw_power_cap"])] + capped[4:]
+    pair = decide(artifact(times, watch=capped), artifact(times, watch=hot)).pairs[0]
+    assert pair.call == "INCONCLUSIVE" and pair.why == "the head was throttled in run 4 (GPU 0: hw_thermal)"
+    amd = [classed(i, 1900, normal=["ppt0", "tdc_gfx"]) for i in range(1, 6)]  # AMD's power and current limits
+    assert [p.call for p in decide(artifact(times, watch=amd), artifact(times, watch=amd)).pairs] == ["SAME"]
+    hotspot = amd[:1] + [classed(2, 1900, unlike=["temp_hotspot"], normal=["ppt0"])] + amd[2:]
+    pair = decide(artifact(times, watch=hotspot), artifact(times, watch=amd)).pairs[0]
+    assert pair.call == "INCONCLUSIVE" and pair.why == "the base was throttled in run 2 (GPU 0: temp_hotspot)"
+
+
+def test_old_artifacts_throttled_at_the_power_cap_are_called_now():
+    """Written when the power cap counted as throttling (``throttled`` true): its events are sorted again."""
+    times = [10.0, 10.1, 9.9, 10.0, 10.05]
+    old = [watched(i, 1980, ["gpu_idle", "sw_power_cap"]) for i in range(1, 6)]
+    assert all(w.clocks[0].throttled for w in old)
+    assert [p.call for p in decide(artifact(times, watch=old), artifact(times, watch=old)).pairs] == ["SAME"]
+    unknown = old[:4] + [watched(5, 1980, ["throttle_status_0x4"])]  # an AMD number nothing here decodes
+    pair = decide(artifact(times, watch=old), artifact(times, watch=unknown)).pairs[0]
+    assert pair.call == "INCONCLUSIVE" and pair.why == "the head was throttled in run 5 (GPU 0: throttle_status_0x4)"
 
 
 def test_ab_artifact_reads_each_sides_watch_and_old_artifacts_get_a_note():
