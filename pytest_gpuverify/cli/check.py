@@ -16,6 +16,10 @@ PARTLY = "verdict checked only partly (old artifact: it has no run record)"
 UNVERIFIED = "signatures not verified: pass --allowed-signers FILE to check who wrote these files"
 
 
+UNSEALED_WATCH = ("watch not sealed in this log (sealed before the watch was): its foreign processes, clock events "
+                  "and SM clocks are held to nothing but each other")
+
+
 def run_check(artifact: str, allowed_signers: Optional[str] = None) -> int:
     """``gpuverify check`` of one file: print every difference as a MISMATCH line; 0 when there is none."""
     return check_file(artifact, allowed_signers)[0]
@@ -23,6 +27,7 @@ def run_check(artifact: str, allowed_signers: Optional[str] = None) -> int:
 
 def check_file(artifact: str, allowed_signers: Optional[str] = None) -> tuple[int, Optional[Artifact]]:
     """As :func:`run_check`, with the artifact read (None when it could not be) for checks across files."""
+    from pytest_gpuverify.verify.provenance import unsealed_watch
     from pytest_gpuverify.verify.schemas import SchemaError, load_checked
 
     path = Path(artifact)
@@ -42,6 +47,8 @@ def check_file(artifact: str, allowed_signers: Optional[str] = None) -> tuple[in
         print(f"MISMATCH {problem}")
     if art is not None and art.run is None:
         print(f"{artifact}: {PARTLY}")
+    if art is not None and unsealed_watch(art, path):
+        print(f"{artifact}: {UNSEALED_WATCH}")
     if art is not None and art.signed_by and allowed_signers is None:
         print(f"{artifact}: {UNVERIFIED}")
     if problems or art is None:

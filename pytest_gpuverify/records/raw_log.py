@@ -87,7 +87,7 @@ PREFIX = b"[gpuverify] run ended: "
 
 TIMELINE = "timeline"  # the field added after the others: a log sealed before it lacks it
 WATCH = "watch"  # added after the timeline: a log sealed before it lacks it
-_ADDED: tuple[set[str], ...] = ({TIMELINE, WATCH}, {WATCH}, set())  # what a trailer of each age lacks
+_ADDED = frozenset({TIMELINE, WATCH})  # the fields an older trailer may lack
 
 
 _TAIL_BYTES = 4096
@@ -140,7 +140,7 @@ def read_trailer(log: Path) -> tuple[Optional[dict[str, Any]], Optional[str]]:
         return None, "the raw output's trailer line is not the engine's JSON"
     current = set(trailer_fields(exit_code=None, timed_out=False, interrupted=None, container_died=False,
                                  host=None, container=None, gpus=[], timeline=None))
-    if not isinstance(fields, dict) or set(fields) not in [current - lacks for lacks in _ADDED]:
+    if not isinstance(fields, dict) or not current - _ADDED <= set(fields) <= current:
         return None, "the raw output's trailer line does not hold the engine's fields"
     return fields, None
 

@@ -69,7 +69,7 @@ def _trailer(art: Artifact, raw: Optional[Path]) -> list[str]:
 def unsealed_watch(art: Artifact, artifact_path: Path) -> bool:
     """The raw log has a trailer sealed before the watch was: its watch is held to nothing there."""
     raw = artifact_path.parent / art.raw_output if art.raw_output else None
-    if raw is None or art.run is None or not art.run.ran or not raw.exists():
+    if raw is None or art.run is None or not art.watch or not raw.exists():
         return False
     fields, _ = read_trailer(raw)
     return fields is not None and WATCH not in fields

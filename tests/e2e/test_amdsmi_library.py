@@ -135,11 +135,12 @@ def test_a_hung_library_call_hands_over_to_the_tools(host):
 
 def test_clocks_come_from_the_library_and_not_from_the_tools(host):
     state = SimState.idle(4)
-    state.gpus[2].sm_mhz, state.gpus[2].temp_c, state.gpus[2].power_w, state.gpus[2].throttle_status = 1500, 92, 740, 4
+    hot = 1 << 0 | 1 << 36  # the driver's ASIC-independent throttler bits: PPT0 and the hotspot's temperature
+    state.gpus[2].sm_mhz, state.gpus[2].temp_c, state.gpus[2].power_w, state.gpus[2].throttle_status = 1500, 92, 740, hot
     _, local = host(state)
     [two] = RocmBackend(local).clocks([2])
     assert (two.index, two.sm_mhz, two.mem_mhz, two.temp_c, two.power_w) == (2, 1500, 1300, 92, 740)
-    assert two.throttle == ("throttle_status_0x4",)
+    assert two.throttle == ("ppt0", "temp_hotspot")
     with pytest.raises(GpuToolError, match="amdsmi library only"):
         RocmBackend(local, use_library=False).clocks([2])
 

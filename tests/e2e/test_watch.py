@@ -121,17 +121,21 @@ def test_clocks_at_start_and_end_their_extremes_and_throttling():
     assert clocks.index == 2 and clocks.start.sm_mhz == 345 and clocks.end.sm_mhz == 1755
     assert (clocks.sm_mhz_min, clocks.sm_mhz_max, clocks.temp_c_max, clocks.power_w_max) == (345, 1755, 91, 700)
     assert clocks.throttle_seen == ["gpu_idle", "hw_slowdown"] and clocks.sm_mhz_rated == 1980 and clocks.throttled
+    assert (clocks.unlike_events, clocks.normal_events) == (["hw_slowdown"], ["gpu_idle"])
 
 
-def test_a_power_cap_at_full_clock_is_not_throttling():
-    """What an H200 reports under a heavy matmul: sw_power_cap in most readings, at its full 1980 MHz."""
+def test_a_power_cap_is_the_normal_state_at_any_clock_a_thermal_slowdown_is_not():
+    """What an H200 reports under a heavy matmul: sw_power_cap in most readings, at its full 1980 MHz and
+    below (704 W at 1400 MHz, measured): the GPU at its cap, as every like run is; not throttling."""
     samples = [ClockSample(index=0, sm_mhz=345, throttle=("gpu_idle",), sm_max_mhz=1980),
                ClockSample(index=0, sm_mhz=1980, power_w=410, throttle=("sw_power_cap",), sm_max_mhz=1980),
-               ClockSample(index=0, sm_mhz=1600, power_w=690, throttle=("sw_power_cap",), sm_max_mhz=1980)]
+               ClockSample(index=0, sm_mhz=1400, power_w=704, throttle=("sw_power_cap",), sm_max_mhz=1980)]
     clocks = clocks_of(samples)
     assert clocks.throttle_seen == ["gpu_idle", "sw_power_cap"] and not clocks.throttled
-    capped = clocks_of([*samples[:2], ClockSample(index=0, sm_mhz=1400, throttle=("sw_power_cap",), sm_max_mhz=1980)])
-    assert capped.throttled  # 1400 < 0.75 x 1980: the cap held it down
+    assert (clocks.unlike_events, clocks.normal_events) == ([], ["gpu_idle", "sw_power_cap"])
+    hot = clocks_of([*samples[:2], ClockSample(index=0, sm_mhz=1900, throttle=("sw_power_cap", "sw_thermal"),
+                                               sm_max_mhz=1980)])
+    assert hot.throttled and (hot.unlike_events, hot.normal_events) == (["sw_thermal"], ["gpu_idle", "sw_power_cap"])
 
 
 def test_idle_reasons_alone_are_not_throttling():
@@ -139,7 +143,7 @@ def test_idle_reasons_alone_are_not_throttling():
                          OwnProcesses(), wall, interval_s=0.05)
     watch.start()
     [clocks] = watch.stop().clocks
-    assert clocks.throttle_seen == ["gpu_idle"] and not clocks.throttled
+    assert clocks.throttle_seen == ["gpu_idle"] and not clocks.throttled and clocks.normal_events == ["gpu_idle"]
 
 
 def test_a_backend_without_clocks_says_so():

@@ -58,7 +58,7 @@ def test_a_long_trailer_of_many_runs_on_eight_gpus_is_read_whole(tmp_path):
     assert watch_differences(sealed_watch(many), fields[WATCH]) == []
 
 
-@pytest.mark.parametrize("lacks", [{WATCH}, {WATCH, TIMELINE}])
+@pytest.mark.parametrize("lacks", [{WATCH}, {WATCH, TIMELINE}, {TIMELINE}])
 def test_a_trailer_sealed_before_the_watch_is_read_without_it(tmp_path, lacks):
     fields = sealed_log(tmp_path, [watch()])
     log = tmp_path / "old.log"
