@@ -386,7 +386,7 @@ class TargetRun:
                              junit_path=r.executed.junit_path if r.executed is not None else None)
 
     def _seal(self, record: RunRecord) -> None:
-        """The raw log's trailer, once (records/raw_log.py): the record's exit facts, where and when it ran."""
+        """The raw log's trailer, once (records/raw_log.py): the record's exit facts, where, when, and its watch."""
         executed = self.results.executed
         if self.sealed or executed is None or executed.raw_path is None:
             return
