@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
+from pytest_gpuverify.records.machine import MachineRecord, machine_digest
 
 _LINE = re.compile(rb"^\[gpuverify ([0-9a-f]{16})\] run (\d+) of (\d+)(?: side ([AB]))? (begins|ended): (\{.*\})\s*$")
 
@@ -84,6 +85,9 @@ PREFIX = b"[gpuverify] run ended: "
 TIMELINE = "timeline"  # the field added after the others: a log sealed before it lacks it
 
 
+# the machine record's digest (records/machine.py), sealed where the artifact has one; older logs lack it
+MACHINE = "machine_sha256"
+
 _TAIL_BYTES = 4096
 
 
@@ -127,15 +131,18 @@ def read_trailer(log: Path) -> tuple[Optional[dict[str, Any]], Optional[str]]:
         return None, "the raw output's trailer line is not the engine's JSON"
     current = set(trailer_fields(exit_code=None, timed_out=False, interrupted=None, container_died=False,
                                  host=None, container=None, gpus=[], timeline=None))
-    if not isinstance(fields, dict) or set(fields) not in (current, current - {TIMELINE}):
+    if not isinstance(fields, dict) or set(fields) - {MACHINE} not in (current, current - {TIMELINE}):
         return None, "the raw output's trailer line does not hold the engine's fields"
     return fields, None
 
 
 def seal_log(log: Path, facts, host: str, container: Optional[str], gpus: list[Optional[int]],
-             timeline: dict[str, Optional[str]]) -> None:
+             timeline: dict[str, Optional[str]], machine: Optional[MachineRecord] = None) -> None:
     """The trailer of a run: ``facts`` (the artifact's RunRecord), where the artifact says it ran and
-    its ``timeline`` (every time in it is taken by then: the GPUs are let go of before the seal)."""
-    append_trailer(log, trailer_fields(
+    its ``timeline`` (every time in it is taken by then: the GPUs are let go of before the seal), and
+    the digest of its ``machine`` record where it has one."""
+    fields = trailer_fields(
         exit_code=facts.exit_code, timed_out=facts.timed_out, interrupted=facts.interrupted,
-        container_died=facts.container_died, host=host, container=container, gpus=gpus, timeline=timeline))
+        container_died=facts.container_died, host=host, container=container, gpus=gpus, timeline=timeline)
+    digest = machine_digest(machine)
+    append_trailer(log, {**fields, MACHINE: digest} if digest else fields)

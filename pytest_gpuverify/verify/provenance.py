@@ -19,7 +19,8 @@ from pytest_gpuverify.place.gitstate import git, git_toplevel
 from pytest_gpuverify.gpu.nvidia_formats import is_uuid
 from pytest_gpuverify.execute.leftovers import MARKER
 from pytest_gpuverify.verify.times import SLACK_S, stamp_problems, timeline_problems, when
-from pytest_gpuverify.records.raw_log import PREFIX, TIMELINE, read_trailer, trailer_fields
+from pytest_gpuverify.records.machine import machine_digest
+from pytest_gpuverify.records.raw_log import MACHINE, PREFIX, TIMELINE, read_trailer, trailer_fields
 from pytest_gpuverify.parsers.reading.junit import read_junit
 from pytest_gpuverify.lease.grants import visible_within
 from pytest_gpuverify.lease.watch import shared_reasons
@@ -57,9 +58,22 @@ def _trailer(art: Artifact, raw: Optional[Path]) -> list[str]:
     field_of = {"exit_code": "run.exit_code", "timed_out": "run.timed_out", "interrupted": "run.interrupted",
                 "container_died": "run.container_died", "gpus": "gpus[].index"}
     sealed = fields.pop(TIMELINE, ours[TIMELINE])  # a log sealed before the timeline was: nothing to hold it to
+    machine = _sealed_machine(art, fields.pop(MACHINE, None))
     problems = [f"{field_of.get(k, k)} is {ours[k]!r}, the raw output's trailer says {fields[k]!r}"
                 for k in fields if ours[k] != fields[k]]
-    return problems + _sealed_timeline(ours[TIMELINE], sealed)
+    return problems + _sealed_timeline(ours[TIMELINE], sealed) + machine
+
+
+def _sealed_machine(art: Artifact, sealed: object) -> list[str]:
+    """The machine record as the trailer seals it (its digest): an engine that records one seals it."""
+    ours = machine_digest(art.machine)
+    if ours == sealed:
+        return []
+    if sealed is None:
+        return ["machine is recorded, the raw output's trailer seals none: the record was added after the run"]
+    if ours is None:
+        return ["machine is missing, the raw output's trailer seals one: the record was removed"]
+    return ["machine differs from the record the raw output's trailer seals (its sha256): it was edited"]
 
 
 def _sealed_timeline(ours: Optional[dict], sealed: object) -> list[str]:
