@@ -1,6 +1,7 @@
 """``gpuverify doctor``: the read-only health check of a GPU host, as one report.
 
-Hostname and its Hosts row; every GPU's use, VRAM and processes; which GPUs someone holds the lock of
+Hostname and its Hosts row; every GPU's use, VRAM and processes; the machine's identity as every artifact
+records it (place/machine.py); which GPUs someone holds the lock of
 right now; whether the tickets folder can be written; per container of the env file on this host: running or not, the arch inside, and the
 HIP_VISIBLE_DEVICES / AITER_JIT_DIR it sets; per Repos row: the last commit and the first lines of
 ``git status --short``. It ends with one judgement line, non-zero when the host's arch is not the

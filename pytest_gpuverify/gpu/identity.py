@@ -22,8 +22,8 @@ from typing import Any, Callable, Mapping, Optional
 
 from pytest_gpuverify.gpu.base import GpuInfo, GpuToolError, call_within
 from pytest_gpuverify.gpu.identity_formats import (
-    NVIDIA_IDENTITY_FIELDS, ROCM_SMI_STATIC, ROCM_SMI_VOLATILE, Facts, cuda_version, parse_amd_smi_identity,
-    parse_amd_smi_version, parse_nvidia_identity_csv, parse_nvidia_proc_version, parse_nvidia_smi_cuda,
+    ROCM_SMI_STATIC, ROCM_SMI_VOLATILE, Facts, cuda_version, parse_amd_smi_identity,
+    parse_amd_smi_version, parse_nvidia_proc_version, parse_nvidia_smi_cuda,
     parse_rocm_smi_identity, partition, serial, watts,
 )
 from pytest_gpuverify.gpu.rocm_formats import _num, _str, hip_indices_from_nodes
@@ -221,56 +221,6 @@ def _rocm_tools(backend: Any, indices: list[int], argv: tuple[str, ...], keys: t
     return driver
 
 
-# ------------------------------------------------------------------------------------------ NVIDIA
-def _nv_text(value: Any) -> Optional[str]:
-    return _str(value.decode("utf-8", "replace") if isinstance(value, bytes) else value)
-
-
-def _nvidia_fixed_nvml(nv: Any, index: int, got: _Collect) -> None:
-    handle = nv.nvmlDeviceGetHandleByIndex(index)
-    got.call(index, ("serial",), lambda: (serial(_nv_text(nv.nvmlDeviceGetSerial(handle))),), "nvmlDeviceGetSerial")
-    got.call(index, ("vbios",), lambda: (_nv_text(nv.nvmlDeviceGetVbiosVersion(handle)),), "nvmlDeviceGetVbiosVersion")
-    got.call(index, ("bdf",), lambda: (_nv_text(nv.nvmlDeviceGetPciInfo(handle).busId),), "nvmlDeviceGetPciInfo")
-
-
-def _nvidia_changing_nvml(nv: Any, index: int, got: _Collect) -> None:
-    handle = nv.nvmlDeviceGetHandleByIndex(index)
-
-    def mode(call: str) -> tuple:  # (current, pending) of an enable state
-        current = getattr(nv, call)(handle)[0]
-        return ("enabled" if current else "disabled",)
-
-    def count(kind: int) -> tuple:
-        return (int(nv.nvmlDeviceGetTotalEccErrors(handle, kind, getattr(nv, "NVML_VOLATILE_ECC", 0))),)
-
-    def mhz(clock: str, default: int) -> tuple:
-        return (_num(nv.nvmlDeviceGetMaxClockInfo(handle, getattr(nv, clock, default))),)
-
-    got.call(index, ("mig_mode",), lambda: mode("nvmlDeviceGetMigMode"), "nvmlDeviceGetMigMode")
-    got.call(index, ("power_cap_w",), lambda: (watts(nv.nvmlDeviceGetEnforcedPowerLimit(handle) / 1000.0),),
-             "nvmlDeviceGetEnforcedPowerLimit")
-    got.call(index, ("ecc_mode",), lambda: mode("nvmlDeviceGetEccMode"), "nvmlDeviceGetEccMode")
-    got.call(index, ("ecc_corrected",), lambda: count(getattr(nv, "NVML_MEMORY_ERROR_TYPE_CORRECTED", 0)),
-             "nvmlDeviceGetTotalEccErrors")
-    got.call(index, ("ecc_uncorrected",), lambda: count(getattr(nv, "NVML_MEMORY_ERROR_TYPE_UNCORRECTED", 1)),
-             "nvmlDeviceGetTotalEccErrors")
-    got.call(index, ("sm_mhz_max",), lambda: mhz("NVML_CLOCK_SM", 1), "nvmlDeviceGetMaxClockInfo")
-    got.call(index, ("mem_mhz_max",), lambda: mhz("NVML_CLOCK_MEM", 2), "nvmlDeviceGetMaxClockInfo")
-
-
-def _nvidia_smi(backend: Any, indices: list[int], keys: tuple[str, ...], got: _Collect) -> Optional[str]:
-    argv = ("nvidia-smi", f"--query-gpu={','.join(NVIDIA_IDENTITY_FIELDS)}", "--format=csv,noheader,nounits")
-    try:
-        rows, driver = parse_nvidia_identity_csv(_run_tool(backend, argv))
-    except GpuToolError as exc:
-        got.fail(str(exc))
-        rows, driver = {}, None
-    for i in indices:
-        for key in keys:
-            got.put(i, key, rows.get(i, {}).get(key), "nvidia-smi printed none" if i in rows else "nvidia-smi gave no row")
-    return driver
-
-
 # ------------------------------------------------------------------------------------------ the two reads
 def _each(indices: list[int], fn: Callable[[int], None]) -> None:
     for i in indices:
@@ -299,20 +249,23 @@ def read_fixed(backend: Any, inventory: list[GpuInfo]) -> Facts:
             except GpuToolError as exc:
                 got.fail(str(exc))
     else:
+        from pytest_gpuverify.gpu import identity_nvidia as nvidia
+
         nv = backend.nvml_module()
         got = _Collect("NVML" if nv is not None else "nvidia-smi", indices)
         if nv is not None:
             try:
-                call_within(lambda: _each(indices, lambda i: _nvidia_fixed_nvml(nv, i, got)), backend.tool_timeout,
+                call_within(lambda: _each(indices, lambda i: nvidia.fixed_nvml(nv, i, got)), backend.tool_timeout,
                             "NVML identity")
             except Exception as exc:  # NVMLError, a timeout
                 got.fail(f"NVML: {_one_line(exc)}")
             try:  # the CUDA version the driver supports: what a CUDA runtime in a container runs on
-                cuda = cuda_version(nv.nvmlSystemGetCudaDriverVersion_v2())
-            except Exception:  # NVMLError, an older binding without the _v2 call
+                call = getattr(nv, "nvmlSystemGetCudaDriverVersion_v2", None) or nv.nvmlSystemGetCudaDriverVersion
+                cuda = cuda_version(call())
+            except Exception:  # NVMLError, a binding without either call
                 cuda = None
         else:
-            _nvidia_smi(backend, indices, ("serial", "vbios", "bdf"), got)
+            nvidia.nvidia_smi(backend, indices, ("serial", "vbios", "bdf"), got)
             cuda = None
         if cuda is None:
             try:
@@ -340,9 +293,12 @@ def read_changing(backend: Any, inventory: list[GpuInfo]) -> Facts:
         got = _Collect("amdsmi library" if library is not None else "tools", indices)
         if library is not None:
             try:
-                library.each_gpu(lambda lib, i, h: _rocm_changing_library(lib, i, h, got), backend.tool_timeout,
-                                 "amdsmi identity")
-                driver, why_driver = library.with_handles(_rocm_driver_library, backend.tool_timeout)
+                def read(lib: Any, handles: list) -> tuple[Optional[str], Optional[str]]:  # one thread for both
+                    for i, h in handles:
+                        _rocm_changing_library(lib, i, h, got)
+                    return _rocm_driver_library(lib, handles)
+
+                driver, why_driver = library.with_handles(read, backend.tool_timeout)
             except GpuToolError as exc:
                 got.fail(str(exc))
         else:
@@ -357,17 +313,19 @@ def read_changing(backend: Any, inventory: list[GpuInfo]) -> Facts:
             version, why = _file("/sys/module/amdgpu/version")
             driver, why_driver = (f"amdgpu {version}", None) if version else (None, why_driver or why)
     else:
+        from pytest_gpuverify.gpu import identity_nvidia as nvidia
+
         nv = backend.nvml_module()
         got = _Collect("NVML" if nv is not None else "nvidia-smi", indices)
         if nv is not None:
             try:
-                call_within(lambda: _each(indices, lambda i: _nvidia_changing_nvml(nv, i, got)), backend.tool_timeout,
+                call_within(lambda: _each(indices, lambda i: nvidia.changing_nvml(nv, i, got)), backend.tool_timeout,
                             "NVML identity")
-                driver = f"nvidia {_nv_text(nv.nvmlSystemGetDriverVersion())}"
+                driver = f"nvidia {nvidia.text(nv.nvmlSystemGetDriverVersion())}"
             except Exception as exc:  # NVMLError, a timeout
                 got.fail(f"NVML: {_one_line(exc)}")
         else:
-            version = _nvidia_smi(backend, indices, keys, got)
+            version = nvidia.nvidia_smi(backend, indices, keys, got)
             driver = f"nvidia {version}" if version else None
         if driver is None:
             text, why = _file("/proc/driver/nvidia/version")

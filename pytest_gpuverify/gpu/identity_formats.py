@@ -8,7 +8,7 @@ index, as the other parsers do (rocm_formats.py). Formats read:
   --showmaxpower --showdriverversion --showbus [--json]``: per card ``Card Series``, ``GFX Version``, ``Node ID``,
   ``VBIOS version``, ``Serial Number``, ``PCI Bus``, ``Compute Partition``, ``Memory Partition``,
   ``Max Graphics Package Power (W)``; the driver in ``system`` (JSON) or a ``Driver version:`` line.
-- ``amd-smi static --json`` (a list before amd-smi 26, ``{"gpu_data": [...]}`` from 26): ``asic``,
+- ``amd-smi static [--json]`` (a list before amd-smi 26, ``{"gpu_data": [...]}`` from 26; or the text): ``asic``,
   ``board``, ``vbios`` (``ifwi`` from ROCm 7), ``driver``, ``partition``, ``limit``, ``bus``.
 - ``amd-smi version``: ``... | ROCm version: 6.4.1 | amdgpu version: 6.10.5 | ...``.
 - ``/proc/driver/nvidia/version``; ``nvidia-smi --query-gpu=<IDENTITY_FIELDS> --format=csv,noheader,nounits``;
@@ -92,11 +92,33 @@ def _power_limit(limit: dict) -> Optional[float]:
     return watts(limit.get("socket_power"))
 
 
+def amd_smi_text_entries(text: str) -> list[dict]:
+    """``amd-smi static``'s text (``GPU: 0`` then ``    ASIC:`` sections of ``        KEY: value``) as the
+    JSON's per-GPU objects, keys lower-cased."""
+    entries: list[dict] = []
+    section: Optional[dict] = None
+    for line in (text or "").splitlines():
+        body = line.strip()
+        name, sep, value = body.partition(":")
+        if not sep or line.startswith("#"):
+            continue
+        depth = (len(line) - len(line.lstrip(" "))) // 4
+        if depth == 0 and name == "GPU" and value.strip().isdigit():
+            entries.append({"gpu": int(value)})
+            section = None
+        elif entries and depth == 1 and not value.strip():
+            section = entries[-1].setdefault(name.strip().lower(), {})
+        elif entries and depth == 2 and section is not None:
+            section[name.strip().lower()] = value.strip()
+    return entries
+
+
 def parse_amd_smi_identity(text: str) -> tuple[dict[int, Facts], Optional[str]]:
-    """(amd-smi index -> facts, driver version) from ``amd-smi static --json``."""
+    """(amd-smi index -> facts, driver version) from ``amd-smi static [--json]``."""
     out: dict[int, Facts] = {}
     driver = None
-    for entry in _gpu_entries(extract_json(text)):
+    data = extract_json(text)
+    for entry in _gpu_entries(data) if data is not None else amd_smi_text_entries(text):
         asic, board = _section(entry, "asic"), _section(entry, "board")
         vbios, part = _section(entry, "vbios", "ifwi"), _section(entry, "partition")
         drv = _section(entry, "driver")
