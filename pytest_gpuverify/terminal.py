@@ -37,8 +37,12 @@ def _num(value: float) -> str:
 
 def detail_properties(artifact) -> list[tuple[str, str]]:
     """Host, shapes checked, lowest SNR/cosine, each perf row's key number (JUnit properties, CI summary)."""
+    from pytest_gpuverify.records.machine import machine_line
+
     c = artifact.correctness
     props = [("gpuverify_host", artifact.host or "-"), ("gpuverify_shapes", str(c.shapes_checked))]
+    if artifact.machine is not None:
+        props.append(("gpuverify_machine", machine_line(artifact.machine)))
     if c.snr_db is not None:
         props.append(("gpuverify_snr_db", _num(c.snr_db)))
     if c.cosine_sim is not None:
@@ -61,14 +65,19 @@ def summary_lines(verdicts: Iterable[tuple[str, dict]]) -> list[str]:
         return (f"{indent}{p['gpuverify_verdict']:<12} {nodeid}  gpu {p.get('gpuverify_gpus', '-')}  "
                 f"{p.get('gpuverify_reason', '')}  -> {p.get('gpuverify_artifact', '')}")
 
+    def machines(mine: list[tuple[str, dict]], indent: str = "") -> list[str]:
+        """The header: the machine the targets ran on (records/machine.py), once per distinct record."""
+        return [f"{indent}machine: {m}" for m in dict.fromkeys(p["gpuverify_machine"] for _, p in mine
+                                                                if p.get("gpuverify_machine"))]
+
     hosts = sorted({p.get("gpuverify_host", "-") for _, p in verdicts})
     if len(hosts) < 2:
-        return [line(nodeid, p) for nodeid, p in verdicts] or ["no GPU targets ran"]
+        return machines(verdicts) + [line(nodeid, p) for nodeid, p in verdicts] or ["no GPU targets ran"]
     lines = []
     for host in hosts:
         mine = [(nodeid, p) for nodeid, p in verdicts if p.get("gpuverify_host", "-") == host]
         lines.append(f"host {host}: {sum(p['gpuverify_verdict'] == 'PASS' for _, p in mine)}/{len(mine)} PASS")
-        lines += [line(nodeid, p, "  ") for nodeid, p in mine]
+        lines += machines(mine, "  ") + [line(nodeid, p, "  ") for nodeid, p in mine]
     return lines
 
 

@@ -1,6 +1,7 @@
 """``gpuverify doctor``: the read-only health check of a GPU host, as one report.
 
-Hostname and its Hosts row; every GPU's use, VRAM and processes; which GPUs someone holds the lock of
+Hostname and its Hosts row; every GPU's use, VRAM and processes; the machine's identity as every artifact
+records it (place/machine.py); which GPUs someone holds the lock of
 right now; whether the tickets folder can be written; per container of the env file on this host: running or not, the arch inside, and the
 HIP_VISIBLE_DEVICES / AITER_JIT_DIR it sets; per Repos row: the last commit and the first lines of
 ``git status --short``. It ends with one judgement line, non-zero when the host's arch is not the
@@ -63,6 +64,7 @@ def run_doctor(env: EnvFile, host_name: Optional[str] = None, docker_factory=Non
     runner = LocalHost()
     backend = select_backend(row.arch, runner)
     _gpus(report, env, row, backend, lock_for)
+    _machine(report, backend)
     running = _containers(report, env, row, backend.vendor, docker_factory)
     _repos(report, env)
     _mounts(report, env, running)
@@ -146,6 +148,31 @@ def _gpus(report: DoctorReport, env: EnvFile, row, backend, lock_for) -> None:
                             f"{f'LOCKED ({lock}) by {describe_pid(holder)}' if holder is not None else 'unlocked'}  -> {why or 'idle'}")
     if idle < len(readings):
         report.remarks.append(f"{idle} of {len(readings)} GPUs idle and unlocked")
+
+
+def _machine(report: DoctorReport, backend) -> None:
+    """The machine's identity as a run records it (place/machine.py), read afresh: which machine, exactly."""
+    from pytest_gpuverify.place.machine import read_machine
+    from pytest_gpuverify.records.machine import machine_line, partition_text
+
+    try:
+        inventory = backend.inventory()
+    except GpuToolError:
+        inventory = []  # the GPU tools' problem is reported above; the host's own facts are still read
+    machine = read_machine(backend, inventory)
+    report.lines.append(f"machine   {machine_line(machine)}")
+    report.lines.append(f"          read with {machine.read_with}; DMI {machine.dmi_product or '?'}, "
+                        f"serial {machine.dmi_serial or '?'}")
+    for g in machine.gpus:
+        ecc = f"ECC {g.ecc_mode or '?'} ({_count(g.ecc_corrected)} corrected, {_count(g.ecc_uncorrected)} uncorrected)"
+        report.lines.append(f"  gpu {g.index:<3} {g.name or '?'} {g.arch or '?'}  uuid {g.uuid or '?'}  serial {g.serial or '?'}  "
+                            f"vbios {g.vbios or '?'}  {partition_text(g) or 'partition ?'}  cap {_count(g.power_cap_w)} W  "
+                            f"{ecc}  max {_count(g.sm_mhz_max)}/{_count(g.mem_mhz_max)} MHz")
+    report.lines.extend(f"  unknown: {line}" for line in machine.unknowns)
+
+
+def _count(value) -> str:
+    return "?" if value is None else f"{value:g}"
 
 
 def _window_line(env: EnvFile, row, backend) -> str:

@@ -100,7 +100,8 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         print(f"gpuverify compare: --factor {args.factor:g}: a factor must be a finite number above 1 (e.g. 1.05)",
               file=sys.stderr)
         return 2
-    may_differ = frozenset(n.strip() for value in args.may_differ for n in value.split(",") if n.strip())
+    # power-cap or power_cap: a name is the same with either
+    may_differ = frozenset(n.strip().replace("-", "_") for value in args.may_differ for n in value.split(",") if n.strip())
     unknown = unknown_names(sorted(may_differ))
     if unknown:
         print(f"gpuverify compare: --may-differ {','.join(unknown)}: not a fact compare checks; "
@@ -278,8 +279,8 @@ def build_parser() -> argparse.ArgumentParser:
     comp.add_argument("--factor", type=float, default=1.05,
                       help="the least ratio of the sides' means a call needs, finite and above 1 (default 1.05)")
     comp.add_argument("--may-differ", action="append", default=[], metavar="NAME[,NAME]",
-                      help="facts of the two artifacts allowed to differ (each shown in the output): "
-                      + ", ".join(FIELDS))
+                      help="facts of the two artifacts allowed to differ (each shown in the output), e.g. "
+                      "--may-differ driver,partition,power-cap: " + ", ".join(FIELDS))
     comp.add_argument("--fail-on-inconclusive", action="store_true",
                       help="exit 1 when a row is INCONCLUSIVE too (default: only REGRESSED fails)")
     comp.add_argument("--history", action="store_true",

@@ -11,6 +11,7 @@ from dataclasses import asdict, dataclass
 from typing import Iterable, Optional
 
 from pytest_gpuverify.records.artifact import Artifact
+from pytest_gpuverify.records.machine import held, joined, partition_text, power_text
 
 CHECKOUT = "<checkout>"
 # name -> what it is, as the help and the refusal say it
@@ -28,7 +29,13 @@ FIELDS: dict[str, str] = {
     "place": "ran in a container or on the host",
     "cache": "cold or warm caches",
     "regime": "timing regime",
+    "driver": "GPU driver version",
+    "partition": "compute/memory partition mode (MIG mode on NVIDIA) of the GPUs held",
+    "power_cap": "power cap of the GPUs held",
 }
+# the machine's facts (records/machine.py): held equal where both sides recorded them; an artifact
+# written before they were recorded is noted, not refused
+MACHINE_FIELDS = ("driver", "partition", "power_cap")
 
 
 @dataclass(frozen=True)
@@ -82,7 +89,17 @@ def identity(art: Artifact) -> dict[str, Optional[str]]:
         "place": "container" if art.container else "host",
         "cache": "cold" if art.cold else "warm",
         "regime": target.regime if target else None,
+        **machine_facts(art),
     }
+
+
+def machine_facts(art: Artifact) -> dict[str, Optional[str]]:
+    """The driver, and the partition mode and power cap of the GPUs the run held (all of them when it held none)."""
+    if art.machine is None:
+        return dict.fromkeys(MACHINE_FIELDS)
+    gpus = held(art.machine, [g.index for g in art.gpus])
+    return {"driver": art.machine.driver, "partition": joined(partition_text(g) for g in gpus),
+            "power_cap": joined(power_text(g.power_cap_w) for g in gpus)}
 
 
 def differences(base: Artifact, head: Artifact) -> list[Difference]:
@@ -95,7 +112,16 @@ def fact_differences(mine: dict[str, Optional[str]], theirs: dict[str, Optional[
     ``digests`` are known."""
     if digests[0] and digests[1]:
         mine, theirs = {**mine, "image": digests[0]}, {**theirs, "image": digests[1]}
-    return [Difference(name, mine.get(name), theirs.get(name)) for name in FIELDS if mine.get(name) != theirs.get(name)]
+    return [Difference(name, mine.get(name), theirs.get(name)) for name in FIELDS if mine.get(name) != theirs.get(name)
+            and (name not in MACHINE_FIELDS or (mine.get(name) is not None and theirs.get(name) is not None))]
+
+
+def unrecorded(mine: dict[str, Optional[str]], theirs: dict[str, Optional[str]], labels: tuple[str, str]) -> list[str]:
+    """A note per machine fact one side did not record (an artifact written before the machine was), which
+    therefore was not held equal."""
+    return [f"{name} ({FIELDS[name]}) not recorded by {label}: not held equal" for name in MACHINE_FIELDS
+            for label, facts, other in ((labels[0], mine, theirs), (labels[1], theirs, mine))
+            if facts.get(name) is None and other.get(name) is not None]
 
 
 def unknown_names(names: Iterable[str]) -> list[str]:

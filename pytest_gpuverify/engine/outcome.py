@@ -94,7 +94,7 @@ def build_artifact(r: Results) -> Artifact:
     art = Artifact(plugin_version=__version__, key=begun.key, topic=begun.topic, ts=begun.ts, host=begun.host,
                    target=begun.record, cold=begun.cold, signed_by=begun.signed_by, synced=begun.synced,
                    container=ran_in(r), notes=list(begun.notes), timeline=timeline_of(r), shard=begun.shard,
-                   scheduler=begun.scheduler)
+                   scheduler=begun.scheduler, machine=begun.machine)
     if placed is not None:
         art.repos = [placed.repo] if placed.repo is not None else []
         art.notes.extend(placed.notes)

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from pytest_gpuverify.config.targets import RunEnvironment, Target
     from pytest_gpuverify.execute.base import Executor, Place
     from pytest_gpuverify.place.ab import BaseWorktree
+    from pytest_gpuverify.records.machine import MachineRecord
     from pytest_gpuverify.records.scheduling import SchedulerRecord, ShardRecord
     from pytest_gpuverify.lease.picker import GpuGrant
     from pytest_gpuverify.parsers.result import ParsedOutput
@@ -55,6 +56,7 @@ class Begun:
     collected: Optional[str] = None  # the session had its targets: the timeline's first entry
     shard: Optional[ShardRecord] = None  # the session's shard of a split run (config/shards.py)
     scheduler: Optional[SchedulerRecord] = None  # GPUs granted outside the plugin (lease/grants.py)
+    machine: Optional[MachineRecord] = None  # the machine's identity (place/machine.py)
 
 
 @dataclass

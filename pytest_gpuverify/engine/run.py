@@ -71,7 +71,7 @@ class TargetRun:
             host=socket.gethostname(), artifact_path=self.ctx.out_dir / f"bench_{topic}.json", notes=list(self.ctx.session_notes),
             key=self.ctx.options.ticket, cold=self.ctx.options.cold, signed_by=self.ctx.signer.signer if self.ctx.signer else None,
             synced=self.ctx.synced, collected=s.clock.wall(self.ctx.collected),
-            shard=self.ctx.shard, scheduler=self.ctx.scheduler))
+            shard=self.ctx.shard, scheduler=self.ctx.scheduler, machine=self.ctx.machine))
 
     # -- the run ----------------------------------------------------------------------------
     def run(self) -> TargetOutcome:
@@ -394,7 +394,8 @@ class TargetRun:
         try:
             with PROFILE.phase("raw log sealed"):
                 seal_log(executed.raw_path, record, self.results.begun.host, ran_in(self.results),
-                         [g.index for g in executed.gpus], timeline_of(self.results).model_dump(), executed.watch)
+                         [g.index for g in executed.gpus], timeline_of(self.results).model_dump(), executed.watch,
+                         self.results.begun.machine)
         except OSError as exc:  # a full disk: the artifact is still written, and not a PASS
             self.blocked.append(f"the raw log {executed.raw_path} could not be sealed ({exc}): "
                                 "`gpuverify check` cannot verify it")

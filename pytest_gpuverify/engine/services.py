@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from pytest_gpuverify.place.ab import BaseWorktrees
     from pytest_gpuverify.place.container_checks import ContainerPlaces
     from pytest_gpuverify.records.artifact import RepoRecord, SyncRecord
+    from pytest_gpuverify.records.machine import MachineRecord
     from pytest_gpuverify.records.scheduling import SchedulerRecord, ShardRecord
 
 Echo = Callable[[bytes], None]
@@ -44,6 +45,7 @@ class RunContext:
     echo: Optional[Echo]  # -s: the command's output to the terminal as it comes
     shard: Optional[ShardRecord] = None  # this session's shard of a run split over several jobs
     scheduler: Optional[SchedulerRecord] = None  # GPUs granted outside the plugin
+    machine: Optional[MachineRecord] = None  # the machine's identity, read once per session
 
 
 class LiveLine(Protocol):

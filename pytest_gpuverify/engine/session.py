@@ -151,7 +151,8 @@ class VerifySession:
         """The session's facts as a run starts (frozen: a run cannot change them for the next)."""
         return RunContext(options=self.options, env=self.env, host_row=self.host_row, out_dir=self.out_dir,
                           signer=self.signer, synced=self.synced, session_notes=tuple(self.session_notes),
-                          collected=self.collected, echo=self.echo, shard=self.shard, scheduler=self.scheduler)
+                          collected=self.collected, echo=self.echo, shard=self.shard, scheduler=self.scheduler,
+                          machine=self.starting.machine)
 
     def unique_topic(self, target: Target) -> str:
         return self.topics.claim(self.out_dir, self.options.topic or target.topic)

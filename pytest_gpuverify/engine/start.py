@@ -31,7 +31,9 @@ from pytest_gpuverify.lease.sampler import IdleSampler, sampling_interval
 from pytest_gpuverify.lease.shared_readings import readings_for
 from pytest_gpuverify.lease.window_history import history_source
 from pytest_gpuverify.place.container_checks import ContainerPlaces, GpuStart, start_gpus
+from pytest_gpuverify.place.machine import read_machine
 from pytest_gpuverify.place.provenance import read_container_facts
+from pytest_gpuverify.records.machine import MachineRecord
 from pytest_gpuverify.records.scheduling import SchedulerRecord
 
 
@@ -62,6 +64,7 @@ class SessionStart:
         self.blocked: list[str] = []  # every target of the session is blocked by these
         self.notes: list[str] = []  # said in every artifact of the session
         self.scheduler: Optional[SchedulerRecord] = None  # GPUs granted outside the plugin (grants.py)
+        self.machine: Optional[MachineRecord] = None  # the machine's identity, in every artifact (place/machine.py)
         own = private_folder()
         if own.squatted:  # said in every artifact: the caches and locks of this session were its own
             self.notes.append(f"{own.squatted}: this session's own files (caches of runs on the host, the "
@@ -96,6 +99,8 @@ class SessionStart:
         started = None
         try:
             started = self._start_gpus()
+            # once the GPU list is read: the identity's calls use the library the start loaded
+            self.machine = read_machine(self.backend, list(self.inventory.values()), self.places.cache)
         finally:
             if host is not None:  # off the first target's path: read while the window fills
                 facts = self.places.facts[ON_HOST] = host.result()

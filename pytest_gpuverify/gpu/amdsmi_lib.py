@@ -21,7 +21,7 @@ import io
 import os
 import sys
 import threading
-from typing import Any, Mapping, Optional
+from typing import Any, Callable, Mapping, Optional, TypeVar
 
 from pytest_gpuverify.common.profile import PROFILE
 from pytest_gpuverify.gpu.clocks import ClockSample, amdsmi_clocks
@@ -29,6 +29,7 @@ from pytest_gpuverify.gpu.base import GpuInfo, GpuProcess, GpuReading, GpuToolEr
 from pytest_gpuverify.gpu.rocm_formats import AmdSmiDevice, _arch, _str, drop_kfd_only, hip_indices_from_amd_smi
 
 MIB = 1 << 20
+T = TypeVar("T")
 SEARCH = ("{ROCM_PATH}/share/amd_smi", "/opt/rocm/share/amd_smi")  # where ROCm installs the module
 
 
@@ -168,6 +169,21 @@ class AmdSmiLibrary:
                 uuid = self.lib.amdsmi_get_gpu_device_uuid(handle)
         return GpuInfo(index=index, arch=_arch(asic.get("target_graphics_version")),
                        name=_str(asic.get("market_name")), uuid=_str(uuid))
+
+    def each_gpu(self, fn: Callable[[Any, int, Any], None], timeout_s: float, what: str) -> None:
+        """``fn(module, HIP index, handle)`` for every GPU, under the library's lock, within ``timeout_s``."""
+        def read() -> None:
+            with self._lock:
+                for index, handle in self._handles:
+                    fn(self.lib, index, handle)
+        call_within(read, timeout_s, what)
+
+    def with_handles(self, fn: Callable[[Any, list], T], timeout_s: float) -> T:
+        """``fn(module, [(HIP index, handle)...])`` under the library's lock, within ``timeout_s``."""
+        def read() -> T:
+            with self._lock:
+                return fn(self.lib, list(self._handles))
+        return call_within(read, timeout_s, "amdsmi")
 
     def clocks(self, indices: list[int], timeout_s: float = 20.0) -> list[ClockSample]:
         def read() -> list[ClockSample]:

@@ -151,6 +151,13 @@ class NvidiaBackend:
     def reading_source(self) -> str:
         return "NVML, in-process" if self.using_nvml else "nvidia-smi"
 
+    def nvml_module(self) -> Any:
+        """The initialised ``pynvml`` module, or None where nvidia-smi reads."""
+        try:
+            return self._nvml()
+        except GpuToolError:
+            return None
+
     @property
     def using_nvml(self) -> bool:
         """Whether readings come from NVML (initialises it on first use)."""

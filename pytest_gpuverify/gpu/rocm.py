@@ -208,6 +208,14 @@ class RocmBackend:
         tool = "rocm-smi" if self._prefer_rocm_smi or not self._has("amd-smi") else "amd-smi"
         return f"{tool} (amdsmi library not used: {self.library_why})" if self.library_why else tool
 
+    def library(self):
+        """The amdsmi library in-process (:class:`.amdsmi_lib.AmdSmiLibrary`), or None where the tools read."""
+        return self._loaded_library()
+
+    def amd_smi_hip_indices(self) -> dict[int, int]:
+        """amd-smi's index -> HIP index (``amd-smi list``, read once); empty when amd-smi gave no order."""
+        return hip_indices_from_amd_smi(self._amd_smi_devices())
+
     def _loaded_library(self):
         """The amdsmi library, loaded on first use (None: the tools read)."""
         if not self.use_library:

@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from pytest_gpuverify.records.builds import BuildRecord, FreshContainerRecord
 from pytest_gpuverify.common.files import RESULT_MODE, write_atomic
+from pytest_gpuverify.records.machine import MachineRecord
 from pytest_gpuverify.records.scheduling import SchedulerRecord, ShardRecord
 
 SCHEMA_VERSION = 5  # 2: the run record (`run`); 3: host_gpus, signed_by, target.command, the raw log's trailer,
@@ -360,6 +361,7 @@ class Artifact(_Model):
     watch: list[GpuWatch] = Field(default_factory=list)  # the held GPUs while each command ran
     shard: Optional[ShardRecord] = None  # --gpu-shard: the part of a split run it ran in (config/shards.py)
     scheduler: Optional[SchedulerRecord] = None  # GPUs granted outside the plugin (lease/grants.py)
+    machine: Optional[MachineRecord] = None  # which machine, exactly (records/machine.py); None: not read
 
 
 def artifact_schema() -> dict[str, Any]:

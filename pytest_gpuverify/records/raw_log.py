@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from pytest_gpuverify.records.artifact import GpuWatch
+from pytest_gpuverify.records.machine import MachineRecord, machine_digest
 from pytest_gpuverify.records.watch_seal import sealed_watch
 
 
@@ -90,6 +91,9 @@ WATCH = "watch"  # added after the timeline: a log sealed before it lacks it
 _ADDED = frozenset({TIMELINE, WATCH})  # the fields an older trailer may lack
 
 
+# the machine record's digest (records/machine.py), sealed where the artifact has one; older logs lack it
+MACHINE = "machine_sha256"
+
 _TAIL_BYTES = 4096
 _MAX_TRAILER = 1 << 22  # a watch of many runs on many GPUs: the trailer grows with it, yet stays bounded
 
@@ -140,17 +144,20 @@ def read_trailer(log: Path) -> tuple[Optional[dict[str, Any]], Optional[str]]:
         return None, "the raw output's trailer line is not the engine's JSON"
     current = set(trailer_fields(exit_code=None, timed_out=False, interrupted=None, container_died=False,
                                  host=None, container=None, gpus=[], timeline=None))
-    if not isinstance(fields, dict) or not current - _ADDED <= set(fields) <= current:
+    if not isinstance(fields, dict) or not current - _ADDED <= set(fields) - {MACHINE} <= current:
         return None, "the raw output's trailer line does not hold the engine's fields"
     return fields, None
 
 
 def seal_log(log: Path, facts, host: str, container: Optional[str], gpus: list[Optional[int]],
-             timeline: dict[str, Optional[str]], watch: list[GpuWatch]) -> None:
+             timeline: dict[str, Optional[str]], watch: list[GpuWatch], machine: Optional[MachineRecord] = None) -> None:
     """The trailer of a run: ``facts`` (the artifact's RunRecord), where the artifact says it ran, its
-    ``timeline`` (every time in it is taken by then: the GPUs are let go of before the seal) and its
-    ``watch`` records (final once the command ended: the execute phase sets them before it lets go of the GPUs)."""
-    append_trailer(log, trailer_fields(
+    ``timeline`` (every time in it is taken by then: the GPUs are let go of before the seal), its
+    ``watch`` records (final once the command ended: the execute phase sets them before it lets go of the
+    GPUs) and the digest of its ``machine`` record where it has one."""
+    fields = trailer_fields(
         exit_code=facts.exit_code, timed_out=facts.timed_out, interrupted=facts.interrupted,
         container_died=facts.container_died, host=host, container=container, gpus=gpus, timeline=timeline,
-        watch=sealed_watch(watch)))
+        watch=sealed_watch(watch))
+    digest = machine_digest(machine)
+    append_trailer(log, {**fields, MACHINE: digest} if digest else fields)

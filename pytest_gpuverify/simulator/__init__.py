@@ -25,6 +25,7 @@ import tempfile
 from pathlib import Path
 from typing import Sequence
 
+from pytest_gpuverify.common.files import write_atomic
 from pytest_gpuverify.simulator import tools as _tools
 from pytest_gpuverify.simulator.state import GIB, IDLE_VRAM, MIB, TOOL_NAMES, SimGpu, SimProcess, SimState, load_state, save_state
 from pytest_gpuverify.simulator.tools import MODULES
@@ -97,6 +98,9 @@ def install(bin_dir: Path, state: SimState, tools: Sequence[str] = TOOL_NAMES) -
             target.unlink(missing_ok=True)
             continue
         _write_executable(target, source)
+    # as a ROCm install says its version: $ROCM_PATH/.info/version (ROCM_PATH=<bin dir> loads the library too)
+    (bin_dir / ".info").mkdir(exist_ok=True)
+    write_atomic(bin_dir / ".info" / "version", f"{state.rocm_version}\n".encode(), mode=0o644)
     library = bin_dir / LIBRARY
     if "amd-smi" in tools and state.amd_smi_installed:  # the library ships with the tool
         library.parent.mkdir(parents=True, exist_ok=True)

@@ -65,12 +65,22 @@ class SimGpu(BaseModel):
     temp_c: int = 45
     power_w: int = 150
     throttle_status: int = 0  # the clock events: the driver's ASIC-independent throttler bits (indep_throttle_status)
+    # the machine's identity as the tools and the library print it (gpu/identity.py reads these)
+    serial: str = ""  # the board's product serial; filled from the UUID when left out
+    vbios: str = "113-M3000100-102"
+    compute_partition: Optional[str] = "SPX"  # None: the part has no partition modes (Not supported)
+    memory_partition: Optional[str] = "NPS1"
+    power_cap_w: float = 750.0
+    ecc_enabled: bool = True
+    ecc_corrected: int = 0
+    ecc_uncorrected: int = 0
 
 
 class SimState(BaseModel):
     model_config = ConfigDict(extra="forbid", defer_build=True)
 
     rocm_version: str = "6.4.1"
+    amdgpu_version: str = "6.12.12"  # the driver's version: amd-smi version, rocm-smi --showdriverversion, the library
     amd_smi_installed: bool = True
     nonroot_warning: bool = False  # amd-smi: group WARNING as the first stdout line
     lowpower_warning: bool = False  # rocm-smi: runtime-PM WARNING on stderr
@@ -94,6 +104,8 @@ class SimState(BaseModel):
                 gpu.bdf = f"0000:{bus}:00.0" if i < 256 else f"0001:{i % 256:02x}:00.0"
             if not gpu.uuid:
                 gpu.uuid = "GPU-" + hashlib.sha256(f"{gpu.bdf}/{i}".encode()).hexdigest()[:16]
+            if not gpu.serial:
+                gpu.serial = str(int(gpu.uuid.split("-", 1)[-1][:10], 16))[:12]
         return self
 
     @property

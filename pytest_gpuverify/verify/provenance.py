@@ -19,7 +19,8 @@ from pytest_gpuverify.place.gitstate import git, git_toplevel
 from pytest_gpuverify.gpu.nvidia_formats import is_uuid
 from pytest_gpuverify.execute.leftovers import MARKER
 from pytest_gpuverify.verify.times import SLACK_S, stamp_problems, timeline_problems, when
-from pytest_gpuverify.records.raw_log import PREFIX, TIMELINE, WATCH, read_trailer, trailer_fields
+from pytest_gpuverify.records.machine import machine_digest
+from pytest_gpuverify.records.raw_log import MACHINE, PREFIX, TIMELINE, WATCH, read_trailer, trailer_fields
 from pytest_gpuverify.records.watch_seal import clock_consistency, sealed_watch, watch_differences
 from pytest_gpuverify.parsers.reading.junit import read_junit
 from pytest_gpuverify.lease.grants import visible_within
@@ -60,9 +61,10 @@ def _trailer(art: Artifact, raw: Optional[Path]) -> list[str]:
     sealed = fields.pop(TIMELINE, ours[TIMELINE])  # a log sealed before the timeline was: nothing to hold it to
     sealed_in = WATCH in fields  # ... or before the watch was (unsealed_watch)
     watch = fields.pop(WATCH, None)
+    machine = _sealed_machine(art, fields.pop(MACHINE, None))
     problems = [f"{field_of.get(k, k)} is {ours[k]!r}, the raw output's trailer says {fields[k]!r}"
                 for k in fields if ours[k] != fields[k]]
-    problems += _sealed_timeline(ours[TIMELINE], sealed)
+    problems += _sealed_timeline(ours[TIMELINE], sealed) + machine
     return problems + (watch_differences(sealed_watch(art.watch), watch) if sealed_in else [])
 
 
@@ -73,6 +75,18 @@ def unsealed_watch(art: Artifact, artifact_path: Path) -> bool:
         return False
     fields, _ = read_trailer(raw)
     return fields is not None and WATCH not in fields
+
+
+def _sealed_machine(art: Artifact, sealed: object) -> list[str]:
+    """The machine record as the trailer seals it (its digest): an engine that records one seals it."""
+    ours = machine_digest(art.machine)
+    if ours == sealed:
+        return []
+    if sealed is None:
+        return ["machine is recorded, the raw output's trailer seals none: the record was added after the run"]
+    if ours is None:
+        return ["machine is missing, the raw output's trailer seals one: the record was removed"]
+    return ["machine differs from the record the raw output's trailer seals (its sha256): it was edited"]
 
 
 def _sealed_timeline(ours: Optional[dict], sealed: object) -> list[str]:

@@ -163,7 +163,7 @@ def amdsmi_get_power_info(handle):
     g, _ = _gpu(handle)
     watts = g.get("power_w", 150)
     return {"current_socket_power": watts, "average_socket_power": watts, "gfx_voltage": "N/A",
-            "soc_voltage": "N/A", "mem_voltage": "N/A", "power_limit": 750000000}
+            "soc_voltage": "N/A", "mem_voltage": "N/A", "power_limit": int(g.get("power_cap_w", 750) * 1e6)}
 
 
 def amdsmi_get_gpu_metrics_info(handle):
@@ -184,7 +184,61 @@ def amdsmi_get_gpu_device_bdf(handle):
 
 def amdsmi_get_gpu_asic_info(handle):
     g, _ = _gpu(handle)
-    return {"market_name": g["name"], "target_graphics_version": g["arch"]}
+    common = sys.modules["gpuverify_sim_common"]
+    dev, cus = common.arch_info(g)[:2]
+    return {"market_name": g["name"], "vendor_id": 0x1002, "vendor_name": "Advanced Micro Devices Inc. [AMD/ATI]",
+            "subvendor_id": 0x1002, "device_id": int(dev, 16), "rev_id": 0, "asic_serial": "0x" + common.hexid(g).upper(),
+            "oam_id": handle.index, "num_compute_units": cus, "target_graphics_version": g["arch"]}
+
+
+def amdsmi_get_gpu_board_info(handle):
+    g, _ = _gpu(handle)
+    return {"model_number": "102-G30211-00", "product_serial": g["serial"], "fru_id": "N/A",
+            "product_name": g["name"] + " OAM", "manufacturer_name": "AMD"}
+
+
+def amdsmi_get_gpu_vbios_info(handle):
+    g, _ = _gpu(handle)
+    return {"name": "AMD " + g["name"], "build_date": "2024/05/17 10:06", "part_number": g["vbios"],
+            "version": g["vbios"]}
+
+
+def amdsmi_get_gpu_driver_info(handle):
+    _, st = _gpu(handle)
+    return {"driver_name": "amdgpu", "driver_version": st["amdgpu_version"], "driver_date": "2015/01/01 00:00"}
+
+
+def _partition(handle, key):
+    g, _ = _gpu(handle)
+    if not g.get(key):  # a part without partition modes
+        raise AmdSmiLibraryException(2, "AMDSMI_STATUS_NOT_SUPPORTED")
+    return g[key]
+
+
+def amdsmi_get_gpu_compute_partition(handle):
+    return _partition(handle, "compute_partition")
+
+
+def amdsmi_get_gpu_memory_partition(handle):
+    return _partition(handle, "memory_partition")
+
+
+def amdsmi_get_power_cap_info(handle):
+    g, _ = _gpu(handle)
+    cap = int(float(g["power_cap_w"]) * 1e6)  # microwatts, as on a Linux host
+    return {"power_cap": cap, "default_power_cap": 750000000, "dpm_cap": 2100, "min_power_cap": 0,
+            "max_power_cap": 750000000}
+
+
+def amdsmi_get_gpu_ecc_enabled(handle):
+    g, _ = _gpu(handle)
+    return 0x3FFF if g.get("ecc_enabled", True) else 0  # a bit per block with ECC on
+
+
+def amdsmi_get_gpu_total_ecc_count(handle):
+    g, _ = _gpu(handle)
+    return {"correctable_count": int(g["ecc_corrected"]), "uncorrectable_count": int(g["ecc_uncorrected"]),
+            "deferred_count": 0}
 
 
 def amdsmi_get_gpu_device_uuid(handle):

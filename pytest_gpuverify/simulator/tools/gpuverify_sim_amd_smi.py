@@ -25,7 +25,9 @@ def hip_rank(st):
 AMD_SMI_FLAGS = {
     "metric": {"--json": "json", "-u": "usage", "--usage": "usage", "-m": "mem_usage", "--mem-usage": "mem_usage"},
     "process": {"--json": "json"},
-    "static": {"--json": "json", "-a": "asic", "--asic": "asic", "-b": "bus", "--bus": "bus"},
+    "static": {"--json": "json", "-a": "asic", "--asic": "asic", "-b": "bus", "--bus": "bus", "-V": "vbios",
+               "--vbios": "vbios", "-d": "driver", "--driver": "driver", "-B": "board", "--board": "board",
+               "-p": "partition", "--partition": "partition", "-l": "limit", "--limit": "limit"},
     "list": {"--json": "json", "-e": "enumeration", "--enumeration": "enumeration"},
     "version": {},
 }
@@ -58,6 +60,8 @@ def amd_smi_args(argv, v):
     parsers["metric"].add_argument("-m", "--mem-usage", action="store_true")
     parsers["static"].add_argument("-a", "--asic", action="store_true")
     parsers["static"].add_argument("-b", "--bus", action="store_true")
+    for short, name in (("-V", "vbios"), ("-d", "driver"), ("-B", "board"), ("-p", "partition"), ("-l", "limit")):
+        parsers["static"].add_argument(short, "--" + name, action="store_true")
     if v >= (6, 4):
         parsers["list"].add_argument("-e", "--enumeration", action="store_true")
     a = p.parse_args(argv)
@@ -81,8 +85,8 @@ def amd_smi(argv, st):
     tool_ver = next(t for floor, t in AMD_SMI_VERSIONS if v >= floor)
     if a.cmd == "version":
         sys.stdout.write("AMDSMI Tool: %s+ede62f2 | AMDSMI Library version: %s | ROCm version: %s | "
-                         "amdgpu version: 6.12.12 | amd_hsmp version: N/A\n"
-                         % (tool_ver, tool_ver.rsplit(".", 1)[0] + ".0", st.get("rocm_version")))
+                         "amdgpu version: %s | amd_hsmp version: N/A\n"
+                         % (tool_ver, tool_ver.rsplit(".", 1)[0] + ".0", st.get("rocm_version"), st["amdgpu_version"]))
         return 0
     if st.get("nonroot_warning"):  # print() in check_required_groups: stdout, before any JSON
         sys.stdout.write("WARNING: User is missing the following required groups: render, video. "
@@ -122,13 +126,7 @@ def amd_smi(argv, st):
                 "usage": {"gfx": val(0, "ns"), "enc": val(0, "ns")}}} for pr in g["processes"]]
             e["process_list"] = plist or [{"process_info": "No running processes detected"}]
         elif a.cmd == "static":
-            dev, cus, _, _, _ = arch_info(g)
-            e["asic"] = {"market_name": g["name"], "vendor_id": "0x1002", "vendor_name": VENDOR.replace(",", ""),
-                         "subvendor_id": "0x1002", "device_id": dev, "subsystem_id": dev, "rev_id": "0x00",
-                         "asic_serial": "0x" + hexid(g).upper(), "oam_id": i, "num_compute_units": cus,
-                         "target_graphics_version": g["arch"]}
-            if a.bus or not a.asic:
-                e["bus"] = {"bdf": g["bdf"], "max_pcie_width": 16, "max_pcie_speed": val(32, "GT/s")}
+            e.update(static_sections(a, g, i, st))
         elif a.cmd == "list":
             e.update({"bdf": g["bdf"], "uuid": device_uuid(g),
                       "kfd_id": int(guid(g)), "node_id": g["node_id"], "partition_id": 0})
@@ -143,6 +141,45 @@ def amd_smi(argv, st):
     else:
         sys.stdout.write(amd_text(entries))
     return 0
+
+
+STATIC_SECTIONS = ("asic", "bus", "vbios", "limit", "driver", "board", "partition")  # the real tool's order
+
+
+def static_sections(a, g, i, st):
+    """``amd-smi static``'s sections of GPU ``g`` (index ``i``): those asked for, all when none is."""
+    v = st["v"]
+
+    def val(value, unit):
+        return {"value": value, "unit": unit} if v >= (6, 1) else value
+
+    dev, cus, _, _, sku = arch_info(g)
+    asked = [name for name in STATIC_SECTIONS if getattr(a, name, False)] or list(STATIC_SECTIONS)
+    out = {}
+    for name in asked:
+        if name == "asic":
+            out["asic"] = {"market_name": g["name"], "vendor_id": "0x1002", "vendor_name": VENDOR.replace(",", ""),
+                           "subvendor_id": "0x1002", "device_id": dev, "subsystem_id": dev, "rev_id": "0x00",
+                           "asic_serial": "0x" + hexid(g).upper(), "oam_id": i, "num_compute_units": cus,
+                           "target_graphics_version": g["arch"]}
+        elif name == "bus":
+            out["bus"] = {"bdf": g["bdf"], "max_pcie_width": 16, "max_pcie_speed": val(32, "GT/s")}
+        elif name == "vbios":  # ROCm 7 calls it the IFWI
+            out["ifwi" if v >= (7, 0) else "vbios"] = {"name": "AMD " + sku, "build_date": "2024/05/17 10:06",
+                                                       "part_number": g["vbios"], "version": g["vbios"]}
+        elif name == "limit":  # socket_power: the cap set now; max_power: the most it can be set to
+            cap = float(g["power_cap_w"])
+            out["limit"] = {"max_power": val(max(cap, 750.0), "W"), "min_power": val(0, "W"),
+                            "socket_power": val(cap, "W")}
+        elif name == "driver":
+            out["driver"] = {"name": "amdgpu", "version": st["amdgpu_version"]}
+        elif name == "board":
+            out["board"] = {"model_number": "102-" + sku, "product_serial": g["serial"], "fru_id": "N/A",
+                            "product_name": g["name"] + " OAM", "manufacturer_name": "AMD"}
+        elif name == "partition":
+            out["partition"] = {"compute_partition": g.get("compute_partition") or "N/A",
+                                "memory_partition": g.get("memory_partition") or "N/A", "partition_id": 0}
+    return out
 
 
 def amd_text(entries):

@@ -66,6 +66,11 @@ def load_state(tool, path=None):
         g["bdf"] = g.get("bdf") or "0000:%02x:00.0" % (5 + 0x20 * i)
         g["uuid"] = g.get("uuid") or "GPU-%016x" % (0x8D1457E2C20F0000 + i)
         g.setdefault("processes", [])
+        g["serial"] = g.get("serial") or str(int(hexid(g)[:10], 16))[:12]
+        for key, value in (("vbios", "113-M3000100-102"), ("compute_partition", "SPX"), ("memory_partition", "NPS1"),
+                           ("power_cap_w", 750.0), ("ecc_enabled", True), ("ecc_corrected", 0), ("ecc_uncorrected", 0)):
+            g.setdefault(key, value)
+    st.setdefault("amdgpu_version", "6.12.12")
     st["v"] = ver(st.get("rocm_version", "6.4.1"))
     add_live_processes(st, path)
     return st

@@ -23,11 +23,15 @@ def pid_table(st):
     return procs
 
 
+# the identity flags (gpu/identity.py), each an on/off flag of the real tool
+IDENTITY_FLAGS = ("showdriverversion", "showvbios", "showmaxpower", "showserial", "showcomputepartition",
+                  "showmemorypartition")
 ROCM_SMI_FLAGS = {"-u": "showuse", "--showuse": "showuse", "--showmemuse": "showmemuse", "--showbus": "showbus",
-                  "--showproductname": "showproductname", "--json": "json"}
+                  "--showproductname": "showproductname", "--json": "json", "-v": "showvbios",
+                  **{"--" + flag: flag for flag in IDENTITY_FLAGS}}
 ROCM_SMI_DEFAULTS = {"showuse": False, "showmemuse": False, "showmeminfo": None, "showpids": None,
                      "showpidgpus": None, "showbus": False, "showproductname": False, "json": False,
-                     "loglevel": "error"}
+                     "loglevel": "error", **{flag: False for flag in IDENTITY_FLAGS}}
 
 
 def rocm_smi_args(argv):
@@ -41,6 +45,10 @@ def rocm_smi_args(argv):
     p.add_argument("--showpidgpus", nargs="*", metavar="PID")
     p.add_argument("--showbus", action="store_true")
     p.add_argument("--showproductname", action="store_true")
+    p.add_argument("-v", "--showvbios", action="store_true")
+    for flag in IDENTITY_FLAGS:
+        if flag != "showvbios":
+            p.add_argument("--" + flag, action="store_true")
     p.add_argument("--json", action="store_true")
     p.add_argument("--loglevel", default="error")
     return p.parse_args(argv)  # argparse, like the real tool: usage + exit 2 on an unknown flag
@@ -75,6 +83,23 @@ def rocm_smi(argv, st):
     if not a.json:
         out += ["", ""]  # print('\n')
     section(" ROCm System Management Interface ")
+    if a.showdriverversion:  # printSysLog: a system value, no GPU prefix
+        section(" Version of System Component ")
+        if a.json:
+            js["system"]["Driver version"] = st["amdgpu_version"]
+        else:
+            out.append("Driver version: %s" % st["amdgpu_version"])
+        section()
+    if a.showvbios:
+        section(" VBIOS ")
+        for i, g in enumerate(gpus):
+            log(i, "VBIOS version", g["vbios"])
+        section()
+    if a.showmaxpower:
+        section(" Power Cap ")
+        for i, g in enumerate(gpus):
+            log(i, "Max Graphics Package Power (W)", "%.1f" % float(g["power_cap_w"]))
+        section()
     if a.showuse:
         section(" % time GPU is busy ")
         for i, g in enumerate(gpus):
@@ -104,6 +129,11 @@ def rocm_smi(argv, st):
                 total, used = (g["vram_total"], g["vram_used"]) if "vram" in kind else (128 << 30, 12 * MIB)
                 log(i, "%s Total Memory (B)" % kind.upper(), total)
                 log(i, "%s Total Used Memory (B)" % kind.upper(), used)
+        section()
+    if a.showserial:
+        section(" Serial Number ")
+        for i, g in enumerate(gpus):
+            log(i, "Serial Number", g["serial"])
         section()
     procs = pid_table(st)
     if a.showpids is not None:
@@ -169,6 +199,18 @@ def rocm_smi(argv, st):
             for metric, value in fields:
                 log(i, metric, value)
         section()
+    for flag, title, metric, key in (("showcomputepartition", " Current Compute Partition ", "Compute Partition",
+                                      "compute_partition"),
+                                     ("showmemorypartition", " Current Memory Partition ", "Memory Partition",
+                                      "memory_partition")):
+        if getattr(a, flag):
+            section(title)
+            for i, g in enumerate(gpus):
+                if g.get(key):
+                    log(i, metric, g[key])
+                else:  # a part without partition modes: the library's error, logged
+                    text("GPU[%d]\t\t: Not supported on the given system" % i)
+            section()
     section(" End of ROCm SMI Log ")
     if a.json:
         data = {k: val for k, val in js.items() if val}
