@@ -35,16 +35,18 @@ def _gpuverify_import_probe():
 
     here = os.path.dirname(os.path.abspath(__file__))
     sys.path[:] = [p for p in sys.path if not p or os.path.abspath(p) != here]
-    me = sys.modules.pop("sitecustomize")
+    del sys.modules["sitecustomize"]
     try:
         import sitecustomize  # noqa: F401  (the one this shadows, as site would have imported it)
     except ImportError as exc:
-        if exc.name != "sitecustomize":
+        if getattr(exc, "name", "sitecustomize") != "sitecustomize":
             raise
-        sys.modules["sitecustomize"] = me  # the import machinery takes the module back from here
+        # none: as without the probe, ``import sitecustomize`` fails with ModuleNotFoundError from here on
+        # (the import machinery takes the entry back as this import's result, which site never reads)
+        sys.modules["sitecustomize"] = None
     folder = os.environ.get("GPUVERIFY_IMPORT_PROBE", "")
     names = [n for n in os.environ.get("GPUVERIFY_IMPORT_NAMES", "").split(",") if n]
-    if not folder or not names:
+    if not folder or not names or sys.version_info < (3, 3):  # a Python 2 command: left as it is
         return
 
     def record():  # a forked child that exits normally records too, under its own pid
