@@ -33,36 +33,38 @@ class ImportProbe:
         self.under, self.facts = under, facts
         self.records: Optional[str] = None
         self.problem: Optional[str] = None
-        if under is None or not under.names:
-            return
-        on_host = facts.handle.place.on_host
-        scratch = str(private_folder().path) if on_host else SCRATCH_ROOT
-        folder = probe_folder(scratch)
-        if getattr(facts, "import_probe", None) != folder:  # once per place and session
-            with PROFILE.phase("import probe put in place"):
-                self.problem = install(facts.handle, folder)
-            if self.problem is None:
-                facts.import_probe = folder
-        if self.problem is None:
-            self.folder, self.records = folder, records_folder(scratch, run_id)
+        self.run_id = run_id
 
     def env(self, pythonpath: str) -> dict[str, str]:
-        """The variables that load the probe in the command (none when there is nothing to record)."""
-        if self.records is None or self.under is None:
+        """The variables that load the probe in the command (none when there is nothing to record); the
+        probe is put in place here, once per place and session: a run that never starts costs nothing."""
+        if self.under is None or not self.under.names:
             return {}
-        return probe_env(self.folder, self.records, self.under.names, pythonpath)
+        facts = self.facts
+        scratch = str(private_folder().path) if facts.handle.place.on_host else SCRATCH_ROOT
+        folder = probe_folder(scratch)
+        if facts.import_probe != folder:
+            with PROFILE.phase("import probe put in place"):
+                self.problem = install(facts.handle, folder)
+            if self.problem is not None:
+                return {}
+            facts.import_probe = folder
+        self.records = records_folder(scratch, self.run_id)
+        return probe_env(folder, self.records, self.under.names, pythonpath)
 
     def settle(self, predicted: dict[str, Optional[str]], front: list[str], checkout: dict[str, Optional[str]],
-               wt: str, ran: bool) -> ImportsSeen:
-        """The run's record read back (and removed), set against the prediction."""
+               wt: str, ran: bool, read: bool = True) -> ImportsSeen:
+        """The run's record read back (and removed), set against the prediction; ``read=False``: the run
+        was interrupted, nothing is read (its records are left in the place's scratch folder)."""
         under = self.under
         if under is None or not under.names:
             return ImportsSeen(imports=dict(predicted))
         observed: Optional[Observed] = None
-        if self.records is not None and ran:
+        if self.records is not None and ran and read:
             with PROFILE.phase("import records read back"):
                 observed = read_records(self.facts.handle, self.records)
-        why = self.problem or (None if ran else "the command never started")
+        why = self.problem or (None if ran and read else "the command never started" if not ran
+                                else "the run was interrupted before its records were read")
         origins = origin_records(under, predicted, front, observed, why, checkout)
         imports, reasons, notes = settle_imports(origins, wt, under.required)
         return ImportsSeen(imports, origins, reasons, notes)

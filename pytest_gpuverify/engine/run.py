@@ -195,7 +195,7 @@ class TargetRun:
         imports = check_imports(under, wt, env, partial(s.import_origin, place.handle, tree=tree, front=tuple(front.dirs)),
                                 observe=True)  # the run's own record decides (imports_seen.py)
         checked.imports, checked.notes = imports.imports, imports.notes + front.problems
-        checked.probe = ImportProbe(place, under, run_id_of(stamp))  # put in place before the GPUs are held
+        checked.probe = ImportProbe(place, under, run_id_of(stamp))
         kept = s.imports_kept(place.handle, env)
         if place.cached or kept:
             checked.notes.append(kept_note(where, place.cached, kept))
@@ -383,6 +383,10 @@ class TargetRun:
         r = self.results
         if r.checked is not None and r.checked.place is not None:
             r.checked.place.settle(ran=self.ran)
+        if r.executed is not None and r.executed.imports_seen is None and r.checked is not None and r.checked.probe \
+                and r.placed is not None and r.placed.wt is not None:  # interrupted: the prediction, said as such
+            r.executed.imports_seen = r.checked.probe.settle(r.checked.imports, r.checked.front, r.checked.checkout,
+                                                             r.placed.wt, self.ran, read=False)
         raw = r.executed.raw_path if r.executed is not None else None
         if self.ran and raw is not None and raw.exists():  # first: a log that cannot be sealed is a reason
             self._seal(self.run_record(output_parsed=parsed is not None))

@@ -172,10 +172,10 @@ NOT_RECORDED = ("no Python process of the command recorded its imports (it ran n
 def settle_imports(records: Mapping[str, ImportOrigin], wt: str, required: bool,
                    side: str = "") -> tuple[dict[str, Optional[str]], list[str], list[str]]:
     """(imports, reasons, notes): the origin each package under test was taken from (the run's own record;
-    where it has none, the prediction), a reason for each taken from outside the worktree ``wt`` (the run
-    tested another copy: not a PASS), and notes. ``required``: declared or the kind's own package; a
-    package guessed from pyproject.toml that neither the prediction nor the run found is left out. The
-    engine and ``gpuverify check`` both call this."""
+    where it has none, or the command never imported the package, the prediction), a reason for each
+    taken from outside the worktree ``wt`` (the run tested another copy: not a PASS), and notes.
+    ``required``: declared or the kind's own package; a package guessed from pyproject.toml that neither
+    the prediction nor the run found is left out. The engine and ``gpuverify check`` both call this."""
     imports: dict[str, Optional[str]] = {}
     reasons: list[str] = []
     notes: list[str] = []
@@ -192,9 +192,9 @@ def settle_imports(records: Mapping[str, ImportOrigin], wt: str, required: bool,
                 notes.append(f"{side}{package}: predicted {predicted}, but the run imported it from {r.observed}: "
                              "the run's own record decides")
             continue
-        if r.seen == "not imported":
+        if r.seen == "not imported":  # no copy was tested: the prediction is kept, and the note says so
             if r.predicted is not None or required:
-                imports[package] = None
+                imports[package] = r.predicted
             notes.append(f"{side}{package} was not imported by the command ({r.processes} Python process"
                          f"{'es' if r.processes != 1 else ''} recorded their imports)")
             continue

@@ -93,7 +93,7 @@ def test_the_runs_record_decides_and_names_both_paths():
 def test_not_imported_is_said_and_not_recorded_falls_back_to_the_prediction():
     never = record(predicted="/site/k/__init__.py", seen="not imported", processes=3)
     imports, reasons, notes = settle_imports({"k": never}, "/w", required=True)
-    assert imports == {"k": None} and reasons == []
+    assert imports == {"k": "/site/k/__init__.py"} and reasons == []  # no copy was tested: nothing refused
     assert notes == ["k was not imported by the command (3 Python processes recorded their imports)"]
     unseen = record(predicted="/site/k/__init__.py", why_not_recorded=NOT_RECORDED)
     imports, reasons, _ = settle_imports({"k": unseen}, "/w", required=True)
@@ -118,3 +118,15 @@ def test_origin_records_say_why_nothing_was_recorded():
     seen = origin_records(under, {}, ["/w"], Observed(processes=2, origins={"k": ["/w/k/__init__.py"]}), None, {})
     assert (seen["k"].seen, seen["k"].observed, seen["k"].processes, seen["k"].predicted_path) == (
         "imported", "/w/k/__init__.py", 2, ["/w"])
+
+
+def test_show_says_whether_the_run_or_the_prediction_named_the_origin(tmp_path):
+    from pytest_gpuverify.cli.show import render
+    from pytest_gpuverify.records.artifact import Artifact
+
+    art = Artifact(topic="t", ts="2026-01-01T00:00:00.000Z", imports={"k": "/w/k/__init__.py", "j": "/s/j/__init__.py"},
+                   import_origins={"k": record(seen="imported", observed="/w/k/__init__.py"),
+                                   "j": record(predicted="/s/j/__init__.py")})
+    text = render(art, tmp_path / "bench_t.json")
+    assert "imports    k from /w/k/__init__.py (imported by the run)" in text
+    assert "imports    j from /s/j/__init__.py (predicted: the run recorded none)" in text
