@@ -36,7 +36,10 @@ def render(art: Artifact, path: Path) -> str:
     for repo in art.repos:
         lines.append(f"  repo       {repo.path} @ {_fmt(repo.sha)[:12]}{' (dirty)' if repo.dirty else ''}")
     for pkg, origin in art.imports.items():
-        lines.append(f"  imports    {pkg} from {_fmt(origin)}")
+        record = art.import_origins.get(pkg)
+        how = "" if record is None else " (imported by the run)" if record.seen == "imported" else \
+            " (not imported by the run)" if record.seen == "not imported" else " (predicted: the run recorded none)"
+        lines.append(f"  imports    {pkg} from {_fmt(origin)}{how}")
     c = art.correctness
     lines.append(
         f"  correct    passed {_fmt(c.passed)}  shapes {c.shapes_checked}  checks {c.checks_passed} passed, "

@@ -71,6 +71,7 @@ def run_record_of(r: Results, ended: Optional[ExecOutcome], own_blocked: list[st
         unknowns=list(checked_place.unknowns) if checked_place is not None else [],
         leftovers=list(ended.leftovers) if ended else [], output_parsed=output_parsed,
         shared=shared_reasons(r.executed.watch) if r.executed is not None else [],
+        imports_outside=list(r.executed.imports_seen.reasons) if r.executed is not None and r.executed.imports_seen else [],
     )
 
 
@@ -127,6 +128,9 @@ def build_artifact(r: Results) -> Artifact:
         art.watch = list(executed.watch)
         art.junit_xml = executed.junit_path.name if executed.junit_path is not None else None
         art.notes.extend(executed.notes)
+        if executed.imports_seen is not None:  # the run's own record of its imports decides (imports_seen.py)
+            art.imports, art.import_origins = dict(executed.imports_seen.imports), dict(executed.imports_seen.origins)
+            art.notes.extend(executed.imports_seen.notes)
     if decided is not None:
         _decided(art, decided, begun.target.regime)
     art.notes.extend(r.notes)

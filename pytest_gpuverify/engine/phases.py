@@ -36,6 +36,8 @@ if TYPE_CHECKING:
     from pytest_gpuverify.records.builds import FreshContainerRecord
     from pytest_gpuverify.place.resolve import Resolution
     from pytest_gpuverify.place.workspace import Workspace
+    from pytest_gpuverify.place.packages import UnderTest
+    from pytest_gpuverify.engine.imports_seen import ImportProbe, ImportsSeen
 
 
 @dataclass
@@ -104,7 +106,11 @@ class Checked:
     place: Optional[ContainerCheck] = None
     workdir: str = ""  # set by the check phase, before anything reads it
     builds: list[BuildRecord] = field(default_factory=list)
-    imports: dict[str, Optional[str]] = field(default_factory=dict)
+    imports: dict[str, Optional[str]] = field(default_factory=dict)  # predicted (place/import_rules.py)
+    under: Optional[UnderTest] = None  # the packages under test, and the folders the command puts first:
+    front: list[str] = field(default_factory=list)  # with the worktree's own copy of each, for the run's record
+    checkout: dict[str, Optional[str]] = field(default_factory=dict)
+    probe: Optional[ImportProbe] = None  # the run's own record of its imports, to be (imports_seen.py)
     plan: Optional[Plan] = None  # repeats or --gpu-ab (multirun.py); None: one run
     changed_by_builds: list[str] = field(default_factory=list)  # tracked files the builds rewrote (prerun.py)
     base_changed_by_builds: list[str] = field(default_factory=list)  # ... of --gpu-ab's base worktree
@@ -128,6 +134,7 @@ class Executed:
     base_cache_dirs: dict[str, str] = field(default_factory=dict)  # --gpu-ab: side A's
     junit_path: Optional[Path] = None
     watch: list[GpuWatch] = field(default_factory=list)  # the held GPUs while each command ran
+    imports_seen: Optional[ImportsSeen] = None  # the run's own record of its imports, settled (imports_seen.py)
 
 
 @dataclass

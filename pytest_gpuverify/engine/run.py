@@ -40,7 +40,9 @@ from pytest_gpuverify.parsers.result import ParsedOutput
 from pytest_gpuverify.place.facts_cache import kept_note
 from pytest_gpuverify.place.caches import plan_caches, remove_cold_caches
 from pytest_gpuverify.place.ephemeral import fresh_container, started_note
-from pytest_gpuverify.place.packages import check_imports, import_env, packages_under_test
+from pytest_gpuverify.place.packages import check_imports, checkout_copy, import_env, packages_under_test
+from pytest_gpuverify.place.import_rules import import_front
+from pytest_gpuverify.engine.imports_seen import ImportProbe
 from pytest_gpuverify.place.provenance import move_out
 from pytest_gpuverify.place.resolve import map_to_container
 from pytest_gpuverify.place.workspace import WorkspaceError, locate
@@ -183,13 +185,17 @@ class TargetRun:
         if not s.builds.run(target, place, wt, ws.wt_host, ws.wt_host, side, stamp, self._build_gpu, checked,
                             self.ctx.options.allow_dirty):
             return checked
-        under = packages_under_test(target, ws.wt_host)
+        under = checked.under = packages_under_test(target, ws.wt_host)
         env = import_env(target, wt, place)
+        front = import_front(target, ws.wt_host, wt, workdir, env["PYTHONPATH"].split(":"))
+        checked.front, checked.checkout = front.dirs, {p: checkout_copy(p, ws.wt_host, wt, front.dirs) for p in under.names}
         # the worktree as read before any command: an earlier session's answer for the same state may be
         # taken, unless this target's declared builds ran and may have changed it
         tree = placed.repo if not checked.builds else None
-        imports = check_imports(under, wt, env, partial(s.import_origin, place.handle, tree=tree))
-        checked.imports, checked.notes = imports.imports, imports.notes
+        imports = check_imports(under, wt, env, partial(s.import_origin, place.handle, tree=tree, front=tuple(front.dirs)),
+                                observe=True)  # the run's own record decides (imports_seen.py)
+        checked.imports, checked.notes = imports.imports, imports.notes + front.problems
+        checked.probe = ImportProbe(place, under, run_id_of(stamp))
         kept = s.imports_kept(place.handle, env)
         if place.cached or kept:
             checked.notes.append(kept_note(where, place.cached, kept))
@@ -305,7 +311,8 @@ class TargetRun:
                 visible_var=s.backend.visible_devices_var, visible_value=self.visible or s.visible_value(infos),
                 pythonpath=pythonpath(target.kind, wt, place.pythonpath), kind=target.kind, arch=place.arch,
                 caches=dict(caches.dirs), declared=dict(target.env))
-            command_env = {**run_env.as_env(), **run_marker(run_id)}  # what it leaves is stopped: leftovers.py
+            probe = checked.probe or ImportProbe(place, None, run_id)  # where it really imports from: imports_seen.py
+            command_env = {**run_env.as_env(), **run_marker(run_id), **probe.env(run_env.pythonpath)}  # leftovers.py
             executed.env = {**place.container_env, **command_env}
             executed.cache_dirs = dict(caches.dirs)
             argv = command_argv(target, placed.ws.rel_target, run_id)
@@ -344,6 +351,8 @@ class TargetRun:
                 self.release(leased)
             if self.ctx.options.cold and caches is not None:
                 remove_cold_caches(handle, caches, executed.notes)
+        if checked.probe is not None:
+            executed.imports_seen = checked.probe.settle(checked.imports, checked.front, checked.checkout, wt, executed.ran)
         if target.kind in PYTEST_KINDS and checked.plan is None:  # the inner pytest's report, beside the log
             with PROFILE.phase("JUnit report moved out"):
                 executed.junit_path, note = move_out(handle, junit_path(run_id),
@@ -374,6 +383,10 @@ class TargetRun:
         r = self.results
         if r.checked is not None and r.checked.place is not None:
             r.checked.place.settle(ran=self.ran)
+        if r.executed is not None and r.executed.imports_seen is None and r.checked is not None and r.checked.probe \
+                and r.placed is not None and r.placed.wt is not None:  # interrupted: the prediction, said as such
+            r.executed.imports_seen = r.checked.probe.settle(r.checked.imports, r.checked.front, r.checked.checkout,
+                                                             r.placed.wt, self.ran, read=False)
         raw = r.executed.raw_path if r.executed is not None else None
         if self.ran and raw is not None and raw.exists():  # first: a log that cannot be sealed is a reason
             self._seal(self.run_record(output_parsed=parsed is not None))

@@ -60,7 +60,7 @@ class VerifySession:
         self.runner, self.backend, self.sampler = start.runner, start.backend, start.sampler
         self.picker, self.places = start.picker, start.places
         self.session_blocked, self.session_notes = start.blocked, start.notes  # the same lists: the start adds to them
-        self._imports: dict[tuple, tuple[Optional[str], Optional[str]]] = {}  # (place, package, env)
+        self._imports: dict[tuple, tuple[Optional[str], Optional[str]]] = {}  # (place, package, env, front)
         self._imports_kept: set[tuple] = set()  # of those, the answers of an earlier session (facts_cache.py)
         self._repos: dict[Path, RepoRecord] = {}
         self.warm_caches: dict[str, bool] = {}
@@ -168,15 +168,15 @@ class VerifySession:
         return self._repos[wt_host]
 
     def import_origin(self, handle, package: str, env: Mapping[str, str],
-                      tree: Optional[RepoRecord] = None) -> tuple[Optional[str], Optional[str]]:
+                      tree: Optional[RepoRecord] = None, front: tuple[str, ...] = ()) -> tuple[Optional[str], Optional[str]]:
         """Where ``package`` imports from in the place (``handle``) with the command's environment ``env``,
         read once per place and environment (the worktree is in its PYTHONPATH). ``tree``: the
         worktree's state, when nothing of ours changed it since: then an earlier session's answer for
         the same place, worktree state, package and environment is taken (facts_cache.py)."""
-        key = (handle.place, package, tuple(sorted(env.items())))
+        key = (handle.place, package, tuple(sorted(env.items())), front)
         if key not in self._imports:
             with PROFILE.phase("import check"):
-                origin, why, kept = import_origin_across_sessions(self.places.cache, handle, package, env, tree)
+                origin, why, kept = import_origin_across_sessions(self.places.cache, handle, package, env, tree, front)
             self._imports[key] = (origin, why)
             if kept:
                 self._imports_kept.add(key)
@@ -185,7 +185,7 @@ class VerifySession:
     def imports_kept(self, handle, env: Mapping[str, str]) -> list[str]:
         """The packages whose import check in ``handle`` with ``env`` was an earlier session's answer."""
         items = tuple(sorted(env.items()))
-        return sorted(package for place, package, e in self._imports_kept if place == handle.place and e == items)
+        return sorted(package for place, package, e, _ in self._imports_kept if place == handle.place and e == items)
 
     # -- one target ------------------------------------------------------------------------
     def run(self, target: Target, grant: Optional[GpuGrant] = None) -> TargetOutcome:

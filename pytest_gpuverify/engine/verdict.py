@@ -81,6 +81,9 @@ def decide(
     if run.shared:  # another job computed beside it: neither its timings nor its results are its own
         verdict, reasons = decide(run.model_copy(update={"shared": []}), parsed, limits, target)
         return "INCONCLUSIVE", list(run.shared) + [r for r in reasons if r not in run.shared]
+    if run.imports_outside:  # it tested another copy of the package: nothing it printed is the worktree's
+        verdict, reasons = decide(run.model_copy(update={"imports_outside": []}), parsed, limits, target)
+        return "INCONCLUSIVE", list(run.imports_outside) + [r for r in reasons if r not in run.imports_outside]
 
     failures: list[str] = []
     doubts: list[str] = []

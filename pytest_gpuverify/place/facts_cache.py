@@ -161,19 +161,20 @@ def place_identity(handle: Executor, env: Mapping[str, str]) -> Optional[list]:
 
 
 def import_origin_across_sessions(cache: FactsCache, handle: Executor, package: str, env: Mapping[str, str],
-                                  tree: Optional[RepoRecord]) -> tuple[Optional[str], Optional[str], bool]:
+                                  tree: Optional[RepoRecord], front: tuple[str, ...] = ()) -> tuple[Optional[str], Optional[str], bool]:
     """(origin, why not importable, from an earlier session): provenance.import_origin, its answer kept
     for the next sessions while the place, the worktree (``tree``: its state before any command of
     ours), the package and the environment stay the same. Only an origin found is kept: a failed
     check is asked again."""
     place = place_identity(handle, env)
     worktree = worktree_identity(tree) if tree is not None else None
-    key = cache_key("import-origin", place, worktree, package, sorted(env.items())) if place and worktree else None
+    key = cache_key("import-origin", place, worktree, package, sorted(env.items()), *([list(front)] if front else [])) \
+        if place and worktree else None
     if key is not None:
         hit = cache.get(key)
         if hit is not None and isinstance(hit.get("origin"), str):
             return hit["origin"], None, True
-    origin, why = import_origin(handle, package, env)
+    origin, why = import_origin(handle, package, env, front)
     if key is not None and origin is not None:
         cache.put(key, {"origin": origin})
     return origin, why, False

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Mapping, Optional
+from typing import Mapping, Optional, Sequence
 
 from pytest_gpuverify.records.artifact import Versions
 from pytest_gpuverify.common.threads import Background
@@ -53,6 +53,7 @@ print(json.dumps(out))
 
 _FIND_SPEC = (
     "import importlib.util as u, sys\n"
+    "sys.path[:] = sys.argv[2:] + [p for p in sys.path if p]\n"  # the command's own front, not -c's cwd (/)
     "s = u.find_spec(sys.argv[1])\n"
     "print('GPUVERIFY-ORIGIN:' + ((s.origin or list(s.submodule_search_locations or [''])[0]) if s else ''))\n"
 )
@@ -82,13 +83,15 @@ def container_arch(container: Executor, vendor: str = "rocm") -> tuple[Optional[
     return None, f"{tool} in {container.name} printed no GPU (exit {code})"
 
 
-def import_origin(container: Executor, package: str, env: Mapping[str, str]) -> tuple[Optional[str], Optional[str]]:
-    """Where ``package`` would be imported from with the command's environment ``env``, checked from ``/``.
+def import_origin(container: Executor, package: str, env: Mapping[str, str],
+                  front: Sequence[str] = ()) -> tuple[Optional[str], Optional[str]]:
+    """Where ``package`` would be imported from with the command's environment ``env`` and the folders it
+    puts before its PYTHONPATH (``front``: import_rules.py), checked from ``/``.
 
-    From ``/`` because ``python3 -c`` puts the cwd on sys.path: a check run in the worktree would pass
-    even with PYTHONPATH missing. ``find_spec`` of a top-level name imports nothing.
+    From ``/``, and without the ``''`` that ``python3 -c`` puts first: only what the command itself puts on
+    ``sys.path`` counts. ``find_spec`` of a top-level name imports nothing.
     """
-    code, out = container.capture(["python3", "-c", _FIND_SPEC, package], env=env, workdir="/", timeout_s=60)
+    code, out = container.capture(["python3", "-c", _FIND_SPEC, package, *front], env=env, workdir="/", timeout_s=60)
     for line in out.decode("utf-8", errors="replace").splitlines():
         if line.startswith("GPUVERIFY-ORIGIN:"):
             origin = line.split(":", 1)[1].strip()
@@ -139,6 +142,7 @@ class ContainerFacts:
     _read: Optional[tuple[Versions, list[str]]] = None
     identity: Optional[list] = None  # the container's id and start time when read (facts_cache.py)
     cached: bool = False  # kept from an earlier session of the same container start (facts_cache.py)
+    import_probe: Optional[str] = None  # the import probe's folder, once put there this session (import_probe.py)
 
     def keep_versions(self, versions: Versions, gaps: list[str]) -> None:
         """The versions as read before (an earlier session's read of the same container start)."""

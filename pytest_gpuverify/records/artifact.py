@@ -176,6 +176,8 @@ class RunRecord(_Model):
     output_parsed: bool = False
     # a compute process of someone else on a held GPU while the command ran (GpuWatch.foreign), one reason each
     shared: list[str] = Field(default_factory=list)
+    # a package under test the command took from outside its worktree (ImportOrigin), one reason each
+    imports_outside: list[str] = Field(default_factory=list)
 
 
 class Timeline(_Model):
@@ -313,6 +315,21 @@ class AbRecord(_Model):
     order: list[str] = Field(default_factory=list)  # "A1", "B1", "A2" ... as run
 
 
+class ImportOrigin(_Model):
+    """Where one package under test came from: predicted before the run with the command's own import
+    rules (its working folder, script folder, pytest's rootdir and ini ``pythonpath``, its PYTHONPATH),
+    and observed inside the run (the file each of its Python processes imported it from)."""
+
+    predicted: Optional[str] = None  # None: not importable by those rules
+    predicted_path: list[str] = Field(default_factory=list)  # the folders the command puts before PYTHONPATH
+    seen: Literal["imported", "not imported", "not recorded"] = "not recorded"
+    observed: Optional[str] = None  # the file it was imported from (the first process's, when they differ)
+    also_observed: list[str] = Field(default_factory=list)  # other files other processes imported it from
+    processes: int = 0  # the command's Python processes that recorded their imports
+    why_not_recorded: Optional[str] = None
+    checkout: Optional[str] = None  # the worktree's own copy of the package, where it has one
+
+
 class Artifact(_Model):
     schema_version: int = SCHEMA_VERSION
     plugin_version: Optional[str] = None
@@ -333,7 +350,8 @@ class Artifact(_Model):
     command: Optional[str] = None
     workdir: Optional[str] = None
     env: dict[str, str] = Field(default_factory=dict)
-    imports: dict[str, Optional[str]] = Field(default_factory=dict)
+    imports: dict[str, Optional[str]] = Field(default_factory=dict)  # the origin the verdict took: observed, else predicted
+    import_origins: dict[str, ImportOrigin] = Field(default_factory=dict)  # by package, both origins
     cold: bool = False
     cache_dirs: dict[str, str] = Field(default_factory=dict)
     cache_reused: Optional[bool] = None  # warm caches held builds before the run; None when cold

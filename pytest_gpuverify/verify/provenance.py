@@ -25,7 +25,8 @@ from pytest_gpuverify.records.watch_seal import clock_consistency, sealed_watch,
 from pytest_gpuverify.parsers.reading.junit import read_junit
 from pytest_gpuverify.lease.grants import visible_within
 from pytest_gpuverify.lease.watch import shared_reasons
-from pytest_gpuverify.place.packages import origin_inside
+from pytest_gpuverify.place.packages import origin_inside, settle_imports
+from pytest_gpuverify.place.import_probe import NAMES_VAR, PROBE_VAR
 from pytest_gpuverify.place.provenance import CONTAINER_ENV_RECORDED
 from pytest_gpuverify.config.targets import BENCH, JUNIT_DIR, PYTEST_KINDS, RunEnvironment, import_package, pythonpath
 
@@ -289,7 +290,9 @@ def _env_and_imports(art: Artifact) -> list[str]:
         problems.append(f"gpus {outside} are not among the GPUs granted ({art.scheduler.read_from}: "
                         f"{art.scheduler.granted})")
     problems += [f"env.{k} is not a variable the engine sets or records" for k in env
-                 if k not in expected and k not in CONTAINER_ENV_RECORDED and k != MARKER]
+                 if k not in expected and k not in CONTAINER_ENV_RECORDED and k not in (MARKER, PROBE_VAR, NAMES_VAR)]
+    if NAMES_VAR in env and env[NAMES_VAR].split(",") != list(art.import_origins):
+        problems.append(f"env.{NAMES_VAR} is {env[NAMES_VAR]!r}, but import_origins records {sorted(art.import_origins)}")
     if MARKER in env and not _marker_matches(env[MARKER], art.raw_output):
         problems.append(f"env.{MARKER} {env[MARKER]!r} is not this run's marker (its log's time, a pid, a token)")
     engine_sets = (set(cache_vars_for(kind)) if schema5 else set(CACHE_VARS) if art.schema_version >= 2
@@ -313,9 +316,29 @@ def _imports(art: Artifact, kind: str, wt: str) -> list[str]:
         problems.append(f"imports has {sorted(art.imports)}, a {kind} target checks {package!r}")
     elif declared is None and package is None and (len(art.imports) > 1 or art.schema_version < 5 and art.imports):
         problems.append(f"imports {sorted(art.imports)}, but a {kind} target checks at most its project's package")
+    names = list(declared) if declared is not None else [package] if package is not None else None
+    if art.import_origins and names is not None and set(art.import_origins) != set(names):
+        problems.append(f"import_origins has {sorted(art.import_origins)}, the packages under test are {sorted(names)}")
+    if art.import_origins or (art.run is not None and art.run.imports_outside):
+        return problems + _import_record(art, wt, declared is not None or package is not None)
     for name, origin in sorted(art.imports.items()):
         if not origin_inside(origin, wt):
             problems.append(f"imports.{name} is {origin}, outside the worktree {wt}: the command would not have run")
+    return problems
+
+
+def _import_record(art: Artifact, wt: str, required: bool) -> list[str]:
+    """The run's own record of its imports (``import_origins``) gives ``imports`` and the reasons of
+    ``run.imports_outside``, by the engine's rule (packages.settle_imports)."""
+    imports, reasons, _ = settle_imports(art.import_origins, wt, required)
+    problems = []
+    for name in sorted(set(imports) | set(art.imports)):
+        ours, theirs = imports.get(name), art.imports.get(name)
+        if name not in art.imports or name not in imports or ours != theirs:
+            where = ", outside the worktree " + wt if theirs and not origin_inside(theirs, wt) else ""
+            problems.append(f"imports.{name} is {theirs}{where}, the run's import record (import_origins) gives {ours}")
+    if art.run is not None and art.run.imports_outside != reasons:
+        problems.append("run.imports_outside does not match the run's import record (import_origins)")
     return problems
 
 

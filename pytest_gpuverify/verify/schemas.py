@@ -28,7 +28,7 @@ _V3 = _V2 | {"host_gpus", "signed_by", "timeline"}
 _V4 = _V3 | frozenset({"image_digest", "fresh_container", "builds", "synced", "runs", "perf_summary", "ab"})  # fields added in version 4
 _V5 = _V4 | frozenset({"watch"})  # fields added in version 5
 # added while the version was 5, with defaults: older artifacts of that version do not have them
-_V5_LATER = frozenset({"shard", "scheduler", "machine"})
+_V5_LATER = frozenset({"shard", "scheduler", "machine", "import_origins"})
 TOP_FIELDS: dict[int, frozenset[str]] = {1: _V1, 2: _V2, 3: _V3, 4: _V4, 5: _V5}
 # fields added while a version was current: an artifact of that version may have them or not
 LATER: dict[int, frozenset[str]] = {1: _V1_LATER, 5: _V5_LATER}
@@ -53,6 +53,8 @@ NESTED[4] = {k: v | (frozenset({"repeats", "min_steps"}) if k == "target" else f
 _ADDED_5 = {"target": frozenset({"packages", "env", "directions", "verdict_lines_off", "exit_status_is_check"}),
             "run": frozenset({"shared"})}
 NESTED[5] = {k: v | _ADDED_5.get(k, frozenset()) for k, v in NESTED[4].items()}  # nested keys added in version 5 join here
+# nested keys added while a version was current, with defaults: older artifacts of that version do not have them
+NESTED_LATER: dict[int, dict[str, frozenset[str]]] = {5: {"run": frozenset({"imports_outside"})}}
 # each record of ``builds[]`` (version 4); keys added after version 4's first builds may be absent
 _BUILD = frozenset("name command gpu gpus container workdir exit_code timed_out problem output output_sha256 "
                    "output_bytes duration_s".split())
@@ -100,7 +102,7 @@ def schema_problems(data: Any) -> list[str]:
     for name, keys in NESTED[version].items():
         value = data.get(name)
         if isinstance(value, dict):
-            problems += _keys(value, keys, version, f"{name}.")
+            problems += _keys(value, keys, version, f"{name}.", optional=NESTED_LATER.get(version, {}).get(name, frozenset()))
     for i, gpu in enumerate(data.get("gpus") or []):
         if isinstance(gpu, dict):
             problems += _keys(gpu, _GPU, version, f"gpus[{i}].")

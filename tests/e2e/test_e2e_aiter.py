@@ -9,6 +9,8 @@ import pytest
 
 from pytest_gpuverify.records.artifact import sha256_file
 
+from probe_paths import without_probe
+
 pytestmark = pytest.mark.docker
 
 
@@ -45,7 +47,10 @@ def test_one_session_many_verdicts(sandbox):
     # the environment the command saw
     env_line = next(line for line in raw.splitlines() if line.startswith("[gv-env]"))
     assert f"HIP_VISIBLE_DEVICES={gemm.gpu.index} " in env_line
-    assert "PYTHONPATH=/workspace/aiter " in env_line and "COLUMNS=10000" in env_line
+    # the worktree first, the import probe's folder last (it records where aiter was imported from)
+    pythonpath = re.search(r"PYTHONPATH=(\S+) ", env_line).group(1)
+    assert without_probe(pythonpath) == "/workspace/aiter" and "COLUMNS=10000" in env_line
+    assert gemm.env["PYTHONPATH"] == pythonpath
     assert "PYTHONUNBUFFERED=1" in env_line and "GPU_ARCHS=gfx942" in env_line
     assert "AITER_JIT_DIR=/tmp/gpuverify/cache/" in env_line and env_line.endswith("cwd=/workspace/aiter")
 
@@ -115,7 +120,10 @@ def test_import_from_another_checkout_is_inconclusive(sandbox):
     art = sandbox.artifact("gemm_a8w8")
     assert art.verdict == "INCONCLUSIVE", out(proc)
     assert art.imports["aiter"] == f"{site}/__init__.py"
-    assert "outside the worktree" in art.reasons[0] and art.exit_code is None
+    # the command ran: its own record of its imports, not the prediction alone, refuses it
+    assert art.reasons[0] == (f"aiter was imported from {site}/__init__.py, outside the worktree /workspace/aiter/, "
+                              "not from the worktree, which holds no copy of it: the run tested another copy")
+    assert art.import_origins["aiter"].seen == "imported" and art.run.ran
 
 
 def test_container_not_in_table_gets_no_exec(sandbox):

@@ -15,6 +15,7 @@ from pytest_gpuverify.cli import demo
 from pytest_gpuverify.verify.check import check_artifact
 from pytest_gpuverify.simulator import load_state, save_state
 
+from probe_paths import without_probe
 from test_e2e_kinds import commit, out, run_in
 
 pytestmark = pytest.mark.docker
@@ -56,8 +57,14 @@ def test_a_src_layout_package_from_an_installed_copy_is_inconclusive(sandbox, tm
     art = artifact(sandbox, "add")
     assert art.verdict == "INCONCLUSIVE", (art.reasons, out(proc))
     assert art.imports == {"kernelkit": "/opt/site/kernelkit/__init__.py"}
-    assert art.reasons[0] == ("kernelkit imports from /opt/site/kernelkit/__init__.py, outside the worktree "
-                              "/workspace/kernelkit/: the run would test another copy")
+    # the command ran, and its own record of its imports decides: it took the installed copy
+    assert art.reasons[0] == ("kernelkit was imported from /opt/site/kernelkit/__init__.py, outside the worktree "
+                              "/workspace/kernelkit/, not from its own /workspace/kernelkit/src/kernelkit/__init__.py: "
+                              "the run tested another copy")
+    record = art.import_origins["kernelkit"]
+    assert (record.seen, record.observed, record.predicted) == ("imported", "/opt/site/kernelkit/__init__.py",
+                                                                "/opt/site/kernelkit/__init__.py")
+    assert art.run.ran and art.run.imports_outside == art.reasons[:1]
 
 
 def test_a_src_layout_package_from_the_checkout_passes_and_pytest_gets_no_columns(sandbox):
@@ -67,7 +74,7 @@ def test_a_src_layout_package_from_the_checkout_passes_and_pytest_gets_no_column
     assert art.verdict == "PASS", (art.reasons, out(proc))
     assert art.imports == {"kernelkit": "/workspace/kernelkit/src/kernelkit/__init__.py"}
     # the place's own PYTHONPATH is kept after the worktree's, not replaced
-    assert art.env["PYTHONPATH"] == "/workspace/kernelkit:/workspace/kernelkit/src"
+    assert without_probe(art.env["PYTHONPATH"]) == "/workspace/kernelkit:/workspace/kernelkit/src"
     assert not {"COLUMNS", "GPU_ARCHS", "AITER_JIT_DIR"} & set(art.env), art.env
     [watch] = art.watch
     assert watch.foreign == [] and watch.samples >= 1

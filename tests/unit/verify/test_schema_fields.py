@@ -10,7 +10,8 @@ def test_current_schema_lists_every_model_field():
     version = artifact.SCHEMA_VERSION
     assert set(artifact.Artifact.model_fields) == schemas.TOP_FIELDS[version] | schemas.LATER.get(version, frozenset())
     nested = schemas.NESTED[version]
-    assert set(artifact.RunRecord.model_fields) == nested["run"]
+    later = schemas.NESTED_LATER.get(version, {})
+    assert set(artifact.RunRecord.model_fields) == nested["run"] | later.get("run", frozenset())
     assert set(artifact.TargetRecord.model_fields) == nested["target"]
     assert set(artifact.GpuRecord.model_fields) == nested["gpu"]
     assert set(artifact.Correctness.model_fields) == nested["correctness"]
@@ -32,3 +33,7 @@ def test_a_field_added_later_may_be_there_or_not_and_nothing_else_may():
     older = {k: v for k, v in data.items() if k not in ("shard", "scheduler")}
     assert schemas.schema_problems(older) == []
     assert schemas.schema_problems({**data, "sharded": 1}) == ["field sharded is not in schema 5"]
+    # run.imports_outside and import_origins joined schema 5 with defaults: with them or without, it checks
+    recorded = {**data, "import_origins": {}, "run": {**data["run"], "imports_outside": []}}
+    assert schemas.schema_problems(recorded) == []
+    assert schemas.schema_problems({**data, "run": {**data["run"], "outside": []}}) == ["field run.outside is not in schema 5"]
