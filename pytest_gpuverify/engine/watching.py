@@ -9,6 +9,7 @@ from typing import Callable, Mapping, Optional, Sequence
 from pytest_gpuverify.records.artifact import GpuWatch, RunSlice
 from pytest_gpuverify.execute.base import ExecOutcome, Executor, Interrupted
 from pytest_gpuverify.execute.container import ContainerError
+from pytest_gpuverify.execute.leftovers import marked_in_container
 from pytest_gpuverify.lease.watch import CommandWatch, OwnProcesses
 from pytest_gpuverify.place.caches import CacheProbe, CachePlan
 
@@ -23,7 +24,7 @@ class WatchedPlace:
         self._cache_probe: Optional[CacheProbe] = None
         self._probe: tuple[str, ...] = ()  # the folders the next command's start looks into
         self._caches_held: Optional[bool] = None  # what that look found
-        try:  # a container's processes are the run's; the host's command is known by its pid (on_start)
+        try:  # the run's processes are its command's tree, on the host or in this container (on_start)
             self._container_id: Optional[str] = handle.inspect().get("Id")
         except (ContainerError, OSError):
             self._container_id = None
@@ -46,7 +47,8 @@ class WatchedPlace:
                        workdir: str = "/", timeout_s: float = 3600.0, echo: Optional[Callable[[bytes], None]] = None,
                        on_start: Optional[Callable[[list[str]], None]] = None,
                        probe: Sequence[str] = ()) -> ExecOutcome:
-        watch = CommandWatch(self._backend, self._indices, OwnProcesses(self._container_id), self._wall)
+        ask = (lambda pid, run_id: marked_in_container(self._handle.capture, pid, run_id)) if self._container_id else None
+        watch = CommandWatch(self._backend, self._indices, OwnProcesses(self._container_id, ask=ask), self._wall)
         watch.start()
 
         def started(spec: list[str]) -> None:

@@ -21,7 +21,7 @@ from __future__ import annotations
 import os
 import signal
 import time
-from typing import Iterable, Optional
+from typing import Callable, Iterable, Optional
 
 from pytest_gpuverify.execute.bounds import GRACE_S  # a daemon's SIGTERM handler gets as long as a command's
 
@@ -156,3 +156,25 @@ SWEEP_SH = (
     'while [ $i -lt ' + str(GRACE_S * 10) + ' ]; do list; [ -n "$ps" ] || break; sleep 0.1; i=$((i+1)); done; '
     'list; [ -z "$ps" ] || kill -KILL $ps 2>/dev/null; fi; [ ! -e "$f" ] || rm -f "$f"'
 )
+
+
+# Whether processes of a container carry a run's marker, read in the container (where the host's user
+# may not read a root process's environment): `$0` the run's id, then the pids as the container
+# numbers them; one line "PID 1" (carries it) or "PID 0" per process whose environment could be read.
+MARKED_SH = (
+    'n="' + MARKER + '=$0"; nl="\n"; for p in "$@"; do '
+    'e=$(tr "\\0" "\\n" 2>/dev/null < "/proc/$p/environ") || continue; '
+    'case "$nl$e$nl" in *"$nl$n$nl"*) echo "$p 1";; *) echo "$p 0";; esac; done'
+)
+
+
+def marked_in_container(capture: Callable[..., tuple[Optional[int], bytes]], pid: int, run_id: str) -> Optional[bool]:
+    """Whether the container's process ``pid`` (its own numbering) carries the run's marker, asked
+    through ``capture`` (the container executor's); None when the container could not tell."""
+    code, out = capture(["sh", "-c", MARKED_SH, run_id, str(pid)], timeout_s=10.0)
+    if code is None:
+        return None
+    for line in out.decode("utf-8", "replace").splitlines():
+        if line.split() in ([str(pid), "1"], [str(pid), "0"]):
+            return line.split()[1] == "1"
+    return None

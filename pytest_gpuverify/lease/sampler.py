@@ -6,7 +6,10 @@ session: every pick after the first is immediate and still backed by a full wind
 
 Readings taken while this session itself holds a GPU are left out of that GPU's window: our own
 command's load says nothing about other users, and counting it would make a one-GPU host refuse
-every target after the first.
+every target after the first. A utilisation figure is an average over a past span (NVML's over up to
+a second): where that span reaches back into our own use, the figure is ours too, and only the
+reading's VRAM and processes are judged (the re-check under the lock just after our own command
+ended, most of all).
 """
 
 from __future__ import annotations
@@ -37,11 +40,12 @@ class IdleCriteria(BaseModel):
     max_vram_bytes: int = 1 * GIB
 
 
-def busy_reason(reading: GpuReading, criteria: IdleCriteria) -> Optional[str]:
-    """Why this reading is not idle, or None when it is. Unknown values count as busy."""
-    if reading.use_pct is None:
+def busy_reason(reading: GpuReading, criteria: IdleCriteria, use: bool = True) -> Optional[str]:
+    """Why this reading is not idle, or None when it is. Unknown values count as busy. ``use``
+    False: its utilisation is left out (it averages over our own use)."""
+    if use and reading.use_pct is None:
         return "use unknown"
-    if reading.use_pct > criteria.max_use_pct:
+    if use and reading.use_pct is not None and reading.use_pct > criteria.max_use_pct:
         return f"use {reading.use_pct:g}%"
     if reading.vram_used_bytes is None:
         return "VRAM unknown"
@@ -92,6 +96,17 @@ class WindowVerdict:
     error: Optional[str] = None
 
 
+def use_span(backend: GpuBackend) -> float:
+    """Seconds a utilisation figure averages over, before its reading: NVML's sample period is 1/6 s
+    to 1 s by product (its documentation), and nvidia-smi prints NVML's; the ROCm tools and the amdsmi
+    library read an activity counter of the moment."""
+    try:
+        source = backend.reading_source()
+    except Exception:
+        return 0.0
+    return 1.0 if "NVML" in source or "nvidia-smi" in source else 0.0
+
+
 def sampling_interval(window_s: float) -> float:
     """Seconds between readings of the idle window: five readings a window, 0.2 s to 1 s apart."""
     return min(1.0, max(0.2, window_s / 5))
@@ -117,6 +132,7 @@ class IdleSampler:
         self.window_s = max(0.0, float(window_s))
         self.criteria = criteria or IdleCriteria()
         self.interval_s = interval_s if interval_s is not None else sampling_interval(self.window_s)
+        self.use_span_s = use_span(backend)
         self._clock = clock
         self._lock_path_for = lock_path_for
         self._shared = shared
@@ -285,7 +301,8 @@ class IdleSampler:
                 if gpu in sample.locked or _during_own_use(own, gpu, sample.t, sample.t_end):
                     continue
                 reading = sample.readings.get(gpu)
-                reason = "missing from a reading" if reading is None else busy_reason(reading, self.criteria)
+                use = not _during_own_use(own, gpu, sample.t - self.use_span_s, sample.t_end)
+                reason = "missing from a reading" if reading is None else busy_reason(reading, self.criteria, use)
                 if reason:
                     busy[gpu] = reason
                     break
@@ -299,7 +316,11 @@ class IdleSampler:
 
         It is published for the other sessions but not added to this window: a window sample needs
         the lock states of that moment, and reading ``/proc/locks`` waits for an RCU grace period in
-        the kernel (10-25 ms on a busy host), which would sit on the handoff's path."""
+        the kernel (10-25 ms on a busy host), which would sit on the handoff's path.
+
+        Just after our own command on this GPU ended (its end marked at the release, plus the grace),
+        the utilisation figure still averages over that command's last moments: it is left out, and
+        VRAM and processes alone say whether another user is on the GPU."""
         try:
             got = self.backend.read()
         except GpuToolError as exc:
@@ -307,7 +328,10 @@ class IdleSampler:
         except Exception as exc:  # a backend bug is a failed reading, never a crash of the pick
             return f"reading failed: {type(exc).__name__}: {exc}"
         reading = next((r for r in got if r.index == gpu), None)
-        reason = "not in the reading" if reading is None else busy_reason(reading, self.criteria)
+        now = self._clock()
+        with self._lock:
+            use = not _during_own_use(self._own, gpu, now - self.use_span_s, now)
+        reason = "not in the reading" if reading is None else busy_reason(reading, self.criteria, use)
         self._unpublished = (time.time(), got)
         if reason:  # no command starts now: published at once
             self.publish_pending()

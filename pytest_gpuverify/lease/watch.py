@@ -4,12 +4,13 @@ The lock keeps out users who take it; it cannot keep out a job that takes none. 
 command's start to its end a thread reads the held GPUs at the backend's own pace (NVML and the amdsmi
 library are cheap; the ROCm tools cost a process each) and sorts every compute process on them:
 
-- the run's own: on the host, the command's process tree (its pid and every descendant); in a container,
-  every process of that container (its cgroup names the container's id: that is how the host sees them);
-- foreign: any other process the readings list, with its VRAM (or VRAM unknown). It is recorded with
+- the run's own: the command's process tree, on the host or in a container (lease/own_processes.py);
+- foreign: any other process the readings list, wherever it lives (another exec in the same
+  container too), with its VRAM (or VRAM unknown). It is recorded with
   pid, name, user, VRAM and when it was first and last seen, and makes the target INCONCLUSIVE:
   its timings and results ran beside another job;
-- not visible here (another pid namespace, or gone by the time it was looked up): said in ``problems``.
+- not visible here (another pid namespace, gone by the time it was looked up, a container that could
+  not be asked): said in ``problems``, never taken for the run's.
 
 The clocks, temperature, power and clock-limiting reasons of each held GPU are read at the command's
 start and end and at every reading between, kept as start, end and extremes (gpu/clocks.py).
@@ -17,8 +18,6 @@ start and end and at every reading between, kept as start, end and extremes (gpu
 
 from __future__ import annotations
 
-import os
-import pwd
 import threading
 import time
 from dataclasses import dataclass, field
@@ -28,10 +27,10 @@ from pytest_gpuverify.records.artifact import ClockReading, ForeignProcess, GpuC
 from pytest_gpuverify.gpu.base import GpuBackend, GpuReading
 from pytest_gpuverify.gpu.clocks import ClockSample
 from pytest_gpuverify.records.clock_events import classify
+from pytest_gpuverify.lease.own_processes import OwnProcesses
 
 GIB, MIB = 1 << 30, 1 << 20
 MAX_INTERVAL_S = 2.0
-_MAX_ANCESTRY = 64  # a process tree deeper than this is not a command's
 
 
 def watch_interval(backend: GpuBackend) -> float:
@@ -39,65 +38,6 @@ def watch_interval(backend: GpuBackend) -> float:
     ROCm tools start a process per reading (about 25-50 ms of CPU each)."""
     source = backend.reading_source() if hasattr(backend, "reading_source") else ""
     return 0.25 if "NVML" in source else 0.5 if "library" in source else 2.0
-
-
-class OwnProcesses:
-    """Which processes are the run's: set from the executor's stop spec once the command runs
-    (``["host", pid, ...]``; a container's: every process in its cgroup)."""
-
-    def __init__(self, container_id: Optional[str] = None, proc: str = "/proc") -> None:
-        self.container_id, self._proc = container_id, proc
-        self.root_pid: Optional[int] = None
-        self._known: dict[int, Optional[bool]] = {}
-
-    def started(self, spec: Sequence[str]) -> None:
-        if spec and spec[0] == "host" and len(spec) > 1 and spec[1].isdigit():
-            self.root_pid = int(spec[1])
-
-    def is_own(self, pid: int) -> Optional[bool]:
-        """True: the run's; False: another's; None: not visible from here. Decided once per pid (at first sight)."""
-        if pid not in self._known:
-            self._known[pid] = self._decide(pid)
-        return self._known[pid]
-
-    def _decide(self, pid: int) -> Optional[bool]:
-        if pid == os.getpid():  # the session itself (a host conftest that set up CUDA): not another's job
-            return True
-        if not os.path.exists(f"{self._proc}/{pid}"):
-            return None
-        if self.container_id:
-            try:
-                with open(f"{self._proc}/{pid}/cgroup", encoding="utf-8", errors="replace") as fh:
-                    if self.container_id in fh.read():
-                        return True
-            except OSError:
-                return None
-        if self.root_pid is not None:
-            here = pid
-            for _ in range(_MAX_ANCESTRY):
-                if here == self.root_pid:
-                    return True
-                parent = _ppid(self._proc, here)
-                if parent is None or parent <= 1:
-                    break
-                here = parent
-        return False
-
-    def user(self, pid: int) -> Optional[str]:
-        try:
-            uid = os.stat(f"{self._proc}/{pid}").st_uid
-            return pwd.getpwuid(uid).pw_name
-        except (OSError, KeyError):
-            return None
-
-
-def _ppid(proc: str, pid: int) -> Optional[int]:
-    try:
-        with open(f"{proc}/{pid}/stat", "rb") as fh:
-            stat = fh.read()
-        return int(stat[stat.rindex(b")") + 2:].split()[1])  # after "(comm)": state, then ppid
-    except (OSError, ValueError, IndexError):
-        return None
 
 
 @dataclass
@@ -224,7 +164,7 @@ class CommandWatch:
             if self._unseen:
                 shown = ", ".join(map(str, sorted(self._unseen)[:5]))
                 problems.append(f"processes not visible from here were not attributed (pid {shown}): another pid "
-                                "namespace, or gone by the time they were looked up")
+                                "namespace, gone by the time they were looked up, or a container that could not tell")
             return GpuWatch(run=run, side=side, backend=_source(self.backend), interval_s=round(self.interval_s, 3),
                             samples=self._samples, foreign=foreign, problems=problems,
                             clocks=[_summary(i, c) for i, c in self._clocks.items() if c.all])

@@ -53,6 +53,9 @@ class SimGpu(BaseModel):
     arch: str = "gfx942"
     name: str = "AMD Instinct MI300X"
     use_pct: Optional[int] = 0  # None: the tool reports N/A / "GPU use Unsupported"
+    # epoch seconds: use_pct is read until then, 0 after; a utilisation figure averaged over a span
+    # (NVML's) still shows a load that has ended, for that span
+    use_until: Optional[float] = None
     vram_used: int = IDLE_VRAM
     vram_total: int = 192 * GIB
     node_id: Optional[int] = None  # KFD node; filled with cpus + position when left out

@@ -275,3 +275,45 @@ def test_a_session_reads_the_gpus_through_the_amdsmi_library(sandbox):
     art = sandbox.artifact("gemm_a8w8")
     assert art.verdict == "PASS" and art.gpu.index == 2, (art.reasons, text(proc)[-2000:])
     assert "readings  amdsmi library, in-process" in text(proc)  # the doctor's lines head a -v run
+
+
+HOT = '''
+import json, os, time
+import aiter
+from aiter import logger
+
+aiter.report_environment()
+logger.info("[perf] dim: (4, 32, 8192)      dtype: torch.float16, torch avg: 16.19    us, B avg: 6.30     us, "
+            "uplift: 157.0%[checkAllclose atol=0.01 rtol=0.01 passed~]")
+# busy to its last moment: the GPU's utilisation figure still shows this load for a while after the end
+path = os.environ["HOT_STATE"]
+with open(path) as fh:
+    state = json.load(fh)
+for gpu in state["gpus"]:
+    gpu["use_pct"], gpu["use_until"] = 100, time.time() + 0.4
+with open(path + ".tmp", "w") as fh:
+    json.dump(state, fh)
+os.replace(path + ".tmp", path)
+'''
+
+
+def test_targets_busy_to_their_last_moment_run_back_to_back_on_one_gpu(sandbox):
+    """Each command leaves its load in the next re-check's utilisation figure (as NVML's window does on
+    an H200): the session's own load never refuses its next target."""
+    from pytest_gpuverify.simulator import load_state, save_state
+
+    state = load_state(sandbox.state_path)
+    del state.gpus[1:]
+    save_state(state, sandbox.state_path)
+    sandbox.rewrite_env(gpus=1)
+    names = [f"hot_{c}" for c in "abcd"]
+    for name in names:
+        (sandbox.repo / "op_tests" / f"test_{name}.py").write_text(HOT)
+    subprocess.run(["git", "-C", str(sandbox.repo), "add", "-A"], check=True)
+    subprocess.run(["git", "-C", str(sandbox.repo), "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "hot"],
+                   check=True)
+    proc = sandbox.pytest(*(f"op_tests/test_{n}.py" for n in names), "--gpu-container", "none", "--gpu-wait", "0",
+                          env={"HOT_STATE": str(sandbox.state_path)})
+    verdicts = {n: (sandbox.artifact(n).verdict, sandbox.artifact(n).reasons) for n in names}
+    assert all(v == "PASS" for v, _ in verdicts.values()), (verdicts, text(proc)[-3000:])
+    assert load_state(sandbox.state_path).gpus[0].use_until is not None, "the targets left their load behind"

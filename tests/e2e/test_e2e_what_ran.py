@@ -127,6 +127,39 @@ def test_a_foreign_process_mid_run_is_inconclusive_the_commands_own_worker_is_no
         assert any(said in p for p in problems), (edit.keys(), problems)
 
 
+def test_another_exec_in_the_runs_own_container_is_foreign_the_commands_worker_is_not(sandbox):
+    """A long-lived dev container, shared: while the run's command (and its own GPU worker) runs in it, a
+    teammate's job starts in the same container by another `docker exec` and takes the held GPU."""
+    repo = kernel_repo(sandbox, container_pythonpath="/workspace/kernelkit/src")
+    container = sandbox.spec.repo_rows[-1][2]
+    (repo / "tests" / "test_shared.py").write_text(
+        "import subprocess\n\ndef test_with_a_worker():\n"
+        "    subprocess.run(['gpuverify-sim-use', '2048', 'sleep', '5'], check=True)\n")
+    commit(repo, "a worker of its own, for a while")
+
+    def teammate_when_the_run_runs():
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and not list((sandbox.tickets / "T-1").glob("bench_shared.*.log")):
+            time.sleep(0.1)
+        time.sleep(1.0)
+        job = sandbox.client.api.exec_create(container, ["gpuverify-sim-use", "61440", "sleep", "30.5"])["Id"]
+        sandbox.client.api.exec_start(job, detach=True)
+
+    teammate = threading.Thread(target=teammate_when_the_run_runs, daemon=True)
+    teammate.start()
+    proc = run_in(sandbox, repo, "tests/test_shared.py")
+    teammate.join(5)
+    art = artifact(sandbox, "shared")
+    assert art.verdict == "INCONCLUSIVE", (art.reasons, out(proc))
+    [watch] = art.watch
+    [job] = watch.foreign
+    with open(f"/proc/{job.pid}/cmdline", "rb") as fh:
+        assert fh.read() == b"sleep\x0030.5\x00", "the teammate's job, and nothing of the run's"
+    assert job.gpu == art.gpu.index and job.vram_mib == 61440
+    assert art.reasons[0].startswith(f"gpu {job.gpu} was shared during the run: pid {job.pid} (sleep, user root, "
+                                     "60 GiB) from "), art.reasons
+
+
 def test_a_build_that_rewrites_tracked_files_is_inconclusive_or_recorded_dirty(sandbox):
     repo = kernel_repo(sandbox, container_pythonpath="/workspace/kernelkit/src")
     (repo / "gpuverify.toml").write_text(

@@ -244,3 +244,66 @@ def test_a_busy_gpu_without_a_lock_stays_busy_for_the_window(host):
         assert 0 not in sampler.judge_window().idle, "a user who takes no lock is busy, lock or no lock"
     finally:
         sampler.stop()
+
+
+def test_the_recheck_leaves_out_our_own_just_ended_use_but_not_anothers(host):
+    """One GPU whose utilisation figure still averages over the command that just ended on it (NVML's
+    does, for up to a second): the session's next pick takes it again at once. VRAM or a process of
+    another user on it is still refused, just after our own use as ever."""
+    host.edit(lambda s: s.gpus.__delitem__(slice(1, None)))
+    picker, sampler = host.picker(window=0.0)
+    try:
+        grant = picker.acquire()
+        assert grant.indices == [0]
+        host.edit(lambda s: setattr(s.gpus[0], "use_pct", 100))  # our command, busy to its last moment
+        picker.release(grant)
+        again = picker.acquire()
+        assert again.indices == [0], "our own load in the utilisation figure is not another user's"
+        host.edit(lambda s: s.set_busy(0, use_pct=100, pid=4343))  # another user takes it as our command ends
+        picker.release(again)
+        with pytest.raises(NoGpu, match=r"gpu 0: VRAM 80\.3 GiB in use \(under the lock\)"):
+            picker.acquire()
+        host.edit(lambda s: (s.set_idle(0), setattr(s.gpus[0], "use_pct", 100)))
+        time.sleep(sampler.OWN_USE_GRACE_S + 0.1)  # past our own use's end: the load is someone else's
+        with pytest.raises(NoGpu, match=r"gpu 0: use 100% \(under the lock\)"):
+            picker.acquire()
+    finally:
+        sampler.stop()
+
+
+def test_an_nvml_utilisation_figure_is_ours_while_its_span_reaches_back_into_our_use():
+    """NVML averages utilisation over up to a second before the reading: a figure read within a
+    second of our own use's end (and its grace) is left out; later it counts."""
+    from pytest_gpuverify.gpu.base import GpuReading
+
+    now = [100.0]
+
+    class Nvml:
+        vram = 0
+
+        def reading_source(self):
+            return "NVML, in-process"
+
+        def read(self):
+            return [GpuReading(index=0, use_pct=40.0, vram_used_bytes=self.vram, vram_total_bytes=1 << 40)]
+
+    backend = Nvml()
+    sampler = IdleSampler(backend, 0.0, clock=lambda: now[0])
+    assert sampler.use_span_s == 1.0
+    use = sampler.mark_own_start(0)
+    now[0] += 5.0
+    sampler.mark_own_end(use)  # its end is marked with the grace: 105.5
+    now[0] += sampler.OWN_USE_GRACE_S + 0.9
+    assert sampler.recheck(0) is None
+    backend.vram = 8 << 30
+    assert sampler.recheck(0) == "VRAM 8.0 GiB in use", "only the utilisation figure is ours"
+    backend.vram = 0
+    now[0] += 0.2
+    assert sampler.recheck(0) == "use 40%"
+    sampler.publish_pending()
+
+
+def test_the_simulated_utilisation_figure_outlasts_its_load_until_use_until(host):
+    for until, read in ((time.time() + 30, 100.0), (time.time() - 1, 0.0), (None, 100.0)):
+        host.edit(lambda s, until=until: (setattr(s.gpus[0], "use_pct", 100), setattr(s.gpus[0], "use_until", until)))
+        assert host.backend.read()[0].use_pct == read, until

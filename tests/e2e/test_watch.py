@@ -1,15 +1,22 @@
 """The held GPUs watched while a command runs (lease/watch.py): which processes are the run's, which are
-someone else's, the clocks, and the verdict a shared GPU gets. Real processes; a scripted backend."""
+someone else's (on the host, and in a shared container through the real Docker Engine), the clocks, and the
+verdict a shared GPU gets. Real processes; a scripted backend."""
 
 from __future__ import annotations
 
+import os
 import subprocess
+import threading
 import time
+import uuid
 
 import pytest
 
+from pytest_gpuverify.cli import demo
 from pytest_gpuverify.records.artifact import Correctness, RunRecord
 from pytest_gpuverify.engine.verdict import decide
+from pytest_gpuverify.execute.container import ContainerExecutor
+from pytest_gpuverify.execute.leftovers import MARKER, marked_in_container, run_marker
 from pytest_gpuverify.gpu.base import GpuProcess, GpuReading
 from pytest_gpuverify.gpu.clocks import ClockSample
 from pytest_gpuverify.lease.watch import CommandWatch, OwnProcesses, shared_reasons
@@ -39,13 +46,51 @@ def test_the_commands_tree_is_its_own_another_process_is_not(tree):
     assert owner.is_own(4_000_000) is None  # not visible here: not attributed
 
 
-def test_a_containers_processes_are_known_by_their_cgroup(tmp_path):
-    proc = tmp_path / "proc"
-    for pid, cgroup in ((10, "0::/docker/abc123def\n"), (11, "0::/user.slice\n")):
-        (proc / str(pid)).mkdir(parents=True)
-        (proc / str(pid) / "cgroup").write_text(cgroup)
-    owner = OwnProcesses(container_id="abc123def", proc=str(proc))
-    assert owner.is_own(10) is True and owner.is_own(11) is False
+def pid_of(argv: str, within_s: float = 10.0) -> int:
+    """The host pid of the one process whose command line is ``argv`` (words joined by spaces)."""
+    deadline = time.monotonic() + within_s
+    while time.monotonic() < deadline:
+        for name in os.listdir("/proc"):
+            try:
+                with open(f"/proc/{name}/cmdline", "rb") as fh:
+                    if fh.read().replace(b"\0", b" ").strip() == argv.encode():
+                        return int(name)
+            except OSError:
+                continue
+        time.sleep(0.05)
+    raise AssertionError(f"no process {argv!r}")
+
+
+@pytest.mark.docker
+def test_in_a_shared_container_another_exec_is_foreign_the_runs_tree_is_its_own(docker_client, tmp_path):
+    """A long-lived dev container: a teammate's job runs in it by another `docker exec` while the run's
+    command runs there, with a child, a double-forked worker and a server in a session of its own."""
+    name = f"gv-own-{uuid.uuid4().hex[:8]}"
+    container = demo.start_container(docker_client, name, None, {})
+    try:
+        executor = ContainerExecutor(docker_client, name)
+        teammate = docker_client.api.exec_create(name, ["sleep", "41.5"])["Id"]
+        docker_client.api.exec_start(teammate, detach=True)
+        marker = run_marker("own")
+        specs: list = []
+        command = "sleep 40.1 & (sleep 40.2 &) ; (setsid sleep 40.3 &) ; sleep 3"
+        runner = threading.Thread(target=executor.stream_to_file, args=(["sh", "-c", command], tmp_path / "out"),
+                                  kwargs={"env": marker, "on_start": specs.append, "timeout_s": 30})
+        runner.start()
+        child, worker, server, other = (pid_of(f"sleep {s}") for s in ("40.1", "40.2", "40.3", "41.5"))
+        owner = OwnProcesses(container.id, ask=lambda pid, run_id: marked_in_container(executor.capture, pid, run_id))
+        owner.started(specs[0])
+        assert [owner.is_own(p) for p in (child, worker, server)] == [True, True, True]
+        assert owner.is_own(other) is False, "another exec in the run's own container is another's job"
+        # what a session user that may not read a root process's environment asks the container
+        inner = int(open(f"/proc/{other}/status").read().split("NSpid:")[1].split("\n")[0].split()[-1])
+        assert marked_in_container(executor.capture, inner, marker[MARKER]) is False
+        inner = int(open(f"/proc/{server}/status").read().split("NSpid:")[1].split("\n")[0].split()[-1])
+        assert marked_in_container(executor.capture, inner, marker[MARKER]) is True
+        assert marked_in_container(executor.capture, 999_999, marker[MARKER]) is None, "gone: the container cannot tell"
+        runner.join(30)
+    finally:
+        demo.remove_sandbox_containers(docker_client, [name])
 
 
 class Scripted:

@@ -60,6 +60,8 @@ def load_state(tool, path=None):
         g.setdefault("arch", "gfx942")
         g.setdefault("name", "AMD Instinct MI300X")
         g.setdefault("use_pct", 0)
+        if g.get("use_until") is not None and time.time() >= g["use_until"]:
+            g["use_pct"] = 0  # the load that the utilisation figure still averaged over has left its span
         g.setdefault("vram_used", 283 * MIB)
         g.setdefault("vram_total", 192 << 30)
         g["node_id"] = cpus + i if g.get("node_id") is None else g["node_id"]
