@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Optional
 
 from pytest_gpuverify.compare import render
+from pytest_gpuverify.compare.autotune import autotune_notes
 from pytest_gpuverify.compare.clocks import clock_problem
 from pytest_gpuverify.compare.core import DEFAULT_RULE, INCONCLUSIVE, REGRESSED, Comparison, Pair, Rule, compare, side_of
 from pytest_gpuverify.compare.identity import Difference, differences
@@ -78,6 +79,7 @@ def decide(base: Artifact, head: Optional[Artifact], rule: Rule = DEFAULT_RULE, 
     watches = (own_watch(base, None), own_watch(head, None)) if head is not None else \
         (own_watch(base, "base"), own_watch(base, "head"))
     clocks, notes = clock_problem(*watches)
+    notes += autotune_notes(base, head)
     return Comparison(compare(base, head, rule, clocks), rule, allowed, notes, base.ab if head is None else None)
 
 

@@ -7,9 +7,7 @@ from typing import Optional
 
 from pytest_gpuverify.config.targets import AUTOTUNE_PRINT, TRITON_KINDS
 from pytest_gpuverify.records.artifact import AutotuneChoice, AutotuneRecord
-
-DIFFER_SHOWN = 5  # functions named in the note; all are in ``autotune.differ``
-
+from pytest_gpuverify.records.autotune import differing
 
 def autotune_record(kind: str, env: dict[str, str], printed: list[AutotuneChoice], reads: list,
                     ab: bool) -> Optional[AutotuneRecord]:
@@ -27,7 +25,9 @@ def autotune_record(kind: str, env: dict[str, str], printed: list[AutotuneChoice
             held += read.held_before
         if read.problem:
             problems.append(read.problem)
-    record = AutotuneRecord(choices=choices, differ=differing(choices) if ab else [])
+    record = AutotuneRecord(choices=choices)
+    if ab:
+        record.differ = differing([c for c in choices if c.side == "A"], [c for c in choices if c.side == "B"])
     if not choices:
         record.unknown = _why_unknown(env.get(AUTOTUNE_PRINT), held, problems)
     return record
@@ -44,31 +44,3 @@ def _why_unknown(printing: Optional[str], held: int, problems: list[str]) -> Opt
                    "without printing (cache_results / TRITON_CACHE_AUTOTUNING)")
     why += problems[:2]
     return "; ".join(why) or None
-
-
-def config_text(config: dict) -> str:
-    return ", ".join(f"{k}={v}" for k, v in config.items())
-
-
-def differing(choices: list[AutotuneChoice]) -> list[str]:
-    """Each function (and key) both sides tuned whose chosen configurations differ: ``name key: A ... | B ...``."""
-    by: dict[tuple[str, Optional[str]], dict[str, set[str]]] = {}
-    for c in choices:
-        if c.side in ("A", "B"):
-            by.setdefault((c.function, c.key), {}).setdefault(c.side, set()).add(config_text(c.config))
-    found = []
-    for (function, key), sides in by.items():
-        if len(sides) == 2 and sides["A"] != sides["B"]:
-            name = function + (f" {key}" if key else "")
-            found.append(f"{name}: A {' / '.join(sorted(sides['A']))} | B {' / '.join(sorted(sides['B']))}")
-    return found
-
-
-def differ_note(record: Optional[AutotuneRecord]) -> Optional[str]:
-    """The artifact's note when the sides tuned the same function to different configurations."""
-    if record is None or not record.differ:
-        return None
-    names = [d.split(":", 1)[0] for d in record.differ]
-    more = f" and {len(names) - DIFFER_SHOWN} more" if len(names) > DIFFER_SHOWN else ""
-    return (f"autotune: the sides chose different configurations for {len(names)} function(s): "
-            f"{', '.join(names[:DIFFER_SHOWN])}{more} (autotune.differ): a difference in speed may be the tuning's")

@@ -10,9 +10,10 @@ from typing import TYPE_CHECKING, Optional
 
 from pytest_gpuverify import __version__
 from pytest_gpuverify.config.targets import Target
+from pytest_gpuverify.records.autotune import differ_note
 from pytest_gpuverify.records.artifact import (Artifact, GpuRecord, RepoRecord, RunRecord, TargetRecord, Timeline, sha256_file,
                                              utc_now)
-from pytest_gpuverify.engine.autotune import autotune_record, differ_note
+from pytest_gpuverify.engine.autotune import autotune_record
 from pytest_gpuverify.engine.phases import Decided, Results
 from pytest_gpuverify.engine.summary import summarize
 from pytest_gpuverify.gpu.base import GpuInfo
@@ -134,7 +135,7 @@ def build_artifact(r: Results) -> Artifact:
         if executed is not None and executed.ran:
             art.autotune = autotune_record(begun.target.kind, art.env, decided.parsed.autotune if decided.parsed else [],
                                            executed.autotune_reads, art.ab is not None)
-            art.notes += [n for n in [differ_note(art.autotune)] if n]
+            art.notes += [n for n in [differ_note(art.autotune.differ if art.autotune else [])] if n]
     art.notes.extend(r.notes)
     art.finished_ts = utc_now()
     art.duration_s = round(time.monotonic() - begun.t0, 3)

@@ -68,7 +68,9 @@ def test_ab_of_head_and_head_1_then_compare(sandbox, speed, spread, expected, rc
     assert (art.ab.base_ref, art.ab.base_sha, art.ab.head_sha) == ("HEAD~1", base_sha, head_sha)
     assert art.ab.order == [f"{side}{n}" for n in range(1, 6) for side in "AB"]
     log = (sandbox.tickets / "T-1" / art.raw_output).read_bytes()
-    assert begin_lines(log) == art.ab.order
+    # each side warmed up once on its own commit first (--gpu-ab-cache warm, the default): run 0, no result
+    assert art.ab.cache_state == "warm" and [(w.run, w.side) for w in art.ab.warmups] == [(0, "A"), (0, "B")]
+    assert begin_lines(log) == ["A0", "B0"] + art.ab.order
     assert [r.checkout for r in art.runs] == [base_sha, head_sha] * 5
     # one GPU, one lock, held over every run: the timeline has one hold around all six
     assert len(art.gpus) == 1 and art.gpus[0].lock_path
@@ -154,7 +156,8 @@ def test_ctrl_c_during_ab_removes_the_base_worktree(sandbox):
     assert proc.returncode == 2, output
     art = sandbox.artifact("sleep")
     assert art.verdict == "INCONCLUSIVE" and "interrupted" in art.reasons[0], art.reasons
-    assert [(r.run, r.side) for r in art.runs] == [(1, "A")] and art.ab.order == ["A1"]
+    # stopped in side A's warm-up (--gpu-ab-cache warm, the default): no measured run, the warm-up recorded
+    assert art.runs == [] and art.ab.order == [] and [(w.run, w.side) for w in art.ab.warmups] == [(0, "A")]
     assert not (sandbox.repo / ".gpuverify-ab").exists(), output
     assert git(sandbox.repo, "worktree", "list").count("\n") == 0
     assert any("removed after the run" in n for n in art.notes), art.notes
