@@ -35,6 +35,11 @@ def add_options(parser: pytest.Parser) -> None:
     group.addoption("--gpu-cold", action="store_true", default=False, help="fresh JIT caches for the run, removed after")
     group.addoption("--gpu-repeats", default=None, metavar="N", help="run each target N times under one lock (rows carry run)")
     group.addoption("--gpu-ab", default=None, metavar="BASE", help="A/B: also run each target on git ref BASE (a worktree), interleaved")
+    group.addoption("--gpu-ab-cache", default=None, metavar="warm|cold",
+                    help="the A/B sides' compile caches, the same state on both: warm (default) runs each side once, "
+                    "unmeasured, on its own commit into caches of its own, so every measured run finds its kernels "
+                    "compiled and tuned and the sides differ in their kernels only; cold starts every measured run "
+                    "from empty caches (compile and autotune in each; the default under --gpu-cold)")
     group.addoption("--gpu-allow-dirty", action="store_true", default=False, help="report a dirty repo instead of INCONCLUSIVE")
     group.addoption("--gpu-start-container", action="store_true", default=False, help="allow starting your stopped container")
     group.addoption("--gpu-args", default=None, metavar="ARGS",
@@ -79,7 +84,8 @@ def option_value(config: pytest.Config, name: str) -> Optional[str]:
 def build_options(config: pytest.Config) -> RunOptions:
     """The run's settings from the command line and ini keys; UsageError names a bad value."""
     from pytest_gpuverify.config.envfile import default_env_path
-    from pytest_gpuverify.config.options import RunOptions, check_repeats, check_seconds, check_ticket, check_topic
+    from pytest_gpuverify.config.options import (RunOptions, check_ab_cache, check_repeats, check_seconds, check_ticket,
+                                                 check_topic)
 
     from pytest_gpuverify.remote.onhost import serving_host
 
@@ -101,6 +107,7 @@ def build_options(config: pytest.Config) -> RunOptions:
         echo_output=config.getoption("capture") == "no",
         repeats=check_repeats(config.getoption("gpu_repeats")),
         ab_base=config.getoption("gpu_ab") or None,
+        ab_cache=check_ab_cache(config.getoption("gpu_ab_cache"), config.getoption("gpu_ab"), config.getoption("gpu_cold")),
         ci_summary=Path(config.getoption("gpu_ci_summary")).expanduser() if config.getoption("gpu_ci_summary") else None,
         paths=_path_arguments(config),
     )

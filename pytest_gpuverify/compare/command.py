@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Optional
 
 from pytest_gpuverify.compare import render
+from pytest_gpuverify.compare.autotune import autotune_notes
 from pytest_gpuverify.compare.clocks import clock_problem
 from pytest_gpuverify.compare.core import DEFAULT_RULE, INCONCLUSIVE, REGRESSED, Comparison, Pair, Rule, compare, side_of
 from pytest_gpuverify.compare.identity import Difference, differences, identity, unrecorded
@@ -80,6 +81,7 @@ def decide(base: Artifact, head: Optional[Artifact], rule: Rule = DEFAULT_RULE, 
     clocks, notes = clock_problem(*watches)
     if head is not None:
         notes = notes + unrecorded(identity(base), identity(head), ("the base", "the head"))
+    notes = notes + autotune_notes(base, head)
     return Comparison(compare(base, head, rule, clocks), rule, allowed, notes, base.ab if head is None else None)
 
 

@@ -37,6 +37,7 @@ class RunOptions(BaseModel):
     on_host: bool = False  # an xdist worker started over SSH on the Hosts row `host` (remote/)
     repeats: Optional[int] = None  # --gpu-repeats: runs per target (and side) under one lock
     ab_base: Optional[str] = None  # --gpu-ab: the git ref of the base side (ab.py)
+    ab_cache: Optional[str] = None  # --gpu-ab-cache: "cold" or "warm"; None: warm, cold under --gpu-cold
     ci_summary: Optional[Path] = None  # --gpu-ci-summary: where the CI summary markdown goes
     paths: tuple[Path, ...] = ()  # the path arguments (where the targets are): --gpu-ab's checkouts
 
@@ -84,3 +85,21 @@ def check_repeats(value: object) -> Optional[int]:
         raise UsageError("--gpu-repeats", f"--gpu-repeats {value!r} is not a whole number from 1 to 1000",
                          "e.g. --gpu-repeats 3")
     return count
+
+
+AB_CACHE_STATES = ("warm", "cold")
+
+
+def check_ab_cache(value: Optional[str], ab_base: Optional[str], cold: bool) -> Optional[str]:
+    """--gpu-ab-cache: one of :data:`AB_CACHE_STATES`, for an A/B run, and not warm under --gpu-cold."""
+    if value is None:
+        return None
+    if value not in AB_CACHE_STATES:
+        raise UsageError("--gpu-ab-cache", f"--gpu-ab-cache {value!r} is not a cache state", "use warm or cold")
+    if not ab_base:
+        raise UsageError("--gpu-ab-cache", "--gpu-ab-cache sets the caches of --gpu-ab's sides, and no --gpu-ab was given",
+                         "add --gpu-ab BASE, or drop --gpu-ab-cache")
+    if cold and value == "warm":
+        raise UsageError("--gpu-ab-cache", "--gpu-ab-cache warm warms the caches that --gpu-cold asks to be empty",
+                         "drop one of them (--gpu-cold alone runs the sides cold)")
+    return value

@@ -30,6 +30,10 @@ PYTEST_KINDS = (FLYDSL_PYTEST, TRITON_PYTEST, PYTEST)
 # pyproject.toml project: packages_under_test.py).
 _PACKAGE_BY_KIND = {AITER_OP_TEST: "aiter", TRITON_PYTEST: "aiter", FLYDSL_PYTEST: "flydsl"}
 AITER_KINDS = (AITER_OP_TEST, TRITON_PYTEST)  # aiter's import reads GPU_ARCHS and AITER_JIT_DIR
+# kinds whose command may run Triton kernels (aiter's Triton ops, any repo's tests and harnesses; FlyDSL's are
+# its own): they print the autotuner's choices (TRITON_PRINT_AUTOTUNING), unless the place or the declaration sets it
+TRITON_KINDS = (AITER_OP_TEST, TRITON_PYTEST, BENCH, PYTEST)
+AUTOTUNE_PRINT = "TRITON_PRINT_AUTOTUNING"
 TABLE_KINDS = (AITER_OP_TEST, BENCH)  # print pandas tables, which elide columns under a narrow COLUMNS
 SCRATCH_ROOT = "/tmp/gpuverify"  # inside a container: pid files, caches, JUnit files of the runs
 JUNIT_DIR = f"{SCRATCH_ROOT}/junit"  # inside the container; the file is fetched out and removed
@@ -160,7 +164,14 @@ def kind_env(kind: str, arch: Optional[str]) -> dict[str, str]:
         env["COLUMNS"] = "10000"  # pandas never elides columns of a summary table
     if kind in AITER_KINDS and arch:
         env["GPU_ARCHS"] = arch
+    if kind in TRITON_KINDS:
+        env[AUTOTUNE_PRINT] = "1"  # each "best config selected" into the artifact (parsers/recognizers/triton_autotune.py)
     return env
+
+
+def kept_from_place(place_env: dict[str, str]) -> dict[str, str]:
+    """The place's own values (a container's, the host user's) of the kind variables it may set itself."""
+    return {AUTOTUNE_PRINT: place_env[AUTOTUNE_PRINT]} if AUTOTUNE_PRINT in place_env else {}
 
 
 def junit_path(run_id: str) -> str:
@@ -202,7 +213,8 @@ class RunEnvironment(BaseModel):
     arch: Optional[str] = None
     caches: dict[str, str] = Field(default_factory=dict)  # variable -> folder (place/caches.py)
     declared: dict[str, str] = Field(default_factory=dict)
+    kept: dict[str, str] = Field(default_factory=dict)  # the place's own values, over the kind's (kept_from_place)
 
     def as_env(self) -> dict[str, str]:
         return {self.visible_var: self.visible_value, "PYTHONPATH": self.pythonpath,
-                **kind_env(self.kind, self.arch), **self.caches, **self.declared}
+                **kind_env(self.kind, self.arch), **self.kept, **self.caches, **self.declared}

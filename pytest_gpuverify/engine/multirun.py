@@ -14,6 +14,7 @@ from pytest_gpuverify.place.caches import plan_caches, remove_cold_caches
 from pytest_gpuverify.execute.leftovers import run_marker
 from pytest_gpuverify.place.packages import Lookup, UnderTest, check_imports, import_env
 from pytest_gpuverify.place.provenance import ContainerFacts, move_out
+from pytest_gpuverify.engine.ab_caches import AbCaches, autotune_reader
 from pytest_gpuverify.engine.rounds import Side, run_rounds
 from pytest_gpuverify.config.targets import PYTEST_KINDS, Target, command_argv, junit_path, pythonpath
 
@@ -53,7 +54,13 @@ def plan_for(options, worktrees: Optional[BaseWorktrees], target: Target, place:
     if imports.blocked:
         checked.blocked.extend(imports.blocked)
         return
-    checked.plan = Plan(repeats, base, base_wt, head_sha, place.pythonpath)
+    checked.plan = Plan(repeats, base, base_wt, head_sha, place.pythonpath, cache_state=ab_cache_state(options))
+    checked.ab.cache_state = checked.plan.cache_state
+
+
+def ab_cache_state(options) -> str:
+    """--gpu-ab-cache, else cold under --gpu-cold (a cold-compile number), else warm."""
+    return options.ab_cache or ("cold" if options.cold else "warm")
 
 
 def run_planned(plan: Plan, cmd: Command, executed: Executed):
@@ -66,6 +73,7 @@ def run_planned(plan: Plan, cmd: Command, executed: Executed):
 
     head = Side("B" if plan.base else None, plan.head_sha, argv("B"), cmd.env, cmd.workdir)
     sides, base_caches = [head], None
+    ab_caches = AbCaches(plan.cache_state, cmd, executed) if plan.cache_state is not None else None
     if plan.base is not None and plan.base_wt is not None:  # plan_for sets both
         base_caches = plan_caches(plan.base_wt, cmd.cold, f"{cmd.run_id}-A", target.kind, on_host=handle.place.on_host)
         base_env = cmd.run_env.model_copy(update={
@@ -74,9 +82,15 @@ def run_planned(plan: Plan, cmd: Command, executed: Executed):
         workdir = plan.base_wt + cmd.workdir[len(cmd.wt):]
         sides.insert(0, Side("A", plan.base.sha, argv("A"), {**base_env.as_env(), **run_marker(cmd.run_id)}, workdir))
         executed.base_cache_dirs = dict(base_caches.dirs)
+        if ab_caches is not None:  # each side's own, made for this target (ab_caches.py): not the worktrees'
+            base_caches = None
+            ab_caches.attach(sides)
 
     def fetch_junit(side: Side, n: int) -> Optional[str]:
         if target.kind not in PYTEST_KINDS:
+            return None
+        if n == 0:  # a warm-up's report is no result: removed where it was written
+            handle.capture(["rm", "-f", junit_path(f"{cmd.run_id}-{side.label or 'B'}0")], timeout_s=60)
             return None
         tag = f"{side.label or ''}{n}"
         path, note = move_out(handle, junit_path(f"{cmd.run_id}-{side.label or 'B'}{n}"),
@@ -85,12 +99,17 @@ def run_planned(plan: Plan, cmd: Command, executed: Executed):
             executed.notes.append(f"run {n}{' side ' + side.label if side.label else ''}: {note}")
         return path.name if path else None
 
+    warm = ab_caches is not None and ab_caches.state == "warm"
     try:
         result, _ = run_rounds(handle, sides, plan.repeats, cmd.raw_path, cmd.timeout_s,
-                               echo=cmd.echo, on_start=cmd.on_start, fetch_junit=fetch_junit, slices=executed.runs)
+                               echo=cmd.echo, on_start=cmd.on_start, fetch_junit=fetch_junit, slices=executed.runs,
+                               warmups=executed.warmups if warm else None,
+                               after=ab_caches.after if ab_caches is not None else autotune_reader(cmd, executed))
     finally:
         if base_caches is not None and cmd.cold:
             remove_cold_caches(handle, base_caches, executed.notes)
+        if ab_caches is not None:
+            ab_caches.remove_all()
     return result
 
 

@@ -10,8 +10,10 @@ from typing import TYPE_CHECKING, Optional
 
 from pytest_gpuverify import __version__
 from pytest_gpuverify.config.targets import Target
+from pytest_gpuverify.records.autotune import differ_note
 from pytest_gpuverify.records.artifact import (Artifact, GpuRecord, RepoRecord, RunRecord, TargetRecord, Timeline, sha256_file,
                                              utc_now)
+from pytest_gpuverify.engine.autotune import autotune_record
 from pytest_gpuverify.engine.phases import Decided, Results
 from pytest_gpuverify.engine.summary import summarize
 from pytest_gpuverify.gpu.base import GpuInfo
@@ -115,7 +117,8 @@ def build_artifact(r: Results) -> Artifact:
             runs = executed.runs if executed is not None else []
             art.ab = checked.ab.model_copy(update={
                 "base_cache_dirs": dict(executed.base_cache_dirs) if executed is not None else {},
-                "order": [f"{s.side}{s.run}" for s in runs]})
+                "order": [f"{s.side}{s.run}" for s in runs],
+                "warmups": list(executed.warmups) if executed is not None else []})
     if fresh is not None and fresh.record is not None and checked is not None:  # the image it ran, by content
         art.image_digest = fresh.record.repo_digests[0] if fresh.record.repo_digests else fresh.record.image_id
     if executed is not None:
@@ -133,6 +136,10 @@ def build_artifact(r: Results) -> Artifact:
             art.notes.extend(executed.imports_seen.notes)
     if decided is not None:
         _decided(art, decided, begun.target.regime)
+        if executed is not None and executed.ran:
+            art.autotune = autotune_record(begun.target.kind, art.env, decided.parsed.autotune if decided.parsed else [],
+                                           executed.autotune_reads, art.ab is not None)
+            art.notes += [n for n in [differ_note(art.autotune.differ if art.autotune else [])] if n]
     art.notes.extend(r.notes)
     art.finished_ts = utc_now()
     art.duration_s = round(time.monotonic() - begun.t0, 3)

@@ -97,6 +97,7 @@ class Plan:
     base_wt: Optional[str] = None  # the base worktree in the container
     head_sha: Optional[str] = None
     inherited_pythonpath: str = ""  # the place's own PYTHONPATH, after the base worktree's
+    cache_state: Optional[str] = None  # --gpu-ab's sides' caches: "cold" or "warm" (multirun.ab_cache_state)
 
 
 @dataclass
@@ -135,6 +136,8 @@ class Executed:
     junit_path: Optional[Path] = None
     watch: list[GpuWatch] = field(default_factory=list)  # the held GPUs while each command ran
     imports_seen: Optional[ImportsSeen] = None  # the run's own record of its imports, settled (imports_seen.py)
+    warmups: list[RunSlice] = field(default_factory=list)  # --gpu-ab-cache warm: each side's unmeasured run 0
+    autotune_reads: list = field(default_factory=list)  # (run, side, place.autotune_cache.CacheRead) per run read
 
 
 @dataclass

@@ -5,6 +5,7 @@ around each run (runs_log.py). The caller holds the lock for the whole loop."""
 from __future__ import annotations
 
 import os
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Optional
@@ -25,11 +26,14 @@ class Side:
     env: dict[str, str]
     workdir: str
     notes: list[str] = field(default_factory=list)
+    caches: Optional[Callable[[int], dict[str, str]]] = None  # run number (0: the warm-up) -> its cache variables
 
 
-def schedule(repeats: int, sides: list[Side]) -> list[tuple[int, Side]]:
-    """Interleaved: round 1 runs every side, then round 2 ... so drift hits both sides alike."""
-    return [(n, side) for n in range(1, repeats + 1) for side in sides]
+def schedule(repeats: int, sides: list[Side], warmup: bool = False) -> list[tuple[int, Side]]:
+    """Interleaved: round 1 runs every side, then round 2 ... so drift hits both sides alike; ``warmup``:
+    first an unmeasured run 0 of each side (--gpu-ab-cache warm)."""
+    first = [(0, side) for side in sides] if warmup else []
+    return first + [(n, side) for n in range(1, repeats + 1) for side in sides]
 
 
 def _append(path: Path, line: bytes) -> None:
@@ -66,25 +70,34 @@ def _ended(out_path: Path, nonce: str, n: int, repeats: int, side: Side, res: Ex
 
 def run_rounds(handle, sides: list[Side], repeats: int, out_path: Path, timeout_s: float,
                echo=None, on_start=None, fetch_junit: Optional[Callable[[Side, int], Optional[str]]] = None,
-               slices: Optional[list[RunSlice]] = None) -> tuple[ExecOutcome, list[RunSlice]]:
+               slices: Optional[list[RunSlice]] = None, warmups: Optional[list[RunSlice]] = None,
+               after: Optional[Callable[[Side, int, float], None]] = None) -> tuple[ExecOutcome, list[RunSlice]]:
     """Run the schedule; stop early only when a run timed out, was interrupted or lost its container.
-    ``slices`` (filled as runs end) keeps what ran when Ctrl-C ends the loop."""
+    ``slices`` (filled as runs end) keeps what ran when Ctrl-C ends the loop; ``warmups`` (not None: warm
+    up first) gets the unmeasured runs 0, whose exit codes are no part of the outcome's; ``after(side, n,
+    started)`` runs once each run ended (``started``: its start, epoch seconds)."""
     nonce, total = new_nonce(), ExecOutcome()
     codes: list[Optional[int]] = []
     slices = [] if slices is None else slices
-    for n, side in schedule(repeats, sides):
+    for n, side in schedule(repeats, sides, warmup=warmups is not None):
         label = f"run {n}" + (f" side {side.label}" if side.label else "")
-        _append(out_path, marker(nonce, n, repeats, side.label, "begins",
-                                 {"checkout": side.checkout, "workdir": side.workdir}))
+        into = slices if n else warmups
+        assert into is not None  # a run 0 only with warmups
+        begin = {"checkout": side.checkout, "workdir": side.workdir, **({} if n else {"warmup": True})}
+        _append(out_path, marker(nonce, n, repeats, side.label, "begins", begin))
+        env = {**side.env, **side.caches(n)} if side.caches is not None else side.env
+        started = time.time()
         try:
-            res = handle.stream_to_file(side.argv(n), out_path, env=side.env, workdir=side.workdir,
+            res = handle.stream_to_file(side.argv(n), out_path, env=env, workdir=side.workdir,
                                         timeout_s=timeout_s, echo=echo, on_start=on_start)
         except Interrupted as exc:  # the log still says how this run ended
-            _ended(out_path, nonce, n, repeats, side, exc.outcome, None, slices)
-            _fold(total, codes, exc.outcome, label)
+            _ended(out_path, nonce, n, repeats, side, exc.outcome, None, into)
+            _fold(total, codes if n else [], exc.outcome, label)
             raise Interrupted(total) from None
-        _ended(out_path, nonce, n, repeats, side, res, fetch_junit(side, n) if fetch_junit is not None else None, slices)
-        _fold(total, codes, res, label)
+        _ended(out_path, nonce, n, repeats, side, res, fetch_junit(side, n) if fetch_junit is not None else None, into)
+        _fold(total, codes if n else [], res, label)
+        if after is not None:
+            after(side, n, started)
         if res.timed_out or res.interrupted or res.container_died:
             break
     return total, slices

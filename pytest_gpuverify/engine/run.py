@@ -13,8 +13,10 @@ from contextlib import contextmanager
 from datetime import datetime, timezone
 from typing import Callable, Iterator, Optional
 
-from pytest_gpuverify.config.targets import PYTEST_KINDS, RunEnvironment, Target, command_argv, junit_path, pythonpath
+from pytest_gpuverify.config.targets import (PYTEST_KINDS, RunEnvironment, Target, command_argv, junit_path, kept_from_place,
+                                             pythonpath)
 from pytest_gpuverify.engine import multirun
+from pytest_gpuverify.engine.ab_caches import read_run
 from pytest_gpuverify.common.clock import STAMP_FORMAT
 from pytest_gpuverify.records.artifact import RunRecord, utc_now
 from pytest_gpuverify.common.files import create_result_file
@@ -310,7 +312,7 @@ class TargetRun:
             run_env = RunEnvironment(
                 visible_var=s.backend.visible_devices_var, visible_value=self.visible or s.visible_value(infos),
                 pythonpath=pythonpath(target.kind, wt, place.pythonpath), kind=target.kind, arch=place.arch,
-                caches=dict(caches.dirs), declared=dict(target.env))
+                caches=dict(caches.dirs), declared=dict(target.env), kept=kept_from_place(place.container_env))
             probe = checked.probe or ImportProbe(place, None, run_id)  # where it really imports from: imports_seen.py
             command_env = {**run_env.as_env(), **run_marker(run_id), **probe.env(run_env.pythonpath)}  # leftovers.py
             executed.env = {**place.container_env, **command_env}
@@ -333,9 +335,11 @@ class TargetRun:
                 if checked.plan is not None:  # repeats or --gpu-ab: every run under this one lock (multirun.py)
                     self.command_ended_with = multirun.run_planned(checked.plan, cmd, executed)
                 else:
+                    epoch = time.time()
                     self.command_ended_with = handle.stream_to_file(
                         cmd.argv, raw, env=cmd.env, workdir=cmd.workdir, timeout_s=cmd.timeout_s, echo=cmd.echo,
                         on_start=cmd.on_start)
+                    executed.autotune_reads.append((None, None, read_run(handle, target.kind, caches.dirs, epoch)))
             finally:
                 ended = time.monotonic()
                 executed.command_ended = s.clock.wall(ended)  # no earlier than the real end

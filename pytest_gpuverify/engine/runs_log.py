@@ -16,7 +16,7 @@ import tempfile
 from pathlib import Path
 from typing import Optional
 
-from pytest_gpuverify.records.artifact import Correctness, RunSlice
+from pytest_gpuverify.records.artifact import AutotuneChoice, Correctness, RunSlice
 from pytest_gpuverify.records.raw_log import Segment, split_log
 from pytest_gpuverify.parsers.result import ParseContext, ParsedOutput
 
@@ -41,10 +41,13 @@ def step_counts(line: str) -> list[tuple[int, str]]:
     return found
 
 
-def slices_of(segments: list[Segment]) -> list[RunSlice]:
-    """The run records the log's own lines state (the artifact's ``runs`` must equal them)."""
+def slices_of(segments: list[Segment], warmups: bool = False) -> list[RunSlice]:
+    """The run records the log's own lines state (the artifact's ``runs`` must equal them); ``warmups``:
+    those of the unmeasured runs 0 instead (``ab.warmups``)."""
     out = []
     for seg in segments:
+        if (seg.run == 0) != warmups:
+            continue
         end = seg.end or {}
         out.append(RunSlice(run=seg.run, side=seg.side, checkout=seg.begin.get("checkout"),
                             exit_code=end.get("exit_code"), timed_out=bool(end.get("timed_out")),
@@ -62,7 +65,7 @@ def parse_log(kind: str, path: Path, context: ParseContext) -> ParsedOutput:
         parsed = parse_output(kind, path, context)
         parsed.problems.extend(step_problems([(None, parsed, _read_text(path))], context.min_steps))
         return parsed
-    results = []
+    results, warmed = [], []
     with tempfile.TemporaryDirectory(prefix="gpuverify-runs-") as tmp:
         for seg in segments:
             part = Path(tmp) / f"run-{seg.run}-{seg.side or ''}.log"
@@ -73,8 +76,12 @@ def parse_log(kind: str, path: Path, context: ParseContext) -> ParsedOutput:
                 "exit_code": end.get("exit_code"),
                 "junit_xml": Path(path).parent / junit if junit else None})
             parsed = parse_output(kind, part, ctx)
+            if seg.run == 0:  # a warm-up (--gpu-ab-cache warm): no result; only the choices its tuning made
+                warmed += [_placed(c, seg) for c in parsed.autotune]
+                continue
             results.append((seg, parsed, part.read_text(errors="replace")))
     merged = merge(results)
+    merged.autotune[:0] = warmed
     merged.problems.extend(step_problems(results, context.min_steps))
     return merged
 
@@ -93,6 +100,7 @@ def merge(results: list[tuple[Segment, ParsedOutput, str]]) -> ParsedOutput:
             if row.source_line is not None:
                 update["source_line"] = row.source_line + seg.first_line - 1
             out.perf.append(row.model_copy(update=update))
+        out.autotune += [_placed(c, seg) for c in parsed.autotune]
         out.failures += [f"{where}: {r}" for r in parsed.failures]
         out.problems += [f"{where}: {r}" for r in parsed.problems]
         if seg.end is None:
@@ -105,6 +113,12 @@ def merge(results: list[tuple[Segment, ParsedOutput, str]]) -> ParsedOutput:
             out.ran_no_test = f"{where}: {parsed.ran_no_test}" if parsed.ran_no_test else ""
     out.correctness = worst_correctness([p.correctness for _, p, _ in results])
     return out
+
+
+def _placed(choice: AutotuneChoice, seg: Segment) -> AutotuneChoice:
+    """A run's printed choice as the whole log places it: its run, side and log line."""
+    line = choice.line + seg.first_line - 1 if choice.line is not None else None
+    return choice.model_copy(update={"run": seg.run, "side": seg.side, "line": line})
 
 
 def worst_correctness(each: list[Correctness]) -> Correctness:
@@ -167,6 +181,11 @@ def runs_problems(art, raw: Optional[Path]) -> list[str]:
         shas = {"A": art.ab.base_sha, "B": art.ab.head_sha}
         problems += [f"runs: run {s['run']} side {s['side']} ran {s['checkout']}, ab says side {s['side']} is "
                      f"{shas.get(s['side'])}" for s in stated if s["side"] in shas and s["checkout"] != shas[s["side"]]]
+    if art.ab is not None and segments is not None:
+        warm = [s.model_dump() for s in slices_of(segments, warmups=True)]
+        if [s.model_dump() for s in art.ab.warmups] != warm:
+            problems.append(f"ab.warmups: the artifact records {len(art.ab.warmups)} warm-up run(s), the raw log's "
+                            f"lines state {len(warm)}")
     order = [f"{s['side']}{s['run']}" for s in stated]
     if art.ab is not None and art.ab.order != order:
         problems.append(f"ab.order is {art.ab.order}, the raw log ran {order}")

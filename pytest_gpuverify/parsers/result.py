@@ -7,7 +7,7 @@ from typing import Optional
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from pytest_gpuverify.records.artifact import Correctness, PerfRow
+from pytest_gpuverify.records.artifact import AutotuneChoice, Correctness, PerfRow
 from pytest_gpuverify.config.targets import Thresholds
 
 
@@ -65,6 +65,8 @@ class ParsedOutput(BaseModel):
     # an inner pytest that ran no test case (its exit status then says nothing about the kernel): the
     # first error line it printed ("" when none); None when tests ran or the output is no pytest run's
     ran_no_test: Optional[str] = None
+    # Triton's autotuner's choices as printed (TRITON_PRINT_AUTOTUNING): never checks, never perf rows
+    autotune: list[AutotuneChoice] = Field(default_factory=list)
 
 
 REASON_CAP = 200  # failures/problems listed one by one; the rest are counted in a closing line

@@ -168,7 +168,7 @@ class ContainerFacts:
 
 # Variables the container itself sets that change what runs; recorded, never overridden.
 CONTAINER_ENV_RECORDED = ("AITER_USE_SYSTEM_TRITON", "AITER_TRITON_ONLY", "GPU_ARCHS", "HIP_VISIBLE_DEVICES",
-                          "ROCR_VISIBLE_DEVICES", "FLYDSL_RUNTIME_CACHE_DIR", "TRITON_CACHE_DIR")
+                          "ROCR_VISIBLE_DEVICES", "FLYDSL_RUNTIME_CACHE_DIR", "TRITON_CACHE_DIR", "TRITON_PRINT_AUTOTUNING")
 
 
 def _timed_versions(handle: Executor) -> tuple[Versions, list[str]]:

@@ -11,7 +11,7 @@ import json
 import math
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Literal, Optional
+from typing import Any, Literal, Optional, Union
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -303,6 +303,33 @@ class PerfSummary(_Model):
     max: float
 
 
+class AutotuneChoice(_Model):
+    """One choice of Triton's autotuner: the function it tuned, the configuration it selected (its
+    meta-parameters and ``num_warps``/``num_stages``/... as Triton names them), the tuning key where
+    Triton says it, how long tuning took, and where it was read: ``output`` (the ``TRITON_PRINT_AUTOTUNING``
+    printout, at raw log ``line``) or ``cache`` (the run's Triton cache after it ended, its ``file``)."""
+
+    function: str
+    config: dict[str, Optional[Union[bool, int, float, str]]] = Field(default_factory=dict)
+    key: Optional[str] = None
+    seconds: Optional[float] = None
+    source: str = "output"
+    line: Optional[int] = None
+    file: Optional[str] = None
+    run: Optional[int] = None  # 1..N of a repeated target; 0: an A/B side's unmeasured warm-up run
+    side: Optional[str] = None
+
+
+class AutotuneRecord(_Model):
+    """What Triton's autotuner chose in the run (parsers/recognizers/triton_autotune.py, place/autotune_cache.py);
+    ``unknown``: why no choice could be read, where none was; ``differ``: under --gpu-ab, the functions
+    (and keys) whose chosen configuration differs between the sides."""
+
+    choices: list[AutotuneChoice] = Field(default_factory=list)
+    unknown: Optional[str] = None
+    differ: list[str] = Field(default_factory=list)
+
+
 class AbRecord(_Model):
     """``--gpu-ab BASE``: side A is BASE, checked out as a git worktree for the run and removed after;
     side B is the checkout the run started from."""
@@ -313,6 +340,10 @@ class AbRecord(_Model):
     base_worktree: Optional[str] = None  # on the host
     base_cache_dirs: dict[str, str] = Field(default_factory=dict)
     order: list[str] = Field(default_factory=list)  # "A1", "B1", "A2" ... as run
+    # the sides' compile caches (--gpu-ab-cache): "cold" (each measured run starts from empty ones) or
+    # "warm" (each side's own, filled by one unmeasured warm-up run on its own commit, in ``warmups``)
+    cache_state: Optional[str] = None
+    warmups: list[RunSlice] = Field(default_factory=list)
 
 
 class ImportOrigin(_Model):
@@ -380,6 +411,7 @@ class Artifact(_Model):
     shard: Optional[ShardRecord] = None  # --gpu-shard: the part of a split run it ran in (config/shards.py)
     scheduler: Optional[SchedulerRecord] = None  # GPUs granted outside the plugin (lease/grants.py)
     machine: Optional[MachineRecord] = None  # which machine, exactly (records/machine.py); None: not read
+    autotune: Optional[AutotuneRecord] = None  # Triton's autotuner's choices (None: not a kind Triton runs in)
 
 
 def artifact_schema() -> dict[str, Any]:

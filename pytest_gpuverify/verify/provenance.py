@@ -28,7 +28,8 @@ from pytest_gpuverify.lease.watch import shared_reasons
 from pytest_gpuverify.place.packages import origin_inside, settle_imports
 from pytest_gpuverify.place.import_probe import NAMES_VAR, PROBE_VAR
 from pytest_gpuverify.place.provenance import CONTAINER_ENV_RECORDED
-from pytest_gpuverify.config.targets import BENCH, JUNIT_DIR, PYTEST_KINDS, RunEnvironment, import_package, pythonpath
+from pytest_gpuverify.config.targets import (AUTOTUNE_PRINT, BENCH, JUNIT_DIR, PYTEST_KINDS, RunEnvironment, import_package,
+                                             kept_from_place, pythonpath)
 
 _PYTEST_FLAGS = ["-q", "-rAR", "-p", "no:cacheprovider"]
 _PYTEST_FLAGS_BEFORE = ["-q", "-rA", "-p", "no:cacheprovider"]  # what engines wrote before they showed retries
@@ -278,7 +279,10 @@ def _env_and_imports(art: Artifact) -> list[str]:
     schema5 = art.schema_version >= 5
     caches = dict(art.cache_dirs)
     expected = RunEnvironment(visible_var=var, visible_value=visible, pythonpath=own_path, kind=kind,
-                              arch=art.gpu.arch, caches=caches, declared=dict(target.env) if target else {}).as_env()
+                              arch=art.gpu.arch, caches=caches, declared=dict(target.env) if target else {},
+                              kept=kept_from_place(env)).as_env()  # the place's own value is recorded as it ran
+    if art.autotune is None and AUTOTUNE_PRINT not in env:  # written before the engine turned the printout on
+        expected.pop(AUTOTUNE_PRINT, None)
     if not schema5:  # before the environment was chosen per kind, every command got aiter's and pandas' variables
         expected.update({"COLUMNS": "10000", **({"GPU_ARCHS": art.gpu.arch} if art.gpu.arch else {})})
     path = env.get("PYTHONPATH", "")

@@ -28,7 +28,7 @@ _V3 = _V2 | {"host_gpus", "signed_by", "timeline"}
 _V4 = _V3 | frozenset({"image_digest", "fresh_container", "builds", "synced", "runs", "perf_summary", "ab"})  # fields added in version 4
 _V5 = _V4 | frozenset({"watch"})  # fields added in version 5
 # added while the version was 5, with defaults: older artifacts of that version do not have them
-_V5_LATER = frozenset({"shard", "scheduler", "machine", "import_origins"})
+_V5_LATER = frozenset({"shard", "scheduler", "machine", "import_origins", "autotune"})
 TOP_FIELDS: dict[int, frozenset[str]] = {1: _V1, 2: _V2, 3: _V3, 4: _V4, 5: _V5}
 # fields added while a version was current: an artifact of that version may have them or not
 LATER: dict[int, frozenset[str]] = {1: _V1_LATER, 5: _V5_LATER}

@@ -61,20 +61,23 @@ def test_ab_of_head_and_head_1_then_compare(sandbox, speed, spread, expected, rc
     lab_config(sandbox.repo, speed, spread, message="candidate", repeats=5)
     head_sha = git(sandbox.repo, "rev-parse", "HEAD")
 
-    proc = sandbox.pytest("--gpu-target", "lab", "--gpu-ab", "HEAD~1")
+    # cold: the lab harness counts its invocations per checkout to shape its spread, which a warm-up would shift
+    proc = sandbox.pytest("--gpu-target", "lab", "--gpu-ab", "HEAD~1", "--gpu-ab-cache", "cold")
     art = sandbox.artifact("lab")
     assert art.verdict == "PASS", out(proc) + str(art.reasons)
     # both shas, the interleaved order, in the artifact and in the raw log itself
     assert (art.ab.base_ref, art.ab.base_sha, art.ab.head_sha) == ("HEAD~1", base_sha, head_sha)
     assert art.ab.order == [f"{side}{n}" for n in range(1, 6) for side in "AB"]
     log = (sandbox.tickets / "T-1" / art.raw_output).read_bytes()
+    assert art.ab.cache_state == "cold" and art.ab.warmups == []
     assert begin_lines(log) == art.ab.order
     assert [r.checkout for r in art.runs] == [base_sha, head_sha] * 5
     # one GPU, one lock, held over every run: the timeline has one hold around all six
     assert len(art.gpus) == 1 and art.gpus[0].lock_path
     assert art.timeline.lock_taken <= art.timeline.command_started <= art.timeline.command_ended <= art.timeline.lock_released
-    # each side its own JIT cache
+    # each side its own JIT cache (cold: run 1's recorded, each run's its own, removed once it ended)
     assert art.ab.base_cache_dirs["TRITON_CACHE_DIR"] != art.cache_dirs["TRITON_CACHE_DIR"]  # a bench: no aiter JIT folder
+    assert art.ab.base_cache_dirs["TRITON_CACHE_DIR"].endswith("-abA1/triton")
     # the base worktree is gone, and git forgot it
     assert not (sandbox.repo / ".gpuverify-ab").exists()
     assert git(sandbox.repo, "worktree", "list").count("\n") == 0
@@ -154,7 +157,8 @@ def test_ctrl_c_during_ab_removes_the_base_worktree(sandbox):
     assert proc.returncode == 2, output
     art = sandbox.artifact("sleep")
     assert art.verdict == "INCONCLUSIVE" and "interrupted" in art.reasons[0], art.reasons
-    assert [(r.run, r.side) for r in art.runs] == [(1, "A")] and art.ab.order == ["A1"]
+    # stopped in side A's warm-up (--gpu-ab-cache warm, the default): no measured run, the warm-up recorded
+    assert art.runs == [] and art.ab.order == [] and [(w.run, w.side) for w in art.ab.warmups] == [(0, "A")]
     assert not (sandbox.repo / ".gpuverify-ab").exists(), output
     assert git(sandbox.repo, "worktree", "list").count("\n") == 0
     assert any("removed after the run" in n for n in art.notes), art.notes
