@@ -16,6 +16,7 @@ WHEELS=${WHEELS:-$top/.whl}; . "$here/sandbox.sh"
 PT="python3 -m pytest -p pytest_gpuverify.plugin -p no:cacheprovider --gpu-verify --gpu-container none --gpu-env $W/env.md -q"
 GV="python3 -m pytest_gpuverify.cli.main"
 T=gemm-powercap
+REPEATS=${REPEATS:-5}  # runs per session (a short device budget: 3)
 R=$W/repos/aiter
 cat > $R/op_tests/op_benchmarks/triton/bench_gemm_powercap.py <<'PY'
 """A large bf16 GEMM (torch's own), checked against an fp32 product, then timed with perf_report for seconds
@@ -101,12 +102,12 @@ echo "== 0. warm-up (compile caches), and the power the GEMM draws"
 ( sleep 4; nvidia-smi --query-gpu=index,power.draw,clocks.sm,clocks_event_reasons.active --format=csv \
   || nvidia-smi --query-gpu=index,power.draw,clocks.sm,clocks_throttle_reasons.active --format=csv ) &
 python3 op_tests/op_benchmarks/triton/bench_gemm_powercap.py | tail -3; wait
-echo "== 1. A/A, two sessions of $(git rev-parse --short HEAD), 5 runs each"
-for t in PC-1 PC-2; do $PT --ticket $t --gpu-target $T --gpu-repeats 5; echo "pytest $t exit $?"; done
+echo "== 1. A/A, two sessions of $(git rev-parse --short HEAD), $REPEATS runs each"
+for t in PC-1 PC-2; do $PT --ticket $t --gpu-target $T --gpu-repeats $REPEATS; echo "pytest $t exit $?"; done
 clocks $W/tickets/PC-1/bench_$T.json $W/tickets/PC-2/bench_$T.json
 compare aa_powercap $W/tickets/PC-1/bench_$T.json $W/tickets/PC-2/bench_$T.json
-echo "== 2. A/A, --gpu-ab HEAD, 5 rounds"
-$PT --ticket PC-AB --gpu-target $T --gpu-ab HEAD --gpu-repeats 5; echo "pytest exit $?"
+echo "== 2. A/A, --gpu-ab HEAD, $REPEATS rounds"
+$PT --ticket PC-AB --gpu-target $T --gpu-ab HEAD --gpu-repeats $REPEATS; echo "pytest exit $?"
 clocks $W/tickets/PC-AB/bench_$T.json
 compare ab_powercap $W/tickets/PC-AB/bench_$T.json
 echo "== 3. gpuverify check over the artifacts (the watch sealed in each raw log)"
