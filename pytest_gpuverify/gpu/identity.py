@@ -20,19 +20,26 @@ import socket
 from pathlib import Path
 from typing import Any, Callable, Mapping, Optional
 
+from pytest_gpuverify.gpu import identity_nvidia as nvidia
 from pytest_gpuverify.gpu.base import GpuInfo, GpuToolError, call_within
+from pytest_gpuverify.gpu.identity_collect import CHANGING, Collect, one_line, run_tool
 from pytest_gpuverify.gpu.identity_formats import (
-    ROCM_SMI_STATIC, ROCM_SMI_VOLATILE, Facts, cuda_version, parse_amd_smi_identity,
-    parse_amd_smi_version, parse_nvidia_proc_version, parse_nvidia_smi_cuda,
-    parse_rocm_smi_identity, partition, serial, watts,
+    ROCM_SMI_STATIC,
+    ROCM_SMI_VOLATILE,
+    Facts,
+    cuda_version,
+    parse_amd_smi_identity,
+    parse_amd_smi_version,
+    parse_nvidia_proc_version,
+    parse_nvidia_smi_cuda,
+    parse_rocm_smi_identity,
+    partition,
+    serial,
+    watts,
 )
 from pytest_gpuverify.gpu.rocm_formats import _num, _str, hip_indices_from_nodes
 
 FIXED = ("name", "arch", "uuid", "serial", "vbios", "bdf")
-CHANGING = {"rocm": ("compute_partition", "memory_partition", "power_cap_w", "ecc_mode", "ecc_corrected",
-                     "ecc_uncorrected", "sm_mhz_max", "mem_mhz_max"),
-            "nvidia": ("mig_mode", "power_cap_w", "ecc_mode", "ecc_corrected", "ecc_uncorrected", "sm_mhz_max",
-                       "mem_mhz_max")}
 LIBRARY_ONLY = "read through the amdsmi library only"
 
 
@@ -68,39 +75,6 @@ def host_facts(dmi: str = "/sys/class/dmi/id") -> tuple[Facts, list[str]]:
     return facts, unknowns
 
 
-def _one_line(exc: BaseException) -> str:
-    return " ".join(str(exc).split())[:160] or type(exc).__name__
-
-
-class _Collect:
-    """One reading's facts per GPU and why each missing one is missing."""
-
-    def __init__(self, read_with: str, indices: list[int]) -> None:
-        self.out: Facts = {"read_with": read_with, "gpus": [{"index": i} for i in indices], "why": {}, "failed": []}
-        self.by_index = {g["index"]: g for g in self.out["gpus"]}
-
-    def put(self, index: int, key: str, value: Any, why: str) -> None:
-        if index not in self.by_index:
-            return
-        self.by_index[index][key] = value
-        if value is None:
-            self.out["why"].setdefault(key, {})[str(index)] = why
-
-    def call(self, index: int, keys: tuple[str, ...], fn: Callable[[], tuple], name: str) -> None:
-        """``fn()`` gives one value per key; a raise leaves them all unknown with its message."""
-        try:
-            values = fn()
-        except Exception as exc:  # AmdSmiLibraryException, NVMLError, a shape this code does not know
-            values, why = (None,) * len(keys), f"{name}: {_one_line(exc)}"
-        else:
-            why = f"{name}: not given"
-        for key, value in zip(keys, values):
-            self.put(index, key, value, why)
-
-    def fail(self, what: str) -> None:
-        self.out["failed"].append(what)
-
-
 # ------------------------------------------------------------------------------------------ ROCm
 def rocm_runtime(environ: Mapping[str, str]) -> Optional[str]:
     """The ROCm the host has installed, as its ``.info/version`` says (``$ROCM_PATH``, else /opt/rocm)."""
@@ -123,7 +97,7 @@ def _mhz(info: Any) -> Optional[float]:
     return value if value is not None and 0 < value < 100_000 else None
 
 
-def _rocm_fixed_library(lib: Any, index: int, handle: Any, got: _Collect) -> None:
+def _rocm_fixed_library(lib: Any, index: int, handle: Any, got: Collect) -> None:
     def asic() -> tuple:
         info = _amd(lib, "amdsmi_get_gpu_asic_info", handle)
         return (_str(info.get("market_name")), _str(info.get("target_graphics_version")), serial(info.get("asic_serial")))
@@ -145,7 +119,7 @@ def _rocm_fixed_library(lib: Any, index: int, handle: Any, got: _Collect) -> Non
     got.call(index, ("bdf",), lambda: (_str(_amd(lib, "amdsmi_get_gpu_device_bdf", handle)),), "amdsmi_get_gpu_device_bdf")
 
 
-def _rocm_changing_library(lib: Any, index: int, handle: Any, got: _Collect) -> None:
+def _rocm_changing_library(lib: Any, index: int, handle: Any, got: Collect) -> None:
     def cap() -> tuple:  # microwatts on a Linux host, watts on a virtualisation host (amdsmi.h)
         value = _num(_amd(lib, "amdsmi_get_power_cap_info", handle).get("power_cap"))
         return (watts(value / 1e6 if value is not None and value >= 100_000 else value),)
@@ -182,36 +156,29 @@ def _rocm_driver_library(lib: Any, handles: list[tuple[int, Any]]) -> tuple[Opti
     try:
         info = _amd(lib, "amdsmi_get_gpu_driver_info", handles[0][1])
     except Exception as exc:
-        return None, f"amdsmi_get_gpu_driver_info: {_one_line(exc)}"
+        return None, f"amdsmi_get_gpu_driver_info: {one_line(exc)}"
     version = _str(info.get("driver_version")) if isinstance(info, dict) else None
     name = (_str(info.get("driver_name")) if isinstance(info, dict) else None) or "amdgpu"
     return (f"{name} {version}", None) if version else (None, "amdsmi_get_gpu_driver_info: no version given")
 
 
-def _run_tool(backend: Any, argv: tuple[str, ...]) -> str:
-    res = backend.host.run(list(argv), timeout=backend.tool_timeout)
-    if not res.ok:
-        raise GpuToolError(res.describe())
-    return res.text()
-
-
 def _rocm_tools(backend: Any, indices: list[int], argv: tuple[str, ...], keys: tuple[str, ...],
-                got: _Collect) -> Optional[str]:
+                got: Collect) -> Optional[str]:
     """rocm-smi (else ``amd-smi static``) for ``keys``; the driver version it printed."""
     try:
         if backend.host.which("rocm-smi"):
-            cards, driver = parse_rocm_smi_identity(_run_tool(backend, argv))
+            cards, driver = parse_rocm_smi_identity(run_tool(backend, argv))
             hip = hip_indices_from_nodes({c: f.get("node_id") for c, f in cards.items()}) or {c: c for c in cards}
             tool = "rocm-smi"
         else:
-            cards, driver = parse_amd_smi_identity(_run_tool(backend, ("amd-smi", "static", "--json")))
+            cards, driver = parse_amd_smi_identity(run_tool(backend, ("amd-smi", "static", "--json")))
             hip = backend.amd_smi_hip_indices() or {c: c for c in cards}
             tool = "amd-smi static"
     except GpuToolError as exc:
         got.fail(str(exc))
         for key in keys:
             for i in indices:
-                got.put(i, key, None, _one_line(exc))
+                got.put(i, key, None, one_line(exc))
         return None
     got.out["read_with"] = tool
     by_hip = {hip.get(c, c): f for c, f in cards.items()}
@@ -233,7 +200,7 @@ def read_fixed(backend: Any, inventory: list[GpuInfo]) -> Facts:
     vendor = backend.vendor
     if vendor == "rocm":
         library = backend.library()
-        got = _Collect("amdsmi library" if library is not None else "tools", indices)
+        got = Collect("amdsmi library" if library is not None else "tools", indices)
         if library is not None:
             try:
                 library.each_gpu(lambda lib, i, h: _rocm_fixed_library(lib, i, h, got), backend.tool_timeout, "amdsmi identity")
@@ -244,21 +211,19 @@ def read_fixed(backend: Any, inventory: list[GpuInfo]) -> Facts:
         got.out["runtime"] = rocm_runtime(getattr(backend.host, "environ", None) or os.environ)
         if got.out["runtime"] is None and backend.host.which("amd-smi"):
             try:
-                version = parse_amd_smi_version(_run_tool(backend, ("amd-smi", "version"))).get("rocm version")
+                version = parse_amd_smi_version(run_tool(backend, ("amd-smi", "version"))).get("rocm version")
                 got.out["runtime"] = f"ROCm {version}" if version else None
             except GpuToolError as exc:
                 got.fail(str(exc))
     else:
-        from pytest_gpuverify.gpu import identity_nvidia as nvidia
-
         nv = backend.nvml_module()
-        got = _Collect("NVML" if nv is not None else "nvidia-smi", indices)
+        got = Collect("NVML" if nv is not None else "nvidia-smi", indices)
         if nv is not None:
             try:
                 call_within(lambda: _each(indices, lambda i: nvidia.fixed_nvml(nv, i, got)), backend.tool_timeout,
                             "NVML identity")
             except Exception as exc:  # NVMLError, a timeout
-                got.fail(f"NVML: {_one_line(exc)}")
+                got.fail(f"NVML: {one_line(exc)}")
             try:  # the CUDA version the driver supports: what a CUDA runtime in a container runs on
                 call = getattr(nv, "nvmlSystemGetCudaDriverVersion_v2", None) or nv.nvmlSystemGetCudaDriverVersion
                 cuda = cuda_version(call())
@@ -269,7 +234,7 @@ def read_fixed(backend: Any, inventory: list[GpuInfo]) -> Facts:
             cuda = None
         if cuda is None:
             try:
-                cuda = parse_nvidia_smi_cuda(_run_tool(backend, ("nvidia-smi",)))
+                cuda = parse_nvidia_smi_cuda(run_tool(backend, ("nvidia-smi",)))
             except GpuToolError:
                 cuda = None
         got.out["runtime"] = f"CUDA {cuda}" if cuda else None
@@ -290,7 +255,7 @@ def read_changing(backend: Any, inventory: list[GpuInfo]) -> Facts:
     driver, why_driver = None, None
     if backend.vendor == "rocm":
         library = backend.library()
-        got = _Collect("amdsmi library" if library is not None else "tools", indices)
+        got = Collect("amdsmi library" if library is not None else "tools", indices)
         if library is not None:
             try:
                 def read(lib: Any, handles: list) -> tuple[Optional[str], Optional[str]]:  # one thread for both
@@ -313,17 +278,15 @@ def read_changing(backend: Any, inventory: list[GpuInfo]) -> Facts:
             version, why = _file("/sys/module/amdgpu/version")
             driver, why_driver = (f"amdgpu {version}", None) if version else (None, why_driver or why)
     else:
-        from pytest_gpuverify.gpu import identity_nvidia as nvidia
-
         nv = backend.nvml_module()
-        got = _Collect("NVML" if nv is not None else "nvidia-smi", indices)
+        got = Collect("NVML" if nv is not None else "nvidia-smi", indices)
         if nv is not None:
             try:
                 call_within(lambda: _each(indices, lambda i: nvidia.changing_nvml(nv, i, got)), backend.tool_timeout,
                             "NVML identity")
                 driver = f"nvidia {nvidia.text(nv.nvmlSystemGetDriverVersion())}"
             except Exception as exc:  # NVMLError, a timeout
-                got.fail(f"NVML: {_one_line(exc)}")
+                got.fail(f"NVML: {one_line(exc)}")
         else:
             version = nvidia.nvidia_smi(backend, indices, keys, got)
             driver = f"nvidia {version}" if version else None

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any, Optional
 
 from pytest_gpuverify.gpu.base import GpuToolError
-from pytest_gpuverify.gpu.identity import CHANGING, _Collect, _one_line, _run_tool
+from pytest_gpuverify.gpu.identity_collect import CHANGING, Collect, one_line, run_tool
 from pytest_gpuverify.gpu.identity_formats import NVIDIA_IDENTITY_FIELDS, parse_nvidia_identity_csv, serial, watts
 from pytest_gpuverify.gpu.rocm_formats import _num, _str
 
@@ -17,17 +17,17 @@ def text(value: Any) -> Optional[str]:
     return _str(value.decode("utf-8", "replace") if isinstance(value, bytes) else value)
 
 
-def _handle(nv: Any, index: int, keys: tuple[str, ...], got: _Collect) -> Any:
+def _handle(nv: Any, index: int, keys: tuple[str, ...], got: Collect) -> Any:
     """GPU ``index``'s handle; None (its ``keys`` unknown, saying why) when NVML gives none."""
     try:
         return nv.nvmlDeviceGetHandleByIndex(index)
     except Exception as exc:  # NVMLError: a GPU fallen off the bus
         for key in keys:
-            got.put(index, key, None, f"nvmlDeviceGetHandleByIndex: {_one_line(exc)}")
+            got.put(index, key, None, f"nvmlDeviceGetHandleByIndex: {one_line(exc)}")
         return None
 
 
-def fixed_nvml(nv: Any, index: int, got: _Collect) -> None:
+def fixed_nvml(nv: Any, index: int, got: Collect) -> None:
     handle = _handle(nv, index, ("serial", "vbios", "bdf"), got)
     if handle is None:
         return
@@ -36,7 +36,7 @@ def fixed_nvml(nv: Any, index: int, got: _Collect) -> None:
     got.call(index, ("bdf",), lambda: (text(nv.nvmlDeviceGetPciInfo(handle).busId),), "nvmlDeviceGetPciInfo")
 
 
-def changing_nvml(nv: Any, index: int, got: _Collect) -> None:
+def changing_nvml(nv: Any, index: int, got: Collect) -> None:
     handle = _handle(nv, index, CHANGING["nvidia"], got)
     if handle is None:
         return
@@ -63,10 +63,10 @@ def changing_nvml(nv: Any, index: int, got: _Collect) -> None:
     got.call(index, ("mem_mhz_max",), lambda: mhz("NVML_CLOCK_MEM", 2), "nvmlDeviceGetMaxClockInfo")
 
 
-def nvidia_smi(backend: Any, indices: list[int], keys: tuple[str, ...], got: _Collect) -> Optional[str]:
+def nvidia_smi(backend: Any, indices: list[int], keys: tuple[str, ...], got: Collect) -> Optional[str]:
     argv = ("nvidia-smi", f"--query-gpu={','.join(NVIDIA_IDENTITY_FIELDS)}", "--format=csv,noheader,nounits")
     try:
-        rows, driver = parse_nvidia_identity_csv(_run_tool(backend, argv))
+        rows, driver = parse_nvidia_identity_csv(run_tool(backend, argv))
     except GpuToolError as exc:
         got.fail(str(exc))
         rows, driver = {}, None
