@@ -12,6 +12,7 @@ import signal
 from pathlib import Path
 
 import pytest
+from probe_paths import without_probe
 
 from pytest_gpuverify.records.artifact import RunRecord, TargetRecord, read_artifact
 from pytest_gpuverify.cli.check import PARTLY
@@ -92,6 +93,9 @@ def as_schema_1(d: dict) -> None:
     for name in set(d) - TOP_FIELDS[1] - _V1_LATER:
         d.pop(name)
     d["schema_version"] = 1
+    env = d.get("env") or {}
+    if env.pop("GPUVERIFY_IMPORT_NAMES", None) is not None:  # nor did its command carry the import probe
+        env["PYTHONPATH"] = without_probe(env["PYTHONPATH"])
 
 
 def edit(path: Path, change) -> None:
