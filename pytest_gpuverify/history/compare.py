@@ -84,7 +84,7 @@ def base_runs(conn: sqlite3.Connection, store: str, head: Artifact, head_sha256:
     if not sha:
         raise Refused("the head names no commit: its base is taken from its commit's ancestors. Fix: compare "
                       "an artifact of a run in a git checkout")
-    folders = [repo] if repo else [Path.cwd(), *(Path(r.path) for r in head.repos if r.sha == sha)]
+    folders = [repo] if repo else [Path.cwd(), *(Path(r.path) for r in head.repos)]  # an A/B's: either side's
     by_commit = _like_runs(conn, head, head_sha256, may_differ)
     name, short, tag = head.target.name, sha[:12], ""
     try:

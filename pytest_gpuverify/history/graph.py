@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import shutil
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import Optional
 
@@ -43,12 +44,13 @@ class Checkout:
     top: Path
 
     def line(self, ref: str) -> Line:
-        """``git rev-list --first-parent REF``, oldest first."""
-        out = self._git("rev-list", "--first-parent", "--reverse", f"{ref}^{{commit}}", "--")
-        if out is None:
+        """``git rev-list --first-parent REF``, oldest first (read once per tip: a report asks per target)."""
+        tip = (self._git("rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}") or "").strip()
+        shas = _first_parent(self.top, tip) if tip else None
+        if shas is None:
             raise GraphError(f"{ref}: not a branch, tag or commit in the checkout at {self.top}. "
                              "Fix: name one it has (--ref), or fetch it")
-        return Line(self.top, ref, tuple(out.split()))
+        return Line(self.top, ref, shas)
 
     def knows(self, sha: Optional[str]) -> bool:
         """Whether the checkout has the commit ``sha``."""
@@ -83,6 +85,12 @@ class Checkout:
 
     def _git(self, *args: str) -> Optional[str]:
         return git(self.top, *args)
+
+
+@lru_cache(maxsize=16)
+def _first_parent(top: Path, tip: str) -> Optional[tuple[str, ...]]:
+    out = git(top, "rev-list", "--first-parent", "--reverse", tip, "--")
+    return tuple(out.split()) if out is not None else None
 
 
 def checkout(folder: Path) -> Checkout:

@@ -19,7 +19,7 @@ from typing import Optional
 from pytest_gpuverify.common import stats
 from pytest_gpuverify.compare.core import DEFAULT_RULE, REGRESSED, Rule
 from pytest_gpuverify.compare.identity import fact_differences
-from pytest_gpuverify.history.graph import Checkout, GraphError, Line, checkout, checkout_knowing
+from pytest_gpuverify.history.graph import Checkout, GraphError, Line, checkout
 from pytest_gpuverify.history.records import RowKey, StoredRun
 from pytest_gpuverify.history.steps import Step, find_steps
 
@@ -111,26 +111,38 @@ TIME_ORDER = Order(why="no commit graph read")
 
 def commit_order(runs: list[StoredRun], ref: Optional[str], repo: Optional[Path] = None) -> tuple[list[StoredRun], Order]:
     """The runs to draw and their order: those on ``ref``'s first-parent history (HEAD's without a ref) in
-    the checkout ``repo`` (default: the current folder's, else the one the newest run's artifact names);
-    where no checkout has the runs' commits, the runs of ``ref`` (as stored) in run-time order."""
+    the checkout ``repo`` (default: the current folder's, else one the newest run's artifact names) that
+    has the runs' commits; where none has them, the runs of ``ref`` (as stored) in run-time order."""
     newest = max((r for r in runs if r.sha), key=lambda r: r.ts, default=None)
     if newest is None or newest.sha is None:
         return _by_time(runs, ref, "no run names its commit", None)
-    try:
-        found = checkout_knowing(newest.sha, [repo] if repo else [Path.cwd(), *_recorded_repo(newest)],
-                                 "the newest run's commit")
-    except GraphError as exc:
-        return _by_time(runs, ref, str(exc).split(". Fix:")[0], _checkout_or_none(repo))
-    try:
-        line = found.line(ref or "HEAD")
-    except GraphError as exc:
-        return _by_time(runs, ref, str(exc).split(". Fix:")[0], found)
+    tried: list[str] = []
+    knowing: Optional[Checkout] = None  # has the commits, but not the ref
+    for folder in [repo] if repo else [Path.cwd(), *_recorded_repo(newest)]:
+        try:
+            found = checkout(folder)
+        except GraphError as exc:
+            tried.append(str(exc).split(". Fix:")[0])
+            continue
+        try:
+            line = found.line(ref or "HEAD")
+        except GraphError as exc:
+            tried.append(str(exc).split(". Fix:")[0])
+            knowing = knowing or (found if found.knows(newest.sha) else None)
+            continue
+        if any(line.place(r.sha) is not None for r in runs) or found.knows(newest.sha):
+            return _on_line(runs, line)
+        tried.append(f"{found.top} has none of the runs' commits")
+    return _by_time(runs, ref, "; ".join(tried), knowing)
+
+
+def _on_line(runs: list[StoredRun], line: Line) -> tuple[list[StoredRun], Order]:
     on = [r for r in runs if line.place(r.sha) is not None]
     off = [r for r in runs if line.place(r.sha) is None]
     notes: tuple[str, ...] = ()
     if off:
         commits = len({r.sha for r in off})
-        notes = (f"{len(off)} run(s) of {commits} commit(s) not on {line.ref}'s first-parent history in {found.top}: "
+        notes = (f"{len(off)} run(s) of {commits} commit(s) not on {line.ref}'s first-parent history in {line.repo}: "
                  "not plotted",)
     return on, Order(line=line, notes=notes)
 
@@ -141,22 +153,15 @@ def _by_time(runs: list[StoredRun], ref: Optional[str], why: str, found: Optiona
     return [r for r in runs if ref is None or r.ref == ref], Order(checkout=found, why=why, notes=(note,))
 
 
-def _checkout_or_none(folder: Optional[Path]) -> Optional[Checkout]:
-    try:
-        return checkout(folder) if folder else None
-    except GraphError:
-        return None
-
-
 def _recorded_repo(run: StoredRun) -> list[Path]:
-    """The checkout the run's artifact names for its commit, where the artifact is still there."""
+    """The checkouts the run's artifact names, where the artifact is still there."""
     from pytest_gpuverify.records.artifact import read_artifact
 
     try:
         art = read_artifact(Path(run.artifact_path))
     except (OSError, ValueError):
         return []
-    return [Path(r.path) for r in art.repos if r.sha == run.sha and Path(r.path).is_dir()]
+    return [Path(r.path) for r in art.repos if Path(r.path).is_dir()]
 
 
 def like_groups(runs: list[StoredRun]) -> list[list[StoredRun]]:

@@ -90,8 +90,8 @@ def test_without_a_checkout_commits_keep_the_order_they_first_ran_and_steps_name
     assert row.step_range(step) == (f"after {lab.short('c10')}, at {lab.short('c11')} (no commit range: ordered by "
                                     "run time, not checked against the commit graph)")
     (note,) = order.notes
-    assert note.startswith(f"commits in the order they first ran, not by the commit graph (no git checkout here has "
-                           f"the newest run's commit {lab.short('c16')} ({elsewhere}: not in a git checkout))")
+    assert note.startswith(f"commits in the order they first ran, not by the commit graph ({elsewhere}: not in a git "
+                           "checkout); step ranges")
     assert "step ranges are not graph-checked. Fix: run in the code's git checkout, or name it with --repo PATH" in note
 
 
@@ -226,3 +226,38 @@ def test_baseline_and_repo_options_are_checked(capsys, tmp_path):
                                        "the head) or release:GLOB (e.g. release:'v*')\n")
     assert main(["compare", "--baseline", "release", str(head), str(head)]) == 2
     assert "--baseline picks the base from the history store. Fix: add --history" in capsys.readouterr().err
+
+
+def test_a_commit_the_checkout_lacks_is_counted_not_plotted(lab, tmp_path):
+    """The newest run is of a commit never fetched here: main's other commits are still drawn in order."""
+    path = tmp_path / "h.db"
+    with closing(connect(path)) as conn:
+        for n, name in enumerate(MAIN):
+            insert(conn, stored(lab.sha[name], n, [level(name)] * 3))
+        insert(conn, stored("f" * 40, 99, [30.0] * 3))
+    kept, order = commit_order(stored_runs(path), "main", lab.repo)
+    assert order.line is not None and len(kept) == 20
+    assert order.notes == (f"1 run(s) of 1 commit(s) not on main's first-parent history in {lab.repo}: not plotted",)
+
+
+def test_without_git_history_says_so_and_compare_refuses(lab, store, tmp_path, monkeypatch, capsys):
+    no_git = tmp_path / "bin"
+    no_git.mkdir()
+    monkeypatch.setenv("PATH", str(no_git))  # a host without git installed
+    assert main(["history", "show", "t", "--store", str(store), "--ref", "main", "--repo", str(lab.repo)]) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines()[-1] == ("(commits in the order they first ran, not by the commit graph (git is not installed "
+                                    "here: history cannot read the commit graph); step ranges are not graph-checked. "
+                                    "Fix: run in the code's git checkout, or name it with --repo PATH)")
+    assert "REGRESSED after" in out and "(no commit range: ordered by run time" in out
+    compare = compare_store(lab, tmp_path, MAIN)
+    with pytest.raises(Refused, match=r"^no git checkout here has the head's commit \w{12} \(git is not installed here"):
+        compared(lab, compare, head_file(lab, tmp_path, "c10", BEFORE))
+
+
+def test_a_head_of_no_commit_is_refused(lab, tmp_path):
+    store = compare_store(lab, tmp_path, MAIN)
+    art, path = head_file(lab, tmp_path, "c10", BEFORE)
+    art.repos[0].sha = None
+    with pytest.raises(Refused, match="^the head names no commit: its base is taken from its commit's ancestors. Fix: "):
+        compared(lab, store, (art, path))
