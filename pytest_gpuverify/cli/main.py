@@ -111,12 +111,22 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     if args.history:
         from pytest_gpuverify.history.command import run_history_compare
 
+        from pytest_gpuverify.history.compare import baseline_problem
+
         if args.head is not None or args.last < 1:
             print("gpuverify compare: --history compares one artifact (the head) against the store's runs: "
                   "name one file, and --last 1 or more", file=sys.stderr)
             return 2
+        problem = baseline_problem(args.baseline or "last-good")
+        if problem:
+            print(f"gpuverify compare: {problem}", file=sys.stderr)
+            return 2
         return run_history_compare(args.store, args.base, args.ref, args.last, Rule(factor=args.factor), fmt,
-                                   may_differ, args.fail_on_inconclusive)
+                                   may_differ, args.fail_on_inconclusive, args.baseline or "last-good", args.repo)
+    if args.baseline or args.repo:
+        print(f"gpuverify compare: {'--baseline' if args.baseline else '--repo'} picks the base from the history "
+              "store. Fix: add --history (and name only the head's artifact)", file=sys.stderr)
+        return 2
     return run_compare(args.base, args.head, Rule(factor=args.factor), fmt, may_differ, args.fail_on_inconclusive)
 
 
@@ -207,9 +217,12 @@ def _cmd_report(args: argparse.Namespace) -> int:
         from pytest_gpuverify.history.command import store_path
 
         store = store_path(args.store)
-    return write_report([Path(d) for d in args.dirs], Path(args.out), store, args.ref)
+    return write_report([Path(d) for d in args.dirs], Path(args.out), store, args.ref,
+                        Path(args.repo) if args.repo else None)
 
 
+REPO_HELP = ("the git checkout whose commit graph orders the commits (default: the current folder's, else the one "
+             "the artifacts name)")
 STORE_HELP = "the history store's file (default $GPUVERIFY_HISTORY, else ~/.local/share/gpuverify/history.db)"
 
 
@@ -219,7 +232,7 @@ def _cmd_history(args: argparse.Namespace) -> int:
     if args.history_command == "add":
         return command.run_add(args.store, args.artifacts, args.ref)
     if args.history_command == "show":
-        return command.run_show(args.store, args.target, args.ref)
+        return command.run_show(args.store, args.target, args.ref, args.repo)
     if args.history_command == "export":
         problem = _output_problem("history export", Path(args.output)) if args.output else None
         if problem:
@@ -239,7 +252,9 @@ def _history_parser(sub) -> None:
                      "out in the artifact's repo, when the commit is on it)")
     show = hsub.add_parser("show", help="per perf row of TARGET: each commit's median, runs and the steps found")
     show.add_argument("target", help="a target's name (or its topic)")
-    show.add_argument("--ref", default=None, help="only runs on this branch or tag")
+    show.add_argument("--ref", default=None, help="the commits of this branch's first-parent history, in its order "
+                      "(default: HEAD's in the checkout)")
+    show.add_argument("--repo", default=None, metavar="PATH", help=REPO_HELP)
     export = hsub.add_parser("export", help="the store as JSON lines (one run a line)")
     export.add_argument("-o", "--output", default=None, metavar="FILE", help="write here (default: stdout)")
     export.add_argument("--target", default=None, help="only this target's runs")
@@ -284,10 +299,16 @@ def build_parser() -> argparse.ArgumentParser:
     comp.add_argument("--fail-on-inconclusive", action="store_true",
                       help="exit 1 when a row is INCONCLUSIVE too (default: only REGRESSED fails)")
     comp.add_argument("--history", action="store_true",
-                      help="compare the one artifact named (the head) against the last PASS runs of like work in "
-                      "the history store (--store)")
-    comp.add_argument("--ref", default=None, help="with --history: only runs on this branch or tag (e.g. main)")
-    comp.add_argument("--last", type=int, default=5, metavar="K", help="with --history: how many runs (default 5)")
+                      help="compare the one artifact named (the head) against the PASS runs of like work in the "
+                      "history store (--store) at the newest commits that are its ancestors")
+    comp.add_argument("--ref", default=None, help="with --history: base commits from this branch's first-parent "
+                      "history (e.g. main; default: the head's own)")
+    comp.add_argument("--last", type=int, default=5, metavar="K",
+                      help="with --history: how many commits with runs (default 5)")
+    comp.add_argument("--baseline", default=None, metavar="last-good|release[:GLOB]",
+                      help="with --history: the newest ancestors with PASS runs (last-good, the default), or the "
+                      "newest release tag below the head (release; release:'v*' names the tags)")
+    comp.add_argument("--repo", default=None, metavar="PATH", help="with --history: " + REPO_HELP)
     comp.add_argument("--store", default=None, metavar="FILE", help=STORE_HELP)
     form = comp.add_mutually_exclusive_group()
     form.add_argument("--json", action="store_true")
@@ -331,7 +352,9 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("--history", action="store_true",
                         help="add a history section: the targets' trends across commits from the store (--store)")
     report.add_argument("--store", default=None, metavar="FILE", help=STORE_HELP)
-    report.add_argument("--ref", default=None, help="with --history: only runs on this branch or tag (e.g. main)")
+    report.add_argument("--ref", default=None, help="with --history: the commits of this branch's first-parent "
+                        "history (e.g. main)")
+    report.add_argument("--repo", default=None, metavar="PATH", help="with --history: " + REPO_HELP)
     report.set_defaults(func=_cmd_report)
     return parser
 

@@ -66,8 +66,8 @@ def run_add(store: Optional[str], paths: list[str], ref: Optional[str]) -> int:
     return 1 if counts[REFUSED] else 0
 
 
-def run_show(store: Optional[str], target: str, ref: Optional[str]) -> int:
-    from pytest_gpuverify.history.series import target_histories
+def run_show(store: Optional[str], target: str, ref: Optional[str], repo: Optional[str] = None) -> int:
+    from pytest_gpuverify.history.series import commit_order, target_histories
     from pytest_gpuverify.history.show import render as show
     from pytest_gpuverify.history.store import runs, targets
 
@@ -76,16 +76,20 @@ def run_show(store: Optional[str], target: str, ref: Optional[str]) -> int:
     if conn is None:
         return 2
     with closing(conn):
-        found = runs(conn, target=target, ref=ref)
+        found = runs(conn, target=target)  # of every ref: the commit graph picks those on ref's history
         known = targets(conn)
-    if not found:
+    kept, order = commit_order(found, ref, Path(repo) if repo else None)
+    if not kept:
         on = f" on {ref}" if ref else ""
-        return _fail("history show", f"{path} holds no run of {target}{on}. It holds: {', '.join(known) or 'nothing'}")
-    histories = target_histories(found)
-    others = len(found) - sum(h.runs for h in histories)
+        why = "".join(f"; {note}" for note in order.notes)
+        return _fail("history show", f"{path} holds no run of {target}{on}{why}. It holds: {', '.join(known) or 'nothing'}")
+    histories = target_histories(kept, order=order)
+    others = len(kept) - sum(h.runs for h in histories)
     print(show(histories) if histories else f"{target}: no PASS run")
     if others:
         print(f"({others} run(s) not PASS or of a dirty checkout: no result of their commit, not shown)")
+    for note in order.notes:
+        print(f"({note})")
     return 0
 
 
@@ -131,7 +135,7 @@ def run_import(store: Optional[str], files: list[str]) -> int:
 
 def run_history_compare(store: Optional[str], head: str, ref: Optional[str], last: int, rule: Rule = DEFAULT_RULE,
                         fmt: str = "table", may_differ: frozenset[str] = frozenset(),
-                        fail_on_inconclusive: bool = False) -> int:
+                        fail_on_inconclusive: bool = False, baseline: str = "last-good", repo: Optional[str] = None) -> int:
     from pytest_gpuverify.history.compare import against_history
 
     path = store_path(store)
@@ -140,7 +144,8 @@ def run_history_compare(store: Optional[str], head: str, ref: Optional[str], las
         return 2
     try:
         with closing(conn):
-            result = against_history(conn, str(path), checked(head), head, ref, last, rule, may_differ)
+            result = against_history(conn, str(path), checked(head), head, ref, last, rule, may_differ, baseline,
+                                     Path(repo) if repo else None)
     except Refused as exc:
         return _fail("compare", f"refused: {exc}")
     if not result.pairs:

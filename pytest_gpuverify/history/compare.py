@@ -1,11 +1,19 @@
-"""``gpuverify compare --history STORE HEAD.json``: the head against the last K PASS runs in the store of
-like work (the same facts as compare/identity.py reads them, the same target) on one ref. The base side
-is those runs: every run of each (a repeated target's runs, each one value), pooled; then each row is
-called by compare's own rule (compare/core.py), the clocks held as compare holds them (compare/clocks.py)."""
+"""``gpuverify compare --history STORE HEAD.json``: the head against the store's PASS runs of like work
+(the same facts as compare/identity.py reads them, the same target) at a baseline of commits that are
+all ancestors of the head's commit, read from the commit graph (graph.py):
+
+- ``last-good`` (the default): the newest ``last`` commits with such runs on ``--ref``'s first-parent
+  history (the head's own first-parent history without a ref) that are ancestors of the head; never
+  the head's own commit, a descendant of it, nor a commit of another history;
+- ``release`` (``release:GLOB``): the newest tag reachable from the head's first parent (matching GLOB).
+
+The base side is every run of those commits, pooled; then each row is called by compare's own rule
+(compare/core.py), the clocks held as compare holds them (compare/clocks.py)."""
 
 from __future__ import annotations
 
 import sqlite3
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
@@ -15,56 +23,116 @@ from pytest_gpuverify.compare.core import Comparison
 from pytest_gpuverify.compare.core import DEFAULT_RULE, Rule, call, own_rows, pairs_of
 from pytest_gpuverify.compare.identity import Difference, fact_differences, identity
 from pytest_gpuverify.records.artifact import Artifact, sha256_file
-from pytest_gpuverify.history.records import StoredRun
+from pytest_gpuverify.history.graph import Checkout, GraphError, checkout_knowing
+from pytest_gpuverify.history.records import StoredRun, commit_of
 from pytest_gpuverify.history.series import counts
 from pytest_gpuverify.history.store import runs
 
 DEFAULT_LAST = 5
+LAST_GOOD, RELEASE = "last-good", "release"
 
 
-def base_runs(conn: sqlite3.Connection, head: Artifact, head_sha256: str, ref: Optional[str], last: int,
-              may_differ: frozenset[str]) -> tuple[list[StoredRun], list[Difference]]:
-    """The newest ``last`` PASS runs of the head's target on ``ref`` whose facts differ from the head's
-    in none but ``may_differ``; and the allowed differences they have."""
+def baseline_problem(value: str) -> Optional[str]:
+    """One line when ``--baseline`` is not one this command knows."""
+    kind, _, pattern = value.partition(":")
+    if value == LAST_GOOD or (kind == RELEASE and (pattern or ":" not in value)):
+        return None
+    return (f"--baseline {value}: not a baseline. Fix: last-good (the newest ancestors of the head with PASS runs), "
+            "release (the newest release tag below the head) or release:GLOB (e.g. release:'v*')")
+
+
+@dataclass
+class Base:
+    runs: list[StoredRun]
+    allowed: list[Difference]
+    header: str  # the first note: which commits the base is, and why those
+
+
+def _differences(run: StoredRun, head: Artifact) -> list[Difference]:
+    return fact_differences(run.facts, identity(head), (run.image_digest, head.image_digest))
+
+
+def _like_runs(conn: sqlite3.Connection, head: Artifact, head_sha256: str, may_differ: frozenset[str]) -> dict[str, list[StoredRun]]:
+    """The store's PASS runs of the head's target whose facts differ from the head's in none but
+    ``may_differ``, per commit."""
+    assert head.target is not None
+    by_commit: dict[str, list[StoredRun]] = {}
+    for run in runs(conn, target=head.target.name, verdict="PASS", newest_first=True):
+        if run.artifact_sha256 == head_sha256 or not counts(run) or not run.sha:
+            continue  # the head itself, already stored; a dirty checkout's run; a run of no known commit
+        if any(d.field not in may_differ for d in _differences(run, head)):
+            continue
+        by_commit.setdefault(run.sha, []).append(run)
+    return by_commit
+
+
+def _ancestors_newest_first(graph: Checkout, head: str, ref: Optional[str]) -> tuple[list[str], str]:
+    """The commits of ``ref``'s first-parent history (the head's own without a ref) that are ancestors of
+    ``head``, newest first, the head's own commit left out; and how to name that history."""
+    line = graph.line(ref or head)
+    below = graph.not_below(line, head) if ref else set()
+    return [s for s in reversed(line.shas) if s != head and s not in below], (f"on {ref}" if ref else "on its first-parent history")
+
+
+def base_runs(conn: sqlite3.Connection, store: str, head: Artifact, head_sha256: str, ref: Optional[str], last: int,
+              may_differ: frozenset[str], baseline: str = LAST_GOOD, repo: Optional[Path] = None) -> Base:
+    """The base: every like run of the baseline's commits, all ancestors of the head's; Refused (one line,
+    with the fix) where there is none or the graph cannot be read."""
     if head.target is None:
         raise Refused("the head names no target: history keeps runs by target")
-    mine = identity(head)
-    picked, allowed = [], []
-    for run in runs(conn, target=head.target.name, ref=ref, verdict="PASS", newest_first=True):
-        if run.artifact_sha256 == head_sha256 or not counts(run):
-            continue  # the head itself, already stored; a dirty checkout's run
-        found = fact_differences(run.facts, mine, (run.image_digest, head.image_digest))
-        if any(d.field not in may_differ for d in found):
-            continue
-        picked.append(run)
-        allowed += [d for d in found if d not in allowed]
-        if len(picked) == last:
-            break
-    return picked, allowed
+    sha, _ = commit_of(head)
+    if not sha:
+        raise Refused("the head names no commit: its base is taken from its commit's ancestors. Fix: compare "
+                      "an artifact of a run in a git checkout")
+    folders = [repo] if repo else [Path.cwd(), *(Path(r.path) for r in head.repos)]  # an A/B's: either side's
+    by_commit = _like_runs(conn, head, head_sha256, may_differ)
+    name, short, tag = head.target.name, sha[:12], ""
+    try:
+        graph = checkout_knowing(sha, folders)
+        if baseline.partition(":")[0] == RELEASE:
+            tag, tagged = graph.release_below(sha, baseline.partition(":")[2] or None)
+            candidates, where, last = [tagged], f"at release {tag} ({tagged[:12]}, below the head {short})", 1
+        else:
+            candidates, where = _ancestors_newest_first(graph, sha, ref)
+            where += f" below the head {short}"
+    except GraphError as exc:
+        raise Refused(str(exc)) from None
+    picked = [c for c in candidates if c in by_commit][:last]
+    if not picked:
+        later = sum(len(v) for c, v in by_commit.items() if c not in candidates)
+        elsewhere = f"; its {later} other run(s) are of the head's commit, later commits or other histories" if later else ""
+        raise Refused(f"{store} holds no PASS run of {name} with the head's facts {where}{elsewhere}. Fix: add runs "
+                      "of an ancestor (gpuverify history add), name another --ref or --baseline, or --may-differ NAME "
+                      "where a fact may differ")
+    base = [r for c in picked for r in by_commit[c]]
+    commits = ", ".join(f"{c[:12]} ({len(by_commit[c])} run(s))" for c in picked)
+    if baseline == LAST_GOOD:
+        header = (f"base: the last {len(picked)} commit(s) with PASS runs {where} (each an ancestor of it), "
+                  f"{len(base)} run(s) in {store}: {commits}")
+    else:
+        header = f"base: release {tag}, commit {commits}, an ancestor of the head {short}, in {store}"
+    allowed: list[Difference] = []
+    for run in base:
+        allowed += [d for d in _differences(run, head) if d not in allowed]
+    return Base(base, allowed, header)
 
 
 def against_history(conn: sqlite3.Connection, store: str, head: Artifact, head_path: str, ref: Optional[str],
-                    last: int = DEFAULT_LAST, rule: Rule = DEFAULT_RULE,
-                    may_differ: frozenset[str] = frozenset()) -> Comparison:
+                    last: int = DEFAULT_LAST, rule: Rule = DEFAULT_RULE, may_differ: frozenset[str] = frozenset(),
+                    baseline: str = LAST_GOOD, repo: Optional[Path] = None) -> Comparison:
     """Every check before a call, then the calls; Refused where no compare may be made."""
     bad = not_passing(f"the head ({head_path})", head)
     if bad:
         raise Refused(bad)
-    picked, allowed = base_runs(conn, head, sha256_file(Path(head_path)), ref, last, may_differ)
-    on = f" on {ref}" if ref else ""
-    if not picked:
-        assert head.target is not None
-        raise Refused(f"{store} holds no PASS run of {head.target.name}{on} with the head's facts "
-                      "(gpuverify history show names what it holds; --may-differ NAME allows a fact to differ)")
+    base = base_runs(conn, store, head, sha256_file(Path(head_path)), ref, last, may_differ, baseline, repo)
     directions = head.target.directions if head.target else {}
     pairs = pairs_of({"base": [], "head": own_rows(head)}, directions)
     pooled: dict[tuple, list[float]] = {}
-    for run in picked:
+    for run in base.runs:
         for row in run.rows:
             pooled.setdefault(row.key, []).extend(row.values)
     for pair in pairs:
         pair.base = list(pooled.get((pair.table, pair.shape, pair.name, pair.stat, pair.metric), []))
-    clocks, notes = clock_problem([w for r in picked for w in r.watch], own_watch(head, None))
-    commits = ", ".join(f"{(r.sha or '?')[:12]} ({r.ts[:19]})" for r in picked)
-    notes.insert(0, f"base: the last {len(picked)} PASS run(s){on} in {store}: {commits}")
-    return Comparison([call(p, rule, clocks) for p in pairs], rule, allowed, notes)
+    clocks, notes = clock_problem([w for r in base.runs for w in r.watch], own_watch(head, None))
+    notes.insert(0, base.header)
+    return Comparison([call(p, rule, clocks) for p in pairs], rule, base.allowed, notes)

@@ -1,16 +1,25 @@
-"""A target's history as trends: its PASS runs in time order, grouped into like work (the facts of
-compare/identity.py), per perf row one point per commit (the median of every run at that commit) and
-the steps found in them (steps.py). Runs that are not PASS, and runs of a dirty checkout, are no result
-of their commit: they are counted, not plotted."""
+"""A target's history as trends: its PASS runs grouped into like work (the facts of compare/identity.py),
+per perf row one point per commit (the median of every run at that commit, whenever they ran) and the
+steps found in them (steps.py). Runs that are not PASS, and runs of a dirty checkout, are no result of
+their commit: they are counted, not plotted.
+
+The points are in the order of the commit graph: a ref's first-parent history in a git checkout
+(graph.py), so a re-run of an old commit joins that commit's point and a step's range ``BEFORE..AFTER``
+is always an ancestor and its descendant. Runs of commits off that history are counted, not plotted.
+Where no checkout has the runs' commits (a store read on another machine) the points are in the order
+their commits first ran, and a step names its two commits without a range.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Optional
 
 from pytest_gpuverify.common import stats
 from pytest_gpuverify.compare.core import DEFAULT_RULE, REGRESSED, Rule
 from pytest_gpuverify.compare.identity import fact_differences
+from pytest_gpuverify.history.graph import Checkout, GraphError, Line, checkout
 from pytest_gpuverify.history.records import RowKey, StoredRun
 from pytest_gpuverify.history.steps import Step, find_steps
 
@@ -36,6 +45,7 @@ class RowHistory:
     direction: Optional[str]
     points: list[Point]
     steps: list[Step] = field(default_factory=list)
+    no_range: dict[int, str] = field(default_factory=dict)  # a step's index -> why it has no commit range
 
     def label(self) -> str:
         table, shape, name, stat, metric = self.key
@@ -43,8 +53,11 @@ class RowHistory:
         return " ".join(p for p in (table, shape, name, what) if p)
 
     def step_range(self, step: Step) -> str:
-        """The commits a step lies between: the last before it and the first after it."""
-        return f"{self.points[step.index - 1].short()}..{self.points[step.index].short()}"
+        """The commits a step lies between, ``BEFORE..AFTER`` (the last before it and the first after it);
+        where BEFORE is not known to be an ancestor of AFTER, the two commits and why there is no range."""
+        before, after = self.points[step.index - 1].short(), self.points[step.index].short()
+        why = self.no_range.get(step.index)
+        return f"after {before}, at {after} (no commit range: {why})" if why else f"{before}..{after}"
 
     def regressions(self) -> list[Step]:
         return [s for s in self.steps if s.call == REGRESSED]
@@ -57,6 +70,98 @@ class TargetHistory:
     rows: list[RowHistory]
     runs: int  # PASS runs in this group
     refs: list[str]
+
+
+@dataclass(frozen=True)
+class Order:
+    """The order a target's commits are drawn in: ``line`` (a ref's first-parent history), else the
+    time each commit first ran, with ``why`` the graph was not read; ``notes`` are said once."""
+
+    line: Optional[Line] = None
+    checkout: Optional[Checkout] = None  # time order: a checkout that may still tell ancestors apart
+    why: str = ""
+    notes: tuple[str, ...] = ()
+
+    def sort_key(self, runs: list[StoredRun]):
+        """A run's sort key: its commit's place (on the line, else its first run's time), then its time."""
+        if self.line is not None:
+            line = self.line
+            return lambda r: (line.place(r.sha) if line.place(r.sha) is not None else -1, r.ts)
+        first: dict[str, str] = {}
+        for run in runs:
+            if run.sha and (run.sha not in first or run.ts < first[run.sha]):
+                first[run.sha] = run.ts
+        return lambda r: (first.get(r.sha or "", r.ts), r.sha or "", r.ts)
+
+    def why_no_range(self, before: Optional[str], after: Optional[str]) -> Optional[str]:
+        """None when ``before`` is an ancestor of ``after`` (always so on the line); else why no range."""
+        if self.line is not None:
+            return None
+        if self.checkout is not None and before and after:
+            ancestor = self.checkout.is_ancestor(before, after)
+            if ancestor:
+                return None
+            if ancestor is False:
+                return f"{before[:12]} is not an ancestor of {after[:12]}"
+        return "ordered by run time, not checked against the commit graph"
+
+
+TIME_ORDER = Order(why="no commit graph read")
+
+
+def commit_order(runs: list[StoredRun], ref: Optional[str], repo: Optional[Path] = None) -> tuple[list[StoredRun], Order]:
+    """The runs to draw and their order: those on ``ref``'s first-parent history (HEAD's without a ref) in
+    the checkout ``repo`` (default: the current folder's, else one the newest run's artifact names) that
+    has the runs' commits; where none has them, the runs of ``ref`` (as stored) in run-time order."""
+    newest = max((r for r in runs if r.sha), key=lambda r: r.ts, default=None)
+    if newest is None or newest.sha is None:
+        return _by_time(runs, ref, "no run names its commit", None)
+    tried: list[str] = []
+    knowing: Optional[Checkout] = None  # has the commits, but not the ref
+    for folder in [repo] if repo else [Path.cwd(), *_recorded_repo(newest)]:
+        try:
+            found = checkout(folder)
+        except GraphError as exc:
+            tried.append(str(exc).split(". Fix:")[0])
+            continue
+        try:
+            line = found.line(ref or "HEAD")
+        except GraphError as exc:
+            tried.append(str(exc).split(". Fix:")[0])
+            knowing = knowing or (found if found.knows(newest.sha) else None)
+            continue
+        if any(line.place(r.sha) is not None for r in runs) or found.knows(newest.sha):
+            return _on_line(runs, line)
+        tried.append(f"{found.top} has none of the runs' commits")
+    return _by_time(runs, ref, "; ".join(tried), knowing)
+
+
+def _on_line(runs: list[StoredRun], line: Line) -> tuple[list[StoredRun], Order]:
+    on = [r for r in runs if line.place(r.sha) is not None]
+    off = [r for r in runs if line.place(r.sha) is None]
+    notes: tuple[str, ...] = ()
+    if off:
+        commits = len({r.sha for r in off})
+        notes = (f"{len(off)} run(s) of {commits} commit(s) not on {line.ref}'s first-parent history in {line.repo}: "
+                 "not plotted",)
+    return on, Order(line=line, notes=notes)
+
+
+def _by_time(runs: list[StoredRun], ref: Optional[str], why: str, found: Optional[Checkout]) -> tuple[list[StoredRun], Order]:
+    note = (f"commits in the order they first ran, not by the commit graph ({why}); step ranges are not graph-checked. "
+            "Fix: run in the code's git checkout, or name it with --repo PATH")
+    return [r for r in runs if ref is None or r.ref == ref], Order(checkout=found, why=why, notes=(note,))
+
+
+def _recorded_repo(run: StoredRun) -> list[Path]:
+    """The checkouts the run's artifact names, where the artifact is still there."""
+    from pytest_gpuverify.records.artifact import read_artifact
+
+    try:
+        art = read_artifact(Path(run.artifact_path))
+    except (OSError, ValueError):
+        return []
+    return [Path(r.path) for r in art.repos if Path(r.path).is_dir()]
 
 
 def like_groups(runs: list[StoredRun]) -> list[list[StoredRun]]:
@@ -72,10 +177,10 @@ def like_groups(runs: list[StoredRun]) -> list[list[StoredRun]]:
     return groups
 
 
-def row_histories(runs: list[StoredRun], rule: Rule = DEFAULT_RULE) -> list[RowHistory]:
-    """Per row, one point per commit (runs in time order; consecutive runs of one commit join) and its steps."""
+def row_histories(runs: list[StoredRun], rule: Rule = DEFAULT_RULE, order: Order = TIME_ORDER) -> list[RowHistory]:
+    """Per row, one point per commit (every run of a commit joins its point, in ``order``) and its steps."""
     found: dict[RowKey, RowHistory] = {}
-    for run in sorted(runs, key=lambda r: r.ts):
+    for run in sorted(runs, key=order.sort_key(runs)):
         for row in run.rows:
             history = found.setdefault(row.key, RowHistory(row.key, row.direction, []))
             last = history.points[-1] if history.points else None
@@ -86,6 +191,10 @@ def row_histories(runs: list[StoredRun], rule: Rule = DEFAULT_RULE) -> list[RowH
                 history.points.append(Point(run.sha, run.ts, list(row.values)))
     for history in found.values():
         history.steps = find_steps([p.median for p in history.points], history.direction, rule)
+        for step in history.steps:
+            why = order.why_no_range(history.points[step.index - 1].sha, history.points[step.index].sha)
+            if why:
+                history.no_range[step.index] = why
     return list(found.values())
 
 
@@ -94,8 +203,9 @@ def counts(run: StoredRun) -> bool:
     return run.verdict == "PASS" and not run.dirty
 
 
-def target_histories(runs: list[StoredRun], rule: Rule = DEFAULT_RULE) -> list[TargetHistory]:
+def target_histories(runs: list[StoredRun], rule: Rule = DEFAULT_RULE, order: Order = TIME_ORDER) -> list[TargetHistory]:
+    """Per group of like work, its rows' histories in ``order`` (commit_order's, else run time)."""
     passing = [r for r in runs if counts(r)]
-    return [TargetHistory(group[0].label(), group[0].facts, row_histories(group, rule), len(group),
+    return [TargetHistory(group[0].label(), group[0].facts, row_histories(group, rule, order), len(group),
                           sorted({r.ref for r in group if r.ref}))
             for group in like_groups(sorted(passing, key=lambda r: r.ts))]

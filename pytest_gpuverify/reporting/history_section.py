@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from html import escape
+from pathlib import Path
 from typing import Optional
 
 from pytest_gpuverify.history.series import TargetHistory
@@ -14,11 +15,13 @@ STEP_RULE = ("Steps: an L1 piecewise-constant fit of the per-commit medians (asv
              "boundary kept only when gpuverify compare's rule calls the commits on its two sides apart.")
 
 
-def history_section(histories: list[TargetHistory], store: str, ref: Optional[str]) -> str:
+def history_section(histories: list[TargetHistory], store: str, ref: Optional[str], notes: tuple[str, ...] = ()) -> str:
     on = f" on {escape(ref)}" if ref else ""
+    said = "".join(f"<li>{escape(n)}</li>" for n in dict.fromkeys(notes))
+    said = f"<ul>{said}</ul>" if said else ""
     if not histories:
-        return f"<h2 id='history'>History</h2><p>{escape(store)} holds no PASS run{on} of these targets.</p>"
-    parts = [f"<h2 id='history'>History</h2><p>From <code>{escape(store)}</code>{on}. {escape(STEP_RULE)}</p>"]
+        return f"<h2 id='history'>History</h2><p>{escape(store)} holds no PASS run{on} of these targets.</p>{said}"
+    parts = [f"<h2 id='history'>History</h2><p>From <code>{escape(store)}</code>{on}. {escape(STEP_RULE)}</p>{said}"]
     for history in histories:
         regressions = [(row, step) for row in history.rows for step in row.regressions()]
         listed = "".join(f"<li class=\"FAIL\">REGRESSED {escape(row.label())}: {escape(row.step_range(step))} "
@@ -34,16 +37,20 @@ def history_section(histories: list[TargetHistory], store: str, ref: Optional[st
     return "".join(parts)
 
 
-def history_for(store_path, targets: list[str], ref: Optional[str]) -> str:
-    """The section for ``targets`` from the store at ``store_path`` (StoreError when it cannot be opened)."""
+def history_for(store_path, targets: list[str], ref: Optional[str], repo: Optional[Path] = None) -> str:
+    """The section for ``targets`` from the store at ``store_path`` (StoreError when it cannot be opened), each
+    target's commits in the order of ``ref``'s first-parent history in the checkout ``repo`` (series.py)."""
     from contextlib import closing
 
     from pytest_gpuverify.history.db import open_store
-    from pytest_gpuverify.history.series import target_histories
+    from pytest_gpuverify.history.series import commit_order, target_histories
     from pytest_gpuverify.history.store import runs
 
     histories: list[TargetHistory] = []
+    notes: tuple[str, ...] = ()
     with closing(open_store(store_path, reading=True)) as conn:
         for target in dict.fromkeys(targets):
-            histories += target_histories(runs(conn, target=target, ref=ref))
-    return history_section(histories, str(store_path), ref)
+            kept, order = commit_order(runs(conn, target=target), ref, repo)
+            histories += target_histories(kept, order=order)
+            notes += tuple(f"{target}: {n}" for n in order.notes)
+    return history_section(histories, str(store_path), ref, notes)

@@ -119,7 +119,8 @@ def render(found: list[tuple[Path, Artifact]], problems: list[str], title: str =
             + "</body></html>\n")
 
 
-def write_report(dirs: list[Path], out: Path, history_store: Optional[Path] = None, ref: Optional[str] = None) -> int:
+def write_report(dirs: list[Path], out: Path, history_store: Optional[Path] = None, ref: Optional[str] = None,
+                 repo: Optional[Path] = None) -> int:
     """The page; with ``history_store``, its section of the report's targets' trends (history_section.py)."""
     found, problems = gather(dirs)
     history, unread = "", len(problems)
@@ -128,7 +129,7 @@ def write_report(dirs: list[Path], out: Path, history_store: Optional[Path] = No
         from pytest_gpuverify.reporting.history_section import history_for
 
         try:
-            history = history_for(history_store, [a.target.name if a.target else a.topic for _, a in found], ref)
+            history = history_for(history_store, [a.target.name if a.target else a.topic for _, a in found], ref, repo)
         except StoreError as exc:
             problems.append(f"history not shown: {exc}")
     out.write_text(render(found, problems, history=history), encoding="utf-8")

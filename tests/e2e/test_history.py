@@ -18,7 +18,7 @@ import pytest
 
 from pytest_gpuverify.cli.main import main
 from pytest_gpuverify.history.db import SCHEMA_VERSION, StoreError, connect
-from pytest_gpuverify.history.series import target_histories
+from pytest_gpuverify.history.series import commit_order, target_histories
 from pytest_gpuverify.history.steps import find_steps
 from pytest_gpuverify.history.store import count, runs
 
@@ -92,9 +92,11 @@ def test_each_session_adds_its_artifact_with_commit_and_ref(lab):
 
 @pytest.mark.docker
 def test_the_planted_step_is_found_at_its_commit(lab, capsys):
-    with closing(connect(lab["store"])) as conn:
-        (history,) = target_histories(runs(conn, target="steady", ref="main"))
+    with closing(connect(lab["store"])) as conn:  # the order of main in the checkout the artifacts name
+        kept, order = commit_order(runs(conn, target="steady"), "main")
+        (history,) = target_histories(kept, order=order)
     shas = lab["shas"]
+    assert order.line is not None and order.notes == () and [p.sha for p in history.rows[0].points] == shas[:COMMITS]
     for row in history.rows:  # both shapes, time and TFLOPS: one step each, at the sixth commit
         (step,) = row.steps
         assert step.index == STEP_AT and row.points[STEP_AT].sha == shas[STEP_AT]
@@ -219,14 +221,33 @@ def test_compare_against_the_last_good_runs(lab, capsys):
     assert code == 1
     shas = lab["shas"]
     base_note = doc["notes"][0]
-    assert base_note.startswith(f"base: the last 4 PASS run(s) on main in {store}: {shas[8][:12]}")
-    assert all(s[:12] in base_note for s in shas[5:9]) and shas[4][:12] not in base_note
+    assert base_note == (f"base: the last 4 commit(s) with PASS runs on main below the head {shas[COMMITS][:12]} (each "
+                         f"an ancestor of it), 4 run(s) in {store}: "
+                         + ", ".join(f"{s[:12]} (1 run(s))" for s in reversed(shas[5:9])))
     for pair in doc["pairs"]:  # 14.4 us against the runs at 12 us: 20% slower, by time and by TFLOPS
         assert (pair["call"], len(pair["base"]), len(pair["head"])) == ("REGRESSED", 20, 5), pair
         assert pair["ratio"] == pytest.approx(1.2 if pair["metric"] == "us" else 1 / 1.2, rel=0.01)
     assert main(["compare", "--history", "--store", store, "--ref", "release", str(lab["head"])]) == 2
-    assert f"refused: {store} holds no PASS run of steady on release with the head's facts" in capsys.readouterr().err
+    assert ("gpuverify compare: refused: release: not a branch, tag or commit in the checkout at "
+            in capsys.readouterr().err)
     assert main(["compare", "--history", "--store", store, str(lab["head"]), str(lab["head"])]) == 2
+
+
+@pytest.mark.docker
+def test_compare_of_an_old_head_takes_its_ancestors_never_later_commits(lab, capsys):
+    """The head is C4's artifact (10 us); the store also holds C5..C8 (12 us), newer: by time they would be
+    its base and call it IMPROVED 17%. Its base is C3..C0, its ancestors: nothing called apart."""
+    capsys.readouterr()
+    store, shas = str(lab["store"]), lab["shas"]
+    code = main(["compare", "--history", "--store", store, "--ref", "main", "--last", "4", "--json",
+                 str(artifacts(lab)[4])])
+    doc = json.loads(capsys.readouterr().out)
+    assert code == 0
+    assert doc["notes"][0].endswith(", ".join(f"{s[:12]} (1 run(s))" for s in reversed(shas[:4])))
+    assert not any(s[:12] in doc["notes"][0] for s in shas[5:])
+    assert [p["call"] for p in doc["pairs"]] and not any(p["call"] in ("IMPROVED", "REGRESSED") for p in doc["pairs"])
+    assert main(["compare", "--history", "--store", store, "--baseline", "release", str(artifacts(lab)[4])]) == 2
+    assert "refused: no release tag is reachable from" in capsys.readouterr().err
 
 
 def test_a_store_of_schema_1_is_migrated(tmp_path):
