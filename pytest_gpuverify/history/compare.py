@@ -12,7 +12,7 @@ from typing import Optional
 from pytest_gpuverify.compare.clocks import clock_problem
 from pytest_gpuverify.compare.command import Refused, not_passing, own_watch
 from pytest_gpuverify.compare.core import Comparison
-from pytest_gpuverify.compare.core import DEFAULT_RULE, Rule, call, own_rows, pairs_of
+from pytest_gpuverify.compare.core import DEFAULT_RULE, Rule, call_all, own_rows, pairs_of
 from pytest_gpuverify.compare.identity import Difference, fact_differences, identity
 from pytest_gpuverify.records.artifact import Artifact, sha256_file
 from pytest_gpuverify.history.records import StoredRun
@@ -67,4 +67,4 @@ def against_history(conn: sqlite3.Connection, store: str, head: Artifact, head_p
     clocks, notes = clock_problem([w for r in picked for w in r.watch], own_watch(head, None))
     commits = ", ".join(f"{(r.sha or '?')[:12]} ({r.ts[:19]})" for r in picked)
     notes.insert(0, f"base: the last {len(picked)} PASS run(s){on} in {store}: {commits}")
-    return Comparison([call(p, rule, clocks) for p in pairs], rule, allowed, notes)
+    return Comparison(call_all(pairs, rule, clocks), rule, allowed, notes)
