@@ -239,7 +239,8 @@ def call(pair: Pair, rule: Rule = DEFAULT_RULE, clocks: Optional[str] = None) ->
     interval = f"the {rule.level} interval [{pair.ci_low:.3f}, {pair.ci_high:.3f}]"
     margin = f"the margin [{low:.3f}, {high:.3f}]"
     significant = pair.q < rule.fdr
-    tested = f"q = {_g(pair.q)}" + (f" (p = {_g(pair.p)})" if pair.q != pair.p else "")
+    tested = f"q = {_g(pair.q)}"
+    shown_p = f" (p = {_g(pair.p)})" if _g(pair.p) != _g(pair.q) else ""
     if significant and change > rule.factor - 1:
         cvs = [c for c in (pair.base_cv, pair.head_cv) if c is not None]
         pooled = sqrt(sum(c * c for c in cvs) / len(cvs)) if cvs else 0.0
@@ -247,15 +248,15 @@ def call(pair: Pair, rule: Rule = DEFAULT_RULE, clocks: Optional[str] = None) ->
             return _inconclusive(pair, f"{_pct(change)} apart: past the factor {rule.factor:g} but within the runs' own "
                                        f"spread ({rule.spread:g} x CV {_pct(pooled)})", more)
         pair.call = IMPROVED if gain > 1 else REGRESSED
-        pair.why = f"{_pct(change)} apart, past the factor {rule.factor:g}; {tested} < {rule.fdr:g}"
+        pair.why = f"{_pct(change)} apart, past the factor {rule.factor:g}; {tested} < {rule.fdr:g}{shown_p}"
         return pair
     if low <= pair.ci_low and pair.ci_high <= high:
         pair.call, pair.why = SAME, f"{_pct(change)} apart; {interval} inside {margin}"
         return pair
     if significant:
-        doubt = f"{_pct(change)} apart, a change ({tested}) within the factor {rule.factor:g}, but {interval} leaves {margin}"
+        doubt = f"{_pct(change)} apart, a change ({tested}{shown_p}) within the factor {rule.factor:g}, but {interval} leaves {margin}"
     elif change > rule.factor - 1:
-        doubt = (f"{_pct(change)} apart, past the factor {rule.factor:g} but not significant ({tested}, needs "
+        doubt = (f"{_pct(change)} apart, past the factor {rule.factor:g} but not significant ({tested}{shown_p}, needs "
                  f"< {rule.fdr:g}); {interval} leaves {margin}")
     else:
         doubt = f"{_pct(change)} apart, but {interval} leaves {margin}"
