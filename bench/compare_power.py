@@ -75,8 +75,9 @@ def main() -> int:
     rule = Rule(factor=args.factor)
     print(f"noise CV {args.cv:.1%} per run, change {args.change:.0%}, {args.runs} runs per side, {args.shapes} shape(s) "
           f"(time and TFLOPS rows), {args.compares} compares per case, seed {args.seed}")
-    print(f"rule: factor {rule.factor:g}, {rule.spread:g} x CV, two-sided exact Mann-Whitney p < {rule.alpha:g} "
-          f"({rule.least_runs}+ runs per side), noisy above CV {rule.noisy_cv:.0%} or two clusters")
+    print(f"rule: factor {rule.factor:g}, Welch t on logs, FDR q < {rule.fdr:g} over the compare's rows, SAME inside the "
+          f"{rule.confidence:.0%} interval's margin ({rule.least_runs}+ runs per side), noisy above CV {rule.noisy_cv:.0%} "
+          "or two clusters" + (f", {rule.spread:g} x CV" if rule.spread else ""))
     cases = (("A/A (no change)", 1.0, None), (f"{args.change:.0%} slower", 1 + args.change, REGRESSED),
              (f"{args.change:.0%} faster", 1 / (1 + args.change), IMPROVED))
     print("\n| case | compares | any row called | called right (every time/TFLOPS row) | a row called the wrong way "

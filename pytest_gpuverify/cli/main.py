@@ -100,6 +100,12 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         print(f"gpuverify compare: --factor {args.factor:g}: a factor must be a finite number above 1 (e.g. 1.05)",
               file=sys.stderr)
         return 2
+    for option, value in (("--fdr", args.fdr), ("--confidence", args.confidence)):
+        if not 0 < value < 1:
+            print(f"gpuverify compare: {option} {value:g}: must be a number above 0 and below 1 (e.g. "
+                  f"{'0.05' if option == '--fdr' else '0.95'})", file=sys.stderr)
+            return 2
+    rule = Rule(factor=args.factor, fdr=args.fdr, confidence=args.confidence)
     # power-cap or power_cap: a name is the same with either
     may_differ = frozenset(n.strip().replace("-", "_") for value in args.may_differ for n in value.split(",") if n.strip())
     unknown = unknown_names(sorted(may_differ))
@@ -121,13 +127,13 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         if problem:
             print(f"gpuverify compare: {problem}", file=sys.stderr)
             return 2
-        return run_history_compare(args.store, args.base, args.ref, args.last, Rule(factor=args.factor), fmt,
+        return run_history_compare(args.store, args.base, args.ref, args.last, rule, fmt,
                                    may_differ, args.fail_on_inconclusive, args.baseline or "last-good", args.repo)
     if args.baseline or args.repo:
         print(f"gpuverify compare: {'--baseline' if args.baseline else '--repo'} picks the base from the history "
               "store. Fix: add --history (and name only the head's artifact)", file=sys.stderr)
         return 2
-    return run_compare(args.base, args.head, Rule(factor=args.factor), fmt, may_differ, args.fail_on_inconclusive)
+    return run_compare(args.base, args.head, rule, fmt, may_differ, args.fail_on_inconclusive)
 
 
 def _output_problem(command: str, path: Path) -> Optional[str]:
@@ -292,7 +298,13 @@ def build_parser() -> argparse.ArgumentParser:
     comp.add_argument("base", help="an A/B artifact (rows carry side), or the base's artifact (with --history: the head's)")
     comp.add_argument("head", nargs="?", default=None, help="the head's artifact")
     comp.add_argument("--factor", type=float, default=1.05,
-                      help="the least ratio of the sides' means a call needs, finite and above 1 (default 1.05)")
+                      help="the least ratio a call needs, and the equivalence margin [1/F, F] a SAME's interval "
+                      "must lie in; finite and above 1 (default 1.05)")
+    comp.add_argument("--fdr", type=float, default=0.05, metavar="Q",
+                      help="the false discovery rate kept over the rows of one compare (Benjamini-Hochberg): a "
+                      "row is called when its q < Q; above 0 and below 1 (default 0.05)")
+    comp.add_argument("--confidence", type=float, default=0.95, metavar="C",
+                      help="of the ratio's interval printed with each row; above 0 and below 1 (default 0.95)")
     comp.add_argument("--may-differ", action="append", default=[], metavar="NAME[,NAME]",
                       help="facts of the two artifacts allowed to differ (each shown in the output), e.g. "
                       "--may-differ driver,partition,power-cap: " + ", ".join(FIELDS))

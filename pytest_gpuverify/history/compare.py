@@ -20,7 +20,7 @@ from typing import Optional
 from pytest_gpuverify.compare.clocks import clock_problem
 from pytest_gpuverify.compare.command import Refused, not_passing, own_watch
 from pytest_gpuverify.compare.core import Comparison
-from pytest_gpuverify.compare.core import DEFAULT_RULE, Rule, call, own_rows, pairs_of
+from pytest_gpuverify.compare.core import DEFAULT_RULE, Rule, call_all, own_rows, pairs_of
 from pytest_gpuverify.compare.identity import Difference, fact_differences, identity
 from pytest_gpuverify.records.artifact import Artifact, sha256_file
 from pytest_gpuverify.history.graph import Checkout, GraphError, checkout_knowing
@@ -135,4 +135,4 @@ def against_history(conn: sqlite3.Connection, store: str, head: Artifact, head_p
         pair.base = list(pooled.get((pair.table, pair.shape, pair.name, pair.stat, pair.metric), []))
     clocks, notes = clock_problem([w for r in base.runs for w in r.watch], own_watch(head, None))
     notes.insert(0, base.header)
-    return Comparison([call(p, rule, clocks) for p in pairs], rule, base.allowed, notes)
+    return Comparison(call_all(pairs, rule, clocks), rule, base.allowed, notes)

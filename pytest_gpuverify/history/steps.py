@@ -8,7 +8,7 @@ The rule, in two stages:
    programming). The penalty is what a shift of the compare rule's factor costs over its fewest runs:
    ``(factor - 1) x median |value| x least_runs``: a segment must save at least that much.
 2. **Whether**: each boundary is kept only when ``gpuverify compare``'s own rule (compare/core.py:
-   factor, spread, two-sided exact Mann-Whitney; each commit one run) calls the segments on its two
+   factor, Welch's t on logs, :func:`call` on one pair: no FDR; each commit one run) calls the segments on its two
    sides IMPROVED or REGRESSED; a boundary it does not call is dropped and the fit's segments joined.
    So a step needs the rule's fewest runs (4 commits) on each side before it is reported.
 

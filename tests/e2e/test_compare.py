@@ -10,20 +10,25 @@ from pathlib import Path
 import pytest
 
 from pytest_gpuverify.cli.main import main
-from pytest_gpuverify.common import stats
 from pytest_gpuverify.compare.core import Pair, call
 
-# A lab-style harness: a correctness line, then per-round rows, A then B, one round per time given; the
-# head (B) prints `head[i]`, the base `base[i]`, and TFLOPS (higher is better) inverse to its time.
-HARNESS = '''import itertools
+# A lab-style harness: a correctness line, then its rows for A then B, one round per process: run i of a
+# repeated target prints round i (it counts its invocations in /tmp); the head (B) prints `head[i]`, the
+# base `base[i]`, and TFLOPS (higher is better) inverse to its time.
+HARNESS = '''import hashlib, pathlib
 {check}
+counter = pathlib.Path("/tmp") / ("gpuverify-cmp-" + hashlib.sha1(str(pathlib.Path(__file__).resolve()).encode()).hexdigest()[:12])
+count = int(counter.read_text()) if counter.exists() else 0
+counter.write_text(str(count + 1))
 print("side    M      N      K   us_median    TFLOPS")
 base = {base}
 head = {head}
-for rnd, side in itertools.product(range(len(base)), "AB"):
-    for m, scale in ((1, 1.0), (128, 4.0)):
-        us = (base if side == "A" else head)[rnd] * scale
-        print(f"{{side}}   {{m:4d}}   1280   8192   {{us:9.3f}}   {{1000.0 / us:8.3f}}")
+rounds = {rounds}
+for rnd in (range(len(base)) if rounds else [count % len(base)]):
+    for side in "AB":
+        for m, scale in ((1, 1.0), (128, 4.0)):
+            us = (base if side == "A" else head)[rnd] * scale
+            print(f"{{side}}   {{m:4d}}   1280   8192   {{us:9.3f}}   {{1000.0 / us:8.3f}}")
 '''
 PASSED = 'print("[checkAllclose atol=0.01 rtol=0.01 passed~]")'
 FAILED = 'print("[checkAllclose atol=0.01 rtol=0.01 failed!]")'
@@ -35,20 +40,17 @@ CASES = {  # base's per-round times, head's per-round times
     "slower": (BASE, [12.0, 12.1, 11.9, 12.0, 12.05]),  # 20% slower
     "single": ([10.0], [4.0]),  # one round a side: 2.5x apart proves nothing
 }
+# the harness's own 5 rounds printed in one process (no run numbers): one process a side, n = 1, never a
+# call, though its rounds are 7% apart and never overlap (they were once counted as 5 runs: REGRESSED)
+ROUNDS = (BASE, [10.7, 10.8, 10.6, 10.7, 10.75])
 
 
-def test_runs_to_decide_is_the_exact_u_minimum():
-    assert stats.runs_to_decide(0.002) == 6  # 1/C(12,6) = 0.00108; 1/C(10,5) = 0.00397
-    assert stats.u_pvalue(range(6), range(6, 12)) == pytest.approx(1 / 924)
-    assert stats.runs_to_decide(0.05) == 4  # 1/C(6,3) = 0.05 is not < 0.05; 1/C(8,4) is
-
-
-def test_runs_that_overlap_in_the_tails_call_when_the_exact_test_separates_them():
+def test_runs_that_overlap_in_the_tails_call_when_the_t_on_logs_separates_them():
     base = [10.0, 10.2, 9.8, 10.1, 9.9, 10.0]
     head = [11.0, 9.95, 11.2, 10.9, 11.1, 11.0]  # one head run (9.95) below three base runs: not separated
     pair = call(Pair(None, "s", "n", None, "TFLOPS", "higher", base, head))
-    assert stats.u_pvalue_two_sided(base, head) < 0.05 and min(head) < max(base)
-    assert pair.call == "IMPROVED" and "Mann-Whitney p = 0.0" in pair.why, pair.why
+    assert min(head) < max(base) and pair.p is not None and pair.p < 0.05
+    assert pair.call == "IMPROVED" and "q = 0.0" in pair.why and pair.ci_low > 1.0, pair.why
 
 
 def test_throughput_and_time_run_the_right_way_round():
@@ -65,16 +67,21 @@ def ab(tmp_path_factory, docker_client) -> dict[str, Path]:
 
     with make_sandbox(tmp_path_factory.mktemp("compare") / "host", docker_client) as box:
         toml = []
-        for case, (base, head) in CASES.items():
-            (box.repo / "bench" / f"ab_{case}.py").write_text(HARNESS.format(base=base, head=head, check=PASSED))
-            toml.append(f'[[targets]]\nname = "ab-{case}"\nkind = "bench"\ncommand = "python3 bench/ab_{case}.py"\n')
+        for case, (base, head) in CASES.items():  # one round per run: repeats = rounds
+            (box.repo / "bench" / f"ab_{case}.py").write_text(HARNESS.format(base=base, head=head, check=PASSED, rounds=False))
+            toml.append(f'[[targets]]\nname = "ab-{case}"\nkind = "bench"\ncommand = "python3 bench/ab_{case}.py"\n'
+                        f'repeats = {len(base)}\n')
+        (box.repo / "bench" / "ab_rounds.py").write_text(HARNESS.format(base=ROUNDS[0], head=ROUNDS[1], check=PASSED,
+                                                                        rounds=True))
+        toml.append('[[targets]]\nname = "ab-rounds"\nkind = "bench"\ncommand = "python3 bench/ab_rounds.py"\n')
         for case, check in (("unchecked", ""), ("failing", FAILED)):  # not PASS: INCONCLUSIVE, FAIL
-            (box.repo / "bench" / f"ab_{case}.py").write_text(HARNESS.format(base=BASE, head=[5.0] * 5, check=check))
+            (box.repo / "bench" / f"ab_{case}.py").write_text(HARNESS.format(base=BASE, head=[5.0] * 5, check=check,
+                                                                           rounds=True))
             toml.append(f'[[targets]]\nname = "ab-{case}"\nkind = "bench"\ncommand = "python3 bench/ab_{case}.py"\n')
         (box.repo / "gpuverify.toml").write_text("\n".join(toml))
         commit(box.repo, "lab-style A/B harnesses")
         proc = box.pytest("gpuverify.toml")
-        paths = {case: box.tickets / "T-1" / f"bench_ab-{case}.json" for case in [*CASES, "unchecked", "failing"]}
+        paths = {case: box.tickets / "T-1" / f"bench_ab-{case}.json" for case in [*CASES, "rounds", "unchecked", "failing"]}
         for case, path in paths.items():
             assert path.exists(), proc.stdout.decode()[-3000:]
             assert main(["check", str(path)]) == 0, case
@@ -104,6 +111,16 @@ def test_lab_harness_calls_per_row(ab, capsys, case, expected, code):
         assert all(p["why"].startswith("noisy: the base's runs spread CV") and p["runs_needed"] >= 4 for p in pairs)
     if case == "single":
         assert all(p["why"].startswith("needs 4 runs per side (base 1, head 1)") for p in pairs)
+    if case in ("faster", "slower", "slightly"):  # the interval with every call
+        assert all(p["ci_low"] < p["ratio"] < p["ci_high"] and p["q"] is not None for p in pairs)
+
+
+@pytest.mark.docker
+def test_a_harness_rounds_in_one_process_are_one_run(ab, capsys):
+    code, pairs = compared(ab["rounds"], capsys)
+    assert code == 0 and len(pairs) == 4
+    assert all(p["call"] == "INCONCLUSIVE" and p["why"].startswith("needs 4 runs per side (base 1, head 1)")
+               and len(p["base"]) == len(p["head"]) == 1 for p in pairs), pairs
 
 
 @pytest.mark.docker
@@ -114,7 +131,8 @@ def test_table_markdown_and_factor(ab, capsys):
     assert "IMPROVED" in table and "TFLOPS ↑" in table and "us ↓" in table
     assert main(["compare", "--markdown", str(ab["slower"])]) == 1
     markdown = capsys.readouterr().out
-    assert markdown.startswith("- rule: factor 1.05") and "\n| shape | name |" in markdown
+    assert markdown.startswith("- rule: Welch's t on the runs' logs") and "the factor 1.05" in markdown.splitlines()[0]
+    assert "\n| shape | name |" in markdown and "- geomean gain over 2 row(s) (us): " in markdown
     code, pairs = compared(ab["faster"], capsys, "--factor", "1.5")  # 20% does not pass a factor of 1.5
     assert code == 0 and {p["call"] for p in pairs} == {"SAME"}
 
@@ -190,7 +208,7 @@ def test_handoff_numbers_are_the_artifacts_and_the_schema_holds(ab, capsys, tmp_
     # what a person writes is left empty, never invented
     assert doc["whatWasImplemented"] == "" and doc["tests"] == {"added": []} and doc["discoveredIssues"] == []
     runs = {r["command"]: r for r in doc["verification"]["commandsRun"]}
-    assert len(runs) == 7 and doc["salientSummary"] == f"7 artifact(s) in {ticket.name}: 5 PASS, 1 FAIL, 1 INCONCLUSIVE"
+    assert len(runs) == 8 and doc["salientSummary"] == f"8 artifact(s) in {ticket.name}: 6 PASS, 1 FAIL, 1 INCONCLUSIVE"
     faster = read_artifact(ab["faster"])
     run = runs[faster.command]
     assert run["exitCode"] == faster.exit_code == 0

@@ -13,7 +13,6 @@ import pytest
 
 from pytest_gpuverify.cli.handoff import observation
 from pytest_gpuverify.cli.main import main
-from pytest_gpuverify.common import stats
 from pytest_gpuverify.compare import render
 from pytest_gpuverify.compare.command import Refused, decide, exit_code
 from pytest_gpuverify.compare.core import Pair, call
@@ -117,22 +116,6 @@ def test_single_runs_make_no_call_and_say_how_many_runs_would():
     assert exit_code(result.pairs) == 0 and exit_code(result.pairs, fail_on_inconclusive=True) == 1
     one_against_three = decide(artifact([10.0]), artifact([5.0, 5.1, 4.9])).pairs[0]
     assert one_against_three.call == "INCONCLUSIVE"
-
-
-def test_a_call_needs_the_change_beyond_the_runs_own_spread():
-    # 8% apart (past the factor 1.05) with runs that spread CV ~6%: within 2 x CV, no call
-    base, head = [100.0, 94.0, 106.0, 100.0, 100.0], [108.0, 101.0, 115.0, 108.0, 108.0]
-    pair = call(Pair(None, "s", "n", None, "us", "lower", base, head))
-    assert pair.call == "INCONCLUSIVE" and "within the runs' own spread" in pair.why
-    cv = (stats.cv(base) ** 2 / 2 + stats.cv(head) ** 2 / 2) ** 0.5
-    # the larger of the exact test's minimum and pyperf's count, and more than the 5 that did not decide
-    assert pair.runs_needed == max(4, stats.runs_for_effect(cv, pair.ratio - 1), 6)
-    assert f"{pair.runs_needed} runs per side would decide" in pair.why
-
-
-def test_pyperf_runs_formula():
-    assert stats.runs_for_effect(0.03, 0.10) == 2  # ceil(4 * 1.96^2 * 0.0009 / 0.01) = ceil(1.38)
-    assert stats.runs_for_effect(0.05, 0.05) == 16  # ceil(15.37)
 
 
 def test_a_noisy_side_is_inconclusive_noisy():
