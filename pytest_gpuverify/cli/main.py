@@ -108,6 +108,12 @@ def _cmd_compare(args: argparse.Namespace) -> int:
               f"name some of: {', '.join(FIELDS)}", file=sys.stderr)
         return 2
     fmt = "json" if args.json else "markdown" if args.markdown else "table"
+    if args.pytest_args and not args.confirm:
+        print("gpuverify compare: options after -- are for --confirm's A/B session. Fix: add --confirm, or drop them",
+              file=sys.stderr)
+        return 2
+    if args.confirm:
+        return _confirmed_compare(args, fmt, may_differ)
     if args.history:
         from pytest_gpuverify.history.command import run_history_compare
 
@@ -144,6 +150,23 @@ def _bisect_parser(sub) -> None:
     bis.add_argument("--factor", type=float, default=1.05,
                      help="the least ratio of the sides' means a call needs, as in compare (default 1.05)")
     bis.set_defaults(func=_cmd_bisect, pytest_args=[])
+
+
+def _confirmed_compare(args: argparse.Namespace, fmt: str, may_differ: frozenset[str]) -> int:
+    from pytest_gpuverify.cli.confirm import run_confirmed
+    from pytest_gpuverify.compare.core import Rule
+
+    if args.confirm_repeats < 4:
+        print(f"gpuverify compare: --confirm-repeats {args.confirm_repeats}: compare calls a row from 4 runs a side "
+              "at least. Fix: --confirm-repeats 5", file=sys.stderr)
+        return 2
+    if args.history and (args.head is not None or args.last < 1):
+        print("gpuverify compare: --history compares one artifact (the head) against the store's runs: "
+              "name one file, and --last 1 or more", file=sys.stderr)
+        return 2
+    history = {"store": args.store, "ref": args.ref, "last": args.last} if args.history else None
+    return run_confirmed(args.base, args.head, Rule(factor=args.factor), fmt, may_differ, args.fail_on_inconclusive,
+                         args.confirm_repeats, args.pytest_args, history)
 
 
 def _output_problem(command: str, path: Path) -> Optional[str]:
@@ -315,6 +338,12 @@ def build_parser() -> argparse.ArgumentParser:
     comp.add_argument("--ref", default=None, help="with --history: only runs on this branch or tag (e.g. main)")
     comp.add_argument("--last", type=int, default=5, metavar="K", help="with --history: how many runs (default 5)")
     comp.add_argument("--store", default=None, metavar="FILE", help=STORE_HELP)
+    comp.add_argument("--confirm", action="store_true",
+                      help="re-measure each REGRESSED row by an interleaved A/B of the base's and the head's commits "
+                      "on one GPU (a pytest session in this checkout, which must be at the head's commit; options "
+                      "after -- go to it) and count only the regressions it confirms")
+    comp.add_argument("--confirm-repeats", type=int, default=5, metavar="N",
+                      help="with --confirm: runs a side of the A/B (default 5; 4 at least)")
     form = comp.add_mutually_exclusive_group()
     form.add_argument("--json", action="store_true")
     form.add_argument("--markdown", action="store_true")

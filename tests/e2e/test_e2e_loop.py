@@ -86,3 +86,90 @@ def test_bisect_setup_and_a_step_that_cannot_run(sandbox):
     assert data["verdict"] == "PASS" and data["ab"]["base_sha"] == shas[0] and data["ab"]["head_sha"] == shas[2]
     assert data["ab"]["order"] == [f"{s}{n}" for n in range(1, int(REPEATS) + 1) for s in "AB"]
     git(sandbox.repo, "checkout", "-q", "main")
+
+
+DRIFTING_CONFIG = """import pathlib
+
+# a slower machine while /tmp/gpuverify-lab-drift exists in the container (another tenant, a hot GPU)
+SPEED = {speed!r} / (1.2 if pathlib.Path("/tmp/gpuverify-lab-drift").exists() else 1.0)
+SPREAD = 0.01
+STEPS = 50
+FAIL_ON_RUN = 0
+"""
+
+
+def drifting_commit(sandbox, speed: float, message: str) -> str:
+    lab_config(sandbox.repo, message=message, repeats=int(REPEATS))  # the declaration
+    (sandbox.repo / "bench" / "lab_config.py").write_text(DRIFTING_CONFIG.format(speed=speed))
+    (sandbox.repo / "notes.txt").write_text(message + "\n")
+    git(sandbox.repo, "add", "-A")
+    git(sandbox.repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", message)
+    return git(sandbox.repo, "rev-parse", "HEAD")
+
+
+def drift(sandbox, on: bool) -> None:
+    container = sandbox.client.containers.get(sandbox.container)
+    res = container.exec_run(["sh", "-c", "touch /tmp/gpuverify-lab-drift" if on else "rm -f /tmp/gpuverify-lab-drift"])
+    assert res.exit_code == 0, res.output
+
+
+def ci_artifacts(sandbox, base_sha: str, head_sha: str) -> tuple[str, str]:
+    """Each commit run once, as CI runs them: the base's artifact and the head's (checkout left at the head)."""
+    paths = []
+    for sha, ticket in ((base_sha, "T-base"), (head_sha, "T-head")):
+        git(sandbox.repo, "checkout", "-q", sha)
+        proc = sandbox.pytest("--gpu-target", "lab", ticket=ticket)
+        assert sandbox.artifact("lab", ticket).verdict == "PASS", proc.stdout.decode()[-2000:]
+        paths.append(str(sandbox.tickets / ticket / "bench_lab.json"))
+    return paths[0], paths[1]
+
+
+def test_confirm_reports_a_regression_the_ab_confirms(sandbox):
+    base_sha = drifting_commit(sandbox, 1.0, "base")
+    head_sha = drifting_commit(sandbox, 1 / 1.2, "20% slower")
+    base, head = ci_artifacts(sandbox, base_sha, head_sha)
+    plain = gv_in(sandbox, "compare", base, head)
+    assert plain.returncode == 1 and plain.stdout.count("REGRESSED") == 6, plain.stdout + plain.stderr
+
+    git(sandbox.repo, "checkout", "-q", base_sha)  # the checkout is not at the head's commit: one line, the fix
+    res = gv_in(sandbox, "compare", "--confirm", base, head, *session_options(sandbox))
+    assert res.returncode == 2 and res.stdout == "", res.stdout
+    assert res.stderr.strip() == (f"gpuverify compare --confirm: the checkout {sandbox.repo} is at {base_sha[:12]}, the head "
+                                  f"ran {head_sha[:12]}. Fix: `git checkout {head_sha}` there (or run it in the head's checkout)")
+    res = gv_in(sandbox, "compare", base, head, "--", "--gpu-env", "x")  # options for a session that never runs
+    assert res.returncode == 2 and "add --confirm" in res.stderr, res.stderr
+
+    git(sandbox.repo, "checkout", "-q", head_sha)
+    res = gv_in(sandbox, "compare", "--confirm", "--confirm-repeats", REPEATS, "--json", base, head, *session_options(sandbox))
+    assert res.returncode == 1, res.stdout + res.stderr
+    doc = json.loads(res.stdout)
+    assert (doc["confirm"]["base_sha"], doc["confirm"]["head_sha"]) == (base_sha, head_sha)
+    assert (doc["confirm"]["confirmed"], doc["confirm"]["not_confirmed"]) == (6, 0)
+    assert all(p["call"] == "REGRESSED" and p["confirmed"] is True and p["why"].startswith("confirmed by A/B (")
+               and p["why"].count("apart") == 2 for p in doc["pairs"]), [p["why"] for p in doc["pairs"]]
+    ab = json.loads(open(doc["confirm"]["artifact"]).read())  # the A/B's own artifact: interleaved, one GPU
+    assert ab["verdict"] == "PASS" and (ab["ab"]["base_sha"], ab["ab"]["head_sha"]) == (base_sha, head_sha)
+    assert ab["ab"]["order"] == [f"{s}{n}" for n in range(1, int(REPEATS) + 1) for s in "AB"] and len(ab["gpus"]) == 1
+    assert any(n.startswith("confirm: 6 REGRESSED row(s) re-measured by an A/B of") and "6 confirmed, 0 not" in n
+               for n in doc["notes"]), doc["notes"]
+
+
+def test_confirm_drops_a_regression_the_ab_does_not_see(sandbox):
+    """The head's CI run met a slow machine: compare calls every row REGRESSED; the A/B of the two
+    commits on one GPU sees them alike, so nothing is reported regressed and the exit is 0."""
+    base_sha = drifting_commit(sandbox, 1.0, "base")
+    head_sha = drifting_commit(sandbox, 1.0, "a comment")
+    git(sandbox.repo, "checkout", "-q", base_sha)
+    sandbox.pytest("--gpu-target", "lab", ticket="T-base")
+    drift(sandbox, True)
+    git(sandbox.repo, "checkout", "-q", head_sha)
+    sandbox.pytest("--gpu-target", "lab", ticket="T-head")
+    drift(sandbox, False)
+    base, head = (str(sandbox.tickets / t / "bench_lab.json") for t in ("T-base", "T-head"))
+    assert gv_in(sandbox, "compare", base, head).returncode == 1
+    res = gv_in(sandbox, "compare", "--confirm", "--confirm-repeats", REPEATS, base, head, *session_options(sandbox))
+    assert res.returncode == 0, res.stdout + res.stderr
+    rows = [line for line in res.stdout.splitlines() if "not confirmed by A/B" in line]
+    assert len(rows) == 6 and "REGRESSED not confirmed by A/B (SAME: " in rows[0], res.stdout
+    assert all("  SAME  " in line for line in rows), rows
+    assert "6 REGRESSED row(s) re-measured" in res.stdout and "0 confirmed, 6 not" in res.stdout
