@@ -173,3 +173,12 @@ def test_confirm_drops_a_regression_the_ab_does_not_see(sandbox):
     assert len(rows) == 6 and "REGRESSED not confirmed by A/B (SAME: " in rows[0], res.stdout
     assert all("  SAME  " in line for line in rows), rows
     assert "6 REGRESSED row(s) re-measured" in res.stdout and "0 confirmed, 6 not" in res.stdout
+    # against the store: the base commit is the stored runs'
+    store = str(sandbox.root / "history.db")
+    assert gv_in(sandbox, "history", "add", "--store", store, "--ref", "main", base).returncode == 0
+    res = gv_in(sandbox, "compare", "--history", "--store", store, "--confirm", "--confirm-repeats", REPEATS, "--json", head,
+                *session_options(sandbox))
+    assert res.returncode == 0, res.stdout + res.stderr
+    doc = json.loads(res.stdout)
+    assert (doc["confirm"]["base_sha"], doc["confirm"]["not_confirmed"]) == (base_sha, 6), doc["confirm"]
+    assert {p["call"] for p in doc["pairs"]} == {"SAME"} and all(p["confirmed"] is False for p in doc["pairs"])
