@@ -59,6 +59,7 @@ def test_git_bisect_run_names_the_planted_slow_commit(sandbox):
         sha = line.split()[2]
         expected = "bad: 6 row(s) REGRESSED" if shas.index(next(s for s in shas if s.startswith(sha))) >= 10 else "good: no row"
         assert expected in line and f"A/B against GOOD {good[:12]}" in line, line
+    print(proc.stdout)
     git(sandbox.repo, "bisect", "reset")
     assert git(sandbox.repo, "status", "--porcelain") == "" and git(sandbox.repo, "worktree", "list").count("\n") == 0
 
