@@ -114,6 +114,12 @@ def _cmd_compare(args: argparse.Namespace) -> int:
               f"name some of: {', '.join(FIELDS)}", file=sys.stderr)
         return 2
     fmt = "json" if args.json else "markdown" if args.markdown else "table"
+    if args.pytest_args and not args.confirm:
+        print("gpuverify compare: options after -- are for --confirm's A/B session. Fix: add --confirm, or drop them",
+              file=sys.stderr)
+        return 2
+    if args.confirm:
+        return _confirmed_compare(args, fmt, may_differ)
     if args.history:
         from pytest_gpuverify.history.command import run_history_compare
 
@@ -134,6 +140,49 @@ def _cmd_compare(args: argparse.Namespace) -> int:
               "store. Fix: add --history (and name only the head's artifact)", file=sys.stderr)
         return 2
     return run_compare(args.base, args.head, rule, fmt, may_differ, args.fail_on_inconclusive)
+
+
+def _cmd_bisect(args: argparse.Namespace) -> int:
+    from pytest_gpuverify.cli.bisect import run_bisect
+    from pytest_gpuverify.compare.core import Rule
+
+    return run_bisect(args.good, args.bad, args.target, args.repeats, args.pytest_args, Rule(factor=args.factor))
+
+
+def _bisect_parser(sub) -> None:
+    bis = sub.add_parser(
+        "bisect", help="one step of `git bisect run`: HEAD as an A/B against GOOD; exit 0 good, 1 bad, 125 skip",
+        usage="gpuverify bisect GOOD BAD --target T [--repeats N] [-- PYTEST_OPTIONS]",
+        description="Made for `git bisect start BAD GOOD && git bisect run gpuverify bisect GOOD BAD --target T`. "
+        "At the commit git bisect checked out, the target runs as an interleaved A/B against GOOD (one lock, one "
+        "GPU, A B A B ...) and compare's rule calls its rows. Exit 0 (good): no row REGRESSED; 1 (bad): a row "
+        "REGRESSED; 125 (skip): the A/B did not run or was not PASS, or a row worse by more than the factor is "
+        "INCONCLUSIVE; 128 (stops the bisect): GOOD is not an ancestor of BAD, HEAD is not between them, or a bad "
+        "option. Options after -- go to the pytest session (e.g. -- --gpu-env env.md --gpu-ab-cache cold).")
+    bis.add_argument("good", metavar="GOOD", help="a commit without the regression (the A/B's base side)")
+    bis.add_argument("bad", metavar="BAD", help="a commit with it: checked once, GOOD must be its ancestor")
+    bis.add_argument("--target", required=True, help="the declared target (or test file) to measure")
+    bis.add_argument("--repeats", type=int, default=5, metavar="N", help="runs a side (default 5; 4 at least)")
+    bis.add_argument("--factor", type=float, default=1.05,
+                     help="the least ratio of the sides' means a call needs, as in compare (default 1.05)")
+    bis.set_defaults(func=_cmd_bisect, pytest_args=[])
+
+
+def _confirmed_compare(args: argparse.Namespace, fmt: str, may_differ: frozenset[str]) -> int:
+    from pytest_gpuverify.cli.confirm import run_confirmed
+    from pytest_gpuverify.compare.core import Rule
+
+    if args.confirm_repeats < 4:
+        print(f"gpuverify compare: --confirm-repeats {args.confirm_repeats}: compare calls a row from 4 runs a side "
+              "at least. Fix: --confirm-repeats 5", file=sys.stderr)
+        return 2
+    if args.history and (args.head is not None or args.last < 1):
+        print("gpuverify compare: --history compares one artifact (the head) against the store's runs: "
+              "name one file, and --last 1 or more", file=sys.stderr)
+        return 2
+    history = {"store": args.store, "ref": args.ref, "last": args.last} if args.history else None
+    return run_confirmed(args.base, args.head, Rule(factor=args.factor), fmt, may_differ, args.fail_on_inconclusive,
+                         args.confirm_repeats, args.pytest_args, history)
 
 
 def _output_problem(command: str, path: Path) -> Optional[str]:
@@ -322,11 +371,18 @@ def build_parser() -> argparse.ArgumentParser:
                       "newest release tag below the head (release; release:'v*' names the tags)")
     comp.add_argument("--repo", default=None, metavar="PATH", help="with --history: " + REPO_HELP)
     comp.add_argument("--store", default=None, metavar="FILE", help=STORE_HELP)
+    comp.add_argument("--confirm", action="store_true",
+                      help="re-measure each REGRESSED row by an interleaved A/B of the base's and the head's commits "
+                      "on one GPU (a pytest session in this checkout, which must be at the head's commit; options "
+                      "after -- go to it) and count only the regressions it confirms")
+    comp.add_argument("--confirm-repeats", type=int, default=5, metavar="N",
+                      help="with --confirm: runs a side of the A/B (default 5; 4 at least)")
     form = comp.add_mutually_exclusive_group()
     form.add_argument("--json", action="store_true")
     form.add_argument("--markdown", action="store_true")
     comp.set_defaults(func=_cmd_compare)
     _history_parser(sub)
+    _bisect_parser(sub)
     hand = sub.add_parser("handoff", help="the reviewer's handoff JSON of a ticket folder, every number from its checked artifacts")
     hand.add_argument("ticket_dir")
     hand.add_argument("--base", default=None, metavar="BASE_DIR", help="the base's ticket folder: A/B per matching topic")
@@ -371,8 +427,28 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+PASSES_OPTIONS = ("bisect", "compare")  # commands whose options after `--` go to the pytest session they start
+
+
+def _split_pytest_args(argv: list[str]) -> tuple[list[str], list[str]]:
+    """The command's own arguments, and what follows its first `--` (a command in PASSES_OPTIONS only)."""
+    command = next((a for a in argv if not a.startswith("-")), None)
+    if command in PASSES_OPTIONS and "--" in argv:
+        cut = argv.index("--")
+        return argv[:cut], argv[cut + 1:]
+    return argv, []
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    args = build_parser().parse_args(argv)
+    own, pytest_args = _split_pytest_args(list(sys.argv[1:] if argv is None else argv))
+    try:
+        args = build_parser().parse_args(own)
+    except SystemExit as exc:
+        # under `git bisect run` argparse's exit 2 would mark the commit bad: a usage error stops the bisect
+        if exc.code and next((a for a in own if not a.startswith("-")), None) == "bisect":
+            return 128
+        raise
+    args.pytest_args = pytest_args
     try:
         return int(args.func(args))
     except KeyboardInterrupt:
