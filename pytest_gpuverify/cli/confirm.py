@@ -52,14 +52,17 @@ def from_artifacts(base: str, head: Optional[str], rule: Rule, may_differ: froze
     return Compared(result, _target(head_art), commit_of(arts[0])[0], commit_of(head_art)[0])
 
 
-def from_history(store: Path, head: str, ref: Optional[str], last: int, rule: Rule, may_differ: frozenset[str],
+def from_history(store: Path, head: str, history: dict, rule: Rule, may_differ: frozenset[str],
                  conn: sqlite3.Connection) -> Compared:
+    """``history``: the store's ``ref``, ``last``, ``baseline`` and ``repo``, as ``compare --history`` takes them."""
     from pytest_gpuverify.history.compare import against_history, base_runs
     from pytest_gpuverify.records.artifact import sha256_file
 
     head_art = checked(head)
-    result = against_history(conn, str(store), head_art, head, ref, last, rule, may_differ)
-    picked, _ = base_runs(conn, head_art, sha256_file(Path(head)), ref, last, may_differ)
+    where = (history["ref"], history["last"])
+    result = against_history(conn, str(store), head_art, head, *where, rule, may_differ, history["baseline"], history["repo"])
+    picked = base_runs(conn, str(store), head_art, sha256_file(Path(head)), *where, may_differ, history["baseline"],
+                       history["repo"]).runs
     shas = list(dict.fromkeys(r.sha for r in picked if r.sha))
     said = f"the newest of the base's {len(shas)} commits" if len(shas) > 1 else ""
     return Compared(result, _target(head_art), shas[0] if shas else None, commit_of(head_art)[0], said)
@@ -152,7 +155,7 @@ def run_confirmed(base: str, head: Optional[str], rule: Rule = DEFAULT_RULE, fmt
             except StoreError as exc:
                 return _fail(str(exc))
             with closing(conn):
-                compared = from_history(path, base, history["ref"], history["last"], rule, may_differ, conn)
+                compared = from_history(path, base, history, rule, may_differ, conn)
         else:
             compared = from_artifacts(base, head, rule, may_differ)
     except Refused as exc:

@@ -7,9 +7,12 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Optional, Sequence
+from typing import TYPE_CHECKING, Optional, Sequence
 
 from pytest_gpuverify.records.artifact import artifact_schema, read_artifact
+
+if TYPE_CHECKING:
+    from pytest_gpuverify.compare.core import Rule
 
 
 def _cmd_schema(args: argparse.Namespace) -> int:
@@ -118,11 +121,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         print("gpuverify compare: options after -- are for --confirm's A/B session. Fix: add --confirm, or drop them",
               file=sys.stderr)
         return 2
-    if args.confirm:
-        return _confirmed_compare(args, fmt, may_differ)
     if args.history:
-        from pytest_gpuverify.history.command import run_history_compare
-
         from pytest_gpuverify.history.compare import baseline_problem
 
         if args.head is not None or args.last < 1:
@@ -133,12 +132,17 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         if problem:
             print(f"gpuverify compare: {problem}", file=sys.stderr)
             return 2
-        return run_history_compare(args.store, args.base, args.ref, args.last, rule, fmt,
-                                   may_differ, args.fail_on_inconclusive, args.baseline or "last-good", args.repo)
-    if args.baseline or args.repo:
+    elif args.baseline or args.repo:
         print(f"gpuverify compare: {'--baseline' if args.baseline else '--repo'} picks the base from the history "
               "store. Fix: add --history (and name only the head's artifact)", file=sys.stderr)
         return 2
+    if args.confirm:
+        return _confirmed_compare(args, fmt, rule, may_differ)
+    if args.history:
+        from pytest_gpuverify.history.command import run_history_compare
+
+        return run_history_compare(args.store, args.base, args.ref, args.last, rule, fmt,
+                                   may_differ, args.fail_on_inconclusive, args.baseline or "last-good", args.repo)
     return run_compare(args.base, args.head, rule, fmt, may_differ, args.fail_on_inconclusive)
 
 
@@ -168,20 +172,16 @@ def _bisect_parser(sub) -> None:
     bis.set_defaults(func=_cmd_bisect, pytest_args=[])
 
 
-def _confirmed_compare(args: argparse.Namespace, fmt: str, may_differ: frozenset[str]) -> int:
+def _confirmed_compare(args: argparse.Namespace, fmt: str, rule: Rule, may_differ: frozenset[str]) -> int:
     from pytest_gpuverify.cli.confirm import run_confirmed
-    from pytest_gpuverify.compare.core import Rule
 
     if args.confirm_repeats < 4:
         print(f"gpuverify compare: --confirm-repeats {args.confirm_repeats}: compare calls a row from 4 runs a side "
               "at least. Fix: --confirm-repeats 5", file=sys.stderr)
         return 2
-    if args.history and (args.head is not None or args.last < 1):
-        print("gpuverify compare: --history compares one artifact (the head) against the store's runs: "
-              "name one file, and --last 1 or more", file=sys.stderr)
-        return 2
-    history = {"store": args.store, "ref": args.ref, "last": args.last} if args.history else None
-    return run_confirmed(args.base, args.head, Rule(factor=args.factor), fmt, may_differ, args.fail_on_inconclusive,
+    history = ({"store": args.store, "ref": args.ref, "last": args.last, "baseline": args.baseline or "last-good",
+                "repo": args.repo} if args.history else None)
+    return run_confirmed(args.base, args.head, rule, fmt, may_differ, args.fail_on_inconclusive,
                          args.confirm_repeats, args.pytest_args, history)
 
 
