@@ -9,6 +9,7 @@ controller or worker) and registers it until pytest_unconfigure; the role holds 
 from __future__ import annotations
 
 import os
+import sys
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -16,7 +17,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from pytest_gpuverify.config.errors import UsageError
-from pytest_gpuverify.plugin_options import add_options, build_options, option_value as _value
+from pytest_gpuverify.plugin_options import add_options, build_options, option_value as _value, rootdir_moved
 from pytest_gpuverify.roles import choose_role
 from pytest_gpuverify.stash_keys import ENV_KEY, NO_CONFTEST_KEY, REMOTE_KEY, ROLE_KEY
 
@@ -92,6 +93,9 @@ def pytest_configure(config: pytest.Config) -> None:
                             "GPUs it needs, repo the Repos row kernel_container runs in (a suite outside the repo)")
     # the fixtures (kernel_container, locked_gpu, gpu_host) serve a suite's own tests with or without --gpu-verify
     config.pluginmanager.import_plugin("pytest_gpuverify.fixtures")
+    moved = rootdir_moved(config) if not hasattr(config, "workerinput") else None
+    if moved:
+        sys.stderr.write(moved + "\n")
     if not config.getoption("gpu_verify", False):
         return
     role = choose_role(config, loaded_at=LOADED_AT)  # xdist has set --dist and --tx by now (its cmdline_main), a worker its workerinput

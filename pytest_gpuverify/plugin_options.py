@@ -15,12 +15,33 @@ if TYPE_CHECKING:
     from pytest_gpuverify.config.options import RunOptions
 
 
+# pytest finds its rootdir and ini file before any plugin's options are known (determine_setup, on the
+# arguments it cannot place yet): a path given after a space (``--gpu-history /srv/h.db``) is read as a
+# test path there and may move the rootdir, and lose the ini file. ``--gpu-history=/srv/h.db`` is one
+# argument that starts with ``-``, which that search passes by.
+WITH_EQUALS = "; write it as --{name}=PATH (after a space pytest reads it as a test path when it finds its rootdir)"
+VALUE_OPTIONS: set[str] = set()  # the options that take a value (filled by add_options)
+
+
 def add_options(parser: pytest.Parser) -> None:
     """The ``--gpu-*`` options and ``gpu_*`` ini keys (called from ``pytest_addoption``)."""
     group = parser.getgroup("gpuverify", "GPU kernel verification (pytest-gpuverify)")
+    _add_options(group)
+    for option in group.options:
+        if option.attrs().get("action") not in ("store_true", "store_false", "count"):
+            VALUE_OPTIONS.update(name for name in option.names() if name.startswith("--"))
+    for key, default in (("gpu_env", None), ("gpu_history", None), ("gpu_arch", None), ("gpu_container", None), ("gpu_window", "2"),
+                         ("gpu_wait", "0"), ("gpu_timeout", "3600")):
+        parser.addini(key, f"pytest-gpuverify: default for --{key.replace('_', '-')}", default=default)
+    parser.addini("gpu_pytest_paths", "pytest-gpuverify: globs from the rootdir (tests/test_*.py) of test files "
+                  "that run as GPU targets of kind pytest", type="linelist", default=[])
+
+
+def _add_options(group) -> None:
     group.addoption("--gpu-verify", action="store_true", default=False, help="turn the plugin on")
     group.addoption("--ticket", default=None, metavar="KEY", help="ticket key; artifacts go to <tickets>/KEY/")
-    group.addoption("--gpu-env", default=None, metavar="PATH", help="env file (default $GPUVERIFY_ENV, else ~/.cursor/mstack/env.md)")
+    group.addoption("--gpu-env", default=None, metavar="PATH", help="env file (default $GPUVERIFY_ENV, else ~/.cursor/mstack/env.md)"
+                    + WITH_EQUALS.format(name="gpu-env"))
     group.addoption("--gpu-arch", default=None, metavar="ARCH", help="arch the run needs (gfx942, gfx950); picks the host")
     group.addoption("--gpu-host", default=None, metavar="NAME", help="a Hosts row by name")
     group.addoption("--gpu-hosts", default=None, metavar="all|A,B|ARCH", help="spread the targets over these GPU hosts (SSH)")
@@ -47,9 +68,11 @@ def add_options(parser: pytest.Parser) -> None:
     group.addoption("--gpu-target", action="append", default=[], metavar="NAME",
                      help="run a target declared in gpuverify.toml / [tool.gpuverify] (repeatable)")
     group.addoption("--gpu-ci-summary", default=None, metavar="PATH",
-                    help="write the job summary (markdown; GitHub's, also under other CI) to PATH")
+                    help="write the job summary (markdown; GitHub's, also under other CI) to PATH"
+                    + WITH_EQUALS.format(name="gpu-ci-summary"))
     group.addoption("--gpu-history", default=None, metavar="FILE",
-                    help="add each artifact of the session to this history store (SQLite) at its end")
+                    help="add each artifact of the session to this history store (SQLite) at its end"
+                    + WITH_EQUALS.format(name="gpu-history"))
     group.addoption("--gpu-history-ref", default=None, metavar="REF",
                     help="the branch or tag the session's commit is on, for --gpu-history (default: the branch "
                     "checked out, when the commit is on it)")
@@ -59,7 +82,8 @@ def add_options(parser: pytest.Parser) -> None:
     group.addoption("--gpu-shard-run", default=None, metavar="ID",
                     help="the run the shards belong to (default: the CI's or Slurm array's id)")
     group.addoption("--gpu-durations", default=None, metavar="FILE",
-                    help="balance --gpu-shard by earlier durations (written by gpuverify durations)")
+                    help="balance --gpu-shard by earlier durations (written by gpuverify durations)"
+                    + WITH_EQUALS.format(name="gpu-durations"))
     group.addoption("--gpu-slurm", action="store_true", default=False,
                     help="submit each GPU target as a Slurm job (settings: the env file's Slurm section) and wait")
     group.addoption("--gpu-slurm-shards", default=None, metavar="N",
@@ -68,11 +92,37 @@ def add_options(parser: pytest.Parser) -> None:
                     help="print where the session's milliseconds went, phase by phase, at its end")
     group.addoption("--gpu-host-conftest", action="store_true", default=False,
                     help="import a kernel repo's conftest.py files in this (host) session too")
-    for key, default in (("gpu_env", None), ("gpu_history", None), ("gpu_arch", None), ("gpu_container", None), ("gpu_window", "2"),
-                         ("gpu_wait", "0"), ("gpu_timeout", "3600")):
-        parser.addini(key, f"pytest-gpuverify: default for --{key.replace('_', '-')}", default=default)
-    parser.addini("gpu_pytest_paths", "pytest-gpuverify: globs from the rootdir (tests/test_*.py) of test files "
-                  "that run as GPU targets of kind pytest", type="linelist", default=[])
+
+
+def rootdir_moved(config: pytest.Config) -> Optional[str]:
+    """One line where pytest took its rootdir or ini file from the value of one of these options given
+    after a space (see :data:`WITH_EQUALS`), naming the option and the fix; None where it did not."""
+    import shlex
+
+    try:
+        from _pytest.config.findpaths import determine_setup  # pytest's own search, run again without the values
+
+        args = shlex.split(os.environ.get("PYTEST_ADDOPTS", "")) + [str(a) for a in config.invocation_params.args]
+        here = Path(config.invocation_params.dir)
+        spaced = [(opt, value) for opt, value in zip(args, args[1:])
+                  if opt in VALUE_OPTIONS and not value.startswith("-") and (here / value.split("::")[0]).exists()]
+        if not spaced:
+            return None
+        ns = config.option
+        setup = dict(inifile=ns.inifilename, args=[str(a) for a in ns.file_or_dir or []], rootdir_cmd_arg=ns.rootdir or None,
+                     invocation_dir=here)
+        try:
+            found = determine_setup(override_ini=ns.override_ini, **setup)  # pytest 9
+        except TypeError:
+            found = determine_setup(**setup)
+        rootpath, inipath = found[0], found[1]
+    except Exception:  # noqa: BLE001  # pytest's internals moved: no warning, never a failed session
+        return None
+    if Path(rootpath) == Path(config.rootpath) and inipath == config.inipath:
+        return None
+    opt, value = spaced[0]
+    return (f"gpuverify: pytest took its rootdir from '{opt} {value}': {config.rootpath} (ini file "
+            f"{config.inipath or 'none'}), not {rootpath} (ini file {inipath or 'none'}). Fix: write {opt}={value}")
 
 
 def option_value(config: pytest.Config, name: str) -> Optional[str]:

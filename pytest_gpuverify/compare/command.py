@@ -17,7 +17,7 @@ from pytest_gpuverify.compare.autotune import autotune_notes
 from pytest_gpuverify.compare.clocks import clock_problem
 from pytest_gpuverify.compare.core import DEFAULT_RULE, INCONCLUSIVE, REGRESSED, Comparison, Pair, Rule, compare, side_of
 from pytest_gpuverify.compare.identity import Difference, differences, identity, unrecorded
-from pytest_gpuverify.records.artifact import Artifact, GpuWatch
+from pytest_gpuverify.records.artifact import Artifact, GpuWatch, sha256_file
 
 
 class Refused(Exception):
@@ -41,6 +41,18 @@ def checked(path: str) -> Artifact:
     if problems:
         raise Refused(f"{path}: fails gpuverify check ({len(problems)} difference(s)): {problems[0]}")
     return art
+
+
+def refuse_same(base: str, head: str) -> None:
+    """Refused where both sides are one artifact (one path, or files of one sha256): its runs against
+    themselves are no comparison."""
+    paths = [Path(base), Path(head)]
+    if not all(p.is_file() for p in paths):
+        return  # checked() names a missing file
+    if paths[0].resolve() != paths[1].resolve() and sha256_file(paths[0]) != sha256_file(paths[1]):
+        return
+    raise Refused(f"{base} and {head} are the same artifact (sha256 {sha256_file(paths[0])[:12]}): a run against "
+                  "itself says nothing. Fix: name the base's and the head's own artifacts, or one A/B artifact alone")
 
 
 def not_passing(label: str, art: Artifact) -> Optional[str]:
@@ -96,6 +108,8 @@ def run_compare(base: str, head: Optional[str], rule: Rule = DEFAULT_RULE, fmt: 
     """0: compared, nothing REGRESSED; 1: something REGRESSED (or INCONCLUSIVE, when asked); 2: refused."""
     labels = (f"the base ({base})", f"the head ({head})") if head else (base, base)
     try:
+        if head is not None:
+            refuse_same(base, head)
         arts = [checked(base)] + ([checked(head)] if head else [])
         result = decide(arts[0], arts[1] if head else None, rule, may_differ, labels)
     except Refused as exc:

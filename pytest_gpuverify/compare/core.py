@@ -35,7 +35,7 @@ from pytest_gpuverify.common import stats
 from pytest_gpuverify.compare.identity import Difference
 from pytest_gpuverify.records.artifact import AbRecord, Artifact, PerfRow
 from pytest_gpuverify.config.vocabulary import HIGHER
-from pytest_gpuverify.parsers.figures import direction_of, row_values, unit_of
+from pytest_gpuverify.parsers.figures import direction_of, process_values, unit_of
 
 BASE_SIDES, HEAD_SIDES = ("a", "base"), ("b", "head")
 IMPROVED, REGRESSED, SAME, INCONCLUSIVE, NOT_COMPARED = "IMPROVED", "REGRESSED", "SAME", "INCONCLUSIVE", "NOT COMPARED"
@@ -99,23 +99,20 @@ def side_of(value: Optional[str]) -> Optional[str]:
 
 
 def pairs_of(rows_by_side: dict[str, list[PerfRow]], directions: Mapping[str, str] = {}) -> list[Pair]:
-    """One pair per row key; each side's values one per process: the rows of one run number give their
-    median, and the rows without a run number (a harness's own rounds, printed in one process) are one
-    process, their median one value."""
+    """One pair per row key; each side's values one per process (``process_values``: the rows of one run
+    number give their median, and the rows without a run number, a harness's own rounds printed in one
+    process, are one process, their median one value)."""
     found: dict[tuple, Pair] = {}
-    units: dict[tuple, dict[Optional[int], list[float]]] = defaultdict(lambda: defaultdict(list))
     for side, rows in rows_by_side.items():
-        for row in rows:
-            for metric, value in row_values(row):
-                key = (row.table, row.shape, row.name, row.stat, metric)
-                if key not in found:
-                    found[key] = Pair(row.table, row.shape, row.name, row.stat, metric,
-                                      direction_of(metric, row.name, directions))
-                units[(*key, side)][row.run].append(value)
-    for key, pair in found.items():
-        base, head = units[(*key, "base")], units[(*key, "head")]
-        pair.base, pair.base_runs = [stats.median(v) for v in base.values()], list(base)
-        pair.head, pair.head_runs = [stats.median(v) for v in head.values()], list(head)
+        for key, processes in process_values(rows).items():
+            if key not in found:
+                table, shape, name, stat, metric = key
+                found[key] = Pair(table, shape, name, stat, metric, direction_of(metric, name, directions))
+            values, runs = [stats.median(v) for v in processes.values()], list(processes)
+            if side == "base":
+                found[key].base, found[key].base_runs = values, runs
+            else:
+                found[key].head, found[key].head_runs = values, runs
     return list(found.values())
 
 

@@ -1,6 +1,7 @@
 """What the store keeps of one checked artifact (:class:`StoredRun`), the same model in the database
 and in an export's JSON lines: its identity facts (compare/identity.py), commit and ref, time,
-verdict, the GPUs' watch records, and per perf row the value of each run with their median and spread."""
+verdict, the GPUs' watch records, and per perf row the value of each process (each run) with their median
+and spread."""
 
 from __future__ import annotations
 
@@ -11,11 +12,12 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from pytest_gpuverify.common import stats
 from pytest_gpuverify.compare.command import own_watch
-from pytest_gpuverify.compare.core import own_rows, pairs_of
+from pytest_gpuverify.compare.core import own_rows
 from pytest_gpuverify.compare.identity import identity
+from pytest_gpuverify.parsers.figures import RowKey, direction_of, process_values
 from pytest_gpuverify.records.artifact import Artifact, GpuWatch, Verdict
 
-RowKey = tuple[Optional[str], str, str, Optional[str], str]  # table, shape, name, stat, metric: compare's key
+__all__ = ["RowKey", "StoredRow", "StoredRun", "commit_of", "stored_run"]
 
 
 class StoredRow(BaseModel):
@@ -27,7 +29,9 @@ class StoredRow(BaseModel):
     stat: Optional[str] = None
     metric: str
     direction: Optional[str] = None  # "higher"/"lower": which way is better; None: unknown
-    values: list[float] = Field(min_length=1)  # one per run: the median of what the run printed for the row
+    # one per process (a repeated run, or the artifact's one process): the median of what it printed for
+    # the row, as compare counts runs (parsers/figures.process_values)
+    values: list[float] = Field(min_length=1)
     median: float
     min: float
     max: float
@@ -62,9 +66,11 @@ class StoredRun(BaseModel):
 
 
 def commit_of(art: Artifact) -> tuple[Optional[str], Optional[bool]]:
-    """The commit the artifact's own runs stood on (an A/B artifact's head) and whether it was dirty."""
+    """The commit the artifact's own runs stood on (an A/B artifact's head: the checkout the session
+    started from, its repo record) and whether it was dirty; None where the record does not say."""
     if art.ab is not None and art.ab.head_sha:
-        return art.ab.head_sha, None
+        head = next((r for r in art.repos if r.sha == art.ab.head_sha), None)
+        return art.ab.head_sha, head.dirty if head is not None else None
     repo = next((r for r in art.repos if r.sha), None)
     return (repo.sha, repo.dirty) if repo else (None, None)
 
@@ -73,12 +79,11 @@ def stored_run(art: Artifact, path: Path, sha256: str, ref: Optional[str]) -> St
     sha, dirty = commit_of(art)
     directions = art.target.directions if art.target else {}
     rows = []
-    for pair in pairs_of({"head": own_rows(art)}, directions):
-        if pair.head:
-            rows.append(StoredRow(table=pair.table, shape=pair.shape, name=pair.name, stat=pair.stat,
-                                  metric=pair.metric, direction=pair.direction, values=pair.head,
-                                  median=stats.median(pair.head), min=min(pair.head), max=max(pair.head),
-                                  cv=stats.cv(pair.head)))
+    for (table, shape, name, stat, metric), by_process in process_values(own_rows(art)).items():
+        values = [stats.median(printed) for printed in by_process.values()]
+        rows.append(StoredRow(table=table, shape=shape, name=name, stat=stat, metric=metric,
+                              direction=direction_of(metric, name, directions), values=values,
+                              median=stats.median(values), min=min(values), max=max(values), cv=stats.cv(values)))
     return StoredRun(artifact_sha256=sha256, artifact_path=str(path), target=art.target.name if art.target else None,
                      topic=art.topic, ticket=art.key, host=art.host, facts=identity(art), image_digest=art.image_digest,
                      sha=sha, ref=ref, dirty=dirty, ts=art.ts, verdict=art.verdict,

@@ -199,8 +199,9 @@ def row_histories(runs: list[StoredRun], rule: Rule = DEFAULT_RULE, order: Order
 
 
 def counts(run: StoredRun) -> bool:
-    """A result of its commit: PASS, and run on the commit itself (a dirty checkout ran other code)."""
-    return run.verdict == "PASS" and not run.dirty
+    """A result of its commit: PASS, and run on the commit itself, known clean (a dirty checkout ran other
+    code; a run whose state was not recorded, as an A/B head was before, may have: never a base)."""
+    return run.verdict == "PASS" and run.dirty is False
 
 
 def target_histories(runs: list[StoredRun], rule: Rule = DEFAULT_RULE, order: Order = TIME_ORDER) -> list[TargetHistory]:

@@ -97,11 +97,13 @@ class Evidence:
         if self.notes_seen <= NOTE_CAP:
             self.out.notes.append(text[:400])
 
-    def add_perf(self, row: PerfRow) -> None:
+    def add_perf(self, row: PerfRow) -> bool:
+        """Keep ``row``; False where the cap is reached (the row is counted, not kept)."""
         if len(self.out.perf) < PERF_ROW_CAP:
             self.out.perf.append(row)
-        else:
-            self.perf_dropped += 1
+            return True
+        self.perf_dropped += 1
+        return False
 
     def widest(self, name: str, value: Optional[float]) -> None:
         """Keep the largest ``value`` printed of ``name`` (``atol``, ``rtol``, ``err_ratio``)."""

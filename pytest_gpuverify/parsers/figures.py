@@ -16,7 +16,7 @@ Anything else is unknown (None): ``compare`` lists it as not compared, never cal
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Iterable, Mapping, Optional
+from typing import TYPE_CHECKING, Iterable, Mapping, Optional, Union
 
 from pytest_gpuverify.config.vocabulary import HIGHER, LOWER
 from pytest_gpuverify.parsers.reading.measures import HIGHER_IS_BETTER as CORRECTNESS_HIGHER
@@ -76,3 +76,19 @@ def row_values(row: PerfRow) -> Iterable[tuple[str, float]]:
     for key, value in row.metrics.items():
         if value is not None and key != f"{row.stat}_us":
             yield key, value
+
+
+RowKey = tuple[Optional[str], str, str, Optional[str], str]  # table, shape, name, stat, metric: a figure's identity
+Process = Union[int, None]  # a repeated run's number (``run``); None: the one process of rows without one
+
+
+def process_values(rows: Iterable[PerfRow]) -> dict[RowKey, dict[Process, list[float]]]:
+    """Per figure, what each process printed, in order: a run is a process, so the rows of one run
+    number are one process's, and the rows without one (a plain run; a harness's own rounds) are the
+    artifact's one process. ``rows``: one side's (an A/B artifact's sides are two sets of processes).
+    Compare and history take one value per process from it (the median of its list)."""
+    found: dict[RowKey, dict[Process, list[float]]] = {}
+    for row in rows:
+        for metric, value in row_values(row):
+            found.setdefault((row.table, row.shape, row.name, row.stat, metric), {}).setdefault(row.run, []).append(value)
+    return found

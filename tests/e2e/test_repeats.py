@@ -108,6 +108,31 @@ def test_summary_and_check_of_runs(tmp_path):
     assert "the raw log's lines state 6" in runs_problems(dropped, log)[0]
 
 
+def test_a_title_printed_twice_per_run_is_two_tables_and_check_agrees(tmp_path):
+    """A perf_report printed for causal off and on under one plot name, in each run of an A/B: each
+    run's second table is its own (``#2``), in every run alike; ``gpuverify check``'s reading of the
+    log gives the same rows, and an artifact that pools the two (an older reading) is told apart."""
+    from pytest_gpuverify.verify.check import _compare_output
+
+    argv = script(tmp_path, """
+for causal, tflops in ((False, 80.0), (True, 100.0)):
+    print("fused-attention:")
+    print("     N_CTX     Triton")
+    print(f"0   1024.0  {tflops:9.6f}")
+""")
+    log, _, slices = run_sides(tmp_path, argv, labels=("A", "B"))
+    parsed = parse_log("bench", log, ParseContext())
+    assert [(r.side, r.run, r.table, r.metrics["Triton"]) for r in parsed.perf][:4] == [
+        ("A", 1, "fused-attention", 80.0), ("A", 1, "fused-attention #2", 100.0),
+        ("B", 1, "fused-attention", 80.0), ("B", 1, "fused-attention #2", 100.0)]
+    assert {(r.run, r.table) for r in parsed.perf} == {(n, t) for n in (1, 2, 3) for t in ("fused-attention", "fused-attention #2")}
+    art = Artifact(topic="t", ts="now", perf=parsed.perf, perf_summary=summarize(parsed.perf), runs=slices)
+    assert _compare_output(art, parse_log("bench", log, ParseContext())) == []
+    pooled = art.model_copy(update={"perf": [r.model_copy(update={"table": "fused-attention"}) for r in art.perf]})
+    problems = _compare_output(pooled, parse_log("bench", log, ParseContext()))
+    assert len(problems) == 6 and "table is 'fused-attention', the raw output gives 'fused-attention #2'" in problems[0]
+
+
 def test_two_artifacts_compare_their_head_sides(tmp_path):
     def ab(base_us, head_us):
         rows = [PerfRow(shape="m=1", name="us", us_median=v, side=side, run=i + 1)

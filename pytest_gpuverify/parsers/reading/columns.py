@@ -142,6 +142,8 @@ class Table:
     rows: int = 0
     elided_rows_seen: bool = False
     cut_reported: bool = False
+    config: Optional[str] = None  # a run's settings printed just above it (``causal=True``): a repeat's name
+    perf: list = field(default_factory=list, repr=False)  # the perf rows read from it, named again if repeated
     _plan: Optional[RowPlan] = field(default=None, repr=False)
 
     def plan(self) -> RowPlan:

@@ -18,6 +18,7 @@ from pytest_gpuverify.parsers.perfstats import FIELD_OF, quantities_of, to_us
 from pytest_gpuverify.parsers.reading.columns import ERROR_FIELDS, MEASURE_FIELDS, Column, Table
 from pytest_gpuverify.parsers.reading.lines import read_number
 from pytest_gpuverify.parsers.reading.statements import status_of_cell
+from pytest_gpuverify.parsers.recognizers.table_names import name_repeats, settings_above
 from pytest_gpuverify.parsers.result import ParseContext
 from pytest_gpuverify.records.artifact import PerfRow
 
@@ -56,9 +57,14 @@ class RowReader:
         self.dtypes = DtypeReader(ev.out.dtypes_seen)
         self.checked_rows: set[int] = set()  # rows of a check of the tables' own (a shape each)
         self.rows_read = 0
+        self.tables: list[Table] = []  # every table that gave a row, in order (table_names.py names repeats)
+        self.config: Optional[tuple[int, str]] = None  # the last line of settings read outside a table
+        self.last_row_line = 0
 
     def finish(self) -> None:
-        """Counted last: aiter ``err`` cells where no check line weighs them, a shape per checked row."""
+        """Counted last: aiter ``err`` cells where no check line weighs them, a shape per checked row;
+        a table repeating another's keys told apart (table_names.py)."""
+        name_repeats(self.tables)
         ev = self.ev
         if not ev.err_cells_counted:  # no aiter check lines to weigh them against: each cell a check
             err = ev.err_cells
@@ -74,6 +80,10 @@ class RowReader:
         table.rows += 1
         self.rows_read += 1
         ev = self.ev
+        if table.rows == 1:
+            table.config = settings_above(table, self.config, self.last_row_line)
+            self.tables.append(table)
+        self.last_row_line = lineno
         if table.rows == 1:  # reported once the header proved to head a table
             where = f"line {table.header_line}: summary table"
             if any(c.kind == "elided" for c in table.columns):
@@ -132,14 +142,17 @@ class RowReader:
                 row = PerfRow(shape=shape, name=name, us_median=q.us_median, stat=q.stat, min_us=q.min_us,
                               max_us=q.max_us, runs=runs, metrics=metrics, source_line=lineno, table=title,
                               side=named or side)
-            self.ev.add_perf(row)
+            if self.ev.add_perf(row):
+                table.perf.append(row)
         for i, name in plan.figures:
             printed, value = self._figure(lineno, table.columns[i], cells[i], where, None)
             if not printed:
                 continue
             shown, named = _side_of(name)
-            self.ev.add_perf(PerfRow(shape=shape, name=shown, metrics={name: value, **ratios}, source_line=lineno,
-                                     table=title, side=named or side))
+            row = PerfRow(shape=shape, name=shown, metrics={name: value, **ratios}, source_line=lineno, table=title,
+                          side=named or side)
+            if self.ev.add_perf(row):
+                table.perf.append(row)
 
     def _figure(self, lineno: int, col: Column, cell: str, where: str,
                 scale: Optional[Decimal]) -> tuple[bool, Optional[float]]:

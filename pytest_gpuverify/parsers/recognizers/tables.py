@@ -10,7 +10,8 @@ classified once from the header (:mod:`..reading.columns`), then each row (:mod:
   ``min_us``, ``max_us``) with its unit from the header, in µs, the throughput columns of its
   provider in its ``metrics``; a throughput or a perf_report line of no time its own row; ratios in
   every row's ``metrics``, never its shape; the row's ``shape`` the columns that identify the case,
-  its ``table`` the title printed over the table (so two tables never share a key), its ``side``
+  its ``table`` the title printed over the table (so two tables never share a key; a title printed
+  again with rows of one key is told apart: :mod:`.table_names`), its ``side``
   from a ``side`` column, a ``(A)``/``(B)`` in the column's name, or the line's prefix;
 - **nothing printed is dropped**: ``nan``/``inf`` where a figure was due is a failure (its row kept,
   value null); a negative time cannot be one (its row kept, value null, a note; a problem when no
@@ -38,6 +39,8 @@ from pytest_gpuverify.parsers.reading.statements import status_of_cell
 from pytest_gpuverify.parsers.reading.tables import (
     AlignedTableStream, RuledTables, csv_cells, is_ellipsis, is_rule, split_names, split_row,
 )
+from pytest_gpuverify.parsers.recognizers.table_names import TRIGGER as CONFIG_TRIGGER
+from pytest_gpuverify.parsers.recognizers.table_names import config_of, hs_trigger
 from pytest_gpuverify.parsers.recognizers.table_rows import RowReader, cell_number
 from pytest_gpuverify.parsers.registry import TABLES, RecognizerBase
 from pytest_gpuverify.parsers.result import ParseContext
@@ -71,7 +74,8 @@ _HEADER = rb"  (?<=[^ \n]  ) *+[^ \n][^\n]*  [^ \n]"
 _BOX_BARS = rb"\xe2\x94[\x82\x83]|\xe2\x95\x91"
 _CSV = rb",[a-z_(\[\-][^,\n]*,"
 _STARTS = (rb"\|", rb"\+-", b"---", b":::", rb"[ \x80]*\[[\d\x80]", rb"[\d\x80][^\n]*[ \x80]\.\.\.", rb"[ \x80]+\|",
-           rb"[ \x80]*(?:#|operator|kernel|benchmark|bench|table|performance)")  # (``=`` folds to ``:``)
+           rb"[ \x80]*(?:#|operator|kernel|benchmark|bench|table|performance)",  # (``=`` folds to ``:``)
+           CONFIG_TRIGGER)  # a line of settings (``causal=True``) that may name the table under it
 # a header of two names whose columns are worth a table: ``m    err``, ``x_val   triton-accuracy``
 _CHECK_NAMES = (rb"err(?=[ _(|)\n\x80])(?<=[\n _:|(\x80\-]err)", b"accura", b"valid", b"correct", b"verif", b"flops",
                 b"b/s", b"latency", rb"\((?:us|ms)\)")
@@ -91,7 +95,8 @@ TRIGGERS = TriggerSpec(
                   b"flops", b"b/s", b"latency", rb"\((?:us|ms)\)"),
     hs_line_start=lambda k: (rb"\|", rb"\+-", b"---", b"[:=]{3}", k.spu + rb"*\[" + k.digit,
                              k.digit + rb"[^\n]*" + k.spu + rb"\.\.\.",
-                             k.spu + rb"+\|", k.spu + b"*(?:#|operator|kernel|benchmark|bench|table|performance)"),
+                             k.spu + rb"+\|", k.spu + b"*(?:#|operator|kernel|benchmark|bench|table|performance)",
+                             hs_trigger(k.spu, k.sp)),
     name="tables",
 )
 
@@ -219,6 +224,8 @@ class Tables(RecognizerBase):
         if not stripped:
             return
         c0 = stripped[0]
+        if "=" in stripped and (settings := config_of(stripped)) is not None:
+            self.rows.config = (lineno, settings)  # it may tell a repeated table apart (table_names.py)
         if c0 == "[" and self.last is not None and (footer := _FOOTER.match(stripped)) is not None:
             table, self.last = self.last, None
             self._cut(table, lineno, footer)

@@ -168,3 +168,56 @@ per-token-group-quant-8bit-performance:
     assert parsed.correctness.dtype == "torch.float8_e4m3fn"
     reasons = verdict_and_reasons(RunRecord(ran=True, exit_code=0), parsed, None, TargetRecord(name="t", kind=BENCH))[1]
     assert any("output without an SNR" in r for r in reasons), reasons
+
+
+# A perf_report run for two settings under one plot name: two tables of one title, rows of one key.
+PERF_REPORT_TWICE = """\
+attention-fwd:
+     N_CTX     Triton
+0   1024.0  65.914595
+1   2048.0  77.955253
+attention-fwd:
+     N_CTX     Triton
+0   1024.0  82.528012
+1   2048.0  90.000000
+"""
+
+
+def test_a_title_printed_again_is_told_apart_by_its_ordinal() -> None:
+    parsed = read(PERF_REPORT_TWICE)
+    named = [(r.table, r.shape, r.metrics["Triton"]) for r in parsed.perf]
+    assert named == [("attention-fwd", "N_CTX=1024.0", 65.914595), ("attention-fwd", "N_CTX=2048.0", 77.955253),
+                     ("attention-fwd #2", "N_CTX=1024.0", 82.528012), ("attention-fwd #2", "N_CTX=2048.0", 90.0)]
+
+
+@pytest.mark.parametrize("above", ["causal={}", "[causal={}]", "### causal={}, d=64 ###", "config: causal={}"])
+def test_a_title_printed_again_is_named_by_the_settings_printed_above_it(above: str) -> None:
+    first, second = PERF_REPORT_TWICE.split("attention-fwd:\n")[1:]
+    text = (f"{above.format(False)}\nattention-fwd:\n{first}"
+            f"some other line\n{above.format(True)}\n\nattention-fwd:\n{second}")
+    settings = above.format(True).strip("[]# ").removeprefix("config: ")
+    assert [r.table for r in read(text).perf] == ["attention-fwd"] * 2 + [f"attention-fwd [{settings}]"] * 2
+
+
+def test_settings_printed_for_both_tables_alike_give_the_ordinal() -> None:
+    first, second = PERF_REPORT_TWICE.split("attention-fwd:\n")[1:]
+    text = f"d=64\nattention-fwd:\n{first}d=64\nattention-fwd:\n{second}"
+    assert [r.table for r in read(text).perf][2:] == ["attention-fwd #2"] * 2
+
+
+def test_settings_far_above_or_before_an_earlier_table_name_nothing() -> None:
+    first, second = PERF_REPORT_TWICE.split("attention-fwd:\n")[1:]
+    far = f"causal=True\nattention-fwd:\n{first}causal=True\none\ntwo\nthree\nattention-fwd:\n{second}"
+    assert [r.table for r in read(far).perf][2:] == ["attention-fwd #2"] * 2
+    # the settings line above the first table only: the second, printed after it, is not of those settings
+    early = f"causal=True\nattention-fwd:\n{first}attention-fwd:\n{second}"
+    assert [r.table for r in read(early).perf][2:] == ["attention-fwd #2"] * 2
+
+
+def test_tables_of_one_title_with_other_keys_and_untitled_repeats() -> None:
+    other = PERF_REPORT_TWICE.replace("1024.0  82.5", "4096.0  82.5").replace("2048.0  90.0", "8192.0  90.0")
+    assert {r.table for r in read(other).perf} == {"attention-fwd"}  # no key repeated: one table's rows
+    untitled = "| M | us |\n|---|---|\n| 16 | 3.0 |\n\n| M | us |\n|---|---|\n| 16 | 4.0 |\n"
+    assert [(r.table, r.us_median) for r in read(untitled).perf] == [(None, 3.0), ("#2", 4.0)]
+    configured = "mode=fwd\n" + untitled.replace("\n\n", "\nmode=bwd\n")
+    assert [r.table for r in read(configured).perf] == [None, "[mode=bwd]"]
