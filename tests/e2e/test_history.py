@@ -60,8 +60,9 @@ def lab(tmp_path_factory, docker_client) -> dict:
                                        text=True, check=True).stdout.strip())
             ticket = f"C{i}" if i < COMMITS else "HEAD"
             extra = ("--gpu-history", str(store)) if i < COMMITS else ()
-            if i == COMMITS:  # its own store, under a ref named for it (a CI job on a detached checkout)
-                extra = ("--gpu-history", str(root / "release.db"), "--gpu-history-ref", "release-1")
+            if i == COMMITS:  # its own store, under a ref named for it (a CI job on a detached checkout); five
+                # processes, so that compare has five runs of the head (a run's own rounds are one process)
+                extra = ("--gpu-history", str(root / "release.db"), "--gpu-history-ref", "release-1", "--gpu-repeats", "5")
             proc = box.pytest("gpuverify.toml", *extra, ticket=ticket)
             out = proc.stdout.decode()
             assert proc.returncode == 0, out[-3000:]
