@@ -210,6 +210,17 @@ def _cmd_report(args: argparse.Namespace) -> int:
     return write_report([Path(d) for d in args.dirs], Path(args.out), store, args.ref)
 
 
+def _positive(text: str) -> int:
+    """argparse's type for a count of at least 1 (its own message on anything else)."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of at least 1")
+    return value
+
+
 STORE_HELP = "the history store's file (default $GPUVERIFY_HISTORY, else ~/.local/share/gpuverify/history.db)"
 
 
@@ -219,7 +230,7 @@ def _cmd_history(args: argparse.Namespace) -> int:
     if args.history_command == "add":
         return command.run_add(args.store, args.artifacts, args.ref)
     if args.history_command == "show":
-        return command.run_show(args.store, args.target, args.ref)
+        return command.run_show(args.store, args.target, args.ref, 0 if args.all else args.newest)
     if args.history_command == "export":
         problem = _output_problem("history export", Path(args.output)) if args.output else None
         if problem:
@@ -240,6 +251,10 @@ def _history_parser(sub) -> None:
     show = hsub.add_parser("show", help="per perf row of TARGET: each commit's median, runs and the steps found")
     show.add_argument("target", help="a target's name (or its topic)")
     show.add_argument("--ref", default=None, help="only runs on this branch or tag")
+    shown = show.add_mutually_exclusive_group()
+    shown.add_argument("--newest", type=_positive, default=None, metavar="N",
+                       help="show each row's newest N commits (default 20); every step found is shown")
+    shown.add_argument("--all", action="store_true", help="show every commit of each row")
     export = hsub.add_parser("export", help="the store as JSON lines (one run a line)")
     export.add_argument("-o", "--output", default=None, metavar="FILE", help="write here (default: stdout)")
     export.add_argument("--target", default=None, help="only this target's runs")
