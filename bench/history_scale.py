@@ -14,6 +14,7 @@ The targets it holds to: show < 2 s, report < 5 s and < 2 MB.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import os
 import random
 import subprocess
@@ -25,7 +26,7 @@ from pathlib import Path
 
 from pytest_gpuverify.history.db import connect
 from pytest_gpuverify.history.records import StoredRow, StoredRun
-from pytest_gpuverify.records.artifact import Artifact, GpuClocks, GpuWatch, TargetRecord
+from pytest_gpuverify.records.artifact import Artifact, GpuClocks, GpuWatch, RunRecord, TargetRecord
 
 ROOT = Path(__file__).resolve().parent.parent
 TARGET = "gemm"
@@ -51,7 +52,7 @@ def run_record(n: int, runs: int) -> StoredRun:
     minute, second = divmod(n, 60)
     hour, minute = divmod(minute, 60)
     return StoredRun(artifact_sha256=f"{n:064x}", artifact_path=f"/t/C{n}/bench_{TARGET}.json", target=TARGET,
-                     topic=TARGET, facts=facts, sha=f"{n * 2654435761 % 2**160:040x}", ref="main", dirty=False,
+                     topic=TARGET, facts=facts, sha=hashlib.sha1(str(n).encode()).hexdigest(), ref="main", dirty=False,
                      ts=f"2026-01-{1 + hour // 24:02d}T{hour % 24:02d}:{minute:02d}:{second:02d}Z", verdict="PASS",
                      watch=watch, rows=rows)
 
@@ -68,7 +69,7 @@ def build(store: Path, runs: int) -> None:
 def ticket(folder: Path) -> Path:
     """One artifact of the target (what `report` is given; its history comes from the store)."""
     folder.mkdir(parents=True, exist_ok=True)
-    art = Artifact(topic=TARGET, ts="2026-02-01T00:00:00Z", verdict="PASS", host="mi300",
+    art = Artifact(topic=TARGET, ts="2026-02-01T00:00:00Z", verdict="PASS", host="mi300", run=RunRecord(ran=True),
                    target=TargetRecord(name=TARGET, kind="bench"))
     path = folder / f"bench_{TARGET}.json"
     path.write_text(art.model_dump_json(indent=2))

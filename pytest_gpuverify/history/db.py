@@ -91,6 +91,11 @@ def described(path: Path, exc: BaseException, writing: bool = True) -> StoreErro
         wait = f"for over {BUSY_S:g} s" if writing else "by a writer"
         return StoreError(f"{path}: locked {wait} ({text}): another process holds its write lock. Fix: run again when "
                           f"it ends (fuser {path} names it)")
+    if name.startswith("SQLITE_CANTOPEN") and writing and path.exists() and not (
+            os.access(path, os.W_OK) and os.access(path.parent, os.W_OK)):
+        return StoreError(f"{path}: cannot write the store ({text}: the file or its folder is read-only). Fix: get write "
+                          "access to the file and its folder (SQLite writes -wal and -shm files beside it), or name another "
+                          "file with --store")
     if name.startswith("SQLITE_CANTOPEN"):
         return StoreError(f"{path}: cannot be opened ({text}). Fix: check the file's and its folder's permissions")
     return StoreError(f"{path}: the history store failed ({name or type(exc).__name__}: {text}). Fix: check the file, "
@@ -184,9 +189,11 @@ def _read_only(path: Path) -> sqlite3.Connection:
     except sqlite3.OperationalError as exc:
         conn.close()
         shared = [Path(f"{path}-wal"), Path(f"{path}-shm")]
-        if getattr(exc, "sqlite_errorname", "").startswith("SQLITE_READONLY") and not any(p.exists() for p in shared):
+        cannot = getattr(exc, "sqlite_errorname", "").startswith(("SQLITE_READONLY", "SQLITE_CANTOPEN"))
+        if cannot and path.is_file() and not any(p.exists() for p in shared):
             # No writer has the file open (its -wal is gone with the last one) and the folder is not ours to
-            # write a -shm in: read the file as it stands (SQLite's immutable mode, a fixed snapshot).
+            # write a -shm in (a read-only folder or file system): read the file as it stands (SQLite's
+            # immutable mode; a writer starting meanwhile would need that folder's write access too).
             conn = sqlite3.connect(uri + "&immutable=1", uri=True, isolation_level=None)
             conn.execute("PRAGMA user_version").fetchone()
             return conn
