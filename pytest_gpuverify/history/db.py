@@ -104,10 +104,11 @@ def described(path: Path, exc: BaseException, writing: bool = True) -> StoreErro
 
 @contextmanager
 def guard(path: Path, writing: bool = True) -> Iterator[None]:
-    """Every SQLite error (and OS error of the file) within as a one-line :class:`StoreError`."""
+    """Every SQLite error within as a one-line :class:`StoreError` (an OS error there may be another
+    file's, an export's output: it is left to name its own file)."""
     try:
         yield
-    except (sqlite3.Error, OSError) as exc:
+    except sqlite3.Error as exc:
         raise described(Path(path), exc, writing) from None
 
 

@@ -21,7 +21,7 @@ def add_session_artifacts(store: Path, artifacts: Iterable[Path], ref: Optional[
     try:
         with closing(connect(store)) as conn, guard(store):
             results = add_files(conn, paths, ref)
-    except StoreError as exc:  # the session's own verdicts and exit status stand
+    except (StoreError, OSError) as exc:  # the session's own verdicts and exit status stand
         return [f"history not kept: {exc}"], True
     counts = {o: sum(r.outcome == o for r in results) for o in (ADDED, KNOWN, REFUSED)}
     lines = [f"history {store}: {counts[ADDED]} artifact(s) added, {counts[KNOWN]} already stored, "
