@@ -2,7 +2,7 @@
 
 - writers: N runs imported by one process, against the same N split over two processes writing one
   file at once (SQLite's lock queues them: the ratio says what waiting costs; none may be lost);
-- the step fit on 50, 100 and 200 commits (it is cubic in their number; 200 is the most it looks at).
+- the step fit on 50, 100 and 200 commits (200 is the most it looks at).
 
     python bench/history_store.py [--runs 2000] [--save bench/results/history_store.txt]
 """

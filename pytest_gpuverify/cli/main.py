@@ -278,6 +278,19 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
 REPO_HELP = ("the git checkout whose commit graph orders the commits (default: the current folder's, else the one "
              "the artifacts name)")
+
+
+def _positive(text: str) -> int:
+    """argparse's type for a count of at least 1 (its own message on anything else)."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of at least 1")
+    return value
+
+
 STORE_HELP = "the history store's file (default $GPUVERIFY_HISTORY, else ~/.local/share/gpuverify/history.db)"
 
 
@@ -287,7 +300,7 @@ def _cmd_history(args: argparse.Namespace) -> int:
     if args.history_command == "add":
         return command.run_add(args.store, args.artifacts, args.ref)
     if args.history_command == "show":
-        return command.run_show(args.store, args.target, args.ref, args.repo)
+        return command.run_show(args.store, args.target, args.ref, args.repo, 0 if args.all else args.newest)
     if args.history_command == "export":
         problem = _output_problem("history export", Path(args.output)) if args.output else None
         if problem:
@@ -310,6 +323,10 @@ def _history_parser(sub) -> None:
     show.add_argument("--ref", default=None, help="the commits of this branch's first-parent history, in its order "
                       "(default: HEAD's in the checkout)")
     show.add_argument("--repo", default=None, metavar="PATH", help=REPO_HELP)
+    shown = show.add_mutually_exclusive_group()
+    shown.add_argument("--newest", type=_positive, default=None, metavar="N",
+                       help="show each row's newest N commits (default 20); every step found is shown")
+    shown.add_argument("--all", action="store_true", help="show every commit of each row")
     export = hsub.add_parser("export", help="the store as JSON lines (one run a line)")
     export.add_argument("-o", "--output", default=None, metavar="FILE", help="write here (default: stdout)")
     export.add_argument("--target", default=None, help="only this target's runs")

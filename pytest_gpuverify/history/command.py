@@ -8,14 +8,15 @@ import os
 import sqlite3
 import sys
 from contextlib import closing
+from functools import wraps
 from pathlib import Path
-from typing import Optional
+from typing import Callable, Optional
 
 from pytest_gpuverify.compare import render
 from pytest_gpuverify.compare.command import Refused, checked, exit_code
 from pytest_gpuverify.compare.core import DEFAULT_RULE, Rule
 from pytest_gpuverify.history.add import ADDED, KNOWN, REFUSED, add_files
-from pytest_gpuverify.history.db import ENV, StoreError, open_store
+from pytest_gpuverify.history.db import ENV, StoreError, guard, open_store
 
 DEFAULT_STORE = Path("~/.local/share/gpuverify/history.db")
 SHOWN_PROBLEMS = 5  # bad lines named per imported file; the rest counted
@@ -46,6 +47,20 @@ def _fail(command: str, message: str) -> int:
     return 2
 
 
+def _one_line(command: str) -> Callable[[Callable[..., int]], Callable[..., int]]:
+    """A store fault met anywhere in the command (StoreError, raised by db.guard) as one line, exit 2."""
+    def wrap(func: Callable[..., int]) -> Callable[..., int]:
+        @wraps(func)
+        def run(*args, **kwargs) -> int:
+            try:
+                return func(*args, **kwargs)
+            except StoreError as exc:
+                return _fail(command, str(exc))
+        return run
+    return wrap
+
+
+@_one_line("history add")
 def run_add(store: Optional[str], paths: list[str], ref: Optional[str]) -> int:
     from pytest_gpuverify.history.add import artifact_files
 
@@ -57,7 +72,7 @@ def run_add(store: Optional[str], paths: list[str], ref: Optional[str]) -> int:
     conn = _opened("history add", path, reading=False)
     if conn is None:
         return 2
-    with closing(conn):
+    with closing(conn), guard(path):
         results = add_files(conn, files, ref)
     for result in results:
         print(result.line())
@@ -66,26 +81,35 @@ def run_add(store: Optional[str], paths: list[str], ref: Optional[str]) -> int:
     return 1 if counts[REFUSED] else 0
 
 
-def run_show(store: Optional[str], target: str, ref: Optional[str], repo: Optional[str] = None) -> int:
+@_one_line("history show")
+def run_show(store: Optional[str], target: str, ref: Optional[str], repo: Optional[str] = None,
+             newest: Optional[int] = None) -> int:
+    """``newest``: the commits shown per row (default show.NEWEST); 0: every commit (``--all``)."""
     from pytest_gpuverify.history.series import commit_order, target_histories
-    from pytest_gpuverify.history.show import render as show
+    from pytest_gpuverify.history.show import NEWEST, render as show
+    from pytest_gpuverify.history.steps import MOST_POINTS
     from pytest_gpuverify.history.store import runs, targets
 
+    newest = NEWEST if newest is None else newest
+    # the rows of the commits a fit looks at (or that are shown, when more); the older ones stay unread
+    read = None if not newest else max(newest, MOST_POINTS)
     path = store_path(store)
     conn = _opened("history show", path, reading=True)
     if conn is None:
         return 2
-    with closing(conn):
-        found = runs(conn, target=target)  # of every ref: the commit graph picks those on ref's history
-        known = targets(conn)
+    with closing(conn), guard(path, writing=False):
+        # of every ref: the commit graph picks those on ref's history
+        found = runs(conn, target=target, watch=False, newest_commits=read)
+        known = targets(conn) if not found else []
     kept, order = commit_order(found, ref, Path(repo) if repo else None)
     if not kept:
         on = f" on {ref}" if ref else ""
         why = "".join(f"; {note}" for note in order.notes)
-        return _fail("history show", f"{path} holds no run of {target}{on}{why}. It holds: {', '.join(known) or 'nothing'}")
+        return _fail("history show", f"{path} holds no run of {target}{on}{why}. It holds: {', '.join(known) or 'its other runs'}")
     histories = target_histories(kept, order=order)
     others = len(kept) - sum(h.runs for h in histories)
-    print(show(histories) if histories else f"{target}: no PASS run")
+    partial = read is not None and any(len(r.points) >= read for h in histories for r in h.rows)
+    print(show(histories, newest or None, partial) if histories else f"{target}: no PASS run")
     if others:
         print(f"({others} run(s) not PASS or of a dirty checkout: no result of their commit, not shown)")
     for note in order.notes:
@@ -93,6 +117,7 @@ def run_show(store: Optional[str], target: str, ref: Optional[str], repo: Option
     return 0
 
 
+@_one_line("history export")
 def run_export(store: Optional[str], out: Optional[str], target: Optional[str]) -> int:
     from pytest_gpuverify.history.exchange import export_lines
 
@@ -100,7 +125,7 @@ def run_export(store: Optional[str], out: Optional[str], target: Optional[str]) 
     conn = _opened("history export", path, reading=True)
     if conn is None:
         return 2
-    with closing(conn):
+    with closing(conn), guard(path, writing=False):
         if out is None:
             count = export_lines(conn, sys.stdout, target)
         else:
@@ -110,6 +135,7 @@ def run_export(store: Optional[str], out: Optional[str], target: Optional[str]) 
     return 0
 
 
+@_one_line("history import")
 def run_import(store: Optional[str], files: list[str]) -> int:
     from pytest_gpuverify.history.exchange import import_lines
 
@@ -121,7 +147,7 @@ def run_import(store: Optional[str], files: list[str]) -> int:
     if conn is None:
         return 2
     bad = 0
-    with closing(conn):
+    with closing(conn), guard(path):
         for name in files:
             added, known, problems = import_lines(conn, Path(name))
             for problem in problems[:SHOWN_PROBLEMS]:
@@ -133,6 +159,7 @@ def run_import(store: Optional[str], files: list[str]) -> int:
     return 1 if bad else 0
 
 
+@_one_line("compare")
 def run_history_compare(store: Optional[str], head: str, ref: Optional[str], last: int, rule: Rule = DEFAULT_RULE,
                         fmt: str = "table", may_differ: frozenset[str] = frozenset(),
                         fail_on_inconclusive: bool = False, baseline: str = "last-good", repo: Optional[str] = None) -> int:
@@ -143,7 +170,7 @@ def run_history_compare(store: Optional[str], head: str, ref: Optional[str], las
     if conn is None:
         return 2
     try:
-        with closing(conn):
+        with closing(conn), guard(path, writing=False):
             result = against_history(conn, str(path), checked(head), head, ref, last, rule, may_differ, baseline,
                                      Path(repo) if repo else None)
     except Refused as exc:

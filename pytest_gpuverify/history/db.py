@@ -3,8 +3,13 @@ versioned by ``PRAGMA user_version`` and brought up to date by the migrations be
 
 Writers take SQLite's own file locks: each add is one ``BEGIN IMMEDIATE`` transaction, and a writer
 that finds the file locked waits up to :data:`BUSY_S` (``busy_timeout``) instead of failing, so
-sessions and ``gpuverify history add`` may write at once. WAL lets readers go on while one writes; it
-needs every process on one host (shared memory beside the file), never a network file system.
+sessions and ``gpuverify history add`` may write at once. Readers open the file read-only (a
+``mode=ro`` URI) and take no write lock: WAL lets them read the last committed state while one
+writes, so they never wait for a writer, and a store they may not write is still read. WAL needs
+every process on one host (shared memory beside the file), never a network file system.
+
+Every fault of the file (damaged, read-only, locked past the busy timeout, a full disk, a newer
+schema) becomes one :class:`StoreError` whose message names the file and the fix (:func:`guard`).
 """
 
 from __future__ import annotations
@@ -14,10 +19,12 @@ import sqlite3
 import stat
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
+from typing import Iterator, NoReturn
+from urllib.parse import quote
 
 ENV = "GPUVERIFY_HISTORY"  # names the store where no --store does
 BUSY_S = 60.0  # how long a writer waits for another's transaction before giving up
+READ_BUSY_S = 1.0  # a reader never waits for a writer (WAL); this covers SQLite's brief recovery of a -shm
 
 # version -> the statements that bring a store of the version before it to this one
 MIGRATIONS: dict[int, tuple[str, ...]] = {
@@ -66,35 +73,148 @@ class StoreError(Exception):
     """The store cannot be used; the message names the file and the fix."""
 
 
+def described(path: Path, exc: BaseException, writing: bool = True) -> StoreError:
+    """``exc`` (a ``sqlite3.Error`` or an ``OSError`` of the store's files) as one line naming the file and the fix."""
+    name = getattr(exc, "sqlite_errorname", "") or ""
+    errno = getattr(exc, "errno", None)
+    text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    if name.startswith(("SQLITE_CORRUPT", "SQLITE_NOTADB")) or "malformed" in text or "not a database" in text:
+        return StoreError(f"{path}: not a usable history store ({text}): the file is damaged. Fix: restore it "
+                          "from an export (gpuverify history import) into a new file, or name another file")
+    if name.startswith("SQLITE_FULL") or errno == 28:
+        return StoreError(f"{path}: the disk is full ({text}); nothing was stored. Fix: free space on its file system "
+                          f"(df {path.parent}), or name a store elsewhere")
+    if name.startswith("SQLITE_READONLY") or errno in (1, 13, 30):
+        return StoreError(f"{path}: cannot write the store ({text}). Fix: get write access to the file and its folder "
+                          "(SQLite writes -wal and -shm files beside it), or name another file with --store")
+    if name.startswith(("SQLITE_BUSY", "SQLITE_LOCKED")):
+        wait = f"for over {BUSY_S:g} s" if writing else "by a writer"
+        return StoreError(f"{path}: locked {wait} ({text}): another process holds its write lock. Fix: run again when "
+                          f"it ends (fuser {path} names it)")
+    if name.startswith("SQLITE_CANTOPEN") and writing and path.exists() and not (
+            os.access(path, os.W_OK) and os.access(path.parent, os.W_OK)):
+        return StoreError(f"{path}: cannot write the store ({text}: the file or its folder is read-only). Fix: get write "
+                          "access to the file and its folder (SQLite writes -wal and -shm files beside it), or name another "
+                          "file with --store")
+    if name.startswith("SQLITE_CANTOPEN"):
+        return StoreError(f"{path}: cannot be opened ({text}). Fix: check the file's and its folder's permissions")
+    return StoreError(f"{path}: the history store failed ({name or type(exc).__name__}: {text}). Fix: check the file, "
+                      "or restore it from an export (gpuverify history import)")
+
+
+@contextmanager
+def guard(path: Path, writing: bool = True) -> Iterator[None]:
+    """Every SQLite error within as a one-line :class:`StoreError` (an OS error there may be another
+    file's, an export's output: it is left to name its own file)."""
+    try:
+        yield
+    except sqlite3.Error as exc:
+        raise described(Path(path), exc, writing) from None
+
+
+def _raise(path: Path, exc: BaseException, writing: bool) -> NoReturn:
+    raise described(path, exc, writing) from None
+
+
 def connect(path: Path, upto: int = SCHEMA_VERSION) -> sqlite3.Connection:
-    """The store at ``path`` (made when missing), migrated to schema ``upto``."""
+    """The store at ``path`` (made when missing), migrated to schema ``upto``: a writer's connection."""
     path = Path(path)
     if path.is_dir():
         raise StoreError(f"{path}: is a folder. Fix: name a file, e.g. {path / 'history.db'}")
     if not path.parent.is_dir():
         raise StoreError(f"{path}: its folder does not exist. Fix: mkdir -p {path.parent}")
     new = not path.exists()
+    conn = None
     try:
         conn = sqlite3.connect(str(path), timeout=BUSY_S, isolation_level=None)
         conn.execute(f"PRAGMA busy_timeout = {int(BUSY_S * 1000)}")
-        conn.execute("PRAGMA journal_mode = WAL")
+        if conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+            conn.execute("PRAGMA journal_mode = WAL")
         conn.execute("PRAGMA foreign_keys = ON")
-        _migrate(conn, path, upto)
+        _check_version(conn, path)
+        if schema_version(conn) < upto:
+            _migrate(conn, path, upto)
         if new:
             share_with_folder_group(path)
-    except sqlite3.DatabaseError as exc:
-        raise StoreError(f"{path}: not a usable history store ({exc}). Fix: name another file, or restore it "
-                         "from an export (gpuverify history import)") from None
+    except StoreError:
+        _close(conn)
+        raise
+    except (sqlite3.Error, OSError) as exc:
+        _close(conn)
+        _raise(path, exc, writing=True)
     conn.row_factory = sqlite3.Row
     return conn
 
 
+def connect_reading(path: Path) -> sqlite3.Connection:
+    """The store at ``path`` opened read-only: no write lock is ever taken, so a writer's open transaction
+    never makes it wait, and a file (or folder) the user may not write is read. A store of an older
+    schema is brought up to date first by a writer's connection (once)."""
+    path = Path(path)
+    if path.is_dir():
+        raise StoreError(f"{path}: is a folder. Fix: name a file, e.g. {path / 'history.db'}")
+    conn = None
+    try:
+        conn = _read_only(path)
+        version = schema_version(conn)
+        if version == 0 and not conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]:
+            raise StoreError(f"{path}: an empty file, no history store in it. Fix: add runs first (gpuverify history "
+                             "add), or name the store's file")
+        _check_version(conn, path)
+        if version < SCHEMA_VERSION:
+            conn.close()
+            conn = None
+            try:
+                connect(path).close()
+            except StoreError as exc:
+                raise StoreError(f"{path}: history schema {version} is older than this gpuverify's ({SCHEMA_VERSION}) "
+                                 f"and could not be brought up to date: {str(exc).removeprefix(f'{path}: ')}") from None
+            conn = _read_only(path)
+    except StoreError:
+        _close(conn)
+        raise
+    except (sqlite3.Error, OSError) as exc:
+        _close(conn)
+        _raise(path, exc, writing=False)
+    conn.row_factory = sqlite3.Row
+    return conn
+
+
+def _read_only(path: Path) -> sqlite3.Connection:
+    uri = f"file:{quote(str(path.resolve()))}?mode=ro"
+    conn = sqlite3.connect(uri, uri=True, timeout=READ_BUSY_S, isolation_level=None)
+    try:
+        conn.execute(f"PRAGMA busy_timeout = {int(READ_BUSY_S * 1000)}")
+        conn.execute("PRAGMA user_version").fetchone()
+        return conn
+    except sqlite3.OperationalError as exc:
+        conn.close()
+        shared = [Path(f"{path}-wal"), Path(f"{path}-shm")]
+        cannot = getattr(exc, "sqlite_errorname", "").startswith(("SQLITE_READONLY", "SQLITE_CANTOPEN"))
+        if cannot and path.is_file() and not any(p.exists() for p in shared):
+            # No writer has the file open (its -wal is gone with the last one) and the folder is not ours to
+            # write a -shm in (a read-only folder or file system): read the file as it stands (SQLite's
+            # immutable mode; a writer starting meanwhile would need that folder's write access too).
+            conn = sqlite3.connect(uri + "&immutable=1", uri=True, isolation_level=None)
+            conn.execute("PRAGMA user_version").fetchone()
+            return conn
+        raise
+
+
+def _close(conn) -> None:
+    if conn is not None:
+        try:
+            conn.close()
+        except sqlite3.Error:
+            pass
+
+
 def open_store(path: Path, reading: bool) -> sqlite3.Connection:
-    """The store at ``path``; one that is only read must exist already (StoreError names the fix)."""
+    """The store at ``path``: read-only when ``reading`` (it must exist already: StoreError names the fix)."""
     if reading and not Path(path).exists():
         raise StoreError(f"{path}: no history store there. Fix: name it with --store or ${ENV}, or add runs "
                          "first (gpuverify history add, or pytest --gpu-history FILE)")
-    return connect(path)
+    return connect_reading(path) if reading else connect(path)
 
 
 def share_with_folder_group(path: Path) -> None:
@@ -105,12 +225,17 @@ def share_with_folder_group(path: Path) -> None:
         os.chmod(path, stat.S_IMODE(os.stat(path).st_mode) | stat.S_IRGRP | stat.S_IWGRP)
 
 
+def _check_version(conn: sqlite3.Connection, path: Path) -> None:
+    version = schema_version(conn)
+    if version > SCHEMA_VERSION:
+        raise StoreError(f"{path}: history schema {version} is newer than this gpuverify's "
+                         f"({SCHEMA_VERSION}). Fix: upgrade pytest-gpuverify")
+
+
 def _migrate(conn: sqlite3.Connection, path: Path, upto: int) -> None:
-    with transaction(conn):
-        version = conn.execute("PRAGMA user_version").fetchone()[0]
-        if version > SCHEMA_VERSION:
-            raise StoreError(f"{path}: history schema {version} is newer than this gpuverify's "
-                             f"({SCHEMA_VERSION}). Fix: upgrade pytest-gpuverify")
+    with transaction(conn):  # the version read again under the write lock: another may have migrated it
+        _check_version(conn, path)
+        version = schema_version(conn)
         for step in range(version + 1, upto + 1):
             for statement in MIGRATIONS[step]:
                 conn.execute(statement)
@@ -127,7 +252,11 @@ def transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
     conn.execute("BEGIN IMMEDIATE")
     try:
         yield conn
+        conn.execute("COMMIT")
     except BaseException:
-        conn.execute("ROLLBACK")
+        if conn.in_transaction:  # SQLite ends some failed transactions itself (a full disk)
+            try:
+                conn.execute("ROLLBACK")
+            except sqlite3.Error:
+                pass  # the first error is the one to report
         raise
-    conn.execute("COMMIT")

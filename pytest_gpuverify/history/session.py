@@ -1,6 +1,7 @@
 """A session's artifacts added to the history store at its end (``--gpu-history FILE`` / ini
 ``gpu_history``): the engine's half, without pytest. The artifacts are already written; a store that
-cannot be used costs the history only, and says so in one line."""
+cannot be used (damaged, read-only, locked past the busy timeout, a full disk) costs the history only,
+and says so in one line: ``history not kept: <the file, what is wrong, the fix>``."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from pathlib import Path
 from typing import Iterable, Optional
 
 from pytest_gpuverify.history.add import ADDED, KNOWN, REFUSED, add_files
-from pytest_gpuverify.history.db import StoreError, connect
+from pytest_gpuverify.history.db import StoreError, connect, guard
 
 
 def add_session_artifacts(store: Path, artifacts: Iterable[Path], ref: Optional[str] = None) -> tuple[list[str], bool]:
@@ -18,9 +19,9 @@ def add_session_artifacts(store: Path, artifacts: Iterable[Path], ref: Optional[
     if not paths:
         return [], False
     try:
-        with closing(connect(store)) as conn:
+        with closing(connect(store)) as conn, guard(store):
             results = add_files(conn, paths, ref)
-    except StoreError as exc:
+    except (StoreError, OSError) as exc:  # the session's own verdicts and exit status stand
         return [f"history not kept: {exc}"], True
     counts = {o: sum(r.outcome == o for r in results) for o in (ADDED, KNOWN, REFUSED)}
     lines = [f"history {store}: {counts[ADDED]} artifact(s) added, {counts[KNOWN]} already stored, "

@@ -3,14 +3,16 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from html import escape
 from pathlib import Path
 from typing import Optional
 
-from pytest_gpuverify.history.series import TargetHistory
+from pytest_gpuverify.history.series import RowHistory, TargetHistory
 from pytest_gpuverify.reporting.trend_svg import trend_plot
 
 MAX_PLOTS = 24  # rows plotted per target; history show lists them all
+MAX_POINTS = 100  # commits drawn per row, the newest: the page stays small whatever the store holds
 STEP_RULE = ("Steps: an L1 piecewise-constant fit of the per-commit medians (asv's step detection), each "
              "boundary kept only when gpuverify compare's rule calls the commits on its two sides apart.")
 
@@ -28,7 +30,7 @@ def history_section(histories: list[TargetHistory], store: str, ref: Optional[st
                          f"({step.before:.4g} to {step.after:.4g}; {escape(step.why)})</li>" for row, step in regressions)
         facts = ", ".join(f"{k} {v}" for k, v in history.facts.items() if v and k in ("gpu_model", "gpu_arch", "image"))
         rows = sorted(history.rows, key=lambda r: not r.regressions())[:MAX_PLOTS]
-        plots = "".join(f"<h5>{escape(row.label())}</h5>" + trend_plot(row) for row in rows)
+        plots = "".join(f"<h5>{escape(row.label())}</h5>" + trend_plot(newest(row, MAX_POINTS)) for row in rows)
         more = (f"<p>{len(history.rows) - MAX_PLOTS} more rows: gpuverify history show {escape(history.target)}</p>"
                 if len(history.rows) > MAX_PLOTS else "")
         parts.append(f'<details open><summary>{escape(history.target)} <code>{escape(facts)}</code>: {history.runs} '
@@ -37,20 +39,32 @@ def history_section(histories: list[TargetHistory], store: str, ref: Optional[st
     return "".join(parts)
 
 
+def newest(row: RowHistory, most: int) -> RowHistory:
+    """The row's newest ``most`` commits and the steps among them (older steps are listed, not drawn)."""
+    first = max(0, len(row.points) - most)
+    if not first:
+        return row
+    return RowHistory(row.key, row.direction, row.points[first:],
+                      [replace(s, index=s.index - first) for s in row.steps if s.index > first],
+                      {index - first: why for index, why in row.no_range.items() if index > first})
+
+
 def history_for(store_path, targets: list[str], ref: Optional[str], repo: Optional[Path] = None) -> str:
     """The section for ``targets`` from the store at ``store_path`` (StoreError when it cannot be opened), each
     target's commits in the order of ``ref``'s first-parent history in the checkout ``repo`` (series.py)."""
     from contextlib import closing
 
-    from pytest_gpuverify.history.db import open_store
+    from pytest_gpuverify.history.db import guard, open_store
     from pytest_gpuverify.history.series import commit_order, target_histories
+    from pytest_gpuverify.history.steps import MOST_POINTS
     from pytest_gpuverify.history.store import runs
 
     histories: list[TargetHistory] = []
     notes: tuple[str, ...] = ()
-    with closing(open_store(store_path, reading=True)) as conn:
-        for target in dict.fromkeys(targets):
-            kept, order = commit_order(runs(conn, target=target), ref, repo)
+    with closing(open_store(store_path, reading=True)) as conn, guard(store_path, writing=False):
+        for target in dict.fromkeys(targets):  # only the commits a fit looks at are read
+            found = runs(conn, target=target, watch=False, newest_commits=MOST_POINTS)
+            kept, order = commit_order(found, ref, repo)
             histories += target_histories(kept, order=order)
             notes += tuple(f"{target}: {n}" for n in order.notes)
     return history_section(histories, str(store_path), ref, notes)

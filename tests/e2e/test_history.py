@@ -68,7 +68,7 @@ def lab(tmp_path_factory, docker_client) -> dict:
             assert proc.returncode == 0, out[-3000:]
             if i < COMMITS:
                 assert f"gpuverify: history {store}: 1 artifact(s) added, 0 already stored, 0 refused" in out, out[-2000:]
-        yield {"store": store, "tickets": box.tickets, "shas": shas, "root": root,
+        yield {"store": store, "tickets": box.tickets, "shas": shas, "root": root, "box": box,
                "head": box.tickets / "HEAD" / "bench_steady.json"}
 
 
@@ -392,3 +392,223 @@ def test_dirty_and_failed_runs_are_no_result_of_their_commit(tmp_path):
         insert(conn, stored(21, 31.0, verdict="FAIL"))
         (history,) = target_histories(runs(conn, target="t"))
     assert history.runs == 8 and [len(r.points) for r in history.rows] == [8] and history.rows[0].steps == []
+
+
+# --- a store that fails clearly: real files damaged, locked, read-only and full ---
+
+def stored_run(n: int, us: float = 10.0, target: str = "t"):
+    from pytest_gpuverify.history.records import StoredRow, StoredRun
+
+    row = StoredRow(shape="M=1", name="t", metric="us", direction="lower", values=[us], median=us, min=us, max=us)
+    return StoredRun(artifact_sha256=f"{n:064x}", artifact_path=f"C{n}/bench_{target}.json", target=target, topic=target,
+                     facts={"target": f"{target} (bench)"}, sha=f"{n + 1:012x}" + "f" * 28, ref="main", dirty=False,
+                     ts=f"2026-01-01T{n // 3600:02d}:{n // 60 % 60:02d}:{n % 60:02d}Z", verdict="PASS", rows=[row])
+
+
+def filled(path: Path, commits: int, step_at: int = 10**9) -> Path:
+    """A store of ``commits`` runs of target t, one a commit, 20% slower from ``step_at`` on."""
+    from pytest_gpuverify.history.store import insert_many
+
+    with closing(connect(path)) as conn:
+        insert_many(conn, [stored_run(n, (12.0 if n >= step_at else 10.0) * (1 + 0.002 * (n % 3))) for n in range(commits)])
+    return path
+
+
+def exported(tmp_path: Path, first: int, count: int) -> Path:
+    lines = tmp_path / f"runs-{first}.jsonl"
+    lines.write_text("".join(stored_run(n).model_dump_json() + "\n" for n in range(first, first + count)))
+    return lines
+
+
+def ticket_of_t(tmp_path: Path) -> Path:
+    """A ticket folder with one artifact of target t: what ``report`` is given; its history is the store's."""
+    from pytest_gpuverify.records.artifact import Artifact, RunRecord, TargetRecord
+
+    folder = tmp_path / "T"
+    folder.mkdir(exist_ok=True)
+    (folder / "bench_t.json").write_text(Artifact(topic="t", ts="2026-02-01T00:00:00Z", verdict="PASS", run=RunRecord(ran=True),
+                                                  target=TargetRecord(name="t", kind="bench")).model_dump_json())
+    return folder
+
+
+def one_line(capsys, command: str) -> str:
+    err = capsys.readouterr().err
+    assert err.startswith(f"gpuverify {command}: ") and err.count("\n") == 1 and "Traceback" not in err, err
+    return err
+
+
+def test_a_damaged_store_is_one_line_for_every_command(tmp_path, capsys):
+    garbage = filled(tmp_path / "garbage.db", 300)
+    with open(garbage, "r+b") as fh:  # the header's page survives; the pages of the runs do not
+        fh.seek(4096)
+        fh.write(b"\xde\xad" * 40000)
+    truncated = filled(tmp_path / "truncated.db", 300)
+    with open(truncated, "r+b") as fh:
+        fh.truncate(truncated.stat().st_size // 3)
+    headless = filled(tmp_path / "headless.db", 3)
+    with open(headless, "r+b") as fh:
+        fh.write(b"not a database at all\n" * 10)
+    for store in (garbage, truncated, headless):
+        capsys.readouterr()
+        assert main(["history", "show", "t", "--store", str(store)]) == 2
+        err = one_line(capsys, "history show")
+        assert f"{store}: not a usable history store (" in err and "the file is damaged. Fix: restore it from an export" in err
+        assert main(["history", "export", "--store", str(store)]) == 2
+        one_line(capsys, "history export")
+        assert main(["history", "import", str(exported(tmp_path, 1000, 5)), "--store", str(store)]) == 2
+        assert "the file is damaged" in one_line(capsys, "history import")
+
+
+def test_a_newer_schema_is_one_line(tmp_path, capsys):
+    store = filled(tmp_path / "h.db", 3)
+    with closing(connect(store)) as conn:
+        conn.execute("PRAGMA user_version = 99")
+    for argv, command in ((["history", "show", "t"], "history show"), (["history", "export"], "history export"),
+                          (["history", "import", str(exported(tmp_path, 10, 2))], "history import")):
+        assert main([*argv, "--store", str(store)]) == 2
+        assert f"{store}: history schema 99 is newer than this gpuverify's ({SCHEMA_VERSION}). Fix: upgrade" in \
+            one_line(capsys, command)
+
+
+HOLDER = """import sqlite3, sys, time
+conn = sqlite3.connect(sys.argv[1], isolation_level=None)
+conn.execute("BEGIN IMMEDIATE")
+conn.execute("UPDATE perf SET median = -1")  # not committed: no reader may see it
+print("holding", flush=True)
+time.sleep(float(sys.argv[2]))
+conn.execute("ROLLBACK")
+"""
+
+
+def test_readers_never_wait_for_a_writer_and_a_writer_says_when_it_gave_up(tmp_path, capsys, monkeypatch):
+    import time
+
+    from pytest_gpuverify.history import db
+
+    store = filled(tmp_path / "h.db", 12, step_at=6)
+    holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(store), "30"], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "holding"
+        start = time.monotonic()
+        capsys.readouterr()
+        assert main(["history", "show", "t", "--store", str(store)]) == 0  # a writer's busy timeout is 60 s
+        assert main(["history", "export", "--store", str(store)]) == 0
+        assert time.monotonic() - start < 10
+        out = capsys.readouterr().out
+        assert "REGRESSED" in out and "median -1" not in out and '"median":-1' not in out.replace(" ", "")
+        monkeypatch.setattr(db, "BUSY_S", 0.5)
+        assert main(["history", "import", str(exported(tmp_path, 100, 3)), "--store", str(store)]) == 2
+        err = one_line(capsys, "history import")
+        assert f"{store}: locked for over 0.5 s (database is locked): another process holds its write lock" in err
+    finally:
+        holder.kill()
+        holder.wait()
+    with closing(connect(store)) as conn:
+        assert count(conn) == 12  # nothing of the import half-stored
+
+
+def mounted(args: list[str]) -> None:
+    proc = subprocess.run(["mount", *args], capture_output=True, text=True)
+    if proc.returncode != 0:
+        pytest.skip(f"mount {' '.join(args)} is not allowed here: {proc.stderr.strip()}")
+
+
+@pytest.mark.parametrize("what", ["folder", "file"])
+def test_a_read_only_store_is_read_and_its_writer_says_it_cannot_write(tmp_path, capsys, what):
+    """A read-only bind mount (root ignores file modes): of the store's folder, or of the store's file alone."""
+    folder = tmp_path / "team"
+    folder.mkdir()
+    store = filled(folder / "h.db", 12, step_at=6)
+    shared = [Path(f"{store}-wal"), Path(f"{store}-shm")]
+    assert not any(p.exists() for p in shared)  # the last writer has gone: no -wal, no -shm to read beside it
+    target = folder if what == "folder" else store
+    mounted(["--bind", str(target), str(target)])
+    try:
+        mounted(["-o", "remount,bind,ro", str(target)])
+        capsys.readouterr()
+        assert main(["history", "show", "t", "--store", str(store)]) == 0
+        assert capsys.readouterr().out.count("REGRESSED") == 1
+        assert main(["history", "import", str(exported(tmp_path, 100, 3)), "--store", str(store)]) == 2
+        err = one_line(capsys, "history import")
+        assert f"{store}: cannot write the store (" in err and "Fix: get write access to the file and its folder" in err
+        page = tmp_path / "page.html"
+        assert main(["report", str(ticket_of_t(tmp_path)), "-o", str(page), "--history", "--store", str(store)]) == 0
+        assert "REGRESSED" in page.read_text() and "history not shown" not in page.read_text()
+    finally:
+        subprocess.run(["umount", str(target)], check=True)
+    with closing(connect(store)) as conn:
+        assert count(conn) == 12
+
+
+def test_a_full_disk_is_one_line_and_loses_nothing_stored(tmp_path, capsys):
+    disk = tmp_path / "small"
+    disk.mkdir()
+    mounted(["-t", "tmpfs", "-o", "size=192k", "tmpfs", str(disk)])
+    try:
+        store = filled(disk / "h.db", 5)
+        big = exported(tmp_path, 100, 2000)  # far more than 192 KiB of runs
+        capsys.readouterr()
+        assert main(["history", "import", str(big), "--store", str(store)]) == 2
+        err = one_line(capsys, "history import")
+        assert f"{store}: the disk is full (" in err and f"Fix: free space on its file system (df {disk})" in err
+        with closing(connect(store)) as conn:
+            assert 5 <= count(conn) < 2005 and conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    finally:
+        subprocess.run(["umount", str(disk)], check=True)
+
+
+@pytest.mark.docker
+def test_a_pass_session_keeps_its_exit_when_the_store_is_damaged(lab, tmp_path):
+    junk = tmp_path / "junk.db"
+    junk.write_bytes(b"not a database at all\n" * 100)
+    proc = lab["box"].pytest("gpuverify.toml", "--gpu-history", str(junk), ticket="DAMAGED")
+    out = proc.stdout.decode()
+    assert proc.returncode == 0, out[-3000:]
+    assert f"gpuverify: history not kept: {junk}: not a usable history store (" in out and "Traceback" not in out
+    assert (lab["tickets"] / "DAMAGED" / "bench_steady.json").is_file()  # the artifact is written all the same
+
+
+# --- scale: the newest commits shown, every step found, the page small ---
+
+def test_show_prints_the_newest_commits_and_every_step(tmp_path, capsys):
+    store = filled(tmp_path / "h.db", 60, step_at=20)
+    capsys.readouterr()
+    assert main(["history", "show", "t", "--store", str(store)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    commits = [line for line in out if " median " in line and "REGRESSED" not in line]
+    assert len(commits) == 20 and commits[-1].startswith(f"    {60:012x}")
+    assert "    ... 40 older commit(s) not shown (--all shows every commit)" in out
+    step = f"    REGRESSED {20:012x}..{21:012x}: "  # commit 19 (sha 20) before, commit 20 after: older than shown
+    assert sum(line.startswith(step) and line.endswith("(median 10.02 to 12.02)") for line in out) == 1, out
+    assert main(["history", "show", "t", "--store", str(store), "--all"]) == 0
+    out = capsys.readouterr().out
+    assert out.count(" median ") == 60 and f"{21:012x}  " in out and "not shown" not in out
+    assert main(["history", "show", "t", "--store", str(store), "--newest", "3"]) == 0
+    assert capsys.readouterr().out.count(" runs 1 ") == 3
+
+
+def test_show_reads_only_the_commits_a_fit_looks_at(tmp_path, capsys):
+    from pytest_gpuverify.history.steps import MOST_POINTS
+
+    store = filled(tmp_path / "h.db", MOST_POINTS + 50, step_at=MOST_POINTS + 20)
+    with closing(connect(store)) as conn:
+        found = runs(conn, target="t", watch=False, newest_commits=MOST_POINTS)
+        (history,) = target_histories(found)
+    assert len(found) == history.runs == MOST_POINTS + 50  # every run counted
+    assert [len(r.rows) for r in found].count(1) == MOST_POINTS and len(history.rows[0].points) == MOST_POINTS
+    assert [(s.index, s.call) for s in history.rows[0].steps] == [(MOST_POINTS - 30, "REGRESSED")]
+    capsys.readouterr()
+    assert main(["history", "show", "t", "--store", str(store)]) == 0
+    out = capsys.readouterr().out
+    assert "older commits not shown" in out and out.count(" median ") == 20 and out.count("REGRESSED") == 1
+
+
+def test_the_report_draws_at_most_its_newest_points_per_row(tmp_path):
+    from pytest_gpuverify.reporting.history_section import MAX_POINTS
+
+    store = filled(tmp_path / "h.db", 400, step_at=380)
+    page = tmp_path / "page.html"
+    assert main(["report", str(ticket_of_t(tmp_path)), "-o", str(page), "--history", "--store", str(store)]) == 0
+    html = page.read_text()
+    section = html[html.index("<h2 id='history'>"):html.index("<h2>Targets</h2>")]
+    assert section.count("<circle") == MAX_POINTS and section.count(f"{380:012x}..{381:012x}") == 2
