@@ -578,7 +578,9 @@ def test_show_prints_the_newest_commits_and_every_step(tmp_path, capsys):
     commits = [line for line in out if " median " in line and "REGRESSED" not in line]
     assert len(commits) == 20 and commits[-1].startswith(f"    {60:012x}")
     assert "    ... 40 older commit(s) not shown (--all shows every commit)" in out
-    step = f"    REGRESSED {20:012x}..{21:012x}: "  # commit 19 (sha 20) before, commit 20 after: older than shown
+    # commit 19 (sha 20) before, commit 20 after: older than shown; made-up commits no checkout has, so in
+    # the order they ran and without a commit range
+    step = f"    REGRESSED after {20:012x}, at {21:012x} (no commit range: ordered by run time, "
     assert sum(line.startswith(step) and line.endswith("(median 10.02 to 12.02)") for line in out) == 1, out
     assert main(["history", "show", "t", "--store", str(store), "--all"]) == 0
     out = capsys.readouterr().out
@@ -611,4 +613,4 @@ def test_the_report_draws_at_most_its_newest_points_per_row(tmp_path):
     assert main(["report", str(ticket_of_t(tmp_path)), "-o", str(page), "--history", "--store", str(store)]) == 0
     html = page.read_text()
     section = html[html.index("<h2 id='history'>"):html.index("<h2>Targets</h2>")]
-    assert section.count("<circle") == MAX_POINTS and section.count(f"{380:012x}..{381:012x}") == 2
+    assert section.count("<circle") == MAX_POINTS and section.count(f"after {380:012x}, at {381:012x} (no commit range") == 2
