@@ -19,6 +19,7 @@ from typing import Callable, Optional
 ENV = "GPUVERIFY_STEP_CACHE"
 MOST_KEPT = 20000  # rows' fits kept; the oldest written go first
 _state: dict[str, object] = {}
+_stamps: dict[tuple, str] = {}
 
 
 def cache_file() -> Optional[Path]:
@@ -29,17 +30,15 @@ def cache_file() -> Optional[Path]:
     return Path(root) / "gpuverify" / "step-fits.sqlite" if root else None
 
 
-def _code_stamp() -> str:
-    if "stamp" not in _state:
-        from pytest_gpuverify.common import stats
-        from pytest_gpuverify.compare import core
-        from pytest_gpuverify.history import steps
-
+def _code_stamp(sources: tuple[str, ...]) -> str:
+    """A digest of the source files named (read once a process)."""
+    key = ("stamp", sources)
+    if key not in _stamps:
         digest = hashlib.sha256()
-        for module in (steps, core, stats):
-            digest.update(Path(module.__file__ or "").read_bytes())
-        _state["stamp"] = digest.hexdigest()
-    return str(_state["stamp"])
+        for source in sources:
+            digest.update(Path(source).read_bytes())
+        _stamps[key] = digest.hexdigest()
+    return _stamps[key]
 
 
 def _connection() -> Optional[sqlite3.Connection]:
@@ -61,8 +60,9 @@ def _connection() -> Optional[sqlite3.Connection]:
     return conn if isinstance(conn, sqlite3.Connection) else None
 
 
-def digest_of(values: list[float], direction: Optional[str], rule: object) -> str:
-    text = json.dumps([_code_stamp(), direction, repr(rule), values])
+def digest_of(values: list[float], direction: Optional[str], rule: object, sources: tuple[str, ...]) -> str:
+    """The key of a row's fit: its values, direction and rule, and the code that fits (``sources``: files)."""
+    text = json.dumps([_code_stamp(sources), direction, repr(rule), values])
     return hashlib.sha256(text.encode()).hexdigest()
 
 

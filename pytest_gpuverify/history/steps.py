@@ -25,9 +25,13 @@ import heapq
 from dataclasses import dataclass
 from typing import Optional, Sequence
 
+import pytest_gpuverify.compare.core as rule_code
 from pytest_gpuverify.common import stats
 from pytest_gpuverify.compare.core import DEFAULT_RULE, IMPROVED, REGRESSED, Pair, Rule, call
+from pytest_gpuverify.history import fit_cache
 
+# the code a row's steps follow from: a cached fit of other code is never read
+FIT_SOURCES = (__file__, rule_code.__file__ or "", stats.__file__ or "")
 MOST_POINTS = 200  # the newest commits a fit looks at
 SIDE_POINTS = 20  # the commits nearest a boundary that the rule is given on each side: a step is judged by the level
 # around it, not by one long ago (a slow drift over a long segment would widen its spread)
@@ -92,13 +96,11 @@ def fit_boundaries(values: Sequence[float], penalty: float) -> list[int]:
 def find_steps(values: Sequence[float], direction: Optional[str], rule: Rule = DEFAULT_RULE) -> list[Step]:
     """The steps of a series of per-commit values (oldest first) that ``rule`` calls; a row's answer is
     remembered (fit_cache.py), so reading an unchanged history again costs no fit."""
-    from pytest_gpuverify.history import fit_cache
-
     offset = max(0, len(values) - MOST_POINTS)
     values = list(values)[offset:]
     if direction is None or len(values) < 2 * rule.least_runs:
         return []
-    found = fit_cache.remembered(fit_cache.digest_of(values, direction, rule),
+    found = fit_cache.remembered(fit_cache.digest_of(values, direction, rule, FIT_SOURCES),
                                  lambda: _steps(values, direction, rule))
     return [Step(index + offset, called, before, after, why) for index, called, before, after, why in found]
 
