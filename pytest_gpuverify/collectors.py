@@ -98,7 +98,7 @@ class GpuTargetItem(pytest.Item):
         self.calls += 1
         if self.first is None:
             outcome = self.config.stash[ENGINE_KEY].run(self.target)
-            self.first = (outcome.artifact, outcome.artifact_path)
+            self.first = (outcome.artifact, outcome.stored_path or outcome.artifact_path)  # written as it ended
             # what the terminal summary needs travels with the report, so it also works under xdist
             self.user_properties.extend(verdict_properties(*self.first))
         art, path = self.first

@@ -83,7 +83,7 @@ class KernelContainer:
             thresholds=thresholds or Thresholds(), gpus=gpus,
         )
         outcome = self._engine.run(target, grant=self._grant)
-        self._node.user_properties.append(("gpuverify_run", f"{outcome.artifact.verdict} {outcome.artifact_path}"))
+        self._node.user_properties.append(("gpuverify_run", f"{outcome.artifact.verdict} {outcome.stored_path or outcome.artifact_path}"))
         return outcome.artifact
 
     def _file_of(self, argv: tuple[str, ...], kind: str, repo: Optional[str]) -> tuple[Path, tuple[str, ...]]:

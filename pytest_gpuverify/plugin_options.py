@@ -71,7 +71,7 @@ def _add_options(group) -> None:
                     help="write the job summary (markdown; GitHub's, also under other CI) to PATH"
                     + WITH_EQUALS.format(name="gpu-ci-summary"))
     group.addoption("--gpu-history", default=None, metavar="FILE",
-                    help="add each artifact of the session to this history store (SQLite) at its end"
+                    help="add each artifact of the session to this history store (SQLite) as its target ends"
                     + WITH_EQUALS.format(name="gpu-history"))
     group.addoption("--gpu-history-ref", default=None, metavar="REF",
                     help="the branch or tag the session's commit is on, for --gpu-history (default: the branch "

@@ -186,13 +186,16 @@ class EngineRole(CollectsTargets, Role):
     @pytest.hookimpl(hookwrapper=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int):
         engine = self.engine
-        engine.close()  # artifacts are written here, also after Ctrl-C
+        engine.close()  # each artifact was written as its target ended; one a second Ctrl-C cut short, here
         self.report_stopped(session)
         self.hand_back(session.config)
         reporter = session.config.pluginmanager.get_plugin("terminalreporter")
         for problem in engine.write_problems:
             if reporter is not None:
                 reporter.write_line(f"gpuverify: {problem}", red=True)
+        for problem in engine.leftover_problems:  # the results stand: a leftover to clean up
+            if reporter is not None:
+                reporter.write_line(f"gpuverify: {problem}", yellow=True)
         if (engine.write_problems or any(o.artifact.verdict != "PASS" for o in engine.outcomes)) \
                 and session.exitstatus == 0:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
@@ -212,7 +215,8 @@ class EngineRole(CollectsTargets, Role):
             art = outcome.artifact
             report = pytest.TestReport(item.nodeid, item.location, {}, "passed" if art.verdict == "PASS" else "failed",
                                        f"{art.verdict}: stopped before its report: {'; '.join(art.reasons[:1])}",
-                                       "call", user_properties=verdict_properties(art, outcome.artifact_path))
+                                       "call", user_properties=verdict_properties(art, outcome.stored_path or
+                                                                                  outcome.artifact_path))
             session.config.hook.pytest_runtest_logreport(report=report)
 
     def hand_back(self, config: pytest.Config) -> None:

@@ -92,10 +92,13 @@ class VerdictSummary:
         self.reported: set[str] = set()  # the node ids in ``verdicts``
         self._engine = engine
         self._ci_summary = ci_summary  # --gpu-ci-summary: the GitHub markdown, written there too
-        self._history = history  # --gpu-history: the store each artifact is added to at the end
+        self._history = history  # --gpu-history: the store each artifact is added to as its target ends
         self._history_ref = history_ref  # --gpu-history-ref: the ref they are stored under
         self.stored: dict[str, str] = {}  # asked artifact path -> where it was written, as xdist workers said
         self.write_problems: list[str] = []  # xdist workers' artifacts not written where asked
+        self._ci = None  # the CI lines' publisher (reporting/ci_summary.py), made with the first verdict
+        self._ci_problems: list[str] = []
+        self._stored_history = None  # the session's adds to the history store (history/session.py)
 
     def pytest_runtest_logreport(self, report) -> None:
         props = dict(report.user_properties)
@@ -105,6 +108,29 @@ class VerdictSummary:
             self.reported.add(report.nodeid)
             props.setdefault("gpuverify_file", report.location[0])  # relative to the rootdir, for annotations
             self.verdicts.append((report.nodeid, props))
+            self.target_ended(props)
+
+    def target_ended(self, props: dict) -> None:
+        """A target's CI lines and history add, as it ends (its artifact is written by then): a session
+        killed later keeps them for the targets it finished."""
+        self._ci_problems += self.ci().update(self.verdicts)
+        history = self.history()
+        if history is not None and props.get("gpuverify_artifact"):
+            history.add([Path(props["gpuverify_artifact"])])  # one not on this machine (a GPU host's) waits for the end
+
+    def ci(self):
+        if self._ci is None:
+            from pytest_gpuverify.reporting.ci_summary import CiPublisher
+
+            self._ci = CiPublisher(self._ci_summary)
+        return self._ci
+
+    def history(self):
+        if self._history and self._stored_history is None:
+            from pytest_gpuverify.history.session import SessionHistory
+
+            self._stored_history = SessionHistory(Path(self._history).expanduser(), self._history_ref)
+        return self._stored_history
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
@@ -122,10 +148,11 @@ class VerdictSummary:
         engine = self._engine()
         outcomes = getattr(engine, "outcomes", None) or []
         for outcome in outcomes:
-            if str(outcome.artifact_path) not in reported:  # its artifact is written; its report never came
-                verdicts.append((outcome.target.name, dict(verdict_properties(outcome.artifact, outcome.artifact_path))))
-        # the name each artifact really got when written (after the reports): a free name beside a
-        # concurrent session's artifact, or the user's own folder when the asked place failed
+            path = getattr(outcome, "stored_path", None) or outcome.artifact_path
+            if str(outcome.artifact_path) not in reported and str(path) not in reported:  # its report never came
+                verdicts.append((outcome.target.name, dict(verdict_properties(outcome.artifact, path))))
+        # the name each artifact really got when written, where the report came before it was known:
+        # a GPU host's artifact, named by its copy here
         stored = {**self.stored, **{str(o.artifact_path): str(o.stored_path) for o in outcomes
                                     if getattr(o, "stored_path", None)}}
         verdicts = [(nodeid, {**p, "gpuverify_artifact": stored.get(p.get("gpuverify_artifact", ""),
@@ -136,23 +163,15 @@ class VerdictSummary:
             terminalreporter.line(line)
         for problem in self.write_problems:
             terminalreporter.line(f"gpuverify: {problem}", red=True)
-        orphans = getattr(engine, "orphan_logs", None) or []  # the engine's, found at close
-        if orphans:
-            from pytest_gpuverify.engine.orphans import WHY
-
-            for log in orphans:
-                terminalreporter.line(f"gpuverify: {log}: {WHY}", yellow=True)
-        from pytest_gpuverify.reporting.ci_summary import publish
-
-        for problem in publish(verdicts, summary_path=self._ci_summary):
+        for orphan in getattr(engine, "orphan_logs", None) or []:  # the engine's, found at close
+            terminalreporter.line(f"gpuverify: {orphan.log}: {orphan.says()}", yellow=True)
+        # the same lines as each target's end wrote, for the whole session: rewritten, never twice
+        for problem in dict.fromkeys(self._ci_problems + self.ci().update(verdicts, final=True)):
             terminalreporter.line(f"gpuverify: {problem}", red=True)
-        if self._history:
-            from pathlib import Path
-
-            from pytest_gpuverify.history.session import add_session_artifacts
-
-            written = [Path(p["gpuverify_artifact"]) for _, p in verdicts if p.get("gpuverify_artifact")]
-            lines, trouble = add_session_artifacts(Path(self._history).expanduser(), written, self._history_ref)
+        history = self.history()
+        if history is not None:
+            history.add([Path(p["gpuverify_artifact"]) for _, p in verdicts if p.get("gpuverify_artifact")])
+            lines, trouble = history.lines()
             for line in lines:
                 terminalreporter.line(f"gpuverify: {line}", red=trouble)
 

@@ -13,7 +13,7 @@ from typing import Any, Optional
 from pydantic import BaseModel, ConfigDict, Field
 
 from pytest_gpuverify.records.artifact import Artifact
-from pytest_gpuverify.engine.orphans import WHY, orphan_logs
+from pytest_gpuverify.engine.orphans import unclaimed_logs
 from pytest_gpuverify.compare.command import Refused, checked, decide, not_passing
 from pytest_gpuverify.compare.core import side_of
 from pytest_gpuverify.parsers.recognizers.perf_lines import SHAPE
@@ -139,7 +139,7 @@ def build_handoff(ticket: Path, base: Optional[Path] = None) -> Handoff:
     verdicts = Counter(a.verdict for _, a in arts)
     summary = f"{len(arts)} artifact(s) in {ticket.resolve().name}: " + ", ".join(
         f"{verdicts[v]} {v}" for v in ("PASS", "FAIL", "INCONCLUSIVE") if verdicts[v])
-    orphans = [f"{log.name}: {WHY}" for log in orphan_logs(ticket)]
+    orphans = [f"{log.log.name}: {log.says()}" for log in unclaimed_logs(ticket)]
     return Handoff(salientSummary=summary, verification=Verification(commandsRun=runs), discoveredIssues=orphans)
 
 

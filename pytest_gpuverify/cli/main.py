@@ -52,6 +52,7 @@ def _cmd_check(args: argparse.Namespace) -> int:
 
     paths = artifact_paths(args.artifacts)
     if not paths:
+        _unclaimed_logs(args.artifacts)  # what a folder without artifacts holds: runs going, runs stopped
         print(f"gpuverify: no artifact (bench_*.json) in {', '.join(args.artifacts)}", file=sys.stderr)
         return 2
     worst = 0
@@ -63,12 +64,18 @@ def _cmd_check(args: argparse.Namespace) -> int:
             checked.append((art, path))
     if len(args.artifacts) > 1 or len(paths) > 1 or Path(args.artifacts[0]).is_dir():
         worst = max(worst, _check_exclusive(checked))
-    from pytest_gpuverify.engine.orphans import WHY, orphan_logs
-
-    for folder in [Path(a) for a in args.artifacts if Path(a).is_dir()]:
-        for log in orphan_logs(folder):
-            print(f"ORPHAN {log}: {WHY}")
+    _unclaimed_logs(args.artifacts)
     return worst
+
+
+def _unclaimed_logs(names: list[str]) -> None:
+    """Each folder's raw logs no artifact names: ``RUNNING`` (a session, maybe a concurrent one, still
+    writes it) or ``STOPPED`` (its session ended before the artifact), with its last line or cause."""
+    from pytest_gpuverify.engine.orphans import unclaimed_logs
+
+    for folder in [Path(a) for a in names if Path(a).is_dir()]:
+        for log in unclaimed_logs(folder):
+            print(f"{log.word} {log.log}: {log.says()}")
 
 
 def _check_exclusive(checked: list) -> int:

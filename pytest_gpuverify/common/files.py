@@ -3,7 +3,8 @@
 One mode for every result file (:data:`RESULT_MODE`, 0644: what a teammate needs to read it; who may
 reach it at all is the ticket folder's business). A new ticket folder takes the permissions of the
 folder it is made in (its group-write and setgid bits included), whatever the creating member's umask,
-so a folder shared by a team keeps working for every member. A folder every local user may write in
+so a folder shared by a team keeps working for every member; in a group-writable folder it is also
+setgid and of that folder's group, so what any member writes in it stays the team's. A folder every local user may write in
 (``/tmp``, a team scratch of mode 1777) must have the sticky bit, and a folder made in it keeps it:
 without it any local user could delete or replace another's artifacts, logs and signatures
 (:func:`open_folder_problem`). A file the plugin cannot write is one line naming it, its owner and
@@ -148,7 +149,13 @@ def make_dirs(path: Path) -> None:
         except OSError as exc:
             raise unwritable(folder.parent, exc.strerror or str(exc)) from exc
         try:
-            os.chmod(folder, stat.S_IMODE(os.stat(folder.parent).st_mode) & FOLDER_BITS)  # sticky kept
+            parent = os.stat(folder.parent)
+            mode = stat.S_IMODE(parent.st_mode) & FOLDER_BITS  # sticky kept
+            if mode & stat.S_IWGRP and not mode & stat.S_IWOTH:  # a team's folder: the team's, whatever the umask
+                mode |= stat.S_ISGID  # what is made in it takes its group, not each member's own
+                if os.stat(folder).st_gid != parent.st_gid:
+                    os.chown(folder, -1, parent.st_gid)  # allowed where the member is in that group
+            os.chmod(folder, mode)
         except OSError:
             pass  # made by us: its default mode still works for us
 

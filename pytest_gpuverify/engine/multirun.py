@@ -113,28 +113,16 @@ def run_planned(plan: Plan, cmd: Command, executed: Executed):
     return result
 
 
-def remove_worktrees(session) -> dict[Optional[str], list[str]]:
-    """The session's base worktrees, removed (what the container's user wrote there first, from
-    inside); the notes for the artifacts of the A/B runs, by base worktree."""
+def remove_in_container(session, wt: BaseWorktree) -> None:
+    """What the container's user wrote in the base worktree (root-owned files the host user may not
+    delete), removed from inside, before git forgets it."""
     from pytest_gpuverify.execute.base import ExecutorError
 
-    def in_container(wt: BaseWorktree) -> None:
-        for place, path in wt.inside.items():
-            facts = session.places.facts.get(place)
-            if facts is None or path.rstrip("/").split("/")[-2:-1] != [FOLDER]:
-                continue  # only ever a worktree of ours, at the path its container sees
-            try:
-                facts.handle.capture(["rm", "-rf", path], timeout_s=120)
-            except (ExecutorError, OSError):
-                pass
-
-    worktrees = session.base_worktrees
-    worktrees.remove_all(in_container)
-    notes: dict[Optional[str], list[str]] = {}
-    for outcome in session.outcomes:
-        if outcome.artifact.ab is not None:
-            base = outcome.artifact.ab.base_worktree
-            notes[base] = list(worktrees.problems)
-            if base in worktrees.removed:
-                notes[base].append(f"base worktree {base} removed after the run")
-    return notes
+    for place, path in wt.inside.items():
+        facts = session.places.facts.get(place)
+        if facts is None or path.rstrip("/").split("/")[-2:-1] != [FOLDER]:
+            continue  # only ever a worktree of ours, at the path its container sees
+        try:
+            facts.handle.capture(["rm", "-rf", path], timeout_s=120)
+        except (ExecutorError, OSError):
+            pass

@@ -119,6 +119,8 @@ def build_artifact(r: Results) -> Artifact:
                 "base_cache_dirs": dict(executed.base_cache_dirs) if executed is not None else {},
                 "order": [f"{s.side}{s.run}" for s in runs],
                 "warmups": list(executed.warmups) if executed is not None else []})
+            if checked.ab.base_worktree:  # shared by the session's A/B targets; the artifact is written before
+                art.notes.append(f"base worktree {checked.ab.base_worktree} is removed after the run, at the session's end")
     if fresh is not None and fresh.record is not None and checked is not None:  # the image it ran, by content
         art.image_digest = fresh.record.repo_digests[0] if fresh.record.repo_digests else fresh.record.image_id
     if executed is not None:

@@ -19,6 +19,7 @@ from pytest_gpuverify.engine import multirun
 from pytest_gpuverify.engine.ab_caches import read_run
 from pytest_gpuverify.common.clock import STAMP_FORMAT
 from pytest_gpuverify.records.artifact import RunRecord, utc_now
+from pytest_gpuverify.common import live_files
 from pytest_gpuverify.common.files import create_result_file
 from pytest_gpuverify.engine.outcome import (TargetOutcome, build_artifact, gpu_records, ran_in, run_record_of,
                                              target_record, timeline_of)
@@ -321,6 +322,7 @@ class TargetRun:
             executed.command = shlex.join(argv)
             raw = executed.raw_path = self.ctx.out_dir / f"bench_{begun.topic}.{begun.stamp}.log"
             create_result_file(raw)
+            live_files.hold(raw)  # until its artifact is written: `check DIR` tells this run from a stopped one
             executed.ran = True
             guards = RunGuards(s.session_guard(), grant.fds)
             live = None if s.live_line is None else s.live_line(

@@ -11,16 +11,18 @@ from __future__ import annotations
 
 import sys
 import time
+from functools import partial
 from pathlib import Path
 from typing import Callable, Mapping, Optional
 
+from pytest_gpuverify.common import live_files
 from pytest_gpuverify.common.clock import SessionClock
 from pytest_gpuverify.common.files import FileProblem
 from pytest_gpuverify.common.profile import PROFILE
 from pytest_gpuverify.config.targets import Target
 from pytest_gpuverify.config.topics import TopicClaims
 from pytest_gpuverify.engine import multirun
-from pytest_gpuverify.engine.orphans import orphan_logs
+from pytest_gpuverify.engine.orphans import Unclaimed, orphan_logs
 from pytest_gpuverify.engine.outcome import TargetOutcome
 from pytest_gpuverify.engine.prerun import DeclaredBuilds
 from pytest_gpuverify.engine.run import TargetRun
@@ -66,8 +68,9 @@ class VerifySession:
         self.warm_caches: dict[str, bool] = {}
         self.outcomes: list[TargetOutcome] = []
         self.write_problems: list[str] = []
+        self.leftover_problems: list[str] = []  # what the session's end could not clean up (a base worktree)
         self.began_wall = time.time()
-        self.orphan_logs: list[Path] = []  # raw logs of earlier runs that no artifact names, found at close
+        self.orphan_logs: list[Unclaimed] = []  # raw logs of stopped runs that no artifact names, found at close
         self.synced = None  # --gpu-sync's SyncRecord, on a worker on a GPU host (remote/sync.py)
         self.topics = topics or TopicClaims()  # shared by xdist workers of one run
         self.echo = echo
@@ -110,25 +113,30 @@ class VerifySession:
         return ",".join(map(str, within)) if within is not None else self.backend.visible_value(infos)
 
     def close(self) -> list[TargetOutcome]:
-        """Write every artifact; one that cannot be written is a line in ``write_problems``."""
+        """The session's end: every artifact is written as its target ended (:meth:`run`); one still
+        unwritten (a write cut short by a second Ctrl-C) is written now. A failed write is a line in
+        ``write_problems``."""
         self.starting.stop()
         with PROFILE.phase("facts kept for the next session"):
             self.places.remember()
-        if self.base_worktrees is not None:  # before writing: the artifacts say whether it went
-            late = multirun.remove_worktrees(self)
-            for outcome in self.outcomes:  # a new artifact with the notes; the one built is never edited
-                if outcome.artifact.ab is not None and late.get(outcome.artifact.ab.base_worktree):
-                    outcome.artifact = outcome.artifact.model_copy(
-                        update={"notes": [*outcome.artifact.notes, *late[outcome.artifact.ab.base_worktree]]})
         for outcome in self.outcomes:
-            try:
-                self.write(outcome)
-            except OSError as exc:  # neither the asked place nor the user's own folder took it
-                self.write_problems.append(str(exc) if isinstance(exc, FileProblem) else
-                                           f"cannot write {outcome.artifact_path}: {exc}")
+            self.write_or_say(outcome)
+        if self.base_worktrees is not None:  # after the writes: the artifacts said it goes at the session's end
+            self.base_worktrees.remove_all(partial(multirun.remove_in_container, self))
+            self.leftover_problems += self.base_worktrees.problems
+        live_files.release_under(self.out_dir)  # the builds' logs, claimed by the artifacts written
         with PROFILE.phase("orphan logs looked for"):
             self.orphan_logs = orphan_logs(self.out_dir, before=self.began_wall)
         return self.outcomes
+
+    def write_or_say(self, outcome: TargetOutcome) -> None:
+        """:meth:`write`; where neither the asked place nor the user's own folder took it, a line of ``write_problems``."""
+        try:
+            self.write(outcome)
+        except OSError as exc:
+            self.write_problems.append(str(exc) if isinstance(exc, FileProblem) else
+                                       f"cannot write {outcome.artifact_path}: {exc}")
+            outcome.written = True  # said once: the session's end does not try again
 
     def write(self, outcome: TargetOutcome) -> None:
         """Store the artifact; where it could not go where asked, it is kept elsewhere and the
@@ -145,6 +153,8 @@ class VerifySession:
             runs_junit = [self.out_dir / r.junit_xml for r in outcome.artifact.runs if r.junit_xml]  # repeats
             with PROFILE.phase("signing"):
                 sign_outputs(self.signer, [outcome.raw_path, outcome.junit_path, *runs_junit, stored])
+        if outcome.raw_path is not None:  # claimed by its artifact now
+            live_files.release(outcome.raw_path)
 
     # -- what the targets share -------------------------------------------------------------
     def context(self) -> RunContext:
@@ -189,16 +199,17 @@ class VerifySession:
 
     # -- one target ------------------------------------------------------------------------
     def run(self, target: Target, grant: Optional[GpuGrant] = None) -> TargetOutcome:
-        """Run one target through its phases (run.py) and return its outcome (the artifact is
-        written at :meth:`close`). ``grant``: GPUs the caller already holds (the ``locked_gpu``
-        fixture); kept, not released."""
+        """Run one target through its phases (run.py) and return its outcome, its artifact written (and
+        signed) as it ends, before the next target starts: a session killed later loses nothing it
+        finished. ``grant``: GPUs the caller already holds (the ``locked_gpu`` fixture); kept, not released."""
         self.start()
         target_run = TargetRun(self, self.context(), target, grant)
         try:
             return target_run.run()
-        finally:  # an interrupted run has its outcome too: written at close
+        finally:  # an interrupted run has its outcome too
             if target_run.outcome is not None:
                 self.outcomes.append(target_run.outcome)
+                self.write_or_say(target_run.outcome)
 
 
 def echo_to_stdout(data: bytes) -> None:

@@ -1,7 +1,9 @@
-"""A session's artifacts added to the history store at its end (``--gpu-history FILE`` / ini
-``gpu_history``): the engine's half, without pytest. The artifacts are already written; a store that
-cannot be used (damaged, read-only, locked past the busy timeout, a full disk) costs the history only,
-and says so in one line: ``history not kept: <the file, what is wrong, the fix>``."""
+"""A session's artifacts added to the history store (``--gpu-history FILE`` / ini ``gpu_history``):
+the engine's half, without pytest. Each artifact is added as its target ends (written by then), so a
+session killed later keeps what it finished in the store too; the session's end adds any it has not
+and says the totals in one line. A store that cannot be used (damaged, read-only, locked past the busy
+timeout, a full disk) costs the history only, and says so in one line: ``history not kept: <the file,
+what is wrong, the fix>``."""
 
 from __future__ import annotations
 
@@ -9,21 +11,45 @@ from contextlib import closing
 from pathlib import Path
 from typing import Iterable, Optional
 
-from pytest_gpuverify.history.add import ADDED, KNOWN, REFUSED, add_files
+from pytest_gpuverify.history.add import ADDED, KNOWN, REFUSED, Added, add_files
 from pytest_gpuverify.history.db import StoreError, connect, guard
+
+
+class SessionHistory:
+    """The session's adds to one store: each artifact once, the counts over the session."""
+
+    def __init__(self, store: Path, ref: Optional[str] = None) -> None:
+        self.store, self.ref = store, ref
+        self.results: list[Added] = []
+        self.tried: set[Path] = set()
+        self.problem: Optional[str] = None  # the first "history not kept" of the session
+
+    def add(self, artifacts: Iterable[Path]) -> None:
+        """Add those not tried yet (an artifact not on this machine waits: a later call may find it)."""
+        paths = [p for p in artifacts if p not in self.tried and p.is_file()]
+        if not paths:
+            return
+        self.tried.update(paths)
+        try:
+            with closing(connect(self.store)) as conn, guard(self.store):
+                self.results += add_files(conn, paths, self.ref)
+        except (StoreError, OSError) as exc:  # the session's own verdicts and exit status stand
+            self.problem = self.problem or f"history not kept: {exc}"
+
+    def lines(self) -> tuple[list[str], bool]:
+        """Lines for the terminal (the totals; a line per artifact refused), and whether any went wrong."""
+        if self.problem is not None:
+            return [self.problem], True
+        if not self.results:
+            return [], False
+        counts = {o: sum(r.outcome == o for r in self.results) for o in (ADDED, KNOWN, REFUSED)}
+        lines = [f"history {self.store}: {counts[ADDED]} artifact(s) added, {counts[KNOWN]} already stored, "
+                 f"{counts[REFUSED]} refused"]
+        return lines + [f"history: {r.line()}" for r in self.results if r.outcome == REFUSED], bool(counts[REFUSED])
 
 
 def add_session_artifacts(store: Path, artifacts: Iterable[Path], ref: Optional[str] = None) -> tuple[list[str], bool]:
     """Lines for the terminal (what was added; a line per artifact refused), and whether any went wrong."""
-    paths = [p for p in artifacts if p.is_file()]
-    if not paths:
-        return [], False
-    try:
-        with closing(connect(store)) as conn, guard(store):
-            results = add_files(conn, paths, ref)
-    except (StoreError, OSError) as exc:  # the session's own verdicts and exit status stand
-        return [f"history not kept: {exc}"], True
-    counts = {o: sum(r.outcome == o for r in results) for o in (ADDED, KNOWN, REFUSED)}
-    lines = [f"history {store}: {counts[ADDED]} artifact(s) added, {counts[KNOWN]} already stored, "
-             f"{counts[REFUSED]} refused"]
-    return lines + [f"history: {r.line()}" for r in results if r.outcome == REFUSED], bool(counts[REFUSED])
+    history = SessionHistory(store, ref)
+    history.add(artifacts)
+    return history.lines()

@@ -60,6 +60,7 @@ class SessionBuilds:
 
     def _one(self, step: BuildStep, handle: Executor, wt: str, env: dict[str, str], stamp: str, gpu,
              records: list[BuildRecord], side: Optional[str] = None) -> BuildRecord:
+        from pytest_gpuverify.common import live_files
         from pytest_gpuverify.common.files import create_result_file
 
         workdir = f"{wt}/{step.workdir}".rstrip("/.") if step.workdir not in (None, "", ".") else wt
@@ -73,6 +74,7 @@ class SessionBuilds:
             with (gpu(hold) if step.gpu else _no_gpu()) as (indices, visible, on_start):
                 record.gpus = list(indices)
                 create_result_file(out)
+                live_files.hold(out)  # a running session's: let go of at the session's end
                 record.output = out.name
                 result = handle.stream_to_file(list(step.command), out, env={**env, **visible}, workdir=workdir,
                                                timeout_s=self.timeout_s, on_start=on_start)

@@ -42,7 +42,8 @@ def fetch_raw_log(ssh: list[str], host: str, folder: Optional[str], topic: str, 
     remote = head[len(_MARK):].decode(errors="replace").strip()
     local = out_dir / Path(remote).name
     try:
-        out_dir.mkdir(parents=True, exist_ok=True)
+        from pytest_gpuverify.common.files import make_dirs
+        make_dirs(out_dir)  # group-shared where its parent is, whatever the umask
         stem, n = f"{local.stem}.from-{host}", 1
         while local.exists():  # never overwritten: .from-<host>, then .from-<host>-2 ...
             local = local.with_name(f"{stem}{'' if n == 1 else f'-{n}'}{local.suffix}")

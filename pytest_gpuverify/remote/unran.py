@@ -39,7 +39,8 @@ def write_unran(out_dir: Path, lock: Optional[Path], nodeid: str, host: str, rea
     art = unran_artifact(nodeid, host, reason, key, topic)
     path = out_dir / f"bench_{art.topic}.json"
     try:
-        out_dir.mkdir(parents=True, exist_ok=True)
+        from pytest_gpuverify.common.files import make_dirs
+        make_dirs(out_dir)  # group-shared where its parent is, whatever the umask
         path = store_artifact(art, path, lock)  # the lock every writer into the folder takes
     except (FileProblem, OSError) as exc:
         return None, f"{path}: the INCONCLUSIVE artifact of {plain_nodeid(nodeid)} was not written: {exc}"

@@ -87,42 +87,114 @@ def _cut(parts: list[str], limit: int) -> str:
     return "\n".join(kept + closing) + note.format(len(parts) - len(kept))
 
 
+def annotation(level: str, nodeid: str, p: dict) -> str:
+    """One ``::error``/``::warning`` line at the target's file."""
+    props = []
+    if p.get("gpuverify_file"):
+        props.append(f"file={escape_property(p['gpuverify_file'])}")
+        props.append(f"line={p.get('gpuverify_line') or 1}")
+    props.append(f"title={escape_property('gpuverify ' + p.get('gpuverify_verdict', '') + ' ' + nodeid)}")
+    msg = f"{p.get('gpuverify_verdict')}: {p.get('gpuverify_reason', '')} (artifact {p.get('gpuverify_artifact', '')})"
+    return f"::{level} {','.join(props)}::{escape_data(msg)}"
+
+
+_LEVELS = (("error", {"FAIL"}), ("warning", {"INCONCLUSIVE", "NO_GPU"}))
+
+
+def level_of(verdict: str) -> Optional[str]:
+    return next((level for level, wanted in _LEVELS if verdict in wanted), None)
+
+
+def more_line(level: str, count: int) -> str:
+    return f"::{level}::{escape_data(f'gpuverify: {count} more, see the job summary')}"
+
+
 def annotations(verdicts: Iterable[tuple[str, dict]]) -> list[str]:
     """``::error`` for FAIL, ``::warning`` for INCONCLUSIVE/NO_GPU, at the target's file; 10 of each at most."""
+    verdicts = list(verdicts)
     out: list[str] = []
-    for level, wanted in (("error", {"FAIL"}), ("warning", {"INCONCLUSIVE", "NO_GPU"})):
+    for level, wanted in _LEVELS:
         hits = [(n, p) for n, p in verdicts if p.get("gpuverify_verdict") in wanted]
-        for nodeid, p in hits[:MAX_ANNOTATIONS]:
-            props = []
-            if p.get("gpuverify_file"):
-                props.append(f"file={escape_property(p['gpuverify_file'])}")
-                props.append(f"line={p.get('gpuverify_line') or 1}")
-            props.append(f"title={escape_property('gpuverify ' + p.get('gpuverify_verdict', '') + ' ' + nodeid)}")
-            msg = f"{p.get('gpuverify_verdict')}: {p.get('gpuverify_reason', '')} (artifact {p.get('gpuverify_artifact', '')})"
-            out.append(f"::{level} {','.join(props)}::{escape_data(msg)}")
+        out += [annotation(level, nodeid, p) for nodeid, p in hits[:MAX_ANNOTATIONS]]
         if len(hits) > MAX_ANNOTATIONS:
-            out.append(f"::{level}::{escape_data(f'gpuverify: {len(hits) - MAX_ANNOTATIONS} more, see the job summary')}")
+            out.append(more_line(level, len(hits) - MAX_ANNOTATIONS))
     return out
+
+
+class CiPublisher:
+    """The session's CI lines, published as each target ends and once more at the session's end: the
+    markdown (``--gpu-ci-summary``, and under GitHub Actions this session's own part of
+    $GITHUB_STEP_SUMMARY, rewritten in place so that it is never there twice) holds every target so
+    far; each annotation is printed once, as its target ends, 10 of each level at most."""
+
+    def __init__(self, summary_path: Optional[str] = None, environ: Optional[dict] = None,
+                 stream: Optional[TextIO] = None) -> None:
+        env = os.environ if environ is None else environ
+        self.summary_path = summary_path
+        self.github = env.get("GITHUB_ACTIONS") == "true"
+        self.step_summary = env.get("GITHUB_STEP_SUMMARY") if self.github else None
+        self.stream = stream
+        self._step_offset: Optional[int] = None  # where this session's part of the step summary begins
+        self._annotated: set[str] = set()
+        self._shown = {level: 0 for level, _ in _LEVELS}
+        self._problems: list[str] = []
+        self._ended = False  # the session's end was published
+
+    def update(self, verdicts: list[tuple[str, dict]], final: bool = False) -> list[str]:
+        """Write the markdown of ``verdicts`` (every target so far) and print the annotations of those not
+        printed yet; ``final``: the session's end (the count of annotations left out). Returns new problems."""
+        before = len(self._problems)
+        text = markdown(verdicts)
+        if self.summary_path:
+            self._write(Path(self.summary_path), text, 0)
+        if self.step_summary:
+            self._write_step(Path(self.step_summary), text)
+        if self.github:
+            stream = self.stream or sys.stderr
+            for nodeid, p in verdicts:
+                level = level_of(p.get("gpuverify_verdict", ""))
+                if level is None or nodeid in self._annotated:
+                    continue
+                self._annotated.add(nodeid)
+                self._shown[level] += 1
+                if self._shown[level] <= MAX_ANNOTATIONS:
+                    print(annotation(level, nodeid, p), file=stream, flush=True)
+            if final and not self._ended:
+                self._ended = True
+                for level, count in self._shown.items():
+                    if count > MAX_ANNOTATIONS:
+                        print(more_line(level, count - MAX_ANNOTATIONS), file=stream, flush=True)
+        return self._problems[before:]
+
+    def _write_step(self, path: Path, text: str) -> None:
+        if self._step_offset is None:
+            try:
+                self._step_offset = path.stat().st_size  # what earlier steps' commands wrote stays
+            except FileNotFoundError:
+                self._step_offset = 0
+            except OSError as exc:
+                self._say(path, exc)
+                return
+        self._write(path, text, self._step_offset)
+
+    def _write(self, path: Path, text: str, offset: int) -> None:
+        """``text`` from ``offset`` on, the file cut there first (this session's earlier version of it)."""
+        try:
+            with open(path, "r+b" if offset and path.exists() else "wb") as fh:
+                fh.seek(offset)
+                fh.truncate()
+                fh.write(text.encode("utf-8"))
+        except OSError as exc:
+            self._say(path, exc)
+
+    def _say(self, path: Path, exc: OSError) -> None:
+        line = f"CI summary not written to {path}: {exc}"
+        if line not in self._problems:
+            self._problems.append(line)
 
 
 def publish(verdicts: list[tuple[str, dict]], *, summary_path: Optional[str] = None,
             environ: Optional[dict] = None, stream: TextIO = sys.stderr) -> list[str]:
     """Writes the markdown to ``summary_path`` (--gpu-ci-summary) and, under GitHub Actions, appends it to
     $GITHUB_STEP_SUMMARY and prints the annotations. Returns problems (a path that could not be written)."""
-    env = os.environ if environ is None else environ
-    problems = []
-    text = markdown(verdicts)
-    targets = [(summary_path, "w")] if summary_path else []
-    github = env.get("GITHUB_ACTIONS") == "true"
-    if github and env.get("GITHUB_STEP_SUMMARY"):
-        targets.append((env["GITHUB_STEP_SUMMARY"], "a"))
-    for path, mode in targets:
-        try:
-            with open(Path(path), mode, encoding="utf-8") as fh:
-                fh.write(text)
-        except OSError as exc:
-            problems.append(f"CI summary not written to {path}: {exc}")
-    if github:
-        for line in annotations(verdicts):
-            print(line, file=stream, flush=True)
-    return problems
+    return CiPublisher(summary_path, environ, stream).update(verdicts, final=True)

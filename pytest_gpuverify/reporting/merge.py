@@ -61,7 +61,8 @@ def merge(sources: list[Path], out: Path, *, keep_all: bool = False,
     if refused:
         say(f"nothing copied into {out}: {refused} refusal(s) above; fix them (or pass --keep-all) and merge again")
         return 1
-    out.mkdir(parents=True, exist_ok=True)
+    from pytest_gpuverify.common.files import make_dirs
+    make_dirs(out)  # a ticket's folder: group-shared where its parent is, whatever the umask
     failed = 0
     for path, name, files in copies:
         for src, dest in files:

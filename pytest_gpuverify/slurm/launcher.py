@@ -108,7 +108,8 @@ class SlurmLauncher:
 
     def submit_all(self, specs: Sequence[JobSpec], on_submit: Callable[[Submitted], None] = lambda s: None) -> None:
         logs = self.out_dir / "slurm"
-        logs.mkdir(parents=True, exist_ok=True)
+        from pytest_gpuverify.common.files import make_dirs
+        make_dirs(logs)  # the ticket folder too: group-shared where its parent is, whatever the umask
         for spec in specs:
             command = [self.python, "-m", "pytest", *self.pytest_args, *spec.args]
             try:

@@ -88,6 +88,8 @@ def _build_holds(art: Artifact, path: Path) -> tuple[list[Hold], Optional[str]]:
 
 def _run_holds(art: Artifact, path: Path) -> tuple[list[Hold], Optional[str]]:
     tl = art.timeline
+    if tl is None and art.run is not None and not art.run.ran:
+        return [], None  # never ran (a blocked run, the controller's artifact of one no host gave): held no GPU
     if tl is None:
         return [], "no timeline (written before timelines were kept)"
     start_text = tl.lock_taken or tl.command_started

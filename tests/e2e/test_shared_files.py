@@ -191,6 +191,32 @@ def test_a_new_ticket_folder_takes_the_team_folders_permissions(tmp_path):
     assert mode_of(existing) == 0o2700, "an existing folder is left as it is (setgid from its parent)"
 
 
+def test_a_ticket_folder_in_a_group_writable_folder_is_the_groups_and_setgid_whatever_the_umask(tmp_path):
+    """A team folder of mode 0775 without setgid (made by hand, or by a tool): a ticket folder made in
+    it by the Slurm controller, the GPU host's collector or merge is the team's, not 0755 by the umask."""
+    from pytest_gpuverify.remote.unran import write_unran
+    from pytest_gpuverify.reporting.merge import merge
+
+    team = tmp_path / "team"
+    team.mkdir()
+    os.chmod(team, 0o775)
+    os.chown(team, -1, 100)  # a group this (root) user is not in by default: the team's
+    with umask(0o077):
+        files.make_dirs(team / "T-1" / "slurm")
+        path, problem = write_unran(team / "T-2", None, "op_tests/test_x.py::x", "-", "never submitted", "T-2")
+        assert problem == "" and path is not None
+        said: list[str] = []
+        assert merge([team / "T-2"], team / "merged" / "T-2", say=said.append) == 0, said
+    for folder in ("T-1", "T-1/slurm", "T-2", "merged", "merged/T-2"):
+        st = os.stat(team / folder)
+        assert (stat.S_IMODE(st.st_mode), st.st_gid) == (0o2775, 100), (folder, oct(st.st_mode), st.st_gid)
+    private = tmp_path / "mine"
+    private.mkdir(mode=0o755)
+    with umask(0o077):
+        files.make_dirs(private / "T-1")
+    assert mode_of(private / "T-1") == 0o755, "a folder only its owner writes in gives no group rights"
+
+
 def test_an_unwritable_tickets_folder_is_one_line_naming_it(tmp_path):
     a_file = tmp_path / "tickets"
     a_file.write_text("not a folder")

@@ -41,3 +41,33 @@ def test_nothing_outside_github_unless_a_path_is_given(tmp_path):
     assert out.getvalue() == "" and not step.exists()
     ci.publish([("b", props("FAIL"))], summary_path=str(tmp_path / "s.md"), environ={}, stream=out)
     assert "**FAIL**" in (tmp_path / "s.md").read_text() and out.getvalue() == ""
+
+
+def test_each_target_end_rewrites_the_sessions_part_and_annotates_once(tmp_path):
+    """As each target ends the session's markdown holds every target so far, in the step summary after
+    what earlier steps wrote and in --gpu-ci-summary, rewritten (never there twice); each annotation is
+    printed once, and the count past 10 only at the session's end."""
+    step, mine, out = tmp_path / "step.md", tmp_path / "mine.md", io.StringIO()
+    step.write_text("earlier step\n")
+    publisher = ci.CiPublisher(str(mine), {"GITHUB_ACTIONS": "true", "GITHUB_STEP_SUMMARY": str(step)}, out)
+    verdicts = [("a", props("PASS"))]
+    assert publisher.update(verdicts) == []
+    assert step.read_text() == "earlier step\n" + ci.markdown(verdicts) and mine.read_text() == ci.markdown(verdicts)
+    assert out.getvalue() == ""
+    for i in range(12):
+        verdicts.append((f"f{i}", props("FAIL", "SNR low")))
+        publisher.update(verdicts)
+    verdicts.append(("w", props("INCONCLUSIVE")))
+    publisher.update(verdicts, final=True)
+    assert step.read_text() == "earlier step\n" + ci.markdown(verdicts) and mine.read_text() == ci.markdown(verdicts)
+    lines = out.getvalue().splitlines()
+    assert lines == ci.annotations(verdicts[1:11]) + [ci.annotation("warning", "w", verdicts[-1][1])] + \
+        [ci.more_line("error", 2)], lines
+    assert publisher.update(verdicts, final=True) == [] and out.getvalue().splitlines() == lines, "said once"
+
+
+def test_a_summary_that_cannot_be_written_is_one_problem_however_often_it_is_tried(tmp_path):
+    publisher = ci.CiPublisher(str(tmp_path / "no" / "s.md"), {}, io.StringIO())
+    first = publisher.update([("a", props("PASS"))])
+    assert len(first) == 1 and first[0].startswith(f"CI summary not written to {tmp_path / 'no' / 's.md'}: ")
+    assert publisher.update([("a", props("PASS"))], final=True) == []
