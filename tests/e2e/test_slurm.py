@@ -267,7 +267,7 @@ def test_a_requeued_job_runs_to_its_end_and_keeps_its_first_output(box, cluster)
     proc = session(box, cluster, "S-REQUEUE", LONG_TARGET, "--gpu-env", str(env_path), popen=True)
     try:
         job = job_of(cluster, "long_0")
-        wait_for(lambda: (box.tickets / "S-REQUEUE" / "bench_long_0.log").exists(), "the target's command to start")
+        wait_for(lambda: any((box.tickets / "S-REQUEUE").glob("bench_long_0*.log")), "the target's command to start")
         time.sleep(8)
         res = cluster.run("scontrol", "requeue", job)
         assert res.returncode == 0, res.stderr
@@ -329,26 +329,28 @@ def test_an_inherited_step_grant_naming_another_jobs_gpu_is_refused(box, cluster
 
 def test_a_node_killed_mid_run_loses_no_finished_result(box, cluster):
     proc = session(box, cluster, "S-NODE", *SLOW_TARGETS, "--gpu-slurm-shards", "2", popen=True)
-    killed_job = None
+    node = None
     try:
         jobs = wait_for(lambda: (lambda rows: rows if len(rows) == 2 else None)(
             [line.split("|") for line in cluster.run("squeue", "-h", "-o", "%i|%N|%T").stdout.split()
-             if line.endswith("|RUNNING")]), "both shard jobs to run, one a node")
-        assert sorted(node for _, node, _ in jobs) == sorted(NODES), jobs
-        killed_job = next(job for job, node, _ in jobs if node == NODES[1])
+             if line.endswith("|RUNNING")]), "both shard jobs to run")
+        node = jobs[0][1]  # the other node takes its jobs when Slurm requeues them
+        killed_jobs = [job for job, on, _ in jobs if on == node]
         wait_for(lambda: any((box.tickets / "S-NODE").glob("bench_slow_*.log")), "a target to start")
-        cluster.kill_node(NODES[1])
+        cluster.kill_node(node)
         out, _ = proc.communicate(timeout=400)
     finally:
         if proc.poll() is None:
             proc.kill()
-        if f"slurmd-{NODES[1]}" not in cluster._procs:
-            cluster.start_node(NODES[1])
+        if node is not None and f"slurmd-{node}" not in cluster._procs:
+            cluster.start_node(node)
     text = out.decode(errors="replace")
     assert proc.returncode == 0, text[-4000:]
     for path in SLOW_TARGETS:  # every target has its result: the lost node's job was requeued and ran out
         art = box.artifact(path.rsplit("/", 1)[1][len("test_"):-3], ticket="S-NODE")
         assert art.verdict == "PASS" and art.run is not None and art.run.ran, (path, art.reasons)
-    restarts = cluster.run("scontrol", "show", "job", "-o", killed_job).stdout
-    assert "Restarts=1" in restarts, restarts
-    wait_for(lambda: cluster.node_states().get(NODES[1]) in ("idle", "mixed", "allocated"), "the node to come back", 90)
+        assert art.host != node or art.scheduler.job_id not in killed_jobs, "the requeued job ran out elsewhere"
+    for job in killed_jobs:
+        shown = cluster.run("scontrol", "show", "job", "-o", job).stdout
+        assert "Restarts=1" in shown, shown
+    wait_for(lambda: cluster.node_states().get(node) in ("idle", "mixed", "allocated"), "the node to come back", 90)
