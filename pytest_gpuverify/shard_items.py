@@ -24,8 +24,11 @@ class ShardSetting:
     def __init__(self, config: pytest.Config) -> None:
         from pytest_gpuverify.config.shards import load_durations, parse_spec, run_id
 
+        from pytest_gpuverify.config.shards import single_task_warning
+
         spec = config.getoption("gpu_shard")
         self.index, self.count, self.source = parse_spec(spec, os.environ)
+        self.warning = single_task_warning(os.environ, spec)
         self.run, self.run_from = run_id(config.getoption("gpu_shard_run"), os.environ)
         durations = config.getoption("gpu_durations")
         self.durations_path = Path(durations).expanduser() if durations else None
@@ -55,6 +58,8 @@ class ShardSetting:
             items[:] = [i for i in items if id(i) not in others]
         reporter = config.pluginmanager.get_plugin("terminalreporter")
         if reporter is not None and not hasattr(config, "workerinput"):
+            if self.warning:
+                reporter.write_line(f"gpuverify: {self.warning}")
             reporter.write_line(f"gpuverify: shard {self.index}/{self.count} ({self.source}): "
                                 f"{sizes[self.index]} of {len(targets)} GPU targets"
                                 + (f", balanced by {self.durations_path}" if self.durations_path else ""))

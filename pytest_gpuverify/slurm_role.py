@@ -154,9 +154,10 @@ class SlurmController(CollectsTargets, Role):
         if end.artifact is None:
             return self._report_unran(item, end.why)
         props = dict(verdict_properties(read_artifact(end.artifact), end.artifact))
-        if end.state not in ("COMPLETED", "FAILED"):  # the job's end overrules what its artifact says
+        if end.overruled:  # a run the job did not finish: the job's end decides, not what its artifact says
             props.update(gpuverify_verdict=end.verdict, gpuverify_reason=end.why)
-        self._log(item, end.verdict, f"{end.verdict}: {item.nodeid}\n  - {end.why}", list(props.items()))
+        self._log(item, end.verdict, f"{end.verdict}: {item.nodeid}" + (f"\n  - {end.why}" if end.why else ""),
+                  list(props.items()))
 
     def _report_unran(self, item, why: str) -> None:
         from pytest_gpuverify.remote.unran import verdict_properties, write_unran

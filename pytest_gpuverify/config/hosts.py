@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import socket
-from typing import Optional
+from typing import Mapping, Optional
 
 from pytest_gpuverify.config.envfile import EnvFile, GpuLockRow, HostRow, LockSpec
 from pytest_gpuverify.config.errors import UsageError, usage_error_of_line
@@ -11,7 +12,15 @@ from pytest_gpuverify.config.lockspec import lock_folder_problem
 from pytest_gpuverify.config.options import RunOptions
 
 
-def select_host(env: EnvFile, options: RunOptions) -> HostRow:
+# a GPU lock row that serves every machine without a row of its own (a cluster's nodes)
+ANY_HOST = "*"
+
+
+def select_host(env: EnvFile, options: RunOptions, environ: Mapping[str, str] = os.environ) -> HostRow:
+    if not options.host:
+        row = self_described(env, options, environ)
+        if row is not None:
+            return row
     env.require("Hosts")
     if options.host:
         row = env.host(options.host)
@@ -47,13 +56,27 @@ def select_host(env: EnvFile, options: RunOptions) -> HostRow:
     return row
 
 
+def self_described(env: EnvFile, options: RunOptions, environ: Mapping[str, str]) -> Optional[HostRow]:
+    """A Slurm node no Hosts row names describes itself: its hostname, the arch of --gpu-arch (else the
+    one its tools report) and the GPUs its tools and its job's grant give. A cluster's nodes are many
+    and come and go; the env file's per-machine rows apply only to the machines they name."""
+    if not environ.get("SLURM_JOB_ID"):
+        return None
+    here = socket.gethostname()
+    if any(same_host(here, row.host) for row in env.hosts):
+        return None
+    return HostRow(host=here, ssh_alias="local", arch=options.arch.lower() if options.arch else None)
+
+
 def lock_for(env: EnvFile, host: HostRow) -> tuple[LockSpec, Optional[str]]:
-    """(lock spec, picker command or None for builtin). Either cell unset: stop and ask."""
-    row: Optional[GpuLockRow] = env.gpu_lock(host.host)
+    """(lock spec, picker command or None for builtin): the host's row, else the ``*`` row (every
+    machine without a row of its own). Either cell unset: stop and ask."""
+    row: Optional[GpuLockRow] = env.gpu_lock(host.host) or env.gpu_lock(ANY_HOST)
     where = f"section 'GPU lock' of {env.path}"
     if row is None:
         raise UsageError(env.path, f"no row for host {host.host} in {where}",
-                         f"add | {host.host} | builtin | flock ... |", named=True)
+                         f"add | {host.host} | builtin | flock ... |, or | {ANY_HOST} | builtin | flock ... | for "
+                         "every machine without a row of its own", named=True)
     if row.picker is None:
         raise UsageError(env.path, f"the picker for {host.host} is not set in {where}",
                          "write `builtin` or a picker command", named=True)

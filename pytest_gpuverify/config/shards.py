@@ -86,6 +86,16 @@ def _slurm_array(environ: Mapping[str, str]) -> tuple[int, int, str]:
     return index, count, f"SLURM_ARRAY_TASK_ID={task} of {count} (min {low}, step {step})"
 
 
+def single_task_warning(environ: Mapping[str, str], value: str) -> Optional[str]:
+    """A one-task array (``--array=2``, a re-run of one shard) reads as shard 0 of 1 and runs every target:
+    the warning line, or None."""
+    if value.strip() != "auto" or environ.get("SLURM_ARRAY_TASK_COUNT", "").strip() != "1":
+        return None
+    task = environ.get("SLURM_ARRAY_TASK_ID", "?")
+    return (f"warning: {OPTION} auto: this array has one task (SLURM_ARRAY_TASK_ID={task}), so it runs as shard 0/1, "
+            f"every GPU target; to re-run one shard of N, pass {OPTION} {task}/N")
+
+
 def _number(environ: Mapping[str, str], name: str, default: Optional[int] = None) -> int:
     value = environ.get(name)
     if value is None and default is not None:

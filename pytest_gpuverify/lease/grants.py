@@ -22,7 +22,8 @@ from typing import Mapping, Optional, Sequence
 from pytest_gpuverify.records.scheduling import SchedulerRecord
 
 
-# Where a grant is read, first match wins: Slurm's node indices, then each backend's visibility variables
+# Where a grant is read, first match wins: Slurm's node indices, then each backend's visibility variables.
+# A step's grant counts only within its job's (slurm_source): an inherited step variable is no grant.
 SLURM_GPUS = ("SLURM_STEP_GPUS", "SLURM_JOB_GPUS")
 VISIBILITY = {"rocm": ("ROCR_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES"),
               "nvidia": ("CUDA_VISIBLE_DEVICES",)}
@@ -48,11 +49,12 @@ def read_grant(environ: Mapping[str, str], vendor: str, uuids: Mapping[str, int]
     """The grant this process runs under, or None. ``uuids``: UUID -> node index of this host's GPUs
     (a visibility variable may name UUIDs); ``on_host``: the commands run on the host and inherit it."""
     variables = grant_variables(environ)
-    source = next((name for name in (*SLURM_GPUS, *VISIBILITY.get(vendor, ())) if name in variables), None)
+    kind, job_id = _job(environ)
+    source = slurm_source(environ, variables, job_id, uuids, host_gpus)
+    source = source or next((name for name in VISIBILITY.get(vendor, ()) if name in variables), None)
     if source is None:
         return None
     granted = _indices(source, variables[source], uuids, host_gpus)
-    kind, job_id = _job(environ)
     renumber = RENUMBERS.get(vendor)
     renumbered_by = renumber if on_host and renumber in variables else None
     if renumbered_by and renumbered_by != source and len(_tokens(variables[renumbered_by])) != len(granted):
@@ -61,6 +63,32 @@ def read_grant(environ: Mapping[str, str], vendor: str, uuids: Mapping[str, int]
                            f"count within it. Fix: unset one of them, or make them name the same GPUs")
     return SchedulerRecord(kind=kind, job_id=job_id, read_from=source, granted=granted, variables=variables,
                            renumbered_by=renumbered_by)
+
+
+def slurm_source(environ: Mapping[str, str], variables: Mapping[str, str], job_id: Optional[str],
+                 uuids: Mapping[str, int], host_gpus: Optional[int]) -> Optional[str]:
+    """Which Slurm variable holds this allocation's own grant, or None. The job's (``SLURM_JOB_GPUS``) is
+    the bound; a step's (``SLURM_STEP_GPUS``) narrows it only where it lies within the job's, or stands
+    alone where it is a step of this job (``srun`` outside a batch job sets ``SLURM_STEP_ID`` with
+    ``SLURM_JOB_ID``). A step variable inherited from another job's step (exported into ``sbatch``)
+    names GPUs Slurm gave that job: refused."""
+    job_gpus, step_gpus = variables.get("SLURM_JOB_GPUS"), variables.get("SLURM_STEP_GPUS")
+    if step_gpus is None:
+        return "SLURM_JOB_GPUS" if job_gpus is not None else None
+    job = f"slurm job {job_id}" if job_id else "this job"
+    if job_gpus is not None:
+        outside = sorted(set(_indices("SLURM_STEP_GPUS", step_gpus, uuids, host_gpus))
+                         - set(_indices("SLURM_JOB_GPUS", job_gpus, uuids, host_gpus)))
+        if outside:
+            raise GrantProblem(f"SLURM_STEP_GPUS={step_gpus!r} names GPU(s) {','.join(map(str, outside))} that {job} "
+                               f"was not granted (SLURM_JOB_GPUS={job_gpus!r}): it is another job's step grant, "
+                               "inherited. Fix: unset SLURM_STEP_GPUS before sbatch, or submit with --export=NONE")
+        return "SLURM_STEP_GPUS"
+    if not (environ.get("SLURM_STEP_ID") and job_id):
+        raise GrantProblem(f"SLURM_STEP_GPUS={step_gpus!r} is set outside a Slurm step of {job} (no SLURM_STEP_ID "
+                           "and SLURM_JOB_ID): it is another job's grant, inherited. Fix: unset SLURM_STEP_GPUS, "
+                           "or run under srun/sbatch with --gres")
+    return "SLURM_STEP_GPUS"
 
 
 def visible_within(indices: Sequence[int], record: Optional[SchedulerRecord]) -> Optional[list[int]]:

@@ -81,6 +81,16 @@ def exit_code(job_id: str, env: Optional[dict] = None) -> Optional[int]:
     return int(found[1]) if found else None
 
 
+def restarts(job_id: str, env: Optional[dict] = None) -> tuple[int, bool]:
+    """(how often Slurm requeued the job: ``Restarts=``, after ``scontrol requeue``, a node failure or a
+    preemption; whether it is back in the queue now: a requeue under way)."""
+    res = _call(["scontrol", "show", "job", "-o", job_id], env)
+    count = re.search(r"\bRestarts=(\d+)", res.stdout) if res.returncode == 0 else None
+    state = re.search(r"\bJobState=(\S+)", res.stdout) if res.returncode == 0 else None
+    back = state is not None and state[1] in ("PENDING", "REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED", "CONFIGURING")
+    return (int(count[1]) if count else 0), back
+
+
 def cancel(job_ids: Sequence[str], env: Optional[dict] = None) -> None:
     if job_ids:
         _call(["scancel", *job_ids], env)

@@ -5,8 +5,13 @@ Usable without pytest (the pytest wiring is slurm_role.py).
 
 A job's verdict is its artifact's when the job ran to its end (COMPLETED, or FAILED with an artifact:
 pytest exits 1 on a FAIL). A job that was cancelled, timed out, was preempted, lost its node or never
-started within ``start within`` is INCONCLUSIVE naming the job id and its state; where it wrote no
-artifact the controller writes one (remote/unran.py), so no target is ever without its artifact.
+started within ``start within`` is INCONCLUSIVE naming the job id and its state, except for the targets
+it finished before it stopped: a whole run's artifact keeps its verdict. Where a target has no artifact
+the controller writes one (remote/unran.py), so no target is ever without its artifact.
+
+A job Slurm requeued (``scontrol requeue``, a node failure, preemption) is the same job run again: its
+``start within`` counts from its return to the queue (its own restart count says it came back), and its
+log is appended to (``--open-mode=append``), so the first attempt's output survives.
 """
 
 from __future__ import annotations
@@ -25,6 +30,13 @@ CANCEL_WAIT_S = 60.0  # after scancel, how long the controller waits for the que
 # slurmctld calls a job CANCELLED at once, while its session still writes its artifact (Slurm's KillWait
 # lets it, 30 s by default): how long the controller looks for that artifact of a job that was running
 ARTIFACT_GRACE_S = 45.0
+# states where Slurm signals a running job's session and gives it KillWait to write its artifacts
+SIGNALLED = {"CANCELLED", "TIMEOUT", "PREEMPTED", "DEADLINE"}
+# ends after which Slurm may requeue a batch job (JobRequeue): the same job id comes back to the queue
+REQUEUED_AFTER = {"NODE_FAIL", "PREEMPTED"}
+# a log line that says why a session stopped (pytest's usage errors, a traceback's last line)
+CAUSE_LINE = re.compile(r"^(?:ERROR: .*|\w+(?:Error|Exception): .*|INTERNALERROR> \w+(?:Error|Exception).*|"
+                        r"slurmstepd: error: .*)$")
 # a line of the job's summary (terminal.summary_lines): verdict, node id ... -> artifact
 SUMMARY_LINE = re.compile(r"^\s*(?:PASS|FAIL|INCONCLUSIVE)\s+(\S+)\s.*-> (/\S*bench_\S+\.json)\s*$", re.M)
 
@@ -54,6 +66,8 @@ class Submitted:
     log: Path
     submitted_at: float  # monotonic
     last: Optional[client.JobState] = None
+    queued_at: float = 0.0  # monotonic: when it last entered the queue (its submission, or its requeue)
+    restarts: int = 0  # Slurm's restart count, as last read
 
 
 @dataclass
@@ -66,6 +80,7 @@ class JobEnd:
     artifact: Optional[Path]  # the job's own artifact of the target, or None (the controller writes one)
     log: Path
     exit_code: Optional[int] = None
+    overruled: bool = False  # the job's end decides the verdict, not its artifact (a run it did not finish)
 
 
 def per_target(targets: Sequence[SlurmTarget]) -> list[JobSpec]:
@@ -101,7 +116,7 @@ class SlurmLauncher:
     def job_args(self, spec: JobSpec, log: Path) -> list[str]:
         s = self.settings
         args = [f"--job-name=gpuverify-{spec.name}", f"--output={log}", f"--chdir={self.workdir}",
-                f"--gres=gpu:{s.gpus_per_target or spec.gpus}", "--export=ALL"]
+                f"--gres=gpu:{s.gpus_per_target or spec.gpus}", "--export=ALL", "--open-mode=append"]
         args += [f"--partition={s.partition}"] if s.partition else []
         args += [f"--account={s.account}"] if s.account else []
         return args + ([f"--time={s.time}"] if s.time else [])
@@ -117,7 +132,8 @@ class SlurmLauncher:
             except client.SlurmError as exc:  # this job only (too many GPUs, a wrong partition): the others go on
                 self.refused.append((spec, str(exc)))
                 continue
-            sub = Submitted(spec, job, logs / f"{spec.name}.{job}.out", time.monotonic())
+            now = time.monotonic()
+            sub = Submitted(spec, job, logs / f"{spec.name}.{job}.out", now, queued_at=now)
             self.jobs.append(sub)
             on_submit(sub)
 
@@ -129,20 +145,35 @@ class SlurmLauncher:
             now = client.states([j.job_id for j in open_jobs], self.env)
             for job in open_jobs:
                 state = now[job.job_id]
-                if state.state == "PENDING" and time.monotonic() - job.submitted_at > self.settings.start_within_s:
+                if state.state == "PENDING" and job.last is not None and job.last.state not in ("PENDING", "GONE"):
+                    job.queued_at = time.monotonic()  # back in the queue: requeued
+                if state.state == "PENDING" and time.monotonic() - job.queued_at > self.settings.start_within_s \
+                        and not self._requeued(job):
                     client.cancel([job.job_id], self.env)
                     why = (f"slurm job {job.job_id} never started within {self.settings.start_within_s:g} s "
                            f"(PENDING, {state.reason or 'no reason given'}); cancelled")
                     self._end(job, "PENDING", why, on_end)
-                elif state.finished:
+                elif state.finished and not (state.state in REQUEUED_AFTER and self._requeued(job, ended=True)):
                     self._end(job, state.state, "", on_end, state.reason)
                 job.last = state
             if len(self.ended) < len(self.jobs):
                 time.sleep(self.poll_s)
 
+    def _requeued(self, job: Submitted, ended: bool = False) -> bool:
+        """The job came back to the queue since the controller last looked: its restart count grew (a
+        requeue between two polls), or, for a job that ``ended`` in a state Slurm requeues after, it is
+        queued again. Its ``start within`` starts again."""
+        count, back = client.restarts(job.job_id, self.env)
+        if count > job.restarts or (ended and back):
+            job.restarts, job.queued_at = count, time.monotonic()
+            return True
+        return False
+
     def _end(self, job: Submitted, state: str, why: str, on_end: Callable[[JobEnd], None], reason: str = "") -> None:
         code = client.exit_code(job.job_id, self.env) if state not in ("PENDING", "GONE") else None
-        if state != "COMPLETED" and job.last is not None and job.last.state not in ("PENDING", "GONE"):
+        # a signalled session writes its artifacts within KillWait; one that exited (COMPLETED, FAILED) wrote
+        # them already, and a lost node writes nothing more
+        if state in SIGNALLED and job.last is not None and job.last.state not in ("PENDING", "GONE"):
             self.await_artifacts(job, time.monotonic() + ARTIFACT_GRACE_S)
         self.ended.add(job.job_id)
         for target in job.spec.targets:
@@ -171,14 +202,31 @@ def job_end(job: Submitted, target: SlurmTarget, state: str, exit_code: Optional
     """The target's verdict from its job's end and the artifact it wrote (see the module's rule)."""
     artifact, art = job_artifact(job, target, out_dir)
     ran_out = state == "COMPLETED" or (state == "FAILED" and art is not None)
-    if ran_out and art is not None:
-        return JobEnd(target, job.job_id, state, art.verdict, "; ".join(art.reasons[:1]), artifact, job.log, exit_code)
+    # a target the job finished before it was stopped: its run was whole, its verdict stands
+    finished = art is not None and art.run is not None and art.run.ran and not art.run.interrupted
+    if art is not None and (ran_out or finished):
+        return JobEnd(target, job.job_id, state, art.verdict, "" if art.verdict == "PASS" else "; ".join(art.reasons[:1]),
+                      artifact, job.log, exit_code)
     if not why:
         how = f" ({reason})" if reason and reason not in ("None", "") else ""
         code = f", exit code {exit_code}" if exit_code is not None and state == "FAILED" else ""
         why = f"slurm job {job.job_id} {state}{how}{code}"
-        why += f": {art.reasons[0]}" if art is not None and art.reasons else f"; its log: {job.log}"
-    return JobEnd(target, job.job_id, state, "INCONCLUSIVE", why, artifact, job.log, exit_code)
+        if art is not None and art.reasons:
+            why += f": {art.reasons[0]}"
+        else:
+            cause = log_cause(job.log)
+            why += (f": {cause}" if cause else "") + f"; its log: {job.log}"
+    return JobEnd(target, job.job_id, state, "INCONCLUSIVE", why, artifact, job.log, exit_code, overruled=True)
+
+
+def log_cause(log: Path) -> str:
+    """The last line of a job's log that says why its session stopped (a usage error, an exception), or ''."""
+    try:
+        lines = log.read_text(errors="replace").splitlines()
+    except OSError:
+        return ""
+    causes = [line.strip() for line in lines if CAUSE_LINE.match(line.strip())]
+    return causes[-1][:300] if causes else ""
 
 
 def job_artifact(job: Submitted, target: SlurmTarget, out_dir: Path):

@@ -22,7 +22,7 @@ from pytest_gpuverify.simulator import install, SimState
 pytestmark = pytest.mark.docker
 UUIDS = {f"GPU-{0x8D1457E2C20F0000 + i:016x}": i for i in range(4)}  # the simulator's UUIDs
 NO_GRANT = ("SLURM_STEP_GPUS", "SLURM_JOB_GPUS", "ROCR_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES",
-            "SLURM_JOB_ID")
+            "SLURM_JOB_ID", "SLURM_STEP_ID")
 
 
 @pytest.fixture(scope="module")
@@ -66,16 +66,17 @@ def test_no_variable_no_grant():
 
 
 def test_a_slurm_job_is_named_and_a_host_command_counts_within_rocr():
-    record = read_grant({"SLURM_JOB_ID": "41", "SLURM_STEP_GPUS": "1,3", "ROCR_VISIBLE_DEVICES": "1,3"}, "rocm",
+    record = read_grant({"SLURM_JOB_ID": "41", "SLURM_STEP_ID": "0", "SLURM_STEP_GPUS": "1,3", "ROCR_VISIBLE_DEVICES": "1,3"}, "rocm",
                         UUIDS, on_host=True, host_gpus=4)
     assert record is not None and (record.kind, record.job_id, record.renumbered_by) == ("slurm", "41", "ROCR_VISIBLE_DEVICES")
     assert visible_within([3], record) == [1] and visible_within([1, 3], record) == [0, 1]
-    in_container = read_grant({"SLURM_STEP_GPUS": "1,3", "ROCR_VISIBLE_DEVICES": "1,3"}, "rocm", UUIDS, False, 4)
+    in_container = read_grant({"SLURM_STEP_GPUS": "1,3", "ROCR_VISIBLE_DEVICES": "1,3", "SLURM_JOB_ID": "41", "SLURM_STEP_ID": "0"},
+                              "rocm", UUIDS, False, 4)
     assert visible_within([3], in_container) is None, "a container inherits nothing: node indices"
 
 
 @pytest.mark.parametrize("grant, words", [
-    ({"SLURM_STEP_GPUS": "5"}, "names GPU(s) 5, but this host has 4"),
+    ({"SLURM_STEP_GPUS": "5", "SLURM_JOB_ID": "41", "SLURM_STEP_ID": "0"}, "names GPU(s) 5, but this host has 4"),
     ({"ROCR_VISIBLE_DEVICES": "GPU-ffff"}, "is neither a GPU index nor a UUID"),
     ({"CUDA_VISIBLE_DEVICES": "1,1"}, "names a GPU twice"),
 ])
@@ -112,7 +113,7 @@ def test_the_simulator_applies_rocr_then_hip_as_the_runtime_does(tmp_path):
 def test_the_pick_is_among_the_granted_gpus(box, variable):
     """GPU 2 granted: the builtin picker would take GPU 0, the first idle one."""
     ticket = f"G-{variable.split('_')[0]}-{variable.split('_')[1]}"
-    grant = {variable: "2", "SLURM_JOB_ID": "77"} if variable.startswith("SLURM") else {variable: "2"}
+    grant = {variable: "2", "SLURM_JOB_ID": "77", "SLURM_STEP_ID": "0"} if variable.startswith("SLURM") else {variable: "2"}
     art, text = run(box, ticket, grant)
     assert art.verdict == "PASS", (art.reasons, text[-2000:])
     assert [g.index for g in art.gpus] == [2] and art.gpus[0].lock_path.endswith("gpu-2.lock")
@@ -128,16 +129,17 @@ def test_the_pick_is_among_the_granted_gpus(box, variable):
 def test_a_locked_granted_gpu_sends_the_pick_to_the_next_granted_one_never_outside(box):
     with open(box.spec.locks / "gpu-1.lock", "a") as held:
         fcntl.flock(held, fcntl.LOCK_EX)
-        art, text = run(box, "G-LOCKED", {"SLURM_STEP_GPUS": "1,3", "SLURM_JOB_ID": "78"})
+        art, text = run(box, "G-LOCKED", {"SLURM_STEP_GPUS": "1,3", "SLURM_JOB_ID": "78", "SLURM_STEP_ID": "0"})
         assert art.verdict == "PASS" and [g.index for g in art.gpus] == [3], (art.reasons, text[-2000:])
-        art, text = run(box, "G-ONLY", {"SLURM_STEP_GPUS": "1", "SLURM_JOB_ID": "79"})
+        art, text = run(box, "G-ONLY", {"SLURM_STEP_GPUS": "1", "SLURM_JOB_ID": "79", "SLURM_STEP_ID": "0"})
     assert art.verdict == "INCONCLUSIVE" and art.run is not None and not art.run.ran
     reason = " ".join(art.reasons)
     assert "NO_GPU" in reason and "granted by slurm job 79 (SLURM_STEP_GPUS)" in reason, art.reasons
 
 
 def test_a_host_command_under_rocr_counts_within_the_grant_and_check_agrees(box):
-    art, text = run(box, "G-HOST", {"SLURM_STEP_GPUS": "1,3", "ROCR_VISIBLE_DEVICES": "1,3", "SLURM_JOB_ID": "80"},
+    art, text = run(box, "G-HOST", {"SLURM_STEP_GPUS": "1,3", "ROCR_VISIBLE_DEVICES": "1,3", "SLURM_JOB_ID": "80",
+                                        "SLURM_STEP_ID": "0"},
                     "--gpu-container", "none")
     assert art.verdict == "PASS", (art.reasons, text[-2000:])
     assert [g.index for g in art.gpus] == [1] and art.env["HIP_VISIBLE_DEVICES"] == "0"
@@ -156,6 +158,6 @@ def test_a_host_command_under_rocr_counts_within_the_grant_and_check_agrees(box)
 
 
 def test_a_grant_naming_a_gpu_the_host_lacks_blocks_every_target_with_its_line(box):
-    art, text = run(box, "G-BAD", {"SLURM_STEP_GPUS": "6"})
+    art, text = run(box, "G-BAD", {"SLURM_STEP_GPUS": "6", "SLURM_JOB_ID": "81", "SLURM_STEP_ID": "0"})
     assert art.verdict == "INCONCLUSIVE" and art.run is not None and not art.run.ran
     assert any("SLURM_STEP_GPUS='6' names GPU(s) 6, but this host has 4" in r for r in art.reasons), art.reasons
