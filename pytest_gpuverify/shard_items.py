@@ -6,6 +6,7 @@ in every shard. Every process that collects (a session, each xdist worker) compu
 
 from __future__ import annotations
 
+import functools
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Optional
@@ -22,7 +23,7 @@ class ShardSetting:
     registered with the role of a process that runs targets, whose engine records the shard."""
 
     def __init__(self, config: pytest.Config) -> None:
-        from pytest_gpuverify.config.shards import load_durations, parse_spec, run_id
+        from pytest_gpuverify.config.shards import load_durations, parse_spec, run_attempt, run_id
 
         from pytest_gpuverify.config.shards import single_task_warning
 
@@ -30,9 +31,16 @@ class ShardSetting:
         self.index, self.count, self.source = parse_spec(spec, os.environ)
         self.warning = single_task_warning(os.environ, spec)
         self.run, self.run_from = run_id(config.getoption("gpu_shard_run"), os.environ)
+        self.attempt = run_attempt(os.environ)
         durations = config.getoption("gpu_durations")
         self.durations_path = Path(durations).expanduser() if durations else None
+        # a file named before its first run wrote it (a recipe's first run, a cache not yet made) does
+        # not stop the shards: every target counts the same until it exists. A bad file still does.
+        self.durations_missing = self.durations_path is not None and not self.durations_path.exists()
+        if self.durations_missing:
+            self.durations_path = None
         self.durations = load_durations(self.durations_path) if self.durations_path else {}
+        self.durations_named = durations
         self.engine: Optional[VerifySession] = None
 
     @pytest.hookimpl(trylast=True)  # after every other plugin's selection
@@ -48,8 +56,8 @@ class ShardSetting:
         from pytest_gpuverify.collectors import GpuTargetItem
 
         targets = [i for i in items if isinstance(i, GpuTargetItem)]
-        ids = [i.nodeid for i in targets]
-        seconds = {i.nodeid: self.durations[i.target.topic] for i in targets if i.target.topic in self.durations}
+        ids = [shard_id(i) for i in targets]  # not the node id: it moves with the rootdir
+        seconds = {shard_id(i): self.durations[i.target.topic] for i in targets if i.target.topic in self.durations}
         shards = split(ids, self.count, seconds)
         sizes = [shards.count(s) for s in range(self.count)]
         others = {id(item) for item, shard in zip(targets, shards) if shard != self.index}
@@ -63,10 +71,36 @@ class ShardSetting:
             reporter.write_line(f"gpuverify: shard {self.index}/{self.count} ({self.source}): "
                                 f"{sizes[self.index]} of {len(targets)} GPU targets"
                                 + (f", balanced by {self.durations_path}" if self.durations_path else ""))
+            if self.durations_missing:
+                reporter.write_line(f"gpuverify: --gpu-durations {self.durations_named}: no such file yet, so every "
+                                    "target counts the same. Fix: write it after a run with `gpuverify durations "
+                                    f"TICKET_DIR... -o {self.durations_named}`", yellow=True)
         return ShardRecord(index=self.index, count=self.count, read_from=self.source, run=self.run,
-                           run_from=self.run_from, plan=plan_digest(ids, self.count), sizes=sizes,
+                           run_from=self.run_from, attempt=self.attempt, plan=plan_digest(ids, self.count), sizes=sizes,
                            session=getattr(config, "workerinput", {}).get("testrunuid") or new_session_id(),
                            durations=str(self.durations_path) if self.durations_path else None)
+
+
+def shard_id(item) -> str:
+    """The name a GPU target is split and digested by: its file relative to its git checkout's top,
+    and its name there (``op_tests/test_x.py::x``). pytest's node id is relative to the rootdir, which
+    moves with the paths on the command line (a path-valued option's value, a checkout reached through
+    another folder); two shards given different paths would then split and digest differently."""
+    path = Path(str(getattr(item, "path", "") or ""))
+    top = _checkout_top(path.parent) if path.is_absolute() else None
+    if top is None:
+        return item.nodeid
+    _, sep, name = item.nodeid.partition("::")
+    return path.relative_to(top).as_posix() + sep + name
+
+
+@functools.lru_cache(maxsize=256)
+def _checkout_top(folder: Path) -> Optional[Path]:
+    """The nearest folder at or above ``folder`` holding ``.git`` (a folder, or a worktree's file)."""
+    for candidate in (folder, *folder.parents):
+        if (candidate / ".git").exists():
+            return candidate
+    return None
 
 
 SHARD_KEY = pytest.StashKey[ShardSetting]()  # --gpu-shard, read once in choose_role

@@ -112,11 +112,12 @@ class SlurmController(CollectsTargets, Role):
         """--gpu-slurm-shards N: job i runs ``--gpu-shard i/N`` of the session's paths; the split is the
         one each job makes (config/shards.py), so the controller knows each job's targets."""
         from pytest_gpuverify.config.shards import new_session_id, split
+        from pytest_gpuverify.shard_items import shard_id
         from pytest_gpuverify.slurm.launcher import per_shard
 
         assert self.shards is not None
-        seconds = {i.nodeid: self.durations[i.target.topic] for i in items if i.target.topic in self.durations}
-        shards = split([t.nodeid for t in targets], self.shards, seconds)
+        seconds = {shard_id(i): self.durations[i.target.topic] for i in items if i.target.topic in self.durations}
+        shards = split([shard_id(t) for t in targets], self.shards, seconds)
         return per_shard(targets, shards, self.shards, f"slurm-{new_session_id()}", list(self.config.option.file_or_dir or []))
 
     def _cancel_and_report(self, by_nodeid: dict, why: str) -> None:

@@ -24,6 +24,7 @@ OPTION = "--gpu-shard"
 MAX_SHARDS = 1000
 # the run a shard belongs to where the job's environment says it (first match): the id every shard shares
 RUN_IDS = ("SLURM_ARRAY_JOB_ID", "BUILDKITE_BUILD_ID", "GITHUB_RUN_ID", "CI_PIPELINE_ID")
+ATTEMPT_VARIABLE = "GITHUB_RUN_ATTEMPT"  # "Re-run failed jobs" keeps the run id and counts this up
 
 
 def parse_spec(value: str, environ: Mapping[str, str]) -> tuple[int, int, str]:
@@ -107,14 +108,31 @@ def _number(environ: Mapping[str, str], name: str, default: Optional[int] = None
 
 
 def run_id(given: Optional[str], environ: Mapping[str, str]) -> tuple[Optional[str], Optional[str]]:
-    """(the run id, where it was read): ``--gpu-shard-run``, else the CI's or scheduler's run id."""
+    """(the run id, where it was read): ``--gpu-shard-run``, else the CI's or scheduler's run id. A
+    re-run's attempt is not part of it (GitHub's "Re-run failed jobs" keeps GITHUB_RUN_ID): see
+    :func:`run_attempt`."""
     if given:
         return given, "--gpu-shard-run"
     for name in RUN_IDS:
         if environ.get(name):
-            attempt = environ.get("GITHUB_RUN_ATTEMPT") if name == "GITHUB_RUN_ID" else None
-            return environ[name] + (f".{attempt}" if attempt else ""), name
+            return environ[name], name
     return None, None
+
+
+def run_attempt(environ: Mapping[str, str]) -> Optional[int]:
+    """GitHub's attempt of the run (GITHUB_RUN_ATTEMPT, from 1); None elsewhere. A shard of a later
+    attempt replaces the same shard's earlier attempts when the shards are merged."""
+    value = environ.get(ATTEMPT_VARIABLE, "").strip()
+    return int(value) if value.isdigit() else None
+
+
+def logical_run(run: Optional[str], run_from: Optional[str], attempt: Optional[int]) -> tuple[Optional[str], int]:
+    """(the run every attempt shares, the attempt: 0 where none is known). Artifacts written before
+    the attempt had its own field carry it in the run id (``<GITHUB_RUN_ID>.<attempt>``)."""
+    if attempt is None and run_from == "GITHUB_RUN_ID" and run and re.fullmatch(r"\d+\.\d+", run):
+        base, _, old = run.partition(".")
+        return base, int(old)
+    return run, attempt or 0
 
 
 def load_durations(path: Path) -> dict[str, float]:

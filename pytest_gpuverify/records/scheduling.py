@@ -18,6 +18,7 @@ class ShardRecord(BaseModel):
     read_from: str  # "--gpu-shard 1/4", "SLURM_ARRAY_TASK_ID=3 ...", "BUILDKITE_PARALLEL_JOB=1 ..."
     run: Optional[str] = None  # the run every shard shares (--gpu-shard-run, else the CI's run id)
     run_from: Optional[str] = None  # where ``run`` was read
+    attempt: Optional[int] = None  # the CI's attempt of the run (GITHUB_RUN_ATTEMPT): a re-run shard replaces its earlier attempts
     plan: str  # a digest of the target set and the count: the shards of one split share it
     sizes: list[int] = Field(default_factory=list)  # GPU targets per shard, every shard's: an empty one is expected
     session: str  # this session's id: one shard run twice shows two

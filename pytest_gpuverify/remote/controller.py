@@ -140,6 +140,7 @@ class RemoteController:
         self.limit_s = limit_s
         self._ssh = (ssh_timeout_s, ssh_config)
         self._crashed: dict[str, str] = {}  # worker id -> host
+        self._ready: set[str] = set()  # worker ids that started (xdist's workerready)
         self._cut: dict[str, str] = {}  # worker id -> why the deadline cut it
         self._stop = threading.Event()
         self._dsession = None
@@ -230,6 +231,10 @@ class RemoteController:
 
     # -- who ran where ---------------------------------------------------------------------------
     @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodeready(self, node) -> None:
+        self._ready.add(node.gateway.id)
+
+    @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node, error) -> None:
         if error is None:  # its session is over and its files are here: it may exit now (execnet lets it
             node.gateway.exit()  # finish pytest's own end first), not with the others at xdist's teardown
@@ -240,7 +245,9 @@ class RemoteController:
         if error is not None:
             host = self._crashed[node.gateway.id] = host_of_spec(node.gateway.spec) or "?"
             if node.gateway.id not in self._cut:
-                self.lost.after_crash(host, _alias_of(node.gateway.spec), node.gateway.id)
+                lost = self.lost.after_crash(host, _alias_of(node.gateway.spec), node.gateway.id)
+                if not lost and node.gateway.id not in self._ready:
+                    self._stop_if_cannot_start(host, node.gateway.id, error)
         if self._sched is not None:
             self._sched.worker_down(node)
 
@@ -261,6 +268,13 @@ class RemoteController:
         report.user_properties = [*getattr(report, "user_properties", []), *verdict_properties(host, reason, path)]
         report.longrepr = f"INCONCLUSIVE: {crashitem}\n  - {reason}"
         report.when = "call"  # a target's verdict: the summary and the report status read it there
+
+    def _stop_if_cannot_start(self, host: str, worker: str, error) -> None:
+        """A worker that died before it was ready: past the bound, xdist's loop stops the session
+        with the reason (its ``shouldstop``, read after this hook) and no worker is started again."""
+        reason = self.lost.start_failed(host, worker, error)
+        if reason and self._dsession is not None and not self._dsession.shouldstop:
+            self._dsession.shouldstop = reason
 
     # -- the deadline ------------------------------------------------------------------------------
     def pytest_sessionstart(self, session: pytest.Session) -> None:
@@ -333,6 +347,8 @@ class RemoteController:
                 reason = f"{self.down[host]}; its targets are tied to it and ran nowhere else"
             elif host in self.lost.lost:
                 reason = self.lost.unran_reason(host)
+            elif self.lost.not_started:
+                reason = next(iter(self.lost.not_started.values()))
             elif host in sched.lost:
                 reason = f"host {host}: its workers all ended (crashed, or cut at the plugin's deadline) before this target ran"
             else:

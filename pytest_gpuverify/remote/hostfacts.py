@@ -18,6 +18,8 @@ class HostFacts(BaseModel):
     repos: dict[str, str] = {}  # Repos row name -> the checkout's path on the host
     tickets: Optional[str] = None
     problem: Optional[str] = None  # the host's env file did not load: its paths are unknown
+    env_file: Optional[str] = None  # the env file the host's workers read (`~` as written)
+    env_from: Optional[str] = None  # where that path came from: $GPUVERIFY_ENV, or the default
 
     def checkouts_root(self) -> Optional[str]:
         """The deepest folder holding every checkout of the host (a worker's rootdir)."""
@@ -28,12 +30,17 @@ class HostFacts(BaseModel):
 
 
 def host_facts(environ=os.environ) -> HostFacts:
-    from pytest_gpuverify.config.envfile import EnvFileError, default_env_path, load_env_file
+    from pytest_gpuverify.config.envfile import ENV_PATH_VARIABLE, EnvFileError, default_env_path, load_env_file
 
+    path = default_env_path(None, environ)
+    where = f"${ENV_PATH_VARIABLE}" if environ.get(ENV_PATH_VARIABLE, "").strip() else "the default path"
     try:
-        env = load_env_file(default_env_path(None, environ))
-    except (EnvFileError, OSError, ValueError) as exc:
-        return HostFacts(problem=str(exc).splitlines()[0][:200])
+        env = load_env_file(path)
+    except EnvFileError as exc:  # its own words, without the fix, which is the controller's to give
+        said = (f"{exc.where}: " if exc.where else "") + exc.message.rstrip(".")
+        return HostFacts(problem=said[:200], env_file=str(path), env_from=where)
+    except (OSError, ValueError) as exc:
+        return HostFacts(problem=str(exc).splitlines()[0][:200], env_file=str(path), env_from=where)
     tickets = env.resources.tickets
     return HostFacts(repos={r.repo: str(r.path) for r in env.repos if r.path is not None},
                      tickets=str(tickets.expanduser()) if tickets is not None else None)

@@ -17,11 +17,31 @@ from pytest_gpuverify.remote.sshmux import run_ssh
 from pytest_gpuverify.remote.txspec import host_of_spec
 
 
+# A worker that dies before it is ready (its pytest stopped at its start: an option, an ini file, a plugin
+# the host refuses) dies the same way when it is replaced: after this many such deaths on one host the
+# session stops with the reason, where xdist would replace workers up to 4 per worker (gw128 ...).
+START_TRIES = 2
+
+
 class LostHosts:
     def __init__(self, timeout_s: float, ssh_config: Optional[str]) -> None:
         self._ssh = (timeout_s, ssh_config)
         self.lost: dict[str, str] = {}  # host -> what its last ssh said
         self._workers: dict[str, str] = {}  # crashed worker id -> its lost host
+        self._start_failures: dict[str, int] = {}  # host -> its workers that died before they were ready
+        self.not_started: dict[str, str] = {}  # host -> why its workers cannot start (the session stops)
+
+    def start_failed(self, host: str, worker: str, error: object) -> Optional[str]:
+        """``worker`` on ``host`` died before it was ready: the reason to stop the session once the
+        host's workers did so ``START_TRIES`` times, else None (it is replaced as xdist does)."""
+        self._start_failures[host] = self._start_failures.get(host, 0) + 1
+        if host in self.not_started or self._start_failures[host] < START_TRIES:
+            return None
+        said = _last_words(error)
+        self.not_started[host] = (f"host {host}: its workers could not start ({self._start_failures[host]} tried, the "
+                                  f"last {worker}: {said}); the session stops. Fix: run `pytest --co` there in the "
+                                  "checkout with the same options, and correct what it says")
+        return self.not_started[host]
 
     def after_crash(self, host: str, alias: Optional[str], worker: str) -> bool:
         """Whether ``host``, whose ``worker`` just crashed, is lost (asked once; a lost host stays lost)."""
@@ -55,7 +75,7 @@ class LostHosts:
             return
 
         def clone_unless_lost(node):
-            if host_of_spec(node.gateway.spec) in self.lost:
+            if host_of_spec(node.gateway.spec) in self.lost or self.not_started:
                 return None
             return clone(node)
 
@@ -66,7 +86,11 @@ class LostHosts:
 
         def say_not_replaced(line: str) -> None:  # xdist says it replaces the worker before it asks for the clone
             words = line.split()
-            host = self._workers.get(words[-1]) if line.strip().startswith("replacing crashed worker") else None
+            replacing = line.strip().startswith("replacing crashed worker")
+            host = self._workers.get(words[-1]) if replacing else None
+            if replacing and host is None and self.not_started:
+                report_line(f"\nworker {words[-1]} is not replaced: {next(iter(self.not_started.values()))}")
+                return
             report_line(line if host is None else f"\nworker {words[-1]} is not replaced: the connection to host "
                         f"{host} was lost")
 
@@ -79,3 +103,17 @@ class LostHosts:
 
     def unran_reason(self, host: str) -> str:
         return f"the connection to host {host} was lost ({self.lost[host]}) before this target ran"
+
+
+def _last_words(error: object) -> str:
+    """What a dead worker's error says, in one line: execnet hands over the worker's traceback, whose
+    exception lines (after its last frame) say it; pytest's usage text among them is left out."""
+    import re
+
+    lines = str(error or "").splitlines()
+    frames = [i for i, ln in enumerate(lines) if ln.startswith("  File ")]
+    tail = lines[frames[-1] + 1:] if frames else lines
+    words = [re.sub(r"^[\w.]*(Error|Exception|Exit)\w*: ", "", ln.strip()) for ln in tail
+             if ln.strip() and not ln.startswith("    ")]  # a frame's code and carets are indented
+    words = [w for w in words if not w.startswith("usage:")]
+    return ("; ".join(words) or "no message")[:300]

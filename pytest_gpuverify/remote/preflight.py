@@ -119,7 +119,18 @@ def check_host(row: HostRow, env_path, timeout_s: float, config: Optional[str],
         return HostCheck(row=row, hostname=hostname, problem=(
             f"host {row.host}: pytest-gpuverify {found} is installed for {python} there, the controller has "
             f"{__version__}. Fix: {fix}"))
-    return HostCheck(row=row, hostname=hostname, facts=_facts(lines))
+    facts = _facts(lines)
+    if facts is not None and facts.problem:  # every worker there would stop at its start, and be replaced
+        return HostCheck(row=row, hostname=hostname, facts=facts, problem=env_file_problem(row, alias, facts))
+    return HostCheck(row=row, hostname=hostname, facts=facts)
+
+
+def env_file_problem(row: HostRow, alias: str, facts: HostFacts) -> str:
+    """One line: the host's own env file (its workers read it; ``--gpu-env`` is the controller's) did not load."""
+    where = f"{facts.env_file} ({facts.env_from} there)" if facts.env_file else "its env file"
+    return (f"host {row.host}: its workers read the host's own env file, {where}: {facts.problem}. Fix: write "
+            f"that file on {row.host} (`ssh {alias}`, then `/setup-mstack env`), or set GPUVERIFY_ENV to one in "
+            f"the environment of its ssh sessions; --gpu-env names this machine's file only")
 
 
 def _facts(lines: list[str]) -> Optional[HostFacts]:

@@ -13,9 +13,11 @@ from pytest_gpuverify.remote.txspec import host_of_spec
 
 class HostScheduler:
     def __init__(self, config, hosts: list[HostSlots], log=None) -> None:
-        from xdist.workermanage import parse_tx_spec_config  # type: ignore[import-untyped]
+        import xdist.workermanage  # type: ignore[import-untyped]
 
-        self.numnodes = len(parse_tx_spec_config(config))
+        # the --tx specs' reader: parse_spec_config before xdist 3.6 renamed it
+        specs = getattr(xdist.workermanage, "parse_tx_spec_config", None) or xdist.workermanage.parse_spec_config
+        self.numnodes = len(specs(config))
         self.hosts = hosts
         self.node2collection: dict = {}
         self.node2pending: dict = {}  # the deadline watcher (controller.py) reads it too

@@ -23,7 +23,9 @@ def running_line_wanted(config, echo_output: bool) -> bool:
 
     reporter = config.pluginmanager.get_plugin("terminalreporter")
     isatty = bool(reporter is not None and getattr(reporter, "isatty", False)) and not hasattr(config, "workerinput")
-    return wants_running_line(isatty=isatty, verbosity=config.get_verbosity(), environ=os.environ,
+    # -v/-q as a number: Config.get_verbosity is pytest 8's; the option is every supported pytest's
+    verbosity = int(config.getoption("verbose", 0) or 0)
+    return wants_running_line(isatty=isatty, verbosity=verbosity, environ=os.environ,
                               echo_output=echo_output)
 
 

@@ -54,7 +54,7 @@ def merge(sources: list[Path], out: Path, *, keep_all: bool = False,
           say: Callable[[str], None] = print, taken: Optional[dict[Path, Path]] = None) -> int:
     """0 when every artifact was taken and passes check where it landed; 1 otherwise (nothing is
     copied when any artifact is refused). ``taken``: filled with each artifact taken -> where it landed."""
-    copies, refused = _plan(sources, out, keep_all, say)
+    copies, refused = _plan(sources, out, keep_all, say, _superseded(sources, out))
     shard_lines, shards_whole = shards_arrived(sources, out)
     for line in shard_lines:
         say(line)
@@ -83,6 +83,18 @@ def shards_arrived(sources: list[Path], out: Path) -> tuple[list[str], bool]:
     """The shard lines over every readable artifact of the sources and of ``out`` (shard_check.py)."""
     from pytest_gpuverify.reporting.shard_check import shard_lines
 
+    records = _shard_records(sources, out)
+    return shard_lines(records) if records else ([], True)
+
+
+def _superseded(sources: list[Path], out: Path) -> dict[Path, str]:
+    """The sources' artifacts of a shard that a later CI attempt ran again -> why (shard_check.py)."""
+    from pytest_gpuverify.reporting.shard_check import superseded
+
+    return superseded(_shard_records(sources, out))
+
+
+def _shard_records(sources: list[Path], out: Path) -> list:
     records = []
     for folder in [*sources, out]:
         for path in sorted(folder.glob("bench_*.json")):
@@ -92,13 +104,14 @@ def shards_arrived(sources: list[Path], out: Path) -> tuple[list[str], bool]:
                 continue  # refused above, with its reason
             if art.shard is not None:
                 records.append((art.shard, path))
-    return shard_lines(records) if records else ([], True)
+    return records
 
 
-def _plan(sources: list[Path], out: Path, keep_all: bool,
-          say: Callable[[str], None]) -> tuple[list[tuple[Path, str, list[tuple[Path, Path]]]], int]:
+def _plan(sources: list[Path], out: Path, keep_all: bool, say: Callable[[str], None],
+          old: dict[Path, str]) -> tuple[list[tuple[Path, str, list[tuple[Path, Path]]]], int]:
     """(per artifact taken: its path, its name in ``out``, the (source, destination) files to copy;
-    how many were refused). Reads everything, writes nothing."""
+    how many were refused). ``old``: artifacts a later CI attempt of their shard replaced, set aside
+    (one in ``out`` itself is refused: merge never overwrites). Reads everything, writes nothing."""
     taken: dict[str, Path] = {p.name: p for p in out.glob("bench_*.json")}
     planned: dict[Path, Path] = {}  # destination -> source, for the files of every artifact taken
     copies = []
@@ -108,6 +121,9 @@ def _plan(sources: list[Path], out: Path, keep_all: bool,
         if not artifacts:
             say(f"{source}: no artifacts (bench_*.json)")
         for path in artifacts:
+            if path in old:
+                say(f"SUPERSEDED {path}: {old[path]}; not taken")
+                continue
             problems = _problems(path, gathered=True)
             key = load_checked(path).key if not problems else None
             if key is not None and key != out.name:
@@ -117,6 +133,11 @@ def _plan(sources: list[Path], out: Path, keep_all: bool,
                 say(f"REFUSED {path}: does not pass check: {problems[0]}")
                 continue
             name = path.name
+            if name in taken and taken[name] in old:
+                refused += 1
+                say(f"REFUSED {path}: {taken[name]} is {old[taken[name]]}, and merge overwrites nothing; merge the "
+                    "attempts into a new folder")
+                continue
             if name in taken and not filecmp.cmp(path, taken[name], shallow=False):
                 if not keep_all:
                     refused += 1

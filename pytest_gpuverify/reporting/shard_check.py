@@ -1,21 +1,56 @@
 """Did every shard of a split run arrive, once? Read from the artifacts' ``shard`` records
 (config/shards.py): each names its shard, the count, the run, the split's digest, how many GPU
 targets every shard was given, and the session that ran it. A shard given no target has no
-artifact and is not missing; a shard's artifacts from two sessions are that shard run twice."""
+artifact and is not missing; a shard's artifacts from two sessions are that shard run twice.
+
+A CI re-run ("Re-run failed jobs" on GitHub) keeps the run id and counts the attempt up: the shards of
+all attempts are one run, and where a shard ran in several attempts its latest attempt's artifacts
+count; the earlier ones are superseded (merge sets them aside, naming them)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Iterable
 
+from pytest_gpuverify.config.shards import logical_run
 from pytest_gpuverify.records.scheduling import ShardRecord
 
 
-def shard_lines(records: Iterable[tuple[ShardRecord, Path]]) -> tuple[list[str], bool]:
-    """(one line per run, and one per problem; whether every shard arrived once and whole)."""
-    groups: dict[str, list[tuple[ShardRecord, Path]]] = {}
+def _group(record: ShardRecord) -> tuple[str, int]:
+    """(the run's name, the attempt) of a record."""
+    run, attempt = logical_run(record.run, record.run_from, record.attempt)
+    return (f"run {run}" if run else f"split {record.plan}"), attempt
+
+
+def superseded(records: Iterable[tuple[ShardRecord, Path]]) -> dict[Path, str]:
+    """Artifacts of a shard that a later attempt of its run ran again -> why they do not count."""
+    latest: dict[tuple[str, int], int] = {}
+    records = list(records)
+    for record, _ in records:
+        name, attempt = _group(record)
+        latest[(name, record.index)] = max(attempt, latest.get((name, record.index), 0))
+    out = {}
     for record, path in records:
-        groups.setdefault(f"run {record.run}" if record.run else f"split {record.plan}", []).append((record, path))
+        name, attempt = _group(record)
+        newest = latest[(name, record.index)]
+        if attempt < newest:
+            out[path] = (f"shard {record.index}/{record.count} of {name} ran again in attempt {newest}; "
+                         f"this is attempt {attempt}'s")
+    return out
+
+
+def shard_lines(records: Iterable[tuple[ShardRecord, Path]]) -> tuple[list[str], bool]:
+    """(one line per run, and one per problem; whether every shard arrived once and whole), each shard
+    counted from its latest attempt."""
+    records = list(records)
+    old = superseded(records)
+    groups: dict[str, list[tuple[ShardRecord, Path]]] = {}
+    attempts: dict[str, set[int]] = {}
+    for record, path in records:
+        name, attempt = _group(record)
+        attempts.setdefault(name, set()).add(attempt)
+        if path not in old:
+            groups.setdefault(name, []).append((record, path))
     lines: list[str] = []
     whole = True
     for name, members in sorted(groups.items()):
@@ -30,7 +65,9 @@ def shard_lines(records: Iterable[tuple[ShardRecord, Path]]) -> tuple[list[str],
         problems = _group_problems(name, count, sizes, members)
         whole = whole and not problems
         arrived = len({r.index for r, _ in members} | {i for i in range(count) if i >= len(sizes) or not sizes[i]})
-        lines += problems or [f"shards of {name}: {arrived} of {count} arrived, each once and whole"]
+        tried = sorted(attempts[name] - {0})
+        after = f" (attempts {', '.join(map(str, tried))}: the latest of each shard counts)" if len(tried) > 1 else ""
+        lines += problems or [f"shards of {name}: {arrived} of {count} arrived, each once and whole{after}"]
     return lines, whole
 
 

@@ -63,6 +63,8 @@ class SshHost:
     umask: Optional[str] = None  # the ssh sessions' umask there (None: sshd's)
     tickets_in_checkout: bool = False  # its tickets folder lies inside its own checkout (not gitignored)
     sampler_idle_s: float = 15.0  # its background sampler leaves this long after its last reader (tests: soon)
+    own_env: bool = True  # False: its sessions get no GPUVERIFY_ENV and a HOME without the default env file
+    own_home: bool = False  # its sessions' HOME and first folder are <root>/home (a user of its own), else root's
 
     @property
     def sim_bin(self) -> Path:
@@ -252,9 +254,13 @@ def _sshd_config(host: SshHost, authorized: Path) -> str:
 
 
 def _host_env_script(host: SshHost) -> str:
+    env = f'export GPUVERIFY_ENV="{host.env_path}"' if host.own_env else "unset GPUVERIFY_ENV"
+    home = f'HOME="{host.root}/home" ' if host.own_home or not host.own_env else ""
     return f"""#!/bin/sh
 export PATH="{host.sim_bin}:{demo.BASE_PATH}" ROCM_PATH="{host.sim_bin}" PYTHONPATH="{host.pythonpath}"
-export GPUVERIFY_ENV="{host.env_path}" TMPDIR="{host.root}/tmp" GPUVERIFY_SAMPLER_IDLE_S={host.sampler_idle_s:g} LANG=C.UTF-8
+{env}
+export {home}TMPDIR="{host.root}/tmp" GPUVERIFY_SAMPLER_IDLE_S={host.sampler_idle_s:g} LANG=C.UTF-8
+{'cd "$HOME"' if home else ""}
 {f"umask {host.umask}" if host.umask else ""}
 [ -n "$SSH_ORIGINAL_COMMAND" ] || exec /bin/sh
 exec /bin/sh -c "$SSH_ORIGINAL_COMMAND"
@@ -289,12 +295,15 @@ def start_sshd(host: SshHost, authorized: Path, known_hosts: Path) -> None:
 def ssh_hosts(root: Path, client, specs: list[tuple[str, int]], liars: Optional[dict] = None,
               pythonpaths: Optional[dict] = None, python: str = sys.executable, sampler_idle_s: float = 15.0,
               own_checkouts: Optional[dict[str, str]] = None, umasks: Optional[dict[str, str]] = None,
-              tickets_in_checkout: frozenset[str] = frozenset()):
+              tickets_in_checkout: frozenset[str] = frozenset(), without_env: frozenset[str] = frozenset(),
+              own_homes: frozenset[str] = frozenset()):
     """Start one sshd host per (name, gpus) in ``specs``; ``liars``: name -> what its `hostname` prints;
     ``python``: the Hosts rows' python (:func:`host_python`: a GPU host's site); ``own_checkouts``:
     name -> a folder under the host's root where it keeps its own clone of the repo (its env file's
     Repos path; the controller's env file keeps the shared one); ``umasks``: name -> its sessions' umask;
-    ``tickets_in_checkout``: names of hosts (with an own checkout) whose tickets folder lies in it."""
+    ``tickets_in_checkout``: names of hosts (with an own checkout) whose tickets folder lies in it;
+    ``without_env``: names of hosts whose sessions find no env file of their own; ``own_homes``: names
+    of hosts whose sessions' HOME is ``<root>/home`` (a host without an env file has one too)."""
     from pytest_gpuverify.simulator import SimState, install
 
     root.mkdir(parents=True, exist_ok=True)
@@ -320,7 +329,8 @@ def ssh_hosts(root: Path, client, specs: list[tuple[str, int]], liars: Optional[
                 host.repo.parent.mkdir(parents=True)
                 subprocess.run(["git", "clone", "-q", str(repo), str(host.repo)], check=True)
             host.tickets_in_checkout = name in tickets_in_checkout
-            for sub in ("locks", "tmp"):
+            host.own_env, host.own_home = name not in without_env, name in own_homes
+            for sub in ("locks", "tmp", "home"):
                 (host.root / sub).mkdir(parents=True)
             host.tickets.mkdir(parents=True)
             install(host.sim_bin, SimState.idle(gpus=gpus, arch="gfx942"))

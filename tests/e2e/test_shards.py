@@ -94,7 +94,8 @@ def test_a_shard_that_cannot_be_read_is_one_usage_line(spec, environ, words):
 
 def test_the_run_is_the_option_else_the_ci_run():
     assert run_id("nightly-7", {"GITHUB_RUN_ID": "9"}) == ("nightly-7", "--gpu-shard-run")
-    assert run_id(None, {"GITHUB_RUN_ID": "9", "GITHUB_RUN_ATTEMPT": "2"}) == ("9.2", "GITHUB_RUN_ID")
+    # a re-run attempt is the same run (its attempt is recorded apart: merge lets the latest attempt win)
+    assert run_id(None, {"GITHUB_RUN_ID": "9", "GITHUB_RUN_ATTEMPT": "2"}) == ("9", "GITHUB_RUN_ID")
     assert run_id(None, {"SLURM_ARRAY_JOB_ID": "12", "BUILDKITE_BUILD_ID": "b"}) == ("12", "SLURM_ARRAY_JOB_ID")
     assert run_id(None, {}) == (None, None)
 
@@ -189,10 +190,45 @@ def test_bad_shard_options_stop_the_run_before_any_gpu(box):
     proc = box.pytest(*TARGETS, "--gpu-durations", "/nonexistent.json")
     text = proc.stdout.decode() + proc.stderr.decode()
     assert proc.returncode == 4 and "pass --gpu-shard I/N (or auto) with them" in text, text
-    proc = box.pytest(*TARGETS, "--gpu-shard", "0/2", "--gpu-durations", str(box.root / "missing.json"))
+    bad = box.root / "bad-durations.json"
+    bad.write_text("[1, 2]")
+    proc = box.pytest(*TARGETS, "--gpu-shard", "0/2", "--gpu-durations", str(bad))
     text = proc.stdout.decode() + proc.stderr.decode()
-    assert proc.returncode == 4 and "missing.json: no such file" in text and "gpuverify durations" in text, text
+    assert proc.returncode == 4 and "not an object of topic -> seconds" in text and "gpuverify durations" in text, text
     assert not (box.tickets / "T-1").exists() or not list((box.tickets / "T-1").glob("bench_*.json"))
+
+
+@pytest.mark.docker
+def test_a_durations_file_not_made_yet_is_a_warning_and_every_target_counts_the_same(box):
+    """A recipe names its durations file before any run wrote it: the shards run, split evenly."""
+    missing = box.root / "missing.json"
+    proc = box.pytest(*TARGETS, "--gpu-shard", "0/2", "--gpu-durations", str(missing), ticket="T-NODUR")
+    text = proc.stdout.decode() + proc.stderr.decode()
+    assert proc.returncode == 0, text[-3000:]
+    assert f"gpuverify: --gpu-durations {missing}: no such file yet, so every target counts the same" in text, text
+    assert f"gpuverify durations TICKET_DIR... -o {missing}" in text, text
+    arts = sorted((box.tickets / "T-NODUR").glob("bench_*.json"))
+    assert len(arts) == 2 and all(json.loads(p.read_text())["shard"]["durations"] is None for p in arts)
+
+
+@pytest.mark.docker
+def test_a_path_valued_option_does_not_change_the_plan_digest(box):
+    """A value given after a space (a file outside the checkout) moves pytest's rootdir, and with it
+    the node ids; the split and its digest are made from checkout-relative names and do not move."""
+    outside = box.root / "elsewhere"
+    outside.mkdir(exist_ok=True)
+    durations = outside / "durations.json"
+    durations.write_text(json.dumps({"gemm_a8w8": 1.0, "moe_2stage": 1.0, "rmsnorm2d": 1.0}))
+    plain = box.pytest(*TARGETS, "--gpu-shard", "0/2", f"--gpu-durations={durations}", ticket="T-PLAIN")
+    moved = box.pytest(*TARGETS, "--gpu-shard", "0/2", "--gpu-durations", str(durations), ticket="T-MOVED")
+    for proc in (plain, moved):
+        assert proc.returncode == 0, (proc.stdout + proc.stderr).decode(errors="replace")[-3000:]
+    assert b"rootdir: " + str(box.root).encode() in moved.stdout, moved.stdout[-2000:]  # the rootdir moved
+    digests = {t: {json.loads(p.read_text())["shard"]["plan"] for p in (box.tickets / t).glob("bench_*.json")}
+               for t in ("T-PLAIN", "T-MOVED")}
+    assert digests["T-PLAIN"] == digests["T-MOVED"] and len(digests["T-PLAIN"]) == 1, digests
+    names = {t: sorted(p.name for p in (box.tickets / t).glob("bench_*.json")) for t in ("T-PLAIN", "T-MOVED")}
+    assert names["T-PLAIN"] == names["T-MOVED"], names
 
 
 @pytest.mark.docker

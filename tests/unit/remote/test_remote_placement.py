@@ -80,18 +80,23 @@ class _Node:
         self.shutting_down = True
 
 
+# xdist's function that reads the --tx specs (its worker count): renamed in xdist 3.6
+_SPECS = "parse_tx_spec_config" if hasattr(__import__("xdist.workermanage").workermanage, "parse_tx_spec_config") \
+    else "parse_spec_config"
+
+
 def _scheduler(hosts):
     from types import SimpleNamespace
 
     from pytest_gpuverify.remote.scheduler import HostScheduler
 
-    return HostScheduler(SimpleNamespace(), hosts)  # xdist's worker count: parse_tx_spec_config, patched
+    return HostScheduler(SimpleNamespace(), hosts)  # xdist's worker count: its --tx reader, patched
 
 
 def test_a_crashed_workers_replacement_gets_its_hosts_share(monkeypatch):
     import xdist.workermanage
 
-    monkeypatch.setattr(xdist.workermanage, "parse_tx_spec_config", lambda config: ["a", "b"])
+    monkeypatch.setattr(xdist.workermanage, _SPECS, lambda config: ["a", "b"])
     sched = _scheduler([A2, B2])
     a, b = _Node("hostA"), _Node("hostB")
     collection = ids(4)  # hostA: 0, 2; hostB: 1, 3
@@ -120,7 +125,7 @@ def test_a_replacement_that_dies_starting_is_no_longer_awaited(monkeypatch):
     the host stayed "starting" and the session waited for it forever."""
     import xdist.workermanage
 
-    monkeypatch.setattr(xdist.workermanage, "parse_tx_spec_config", lambda config: ["a", "b"])
+    monkeypatch.setattr(xdist.workermanage, _SPECS, lambda config: ["a", "b"])
     sched = _scheduler([A2, B2])
     a, b = _Node("hostA"), _Node("hostB")
     collection = ids(4)
