@@ -44,8 +44,9 @@ def shapes(count: int) -> list[tuple[int, int, int, float]]:
     return out
 
 
-def harness_output(table: list[tuple[int, int, int, float]], scales: dict[int, float], cv: float, shared: float,
-                   rng: random.Random) -> str:
+def harness_output(
+    table: list[tuple[int, int, int, float]], scales: dict[int, float], cv: float, shared: float, rng: random.Random
+) -> str:
     lines = ["[checkAllclose atol=0.01 rtol=0.01 passed~]", "| m | n | k | us | TFLOPS |", "|--:|--:|--:|---:|---:|"]
     run_shift = rng.gauss(0, shared)  # what one process shares over its rows (its GPU's clocks, placement)
     for i, (m, n, k, us) in enumerate(table):
@@ -62,13 +63,20 @@ def side(table, scales, args, cv: float, rng: random.Random, scratch: Path) -> A
         parsed = parse_output("bench", out)
         assert parsed.correctness.passed, "the harness's check line was not read"
         rows += [r.model_copy(update={"run": run}) for r in parsed.perf]
-    return Artifact(topic="lab", ts="now", verdict="PASS", perf=rows, command="python3 bench/bench_lab.py",
-                    target=TargetRecord(name="lab", kind="bench", repeats=args.runs),
-                    gpus=[GpuRecord(index=0, arch="gfx942", name="MI300X")])
+    return Artifact(
+        topic="lab",
+        ts="now",
+        verdict="PASS",
+        perf=rows,
+        command="python3 bench/bench_lab.py",
+        target=TargetRecord(name="lab", kind="bench", repeats=args.runs),
+        gpus=[GpuRecord(index=0, arch="gfx942", name="MI300X")],
+    )
 
 
-def case(label: str, cv: float, planted: dict[int, float], table, args, rule: Rule, rng: random.Random,
-         scratch: Path) -> str:
+def case(
+    label: str, cv: float, planted: dict[int, float], table, args, rule: Rule, rng: random.Random, scratch: Path
+) -> str:
     tally: Counter = Counter()
     found_counts, rows_total = [], 0
     true_gain = math.exp(fmean([-math.log(planted.get(i, 1.0)) for i in range(len(table))]))
@@ -86,48 +94,71 @@ def case(label: str, cv: float, planted: dict[int, float], table, args, rule: Ru
         hits = Counter(shape_of[p.shape] for p in pairs if shape_of[p.shape] in planted and p.call == REGRESSED)
         found_counts.append(sum(1 for i in planted if hits[i] == 2))  # both figures: time and TFLOPS
         whole = result.summary[0]
-        tally["covered"] += whole.ci_low is not None and whole.ci_high is not None and \
-            whole.ci_low <= true_gain <= whole.ci_high
+        tally["covered"] += (
+            whole.ci_low is not None and whole.ci_high is not None and whole.ci_low <= true_gain <= whole.ci_high
+        )
     n = args.pairs
-    found = (f"{fmean(found_counts):.2f} of {len(planted)}; >= {len(planted) - 1} in {sum(c >= len(planted) - 1 for c in found_counts)}"
-             f"/{n}" if planted else "-")
-    return (f"| {cv:.0%} | {label} | {n} | {rows_total} | {tally['false rows'] / n:.2f} | {tally['any false']}/{n} | {found} "
-            f"| {tally['same'] / (n * rows_total):.1%} | {tally['inconclusive'] / (n * rows_total):.1%} "
-            f"| {tally['covered']}/{n} |")
+    found = (
+        f"{fmean(found_counts):.2f} of {len(planted)}; >= {len(planted) - 1} in {sum(c >= len(planted) - 1 for c in found_counts)}"
+        f"/{n}"
+        if planted
+        else "-"
+    )
+    return (
+        f"| {cv:.0%} | {label} | {n} | {rows_total} | {tally['false rows'] / n:.2f} | {tally['any false']}/{n} | {found} "
+        f"| {tally['same'] / (n * rows_total):.1%} | {tally['inconclusive'] / (n * rows_total):.1%} "
+        f"| {tally['covered']}/{n} |"
+    )
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--cvs", default="0.01,0.02,0.03", help="each run's noise per row, as CVs (default 0.01,0.02,0.03)")
-    parser.add_argument("--shared", type=float, default=0.0, help="a per-process shift shared by its rows, as a CV (default 0)")
+    parser.add_argument(
+        "--cvs", default="0.01,0.02,0.03", help="each run's noise per row, as CVs (default 0.01,0.02,0.03)"
+    )
+    parser.add_argument(
+        "--shared", type=float, default=0.0, help="a per-process shift shared by its rows, as a CV (default 0)"
+    )
     parser.add_argument("--rows", type=int, default=200, help="shapes the harness prints (default 200)")
     parser.add_argument("--runs", type=int, default=5, help="runs (processes) per side (default 5)")
     parser.add_argument("--pairs", type=int, default=50, help="compares per case (default 50)")
     parser.add_argument("--planted", type=int, default=5, help="shapes the head makes slower (default 5)")
     parser.add_argument("--change", type=float, default=0.10, help="their true change (default 0.10)")
-    parser.add_argument("--spread", type=float, default=Rule().spread, help="compare's spread gate (default: the rule's)")
+    parser.add_argument(
+        "--spread", type=float, default=Rule().spread, help="compare's spread gate (default: the rule's)"
+    )
     parser.add_argument("--seed", type=int, default=37)
     args = parser.parse_args()
     rng = random.Random(args.seed)
     rule = Rule(spread=args.spread)
     table = shapes(args.rows)
     planted = {i: 1 + args.change for i in rng.sample(range(args.rows), args.planted)}
-    print(f"{args.rows} shapes x (time, TFLOPS) = {2 * args.rows} rows, {args.runs} runs per side, {args.pairs} compares "
-          f"per case, a shared per-run shift CV {args.shared:.1%}, seed {args.seed}")
-    print(f"rule: factor {rule.factor:g}, Welch t on logs, FDR q < {rule.fdr:g} (Benjamini-Hochberg over the compare), "
-          f"{rule.confidence:.0%} interval, {rule.least_runs}+ runs, noisy above CV {rule.noisy_cv:.0%}, "
-          f"spread gate {rule.spread:g} x CV" + (" (off)" if not rule.spread else ""))
-    print("\n| CV | case | compares | rows each | rows called falsely per compare | compares with a false call "
-          "| planted shapes found (both figures REGRESSED) | SAME | INCONCLUSIVE | summary interval held the true gain |")
+    print(
+        f"{args.rows} shapes x (time, TFLOPS) = {2 * args.rows} rows, {args.runs} runs per side, {args.pairs} compares "
+        f"per case, a shared per-run shift CV {args.shared:.1%}, seed {args.seed}"
+    )
+    print(
+        f"rule: factor {rule.factor:g}, Welch t on logs, FDR q < {rule.fdr:g} (Benjamini-Hochberg over the compare), "
+        f"{rule.confidence:.0%} interval, {rule.least_runs}+ runs, noisy above CV {rule.noisy_cv:.0%}, "
+        f"spread gate {rule.spread:g} x CV" + (" (off)" if not rule.spread else "")
+    )
+    print(
+        "\n| CV | case | compares | rows each | rows called falsely per compare | compares with a false call "
+        "| planted shapes found (both figures REGRESSED) | SAME | INCONCLUSIVE | summary interval held the true gain |"
+    )
     print("|---:|---|---:|---:|---:|---:|---|---:|---:|---:|")
     started = time.monotonic()
     with tempfile.TemporaryDirectory() as tmp:
         for cv in (float(c) for c in args.cvs.split(",")):
             print(case("A/A", cv, {}, table, args, rule, rng, Path(tmp)), flush=True)
-            print(case(f"{args.planted} shapes {args.change:.0%} slower", cv, planted, table, args, rule, rng,
-                       Path(tmp)), flush=True)
-    print(f"\n{time.monotonic() - started:.0f} s; targets: A/A 0 compares with a false call; planted shapes found "
-          f">= {args.planted - 1} of {args.planted} at {args.runs} runs per side")
+            print(
+                case(f"{args.planted} shapes {args.change:.0%} slower", cv, planted, table, args, rule, rng, Path(tmp)),
+                flush=True,
+            )
+    print(
+        f"\n{time.monotonic() - started:.0f} s; targets: A/A 0 compares with a false call; planted shapes found "
+        f">= {args.planted - 1} of {args.planted} at {args.runs} runs per side"
+    )
     return 0
 
 

@@ -44,18 +44,55 @@ def run_record(n: int, runs: int) -> StoredRun:
         tflops = [1000.0 / u for u in us]
         for metric, values, direction in (("us", us, "lower"), ("TFLOPS", tflops, "higher")):
             ordered = sorted(values)
-            rows.append(StoredRow(shape=shape, name="us_median", metric=metric, direction=direction, values=values,
-                                  median=ordered[2], min=ordered[0], max=ordered[-1], cv=0.004))
-    watch = [GpuWatch(run=r, backend="amdsmi", interval_s=0.5, samples=40,
-                      clocks=[GpuClocks(index=0, sm_mhz_min=2100.0, sm_mhz_max=2100.0)]) for r in range(1, 6)]
-    facts = {"target": f"{TARGET} (bench)", "gpu_model": "AMD Instinct MI300X", "gpu_arch": "gfx942",
-             "image": "rocm/pytorch:rocm6.2", "torch": "2.4.0", "rocm": "6.2.0", "hip": "6.2", "triton": None}
+            rows.append(
+                StoredRow(
+                    shape=shape,
+                    name="us_median",
+                    metric=metric,
+                    direction=direction,
+                    values=values,
+                    median=ordered[2],
+                    min=ordered[0],
+                    max=ordered[-1],
+                    cv=0.004,
+                )
+            )
+    watch = [
+        GpuWatch(
+            run=r,
+            backend="amdsmi",
+            interval_s=0.5,
+            samples=40,
+            clocks=[GpuClocks(index=0, sm_mhz_min=2100.0, sm_mhz_max=2100.0)],
+        )
+        for r in range(1, 6)
+    ]
+    facts = {
+        "target": f"{TARGET} (bench)",
+        "gpu_model": "AMD Instinct MI300X",
+        "gpu_arch": "gfx942",
+        "image": "rocm/pytorch:rocm6.2",
+        "torch": "2.4.0",
+        "rocm": "6.2.0",
+        "hip": "6.2",
+        "triton": None,
+    }
     minute, second = divmod(n, 60)
     hour, minute = divmod(minute, 60)
-    return StoredRun(artifact_sha256=f"{n:064x}", artifact_path=f"/t/C{n}/bench_{TARGET}.json", target=TARGET,
-                     topic=TARGET, facts=facts, sha=hashlib.sha1(str(n).encode()).hexdigest(), ref="main", dirty=False,
-                     ts=f"2026-01-{1 + hour // 24:02d}T{hour % 24:02d}:{minute:02d}:{second:02d}Z", verdict="PASS",
-                     watch=watch, rows=rows)
+    return StoredRun(
+        artifact_sha256=f"{n:064x}",
+        artifact_path=f"/t/C{n}/bench_{TARGET}.json",
+        target=TARGET,
+        topic=TARGET,
+        facts=facts,
+        sha=hashlib.sha1(str(n).encode()).hexdigest(),
+        ref="main",
+        dirty=False,
+        ts=f"2026-01-{1 + hour // 24:02d}T{hour % 24:02d}:{minute:02d}:{second:02d}Z",
+        verdict="PASS",
+        watch=watch,
+        rows=rows,
+    )
 
 
 def build(store: Path, runs: int) -> None:
@@ -70,8 +107,14 @@ def build(store: Path, runs: int) -> None:
 def ticket(folder: Path) -> Path:
     """One artifact of the target (what `report` is given; its history comes from the store)."""
     folder.mkdir(parents=True, exist_ok=True)
-    art = Artifact(topic=TARGET, ts="2026-02-01T00:00:00Z", verdict="PASS", host="mi300", run=RunRecord(ran=True),
-                   target=TargetRecord(name=TARGET, kind="bench"))
+    art = Artifact(
+        topic=TARGET,
+        ts="2026-02-01T00:00:00Z",
+        verdict="PASS",
+        host="mi300",
+        run=RunRecord(ran=True),
+        target=TargetRecord(name=TARGET, kind="bench"),
+    )
     path = folder / f"bench_{TARGET}.json"
     path.write_text(art.model_dump_json(indent=2))
     return path
@@ -84,8 +127,9 @@ def timed(argv: list[str], code: Path, cache: Path) -> tuple[float, str]:
     env = {**os.environ, "PYTHONPATH": str(code), "XDG_CACHE_HOME": str(cache)}
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-m", "pytest_gpuverify.cli.main", *argv], capture_output=True, text=True,
-                          env=env, cwd=code)
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest_gpuverify.cli.main", *argv], capture_output=True, text=True, env=env, cwd=code
+    )
     took = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     CPU["last"] = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
@@ -103,8 +147,9 @@ def measure(code: Path, store: Path, tickets: Path, work: Path, tag: str) -> dic
     got["show lines"] = len(out.splitlines())
     got["show (warm cache)"], _ = timed(["history", "show", TARGET, "--store", str(store)], code, cache)
     got["show (warm cache) CPU"] = CPU["last"]
-    got["report (warm cache)"], _ = timed(["report", str(tickets), "-o", str(page), "--history", "--store", str(store)],
-                                          code, cache)
+    got["report (warm cache)"], _ = timed(
+        ["report", str(tickets), "-o", str(page), "--history", "--store", str(store)], code, cache
+    )
     got["report (warm cache) CPU"] = CPU["last"]
     got["report MB"] = page.stat().st_size / 1e6
     return got
@@ -126,7 +171,9 @@ def fit_costs() -> list[str]:
         start = time.perf_counter()
         fit_boundaries_cubic(series, 0.02)
         old = time.perf_counter() - start
-        lines.append(f"step fit, {n} commits: {new * 1e3:.1f} ms (the cubic fit: {old * 1e3:.0f} ms, ratio {old / new:.0f}x)")
+        lines.append(
+            f"step fit, {n} commits: {new * 1e3:.1f} ms (the cubic fit: {old * 1e3:.0f} ms, ratio {old / new:.0f}x)"
+        )
     return lines
 
 
@@ -143,8 +190,10 @@ def main() -> None:
         store = work / "history.db"
         start = time.perf_counter()
         build(store, args.runs)
-        lines.append(f"store: {args.runs} runs of one target, {len(SHAPES) * 2} rows each: built in "
-                     f"{time.perf_counter() - start:.1f} s, {store.stat().st_size / 1e6:.1f} MB")
+        lines.append(
+            f"store: {args.runs} runs of one target, {len(SHAPES) * 2} rows each: built in "
+            f"{time.perf_counter() - start:.1f} s, {store.stat().st_size / 1e6:.1f} MB"
+        )
         tickets = work / "T"
         ticket(tickets)
         here = measure(ROOT, store, tickets, work, "here")
@@ -163,12 +212,20 @@ def main() -> None:
             base = measure(Path(args.base), small, tickets, work, "base")
             size = args.base_runs or args.runs
             lines.append(f"against {args.base} on a store of {size} runs (base / this):")
-            for name in ("show (cold cache)", "show (cold cache) CPU", "report (warm cache)", "report (warm cache) CPU",
-                         "report MB", "show lines"):
+            for name in (
+                "show (cold cache)",
+                "show (cold cache) CPU",
+                "report (warm cache)",
+                "report (warm cache) CPU",
+                "report MB",
+                "show lines",
+            ):
                 lines.append(f"  {name}: {base[name]:.2f} / {mine[name]:.2f} = {base[name] / mine[name]:.1f}x")
     lines += fit_costs()
-    lines.append(f"load average at the end: {' '.join(f'{x:.1f}' for x in os.getloadavg())} on {os.cpu_count()} CPUs "
-                 "(a shared machine: wall times stretch with the load)")
+    lines.append(
+        f"load average at the end: {' '.join(f'{x:.1f}' for x in os.getloadavg())} on {os.cpu_count()} CPUs "
+        "(a shared machine: wall times stretch with the load)"
+    )
     text = "\n".join(lines)
     print(text)
     if args.save:

@@ -34,7 +34,9 @@ def main() -> None:
         code = f"import {args.imports}"
         plain = {**os.environ, "PYTHONPATH": tmp}
         probed = {**os.environ, **probe_env(probe, records, [args.imports], tmp)}
-        subprocess.run([sys.executable, "-c", code], env=probed, check=True)  # its bytecode cached, as after a first run
+        subprocess.run(
+            [sys.executable, "-c", code], env=probed, check=True
+        )  # its bytecode cached, as after a first run
         bare, with_probe = [], []
         for _ in range(args.starts):
             for env, out in ((plain, bare), (probed, with_probe)):

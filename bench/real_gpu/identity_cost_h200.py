@@ -51,16 +51,20 @@ def main() -> int:
                 return 1
             one = json.loads(proc.stdout.strip().splitlines()[-1])
             found.append(one)
-            print(f"round {i} ({'warm' if one['kept'] else 'cold'}): import {one['import_ms']:.1f} ms, read "
-                  f"{one['read_ms']:.1f} ms wall, {one['cpu_ms']:.1f} ms CPU; driver {one['driver']}, "
-                  f"{one['unknowns']} unknown")
+            print(
+                f"round {i} ({'warm' if one['kept'] else 'cold'}): import {one['import_ms']:.1f} ms, read "
+                f"{one['read_ms']:.1f} ms wall, {one['cpu_ms']:.1f} ms CPU; driver {one['driver']}, "
+                f"{one['unknowns']} unknown"
+            )
     warm = [f for f in found if f["kept"]]
     if not warm:
         print("no warm read: the facts cache was not used")
         return 1
     wall = statistics.median(f["read_ms"] + f["import_ms"] for f in warm)
     cpu = statistics.median(f["cpu_ms"] for f in warm)
-    print(f"warm (import + read): median {wall:.1f} ms wall, read CPU {cpu:.1f} ms; cold read {found[0]['read_ms']:.1f} ms")
+    print(
+        f"warm (import + read): median {wall:.1f} ms wall, read CPU {cpu:.1f} ms; cold read {found[0]['read_ms']:.1f} ms"
+    )
     print(f"goal: < {GOAL_MS:g} ms per session warm: {'met' if wall < GOAL_MS else 'NOT met'}")
     return 0
 

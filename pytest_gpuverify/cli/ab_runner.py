@@ -43,12 +43,27 @@ def made_up_ticket(prefix: str, sha: str) -> str:
     return f"{prefix}-{sha[:12]}-{uuid.uuid4().hex[:6]}"
 
 
-def session_command(target: str, base: str, repeats: int, ticket: str, pytest_args: Sequence[str],
-                    junit: Path) -> list[str]:
+def session_command(
+    target: str, base: str, repeats: int, ticket: str, pytest_args: Sequence[str], junit: Path
+) -> list[str]:
     # the caller's options go after ours, so a second --gpu-repeats or --ticket of theirs wins; the
     # JUnit report goes last: the artifact is found through it
-    return [sys.executable, "-m", "pytest", "--gpu-verify", "--gpu-target", target, "--gpu-ab", base,
-            "--gpu-repeats", str(repeats), "--ticket", ticket, *pytest_args, f"--junitxml={junit}"]
+    return [
+        sys.executable,
+        "-m",
+        "pytest",
+        "--gpu-verify",
+        "--gpu-target",
+        target,
+        "--gpu-ab",
+        base,
+        "--gpu-repeats",
+        str(repeats),
+        "--ticket",
+        ticket,
+        *pytest_args,
+        f"--junitxml={junit}",
+    ]
 
 
 def artifacts_in_report(junit: Path) -> list[Path]:
@@ -57,16 +72,27 @@ def artifacts_in_report(junit: Path) -> list[Path]:
         tree = ET.parse(junit)
     except (OSError, ET.ParseError):
         return []
-    return [Path(p.get("value", "")) for p in tree.iter("property")
-            if p.get("name") == "gpuverify_artifact" and p.get("value")]
+    return [
+        Path(p.get("value", ""))
+        for p in tree.iter("property")
+        if p.get("name") == "gpuverify_artifact" and p.get("value")
+    ]
 
 
 def _tail(text: str, lines: int = 20) -> list[str]:
     return [line for line in text.splitlines() if line.strip()][-lines:]
 
 
-def run_ab(checkout: Path, target: str, base: str, repeats: int = DEFAULT_REPEATS, ticket: Optional[str] = None,
-           pytest_args: Sequence[str] = (), rule: Rule = DEFAULT_RULE, timeout_s: float = SESSION_TIMEOUT_S) -> AbOutcome:
+def run_ab(
+    checkout: Path,
+    target: str,
+    base: str,
+    repeats: int = DEFAULT_REPEATS,
+    ticket: Optional[str] = None,
+    pytest_args: Sequence[str] = (),
+    rule: Rule = DEFAULT_RULE,
+    timeout_s: float = SESSION_TIMEOUT_S,
+) -> AbOutcome:
     """Run ``target`` as an A/B of ``base`` against the checkout's HEAD and call its rows. Never raises
     for what the session did: a session that wrote no artifact, an artifact failing check or not PASS
     is ``problem``."""
@@ -87,8 +113,10 @@ def run_ab(checkout: Path, target: str, base: str, repeats: int = DEFAULT_REPEAT
         found = artifacts_in_report(junit)
     if len(found) != 1:
         said = outcome.output_tail[-1] if outcome.output_tail else "no output"
-        outcome.problem = (f"the A/B session (pytest exit {proc.returncode}) reported {len(found)} artifact(s) of "
-                           f"--gpu-target {target}, not one: {said}")
+        outcome.problem = (
+            f"the A/B session (pytest exit {proc.returncode}) reported {len(found)} artifact(s) of "
+            f"--gpu-target {target}, not one: {said}"
+        )
         return outcome
     outcome.artifact_path = found[0]
     try:

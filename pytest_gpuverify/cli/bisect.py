@@ -19,7 +19,15 @@ import sys
 from pathlib import Path
 from typing import Optional, Sequence
 
-from pytest_gpuverify.cli.ab_runner import DEFAULT_REPEATS, AbOutcome, commit_sha, head_of, is_ancestor, made_up_ticket, run_ab
+from pytest_gpuverify.cli.ab_runner import (
+    DEFAULT_REPEATS,
+    AbOutcome,
+    commit_sha,
+    head_of,
+    is_ancestor,
+    made_up_ticket,
+    run_ab,
+)
 from pytest_gpuverify.compare.core import DEFAULT_RULE, INCONCLUSIVE, REGRESSED, Pair, Rule
 from pytest_gpuverify.config.vocabulary import HIGHER
 
@@ -73,19 +81,42 @@ def setup_problem(checkout: Path, good: str, bad: str) -> tuple[Optional[str], O
     for label, ref in (("GOOD", good), ("BAD", bad)):
         sha = commit_sha(top, ref)
         if sha is None:
-            return f"{label} {ref}: not a commit in {top}. Fix: name a sha, tag or branch git rev-parse knows", None, None
+            return (
+                f"{label} {ref}: not a commit in {top}. Fix: name a sha, tag or branch git rev-parse knows",
+                None,
+                None,
+            )
         shas[label] = sha
     if not is_ancestor(top, shas["GOOD"], shas["BAD"]):
-        return (f"GOOD {good} is not an ancestor of BAD {bad}: a bisect looks for the commit between them. "
-                "Fix: swap them, or name a GOOD that BAD descends from"), None, None
+        return (
+            (
+                f"GOOD {good} is not an ancestor of BAD {bad}: a bisect looks for the commit between them. "
+                "Fix: swap them, or name a GOOD that BAD descends from"
+            ),
+            None,
+            None,
+        )
     if not (is_ancestor(top, shas["GOOD"], head) and is_ancestor(top, head, shas["BAD"])):
-        return (f"HEAD {head[:12]} is not between GOOD {good} and BAD {bad}. Fix: run it under "
-                f"`git bisect start {bad} {good} && git bisect run gpuverify bisect {good} {bad} --target T`"), None, None
+        return (
+            (
+                f"HEAD {head[:12]} is not between GOOD {good} and BAD {bad}. Fix: run it under "
+                f"`git bisect start {bad} {good} && git bisect run gpuverify bisect {good} {bad} --target T`"
+            ),
+            None,
+            None,
+        )
     return None, shas["GOOD"], head
 
 
-def run_bisect(good: str, bad: str, target: str, repeats: int = DEFAULT_REPEATS, pytest_args: Sequence[str] = (),
-               rule: Rule = DEFAULT_RULE, checkout: Optional[Path] = None) -> int:
+def run_bisect(
+    good: str,
+    bad: str,
+    target: str,
+    repeats: int = DEFAULT_REPEATS,
+    pytest_args: Sequence[str] = (),
+    rule: Rule = DEFAULT_RULE,
+    checkout: Optional[Path] = None,
+) -> int:
     """One bisect step; its exit status is one of GOOD, BAD, SKIP and STOP (see the module's text)."""
     try:
         return _step(good, bad, target, repeats, pytest_args, rule, checkout or Path.cwd())
@@ -95,14 +126,22 @@ def run_bisect(good: str, bad: str, target: str, repeats: int = DEFAULT_REPEATS,
         return SKIP
 
 
-def _step(good: str, bad: str, target: str, repeats: int, pytest_args: Sequence[str], rule: Rule, checkout: Path) -> int:
+def _step(
+    good: str, bad: str, target: str, repeats: int, pytest_args: Sequence[str], rule: Rule, checkout: Path
+) -> int:
     if not (math.isfinite(rule.factor) and rule.factor > 1):
-        print(f"gpuverify bisect: --factor {rule.factor:g}: a factor must be a finite number above 1. Fix: e.g. "
-              "--factor 1.05 (stops the bisect, exit 128)", file=sys.stderr)
+        print(
+            f"gpuverify bisect: --factor {rule.factor:g}: a factor must be a finite number above 1. Fix: e.g. "
+            "--factor 1.05 (stops the bisect, exit 128)",
+            file=sys.stderr,
+        )
         return STOP
     if repeats < 4:
-        print(f"gpuverify bisect: --repeats {repeats}: compare calls a row from 4 runs a side at least. "
-              "Fix: --repeats 5 (stops the bisect, exit 128)", file=sys.stderr)
+        print(
+            f"gpuverify bisect: --repeats {repeats}: compare calls a row from 4 runs a side at least. "
+            "Fix: --repeats 5 (stops the bisect, exit 128)",
+            file=sys.stderr,
+        )
         return STOP
     problem, good_sha, head = setup_problem(checkout, good, bad)
     if problem or good_sha is None or head is None:
@@ -114,8 +153,13 @@ def _step(good: str, bad: str, target: str, repeats: int, pytest_args: Sequence[
     outcome = run_ab(checkout, target, good_sha, repeats, made_up_ticket("bisect", head), pytest_args, rule)
     code, said = verdict_of(outcome, rule)
     where = f"; artifact {outcome.artifact_path}" if outcome.artifact_path else ""
-    print(f"gpuverify bisect: {head[:12]} {said} (exit {code}; A/B against GOOD {good_sha[:12]}, {repeats} runs a side{where})",
-          flush=True)
+    print(
+        f"gpuverify bisect: {head[:12]} {said} (exit {code}; A/B against GOOD {good_sha[:12]}, {repeats} runs a side{where})",
+        flush=True,
+    )
     if outcome.result is None and outcome.output_tail:
-        print("  the session's last lines:\n" + "\n".join(f"    {line}" for line in outcome.output_tail[-8:]), file=sys.stderr)
+        print(
+            "  the session's last lines:\n" + "\n".join(f"    {line}" for line in outcome.output_tail[-8:]),
+            file=sys.stderr,
+        )
     return code

@@ -52,17 +52,21 @@ def from_artifacts(base: str, head: Optional[str], rule: Rule, may_differ: froze
     return Compared(result, _target(head_art), commit_of(arts[0])[0], commit_of(head_art)[0])
 
 
-def from_history(store: Path, head: str, history: dict, rule: Rule, may_differ: frozenset[str],
-                 conn: sqlite3.Connection) -> Compared:
+def from_history(
+    store: Path, head: str, history: dict, rule: Rule, may_differ: frozenset[str], conn: sqlite3.Connection
+) -> Compared:
     """``history``: the store's ``ref``, ``last``, ``baseline`` and ``repo``, as ``compare --history`` takes them."""
     from pytest_gpuverify.history.compare import against_history, base_runs
     from pytest_gpuverify.records.artifact import sha256_file
 
     head_art = checked(head)
     where = (history["ref"], history["last"])
-    result = against_history(conn, str(store), head_art, head, *where, rule, may_differ, history["baseline"], history["repo"])
-    picked = base_runs(conn, str(store), head_art, sha256_file(Path(head)), *where, may_differ, history["baseline"],
-                       history["repo"]).runs
+    result = against_history(
+        conn, str(store), head_art, head, *where, rule, may_differ, history["baseline"], history["repo"]
+    )
+    picked = base_runs(
+        conn, str(store), head_art, sha256_file(Path(head)), *where, may_differ, history["baseline"], history["repo"]
+    ).runs
     shas = list(dict.fromkeys(r.sha for r in picked if r.sha))
     said = f"the newest of the base's {len(shas)} commits" if len(shas) > 1 else ""
     return Compared(result, _target(head_art), shas[0] if shas else None, commit_of(head_art)[0], said)
@@ -81,14 +85,21 @@ def precheck(compared: Compared, checkout: Path) -> Path:
     if compared.target is None:
         raise ConfirmError("the head names no target: the A/B runs a declared target or test file")
     if not compared.base_sha or not compared.head_sha:
-        raise ConfirmError("the artifacts record no commit for " + ("the base" if not compared.base_sha else "the head")
-                           + ": the A/B checks commits out. Fix: compare artifacts of runs in a git checkout")
+        raise ConfirmError(
+            "the artifacts record no commit for "
+            + ("the base" if not compared.base_sha else "the head")
+            + ": the A/B checks commits out. Fix: compare artifacts of runs in a git checkout"
+        )
     top, sha = head_of(checkout)
     if top is None or sha is None:
-        raise ConfirmError(f"{checkout} is not a git checkout. Fix: run it in the head's checkout, at {compared.head_sha}")
+        raise ConfirmError(
+            f"{checkout} is not a git checkout. Fix: run it in the head's checkout, at {compared.head_sha}"
+        )
     if sha != compared.head_sha:
-        raise ConfirmError(f"the checkout {top} is at {sha[:12]}, the head ran {compared.head_sha[:12]}. "
-                           f"Fix: `git checkout {compared.head_sha}` there (or run it in the head's checkout)")
+        raise ConfirmError(
+            f"the checkout {top} is at {sha[:12]}, the head ran {compared.head_sha[:12]}. "
+            f"Fix: `git checkout {compared.head_sha}` there (or run it in the head's checkout)"
+        )
     return top
 
 
@@ -118,8 +129,10 @@ def apply(compared: Compared, outcome: AbOutcome, repeats: int) -> None:
         compared.marks[i] = False
     confirmed = sum(1 for v in compared.marks.values() if v)
     base_said = f" ({compared.base_said})" if compared.base_said else ""
-    compared.result.notes.append(f"confirm: {len(regressed)} REGRESSED row(s) re-measured by {how}{base_said}: "
-                                 f"{confirmed} confirmed, {len(regressed) - confirmed} not; {outcome.artifact_path}")
+    compared.result.notes.append(
+        f"confirm: {len(regressed)} REGRESSED row(s) re-measured by {how}{base_said}: "
+        f"{confirmed} confirmed, {len(regressed) - confirmed} not; {outcome.artifact_path}"
+    )
 
 
 def output(compared: Compared, outcome: Optional[AbOutcome], fmt: str) -> str:
@@ -130,18 +143,29 @@ def output(compared: Compared, outcome: Optional[AbOutcome], fmt: str) -> str:
     for i, pair in enumerate(doc.get("pairs", [])):
         if i in compared.marks:
             pair["confirmed"] = compared.marks[i]
-    doc["confirm"] = {"base_sha": compared.base_sha, "head_sha": compared.head_sha,
-                      "artifact": str(outcome.artifact_path) if outcome and outcome.artifact_path else None,
-                      "problem": outcome.problem if outcome else None,
-                      "confirmed": sum(1 for v in compared.marks.values() if v),
-                      "not_confirmed": sum(1 for v in compared.marks.values() if v is False)}
+    doc["confirm"] = {
+        "base_sha": compared.base_sha,
+        "head_sha": compared.head_sha,
+        "artifact": str(outcome.artifact_path) if outcome and outcome.artifact_path else None,
+        "problem": outcome.problem if outcome else None,
+        "confirmed": sum(1 for v in compared.marks.values() if v),
+        "not_confirmed": sum(1 for v in compared.marks.values() if v is False),
+    }
     return json.dumps(doc, indent=2)
 
 
-def run_confirmed(base: str, head: Optional[str], rule: Rule = DEFAULT_RULE, fmt: str = "table",
-                  may_differ: frozenset[str] = frozenset(), fail_on_inconclusive: bool = False,
-                  repeats: int = DEFAULT_REPEATS, pytest_args: Sequence[str] = (), history: Optional[dict] = None,
-                  checkout: Optional[Path] = None) -> int:
+def run_confirmed(
+    base: str,
+    head: Optional[str],
+    rule: Rule = DEFAULT_RULE,
+    fmt: str = "table",
+    may_differ: frozenset[str] = frozenset(),
+    fail_on_inconclusive: bool = False,
+    repeats: int = DEFAULT_REPEATS,
+    pytest_args: Sequence[str] = (),
+    history: Optional[dict] = None,
+    checkout: Optional[Path] = None,
+) -> int:
     """``gpuverify compare --confirm``: 0 no confirmed regression; 1 a confirmed one (or INCONCLUSIVE, when
     asked); 2 refused, bad input, or the A/B that had to confirm could not run."""
     try:
@@ -171,11 +195,21 @@ def run_confirmed(base: str, head: Optional[str], rule: Rule = DEFAULT_RULE, fmt
     except ConfirmError as exc:
         return _fail(str(exc))
     assert compared.target is not None and compared.base_sha is not None and compared.head_sha is not None
-    print(f"gpuverify compare --confirm: re-measuring {sum(p.call == REGRESSED for p in compared.result.pairs)} "
-          f"REGRESSED row(s): A/B of {compared.base_sha[:12]} and {compared.head_sha[:12]}, {repeats} runs a side",
-          file=sys.stderr, flush=True)
-    outcome = run_ab(top, compared.target, compared.base_sha, repeats, made_up_ticket("confirm", compared.head_sha),
-                     pytest_args, rule)
+    print(
+        f"gpuverify compare --confirm: re-measuring {sum(p.call == REGRESSED for p in compared.result.pairs)} "
+        f"REGRESSED row(s): A/B of {compared.base_sha[:12]} and {compared.head_sha[:12]}, {repeats} runs a side",
+        file=sys.stderr,
+        flush=True,
+    )
+    outcome = run_ab(
+        top,
+        compared.target,
+        compared.base_sha,
+        repeats,
+        made_up_ticket("confirm", compared.head_sha),
+        pytest_args,
+        rule,
+    )
     apply(compared, outcome, repeats)
     print(output(compared, outcome, fmt))
     if outcome.result is None:

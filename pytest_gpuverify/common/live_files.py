@@ -88,7 +88,12 @@ def holder_pid(path: Path) -> Optional[int]:
         parts = line.split()
         # "1: FLOCK  ADVISORY  WRITE 1234 08:01:5678 0 EOF" (a blocked waiter's line has "->" first)
         # the inode only: overlay and NFS mounts name the device differently from stat()
-        if len(parts) >= 6 and parts[1] == "FLOCK" and parts[3] == "WRITE" and f"{parts[5]} ".endswith(want) \
-                and parts[4].isdigit():
+        if (
+            len(parts) >= 6
+            and parts[1] == "FLOCK"
+            and parts[3] == "WRITE"
+            and f"{parts[5]} ".endswith(want)
+            and parts[4].isdigit()
+        ):
             return int(parts[4])
     return None

@@ -36,7 +36,9 @@ def autotune_reader(cmd, executed) -> Optional[Callable]:
         return None
 
     def after(side, n: int, started: float) -> None:
-        executed.autotune_reads.append((n, side.label, read_run(cmd.handle, cmd.target.kind, cmd.run_env.caches, started)))
+        executed.autotune_reads.append(
+            (n, side.label, read_run(cmd.handle, cmd.target.kind, cmd.run_env.caches, started))
+        )
 
     return after
 
@@ -53,8 +55,9 @@ class AbCaches:
         tag = f"{label or 'B'}{n if self.state == COLD else 'w'}"
         if tag not in self.plans:
             cmd = self.cmd
-            self.plans[tag] = plan_caches(cmd.wt, True, f"{cmd.run_id}-ab{tag}", cmd.target.kind,
-                                          on_host=cmd.handle.place.on_host)
+            self.plans[tag] = plan_caches(
+                cmd.wt, True, f"{cmd.run_id}-ab{tag}", cmd.target.kind, on_host=cmd.handle.place.on_host
+            )
         return self.plans[tag]
 
     def attach(self, sides: list) -> None:
@@ -75,8 +78,10 @@ class AbCaches:
         if n == 0:
             end = self.executed.warmups[-1] if self.executed.warmups else None
             if end is not None and end.exit_code not in (0, None):
-                self.executed.notes.append(f"the warm-up run of side {side.label} exited {end.exit_code}: its caches "
-                                           "may hold less than the measured runs need (see the raw log's run 0)")
+                self.executed.notes.append(
+                    f"the warm-up run of side {side.label} exited {end.exit_code}: its caches "
+                    "may hold less than the measured runs need (see the raw log's run 0)"
+                )
         if self.state == COLD:
             self._remove(plan)
 

@@ -9,8 +9,10 @@ from pytest_gpuverify.config.targets import AUTOTUNE_PRINT, TRITON_KINDS
 from pytest_gpuverify.records.artifact import AutotuneChoice, AutotuneRecord
 from pytest_gpuverify.records.autotune import differing
 
-def autotune_record(kind: str, env: dict[str, str], printed: list[AutotuneChoice], reads: list,
-                    ab: bool) -> Optional[AutotuneRecord]:
+
+def autotune_record(
+    kind: str, env: dict[str, str], printed: list[AutotuneChoice], reads: list, ab: bool
+) -> Optional[AutotuneRecord]:
     """``reads``: (run, side, CacheRead or None) per run whose cache was read. None for a kind Triton does not run in."""
     if kind not in TRITON_KINDS:
         return None
@@ -37,10 +39,14 @@ def _why_unknown(printing: Optional[str], held: int, problems: list[str]) -> Opt
     """Why no choice is known; None where none was made (the printout was on and the cache told nothing)."""
     why = []
     if printing != "1":
-        why.append(f"{AUTOTUNE_PRINT}={printing if printing is not None else '(unset)'} (the place's or the "
-                   "declaration's): Triton printed no choice")
+        why.append(
+            f"{AUTOTUNE_PRINT}={printing if printing is not None else '(unset)'} (the place's or the "
+            "declaration's): Triton printed no choice"
+        )
     if held:
-        why.append(f"the run's Triton cache held {held} tuning result(s) from before it, which Triton reuses "
-                   "without printing (cache_results / TRITON_CACHE_AUTOTUNING)")
+        why.append(
+            f"the run's Triton cache held {held} tuning result(s) from before it, which Triton reuses "
+            "without printing (cache_results / TRITON_CACHE_AUTOTUNING)"
+        )
     why += problems[:2]
     return "; ".join(why) or None

@@ -52,8 +52,15 @@ class ImportProbe:
         self.records = records_folder(scratch, self.run_id)
         return probe_env(folder, self.records, self.under.names, pythonpath)
 
-    def settle(self, predicted: dict[str, Optional[str]], front: list[str], checkout: dict[str, Optional[str]],
-               wt: str, ran: bool, read: bool = True) -> ImportsSeen:
+    def settle(
+        self,
+        predicted: dict[str, Optional[str]],
+        front: list[str],
+        checkout: dict[str, Optional[str]],
+        wt: str,
+        ran: bool,
+        read: bool = True,
+    ) -> ImportsSeen:
         """The run's record read back (and removed), set against the prediction; ``read=False``: the run
         was interrupted, nothing is read (its records are left in the place's scratch folder)."""
         under = self.under
@@ -63,8 +70,13 @@ class ImportProbe:
         if self.records is not None and ran and read:
             with PROFILE.phase("import records read back"):
                 observed = read_records(self.facts.handle, self.records)
-        why = self.problem or (None if ran and read else "the command never started" if not ran
-                                else "the run was interrupted before its records were read")
+        why = self.problem or (
+            None
+            if ran and read
+            else "the command never started"
+            if not ran
+            else "the run was interrupted before its records were read"
+        )
         origins = origin_records(under, predicted, front, observed, why, checkout)
         imports, reasons, notes = settle_imports(origins, wt, under.required)
         return ImportsSeen(imports, origins, reasons, notes)

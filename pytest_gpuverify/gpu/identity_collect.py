@@ -9,10 +9,20 @@ from typing import Any, Callable
 from pytest_gpuverify.gpu.base import GpuToolError
 from pytest_gpuverify.gpu.identity_formats import Facts
 
-CHANGING = {"rocm": ("compute_partition", "memory_partition", "power_cap_w", "ecc_mode", "ecc_corrected",
-                     "ecc_uncorrected", "sm_mhz_max", "mem_mhz_max"),
-            "nvidia": ("mig_mode", "power_cap_w", "ecc_mode", "ecc_corrected", "ecc_uncorrected", "sm_mhz_max",
-                       "mem_mhz_max")}
+CHANGING = {
+    "rocm": (
+        "compute_partition",
+        "memory_partition",
+        "power_cap_w",
+        "ecc_mode",
+        "ecc_corrected",
+        "ecc_uncorrected",
+        "sm_mhz_max",
+        "mem_mhz_max",
+    ),
+    "nvidia": ("mig_mode", "power_cap_w", "ecc_mode", "ecc_corrected", "ecc_uncorrected", "sm_mhz_max", "mem_mhz_max"),
+}
+
 
 def one_line(exc: BaseException) -> str:
     return " ".join(str(exc).split())[:160] or type(exc).__name__

@@ -26,7 +26,9 @@ def cache_file() -> Optional[Path]:
     named = os.environ.get(ENV)
     if named:
         return None if named == "off" else Path(named).expanduser()
-    root = os.environ.get("XDG_CACHE_HOME") or (os.path.expanduser("~/.cache") if os.path.expanduser("~") != "~" else "")
+    root = os.environ.get("XDG_CACHE_HOME") or (
+        os.path.expanduser("~/.cache") if os.path.expanduser("~") != "~" else ""
+    )
     return Path(root) / "gpuverify" / "step-fits.sqlite" if root else None
 
 

@@ -48,8 +48,10 @@ class Checkout:
         tip = (self._git("rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}") or "").strip()
         shas = _first_parent(self.top, tip) if tip else None
         if shas is None:
-            raise GraphError(f"{ref}: not a branch, tag or commit in the checkout at {self.top}. "
-                             "Fix: name one it has (--ref), or fetch it")
+            raise GraphError(
+                f"{ref}: not a branch, tag or commit in the checkout at {self.top}. "
+                "Fix: name one it has (--ref), or fetch it"
+            )
         return Line(self.top, ref, shas)
 
     def knows(self, sha: Optional[str]) -> bool:
@@ -61,8 +63,10 @@ class Checkout:
         histories): on a first-parent line these are the newest ones, so every older commit is an ancestor."""
         out = self._git("rev-list", "--first-parent", f"{line.ref}^{{commit}}", "--not", f"{head}^{{commit}}", "--")
         if out is None:
-            raise GraphError(f"{head[:12]}: not a commit in the checkout at {self.top}. Fix: fetch it, or name "
-                             "the checkout that has it with --repo PATH")
+            raise GraphError(
+                f"{head[:12]}: not a commit in the checkout at {self.top}. Fix: fetch it, or name "
+                "the checkout that has it with --repo PATH"
+            )
         return set(out.split())
 
     def release_below(self, head: str, pattern: Optional[str]) -> tuple[str, str]:
@@ -73,9 +77,11 @@ class Checkout:
         sha = (self._git("rev-parse", "--verify", "--quiet", f"{tag}^{{commit}}") or "").strip() if tag else ""
         if not sha:
             like = f" matching {pattern}" if pattern else ""
-            raise GraphError(f"no release tag{like} is reachable from {head[:12]}^ in the checkout at {self.top}. "
-                             "Fix: fetch the tags (git fetch --tags), name a pattern (--baseline release:'v*'), or "
-                             "use --baseline last-good")
+            raise GraphError(
+                f"no release tag{like} is reachable from {head[:12]}^ in the checkout at {self.top}. "
+                "Fix: fetch the tags (git fetch --tags), name a pattern (--baseline release:'v*'), or "
+                "use --baseline last-good"
+            )
         return tag, sha
 
     def is_ancestor(self, older: str, newer: str) -> Optional[bool]:
@@ -102,7 +108,9 @@ def checkout(folder: Path) -> Checkout:
         raise GraphError(f"{folder}: no such folder. Fix: name a git checkout with --repo PATH")
     top = git_toplevel(folder)
     if top is None:
-        raise GraphError(f"{folder}: not in a git checkout. Fix: run in the checkout of the code, or name it with --repo PATH")
+        raise GraphError(
+            f"{folder}: not in a git checkout. Fix: run in the checkout of the code, or name it with --repo PATH"
+        )
     return Checkout(top)
 
 
@@ -118,5 +126,7 @@ def checkout_knowing(sha: str, folders: list[Path], what: str = "the head's comm
         if found.knows(sha):
             return found
         tried.append(f"{found.top} has no commit {sha[:12]}")
-    raise GraphError(f"no git checkout here has {what} {sha[:12]} ({'; '.join(tried) or 'none tried'}). "
-                     "Fix: run in the checkout of its repo, or name it with --repo PATH (git fetch it first)")
+    raise GraphError(
+        f"no git checkout here has {what} {sha[:12]} ({'; '.join(tried) or 'none tried'}). "
+        "Fix: run in the checkout of its repo, or name it with --repo PATH (git fetch it first)"
+    )

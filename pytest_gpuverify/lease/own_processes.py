@@ -40,7 +40,9 @@ class OwnProcesses:
     """Set from the executor's stop spec once the command runs (``["host", PID, MARKER?]``,
     ``["container", NAME, PID_FILE, MARKER?]``); :meth:`is_own` sorts a pid the GPU readings list."""
 
-    def __init__(self, container_id: Optional[str] = None, proc: str = "/proc", ask: Optional[AskContainer] = None) -> None:
+    def __init__(
+        self, container_id: Optional[str] = None, proc: str = "/proc", ask: Optional[AskContainer] = None
+    ) -> None:
         self.container_id, self._proc, self._ask = container_id, proc, ask
         self.root_pid: Optional[int] = None
         self._token: Optional[bytes] = None  # the container's root names it on its command line
@@ -156,7 +158,7 @@ def _stat(proc: str, pid: int) -> Optional[tuple[int, int]]:
     try:
         with open(f"{proc}/{pid}/stat", "rb") as fh:
             stat = fh.read()
-        fields = stat[stat.rindex(b")") + 2:].split()  # after "(comm)": state, ppid, pgrp, session
+        fields = stat[stat.rindex(b")") + 2 :].split()  # after "(comm)": state, ppid, pgrp, session
         return int(fields[1]), int(fields[3])
     except (OSError, ValueError, IndexError):
         return None

@@ -76,7 +76,7 @@ def read_cached_choices(handle, triton_dir: Optional[str], since_epoch: float) -
         why = "did not finish" if code is None else f"exited {code}: {text.strip()[-200:]}"
         return CacheRead(problem=f"the read of the Triton cache {triton_dir} {why}")
     try:
-        found = json.loads(line[len(_MARK):])
+        found = json.loads(line[len(_MARK) :])
     except ValueError:
         return CacheRead(problem=f"the read of the Triton cache {triton_dir} printed no JSON")
     read = CacheRead(held_before=int(found.get("old", 0)))
@@ -107,8 +107,13 @@ def choice_of(rel_file: str, data: Any) -> Optional[AutotuneChoice]:
     config.update({k: _scalar(v) for k, v in raw.items() if k not in ("kwargs", "pre_hook")})
     name = rel_file.rsplit("/", 1)[-1].removesuffix(".autotune.json")
     key = data.get("key")
-    return AutotuneChoice(function=name, config=config, source="cache", file=rel_file,
-                          key="(" + ", ".join(map(str, key)) + ")" if isinstance(key, list) else None)
+    return AutotuneChoice(
+        function=name,
+        config=config,
+        source="cache",
+        file=rel_file,
+        key="(" + ", ".join(map(str, key)) + ")" if isinstance(key, list) else None,
+    )
 
 
 def _scalar(value: Any):

@@ -92,8 +92,10 @@ def records_folder(scratch: str, run_id: str) -> str:
 
 def install_command(folder: str) -> list[str]:
     """One ``sh`` that writes the probe into ``folder`` (whole, or not at all)."""
-    script = ('mkdir -p "$0" && [ -s "$0/sitecustomize.py" ] || { printf %s "$1" > "$0/sitecustomize.py.$$" && '
-              'mv -f "$0/sitecustomize.py.$$" "$0/sitecustomize.py"; }')
+    script = (
+        'mkdir -p "$0" && [ -s "$0/sitecustomize.py" ] || { printf %s "$1" > "$0/sitecustomize.py.$$" && '
+        'mv -f "$0/sitecustomize.py.$$" "$0/sitecustomize.py"; }'
+    )
     return ["sh", "-c", script, folder, PROBE_SOURCE]
 
 
@@ -106,8 +108,11 @@ def probe_env(probe: str, records: str, names: Sequence[str], pythonpath: str) -
     """The variables that load the probe: the probe's folder last on ``PYTHONPATH`` (nothing of the
     command's can be found there, and nothing of the command's is shadowed by it but ``sitecustomize``,
     which it imports in turn), where to record, and what."""
-    return {"PYTHONPATH": f"{pythonpath}:{probe}" if pythonpath else probe, PROBE_VAR: records,
-            NAMES_VAR: ",".join(names)}
+    return {
+        "PYTHONPATH": f"{pythonpath}:{probe}" if pythonpath else probe,
+        PROBE_VAR: records,
+        NAMES_VAR: ",".join(names),
+    }
 
 
 def is_probe_folder(path: str) -> bool:

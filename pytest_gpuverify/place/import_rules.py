@@ -57,13 +57,19 @@ def read_ini(path: Path) -> Optional[IniFile]:
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
-        return IniFile(path, problem=f"{path}: cannot be read ({exc})") if name in ("pytest.ini", ".pytest.ini") else None
+        return (
+            IniFile(path, problem=f"{path}: cannot be read ({exc})") if name in ("pytest.ini", ".pytest.ini") else None
+        )
     if name.endswith(".toml"):
         try:
             data = tomllib.loads(text)
         except tomllib.TOMLDecodeError as exc:
             return IniFile(path, problem=f"{path}: not valid TOML ({exc})") if name != "pyproject.toml" else None
-        table = data.get("tool", {}).get("pytest", {}).get("ini_options") if name == "pyproject.toml" else data.get("pytest")
+        table = (
+            data.get("tool", {}).get("pytest", {}).get("ini_options")
+            if name == "pyproject.toml"
+            else data.get("pytest")
+        )
         if not isinstance(table, dict):
             return None if name == "pyproject.toml" else IniFile(path)
         return IniFile(path, _entries(table.get("pythonpath")))
@@ -141,13 +147,18 @@ def import_front(target: Target, wt_host: Path, wt: str, workdir: str, pythonpat
     in the place's paths: ``sys.path`` as the command has it when the test module imports the package."""
     front = ImportFront()
     wt_host = Path(wt_host)
-    workdir_host = wt_host / PurePosixPath(workdir).relative_to(wt) if PurePosixPath(workdir).is_relative_to(wt) else wt_host
+    workdir_host = (
+        wt_host / PurePosixPath(workdir).relative_to(wt) if PurePosixPath(workdir).is_relative_to(wt) else wt_host
+    )
     if target.kind in PYTEST_KINDS:
         _pytest_front(front, target, wt_host, wt, workdir, workdir_host, pythonpath)
         return front
     path = target.path
-    argv = list(target.command or ()) if target.kind == BENCH and target.command else \
-        ["python3", str(path.relative_to(wt_host)) if path is not None and path.is_relative_to(wt_host) else ""]
+    argv = (
+        list(target.command or ())
+        if target.kind == BENCH and target.command
+        else ["python3", str(path.relative_to(wt_host)) if path is not None and path.is_relative_to(wt_host) else ""]
+    )
     if len(argv) >= 2 and PurePosixPath(argv[0]).name.startswith("python"):
         rest = [a for a in argv[1:] if a not in ("-u", "-B", "-O", "-OO")]
         if rest and rest[0] == "-m":
@@ -158,8 +169,15 @@ def import_front(target: Target, wt_host: Path, wt: str, workdir: str, pythonpat
     return front
 
 
-def _pytest_front(front: ImportFront, target: Target, wt_host: Path, wt: str, workdir: str, workdir_host: Path,
-                  pythonpath: Sequence[str]) -> None:
+def _pytest_front(
+    front: ImportFront,
+    target: Target,
+    wt_host: Path,
+    wt: str,
+    workdir: str,
+    workdir_host: Path,
+    pythonpath: Sequence[str],
+) -> None:
     """``python3 -m pytest``: the working folder first; the ini's ``pythonpath`` entries go before it (early,
     in their order); then each ``conftest.py`` from the rootdir down, and last the test module, put their
     folder first when it is not on ``sys.path`` yet (the ``prepend`` import mode)."""
@@ -182,8 +200,11 @@ def _pytest_front(front: ImportFront, target: Target, wt_host: Path, wt: str, wo
     folder = tested if tested.is_dir() else tested.parent
     cut = rootdir if rootdir == wt_host or wt_host in rootdir.parents else wt_host
     chain = [here for here in [folder, *folder.parents] if here == cut or cut in here.parents]
-    imported = [(here, f"{(here / 'conftest.py').relative_to(wt_host)}'s folder, as pytest imports it")
-                for here in reversed(chain) if (here / "conftest.py").is_file()]
+    imported = [
+        (here, f"{(here / 'conftest.py').relative_to(wt_host)}'s folder, as pytest imports it")
+        for here in reversed(chain)
+        if (here / "conftest.py").is_file()
+    ]
     imported.append((folder, "the test file's folder, as pytest imports it"))
     for here, why in imported:
         place_dir = _in_place(_basedir(here, wt_host), wt_host, wt)

@@ -14,7 +14,9 @@ def config_text(config: dict) -> str:
     return ", ".join(f"{k}={v}" for k, v in config.items())
 
 
-def differing(base: list[AutotuneChoice], head: list[AutotuneChoice], labels: tuple[str, str] = ("A", "B")) -> list[str]:
+def differing(
+    base: list[AutotuneChoice], head: list[AutotuneChoice], labels: tuple[str, str] = ("A", "B")
+) -> list[str]:
     """Each function (and tuning key) both tuned whose chosen configurations differ:
     ``name key: A <config> | B <config>`` (several configurations of one side joined by `` / ``)."""
     by: dict[tuple[str, Optional[str]], tuple[set[str], set[str]]] = {}
@@ -35,5 +37,7 @@ def differ_note(differ: list[str], who: str = "the sides") -> Optional[str]:
         return None
     names = [d.split(":", 1)[0] for d in differ]
     more = f" and {len(names) - SHOWN} more" if len(names) > SHOWN else ""
-    return (f"autotune: {who} chose different configurations for {len(names)} function(s): "
-            f"{', '.join(names[:SHOWN])}{more}: a difference in speed may be the tuning's")
+    return (
+        f"autotune: {who} chose different configurations for {len(names)} function(s): "
+        f"{', '.join(names[:SHOWN])}{more}: a difference in speed may be the tuning's"
+    )

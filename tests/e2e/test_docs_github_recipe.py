@@ -63,30 +63,42 @@ def _run_shard(box, workflow: dict, shard: int, attempt: int, ci: Path) -> Path:
     command = next(s["run"] for s in steps if str(s.get("run", "")).lstrip().startswith("pytest"))
     argv = shlex.split(expand(command, shard))
     assert argv[0] == "pytest"
-    proc = box.pytest(*argv[1:], ticket=None, env={"GITHUB_RUN_ID": RUN_ID, "GITHUB_RUN_ATTEMPT": str(attempt),
-                                                   "SLURM_ARRAY_JOB_ID": "", "BUILDKITE_BUILD_ID": ""})
+    proc = box.pytest(
+        *argv[1:],
+        ticket=None,
+        env={
+            "GITHUB_RUN_ID": RUN_ID,
+            "GITHUB_RUN_ATTEMPT": str(attempt),
+            "SLURM_ARRAY_JOB_ID": "",
+            "BUILDKITE_BUILD_ID": "",
+        },
+    )
     text = (proc.stdout + proc.stderr).decode(errors="replace")
     assert proc.returncode in (0, 1) and "Traceback" not in text, text[-3000:]  # 1: a target's FAIL verdict
     assert "--gpu-durations .github/gpu-durations.json: no such file yet" in text, text[-3000:]
     upload = next(s for s in steps if "upload-artifact" in str(s.get("uses", "")))
     where = expand(upload["with"]["path"], shard)
     assert where.startswith("~/tickets/"), where  # the env file's tickets folder, here the sandbox's
-    folder = box.tickets / where[len("~/tickets/"):]
+    folder = box.tickets / where[len("~/tickets/") :]
     dest = ci / f"attempt{attempt}" / expand(upload["with"]["name"], shard)
     shutil.move(str(folder), dest)  # the runner is gone after its job
     return dest
 
 
 def _merge_steps(workflow: dict) -> list[list[str]]:
-    return [shlex.split(expand(s["run"], 0)) for s in _steps(workflow, "merge")
-            if str(s.get("run", "")).startswith("gpuverify ")]
+    return [
+        shlex.split(expand(s["run"], 0))
+        for s in _steps(workflow, "merge")
+        if str(s.get("run", "")).startswith("gpuverify ")
+    ]
 
 
 def _gpuverify(argv: list[str], cwd: Path) -> subprocess.CompletedProcess:
     assert argv[0] == "gpuverify"
     expanded = [str(p) for a in argv[1:] for p in (sorted(cwd.glob(a)) if "*" in a else [a])]  # the shell's glob
-    return subprocess.run([sys.executable, "-m", "pytest_gpuverify.cli.main", *expanded], cwd=cwd,
-                          capture_output=True, text=True)
+    return subprocess.run(
+        [sys.executable, "-m", "pytest_gpuverify.cli.main", *expanded], cwd=cwd, capture_output=True, text=True
+    )
 
 
 @pytest.mark.docker
@@ -101,7 +113,9 @@ def test_the_github_recipe_runs_and_a_rerun_attempt_merges_whole(box):
 
     download = next(s for s in _steps(workflow, "merge") if "download-artifact" in str(s.get("uses", "")))
     # the upload's overwrite: the re-run's upload replaces its first attempt's under the same name
-    assert next(s for s in _steps(workflow, "gpu-tests") if "upload-artifact" in str(s.get("uses", "")))["with"]["overwrite"]
+    assert next(s for s in _steps(workflow, "gpu-tests") if "upload-artifact" in str(s.get("uses", "")))["with"][
+        "overwrite"
+    ]
     merge_job = ci / "merge-job"
     shards = merge_job / download["with"]["path"]
     shards.mkdir(parents=True)
@@ -111,8 +125,9 @@ def test_the_github_recipe_runs_and_a_rerun_attempt_merges_whole(box):
         done = _gpuverify(argv, merge_job)
         assert done.returncode == 0, (argv, done.stdout, done.stderr)
         if argv[1] == "merge":
-            assert f"shards of run {RUN_ID}: {len(matrix)} of {len(matrix)} arrived, each once and whole" in done.stdout, \
-                done.stdout
+            assert (
+                f"shards of run {RUN_ID}: {len(matrix)} of {len(matrix)} arrived, each once and whole" in done.stdout
+            ), done.stdout
     assert (merge_job / "report.html").is_file()
 
     # both attempts downloaded side by side (an upload without overwrite, a copy kept): the latest wins
@@ -125,5 +140,7 @@ def test_the_github_recipe_runs_and_a_rerun_attempt_merges_whole(box):
     done = _gpuverify(merge, both)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "SUPERSEDED" in done.stdout and "ran again in attempt 2" in done.stdout, done.stdout
-    assert f"shards of run {RUN_ID}: {len(matrix)} of {len(matrix)} arrived, each once and whole (attempts 1, 2" \
-        in done.stdout, done.stdout
+    assert (
+        f"shards of run {RUN_ID}: {len(matrix)} of {len(matrix)} arrived, each once and whole (attempts 1, 2"
+        in done.stdout
+    ), done.stdout

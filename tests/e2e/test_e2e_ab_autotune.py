@@ -17,7 +17,7 @@ from tests.e2e.test_e2e_kinds import commit, out
 
 pytestmark = pytest.mark.docker
 
-HARNESS = '''\
+HARNESS = """\
 import json, os, pathlib, sys
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 from tune_config import BLOCK
@@ -43,7 +43,7 @@ print("cache: " + ("cold" if cold else "warm"))
 print("| m | us |")
 print("|--:|---:|")
 print(f"| 128 | {6400.0 / BLOCK:.3f} |")
-'''
+"""
 
 DECLARATION = """
 [[targets]]
@@ -68,8 +68,10 @@ def gv(*args):
 
 
 def begins(log: str) -> list[str]:
-    return [f"{m.group(2)}{m.group(1)}" for m in re.finditer(r"^\[gpuverify [0-9a-f]{16}\] run (\d) of \d side ([AB]) begins",
-                                                             log, re.M)]
+    return [
+        f"{m.group(2)}{m.group(1)}"
+        for m in re.finditer(r"^\[gpuverify [0-9a-f]{16}\] run (\d) of \d side ([AB]) begins", log, re.M)
+    ]
 
 
 def test_warm_sides_each_warm_up_once_and_the_warm_up_is_no_result(sandbox):
@@ -93,8 +95,10 @@ def test_warm_sides_each_warm_up_once_and_the_warm_up_is_no_result(sandbox):
     got = [(c.run, c.side, c.function, c.config["BLOCK"], c.source) for c in art.autotune.choices]
     assert got == [(0, "A", "_tune_kernel", 64, "output"), (0, "B", "_tune_kernel", 128, "output")]
     assert len(art.autotune.differ) == 1 and art.autotune.differ[0].startswith("_tune_kernel: A BLOCK=64")
-    assert any(n.startswith("autotune: the sides chose different configurations for 1 function(s): _tune_kernel")
-               for n in art.notes), art.notes
+    assert any(
+        n.startswith("autotune: the sides chose different configurations for 1 function(s): _tune_kernel")
+        for n in art.notes
+    ), art.notes
     path = str(sandbox.tickets / "T-1" / "bench_tune.json")
     assert gv("check", path).returncode == 0, gv("check", path).stdout
 
@@ -117,7 +121,8 @@ def test_cold_sides_start_every_measured_run_empty(sandbox, printing):
         assert {c.source for c in art.autotune.choices} == {"output"}
     else:  # not printed: read from each run's own cache once it ended (the least timing's config)
         assert {(c.source, c.file, c.key) for c in art.autotune.choices} == {
-            ("cache", "ab12cd/_tune_kernel.autotune.json", "(4096, torch.float16)")}
+            ("cache", "ab12cd/_tune_kernel.autotune.json", "(4096, torch.float16)")
+        }
     assert art.cache_dirs["TRITON_CACHE_DIR"].endswith("-abB1/triton")
     assert art.ab.base_cache_dirs["TRITON_CACHE_DIR"].endswith("-abA1/triton")
     path = str(sandbox.tickets / "T-1" / "bench_tune.json")

@@ -21,16 +21,30 @@ from test_e2e_kinds import commit, out
 pytestmark = pytest.mark.docker
 
 ADD = "def add(a, b):\n    return [x + y for x, y in zip(a, b)]\n"
-TEST = ("import pytest\n\nfrom {pkg} import add\n\n\n@pytest.mark.parametrize('n', [128, 1024])\n"
-        "def test_add(n):\n    assert add(list(range(n)), list(range(n))) == [2 * i for i in range(n)]\n"
-        "    print(f'N={{n}}: max_abs_error=0.0')\n")
+TEST = (
+    "import pytest\n\nfrom {pkg} import add\n\n\n@pytest.mark.parametrize('n', [128, 1024])\n"
+    "def test_add(n):\n    assert add(list(range(n)), list(range(n))) == [2 * i for i in range(n)]\n"
+    "    print(f'N={{n}}: max_abs_error=0.0')\n"
+)
 # name, package, test file, the ini file and its text (with the pytest ``pythonpath`` line, or without)
 LAYOUTS = {
-    "liger": ("Liger-Kernel", "liger_kernel", "test/transformers/test_add.py", "pyproject.toml",
-              '[project]\nname = "liger_kernel"\nversion = "0.1"\n[tool.pytest.ini_options]\n{pythonpath}'
-              'gpu_pytest_paths = ["test/**/test_*.py"]\n', 'pythonpath = ["src"]\n'),
-    "flaggems": ("FlagGems", "flag_gems", "tests/test_add.py", "pytest.ini",
-                 "[pytest]\n{pythonpath}gpu_pytest_paths = tests/test_*.py\n", "pythonpath = src\n"),
+    "liger": (
+        "Liger-Kernel",
+        "liger_kernel",
+        "test/transformers/test_add.py",
+        "pyproject.toml",
+        '[project]\nname = "liger_kernel"\nversion = "0.1"\n[tool.pytest.ini_options]\n{pythonpath}'
+        'gpu_pytest_paths = ["test/**/test_*.py"]\n',
+        'pythonpath = ["src"]\n',
+    ),
+    "flaggems": (
+        "FlagGems",
+        "flag_gems",
+        "tests/test_add.py",
+        "pytest.ini",
+        "[pytest]\n{pythonpath}gpu_pytest_paths = tests/test_*.py\n",
+        "pythonpath = src\n",
+    ),
 }
 
 
@@ -41,11 +55,16 @@ def release(tmp_path: Path, package: str) -> Path:
     import hashlib
     import zipfile
 
-    files = {f"{package}/__init__.py": f"# the release\n{ADD}",
-             f"{package}-9.9.dist-info/METADATA": f"Metadata-Version: 2.1\nName: {package}\nVersion: 9.9\n",
-             f"{package}-9.9.dist-info/WHEEL": "Wheel-Version: 1.0\nGenerator: a test\nRoot-Is-Purelib: true\nTag: py3-none-any\n"}
-    record = [f"{name},sha256={base64.urlsafe_b64encode(hashlib.sha256(text.encode()).digest()).rstrip(b'=').decode()},"
-              f"{len(text.encode())}" for name, text in files.items()]
+    files = {
+        f"{package}/__init__.py": f"# the release\n{ADD}",
+        f"{package}-9.9.dist-info/METADATA": f"Metadata-Version: 2.1\nName: {package}\nVersion: 9.9\n",
+        f"{package}-9.9.dist-info/WHEEL": "Wheel-Version: 1.0\nGenerator: a test\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+    }
+    record = [
+        f"{name},sha256={base64.urlsafe_b64encode(hashlib.sha256(text.encode()).digest()).rstrip(b'=').decode()},"
+        f"{len(text.encode())}"
+        for name, text in files.items()
+    ]
     files[f"{package}-9.9.dist-info/RECORD"] = "\n".join([*record, f"{package}-9.9.dist-info/RECORD,,"]) + "\n"
     wheel = tmp_path / f"{package}-9.9-py3-none-any.whl"
     with zipfile.ZipFile(wheel, "w") as zf:
@@ -55,8 +74,12 @@ def release(tmp_path: Path, package: str) -> Path:
 
 
 def pip_install(python: str, wheel: Path, *args: str) -> None:
-    subprocess.run([python, "-m", "pip", "install", "-q", "--no-deps", "--no-index", *args, str(wheel)], check=True,
-                   capture_output=True, timeout=300)
+    subprocess.run(
+        [python, "-m", "pip", "install", "-q", "--no-deps", "--no-index", *args, str(wheel)],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
 
 
 def make_repo(sandbox, layout: str, with_pythonpath: bool) -> tuple[Path, str, str]:
@@ -90,16 +113,27 @@ def run(sandbox, tmp_path, layout: str, where: str, with_pythonpath: bool):
         pip_install(sys.executable, release(tmp_path, package), "--target", str(site))
         container = f"gv-imp-{uuid.uuid4().hex[:8]}"
         wt = f"/workspace/{repo.name}"
-        demo.start_container(sandbox.client, container, sandbox.sim_bin, {str(repo): wt, str(site): "/opt/site"},
-                             env={"PYTHONPATH": "/opt/site"})
+        demo.start_container(
+            sandbox.client,
+            container,
+            sandbox.sim_bin,
+            {str(repo): wt, str(site): "/opt/site"},
+            env={"PYTHONPATH": "/opt/site"},
+        )
         sandbox.extra_containers.append(container)
         demo.install_pytest(sandbox.client, container)
         installed = f"/opt/site/{package}/__init__.py"
-    sandbox.rewrite_env(repo_rows=[*sandbox.spec.repo_rows, (repo.name, repo, container if where != "host" else
-                                                              sandbox.container, wt)],
-                        containers=[*sandbox.spec.containers, *([(container, demo.ROOTFS_IMAGE)] if where != "host" else [])])
-    proc = subprocess.run([*_session(sandbox), *extra, test], cwd=repo, capture_output=True, timeout=300,
-                          env={**os.environ, "PATH": f"{sandbox.sim_bin}:{os.environ['PATH']}", **env})
+    sandbox.rewrite_env(
+        repo_rows=[*sandbox.spec.repo_rows, (repo.name, repo, container if where != "host" else sandbox.container, wt)],
+        containers=[*sandbox.spec.containers, *([(container, demo.ROOTFS_IMAGE)] if where != "host" else [])],
+    )
+    proc = subprocess.run(
+        [*_session(sandbox), *extra, test],
+        cwd=repo,
+        capture_output=True,
+        timeout=300,
+        env={**os.environ, "PATH": f"{sandbox.sim_bin}:{os.environ['PATH']}", **env},
+    )
     path = sandbox.tickets / "T-1" / "bench_add.json"
     art = sandbox.artifact("add")
     assert check_artifact(art, path) == [], "gpuverify check must re-derive the same artifact"
@@ -131,18 +165,22 @@ def test_without_the_ini_pythonpath_the_installed_release_shadows_the_checkout(s
     art, proc, package, wt, installed = run(sandbox, tmp_path, layout, where, with_pythonpath=False)
     assert art.verdict == "INCONCLUSIVE", (art.reasons, out(proc))
     own = f"{wt}/src/{package}/__init__.py"
-    assert art.reasons[0] == (f"{package} was imported from {installed}, outside the worktree {wt}/, not from its "
-                              f"own {own}: the run tested another copy")
+    assert art.reasons[0] == (
+        f"{package} was imported from {installed}, outside the worktree {wt}/, not from its "
+        f"own {own}: the run tested another copy"
+    )
     assert art.imports == {package: installed} and art.run.ran and art.exit_code == 0
     record = art.import_origins[package]
     assert (record.predicted, record.seen, record.observed) == (installed, "imported", installed)
     # an unsigned edit of the record, of the verdict's reason, or of the origin taken: `check` names it
     path = sandbox.tickets / "T-1" / "bench_add.json"
     inside = record.model_copy(update={"observed": own})
-    for edit, said in (({"run": art.run.model_copy(update={"imports_outside": []})}, "run.imports_outside does not match"),
-                       ({"import_origins": {package: inside}}, "run.imports_outside does not match"),
-                       ({"imports": {package: own}}, f"imports.{package} is {own}, the run's import record"),
-                       ({"import_origins": {}}, "import_origins records []")):
+    for edit, said in (
+        ({"run": art.run.model_copy(update={"imports_outside": []})}, "run.imports_outside does not match"),
+        ({"import_origins": {package: inside}}, "run.imports_outside does not match"),
+        ({"imports": {package: own}}, f"imports.{package} is {own}, the run's import record"),
+        ({"import_origins": {}}, "import_origins records []"),
+    ):
         problems = check_artifact(art.model_copy(update=edit), path)
         assert any(said in p for p in problems), (list(edit), problems)
 
@@ -152,17 +190,28 @@ def test_a_declared_package_the_run_imports_from_the_checkout_is_never_refused(s
     never ran. Its conftest puts ``src`` first at run time, which no prediction reads: the run's own record
     says the checkout's copy was imported, and that decides."""
     repo, package, test = make_repo(sandbox, "liger", with_pythonpath=False)
-    (repo / "conftest.py").write_text("import os, sys\n\nsys.path.insert(0, os.path.join(os.path.dirname(__file__), 'src'))\n")
-    (repo / "gpuverify.toml").write_text(f'[[targets]]\nname = "add"\nkind = "pytest"\npath = "{test}"\n'
-                                         f'packages = ["{package}"]\n')
+    (repo / "conftest.py").write_text(
+        "import os, sys\n\nsys.path.insert(0, os.path.join(os.path.dirname(__file__), 'src'))\n"
+    )
+    (repo / "gpuverify.toml").write_text(
+        f'[[targets]]\nname = "add"\nkind = "pytest"\npath = "{test}"\npackages = ["{package}"]\n'
+    )
     commit(repo, "declared, with a conftest that puts src first")
     sandbox.rewrite_env(repo_rows=[*sandbox.spec.repo_rows, (repo.name, repo, sandbox.container, str(repo))])
-    proc = subprocess.run([*_session(sandbox), "--gpu-container", "none", "gpuverify.toml"], cwd=repo, capture_output=True,
-                          timeout=300, env={**os.environ, "PATH": f"{sandbox.sim_bin}:{os.environ['PATH']}"})
+    proc = subprocess.run(
+        [*_session(sandbox), "--gpu-container", "none", "gpuverify.toml"],
+        cwd=repo,
+        capture_output=True,
+        timeout=300,
+        env={**os.environ, "PATH": f"{sandbox.sim_bin}:{os.environ['PATH']}"},
+    )
     art = sandbox.artifact("add")
     assert check_artifact(art, sandbox.tickets / "T-1" / "bench_add.json") == []
     assert art.verdict == "PASS", (art.reasons, out(proc))
     own = f"{repo.resolve()}/src/{package}/__init__.py"
     record = art.import_origins[package]
     assert (record.predicted, record.observed, art.imports) == (None, own, {package: own})
-    assert f"{package}: predicted not importable, but the run imported it from {own}: the run's own record decides" in art.notes
+    assert (
+        f"{package}: predicted not importable, but the run imported it from {own}: the run's own record decides"
+        in art.notes
+    )

@@ -22,14 +22,29 @@ def gv_in(sandbox, *args, timeout: float = 600):
     """`gpuverify ARGS` in the sandbox's checkout, with the simulated host's tools first on PATH."""
     env = dict(os.environ, PATH=f"{sandbox.sim_bin}:{os.environ['PATH']}")
     env.pop("GPUVERIFY_ENV", None)
-    return subprocess.run([sys.executable, "-m", "pytest_gpuverify.cli.main", *args], cwd=sandbox.repo, env=env,
-                          capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "pytest_gpuverify.cli.main", *args],
+        cwd=sandbox.repo,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 def session_options(sandbox) -> list[str]:
     # cold: no unmeasured warm-up run per side, so a step is 2 x REPEATS runs
-    return ["--", "--gpu-env", str(sandbox.env_path), "--gpu-window", "0.3", "--gpu-ab-cache", "cold",
-            "-p", "no:cacheprovider"]
+    return [
+        "--",
+        "--gpu-env",
+        str(sandbox.env_path),
+        "--gpu-window",
+        "0.3",
+        "--gpu-ab-cache",
+        "cold",
+        "-p",
+        "no:cacheprovider",
+    ]
 
 
 def lab_history(sandbox, commits: int, slow_at: int) -> list[str]:
@@ -47,9 +62,29 @@ def test_git_bisect_run_names_the_planted_slow_commit(sandbox):
     good, bad = shas[0], shas[-1]
     git(sandbox.repo, "bisect", "start", bad, good)
     env = dict(os.environ, PATH=f"{sandbox.sim_bin}:{os.environ['PATH']}")
-    proc = subprocess.run(["git", "bisect", "run", sys.executable, "-m", "pytest_gpuverify.cli.main", "bisect", good, bad,
-                           "--target", "lab", "--repeats", REPEATS, *session_options(sandbox)],
-                          cwd=sandbox.repo, env=env, capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(
+        [
+            "git",
+            "bisect",
+            "run",
+            sys.executable,
+            "-m",
+            "pytest_gpuverify.cli.main",
+            "bisect",
+            good,
+            bad,
+            "--target",
+            "lab",
+            "--repeats",
+            REPEATS,
+            *session_options(sandbox),
+        ],
+        cwd=sandbox.repo,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     said = proc.stdout + proc.stderr
     assert proc.returncode == 0, said
     assert f"{shas[10]} is the first bad commit" in proc.stdout, said
@@ -57,7 +92,11 @@ def test_git_bisect_run_names_the_planted_slow_commit(sandbox):
     assert 3 <= len(steps) <= 5, said  # 15 commits to tell apart: about log2(15) steps
     for line in steps:  # each step: its commit, the call, the rows, from a PASS A/B against GOOD
         sha = line.split()[2]
-        expected = "bad: 6 row(s) REGRESSED" if shas.index(next(s for s in shas if s.startswith(sha))) >= 10 else "good: no row"
+        expected = (
+            "bad: 6 row(s) REGRESSED"
+            if shas.index(next(s for s in shas if s.startswith(sha))) >= 10
+            else "good: no row"
+        )
         assert expected in line and f"A/B against GOOD {good[:12]}" in line, line
     print(proc.stdout)
     git(sandbox.repo, "bisect", "reset")
@@ -74,14 +113,18 @@ def test_bisect_setup_and_a_step_that_cannot_run(sandbox):
     assert res.returncode == 128, res.stderr
     # a target the commit does not declare: the session fails, the step is skipped (125), never bad
     git(sandbox.repo, "checkout", "-q", shas[1])
-    res = gv_in(sandbox, "bisect", shas[0], shas[2], "--target", "nope", "--repeats", REPEATS, *session_options(sandbox))
+    res = gv_in(
+        sandbox, "bisect", shas[0], shas[2], "--target", "nope", "--repeats", REPEATS, *session_options(sandbox)
+    )
     assert res.returncode == 125, res.stdout + res.stderr
     assert res.stdout.startswith(f"gpuverify bisect: {shas[1][:12]} skip: the A/B session (pytest exit 4)"), res.stdout
     # the planted commit itself: bad, with the rows named
     git(sandbox.repo, "checkout", "-q", shas[2])
     res = gv_in(sandbox, "bisect", shas[0], shas[2], "--target", "lab", "--repeats", REPEATS, *session_options(sandbox))
     assert res.returncode == 1, res.stdout + res.stderr
-    assert "bad: 6 row(s) REGRESSED: m=128, n=4096, k=4096 us 1.200x; m=128, n=4096, k=4096 us TFLOPS 0.833x" in res.stdout, res.stdout
+    assert (
+        "bad: 6 row(s) REGRESSED: m=128, n=4096, k=4096 us 1.200x; m=128, n=4096, k=4096 us TFLOPS 0.833x" in res.stdout
+    ), res.stdout
     artifact = res.stdout.split("artifact ")[1].rstrip(")\n")
     data = json.loads(open(artifact).read())
     assert data["verdict"] == "PASS" and data["ab"]["base_sha"] == shas[0] and data["ab"]["head_sha"] == shas[2]
@@ -135,24 +178,35 @@ def test_confirm_reports_a_regression_the_ab_confirms(sandbox):
     git(sandbox.repo, "checkout", "-q", base_sha)  # the checkout is not at the head's commit: one line, the fix
     res = gv_in(sandbox, "compare", "--confirm", base, head, *session_options(sandbox))
     assert res.returncode == 2 and res.stdout == "", res.stdout
-    assert res.stderr.strip() == (f"gpuverify compare --confirm: the checkout {sandbox.repo} is at {base_sha[:12]}, the head "
-                                  f"ran {head_sha[:12]}. Fix: `git checkout {head_sha}` there (or run it in the head's checkout)")
+    assert res.stderr.strip() == (
+        f"gpuverify compare --confirm: the checkout {sandbox.repo} is at {base_sha[:12]}, the head "
+        f"ran {head_sha[:12]}. Fix: `git checkout {head_sha}` there (or run it in the head's checkout)"
+    )
     res = gv_in(sandbox, "compare", base, head, "--", "--gpu-env", "x")  # options for a session that never runs
     assert res.returncode == 2 and "add --confirm" in res.stderr, res.stderr
 
     git(sandbox.repo, "checkout", "-q", head_sha)
-    res = gv_in(sandbox, "compare", "--confirm", "--confirm-repeats", REPEATS, "--json", base, head, *session_options(sandbox))
+    res = gv_in(
+        sandbox, "compare", "--confirm", "--confirm-repeats", REPEATS, "--json", base, head, *session_options(sandbox)
+    )
     assert res.returncode == 1, res.stdout + res.stderr
     doc = json.loads(res.stdout)
     assert (doc["confirm"]["base_sha"], doc["confirm"]["head_sha"]) == (base_sha, head_sha)
     assert (doc["confirm"]["confirmed"], doc["confirm"]["not_confirmed"]) == (6, 0)
-    assert all(p["call"] == "REGRESSED" and p["confirmed"] is True and p["why"].startswith("confirmed by A/B (")
-               and p["why"].count("apart") == 2 for p in doc["pairs"]), [p["why"] for p in doc["pairs"]]
+    assert all(
+        p["call"] == "REGRESSED"
+        and p["confirmed"] is True
+        and p["why"].startswith("confirmed by A/B (")
+        and p["why"].count("apart") == 2
+        for p in doc["pairs"]
+    ), [p["why"] for p in doc["pairs"]]
     ab = json.loads(open(doc["confirm"]["artifact"]).read())  # the A/B's own artifact: interleaved, one GPU
     assert ab["verdict"] == "PASS" and (ab["ab"]["base_sha"], ab["ab"]["head_sha"]) == (base_sha, head_sha)
     assert ab["ab"]["order"] == [f"{s}{n}" for n in range(1, int(REPEATS) + 1) for s in "AB"] and len(ab["gpus"]) == 1
-    assert any(n.startswith("confirm: 6 REGRESSED row(s) re-measured by an A/B of") and "6 confirmed, 0 not" in n
-               for n in doc["notes"]), doc["notes"]
+    assert any(
+        n.startswith("confirm: 6 REGRESSED row(s) re-measured by an A/B of") and "6 confirmed, 0 not" in n
+        for n in doc["notes"]
+    ), doc["notes"]
 
 
 def test_confirm_drops_a_regression_the_ab_does_not_see(sandbox):
@@ -177,8 +231,19 @@ def test_confirm_drops_a_regression_the_ab_does_not_see(sandbox):
     # against the store: the base commit is the stored runs'
     store = str(sandbox.root / "history.db")
     assert gv_in(sandbox, "history", "add", "--store", store, "--ref", "main", base).returncode == 0
-    res = gv_in(sandbox, "compare", "--history", "--store", store, "--confirm", "--confirm-repeats", REPEATS, "--json", head,
-                *session_options(sandbox))
+    res = gv_in(
+        sandbox,
+        "compare",
+        "--history",
+        "--store",
+        store,
+        "--confirm",
+        "--confirm-repeats",
+        REPEATS,
+        "--json",
+        head,
+        *session_options(sandbox),
+    )
     assert res.returncode == 0, res.stdout + res.stderr
     doc = json.loads(res.stdout)
     assert (doc["confirm"]["base_sha"], doc["confirm"]["not_confirmed"]) == (base_sha, 6), doc["confirm"]

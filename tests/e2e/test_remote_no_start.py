@@ -21,8 +21,13 @@ pytestmark = pytest.mark.skipif(sshd_unavailable() is not None, reason=sshd_unav
 def hosts(tmp_path_factory, docker_client):
     """bare: no GPUVERIFY_ENV and no ~/.cursor/mstack/env.md in its sessions; stray: its ssh user's
     home holds a pytest.ini with an option no pytest knows; good: a host as it should be."""
-    with ssh_hosts(tmp_path_factory.mktemp("sshd"), docker_client, [("bare", 2), ("stray", 2), ("good", 1)],
-                   without_env=frozenset({"bare"}), own_homes=frozenset({"stray"})) as started:
+    with ssh_hosts(
+        tmp_path_factory.mktemp("sshd"),
+        docker_client,
+        [("bare", 2), ("stray", 2), ("good", 1)],
+        without_env=frozenset({"bare"}),
+        own_homes=frozenset({"stray"}),
+    ) as started:
         (started["stray"].root / "home" / "pytest.ini").write_text("[pytest]\naddopts = --no-such-gpu-option\n")
         (started.root / "no-checkout").mkdir()
         yield started
@@ -30,8 +35,15 @@ def hosts(tmp_path_factory, docker_client):
 
 def test_a_host_without_its_own_env_file_is_one_line_at_the_preflight(hosts):
     began = time.monotonic()
-    r = hosts.pytest("--gpu-host", "bare", "--ticket", "NOENV", "op_tests/test_gemm_a8w8.py",
-                     cwd=hosts.root / "no-checkout", timeout=120)
+    r = hosts.pytest(
+        "--gpu-host",
+        "bare",
+        "--ticket",
+        "NOENV",
+        "op_tests/test_gemm_a8w8.py",
+        cwd=hosts.root / "no-checkout",
+        timeout=120,
+    )
     took = time.monotonic() - began
     out = r.stdout + r.stderr
     assert r.returncode == pytest.ExitCode.USAGE_ERROR, out
@@ -39,7 +51,9 @@ def test_a_host_without_its_own_env_file_is_one_line_at_the_preflight(hosts):
     lines = [ln for ln in r.stderr.splitlines() if "bare" in ln]
     assert len(lines) == 1, r.stderr
     line = lines[0]
-    assert "host bare: its workers read the host's own env file, ~/.cursor/mstack/env.md (the default path there)" in line
+    assert (
+        "host bare: its workers read the host's own env file, ~/.cursor/mstack/env.md (the default path there)" in line
+    )
     assert "the env file does not exist" in line and "Fix: write that file on bare" in line, line
     assert "GPUVERIFY_ENV" in line and "--gpu-env names this machine's file only" in line, line
     assert not (hosts["bare"].root / "home" / ".gpuverify-xdist").exists()  # no worker was started there
@@ -48,8 +62,15 @@ def test_a_host_without_its_own_env_file_is_one_line_at_the_preflight(hosts):
 
 def test_a_worker_that_cannot_start_stops_the_session_with_its_reason(hosts):
     began = time.monotonic()
-    r = hosts.pytest("--gpu-host", "stray", "--ticket", "STRAY", "op_tests/test_gemm_a8w8.py",
-                     cwd=hosts.root / "no-checkout", timeout=180)
+    r = hosts.pytest(
+        "--gpu-host",
+        "stray",
+        "--ticket",
+        "STRAY",
+        "op_tests/test_gemm_a8w8.py",
+        cwd=hosts.root / "no-checkout",
+        timeout=180,
+    )
     took = time.monotonic() - began
     out = r.stdout + r.stderr
     assert r.returncode == pytest.ExitCode.INTERRUPTED, out
@@ -66,7 +87,14 @@ def test_a_worker_that_cannot_start_stops_the_session_with_its_reason(hosts):
 
 
 def test_a_good_host_beside_them_still_runs(hosts):
-    r = hosts.pytest("--gpu-host", "good", "--ticket", "GOOD", "op_tests/test_gemm_a8w8.py",
-                     cwd=hosts.root / "no-checkout", timeout=180)
+    r = hosts.pytest(
+        "--gpu-host",
+        "good",
+        "--ticket",
+        "GOOD",
+        "op_tests/test_gemm_a8w8.py",
+        cwd=hosts.root / "no-checkout",
+        timeout=180,
+    )
     assert r.returncode == 0, r.stdout + r.stderr
     assert (hosts["good"].tickets / "GOOD" / "bench_gemm_a8w8.json").is_file()

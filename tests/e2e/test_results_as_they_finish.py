@@ -20,14 +20,22 @@ import pytest
 pytestmark = pytest.mark.docker
 
 SIGNER = getpass.getuser()
-FINISHED = {"op_tests/test_rmsnorm2d.py": "PASS", "op_tests/test_gemm_a8w8.py": "PASS",
-            "op_tests/test_moe_2stage.py": "FAIL"}
+FINISHED = {
+    "op_tests/test_rmsnorm2d.py": "PASS",
+    "op_tests/test_gemm_a8w8.py": "PASS",
+    "op_tests/test_moe_2stage.py": "FAIL",
+}
 KILLED, NEVER = "op_tests/test_sleep.py", "op_tests/test_no_check.py"
 
 
 def gv(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "pytest_gpuverify.cli.main", *args], capture_output=True, text=True,
-                          env=dict(os.environ), timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "pytest_gpuverify.cli.main", *args],
+        capture_output=True,
+        text=True,
+        env=dict(os.environ),
+        timeout=300,
+    )
 
 
 def signed(sandbox, root: Path) -> Path:
@@ -49,8 +57,10 @@ def wait_for(what, timeout: float = 240.0, proc=None):
         if found:
             return found
         if proc is not None and proc.poll() is not None:
-            raise AssertionError(f"the session ended early (exit {proc.returncode}): "
-                                 f"{proc.stdout.read().decode(errors='replace')[-3000:]}")
+            raise AssertionError(
+                f"the session ended early (exit {proc.returncode}): "
+                f"{proc.stdout.read().decode(errors='replace')[-3000:]}"
+            )
         time.sleep(0.1)
     raise AssertionError("timed out")
 
@@ -59,9 +69,20 @@ def test_kill_9_after_3_of_5_targets_keeps_3_checked_artifacts_and_names_the_sto
     allowed = signed(sandbox, tmp_path)
     summary, store = tmp_path / "summary.md", tmp_path / "history.db"
     ticket = sandbox.tickets / "T-1"
-    proc = sandbox.pytest(*FINISHED, KILLED, NEVER, "--gpu-container", "none", "--gpu-timeout", "600",
-                          f"--gpu-ci-summary={summary}", f"--gpu-history={store}", popen=True)
+    proc = sandbox.pytest(
+        *FINISHED,
+        KILLED,
+        NEVER,
+        "--gpu-container",
+        "none",
+        "--gpu-timeout",
+        "600",
+        f"--gpu-ci-summary={summary}",
+        f"--gpu-history={store}",
+        popen=True,
+    )
     try:
+
         def sleeping():
             logs = list(ticket.glob("bench_sleep.*.log")) if ticket.is_dir() else []
             return logs if logs and b"sleeping" in logs[0].read_bytes() else None
@@ -90,7 +111,9 @@ def test_kill_9_after_3_of_5_targets_keeps_3_checked_artifacts_and_names_the_sto
     time.sleep(1.1)  # the guard stops the command once its session is gone
     folder = gv("check", str(ticket), "--allowed-signers", str(allowed))
     assert folder.returncode == 0, folder.stdout + folder.stderr
-    assert f"STOPPED {log}: a raw log no artifact names: its run stopped before it wrote its artifact " \
-           f"(last line: " in folder.stdout, folder.stdout
+    assert (
+        f"STOPPED {log}: a raw log no artifact names: its run stopped before it wrote its artifact "
+        f"(last line: " in folder.stdout
+    ), folder.stdout
     assert "RUNNING" not in folder.stdout and folder.stdout.count("STOPPED") == 1, folder.stdout
     assert not list(ticket.glob("bench_no_check.*")), "the 5th target never started"

@@ -29,8 +29,14 @@ def project(tmp_path: Path) -> Path:
 def pytest_in(root: Path, *args: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
     env.pop("PYTEST_ADDOPTS", None)
-    return subprocess.run([sys.executable, "-m", "pytest", "--co", "-p", "no:cacheprovider", *args], cwd=root, env=env,
-                          capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "--co", "-p", "no:cacheprovider", *args],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 @pytest.mark.parametrize("option, name", [("--gpu-history", "history.db"), ("--gpu-env", "env.md")])
@@ -38,8 +44,10 @@ def test_a_path_after_a_space_that_moves_the_rootdir_is_said_once(project: Path,
     value = str(project.parent / "store" / name)
     proc = pytest_in(project, option, value)
     said = [line for line in proc.stderr.splitlines() if line.startswith("gpuverify: pytest took its rootdir")]
-    assert said == [f"gpuverify: pytest took its rootdir from '{option} {value}': {project.parent} (ini file none), "
-                    f"not {project} (ini file {project / 'pytest.ini'}). Fix: write {option}={value}"], proc.stderr
+    assert said == [
+        f"gpuverify: pytest took its rootdir from '{option} {value}': {project.parent} (ini file none), "
+        f"not {project} (ini file {project / 'pytest.ini'}). Fix: write {option}={value}"
+    ], proc.stderr
     assert f"rootdir: {project.parent}\n" in proc.stdout  # what the line warns of: the ini file is lost
 
 

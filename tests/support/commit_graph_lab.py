@@ -35,8 +35,12 @@ class Lab:
 
 
 def _git(repo: Path, *args: str) -> str:
-    return subprocess.run(["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t", *args],
-                          capture_output=True, text=True, check=True).stdout.strip()
+    return subprocess.run(
+        ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t", *args],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
 
 
 def make_lab(repo: Path) -> Lab:
@@ -70,23 +74,53 @@ def make_lab(repo: Path) -> Lab:
     return Lab(repo, sha)
 
 
-def stored(sha: Optional[str], n: int, values: list[float], ref: Optional[str] = "main", target: str = "t") -> StoredRun:
+def stored(
+    sha: Optional[str], n: int, values: list[float], ref: Optional[str] = "main", target: str = "t"
+) -> StoredRun:
     """A PASS run of a clean checkout of ``sha`` that ran at second ``n`` (its time order), one row."""
-    row = StoredRow(shape="M=1", name="t", metric="us", direction="lower", values=values,
-                    median=sorted(values)[len(values) // 2], min=min(values), max=max(values))
-    return StoredRun(artifact_sha256=hashlib.sha256(f"{sha}-{n}".encode()).hexdigest(), artifact_path=f"/nowhere/{n}.json",
-                     target=target, topic=target, facts={"target": f"{target} (bench)"}, sha=sha, ref=ref, dirty=False,
-                     ts=f"2026-01-01T{n // 3600:02d}:{n // 60 % 60:02d}:{n % 60:02d}Z", verdict="PASS", rows=[row])
+    row = StoredRow(
+        shape="M=1",
+        name="t",
+        metric="us",
+        direction="lower",
+        values=values,
+        median=sorted(values)[len(values) // 2],
+        min=min(values),
+        max=max(values),
+    )
+    return StoredRun(
+        artifact_sha256=hashlib.sha256(f"{sha}-{n}".encode()).hexdigest(),
+        artifact_path=f"/nowhere/{n}.json",
+        target=target,
+        topic=target,
+        facts={"target": f"{target} (bench)"},
+        sha=sha,
+        ref=ref,
+        dirty=False,
+        ts=f"2026-01-01T{n // 3600:02d}:{n // 60 % 60:02d}:{n % 60:02d}Z",
+        verdict="PASS",
+        rows=[row],
+    )
 
 
 def artifact_at(repo: Path, sha: str, times: list[float], ts: str = "2026-02-01T00:00:00Z") -> Artifact:
     """An artifact of a repeated bench target, run i printing ``times[i]`` us, on a clean checkout of ``sha``."""
     rows = [PerfRow(shape="M=128, N=4096", name="us", us_median=t, run=i + 1) for i, t in enumerate(times)]
     gpu = GpuRecord(index=0, arch="gfx942", name="MI300X")
-    return Artifact(topic="gemm", ts=ts, verdict="PASS", perf=rows, target=TargetRecord(name="gemm", kind="bench", regime="warm"),
-                    repos=[RepoRecord(path=str(repo), sha=sha, dirty=False)], command="python3 bench/gemm.py",
-                    gpu=gpu, gpus=[gpu], image="rocm/pytorch:7.0", container="aiter-dev",
-                    versions=Versions(torch="2.8.0", hip="7.0", rocm="7.0.1", triton="3.4.0"))
+    return Artifact(
+        topic="gemm",
+        ts=ts,
+        verdict="PASS",
+        perf=rows,
+        target=TargetRecord(name="gemm", kind="bench", regime="warm"),
+        repos=[RepoRecord(path=str(repo), sha=sha, dirty=False)],
+        command="python3 bench/gemm.py",
+        gpu=gpu,
+        gpus=[gpu],
+        image="rocm/pytorch:7.0",
+        container="aiter-dev",
+        versions=Versions(torch="2.8.0", hip="7.0", rocm="7.0.1", triton="3.4.0"),
+    )
 
 
 def stored_artifact(art: Artifact, n: int, ref: Optional[str] = "main") -> StoredRun:

@@ -31,21 +31,46 @@ CONFIG_CAP = 120  # characters of a settings line kept in a table's name
 _PAIR = r"[A-Za-z_][\w.\-]*=[^\s,;\[\]()#\x1c-\x1f]+"
 CONFIG_LINE = re.compile(
     r"^[ \t]*[\[(#*\-]*[ \t]*(?:[Cc]onfig(?:uration)?[ \t]*[:=][ \t]*)?"
-    rf"(?P<body>{_PAIR}(?:[ \t,;]+{_PAIR})*)[ \t,;]*[\])#*\-]*[ \t]*$", re.ASCII)
+    rf"(?P<body>{_PAIR}(?:[ \t,;]+{_PAIR})*)[ \t,;]*[\])#*\-]*[ \t]*$",
+    re.ASCII,
+)
 # The triggers of a settings line, as the prefilter reads a line (parsers/reading/fold.py): the folded
 # chunk (``=`` as ``:``, lower case, tabs as spaces, a Unicode space that ``str.strip`` drops as
 # ``\x80``) and Hyperscan's; each a superset of the above, and the whole line, so that a log line with a
 # ``key=value`` in it (``[pid=42 pname=Main] start build``) is no candidate.
 _FOLDED_PAIR = rb"[a-z_][a-z0-9_.\-]*:[^ \n,;\[\]()#]+"
-TRIGGER = (rb"[ \x80]*[\[(#*\-]*[ ]*(?:config[a-z]*[ ]*:[ ]*)?" + _FOLDED_PAIR + rb"(?:[ ,;]+" + _FOLDED_PAIR
-           + rb")*[ ,;]*[\])#*\-]*[ \x80]*\n")
+TRIGGER = (
+    rb"[ \x80]*[\[(#*\-]*[ ]*(?:config[a-z]*[ ]*:[ ]*)?"
+    + _FOLDED_PAIR
+    + rb"(?:[ ,;]+"
+    + _FOLDED_PAIR
+    + rb")*[ ,;]*[\])#*\-]*[ \x80]*\n"
+)
 
 
 def hs_trigger(spu: bytes, sp: bytes) -> bytes:
     """:data:`TRIGGER` for Hyperscan (``spu``: a space or a non-ASCII byte; ``sp``: an ASCII space)."""
     pair = rb"[a-z_][a-z0-9_.\-]*=[^" + sp[1:-1] + rb"\n,;\[\]()#]+"
-    return (spu + rb"*[\[(#*\-]*" + sp + rb"*(?:config[a-z]*" + sp + rb"*[:=]" + sp + rb"*)?" + pair
-            + rb"(?:[" + sp[1:-1] + rb",;]+" + pair + rb")*[" + sp[1:-1] + rb",;]*[\])#*\-]*" + spu + rb"*$")
+    return (
+        spu
+        + rb"*[\[(#*\-]*"
+        + sp
+        + rb"*(?:config[a-z]*"
+        + sp
+        + rb"*[:=]"
+        + sp
+        + rb"*)?"
+        + pair
+        + rb"(?:["
+        + sp[1:-1]
+        + rb",;]+"
+        + pair
+        + rb")*["
+        + sp[1:-1]
+        + rb",;]*[\])#*\-]*"
+        + spu
+        + rb"*$"
+    )
 
 
 def config_of(text: str) -> Optional[str]:

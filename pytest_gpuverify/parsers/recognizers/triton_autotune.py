@@ -36,7 +36,9 @@ AUTOTUNE_CAP = 2000  # choices kept per output (a test file tunes each kernel pe
 
 _HEAD = re.compile(r"autotuning for function (?P<fn>[^\s,;]+)")
 _SECONDS = re.compile(r"finished after (?P<s>\d+(?:\.\d+)?)s\b")
-_KEY = re.compile(r"with key as (?P<key>.*?),?\s*$|(?:key info|config key): (?P<inline>.*?), (?:best config|benchmark key)")
+_KEY = re.compile(
+    r"with key as (?P<key>.*?),?\s*$|(?:key info|config key): (?P<inline>.*?), (?:best config|benchmark key)"
+)
 _BEST = re.compile(r"best config selected: (?P<cfg>.*?)(?: with benchmark time .*)?;")
 _TRIED = ("Autotuning kernel ", "Autotuning failed with ")
 _PAIR_SPLIT = re.compile(r", (?=[A-Za-z_][\w.]*: )")  # a value may hold ", " (a tuple); a name never does
@@ -68,22 +70,37 @@ def _value(text: str) -> Value:
 
 
 TRIGGERS = TriggerSpec(
-    line=lambda ascii_only: (rb"autotuning for function", rb"best config selected", rb"autotuning kernel ",
-                             rb"autotuning failed with "),
-    hs=lambda k: (k.words(b"autotuning for function"), k.words(b"best config selected"), k.words(b"autotuning kernel "),
-                  k.words(b"autotuning failed with ")),
-    name="triton-autotune")
+    line=lambda ascii_only: (
+        rb"autotuning for function",
+        rb"best config selected",
+        rb"autotuning kernel ",
+        rb"autotuning failed with ",
+    ),
+    hs=lambda k: (
+        k.words(b"autotuning for function"),
+        k.words(b"best config selected"),
+        k.words(b"autotuning kernel "),
+        k.words(b"autotuning failed with "),
+    ),
+    name="triton-autotune",
+)
 
 
 class TritonAutotune(RecognizerBase):
     name = "triton-autotune"
     stage = STRUCTURE
     triggers = TRIGGERS
-    examples = ("Triton autotuning for function _fwd_kernel,", "Triton autotuning for function _fwd_kernel finished after ",
-                "with key as (1024, 'torch.float16'),", "finished after 1.01s,", "finished after 2.31s; ",
-                "best config selected: BLOCK_M: 128, num_warps: 4, maxnreg: None;", "key info: (8, 64), ",
-                "Autotuning kernel _fwd_kernel with config BLOCK_M: 64, num_warps: 4",
-                "Autotuning failed with out of resource: shared memory, Required: 131072")
+    examples = (
+        "Triton autotuning for function _fwd_kernel,",
+        "Triton autotuning for function _fwd_kernel finished after ",
+        "with key as (1024, 'torch.float16'),",
+        "finished after 1.01s,",
+        "finished after 2.31s; ",
+        "best config selected: BLOCK_M: 128, num_warps: 4, maxnreg: None;",
+        "key info: (8, 64), ",
+        "Autotuning kernel _fwd_kernel with config BLOCK_M: 64, num_warps: 4",
+        "Autotuning failed with out of resource: shared memory, Required: 131072",
+    )
 
     def __init__(self, context: ParseContext, ev: Evidence) -> None:
         super().__init__(context, ev)
@@ -104,14 +121,16 @@ class TritonAutotune(RecognizerBase):
         if head is not None:
             line.owned = line.figures_read = True
             found = {"fn": head["fn"], "key": None, "s": None, "line": line.lineno, "left": _BLOCK_LINES}
-            self._details(found, text[head.end():])
+            self._details(found, text[head.end() :])
             best = _BEST.search(text, head.end())
             if best is None:
                 self.open = found  # the head of a four-line printout
             else:
                 self._choice(found, best["cfg"], line.lineno)
         elif "best config selected: " in text and (best := _BEST.search(text)) is not None:
-            line.owned = line.figures_read = True  # its head was cut off (a truncated log): the config is still the choice
+            line.owned = line.figures_read = (
+                True  # its head was cut off (a truncated log): the config is still the choice
+            )
             self._choice({"fn": "unknown", "key": None, "s": None}, best["cfg"], line.lineno)
         elif text.lstrip().startswith(_TRIED):
             line.owned = line.figures_read = True
@@ -127,7 +146,7 @@ class TritonAutotune(RecognizerBase):
         best = _BEST.search(text) if "best config selected: " in text else None
         if best is not None:
             line.owned = line.figures_read = True
-            self._details(found, text[:best.start()])
+            self._details(found, text[: best.start()])
             self._choice(found, best["cfg"], found["line"])
             self.open = None
             return
@@ -150,8 +169,16 @@ class TritonAutotune(RecognizerBase):
         if len(self.ev.out.autotune) >= AUTOTUNE_CAP:
             self.dropped += 1
             return
-        self.ev.out.autotune.append(AutotuneChoice(function=found["fn"], config=read_config(config), key=found["key"],
-                                                   seconds=found["s"], source="output", line=lineno))
+        self.ev.out.autotune.append(
+            AutotuneChoice(
+                function=found["fn"],
+                config=read_config(config),
+                key=found["key"],
+                seconds=found["s"],
+                source="output",
+                line=lineno,
+            )
+        )
 
     def close(self) -> None:
         self.open = None

@@ -17,8 +17,19 @@ from pytest_gpuverify.compare.core import DEFAULT_RULE, Comparison, Pair
 
 
 def pair(shape: str, call: str, ratio: float, metric: str = "us", direction: str = "lower") -> Pair:
-    return Pair(None, shape, metric, None, metric, direction, base=[1.0] * 5, head=[ratio] * 5, ratio=ratio, call=call,
-                why=f"{call} why")
+    return Pair(
+        None,
+        shape,
+        metric,
+        None,
+        metric,
+        direction,
+        base=[1.0] * 5,
+        head=[ratio] * 5,
+        ratio=ratio,
+        call=call,
+        why=f"{call} why",
+    )
 
 
 def outcome(*pairs: Pair, problem: str = "") -> AbOutcome:
@@ -27,31 +38,47 @@ def outcome(*pairs: Pair, problem: str = "") -> AbOutcome:
     return AbOutcome([], artifact_path=Path("/t/bench_lab.json"), result=Comparison(list(pairs), DEFAULT_RULE))
 
 
-@pytest.mark.parametrize("pairs, code, said", [
-    ((pair("m=1", "SAME", 1.01), pair("m=2", "REGRESSED", 1.2)), BAD, "bad: 1 row(s) REGRESSED: m=2 us 1.200x"),
-    # worse by more than the factor but not called: this commit cannot be told
-    ((pair("m=1", "SAME", 1.0), pair("m=2", "INCONCLUSIVE", 1.12)), SKIP, "skip: 1 row(s) worse but INCONCLUSIVE: m=2 us"),
-    # a throughput 12% lower is worse too
-    ((pair("m=1", "INCONCLUSIVE", 0.88, "TFLOPS", "higher"),), SKIP, "skip: 1 row(s) worse but INCONCLUSIVE"),
-    # undecided rows that look better, or within the factor, leave the commit good
-    ((pair("m=1", "INCONCLUSIVE", 0.8), pair("m=2", "INCONCLUSIVE", 1.02), pair("m=3", "SAME", 1.0)), GOOD,
-     "good: no row REGRESSED (2 INCONCLUSIVE, 1 SAME)"),
-    ((pair("m=1", "IMPROVED", 0.8),), GOOD, "good: no row REGRESSED (1 IMPROVED)"),
-    ((), SKIP, "skip: the A/B printed no perf row"),
-])
+@pytest.mark.parametrize(
+    "pairs, code, said",
+    [
+        ((pair("m=1", "SAME", 1.01), pair("m=2", "REGRESSED", 1.2)), BAD, "bad: 1 row(s) REGRESSED: m=2 us 1.200x"),
+        # worse by more than the factor but not called: this commit cannot be told
+        (
+            (pair("m=1", "SAME", 1.0), pair("m=2", "INCONCLUSIVE", 1.12)),
+            SKIP,
+            "skip: 1 row(s) worse but INCONCLUSIVE: m=2 us",
+        ),
+        # a throughput 12% lower is worse too
+        ((pair("m=1", "INCONCLUSIVE", 0.88, "TFLOPS", "higher"),), SKIP, "skip: 1 row(s) worse but INCONCLUSIVE"),
+        # undecided rows that look better, or within the factor, leave the commit good
+        (
+            (pair("m=1", "INCONCLUSIVE", 0.8), pair("m=2", "INCONCLUSIVE", 1.02), pair("m=3", "SAME", 1.0)),
+            GOOD,
+            "good: no row REGRESSED (2 INCONCLUSIVE, 1 SAME)",
+        ),
+        ((pair("m=1", "IMPROVED", 0.8),), GOOD, "good: no row REGRESSED (1 IMPROVED)"),
+        ((), SKIP, "skip: the A/B printed no perf row"),
+    ],
+)
 def test_a_steps_exit_status(pairs, code, said):
     got, text = verdict_of(outcome(*pairs), DEFAULT_RULE)
     assert got == code and text.startswith(said), text
 
 
 def test_an_ab_without_a_result_is_a_skip():
-    assert verdict_of(outcome(problem="the A/B session's artifact: the head is FAIL"), DEFAULT_RULE) == \
-        (SKIP, "skip: the A/B session's artifact: the head is FAIL")
+    assert verdict_of(outcome(problem="the A/B session's artifact: the head is FAIL"), DEFAULT_RULE) == (
+        SKIP,
+        "skip: the A/B session's artifact: the head is FAIL",
+    )
 
 
 def git(repo: Path, *args: str) -> str:
-    return subprocess.run(["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t", *args],
-                          capture_output=True, text=True, check=True).stdout.strip()
+    return subprocess.run(
+        ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t", *args],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
 
 
 @pytest.fixture
@@ -69,9 +96,11 @@ def repo(tmp_path) -> tuple[Path, list[str]]:
 
 def test_a_wrong_setup_stops_the_bisect_before_any_run(repo, capsys):
     path, shas = repo
-    cases = [((shas[3], shas[0]), "is not an ancestor of BAD"),  # swapped
-             (("nope", shas[3]), "GOOD nope: not a commit in"),
-             ((shas[0], "nope"), "BAD nope: not a commit in")]
+    cases = [
+        ((shas[3], shas[0]), "is not an ancestor of BAD"),  # swapped
+        (("nope", shas[3]), "GOOD nope: not a commit in"),
+        ((shas[0], "nope"), "BAD nope: not a commit in"),
+    ]
     for (good, bad), said in cases:
         assert run_bisect(good, bad, "lab", checkout=path) == STOP
         err = capsys.readouterr().err
@@ -113,10 +142,12 @@ def test_usage_errors_stop_the_bisect_and_options_after_dashes(capsys):
 
 def test_the_sessions_artifact_from_its_junit_report(tmp_path):
     report = tmp_path / "r.xml"
-    report.write_text('<?xml version="1.0"?><testsuites><testsuite><testcase name="lab"><properties>'
-                      '<property name="gpuverify_verdict" value="PASS"/>'
-                      '<property name="gpuverify_artifact" value="/t/T-1/bench_lab.json"/>'
-                      '</properties></testcase></testsuite></testsuites>')
+    report.write_text(
+        '<?xml version="1.0"?><testsuites><testsuite><testcase name="lab"><properties>'
+        '<property name="gpuverify_verdict" value="PASS"/>'
+        '<property name="gpuverify_artifact" value="/t/T-1/bench_lab.json"/>'
+        "</properties></testcase></testsuite></testsuites>"
+    )
     assert artifacts_in_report(report) == [Path("/t/T-1/bench_lab.json")]
     report.write_text("<testsuites><testsuite")  # cut short: none, never a traceback
     assert artifacts_in_report(report) == [] and artifacts_in_report(tmp_path / "missing.xml") == []
@@ -127,8 +158,12 @@ def compared(*pairs: Pair) -> Compared:
 
 
 def test_confirm_marks_each_regressed_row_and_only_confirmed_ones_fail():
-    result = compared(pair("m=1", "REGRESSED", 1.2), pair("m=2", "REGRESSED", 1.2), pair("m=3", "REGRESSED", 1.2),
-                      pair("m=4", "IMPROVED", 0.8))
+    result = compared(
+        pair("m=1", "REGRESSED", 1.2),
+        pair("m=2", "REGRESSED", 1.2),
+        pair("m=3", "REGRESSED", 1.2),
+        pair("m=4", "IMPROVED", 0.8),
+    )
     ab = outcome(pair("m=1", "REGRESSED", 1.19), pair("m=2", "SAME", 1.01), pair("m=4", "SAME", 1.0))
     apply(result, ab, 5)
     rows = result.result.pairs
@@ -138,8 +173,10 @@ def test_confirm_marks_each_regressed_row_and_only_confirmed_ones_fail():
     assert rows[2].why.startswith("REGRESSED not confirmed by A/B (the A/B printed no such row)")
     assert rows[3].why == "IMPROVED why"  # only REGRESSED rows are re-measured
     assert result.marks == {0: True, 1: False, 2: False}
-    assert result.result.notes[-1].startswith("confirm: 3 REGRESSED row(s) re-measured by an A/B of aaaaaaaaaaaa (A) and "
-                                              "bbbbbbbbbbbb (B) on one GPU, 5 runs a side: 1 confirmed, 2 not")
+    assert result.result.notes[-1].startswith(
+        "confirm: 3 REGRESSED row(s) re-measured by an A/B of aaaaaaaaaaaa (A) and "
+        "bbbbbbbbbbbb (B) on one GPU, 5 runs a side: 1 confirmed, 2 not"
+    )
     assert exit_code(rows) == 1
     apply(unconfirmed := compared(pair("m=1", "REGRESSED", 1.2)), outcome(pair("m=1", "SAME", 1.0)), 5)
     assert exit_code(unconfirmed.result.pairs) == 0
@@ -150,7 +187,10 @@ def test_confirm_without_an_ab_result_confirms_nothing():
     apply(result, outcome(problem="the A/B session (pytest exit 4) reported 0 artifact(s)"), 5)
     assert result.result.pairs[0].call == "REGRESSED" and result.marks == {0: None}
     assert result.result.pairs[0].why.startswith("REGRESSED not re-measured (the A/B could not run)")
-    assert result.result.notes[-1] == "confirm: 1 REGRESSED row(s) not re-measured: the A/B session (pytest exit 4) reported 0 artifact(s)"
+    assert (
+        result.result.notes[-1]
+        == "confirm: 1 REGRESSED row(s) not re-measured: the A/B session (pytest exit 4) reported 0 artifact(s)"
+    )
 
 
 def test_confirm_needs_the_checkout_at_the_heads_commit(repo):
@@ -158,7 +198,9 @@ def test_confirm_needs_the_checkout_at_the_heads_commit(repo):
     at = Compared(Comparison([], DEFAULT_RULE), "lab", shas[0], shas[3])
     assert precheck(at, path) == path
     away = Compared(Comparison([], DEFAULT_RULE), "lab", shas[0], shas[2])
-    with pytest.raises(ConfirmError, match=f"is at {shas[3][:12]}, the head ran {shas[2][:12]}. Fix: `git checkout {shas[2]}`"):
+    with pytest.raises(
+        ConfirmError, match=f"is at {shas[3][:12]}, the head ran {shas[2][:12]}. Fix: `git checkout {shas[2]}`"
+    ):
         precheck(away, path)
     with pytest.raises(ConfirmError, match="record no commit for the base"):
         precheck(Compared(Comparison([], DEFAULT_RULE), "lab", None, shas[3]), path)

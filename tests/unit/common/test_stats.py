@@ -10,8 +10,18 @@ import pytest
 from pytest_gpuverify.common import stats
 
 # Student's t, two-sided 95% (the 0.975 quantile) and 99% (0.995), from the published t table
-T_TABLE = [(1, 0.975, 12.706), (2, 0.975, 4.303), (4, 0.975, 2.776), (8, 0.975, 2.306), (10, 0.975, 2.228),
-           (30, 0.975, 2.042), (120, 0.975, 1.980), (5, 0.995, 4.032), (3, 0.95, 2.353), (20, 0.9, 1.325)]
+T_TABLE = [
+    (1, 0.975, 12.706),
+    (2, 0.975, 4.303),
+    (4, 0.975, 2.776),
+    (8, 0.975, 2.306),
+    (10, 0.975, 2.228),
+    (30, 0.975, 2.042),
+    (120, 0.975, 1.980),
+    (5, 0.995, 4.032),
+    (3, 0.95, 2.353),
+    (20, 0.9, 1.325),
+]
 
 
 @pytest.mark.parametrize("df, prob, value", T_TABLE)
@@ -46,7 +56,7 @@ def test_welch_t():
     se = math.sqrt(5 / 3 / 4 + 20 / 3 / 4)
     assert (test.diff, test.se) == (pytest.approx(3.5), pytest.approx(se))
     va, vb = 5 / 12, 20 / 12
-    assert test.df == pytest.approx((va + vb) ** 2 / (va ** 2 / 3 + vb ** 2 / 3))  # Welch-Satterthwaite: 4.41
+    assert test.df == pytest.approx((va + vb) ** 2 / (va**2 / 3 + vb**2 / 3))  # Welch-Satterthwaite: 4.41
     low, high = test.interval(0.95)
     assert high - 3.5 == pytest.approx(stats.t_quantile(0.975, test.df) * se) and 3.5 - low == pytest.approx(high - 3.5)
     assert test.p == pytest.approx(stats.t_two_sided_p(3.5 / se, test.df))

@@ -21,11 +21,21 @@ BASE = [100.0, 101.0, 99.0, 100.5, 99.5]  # CV 0.8%
 
 def pair(base, head, metric="us", direction="lower", **kw) -> Pair:
     runs = dict(base_runs=list(range(1, len(base) + 1)), head_runs=list(range(1, len(head) + 1)))
-    return Pair(kw.pop("table", None), kw.pop("shape", "s"), "n", None, metric, direction, list(base), list(head),
-                **{**runs, **kw})
+    return Pair(
+        kw.pop("table", None),
+        kw.pop("shape", "s"),
+        "n",
+        None,
+        metric,
+        direction,
+        list(base),
+        list(head),
+        **{**runs, **kw},
+    )
 
 
 # -- runs are processes ---------------------------------------------------------------------------
+
 
 def test_rounds_printed_in_one_process_are_one_run():
     """A harness timing a shape 5 times in one process (rows without run numbers): n = 1 a side, never
@@ -42,7 +52,9 @@ def test_rounds_printed_in_one_process_are_one_run():
 
 
 def test_a_runs_rows_give_their_median_and_runs_keep_their_number():
-    rows = [PerfRow(shape="s", name="us", us_median=v, run=run) for run, v in ((1, 10.0), (1, 12.0), (2, 20.0), (3, 30.0))]
+    rows = [
+        PerfRow(shape="s", name="us", us_median=v, run=run) for run, v in ((1, 10.0), (1, 12.0), (2, 20.0), (3, 30.0))
+    ]
     (row,) = pairs_of({"base": rows, "head": rows[:1]})
     assert (row.base, row.base_runs, row.head, row.head_runs) == ([11.0, 20.0, 30.0], [1, 2, 3], [10.0], [1])
 
@@ -56,6 +68,7 @@ def test_fewer_than_four_runs_never_call(runs):
 
 # -- the interval and the equivalence margin ------------------------------------------------------
 
+
 def test_welch_on_logs_gives_the_ratio_its_interval_and_p():
     head = [v * 1.2 for v in reversed(BASE)]
     row = call(pair(BASE, head))
@@ -63,14 +76,18 @@ def test_welch_on_logs_gives_the_ratio_its_interval_and_p():
     logs = [math.log(v) for v in BASE]
     sd = math.sqrt(sum((x - sum(logs) / 5) ** 2 for x in logs) / 4)
     half = 2.306004 * sd * math.sqrt(2 / 5)  # equal spreads: Welch's df is 8
-    assert (math.log(row.ci_low), math.log(row.ci_high)) == pytest.approx((math.log(1.2) - half, math.log(1.2) + half), rel=1e-5)
+    assert (math.log(row.ci_low), math.log(row.ci_high)) == pytest.approx(
+        (math.log(1.2) - half, math.log(1.2) + half), rel=1e-5
+    )
     assert row.call == "REGRESSED" and row.p < 1e-6 and row.q == row.p  # on its own: a family of one
     assert row.why.startswith("20.0% apart, past the factor 1.05; q = ")
 
 
 def test_same_needs_the_whole_interval_inside_the_margin():
     tight = call(pair(BASE, [v * 1.02 for v in BASE]))
-    assert tight.call == "SAME" and "the 95% interval [" in tight.why and "inside the margin [0.952, 1.050]" in tight.why
+    assert (
+        tight.call == "SAME" and "the 95% interval [" in tight.why and "inside the margin [0.952, 1.050]" in tight.why
+    )
     wide_base, wide_head = [100.0, 96.0, 104.0, 98.0, 102.0], [103.0, 97.0, 108.0, 100.0, 102.0]  # CV 3%, 2% apart
     wide = call(pair(wide_base, wide_head))
     assert wide.call == "INCONCLUSIVE" and wide.why.startswith("cannot tell: 2.0% apart, but the 95% interval [")
@@ -118,6 +135,7 @@ def test_zero_or_negative_values_are_inconclusive():
 
 # -- many rows, one decision ----------------------------------------------------------------------
 
+
 def test_the_rows_of_one_compare_are_one_family():
     """A row with p ~0.01 is REGRESSED alone; among 199 rows of no change its q is 1: not called."""
     lone = [100.0, 104.0, 96.0, 102.0, 98.0]
@@ -141,17 +159,24 @@ def test_benjamini_hochberg_keeps_the_clear_changes():
 
 
 def test_untested_rows_are_not_in_the_family():
-    rows = [pair(BASE, [v * 1.2 for v in BASE]), pair(BASE[:2], BASE[:2], shape="few"),
-            Pair(None, "u", "n", None, "blocks", None, [1.0] * 5, [2.0] * 5)]
+    rows = [
+        pair(BASE, [v * 1.2 for v in BASE]),
+        pair(BASE[:2], BASE[:2], shape="few"),
+        Pair(None, "u", "n", None, "blocks", None, [1.0] * 5, [2.0] * 5),
+    ]
     called = call_all(rows)
     assert called[0].q == called[0].p and called[1].q is None and called[2].call == "NOT COMPARED"
 
 
 # -- the summary ----------------------------------------------------------------------------------
 
+
 def test_geomean_summary_takes_one_figure_per_row_with_an_interval():
-    rows = [pair(BASE, [v / 1.2 for v in BASE], shape="a"), pair(BASE, [v / 1.1 for v in BASE], shape="b"),
-            pair(BASE, [v * 1.1 for v in BASE], shape="a", metric="TFLOPS", direction="higher")]
+    rows = [
+        pair(BASE, [v / 1.2 for v in BASE], shape="a"),
+        pair(BASE, [v / 1.1 for v in BASE], shape="b"),
+        pair(BASE, [v * 1.1 for v in BASE], shape="a", metric="TFLOPS", direction="higher"),
+    ]
     (whole,) = summaries(call_all(rows))
     assert whole.rows == 2 and whole.figures == ["us"]  # the time figure, not the TFLOPS of shape a
     assert whole.gain == pytest.approx(math.sqrt(1.2 * 1.1))  # head better: base / head for a time
@@ -159,25 +184,34 @@ def test_geomean_summary_takes_one_figure_per_row_with_an_interval():
 
 
 def test_summary_per_table_and_without_an_interval_for_one_run():
-    rows = [pair(BASE, [v / 1.2 for v in BASE], table="fp16"), pair(BASE, BASE, table="fp8", metric="TFLOPS",
-                                                                        direction="higher")]
+    rows = [
+        pair(BASE, [v / 1.2 for v in BASE], table="fp16"),
+        pair(BASE, BASE, table="fp8", metric="TFLOPS", direction="higher"),
+    ]
     whole, fp16, fp8 = summaries(call_all(rows))
     assert (whole.table, fp16.table, fp8.table) == (None, "fp16", "fp8")
     assert fp16.gain == pytest.approx(1.2) and fp8.gain == pytest.approx(1.0) and fp8.figures == ["TFLOPS"]
     single = summaries(call_all([pair([10.0], [8.0])]))[0]
-    assert single.gain == pytest.approx(1.25) and single.ci_low is None and single.why_no_interval == "the base has one run"
+    assert (
+        single.gain == pytest.approx(1.25)
+        and single.ci_low is None
+        and single.why_no_interval == "the base has one run"
+    )
     unaligned = [pair(BASE, BASE, shape="a"), pair(BASE, BASE, shape="b", base_runs=[1, 2, 3, 4, 6])]
     assert "not all measured in the same runs" in summaries(call_all(unaligned))[0].why_no_interval
 
 
 # -- the outputs and options ----------------------------------------------------------------------
 
+
 def test_every_output_carries_the_interval_q_and_summary():
     result = decide(artifact(BASE), artifact([v * 1.2 for v in BASE]))
     table = render.table(result)
-    assert "rule: Welch's t on the runs' logs, 4+ runs per side; a call needs q < 0.05 (Benjamini-Hochberg over " \
-           "the 1 row(s) tested) and the ratio beyond the factor 1.05; SAME needs the 95% interval inside " \
-           "[0.952, 1.05]; noisy above CV 10%" in table
+    assert (
+        "rule: Welch's t on the runs' logs, 4+ runs per side; a call needs q < 0.05 (Benjamini-Hochberg over "
+        "the 1 row(s) tested) and the ratio beyond the factor 1.05; SAME needs the 95% interval inside "
+        "[0.952, 1.05]; noisy above CV 10%" in table
+    )
     row = result.pairs[0]
     assert f"1.200 [{row.ci_low:.3f}, {row.ci_high:.3f}]" in table and "REGRESSED" in table
     assert table.splitlines()[-1].startswith("geomean gain over 1 row(s) (us): 0.833 [")
@@ -188,8 +222,9 @@ def test_every_output_carries_the_interval_q_and_summary():
     assert f"1.200 [{row.ci_low:.3f}, {row.ci_high:.3f}]" in markdown and "- geomean gain over 1 row(s)" in markdown
 
 
-@pytest.mark.parametrize("option, value", [("--fdr", "0"), ("--fdr", "1"), ("--fdr", "nan"), ("--confidence", "1.5"),
-                                           ("--confidence", "0")])
+@pytest.mark.parametrize(
+    "option, value", [("--fdr", "0"), ("--fdr", "1"), ("--fdr", "nan"), ("--confidence", "1.5"), ("--confidence", "0")]
+)
 def test_fdr_and_confidence_must_lie_between_0_and_1(capsys, option, value):
     assert main(["compare", option, value, "x.json"]) == 2
     err = capsys.readouterr().err.strip()
@@ -198,7 +233,10 @@ def test_fdr_and_confidence_must_lie_between_0_and_1(capsys, option, value):
 
 
 def test_rule_options_reach_the_rule():
-    at95, at999 = call(pair(BASE, [v * 1.03 for v in BASE])), call(pair(BASE, [v * 1.03 for v in BASE]), Rule(confidence=0.999))
+    at95, at999 = (
+        call(pair(BASE, [v * 1.03 for v in BASE])),
+        call(pair(BASE, [v * 1.03 for v in BASE]), Rule(confidence=0.999)),
+    )
     assert at999.ci_low < at95.ci_low and at999.ci_high > at95.ci_high and "the 99.9% interval [" in at999.why
     strict = call_all([pair(BASE, [v * 1.2 for v in BASE])], Rule(fdr=1e-12))
     assert strict[0].call == "INCONCLUSIVE" and "needs < 1e-12" in strict[0].why

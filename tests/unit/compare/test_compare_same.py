@@ -21,8 +21,9 @@ def artifact(tmp_path: Path) -> Path:
 def test_one_path_on_both_sides_is_refused(artifact: Path, capsys) -> None:
     assert main(["compare", str(artifact), str(artifact)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and err[0].startswith(f"gpuverify compare: refused: {artifact} and {artifact} are the same "
-                                               "artifact (sha256 "), err
+    assert len(err) == 1 and err[0].startswith(
+        f"gpuverify compare: refused: {artifact} and {artifact} are the same artifact (sha256 "
+    ), err
     assert "Fix: name the base's and the head's own artifacts, or one A/B artifact alone" in err[0]
 
 

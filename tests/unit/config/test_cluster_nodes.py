@@ -18,17 +18,21 @@ LOGIN = "login-node-that-is-not-here"
 
 
 def env_text(lock_rows: str) -> str:
-    return ("## Hosts\n\n| host | ssh alias | arch | gpus |\n|---|---|---|---|\n"
-            f"| {LOGIN} | local | gfx90a | 8 |\n\n## GPU lock\n\n| host | picker | lock |\n|---|---|---|\n" + lock_rows)
+    return (
+        "## Hosts\n\n| host | ssh alias | arch | gpus |\n|---|---|---|---|\n"
+        f"| {LOGIN} | local | gfx90a | 8 |\n\n## GPU lock\n\n| host | picker | lock |\n|---|---|---|\n" + lock_rows
+    )
 
 
 def test_a_slurm_node_without_a_row_describes_itself(tmp_path):
     (tmp_path / "locks").mkdir()
-    env = parse_env_text(env_text(f"| * | builtin | `flock -E 75 -w 600 {tmp_path}/locks/gpu-<id>.lock` |\n"),
-                         tmp_path / "env.md")
+    env = parse_env_text(
+        env_text(f"| * | builtin | `flock -E 75 -w 600 {tmp_path}/locks/gpu-<id>.lock` |\n"), tmp_path / "env.md"
+    )
     row = select_host(env, RunOptions(env_path=env.path), {"SLURM_JOB_ID": "12"})
-    assert (row.host, row.is_local, row.arch, row.gpus) == (socket.gethostname(), True, None, None), \
+    assert (row.host, row.is_local, row.arch, row.gpus) == (socket.gethostname(), True, None, None), (
         "its hostname; the login row's arch and GPU count are not its facts"
+    )
     spec, picker = lock_for(env, row)
     assert spec.path_template == f"{tmp_path}/locks/gpu-<id>.lock" and picker is None
     with_arch = select_host(env, RunOptions(env_path=env.path, arch="GFX942"), {"SLURM_JOB_ID": "12"})
@@ -43,8 +47,9 @@ def test_outside_a_slurm_job_a_machine_the_rows_do_not_name_is_still_refused(tmp
 
 
 def test_another_machines_lock_row_does_not_apply(tmp_path):
-    env = parse_env_text(env_text(f"| {LOGIN} | builtin | `flock -E 75 -w 600 /tmp/locks/gpu-<id>.lock` |\n"),
-                         tmp_path / "env.md")
+    env = parse_env_text(
+        env_text(f"| {LOGIN} | builtin | `flock -E 75 -w 600 /tmp/locks/gpu-<id>.lock` |\n"), tmp_path / "env.md"
+    )
     row = select_host(env, RunOptions(env_path=env.path), {"SLURM_JOB_ID": "12"})
     with pytest.raises(UsageError) as err:
         lock_for(env, row)
@@ -56,18 +61,25 @@ def test_a_named_node_keeps_its_own_row(tmp_path):
     here = socket.gethostname()
     for sub in ("mine", "any"):
         (tmp_path / sub).mkdir()
-    env = parse_env_text(env_text(f"| {here} | builtin | `flock -E 75 -w 9 {tmp_path}/mine/gpu-<id>.lock` |\n"
-                                  f"| * | builtin | `flock -E 75 -w 600 {tmp_path}/any/gpu-<id>.lock` |\n")
-                         .replace(f"| {LOGIN} | local | gfx90a | 8 |", f"| {here} | local | gfx90a | 8 |"),
-                         Path(tmp_path / "env.md"))
+    env = parse_env_text(
+        env_text(
+            f"| {here} | builtin | `flock -E 75 -w 9 {tmp_path}/mine/gpu-<id>.lock` |\n"
+            f"| * | builtin | `flock -E 75 -w 600 {tmp_path}/any/gpu-<id>.lock` |\n"
+        ).replace(f"| {LOGIN} | local | gfx90a | 8 |", f"| {here} | local | gfx90a | 8 |"),
+        Path(tmp_path / "env.md"),
+    )
     row = select_host(env, RunOptions(env_path=env.path), {"SLURM_JOB_ID": "12"})
     assert (row.arch, row.gpus) == ("gfx90a", 8)
     assert lock_for(env, row)[0].path_template == f"{tmp_path}/mine/gpu-<id>.lock"
 
 
 def test_a_one_task_array_warns_that_it_runs_every_target():
-    environ = {"SLURM_ARRAY_TASK_ID": "2", "SLURM_ARRAY_TASK_COUNT": "1", "SLURM_ARRAY_TASK_MIN": "2",
-               "SLURM_ARRAY_TASK_MAX": "2"}
+    environ = {
+        "SLURM_ARRAY_TASK_ID": "2",
+        "SLURM_ARRAY_TASK_COUNT": "1",
+        "SLURM_ARRAY_TASK_MIN": "2",
+        "SLURM_ARRAY_TASK_MAX": "2",
+    }
     assert parse_spec("auto", environ)[:2] == (0, 1)
     warning = single_task_warning(environ, "auto")
     assert warning is not None and "SLURM_ARRAY_TASK_ID=2" in warning and "--gpu-shard 2/N" in warning

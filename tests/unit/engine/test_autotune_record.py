@@ -13,21 +13,29 @@ ON = {"TRITON_PRINT_AUTOTUNING": "1"}
 
 
 def choice(side=None, run=None, block=64, source="output", key=None):
-    return AutotuneChoice(function="_k", config={"BLOCK": block, "num_warps": 4}, side=side, run=run, source=source, key=key)
+    return AutotuneChoice(
+        function="_k", config={"BLOCK": block, "num_warps": 4}, side=side, run=run, source=source, key=key
+    )
 
 
 def test_a_printed_choice_wins_over_its_runs_cache_and_the_cache_fills_a_silent_run() -> None:
     printed = [choice("A", 1)]
-    reads = [(1, "A", CacheRead(choices=[choice(source="cache", block=999)])),
-             (1, "B", CacheRead(choices=[choice(source="cache", block=128)]))]
+    reads = [
+        (1, "A", CacheRead(choices=[choice(source="cache", block=999)])),
+        (1, "B", CacheRead(choices=[choice(source="cache", block=128)])),
+    ]
     record = autotune_record(BENCH, ON, printed, reads, ab=True)
-    assert [(c.side, c.run, c.config["BLOCK"], c.source) for c in record.choices] == [("A", 1, 64, "output"),
-                                                                                      ("B", 1, 128, "cache")]
+    assert [(c.side, c.run, c.config["BLOCK"], c.source) for c in record.choices] == [
+        ("A", 1, 64, "output"),
+        ("B", 1, 128, "cache"),
+    ]
     assert record.unknown is None and record.differ == ["_k: A BLOCK=64, num_warps=4 | B BLOCK=128, num_warps=4"]
 
 
 def test_why_no_choice_is_known() -> None:
-    off = autotune_record(BENCH, {"TRITON_PRINT_AUTOTUNING": "0"}, [], [(None, None, CacheRead(held_before=2))], ab=False)
+    off = autotune_record(
+        BENCH, {"TRITON_PRINT_AUTOTUNING": "0"}, [], [(None, None, CacheRead(held_before=2))], ab=False
+    )
     assert off.choices == [] and off.unknown.startswith("TRITON_PRINT_AUTOTUNING=0 (the place's or the declaration's)")
     assert "held 2 tuning result(s) from before it" in off.unknown
     assert autotune_record(BENCH, ON, [], [(None, None, CacheRead())], ab=False).unknown is None  # nothing was tuned
@@ -38,6 +46,8 @@ def test_the_same_choice_on_both_sides_or_another_key_is_no_difference() -> None
     assert differing([choice("A", key="(8,)")], [choice("B", key="(8,)")]) == []
     assert differing([choice("A", key="(8,)")], [choice("B", key="(16,)", block=128)]) == []
     names = [f"_k{i}: x | y" for i in range(7)]
-    assert differ_note(names) == ("autotune: the sides chose different configurations for 7 function(s): "
-                                  "_k0, _k1, _k2, _k3, _k4 and 2 more: a difference in speed may be the tuning's")
+    assert differ_note(names) == (
+        "autotune: the sides chose different configurations for 7 function(s): "
+        "_k0, _k1, _k2, _k3, _k4 and 2 more: a difference in speed may be the tuning's"
+    )
     assert differ_note([]) is None

@@ -87,11 +87,15 @@ def test_without_a_checkout_commits_keep_the_order_they_first_ran_and_steps_name
     (row,) = history.rows
     assert [p.sha for p in row.points] == [lab.sha[c] for c in MAIN]
     (step,) = row.steps
-    assert row.step_range(step) == (f"after {lab.short('c10')}, at {lab.short('c11')} (no commit range: ordered by "
-                                    "run time, not checked against the commit graph)")
+    assert row.step_range(step) == (
+        f"after {lab.short('c10')}, at {lab.short('c11')} (no commit range: ordered by "
+        "run time, not checked against the commit graph)"
+    )
     (note,) = order.notes
-    assert note.startswith(f"commits in the order they first ran, not by the commit graph ({elsewhere}: not in a git "
-                           "checkout); step ranges")
+    assert note.startswith(
+        f"commits in the order they first ran, not by the commit graph ({elsewhere}: not in a git "
+        "checkout); step ranges"
+    )
     assert "step ranges are not graph-checked. Fix: run in the code's git checkout, or name it with --repo PATH" in note
 
 
@@ -106,8 +110,10 @@ def test_a_range_is_printed_only_from_an_ancestor(lab, tmp_path):
     assert order.line is None and order.checkout is not None
     (history,) = target_histories(kept, order=order)
     (step,) = history.rows[0].steps
-    assert history.rows[0].step_range(step) == (f"after {lab.short('c15')}, at {lab.short('o1')} (no commit range: "
-                                                f"{lab.short('c15')} is not an ancestor of {lab.short('o1')})")
+    assert history.rows[0].step_range(step) == (
+        f"after {lab.short('c15')}, at {lab.short('o1')} (no commit range: "
+        f"{lab.short('c15')} is not an ancestor of {lab.short('o1')})"
+    )
 
 
 def test_history_show_draws_main_with_one_step(lab, store, capsys):
@@ -120,20 +126,27 @@ def test_history_show_draws_main_with_one_step(lab, store, capsys):
     assert lines[-1] == f"(7 run(s) of 7 commit(s) not on main's first-parent history in {lab.repo}: not plotted)"
     assert main(["history", "show", "t", "--store", str(store), "--ref", "nosuch", "--repo", str(lab.repo)]) == 2
     err = capsys.readouterr().err
-    assert err.startswith(f"gpuverify history show: {store} holds no run of t on nosuch; commits in the order they first "
-                          f"ran, not by the commit graph (nosuch: not a branch, tag or commit in the checkout at {lab.repo})")
+    assert err.startswith(
+        f"gpuverify history show: {store} holds no run of t on nosuch; commits in the order they first "
+        f"ran, not by the commit graph (nosuch: not a branch, tag or commit in the checkout at {lab.repo})"
+    )
     assert err.count("\n") == 1
 
 
 # -- compare --history: the base from the head's ancestors -----------------------------------------
+
 
 def compare_store(lab: Lab, tmp_path: Path, names: list[str], late: tuple[str, ...] = ()) -> Path:
     """Each named commit's artifact (5 runs at its level), in order; then the ``late`` ones run again."""
     path = tmp_path / "h.db"
     with closing(connect(path)) as conn:
         for n, name in enumerate([*names, *late]):
-            insert(conn, stored_artifact(artifact_at(lab.repo, lab.sha[name], [level(name) * (1 + 0.001 * k)
-                                                                                for k in range(5)]), n))
+            insert(
+                conn,
+                stored_artifact(
+                    artifact_at(lab.repo, lab.sha[name], [level(name) * (1 + 0.001 * k) for k in range(5)]), n
+                ),
+            )
     return path
 
 
@@ -157,9 +170,11 @@ def test_a_head_with_later_commits_in_the_store_takes_only_its_ancestors(lab, tm
     store = compare_store(lab, tmp_path, MAIN, late=("c2", "c3", "c10"))
     result = compared(lab, store, head_file(lab, tmp_path, "c10", BEFORE))
     header = result.notes[0]
-    assert header.startswith(f"base: the last 3 commit(s) with PASS runs on main below the head {lab.short('c10')} "
-                             f"(each an ancestor of it), 3 run(s) in {store}: {lab.short('c9')} (1 run(s)), "
-                             f"{lab.short('c8')} (1 run(s)), {lab.short('c7')} (1 run(s))"), header
+    assert header.startswith(
+        f"base: the last 3 commit(s) with PASS runs on main below the head {lab.short('c10')} "
+        f"(each an ancestor of it), 3 run(s) in {store}: {lab.short('c9')} (1 run(s)), "
+        f"{lab.short('c8')} (1 run(s)), {lab.short('c7')} (1 run(s))"
+    ), header
     (pair,) = result.pairs
     assert len(pair.base) == 15 and pair.call != "IMPROVED"
     slower = compared(lab, store, head_file(lab, tmp_path, "c10", BEFORE * 1.2))
@@ -172,8 +187,9 @@ def test_a_head_off_main_takes_main_below_its_branch_point_or_its_own_history(la
     on_main = compared(lab, store, head).notes[0]
     assert all(lab.short(c) in on_main for c in ("c8", "c7", "c6")) and lab.short("s1") not in on_main
     own = compared(lab, store, head, ref=None).notes[0]
-    assert own.startswith(f"base: the last 3 commit(s) with PASS runs on its first-parent history below the head "
-                          f"{lab.short('s3')}"), own
+    assert own.startswith(
+        f"base: the last 3 commit(s) with PASS runs on its first-parent history below the head {lab.short('s3')}"
+    ), own
     assert [c in own for c in ("s2", "s1", "c8")] and lab.short("c9") not in own
     assert all(lab.short(c) in own for c in ("s2", "s1", "c8"))
 
@@ -184,24 +200,31 @@ def test_a_store_of_descendants_only_is_refused_never_a_base(lab, tmp_path):
     with pytest.raises(Refused) as refused:
         compared(lab, store, head_file(lab, tmp_path, "c10", BEFORE))
     said = str(refused.value)
-    assert said == (f"{store} holds no PASS run of gemm with the head's facts on main below the head {lab.short('c10')}; "
-                    "its 4 other run(s) are of the head's commit, later commits or other histories. Fix: add runs of an "
-                    "ancestor (gpuverify history add), name another --ref or --baseline, or --may-differ NAME where a "
-                    "fact may differ")
+    assert said == (
+        f"{store} holds no PASS run of gemm with the head's facts on main below the head {lab.short('c10')}; "
+        "its 4 other run(s) are of the head's commit, later commits or other histories. Fix: add runs of an "
+        "ancestor (gpuverify history add), name another --ref or --baseline, or --may-differ NAME where a "
+        "fact may differ"
+    )
 
 
 def test_the_release_baseline_is_the_newest_tag_below_the_head(lab, tmp_path):
     store = compare_store(lab, tmp_path, MAIN)
     head = head_file(lab, tmp_path, "c10", BEFORE)
     nearest = compared(lab, store, head, baseline="release")
-    assert nearest.notes[0] == (f"base: release nightly-9, commit {lab.short('c9')} (1 run(s)), an ancestor of the head "
-                                f"{lab.short('c10')}, in {store}")
+    assert nearest.notes[0] == (
+        f"base: release nightly-9, commit {lab.short('c9')} (1 run(s)), an ancestor of the head "
+        f"{lab.short('c10')}, in {store}"
+    )
     assert len(nearest.pairs[0].base) == 5
     assert lab.short("c6") in compared(lab, store, head, baseline="release:v*").notes[0]
     on_tag = compared(lab, store, head_file(lab, tmp_path, "c6", BEFORE), baseline="release:v*").notes[0]
     assert on_tag.startswith("base: release v0.9,")  # a tag on the head's own commit is the head, not its base
-    with pytest.raises(Refused, match=r"no release tag matching rc-\* is reachable from .*\^ in the checkout at .* "
-                                      r"Fix: fetch the tags \(git fetch --tags\)"):
+    with pytest.raises(
+        Refused,
+        match=r"no release tag matching rc-\* is reachable from .*\^ in the checkout at .* "
+        r"Fix: fetch the tags \(git fetch --tags\)",
+    ):
         compared(lab, store, head, baseline="release:rc-*")
 
 
@@ -212,7 +235,9 @@ def test_a_head_no_checkout_has_is_refused_with_the_fix(lab, tmp_path):
     with pytest.raises(Refused) as refused:
         compared(lab, store, head_file(lab, tmp_path, "c10", BEFORE), repo=other)
     assert str(refused.value).startswith(f"no git checkout here has the head's commit {lab.short('c10')} ({other}: ")
-    assert str(refused.value).endswith("Fix: run in the checkout of its repo, or name it with --repo PATH (git fetch it first)")
+    assert str(refused.value).endswith(
+        "Fix: run in the checkout of its repo, or name it with --repo PATH (git fetch it first)"
+    )
 
 
 def test_baseline_and_repo_options_are_checked(capsys, tmp_path):
@@ -221,9 +246,11 @@ def test_baseline_and_repo_options_are_checked(capsys, tmp_path):
     head = tmp_path / "bench_x.json"
     head.write_text(json.dumps({}))
     assert main(["compare", "--history", "--baseline", "best", str(head)]) == 2
-    assert capsys.readouterr().err == ("gpuverify compare: --baseline best: not a baseline. Fix: last-good (the newest "
-                                       "ancestors of the head with PASS runs), release (the newest release tag below "
-                                       "the head) or release:GLOB (e.g. release:'v*')\n")
+    assert capsys.readouterr().err == (
+        "gpuverify compare: --baseline best: not a baseline. Fix: last-good (the newest "
+        "ancestors of the head with PASS runs), release (the newest release tag below "
+        "the head) or release:GLOB (e.g. release:'v*')\n"
+    )
     assert main(["compare", "--baseline", "release", str(head), str(head)]) == 2
     assert "--baseline picks the base from the history store. Fix: add --history" in capsys.readouterr().err
 
@@ -246,12 +273,16 @@ def test_without_git_history_says_so_and_compare_refuses(lab, store, tmp_path, m
     monkeypatch.setenv("PATH", str(no_git))  # a host without git installed
     assert main(["history", "show", "t", "--store", str(store), "--ref", "main", "--repo", str(lab.repo)]) == 0
     out = capsys.readouterr().out
-    assert out.splitlines()[-1] == ("(commits in the order they first ran, not by the commit graph (git is not installed "
-                                    "here: history cannot read the commit graph); step ranges are not graph-checked. "
-                                    "Fix: run in the code's git checkout, or name it with --repo PATH)")
+    assert out.splitlines()[-1] == (
+        "(commits in the order they first ran, not by the commit graph (git is not installed "
+        "here: history cannot read the commit graph); step ranges are not graph-checked. "
+        "Fix: run in the code's git checkout, or name it with --repo PATH)"
+    )
     assert "REGRESSED after" in out and "(no commit range: ordered by run time" in out
     compare = compare_store(lab, tmp_path, MAIN)
-    with pytest.raises(Refused, match=r"^no git checkout here has the head's commit \w{12} \(git is not installed here"):
+    with pytest.raises(
+        Refused, match=r"^no git checkout here has the head's commit \w{12} \(git is not installed here"
+    ):
         compared(lab, compare, head_file(lab, tmp_path, "c10", BEFORE))
 
 
@@ -259,5 +290,7 @@ def test_a_head_of_no_commit_is_refused(lab, tmp_path):
     store = compare_store(lab, tmp_path, MAIN)
     art, path = head_file(lab, tmp_path, "c10", BEFORE)
     art.repos[0].sha = None
-    with pytest.raises(Refused, match="^the head names no commit: its base is taken from its commit's ancestors. Fix: "):
+    with pytest.raises(
+        Refused, match="^the head names no commit: its base is taken from its commit's ancestors. Fix: "
+    ):
         compared(lab, store, (art, path))

@@ -30,7 +30,7 @@ def series(kind: int, n: int, rng: random.Random) -> list[float]:
 
 def fit_cost(values: list[float], cuts: list[int], penalty: float) -> float:
     bounds = [0, *cuts, len(values)]
-    return sum(_l1_cost(values[bounds[k]:bounds[k + 1]]) + penalty for k in range(len(bounds) - 1))
+    return sum(_l1_cost(values[bounds[k] : bounds[k + 1]]) + penalty for k in range(len(bounds) - 1))
 
 
 def test_the_fast_fit_gives_the_cubic_fits_cuts():

@@ -29,13 +29,20 @@ def test_a_harness_s_rounds_in_one_process_are_one_value() -> None:
 
 
 def test_repeated_runs_are_one_value_each_and_only_the_head_side_of_an_ab() -> None:
-    rows = [PerfRow(shape="M=16", name="ck", us_median=us, run=run, side=side)
-            for side, base in (("A", 20.0), ("B", 10.0)) for run in (1, 2, 3) for us in (base + run, base + run + 0.5)]
+    rows = [
+        PerfRow(shape="M=16", name="ck", us_median=us, run=run, side=side)
+        for side, base in (("A", 20.0), ("B", 10.0))
+        for run in (1, 2, 3)
+        for us in (base + run, base + run + 0.5)
+    ]
     ab = AbRecord(base_ref="main", base_sha=BASE, head_sha=HEAD)
     (row,) = stored(artifact(rows, [RepoRecord(path="/r", sha=HEAD, dirty=False)], ab)).rows
     assert row.values == [11.25, 12.25, 13.25]  # each run's two rows: their median; side A left out
     assert process_values([r for r in rows if r.side == "B"])[(None, "M=16", "ck", None, "us")] == {
-        1: [11.0, 11.5], 2: [12.0, 12.5], 3: [13.0, 13.5]}
+        1: [11.0, 11.5],
+        2: [12.0, 12.5],
+        3: [13.0, 13.5],
+    }
 
 
 def test_an_ab_head_s_dirty_state_is_stored_and_a_dirty_head_is_no_result() -> None:

@@ -14,15 +14,25 @@ def test_the_jobs_grant_counts_where_no_step_narrows_it():
 
 
 def test_a_step_of_the_job_narrows_its_grant():
-    record = read_grant({"SLURM_JOB_ID": "7", "SLURM_STEP_ID": "0", "SLURM_JOB_GPUS": "0,1,2", "SLURM_STEP_GPUS": "2"},
-                        "rocm", {}, False, 4)
+    record = read_grant(
+        {"SLURM_JOB_ID": "7", "SLURM_STEP_ID": "0", "SLURM_JOB_GPUS": "0,1,2", "SLURM_STEP_GPUS": "2"},
+        "rocm",
+        {},
+        False,
+        4,
+    )
     assert record is not None and (record.read_from, record.granted) == ("SLURM_STEP_GPUS", [2])
 
 
 def test_an_inherited_step_grant_naming_another_jobs_gpu_is_refused_in_one_line():
     # sbatch --export=ALL from inside job 3's step: job 4 was granted GPU 1, the inherited step names GPU 0
-    environ = {"SLURM_JOB_ID": "4", "SLURM_STEP_ID": "0", "SLURM_JOB_GPUS": "1", "SLURM_STEP_GPUS": "0",
-               "ROCR_VISIBLE_DEVICES": "1"}
+    environ = {
+        "SLURM_JOB_ID": "4",
+        "SLURM_STEP_ID": "0",
+        "SLURM_JOB_GPUS": "1",
+        "SLURM_STEP_GPUS": "0",
+        "ROCR_VISIBLE_DEVICES": "1",
+    }
     with pytest.raises(GrantProblem) as err:
         read_grant(environ, "rocm", {}, False, 4)
     text = str(err.value)

@@ -19,15 +19,25 @@ PID_FILE = "/tmp/gpuverify/5d41402abc4b2a76.pid"
 RUN = "20250101T000000Z-77-abcd1234"
 
 
-def lay_out(proc: Path, pid: int, ppid: int, sid: int, argv: list[str], environ: dict[str, str] | None = None,
-            container: bool = True, inner: int | None = None) -> None:
+def lay_out(
+    proc: Path,
+    pid: int,
+    ppid: int,
+    sid: int,
+    argv: list[str],
+    environ: dict[str, str] | None = None,
+    container: bool = True,
+    inner: int | None = None,
+) -> None:
     """One process as the host's /proc shows it; ``environ`` None: not readable by the session's user."""
     d = proc / str(pid)
     d.mkdir(parents=True)
     comm = Path(argv[0]).name[:15]
     (d / "stat").write_text(f"{pid} ({comm}) S {ppid} {sid} {sid} 0 -1 4194560 0 0 0 0\n")
     (d / "cmdline").write_bytes(b"\0".join(a.encode() for a in argv) + b"\0")
-    (d / "cgroup").write_text(f"0::/system.slice/docker-{CONTAINER}.scope\n" if container else "0::/user.slice/user-1000.slice\n")
+    (d / "cgroup").write_text(
+        f"0::/system.slice/docker-{CONTAINER}.scope\n" if container else "0::/user.slice/user-1000.slice\n"
+    )
     (d / "status").write_text(f"Name:\t{comm}\nNSpid:\t{pid}" + (f"\t{inner}" if inner else "") + "\n")
     if environ is not None:
         (d / "environ").write_bytes(b"".join(f"{k}={v}\0".encode() for k, v in environ.items()))
@@ -45,7 +55,9 @@ def shared_container(tmp_path):
     lay_out(proc, 100, 50, 100, ["sh", "-c", "WRAPPER", PID_FILE, "600", "python3", "t.py"], mark, inner=14)
     lay_out(proc, 101, 100, 100, ["timeout", "-k", "3", "600", "python3", "t.py"], mark, inner=21)
     lay_out(proc, 102, 101, 100, ["python3", "t.py"], mark, inner=22)
-    lay_out(proc, 103, 60, 100, ["python3", "-m", "worker"], mark, inner=23)  # double-forked: init's child, the run's session
+    lay_out(
+        proc, 103, 60, 100, ["python3", "-m", "worker"], mark, inner=23
+    )  # double-forked: init's child, the run's session
     lay_out(proc, 104, 60, 104, ["python3", "-m", "server"], mark, inner=24)  # setsid: only its marker says whose
     # others in the same container
     lay_out(proc, 200, 50, 200, ["bash"], {"PATH": "/usr/bin"}, inner=30)
@@ -124,9 +136,11 @@ def host_run(tmp_path):
     """A command in its own session (as the host executor starts it) with a child, a double-forked
     grandchild, a detached server in a session of its own, and the run's marker; and an unrelated process."""
     pids = tmp_path / "pids"
-    script = ("sleep 30 & echo child $! >> $P; "
-              "(sleep 31 & echo detached $! >> $P) ; "
-              "(setsid sleep 32 & echo server $! >> $P) ; wait")
+    script = (
+        "sleep 30 & echo child $! >> $P; "
+        "(sleep 31 & echo detached $! >> $P) ; "
+        "(setsid sleep 32 & echo server $! >> $P) ; wait"
+    )
     env = dict(os.environ, P=str(pids), GPUVERIFY_RUN_ID=RUN)
     command = subprocess.Popen(["sh", "-c", script], env=env, start_new_session=True)
     other = subprocess.Popen(["sleep", "30"])

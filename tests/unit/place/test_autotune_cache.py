@@ -30,7 +30,11 @@ def test_a_file_written_during_the_run_is_its_choice(tmp_path: Path) -> None:
     assert read.problem is None and read.held_before == 0
     [choice] = read.choices
     assert (choice.function, choice.source, choice.file, choice.key) == (
-        "_fwd_kernel", "cache", "ab12/_fwd_kernel.autotune.json", "(1024, torch.float16)")
+        "_fwd_kernel",
+        "cache",
+        "ab12/_fwd_kernel.autotune.json",
+        "(1024, torch.float16)",
+    )
     assert choice.config == {"BLOCK_M": 128, "num_warps": 8, "num_ctas": 1, "num_stages": 2, "maxnreg": None}
 
 

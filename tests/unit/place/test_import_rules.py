@@ -22,15 +22,18 @@ def pytest_target(path: Path, *args: str) -> Target:
     return Target(name="t", kind="pytest", path=path, topic="t", args=args)
 
 
-@pytest.mark.parametrize("name, text, entries", [
-    ("pyproject.toml", '[tool.pytest.ini_options]\npythonpath = ["src", "."]\n', ("src", ".")),
-    ("pyproject.toml", '[tool.pytest.ini_options]\npythonpath = "src lib"\n', ("src", "lib")),
-    ("pytest.ini", "[pytest]\npythonpath = src\n", ("src",)),
-    ("pytest.ini", "[pytest]\npythonpath =\n    src\n    third_party/x\n", ("src", "third_party/x")),
-    ("tox.ini", "[tox]\nenvlist = py3\n[pytest]\npythonpath = src\n", ("src",)),
-    ("setup.cfg", "[metadata]\nname = x\n[tool:pytest]\npythonpath = src\n", ("src",)),
-    ("pytest.toml", '[pytest]\npythonpath = ["src"]\n', ("src",)),
-])
+@pytest.mark.parametrize(
+    "name, text, entries",
+    [
+        ("pyproject.toml", '[tool.pytest.ini_options]\npythonpath = ["src", "."]\n', ("src", ".")),
+        ("pyproject.toml", '[tool.pytest.ini_options]\npythonpath = "src lib"\n', ("src", "lib")),
+        ("pytest.ini", "[pytest]\npythonpath = src\n", ("src",)),
+        ("pytest.ini", "[pytest]\npythonpath =\n    src\n    third_party/x\n", ("src", "third_party/x")),
+        ("tox.ini", "[tox]\nenvlist = py3\n[pytest]\npythonpath = src\n", ("src",)),
+        ("setup.cfg", "[metadata]\nname = x\n[tool:pytest]\npythonpath = src\n", ("src",)),
+        ("pytest.toml", '[pytest]\npythonpath = ["src"]\n', ("src",)),
+    ],
+)
 def test_each_ini_file_gives_its_pythonpath(tmp_path, name, text, entries):
     ini = read_ini(write(tmp_path, name, text))
     assert ini is not None and ini.pythonpath == entries and ini.problem is None
@@ -61,7 +64,9 @@ def test_the_ini_is_looked_for_from_the_test_up_to_the_worktree_and_pytest_ini_w
 def test_a_liger_like_src_layout_puts_src_after_the_test_folder_and_before_the_working_folder(tmp_path):
     wt = tmp_path / "Liger-Kernel"
     write(wt, "src/liger_kernel/__init__.py")
-    write(wt, "pyproject.toml", '[project]\nname = "liger_kernel"\n[tool.pytest.ini_options]\npythonpath = ["src", "."]\n')
+    write(
+        wt, "pyproject.toml", '[project]\nname = "liger_kernel"\n[tool.pytest.ini_options]\npythonpath = ["src", "."]\n'
+    )
     test = write(wt, "test/transformers/test_rms_norm.py")
     front = import_front(pytest_target(test), wt, "/ws/Liger-Kernel", "/ws/Liger-Kernel")
     assert front.dirs == ["/ws/Liger-Kernel/test/transformers", "/ws/Liger-Kernel/src", "/ws/Liger-Kernel"]

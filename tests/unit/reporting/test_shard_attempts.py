@@ -11,10 +11,20 @@ from pytest_gpuverify.records.scheduling import ShardRecord
 from pytest_gpuverify.reporting.shard_check import shard_lines, superseded
 
 
-def record(index: int, session: str, attempt: Optional[int], run: str = "4711",
-           run_from: str = "GITHUB_RUN_ID") -> ShardRecord:
-    return ShardRecord(index=index, count=3, read_from=f"--gpu-shard {index}/3", run=run, run_from=run_from,
-                       attempt=attempt, plan="p1", sizes=[1, 1, 1], session=session)
+def record(
+    index: int, session: str, attempt: Optional[int], run: str = "4711", run_from: str = "GITHUB_RUN_ID"
+) -> ShardRecord:
+    return ShardRecord(
+        index=index,
+        count=3,
+        read_from=f"--gpu-shard {index}/3",
+        run=run,
+        run_from=run_from,
+        attempt=attempt,
+        plan="p1",
+        sizes=[1, 1, 1],
+        session=session,
+    )
 
 
 def test_the_attempt_is_read_apart_from_the_run():
@@ -31,10 +41,12 @@ def test_a_rerun_shard_replaces_its_failed_attempt_and_the_run_is_whole():
     rerun = (record(1, "a2s1", 2), Path("attempt2/shard1/bench_t1.json"))
     lines, whole = shard_lines([*first, rerun])
     assert whole, lines
-    assert lines == ["shards of run 4711: 3 of 3 arrived, each once and whole (attempts 1, 2: the latest of each "
-                     "shard counts)"]
+    assert lines == [
+        "shards of run 4711: 3 of 3 arrived, each once and whole (attempts 1, 2: the latest of each shard counts)"
+    ]
     assert superseded([*first, rerun]) == {
-        Path("attempt1/shard1/bench_t1.json"): "shard 1/3 of run 4711 ran again in attempt 2; this is attempt 1's"}
+        Path("attempt1/shard1/bench_t1.json"): "shard 1/3 of run 4711 ran again in attempt 2; this is attempt 1's"
+    }
 
 
 def test_only_the_rerun_arrived_names_the_others_missing():
@@ -51,7 +63,11 @@ def test_old_artifacts_with_the_attempt_in_the_run_id_merge_with_new_ones():
 
 
 def test_one_shard_twice_in_the_same_attempt_is_still_twice():
-    same = [(record(0, "x", 2), Path("a/bench_t0.json")), (record(0, "y", 2), Path("b/bench_t0.json")),
-            (record(1, "s1", 1), Path("a/bench_t1.json")), (record(2, "s2", 1), Path("a/bench_t2.json"))]
+    same = [
+        (record(0, "x", 2), Path("a/bench_t0.json")),
+        (record(0, "y", 2), Path("b/bench_t0.json")),
+        (record(1, "s1", 1), Path("a/bench_t1.json")),
+        (record(2, "s2", 1), Path("a/bench_t2.json")),
+    ]
     lines, whole = shard_lines(same)
     assert not whole and lines[0].startswith("TWICE shard 0/3 of run 4711: it ran in 2 sessions"), lines

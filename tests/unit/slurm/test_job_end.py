@@ -21,9 +21,15 @@ def job(tmp_path: Path, log_text: str = "") -> Submitted:
 
 
 def artifact(tmp_path: Path, verdict: str, run: RunRecord, notes: list[str]) -> Path:
-    art = unran_artifact(TARGET.nodeid, "gvnode1", "x", "K", "a").model_copy(update=dict(
-        verdict=verdict, reasons=[] if verdict == "PASS" else ["interrupted (SIGTERM): the command was stopped"],
-        run=run, notes=notes, scheduler=SchedulerRecord(kind="slurm", job_id="41", read_from="SLURM_JOB_GPUS", granted=[0])))
+    art = unran_artifact(TARGET.nodeid, "gvnode1", "x", "K", "a").model_copy(
+        update=dict(
+            verdict=verdict,
+            reasons=[] if verdict == "PASS" else ["interrupted (SIGTERM): the command was stopped"],
+            run=run,
+            notes=notes,
+            scheduler=SchedulerRecord(kind="slurm", job_id="41", read_from="SLURM_JOB_GPUS", granted=[0]),
+        )
+    )
     path = tmp_path / "bench_a.json"
     write_artifact(art, path)
     return path
@@ -44,11 +50,15 @@ def test_a_run_the_job_stopped_is_inconclusive_naming_the_job(tmp_path):
 
 
 def test_a_job_that_failed_without_an_artifact_gives_its_logs_cause(tmp_path):
-    log = ("============ test session starts ============\n"
-           "ERROR: /shared/env.md: section 'GPU lock': no row for host gvnode2. Fix: add | * | builtin | ... |\n\n")
+    log = (
+        "============ test session starts ============\n"
+        "ERROR: /shared/env.md: section 'GPU lock': no row for host gvnode2. Fix: add | * | builtin | ... |\n\n"
+    )
     end = job_end(job(tmp_path, log), TARGET, "FAILED", 4, tmp_path)
     assert end.verdict == "INCONCLUSIVE" and end.artifact is None
-    assert end.why.startswith("slurm job 41 FAILED, exit code 4: ERROR: /shared/env.md: section 'GPU lock': no row"), end.why
+    assert end.why.startswith("slurm job 41 FAILED, exit code 4: ERROR: /shared/env.md: section 'GPU lock': no row"), (
+        end.why
+    )
     assert end.why.endswith(f"; its log: {tmp_path / 'slurm' / 'shard-0-of-1.41.out'}")
 
 
