@@ -23,21 +23,28 @@ from pytest_gpuverify.place.caches import CachePlan, plan_caches, remove_cold_ca
 COLD = "cold"  # --gpu-ab-cache (config/options.py)
 
 
-def read_run(handle, kind: str, caches: dict[str, str], started: float) -> Optional[CacheRead]:
-    """The choices the run's Triton cache holds (None for a kind Triton does not run in)."""
+def read_run(
+    handle, kind: str, caches: dict[str, str], started: float, known: Optional[dict[str, float]] = None
+) -> Optional[CacheRead]:
+    """The choices the run's Triton cache holds (None for a kind Triton does not run in); with ``known``
+    (the files earlier reads of the same cache took), the files this read took are added to it."""
     if kind not in TRITON_KINDS:
         return None
-    return read_cached_choices(handle, caches.get("TRITON_CACHE_DIR"), started)
+    read = read_cached_choices(handle, caches.get("TRITON_CACHE_DIR"), started, known)
+    if known is not None:
+        known.update(read.taken)
+    return read
 
 
 def autotune_reader(cmd, executed) -> Optional[Callable]:
     """For repeated runs of one checkout: each run's Triton cache read once it ended."""
     if cmd.target.kind not in TRITON_KINDS:
         return None
+    known: dict[str, float] = {}  # one cache for every run: a file an earlier run wrote is no later run's
 
     def after(side, n: int, started: float) -> None:
         executed.autotune_reads.append(
-            (n, side.label, read_run(cmd.handle, cmd.target.kind, cmd.run_env.caches, started))
+            (n, side.label, read_run(cmd.handle, cmd.target.kind, cmd.run_env.caches, started, known))
         )
 
     return after
@@ -50,6 +57,7 @@ class AbCaches:
         self.state, self.cmd, self.executed = state, cmd, executed
         self.plans: dict[str, CachePlan] = {}
         self.removed: set[str] = set()
+        self.known: dict[str, dict[str, float]] = {}  # per cache root: the files its reads took
 
     def plan(self, label: Optional[str], n: int) -> CachePlan:
         tag = f"{label or 'B'}{n if self.state == COLD else 'w'}"
@@ -73,7 +81,8 @@ class AbCaches:
 
     def after(self, side, n: int, started: float) -> None:
         plan = self.plan(side.label, n)
-        read = read_run(self.cmd.handle, self.cmd.target.kind, plan.dirs, started)
+        known = self.known.setdefault(plan.root, {})
+        read = read_run(self.cmd.handle, self.cmd.target.kind, plan.dirs, started, known)
         self.executed.autotune_reads.append((n, side.label, read))
         if n == 0:
             end = self.executed.warmups[-1] if self.executed.warmups else None

@@ -5,7 +5,9 @@ Triton writes ``<TRITON_CACHE_DIR>/<hash>/<function>.autotune.json`` (``{"key": 
 [[config, timings], ...]}``; the choice is the config of the least timing) when a kernel is tuned with
 ``cache_results=True`` or ``TRITON_CACHE_AUTOTUNING=1``, and reads it instead of tuning again, printing
 nothing. A file written during the run is a choice of that run; one older than it may have been used
-without a word, which is said (``held_before``). The compiled kernels' own ``*.json`` hold every
+without a word, which is said (``held_before``). A file an earlier read of the same cache already took
+(same path, same modification time) is an older one too, whatever the clocks say: a warm cache's file
+written by the warm-up a moment before the next run started is that warm-up's choice, not the run's. The compiled kernels' own ``*.json`` hold every
 configuration the tuning compiled, not the one it chose, so they are not read.
 """
 
@@ -26,6 +28,7 @@ _MARK = "gpuverify-autotune-cache "
 _SCRIPT = r"""
 import json, os, sys, time
 root, since, cap, walk_s = sys.argv[1], float(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4])
+known = json.loads(sys.argv[5]) if len(sys.argv) > 5 else {}
 out = {"new": [], "old": 0, "cut": False, "exists": os.path.isdir(root)}
 deadline = time.monotonic() + walk_s
 for folder, _, files in os.walk(root):
@@ -36,15 +39,17 @@ for folder, _, files in os.walk(root):
         if not name.endswith(".autotune.json"):
             continue
         path = os.path.join(folder, name)
+        rel = os.path.relpath(path, root)
         try:
-            if os.stat(path).st_mtime < since:
+            mtime = os.stat(path).st_mtime
+            if mtime < since or known.get(rel) == mtime:
                 out["old"] += 1
                 continue
             if len(out["new"]) >= cap:
                 out["cut"] = True
                 continue
             with open(path) as fh:
-                out["new"].append({"file": os.path.relpath(path, root), "data": json.load(fh)})
+                out["new"].append({"file": rel, "mtime": mtime, "data": json.load(fh)})
         except (OSError, ValueError):
             continue
 print("gpuverify-autotune-cache " + json.dumps(out))
@@ -54,18 +59,27 @@ print("gpuverify-autotune-cache " + json.dumps(out))
 @dataclass
 class CacheRead:
     """What one run's Triton cache said: its choices written during the run, how many older ones it held
-    (``held_before``), and why it could not be read (``problem``)."""
+    (``held_before``), why it could not be read (``problem``), and the files it took with their
+    modification times (``taken``: the next read of the same cache holds them as older)."""
 
     choices: list[AutotuneChoice] = field(default_factory=list)
     held_before: int = 0
     problem: Optional[str] = None
+    taken: dict[str, float] = field(default_factory=dict)
 
 
-def read_cached_choices(handle, triton_dir: Optional[str], since_epoch: float) -> CacheRead:
-    """The choices in ``triton_dir`` (a path where ``handle`` runs) written at or after ``since_epoch``."""
+def read_cached_choices(
+    handle, triton_dir: Optional[str], since_epoch: float, known: Optional[dict[str, float]] = None
+) -> CacheRead:
+    """The choices in ``triton_dir`` (a path where ``handle`` runs) written at or after ``since_epoch``
+    (less a second of slack for the clocks) and not among ``known`` (``taken`` by earlier reads of it)."""
     if not triton_dir:
         return CacheRead(problem="the run had no TRITON_CACHE_DIR of the engine's")
-    argv = ["python3", "-c", _SCRIPT, triton_dir, f"{since_epoch - 1.0:.3f}", str(FILE_CAP), str(WALK_S)]
+    since = since_epoch - 1.0
+    argv = ["python3", "-c", _SCRIPT, triton_dir, f"{since:.3f}", str(FILE_CAP), str(WALK_S)]
+    near = {rel: mtime for rel, mtime in (known or {}).items() if mtime >= since}  # the older ones fall out anyway
+    if near:
+        argv.append(json.dumps(near))
     try:
         code, data = handle.capture(argv, timeout_s=READ_TIMEOUT_S, limit=16 << 20)
     except Exception as exc:  # noqa: BLE001  # best effort: the artifact says the choice is unknown, and why
@@ -81,6 +95,8 @@ def read_cached_choices(handle, triton_dir: Optional[str], since_epoch: float) -
         return CacheRead(problem=f"the read of the Triton cache {triton_dir} printed no JSON")
     read = CacheRead(held_before=int(found.get("old", 0)))
     for entry in found.get("new", []):
+        if isinstance(entry.get("mtime"), (int, float)):
+            read.taken[str(entry.get("file", ""))] = float(entry["mtime"])
         choice = choice_of(entry.get("file", ""), entry.get("data"))
         if choice is not None:
             read.choices.append(choice)

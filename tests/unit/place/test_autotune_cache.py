@@ -57,3 +57,20 @@ def test_no_cache_folder_and_no_python_are_said(tmp_path: Path) -> None:
 
     problem = read_cached_choices(NoPython(), str(tmp_path), 0).problem or ""
     assert problem.startswith(f"the read of the Triton cache {tmp_path} exited 127"), problem
+
+
+def test_a_file_an_earlier_read_took_is_no_later_runs_choice(tmp_path: Path) -> None:
+    """A warm cache: the warm-up wrote its choice a moment before the next run started (inside the clocks'
+    slack); the next read holds it as older, and a file rewritten since is that run's again."""
+    first = time.time()
+    path = write(tmp_path / "ab12", "_fwd_kernel")
+    known: dict[str, float] = {}
+    took = read_cached_choices(HostExecutor(), str(tmp_path), first, known)
+    assert [c.function for c in took.choices] == ["_fwd_kernel"]
+    assert took.taken == {"ab12/_fwd_kernel.autotune.json": os.stat(path).st_mtime}
+    known.update(took.taken)
+    again = read_cached_choices(HostExecutor(), str(tmp_path), time.time(), known)
+    assert again.choices == [] and again.held_before == 1 and again.taken == {}
+    os.utime(path, (time.time() + 0.5, time.time() + 0.5))  # tuned again during the next run
+    rewritten = read_cached_choices(HostExecutor(), str(tmp_path), time.time(), known)
+    assert [c.function for c in rewritten.choices] == ["_fwd_kernel"] and rewritten.held_before == 0
