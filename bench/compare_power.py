@@ -28,8 +28,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from pytest_gpuverify.compare.command import decide  # noqa: E402
 from pytest_gpuverify.compare.core import IMPROVED, INCONCLUSIVE, REGRESSED, SAME, Rule  # noqa: E402
-from pytest_gpuverify.records.artifact import Artifact, GpuRecord, TargetRecord  # noqa: E402
 from pytest_gpuverify.parsers.reader import parse_output  # noqa: E402
+from pytest_gpuverify.records.artifact import Artifact, GpuRecord, TargetRecord  # noqa: E402
 
 SHAPES = ((128, 4096, 4096, 100.0), (256, 4096, 4096, 180.0), (512, 8192, 4096, 610.0))
 
@@ -50,14 +50,24 @@ def side(scale: float, args: argparse.Namespace, rng: random.Random, scratch: Pa
         parsed = parse_output("bench", out)
         assert parsed.correctness.passed, "the harness's check line was not read"
         rows += [r.model_copy(update={"run": run}) for r in parsed.perf]
-    return Artifact(topic="lab", ts="now", verdict="PASS", perf=rows, command="python3 bench/bench_lab.py",
-                    target=TargetRecord(name="lab", kind="bench", repeats=args.runs),
-                    gpus=[GpuRecord(index=0, arch="gfx942", name="MI300X")])
+    return Artifact(
+        topic="lab",
+        ts="now",
+        verdict="PASS",
+        perf=rows,
+        command="python3 bench/bench_lab.py",
+        target=TargetRecord(name="lab", kind="bench", repeats=args.runs),
+        gpus=[GpuRecord(index=0, arch="gfx942", name="MI300X")],
+    )
 
 
 def trial(head_scale: float, args: argparse.Namespace, rng: random.Random, scratch: Path) -> Counter:
-    calls = Counter(p.call for p in decide(side(1.0, args, rng, scratch), side(head_scale, args, rng, scratch),
-                                           Rule(factor=args.factor)).pairs)
+    calls = Counter(
+        p.call
+        for p in decide(
+            side(1.0, args, rng, scratch), side(head_scale, args, rng, scratch), Rule(factor=args.factor)
+        ).pairs
+    )
     return calls
 
 
@@ -73,15 +83,24 @@ def main() -> int:
     args = parser.parse_args()
     rng = random.Random(args.seed)
     rule = Rule(factor=args.factor)
-    print(f"noise CV {args.cv:.1%} per run, change {args.change:.0%}, {args.runs} runs per side, {args.shapes} shape(s) "
-          f"(time and TFLOPS rows), {args.compares} compares per case, seed {args.seed}")
-    print(f"rule: factor {rule.factor:g}, Welch t on logs, FDR q < {rule.fdr:g} over the compare's rows, SAME inside the "
-          f"{rule.confidence:.0%} interval's margin ({rule.least_runs}+ runs per side), noisy above CV {rule.noisy_cv:.0%} "
-          "or two clusters" + (f", {rule.spread:g} x CV" if rule.spread else ""))
-    cases = (("A/A (no change)", 1.0, None), (f"{args.change:.0%} slower", 1 + args.change, REGRESSED),
-             (f"{args.change:.0%} faster", 1 / (1 + args.change), IMPROVED))
-    print("\n| case | compares | any row called | called right (every time/TFLOPS row) | a row called the wrong way "
-          "| any SAME | any INCONCLUSIVE |")
+    print(
+        f"noise CV {args.cv:.1%} per run, change {args.change:.0%}, {args.runs} runs per side, {args.shapes} shape(s) "
+        f"(time and TFLOPS rows), {args.compares} compares per case, seed {args.seed}"
+    )
+    print(
+        f"rule: factor {rule.factor:g}, Welch t on logs, FDR q < {rule.fdr:g} over the compare's rows, SAME inside the "
+        f"{rule.confidence:.0%} interval's margin ({rule.least_runs}+ runs per side), noisy above CV {rule.noisy_cv:.0%} "
+        "or two clusters" + (f", {rule.spread:g} x CV" if rule.spread else "")
+    )
+    cases = (
+        ("A/A (no change)", 1.0, None),
+        (f"{args.change:.0%} slower", 1 + args.change, REGRESSED),
+        (f"{args.change:.0%} faster", 1 / (1 + args.change), IMPROVED),
+    )
+    print(
+        "\n| case | compares | any row called | called right (every time/TFLOPS row) | a row called the wrong way "
+        "| any SAME | any INCONCLUSIVE |"
+    )
     print("|---|---:|---:|---:|---:|---:|---:|")
     started = time.monotonic()
     with tempfile.TemporaryDirectory() as tmp:
@@ -95,12 +114,18 @@ def main() -> int:
                 tally["wrong"] += bool(right) and bool(calls[IMPROVED if right == REGRESSED else REGRESSED])
                 tally["same"] += bool(calls[SAME])
                 tally["inconclusive"] += bool(calls[INCONCLUSIVE])
-            rates = {key: f"{tally[key]} ({tally[key] / args.compares:.1%})" for key in
-                     ("called", "right", "wrong", "same", "inconclusive")}
-            print(f"| {label} | {args.compares} | {rates['called']} | {rates['right'] if right else '-'} | "
-                  f"{rates['wrong'] if right else '-'} | {rates['same']} | {rates['inconclusive']} |")
-    print(f"\n{3 * args.compares} compares in {time.monotonic() - started:.1f} s; targets: A/A any row called <= 1%, "
-          f"a {args.change:.0%} change called right >= 90% with {args.runs} runs per side")
+            rates = {
+                key: f"{tally[key]} ({tally[key] / args.compares:.1%})"
+                for key in ("called", "right", "wrong", "same", "inconclusive")
+            }
+            print(
+                f"| {label} | {args.compares} | {rates['called']} | {rates['right'] if right else '-'} | "
+                f"{rates['wrong'] if right else '-'} | {rates['same']} | {rates['inconclusive']} |"
+            )
+    print(
+        f"\n{3 * args.compares} compares in {time.monotonic() - started:.1f} s; targets: A/A any row called <= 1%, "
+        f"a {args.change:.0%} change called right >= 90% with {args.runs} runs per side"
+    )
     return 0
 
 

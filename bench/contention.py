@@ -23,7 +23,6 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Optional
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -34,16 +33,21 @@ def gather(tickets: Path, dest: Path) -> list[Path]:
     """Every session's ticket folder (its artifacts and raw outputs) copied into ``dest`` under its own
     name (an artifact's key names its folder). Returns the copied folders."""
     dest.mkdir(parents=True, exist_ok=True)
-    return [Path(shutil.copytree(ticket, dest / ticket.name)) for ticket in sorted(p for p in tickets.iterdir() if p.is_dir())]
+    return [
+        Path(shutil.copytree(ticket, dest / ticket.name))
+        for ticket in sorted(p for p in tickets.iterdir() if p.is_dir())
+    ]
 
 
-def hand_made_overlap(folder: Path, dest: Path) -> Optional[tuple[str, str]]:
+def hand_made_overlap(folder: Path, dest: Path) -> tuple[str, str] | None:
     """A copy of one artifact whose lock interval is moved onto another run's on the same GPU, each in
     its ticket's folder under ``dest``. Returns (the copy's name, the victim's name)."""
     arts = [(p, json.loads(p.read_text())) for p in sorted(folder.glob("*/bench_*.json"))]
     arts = [(p, a) for p, a in arts if (a.get("timeline") or {}).get("lock_taken")]
     for victim_path, victim in arts:
-        intruder = next(((p, a) for p, a in arts if p != victim_path and a["gpu"]["index"] == victim["gpu"]["index"]), None)
+        intruder = next(
+            ((p, a) for p, a in arts if p != victim_path and a["gpu"]["index"] == victim["gpu"]["index"]), None
+        )
         if intruder is None:
             continue
         path, art = intruder
@@ -53,8 +57,12 @@ def hand_made_overlap(folder: Path, dest: Path) -> Optional[tuple[str, str]]:
         shutil.copy2(victim_path, victim_dest / victim_path.name)
         shutil.copy2(victim_path.parent / victim["raw_output"], victim_dest / victim["raw_output"])
         vt = victim["timeline"]
-        art["timeline"].update(lock_taken=vt["lock_taken"], command_started=vt["command_started"],
-                               command_ended=vt["command_ended"], lock_released=vt["lock_released"])
+        art["timeline"].update(
+            lock_taken=vt["lock_taken"],
+            command_started=vt["command_started"],
+            command_ended=vt["command_ended"],
+            lock_released=vt["lock_released"],
+        )
         name = "bench_hand-made-overlap.json"
         (intruder_dest / name).write_text(json.dumps(art, indent=2))
         shutil.copy2(path.parent / art["raw_output"], intruder_dest / art["raw_output"])
@@ -63,8 +71,12 @@ def hand_made_overlap(folder: Path, dest: Path) -> Optional[tuple[str, str]]:
 
 
 def check_folder(*folders: Path) -> tuple[int, str]:
-    proc = subprocess.run([sys.executable, "-m", "pytest_gpuverify.cli.main", "check", *map(str, folders)],
-                          capture_output=True, text=True, cwd=Path(__file__).resolve().parents[1])
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest_gpuverify.cli.main", "check", *map(str, folders)],
+        capture_output=True,
+        text=True,
+        cwd=Path(__file__).resolve().parents[1],
+    )
     return proc.returncode, proc.stdout + proc.stderr
 
 
@@ -117,7 +129,9 @@ def main() -> int:
         print(f"runs on each GPU  : {per_gpu}")
         print(f"overlaps          : {overlaps}   (must be 0)")
         print(f"lost              : {expected - len(runs)} of {expected}   (must be 0)")
-        print(f"ideal             : {ideal:.1f} s   actual (first start .. last end): {span:.1f} s   wall: {wall:.1f} s")
+        print(
+            f"ideal             : {ideal:.1f} s   actual (first start .. last end): {span:.1f} s   wall: {wall:.1f} s"
+        )
         print(f"efficiency        : {ideal / span:.3f}  (actual/ideal {span / ideal:.3f}; target <= 1.15)")
         failed = [o for o in outputs if " passed" not in o.splitlines()[-1]] if outputs else []
         print(f"sessions not all passed: {len(failed)}")

@@ -88,9 +88,15 @@ def main() -> int:
             order = list(trees.items())
             for label, code in order[::-1] if round_ % 2 else order:  # neither checkout always goes first
                 env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [code, os.environ.get("PYTHONPATH")])))
-                res = json.loads(subprocess.run([sys.executable, "-P", __file__, "--inner", "--name", args.name,
-                                                 "--execs", str(args.execs)], env=env, capture_output=True,
-                                                check=True, text=True).stdout)
+                res = json.loads(
+                    subprocess.run(
+                        [sys.executable, "-P", __file__, "--inner", "--name", args.name, "--execs", str(args.execs)],
+                        env=env,
+                        capture_output=True,
+                        check=True,
+                        text=True,
+                    ).stdout
+                )
                 got[label]["walls"] += res["walls"]
                 got[label]["calls"] = res["calls"]
                 got[label]["running"] += res["running"]
@@ -101,9 +107,11 @@ def main() -> int:
     for label, res in got.items():
         m = statistics.median(res["walls"])
         calls = ", ".join(f"{k} {v:.2f}" for k, v in sorted(res["calls"].items()))
-        print(f"{label:<10}: one command through stream_to_file: median {m * 1000:.1f} ms = {m / b:.2f} bare execs; "
-              f"engine calls per command: {sum(res['calls'].values()):.2f} ({calls}); "
-              f"exec_inspect still running after the stream: {res['running']} times")
+        print(
+            f"{label:<10}: one command through stream_to_file: median {m * 1000:.1f} ms = {m / b:.2f} bare execs; "
+            f"engine calls per command: {sum(res['calls'].values()):.2f} ({calls}); "
+            f"exec_inspect still running after the stream: {res['running']} times"
+        )
     return 0
 
 

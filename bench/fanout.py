@@ -50,12 +50,23 @@ def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--hold", type=float, default=4.0, help="seconds each target holds its GPU")
-    parser.add_argument("--window", type=float, default=2.0,
-                        help="--gpu-window: the default 2 s (the tests' 0.3 s makes each host's sampler read 5 times a second)")
-    parser.add_argument("--host-python", choices=("gpu-host", "this"), default="gpu-host",
-                        help="the hosts' python: a site of the plugin and its requirements only, or this machine's")
-    parser.add_argument("--cpu-per-host", action="store_true",
-                        help="pin each host's sshd (its workers, samplers and tools) to a core of its own")
+    parser.add_argument(
+        "--window",
+        type=float,
+        default=2.0,
+        help="--gpu-window: the default 2 s (the tests' 0.3 s makes each host's sampler read 5 times a second)",
+    )
+    parser.add_argument(
+        "--host-python",
+        choices=("gpu-host", "this"),
+        default="gpu-host",
+        help="the hosts' python: a site of the plugin and its requirements only, or this machine's",
+    )
+    parser.add_argument(
+        "--cpu-per-host",
+        action="store_true",
+        help="pin each host's sshd (its workers, samplers and tools) to a core of its own",
+    )
     args = parser.parse_args()
     if sshd_unavailable():
         print(f"skipped: {sshd_unavailable()}")
@@ -73,8 +84,10 @@ def main() -> int:
     if args.cpu_per_host and len(cpus) < 2:
         print("--cpu-per-host needs 2 cores")
         return 1
-    print(f"hosts' python: {python} ({args.host_python}); hold {args.hold:g} s; window {args.window:g} s; "
-          f"{args.repeats} repeats; cores: {'one per host' if args.cpu_per_host else f'{len(cpus)} shared by all'}")
+    print(
+        f"hosts' python: {python} ({args.host_python}); hold {args.hold:g} s; window {args.window:g} s; "
+        f"{args.repeats} repeats; cores: {'one per host' if args.cpu_per_host else f'{len(cpus)} shared by all'}"
+    )
     # the hosts' background samplers stay between the runs, as on hosts in use (default: 5 minutes)
     with ssh_hosts(root, client, [("hostA", 2), ("hostB", 2)], python=python, sampler_idle_s=300) as hosts:
         if args.cpu_per_host:  # before any session: what a host's sshd starts inherits its core
@@ -92,19 +105,32 @@ def main() -> int:
         empty = hosts.root / "no-checkout"
         empty.mkdir()
         # untimed, first: what hosts in use have done already (compiled the python caches, started the samplers)
-        warm = hosts.pytest("--gpu-hosts", "all", "--gpu-window", f"{args.window:g}", "--ticket", "warm-up",
-                            *names[:4], cwd=empty, timeout=600)
+        warm = hosts.pytest(
+            "--gpu-hosts",
+            "all",
+            "--gpu-window",
+            f"{args.window:g}",
+            "--ticket",
+            "warm-up",
+            *names[:4],
+            cwd=empty,
+            timeout=600,
+        )
         if warm.returncode != 0:
             print(f"warm-up run failed (exit {warm.returncode})\n{warm.stdout[-2000:]}")
             return 1
         walls: dict[str, list[float]] = {"1 host (2 GPUs)": [], "2 hosts (4 GPUs)": []}
         spans: dict[str, list[float]] = {"1 host (2 GPUs)": [], "2 hosts (4 GPUs)": []}
         for rep in range(args.repeats):
-            for label, where in (("1 host (2 GPUs)", ["--gpu-host", "hostA"]), ("2 hosts (4 GPUs)", ["--gpu-hosts", "all"])):
+            for label, where in (
+                ("1 host (2 GPUs)", ["--gpu-host", "hostA"]),
+                ("2 hosts (4 GPUs)", ["--gpu-hosts", "all"]),
+            ):
                 ticket = f"B{rep}-{len(where[1])}"
                 t0, epoch0 = time.monotonic(), time.time()
-                r = hosts.pytest(*where, "--gpu-window", f"{args.window:g}", "--ticket", ticket, *names, cwd=empty,
-                                 timeout=600)
+                r = hosts.pytest(
+                    *where, "--gpu-window", f"{args.window:g}", "--ticket", ticket, *names, cwd=empty, timeout=600
+                )
                 wall = time.monotonic() - t0
                 arts = [read_artifact(p) for h in hosts.hosts for p in (h.tickets / ticket).glob("bench_*.json")]
                 verdicts = [a.verdict for a in arts]
@@ -116,13 +142,19 @@ def main() -> int:
                 ends = [parse_iso_utc(a.timeline.command_ended) for a in arts]
                 used = sorted({(a.host, a.gpu.index) for a in arts})
                 spans[label].append(max(ends) - min(starts))
-                print(f"run {rep + 1} {label}: {wall:.2f} s, {TARGETS / wall:.3f} targets/s, all {TARGETS} PASS; "
-                      f"start-up {min(starts) - epoch0:.1f} s, commands {min(starts) - epoch0:.1f}..{max(ends) - epoch0:.1f} s "
-                      f"(span {max(ends) - min(starts):.1f} s) on {len(used)} GPUs {used}")
+                print(
+                    f"run {rep + 1} {label}: {wall:.2f} s, {TARGETS / wall:.3f} targets/s, all {TARGETS} PASS; "
+                    f"start-up {min(starts) - epoch0:.1f} s, commands {min(starts) - epoch0:.1f}..{max(ends) - epoch0:.1f} s "
+                    f"(span {max(ends) - min(starts):.1f} s) on {len(used)} GPUs {used}"
+                )
         one, two = (statistics.median(w) for w in walls.values())
-        print(f"\nmedian wall: 1 host {one:.2f} s ({TARGETS / one:.3f} targets/s), "
-              f"2 hosts {two:.2f} s ({TARGETS / two:.3f} targets/s)")
-        print(f"ratio 2 hosts / 1 host wall: {two / one:.3f} (target <= 0.6: {'met' if two / one <= 0.6 else 'NOT met'})")
+        print(
+            f"\nmedian wall: 1 host {one:.2f} s ({TARGETS / one:.3f} targets/s), "
+            f"2 hosts {two:.2f} s ({TARGETS / two:.3f} targets/s)"
+        )
+        print(
+            f"ratio 2 hosts / 1 host wall: {two / one:.3f} (target <= 0.6: {'met' if two / one <= 0.6 else 'NOT met'})"
+        )
         s1, s2 = (statistics.median(s) for s in spans.values())
         print(f"ratio of the command spans (first start to last end): {s2 / s1:.3f} (ideal 0.5)")
     return 0

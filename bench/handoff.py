@@ -22,17 +22,16 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Optional
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from hostbench import intervals, make_host, median, pct, start_session  # noqa: E402
 
 
-def reading_cost(host_env: Optional[dict], arch: Optional[str], repeats: int = 15) -> float:
+def reading_cost(host_env: dict | None, arch: str | None, repeats: int = 15) -> float:
     """The median time of one GPU reading as the sessions read (the re-check under the lock)."""
-    from pytest_gpuverify.gpu import select_backend
     from pytest_gpuverify.execute.host_commands import LocalHost
+    from pytest_gpuverify.gpu import select_backend
 
     backend = select_backend(arch or "gfx942", LocalHost(env=host_env))
     backend.read()
@@ -57,7 +56,9 @@ def breakdown(tickets: Path, runs: list[tuple[float, float]]) -> dict[str, float
     for path in tickets.glob("*/bench_*.json"):
         tl = json.loads(path.read_text()).get("timeline") or {}
         if all(tl.get(k) for k in ("lock_taken", "command_started", "command_ended", "lock_released")):
-            tls.append({k: parse_iso_utc(tl[k]) for k in ("lock_taken", "command_started", "command_ended", "lock_released")})
+            tls.append(
+                {k: parse_iso_utc(tl[k]) for k in ("lock_taken", "command_started", "command_ended", "lock_released")}
+            )
     tls.sort(key=lambda t: t["lock_taken"])
     starts = sorted(s for s, _ in runs)
     ends = sorted(e for _, e in runs)
@@ -107,14 +108,22 @@ def main() -> int:
         finally:
             shutil.rmtree(root, ignore_errors=True)
         gpu = f"real GPU 0 ({args.real})" if args.real else f"1 simulated GPU, readings by the {name}"
-        print(f"{args.sessions} sessions x {args.targets} targets queued on {gpu}: {len(delays)} handoffs, "
-              f"runs {runs} of {expected}, overlaps {sum(1 for d in delays if d < 0)}")
-        print(f"  handoff delay   median {median(delays) * 1000:6.1f} ms   p95 {pct(delays, 95) * 1000:6.1f} ms   "
-              f"max {max(delays) * 1000:6.1f} ms   (target: median < 10 ms)")
-        print(f"  of which one GPU reading (re-check under the lock): {read_s * 1000:.1f} ms median; "
-              f"handoff without it: median {(median(delays) - read_s) * 1000:.1f} ms")
-        print("  steps (medians, from the artifacts' timelines): "
-              + ", ".join(f"{k} {v * 1000:.1f} ms" for k, v in steps.items()))
+        print(
+            f"{args.sessions} sessions x {args.targets} targets queued on {gpu}: {len(delays)} handoffs, "
+            f"runs {runs} of {expected}, overlaps {sum(1 for d in delays if d < 0)}"
+        )
+        print(
+            f"  handoff delay   median {median(delays) * 1000:6.1f} ms   p95 {pct(delays, 95) * 1000:6.1f} ms   "
+            f"max {max(delays) * 1000:6.1f} ms   (target: median < 10 ms)"
+        )
+        print(
+            f"  of which one GPU reading (re-check under the lock): {read_s * 1000:.1f} ms median; "
+            f"handoff without it: median {(median(delays) - read_s) * 1000:.1f} ms"
+        )
+        print(
+            "  steps (medians, from the artifacts' timelines): "
+            + ", ".join(f"{k} {v * 1000:.1f} ms" for k, v in steps.items())
+        )
         ok = ok and median(delays) < 0.010 and runs == expected
     return 0 if ok else 1
 

@@ -25,18 +25,44 @@ from pytest_gpuverify.history.steps import find_steps
 
 def record(n: int, part: int) -> str:
     values = [10.0 + random.random() * 0.05 for _ in range(5)]
-    rows = [StoredRow(shape=f"M={m}", name="us_median", metric=metric, direction="lower", values=values,
-                      median=sorted(values)[2], min=min(values), max=max(values), cv=0.002)
-            for m in (1, 128) for metric in ("us", "TFLOPS")]
-    return StoredRun(artifact_sha256=f"{part:02x}{n:062x}", artifact_path=f"/t/C{n}/bench_x.json", target="x",
-                     topic="x", facts={"target": "x (bench)"}, sha=f"{n:040x}", ref="main", ts=f"2026-01-01T00:{n:06d}Z",
-                     verdict="PASS", rows=rows).model_dump_json()
+    rows = [
+        StoredRow(
+            shape=f"M={m}",
+            name="us_median",
+            metric=metric,
+            direction="lower",
+            values=values,
+            median=sorted(values)[2],
+            min=min(values),
+            max=max(values),
+            cv=0.002,
+        )
+        for m in (1, 128)
+        for metric in ("us", "TFLOPS")
+    ]
+    return StoredRun(
+        artifact_sha256=f"{part:02x}{n:062x}",
+        artifact_path=f"/t/C{n}/bench_x.json",
+        target="x",
+        topic="x",
+        facts={"target": "x (bench)"},
+        sha=f"{n:040x}",
+        ref="main",
+        ts=f"2026-01-01T00:{n:06d}Z",
+        verdict="PASS",
+        rows=rows,
+    ).model_dump_json()
 
 
 def importing(store: Path, files: list[Path]) -> float:
     start = time.perf_counter()
-    procs = [subprocess.Popen([sys.executable, "-m", "pytest_gpuverify.cli.main", "history", "import", str(f),
-                               "--store", str(store)], stdout=subprocess.DEVNULL) for f in files]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-m", "pytest_gpuverify.cli.main", "history", "import", str(f), "--store", str(store)],
+            stdout=subprocess.DEVNULL,
+        )
+        for f in files
+    ]
     assert all(p.wait() == 0 for p in procs)
     return time.perf_counter() - start
 
@@ -58,8 +84,10 @@ def main() -> None:
         two = importing(base / "two.db", halves)
         with closing(connect(base / "two.db")) as conn:
             stored = conn.execute("SELECT count(*) FROM runs").fetchone()[0]
-        lines.append(f"writers: {args.runs} runs by one process {one:.2f} s, by two at once {two:.2f} s "
-                     f"(ratio {two / one:.2f}); stored {stored} of {args.runs}")
+        lines.append(
+            f"writers: {args.runs} runs by one process {one:.2f} s, by two at once {two:.2f} s "
+            f"(ratio {two / one:.2f}); stored {stored} of {args.runs}"
+        )
     for n in (50, 100, 200):
         series = [10.0 + random.random() * 0.05 for _ in range(n)]
         start = time.perf_counter()

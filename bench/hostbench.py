@@ -11,7 +11,6 @@ import statistics
 import subprocess
 import sys
 from pathlib import Path
-from typing import Optional
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -26,8 +25,9 @@ COMMAND = (
 )
 
 
-def make_host(root: Path, gpus: int, targets: int, duration: float,
-              real_arch: Optional[str] = None) -> tuple[Path, Path, Optional[Path]]:
+def make_host(
+    root: Path, gpus: int, targets: int, duration: float, real_arch: str | None = None
+) -> tuple[Path, Path, Path | None]:
     """(env file, repo, sim bin dir); with ``real_arch`` (the host's, as the Hosts row says it) the
     host's own GPUs and tools, and no sim bin dir."""
     sim = None if real_arch else root / "sim-bin"
@@ -38,17 +38,30 @@ def make_host(root: Path, gpus: int, targets: int, duration: float,
     (repo / "README").write_text("ledger targets\n")
     lines = []
     for i in range(targets):
-        lines += ["[[targets]]", f'name = "t{i:03d}"', 'kind = "bench"',
-                  f"command = {json.dumps(['sh', '-c', COMMAND, f't{i:03d}', str(duration)])}", ""]
+        lines += [
+            "[[targets]]",
+            f'name = "t{i:03d}"',
+            'kind = "bench"',
+            f"command = {json.dumps(['sh', '-c', COMMAND, f't{i:03d}', str(duration)])}",
+            "",
+        ]
     (repo / "gpuverify.toml").write_text("\n".join(lines))
     subprocess.run(["git", "init", "-q", "-b", "main", str(repo)], check=True)
     subprocess.run(["git", "-C", str(repo), "add", "-A"], check=True)
-    subprocess.run(["git", "-C", str(repo), "-c", "user.name=b", "-c", "user.email=b@b", "commit", "-qm", "bench"], check=True)
+    subprocess.run(
+        ["git", "-C", str(repo), "-c", "user.name=b", "-c", "user.email=b@b", "commit", "-qm", "bench"], check=True
+    )
     (root / "locks").mkdir()
     (root / "tickets").mkdir()
-    spec = demo.EnvSpec(tickets=root / "tickets", repos=root / "repos", locks=root / "locks",
-                        repo_rows=[("bench", repo, None, str(repo))], containers=[], gpus=gpus,
-                        arch=real_arch or "gfx942")
+    spec = demo.EnvSpec(
+        tickets=root / "tickets",
+        repos=root / "repos",
+        locks=root / "locks",
+        repo_rows=[("bench", repo, None, str(repo))],
+        containers=[],
+        gpus=gpus,
+        arch=real_arch or "gfx942",
+    )
     env = root / "env.md"
     env.write_text(demo.render_env_file(spec))
     return env, repo, sim
@@ -63,14 +76,49 @@ def plugin_flag() -> list[str]:
     return [] if installed else ["-p", "pytest_gpuverify.plugin"]
 
 
-def start_session(env: Path, repo: Path, sim: Optional[Path], ledger: Path, ticket: str, window: float,
-                  wait: float = 900, extra_env: Optional[dict] = None):
-    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *plugin_flag(), "--gpu-verify", "--gpu-container", "none",
-           "--gpu-env", str(env), "--gpu-window", str(window), "--gpu-wait", str(wait), "--ticket", ticket,
-           "gpuverify.toml"]
-    return subprocess.Popen(cmd, cwd=repo, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            env=dict(os.environ, PATH=f"{sim}:{os.environ['PATH']}" if sim else os.environ["PATH"],
-                                     GV_LEDGER=str(ledger), **(extra_env or {})))
+def start_session(
+    env: Path,
+    repo: Path,
+    sim: Path | None,
+    ledger: Path,
+    ticket: str,
+    window: float,
+    wait: float = 900,
+    extra_env: dict | None = None,
+):
+    cmd = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        *plugin_flag(),
+        "--gpu-verify",
+        "--gpu-container",
+        "none",
+        "--gpu-env",
+        str(env),
+        "--gpu-window",
+        str(window),
+        "--gpu-wait",
+        str(wait),
+        "--ticket",
+        ticket,
+        "gpuverify.toml",
+    ]
+    return subprocess.Popen(
+        cmd,
+        cwd=repo,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        env=dict(
+            os.environ,
+            PATH=f"{sim}:{os.environ['PATH']}" if sim else os.environ["PATH"],
+            GV_LEDGER=str(ledger),
+            **(extra_env or {}),
+        ),
+    )
 
 
 def read_ledger(ledger: Path) -> dict[tuple[str, str], dict]:

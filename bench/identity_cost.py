@@ -34,15 +34,34 @@ GOAL_MS = 20.0
 
 def session(env_file: Path, repo: Path, env: dict, ticket: str) -> tuple[float, float]:
     """(the session's wall s, its `machine identity` ms) of one plugin session with --gpu-profile."""
-    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *plugin_flag(), "--gpu-verify",
-           "--gpu-container", "none", "--gpu-env", str(env_file), "--gpu-window", "0.3", "--gpu-profile",
-           "--ticket", ticket, "gpuverify.toml"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        *plugin_flag(),
+        "--gpu-verify",
+        "--gpu-container",
+        "none",
+        "--gpu-env",
+        str(env_file),
+        "--gpu-window",
+        "0.3",
+        "--gpu-profile",
+        "--ticket",
+        ticket,
+        "gpuverify.toml",
+    ]
     t0 = time.monotonic()
     proc = subprocess.run(cmd, cwd=repo, env=env, capture_output=True, text=True)
     wall = time.monotonic() - t0
     found = PHASE.search(proc.stdout)
     if proc.returncode != 0 or found is None:
-        raise SystemExit(f"session {ticket} (exit {proc.returncode}) printed no machine identity phase:\n{proc.stdout[-3000:]}")
+        raise SystemExit(
+            f"session {ticket} (exit {proc.returncode}) printed no machine identity phase:\n{proc.stdout[-3000:]}"
+        )
     return wall, float(found.group(1))
 
 
@@ -85,8 +104,14 @@ def main() -> int:
     root = Path(tempfile.mkdtemp(prefix="gv-identity-"))
     env_file, repo, sim = make_host(root, args.gpus, 1, 0.05)
     assert sim is not None
-    base = dict(os.environ, PATH=f"{sim}:{os.environ['PATH']}", GV_LEDGER=str(root / "ledger"),
-                PYTHONPATH=os.pathsep.join(filter(None, [str(Path(__file__).resolve().parents[1]), os.environ.get("PYTHONPATH")])))
+    base = dict(
+        os.environ,
+        PATH=f"{sim}:{os.environ['PATH']}",
+        GV_LEDGER=str(root / "ledger"),
+        PYTHONPATH=os.pathsep.join(
+            filter(None, [str(Path(__file__).resolve().parents[1]), os.environ.get("PYTHONPATH")])
+        ),
+    )
     base.pop("ROCM_PATH", None)
     kinds = {"library": dict(base, ROCM_PATH=str(sim)), "tools": base}
     got: dict[str, list[tuple[float, float]]] = {k: [] for k in kinds}
@@ -104,9 +129,11 @@ def main() -> int:
                 got[kind].append(result)
                 assert read["kept"], read  # warm: the fixed facts came from the cache
                 alone[kind].append(read)
-    lines = [f"# python bench/identity_cost.py --rounds {args.rounds} --gpus {args.gpus}  "
-             f"({time.strftime('%Y-%m-%dT%H:%MZ', time.gmtime())}, {os.cpu_count()} cores, simulated ROCm host, "
-             f"{args.gpus} GPUs, one target a session, --gpu-container none, rounds interleaved)"]
+    lines = [
+        f"# python bench/identity_cost.py --rounds {args.rounds} --gpus {args.gpus}  "
+        f"({time.strftime('%Y-%m-%dT%H:%MZ', time.gmtime())}, {os.cpu_count()} cores, simulated ROCm host, "
+        f"{args.gpus} GPUs, one target a session, --gpu-container none, rounds interleaved)"
+    ]
     costs = {}
     for kind in kinds:
         walls, ms = [w for w, _ in got[kind]], [m for _, m in got[kind]]
@@ -114,18 +141,24 @@ def main() -> int:
         cost = [r["import_ms"] + r["read_ms"] for r in alone[kind]]
         costs[kind] = statistics.median(cost)
         lines.append(f"{kind}: bare session (one target) median {session_ms:.0f} ms")
-        lines.append(f"  warm cost, own interpreter (import + read): median {costs[kind]:.1f} ms (import "
-                     f"{statistics.median(r['import_ms'] for r in alone[kind]):.1f}, read "
-                     f"{statistics.median(r['read_ms'] for r in alone[kind]):.1f}, read CPU "
-                     f"{statistics.median(r['cpu_ms'] for r in alone[kind]):.1f}); ratio to the session "
-                     f"{costs[kind] / session_ms:.4f}")
-        lines.append(f"  in the session, its start thread (wall, beside collection and the sampler: waits on the GIL "
-                     f"and the library's lock included): median {statistics.median(ms):.1f} ms (all: "
-                     f"{', '.join(f'{m:.1f}' for m in ms)}); cold {cold[kind][1]:.1f} ms")
+        lines.append(
+            f"  warm cost, own interpreter (import + read): median {costs[kind]:.1f} ms (import "
+            f"{statistics.median(r['import_ms'] for r in alone[kind]):.1f}, read "
+            f"{statistics.median(r['read_ms'] for r in alone[kind]):.1f}, read CPU "
+            f"{statistics.median(r['cpu_ms'] for r in alone[kind]):.1f}); ratio to the session "
+            f"{costs[kind] / session_ms:.4f}"
+        )
+        lines.append(
+            f"  in the session, its start thread (wall, beside collection and the sampler: waits on the GIL "
+            f"and the library's lock included): median {statistics.median(ms):.1f} ms (all: "
+            f"{', '.join(f'{m:.1f}' for m in ms)}); cold {cold[kind][1]:.1f} ms"
+        )
     cpu = statistics.median(r["import_ms"] + r["cpu_ms"] for r in alone["library"])
-    lines.append(f"goal: < {GOAL_MS:g} ms per session warm (the library path): wall {costs['library']:.1f} ms "
-                 f"({'met' if costs['library'] < GOAL_MS else 'NOT met'}), CPU {cpu:.1f} ms "
-                 f"({'met' if cpu < GOAL_MS else 'NOT met'})")
+    lines.append(
+        f"goal: < {GOAL_MS:g} ms per session warm (the library path): wall {costs['library']:.1f} ms "
+        f"({'met' if costs['library'] < GOAL_MS else 'NOT met'}), CPU {cpu:.1f} ms "
+        f"({'met' if cpu < GOAL_MS else 'NOT met'})"
+    )
     print("\n".join(lines))
     if args.out:
         args.out.write_text("\n".join(lines) + "\n")

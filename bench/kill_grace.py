@@ -33,7 +33,6 @@ while True:
 
 def main() -> None:
     import docker
-
     from conftest import make_sandbox  # the tests' sandbox: simulated host, real container
 
     from pytest_gpuverify.cli import demo
@@ -46,16 +45,19 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp, make_sandbox(Path(tmp) / "host", client) as box:
         (box.repo / "op_tests" / "test_stubborn.py").write_text(IGNORES_TERM)
         subprocess.run(["git", "-C", str(box.repo), "add", "-A"], check=True)
-        subprocess.run(["git", "-C", str(box.repo), "-c", "user.name=b", "-c", "user.email=b@b", "commit", "-qm", "b"],
-                       check=True)
+        subprocess.run(
+            ["git", "-C", str(box.repo), "-c", "user.name=b", "-c", "user.email=b@b", "commit", "-qm", "b"], check=True
+        )
         for where, extra in (("container", []), ("host", ["--gpu-container", "none"])):
             box.pytest("op_tests/test_stubborn.py", "--gpu-timeout", f"{limit:g}", *extra, ticket=f"G-{where}")
             art = box.artifact("stubborn", ticket=f"G-{where}")
             raw = (box.tickets / f"G-{where}" / art.raw_output).read_text()
             started = float(re.search(r"^started ([\d.]+)$", raw, re.M).group(1))
             gone = datetime.fromisoformat(art.finished_ts).timestamp() - started
-            print(f"{where:9} --gpu-timeout {limit:g}: command start to run end {gone:.1f} s "
-                  f"= limit + {gone - limit:.1f} s (target <= limit + 5 s), timed_out={art.timed_out}")
+            print(
+                f"{where:9} --gpu-timeout {limit:g}: command start to run end {gone:.1f} s "
+                f"= limit + {gone - limit:.1f} s (target <= limit + 5 s), timed_out={art.timed_out}"
+            )
 
 
 if __name__ == "__main__":

@@ -51,20 +51,26 @@ def main() -> int:
             bare.append(timed(["true"], {}))
             swept.append(timed(["true"], {MARKER: f"r{i}"}))
         b, s = statistics.median(bare), statistics.median(swept)
-        print(f"container, nothing left: exec median {b * 1e3:.1f} ms without the look-up, {s * 1e3:.1f} ms with it "
-              f"(+{(s - b) * 1e3:.1f} ms, ratio {s / b:.3f}); {reps} each, alternating")
+        print(
+            f"container, nothing left: exec median {b * 1e3:.1f} ms without the look-up, {s * 1e3:.1f} ms with it "
+            f"(+{(s - b) * 1e3:.1f} ms, ratio {s / b:.3f}); {reps} each, alternating"
+        )
         child = ["sh", "-c", "setsid sleep 300 >/dev/null 2>&1 < /dev/null &"]
         left = [timed(child, {MARKER: f"c{i}"}) for i in range(max(3, reps // 5))]
-        print(f"container, one detached child left: exec median {statistics.median(left) * 1e3:.1f} ms "
-              "(found, SIGTERM, gone, reported)")
+        print(
+            f"container, one detached child left: exec median {statistics.median(left) * 1e3:.1f} ms "
+            "(found, SIGTERM, gone, reported)"
+        )
     finally:
         demo.remove_sandbox_containers(client, [name])
     before = proc_pids()
     t = time.perf_counter()
     for i in range(reps):
         stop_marked(f"none-{i}", before)
-    print(f"host, nothing left: {(time.perf_counter() - t) / reps * 1e3:.2f} ms per look-up "
-          f"({len(before)} processes on the host, only new ones read)")
+    print(
+        f"host, nothing left: {(time.perf_counter() - t) / reps * 1e3:.2f} ms per look-up "
+        f"({len(before)} processes on the host, only new ones read)"
+    )
     run_id = uuid.uuid4().hex
     subprocess.Popen(["sleep", "300"], env=dict(os.environ, **{MARKER: run_id}), start_new_session=True)
     t = time.perf_counter()

@@ -48,13 +48,19 @@ def timed(cmd, **kw) -> float:
     proc = subprocess.run(cmd, capture_output=True, **kw)
     elapsed = time.perf_counter() - t
     if proc.returncode not in (0,):
-        raise SystemExit(f"failed ({proc.returncode}): {' '.join(cmd)}\n{proc.stdout.decode()[-3000:]}{proc.stderr.decode()[-3000:]}")
+        raise SystemExit(
+            f"failed ({proc.returncode}): {' '.join(cmd)}\n{proc.stdout.decode()[-3000:]}{proc.stderr.decode()[-3000:]}"
+        )
     return elapsed
 
 
 def _what(command: str) -> str:
-    for word, what in (("rocminfo", "arch"), ("json.dumps(out)", "versions"), ("GPUVERIFY-ORIGIN", "import check"),
-                       ("reused", "cache probe")):
+    for word, what in (
+        ("rocminfo", "arch"),
+        ("json.dumps(out)", "versions"),
+        ("GPUVERIFY-ORIGIN", "import check"),
+        ("reused", "cache probe"),
+    ):
         if word in command:
             return what
     return command[:40]
@@ -80,7 +86,9 @@ def main() -> int:
             shutil.copy(repo / TRIVIAL, repo / rel)
             targets.append(rel)
         subprocess.run(["git", "-C", str(repo), "add", "-A"], check=True)
-        subprocess.run(["git", "-C", str(repo), "-c", "user.name=b", "-c", "user.email=b@b", "commit", "-qm", "bench"], check=True)
+        subprocess.run(
+            ["git", "-C", str(repo), "-c", "user.name=b", "-c", "user.email=b@b", "commit", "-qm", "bench"], check=True
+        )
         env = demo.sandbox_environ(sim_bin)
         if args.tools:
             env.pop("ROCM_PATH")
@@ -89,8 +97,21 @@ def main() -> int:
         def bare(n: int) -> float:
             t = 0.0
             for rel in targets[:n]:
-                t += timed(["docker", "exec", "-w", "/workspace/aiter", "-e", "PYTHONPATH=/workspace/aiter",
-                            "-e", "HIP_VISIBLE_DEVICES=0", name, "python3", rel])
+                t += timed(
+                    [
+                        "docker",
+                        "exec",
+                        "-w",
+                        "/workspace/aiter",
+                        "-e",
+                        "PYTHONPATH=/workspace/aiter",
+                        "-e",
+                        "HIP_VISIBLE_DEVICES=0",
+                        name,
+                        "python3",
+                        rel,
+                    ]
+                )
             return t
 
         # Only this plugin is loaded: other plugins installed here (hypothesis imports itself at
@@ -103,14 +124,52 @@ def main() -> int:
             return dict(plugin_env, PYTHONPATH=os.pathsep.join(filter(None, [tree, os.environ.get("PYTHONPATH")])))
 
         def plugin(n: int, tree: str = this_tree) -> float:
-            return timed([sys.executable, "-m", "pytest", "-q", "-p", "pytest_gpuverify.plugin", "-p", "no:cacheprovider",
-                          "--gpu-verify", "--gpu-env", str(env_path), "--gpu-window", str(args.window),
-                          "--ticket", "BENCH", *targets[:n]], cwd=repo, env=code_env(tree))
+            return timed(
+                [
+                    sys.executable,
+                    "-m",
+                    "pytest",
+                    "-q",
+                    "-p",
+                    "pytest_gpuverify.plugin",
+                    "-p",
+                    "no:cacheprovider",
+                    "--gpu-verify",
+                    "--gpu-env",
+                    str(env_path),
+                    "--gpu-window",
+                    str(args.window),
+                    "--ticket",
+                    "BENCH",
+                    *targets[:n],
+                ],
+                cwd=repo,
+                env=code_env(tree),
+            )
 
         def plugin_as(ticket: str) -> dict:
-            timed([sys.executable, "-m", "pytest", "-q", "-p", "pytest_gpuverify.plugin", "-p", "no:cacheprovider",
-                   "--gpu-verify", "--gpu-env", str(env_path), "--gpu-window", str(args.window),
-                   "--ticket", ticket, targets[0]], cwd=repo, env=code_env(this_tree))
+            timed(
+                [
+                    sys.executable,
+                    "-m",
+                    "pytest",
+                    "-q",
+                    "-p",
+                    "pytest_gpuverify.plugin",
+                    "-p",
+                    "no:cacheprovider",
+                    "--gpu-verify",
+                    "--gpu-env",
+                    str(env_path),
+                    "--gpu-window",
+                    str(args.window),
+                    "--ticket",
+                    ticket,
+                    targets[0],
+                ],
+                cwd=repo,
+                env=code_env(this_tree),
+            )
             art = json.loads((root / "tickets" / ticket / "bench_trivial_0.json").read_text())
             return {k: parse_iso_utc(v) for k, v in art["timeline"].items() if v} | {"notes": art["notes"]}
 
@@ -119,11 +178,13 @@ def main() -> int:
             # the pick starts before the container checks and runs alongside them (pickahead.py): what
             # precedes it is the session's start and the repo's state; the checks that outlast the
             # pick show in lock -> command start
-            print(f"session {n} of this user: pick {1000 * (tl['lock_taken'] - tl['pick_started']):6.1f} ms, "
-                  f"collection -> lock {1000 * (tl['lock_taken'] - tl['collected']):6.1f} ms "
-                  f"(before its pick: {1000 * (tl['pick_started'] - tl['collected']):.1f} ms; lock -> command start "
-                  f"{1000 * (tl['command_started'] - tl['lock_taken']):.1f} ms: the container checks after the lock)"
-                  f"{'; ' + tl['notes'][0] if tl['notes'] else ''}")
+            print(
+                f"session {n} of this user: pick {1000 * (tl['lock_taken'] - tl['pick_started']):6.1f} ms, "
+                f"collection -> lock {1000 * (tl['lock_taken'] - tl['collected']):6.1f} ms "
+                f"(before its pick: {1000 * (tl['pick_started'] - tl['collected']):.1f} ms; lock -> command start "
+                f"{1000 * (tl['command_started'] - tl['lock_taken']):.1f} ms: the container checks after the lock)"
+                f"{'; ' + tl['notes'][0] if tl['notes'] else ''}"
+            )
         samples: dict[str, list[float]] = {"bare1": [], "bare10": [], "plug1": [], "plug10": [], "start": []}
         others: dict[str, list[float]] = {"plug1": [], "plug10": [], "start": []}  # --other's, interleaved with ours
         empty = root / "empty"
@@ -132,8 +193,22 @@ def main() -> int:
         def start(tree: str = this_tree) -> float:
             """pytest's own start with the same plugins: collection of an empty folder."""
             t = time.perf_counter()
-            subprocess.run([sys.executable, "-m", "pytest", "-q", "--co", "-p", "pytest_gpuverify.plugin", "-p",
-                            "no:cacheprovider"], cwd=empty, env=code_env(tree), capture_output=True)
+            subprocess.run(
+                [
+                    sys.executable,
+                    "-m",
+                    "pytest",
+                    "-q",
+                    "--co",
+                    "-p",
+                    "pytest_gpuverify.plugin",
+                    "-p",
+                    "no:cacheprovider",
+                ],
+                cwd=empty,
+                env=code_env(tree),
+                capture_output=True,
+            )
             return time.perf_counter() - t
 
         plugin(1)  # warm the page cache and the image
@@ -156,38 +231,54 @@ def main() -> int:
             omed = {k: statistics.median(v) for k, v in others.items()}
             o_fixed = omed["plug1"] - med["bare1"]
             o_extra = (omed["plug10"] - omed["plug1"]) / 9 - (med["bare10"] - med["bare1"]) / 9
-            print(f"other tree {args.other}: plug1 {omed['plug1']:.3f} s (all: {', '.join(f'{x:.3f}' for x in others['plug1'])}), "
-                  f"plug10 {omed['plug10']:.3f} s (all: {', '.join(f'{x:.3f}' for x in others['plug10'])}); "
-                  f"fixed {o_fixed:.3f} s, per extra target {o_extra:.3f} s")
-            print(f"this tree / other, medians: plug1 {med['plug1'] / omed['plug1']:.3f}, "
-                  f"plug10 {med['plug10'] / omed['plug10']:.3f}")
+            print(
+                f"other tree {args.other}: plug1 {omed['plug1']:.3f} s (all: {', '.join(f'{x:.3f}' for x in others['plug1'])}), "
+                f"plug10 {omed['plug10']:.3f} s (all: {', '.join(f'{x:.3f}' for x in others['plug10'])}); "
+                f"fixed {o_fixed:.3f} s, per extra target {o_extra:.3f} s"
+            )
+            print(
+                f"this tree / other, medians: plug1 {med['plug1'] / omed['plug1']:.3f}, "
+                f"plug10 {med['plug10'] / omed['plug10']:.3f}"
+            )
             o_own = omed["plug1"] - med["bare1"] - omed["start"]
-            print(f"other tree: second session's fixed cost beyond a bare exec and pytest's start {o_own:6.3f} s "
-                  f"(ratio to the 0.5 s goal {o_own / 0.5:.2f}); per extra target {o_extra:6.3f} s "
-                  f"(ratio to the 0.03 s goal {o_extra / 0.03:.2f})")
+            print(
+                f"other tree: second session's fixed cost beyond a bare exec and pytest's start {o_own:6.3f} s "
+                f"(ratio to the 0.5 s goal {o_own / 0.5:.2f}); per extra target {o_extra:6.3f} s "
+                f"(ratio to the 0.03 s goal {o_extra / 0.03:.2f})"
+            )
         fixed = med["plug1"] - med["bare1"]
         per_extra = (med["plug10"] - med["plug1"]) / 9 - (med["bare10"] - med["bare1"]) / 9
         print(f"window {args.window:g} s, {args.repeats} repeats, medians (pytest with only this plugin loaded):")
         for k, v in med.items():
             print(f"  {k:<7} {v:7.3f} s   (all: {', '.join(f'{x:.3f}' for x in samples[k])})")
-        print(f"fixed cost per session : {fixed:6.3f} s   target <= {args.window + 1.5:.1f} s  "
-              f"-> {'OK' if fixed <= args.window + 1.5 else 'OVER'}  (ratio to window+1.5: {fixed / (args.window + 1.5):.2f})")
-        print(f"cost per extra target  : {per_extra:6.3f} s   target <= 0.03 s  -> {'OK' if per_extra <= 0.03 else 'OVER'}"
-              f"  (ratio to one bare exec: {per_extra / (med['bare1']):.2f})")
+        print(
+            f"fixed cost per session : {fixed:6.3f} s   target <= {args.window + 1.5:.1f} s  "
+            f"-> {'OK' if fixed <= args.window + 1.5 else 'OVER'}  (ratio to window+1.5: {fixed / (args.window + 1.5):.2f})"
+        )
+        print(
+            f"cost per extra target  : {per_extra:6.3f} s   target <= 0.03 s  -> {'OK' if per_extra <= 0.03 else 'OVER'}"
+            f"  (ratio to one bare exec: {per_extra / (med['bare1']):.2f})"
+        )
         own = med["plug1"] - med["bare1"] - med["start"]
-        print(f"this tree: second session's fixed cost beyond a bare exec and pytest's start {own:6.3f} s "
-              f"(ratio to the 0.5 s goal {own / 0.5:.2f}; pytest's start {med['start']:.3f} s); per extra target "
-              f"{per_extra:6.3f} s (ratio to the 0.03 s goal {per_extra / 0.03:.2f})")
+        print(
+            f"this tree: second session's fixed cost beyond a bare exec and pytest's start {own:6.3f} s "
+            f"(ratio to the 0.5 s goal {own / 0.5:.2f}; pytest's start {med['start']:.3f} s); per extra target "
+            f"{per_extra:6.3f} s (ratio to the 0.03 s goal {per_extra / 0.03:.2f})"
+        )
         # Provenance: execs per session (arch, versions and import check once per container, not per
         # target) and the doctor's cost, each as a ratio to one bare `docker exec`.
         since = time.time()
         plugin(10)
         execs = demo.exec_commands(client, name, since)
         per_session = [e for e in execs if "op_tests/test_trivial_" not in e]
-        print(f"execs in a 10-target session: {len(execs)} = 10 targets + {len(per_session)} once per session "
-              f"({'; '.join(_what(e) for e in per_session)})")
-        doctor = statistics.median(timed([sys.executable, "-m", "pytest_gpuverify.cli.main", "doctor", "--gpu-env", str(env_path)],
-                                         env=env) for _ in range(args.repeats))
+        print(
+            f"execs in a 10-target session: {len(execs)} = 10 targets + {len(per_session)} once per session "
+            f"({'; '.join(_what(e) for e in per_session)})"
+        )
+        doctor = statistics.median(
+            timed([sys.executable, "-m", "pytest_gpuverify.cli.main", "doctor", "--gpu-env", str(env_path)], env=env)
+            for _ in range(args.repeats)
+        )
         print(f"gpuverify doctor        : {doctor:6.3f} s = {doctor / med['bare1']:.1f} bare docker execs")
         return 0
     finally:

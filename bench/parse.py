@@ -63,10 +63,12 @@ NOISE = [
 
 def generate(path: Path, size: int) -> tuple[int, int]:
     """Noise up to ``size - 1 MB``, then a passing check and a 1 MB markdown summary table."""
-    table = ["[aiter] ck: [checkAllclose atol=0.01 rtol=0.01 \x1b[32mpassed~\x1b[0m]",
-             "[aiter] gemm_a8w8 summary (markdown):",
-             "| dtype          |     m |    n |    k |   ck us |   ck TFLOPS |   ck err |   asm us |   asm err |",
-             "|:---------------|------:|-----:|-----:|--------:|------------:|---------:|---------:|----------:|"]
+    table = [
+        "[aiter] ck: [checkAllclose atol=0.01 rtol=0.01 \x1b[32mpassed~\x1b[0m]",
+        "[aiter] gemm_a8w8 summary (markdown):",
+        "| dtype          |     m |    n |    k |   ck us |   ck TFLOPS |   ck err |   asm us |   asm err |",
+        "|:---------------|------:|-----:|-----:|--------:|------------:|---------:|---------:|----------:|",
+    ]
     rows = 0
     table_bytes = sum(len(t) + 1 for t in table)
     while table_bytes < MIB:
@@ -129,8 +131,9 @@ print(json.dumps(out))
 
 
 def child(kind: str, path: Path, mode: str = "time") -> dict:
-    proc = subprocess.run([sys.executable, "-c", CHILD, str(ROOT), kind, str(path), mode],
-                          capture_output=True, text=True, check=True)
+    proc = subprocess.run(
+        [sys.executable, "-c", CHILD, str(ROOT), kind, str(path), mode], capture_output=True, text=True, check=True
+    )
     return json.loads(proc.stdout)
 
 
@@ -175,46 +178,61 @@ def main() -> int:
         grep_s = best["grep -c checkAllclose"]
         same_s = best["grep -c -i -E <parser words>"]
         with redirect_stdout(report):
-            print(f"parse throughput: {mb:.1f} MB output ({table_rows} markdown table rows at its end), "
-                  f"best of {args.repeats}, generated in {gen_s:.1f} s; python {sys.version.split()[0]}, "
-                  f"{os.cpu_count()} CPUs")
+            print(
+                f"parse throughput: {mb:.1f} MB output ({table_rows} markdown table rows at its end), "
+                f"best of {args.repeats}, generated in {gen_s:.1f} s; python {sys.version.split()[0]}, "
+                f"{os.cpu_count()} CPUs"
+            )
             print()
-            print(f"| {'what':40} | {'seconds':>8} | {'MB/s':>7} | {'vs grep -c lit':>14} | {'vs grep -i -E':>13} "
-                  f"| {'RSS growth':>10} | {'tracemalloc':>11} | result |")
+            print(
+                f"| {'what':40} | {'seconds':>8} | {'MB/s':>7} | {'vs grep -c lit':>14} | {'vs grep -i -E':>13} "
+                f"| {'RSS growth':>10} | {'tracemalloc':>11} | result |"
+            )
             print(f"|{'-' * 42}|{'-' * 10}|{'-' * 9}|{'-' * 16}|{'-' * 15}|{'-' * 12}|{'-' * 13}|--------|")
             for name in [*greps, "read", "linereader", *kinds]:
                 seconds = best[name]
                 run = runs[name]
                 label = {"read": "python: read 1 MB chunks + count \\n", "linereader": "python: LineReader alone"}.get(
-                    name, name if name in greps else f"parse_output({name})")
+                    name, name if name in greps else f"parse_output({name})"
+                )
                 rss = f"{run['rss_growth'] / MIB:8.1f} MB" if "rss_growth" in run else f"{'-':>10}"
                 peak = f"{peaks[name] / MIB:7.1f} MB" if name in peaks else f"{'-':>11}"
                 if name in kinds:
                     result = f"{run['perf']} perf rows, passed={run['passed']}, engine {run['engine']}"
                 else:
                     result = f"{run['count'] if name in greps else run['lines']} lines"
-                print(f"| {label:40} | {seconds:8.3f} | {mb / seconds:7.0f} | {grep_s / seconds:13.3f}x "
-                      f"| {same_s / seconds:12.3f}x | {rss} | {peak} | {result} |")
+                print(
+                    f"| {label:40} | {seconds:8.3f} | {mb / seconds:7.0f} | {grep_s / seconds:13.3f}x "
+                    f"| {same_s / seconds:12.3f}x | {rss} | {peak} | {result} |"
+                )
             print()
             aiter = best.get("aiter-op-test")
             if aiter is not None:
                 ratio, same = grep_s / aiter, same_s / aiter
                 peak = max(peaks.get("aiter-op-test", 0), runs["aiter-op-test"]["rss_growth"])
-                print(f"aiter parser: {mb / aiter:.0f} MB/s = {same:.3f} of a grep for the same words "
-                      f"(target {TARGET_RATIO:.3f}: {'met' if same >= TARGET_RATIO else 'NOT met'}), "
-                      f"{ratio:.3f} of `grep -c checkAllclose` "
-                      f"({'met' if ratio >= TARGET_RATIO else 'NOT met'} against that one)")
-                print(f"aiter parser memory: tracemalloc peak {peaks.get('aiter-op-test', 0) / MIB:.1f} MB, "
-                      f"RSS growth {runs['aiter-op-test']['rss_growth'] / MIB:.1f} MB "
-                      f"(target < {TARGET_PEAK // MIB} MB: {'met' if peak < TARGET_PEAK else 'NOT met'})")
+                print(
+                    f"aiter parser: {mb / aiter:.0f} MB/s = {same:.3f} of a grep for the same words "
+                    f"(target {TARGET_RATIO:.3f}: {'met' if same >= TARGET_RATIO else 'NOT met'}), "
+                    f"{ratio:.3f} of `grep -c checkAllclose` "
+                    f"({'met' if ratio >= TARGET_RATIO else 'NOT met'} against that one)"
+                )
+                print(
+                    f"aiter parser memory: tracemalloc peak {peaks.get('aiter-op-test', 0) / MIB:.1f} MB, "
+                    f"RSS growth {runs['aiter-op-test']['rss_growth'] / MIB:.1f} MB "
+                    f"(target < {TARGET_PEAK // MIB} MB: {'met' if peak < TARGET_PEAK else 'NOT met'})"
+                )
                 slow = best.get("aiter-op-test" + RE_ENGINE)
                 if slow is not None:
-                    print(f"aiter parser with the re engine (no Hyperscan wheel): {slow:.3f} s, {mb / slow:.0f} MB/s, "
-                          f"{same_s / slow:.3f} of the same-words grep; Hyperscan makes it {slow / aiter:.1f}x faster")
+                    print(
+                        f"aiter parser with the re engine (no Hyperscan wheel): {slow:.3f} s, {mb / slow:.0f} MB/s, "
+                        f"{same_s / slow:.3f} of the same-words grep; Hyperscan makes it {slow / aiter:.1f}x faster"
+                    )
                 every = best.get("aiter-op-test" + EVERY_LINE)
                 if every is not None:
-                    print(f"aiter parser with its prefilter off (every line handed over): {every:.3f} s, "
-                          f"{mb / every:.0f} MB/s; the prefilter makes it {every / aiter:.1f}x faster")
+                    print(
+                        f"aiter parser with its prefilter off (every line handed over): {every:.3f} s, "
+                        f"{mb / every:.0f} MB/s; the prefilter makes it {every / aiter:.1f}x faster"
+                    )
                 floor = best["read"]
                 print(f"python floor (read + count newlines, no parsing): {floor:.3f} s = {grep_s / floor:.2f} of grep")
     show_and_save(report, args.save)

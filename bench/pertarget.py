@@ -29,11 +29,38 @@ HERE = str(Path(__file__).resolve().parents[1])
 def gaps(code: str, root: Path, env: Path, repo: Path, sim: Path, tag: str) -> list[float]:
     ledger = root / "ledger.txt"
     ledger.write_text("")
-    run_env = dict(os.environ, PATH=f"{sim}:{os.environ['PATH']}", ROCM_PATH=str(sim), GV_LEDGER=str(ledger),
-                   PYTHONPATH=code, PYTEST_DISABLE_PLUGIN_AUTOLOAD="1")
-    subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "pytest_gpuverify.plugin",
-                    "--gpu-verify", "--gpu-container", "none", "--gpu-env", str(env), "--ticket", tag,
-                    "gpuverify.toml"], cwd=repo, env=run_env, capture_output=True, check=True)
+    run_env = dict(
+        os.environ,
+        PATH=f"{sim}:{os.environ['PATH']}",
+        ROCM_PATH=str(sim),
+        GV_LEDGER=str(ledger),
+        PYTHONPATH=code,
+        PYTEST_DISABLE_PLUGIN_AUTOLOAD="1",
+    )
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "-p",
+            "pytest_gpuverify.plugin",
+            "--gpu-verify",
+            "--gpu-container",
+            "none",
+            "--gpu-env",
+            str(env),
+            "--ticket",
+            tag,
+            "gpuverify.toml",
+        ],
+        cwd=repo,
+        env=run_env,
+        capture_output=True,
+        check=True,
+    )
     runs = sorted((s, e) for _, s, e, _ in intervals(ledger))
     return [b[0] - a[1] for a, b in zip(runs, runs[1:])]
 
@@ -51,8 +78,10 @@ def main() -> int:
         for name, code in trees.items():
             got[name] += gaps(code, root, env, repo, sim, f"P{rep}{len(got[name])}")
     for name, values in got.items():
-        print(f"{name:<10}: between two commands of a session, median {statistics.median(values) * 1000:6.1f} ms "
-              f"({len(values)} gaps; p90 {sorted(values)[int(0.9 * (len(values) - 1))] * 1000:.1f} ms)  target <= 30 ms")
+        print(
+            f"{name:<10}: between two commands of a session, median {statistics.median(values) * 1000:6.1f} ms "
+            f"({len(values)} gaps; p90 {sorted(values)[int(0.9 * (len(values) - 1))] * 1000:.1f} ms)  target <= 30 ms"
+        )
     return 0
 
 

@@ -47,33 +47,64 @@ def main() -> int:
             shutil.copy(repo / TRIVIAL, repo / rel)
             targets.append(rel)
         subprocess.run(["git", "-C", str(repo), "add", "-A"], check=True)
-        subprocess.run(["git", "-C", str(repo), "-c", "user.name=b", "-c", "user.email=b@b", "commit", "-qm", "bench"],
-                       check=True)
+        subprocess.run(
+            ["git", "-C", str(repo), "-c", "user.name=b", "-c", "user.email=b@b", "commit", "-qm", "bench"], check=True
+        )
         tmp = root / "tmp"  # a folder of the user's own: the first session below is a first one
         tmp.mkdir(mode=0o700)
         python_dir = str(Path(sys.executable).parent)  # the host's python3 is the one pytest runs on
-        env = dict(demo.sandbox_environ(sim_bin), PATH=f"{sim_bin}:{python_dir}:{os.environ['PATH']}", TMPDIR=str(tmp),
-                   PYTEST_DISABLE_PLUGIN_AUTOLOAD="1",
-                   PYTHONPATH=os.pathsep.join(filter(None, [str(Path(__file__).resolve().parents[1]),
-                                                            os.environ.get("PYTHONPATH")])))
+        env = dict(
+            demo.sandbox_environ(sim_bin),
+            PATH=f"{sim_bin}:{python_dir}:{os.environ['PATH']}",
+            TMPDIR=str(tmp),
+            PYTEST_DISABLE_PLUGIN_AUTOLOAD="1",
+            PYTHONPATH=os.pathsep.join(
+                filter(None, [str(Path(__file__).resolve().parents[1]), os.environ.get("PYTHONPATH")])
+            ),
+        )
         if args.tools:
             env.pop("ROCM_PATH")
         report.append(f"# GPU readings: {'the tools' if args.tools else 'the amdsmi library, in-process'}")
         n = 0
         for place in (("container", ()), ("host", ("--gpu-container", "none"))):
-            for what, count in (("first session, 1 target", 1), ("second session, 1 target", 1),
-                                ("second session, 10 targets", 10)):
+            for what, count in (
+                ("first session, 1 target", 1),
+                ("second session, 1 target", 1),
+                ("second session, 10 targets", 10),
+            ):
                 n += 1
                 proc = subprocess.run(
-                    [sys.executable, "-m", "pytest", "-q", "-p", "pytest_gpuverify.plugin", "-p", "no:cacheprovider",
-                     "--gpu-verify", "--gpu-env", str(env_path), "--gpu-window", str(args.window), "--ticket", f"P-{n}",
-                     "--gpu-profile", *place[1], *targets[:count]], cwd=repo, env=env, capture_output=True, text=True)
+                    [
+                        sys.executable,
+                        "-m",
+                        "pytest",
+                        "-q",
+                        "-p",
+                        "pytest_gpuverify.plugin",
+                        "-p",
+                        "no:cacheprovider",
+                        "--gpu-verify",
+                        "--gpu-env",
+                        str(env_path),
+                        "--gpu-window",
+                        str(args.window),
+                        "--ticket",
+                        f"P-{n}",
+                        "--gpu-profile",
+                        *place[1],
+                        *targets[:count],
+                    ],
+                    cwd=repo,
+                    env=env,
+                    capture_output=True,
+                    text=True,
+                )
                 lines = proc.stdout.splitlines()
                 at = next((i for i, ln in enumerate(lines) if "gpuverify profile" in ln), None)
                 if proc.returncode != 0 or at is None:
                     raise SystemExit(f"session failed ({proc.returncode}):\n{proc.stdout[-3000:]}{proc.stderr[-2000:]}")
                 report.append(f"== {place[0]}: {what}")
-                report += [ln for ln in lines[at + 1:] if not ln.startswith("=")]
+                report += [ln for ln in lines[at + 1 :] if not ln.startswith("=")]
             if place[0] == "container":
                 tmp_first = tmp / "first-host"  # the host's first session too, with an empty cache
                 tmp_first.mkdir(mode=0o700)

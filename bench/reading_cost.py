@@ -81,8 +81,9 @@ print(json.dumps(out))
 
 def child(checkout: Path, job: dict) -> dict:
     env = dict(os.environ, PYTHONDONTWRITEBYTECODE="")
-    proc = subprocess.run([sys.executable, "-c", CHILD, str(checkout), json.dumps(job)], capture_output=True,
-                          text=True, env=env)
+    proc = subprocess.run(
+        [sys.executable, "-c", CHILD, str(checkout), json.dumps(job)], capture_output=True, text=True, env=env
+    )
     if proc.returncode:
         raise SystemExit(f"the child failed under {checkout}: {proc.stderr[-2000:]}")
     return json.loads(proc.stdout)
@@ -104,8 +105,9 @@ def session_logs(folder: Path) -> list[tuple[str, str]]:
 
 
 def worktree(rev: str, where: Path) -> Path:
-    subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", str(where), rev], check=True,
-                   capture_output=True)
+    subprocess.run(
+        ["git", "-C", str(ROOT), "worktree", "add", "--detach", str(where), rev], check=True, capture_output=True
+    )
     subprocess.run([sys.executable, "-m", "compileall", "-q", str(where / "pytest_gpuverify")], check=True)
     return where
 
@@ -127,9 +129,11 @@ def main() -> int:
             size, rows = generate(big, args.size_mb * MIB)
             logs = session_logs(tmp_path)
             warm = [(kind, path) for kind, path in logs[:4]]
-            jobs = {f"{args.size_mb} MB log, aiter-op-test": {"what": "log", "kind": "aiter-op-test", "path": str(big)},
-                    f"{args.size_mb} MB log, bench": {"what": "log", "kind": "bench", "path": str(big)},
-                    f"{SESSION_TARGETS}-target session": {"what": "session", "logs": logs, "warm": warm}}
+            jobs = {
+                f"{args.size_mb} MB log, aiter-op-test": {"what": "log", "kind": "aiter-op-test", "path": str(big)},
+                f"{args.size_mb} MB log, bench": {"what": "log", "kind": "bench", "path": str(big)},
+                f"{SESSION_TARGETS}-target session": {"what": "session", "logs": logs, "warm": warm},
+            }
             times: dict[tuple[str, str], list[float]] = {}
             warms: dict[str, list[float]] = {}
             results: dict[tuple[str, str], dict] = {}
@@ -143,9 +147,11 @@ def main() -> int:
                             warms.setdefault(side, []).append(out["warm_seconds"])
             memory = child(ROOT, {**jobs[f"{args.size_mb} MB log, aiter-op-test"], "tracemalloc": True})
             with redirect_stdout(report):
-                print(f"reading cost: this tree vs {args.base}, median of {args.rounds} interleaved rounds; "
-                      f"{size / MIB:.1f} MB log ({rows} table rows at its end); python {sys.version.split()[0]}, "
-                      f"{os.cpu_count()} CPUs")
+                print(
+                    f"reading cost: this tree vs {args.base}, median of {args.rounds} interleaved rounds; "
+                    f"{size / MIB:.1f} MB log ({rows} table rows at its end); python {sys.version.split()[0]}, "
+                    f"{os.cpu_count()} CPUs"
+                )
                 print()
                 print(f"| {'what':34} | {'base s':>8} | {'this s':>8} | {'this/base':>9} | result (base / this) |")
                 print(f"|{'-' * 36}|{'-' * 10}|{'-' * 10}|{'-' * 11}|----------------------|")
@@ -154,18 +160,26 @@ def main() -> int:
                     b, t = statistics.median(times[(name, "base")]), statistics.median(times[(name, "this")])
                     worst = max(worst, t / b)
                     rb, rt = results[(name, "base")], results[(name, "this")]
-                    shown = (f"{rb.get('perf', '-')} rows, passed {rb['passed']} / {rt.get('perf', '-')} rows, "
-                             f"passed {rt['passed']}")
+                    shown = (
+                        f"{rb.get('perf', '-')} rows, passed {rb['passed']} / {rt.get('perf', '-')} rows, "
+                        f"passed {rt['passed']}"
+                    )
                     print(f"| {name:34} | {b:8.3f} | {t:8.3f} | {t / b:9.3f} | {shown} |")
                 wb, wt = statistics.median(warms["base"]), statistics.median(warms["this"])
-                print(f"| {'import + first reading, 4 kinds':34} | {wb:8.3f} | {wt:8.3f} | {wt / wb:9.3f} | "
-                      "(a session warms these while its first command runs) |")
+                print(
+                    f"| {'import + first reading, 4 kinds':34} | {wb:8.3f} | {wt:8.3f} | {wt / wb:9.3f} | "
+                    "(a session warms these while its first command runs) |"
+                )
                 print()
                 peak = max(memory["peak"], memory["rss_growth"])
-                print(f"worst ratio {worst:.3f} (goal <= {GOAL_RATIO:.2f}: {'met' if worst <= GOAL_RATIO else 'NOT met'})")
-                print(f"memory, {args.size_mb} MB log: tracemalloc peak {memory['peak'] / MIB:.1f} MB, RSS growth "
-                      f"{memory['rss_growth'] / MIB:.1f} MB (goal < {GOAL_PEAK // MIB} MB: "
-                      f"{'met' if peak < GOAL_PEAK else 'NOT met'})")
+                print(
+                    f"worst ratio {worst:.3f} (goal <= {GOAL_RATIO:.2f}: {'met' if worst <= GOAL_RATIO else 'NOT met'})"
+                )
+                print(
+                    f"memory, {args.size_mb} MB log: tracemalloc peak {memory['peak'] / MIB:.1f} MB, RSS growth "
+                    f"{memory['rss_growth'] / MIB:.1f} MB (goal < {GOAL_PEAK // MIB} MB: "
+                    f"{'met' if peak < GOAL_PEAK else 'NOT met'})"
+                )
         finally:
             subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(base)], capture_output=True)
     show_and_save(report, args.save)

@@ -26,14 +26,13 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests" / "e2e"), str(ROOT / "tests" / "support")]
 
 import docker  # noqa: E402
-
 import slurm_cluster  # noqa: E402
 from conftest import make_sandbox  # noqa: E402
 from session_cmd import PYTEST  # noqa: E402
 
 from pytest_gpuverify.cli import demo  # noqa: E402
-from pytest_gpuverify.records.artifact import read_artifact  # noqa: E402
 from pytest_gpuverify.common.clock import parse_iso_utc  # noqa: E402
+from pytest_gpuverify.records.artifact import read_artifact  # noqa: E402
 
 
 def most_at_once_on_one_gpu(folder: Path) -> tuple[int, list[int]]:
@@ -45,7 +44,9 @@ def most_at_once_on_one_gpu(folder: Path) -> tuple[int, list[int]]:
         if t is None or not t.command_started or not t.command_ended:
             continue
         for gpu in art.gpus:
-            spans.setdefault(gpu.index or 0, []).append((parse_iso_utc(t.command_started), parse_iso_utc(t.command_ended)))
+            spans.setdefault(gpu.index or 0, []).append(
+                (parse_iso_utc(t.command_started), parse_iso_utc(t.command_ended))
+            )
     most = 0
     for intervals in spans.values():
         for start, _ in intervals:
@@ -56,8 +57,12 @@ def most_at_once_on_one_gpu(folder: Path) -> tuple[int, list[int]]:
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--repeats", type=int, default=1)
-    parser.add_argument("--hold", type=float, default=20.0,
-                        help="seconds each target holds its GPU (an aiter op_test runs tens of seconds)")
+    parser.add_argument(
+        "--hold",
+        type=float,
+        default=20.0,
+        help="seconds each target holds its GPU (an aiter op_test runs tens of seconds)",
+    )
     args = parser.parse_args()
     why = slurm_cluster.missing()
     if why:
@@ -72,18 +77,44 @@ def main() -> int:
         cluster.start()
         with make_sandbox(root / "host", client) as box:
             slurm_cluster.add_targets(box.repo, seconds=args.hold)
-            box.env_path.write_text(box.env_path.read_text() + "\n## Slurm\n\n| setting | value |\n|---|---|\n"
-                                    f"| partition | {slurm_cluster.PARTITION} |\n")
+            box.env_path.write_text(
+                box.env_path.read_text() + "\n## Slurm\n\n| setting | value |\n|---|---|\n"
+                f"| partition | {slurm_cluster.PARTITION} |\n"
+            )
             env = dict(cluster.env(), PATH=f"{box.sim_bin}:{os.environ['PATH']}")
-            base = [*PYTEST, "--gpu-verify", "--gpu-window", "0.3", "--gpu-env", str(box.env_path),
-                    *slurm_cluster.SLOW_TARGETS]
-            runs = {"one job": lambda t: ["srun", "--gres=gpu:1", *base, "--ticket", t],
-                    "8 jobs (--gpu-slurm)": lambda t: [*base, "--ticket", t, "--gpu-slurm"],
-                    "4 shard jobs": lambda t: [*base, "--ticket", t, "--gpu-slurm", "--gpu-slurm-shards", "4"]}
+            base = [
+                *PYTEST,
+                "--gpu-verify",
+                "--gpu-window",
+                "0.3",
+                "--gpu-env",
+                str(box.env_path),
+                *slurm_cluster.SLOW_TARGETS,
+            ]
+            runs = {
+                "one job": lambda t: ["srun", "--gres=gpu:1", *base, "--ticket", t],
+                "8 jobs (--gpu-slurm)": lambda t: [*base, "--ticket", t, "--gpu-slurm"],
+                "4 shard jobs": lambda t: [*base, "--ticket", t, "--gpu-slurm", "--gpu-slurm-shards", "4"],
+            }
             walls: dict[str, list[float]] = {name: [] for name in runs}
-            subprocess.run(["srun", "--gres=gpu:1", *PYTEST, "--gpu-verify", "--gpu-window", "0.3", "--gpu-env",
-                            str(box.env_path), "--ticket", "WARM", "op_tests/test_rmsnorm2d.py"], cwd=box.repo,
-                           env=env, capture_output=True)  # untimed: python caches, the readings daemon
+            subprocess.run(
+                [
+                    "srun",
+                    "--gres=gpu:1",
+                    *PYTEST,
+                    "--gpu-verify",
+                    "--gpu-window",
+                    "0.3",
+                    "--gpu-env",
+                    str(box.env_path),
+                    "--ticket",
+                    "WARM",
+                    "op_tests/test_rmsnorm2d.py",
+                ],
+                cwd=box.repo,
+                env=env,
+                capture_output=True,
+            )  # untimed: python caches, the readings daemon
             for r in range(args.repeats):
                 for name, argv in runs.items():
                     ticket = f"B{r}-{list(runs).index(name)}"
@@ -94,8 +125,10 @@ def main() -> int:
                     verdicts = sorted(read_artifact(p).verdict for p in folder.glob("bench_slow_*.json"))
                     most, gpus = most_at_once_on_one_gpu(folder)
                     walls[name].append(wall)
-                    print(f"{name:<22} wall {wall:6.1f} s  exit {proc.returncode}  verdicts "
-                          f"{verdicts.count('PASS')}/8 PASS  GPUs {gpus}  most commands at once on one GPU: {most}")
+                    print(
+                        f"{name:<22} wall {wall:6.1f} s  exit {proc.returncode}  verdicts "
+                        f"{verdicts.count('PASS')}/8 PASS  GPUs {gpus}  most commands at once on one GPU: {most}"
+                    )
                     if proc.returncode != 0:
                         print(proc.stdout[-2000:])
             one = min(walls["one job"])

@@ -21,7 +21,6 @@ import subprocess
 import sys
 import tempfile
 import time
-from typing import Optional
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -31,14 +30,20 @@ from hostbench import COMMAND, make_host  # noqa: E402
 
 from pytest_gpuverify.common.clock import parse_iso_utc  # noqa: E402
 
-STEPS = (("start", None, "collected"), ("to pick", "collected", "pick_started"),
-         ("pick", "pick_started", "lock_taken"), ("set-up", "lock_taken", "command_started"),
-         ("command", "command_started", "command_ended"), ("release", "command_ended", "lock_released"),
-         ("to exit", "lock_released", None))
+STEPS = (
+    ("start", None, "collected"),
+    ("to pick", "collected", "pick_started"),
+    ("pick", "pick_started", "lock_taken"),
+    ("set-up", "lock_taken", "command_started"),
+    ("command", "command_started", "command_ended"),
+    ("release", "command_ended", "lock_released"),
+    ("to exit", "lock_released", None),
+)
 
 
-def breakdown(runs: list[tuple[str, float, float]], tickets: Path, start_s: float,
-              paired: Optional[list[float]] = None) -> list[float]:
+def breakdown(
+    runs: list[tuple[str, float, float]], tickets: Path, start_s: float, paired: list[float] | None = None
+) -> list[float]:
     """Print each run's steps (ms) and return its own work: wall - command - pytest's start (``paired``:
     the start timed right after each run, else ``start_s`` for all)."""
     own = []
@@ -50,12 +55,19 @@ def breakdown(runs: list[tuple[str, float, float]], tickets: Path, start_s: floa
         for name, a, b in STEPS:
             rows[name].append((at.get(b, t1) if b else t1) - (at.get(a, t0) if a else t0))
         own.append(t1 - t0 - rows["command"][-1] - (paired[n] if paired else start_s))
-    print("steps of a plugin run, medians (ms): " + ", ".join(
-        f"{name} {statistics.median(v) * 1000:.1f}" for name, v in rows.items()))
-    start_text = (f"timed beside each run: {', '.join(f'{x:.3f}' for x in paired)} s" if paired
-                  else f"(median) {start_s * 1000:.1f} ms")
-    print(f"  pytest's own start with the same plugins {start_text}; the plugin's own work per run "
-          f"(wall - command - that start): {', '.join(f'{x:.3f}' for x in own)} s")
+    print(
+        "steps of a plugin run, medians (ms): "
+        + ", ".join(f"{name} {statistics.median(v) * 1000:.1f}" for name, v in rows.items())
+    )
+    start_text = (
+        f"timed beside each run: {', '.join(f'{x:.3f}' for x in paired)} s"
+        if paired
+        else f"(median) {start_s * 1000:.1f} ms"
+    )
+    print(
+        f"  pytest's own start with the same plugins {start_text}; the plugin's own work per run "
+        f"(wall - command - that start): {', '.join(f'{x:.3f}' for x in own)} s"
+    )
     q = statistics.quantiles(own, n=4) if len(own) > 1 else [own[0]] * 3
     print(f"  median {statistics.median(own):.3f} s (p25 {q[0]:.3f}, p75 {q[2]:.3f}) over {len(own)} runs")
     return own
@@ -72,8 +84,11 @@ def main() -> int:
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--duration", type=float, default=0.5, help="the target command's sleep (s)")
     ap.add_argument("--other", help="another checkout's folder holding pytest_gpuverify/ (interleaved)")
-    ap.add_argument("--runs", help="breakdown only: a file of '<ticket> <t0> <t1> [<start s>]' lines (the last:\n"
-                    "pytest's start timed right after that run)")
+    ap.add_argument(
+        "--runs",
+        help="breakdown only: a file of '<ticket> <t0> <t1> [<start s>]' lines (the last:\n"
+        "pytest's start timed right after that run)",
+    )
     ap.add_argument("--tickets", help="with --runs: the tickets folder")
     ap.add_argument("--start", type=float, default=None, help="with --runs: pytest's start (s)")
     args = ap.parse_args()
@@ -94,9 +109,14 @@ def main() -> int:
     runs: dict[str, list] = {name: [] for name in trees}
     for i in range(args.repeats + 1):  # the first round warms up: page cache, the readings daemon of this user
         for n, (name, code) in enumerate(trees.items()):
-            env = dict(os.environ, PATH=f"{sim}:{os.environ['PATH']}", ROCM_PATH=str(sim),
-                       GV_LEDGER=str(root / "ledger"), PYTEST_DISABLE_PLUGIN_AUTOLOAD="1",
-                       PYTHONPATH=os.pathsep.join(filter(None, [code, os.environ.get("PYTHONPATH")])))
+            env = dict(
+                os.environ,
+                PATH=f"{sim}:{os.environ['PATH']}",
+                ROCM_PATH=str(sim),
+                GV_LEDGER=str(root / "ledger"),
+                PYTEST_DISABLE_PLUGIN_AUTOLOAD="1",
+                PYTHONPATH=os.pathsep.join(filter(None, [code, os.environ.get("PYTHONPATH")])),
+            )
             pytest = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "pytest_gpuverify.plugin"]
             plugin = [*pytest, "--gpu-verify", "--gpu-container", "none", "--gpu-env", str(env_file), "gpuverify.toml"]
             ticket, t0 = f"S{n}-{i}", time.time()
@@ -113,8 +133,10 @@ def main() -> int:
         for k, v in got[name].items():
             print(f"  {k:<7} {m[k]:.3f} s   (all: {', '.join(f'{x:.3f}' for x in v)})")
         own = breakdown(runs[name], root / "tickets", m["start"])
-        print(f"  plugin - bare - pytest start = {m['plugin'] - m['bare'] - m['start']:.3f} s (medians); "
-              f"from the timelines {statistics.median(own):.3f} s  (the goal: <= 0.3 s on a real GPU)")
+        print(
+            f"  plugin - bare - pytest start = {m['plugin'] - m['bare'] - m['start']:.3f} s (medians); "
+            f"from the timelines {statistics.median(own):.3f} s  (the goal: <= 0.3 s on a real GPU)"
+        )
     return 0
 
 

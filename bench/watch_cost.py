@@ -66,8 +66,10 @@ def main() -> int:
     print(f"watch of 1 GPU for {args.seconds:g} s per reader")
     for name, backend in rows:
         per_s, samples, interval, problems = cost(backend, args.seconds)
-        print(f"{name:28s} CPU {per_s * 1000:6.1f} ms per s of command ({per_s:.2%} of a core); "
-              f"{samples} readings, interval {interval:.2f} s" + (f"; {problems}" if problems else ""))
+        print(
+            f"{name:28s} CPU {per_s * 1000:6.1f} ms per s of command ({per_s:.2%} of a core); "
+            f"{samples} readings, interval {interval:.2f} s" + (f"; {problems}" if problems else "")
+        )
     return 0
 
 

@@ -4,7 +4,7 @@ and the item runs its target once through this process's engine."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -38,8 +38,12 @@ class GpuTargetFile(pytest.File):
             for target in declared:
                 yield GpuTargetItem.from_parent(self, name=target.name, target=_with_cli_args(target, self.config))
             return
-        target = Target(name=_display_name(self.path, self.config), kind=kind_of(self.path, self.config), path=self.path,
-                        topic=topic_for(self.path))
+        target = Target(
+            name=_display_name(self.path, self.config),
+            kind=kind_of(self.path, self.config),
+            path=self.path,
+            topic=topic_for(self.path),
+        )
         yield GpuTargetItem.from_parent(self, name=target.topic, target=_with_cli_args(target, self.config))
 
 
@@ -48,6 +52,7 @@ class DeclarationFile(pytest.File):
 
     def collect(self):
         from pytest_gpuverify.config.declarations import select
+
         decls = self.config.stash[DECLARED_KEY]
         assert decls is not None, "a DeclarationFile is collected only when declarations were found"
         names = self.config.getoption("gpu_target")
@@ -65,7 +70,7 @@ def _with_cli_args(target: Target, config: pytest.Config) -> Target:
     return target.model_copy(update={"args": (*target.args, *extra)}) if extra else target
 
 
-def kind_of(path: Path, config: pytest.Config) -> Optional[str]:
+def kind_of(path: Path, config: pytest.Config) -> str | None:
     """The target kind of a GPU test file (ini gpu_pytest_paths, else its name); None: not one."""
     from pytest_gpuverify.config.targets import kind_for_path
 
@@ -89,7 +94,7 @@ class GpuTargetItem(pytest.Item):
         super().__init__(**kwargs)
         self.target = target
         self.add_marker("gpu")
-        self.first: Optional[tuple[Artifact, Path]] = None  # the verdict of its one run
+        self.first: tuple[Artifact, Path] | None = None  # the verdict of its one run
         self.calls = 0
 
     def runtest(self) -> None:
@@ -112,8 +117,9 @@ class GpuTargetItem(pytest.Item):
             lines += [f"  - {reason}" for reason in art.reasons]
             lines.append(f"  artifact: {excinfo.value.artifact_path}")
             if self.calls > 1:
-                lines.append(f"  called {self.calls} times (a rerun plugin): a GPU target runs once, its first "
-                             "verdict stands")
+                lines.append(
+                    f"  called {self.calls} times (a rerun plugin): a GPU target runs once, its first verdict stands"
+                )
             return "\n".join(lines)
         return super().repr_failure(excinfo, style=style)
 
@@ -140,7 +146,7 @@ class CollectsTargets:
         return DeclarationFile.from_parent(parent, path=file_path)
 
 
-def load_declarations_of(config: pytest.Config, env: EnvFile) -> Optional[Declarations]:
+def load_declarations_of(config: pytest.Config, env: EnvFile) -> Declarations | None:
     """The repo's declared targets (or None). With --gpu-target, the declaration file is what pytest
     collects, so `pytest --gpu-verify --gpu-target X` runs X and nothing else."""
     from pytest_gpuverify.config.declarations import DeclarationError, find_declarations, load_declarations, select
@@ -154,8 +160,11 @@ def load_declarations_of(config: pytest.Config, env: EnvFile) -> Optional[Declar
         path = declarations_on_host(env, names)
     if path is None:
         if names:
-            raise DeclarationError(start, f"--gpu-target: no gpuverify.toml or [tool.gpuverify] found in {start} "
-                                   "or above it", "declare the targets (see conftest_examples/), or pass target paths")
+            raise DeclarationError(
+                start,
+                f"--gpu-target: no gpuverify.toml or [tool.gpuverify] found in {start} or above it",
+                "declare the targets (see conftest_examples/), or pass target paths",
+            )
         return None
     decls = load_declarations(path)
     if names:
@@ -175,7 +184,7 @@ def no_outside_timeout(config: pytest.Config, items: list) -> None:
         raise pytest.UsageError(problem)
 
 
-def one_target_per_topic(topic: Optional[str], names: list[str]) -> None:
+def one_target_per_topic(topic: str | None, names: list[str]) -> None:
     from pytest_gpuverify.config.topics import shared_topic_problem
 
     problem = shared_topic_problem(topic, names)

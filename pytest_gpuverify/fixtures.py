@@ -5,7 +5,7 @@ The plugin registers this module in pytest_configure, with or without --gpu-veri
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -63,30 +63,52 @@ class KernelContainer:
     def __init__(self, engine, node: pytest.Item, grant) -> None:
         self._engine, self._node, self._grant = engine, node, grant
 
-    def run(self, command, *, kind: str = "bench", repo: Optional[str] = None, args=(), topic: Optional[str] = None,
-            dtype=None, regime=None, thresholds=None, gpus: int = 1) -> Artifact:
+    def run(
+        self,
+        command,
+        *,
+        kind: str = "bench",
+        repo: str | None = None,
+        args=(),
+        topic: str | None = None,
+        dtype=None,
+        regime=None,
+        thresholds=None,
+        gpus: int = 1,
+    ) -> Artifact:
         from pytest_gpuverify.config.options import check_topic
         from pytest_gpuverify.config.targets import BENCH, KINDS, Target, Thresholds, safe_topic, split_args
 
         if kind not in KINDS:
-            pytest.fail(f"kernel_container.run(kind={kind!r}): not a target kind. Fix: one of {', '.join(KINDS)}",
-                        pytrace=False)
+            pytest.fail(
+                f"kernel_container.run(kind={kind!r}): not a target kind. Fix: one of {', '.join(KINDS)}", pytrace=False
+            )
         topic = check_topic(topic, "kernel_container.run(topic=...)")
         marker = self._node.get_closest_marker("gpu")
         repo = repo or (marker.kwargs.get("repo") if marker is not None else None)
         argv = tuple(split_args(command) if isinstance(command, str) else command)
         path, file_args = (None, ()) if kind == BENCH else self._file_of(argv, kind, repo)
         target = Target(
-            name=f"{self._node.nodeid}[{' '.join(argv)}]", kind=kind, command=argv if kind == BENCH else None,
-            path=path, args=(*file_args, *args), topic=topic or safe_topic(self._node.name),
-            anchor=Path(self._node.path).parent, repo=repo, dtype=dtype, regime=regime,
-            thresholds=thresholds or Thresholds(), gpus=gpus,
+            name=f"{self._node.nodeid}[{' '.join(argv)}]",
+            kind=kind,
+            command=argv if kind == BENCH else None,
+            path=path,
+            args=(*file_args, *args),
+            topic=topic or safe_topic(self._node.name),
+            anchor=Path(self._node.path).parent,
+            repo=repo,
+            dtype=dtype,
+            regime=regime,
+            thresholds=thresholds or Thresholds(),
+            gpus=gpus,
         )
         outcome = self._engine.run(target, grant=self._grant)
-        self._node.user_properties.append(("gpuverify_run", f"{outcome.artifact.verdict} {outcome.stored_path or outcome.artifact_path}"))
+        self._node.user_properties.append(
+            ("gpuverify_run", f"{outcome.artifact.verdict} {outcome.stored_path or outcome.artifact_path}")
+        )
         return outcome.artifact
 
-    def _file_of(self, argv: tuple[str, ...], kind: str, repo: Optional[str]) -> tuple[Path, tuple[str, ...]]:
+    def _file_of(self, argv: tuple[str, ...], kind: str, repo: str | None) -> tuple[Path, tuple[str, ...]]:
         """(the test file on the host, the arguments after it) of a command of a file kind."""
         words = list(argv)
         if words and Path(words[0]).name.startswith("python"):
@@ -94,19 +116,25 @@ class KernelContainer:
             if words[:2] == ["-m", "pytest"]:
                 del words[:2]
         if not words or words[0].startswith("-"):
-            pytest.fail(f"kernel_container.run({' '.join(argv)!r}, kind={kind!r}) names no test file. Fix: name it, "
-                        f"e.g. kernel_container.run('op_tests/test_x.py -d bf16', kind={kind!r})", pytrace=False)
+            pytest.fail(
+                f"kernel_container.run({' '.join(argv)!r}, kind={kind!r}) names no test file. Fix: name it, "
+                f"e.g. kernel_container.run('op_tests/test_x.py -d bf16', kind={kind!r})",
+                pytrace=False,
+            )
         return self._base(repo) / words[0], tuple(words[1:])
 
-    def _base(self, repo: Optional[str]) -> Path:
+    def _base(self, repo: str | None) -> Path:
         """Where a relative file path starts: the Repos row's checkout, else the test file's own."""
         from pytest_gpuverify.place.gitstate import git_toplevel
 
         if repo is not None:
             row = self._engine.env.repo(repo)
             if row is None or row.path is None:
-                pytest.fail(f"kernel_container.run(repo={repo!r}): not a Repos row of {self._engine.env.path} with a "
-                            "path. Fix: add the row, or name one of its rows", pytrace=False)
+                pytest.fail(
+                    f"kernel_container.run(repo={repo!r}): not a Repos row of {self._engine.env.path} with a "
+                    "path. Fix: add the row, or name one of its rows",
+                    pytrace=False,
+                )
             return Path(row.path)
         here = Path(self._node.path).parent
         return git_toplevel(here) or here

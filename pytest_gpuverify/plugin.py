@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING
 import pytest
 
 from pytest_gpuverify.config.errors import UsageError
-from pytest_gpuverify.plugin_options import add_options, build_options, option_value as _value, rootdir_moved
+from pytest_gpuverify.plugin_options import add_options, build_options, rootdir_moved
+from pytest_gpuverify.plugin_options import option_value as _value
 from pytest_gpuverify.roles import choose_role
 from pytest_gpuverify.stash_keys import ENV_KEY, NO_CONFTEST_KEY, REMOTE_KEY, ROLE_KEY
 
@@ -46,8 +47,8 @@ def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Pa
 
     with PROFILE.phase("pydantic and settings imported"):  # the first of the plugin's models
         from pytest_gpuverify.config.envfile import EnvFileError, default_env_path, load_env_file
-        from pytest_gpuverify.remote.onhost import args_in_checkouts, forget_rootdir_option, serving_host
         from pytest_gpuverify.place.workspace import kernel_repo_of
+        from pytest_gpuverify.remote.onhost import args_in_checkouts, forget_rootdir_option, serving_host
 
     here = Path(early_config.invocation_params.dir)
     try:
@@ -89,8 +90,11 @@ def pytest_cmdline_main(config: pytest.Config) -> None:
 @pytest.hookimpl(trylast=True)
 def pytest_configure(config: pytest.Config) -> None:
     # registered always, so `@pytest.mark.gpu` passes --strict-markers in runs without the plugin's work
-    config.addinivalue_line("markers", "gpu(gpus=N, repo=NAME): a GPU target of pytest-gpuverify; gpus is how many "
-                            "GPUs it needs, repo the Repos row kernel_container runs in (a suite outside the repo)")
+    config.addinivalue_line(
+        "markers",
+        "gpu(gpus=N, repo=NAME): a GPU target of pytest-gpuverify; gpus is how many "
+        "GPUs it needs, repo the Repos row kernel_container runs in (a suite outside the repo)",
+    )
     # the fixtures (kernel_container, locked_gpu, gpu_host) serve a suite's own tests with or without --gpu-verify
     config.pluginmanager.import_plugin("pytest_gpuverify.fixtures")
     moved = rootdir_moved(config) if not hasattr(config, "workerinput") else None
@@ -98,7 +102,9 @@ def pytest_configure(config: pytest.Config) -> None:
         sys.stderr.write(moved + "\n")
     if not config.getoption("gpu_verify", False):
         return
-    role = choose_role(config, loaded_at=LOADED_AT)  # xdist has set --dist and --tx by now (its cmdline_main), a worker its workerinput
+    role = choose_role(
+        config, loaded_at=LOADED_AT
+    )  # xdist has set --dist and --tx by now (its cmdline_main), a worker its workerinput
     config.stash[ROLE_KEY] = role
     role.register()
 

@@ -13,19 +13,27 @@ registered as ``gpuverify-role`` from pytest_configure to pytest_unconfigure.
 
 from __future__ import annotations
 
-from functools import partial
 import gc
+from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING
 
 import pytest
 
 from pytest_gpuverify.collectors import CollectsTargets, load_declarations_of, no_outside_timeout, one_target_per_topic
-from pytest_gpuverify.role_base import Role, terminate_like_ctrl_c
 from pytest_gpuverify.config.errors import UsageError
 from pytest_gpuverify.plugin_options import build_options, option_value
-from pytest_gpuverify.stash_keys import (CLAIMS_VARIABLE, DECLARED_KEY, ENGINE_KEY, ENV_KEY, NO_CONFTEST_KEY, REMOTE_KEY,
-                                         STORED_KEY, WRITE_PROBLEMS_KEY)
+from pytest_gpuverify.role_base import Role, terminate_like_ctrl_c
+from pytest_gpuverify.stash_keys import (
+    CLAIMS_VARIABLE,
+    DECLARED_KEY,
+    ENGINE_KEY,
+    ENV_KEY,
+    NO_CONFTEST_KEY,
+    REMOTE_KEY,
+    STORED_KEY,
+    WRITE_PROBLEMS_KEY,
+)
 from pytest_gpuverify.terminal import VerdictSummary, live_line
 
 if TYPE_CHECKING:  # the engine is imported once --gpu-verify is on: without it the plugin costs no import
@@ -36,9 +44,10 @@ if TYPE_CHECKING:  # the engine is imported once --gpu-verify is on: without it 
     from pytest_gpuverify.shard_items import ShardSetting
 
 
-def choose_role(config: pytest.Config, loaded_at: Optional[float] = None) -> Role:
+def choose_role(config: pytest.Config, loaded_at: float | None = None) -> Role:
     """The role of this process; a bad setup (options, env file, declarations) is a UsageError."""
     from pytest_gpuverify.common.profile import PROFILE
+
     if loaded_at is not None:
         PROFILE.mark("plugin loaded", loaded_at)
     if REMOTE_KEY in config.stash:
@@ -65,15 +74,21 @@ def choose_role(config: pytest.Config, loaded_at: Optional[float] = None) -> Rol
 
             return SlurmController(config, options, env, distributing=_distributing(config))
         if config.getoption("gpu_slurm_shards"):
-            raise UsageError("--gpu-slurm-shards", "--gpu-slurm-shards splits the jobs --gpu-slurm submits",
-                             "add --gpu-slurm, or drop --gpu-slurm-shards")
+            raise UsageError(
+                "--gpu-slurm-shards",
+                "--gpu-slurm-shards splits the jobs --gpu-slurm submits",
+                "add --gpu-slurm, or drop --gpu-slurm-shards",
+            )
         if config.getoption("gpu_shard"):
             from pytest_gpuverify.shard_items import SHARD_KEY, ShardSetting
 
             config.stash[SHARD_KEY] = ShardSetting(config)
         elif config.getoption("gpu_shard_run") or config.getoption("gpu_durations"):
-            raise UsageError("--gpu-shard", "--gpu-shard-run and --gpu-durations split a run into shards",
-                             "pass --gpu-shard I/N (or auto) with them")
+            raise UsageError(
+                "--gpu-shard",
+                "--gpu-shard-run and --gpu-durations split a run into shards",
+                "pass --gpu-shard I/N (or auto) with them",
+            )
         if hasattr(config, "workerinput"):
             return DistWorker(config, _build_engine(config, options, env))
         if _distributing(config):
@@ -97,8 +112,11 @@ def _quiet_docker_import() -> None:
 def _distributing(config: pytest.Config) -> bool:
     """Whether xdist starts workers from this process: as xdist decides it, a --dist other than "no"
     and some --tx (-n sets both), never under --collect-only."""
-    return (not config.getvalue("collectonly") and config.getoption("dist", "no") != "no"
-            and bool(config.getoption("tx", None)))
+    return (
+        not config.getvalue("collectonly")
+        and config.getoption("dist", "no") != "no"
+        and bool(config.getoption("tx", None))
+    )
 
 
 def _build_engine(config: pytest.Config, options: RunOptions, env: EnvFile) -> VerifySession:
@@ -118,10 +136,14 @@ def _build_engine(config: pytest.Config, options: RunOptions, env: EnvFile) -> V
         from pytest_gpuverify.reporting.live import RunningLine, running_line_wanted
 
     with PROFILE.phase("engine built"):
-        engine = VerifySession(start, echo=echo_to_stdout if options.echo_output else None,
-                               topics=TopicClaims(getattr(config, "workerinput", {}).get(CLAIMS_VARIABLE)),
-                               live_line=(partial(RunningLine, live_line(config))
-                                          if running_line_wanted(config, options.echo_output) else None))
+        engine = VerifySession(
+            start,
+            echo=echo_to_stdout if options.echo_output else None,
+            topics=TopicClaims(getattr(config, "workerinput", {}).get(CLAIMS_VARIABLE)),
+            live_line=(
+                partial(RunningLine, live_line(config)) if running_line_wanted(config, options.echo_output) else None
+            ),
+        )
     # What is alive now (pytest's, the plugin's and the engine's modules, classes and schemas) lives to
     # the process's end: out of the cyclic collector's walks from here on. pytest collects five times at
     # its end (its unraisable-exception check), and each walk over these took about as long as pytest's
@@ -141,7 +163,7 @@ class EngineRole(CollectsTargets, Role):
         self.reported: set[str] = set()  # node ids whose call phase reported
         from pytest_gpuverify.shard_items import SHARD_KEY
 
-        shard: Optional[ShardSetting] = config.stash.get(SHARD_KEY, None)
+        shard: ShardSetting | None = config.stash.get(SHARD_KEY, None)
         if shard is not None:  # --gpu-shard: deselects the other shards' targets, tells the engine its shard
             shard.engine = engine
             self.helpers.append((shard, "gpuverify-shard"))
@@ -196,8 +218,9 @@ class EngineRole(CollectsTargets, Role):
         for problem in engine.leftover_problems:  # the results stand: a leftover to clean up
             if reporter is not None:
                 reporter.write_line(f"gpuverify: {problem}", yellow=True)
-        if (engine.write_problems or any(o.artifact.verdict != "PASS" for o in engine.outcomes)) \
-                and session.exitstatus == 0:
+        if (
+            engine.write_problems or any(o.artifact.verdict != "PASS" for o in engine.outcomes)
+        ) and session.exitstatus == 0:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
         yield
 
@@ -213,10 +236,15 @@ class EngineRole(CollectsTargets, Role):
             if item is None or item.nodeid in self.reported:
                 continue  # a fixture's run reports with its test
             art = outcome.artifact
-            report = pytest.TestReport(item.nodeid, item.location, {}, "passed" if art.verdict == "PASS" else "failed",
-                                       f"{art.verdict}: stopped before its report: {'; '.join(art.reasons[:1])}",
-                                       "call", user_properties=verdict_properties(art, outcome.stored_path or
-                                                                                  outcome.artifact_path))
+            report = pytest.TestReport(
+                item.nodeid,
+                item.location,
+                {},
+                "passed" if art.verdict == "PASS" else "failed",
+                f"{art.verdict}: stopped before its report: {'; '.join(art.reasons[:1])}",
+                "call",
+                user_properties=verdict_properties(art, outcome.stored_path or outcome.artifact_path),
+            )
             session.config.hook.pytest_runtest_logreport(report=report)
 
     def hand_back(self, config: pytest.Config) -> None:
@@ -228,8 +256,10 @@ class EngineRole(CollectsTargets, Role):
         lines = []
         repo = config.stash.get(NO_CONFTEST_KEY, None)
         if repo is not None:
-            lines.append(f"gpuverify: conftest.py files of repo {repo} are not imported here: they belong to the "
-                         "repo's own test runs; --gpu-host-conftest imports them")
+            lines.append(
+                f"gpuverify: conftest.py files of repo {repo} are not imported here: they belong to the "
+                "repo's own test runs; --gpu-host-conftest imports them"
+            )
         if config.option.verbose >= 1:
             from pytest_gpuverify.cli.doctor import run_doctor
 
@@ -240,8 +270,12 @@ class EngineRole(CollectsTargets, Role):
 
 def verdict_summary(config: pytest.Config, engine) -> VerdictSummary:
     """The session's summary: its CI markdown (--gpu-ci-summary) and history store (--gpu-history) too."""
-    return VerdictSummary(engine, config.getoption("gpu_ci_summary"), option_value(config, "gpu_history"),
-                          config.getoption("gpu_history_ref"))
+    return VerdictSummary(
+        engine,
+        config.getoption("gpu_ci_summary"),
+        option_value(config, "gpu_history"),
+        config.getoption("gpu_history_ref"),
+    )
 
 
 class Central(EngineRole):
@@ -288,8 +322,9 @@ class DistWorker(EngineRole):
         hand_back(config, self.engine)  # a worker on a GPU host: its files go to the controller too
         # where each artifact really went, and what could not be written where asked: for the
         # controller's summary (its reports came before the artifacts were written)
-        config.workeroutput[STORED_KEY] = {str(o.artifact_path): str(o.stored_path)  # type: ignore[attr-defined]
-                                           for o in self.engine.outcomes if o.stored_path is not None}
+        config.workeroutput[STORED_KEY] = {  # type: ignore[attr-defined]
+            str(o.artifact_path): str(o.stored_path) for o in self.engine.outcomes if o.stored_path is not None
+        }
         config.workeroutput[WRITE_PROBLEMS_KEY] = list(self.engine.write_problems)  # type: ignore[attr-defined]
 
 
@@ -301,7 +336,7 @@ class DistController(Role):
         super().__init__(config)
         self.summary = verdict_summary(config, lambda: None)
         self.helpers.append((self.summary, "gpuverify-summary"))
-        self.claims: Optional[str] = None
+        self.claims: str | None = None
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int):
@@ -340,8 +375,14 @@ class DistController(Role):
             return
         decls = config.stash.get(DECLARED_KEY, None)
         paths = [config.rootpath / i.split("::")[0] for i in ids]
-        one_target_per_topic(topic, [i for i, p in zip(ids, paths) if kind_of(p, config)
-                                      or (decls is not None and p.resolve() == Path(decls.path).resolve())])
+        one_target_per_topic(
+            topic,
+            [
+                i
+                for i, p in zip(ids, paths)
+                if kind_of(p, config) or (decls is not None and p.resolve() == Path(decls.path).resolve())
+            ],
+        )
 
 
 class RemoteDistController(DistController):

@@ -9,13 +9,13 @@ from __future__ import annotations
 import functools
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING
 
 import pytest
 
 if TYPE_CHECKING:
-    from pytest_gpuverify.records.scheduling import ShardRecord
     from pytest_gpuverify.engine.session import VerifySession
+    from pytest_gpuverify.records.scheduling import ShardRecord
 
 
 class ShardSetting:
@@ -23,9 +23,7 @@ class ShardSetting:
     registered with the role of a process that runs targets, whose engine records the shard."""
 
     def __init__(self, config: pytest.Config) -> None:
-        from pytest_gpuverify.config.shards import load_durations, parse_spec, run_attempt, run_id
-
-        from pytest_gpuverify.config.shards import single_task_warning
+        from pytest_gpuverify.config.shards import load_durations, parse_spec, run_attempt, run_id, single_task_warning
 
         spec = config.getoption("gpu_shard")
         self.index, self.count, self.source = parse_spec(spec, os.environ)
@@ -41,7 +39,7 @@ class ShardSetting:
             self.durations_path = None
         self.durations = load_durations(self.durations_path) if self.durations_path else {}
         self.durations_named = durations
-        self.engine: Optional[VerifySession] = None
+        self.engine: VerifySession | None = None
 
     @pytest.hookimpl(trylast=True)  # after every other plugin's selection
     def pytest_collection_modifyitems(self, session: pytest.Session, config: pytest.Config, items: list) -> None:
@@ -49,11 +47,11 @@ class ShardSetting:
         if self.engine is not None:
             self.engine.shard = record
 
-    def select(self, config: pytest.Config, items: list) -> Optional[ShardRecord]:
+    def select(self, config: pytest.Config, items: list) -> ShardRecord | None:
         """Deselect the GPU targets of other shards (in place); the record every artifact carries."""
+        from pytest_gpuverify.collectors import GpuTargetItem
         from pytest_gpuverify.config.shards import new_session_id, plan_digest, split
         from pytest_gpuverify.records.scheduling import ShardRecord
-        from pytest_gpuverify.collectors import GpuTargetItem
 
         targets = [i for i in items if isinstance(i, GpuTargetItem)]
         ids = [shard_id(i) for i in targets]  # not the node id: it moves with the rootdir
@@ -68,17 +66,30 @@ class ShardSetting:
         if reporter is not None and not hasattr(config, "workerinput"):
             if self.warning:
                 reporter.write_line(f"gpuverify: {self.warning}")
-            reporter.write_line(f"gpuverify: shard {self.index}/{self.count} ({self.source}): "
-                                f"{sizes[self.index]} of {len(targets)} GPU targets"
-                                + (f", balanced by {self.durations_path}" if self.durations_path else ""))
+            reporter.write_line(
+                f"gpuverify: shard {self.index}/{self.count} ({self.source}): "
+                f"{sizes[self.index]} of {len(targets)} GPU targets"
+                + (f", balanced by {self.durations_path}" if self.durations_path else "")
+            )
             if self.durations_missing:
-                reporter.write_line(f"gpuverify: --gpu-durations {self.durations_named}: no such file yet, so every "
-                                    "target counts the same. Fix: write it after a run with `gpuverify durations "
-                                    f"TICKET_DIR... -o {self.durations_named}`", yellow=True)
-        return ShardRecord(index=self.index, count=self.count, read_from=self.source, run=self.run,
-                           run_from=self.run_from, attempt=self.attempt, plan=plan_digest(ids, self.count), sizes=sizes,
-                           session=getattr(config, "workerinput", {}).get("testrunuid") or new_session_id(),
-                           durations=str(self.durations_path) if self.durations_path else None)
+                reporter.write_line(
+                    f"gpuverify: --gpu-durations {self.durations_named}: no such file yet, so every "
+                    "target counts the same. Fix: write it after a run with `gpuverify durations "
+                    f"TICKET_DIR... -o {self.durations_named}`",
+                    yellow=True,
+                )
+        return ShardRecord(
+            index=self.index,
+            count=self.count,
+            read_from=self.source,
+            run=self.run,
+            run_from=self.run_from,
+            attempt=self.attempt,
+            plan=plan_digest(ids, self.count),
+            sizes=sizes,
+            session=getattr(config, "workerinput", {}).get("testrunuid") or new_session_id(),
+            durations=str(self.durations_path) if self.durations_path else None,
+        )
 
 
 def shard_id(item) -> str:
@@ -95,7 +106,7 @@ def shard_id(item) -> str:
 
 
 @functools.lru_cache(maxsize=256)
-def _checkout_top(folder: Path) -> Optional[Path]:
+def _checkout_top(folder: Path) -> Path | None:
     """The nearest folder at or above ``folder`` holding ``.git`` (a folder, or a worktree's file)."""
     for candidate in (folder, *folder.parents):
         if (candidate / ".git").exists():

@@ -8,12 +8,12 @@ from __future__ import annotations
 import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING
 
 import pytest
 
-from pytest_gpuverify.config.errors import UsageError
 from pytest_gpuverify.collectors import CollectsTargets
+from pytest_gpuverify.config.errors import UsageError
 from pytest_gpuverify.role_base import Role, terminate_like_ctrl_c
 from pytest_gpuverify.terminal import VerdictSummary
 
@@ -32,18 +32,29 @@ class SlurmController(CollectsTargets, Role):
     def __init__(self, config: pytest.Config, options: RunOptions, env: EnvFile, distributing: bool) -> None:
         super().__init__(config)
         if distributing:
-            raise UsageError("--gpu-slurm", "--gpu-slurm runs each GPU target as its own Slurm job, so xdist's "
-                             "workers (-n, --dist) have nothing to do", "drop -n / --dist")
+            raise UsageError(
+                "--gpu-slurm",
+                "--gpu-slurm runs each GPU target as its own Slurm job, so xdist's "
+                "workers (-n, --dist) have nothing to do",
+                "drop -n / --dist",
+            )
         if config.getoption("gpu_shard") or config.getoption("gpu_hosts"):
-            raise UsageError("--gpu-slurm", "--gpu-slurm submits every GPU target as its own job: --gpu-shard and "
-                             "--gpu-hosts split the targets another way", "pass one of them")
+            raise UsageError(
+                "--gpu-slurm",
+                "--gpu-slurm submits every GPU target as its own job: --gpu-shard and "
+                "--gpu-hosts split the targets another way",
+                "pass one of them",
+            )
         from pytest_gpuverify.engine.setup_checks import artifact_folder
 
         self.shards = _shard_count(config.getoption("gpu_slurm_shards"))
         durations = config.getoption("gpu_durations")
         if durations and not self.shards:
-            raise UsageError("--gpu-durations", "--gpu-durations balances shards: with --gpu-slurm, one job runs "
-                             "each target", "add --gpu-slurm-shards N, or drop --gpu-durations")
+            raise UsageError(
+                "--gpu-durations",
+                "--gpu-durations balances shards: with --gpu-slurm, one job runs each target",
+                "add --gpu-slurm-shards N, or drop --gpu-durations",
+            )
         from pytest_gpuverify.config.shards import load_durations
 
         self.durations = load_durations(Path(durations).expanduser()) if durations else {}
@@ -52,7 +63,7 @@ class SlurmController(CollectsTargets, Role):
         self.summary = VerdictSummary(lambda: None, config.getoption("gpu_ci_summary"))
         self.helpers.append((self.summary, "gpuverify-summary"))
         self._previous_handlers: dict = {}
-        self.launcher: Optional[SlurmLauncher] = None
+        self.launcher: SlurmLauncher | None = None
 
     def pytest_configure(self, config: pytest.Config) -> None:
         self._previous_handlers = terminate_like_ctrl_c()
@@ -88,16 +99,23 @@ class SlurmController(CollectsTargets, Role):
         from pytest_gpuverify.slurm.launcher import SlurmLauncher, SlurmTarget, per_target
 
         by_nodeid = {item.nodeid: item for item in items}
-        targets = [SlurmTarget(item.nodeid, f"{item.path}::{item.name}", item.target.topic, item.target.gpus)
-                   for item in items]
+        targets = [
+            SlurmTarget(item.nodeid, f"{item.path}::{item.name}", item.target.topic, item.target.gpus) for item in items
+        ]
         specs = self._shard_jobs(targets, items) if self.shards else per_target(targets)
         settings = self.env.slurm
-        self.launcher = launcher = SlurmLauncher(settings, self.out_dir, settings.python or sys.executable,
-                                                 passed_on(self.config), self.options.invocation_dir)
+        self.launcher = launcher = SlurmLauncher(
+            settings,
+            self.out_dir,
+            settings.python or sys.executable,
+            passed_on(self.config),
+            self.options.invocation_dir,
+        )
         say = self._say
         try:
-            launcher.submit_all(specs, lambda sub: say(f"slurm job {sub.job_id}: "
-                                                       + ", ".join(t.nodeid for t in sub.spec.targets)))
+            launcher.submit_all(
+                specs, lambda sub: say(f"slurm job {sub.job_id}: " + ", ".join(t.nodeid for t in sub.spec.targets))
+            )
             for spec, why in launcher.refused:
                 for target in spec.targets:
                     self._report_unran(by_nodeid[target.nodeid], f"never submitted to Slurm: {why}")
@@ -118,7 +136,9 @@ class SlurmController(CollectsTargets, Role):
         assert self.shards is not None
         seconds = {shard_id(i): self.durations[i.target.topic] for i in items if i.target.topic in self.durations}
         shards = split([shard_id(t) for t in targets], self.shards, seconds)
-        return per_shard(targets, shards, self.shards, f"slurm-{new_session_id()}", list(self.config.option.file_or_dir or []))
+        return per_shard(
+            targets, shards, self.shards, f"slurm-{new_session_id()}", list(self.config.option.file_or_dir or [])
+        )
 
     def _cancel_and_report(self, by_nodeid: dict, why: str) -> None:
         """Every job not ended yet is cancelled (and gone from the queue); each target gets its verdict."""
@@ -138,8 +158,17 @@ class SlurmController(CollectsTargets, Role):
                 launcher.await_artifacts(job, grace)
             launcher.ended.add(job.job_id)
             for target in job.spec.targets:
-                self._report(by_nodeid[target.nodeid], job_end(job, target, "CANCELLED", None, self.out_dir,
-                                                               why=f"slurm job {job.job_id} CANCELLED ({state} when {why})"))
+                self._report(
+                    by_nodeid[target.nodeid],
+                    job_end(
+                        job,
+                        target,
+                        "CANCELLED",
+                        None,
+                        self.out_dir,
+                        why=f"slurm job {job.job_id} CANCELLED ({state} when {why})",
+                    ),
+                )
         submitted = {t.nodeid for j in launcher.jobs for t in j.spec.targets}
         submitted |= {t.nodeid for spec, _ in launcher.refused for t in spec.targets}  # reported already
         for nodeid, item in by_nodeid.items():  # never submitted: sbatch refused, or the interrupt came first
@@ -150,21 +179,27 @@ class SlurmController(CollectsTargets, Role):
         from pytest_gpuverify.records.artifact import read_artifact
         from pytest_gpuverify.terminal import verdict_properties
 
-        self._say(f"slurm job {end.job_id} {end.state}: {end.verdict} {item.nodeid}"
-                  + (f"  {end.why}" if end.why else ""))
+        self._say(
+            f"slurm job {end.job_id} {end.state}: {end.verdict} {item.nodeid}" + (f"  {end.why}" if end.why else "")
+        )
         if end.artifact is None:
             return self._report_unran(item, end.why)
         props = dict(verdict_properties(read_artifact(end.artifact), end.artifact))
         if end.overruled:  # a run the job did not finish: the job's end decides, not what its artifact says
             props.update(gpuverify_verdict=end.verdict, gpuverify_reason=end.why)
-        self._log(item, end.verdict, f"{end.verdict}: {item.nodeid}" + (f"\n  - {end.why}" if end.why else ""),
-                  list(props.items()))
+        self._log(
+            item,
+            end.verdict,
+            f"{end.verdict}: {item.nodeid}" + (f"\n  - {end.why}" if end.why else ""),
+            list(props.items()),
+        )
 
     def _report_unran(self, item, why: str) -> None:
         from pytest_gpuverify.remote.unran import verdict_properties, write_unran
 
-        path, problem = write_unran(self.out_dir, self.moves_lock, item.nodeid, "-", why, self.options.ticket,
-                                    item.target.topic)
+        path, problem = write_unran(
+            self.out_dir, self.moves_lock, item.nodeid, "-", why, self.options.ticket, item.target.topic
+        )
         if problem:
             self.summary.write_problems.append(problem)
         self._log(item, "INCONCLUSIVE", f"INCONCLUSIVE: {item.nodeid}\n  - {why}", verdict_properties("-", why, path))
@@ -172,8 +207,15 @@ class SlurmController(CollectsTargets, Role):
     def _log(self, item, verdict: str, longrepr: str, props: list) -> None:
         hook = item.ihook
         hook.pytest_runtest_logstart(nodeid=item.nodeid, location=item.location)
-        report = pytest.TestReport(item.nodeid, item.location, {}, "passed" if verdict == "PASS" else "failed",
-                                   None if verdict == "PASS" else longrepr, "call", user_properties=props)
+        report = pytest.TestReport(
+            item.nodeid,
+            item.location,
+            {},
+            "passed" if verdict == "PASS" else "failed",
+            None if verdict == "PASS" else longrepr,
+            "call",
+            user_properties=props,
+        )
         hook.pytest_runtest_logreport(report=report)
         hook.pytest_runtest_logfinish(nodeid=item.nodeid, location=item.location)
 
@@ -184,12 +226,15 @@ class SlurmController(CollectsTargets, Role):
             reporter.write_line(f"gpuverify: {line}")
 
 
-def _shard_count(value: Optional[str]) -> Optional[int]:
+def _shard_count(value: str | None) -> int | None:
     if value is None:
         return None
     if not value.isdigit() or not 1 <= int(value) <= 1000:
-        raise UsageError("--gpu-slurm-shards", f"--gpu-slurm-shards {value!r} is not a whole number from 1 to 1000",
-                         "e.g. --gpu-slurm-shards 4 (one job per GPU you want busy)")
+        raise UsageError(
+            "--gpu-slurm-shards",
+            f"--gpu-slurm-shards {value!r} is not a whole number from 1 to 1000",
+            "e.g. --gpu-slurm-shards 4 (one job per GPU you want busy)",
+        )
     return int(value)
 
 

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Callable, Iterable, Optional
 
 import pytest
-
-
 
 
 def summarize_reasons(reasons: list[str]) -> str:
@@ -62,13 +60,17 @@ def summary_lines(verdicts: Iterable[tuple[str, dict]]) -> list[str]:
     verdicts = list(verdicts)
 
     def line(nodeid: str, p: dict, indent: str = "") -> str:
-        return (f"{indent}{p['gpuverify_verdict']:<12} {nodeid}  gpu {p.get('gpuverify_gpus', '-')}  "
-                f"{p.get('gpuverify_reason', '')}  -> {p.get('gpuverify_artifact', '')}")
+        return (
+            f"{indent}{p['gpuverify_verdict']:<12} {nodeid}  gpu {p.get('gpuverify_gpus', '-')}  "
+            f"{p.get('gpuverify_reason', '')}  -> {p.get('gpuverify_artifact', '')}"
+        )
 
     def machines(mine: list[tuple[str, dict]], indent: str = "") -> list[str]:
         """The header: the machine the targets ran on (records/machine.py), once per distinct record."""
-        return [f"{indent}machine: {m}" for m in dict.fromkeys(p["gpuverify_machine"] for _, p in mine
-                                                                if p.get("gpuverify_machine"))]
+        return [
+            f"{indent}machine: {m}"
+            for m in dict.fromkeys(p["gpuverify_machine"] for _, p in mine if p.get("gpuverify_machine"))
+        ]
 
     hosts = sorted({p.get("gpuverify_host", "-") for _, p in verdicts})
     if len(hosts) < 2:
@@ -86,8 +88,13 @@ class VerdictSummary:
     and prints the gpuverify section of the terminal summary. ``engine()``: this process's session,
     whose outcomes also hold targets that never reported (stopped by Ctrl-C or SIGTERM)."""
 
-    def __init__(self, engine: Callable[[], Optional[object]] = lambda: None, ci_summary: Optional[str] = None,
-                 history: Optional[str] = None, history_ref: Optional[str] = None) -> None:
+    def __init__(
+        self,
+        engine: Callable[[], object | None] = lambda: None,
+        ci_summary: str | None = None,
+        history: str | None = None,
+        history_ref: str | None = None,
+    ) -> None:
         self.verdicts: list[tuple[str, dict]] = []
         self.reported: set[str] = set()  # the node ids in ``verdicts``
         self._engine = engine
@@ -153,11 +160,20 @@ class VerdictSummary:
                 verdicts.append((outcome.target.name, dict(verdict_properties(outcome.artifact, path))))
         # the name each artifact really got when written, where the report came before it was known:
         # a GPU host's artifact, named by its copy here
-        stored = {**self.stored, **{str(o.artifact_path): str(o.stored_path) for o in outcomes
-                                    if getattr(o, "stored_path", None)}}
-        verdicts = [(nodeid, {**p, "gpuverify_artifact": stored.get(p.get("gpuverify_artifact", ""),
-                                                                    p.get("gpuverify_artifact", ""))})
-                    for nodeid, p in verdicts]
+        stored = {
+            **self.stored,
+            **{str(o.artifact_path): str(o.stored_path) for o in outcomes if getattr(o, "stored_path", None)},
+        }
+        verdicts = [
+            (
+                nodeid,
+                {
+                    **p,
+                    "gpuverify_artifact": stored.get(p.get("gpuverify_artifact", ""), p.get("gpuverify_artifact", "")),
+                },
+            )
+            for nodeid, p in verdicts
+        ]
         terminalreporter.section("gpuverify")
         for line in summary_lines(verdicts):
             terminalreporter.line(line)

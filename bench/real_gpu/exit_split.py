@@ -27,8 +27,10 @@ if unraisable is not None and hasattr(unraisable, "gc_collect_harder"):
         tracked, frozen = len(gc.get_objects()), gc.get_freeze_count()
         t = time.monotonic()
         collect(iterations)
-        timings.append(f"pytest's {iterations} collections {1000 * (time.monotonic() - t):.1f} "
-                       f"({tracked} objects walked, {frozen} frozen)")
+        timings.append(
+            f"pytest's {iterations} collections {1000 * (time.monotonic() - t):.1f} "
+            f"({tracked} objects walked, {frozen} frozen)"
+        )
 
     unraisable.gc_collect_harder = timed_collect
 
@@ -57,7 +59,9 @@ rc = pytest.main(sys.argv[1:], plugins=[EndHooks()])
 returned = time.monotonic()
 command = next(s for s in PROFILE.spans if s.phase.startswith("command"))
 last = max(s.end for s in PROFILE.spans)
-print(f"exit split (ms): command end -> last phase {1000 * (last - command.end):.1f}, last phase -> pytest.main "
-      f"returned {1000 * (returned - last):.1f}: {'; '.join(timings)}; returned at {offset + returned:.6f} (exit {rc})")
+print(
+    f"exit split (ms): command end -> last phase {1000 * (last - command.end):.1f}, last phase -> pytest.main "
+    f"returned {1000 * (returned - last):.1f}: {'; '.join(timings)}; returned at {offset + returned:.6f} (exit {rc})"
+)
 print("modules:", len(sys.modules), "torch imported" if "torch" in sys.modules else "no torch")
 sys.stdout.flush()

@@ -28,7 +28,7 @@ def free(lock: str) -> bool:
 
 
 def main() -> int:
-    lock, tickets, cmd = sys.argv[1], Path(sys.argv[2]), sys.argv[sys.argv.index("--") + 1:]
+    lock, tickets, cmd = sys.argv[1], Path(sys.argv[2]), sys.argv[sys.argv.index("--") + 1 :]
     pytest = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
     deadline = time.time() + 120
     while time.time() < deadline and not any(b"load start" in p.read_bytes() for p in tickets.glob("*.log")):
@@ -51,8 +51,10 @@ def main() -> int:
         if is_free and not still:
             break
         time.sleep(0.02)
-    print(f"pytest killed (-9); command gone after {gone_at:.0f} ms, lock free after {free_at:.0f} ms; "
-          f"checks with the GPU free while the command ran: {violations} (must be 0)")
+    print(
+        f"pytest killed (-9); command gone after {gone_at:.0f} ms, lock free after {free_at:.0f} ms; "
+        f"checks with the GPU free while the command ran: {violations} (must be 0)"
+    )
     return 0 if violations == 0 and gone_at is not None and free_at is not None else 1
 
 

@@ -1,4 +1,5 @@
 """Keeps every visible GPU busy with bf16 matmuls for SECONDS (argv[1]), as another user's job would."""
+
 import sys
 import time
 

@@ -12,9 +12,9 @@ import sys
 import tempfile
 import uuid
 import xml.etree.ElementTree as ET
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Optional, Sequence
 
 from pytest_gpuverify.compare.command import Refused, checked, decide
 from pytest_gpuverify.compare.core import DEFAULT_RULE, Comparison, Rule
@@ -30,11 +30,11 @@ class AbOutcome:
     """What one A/B session gave: its artifact and calls, or why there are none (``problem``, one line)."""
 
     command: list[str]
-    returncode: Optional[int] = None
-    artifact_path: Optional[Path] = None
-    artifact: Optional[Artifact] = None
-    result: Optional[Comparison] = None
-    problem: Optional[str] = None
+    returncode: int | None = None
+    artifact_path: Path | None = None
+    artifact: Artifact | None = None
+    result: Comparison | None = None
+    problem: str | None = None
     output_tail: list[str] = field(default_factory=list)
 
 
@@ -88,7 +88,7 @@ def run_ab(
     target: str,
     base: str,
     repeats: int = DEFAULT_REPEATS,
-    ticket: Optional[str] = None,
+    ticket: str | None = None,
     pytest_args: Sequence[str] = (),
     rule: Rule = DEFAULT_RULE,
     timeout_s: float = SESSION_TIMEOUT_S,
@@ -127,7 +127,7 @@ def run_ab(
     return outcome
 
 
-def head_of(checkout: Path) -> tuple[Optional[Path], Optional[str]]:
+def head_of(checkout: Path) -> tuple[Path | None, str | None]:
     """The git top level of ``checkout`` and the commit it has checked out (None, None: not a git checkout)."""
     top = run_git(checkout, "rev-parse", "--show-toplevel")
     sha = run_git(checkout, "rev-parse", "--verify", "--quiet", "HEAD^{commit}")
@@ -136,7 +136,7 @@ def head_of(checkout: Path) -> tuple[Optional[Path], Optional[str]]:
     return Path(top.stdout.strip()), sha.stdout.strip()
 
 
-def commit_sha(checkout: Path, ref: str) -> Optional[str]:
+def commit_sha(checkout: Path, ref: str) -> str | None:
     res = run_git(checkout, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}")
     return res.stdout.strip() if res is not None and res.returncode == 0 and res.stdout.strip() else None
 

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import math
 import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Optional, Sequence
 
 from pytest_gpuverify.cli.ab_runner import (
     DEFAULT_REPEATS,
@@ -72,7 +72,7 @@ def verdict_of(outcome: AbOutcome, rule: Rule) -> tuple[int, str]:
     return GOOD, "good: no row REGRESSED (" + ", ".join(f"{n} {c}" for c, n in counts.items()) + ")"
 
 
-def setup_problem(checkout: Path, good: str, bad: str) -> tuple[Optional[str], Optional[str], Optional[str]]:
+def setup_problem(checkout: Path, good: str, bad: str) -> tuple[str | None, str | None, str | None]:
     """(problem, GOOD's sha, HEAD's sha): the one-line problem when the bisect cannot work from here."""
     top, head = head_of(checkout)
     if top is None or head is None:
@@ -115,7 +115,7 @@ def run_bisect(
     repeats: int = DEFAULT_REPEATS,
     pytest_args: Sequence[str] = (),
     rule: Rule = DEFAULT_RULE,
-    checkout: Optional[Path] = None,
+    checkout: Path | None = None,
 ) -> int:
     """One bisect step; its exit status is one of GOOD, BAD, SKIP and STOP (see the module's text)."""
     try:

@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Optional
 
 from pytest_gpuverify.records.artifact import Artifact
 from pytest_gpuverify.verify.check import check_artifact, signature_problems
-
 
 PARTLY = "verdict checked only partly (old artifact: it has no run record)"
 
@@ -16,22 +14,24 @@ PARTLY = "verdict checked only partly (old artifact: it has no run record)"
 UNVERIFIED = "signatures not verified: pass --allowed-signers FILE to check who wrote these files"
 
 
-UNSEALED_WATCH = ("watch not sealed in this log (sealed before the watch was): its foreign processes, clock events "
-                  "and SM clocks are held to nothing but each other")
+UNSEALED_WATCH = (
+    "watch not sealed in this log (sealed before the watch was): its foreign processes, clock events "
+    "and SM clocks are held to nothing but each other"
+)
 
 
-def run_check(artifact: str, allowed_signers: Optional[str] = None) -> int:
+def run_check(artifact: str, allowed_signers: str | None = None) -> int:
     """``gpuverify check`` of one file: print every difference as a MISMATCH line; 0 when there is none."""
     return check_file(artifact, allowed_signers)[0]
 
 
-def check_file(artifact: str, allowed_signers: Optional[str] = None) -> tuple[int, Optional[Artifact]]:
+def check_file(artifact: str, allowed_signers: str | None = None) -> tuple[int, Artifact | None]:
     """As :func:`run_check`, with the artifact read (None when it could not be) for checks across files."""
     from pytest_gpuverify.verify.provenance import unsealed_watch
     from pytest_gpuverify.verify.schemas import SchemaError, load_checked
 
     path = Path(artifact)
-    art: Optional[Artifact] = None
+    art: Artifact | None = None
     try:
         loaded = load_checked(path)
     except FileNotFoundError:

@@ -10,10 +10,10 @@ from __future__ import annotations
 import json
 import sqlite3
 import sys
+from collections.abc import Sequence
 from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Optional, Sequence
 
 from pytest_gpuverify.cli.ab_runner import DEFAULT_REPEATS, AbOutcome, head_of, made_up_ticket, run_ab
 from pytest_gpuverify.compare import render
@@ -34,14 +34,14 @@ class Compared:
     """A compare's result and what --confirm needs to re-measure it: the target and the two commits."""
 
     result: Comparison
-    target: Optional[str]
-    base_sha: Optional[str]
-    head_sha: Optional[str]
+    target: str | None
+    base_sha: str | None
+    head_sha: str | None
     base_said: str = ""  # how the base commit was chosen, when the base was several
-    marks: dict[int, Optional[bool]] = field(default_factory=dict)  # pair index -> confirmed (None: not re-measured)
+    marks: dict[int, bool | None] = field(default_factory=dict)  # pair index -> confirmed (None: not re-measured)
 
 
-def from_artifacts(base: str, head: Optional[str], rule: Rule, may_differ: frozenset[str]) -> Compared:
+def from_artifacts(base: str, head: str | None, rule: Rule, may_differ: frozenset[str]) -> Compared:
     labels = (f"the base ({base})", f"the head ({head})") if head else (base, base)
     arts = [checked(base)] + ([checked(head)] if head else [])
     result = decide(arts[0], arts[1] if head else None, rule, may_differ, labels)
@@ -72,7 +72,7 @@ def from_history(
     return Compared(result, _target(head_art), shas[0] if shas else None, commit_of(head_art)[0], said)
 
 
-def _target(art: Artifact) -> Optional[str]:
+def _target(art: Artifact) -> str | None:
     return art.target.name if art.target else None
 
 
@@ -135,7 +135,7 @@ def apply(compared: Compared, outcome: AbOutcome, repeats: int) -> None:
     )
 
 
-def output(compared: Compared, outcome: Optional[AbOutcome], fmt: str) -> str:
+def output(compared: Compared, outcome: AbOutcome | None, fmt: str) -> str:
     result = compared.result
     if fmt != "json":
         return render.markdown(result) if fmt == "markdown" else render.table(result)
@@ -156,15 +156,15 @@ def output(compared: Compared, outcome: Optional[AbOutcome], fmt: str) -> str:
 
 def run_confirmed(
     base: str,
-    head: Optional[str],
+    head: str | None,
     rule: Rule = DEFAULT_RULE,
     fmt: str = "table",
     may_differ: frozenset[str] = frozenset(),
     fail_on_inconclusive: bool = False,
     repeats: int = DEFAULT_REPEATS,
     pytest_args: Sequence[str] = (),
-    history: Optional[dict] = None,
-    checkout: Optional[Path] = None,
+    history: dict | None = None,
+    checkout: Path | None = None,
 ) -> int:
     """``gpuverify compare --confirm``: 0 no confirmed regression; 1 a confirmed one (or INCONCLUSIVE, when
     asked); 2 refused, bad input, or the A/B that had to confirm could not run."""

@@ -15,9 +15,9 @@ import socket
 import subprocess
 import sys
 import tarfile
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Optional
 
 ROOTFS_IMAGE = "gpuverify-rootfs:1"
 SANDBOX_LABEL = "gpuverify.sandbox"
@@ -48,7 +48,7 @@ def ensure_rootfs_image(client) -> str:
     return ROOTFS_IMAGE
 
 
-def start_container(client, name: str, sim_bin: Optional[Path], mounts: dict[str, str], env: Optional[dict] = None):
+def start_container(client, name: str, sim_bin: Path | None, mounts: dict[str, str], env: dict | None = None):
     """Run a long-lived container like a user's dev container. ``mounts``: host path -> container path."""
     volumes = {d: {"bind": d, "mode": "ro"} for d in HOST_DIRS if os.path.exists(d)}
     if sim_bin is not None:
@@ -96,30 +96,50 @@ class EnvSpec:
     tickets: Path
     repos: Path
     locks: Path
-    repo_rows: list[tuple[str, Path, Optional[str], str]]  # repo, host path, container, mount
+    repo_rows: list[tuple[str, Path, str | None, str]]  # repo, host path, container, mount
     containers: list[tuple[str, str]]  # name, image
     arch: str = "gfx942"
     gpus: int = 8
     picker: str = "builtin"
-    hostname: Optional[str] = None
+    hostname: str | None = None
 
 
 def render_env_file(spec: EnvSpec) -> str:
     host = spec.hostname or socket.gethostname()
     lines = [
-        "# mstack env", "", "Written by gpuverify's sandbox.", "",
-        "## Resources", "", "| resource | path |", "|---|---|",
-        f"| repos | {spec.repos} |", f"| tickets | {spec.tickets} |", "",
-        "## Hosts", "", "| host | ssh alias | arch | gpus |", "|---|---|---|---|",
-        f"| {host} | local | {spec.arch} | {spec.gpus} |", "",
-        "## Repos", "", "| repo | path | container | mount |", "|---|---|---|---|",
+        "# mstack env",
+        "",
+        "Written by gpuverify's sandbox.",
+        "",
+        "## Resources",
+        "",
+        "| resource | path |",
+        "|---|---|",
+        f"| repos | {spec.repos} |",
+        f"| tickets | {spec.tickets} |",
+        "",
+        "## Hosts",
+        "",
+        "| host | ssh alias | arch | gpus |",
+        "|---|---|---|---|",
+        f"| {host} | local | {spec.arch} | {spec.gpus} |",
+        "",
+        "## Repos",
+        "",
+        "| repo | path | container | mount |",
+        "|---|---|---|---|",
     ]
     lines += [f"| {r} | {p} | {c or 'not set'} | {m} |" for r, p, c, m in spec.repo_rows]
     lines += ["", "## Containers", "", "| name | image | host |", "|---|---|---|"]
     lines += [f"| {n} | {i} | {host} |" for n, i in spec.containers]
     lines += [
-        "", "## GPU lock", "", "| host | picker | lock |", "|---|---|---|",
-        f"| {host} | {spec.picker} | `flock -E 75 -w 600 {spec.locks}/gpu-<id>.lock` |", "",
+        "",
+        "## GPU lock",
+        "",
+        "| host | picker | lock |",
+        "|---|---|---|",
+        f"| {host} | {spec.picker} | `flock -E 75 -w 600 {spec.locks}/gpu-<id>.lock` |",
+        "",
     ]
     return "\n".join(lines)
 
@@ -137,16 +157,20 @@ def setup_sandbox(root: Path, client, container: str = "gpuverify-demo-aiter", g
     remove_sandbox_containers(client, [container])
     start_container(client, container, sim_bin, {str(repo): "/workspace/aiter"})
     spec = EnvSpec(
-        tickets=root / "tickets", repos=root / "repos", locks=root / "locks",
+        tickets=root / "tickets",
+        repos=root / "repos",
+        locks=root / "locks",
         repo_rows=[("aiter", repo, container, "/workspace/aiter")],
-        containers=[(container, ROOTFS_IMAGE)], arch=arch, gpus=gpus,
+        containers=[(container, ROOTFS_IMAGE)],
+        arch=arch,
+        gpus=gpus,
     )
     env_path = root / "env.md"
     env_path.write_text(render_env_file(spec), encoding="utf-8")
     return env_path, repo, sim_bin
 
 
-def sandbox_environ(sim_bin: Path, base: Optional[dict] = None) -> dict[str, str]:
+def sandbox_environ(sim_bin: Path, base: dict | None = None) -> dict[str, str]:
     """This process's environment with the simulated host's tools first on PATH and ROCM_PATH at them:
     the simulated amdsmi library is read in-process, as a ROCm install's would be."""
     base = dict(os.environ if base is None else base)
@@ -163,8 +187,10 @@ def run_demo(root: Path, ticket: str = "DEMO-1") -> int:
     env_path, repo, sim_bin = setup_sandbox(root, client)
     env = dict(sandbox_environ(sim_bin), GPUVERIFY_ENV=str(env_path))
     cmd = [sys.executable, "-m", "pytest", "--gpu-verify", "--ticket", ticket, "-p", "no:cacheprovider", *DEMO_TARGETS]
-    print(f"$ cd {repo} && PATH={sim_bin}:$PATH ROCM_PATH={sim_bin} GPUVERIFY_ENV={env_path} "
-          f"pytest --gpu-verify --ticket {ticket} {' '.join(DEMO_TARGETS)}")
+    print(
+        f"$ cd {repo} && PATH={sim_bin}:$PATH ROCM_PATH={sim_bin} GPUVERIFY_ENV={env_path} "
+        f"pytest --gpu-verify --ticket {ticket} {' '.join(DEMO_TARGETS)}"
+    )
     rc = subprocess.run(cmd, cwd=repo, env=env).returncode
     tickets = root.resolve() / "tickets" / ticket
     artifacts = sorted(tickets.glob("bench_*.json"))
@@ -172,8 +198,8 @@ def run_demo(root: Path, ticket: str = "DEMO-1") -> int:
     for path in artifacts:
         print(f"  {path.name}")
     if artifacts:
-        from pytest_gpuverify.records.artifact import read_artifact
         from pytest_gpuverify.cli.show import render
+        from pytest_gpuverify.records.artifact import read_artifact
 
         first = tickets / "bench_gemm_a8w8.json"
         print("\n$ gpuverify show " + str(first))
@@ -222,7 +248,13 @@ def exec_commands(client, name: str, since: float) -> list[str]:
     ended, so it cannot prove that none ran."""
     import time
 
-    events = client.events(since=int(since) - 1, until=int(time.time()) + 1, decode=True,
-                           filters={"container": name, "event": "exec_create"})
+    events = client.events(
+        since=int(since) - 1,
+        until=int(time.time()) + 1,
+        decode=True,
+        filters={"container": name, "event": "exec_create"},
+    )
     since_ns = int(since * 1e9)  # the filter is in whole seconds; keep only what came after `since`
-    return [e.get("Action", "").split(":", 1)[-1].strip() for e in events if int(e.get("timeNano", since_ns)) >= since_ns]
+    return [
+        e.get("Action", "").split(":", 1)[-1].strip() for e in events if int(e.get("timeNano", since_ns)) >= since_ns
+    ]

@@ -15,12 +15,11 @@ from __future__ import annotations
 import socket
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Optional
 
 from pytest_gpuverify.config.envfile import EnvFile
+from pytest_gpuverify.execute.host_commands import LocalHost
 from pytest_gpuverify.gpu import select_backend
 from pytest_gpuverify.gpu.base import GpuToolError
-from pytest_gpuverify.execute.host_commands import LocalHost
 from pytest_gpuverify.lease.lock import describe_pid, lock_holders, lock_id
 from pytest_gpuverify.lease.sampler import GIB, IdleCriteria, busy_reason
 
@@ -46,17 +45,18 @@ class DoctorReport:
         return "\n".join([*self.lines, self.judgement()])
 
 
-def run_doctor(env: EnvFile, host_name: Optional[str] = None, docker_factory=None) -> DoctorReport:
-    from pytest_gpuverify.config.hosts import lock_for
-
+def run_doctor(env: EnvFile, host_name: str | None = None, docker_factory=None) -> DoctorReport:
     from pytest_gpuverify import __version__
+    from pytest_gpuverify.config.hosts import lock_for
 
     report = DoctorReport()
     report.lines.append(f"plugin    pytest-gpuverify {__version__}")
     here = socket.gethostname()
     row, why = _host_row(env, host_name)
-    report.lines.append(f"host      {here}  (Hosts row: {row.host if row else 'none'}"
-                        f"{', arch ' + row.arch if row and row.arch else ''}{', ' + str(row.gpus) + ' GPUs' if row and row.gpus else ''})")
+    report.lines.append(
+        f"host      {here}  (Hosts row: {row.host if row else 'none'}"
+        f"{', arch ' + row.arch if row and row.arch else ''}{', ' + str(row.gpus) + ' GPUs' if row and row.gpus else ''})"
+    )
     _tickets(report, env)
     if row is None:
         report.problems.append(why or f"no local row in Hosts of {env.path}")
@@ -71,7 +71,7 @@ def run_doctor(env: EnvFile, host_name: Optional[str] = None, docker_factory=Non
     return report
 
 
-def _host_row(env: EnvFile, host_name: Optional[str]):
+def _host_row(env: EnvFile, host_name: str | None):
     """The Hosts row a session here would take (the run's own rule, config/hosts.py), or why none."""
     from pytest_gpuverify.config.errors import UsageError
     from pytest_gpuverify.config.hosts import select_host
@@ -144,8 +144,10 @@ def _gpus(report: DoctorReport, env: EnvFile, row, backend, lock_for) -> None:
         total = "?" if r.vram_total_bytes is None else f"{r.vram_total_bytes / GIB:.0f}"
         procs = ", ".join(f"{p.pid} {p.name}".strip() for p in r.processes) or "none"
         use = "?" if r.use_pct is None else f"{r.use_pct:g}%"
-        report.lines.append(f"gpu {r.index:<5} use {use:<5} VRAM {vram}/{total} GiB  processes: {procs}  "
-                            f"{f'LOCKED ({lock}) by {describe_pid(holder)}' if holder is not None else 'unlocked'}  -> {why or 'idle'}")
+        report.lines.append(
+            f"gpu {r.index:<5} use {use:<5} VRAM {vram}/{total} GiB  processes: {procs}  "
+            f"{f'LOCKED ({lock}) by {describe_pid(holder)}' if holder is not None else 'unlocked'}  -> {why or 'idle'}"
+        )
     if idle < len(readings):
         report.remarks.append(f"{idle} of {len(readings)} GPUs idle and unlocked")
 
@@ -161,13 +163,16 @@ def _machine(report: DoctorReport, backend) -> None:
         inventory = []  # the GPU tools' problem is reported above; the host's own facts are still read
     machine = read_machine(backend, inventory)
     report.lines.append(f"machine   {machine_line(machine)}")
-    report.lines.append(f"          read with {machine.read_with}; DMI {machine.dmi_product or '?'}, "
-                        f"serial {machine.dmi_serial or '?'}")
+    report.lines.append(
+        f"          read with {machine.read_with}; DMI {machine.dmi_product or '?'}, serial {machine.dmi_serial or '?'}"
+    )
     for g in machine.gpus:
         ecc = f"ECC {g.ecc_mode or '?'} ({_count(g.ecc_corrected)} corrected, {_count(g.ecc_uncorrected)} uncorrected)"
-        report.lines.append(f"  gpu {g.index:<3} {g.name or '?'} {g.arch or '?'}  uuid {g.uuid or '?'}  serial {g.serial or '?'}  "
-                            f"vbios {g.vbios or '?'}  {partition_text(g) or 'partition ?'}  cap {_count(g.power_cap_w)} W  "
-                            f"{ecc}  max {_count(g.sm_mhz_max)}/{_count(g.mem_mhz_max)} MHz")
+        report.lines.append(
+            f"  gpu {g.index:<3} {g.name or '?'} {g.arch or '?'}  uuid {g.uuid or '?'}  serial {g.serial or '?'}  "
+            f"vbios {g.vbios or '?'}  {partition_text(g) or 'partition ?'}  cap {_count(g.power_cap_w)} W  "
+            f"{ecc}  max {_count(g.sm_mhz_max)}/{_count(g.mem_mhz_max)} MHz"
+        )
     report.lines.extend(f"  unknown: {line}" for line in machine.unknowns)
 
 
@@ -196,8 +201,8 @@ def _window_line(env: EnvFile, row, backend) -> str:
 
 def _containers(report: DoctorReport, env: EnvFile, row, vendor: str, docker_factory) -> dict[str, dict]:
     """Each container's line; returns the running ones' ``docker inspect``, by name."""
-    from pytest_gpuverify.execute.container import ContainerError, ContainerExecutor, docker_client
     from pytest_gpuverify.config.containers import is_run_name
+    from pytest_gpuverify.execute.container import ContainerError, ContainerExecutor, docker_client
     from pytest_gpuverify.place.ephemeral import image_facts
     from pytest_gpuverify.place.provenance import container_arch, environment_of
 
@@ -214,7 +219,9 @@ def _containers(report: DoctorReport, env: EnvFile, row, vendor: str, docker_fac
         if is_run_name(c.name):  # not a container: an image a run starts one from (ephemeral.py)
             assert c.image is not None  # row_problem (ephemeral.py) refuses a `run` row without one
             image_id, _, problem = image_facts(client, c.image)
-            report.lines.append(f"container {c.name}: a fresh container per run, image {c.image} ({problem or image_id})")
+            report.lines.append(
+                f"container {c.name}: a fresh container per run, image {c.image} ({problem or image_id})"
+            )
             if problem:
                 report.problems.append(problem)
             continue
@@ -252,12 +259,16 @@ def _mounts(report: DoctorReport, env: EnvFile, running: dict[str, dict]) -> Non
         if actual is None:
             shown = ", ".join(f"{h} -> {c}" for h, c in binds) or "none"
             report.lines.append(f"repo {repo.repo}: {repo.path} is not mounted in {repo.container} (mounts: {shown})")
-            report.problems.append(f"repo {repo.repo}: {repo.path} is not mounted in container {repo.container}, "
-                                   "so its runs are INCONCLUSIVE. Fix: mount it, or correct the Repos row's path")
+            report.problems.append(
+                f"repo {repo.repo}: {repo.path} is not mounted in container {repo.container}, "
+                "so its runs are INCONCLUSIVE. Fix: mount it, or correct the Repos row's path"
+            )
         elif repo.mount and actual != repo.mount:
             report.lines.append(f"repo {repo.repo}: mounted at {actual} in {repo.container}, not at {repo.mount}")
-            report.remarks.append(f"repo {repo.repo} is mounted at {actual} in {repo.container}, not at "
-                                  f"{repo.mount} as the Repos row says (runs use {actual})")
+            report.remarks.append(
+                f"repo {repo.repo} is mounted at {actual} in {repo.container}, not at "
+                f"{repo.mount} as the Repos row says (runs use {actual})"
+            )
 
 
 def _repos(report: DoctorReport, env: EnvFile) -> None:

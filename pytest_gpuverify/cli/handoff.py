@@ -8,16 +8,16 @@ import json
 import sys
 from collections import Counter
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from pytest_gpuverify.records.artifact import Artifact
-from pytest_gpuverify.engine.orphans import unclaimed_logs
+from pytest_gpuverify.common.words import counted
 from pytest_gpuverify.compare.command import Refused, checked, decide, not_passing
 from pytest_gpuverify.compare.core import side_of
+from pytest_gpuverify.engine.orphans import unclaimed_logs
 from pytest_gpuverify.parsers.recognizers.perf_lines import SHAPE
-from pytest_gpuverify.common.words import counted
+from pytest_gpuverify.records.artifact import Artifact
 
 
 class _Model(BaseModel):
@@ -26,7 +26,7 @@ class _Model(BaseModel):
 
 class CommandRun(_Model):
     command: str
-    exitCode: Optional[int] = None
+    exitCode: int | None = None
     observation: str
 
 
@@ -74,7 +74,7 @@ def ticket_artifacts(folder: Path) -> list[tuple[Path, Artifact]]:
     return out
 
 
-def _ab(base: Optional[Artifact], head: Artifact) -> Optional[str]:
+def _ab(base: Artifact | None, head: Artifact) -> str | None:
     if base is None and not any(side_of(r.side) for r in head.perf):
         return None
     sides = [("the base", base), ("the head", head)] if base is not None else [("the A/B run", head)]
@@ -93,12 +93,17 @@ def _ab(base: Optional[Artifact], head: Artifact) -> Optional[str]:
     return "A/B: " + ", ".join(f"{n} {c}" for c, n in sorted(calls.items())) + f" ({ratios}{more})"
 
 
-def observation(art: Artifact, base: Optional[Artifact] = None) -> str:
+def observation(art: Artifact, base: Artifact | None = None) -> str:
     c = art.correctness
-    parts = [art.verdict + (f" ({art.reasons[0]})" if art.reasons and art.verdict != "PASS" else ""),
-             f"{counted(c.shapes_checked, 'shape')} checked"]
-    for label, value in (("lowest cosine_sim", c.cosine_sim), ("lowest SNR (dB)", c.snr_db),
-                         ("max_abs_error", c.max_abs_error)):
+    parts = [
+        art.verdict + (f" ({art.reasons[0]})" if art.reasons and art.verdict != "PASS" else ""),
+        f"{counted(c.shapes_checked, 'shape')} checked",
+    ]
+    for label, value in (
+        ("lowest cosine_sim", c.cosine_sim),
+        ("lowest SNR (dB)", c.snr_db),
+        ("max_abs_error", c.max_abs_error),
+    ):
         if value is not None:
             parts.append(f"{label} {value!r}")
     tput = [f"{k} {v!r}" for r in art.perf if r.shape == SHAPE for k, v in r.metrics.items() if v is not None]
@@ -123,27 +128,36 @@ def build_runs(arts: list[Artifact]) -> list[CommandRun]:
         output = f"output {b.output} ({b.output_bytes} bytes, sha256 {b.output_sha256})" if b.output else "no output"
         gpus = f" on GPU {','.join(map(str, b.gpus))}" if b.gpus else ""
         side = {"A": "side A (base) ", "B": "side B (head) "}.get(b.side or "", "")
-        runs.append(CommandRun(command=b.command, exitCode=b.exit_code, observation=(
-            f"{side}{result}; in {b.container or 'the host'}{gpus}, {b.duration_s} s; {output}; "
-            f"targets: {', '.join(topics)}")))
+        runs.append(
+            CommandRun(
+                command=b.command,
+                exitCode=b.exit_code,
+                observation=(
+                    f"{side}{result}; in {b.container or 'the host'}{gpus}, {b.duration_s} s; {output}; "
+                    f"targets: {', '.join(topics)}"
+                ),
+            )
+        )
     return runs
 
 
-def build_handoff(ticket: Path, base: Optional[Path] = None) -> Handoff:
+def build_handoff(ticket: Path, base: Path | None = None) -> Handoff:
     """Refused (naming the file) when any artifact fails ``gpuverify check``."""
     arts = ticket_artifacts(ticket)
     bases = {a.topic: a for _, a in ticket_artifacts(base)} if base is not None else {}
     runs = build_runs([a for _, a in arts]) + [
         CommandRun(command=a.command or a.topic, exitCode=a.exit_code, observation=observation(a, bases.get(a.topic)))
-        for _, a in arts]
+        for _, a in arts
+    ]
     verdicts = Counter(a.verdict for _, a in arts)
     summary = f"{len(arts)} artifact(s) in {ticket.resolve().name}: " + ", ".join(
-        f"{verdicts[v]} {v}" for v in ("PASS", "FAIL", "INCONCLUSIVE") if verdicts[v])
+        f"{verdicts[v]} {v}" for v in ("PASS", "FAIL", "INCONCLUSIVE") if verdicts[v]
+    )
     orphans = [f"{log.log.name}: {log.says()}" for log in unclaimed_logs(ticket)]
     return Handoff(salientSummary=summary, verification=Verification(commandsRun=runs), discoveredIssues=orphans)
 
 
-def run_handoff(ticket: str, base: Optional[str], out: Optional[str]) -> int:
+def run_handoff(ticket: str, base: str | None, out: str | None) -> int:
     from pytest_gpuverify.verify.exclusivity import artifact_paths
 
     folder = Path(ticket)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pytest_gpuverify.records.artifact import Artifact
 from pytest_gpuverify.parsers.perfstats import printed_us
+from pytest_gpuverify.records.artifact import Artifact
 
 
 def _fmt(value) -> str:
@@ -37,8 +37,15 @@ def render(art: Artifact, path: Path) -> str:
         lines.append(f"  repo       {repo.path} @ {_fmt(repo.sha)[:12]}{' (dirty)' if repo.dirty else ''}")
     for pkg, origin in art.imports.items():
         record = art.import_origins.get(pkg)
-        how = "" if record is None else " (imported by the run)" if record.seen == "imported" else \
-            " (not imported by the run)" if record.seen == "not imported" else " (predicted: the run recorded none)"
+        how = (
+            ""
+            if record is None
+            else " (imported by the run)"
+            if record.seen == "imported"
+            else " (not imported by the run)"
+            if record.seen == "not imported"
+            else " (predicted: the run recorded none)"
+        )
         lines.append(f"  imports    {pkg} from {_fmt(origin)}{how}")
     c = art.correctness
     lines.append(
@@ -55,7 +62,9 @@ def render(art: Artifact, path: Path) -> str:
         lines.append(f"  {'shape':<{width}}  {'name':<20} {'us':>12}  stat    metrics")
         for row in shown:
             metrics = " ".join(f"{k}={_fmt(v)}" for k, v in row.metrics.items())
-            lines.append(f"  {row.shape[:width]:<{width}}  {row.name[:20]:<20} {_fmt(printed_us(row)):>12}  {_fmt(row.stat):<7} {metrics}")
+            lines.append(
+                f"  {row.shape[:width]:<{width}}  {row.name[:20]:<20} {_fmt(printed_us(row)):>12}  {_fmt(row.stat):<7} {metrics}"
+            )
         if len(art.perf) > len(shown):
             lines.append(f"  ... {len(art.perf) - len(shown)} more rows in the artifact")
         if art.verdict != "PASS":

@@ -9,8 +9,7 @@ are as good as the wall clock was at each session's start (the monotonic clock i
 from __future__ import annotations
 
 import time
-from datetime import datetime, timedelta, timezone
-from typing import Optional
+from datetime import UTC, datetime, timedelta
 
 STAMP_FORMAT = "%Y%m%dT%H%M%S%fZ"  # a run's stamp in its file names (UTC): sorts as it happened
 
@@ -30,7 +29,7 @@ class SessionClock:
         assert best is not None
         self.wall0, self.mono0 = best[1], best[2]
 
-    def wall(self, mono: Optional[float]) -> Optional[str]:
+    def wall(self, mono: float | None) -> str | None:
         """``mono`` as an ISO 8601 UTC time with microseconds; None stays None."""
         if mono is None:
             return None
@@ -48,7 +47,7 @@ def _iso_utc_us(us: int) -> str:
     return when.isoformat(timespec="microseconds").replace("+00:00", "Z")
 
 
-_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 def parse_iso_utc(text: str) -> float:

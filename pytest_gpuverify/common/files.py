@@ -19,9 +19,9 @@ import pwd
 import shutil
 import stat
 import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional, Sequence
 
 RESULT_MODE = 0o644  # artifacts, raw logs, JUnit reports: owner writes, everyone who reaches the folder reads
 FOLDER_BITS = 0o3777  # what a new ticket folder copies from its parent: rwx for all, setgid and sticky
@@ -44,12 +44,14 @@ def owner_and_mode(path: Path) -> str:
     return f"owner {owner}, mode {stat.S_IMODE(st.st_mode):04o}"
 
 
-def unwritable(path: Path, why: str, fix: Optional[str] = None) -> FileProblem:
+def unwritable(path: Path, why: str, fix: str | None = None) -> FileProblem:
     """The one-line error for ``path``: what it is, whose, its mode, and the fix."""
     path = Path(path)
     me = _user()
-    fix = fix or (f"make it writable for {me} (e.g. `chmod g+w` with a group {me} is in), "
-                  "or point the env file's tickets row elsewhere")
+    fix = fix or (
+        f"make it writable for {me} (e.g. `chmod g+w` with a group {me} is in), "
+        "or point the env file's tickets row elsewhere"
+    )
     return FileProblem(f"cannot write {path} ({owner_and_mode(path)}): {why}. Fix: {fix}")
 
 
@@ -71,14 +73,15 @@ def check_writable_dir(path: Path) -> None:
             break
         probe = parent
     if not probe.is_dir():
-        raise unwritable(probe, "it is a file, not a folder",
-                         "remove or rename it, or point the env file's tickets row at a folder")
+        raise unwritable(
+            probe, "it is a file, not a folder", "remove or rename it, or point the env file's tickets row at a folder"
+        )
     if not os.access(probe, os.W_OK | os.X_OK):
         why = "read-only file system" if _read_only_fs(probe) else "no write permission"
         raise unwritable(probe, why)
 
 
-def output_file_problem(path: Path) -> Optional[tuple[str, str]]:
+def output_file_problem(path: Path) -> tuple[str, str] | None:
     """(what is wrong, the fix) when a file the user named for output (``-o FILE``, the CI summary)
     cannot be written: a folder, a missing folder, no permission. None when it can. Creates nothing."""
     folder = path.parent
@@ -92,7 +95,7 @@ def output_file_problem(path: Path) -> Optional[tuple[str, str]]:
     return None
 
 
-def result_folder(tickets: Optional[Path], ticket: Optional[str], cwd: Path) -> tuple[Path, Optional[Path]]:
+def result_folder(tickets: Path | None, ticket: str | None, cwd: Path) -> tuple[Path, Path | None]:
     """(the folder a session's artifacts go to, the lock of the artifact moves in it), after
     :func:`check_writable_dir`. With a ticket: ``<tickets>/<KEY>`` and the tickets folder's lock,
     shared by the team and every session writing any ticket there; else the cwd and this user's own."""
@@ -109,7 +112,7 @@ def result_folder(tickets: Optional[Path], ticket: Optional[str], cwd: Path) -> 
     return folder, lock
 
 
-def open_folder_problem(path: Path) -> Optional[FileProblem]:
+def open_folder_problem(path: Path) -> FileProblem | None:
     """A folder every local user may write in, without the sticky bit: anyone could delete or replace
     another user's artifacts, logs and signatures in it. None when it is safe (or does not exist)."""
     try:
@@ -118,9 +121,11 @@ def open_folder_problem(path: Path) -> Optional[FileProblem]:
         return None
     if not stat.S_ISDIR(mode) or not mode & stat.S_IWOTH or mode & stat.S_ISVTX:
         return None
-    return FileProblem(f"cannot write into {path} ({owner_and_mode(path)}): every local user may write in it "
-                       "but it lacks the sticky bit, so anyone could delete or replace another user's artifacts. "
-                       f"Fix: `chmod +t {path}` (its owner or root), or `chmod o-w {path}` for a team's group folder")
+    return FileProblem(
+        f"cannot write into {path} ({owner_and_mode(path)}): every local user may write in it "
+        "but it lacks the sticky bit, so anyone could delete or replace another user's artifacts. "
+        f"Fix: `chmod +t {path}` (its owner or root), or `chmod o-w {path}` for a team's group folder"
+    )
 
 
 def _read_only_fs(path: Path) -> bool:
@@ -160,7 +165,7 @@ def make_dirs(path: Path) -> None:
             pass  # made by us: its default mode still works for us
 
 
-def write_atomic(path: Path, data: bytes, mode: Optional[int] = None) -> None:
+def write_atomic(path: Path, data: bytes, mode: int | None = None) -> None:
     """Write ``data`` to ``path`` so a reader sees the old file or the new one, never half of one."""
     staged = stage_file(path, data, mode)
     try:
@@ -172,7 +177,7 @@ def write_atomic(path: Path, data: bytes, mode: Optional[int] = None) -> None:
             staged.unlink()
 
 
-def stage_file(path: Path, data: bytes, mode: Optional[int] = None) -> Path:
+def stage_file(path: Path, data: bytes, mode: int | None = None) -> Path:
     """``data`` in a hidden file beside ``path``, synced to disk, for an ``os.replace`` onto ``path``;
     nothing is left behind when it cannot be written whole (a full disk)."""
     make_dirs(path.parent)
@@ -210,7 +215,7 @@ def create_result_file(path: Path) -> None:
         os.close(fd)
 
 
-def user_runtime_dir(base: Optional[Path] = None) -> Optional[Path]:
+def user_runtime_dir(base: Path | None = None) -> Path | None:
     """``/tmp/gpuverify-<uid>``: this user's own files (shared GPU readings, host-run caches, the lock of
     artifact moves without a ticket), one folder reused by every session, mode 0700. None when the
     name is taken by something not ours (another user's folder, a link): then nothing is shared."""
@@ -233,13 +238,13 @@ def user_runtime_dir(base: Optional[Path] = None) -> Optional[Path]:
 @dataclass(frozen=True)
 class PrivateFolder:
     path: Path  # this user's own folder, mode 0700
-    squatted: Optional[str] = None  # the usual folder's name, owner and mode, when something not ours holds it
+    squatted: str | None = None  # the usual folder's name, owner and mode, when something not ours holds it
 
 
 _fresh: dict[Path, PrivateFolder] = {}  # per base folder: this process's fresh folder, made once
 
 
-def private_folder(base: Optional[Path] = None) -> PrivateFolder:
+def private_folder(base: Path | None = None) -> PrivateFolder:
     """:func:`user_runtime_dir`, else (its name taken by another user's folder or a link) a fresh
     folder of this process, mode 0700, removed at exit: never a fixed path others could make first."""
     base = Path(base or tempfile.gettempdir())

@@ -13,7 +13,6 @@ import fcntl
 import os
 import threading
 from pathlib import Path
-from typing import Optional
 
 _HELD = (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES)
 _lock = threading.Lock()
@@ -55,7 +54,7 @@ def release_under(folder: Path) -> None:
         release(path)
 
 
-def held_elsewhere(path: Path) -> Optional[bool]:
+def held_elsewhere(path: Path) -> bool | None:
     """Whether a live process holds ``path``'s lock: True (a session writes it), False (none does),
     None when it cannot be told (unreadable, no locks on this file system)."""
     path = Path(path)
@@ -75,7 +74,7 @@ def held_elsewhere(path: Path) -> Optional[bool]:
     return False
 
 
-def holder_pid(path: Path) -> Optional[int]:
+def holder_pid(path: Path) -> int | None:
     """The pid of the local process holding ``path``'s flock, from /proc/locks; None when not found
     (another node's session, or no /proc)."""
     try:

@@ -6,7 +6,6 @@ import errno
 import fcntl
 import os
 from pathlib import Path
-from typing import Optional
 
 _HELD = (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES)
 
@@ -23,7 +22,7 @@ def flock_nowait(fd: int) -> bool:
     return True
 
 
-def try_lock_file(path: Path, mode: int = 0o600) -> Optional[int]:
+def try_lock_file(path: Path, mode: int = 0o600) -> int | None:
     """An fd holding ``path``'s lock (the file made if missing), or None when it is held or cannot be
     opened or locked: for locks whose absence only means someone else does the work."""
     try:

@@ -12,9 +12,9 @@ from __future__ import annotations
 import os
 import threading
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Iterator, Optional
 
 MAIN_THREAD = "MainThread"
 
@@ -41,7 +41,7 @@ class Profile:
     def add(self, phase: str, start: float, end: float) -> None:
         self.spans.append(Span(phase, start, end, threading.current_thread().name))
 
-    def mark(self, name: str, at: Optional[float] = None) -> None:
+    def mark(self, name: str, at: float | None = None) -> None:
         """A point in time (the plugin loaded, collection over), kept at its first reading."""
         self.marks.setdefault(name, time.monotonic() if at is None else at)
 
@@ -69,7 +69,7 @@ PROFILE = Profile()  # the process's own: the plugin and the engine add to it
 phase = PROFILE.phase
 
 
-def process_started() -> Optional[float]:
+def process_started() -> float | None:
     """This process's start on the monotonic clock (Linux: /proc/self/stat, to a clock tick), so
     the interpreter's and pytest's own start show as a phase; None where it cannot be read."""
     try:
@@ -82,7 +82,7 @@ def process_started() -> Optional[float]:
     return time.monotonic() - age
 
 
-def profile_lines(profile: Profile = PROFILE, now: Optional[float] = None) -> list[str]:
+def profile_lines(profile: Profile = PROFILE, now: float | None = None) -> list[str]:
     """The printed profile: the process's start to the plugin's load, each phase on the session's
     path with its total ms and count, the phases run alongside, and the time on the path that no
     phase covers (pytest's own hooks, collection, the terminal)."""
@@ -91,8 +91,10 @@ def profile_lines(profile: Profile = PROFILE, now: Optional[float] = None) -> li
     lines = []
     loaded = profile.marks.get("plugin loaded")
     if began is not None and loaded is not None:
-        lines.append(f"{'process start -> plugin loaded':<34} {1000 * (loaded - began):8.1f} ms  "
-                     "(the interpreter, pytest and its plugins)")
+        lines.append(
+            f"{'process start -> plugin loaded':<34} {1000 * (loaded - began):8.1f} ms  "
+            "(the interpreter, pytest and its plugins)"
+        )
     path = profile.totals(on_path=True)
     for name, (ms, n) in path.items():
         lines.append(f"{name:<34} {ms:8.1f} ms" + (f"  x{n}" if n > 1 else ""))

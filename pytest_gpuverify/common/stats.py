@@ -12,9 +12,9 @@
 from __future__ import annotations
 
 import statistics
+from collections.abc import Sequence
 from dataclasses import dataclass
 from math import exp, inf, lgamma, log, log1p, pi, sqrt
-from typing import Optional, Sequence
 
 _TINY = 1e-300
 _EPS = 1e-15
@@ -34,7 +34,7 @@ def variance(values: Sequence[float]) -> float:
     return sum((v - mean) ** 2 for v in values) / (len(values) - 1)
 
 
-def cv(values: Sequence[float]) -> Optional[float]:
+def cv(values: Sequence[float]) -> float | None:
     """The coefficient of variation (sample standard deviation over the mean); None below 2 values
     or for a mean that is not positive."""
     if len(values) < 2:
@@ -43,8 +43,9 @@ def cv(values: Sequence[float]) -> Optional[float]:
     return sqrt(variance(values)) / mean if mean > 0 else None
 
 
-def two_clusters(values: Sequence[float], gap_over_range: float = 4.0,
-                 least_gap: float = 0.05) -> Optional[tuple[list[float], list[float]]]:
+def two_clusters(
+    values: Sequence[float], gap_over_range: float = 4.0, least_gap: float = 0.05
+) -> tuple[list[float], list[float]] | None:
     """The two groups when the sorted runs split into two of at least two runs each, apart by more
     than ``gap_over_range`` times the wider group's own range and by ``least_gap`` of the median
     (5 runs or more); None otherwise. Steady noise does this in about 1% of 5-run sides."""
@@ -61,6 +62,7 @@ def two_clusters(values: Sequence[float], gap_over_range: float = 4.0,
 
 
 # -- Student's t ------------------------------------------------------------------------------------
+
 
 def _beta_fraction(a: float, b: float, x: float) -> float:
     """The continued fraction of the incomplete beta function (modified Lentz; Numerical Recipes' betacf)."""
@@ -123,7 +125,7 @@ def t_quantile(prob: float, df: float) -> float:
     if df == inf or df > 1e7:
         return z
     # the Cornish-Fisher expansion of t in z starts Newton close (two or three steps) for df above 2 or so
-    guess = z + (z ** 3 + z) / (4 * df) + (5 * z ** 5 + 16 * z ** 3 + 3 * z) / (96 * df * df)
+    guess = z + (z**3 + z) / (4 * df) + (5 * z**5 + 16 * z**3 + 3 * z) / (96 * df * df)
     lo, hi = 0.0, max(1.0, 2 * guess)
     while t_cdf(hi, df) < prob:  # the tails of few degrees of freedom are far out (df 1: the Cauchy)
         lo, hi = hi, hi * 4
@@ -143,6 +145,7 @@ def t_quantile(prob: float, df: float) -> float:
 
 
 # -- Welch's t and the false discovery rate ---------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class Welch:
@@ -191,4 +194,3 @@ def bh_adjust(ps: Sequence[float]) -> list[float]:
         smallest = min(smallest, ps[i] * m / rank)
         out[i] = smallest
     return out
-

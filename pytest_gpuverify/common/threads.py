@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import os
 import threading
-from typing import Callable, Generic, Optional, TypeVar
+from collections.abc import Callable
+from typing import Generic, TypeVar
 
 T = TypeVar("T")
 
@@ -17,8 +18,8 @@ class Background(Generic[T]):
 
     def __init__(self, work: Callable[[], T], name: str) -> None:
         self._work = work
-        self._value: Optional[T] = None
-        self._error: Optional[BaseException] = None
+        self._value: T | None = None
+        self._error: BaseException | None = None
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
         self._thread.start()
 
@@ -28,7 +29,7 @@ class Background(Generic[T]):
         except BaseException as exc:  # handed to whoever asks for the result
             self._error = exc
 
-    def wait(self, timeout_s: Optional[float] = None) -> None:
+    def wait(self, timeout_s: float | None = None) -> None:
         self._thread.join(timeout_s)
 
     @property

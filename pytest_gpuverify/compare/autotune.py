@@ -3,8 +3,6 @@ different configurations, since a difference in speed may then be the tuning's r
 
 from __future__ import annotations
 
-from typing import Optional
-
 from pytest_gpuverify.records.artifact import Artifact, AutotuneChoice
 from pytest_gpuverify.records.autotune import differ_note, differing
 
@@ -15,7 +13,7 @@ def own_choices(art: Artifact) -> list[AutotuneChoice]:
     return [c for c in choices if c.side == "B"] if art.ab is not None else list(choices)
 
 
-def autotune_notes(base: Artifact, head: Optional[Artifact]) -> list[str]:
+def autotune_notes(base: Artifact, head: Artifact | None) -> list[str]:
     """One A/B artifact: its sides' difference (``autotune.differ``); two artifacts: their own choices'."""
     if head is None:
         found = base.autotune.differ if base.autotune is not None else []

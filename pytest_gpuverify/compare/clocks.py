@@ -8,16 +8,17 @@ Artifacts without watch records are compared as before, with a note that their c
 from __future__ import annotations
 
 from statistics import median
-from typing import Optional
 
 from pytest_gpuverify.records.artifact import GpuClocks, GpuWatch
 from pytest_gpuverify.records.clock_events import POWER_CAP, classify
 
 CLOCK_BOUND = 0.05  # the sides' SM clocks (each side's median over its runs) may differ by 5%
-NOT_RECORDED = "clocks were not recorded (artifacts without watch records): throttling and clock differences not checked"
+NOT_RECORDED = (
+    "clocks were not recorded (artifacts without watch records): throttling and clock differences not checked"
+)
 
 
-def run_sm_mhz(watch: GpuWatch) -> Optional[float]:
+def run_sm_mhz(watch: GpuWatch) -> float | None:
     """The SM clock a run held: the highest over its GPUs of the highest reading while it ran."""
     found = []
     for gpu in watch.clocks:
@@ -41,8 +42,12 @@ def events(gpu: GpuClocks) -> tuple[list[str], list[str]]:
 
 
 def throttled(label: str, watches: list[GpuWatch]) -> list[str]:
-    return [f"{label} was throttled in {_run_name(w)} (GPU {g.index}: {', '.join(unlike)})"
-            for w in watches for g in w.clocks if (unlike := events(g)[0])]
+    return [
+        f"{label} was throttled in {_run_name(w)} (GPU {g.index}: {', '.join(unlike)})"
+        for w in watches
+        for g in w.clocks
+        if (unlike := events(g)[0])
+    ]
 
 
 def at_power_cap(label: str, watches: list[GpuWatch]) -> list[str]:
@@ -51,11 +56,13 @@ def at_power_cap(label: str, watches: list[GpuWatch]) -> list[str]:
     if not capped:
         return []
     names = sorted({n for w in capped for g in w.clocks for n in POWER_CAP.intersection(events(g)[1])})
-    return [f"the {label} reached its power cap in {len(capped)} of {len(watches)} runs ({', '.join(names)}): "
-            "the normal state of a GPU under load, not a veto"]
+    return [
+        f"the {label} reached its power cap in {len(capped)} of {len(watches)} runs ({', '.join(names)}): "
+        "the normal state of a GPU under load, not a veto"
+    ]
 
 
-def clock_problem(base: list[GpuWatch], head: list[GpuWatch]) -> tuple[Optional[str], list[str]]:
+def clock_problem(base: list[GpuWatch], head: list[GpuWatch]) -> tuple[str | None, list[str]]:
     """(why no call can be made, or None; notes for the header)."""
     if not base and not head:
         return None, [NOT_RECORDED]
@@ -66,16 +73,20 @@ def clock_problem(base: list[GpuWatch], head: list[GpuWatch]) -> tuple[Optional[
         unread = [w for w in side if not w.clocks]
         if unread:
             why = next((p for w in unread for p in w.problems), "no reason recorded")
-            notes.append(f"the {label}'s clocks were not read in {len(unread)} of {len(side)} runs ({why}): "
-                         "throttling there not checked")
+            notes.append(
+                f"the {label}'s clocks were not read in {len(unread)} of {len(side)} runs ({why}): "
+                "throttling there not checked"
+            )
     notes += at_power_cap("base", base) + at_power_cap("head", head)
     found = throttled("the base", base) + throttled("the head", head)
     sides = [[v for v in map(run_sm_mhz, side) if v is not None] for side in (base, head)]
     if all(sides):
         b, h = median(sides[0]), median(sides[1])
         if abs(b - h) > CLOCK_BOUND * min(b, h):
-            found.append(f"the sides' SM clocks differ by {abs(b - h) / min(b, h):.0%} (base {b:.0f} MHz, "
-                         f"head {h:.0f} MHz; bound {CLOCK_BOUND:.0%})")
+            found.append(
+                f"the sides' SM clocks differ by {abs(b - h) / min(b, h):.0%} (base {b:.0f} MHz, "
+                f"head {h:.0f} MHz; bound {CLOCK_BOUND:.0%})"
+            )
     elif base and head:
         notes.append("SM clocks not read on both sides: their difference not checked")
     return ("; ".join(found) if found else None), notes

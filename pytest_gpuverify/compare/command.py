@@ -10,20 +10,26 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Optional
 
 from pytest_gpuverify.compare import render
 from pytest_gpuverify.compare.autotune import autotune_notes
 from pytest_gpuverify.compare.clocks import clock_problem
-from pytest_gpuverify.compare.core import DEFAULT_RULE, INCONCLUSIVE, REGRESSED, Comparison, Pair, Rule, compare, side_of
+from pytest_gpuverify.compare.core import (
+    DEFAULT_RULE,
+    INCONCLUSIVE,
+    REGRESSED,
+    Comparison,
+    Pair,
+    Rule,
+    compare,
+    side_of,
+)
 from pytest_gpuverify.compare.identity import Difference, differences, identity, unrecorded
 from pytest_gpuverify.records.artifact import Artifact, GpuWatch, sha256_file
 
 
 class Refused(Exception):
     """An input that cannot be trusted or compared; the message names the file."""
-
-
 
 
 def checked(path: str) -> Artifact:
@@ -51,11 +57,13 @@ def refuse_same(base: str, head: str) -> None:
         return  # checked() names a missing file
     if paths[0].resolve() != paths[1].resolve() and sha256_file(paths[0]) != sha256_file(paths[1]):
         return
-    raise Refused(f"{base} and {head} are the same artifact (sha256 {sha256_file(paths[0])[:12]}): a run against "
-                  "itself says nothing. Fix: name the base's and the head's own artifacts, or one A/B artifact alone")
+    raise Refused(
+        f"{base} and {head} are the same artifact (sha256 {sha256_file(paths[0])[:12]}): a run against "
+        "itself says nothing. Fix: name the base's and the head's own artifacts, or one A/B artifact alone"
+    )
 
 
-def not_passing(label: str, art: Artifact) -> Optional[str]:
+def not_passing(label: str, art: Artifact) -> str | None:
     """Why ``art`` proves nothing to compare (its verdict is not PASS), naming the side; None if PASS."""
     if art.verdict == "PASS":
         return None
@@ -63,7 +71,7 @@ def not_passing(label: str, art: Artifact) -> Optional[str]:
     return f"{label} is {art.verdict} ({first}); only PASS is compared against PASS"
 
 
-def own_watch(art: Artifact, side: Optional[str]) -> list[GpuWatch]:
+def own_watch(art: Artifact, side: str | None) -> list[GpuWatch]:
     """The watch records of one side: of an A/B artifact's ``side``, else (side None) the artifact's
     own runs: the head side of an A/B artifact, every record of another."""
     if side is not None:
@@ -73,8 +81,13 @@ def own_watch(art: Artifact, side: Optional[str]) -> list[GpuWatch]:
     return list(art.watch)
 
 
-def decide(base: Artifact, head: Optional[Artifact], rule: Rule = DEFAULT_RULE, may_differ: frozenset[str] = frozenset(),
-           labels: tuple[str, str] = ("the base", "the head")) -> Comparison:
+def decide(
+    base: Artifact,
+    head: Artifact | None,
+    rule: Rule = DEFAULT_RULE,
+    may_differ: frozenset[str] = frozenset(),
+    labels: tuple[str, str] = ("the base", "the head"),
+) -> Comparison:
     """Every check before a call, then the calls; Refused (with the reasons) where no compare may be made."""
     sides = [(labels[0], base)] + ([(labels[1], head)] if head is not None else [])
     bad = [why for why in (not_passing(label, art) for label, art in sides) if why]
@@ -85,11 +98,19 @@ def decide(base: Artifact, head: Optional[Artifact], rule: Rule = DEFAULT_RULE, 
         found = differences(base, head)
         refused = [d for d in found if d.field not in may_differ]
         if refused:
-            raise Refused("the sides are not like work: " + "; ".join(d.describe() for d in refused)
-                          + " (--may-differ " + ",".join(d.field for d in refused) + " compares them anyway)")
+            raise Refused(
+                "the sides are not like work: "
+                + "; ".join(d.describe() for d in refused)
+                + " (--may-differ "
+                + ",".join(d.field for d in refused)
+                + " compares them anyway)"
+            )
         allowed = found
-    watches = (own_watch(base, None), own_watch(head, None)) if head is not None else \
-        (own_watch(base, "base"), own_watch(base, "head"))
+    watches = (
+        (own_watch(base, None), own_watch(head, None))
+        if head is not None
+        else (own_watch(base, "base"), own_watch(base, "head"))
+    )
     clocks, notes = clock_problem(*watches)
     if head is not None:
         notes = notes + unrecorded(identity(base), identity(head), ("the base", "the head"))
@@ -103,8 +124,14 @@ def exit_code(pairs: list[Pair], fail_on_inconclusive: bool = False) -> int:
     return 1 if fail_on_inconclusive and any(p.call == INCONCLUSIVE for p in pairs) else 0
 
 
-def run_compare(base: str, head: Optional[str], rule: Rule = DEFAULT_RULE, fmt: str = "table",
-                may_differ: frozenset[str] = frozenset(), fail_on_inconclusive: bool = False) -> int:
+def run_compare(
+    base: str,
+    head: str | None,
+    rule: Rule = DEFAULT_RULE,
+    fmt: str = "table",
+    may_differ: frozenset[str] = frozenset(),
+    fail_on_inconclusive: bool = False,
+) -> int:
     """0: compared, nothing REGRESSED; 1: something REGRESSED (or INCONCLUSIVE, when asked); 2: refused."""
     labels = (f"the base ({base})", f"the head ({head})") if head else (base, base)
     try:
@@ -116,9 +143,16 @@ def run_compare(base: str, head: Optional[str], rule: Rule = DEFAULT_RULE, fmt: 
         print(f"gpuverify compare: refused: {exc}", file=sys.stderr)
         return 2
     if not result.pairs:
-        print(f"gpuverify compare: no perf rows with a base and a head side in {base}"
-              + (f" and {head}" if head else ""), file=sys.stderr)
+        print(
+            f"gpuverify compare: no perf rows with a base and a head side in {base}" + (f" and {head}" if head else ""),
+            file=sys.stderr,
+        )
         return 2
-    print(render.as_json(result) if fmt == "json" else render.markdown(result) if fmt == "markdown"
-          else render.table(result))
+    print(
+        render.as_json(result)
+        if fmt == "json"
+        else render.markdown(result)
+        if fmt == "markdown"
+        else render.table(result)
+    )
     return exit_code(result.pairs, fail_on_inconclusive)

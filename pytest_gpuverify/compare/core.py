@@ -26,16 +26,16 @@ The rule (:class:`Rule`), in order, for each row key (table, shape, name, stat, 
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from math import ceil, exp, inf, log, sqrt
 from statistics import fmean
-from typing import Mapping, Optional, Sequence
 
 from pytest_gpuverify.common import stats
 from pytest_gpuverify.compare.identity import Difference
-from pytest_gpuverify.records.artifact import AbRecord, Artifact, PerfRow
 from pytest_gpuverify.config.vocabulary import HIGHER
 from pytest_gpuverify.parsers.figures import direction_of, process_values, unit_of
+from pytest_gpuverify.records.artifact import AbRecord, Artifact, PerfRow
 
 BASE_SIDES, HEAD_SIDES = ("a", "base"), ("b", "head")
 IMPROVED, REGRESSED, SAME, INCONCLUSIVE, NOT_COMPARED = "IMPROVED", "REGRESSED", "SAME", "INCONCLUSIVE", "NOT COMPARED"
@@ -66,34 +66,34 @@ DEFAULT_RULE = Rule()
 
 @dataclass
 class Pair:
-    table: Optional[str]
+    table: str | None
     shape: str
     name: str
-    stat: Optional[str]
+    stat: str | None
     metric: str
-    direction: Optional[str]  # "higher"/"lower": which way is better; None: unknown
+    direction: str | None  # "higher"/"lower": which way is better; None: unknown
     base: list[float] = field(default_factory=list)  # one value per process (run)
     head: list[float] = field(default_factory=list)
-    base_mean: Optional[float] = None
-    head_mean: Optional[float] = None
-    base_cv: Optional[float] = None
-    head_cv: Optional[float] = None
-    ratio: Optional[float] = None  # head / base, of the geometric means (the mean of the logs)
+    base_mean: float | None = None
+    head_mean: float | None = None
+    base_cv: float | None = None
+    head_cv: float | None = None
+    ratio: float | None = None  # head / base, of the geometric means (the mean of the logs)
     call: str = INCONCLUSIVE
     why: str = ""
-    runs_needed: Optional[int] = None  # per side, for an INCONCLUSIVE row that more runs can decide
-    ci_low: Optional[float] = None  # the ratio's interval at the rule's confidence
-    ci_high: Optional[float] = None
-    p: Optional[float] = None  # Welch's t on the logs, two-sided
-    q: Optional[float] = None  # p adjusted over the compare's rows (Benjamini-Hochberg); None: not tested
-    base_runs: list[Optional[int]] = field(default_factory=list)  # the process of each value (run number)
-    head_runs: list[Optional[int]] = field(default_factory=list)
+    runs_needed: int | None = None  # per side, for an INCONCLUSIVE row that more runs can decide
+    ci_low: float | None = None  # the ratio's interval at the rule's confidence
+    ci_high: float | None = None
+    p: float | None = None  # Welch's t on the logs, two-sided
+    q: float | None = None  # p adjusted over the compare's rows (Benjamini-Hochberg); None: not tested
+    base_runs: list[int | None] = field(default_factory=list)  # the process of each value (run number)
+    head_runs: list[int | None] = field(default_factory=list)
 
     def as_dict(self) -> dict:
         return asdict(self)
 
 
-def side_of(value: Optional[str]) -> Optional[str]:
+def side_of(value: str | None) -> str | None:
     low = (value or "").lower()
     return "base" if low in BASE_SIDES else "head" if low in HEAD_SIDES else None
 
@@ -124,7 +124,7 @@ def own_rows(art: Artifact) -> list[PerfRow]:
     return list(art.perf)
 
 
-def rows_by_side(base: Artifact, head: Optional[Artifact]) -> dict[str, list[PerfRow]]:
+def rows_by_side(base: Artifact, head: Artifact | None) -> dict[str, list[PerfRow]]:
     if head is not None:
         return {"base": own_rows(base), "head": own_rows(head)}
     out: dict[str, list[PerfRow]] = defaultdict(list)
@@ -144,7 +144,7 @@ def _g(value: float) -> str:
     return f"{value:.2g}"
 
 
-def _inconclusive(pair: Pair, why: str, needed: Optional[int] = None) -> Pair:
+def _inconclusive(pair: Pair, why: str, needed: int | None = None) -> Pair:
     pair.call, pair.runs_needed = INCONCLUSIVE, needed
     pair.why = why + (f"; {needed} runs per side would decide" if needed else "")
     return pair
@@ -169,7 +169,7 @@ def measure(pair: Pair, rule: Rule = DEFAULT_RULE) -> Pair:
     return pair
 
 
-def runs_to_decide(pair: Pair, rule: Rule, least: int) -> Optional[int]:
+def runs_to_decide(pair: Pair, rule: Rule, least: int) -> int | None:
     """The fewest runs per side (from ``least``) at which the interval, of the same centre and the runs'
     pooled spread of logs, would lie inside the margin (a ratio within the factor) or leave no doubt of
     the direction (a ratio beyond it: a call then needs the compare's q as well); None beyond MOST_RUNS
@@ -202,13 +202,13 @@ def runs_to_decide(pair: Pair, rule: Rule, least: int) -> Optional[int]:
     return lo
 
 
-def call(pair: Pair, rule: Rule = DEFAULT_RULE, clocks: Optional[str] = None) -> Pair:
+def call(pair: Pair, rule: Rule = DEFAULT_RULE, clocks: str | None = None) -> Pair:
     """The pair's call under ``rule``; ``clocks``: why the GPUs' clocks allow no call (clocks.py). The
     pair's ``q``, when :func:`call_all` set it, is its p adjusted over the compare's rows; a pair called
     on its own is a family of one (q = p)."""
     if pair.direction is None:
         pair.call = NOT_COMPARED
-        pair.why = (f"direction unknown: declare it, e.g. directions = {{ \"{pair.metric}\" = \"higher\" }}")
+        pair.why = f'direction unknown: declare it, e.g. directions = {{ "{pair.metric}" = "higher" }}'
         return pair
     if not pair.base or not pair.head:
         return _inconclusive(pair, f"only one side printed it (base {len(pair.base)} runs, head {len(pair.head)})")
@@ -221,8 +221,11 @@ def call(pair: Pair, rule: Rule = DEFAULT_RULE, clocks: Optional[str] = None) ->
     runs = min(len(pair.base), len(pair.head))
     if runs < rule.least_runs:
         needed = max(rule.least_runs, runs_to_decide(pair, rule, rule.least_runs) or 0)
-        return _inconclusive(pair, f"needs {needed} runs per side (base {len(pair.base)}, head {len(pair.head)}): "
-                                   f"fewer give no steady measure of the runs' own spread")
+        return _inconclusive(
+            pair,
+            f"needs {needed} runs per side (base {len(pair.base)}, head {len(pair.head)}): "
+            f"fewer give no steady measure of the runs' own spread",
+        )
     assert pair.p is not None and pair.ci_low is not None and pair.ci_high is not None
     if pair.q is None:
         pair.q = pair.p
@@ -242,8 +245,12 @@ def call(pair: Pair, rule: Rule = DEFAULT_RULE, clocks: Optional[str] = None) ->
         cvs = [c for c in (pair.base_cv, pair.head_cv) if c is not None]
         pooled = sqrt(sum(c * c for c in cvs) / len(cvs)) if cvs else 0.0
         if rule.spread and change <= rule.spread * pooled:
-            return _inconclusive(pair, f"{_pct(change)} apart: past the factor {rule.factor:g} but within the runs' own "
-                                       f"spread ({rule.spread:g} x CV {_pct(pooled)})", more)
+            return _inconclusive(
+                pair,
+                f"{_pct(change)} apart: past the factor {rule.factor:g} but within the runs' own "
+                f"spread ({rule.spread:g} x CV {_pct(pooled)})",
+                more,
+            )
         pair.call = IMPROVED if gain > 1 else REGRESSED
         pair.why = f"{_pct(change)} apart, past the factor {rule.factor:g}; {tested} < {rule.fdr:g}{shown_p}"
         return pair
@@ -253,54 +260,64 @@ def call(pair: Pair, rule: Rule = DEFAULT_RULE, clocks: Optional[str] = None) ->
     if significant:
         doubt = f"{_pct(change)} apart, a change ({tested}{shown_p}) within the factor {rule.factor:g}, but {interval} leaves {margin}"
     elif change > rule.factor - 1:
-        doubt = (f"{_pct(change)} apart, past the factor {rule.factor:g} but not significant ({tested}{shown_p}, needs "
-                 f"< {rule.fdr:g}); {interval} leaves {margin}")
+        doubt = (
+            f"{_pct(change)} apart, past the factor {rule.factor:g} but not significant ({tested}{shown_p}, needs "
+            f"< {rule.fdr:g}); {interval} leaves {margin}"
+        )
     else:
         doubt = f"{_pct(change)} apart, but {interval} leaves {margin}"
     return _inconclusive(pair, "cannot tell: " + doubt, more)
 
 
-def _noisy(pair: Pair, rule: Rule) -> Optional[str]:
+def _noisy(pair: Pair, rule: Rule) -> str | None:
     for label, values, spread in (("base", pair.base, pair.base_cv), ("head", pair.head, pair.head_cv)):
         if spread is not None and spread > rule.noisy_cv:
             return f"the {label}'s runs spread CV {_pct(spread)} (bound {_pct(rule.noisy_cv)})"
         groups = stats.two_clusters(values)
         if groups:
-            return (f"the {label}'s runs fall into two clusters ({len(groups[0])} near {stats.median(groups[0]):.4g}, "
-                    f"{len(groups[1])} near {stats.median(groups[1]):.4g})")
+            return (
+                f"the {label}'s runs fall into two clusters ({len(groups[0])} near {stats.median(groups[0]):.4g}, "
+                f"{len(groups[1])} near {stats.median(groups[1]):.4g})"
+            )
     return None
 
 
-def call_all(pairs: Sequence[Pair], rule: Rule = DEFAULT_RULE, clocks: Optional[str] = None) -> list[Pair]:
+def call_all(pairs: Sequence[Pair], rule: Rule = DEFAULT_RULE, clocks: str | None = None) -> list[Pair]:
     """Every pair's call, the rows of one compare as one family: each p tested (a known direction and
     ``least_runs`` a side) is adjusted by Benjamini-Hochberg over all of them into its q."""
-    tested = [measure(p, rule) for p in pairs if p.direction is not None
-              and min(len(p.base), len(p.head)) >= rule.least_runs]
+    tested = [
+        measure(p, rule) for p in pairs if p.direction is not None and min(len(p.base), len(p.head)) >= rule.least_runs
+    ]
     tested = [p for p in tested if p.p is not None]
     for pair, q in zip(tested, stats.bh_adjust([p.p for p in tested if p.p is not None])):
         pair.q = q
     return [call(p, rule, clocks) for p in pairs]
 
 
-def compare(base: Artifact, head: Optional[Artifact] = None, rule: Rule = DEFAULT_RULE,
-            clocks: Optional[str] = None) -> list[Pair]:
-    directions = {**(base.target.directions if base.target else {}),
-                  **(head.target.directions if head is not None and head.target else {})}
+def compare(
+    base: Artifact, head: Artifact | None = None, rule: Rule = DEFAULT_RULE, clocks: str | None = None
+) -> list[Pair]:
+    directions = {
+        **(base.target.directions if base.target else {}),
+        **(head.target.directions if head is not None and head.target else {}),
+    }
     return call_all(pairs_of(rows_by_side(base, head), directions), rule, clocks)
 
 
 # -- the summary: the geometric mean of the gain ------------------------------------------------------
 
+
 @dataclass
 class Summary:
     """The geometric mean of the gain (head better: above 1) over one figure per row of a table, or of
     the whole compare (``table`` None), with the interval where every row was measured in the same runs."""
-    table: Optional[str]
+
+    table: str | None
     rows: int
     figures: list[str]  # the figures taken, e.g. ["us"]
     gain: float
-    ci_low: Optional[float] = None
-    ci_high: Optional[float] = None
+    ci_low: float | None = None
+    ci_high: float | None = None
     why_no_interval: str = ""
 
     def as_dict(self) -> dict:
@@ -321,12 +338,12 @@ def _summary_rows(pairs: Sequence[Pair]) -> list[Pair]:
     return list(chosen.values())
 
 
-def _signed_logs(pair: Pair, side: str) -> dict[Optional[int], float]:
+def _signed_logs(pair: Pair, side: str) -> dict[int | None, float]:
     sign = 1.0 if pair.direction == HIGHER else -1.0
     return {run: sign * log(v) for run, v in zip(getattr(pair, f"{side}_runs"), getattr(pair, side))}
 
 
-def summarise(table: Optional[str], pairs: list[Pair], rule: Rule) -> Summary:
+def summarise(table: str | None, pairs: list[Pair], rule: Rule) -> Summary:
     gains = [log(p.ratio if p.direction == HIGHER else 1 / p.ratio) for p in pairs if p.ratio is not None]
     out = Summary(table, len(pairs), sorted({p.metric for p in pairs}), exp(fmean(gains)))
     # The interval takes the run (the process) as the unit: each run's mean over the rows of its signed
@@ -366,7 +383,7 @@ class Comparison:
     rule: Rule
     allowed: list[Difference] = field(default_factory=list)  # differing facts the user allowed
     notes: list[str] = field(default_factory=list)
-    ab: Optional[AbRecord] = None  # one A/B artifact's record: which checkout is which side
+    ab: AbRecord | None = None  # one A/B artifact's record: which checkout is which side
 
     @property
     def summary(self) -> list[Summary]:

@@ -7,8 +7,8 @@ difference is kept with the comparison so every output shows it.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass
-from typing import Iterable, Optional
 
 from pytest_gpuverify.records.artifact import Artifact
 from pytest_gpuverify.records.machine import held, joined, partition_text, power_text
@@ -41,8 +41,8 @@ MACHINE_FIELDS = ("driver", "partition", "power_cap")
 @dataclass(frozen=True)
 class Difference:
     field: str
-    base: Optional[str]
-    head: Optional[str]
+    base: str | None
+    head: str | None
 
     def describe(self) -> str:
         return f"{self.field} ({FIELDS[self.field]}): base {self.base or 'unknown'}, head {self.head or 'unknown'}"
@@ -61,7 +61,7 @@ def checkout_paths(art: Artifact) -> list[str]:
     return sorted({p.rstrip("/") for p in paths if p and p.rstrip("/")}, key=len, reverse=True)
 
 
-def normalised_command(art: Artifact) -> Optional[str]:
+def normalised_command(art: Artifact) -> str | None:
     command = art.command
     if command is None and art.target is not None and art.target.command:
         command = " ".join([*art.target.command, *art.target.args])
@@ -72,7 +72,7 @@ def normalised_command(art: Artifact) -> Optional[str]:
     return command
 
 
-def identity(art: Artifact) -> dict[str, Optional[str]]:
+def identity(art: Artifact) -> dict[str, str | None]:
     target, versions = art.target, art.versions
     gpus = art.gpus or [art.gpu]
     return {
@@ -93,35 +93,46 @@ def identity(art: Artifact) -> dict[str, Optional[str]]:
     }
 
 
-def machine_facts(art: Artifact) -> dict[str, Optional[str]]:
+def machine_facts(art: Artifact) -> dict[str, str | None]:
     """The driver, and the partition mode and power cap of the GPUs the run held (all of them when it held none)."""
     if art.machine is None:
         return dict.fromkeys(MACHINE_FIELDS)
     gpus = held(art.machine, [g.index for g in art.gpus])
-    return {"driver": art.machine.driver, "partition": joined(partition_text(g) for g in gpus),
-            "power_cap": joined(power_text(g.power_cap_w) for g in gpus)}
+    return {
+        "driver": art.machine.driver,
+        "partition": joined(partition_text(g) for g in gpus),
+        "power_cap": joined(power_text(g.power_cap_w) for g in gpus),
+    }
 
 
 def differences(base: Artifact, head: Artifact) -> list[Difference]:
     return fact_differences(identity(base), identity(head), (base.image_digest, head.image_digest))
 
 
-def fact_differences(mine: dict[str, Optional[str]], theirs: dict[str, Optional[str]],
-                     digests: tuple[Optional[str], Optional[str]] = (None, None)) -> list[Difference]:
+def fact_differences(
+    mine: dict[str, str | None], theirs: dict[str, str | None], digests: tuple[str | None, str | None] = (None, None)
+) -> list[Difference]:
     """The facts (as :func:`identity` reads them) that differ; the image by content where both sides'
     ``digests`` are known."""
     if digests[0] and digests[1]:
         mine, theirs = {**mine, "image": digests[0]}, {**theirs, "image": digests[1]}
-    return [Difference(name, mine.get(name), theirs.get(name)) for name in FIELDS if mine.get(name) != theirs.get(name)
-            and (name not in MACHINE_FIELDS or (mine.get(name) is not None and theirs.get(name) is not None))]
+    return [
+        Difference(name, mine.get(name), theirs.get(name))
+        for name in FIELDS
+        if mine.get(name) != theirs.get(name)
+        and (name not in MACHINE_FIELDS or (mine.get(name) is not None and theirs.get(name) is not None))
+    ]
 
 
-def unrecorded(mine: dict[str, Optional[str]], theirs: dict[str, Optional[str]], labels: tuple[str, str]) -> list[str]:
+def unrecorded(mine: dict[str, str | None], theirs: dict[str, str | None], labels: tuple[str, str]) -> list[str]:
     """A note per machine fact one side did not record (an artifact written before the machine was), which
     therefore was not held equal."""
-    return [f"{name} ({FIELDS[name]}) not recorded by {label}: not held equal" for name in MACHINE_FIELDS
-            for label, facts, other in ((labels[0], mine, theirs), (labels[1], theirs, mine))
-            if facts.get(name) is None and other.get(name) is not None]
+    return [
+        f"{name} ({FIELDS[name]}) not recorded by {label}: not held equal"
+        for name in MACHINE_FIELDS
+        for label, facts, other in ((labels[0], mine, theirs), (labels[1], theirs, mine))
+        if facts.get(name) is None and other.get(name) is not None
+    ]
 
 
 def unknown_names(names: Iterable[str]) -> list[str]:

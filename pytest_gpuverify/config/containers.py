@@ -7,7 +7,6 @@ import os
 import re
 import shlex
 from pathlib import PurePosixPath
-from typing import Optional
 
 HOST_CONTAINER = "host"  # the container name of a command run on the host itself (--gpu-container none)
 
@@ -15,11 +14,11 @@ HOST_CONTAINER = "host"  # the container name of a command run on the host itsel
 RUN_ROW = re.compile(r"run(?::[A-Za-z0-9][A-Za-z0-9._-]*)?")
 
 
-def is_run_name(name: Optional[str]) -> bool:
+def is_run_name(name: str | None) -> bool:
     return name is not None and RUN_ROW.fullmatch(name) is not None
 
 
-def parse_mounts(text: Optional[str]) -> list[tuple[str, str, str]]:
+def parse_mounts(text: str | None) -> list[tuple[str, str, str]]:
     """The row's ``mounts`` cell: ``/opt/models:/opt/models:ro, /data:/data`` -> (host, container, mode).
     ValueError names the bad item."""
     mounts = []
@@ -35,7 +34,7 @@ def parse_mounts(text: Optional[str]) -> list[tuple[str, str, str]]:
     return mounts
 
 
-def parse_env(text: Optional[str]) -> dict[str, str]:
+def parse_env(text: str | None) -> dict[str, str]:
     """The row's ``env`` cell: ``A=1 B="x y"``. ValueError names the bad word."""
     env = {}
     for word in shlex.split(text or ""):
@@ -46,13 +45,15 @@ def parse_env(text: Optional[str]) -> dict[str, str]:
     return env
 
 
-def row_problem(cells: dict) -> Optional[tuple[str, str]]:
+def row_problem(cells: dict) -> tuple[str, str] | None:
     """(message, fix) for a Containers row whose optional columns do not fit it; None when it is fine."""
     run = is_run_name(cells.get("name"))
     for column in ("mounts", "env"):
         if cells.get(column) and not run:
-            return (f"column {column!r} is set on container {cells['name']!r}, which is not a `run` row",
-                    f"clear it: a named container has its own {column}; only a `run` row starts one with them.")
+            return (
+                f"column {column!r} is set on container {cells['name']!r}, which is not a `run` row",
+                f"clear it: a named container has its own {column}; only a `run` row starts one with them.",
+            )
     if run and not cells.get("image"):
         return "a `run` row has no image", "write the image to start, e.g. rocm/pytorch:latest."
     try:
@@ -63,6 +64,6 @@ def row_problem(cells: dict) -> Optional[tuple[str, str]]:
     return None
 
 
-def runs_on_host(container_option: Optional[str]) -> bool:
+def runs_on_host(container_option: str | None) -> bool:
     """``--gpu-container none`` (any case): commands run on the host itself. The one rule for it."""
     return (container_option or "").strip().casefold() == "none"

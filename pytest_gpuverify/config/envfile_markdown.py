@@ -10,7 +10,6 @@ importable from envfile.py as before.
 from __future__ import annotations
 
 import re
-from typing import Optional
 
 # Section name as the reference example writes it -> its required columns, in header order.
 SECTION_COLUMNS: dict[str, tuple[str, ...]] = {
@@ -35,8 +34,8 @@ NumberedLine = tuple[int, str]
 def _split_sections(lines: list[str]) -> list[tuple[str, list[NumberedLine]]]:
     """Known level-2 sections with their numbered lines; fenced code and other text are skipped."""
     sections: list[tuple[str, list[NumberedLine]]] = []
-    current: Optional[list[NumberedLine]] = None
-    fence: Optional[str] = None
+    current: list[NumberedLine] | None = None
+    fence: str | None = None
     for number, line in enumerate(lines, start=1):
         fence_mark = _FENCE.match(line)
         if fence is not None:  # inside a code block: a `## Hosts` here is an example, not a section
@@ -62,8 +61,11 @@ def _find_tables(body: list[NumberedLine]) -> list[list[NumberedLine]]:
     start = 0
     while start + 1 < len(body):
         separator = _split_cells(body[start + 1][1])
-        if (_UNESCAPED_PIPE.search(body[start][1]) and _UNESCAPED_PIPE.search(body[start + 1][1])
-                and all(_SEPARATOR_CELL.fullmatch(cell) for cell in separator)):
+        if (
+            _UNESCAPED_PIPE.search(body[start][1])
+            and _UNESCAPED_PIPE.search(body[start + 1][1])
+            and all(_SEPARATOR_CELL.fullmatch(cell) for cell in separator)
+        ):
             end = start + 2
             while end < len(body) and _UNESCAPED_PIPE.search(body[end][1]):
                 end += 1
@@ -85,7 +87,7 @@ def _split_cells(line: str) -> list[str]:
     return [cell.replace("\\|", "|").strip() for cell in cells]
 
 
-def _cell_value(raw: str) -> Optional[str]:
+def _cell_value(raw: str) -> str | None:
     """A cell's text with one wrapping code span removed; empty or `not set` is unset (None)."""
     span = re.fullmatch(r"(`+)(.*)\1", raw, flags=re.DOTALL)
     if span and span.group(1) not in span.group(2):  # `a` and `b` is two spans: keep it whole

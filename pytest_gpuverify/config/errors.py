@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, Optional, Union
+from typing import Any, Union
 
 Source = Union[str, "os.PathLike[str]"]
 
@@ -27,8 +27,9 @@ Source = Union[str, "os.PathLike[str]"]
 class UsageError(Exception):
     """A file or option the user gave is missing or wrong, found before anything touches a GPU."""
 
-    def __init__(self, source: Source, message: str, fix: str, *, where: Optional[str] = None,
-                 named: Optional[bool] = None) -> None:
+    def __init__(
+        self, source: Source, message: str, fix: str, *, where: str | None = None, named: bool | None = None
+    ) -> None:
         self.source, self.where, self.message, self.fix = source, where, message, fix
         # named: the message itself names the source; by default an option is (it is the subject).
         self.named = str(source).startswith("-") if named is None else named
@@ -61,9 +62,15 @@ def usage_error_of_line(source: Source, line: str) -> UsageError:
 class DeclarationError(UsageError):
     """A declaration is missing or wrong; its place is a table or block, and the key in it."""
 
-    def __init__(self, path: Union[str, os.PathLike], message: str, fix: str, *,
-                 where: Optional[str] = None, key: Optional[str] = None) -> None:
+    def __init__(
+        self, path: str | os.PathLike, message: str, fix: str, *, where: str | None = None, key: str | None = None
+    ) -> None:
         self.path, self.key = Path(path), key
         # The place as shown, key included: "targets[2] (ab-harness) at line 20, key 'command'".
-        super().__init__(self.path, message, fix,
-                         where=", ".join(p for p in (where, f"key {key!r}" if key else None) if p) or None, named=False)
+        super().__init__(
+            self.path,
+            message,
+            fix,
+            where=", ".join(p for p in (where, f"key {key!r}" if key else None) if p) or None,
+            named=False,
+        )

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import os
 import socket
-from typing import Mapping, Optional
+from collections.abc import Mapping
 
 from pytest_gpuverify.config.envfile import EnvFile, GpuLockRow, HostRow, LockSpec
 from pytest_gpuverify.config.errors import UsageError, usage_error_of_line
 from pytest_gpuverify.config.lockspec import lock_folder_problem
 from pytest_gpuverify.config.options import RunOptions
-
 
 # a GPU lock row that serves every machine without a row of its own (a cluster's nodes)
 ANY_HOST = "*"
@@ -26,37 +25,63 @@ def select_host(env: EnvFile, options: RunOptions, environ: Mapping[str, str] = 
         row = env.host(options.host)
         if row is None:
             names = ", ".join(h.host for h in env.hosts)
-            raise UsageError("--gpu-host", f"--gpu-host {options.host!r} is not in Hosts of {env.path}",
-                             f"use one of: {names}")
+            raise UsageError(
+                "--gpu-host", f"--gpu-host {options.host!r} is not in Hosts of {env.path}", f"use one of: {names}"
+            )
     elif options.arch:
         rows = env.hosts_for_arch(options.arch)
         if not rows:
-            raise UsageError(env.path, f"no host with arch {options.arch} in Hosts of {env.path}",
-                             "add a row for it, or pass another --gpu-arch", named=True)
+            raise UsageError(
+                env.path,
+                f"no host with arch {options.arch} in Hosts of {env.path}",
+                "add a row for it, or pass another --gpu-arch",
+                named=True,
+            )
         local = [r for r in rows if r.is_local]
         if len(rows) > 1 and len(local) != 1:
-            raise UsageError(env.path, f"{len(rows)} hosts have arch {options.arch} in {env.path}",
-                             "pick one with --gpu-host " + " or --gpu-host ".join(r.host for r in rows), named=True)
+            raise UsageError(
+                env.path,
+                f"{len(rows)} hosts have arch {options.arch} in {env.path}",
+                "pick one with --gpu-host " + " or --gpu-host ".join(r.host for r in rows),
+                named=True,
+            )
         row = local[0] if local else rows[0]
     elif len(env.hosts) == 1:
         row = env.hosts[0]
     else:
-        raise UsageError(env.path, f"{env.path} lists {len(env.hosts)} hosts", f"pass --gpu-arch (e.g. "
-                         f"{env.hosts[0].arch or 'gfx942'}) or --gpu-host (e.g. {env.hosts[0].host})", named=True)
+        raise UsageError(
+            env.path,
+            f"{env.path} lists {len(env.hosts)} hosts",
+            f"pass --gpu-arch (e.g. {env.hosts[0].arch or 'gfx942'}) or --gpu-host (e.g. {env.hosts[0].host})",
+            named=True,
+        )
     if options.arch and row.arch and row.arch != options.arch.lower():
-        raise UsageError(env.path, f"host {row.host} has arch {row.arch} in {env.path}, but --gpu-arch is "
-                         f"{options.arch}", "drop one of --gpu-host/--gpu-arch", named=True)
+        raise UsageError(
+            env.path,
+            f"host {row.host} has arch {row.arch} in {env.path}, but --gpu-arch is {options.arch}",
+            "drop one of --gpu-host/--gpu-arch",
+            named=True,
+        )
     if not row.is_local and not options.on_host:
-        raise UsageError(env.path, f"host {row.host} is reached over SSH ({row.ssh_alias}); this version runs "
-                         f"on the GPU host itself (Hosts of {env.path})", f"run pytest on {row.host}", named=True)
+        raise UsageError(
+            env.path,
+            f"host {row.host} is reached over SSH ({row.ssh_alias}); this version runs "
+            f"on the GPU host itself (Hosts of {env.path})",
+            f"run pytest on {row.host}",
+            named=True,
+        )
     here = socket.gethostname()
     if not same_host(here, row.host):
-        raise UsageError(env.path, f"this machine is {here!r}, but the local row of Hosts in {env.path} is "
-                         f"{row.host!r}", "correct the host cell, or run on that host", named=True)
+        raise UsageError(
+            env.path,
+            f"this machine is {here!r}, but the local row of Hosts in {env.path} is {row.host!r}",
+            "correct the host cell, or run on that host",
+            named=True,
+        )
     return row
 
 
-def self_described(env: EnvFile, options: RunOptions, environ: Mapping[str, str]) -> Optional[HostRow]:
+def self_described(env: EnvFile, options: RunOptions, environ: Mapping[str, str]) -> HostRow | None:
     """A Slurm node no Hosts row names describes itself: its hostname, the arch of --gpu-arch (else the
     one its tools report) and the GPUs its tools and its job's grant give. A cluster's nodes are many
     and come and go; the env file's per-machine rows apply only to the machines they name."""
@@ -68,21 +93,33 @@ def self_described(env: EnvFile, options: RunOptions, environ: Mapping[str, str]
     return HostRow(host=here, ssh_alias="local", arch=options.arch.lower() if options.arch else None)
 
 
-def lock_for(env: EnvFile, host: HostRow) -> tuple[LockSpec, Optional[str]]:
+def lock_for(env: EnvFile, host: HostRow) -> tuple[LockSpec, str | None]:
     """(lock spec, picker command or None for builtin): the host's row, else the ``*`` row (every
     machine without a row of its own). Either cell unset: stop and ask."""
-    row: Optional[GpuLockRow] = env.gpu_lock(host.host) or env.gpu_lock(ANY_HOST)
+    row: GpuLockRow | None = env.gpu_lock(host.host) or env.gpu_lock(ANY_HOST)
     where = f"section 'GPU lock' of {env.path}"
     if row is None:
-        raise UsageError(env.path, f"no row for host {host.host} in {where}",
-                         f"add | {host.host} | builtin | flock ... |, or | {ANY_HOST} | builtin | flock ... | for "
-                         "every machine without a row of its own", named=True)
+        raise UsageError(
+            env.path,
+            f"no row for host {host.host} in {where}",
+            f"add | {host.host} | builtin | flock ... |, or | {ANY_HOST} | builtin | flock ... | for "
+            "every machine without a row of its own",
+            named=True,
+        )
     if row.picker is None:
-        raise UsageError(env.path, f"the picker for {host.host} is not set in {where}",
-                         "write `builtin` or a picker command", named=True)
+        raise UsageError(
+            env.path,
+            f"the picker for {host.host} is not set in {where}",
+            "write `builtin` or a picker command",
+            named=True,
+        )
     if row.lock_spec is None:  # the cell is read (and checked) once, with the file: envfile.py
-        raise UsageError(env.path, f"the lock for {host.host} is not set in {where}",
-                         "write a flock prefix, e.g. `flock -E 75 -w 600 /var/lock/gpu-<id>.lock`", named=True)
+        raise UsageError(
+            env.path,
+            f"the lock for {host.host} is not set in {where}",
+            "write a flock prefix, e.g. `flock -E 75 -w 600 /var/lock/gpu-<id>.lock`",
+            named=True,
+        )
     problem = lock_folder_problem(row.lock_spec)
     if problem:
         raise usage_error_of_line(env.path, f"{where}, host {host.host}: {problem}")

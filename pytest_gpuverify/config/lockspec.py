@@ -9,7 +9,6 @@ from __future__ import annotations
 import math
 import shlex
 from pathlib import Path, PurePosixPath
-from typing import Optional, Union
 
 from pydantic import BaseModel, ConfigDict
 
@@ -29,8 +28,8 @@ class LockSpec(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     path_template: str  # absolute, with <id> where the GPU index goes
-    wait_s: Optional[float] = None  # None: wait forever (flock's default); 0: do not wait
-    conflict_exit_code: Optional[int] = None
+    wait_s: float | None = None  # None: wait forever (flock's default); 0: do not wait
+    conflict_exit_code: int | None = None
     shared: bool = False  # always False from parse_lock_prefix, which refuses -s
 
     def path_for(self, gpu_index: int) -> Path:
@@ -50,13 +49,15 @@ def lock_folder(spec: LockSpec) -> Path:
     return Path(*fixed)
 
 
-def lock_folder_problem(spec: LockSpec) -> Optional[str]:
+def lock_folder_problem(spec: LockSpec) -> str | None:
     """Why no lock file can be made, found before any GPU is taken (None: the folder is there)."""
     folder = lock_folder(spec)
     if folder.is_dir():
         return None
-    return (f"the GPU lock folder {folder} does not exist. Fix: create it for every GPU user "
-            f"(`mkdir -p {folder} && chmod 1777 {folder}`), or write another folder in the lock cell")
+    return (
+        f"the GPU lock folder {folder} does not exist. Fix: create it for every GPU user "
+        f"(`mkdir -p {folder} && chmod 1777 {folder}`), or write another folder in the lock cell"
+    )
 
 
 # flock option -> what it means for a GPU lock; a trailing "=" marks an option that takes a value.
@@ -73,8 +74,7 @@ _FLOCK_OPTIONS = {
 _REFUSED_FLOCK_OPTIONS = {
     "shared": ("a shared (-s) GPU lock excludes nothing", "drop -s; a GPU lock is exclusive."),
     "unlock": ("-u releases a lock instead of taking one", "drop -u."),
-    "command": ("the lock cell holds a command (-c)",
-                "keep only the flock prefix; the plugin adds the command."),
+    "command": ("the lock cell holds a command (-c)", "keep only the flock prefix; the plugin adds the command."),
 }
 
 
@@ -91,8 +91,8 @@ def parse_lock_prefix(lock: str) -> LockSpec:
     if not tokens or Path(tokens[0]).name != "flock":
         raise LockPrefixError(f"lock {lock!r} does not start with `flock`")
     options, positional = _flock_arguments(tokens[1:])
-    wait_s: Optional[float] = None
-    exit_code: Optional[int] = None
+    wait_s: float | None = None
+    exit_code: int | None = None
     for meaning, value in options:
         if meaning in _REFUSED_FLOCK_OPTIONS:
             raise LockPrefixError(*_REFUSED_FLOCK_OPTIONS[meaning])
@@ -103,26 +103,29 @@ def parse_lock_prefix(lock: str) -> LockSpec:
     if not positional:
         raise LockPrefixError(f"lock {lock!r} names no lock file")
     if len(positional) > 1:
-        raise LockPrefixError(f"lock {lock!r} has a command after the lock file",
-                              "keep only the flock prefix; the plugin adds the command.")
+        raise LockPrefixError(
+            f"lock {lock!r} has a command after the lock file",
+            "keep only the flock prefix; the plugin adds the command.",
+        )
     template = positional[0]
     if "<id>" not in template:
-        raise LockPrefixError(f"lock path {template!r} has no <id>",
-                              "put <id> where the GPU index goes, e.g. /var/lock/gpu-<id>.lock.")
+        raise LockPrefixError(
+            f"lock path {template!r} has no <id>", "put <id> where the GPU index goes, e.g. /var/lock/gpu-<id>.lock."
+        )
     if not PurePosixPath(template).is_absolute():
-        raise LockPrefixError(f"lock path {template!r} is relative",
-                              "write an absolute path, e.g. /var/lock/gpu-<id>.lock.")
+        raise LockPrefixError(
+            f"lock path {template!r} is relative", "write an absolute path, e.g. /var/lock/gpu-<id>.lock."
+        )
     nonblock = any(meaning == "nonblock" for meaning, _ in options)  # flock: -n beats -w
-    return LockSpec(path_template=template, wait_s=0.0 if nonblock else wait_s,
-                    conflict_exit_code=exit_code)
+    return LockSpec(path_template=template, wait_s=0.0 if nonblock else wait_s, conflict_exit_code=exit_code)
 
 
-def _flock_arguments(args: list[str]) -> tuple[list[tuple[str, Optional[str]]], list[str]]:
+def _flock_arguments(args: list[str]) -> tuple[list[tuple[str, str | None]], list[str]]:
     """(meaning, value) per option, and the positionals, read the way flock's getopt reads them:
     bundled short flags (``-xn``), attached values (``-w600``, ``--wait=600``), and no options
     after the first positional."""
     args = list(args)
-    options: list[tuple[str, Optional[str]]] = []
+    options: list[tuple[str, str | None]] = []
     positional: list[str] = []
     while args:
         token = args.pop(0)
@@ -134,7 +137,7 @@ def _flock_arguments(args: list[str]) -> tuple[list[tuple[str, Optional[str]]], 
             break
         if token.startswith("--"):
             name, has_value, given = token.partition("=")
-            named: list[tuple[str, Optional[str]]] = [(name, given if has_value else None)]
+            named: list[tuple[str, str | None]] = [(name, given if has_value else None)]
         else:
             named = []
             for end, letter in enumerate(token[1:], start=2):
@@ -153,7 +156,7 @@ def _flock_arguments(args: list[str]) -> tuple[list[tuple[str, Optional[str]]], 
     return options, positional
 
 
-def _lock_number(text: Optional[str], kind: type, what: str, fix: str) -> Union[int, float]:
+def _lock_number(text: str | None, kind: type, what: str, fix: str) -> int | float:
     try:
         value = kind(text)
     except (TypeError, ValueError):

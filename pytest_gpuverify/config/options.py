@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Optional
 
 from pydantic import BaseModel, ConfigDict
 
@@ -21,37 +20,40 @@ class RunOptions(BaseModel):
     model_config = ConfigDict(frozen=True, defer_build=True)
 
     env_path: Path
-    ticket: Optional[str] = None
-    arch: Optional[str] = None
-    host: Optional[str] = None
-    container: Optional[str] = None
+    ticket: str | None = None
+    arch: str | None = None
+    host: str | None = None
+    container: str | None = None
     window_s: float = 2.0
     wait_s: float = 0.0
     timeout_s: float = 3600.0
-    topic: Optional[str] = None
+    topic: str | None = None
     cold: bool = False
     allow_dirty: bool = False
     start_container: bool = False
     invocation_dir: Path = Path(".")
     echo_output: bool = False
     on_host: bool = False  # an xdist worker started over SSH on the Hosts row `host` (remote/)
-    repeats: Optional[int] = None  # --gpu-repeats: runs per target (and side) under one lock
-    ab_base: Optional[str] = None  # --gpu-ab: the git ref of the base side (ab.py)
-    ab_cache: Optional[str] = None  # --gpu-ab-cache: "cold" or "warm"; None: warm, cold under --gpu-cold
-    ci_summary: Optional[Path] = None  # --gpu-ci-summary: where the CI summary markdown goes
+    repeats: int | None = None  # --gpu-repeats: runs per target (and side) under one lock
+    ab_base: str | None = None  # --gpu-ab: the git ref of the base side (ab.py)
+    ab_cache: str | None = None  # --gpu-ab-cache: "cold" or "warm"; None: warm, cold under --gpu-cold
+    ci_summary: Path | None = None  # --gpu-ci-summary: where the CI summary markdown goes
     paths: tuple[Path, ...] = ()  # the path arguments (where the targets are): --gpu-ab's checkouts
 
 
-def check_ticket(ticket: Optional[str]) -> Optional[str]:
+def check_ticket(ticket: str | None) -> str | None:
     if ticket is None:
         return None
     if not TICKET_RE.fullmatch(ticket):
-        raise UsageError("--ticket", f"--ticket {ticket!r} is not a ticket key", "use letters, digits, '.', "
-                         "'_' or '-' (up to 64, starting with a letter or digit), e.g. --ticket AITER-123")
+        raise UsageError(
+            "--ticket",
+            f"--ticket {ticket!r} is not a ticket key",
+            "use letters, digits, '.', '_' or '-' (up to 64, starting with a letter or digit), e.g. --ticket AITER-123",
+        )
     return ticket
 
 
-def check_topic(topic: Optional[str], option: str = "--gpu-topic") -> Optional[str]:
+def check_topic(topic: str | None, option: str = "--gpu-topic") -> str | None:
     """An artifact topic is a name like a ticket key: it becomes ``bench_<topic>.json`` inside the
     ticket folder, so a ``/``, a ``..`` or a NUL could write elsewhere. A ``.json`` given is dropped."""
     if topic is None:
@@ -59,8 +61,11 @@ def check_topic(topic: Optional[str], option: str = "--gpu-topic") -> Optional[s
     name = topic[: -len(".json")] if topic.endswith(".json") else topic
     if not TICKET_RE.fullmatch(name) or ".." in name or name.endswith(".json"):
         shown = repr(topic if len(topic) <= 40 else topic[:40] + "...")
-        raise UsageError(option, f"{option} {shown} is not a topic name", "use letters, digits, '.', '_' or "
-                         "'-' (up to 64, starting with a letter or digit, no '..'), e.g. gemm_bf16")
+        raise UsageError(
+            option,
+            f"{option} {shown} is not a topic name",
+            "use letters, digits, '.', '_' or '-' (up to 64, starting with a letter or digit, no '..'), e.g. gemm_bf16",
+        )
     return name
 
 
@@ -74,7 +79,7 @@ def check_seconds(option: str, value: object, minimum: float = 0.0) -> float:
     return seconds
 
 
-def check_repeats(value: object) -> Optional[int]:
+def check_repeats(value: object) -> int | None:
     if value is None:
         return None
     try:
@@ -82,24 +87,31 @@ def check_repeats(value: object) -> Optional[int]:
     except ValueError:
         count = 0
     if count < 1 or count > 1000:
-        raise UsageError("--gpu-repeats", f"--gpu-repeats {value!r} is not a whole number from 1 to 1000",
-                         "e.g. --gpu-repeats 3")
+        raise UsageError(
+            "--gpu-repeats", f"--gpu-repeats {value!r} is not a whole number from 1 to 1000", "e.g. --gpu-repeats 3"
+        )
     return count
 
 
 AB_CACHE_STATES = ("warm", "cold")
 
 
-def check_ab_cache(value: Optional[str], ab_base: Optional[str], cold: bool) -> Optional[str]:
+def check_ab_cache(value: str | None, ab_base: str | None, cold: bool) -> str | None:
     """--gpu-ab-cache: one of :data:`AB_CACHE_STATES`, for an A/B run, and not warm under --gpu-cold."""
     if value is None:
         return None
     if value not in AB_CACHE_STATES:
         raise UsageError("--gpu-ab-cache", f"--gpu-ab-cache {value!r} is not a cache state", "use warm or cold")
     if not ab_base:
-        raise UsageError("--gpu-ab-cache", "--gpu-ab-cache sets the caches of --gpu-ab's sides, and no --gpu-ab was given",
-                         "add --gpu-ab BASE, or drop --gpu-ab-cache")
+        raise UsageError(
+            "--gpu-ab-cache",
+            "--gpu-ab-cache sets the caches of --gpu-ab's sides, and no --gpu-ab was given",
+            "add --gpu-ab BASE, or drop --gpu-ab-cache",
+        )
     if cold and value == "warm":
-        raise UsageError("--gpu-ab-cache", "--gpu-ab-cache warm warms the caches that --gpu-cold asks to be empty",
-                         "drop one of them (--gpu-cold alone runs the sides cold)")
+        raise UsageError(
+            "--gpu-ab-cache",
+            "--gpu-ab-cache warm warms the caches that --gpu-cold asks to be empty",
+            "drop one of them (--gpu-cold alone runs the sides cold)",
+        )
     return value

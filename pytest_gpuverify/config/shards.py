@@ -14,9 +14,8 @@ import hashlib
 import json
 import re
 import secrets
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Mapping, Optional, Sequence
-
 
 from pytest_gpuverify.config.errors import UsageError
 
@@ -37,18 +36,24 @@ def parse_spec(value: str, environ: Mapping[str, str]) -> tuple[int, int, str]:
     elif auto:
         index, count, source = _from_environment(environ, int(auto[1]) if auto[1] else None)
     else:
-        raise UsageError(OPTION, f"{OPTION} {value!r} is not I/N, auto or auto/N",
-                         f"e.g. {OPTION} 0/4 (shards are numbered from 0), or {OPTION} auto in a Slurm array or "
-                         "a Buildkite parallel job")
+        raise UsageError(
+            OPTION,
+            f"{OPTION} {value!r} is not I/N, auto or auto/N",
+            f"e.g. {OPTION} 0/4 (shards are numbered from 0), or {OPTION} auto in a Slurm array or "
+            "a Buildkite parallel job",
+        )
     if not 1 <= count <= MAX_SHARDS:
         raise UsageError(OPTION, f"{OPTION}: {count} shards ({source})", f"use 1 to {MAX_SHARDS} shards")
     if not 0 <= index < count:
-        raise UsageError(OPTION, f"{OPTION}: shard {index} of {count} ({source}) is out of range",
-                         f"shards are numbered 0 to {count - 1}")
+        raise UsageError(
+            OPTION,
+            f"{OPTION}: shard {index} of {count} ({source}) is out of range",
+            f"shards are numbered 0 to {count - 1}",
+        )
     return index, count, source
 
 
-def _from_environment(environ: Mapping[str, str], count: Optional[int]) -> tuple[int, int, str]:
+def _from_environment(environ: Mapping[str, str], count: int | None) -> tuple[int, int, str]:
     """A Slurm array task, a Buildkite parallel job, a Kubernetes Indexed Job (its count given)."""
     if environ.get("SLURM_ARRAY_TASK_ID"):
         index, found, source = _slurm_array(environ)
@@ -60,14 +65,23 @@ def _from_environment(environ: Mapping[str, str], count: Optional[int]) -> tuple
         index, found = _number(environ, "JOB_COMPLETION_INDEX"), None
         source = f"JOB_COMPLETION_INDEX={index}"
         if count is None:
-            raise UsageError(OPTION, f"{OPTION} auto: JOB_COMPLETION_INDEX gives the index, not the count",
-                             f"pass {OPTION} auto/N with the Indexed Job's completions (N)")
+            raise UsageError(
+                OPTION,
+                f"{OPTION} auto: JOB_COMPLETION_INDEX gives the index, not the count",
+                f"pass {OPTION} auto/N with the Indexed Job's completions (N)",
+            )
     else:
-        raise UsageError(OPTION, f"{OPTION} auto: no SLURM_ARRAY_TASK_ID, BUILDKITE_PARALLEL_JOB or "
-                         "JOB_COMPLETION_INDEX in the environment", f"pass {OPTION} I/N")
+        raise UsageError(
+            OPTION,
+            f"{OPTION} auto: no SLURM_ARRAY_TASK_ID, BUILDKITE_PARALLEL_JOB or JOB_COMPLETION_INDEX in the environment",
+            f"pass {OPTION} I/N",
+        )
     if count is not None and found is not None and count != found:
-        raise UsageError(OPTION, f"{OPTION} auto/{count}: the environment says {found} shards ({source})",
-                         f"pass {OPTION} auto, or auto/{found}")
+        raise UsageError(
+            OPTION,
+            f"{OPTION} auto/{count}: the environment says {found} shards ({source})",
+            f"pass {OPTION} auto, or auto/{found}",
+        )
     total = count if count is not None else found
     assert total is not None  # JOB_COMPLETION_INDEX without a count raised above
     return index, total, source
@@ -81,33 +95,41 @@ def _slurm_array(environ: Mapping[str, str]) -> tuple[int, int, str]:
     step = _number(environ, "SLURM_ARRAY_TASK_STEP", 1) or 1
     high = _number(environ, "SLURM_ARRAY_TASK_MAX", low + (count - 1) * step)
     if (high - low) != (count - 1) * step or (task - low) % step:
-        raise UsageError(OPTION, f"{OPTION} auto: the array's task ids ({low}-{high}, {count} tasks) are not evenly "
-                         "spaced", f"submit --array=0-{count - 1}, or pass {OPTION} I/N")
+        raise UsageError(
+            OPTION,
+            f"{OPTION} auto: the array's task ids ({low}-{high}, {count} tasks) are not evenly spaced",
+            f"submit --array=0-{count - 1}, or pass {OPTION} I/N",
+        )
     index = (task - low) // step
     return index, count, f"SLURM_ARRAY_TASK_ID={task} of {count} (min {low}, step {step})"
 
 
-def single_task_warning(environ: Mapping[str, str], value: str) -> Optional[str]:
+def single_task_warning(environ: Mapping[str, str], value: str) -> str | None:
     """A one-task array (``--array=2``, a re-run of one shard) reads as shard 0 of 1 and runs every target:
     the warning line, or None."""
     if value.strip() != "auto" or environ.get("SLURM_ARRAY_TASK_COUNT", "").strip() != "1":
         return None
     task = environ.get("SLURM_ARRAY_TASK_ID", "?")
-    return (f"warning: {OPTION} auto: this array has one task (SLURM_ARRAY_TASK_ID={task}), so it runs as shard 0/1, "
-            f"every GPU target; to re-run one shard of N, pass {OPTION} {task}/N")
+    return (
+        f"warning: {OPTION} auto: this array has one task (SLURM_ARRAY_TASK_ID={task}), so it runs as shard 0/1, "
+        f"every GPU target; to re-run one shard of N, pass {OPTION} {task}/N"
+    )
 
 
-def _number(environ: Mapping[str, str], name: str, default: Optional[int] = None) -> int:
+def _number(environ: Mapping[str, str], name: str, default: int | None = None) -> int:
     value = environ.get(name)
     if value is None and default is not None:
         return default
     if value is None or not value.strip().isdigit():
-        raise UsageError(OPTION, f"{OPTION} auto: {name}={value!r} is not a whole number",
-                         f"pass {OPTION} I/N, or run it where {name} is set by the scheduler")
+        raise UsageError(
+            OPTION,
+            f"{OPTION} auto: {name}={value!r} is not a whole number",
+            f"pass {OPTION} I/N, or run it where {name} is set by the scheduler",
+        )
     return int(value)
 
 
-def run_id(given: Optional[str], environ: Mapping[str, str]) -> tuple[Optional[str], Optional[str]]:
+def run_id(given: str | None, environ: Mapping[str, str]) -> tuple[str | None, str | None]:
     """(the run id, where it was read): ``--gpu-shard-run``, else the CI's or scheduler's run id. A
     re-run's attempt is not part of it (GitHub's "Re-run failed jobs" keeps GITHUB_RUN_ID): see
     :func:`run_attempt`."""
@@ -119,14 +141,14 @@ def run_id(given: Optional[str], environ: Mapping[str, str]) -> tuple[Optional[s
     return None, None
 
 
-def run_attempt(environ: Mapping[str, str]) -> Optional[int]:
+def run_attempt(environ: Mapping[str, str]) -> int | None:
     """GitHub's attempt of the run (GITHUB_RUN_ATTEMPT, from 1); None elsewhere. A shard of a later
     attempt replaces the same shard's earlier attempts when the shards are merged."""
     value = environ.get(ATTEMPT_VARIABLE, "").strip()
     return int(value) if value.isdigit() else None
 
 
-def logical_run(run: Optional[str], run_from: Optional[str], attempt: Optional[int]) -> tuple[Optional[str], int]:
+def logical_run(run: str | None, run_from: str | None, attempt: int | None) -> tuple[str | None, int]:
     """(the run every attempt shares, the attempt: 0 where none is known). Artifacts written before
     the attempt had its own field carry it in the run id (``<GITHUB_RUN_ID>.<attempt>``)."""
     if attempt is None and run_from == "GITHUB_RUN_ID" and run and re.fullmatch(r"\d+\.\d+", run):
@@ -140,14 +162,23 @@ def load_durations(path: Path) -> dict[str, float]:
     try:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
     except FileNotFoundError:
-        raise UsageError("--gpu-durations", f"--gpu-durations {path}: no such file",
-                         "write one with `gpuverify durations TICKET_DIR... -o FILE`") from None
+        raise UsageError(
+            "--gpu-durations",
+            f"--gpu-durations {path}: no such file",
+            "write one with `gpuverify durations TICKET_DIR... -o FILE`",
+        ) from None
     except (OSError, ValueError) as exc:
-        raise UsageError("--gpu-durations", f"--gpu-durations {path}: not a JSON file ({exc})",
-                         "write it with `gpuverify durations TICKET_DIR... -o FILE`") from None
+        raise UsageError(
+            "--gpu-durations",
+            f"--gpu-durations {path}: not a JSON file ({exc})",
+            "write it with `gpuverify durations TICKET_DIR... -o FILE`",
+        ) from None
     if not isinstance(data, dict) or not all(isinstance(v, (int, float)) and v >= 0 for v in data.values()):
-        raise UsageError("--gpu-durations", f"--gpu-durations {path}: not an object of topic -> seconds",
-                         "write it with `gpuverify durations TICKET_DIR... -o FILE`")
+        raise UsageError(
+            "--gpu-durations",
+            f"--gpu-durations {path}: not an object of topic -> seconds",
+            "write it with `gpuverify durations TICKET_DIR... -o FILE`",
+        )
     return {str(k): float(v) for k, v in data.items()}
 
 

@@ -13,7 +13,6 @@
 from __future__ import annotations
 
 import re
-from typing import Optional
 
 from pydantic import BaseModel, ConfigDict
 
@@ -26,12 +25,12 @@ SETTINGS = ("partition", "account", "time", "gpus per target", "start within", "
 class SlurmSettings(BaseModel):
     model_config = ConfigDict(frozen=True, defer_build=True)
 
-    partition: Optional[str] = None  # None: the cluster's default partition
-    account: Optional[str] = None
-    time: Optional[str] = None  # each job's time limit (sbatch --time); None: the partition's
-    gpus_per_target: Optional[int] = None  # None: each target's own count (a declaration's gpus, else 1)
+    partition: str | None = None  # None: the cluster's default partition
+    account: str | None = None
+    time: str | None = None  # each job's time limit (sbatch --time); None: the partition's
+    gpus_per_target: int | None = None  # None: each target's own count (a declaration's gpus, else 1)
     start_within_s: float = 600.0  # a job still pending after this is cancelled: INCONCLUSIVE
-    python: Optional[str] = None  # the interpreter on the nodes; None: the controller's own
+    python: str | None = None  # the interpreter on the nodes; None: the controller's own
 
 
 def slurm_settings(rows: list) -> SlurmSettings:
@@ -42,15 +41,18 @@ def slurm_settings(rows: list) -> SlurmSettings:
         name = " ".join((cells["setting"] or "").casefold().replace("_", " ").replace("-", " ").split())
         value = cells["value"]
         if name not in SETTINGS:
-            raise where.error(f"setting {cells['setting']!r} is not one the Slurm launcher reads",
-                              f"use one of: {', '.join(SETTINGS)}.")
+            raise where.error(
+                f"setting {cells['setting']!r} is not one the Slurm launcher reads",
+                f"use one of: {', '.join(SETTINGS)}.",
+            )
         if value is None:
             continue
         if name in ("partition", "account") and not _NAME.fullmatch(value):
             raise where.error(f"{name} {value!r} is not a Slurm name", f"write the {name}'s name, e.g. gpu.")
         if name == "time" and not _TIME.fullmatch(value):
-            raise where.error(f"time {value!r} is not a Slurm time limit",
-                              "write minutes (30), HH:MM:SS (00:30:00) or D-HH:MM:SS.")
+            raise where.error(
+                f"time {value!r} is not a Slurm time limit", "write minutes (30), HH:MM:SS (00:30:00) or D-HH:MM:SS."
+            )
         if name == "gpus per target" and not (value.isdigit() and 1 <= int(value) <= 64):
             raise where.error(f"gpus per target {value!r} is not a whole number from 1 to 64", "e.g. 1.")
         if name == "start within":
@@ -58,7 +60,7 @@ def slurm_settings(rows: list) -> SlurmSettings:
                 seconds = float(value)
             except ValueError:
                 seconds = -1.0
-            if not 1 <= seconds < 10 ** 7:
+            if not 1 <= seconds < 10**7:
                 raise where.error(f"start within {value!r} is not a number of seconds", "e.g. 600.")
         if name == "python" and not value.startswith("/"):
             raise where.error(f"python {value!r} is not an absolute path", "e.g. /opt/venv/bin/python3.")

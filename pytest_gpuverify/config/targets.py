@@ -10,13 +10,11 @@ or one-off script declared with its command; and any kernel repo's own pytest fi
 from __future__ import annotations
 
 import re
-from functools import lru_cache
 import shlex
+from functools import lru_cache
 from pathlib import Path, PurePosixPath
-from typing import Optional
 
 from pydantic import BaseModel, ConfigDict, Field
-
 
 AITER_OP_TEST = "aiter-op-test"
 FLYDSL_PYTEST = "flydsl-pytest"
@@ -44,11 +42,11 @@ class Thresholds(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
-    cosine_sim_min: Optional[float] = None  # e.g. 0.99
-    max_abs_error_max: Optional[float] = None
-    logits_diff_max: Optional[float] = None  # aiter/FlyDSL use 1e-3 .. 2e-3
-    snr_db_min: Optional[float] = None
-    err_ratio_max: Optional[float] = None  # the largest ``err`` (mismatch ratio) a table may print; aiter's is 0.05
+    cosine_sim_min: float | None = None  # e.g. 0.99
+    max_abs_error_max: float | None = None
+    logits_diff_max: float | None = None  # aiter/FlyDSL use 1e-3 .. 2e-3
+    snr_db_min: float | None = None
+    err_ratio_max: float | None = None  # the largest ``err`` (mismatch ratio) a table may print; aiter's is 0.05
     # metric or row name -> the least a printed throughput may be / the most a time may be (floors.py)
     floors: dict[str, float] = Field(default_factory=dict)
     ceilings: dict[str, float] = Field(default_factory=dict)
@@ -59,36 +57,35 @@ class Target(BaseModel):
 
     name: str  # as shown to the user
     kind: str
-    path: Optional[Path] = None  # host path of the file (a folder for kind pytest; None for a bench command)
-    command: Optional[tuple[str, ...]] = None  # a bench harness's own command line
+    path: Path | None = None  # host path of the file (a folder for kind pytest; None for a bench command)
+    command: tuple[str, ...] | None = None  # a bench harness's own command line
     args: tuple[str, ...] = ()
     topic: str
     gpus: int = 1
-    dtype: Optional[str] = None
-    regime: Optional[str] = None  # cold-L2 | warm | hipGraph, when the declaration says so
+    dtype: str | None = None
+    regime: str | None = None  # cold-L2 | warm | hipGraph, when the declaration says so
     thresholds: Thresholds = Field(default_factory=Thresholds)
-    repo: Optional[str] = None  # a Repos row by name, for a bench command that names no file
-    workdir: Optional[str] = None  # relative to the worktree
-    anchor: Optional[Path] = None  # where a target without a file lives (its declaration's directory)
-    pass_pattern: Optional[str] = None  # a regular expression: a line the harness prints for a checked shape
-    fail_pattern: Optional[str] = None  # ... and for a failed one
+    repo: str | None = None  # a Repos row by name, for a bench command that names no file
+    workdir: str | None = None  # relative to the worktree
+    anchor: Path | None = None  # where a target without a file lives (its declaration's directory)
+    pass_pattern: str | None = None  # a regular expression: a line the harness prints for a checked shape
+    fail_pattern: str | None = None  # ... and for a failed one
     verdict_lines_off: tuple[str, ...] = ()  # statement families turned off, by name (parsers/reading/statements.py)
     exit_status_is_check: bool = False  # an assert-only script: exit 0 is one checked shape
-    repeats: Optional[int] = None  # runs per side under one lock (runs_log.py); --gpu-repeats wins
-    min_steps: Optional[int] = None  # the fewest timed steps a run must print, where it prints a count
+    repeats: int | None = None  # runs per side under one lock (runs_log.py); --gpu-repeats wins
+    min_steps: int | None = None  # the fewest timed steps a run must print, where it prints a count
     # import packages under test (None: the kind's own, else the repo's pyproject project; (): none)
-    packages: Optional[tuple[str, ...]] = None
+    packages: tuple[str, ...] | None = None
     env: dict[str, str] = Field(default_factory=dict)  # declared variables for its command (and builds)
     directions: dict[str, str] = Field(default_factory=dict)  # metric or row name -> "higher"/"lower"
 
     @property
-    def location(self) -> Optional[Path]:
+    def location(self) -> Path | None:
         """The host path that places the target in a repo and a worktree."""
         return self.path or self.anchor
 
 
-
-def kind_for_path(path: Path, pytest_globs: tuple[str, ...] = (), root: Optional[Path] = None) -> Optional[str]:
+def kind_for_path(path: Path, pytest_globs: tuple[str, ...] = (), root: Path | None = None) -> str | None:
     """The target kind a test file on the command line is, by where it lives; None: not a GPU target.
     ``pytest_globs`` (the ini's ``gpu_pytest_paths``, relative to ``root``) make other files kind
     pytest; a file of aiter's or FlyDSL's layout keeps its own kind (and its import check)."""
@@ -96,7 +93,7 @@ def kind_for_path(path: Path, pytest_globs: tuple[str, ...] = (), root: Optional
     if path.suffix == ".py" and path.name.startswith("test_"):
         if "op_tests" in parts:
             return TRITON_PYTEST if "triton_tests" in parts else AITER_OP_TEST
-        if "tests" in parts and "kernels" in parts[parts.index("tests"):]:
+        if "tests" in parts and "kernels" in parts[parts.index("tests") :]:
             return FLYDSL_PYTEST
     if pytest_globs and root is not None and path.is_relative_to(root):
         rel = path.relative_to(root).as_posix()
@@ -144,7 +141,7 @@ def safe_topic(text: str) -> str:
     return cleaned[:80] or "target"
 
 
-def import_package(kind: str) -> Optional[str]:
+def import_package(kind: str) -> str | None:
     return _PACKAGE_BY_KIND.get(kind)
 
 
@@ -155,7 +152,7 @@ def pythonpath(kind: str, wt: str, inherited: str = "") -> str:
     return f"{own}:{inherited}" if inherited else own
 
 
-def kind_env(kind: str, arch: Optional[str]) -> dict[str, str]:
+def kind_env(kind: str, arch: str | None) -> dict[str, str]:
     """What a kind's command (and its builds) need besides the GPUs and the import path: ``COLUMNS`` only
     where pandas tables are printed (a pytest run would pad every separator line to its width), and
     ``GPU_ARCHS`` only for aiter, whose import would otherwise probe rocminfo."""
@@ -165,7 +162,9 @@ def kind_env(kind: str, arch: Optional[str]) -> dict[str, str]:
     if kind in AITER_KINDS and arch:
         env["GPU_ARCHS"] = arch
     if kind in TRITON_KINDS:
-        env[AUTOTUNE_PRINT] = "1"  # each "best config selected" into the artifact (parsers/recognizers/triton_autotune.py)
+        env[AUTOTUNE_PRINT] = (
+            "1"  # each "best config selected" into the artifact (parsers/recognizers/triton_autotune.py)
+        )
     return env
 
 
@@ -178,7 +177,7 @@ def junit_path(run_id: str) -> str:
     return f"{JUNIT_DIR}/{run_id}.xml"
 
 
-def command_argv(target: Target, rel_path: Optional[PurePosixPath], run_id: str) -> list[str]:
+def command_argv(target: Target, rel_path: PurePosixPath | None, run_id: str) -> list[str]:
     """The repo's own command, unchanged: a rewritten command would prove something else.
 
     Pytest files get only what is needed to see results: ``-q`` (README, "4. Container, import
@@ -191,8 +190,18 @@ def command_argv(target: Target, rel_path: Optional[PurePosixPath], run_id: str)
             base = ["python3", str(rel_path)]
         return [*base, *target.args]
     if target.kind in PYTEST_KINDS:
-        return ["python3", "-m", "pytest", str(rel_path), "-q", "-rAR", "-p", "no:cacheprovider",
-                f"--junitxml={junit_path(run_id)}", *target.args]
+        return [
+            "python3",
+            "-m",
+            "pytest",
+            str(rel_path),
+            "-q",
+            "-rAR",
+            "-p",
+            "no:cacheprovider",
+            f"--junitxml={junit_path(run_id)}",
+            *target.args,
+        ]
     return ["python3", str(rel_path), *target.args]
 
 
@@ -210,11 +219,17 @@ class RunEnvironment(BaseModel):
     visible_value: str
     pythonpath: str
     kind: str
-    arch: Optional[str] = None
+    arch: str | None = None
     caches: dict[str, str] = Field(default_factory=dict)  # variable -> folder (place/caches.py)
     declared: dict[str, str] = Field(default_factory=dict)
     kept: dict[str, str] = Field(default_factory=dict)  # the place's own values, over the kind's (kept_from_place)
 
     def as_env(self) -> dict[str, str]:
-        return {self.visible_var: self.visible_value, "PYTHONPATH": self.pythonpath,
-                **kind_env(self.kind, self.arch), **self.kept, **self.caches, **self.declared}
+        return {
+            self.visible_var: self.visible_value,
+            "PYTHONPATH": self.pythonpath,
+            **kind_env(self.kind, self.arch),
+            **self.kept,
+            **self.caches,
+            **self.declared,
+        }

@@ -12,22 +12,23 @@ from __future__ import annotations
 import hashlib
 import os
 from pathlib import Path
-from typing import Optional, Union
 
 
-def shared_topic_problem(topic: Optional[str], names: list[str]) -> Optional[str]:
+def shared_topic_problem(topic: str | None, names: list[str]) -> str | None:
     """--gpu-topic names one artifact: with two or more targets it would name none of them truly."""
     if not topic or len(names) < 2:
         return None
     shown = ", ".join(names[:4]) + (", ..." if len(names) > 4 else "")
-    return (f"--gpu-topic {topic} names one target's artifact, but {len(names)} targets were collected "
-            f"({shown}). Fix: run one target, or drop --gpu-topic (each gets its own topic)")
+    return (
+        f"--gpu-topic {topic} names one target's artifact, but {len(names)} targets were collected "
+        f"({shown}). Fix: run one target, or drop --gpu-topic (each gets its own topic)"
+    )
 
 
 class TopicClaims:
     """The names taken; ``shared_dir``: the folder where the workers of one xdist run claim theirs."""
 
-    def __init__(self, shared_dir: Optional[Union[str, Path]] = None) -> None:
+    def __init__(self, shared_dir: str | Path | None = None) -> None:
         self.shared_dir = Path(shared_dir) if shared_dir else None
         self._taken: set[tuple[str, str]] = set()
 

@@ -5,17 +5,26 @@ checks them without loading the parsers; the parsers import them from here."""
 from __future__ import annotations
 
 import re
-from typing import Optional
 
 HIGHER, LOWER = "higher", "lower"
 DIRECTIONS = (HIGHER, LOWER)
 
 # each a family of statements a harness prints to say pass or fail (parsers/reading/statements.py)
-VERDICT_LINE_NAMES = ("check-mark", "allclose", "correctness", "word-with-figure", "word-alone", "tests-summary",
-                      "status-word", "boolean", "failure-phrase", "match-phrase")
+VERDICT_LINE_NAMES = (
+    "check-mark",
+    "allclose",
+    "correctness",
+    "word-with-figure",
+    "word-alone",
+    "tests-summary",
+    "status-word",
+    "boolean",
+    "failure-phrase",
+    "match-phrase",
+)
 
 
-def pattern_problem(text: str) -> Optional[str]:
+def pattern_problem(text: str) -> str | None:
     """Why ``text`` is not a regular expression Python compiles, or None (declarations check theirs)."""
     try:
         re.compile(text)

@@ -14,7 +14,7 @@ base's, a new worktree, is empty):
 
 from __future__ import annotations
 
-from typing import Callable, Optional
+from collections.abc import Callable
 
 from pytest_gpuverify.config.targets import TRITON_KINDS
 from pytest_gpuverify.place.autotune_cache import CacheRead, read_cached_choices
@@ -24,8 +24,8 @@ COLD = "cold"  # --gpu-ab-cache (config/options.py)
 
 
 def read_run(
-    handle, kind: str, caches: dict[str, str], started: float, known: Optional[dict[str, float]] = None
-) -> Optional[CacheRead]:
+    handle, kind: str, caches: dict[str, str], started: float, known: dict[str, float] | None = None
+) -> CacheRead | None:
     """The choices the run's Triton cache holds (None for a kind Triton does not run in); with ``known``
     (the files earlier reads of the same cache took), the files this read took are added to it."""
     if kind not in TRITON_KINDS:
@@ -36,7 +36,7 @@ def read_run(
     return read
 
 
-def autotune_reader(cmd, executed) -> Optional[Callable]:
+def autotune_reader(cmd, executed) -> Callable | None:
     """For repeated runs of one checkout: each run's Triton cache read once it ended."""
     if cmd.target.kind not in TRITON_KINDS:
         return None
@@ -59,7 +59,7 @@ class AbCaches:
         self.removed: set[str] = set()
         self.known: dict[str, dict[str, float]] = {}  # per cache root: the files its reads took
 
-    def plan(self, label: Optional[str], n: int) -> CachePlan:
+    def plan(self, label: str | None, n: int) -> CachePlan:
         tag = f"{label or 'B'}{n if self.state == COLD else 'w'}"
         if tag not in self.plans:
             cmd = self.cmd

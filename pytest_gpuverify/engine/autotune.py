@@ -3,8 +3,6 @@ Triton cache held once it ended; why none is known; and, under --gpu-ab, where t
 
 from __future__ import annotations
 
-from typing import Optional
-
 from pytest_gpuverify.config.targets import AUTOTUNE_PRINT, TRITON_KINDS
 from pytest_gpuverify.records.artifact import AutotuneChoice, AutotuneRecord
 from pytest_gpuverify.records.autotune import differing
@@ -12,7 +10,7 @@ from pytest_gpuverify.records.autotune import differing
 
 def autotune_record(
     kind: str, env: dict[str, str], printed: list[AutotuneChoice], reads: list, ab: bool
-) -> Optional[AutotuneRecord]:
+) -> AutotuneRecord | None:
     """``reads``: (run, side, CacheRead or None) per run whose cache was read. None for a kind Triton does not run in."""
     if kind not in TRITON_KINDS:
         return None
@@ -35,7 +33,7 @@ def autotune_record(
     return record
 
 
-def _why_unknown(printing: Optional[str], held: int, problems: list[str]) -> Optional[str]:
+def _why_unknown(printing: str | None, held: int, problems: list[str]) -> str | None:
     """Why no choice is known; None where none was made (the printout was on and the cache told nothing)."""
     why = []
     if printing != "1":

@@ -9,10 +9,10 @@ printed is a doubt (INCONCLUSIVE), never a pass.
 
 from __future__ import annotations
 
-from typing import Iterable, Mapping
+from collections.abc import Iterable, Mapping
 
-from pytest_gpuverify.records.artifact import PerfRow
 from pytest_gpuverify.parsers.perfstats import printed_us
+from pytest_gpuverify.records.artifact import PerfRow
 
 _TIME_FIELDS = ("us_median", "min_us", "max_us")
 
@@ -33,8 +33,9 @@ def values_of(rows: Iterable[PerfRow], key: str) -> list[float]:
     return out
 
 
-def limit_findings(rows: list[PerfRow], floors: Mapping[str, float],
-                   ceilings: Mapping[str, float]) -> tuple[list[str], list[str]]:
+def limit_findings(
+    rows: list[PerfRow], floors: Mapping[str, float], ceilings: Mapping[str, float]
+) -> tuple[list[str], list[str]]:
     """(failures, doubts) of the declared floors and ceilings."""
     failures: list[str] = []
     doubts: list[str] = []

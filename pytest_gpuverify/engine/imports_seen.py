@@ -5,7 +5,6 @@ back and settled against the prediction (place/packages.py's rule)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Optional
 
 from pytest_gpuverify.common.files import private_folder
 from pytest_gpuverify.common.profile import PROFILE
@@ -20,7 +19,7 @@ class ImportsSeen:
     """What the run's own record settled: the origin each package was taken from, the records, the
     reasons (a copy outside the worktree) and notes."""
 
-    imports: dict[str, Optional[str]] = field(default_factory=dict)
+    imports: dict[str, str | None] = field(default_factory=dict)
     origins: dict[str, ImportOrigin] = field(default_factory=dict)
     reasons: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
@@ -29,10 +28,10 @@ class ImportsSeen:
 class ImportProbe:
     """One run's probe: ``env`` for its command, then :meth:`settle` once it ended."""
 
-    def __init__(self, facts, under: Optional[UnderTest], run_id: str) -> None:
+    def __init__(self, facts, under: UnderTest | None, run_id: str) -> None:
         self.under, self.facts = under, facts
-        self.records: Optional[str] = None
-        self.problem: Optional[str] = None
+        self.records: str | None = None
+        self.problem: str | None = None
         self.run_id = run_id
 
     def env(self, pythonpath: str) -> dict[str, str]:
@@ -54,9 +53,9 @@ class ImportProbe:
 
     def settle(
         self,
-        predicted: dict[str, Optional[str]],
+        predicted: dict[str, str | None],
         front: list[str],
-        checkout: dict[str, Optional[str]],
+        checkout: dict[str, str | None],
         wt: str,
         ran: bool,
         read: bool = True,
@@ -66,7 +65,7 @@ class ImportProbe:
         under = self.under
         if under is None or not under.names:
             return ImportsSeen(imports=dict(predicted))
-        observed: Optional[Observed] = None
+        observed: Observed | None = None
         if self.records is not None and ran and read:
             with PROFILE.phase("import records read back"):
                 observed = read_records(self.facts.handle, self.records)

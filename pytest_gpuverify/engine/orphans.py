@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional
 
 from pydantic import ValidationError
 
@@ -27,7 +26,7 @@ class Unclaimed:
 
     log: Path
     live: bool  # a session still holds it (it writes it now)
-    holder: Optional[int] = None  # that session's pid, where this machine can see it
+    holder: int | None = None  # that session's pid, where this machine can see it
     cause: str = ""  # a stopped one: its last line, or how its command ended
 
     @property
@@ -56,7 +55,7 @@ def claimed_logs(folder: Path) -> set[str]:
     return names
 
 
-def unclaimed_logs(folder: Path, before: Optional[float] = None) -> list[Unclaimed]:
+def unclaimed_logs(folder: Path, before: float | None = None) -> list[Unclaimed]:
     """The logs in ``folder`` no artifact there names, each running or stopped; ``before``: only those
     last written before this time (epoch seconds), for a reader that cannot trust the log's lock (a
     session of an older version holds none)."""
@@ -80,7 +79,7 @@ def unclaimed_logs(folder: Path, before: Optional[float] = None) -> list[Unclaim
     return sorted(found, key=lambda u: u.log)
 
 
-def orphan_logs(folder: Path, before: Optional[float] = None) -> list[Unclaimed]:
+def orphan_logs(folder: Path, before: float | None = None) -> list[Unclaimed]:
     """The stopped ones of :func:`unclaimed_logs`."""
     return [u for u in unclaimed_logs(folder, before) if not u.live]
 
@@ -99,8 +98,13 @@ def stopped_cause(log: Path) -> str:
         return f"its log cannot be read: {exc.strerror or exc}"
     if fields is not None:
         code = fields.get("exit_code")
-        how = "timed out" if fields.get("timed_out") else f"interrupted ({fields['interrupted']})" \
-            if fields.get("interrupted") else f"exit code {code}"
+        how = (
+            "timed out"
+            if fields.get("timed_out")
+            else f"interrupted ({fields['interrupted']})"
+            if fields.get("interrupted")
+            else f"exit code {code}"
+        )
         return f"the command had ended ({how}); the session stopped before the artifact"
     lines = [line.strip() for line in tail.replace(b"\r", b"\n").split(b"\n") if line.strip()]
     if not lines:

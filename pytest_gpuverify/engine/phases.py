@@ -16,28 +16,37 @@ phase that blocked it, with the reason in that phase's ``blocked``).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import TYPE_CHECKING, Callable, Optional
+from typing import TYPE_CHECKING
 
-from pytest_gpuverify.records.artifact import (AbRecord, GpuRecord, GpuWatch, RepoRecord, RunRecord, RunSlice, SyncRecord,
-                                              TargetRecord, Verdict)
+from pytest_gpuverify.records.artifact import (
+    AbRecord,
+    GpuRecord,
+    GpuWatch,
+    RepoRecord,
+    RunRecord,
+    RunSlice,
+    SyncRecord,
+    TargetRecord,
+    Verdict,
+)
 
 if TYPE_CHECKING:
     from pytest_gpuverify.config.targets import RunEnvironment, Target
+    from pytest_gpuverify.engine.imports_seen import ImportProbe, ImportsSeen
     from pytest_gpuverify.execute.base import Executor, Place
-    from pytest_gpuverify.place.ab import BaseWorktree
-    from pytest_gpuverify.records.machine import MachineRecord
-    from pytest_gpuverify.records.scheduling import SchedulerRecord, ShardRecord
     from pytest_gpuverify.lease.picker import GpuGrant
     from pytest_gpuverify.parsers.result import ParsedOutput
-    from pytest_gpuverify.records.builds import BuildRecord
+    from pytest_gpuverify.place.ab import BaseWorktree
     from pytest_gpuverify.place.container_checks import ContainerCheck
-    from pytest_gpuverify.records.builds import FreshContainerRecord
+    from pytest_gpuverify.place.packages import UnderTest
     from pytest_gpuverify.place.resolve import Resolution
     from pytest_gpuverify.place.workspace import Workspace
-    from pytest_gpuverify.place.packages import UnderTest
-    from pytest_gpuverify.engine.imports_seen import ImportProbe, ImportsSeen
+    from pytest_gpuverify.records.builds import BuildRecord, FreshContainerRecord
+    from pytest_gpuverify.records.machine import MachineRecord
+    from pytest_gpuverify.records.scheduling import SchedulerRecord, ShardRecord
 
 
 @dataclass
@@ -51,71 +60,71 @@ class Begun:
     host: str
     artifact_path: Path
     notes: list[str] = field(default_factory=list)  # the session's, for every target
-    key: Optional[str] = None  # --ticket
+    key: str | None = None  # --ticket
     cold: bool = False
-    signed_by: Optional[str] = None
-    synced: Optional[SyncRecord] = None
-    collected: Optional[str] = None  # the session had its targets: the timeline's first entry
-    shard: Optional[ShardRecord] = None  # the session's shard of a split run (config/shards.py)
-    scheduler: Optional[SchedulerRecord] = None  # GPUs granted outside the plugin (lease/grants.py)
-    machine: Optional[MachineRecord] = None  # the machine's identity (place/machine.py)
+    signed_by: str | None = None
+    synced: SyncRecord | None = None
+    collected: str | None = None  # the session had its targets: the timeline's first entry
+    shard: ShardRecord | None = None  # the session's shard of a split run (config/shards.py)
+    scheduler: SchedulerRecord | None = None  # GPUs granted outside the plugin (lease/grants.py)
+    machine: MachineRecord | None = None  # the machine's identity (place/machine.py)
 
 
 @dataclass
 class Placed:
     blocked: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
-    ws: Optional[Workspace] = None
-    repo: Optional[RepoRecord] = None  # read once per worktree, before any command of ours ran in it
-    where: Optional[Place] = None  # a container, or the host itself (--gpu-container none)
-    container: Optional[str] = None  # the artifact's `container` (None on the host)
-    wt: Optional[str] = None  # the worktree as the command sees it
-    fresh: Optional[Resolution] = None  # a `run` row: its container starts once the GPUs are locked
+    ws: Workspace | None = None
+    repo: RepoRecord | None = None  # read once per worktree, before any command of ours ran in it
+    where: Place | None = None  # a container, or the host itself (--gpu-container none)
+    container: str | None = None  # the artifact's `container` (None on the host)
+    wt: str | None = None  # the worktree as the command sees it
+    fresh: Resolution | None = None  # a `run` row: its container starts once the GPUs are locked
 
 
 @dataclass
 class Leased:
     blocked: list[str] = field(default_factory=list)
-    grant: Optional[GpuGrant] = None
+    grant: GpuGrant | None = None
     owned: bool = False  # taken for this run, so let go of by it (a fixture's grant is the caller's)
-    pick_started: Optional[str] = None
-    lock_taken: Optional[str] = None
-    lock_released: Optional[str] = None
+    pick_started: str | None = None
+    lock_taken: str | None = None
+    lock_released: str | None = None
 
 
 @dataclass
 class Fresh:
     blocked: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
-    record: Optional[FreshContainerRecord] = None
+    record: FreshContainerRecord | None = None
 
 
 @dataclass
 class Plan:
     repeats: int
-    base: Optional[BaseWorktree] = None
-    base_wt: Optional[str] = None  # the base worktree in the container
-    head_sha: Optional[str] = None
+    base: BaseWorktree | None = None
+    base_wt: str | None = None  # the base worktree in the container
+    head_sha: str | None = None
     inherited_pythonpath: str = ""  # the place's own PYTHONPATH, after the base worktree's
-    cache_state: Optional[str] = None  # --gpu-ab's sides' caches: "cold" or "warm" (multirun.ab_cache_state)
+    cache_state: str | None = None  # --gpu-ab's sides' caches: "cold" or "warm" (multirun.ab_cache_state)
 
 
 @dataclass
 class Checked:
     blocked: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
-    place: Optional[ContainerCheck] = None
+    place: ContainerCheck | None = None
     workdir: str = ""  # set by the check phase, before anything reads it
     builds: list[BuildRecord] = field(default_factory=list)
-    imports: dict[str, Optional[str]] = field(default_factory=dict)  # predicted (place/import_rules.py)
-    under: Optional[UnderTest] = None  # the packages under test, and the folders the command puts first:
+    imports: dict[str, str | None] = field(default_factory=dict)  # predicted (place/import_rules.py)
+    under: UnderTest | None = None  # the packages under test, and the folders the command puts first:
     front: list[str] = field(default_factory=list)  # with the worktree's own copy of each, for the run's record
-    checkout: dict[str, Optional[str]] = field(default_factory=dict)
-    probe: Optional[ImportProbe] = None  # the run's own record of its imports, to be (imports_seen.py)
-    plan: Optional[Plan] = None  # repeats or --gpu-ab (multirun.py); None: one run
+    checkout: dict[str, str | None] = field(default_factory=dict)
+    probe: ImportProbe | None = None  # the run's own record of its imports, to be (imports_seen.py)
+    plan: Plan | None = None  # repeats or --gpu-ab (multirun.py); None: one run
     changed_by_builds: list[str] = field(default_factory=list)  # tracked files the builds rewrote (prerun.py)
     base_changed_by_builds: list[str] = field(default_factory=list)  # ... of --gpu-ab's base worktree
-    ab: Optional[AbRecord] = None
+    ab: AbRecord | None = None
 
 
 @dataclass
@@ -123,19 +132,19 @@ class Executed:
     notes: list[str] = field(default_factory=list)
     ran: bool = False  # the command was started
     gpus: list[GpuRecord] = field(default_factory=list)
-    host_gpus: Optional[int] = None
-    cache_reused: Optional[bool] = None
+    host_gpus: int | None = None
+    cache_reused: bool | None = None
     cache_dirs: dict[str, str] = field(default_factory=dict)
     env: dict[str, str] = field(default_factory=dict)
-    command: Optional[str] = None
-    raw_path: Optional[Path] = None
-    command_started: Optional[str] = None
-    command_ended: Optional[str] = None
+    command: str | None = None
+    raw_path: Path | None = None
+    command_started: str | None = None
+    command_ended: str | None = None
     runs: list[RunSlice] = field(default_factory=list)  # the planned runs, as they ended
     base_cache_dirs: dict[str, str] = field(default_factory=dict)  # --gpu-ab: side A's
-    junit_path: Optional[Path] = None
+    junit_path: Path | None = None
     watch: list[GpuWatch] = field(default_factory=list)  # the held GPUs while each command ran
-    imports_seen: Optional[ImportsSeen] = None  # the run's own record of its imports, settled (imports_seen.py)
+    imports_seen: ImportsSeen | None = None  # the run's own record of its imports, settled (imports_seen.py)
     warmups: list[RunSlice] = field(default_factory=list)  # --gpu-ab-cache warm: each side's unmeasured run 0
     autotune_reads: list = field(default_factory=list)  # (run, side, place.autotune_cache.CacheRead) per run read
 
@@ -145,7 +154,7 @@ class Decided:
     run: RunRecord
     verdict: Verdict
     reasons: list[str]
-    parsed: Optional[ParsedOutput] = None
+    parsed: ParsedOutput | None = None
 
 
 @dataclass
@@ -153,12 +162,12 @@ class Results:
     """Every phase's result of one run; None for a phase that did not run."""
 
     begun: Begun
-    placed: Optional[Placed] = None
-    leased: Optional[Leased] = None
-    fresh: Optional[Fresh] = None
-    checked: Optional[Checked] = None
-    executed: Optional[Executed] = None
-    decided: Optional[Decided] = None
+    placed: Placed | None = None
+    leased: Leased | None = None
+    fresh: Fresh | None = None
+    checked: Checked | None = None
+    executed: Executed | None = None
+    decided: Decided | None = None
     notes: list[str] = field(default_factory=list)  # the run's own: an internal error's traceback
 
 
@@ -167,7 +176,7 @@ class Command:
     target: Target
     handle: Executor  # where it runs: a container, or the host
     argv: list[str]
-    rel: Optional[PurePosixPath]  # the target's file in its worktree
+    rel: PurePosixPath | None  # the target's file in its worktree
     run_id: str
     run_env: RunEnvironment
     env: dict[str, str]  # run_env's variables and the run's marker (leftovers.py)
@@ -178,5 +187,5 @@ class Command:
     stamp: str
     timeout_s: float
     cold: bool
-    echo: Optional[Callable[[bytes], None]]
-    on_start: Optional[Callable]
+    echo: Callable[[bytes], None] | None
+    on_start: Callable | None

@@ -4,16 +4,17 @@ object the session holds. The GPU a `gpu = true` build needs comes from the targ
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Optional
+from typing import TYPE_CHECKING
 
+from pytest_gpuverify.config.builds import BuildStep
 from pytest_gpuverify.config.declarations import DeclarationError
 from pytest_gpuverify.config.targets import Target
-from pytest_gpuverify.place.packages import import_env
 from pytest_gpuverify.execute.leftovers import run_id_of, run_marker
-from pytest_gpuverify.place.gitstate import tracked_changes
-from pytest_gpuverify.config.builds import BuildStep
 from pytest_gpuverify.place.builds import SessionBuilds, declared_builds
+from pytest_gpuverify.place.gitstate import tracked_changes
+from pytest_gpuverify.place.packages import import_env
 from pytest_gpuverify.records.builds import build_failure
 
 if TYPE_CHECKING:
@@ -24,11 +25,11 @@ if TYPE_CHECKING:
 class DeclaredBuilds:
     def __init__(self, out_dir: Path, timeout_s: float) -> None:
         self._out_dir, self._timeout_s = out_dir, timeout_s
-        self._declared: dict[tuple, tuple[Optional[Path], tuple[BuildStep, ...]]] = {}  # (location, tree)
-        self._ran: Optional[SessionBuilds] = None
+        self._declared: dict[tuple, tuple[Path | None, tuple[BuildStep, ...]]] = {}  # (location, tree)
+        self._ran: SessionBuilds | None = None
         self._changed: dict[tuple[str, str], list[str]] = {}  # tracked files the builds of a tree changed
 
-    def _steps(self, location, tree) -> tuple[Optional[Path], tuple[BuildStep, ...]]:
+    def _steps(self, location, tree) -> tuple[Path | None, tuple[BuildStep, ...]]:
         key = (location, tree)
         if key not in self._declared:  # a DeclarationError is not kept: each target that needs it says so
             self._declared[key] = declared_builds(location, tree)
@@ -44,8 +45,19 @@ class DeclaredBuilds:
         done = self._ran.done if self._ran is not None else {}
         return bool(steps) and (str(decl), str(wt_host)) not in done
 
-    def run(self, target: Target, place: ContainerFacts, wt: str, decl_tree: Path, built_tree: Path,
-            side: Optional[str], stamp: str, gpu: Callable, checked: Checked, allow_dirty: bool = False) -> bool:
+    def run(
+        self,
+        target: Target,
+        place: ContainerFacts,
+        wt: str,
+        decl_tree: Path,
+        built_tree: Path,
+        side: str | None,
+        stamp: str,
+        gpu: Callable,
+        checked: Checked,
+        allow_dirty: bool = False,
+    ) -> bool:
         """The builds of the declaration that governs the target in ``decl_tree`` (the head's checkout:
         both sides of --gpu-ab build with the same commands), run in ``wt`` (``built_tree`` in the
         container), into ``checked.builds``; False, with the reason in ``checked.blocked``, when one
@@ -79,8 +91,9 @@ class DeclaredBuilds:
         return self._changed_by_builds(self._changed.get(key, []), built_tree, side, allow_dirty, checked)
 
     @staticmethod
-    def _changed_by_builds(changed: list[str], tree: Path, side: Optional[str], allow_dirty: bool,
-                           checked: Checked) -> bool:
+    def _changed_by_builds(
+        changed: list[str], tree: Path, side: str | None, allow_dirty: bool, checked: Checked
+    ) -> bool:
         """Tracked files a build rewrote (hipify, codegen, a version stamp) are code the commit does not
         hold: the run is not of that commit unless the user allows a dirty tree (then it is recorded)."""
         if side == "A":
@@ -94,6 +107,8 @@ class DeclaredBuilds:
         if allow_dirty:
             checked.notes.append(f"{said} (recorded as dirty: --gpu-allow-dirty)")
             return True
-        checked.blocked.append(f"{said}: the command would run code its commit does not hold. Fix: have the builds "
-                               "write only untracked, ignored files, or pass --gpu-allow-dirty to record it")
+        checked.blocked.append(
+            f"{said}: the command would run code its commit does not hold. Fix: have the builds "
+            "write only untracked, ignored files, or pass --gpu-allow-dirty to record it"
+        )
         return False

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Optional
 
-from pytest_gpuverify.records.artifact import RunSlice
 from pytest_gpuverify.execute.base import ExecOutcome, Interrupted
+from pytest_gpuverify.records.artifact import RunSlice
 from pytest_gpuverify.records.raw_log import marker, new_nonce
 
 
@@ -20,13 +20,13 @@ class Side:
     """How one checkout's command runs: its label (A base, B head, None without A/B), its sha, and
     the command, environment (its own JIT caches) and working directory in the container."""
 
-    label: Optional[str]
-    checkout: Optional[str]
+    label: str | None
+    checkout: str | None
     argv: Callable[[int], list[str]]  # run number -> the command (an inner pytest's report path differs)
     env: dict[str, str]
     workdir: str
     notes: list[str] = field(default_factory=list)
-    caches: Optional[Callable[[int], dict[str, str]]] = None  # run number (0: the warm-up) -> its cache variables
+    caches: Callable[[int], dict[str, str]] | None = None  # run number (0: the warm-up) -> its cache variables
 
 
 def schedule(repeats: int, sides: list[Side], warmup: bool = False) -> list[tuple[int, Side]]:
@@ -60,24 +60,46 @@ def _fold(total: ExecOutcome, codes: list, res: ExecOutcome, label: str) -> None
     total.leftovers += res.leftovers
 
 
-def _ended(out_path: Path, nonce: str, n: int, repeats: int, side: Side, res: ExecOutcome,
-           junit: Optional[str], slices: list[RunSlice]) -> None:
-    end = {"exit_code": res.exit_code, "timed_out": res.timed_out, "interrupted": res.interrupted,
-           "container_died": res.container_died, "junit_xml": junit}
+def _ended(
+    out_path: Path,
+    nonce: str,
+    n: int,
+    repeats: int,
+    side: Side,
+    res: ExecOutcome,
+    junit: str | None,
+    slices: list[RunSlice],
+) -> None:
+    end = {
+        "exit_code": res.exit_code,
+        "timed_out": res.timed_out,
+        "interrupted": res.interrupted,
+        "container_died": res.container_died,
+        "junit_xml": junit,
+    }
     _append(out_path, marker(nonce, n, repeats, side.label, "ended", end))
     slices.append(RunSlice(run=n, side=side.label, checkout=side.checkout, **end))
 
 
-def run_rounds(handle, sides: list[Side], repeats: int, out_path: Path, timeout_s: float,
-               echo=None, on_start=None, fetch_junit: Optional[Callable[[Side, int], Optional[str]]] = None,
-               slices: Optional[list[RunSlice]] = None, warmups: Optional[list[RunSlice]] = None,
-               after: Optional[Callable[[Side, int, float], None]] = None) -> tuple[ExecOutcome, list[RunSlice]]:
+def run_rounds(
+    handle,
+    sides: list[Side],
+    repeats: int,
+    out_path: Path,
+    timeout_s: float,
+    echo=None,
+    on_start=None,
+    fetch_junit: Callable[[Side, int], str | None] | None = None,
+    slices: list[RunSlice] | None = None,
+    warmups: list[RunSlice] | None = None,
+    after: Callable[[Side, int, float], None] | None = None,
+) -> tuple[ExecOutcome, list[RunSlice]]:
     """Run the schedule; stop early only when a run timed out, was interrupted or lost its container.
     ``slices`` (filled as runs end) keeps what ran when Ctrl-C ends the loop; ``warmups`` (not None: warm
     up first) gets the unmeasured runs 0, whose exit codes are no part of the outcome's; ``after(side, n,
     started)`` runs once each run ended (``started``: its start, epoch seconds)."""
     nonce, total = new_nonce(), ExecOutcome()
-    codes: list[Optional[int]] = []
+    codes: list[int | None] = []
     slices = [] if slices is None else slices
     for n, side in schedule(repeats, sides, warmup=warmups is not None):
         label = f"run {n}" + (f" side {side.label}" if side.label else "")
@@ -88,8 +110,9 @@ def run_rounds(handle, sides: list[Side], repeats: int, out_path: Path, timeout_
         env = {**side.env, **side.caches(n)} if side.caches is not None else side.env
         started = time.time()
         try:
-            res = handle.stream_to_file(side.argv(n), out_path, env=env, workdir=side.workdir,
-                                        timeout_s=timeout_s, echo=echo, on_start=on_start)
+            res = handle.stream_to_file(
+                side.argv(n), out_path, env=env, workdir=side.workdir, timeout_s=timeout_s, echo=echo, on_start=on_start
+            )
         except Interrupted as exc:  # the log still says how this run ended
             _ended(out_path, nonce, n, repeats, side, exc.outcome, None, into)
             _fold(total, codes if n else [], exc.outcome, label)

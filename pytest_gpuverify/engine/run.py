@@ -6,24 +6,38 @@ from __future__ import annotations
 
 import shlex
 import socket
-from functools import partial
 import time
 import traceback
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from datetime import datetime, timezone
-from typing import Callable, Iterator, Optional
+from datetime import UTC, datetime
+from functools import partial
 
-from pytest_gpuverify.config.targets import (PYTEST_KINDS, RunEnvironment, Target, command_argv, junit_path, kept_from_place,
-                                             pythonpath)
+from pytest_gpuverify.common import live_files
+from pytest_gpuverify.common.clock import STAMP_FORMAT
+from pytest_gpuverify.common.files import create_result_file
+from pytest_gpuverify.common.profile import PROFILE
+from pytest_gpuverify.config.targets import (
+    PYTEST_KINDS,
+    RunEnvironment,
+    Target,
+    command_argv,
+    junit_path,
+    kept_from_place,
+    pythonpath,
+)
 from pytest_gpuverify.engine import multirun
 from pytest_gpuverify.engine.ab_caches import read_run
-from pytest_gpuverify.common.clock import STAMP_FORMAT
-from pytest_gpuverify.records.artifact import RunRecord, utc_now
-from pytest_gpuverify.common import live_files
-from pytest_gpuverify.common.files import create_result_file
-from pytest_gpuverify.engine.outcome import (TargetOutcome, build_artifact, gpu_records, ran_in, run_record_of,
-                                             target_record, timeline_of)
-from pytest_gpuverify.common.profile import PROFILE
+from pytest_gpuverify.engine.imports_seen import ImportProbe
+from pytest_gpuverify.engine.outcome import (
+    TargetOutcome,
+    build_artifact,
+    gpu_records,
+    ran_in,
+    run_record_of,
+    target_record,
+    timeline_of,
+)
 from pytest_gpuverify.engine.phases import Begun, Checked, Command, Decided, Executed, Fresh, Leased, Placed, Results
 from pytest_gpuverify.engine.runs_log import parse_log
 from pytest_gpuverify.engine.services import RunContext, SessionServices, fan_out
@@ -31,52 +45,67 @@ from pytest_gpuverify.engine.verdict import verdict_and_reasons
 from pytest_gpuverify.engine.watching import WatchedPlace
 from pytest_gpuverify.execute.base import ON_HOST, Place
 from pytest_gpuverify.execute.container import ExecOutcome, Interrupted, interrupt_cause
-from pytest_gpuverify.records.raw_log import seal_log
+from pytest_gpuverify.execute.leftovers import run_id_of, run_marker
 from pytest_gpuverify.gpu.base import GpuInfo
 from pytest_gpuverify.lease.guard import RunGuards
-from pytest_gpuverify.execute.leftovers import run_id_of, run_marker
 from pytest_gpuverify.lease.lock import LockError
 from pytest_gpuverify.lease.pickahead import PickAhead
 from pytest_gpuverify.lease.picker import GpuGrant, NoGpu, PickerError
 from pytest_gpuverify.parsers.reader import context_for
 from pytest_gpuverify.parsers.result import ParsedOutput
-from pytest_gpuverify.place.facts_cache import kept_note
 from pytest_gpuverify.place.caches import plan_caches, remove_cold_caches
 from pytest_gpuverify.place.ephemeral import fresh_container, started_note
-from pytest_gpuverify.place.packages import check_imports, checkout_copy, import_env, packages_under_test
+from pytest_gpuverify.place.facts_cache import kept_note
 from pytest_gpuverify.place.import_rules import import_front
-from pytest_gpuverify.engine.imports_seen import ImportProbe
+from pytest_gpuverify.place.packages import check_imports, checkout_copy, import_env, packages_under_test
 from pytest_gpuverify.place.provenance import move_out
 from pytest_gpuverify.place.resolve import map_to_container
 from pytest_gpuverify.place.workspace import WorkspaceError, locate
+from pytest_gpuverify.records.artifact import RunRecord, utc_now
+from pytest_gpuverify.records.raw_log import seal_log
 
 
 class TargetRun:
-    def __init__(self, services: SessionServices, ctx: RunContext, target: Target,
-                 grant: Optional[GpuGrant] = None) -> None:
+    def __init__(
+        self, services: SessionServices, ctx: RunContext, target: Target, grant: GpuGrant | None = None
+    ) -> None:
         s = self.s = services
         self.ctx = ctx
         self.target = target
         # GPUs held for the run by someone else: the caller's (the locked_gpu fixture), kept, not
         # released; during a `run` row's container, that lease's (the builds and the command use it)
         self.held = grant
-        self.ahead: Optional[PickAhead] = None  # a pick started in place, taken by lease (pickahead.py)
+        self.ahead: PickAhead | None = None  # a pick started in place, taken by lease (pickahead.py)
         # the pick's grant and start, when a `gpu = true` build took it before lease: the run owns it
-        self.early: Optional[tuple[GpuGrant, float]] = None
-        self.visible: Optional[str] = None  # the visible-devices value in a fresh container that renumbers
-        self.command_ended_with: Optional[ExecOutcome] = None  # the command's end, or what an interrupt carried
-        self.interrupted: Optional[str] = None  # an interrupt outside the command
+        self.early: tuple[GpuGrant, float] | None = None
+        self.visible: str | None = None  # the visible-devices value in a fresh container that renumbers
+        self.command_ended_with: ExecOutcome | None = None  # the command's end, or what an interrupt carried
+        self.interrupted: str | None = None  # an interrupt outside the command
         self.blocked: list[str] = []  # the run's own reasons: interrupted early, an internal error
         self.sealed = False
-        self.outcome: Optional[TargetOutcome] = None
+        self.outcome: TargetOutcome | None = None
         topic = s.unique_topic(target)
-        self.results = Results(Begun(
-            target=target, record=target_record(target, multirun.repeats_for(self.ctx.options, target)), topic=topic,
-            stamp=datetime.now(timezone.utc).strftime(STAMP_FORMAT), ts=utc_now(), t0=time.monotonic(),
-            host=socket.gethostname(), artifact_path=self.ctx.out_dir / f"bench_{topic}.json", notes=list(self.ctx.session_notes),
-            key=self.ctx.options.ticket, cold=self.ctx.options.cold, signed_by=self.ctx.signer.signer if self.ctx.signer else None,
-            synced=self.ctx.synced, collected=s.clock.wall(self.ctx.collected),
-            shard=self.ctx.shard, scheduler=self.ctx.scheduler, machine=self.ctx.machine))
+        self.results = Results(
+            Begun(
+                target=target,
+                record=target_record(target, multirun.repeats_for(self.ctx.options, target)),
+                topic=topic,
+                stamp=datetime.now(UTC).strftime(STAMP_FORMAT),
+                ts=utc_now(),
+                t0=time.monotonic(),
+                host=socket.gethostname(),
+                artifact_path=self.ctx.out_dir / f"bench_{topic}.json",
+                notes=list(self.ctx.session_notes),
+                key=self.ctx.options.ticket,
+                cold=self.ctx.options.cold,
+                signed_by=self.ctx.signer.signer if self.ctx.signer else None,
+                synced=self.ctx.synced,
+                collected=s.clock.wall(self.ctx.collected),
+                shard=self.ctx.shard,
+                scheduler=self.ctx.scheduler,
+                machine=self.ctx.machine,
+            )
+        )
 
     # -- the run ----------------------------------------------------------------------------
     def run(self) -> TargetOutcome:
@@ -163,8 +192,10 @@ class TargetRun:
         placed.wt = map_to_container(res.mounts, ws.wt_host)
         if placed.wt is None:
             mounts = ", ".join(f"{h} -> {c}" for h, c in res.mounts) or "none"
-            placed.blocked.append(f"worktree {ws.wt_host} is not mounted in container {res.name} (mounts: {mounts}). "
-                                  "Fix: mount it, or correct the Repos row's path and mount")
+            placed.blocked.append(
+                f"worktree {ws.wt_host} is not mounted in container {res.name} (mounts: {mounts}). "
+                "Fix: mount it, or correct the Repos row's path and mount"
+            )
             return placed
         placed.where = Place(res.name)
         placed.fresh = res if res.fresh is not None else None
@@ -185,18 +216,32 @@ class TargetRun:
         if place is None or checked.blocked:
             return checked
         side = "B" if s.base_worktrees is not None else None  # --gpu-ab: these build the head's worktree
-        if not s.builds.run(target, place, wt, ws.wt_host, ws.wt_host, side, stamp, self._build_gpu, checked,
-                            self.ctx.options.allow_dirty):
+        if not s.builds.run(
+            target,
+            place,
+            wt,
+            ws.wt_host,
+            ws.wt_host,
+            side,
+            stamp,
+            self._build_gpu,
+            checked,
+            self.ctx.options.allow_dirty,
+        ):
             return checked
         under = checked.under = packages_under_test(target, ws.wt_host)
         env = import_env(target, wt, place)
         front = import_front(target, ws.wt_host, wt, workdir, env["PYTHONPATH"].split(":"))
-        checked.front, checked.checkout = front.dirs, {p: checkout_copy(p, ws.wt_host, wt, front.dirs) for p in under.names}
+        checked.front, checked.checkout = (
+            front.dirs,
+            {p: checkout_copy(p, ws.wt_host, wt, front.dirs) for p in under.names},
+        )
         # the worktree as read before any command: an earlier session's answer for the same state may be
         # taken, unless this target's declared builds ran and may have changed it
         tree = placed.repo if not checked.builds else None
-        imports = check_imports(under, wt, env, partial(s.import_origin, place.handle, tree=tree, front=tuple(front.dirs)),
-                                observe=True)  # the run's own record decides (imports_seen.py)
+        imports = check_imports(
+            under, wt, env, partial(s.import_origin, place.handle, tree=tree, front=tuple(front.dirs)), observe=True
+        )  # the run's own record decides (imports_seen.py)
         checked.imports, checked.notes = imports.imports, imports.notes + front.problems
         checked.probe = ImportProbe(place, under, run_id_of(stamp))
         kept = s.imports_kept(place.handle, env)
@@ -205,13 +250,33 @@ class TargetRun:
         if imports.blocked:
             checked.blocked.extend(imports.blocked)
             return checked
-        multirun.plan_for(self.ctx.options, s.base_worktrees, target, place, wt, ws.wt_host,
-                          placed.repo.sha if placed.repo else None, checked, under, partial(s.import_origin, place.handle))
+        multirun.plan_for(
+            self.ctx.options,
+            s.base_worktrees,
+            target,
+            place,
+            wt,
+            ws.wt_host,
+            placed.repo.sha if placed.repo else None,
+            checked,
+            under,
+            partial(s.import_origin, place.handle),
+        )
         plan = checked.plan
         if not checked.blocked and plan is not None and plan.base is not None and plan.base_wt is not None:
             # --gpu-ab: the same builds on the base worktree (side A) before the first run
-            s.builds.run(target, place, plan.base_wt, ws.wt_host, plan.base.path, "A", stamp, self._build_gpu, checked,
-                         self.ctx.options.allow_dirty)
+            s.builds.run(
+                target,
+                place,
+                plan.base_wt,
+                ws.wt_host,
+                plan.base.path,
+                "A",
+                stamp,
+                self._build_gpu,
+                checked,
+                self.ctx.options.allow_dirty,
+            )
         return checked
 
     # -- lease ------------------------------------------------------------------------------
@@ -223,8 +288,13 @@ class TargetRun:
         leased = self.results.leased = Leased(pick_started=s.clock.wall(started))
         try:
             with PROFILE.phase("GPU picked and locked (the wait)"):
-                grant = self.held or (early[0] if early is not None else ahead.grant() if ahead is not None
-                                      else s.picker.acquire(count=self.target.gpus, wait_s=self.ctx.options.wait_s))
+                grant = self.held or (
+                    early[0]
+                    if early is not None
+                    else ahead.grant()
+                    if ahead is not None
+                    else s.picker.acquire(count=self.target.gpus, wait_s=self.ctx.options.wait_s)
+                )
         except (NoGpu, PickerError, LockError) as exc:  # LockError: the file, its owner and mode, the fix
             leased.blocked.append(str(exc))
             return leased
@@ -252,8 +322,16 @@ class TargetRun:
         # a kill -9 of us: the session's guard removes the container (its labels checked) before the locks go
         guards = RunGuards(s.session_guard(), leased.grant.fds)
         try:
-            with fresh_container(s.places.client(), placed.fresh.fresh, placed.fresh.mounts, leased.grant.indices,
-                                 s.backend.vendor, run_id, self.ctx.options.timeout_s, problems) as record:
+            with fresh_container(
+                s.places.client(),
+                placed.fresh.fresh,
+                placed.fresh.mounts,
+                leased.grant.indices,
+                s.backend.vendor,
+                run_id,
+                self.ctx.options.timeout_s,
+                problems,
+            ) as record:
                 fresh.record = record
                 if record is None:
                     fresh.blocked.extend(problems)
@@ -283,8 +361,11 @@ class TargetRun:
         guards = RunGuards(s.session_guard(), grant.fds)
         try:
             infos = [s.inventory.get(i, GpuInfo(index=i)) for i in grant.indices]
-            yield (grant.indices, {s.backend.visible_devices_var: self.visible or s.visible_value(infos)},
-                   guards.on_start)
+            yield (
+                grant.indices,
+                {s.backend.visible_devices_var: self.visible or s.visible_value(infos)},
+                guards.on_start,
+            )
         finally:
             guards.done()
             if grant is not kept:  # a hold of its own: in the build record, for `gpuverify check`'s overlaps
@@ -311,9 +392,15 @@ class TargetRun:
             caches = plan_caches(wt, self.ctx.options.cold, run_id, target.kind, on_host=handle.place.on_host)
             watched.probe_caches(caches, s.warm_caches)  # looked into by the command's own start
             run_env = RunEnvironment(
-                visible_var=s.backend.visible_devices_var, visible_value=self.visible or s.visible_value(infos),
-                pythonpath=pythonpath(target.kind, wt, place.pythonpath), kind=target.kind, arch=place.arch,
-                caches=dict(caches.dirs), declared=dict(target.env), kept=kept_from_place(place.container_env))
+                visible_var=s.backend.visible_devices_var,
+                visible_value=self.visible or s.visible_value(infos),
+                pythonpath=pythonpath(target.kind, wt, place.pythonpath),
+                kind=target.kind,
+                arch=place.arch,
+                caches=dict(caches.dirs),
+                declared=dict(target.env),
+                kept=kept_from_place(place.container_env),
+            )
             probe = checked.probe or ImportProbe(place, None, run_id)  # where it really imports from: imports_seen.py
             command_env = {**run_env.as_env(), **run_marker(run_id), **probe.env(run_env.pythonpath)}  # leftovers.py
             executed.env = {**place.container_env, **command_env}
@@ -325,22 +412,47 @@ class TargetRun:
             live_files.hold(raw)  # until its artifact is written: `check DIR` tells this run from a stopped one
             executed.ran = True
             guards = RunGuards(s.session_guard(), grant.fds)
-            live = None if s.live_line is None else s.live_line(
-                f"{target.name} on {self.ctx.host_row.host} gpu {executed.env.get(run_env.visible_var, '?')}")
+            live = (
+                None
+                if s.live_line is None
+                else s.live_line(
+                    f"{target.name} on {self.ctx.host_row.host} gpu {executed.env.get(run_env.visible_var, '?')}"
+                )
+            )
             started = time.monotonic()
             executed.command_started = s.clock.wall(started)  # no later than the real start
             try:
-                cmd = Command(target, handle, argv, placed.ws.rel_target, run_id, run_env, command_env, wt,
-                              checked.workdir, raw, begun.topic, begun.stamp, self.ctx.options.timeout_s,
-                              self.ctx.options.cold, fan_out(self.ctx.echo, live),
-                              s.parsers.on_start(target.kind, guards.on_start, s.sampler.publish_pending))
+                cmd = Command(
+                    target,
+                    handle,
+                    argv,
+                    placed.ws.rel_target,
+                    run_id,
+                    run_env,
+                    command_env,
+                    wt,
+                    checked.workdir,
+                    raw,
+                    begun.topic,
+                    begun.stamp,
+                    self.ctx.options.timeout_s,
+                    self.ctx.options.cold,
+                    fan_out(self.ctx.echo, live),
+                    s.parsers.on_start(target.kind, guards.on_start, s.sampler.publish_pending),
+                )
                 if checked.plan is not None:  # repeats or --gpu-ab: every run under this one lock (multirun.py)
                     self.command_ended_with = multirun.run_planned(checked.plan, cmd, executed)
                 else:
                     epoch = time.time()
                     self.command_ended_with = handle.stream_to_file(
-                        cmd.argv, raw, env=cmd.env, workdir=cmd.workdir, timeout_s=cmd.timeout_s, echo=cmd.echo,
-                        on_start=cmd.on_start)
+                        cmd.argv,
+                        raw,
+                        env=cmd.env,
+                        workdir=cmd.workdir,
+                        timeout_s=cmd.timeout_s,
+                        echo=cmd.echo,
+                        on_start=cmd.on_start,
+                    )
                     executed.autotune_reads.append((None, None, read_run(handle, target.kind, caches.dirs, epoch)))
             finally:
                 ended = time.monotonic()
@@ -358,17 +470,20 @@ class TargetRun:
             if self.ctx.options.cold and caches is not None:
                 remove_cold_caches(handle, caches, executed.notes)
         if checked.probe is not None:
-            executed.imports_seen = checked.probe.settle(checked.imports, checked.front, checked.checkout, wt, executed.ran)
+            executed.imports_seen = checked.probe.settle(
+                checked.imports, checked.front, checked.checkout, wt, executed.ran
+            )
         if target.kind in PYTEST_KINDS and checked.plan is None:  # the inner pytest's report, beside the log
             with PROFILE.phase("JUnit report moved out"):
-                executed.junit_path, note = move_out(handle, junit_path(run_id),
-                                                 self.ctx.out_dir / f"bench_{begun.topic}.{begun.stamp}.junit.xml")
+                executed.junit_path, note = move_out(
+                    handle, junit_path(run_id), self.ctx.out_dir / f"bench_{begun.topic}.{begun.stamp}.junit.xml"
+                )
             if note:
                 executed.notes.append(note)
         return executed
 
     # -- parse and decide -------------------------------------------------------------------
-    def parse(self) -> Optional[ParsedOutput]:
+    def parse(self) -> ParsedOutput | None:
         """The raw log, sealed first (check re-parses it as sealed), read by the kind's parser."""
         executed = self.results.executed
         if executed is None or not executed.ran or executed.raw_path is None:
@@ -381,18 +496,26 @@ class TargetRun:
 
     def run_record(self, output_parsed: bool) -> RunRecord:
         """What happened around the command, from the phases' results: the record the verdict reads."""
-        return run_record_of(self.results, self.command_ended_with, self.blocked, self.interrupted, self.ran,
-                             output_parsed)
+        return run_record_of(
+            self.results, self.command_ended_with, self.blocked, self.interrupted, self.ran, output_parsed
+        )
 
-    def decide(self, parsed: Optional[ParsedOutput]) -> TargetOutcome:
+    def decide(self, parsed: ParsedOutput | None) -> TargetOutcome:
         """The verdict from the run record and the parse; the log sealed; the artifact built."""
         r = self.results
         if r.checked is not None and r.checked.place is not None:
             r.checked.place.settle(ran=self.ran)
-        if r.executed is not None and r.executed.imports_seen is None and r.checked is not None and r.checked.probe \
-                and r.placed is not None and r.placed.wt is not None:  # interrupted: the prediction, said as such
-            r.executed.imports_seen = r.checked.probe.settle(r.checked.imports, r.checked.front, r.checked.checkout,
-                                                             r.placed.wt, self.ran, read=False)
+        if (
+            r.executed is not None
+            and r.executed.imports_seen is None
+            and r.checked is not None
+            and r.checked.probe
+            and r.placed is not None
+            and r.placed.wt is not None
+        ):  # interrupted: the prediction, said as such
+            r.executed.imports_seen = r.checked.probe.settle(
+                r.checked.imports, r.checked.front, r.checked.checkout, r.placed.wt, self.ran, read=False
+            )
         raw = r.executed.raw_path if r.executed is not None else None
         if self.ran and raw is not None and raw.exists():  # first: a log that cannot be sealed is a reason
             self._seal(self.run_record(output_parsed=parsed is not None))
@@ -401,8 +524,13 @@ class TargetRun:
             verdict, reasons = verdict_and_reasons(record, parsed, self.target.thresholds, r.begun.record)
             r.decided = Decided(record, verdict, reasons, parsed)
             artifact = build_artifact(r)
-        return TargetOutcome(self.target, artifact, r.begun.artifact_path, raw_path=raw,
-                             junit_path=r.executed.junit_path if r.executed is not None else None)
+        return TargetOutcome(
+            self.target,
+            artifact,
+            r.begun.artifact_path,
+            raw_path=raw,
+            junit_path=r.executed.junit_path if r.executed is not None else None,
+        )
 
     def _seal(self, record: RunRecord) -> None:
         """The raw log's trailer, once (records/raw_log.py): the record's exit facts, where, when, and its watch."""
@@ -412,9 +540,17 @@ class TargetRun:
         self.sealed = True  # tried once: a failure is the run's reason, not retried
         try:
             with PROFILE.phase("raw log sealed"):
-                seal_log(executed.raw_path, record, self.results.begun.host, ran_in(self.results),
-                         [g.index for g in executed.gpus], timeline_of(self.results).model_dump(), executed.watch,
-                         self.results.begun.machine)
+                seal_log(
+                    executed.raw_path,
+                    record,
+                    self.results.begun.host,
+                    ran_in(self.results),
+                    [g.index for g in executed.gpus],
+                    timeline_of(self.results).model_dump(),
+                    executed.watch,
+                    self.results.begun.machine,
+                )
         except OSError as exc:  # a full disk: the artifact is still written, and not a PASS
-            self.blocked.append(f"the raw log {executed.raw_path} could not be sealed ({exc}): "
-                                "`gpuverify check` cannot verify it")
+            self.blocked.append(
+                f"the raw log {executed.raw_path} could not be sealed ({exc}): `gpuverify check` cannot verify it"
+            )

@@ -14,11 +14,10 @@ from __future__ import annotations
 import re
 import tempfile
 from pathlib import Path
-from typing import Optional
 
+from pytest_gpuverify.parsers.result import ParseContext, ParsedOutput
 from pytest_gpuverify.records.artifact import AutotuneChoice, Correctness, RunSlice
 from pytest_gpuverify.records.raw_log import Segment, split_log
-from pytest_gpuverify.parsers.result import ParseContext, ParsedOutput
 
 # a harness's own count of timed steps, the word before the number ("runs=50", "steps: 50",
 # "num_iters=20", "--n-repeats 100") or after it ("50 iterations", "100 timed runs"); a count
@@ -49,10 +48,18 @@ def slices_of(segments: list[Segment], warmups: bool = False) -> list[RunSlice]:
         if (seg.run == 0) != warmups:
             continue
         end = seg.end or {}
-        out.append(RunSlice(run=seg.run, side=seg.side, checkout=seg.begin.get("checkout"),
-                            exit_code=end.get("exit_code"), timed_out=bool(end.get("timed_out")),
-                            interrupted=end.get("interrupted"), container_died=bool(end.get("container_died")),
-                            junit_xml=end.get("junit_xml")))
+        out.append(
+            RunSlice(
+                run=seg.run,
+                side=seg.side,
+                checkout=seg.begin.get("checkout"),
+                exit_code=end.get("exit_code"),
+                timed_out=bool(end.get("timed_out")),
+                interrupted=end.get("interrupted"),
+                container_died=bool(end.get("container_died")),
+                junit_xml=end.get("junit_xml"),
+            )
+        )
     return out
 
 
@@ -72,9 +79,9 @@ def parse_log(kind: str, path: Path, context: ParseContext) -> ParsedOutput:
             part.write_bytes(b"".join(seg.lines))
             end = seg.end or {}
             junit = end.get("junit_xml")
-            ctx = context.model_copy(update={
-                "exit_code": end.get("exit_code"),
-                "junit_xml": Path(path).parent / junit if junit else None})
+            ctx = context.model_copy(
+                update={"exit_code": end.get("exit_code"), "junit_xml": Path(path).parent / junit if junit else None}
+            )
             parsed = parse_output(kind, part, ctx)
             if seg.run == 0:  # a warm-up (--gpu-ab-cache warm): no result; only the choices its tuning made
                 warmed += [_placed(c, seg) for c in parsed.autotune]
@@ -129,15 +136,24 @@ def worst_correctness(each: list[Correctness]) -> Correctness:
     first = next((c for c in each if c.dtype), each[0])
     return Correctness(
         passed=False if False in passed else None if None in passed else True,
-        rtol=each[0].rtol, atol=each[0].atol, nan_count=sum(c.nan_count for c in each),
-        snr_db=lowest("snr_db"), shapes_checked=min(c.shapes_checked for c in each),
-        checks_passed=sum(c.checks_passed for c in each), checks_warning=sum(c.checks_warning for c in each),
-        checks_failed=sum(c.checks_failed for c in each), cosine_sim=lowest("cosine_sim"),
-        max_abs_error=highest("max_abs_error"), logits_diff=highest("logits_diff"), err_ratio=highest("err_ratio"),
-        dtype=first.dtype, dtype_source=first.dtype_source)
+        rtol=each[0].rtol,
+        atol=each[0].atol,
+        nan_count=sum(c.nan_count for c in each),
+        snr_db=lowest("snr_db"),
+        shapes_checked=min(c.shapes_checked for c in each),
+        checks_passed=sum(c.checks_passed for c in each),
+        checks_warning=sum(c.checks_warning for c in each),
+        checks_failed=sum(c.checks_failed for c in each),
+        cosine_sim=lowest("cosine_sim"),
+        max_abs_error=highest("max_abs_error"),
+        logits_diff=highest("logits_diff"),
+        err_ratio=highest("err_ratio"),
+        dtype=first.dtype,
+        dtype_source=first.dtype_source,
+    )
 
 
-def step_problems(results, min_steps: Optional[int]) -> list[str]:
+def step_problems(results, min_steps: int | None) -> list[str]:
     """``min_steps``: each run's printed step counts (a row's ``runs`` column, a ``steps: 50`` line)
     must reach it; a run that printed fewer proves nothing about its speed. A run that printed no
     count at all is not held to it (there is nothing to read)."""
@@ -152,8 +168,10 @@ def step_problems(results, min_steps: Optional[int]) -> list[str]:
         if short:
             n, where = min(short)
             label = f"{seg.label}: " if seg is not None else ""
-            problems.append(f"{label}printed {n} steps ({where}), fewer than min_steps {min_steps}. "
-                            "Fix: run the harness with more steps")
+            problems.append(
+                f"{label}printed {n} steps ({where}), fewer than min_steps {min_steps}. "
+                "Fix: run the harness with more steps"
+            )
     return problems
 
 
@@ -165,7 +183,7 @@ def _read_text(path: Path) -> str:
         return ""
 
 
-def runs_problems(art, raw: Optional[Path]) -> list[str]:
+def runs_problems(art, raw: Path | None) -> list[str]:
     """``gpuverify check``: the artifact's ``runs`` are the ones the log's own lines state, and its
     ``perf_summary`` the one its perf rows give."""
     from pytest_gpuverify.engine.summary import summary_problems
@@ -175,17 +193,25 @@ def runs_problems(art, raw: Optional[Path]) -> list[str]:
     stated = [s.model_dump() for s in slices_of(segments)] if segments is not None else []
     recorded = [s.model_dump() for s in art.runs]
     if recorded != stated:
-        problems.append(f"runs: the artifact records {len(recorded)} run(s), the raw log's lines state "
-                        f"{len(stated)}" + ("" if len(recorded) != len(stated) else " with other facts"))
+        problems.append(
+            f"runs: the artifact records {len(recorded)} run(s), the raw log's lines state "
+            f"{len(stated)}" + ("" if len(recorded) != len(stated) else " with other facts")
+        )
     if art.ab is not None:
         shas = {"A": art.ab.base_sha, "B": art.ab.head_sha}
-        problems += [f"runs: run {s['run']} side {s['side']} ran {s['checkout']}, ab says side {s['side']} is "
-                     f"{shas.get(s['side'])}" for s in stated if s["side"] in shas and s["checkout"] != shas[s["side"]]]
+        problems += [
+            f"runs: run {s['run']} side {s['side']} ran {s['checkout']}, ab says side {s['side']} is "
+            f"{shas.get(s['side'])}"
+            for s in stated
+            if s["side"] in shas and s["checkout"] != shas[s["side"]]
+        ]
     if art.ab is not None and segments is not None:
         warm = [s.model_dump() for s in slices_of(segments, warmups=True)]
         if [s.model_dump() for s in art.ab.warmups] != warm:
-            problems.append(f"ab.warmups: the artifact records {len(art.ab.warmups)} warm-up run(s), the raw log's "
-                            f"lines state {len(warm)}")
+            problems.append(
+                f"ab.warmups: the artifact records {len(art.ab.warmups)} warm-up run(s), the raw log's "
+                f"lines state {len(warm)}"
+            )
     order = [f"{s['side']}{s['run']}" for s in stated]
     if art.ab is not None and art.ab.order != order:
         problems.append(f"ab.order is {art.ab.order}, the raw log ran {order}")

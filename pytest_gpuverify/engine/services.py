@@ -5,9 +5,10 @@ one that knows both sides."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Mapping, Optional, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from pytest_gpuverify.common.clock import SessionClock
@@ -38,14 +39,14 @@ class RunContext:
     env: EnvFile
     host_row: HostRow
     out_dir: Path
-    signer: Optional[SigningRow]
-    synced: Optional[SyncRecord]  # --gpu-sync's record, on a worker on a GPU host
+    signer: SigningRow | None
+    synced: SyncRecord | None  # --gpu-sync's record, on a worker on a GPU host
     session_notes: tuple[str, ...]
-    collected: Optional[float]  # monotonic time pytest's collection ended
-    echo: Optional[Echo]  # -s: the command's output to the terminal as it comes
-    shard: Optional[ShardRecord] = None  # this session's shard of a run split over several jobs
-    scheduler: Optional[SchedulerRecord] = None  # GPUs granted outside the plugin
-    machine: Optional[MachineRecord] = None  # the machine's identity, read once per session
+    collected: float | None  # monotonic time pytest's collection ended
+    echo: Echo | None  # -s: the command's output to the terminal as it comes
+    shard: ShardRecord | None = None  # this session's shard of a run split over several jobs
+    scheduler: SchedulerRecord | None = None  # GPUs granted outside the plugin
+    machine: MachineRecord | None = None  # the machine's identity, read once per session
 
 
 class LiveLine(Protocol):
@@ -77,7 +78,7 @@ class SessionServices(Protocol):
     @property
     def builds(self) -> DeclaredBuilds: ...
     @property
-    def base_worktrees(self) -> Optional[BaseWorktrees]: ...
+    def base_worktrees(self) -> BaseWorktrees | None: ...
     @property
     def inventory(self) -> dict[int, GpuInfo]: ...
     @property
@@ -85,9 +86,9 @@ class SessionServices(Protocol):
     @property
     def session_blocked(self) -> list[str]: ...
     @property
-    def live_line(self) -> Optional[LiveLineFactory]: ...
+    def live_line(self) -> LiveLineFactory | None: ...
 
-    def session_guard(self) -> Optional[SessionGuard]: ...
+    def session_guard(self) -> SessionGuard | None: ...
 
     def unique_topic(self, target: Target) -> str: ...
 
@@ -95,13 +96,19 @@ class SessionServices(Protocol):
 
     def repo_state(self, wt_host: Path) -> RepoRecord: ...
 
-    def import_origin(self, handle: Any, package: str, env: Mapping[str, str],
-                      tree: Optional[RepoRecord] = None, front: tuple[str, ...] = ()) -> tuple[Optional[str], Optional[str]]: ...
+    def import_origin(
+        self,
+        handle: Any,
+        package: str,
+        env: Mapping[str, str],
+        tree: RepoRecord | None = None,
+        front: tuple[str, ...] = (),
+    ) -> tuple[str | None, str | None]: ...
 
     def imports_kept(self, handle: Any, env: Mapping[str, str]) -> list[str]: ...
 
 
-def fan_out(echo: Optional[Echo], line: Optional[LiveLine]) -> Optional[Echo]:
+def fan_out(echo: Echo | None, line: LiveLine | None) -> Echo | None:
     """The executors' ``echo``: the user's (-s), then the live line."""
     if line is None:
         return echo

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Callable, Mapping
 from functools import partial
 from pathlib import Path
-from typing import Callable, Mapping, Optional
 
 from pytest_gpuverify.common import live_files
 from pytest_gpuverify.common.clock import SessionClock
@@ -47,9 +47,9 @@ class VerifySession:
     def __init__(
         self,
         start: SessionStart,
-        echo: Optional[Callable[[bytes], None]] = None,
-        topics: Optional[TopicClaims] = None,
-        live_line: Optional[LiveLineFactory] = None,
+        echo: Callable[[bytes], None] | None = None,
+        topics: TopicClaims | None = None,
+        live_line: LiveLineFactory | None = None,
     ) -> None:
         """``start``: the session's start (start.py), built before this module is imported, where every
         setup problem raised, and begun in its thread or not (:meth:`start` then does it)."""
@@ -62,7 +62,7 @@ class VerifySession:
         self.runner, self.backend, self.sampler = start.runner, start.backend, start.sampler
         self.picker, self.places = start.picker, start.places
         self.session_blocked, self.session_notes = start.blocked, start.notes  # the same lists: the start adds to them
-        self._imports: dict[tuple, tuple[Optional[str], Optional[str]]] = {}  # (place, package, env, front)
+        self._imports: dict[tuple, tuple[str | None, str | None]] = {}  # (place, package, env, front)
         self._imports_kept: set[tuple] = set()  # of those, the answers of an earlier session (facts_cache.py)
         self._repos: dict[Path, RepoRecord] = {}
         self.warm_caches: dict[str, bool] = {}
@@ -77,11 +77,13 @@ class VerifySession:
         self.on_wait = start.on_wait  # the live line: GPU waits, and a wait for the tickets folder's lock
         self.live_line = live_line  # the terminal's line while a command runs, made per command
         self.clock = SessionClock()  # every timeline entry of this session's artifacts is read off it
-        self.collected: Optional[float] = None
+        self.collected: float | None = None
         self.parsers = ParserWarmer()  # each kind's parser loads while its first command runs
         self.base_worktrees = BaseWorktrees(self.options.ab_base) if self.options.ab_base else None  # --gpu-ab (ab.py)
         self.builds = DeclaredBuilds(self.out_dir, self.options.timeout_s)  # the declarations' builds (prerun.py)
-        self.shard: Optional[ShardRecord] = None  # this session's shard of a run split over several jobs (config/shards.py)
+        self.shard: ShardRecord | None = (
+            None  # this session's shard of a run split over several jobs (config/shards.py)
+        )
 
     @property
     def inventory(self) -> dict[int, GpuInfo]:
@@ -89,7 +91,7 @@ class VerifySession:
         return self.starting.inventory
 
     @property
-    def scheduler(self) -> Optional[SchedulerRecord]:
+    def scheduler(self) -> SchedulerRecord | None:
         """GPUs granted outside the plugin (grants.py), as the start read them."""
         return self.starting.scheduler
 
@@ -134,8 +136,9 @@ class VerifySession:
         try:
             self.write(outcome)
         except OSError as exc:
-            self.write_problems.append(str(exc) if isinstance(exc, FileProblem) else
-                                       f"cannot write {outcome.artifact_path}: {exc}")
+            self.write_problems.append(
+                str(exc) if isinstance(exc, FileProblem) else f"cannot write {outcome.artifact_path}: {exc}"
+            )
             outcome.written = True  # said once: the session's end does not try again
 
     def write(self, outcome: TargetOutcome) -> None:
@@ -144,8 +147,9 @@ class VerifySession:
         if outcome.written:
             return
         with PROFILE.phase("artifact validated and stored"):
-            stored, problem = store_or_keep_elsewhere(outcome.artifact, outcome.artifact_path, self._moves_lock,
-                                                      self.on_wait)
+            stored, problem = store_or_keep_elsewhere(
+                outcome.artifact, outcome.artifact_path, self._moves_lock, self.on_wait
+            )
         outcome.written, outcome.stored_path = True, stored
         if problem is not None:
             self.write_problems.append(problem)
@@ -159,15 +163,25 @@ class VerifySession:
     # -- what the targets share -------------------------------------------------------------
     def context(self) -> RunContext:
         """The session's facts as a run starts (frozen: a run cannot change them for the next)."""
-        return RunContext(options=self.options, env=self.env, host_row=self.host_row, out_dir=self.out_dir,
-                          signer=self.signer, synced=self.synced, session_notes=tuple(self.session_notes),
-                          collected=self.collected, echo=self.echo, shard=self.shard, scheduler=self.scheduler,
-                          machine=self.starting.machine)
+        return RunContext(
+            options=self.options,
+            env=self.env,
+            host_row=self.host_row,
+            out_dir=self.out_dir,
+            signer=self.signer,
+            synced=self.synced,
+            session_notes=tuple(self.session_notes),
+            collected=self.collected,
+            echo=self.echo,
+            shard=self.shard,
+            scheduler=self.scheduler,
+            machine=self.starting.machine,
+        )
 
     def unique_topic(self, target: Target) -> str:
         return self.topics.claim(self.out_dir, self.options.topic or target.topic)
 
-    def session_guard(self) -> Optional[SessionGuard]:
+    def session_guard(self) -> SessionGuard | None:
         return self.starting.session_guard()
 
     def repo_state(self, wt_host: Path) -> RepoRecord:
@@ -177,8 +191,9 @@ class VerifySession:
                 self._repos[wt_host] = repo_state(wt_host, own_output_dirs(self.env.resources.tickets))
         return self._repos[wt_host]
 
-    def import_origin(self, handle, package: str, env: Mapping[str, str],
-                      tree: Optional[RepoRecord] = None, front: tuple[str, ...] = ()) -> tuple[Optional[str], Optional[str]]:
+    def import_origin(
+        self, handle, package: str, env: Mapping[str, str], tree: RepoRecord | None = None, front: tuple[str, ...] = ()
+    ) -> tuple[str | None, str | None]:
         """Where ``package`` imports from in the place (``handle``) with the command's environment ``env``,
         read once per place and environment (the worktree is in its PYTHONPATH). ``tree``: the
         worktree's state, when nothing of ours changed it since: then an earlier session's answer for
@@ -198,7 +213,7 @@ class VerifySession:
         return sorted(package for place, package, e, _ in self._imports_kept if place == handle.place and e == items)
 
     # -- one target ------------------------------------------------------------------------
-    def run(self, target: Target, grant: Optional[GpuGrant] = None) -> TargetOutcome:
+    def run(self, target: Target, grant: GpuGrant | None = None) -> TargetOutcome:
         """Run one target through its phases (run.py) and return its outcome, its artifact written (and
         signed) as it ends, before the next target starts: a session killed later loses nothing it
         finished. ``grant``: GPUs the caller already holds (the ``locked_gpu`` fixture); kept, not released."""

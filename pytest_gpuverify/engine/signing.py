@@ -14,7 +14,7 @@ import getpass
 import os
 import subprocess
 from pathlib import Path
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING
 
 from pytest_gpuverify.config.signing import SigningRow
 
@@ -26,11 +26,7 @@ TIMEOUT_S = 30
 ROW_FIX = "write `| signer | key |`: a user or host name, and the absolute path of its private key."
 
 
-
-
-
-
-def signer_for(env: "EnvFile", host: str, user: Optional[str] = None) -> Optional[SigningRow]:
+def signer_for(env: EnvFile, host: str, user: str | None = None) -> SigningRow | None:
     """The row that signs this session's artifacts (the user's, else the host's), its key checked
     readable now, before any GPU is touched; None without a Signing table or a matching row."""
     from pytest_gpuverify.config.envfile import EnvFileError
@@ -41,12 +37,23 @@ def signer_for(env: "EnvFile", host: str, user: Optional[str] = None) -> Optiona
     if row is None:
         return None
     if row.key is None:
-        raise EnvFileError(env.path, "the key cell is empty", "write the private key's path, or delete the row.",
-                           section="Signing", row=row.row, row_label=row.signer)
+        raise EnvFileError(
+            env.path,
+            "the key cell is empty",
+            "write the private key's path, or delete the row.",
+            section="Signing",
+            row=row.row,
+            row_label=row.signer,
+        )
     if not os.access(row.key, os.R_OK) or not row.key.is_file():
-        raise EnvFileError(env.path, f"key {row.key} is not a readable file",
-                           f"create it (`ssh-keygen -t ed25519 -f {row.key}`), or correct the path.",
-                           section="Signing", row=row.row, row_label=row.signer)
+        raise EnvFileError(
+            env.path,
+            f"key {row.key} is not a readable file",
+            f"create it (`ssh-keygen -t ed25519 -f {row.key}`), or correct the path.",
+            section="Signing",
+            row=row.row,
+            row_label=row.signer,
+        )
     return row
 
 
@@ -57,33 +64,39 @@ def _user() -> str:
         return str(os.getuid())
 
 
-def sign(path: Path, key: Path) -> Optional[str]:
+def sign(path: Path, key: Path) -> str | None:
     """Write ``path``.sig; None, or why it could not be signed."""
     signature = signature_of(path)
     signature.unlink(missing_ok=True)  # ssh-keygen asks before it overwrites one
     return _ssh_keygen(["-Y", "sign", "-f", str(key), "-n", NAMESPACE, str(path)], stdin=None)
 
 
-def verify(path: Path, allowed_signers: Path, identity: str) -> Optional[str]:
+def verify(path: Path, allowed_signers: Path, identity: str) -> str | None:
     """None when ``path``.sig is ``identity``'s signature of ``path`` as it is now; else why not."""
     signature = signature_of(path)
     if not signature.exists():
         return f"{path.name} is not signed (no {signature.name})"
     with open(path, "rb") as data:
-        why = _ssh_keygen(["-Y", "verify", "-f", str(allowed_signers), "-I", identity, "-n", NAMESPACE,
-                           "-s", str(signature)], stdin=data)
+        why = _ssh_keygen(
+            ["-Y", "verify", "-f", str(allowed_signers), "-I", identity, "-n", NAMESPACE, "-s", str(signature)],
+            stdin=data,
+        )
     return f"{path.name}: the signature does not verify as {identity}: {why}" if why else None
 
 
-def signer_of(path: Path, allowed_signers: Path) -> Optional[str]:
+def signer_of(path: Path, allowed_signers: Path) -> str | None:
     """The principal of ``allowed_signers`` whose key made ``path``.sig (``ssh-keygen -Y find-principals``)."""
     signature = signature_of(path)
     if not signature.exists():
         return None
     try:
-        res = subprocess.run(["ssh-keygen", "-Y", "find-principals", "-f", str(allowed_signers), "-n", NAMESPACE,
-                              "-s", str(signature)], stdin=subprocess.DEVNULL, capture_output=True,
-                             timeout=TIMEOUT_S, start_new_session=True)
+        res = subprocess.run(
+            ["ssh-keygen", "-Y", "find-principals", "-f", str(allowed_signers), "-n", NAMESPACE, "-s", str(signature)],
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            timeout=TIMEOUT_S,
+            start_new_session=True,
+        )
     except (OSError, subprocess.TimeoutExpired):
         return None
     found = res.stdout.decode("utf-8", errors="replace").split()
@@ -94,11 +107,16 @@ def signature_of(path: Path) -> Path:
     return path.with_name(path.name + ".sig")
 
 
-def _ssh_keygen(args: list[str], stdin) -> Optional[str]:
+def _ssh_keygen(args: list[str], stdin) -> str | None:
     try:
         # a session of its own: no terminal, so a key with a passphrase fails at once, never prompts
-        res = subprocess.run(["ssh-keygen", *args], stdin=stdin if stdin is not None else subprocess.DEVNULL,
-                             capture_output=True, timeout=TIMEOUT_S, start_new_session=True)
+        res = subprocess.run(
+            ["ssh-keygen", *args],
+            stdin=stdin if stdin is not None else subprocess.DEVNULL,
+            capture_output=True,
+            timeout=TIMEOUT_S,
+            start_new_session=True,
+        )
     except FileNotFoundError:
         return "ssh-keygen is not installed (apt-get install openssh-client)"
     except subprocess.TimeoutExpired:
@@ -109,7 +127,7 @@ def _ssh_keygen(args: list[str], stdin) -> Optional[str]:
     return text[-1] if text else f"ssh-keygen exited {res.returncode}"
 
 
-def sign_outputs(row: SigningRow, paths: list[Optional[Path]]) -> None:
+def sign_outputs(row: SigningRow, paths: list[Path | None]) -> None:
     """Sign each file a run wrote. A failure is said on stderr and leaves the file unsigned, which
     ``gpuverify check --allowed-signers`` reports; the artifact itself is never lost to it."""
     import sys

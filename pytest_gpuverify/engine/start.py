@@ -10,7 +10,7 @@ library's start-up, the first readings, the arch) before it imports the run side
 from __future__ import annotations
 
 import os
-from typing import Callable, Optional
+from collections.abc import Callable
 
 from pytest_gpuverify.common.files import private_folder
 from pytest_gpuverify.common.profile import PROFILE
@@ -43,7 +43,7 @@ class SessionStart:
         options: RunOptions,
         env: EnvFile,
         docker_factory: Callable[[], object] = docker_client,
-        on_wait: Optional[Callable[[str], None]] = None,
+        on_wait: Callable[[str], None] | None = None,
     ) -> None:
         self.options, self.env, self.on_wait = options, env, on_wait
         self.setup = setup = check_setup(options, env)  # raises before any GPU or container is touched
@@ -52,26 +52,35 @@ class SessionStart:
         interval = sampling_interval(options.window_s)
         shared = readings_for(setup.host_row.host, setup.lock_spec.path_template, interval)
         self.sampler = IdleSampler(
-            self.backend, options.window_s, interval_s=interval, lock_path_for=setup.lock_spec.path_for, shared=shared,
-            history=history_source(self.backend, shared.path, setup.expected_arch, setup.lock_spec.path_template,
-                                   interval),
+            self.backend,
+            options.window_s,
+            interval_s=interval,
+            lock_path_for=setup.lock_spec.path_for,
+            shared=shared,
+            history=history_source(
+                self.backend, shared.path, setup.expected_arch, setup.lock_spec.path_template, interval
+            ),
         )
-        self.picker = GpuPicker(self.sampler, setup.lock_spec, self.runner, setup.picker_command, on_wait=on_wait,
-                                where=setup.host_row.host)
-        self.places = ContainerPlaces(env, options, setup.host_row.host, docker_factory, self.backend.vendor,
-                                      setup.expected_arch)
+        self.picker = GpuPicker(
+            self.sampler, setup.lock_spec, self.runner, setup.picker_command, on_wait=on_wait, where=setup.host_row.host
+        )
+        self.places = ContainerPlaces(
+            env, options, setup.host_row.host, docker_factory, self.backend.vendor, setup.expected_arch
+        )
         self.inventory: dict[int, GpuInfo] = {}
         self.blocked: list[str] = []  # every target of the session is blocked by these
         self.notes: list[str] = []  # said in every artifact of the session
-        self.scheduler: Optional[SchedulerRecord] = None  # GPUs granted outside the plugin (grants.py)
-        self.machine: Optional[MachineRecord] = None  # the machine's identity, in every artifact (place/machine.py)
+        self.scheduler: SchedulerRecord | None = None  # GPUs granted outside the plugin (grants.py)
+        self.machine: MachineRecord | None = None  # the machine's identity, in every artifact (place/machine.py)
         own = private_folder()
         if own.squatted:  # said in every artifact: the caches and locks of this session were its own
-            self.notes.append(f"{own.squatted}: this session's own files (caches of runs on the host, the "
-                              f"lock of artifact moves without a ticket) were in a fresh folder {own.path}")
+            self.notes.append(
+                f"{own.squatted}: this session's own files (caches of runs on the host, the "
+                f"lock of artifact moves without a ticket) were in a fresh folder {own.path}"
+            )
         self._started = False
-        self._starter: Optional[Background] = None  # begin()'s thread
-        self._guard: Optional[SessionGuard] = None
+        self._starter: Background | None = None  # begin()'s thread
+        self._guard: SessionGuard | None = None
 
     def begin(self) -> None:
         """The start in a thread: the GPU library's start-up (NVML, amdsmi: calls that let go of the
@@ -127,18 +136,24 @@ class SessionStart:
         """GPUs a scheduler or CI job granted this process: the picker picks only among them."""
         uuids = {g.uuid: g.index for g in self.inventory.values() if g.uuid}
         try:
-            self.scheduler = read_grant(os.environ, self.backend.vendor, uuids, on_host=self.places.on_host,
-                                        host_gpus=len(self.inventory) or None)
+            self.scheduler = read_grant(
+                os.environ,
+                self.backend.vendor,
+                uuids,
+                on_host=self.places.on_host,
+                host_gpus=len(self.inventory) or None,
+            )
         except GrantProblem as exc:
             self.blocked.append(str(exc))
             return
         if self.scheduler is not None:
             self.picker.granted = list(self.scheduler.granted)
             self.picker.granted_by = granter(self.scheduler)
-            self.notes.append(f"GPUs granted outside the plugin: {granted_text(self.scheduler)}; "
-                              "picked and locked among these only")
+            self.notes.append(
+                f"GPUs granted outside the plugin: {granted_text(self.scheduler)}; picked and locked among these only"
+            )
 
-    def session_guard(self) -> Optional[SessionGuard]:
+    def session_guard(self) -> SessionGuard | None:
         """The session's guard, started again if it died (a kill -9 of us stops our command)."""
         if self._guard is None or not self._guard.alive:
             self._guard = SessionGuard.start()

@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import os
 import time
-from datetime import datetime, timezone
+from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Callable, Optional
 
+from pytest_gpuverify.common.files import RESULT_MODE, FileProblem, private_folder, stage_file, unwritable, write_atomic
 from pytest_gpuverify.records.artifact import Artifact, dump_artifact
-from pytest_gpuverify.common.files import RESULT_MODE, FileProblem, private_folder, stage_file, unwritable, \
-    write_atomic
+
 
 class WrittenBeside(FileProblem):
     """Another member's artifact holds the name and cannot be moved aside: this one is at ``path``."""
@@ -32,8 +32,13 @@ MOVES_LOCK_WAIT_S = 10.0  # past this, the artifact is written without the folde
 MOVES_LOCK_TELL_S = 1.0  # a wait longer than this shows a line naming the lock's holder
 
 
-def store_artifact(artifact: Artifact, path: Path, lock_path: Optional[Path],
-                   on_wait: Optional[Callable[[str], None]] = None, wait_s: float = MOVES_LOCK_WAIT_S) -> Path:
+def store_artifact(
+    artifact: Artifact,
+    path: Path,
+    lock_path: Path | None,
+    on_wait: Callable[[str], None] | None = None,
+    wait_s: float = MOVES_LOCK_WAIT_S,
+) -> Path:
     """Write ``artifact`` as ``path`` and return the name it really has. An earlier artifact of the
     topic is moved aside; one written while this run went on (a concurrent session of the same
     topic) keeps its name, and this one takes a free name beside it, so the name each session
@@ -48,12 +53,12 @@ def store_artifact(artifact: Artifact, path: Path, lock_path: Optional[Path],
         try:
             final = path
             if _written_since(path, began):
-                final = _free_name(path, datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ"))
+                final = _free_name(path, datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ"))
             else:
                 try:
                     keep_previous(path)
                 except FileProblem as exc:  # another member's artifact holds the name: ours goes beside it
-                    final = _free_name(path, datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ"))
+                    final = _free_name(path, datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ"))
                     os.replace(staged, final)
                     raise WrittenBeside(f"{exc}; this run's artifact is {final}", final) from None
             os.replace(staged, final)
@@ -66,7 +71,7 @@ def store_artifact(artifact: Artifact, path: Path, lock_path: Optional[Path],
             staged.unlink()
 
 
-def take_moves_lock(lock_path: Path, artifact: Artifact, on_wait: Optional[Callable[[str], None]], wait_s: float):
+def take_moves_lock(lock_path: Path, artifact: Artifact, on_wait: Callable[[str], None] | None, wait_s: float):
     """The folder lock within ``wait_s`` (a held :class:`GpuLease` of the file), else None and a note
     in ``artifact`` naming the holder; a wait past :data:`MOVES_LOCK_TELL_S` shows ``on_wait`` a line."""
     from pytest_gpuverify.lease.lock import GpuLease, holder_of
@@ -77,13 +82,17 @@ def take_moves_lock(lock_path: Path, artifact: Artifact, on_wait: Optional[Calla
         while not lease.try_acquire():
             waited = time.monotonic() - start
             if waited >= wait_s:
-                artifact.notes.append(f"written without the folder lock {lock_path}: held by {holder_of(lock_path)} "
-                                      f"for more than {wait_s:g} s")
+                artifact.notes.append(
+                    f"written without the folder lock {lock_path}: held by {holder_of(lock_path)} "
+                    f"for more than {wait_s:g} s"
+                )
                 return None
             if on_wait is not None and not told and waited >= MOVES_LOCK_TELL_S:
                 told = True
-                on_wait(f"waiting for the folder lock {lock_path} to store the artifact (at most {wait_s:g} s): "
-                        f"held by {holder_of(lock_path)}")
+                on_wait(
+                    f"waiting for the folder lock {lock_path} to store the artifact (at most {wait_s:g} s): "
+                    f"held by {holder_of(lock_path)}"
+                )
             time.sleep(0.05)
     except OSError as exc:  # an unusable lock file never costs the result: written unlocked
         artifact.notes.append(f"written without the folder lock {lock_path}: {exc}")
@@ -94,8 +103,9 @@ def take_moves_lock(lock_path: Path, artifact: Artifact, on_wait: Optional[Calla
     return lease
 
 
-def store_or_keep_elsewhere(artifact: Artifact, path: Path, lock_path: Optional[Path],
-                            on_wait: Optional[Callable[[str], None]] = None) -> tuple[Path, Optional[str]]:
+def store_or_keep_elsewhere(
+    artifact: Artifact, path: Path, lock_path: Path | None, on_wait: Callable[[str], None] | None = None
+) -> tuple[Path, str | None]:
     """:func:`store_artifact`; when the asked place cannot take it (a full disk, a folder turned
     read-only), a copy in the user's own folder. Returns (where the artifact is, the problem: None
     when it is where it was asked to be). Raises only when neither place took it."""
@@ -108,7 +118,7 @@ def store_or_keep_elsewhere(artifact: Artifact, path: Path, lock_path: Optional[
     except OSError as exc:
         problem = f"cannot write {path}: {exc.strerror or exc}"
     kept = private_folder().path / "artifacts" / path.parent.name / path.name
-    kept = _free_name(kept, datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")) if kept.exists() else kept
+    kept = _free_name(kept, datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")) if kept.exists() else kept
     artifact.notes.append(f"not written to {path} ({problem}): kept at {kept}")
     try:
         write_atomic(kept, dump_artifact(artifact), mode=RESULT_MODE)
@@ -121,13 +131,16 @@ def keep_previous(path: Path) -> None:
     """An earlier artifact of the same topic is evidence too: move it aside, never overwrite it."""
     if not path.exists():
         return
-    stamp = datetime.fromtimestamp(path.stat().st_mtime, timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    stamp = datetime.fromtimestamp(path.stat().st_mtime, UTC).strftime("%Y%m%dT%H%M%SZ")
     aside = _free_name(path, stamp)
     try:
         os.replace(path, aside)
     except PermissionError as exc:  # a sticky folder and another member's artifact
-        raise unwritable(path, f"cannot move it aside to {aside.name}: {exc.strerror}",
-                         "its owner removes or renames it, or use another ticket") from exc
+        raise unwritable(
+            path,
+            f"cannot move it aside to {aside.name}: {exc.strerror}",
+            "its owner removes or renames it, or use another ticket",
+        ) from exc
     signature = path.with_name(path.name + ".sig")
     if signature.exists():  # a signature belongs to its artifact
         os.replace(signature, aside.with_name(aside.name + ".sig"))
@@ -142,7 +155,7 @@ def _free_name(path: Path, stamp: str) -> Path:
     return aside
 
 
-def _began(artifact: Artifact) -> Optional[float]:
+def _began(artifact: Artifact) -> float | None:
     """When the artifact's run began (its ``ts``), in epoch seconds; None when not a time."""
     try:
         return datetime.fromisoformat((artifact.ts or "").replace("Z", "+00:00")).timestamp()
@@ -150,7 +163,7 @@ def _began(artifact: Artifact) -> Optional[float]:
         return None
 
 
-def _written_since(path: Path, began: Optional[float]) -> bool:
+def _written_since(path: Path, began: float | None) -> bool:
     """An artifact at ``path`` written after this run began: a concurrent session's, not an earlier run's."""
     if began is None:
         return False

@@ -4,11 +4,11 @@ re-derives it and names any difference."""
 
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
-from pytest_gpuverify.records.artifact import Artifact, PerfRow, PerfSummary
-from pytest_gpuverify.parsers.figures import row_values
 from pytest_gpuverify.common.stats import median
+from pytest_gpuverify.parsers.figures import row_values
+from pytest_gpuverify.records.artifact import Artifact, PerfRow, PerfSummary
 
 
 def summarize(rows: Iterable[PerfRow]) -> list[PerfSummary]:
@@ -19,9 +19,20 @@ def summarize(rows: Iterable[PerfRow]) -> list[PerfSummary]:
             continue
         for metric, value in row_values(row):
             found.setdefault((row.shape, row.name, row.stat, row.side, metric), []).append(value)
-    return [PerfSummary(shape=shape, name=name, stat=stat, side=side, metric=metric, runs=len(values),
-                        median=median(values), min=min(values), max=max(values))
-            for (shape, name, stat, side, metric), values in found.items()]
+    return [
+        PerfSummary(
+            shape=shape,
+            name=name,
+            stat=stat,
+            side=side,
+            metric=metric,
+            runs=len(values),
+            median=median(values),
+            min=min(values),
+            max=max(values),
+        )
+        for (shape, name, stat, side, metric), values in found.items()
+    ]
 
 
 def summary_problems(art: Artifact) -> list[str]:
@@ -35,6 +46,8 @@ def summary_problems(art: Artifact) -> list[str]:
     for i, (a, b) in enumerate(zip(theirs, ours)):
         for key in a:
             if a[key] != b[key]:
-                return [f"perf_summary[{i}] ({b['shape']} {b['name']} {b['metric']}): {key} is {a[key]!r}, "
-                        f"the perf rows give {b[key]!r}"]
+                return [
+                    f"perf_summary[{i}] ({b['shape']} {b['name']} {b['metric']}): {key} is {a[key]!r}, "
+                    f"the perf rows give {b[key]!r}"
+                ]
     return ["perf_summary differs from what the perf rows give"]

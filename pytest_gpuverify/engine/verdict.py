@@ -7,14 +7,12 @@ proves nothing. PASS is a clean run that checked at least one shape.
 
 from __future__ import annotations
 
-from typing import Optional
-
-from pytest_gpuverify.records.artifact import Correctness, RunRecord, TargetRecord, Verdict
+from pytest_gpuverify.config.targets import PYTEST_KINDS, Thresholds
 from pytest_gpuverify.engine.floors import limit_findings
 from pytest_gpuverify.execute.leftovers import reason as leftover_reason
 from pytest_gpuverify.parsers.dtypes import is_low_precision
 from pytest_gpuverify.parsers.result import ParsedOutput
-from pytest_gpuverify.config.targets import PYTEST_KINDS, Thresholds
+from pytest_gpuverify.records.artifact import Correctness, RunRecord, TargetRecord, Verdict
 
 # The verdict reads what the artifact stores: its run record (``run``: what happened around the
 # command) and its target record (``target``: the declared dtype; the kind says whether the command
@@ -24,11 +22,11 @@ from pytest_gpuverify.config.targets import PYTEST_KINDS, Thresholds
 PYTEST_NO_TESTS = 5
 
 
-def needs_snr(dtype: Optional[str]) -> bool:
+def needs_snr(dtype: str | None) -> bool:
     return is_low_precision(dtype)
 
 
-def low_precision_output(target: Optional[TargetRecord], c: Optional[Correctness]) -> Optional[tuple[str, str]]:
+def low_precision_output(target: TargetRecord | None, c: Correctness | None) -> tuple[str, str] | None:
     """The low-precision output dtype and where it was read (parsers/dtypes.py), or None."""
     if c is not None and c.dtype is not None and needs_snr(c.dtype):
         return c.dtype, c.dtype_source or "the output"
@@ -36,7 +34,7 @@ def low_precision_output(target: Optional[TargetRecord], c: Optional[Correctness
     return (declared, "declaration") if declared and needs_snr(declared) else None
 
 
-def inner_pytest(target: Optional[TargetRecord]) -> bool:
+def inner_pytest(target: TargetRecord | None) -> bool:
     """The command is a pytest run (its exit code 5 means "no test ran")."""
     return target is not None and target.kind in PYTEST_KINDS
 
@@ -71,8 +69,10 @@ def _not_said(found: list[str], said: list[str]) -> list[str]:
 
 
 def decide(
-    run: RunRecord, parsed: Optional[ParsedOutput], limits: Optional[Thresholds] = None,
-    target: Optional[TargetRecord] = None,
+    run: RunRecord,
+    parsed: ParsedOutput | None,
+    limits: Thresholds | None = None,
+    target: TargetRecord | None = None,
 ) -> tuple[Verdict, list[str]]:
     """The verdict and the reasons behind it, most important first. ``run``: the artifact's run
     record; ``target``: its target record (the declared dtype and the kind)."""
@@ -134,8 +134,10 @@ def decide(
 
 
 def verdict_and_reasons(
-    run: RunRecord, parsed: Optional[ParsedOutput], limits: Optional[Thresholds] = None,
-    target: Optional[TargetRecord] = None,
+    run: RunRecord,
+    parsed: ParsedOutput | None,
+    limits: Thresholds | None = None,
+    target: TargetRecord | None = None,
 ) -> tuple[Verdict, list[str]]:
     """What the artifact states: :func:`decide`'s verdict and reasons, then every fact recorded as
     null with why. The engine and ``gpuverify check`` both call this, so they cannot drift apart."""

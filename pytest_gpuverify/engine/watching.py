@@ -3,29 +3,29 @@ command it streams (one, or each of a plan's runs) is watched from its start to 
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Callable, Mapping, Optional, Sequence
 
-from pytest_gpuverify.records.artifact import GpuWatch, RunSlice
 from pytest_gpuverify.execute.base import ExecOutcome, Executor, Interrupted
 from pytest_gpuverify.execute.container import ContainerError
 from pytest_gpuverify.execute.leftovers import marked_in_container
 from pytest_gpuverify.lease.watch import CommandWatch, OwnProcesses
-from pytest_gpuverify.place.caches import CacheProbe, CachePlan
+from pytest_gpuverify.place.caches import CachePlan, CacheProbe
+from pytest_gpuverify.records.artifact import GpuWatch, RunSlice
 
 
 class WatchedPlace:
     """``handle`` as it is, but for :meth:`stream_to_file`: its held GPUs are watched around each command,
     one :class:`GpuWatch` per command into ``records``."""
 
-    def __init__(self, handle: Executor, backend, indices: list[int], wall: Callable[[float], Optional[str]]) -> None:
+    def __init__(self, handle: Executor, backend, indices: list[int], wall: Callable[[float], str | None]) -> None:
         self._handle, self._backend, self._indices, self._wall = handle, backend, indices, wall
         self.records: list[GpuWatch] = []
-        self._cache_probe: Optional[CacheProbe] = None
+        self._cache_probe: CacheProbe | None = None
         self._probe: tuple[str, ...] = ()  # the folders the next command's start looks into
-        self._caches_held: Optional[bool] = None  # what that look found
+        self._caches_held: bool | None = None  # what that look found
         try:  # the run's processes are its command's tree, on the host or in this container (on_start)
-            self._container_id: Optional[str] = handle.inspect().get("Id")
+            self._container_id: str | None = handle.inspect().get("Id")
         except (ContainerError, OSError):
             self._container_id = None
 
@@ -36,18 +36,27 @@ class WatchedPlace:
         self._cache_probe = CacheProbe.of(plan, seen)
         self._probe = self._cache_probe.folders
 
-    def caches_reused(self) -> Optional[bool]:
+    def caches_reused(self) -> bool | None:
         """The answer for the artifact (None: a cold run, or the command never started)."""
         return self._cache_probe.answer(self._caches_held) if self._cache_probe is not None else None
 
     def __getattr__(self, name: str):
         return getattr(self._handle, name)
 
-    def stream_to_file(self, argv: Sequence[str], out_path: Path, env: Optional[Mapping[str, str]] = None,
-                       workdir: str = "/", timeout_s: float = 3600.0, echo: Optional[Callable[[bytes], None]] = None,
-                       on_start: Optional[Callable[[list[str]], None]] = None,
-                       probe: Sequence[str] = ()) -> ExecOutcome:
-        ask = (lambda pid, run_id: marked_in_container(self._handle.capture, pid, run_id)) if self._container_id else None
+    def stream_to_file(
+        self,
+        argv: Sequence[str],
+        out_path: Path,
+        env: Mapping[str, str] | None = None,
+        workdir: str = "/",
+        timeout_s: float = 3600.0,
+        echo: Callable[[bytes], None] | None = None,
+        on_start: Callable[[list[str]], None] | None = None,
+        probe: Sequence[str] = (),
+    ) -> ExecOutcome:
+        ask = (
+            (lambda pid, run_id: marked_in_container(self._handle.capture, pid, run_id)) if self._container_id else None
+        )
         watch = CommandWatch(self._backend, self._indices, OwnProcesses(self._container_id, ask=ask), self._wall)
         watch.start()
 
@@ -58,8 +67,9 @@ class WatchedPlace:
 
         probe, self._probe = tuple(probe) or self._probe, ()
         try:
-            outcome = self._handle.stream_to_file(argv, out_path, env=env, workdir=workdir, timeout_s=timeout_s,
-                                                  echo=echo, on_start=started, probe=probe)
+            outcome = self._handle.stream_to_file(
+                argv, out_path, env=env, workdir=workdir, timeout_s=timeout_s, echo=echo, on_start=started, probe=probe
+            )
         except Interrupted as stopped:
             if probe:
                 self._caches_held = stopped.outcome.caches_held
@@ -74,5 +84,6 @@ class WatchedPlace:
         """The records, each named by the planned run it watched (in the order they ran)."""
         if not runs:
             return list(self.records)
-        return [w.model_copy(update={"run": r.run, "side": r.side}) for w, r in zip(self.records, runs)] + \
-            self.records[len(runs):]
+        return [w.model_copy(update={"run": r.run, "side": r.side}) for w, r in zip(self.records, runs)] + self.records[
+            len(runs) :
+        ]

@@ -12,18 +12,19 @@ tests/e2e/test_executors.py runs one calling code against both.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Mapping, Optional, Protocol, Sequence, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 from pytest_gpuverify.config.containers import HOST_CONTAINER
 
 
 @dataclass
 class ExecOutcome:
-    exit_code: Optional[int] = None
+    exit_code: int | None = None
     timed_out: bool = False
-    interrupted: Optional[str] = None
+    interrupted: str | None = None
     container_died: bool = False
     bytes_written: int = 0
     duration_s: float = 0.0
@@ -31,7 +32,7 @@ class ExecOutcome:
     leftovers: list[str] = field(default_factory=list)  # "PID COMMAND" of processes the run left, stopped
     # whether any folder of ``probe`` held something just before the command started (None: not asked,
     # or the command never started): the warm compile caches' state, read in the command's own start
-    caches_held: Optional[bool] = None
+    caches_held: bool | None = None
 
 
 @dataclass(frozen=True)
@@ -39,7 +40,7 @@ class Place:
     """Where a command runs: a container by name, or the host itself (``--gpu-container none``). A
     type, not a name, so that no container's name can be taken for the host."""
 
-    container: Optional[str] = None  # None: the host itself
+    container: str | None = None  # None: the host itself
 
     @property
     def on_host(self) -> bool:
@@ -72,23 +73,35 @@ class Executor(Protocol):
     output_cap: int  # bytes of a command's output kept in its file (bounds.MAX_OUTPUT_BYTES)
 
     @property
-    def image(self) -> Optional[str]: ...
+    def image(self) -> str | None: ...
 
     @property
     def running(self) -> bool: ...
 
     def inspect(self, refresh: bool = False) -> dict: ...
 
-    def capture(self, argv: Sequence[str], env: Optional[Mapping[str, str]] = None, workdir: str = "/",
-                timeout_s: float = 60.0, limit: int = 1 << 20) -> tuple[Optional[int], bytes]:
+    def capture(
+        self,
+        argv: Sequence[str],
+        env: Mapping[str, str] | None = None,
+        workdir: str = "/",
+        timeout_s: float = 60.0,
+        limit: int = 1 << 20,
+    ) -> tuple[int | None, bytes]:
         """A small command: (exit code, None when it timed out; the first ``limit`` bytes it printed)."""
         ...
 
-    def stream_to_file(self, argv: Sequence[str], out_path: Path, env: Optional[Mapping[str, str]] = None,
-                       workdir: str = "/", timeout_s: float = 3600.0,
-                       echo: Optional[Callable[[bytes], None]] = None,
-                       on_start: Optional[Callable[[list[str]], None]] = None,
-                       probe: Sequence[str] = ()) -> ExecOutcome:
+    def stream_to_file(
+        self,
+        argv: Sequence[str],
+        out_path: Path,
+        env: Mapping[str, str] | None = None,
+        workdir: str = "/",
+        timeout_s: float = 3600.0,
+        echo: Callable[[bytes], None] | None = None,
+        on_start: Callable[[list[str]], None] | None = None,
+        probe: Sequence[str] = (),
+    ) -> ExecOutcome:
         """The target's command, everything it prints appended to ``out_path`` as it comes; ``probe``:
         folders looked into just before it starts (:attr:`ExecOutcome.caches_held`)."""
         ...

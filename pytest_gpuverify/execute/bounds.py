@@ -19,7 +19,6 @@ from contextlib import contextmanager
 TYPE_CHECKING = False  # typing's own import would cost the watchdog's start more than the rest of it
 if TYPE_CHECKING:
     from collections.abc import Callable
-    from typing import Optional
 
 # SIGTERM first, SIGKILL this much later: every stop of a command (its time limit, Ctrl-C, the
 # session's death) and of a process it left behind, so a command is gone within --gpu-timeout + 5 s.
@@ -32,8 +31,9 @@ class CappedSink:
     """Hands what a command prints to ``write`` up to ``cap`` bytes and counts the rest; ``echo``
     sees everything. Output is never held here, so a command printing without end costs no memory."""
 
-    def __init__(self, write: Callable[[bytes], object], cap: int = MAX_OUTPUT_BYTES,
-                 echo: Optional[Callable[[bytes], None]] = None) -> None:
+    def __init__(
+        self, write: Callable[[bytes], object], cap: int = MAX_OUTPUT_BYTES, echo: Callable[[bytes], None] | None = None
+    ) -> None:
         self.write, self.cap, self.echo = write, cap, echo
         self.seen = 0
 
@@ -48,7 +48,7 @@ class CappedSink:
     def kept(self) -> int:
         return min(self.seen, self.cap)
 
-    def problem(self) -> Optional[str]:
+    def problem(self) -> str | None:
         """Why the output kept is not all of it; None when it is."""
         if self.seen <= self.cap:
             return None
@@ -83,7 +83,7 @@ def kill_group(pgid: int) -> None:
     signal_group(pgid, signal.SIGKILL)
 
 
-def stop_group(pgid: int, gone: Optional[Callable[[float], bool]] = None, grace_s: float = GRACE_S) -> None:
+def stop_group(pgid: int, gone: Callable[[float], bool] | None = None, grace_s: float = GRACE_S) -> None:
     """SIGTERM to a command's process group, SIGKILL if it is still there after ``grace_s``.
 
     ``gone(wait_s)`` waits up to ``wait_s`` and says whether the command is over. The process that

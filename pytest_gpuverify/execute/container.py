@@ -12,11 +12,12 @@ import re
 import threading
 import time
 import uuid
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Callable, Mapping, Optional, Sequence
+from typing import Any
 
-from pytest_gpuverify.execute.base import ExecOutcome, ExecutorError, Interrupted, Place, interrupt_cause
 from pytest_gpuverify.config.targets import SCRATCH_ROOT
+from pytest_gpuverify.execute.base import ExecOutcome, ExecutorError, Interrupted, Place, interrupt_cause
 from pytest_gpuverify.execute.bounds import GRACE_S, MAX_OUTPUT_BYTES, CappedSink, second_ctrl_c_held
 from pytest_gpuverify.execute.leftovers import MARKER, SNAPSHOT_SH, SWEEP_SH, parse_report
 
@@ -33,16 +34,16 @@ PID_FILE_WAIT_S = 2.0  # the wrapper writes its pid file right after the exec st
 PROBE_VAR = "GPUVERIFY_CACHE_PROBE"
 CACHES_PREFIX = "gpuverify-caches: "
 _PROBE_SH = (
-    'if [ -n "${' + PROBE_VAR + ':-}" ]; then r=fresh; for d in $' + PROBE_VAR + '; do '
+    'if [ -n "${' + PROBE_VAR + ':-}" ]; then r=fresh; for d in $' + PROBE_VAR + "; do "
     'for e in "$d"/* "$d"/.[!.]* "$d"/..?*; do if [ -e "$e" ] || [ -L "$e" ]; then r=reused; break 2; fi; done; done; '
     'echo "' + CACHES_PREFIX + '$r" >&2; fi; unset ' + PROBE_VAR
 )
 _PROBE_PATH = re.compile(r"/[A-Za-z0-9_./-]*")  # split by the shell on blanks, globbed: plain paths only
 _WRAPPER = (
-    'mkdir -p "${0%/*}" 2>/dev/null; t=$1; shift; ' + _PROBE_SH + '; ' + SNAPSHOT_SH + '; '
-    'if command -v timeout >/dev/null 2>&1; then timeout -k ' + str(GRACE_S) + ' "$t" "$@" 2>&1 & '
+    'mkdir -p "${0%/*}" 2>/dev/null; t=$1; shift; ' + _PROBE_SH + "; " + SNAPSHOT_SH + "; "
+    "if command -v timeout >/dev/null 2>&1; then timeout -k " + str(GRACE_S) + ' "$t" "$@" 2>&1 & '
     'else "$@" 2>&1 & fi; '
-    'echo $! > "$0"; m=${' + MARKER + ':-}; unset ' + MARKER + '; wait $!; rc=$?; '
+    'echo $! > "$0"; m=${' + MARKER + ":-}; unset " + MARKER + "; wait $!; rc=$?; "
     'if [ -n "$m" ]; then f="$0.left"; ' + SWEEP_SH + '; fi; rm -f "$0"; exit $rc'
 )
 MAX_WRAPPER_ERR = 1 << 20
@@ -53,7 +54,7 @@ MAX_WRAPPER_ERR = 1 << 20
 # group (it leads one) once the grace has passed; the wrapper's own cleanup may be gone with it, so
 # the pid file is removed here.
 STOP_SH = (
-    'i=0; while [ ! -s "$0" ] && [ $i -lt ' + str(int(PID_FILE_WAIT_S * 10)) + ' ]; do sleep 0.1; i=$((i+1)); done; '
+    'i=0; while [ ! -s "$0" ] && [ $i -lt ' + str(int(PID_FILE_WAIT_S * 10)) + " ]; do sleep 0.1; i=$((i+1)); done; "
     'p=$(cat "$0" 2>/dev/null); if [ -n "$p" ]; then kill -TERM "$p" 2>/dev/null; i=0; '
     'while kill -0 "$p" 2>/dev/null && [ $i -lt $(($1 * 10)) ]; do sleep 0.1; i=$((i+1)); done; '
     'kill -KILL -"$p" 2>/dev/null || kill -KILL "$p" 2>/dev/null; fi; rm -f "$0"'
@@ -88,7 +89,7 @@ def quiet_docker_import() -> None:
         import requests  # noqa: F401
 
 
-def docker_client(base_url: Optional[str] = None, timeout: int = 60) -> Any:
+def docker_client(base_url: str | None = None, timeout: int = 60) -> Any:
     import docker  # imported here: collection must stay fast and work without a daemon
 
     if base_url:
@@ -106,7 +107,7 @@ class ContainerExecutor:
         self.client = client
         self.name = name
         self.place = Place(name)
-        self._attrs: Optional[dict] = None
+        self._attrs: dict | None = None
 
     # -- state -----------------------------------------------------------------------------
     def inspect(self, refresh: bool = False) -> dict:
@@ -126,18 +127,18 @@ class ContainerExecutor:
         return bool(self.inspect(refresh=True).get("State", {}).get("Running"))
 
     @property
-    def image(self) -> Optional[str]:
+    def image(self) -> str | None:
         return (self.inspect().get("Config") or {}).get("Image")
 
     # -- exec ------------------------------------------------------------------------------
     def capture(
         self,
         argv: Sequence[str],
-        env: Optional[Mapping[str, str]] = None,
+        env: Mapping[str, str] | None = None,
         workdir: str = "/",
         timeout_s: float = 60.0,
         limit: int = 1 << 20,
-    ) -> tuple[Optional[int], bytes]:
+    ) -> tuple[int | None, bytes]:
         """Run a small command and return (exit code, first ``limit`` bytes of its output)."""
         chunks: list[bytes] = []
         outcome = self._exec(argv, env, workdir, timeout_s, CappedSink(chunks.append, limit))
@@ -149,11 +150,11 @@ class ContainerExecutor:
         self,
         argv: Sequence[str],
         out_path: Path,
-        env: Optional[Mapping[str, str]] = None,
+        env: Mapping[str, str] | None = None,
         workdir: str = "/",
         timeout_s: float = 3600.0,
-        echo: Optional[Callable[[bytes], None]] = None,
-        on_start: Optional[Callable[[list[str]], None]] = None,
+        echo: Callable[[bytes], None] | None = None,
+        on_start: Callable[[list[str]], None] | None = None,
         probe: Sequence[str] = (),
     ) -> ExecOutcome:
         """Run the target's command, appending everything it prints to ``out_path`` as it comes.
@@ -173,11 +174,11 @@ class ContainerExecutor:
     def _exec(
         self,
         argv: Sequence[str],
-        env: Optional[Mapping[str, str]],
+        env: Mapping[str, str] | None,
         workdir: str,
         timeout_s: float,
         sink: Callable[[bytes], None],
-        on_start: Optional[Callable[[list[str]], None]] = None,
+        on_start: Callable[[list[str]], None] | None = None,
         probe: Sequence[str] = (),
     ) -> ExecOutcome:
         api = self.client.api

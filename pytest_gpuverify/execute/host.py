@@ -10,13 +10,13 @@ from __future__ import annotations
 import subprocess
 import threading
 import time
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Callable, Mapping, Optional, Sequence
 
 from pytest_gpuverify.common.files import holds_anything
 from pytest_gpuverify.common.threads import environ_copy
-from pytest_gpuverify.execute.base import ON_HOST, ExecOutcome, Interrupted, interrupt_cause
 from pytest_gpuverify.config.containers import HOST_CONTAINER
+from pytest_gpuverify.execute.base import ON_HOST, ExecOutcome, Interrupted, interrupt_cause
 from pytest_gpuverify.execute.bounds import MAX_OUTPUT_BYTES, CappedSink, second_ctrl_c_held, stop_group
 from pytest_gpuverify.execute.host_commands import LocalHost
 from pytest_gpuverify.execute.leftovers import MARKER, proc_pids, stop_marked
@@ -38,8 +38,14 @@ class HostExecutor:
     def inspect(self, refresh: bool = False) -> dict:
         return {"Config": {"Env": [f"{k}={v}" for k, v in environ_copy().items()]}}
 
-    def capture(self, argv: Sequence[str], env: Optional[Mapping[str, str]] = None, workdir: str = "/",
-                timeout_s: float = 60.0, limit: int = 1 << 20) -> tuple[Optional[int], bytes]:
+    def capture(
+        self,
+        argv: Sequence[str],
+        env: Mapping[str, str] | None = None,
+        workdir: str = "/",
+        timeout_s: float = 60.0,
+        limit: int = 1 << 20,
+    ) -> tuple[int | None, bytes]:
         # the host's one bounded runner: its own process group, killed whole at the time limit
         res = LocalHost().run(argv, timeout=timeout_s, env=env, cwd=workdir)
         if res.missing:
@@ -48,11 +54,17 @@ class HostExecutor:
             return None, res.stdout[:limit]
         return res.returncode, (res.stdout + res.stderr)[:limit]
 
-    def stream_to_file(self, argv: Sequence[str], out_path: Path, env: Optional[Mapping[str, str]] = None,
-                       workdir: str = "/", timeout_s: float = 3600.0,
-                       echo: Optional[Callable[[bytes], None]] = None,
-                       on_start: Optional[Callable[[list[str]], None]] = None,
-                       probe: Sequence[str] = ()) -> ExecOutcome:
+    def stream_to_file(
+        self,
+        argv: Sequence[str],
+        out_path: Path,
+        env: Mapping[str, str] | None = None,
+        workdir: str = "/",
+        timeout_s: float = 3600.0,
+        echo: Callable[[bytes], None] | None = None,
+        on_start: Callable[[list[str]], None] | None = None,
+        probe: Sequence[str] = (),
+    ) -> ExecOutcome:
         outcome = ExecOutcome()
         marker = (env or {}).get(MARKER)
         before = proc_pids() if marker else set()  # only processes new since now can be the run's
@@ -61,9 +73,15 @@ class HostExecutor:
         started = time.monotonic()
         with open(out_path, "ab", buffering=0) as fh:
             try:
-                proc = subprocess.Popen(list(argv), cwd=workdir, env={**environ_copy(), **(env or {})},
-                                        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                        start_new_session=True)
+                proc = subprocess.Popen(
+                    list(argv),
+                    cwd=workdir,
+                    env={**environ_copy(), **(env or {})},
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.STDOUT,
+                    start_new_session=True,
+                )
             except OSError as exc:
                 fh.write(f"gpuverify: cannot start {argv[0]}: {exc}\n".encode())
                 outcome.exit_code = 127
@@ -121,7 +139,7 @@ class HostExecutor:
         return outcome
 
 
-def _stop_all(proc: subprocess.Popen, marker: Optional[str], before: set[int]) -> list[str]:
+def _stop_all(proc: subprocess.Popen, marker: str | None, before: set[int]) -> list[str]:
     """The command's group, then what it left (its marked processes); a second Ctrl-C held off."""
     with second_ctrl_c_held():
         _stop(proc)
@@ -130,6 +148,7 @@ def _stop_all(proc: subprocess.Popen, marker: Optional[str], before: set[int]) -
 
 def _stop(proc: subprocess.Popen) -> None:
     """SIGTERM to the command's whole process group, SIGKILL if it lingers."""
+
     def exited(wait_s: float) -> bool:
         try:
             proc.wait(timeout=wait_s)

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import os
 import subprocess
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Mapping, Optional, Protocol, Sequence
+from typing import Protocol
 
 from pytest_gpuverify.common.threads import environ_copy
 from pytest_gpuverify.execute.bounds import GRACE_S, kill_group
@@ -21,7 +22,7 @@ MAX_CAPTURE = 16 << 20  # a GPU tool printing more than this is broken; keep the
 @dataclass(frozen=True)
 class CommandResult:
     argv: tuple[str, ...]
-    returncode: Optional[int]
+    returncode: int | None
     stdout: bytes
     stderr: bytes
     timed_out: bool = False
@@ -47,9 +48,11 @@ class CommandResult:
 class HostRunner(Protocol):
     name: str
 
-    def run(self, argv: Sequence[str], timeout: float = 30.0, env: Optional[Mapping[str, str]] = None) -> CommandResult: ...
+    def run(
+        self, argv: Sequence[str], timeout: float = 30.0, env: Mapping[str, str] | None = None
+    ) -> CommandResult: ...
 
-    def which(self, program: str) -> Optional[str]: ...
+    def which(self, program: str) -> str | None: ...
 
 
 class LocalHost:
@@ -57,7 +60,7 @@ class LocalHost:
 
     name = "local"
 
-    def __init__(self, env: Optional[Mapping[str, str]] = None) -> None:
+    def __init__(self, env: Mapping[str, str] | None = None) -> None:
         self._env = dict(env) if env is not None else None
 
     @property
@@ -65,14 +68,15 @@ class LocalHost:
         """The environment its commands get (``env``, else this process's)."""
         return self._env if self._env is not None else os.environ
 
-    def which(self, program: str) -> Optional[str]:
+    def which(self, program: str) -> str | None:
         import shutil
 
         path = (self._env or os.environ).get("PATH")
         return shutil.which(program, path=path)
 
-    def run(self, argv: Sequence[str], timeout: float = 30.0, env: Optional[Mapping[str, str]] = None,
-            cwd: Optional[str] = None) -> CommandResult:
+    def run(
+        self, argv: Sequence[str], timeout: float = 30.0, env: Mapping[str, str] | None = None, cwd: str | None = None
+    ) -> CommandResult:
         full_env = dict(self._env) if self._env is not None else environ_copy()
         if env:
             full_env.update(env)
@@ -109,4 +113,3 @@ class LocalHost:
             proc.wait()
             raise
         return CommandResult(argv, proc.returncode, out[:MAX_CAPTURE], err[:MAX_CAPTURE])
-

@@ -21,7 +21,7 @@ from __future__ import annotations
 import os
 import signal
 import time
-from typing import Callable, Iterable, Optional
+from collections.abc import Callable, Iterable
 
 from pytest_gpuverify.execute.bounds import GRACE_S  # a daemon's SIGTERM handler gets as long as a command's
 
@@ -68,7 +68,7 @@ def _command(pid: int) -> str:
     return text[:200] or "?"
 
 
-def find_marked(run_id: str, candidates: Optional[Iterable[int]] = None) -> dict[int, str]:
+def find_marked(run_id: str, candidates: Iterable[int] | None = None) -> dict[int, str]:
     """pid -> command of every live process carrying the run's marker (among ``candidates``)."""
     needle = f"{MARKER}={run_id}".encode()
     me = os.getpid()
@@ -76,7 +76,7 @@ def find_marked(run_id: str, candidates: Optional[Iterable[int]] = None) -> dict
     return {pid: _command(pid) for pid in sorted(pids) if pid != me and _marked(pid, needle)}
 
 
-def stop_marked(run_id: str, before: Optional[set[int]] = None, grace_s: float = GRACE_S) -> list[str]:
+def stop_marked(run_id: str, before: set[int] | None = None, grace_s: float = GRACE_S) -> list[str]:
     """Stop every live process of the run (SIGTERM, SIGKILL after ``grace_s``); ``"PID COMMAND"`` of
     each one found. ``before``: the pids that existed before the command started, whose environment
     is not read (None: read every process's)."""
@@ -119,8 +119,10 @@ def _signal_if_marked(pid: int, needle: bytes, sig: int) -> None:
 def reason(leftovers: list[str]) -> str:
     """The verdict's reason for a run that left processes behind."""
     shown = "; ".join(leftovers[:_MAX_SHOWN]) + ("; ..." if len(leftovers) > _MAX_SHOWN else "")
-    return (f"left {len(leftovers)} processes running after the command ended ({shown}); "
-            "stopped before the GPU was released")
+    return (
+        f"left {len(leftovers)} processes running after the command ended ({shown}); "
+        "stopped before the GPU was released"
+    )
 
 
 def parse_report(text: str, prefix: str = REPORT_PREFIX) -> tuple[list[str], str]:
@@ -129,7 +131,7 @@ def parse_report(text: str, prefix: str = REPORT_PREFIX) -> tuple[list[str], str
     found, rest = [], []
     for line in text.splitlines(keepends=True):
         if line.startswith(prefix):
-            found.append(line[len(prefix):].strip())
+            found.append(line[len(prefix) :].strip())
         else:
             rest.append(line)
     return found, "".join(rest)
@@ -152,8 +154,8 @@ SWEEP_SH = (
     'while read -r e; do e=${e#/proc/}; e=${e%/environ}; [ "$e" = "$$" ] || ps="$ps $e"; done < "$f"; }; '
     'list; if [ -n "$ps" ]; then for e in $ps; do '
     'printf "' + REPORT_PREFIX + '%s %s\\n" "$e" "$(tr "\\0" " " < /proc/$e/cmdline 2>/dev/null | cut -c1-200)" >&2; '
-    'done; kill -TERM $ps 2>/dev/null; i=0; '
-    'while [ $i -lt ' + str(GRACE_S * 10) + ' ]; do list; [ -n "$ps" ] || break; sleep 0.1; i=$((i+1)); done; '
+    "done; kill -TERM $ps 2>/dev/null; i=0; "
+    "while [ $i -lt " + str(GRACE_S * 10) + ' ]; do list; [ -n "$ps" ] || break; sleep 0.1; i=$((i+1)); done; '
     'list; [ -z "$ps" ] || kill -KILL $ps 2>/dev/null; fi; [ ! -e "$f" ] || rm -f "$f"'
 )
 
@@ -168,7 +170,7 @@ MARKED_SH = (
 )
 
 
-def marked_in_container(capture: Callable[..., tuple[Optional[int], bytes]], pid: int, run_id: str) -> Optional[bool]:
+def marked_in_container(capture: Callable[..., tuple[int | None, bytes]], pid: int, run_id: str) -> bool | None:
     """Whether the container's process ``pid`` (its own numbering) carries the run's marker, asked
     through ``capture`` (the container executor's); None when the container could not tell."""
     code, out = capture(["sh", "-c", MARKED_SH, run_id, str(pid)], timeout_s=10.0)

@@ -1,13 +1,11 @@
 """GPU backends: what each GPU is doing right now, and which arch it is."""
 
-from typing import Optional
-
 from pytest_gpuverify.gpu.base import GpuBackend, GpuInfo, GpuProcess, GpuReading, GpuToolError
 
 __all__ = ["GpuBackend", "GpuInfo", "GpuProcess", "GpuReading", "GpuToolError", "select_backend"]
 
 
-def select_backend(arch: Optional[str], runner) -> GpuBackend:
+def select_backend(arch: str | None, runner) -> GpuBackend:
     """ROCm for gfx arches, NVIDIA for sm_XY; with no arch given, whichever tool the host has."""
     rocm = bool(arch and arch.startswith("gfx"))
     if not arch:

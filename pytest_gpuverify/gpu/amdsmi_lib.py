@@ -21,11 +21,12 @@ import io
 import os
 import sys
 import threading
-from typing import Any, Callable, Mapping, Optional, TypeVar
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
 
 from pytest_gpuverify.common.profile import PROFILE
-from pytest_gpuverify.gpu.clocks import ClockSample, amdsmi_clocks
 from pytest_gpuverify.gpu.base import GpuInfo, GpuProcess, GpuReading, GpuToolError, call_within
+from pytest_gpuverify.gpu.clocks import ClockSample, amdsmi_clocks
 from pytest_gpuverify.gpu.rocm_formats import AmdSmiDevice, _arch, _str, drop_kfd_only, hip_indices_from_amd_smi
 
 MIB = 1 << 20
@@ -33,7 +34,7 @@ T = TypeVar("T")
 SEARCH = ("{ROCM_PATH}/share/amd_smi", "/opt/rocm/share/amd_smi")  # where ROCm installs the module
 
 
-def _import_amdsmi(environ: Mapping[str, str]) -> tuple[Any, Optional[str]]:
+def _import_amdsmi(environ: Mapping[str, str]) -> tuple[Any, str | None]:
     """(module, None), or (None, why not). The import's own prints (a missing libamd_smi.so) are
     swallowed: they must not land in pytest's output. ROCm's folders are searched without touching
     ``sys.path``: other threads import meanwhile (the docker SDK, pytest's collection), and an entry
@@ -79,7 +80,7 @@ class AmdSmiLibrary:
         self._handles: list[tuple[int, Any]] = []  # (HIP index, processor handle)
 
     @classmethod
-    def load(cls, environ: Mapping[str, str] = os.environ) -> tuple[Optional["AmdSmiLibrary"], Optional[str]]:
+    def load(cls, environ: Mapping[str, str] = os.environ) -> tuple[AmdSmiLibrary | None, str | None]:
         """(library, None) when it loads, initialises and lists GPUs; else (None, why not)."""
         module, why = _import_amdsmi(environ)
         if module is None:
@@ -105,7 +106,7 @@ class AmdSmiLibrary:
             raise GpuToolError("amdsmi gave neither hip_id nor KFD node ids: no HIP order")
         self._handles = sorted((hip[i], h) for i, h in enumerate(handles))
 
-    def _hip_id(self, handle: Any) -> Optional[int]:
+    def _hip_id(self, handle: Any) -> int | None:
         get = getattr(self.lib, "amdsmi_get_gpu_enumeration_info", None)  # ROCm 6.4+
         try:
             value = get(handle).get("hip_id") if get else None
@@ -113,7 +114,7 @@ class AmdSmiLibrary:
             return None
         return value if isinstance(value, int) else None
 
-    def _node_id(self, handle: Any) -> Optional[int]:
+    def _node_id(self, handle: Any) -> int | None:
         try:
             value = self.lib.amdsmi_get_gpu_kfd_info(handle).get("node_id")
         except Exception:
@@ -139,13 +140,19 @@ class AmdSmiLibrary:
         vram = lib.amdsmi_get_gpu_vram_usage(handle)  # MB
         used, total = _mb(vram.get("vram_used")), _mb(vram.get("vram_total"))
         processes = [self._process(handle, p) for p in lib.amdsmi_get_gpu_process_list(handle)]
-        return GpuReading(index=index, use_pct=float(use) if isinstance(use, (int, float)) else None,
-                          vram_used_bytes=used, vram_total_bytes=total, processes=tuple(drop_kfd_only(processes)))
+        return GpuReading(
+            index=index,
+            use_pct=float(use) if isinstance(use, (int, float)) else None,
+            vram_used_bytes=used,
+            vram_total_bytes=total,
+            processes=tuple(drop_kfd_only(processes)),
+        )
 
-    def static(self, timeout_s: float = 20.0) -> list[tuple[GpuInfo, Optional[int]]]:
+    def static(self, timeout_s: float = 20.0) -> list[tuple[GpuInfo, int | None]]:
         """(GpuInfo, KFD node) per GPU in HIP order: the asic's market name and gfx target (as
         ``amd-smi static --asic``), the HIP UUID where the enumeration call gives it (as ``list -e``)."""
-        def read() -> list[tuple[GpuInfo, Optional[int]]]:
+
+        def read() -> list[tuple[GpuInfo, int | None]]:
             with self._lock:
                 try:
                     return [(self._static(index, handle), self._node_id(handle)) for index, handle in self._handles]
@@ -153,6 +160,7 @@ class AmdSmiLibrary:
                     raise
                 except Exception as exc:  # AmdSmiLibraryException, or a shape this code does not know
                     raise GpuToolError(f"amdsmi: {type(exc).__name__}: {exc}") from None
+
         return call_within(read, timeout_s, "amdsmi static")
 
     def _static(self, index: int, handle: Any) -> GpuInfo:
@@ -167,28 +175,37 @@ class AmdSmiLibrary:
         if not _str(uuid):  # as the tools' path: the HIP UUID, else the device's own
             with contextlib.suppress(Exception):
                 uuid = self.lib.amdsmi_get_gpu_device_uuid(handle)
-        return GpuInfo(index=index, arch=_arch(asic.get("target_graphics_version")),
-                       name=_str(asic.get("market_name")), uuid=_str(uuid))
+        return GpuInfo(
+            index=index,
+            arch=_arch(asic.get("target_graphics_version")),
+            name=_str(asic.get("market_name")),
+            uuid=_str(uuid),
+        )
 
     def each_gpu(self, fn: Callable[[Any, int, Any], None], timeout_s: float, what: str) -> None:
         """``fn(module, HIP index, handle)`` for every GPU, under the library's lock, within ``timeout_s``."""
+
         def read() -> None:
             with self._lock:
                 for index, handle in self._handles:
                     fn(self.lib, index, handle)
+
         call_within(read, timeout_s, what)
 
     def with_handles(self, fn: Callable[[Any, list], T], timeout_s: float) -> T:
         """``fn(module, [(HIP index, handle)...])`` under the library's lock, within ``timeout_s``."""
+
         def read() -> T:
             with self._lock:
                 return fn(self.lib, list(self._handles))
+
         return call_within(read, timeout_s, "amdsmi")
 
     def clocks(self, indices: list[int], timeout_s: float = 20.0) -> list[ClockSample]:
         def read() -> list[ClockSample]:
             with self._lock:
                 return [amdsmi_clocks(self.lib, h, i) for i, h in self._handles if i in indices]
+
         return call_within(read, timeout_s, "amdsmi clocks")
 
     def _process(self, handle: Any, entry: Any) -> GpuProcess:
@@ -199,8 +216,9 @@ class AmdSmiLibrary:
         pid = entry["pid"]
         if not isinstance(pid, int):
             raise GpuToolError(f"amdsmi: a process without a PID: {entry!r}"[:200])
-        return GpuProcess(pid=pid, name=str(entry.get("name") or ""),
-                          vram_bytes=vram if isinstance(vram, int) and vram >= 0 else None)
+        return GpuProcess(
+            pid=pid, name=str(entry.get("name") or ""), vram_bytes=vram if isinstance(vram, int) and vram >= 0 else None
+        )
 
     def close(self) -> None:
         if not self._lock.acquire(timeout=1.0):
@@ -212,5 +230,5 @@ class AmdSmiLibrary:
             self._lock.release()
 
 
-def _mb(value: Any) -> Optional[int]:
+def _mb(value: Any) -> int | None:
     return value * MIB if isinstance(value, int) and value >= 0 else None

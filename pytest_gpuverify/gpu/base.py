@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import threading
-from typing import Callable, Optional, Protocol, TypeVar
+from collections.abc import Callable
+from typing import Protocol, TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
@@ -54,7 +55,7 @@ class GpuProcess(BaseModel):
 
     pid: int
     name: str = ""
-    vram_bytes: Optional[int] = None  # None: the tool could not say (UNKNOWN / N/A)
+    vram_bytes: int | None = None  # None: the tool could not say (UNKNOWN / N/A)
 
 
 class GpuReading(BaseModel):
@@ -64,9 +65,9 @@ class GpuReading(BaseModel):
     model_config = ConfigDict(frozen=True, defer_build=True)
 
     index: int
-    use_pct: Optional[float] = None
-    vram_used_bytes: Optional[int] = None
-    vram_total_bytes: Optional[int] = None
+    use_pct: float | None = None
+    vram_used_bytes: int | None = None
+    vram_total_bytes: int | None = None
     processes: tuple[GpuProcess, ...] = ()
 
 
@@ -74,9 +75,9 @@ class GpuInfo(BaseModel):
     model_config = ConfigDict(frozen=True, defer_build=True)
 
     index: int
-    arch: Optional[str] = None
-    name: Optional[str] = None
-    uuid: Optional[str] = None
+    arch: str | None = None
+    name: str | None = None
+    uuid: str | None = None
 
 
 class GpuBackend(Protocol):
@@ -101,6 +102,6 @@ class GpuBackend(Protocol):
         """The visibility variable's value that exposes exactly ``gpus``, in that order."""
         ...
 
-    def host_arch(self) -> Optional[str]:
+    def host_arch(self) -> str | None:
         """The arch of the host's GPUs (e.g. gfx950); None when it has none. Raises GpuToolError."""
         ...

@@ -10,7 +10,7 @@ each figure, on the command's CPU time, and the in-process library gives them at
 from __future__ import annotations
 
 import contextlib
-from typing import Any, Optional
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
@@ -23,12 +23,12 @@ class ClockSample(BaseModel):
     model_config = ConfigDict(frozen=True, defer_build=True)
 
     index: int
-    sm_mhz: Optional[float] = None
-    mem_mhz: Optional[float] = None
-    temp_c: Optional[float] = None
-    power_w: Optional[float] = None
+    sm_mhz: float | None = None
+    mem_mhz: float | None = None
+    temp_c: float | None = None
+    power_w: float | None = None
     throttle: tuple[str, ...] = ()
-    sm_max_mhz: Optional[float] = None  # the GPU's maximum SM clock (NVML's max clock, amdsmi's max_clk)
+    sm_max_mhz: float | None = None  # the GPU's maximum SM clock (NVML's max clock, amdsmi's max_clk)
 
 
 def nvml_clocks(nv: Any, handle: Any, index: int) -> ClockSample:
@@ -37,16 +37,20 @@ def nvml_clocks(nv: Any, handle: Any, index: int) -> ClockSample:
             return call(*args)
         return None
 
-    reasons = get(getattr(nv, "nvmlDeviceGetCurrentClocksEventReasons", None)
-                  or nv.nvmlDeviceGetCurrentClocksThrottleReasons, handle)
+    reasons = get(
+        getattr(nv, "nvmlDeviceGetCurrentClocksEventReasons", None) or nv.nvmlDeviceGetCurrentClocksThrottleReasons,
+        handle,
+    )
     power = get(nv.nvmlDeviceGetPowerUsage, handle)  # mW
     return ClockSample(
-        index=index, sm_mhz=_number(get(nv.nvmlDeviceGetClockInfo, handle, getattr(nv, "NVML_CLOCK_SM", 1))),
+        index=index,
+        sm_mhz=_number(get(nv.nvmlDeviceGetClockInfo, handle, getattr(nv, "NVML_CLOCK_SM", 1))),
         mem_mhz=_number(get(nv.nvmlDeviceGetClockInfo, handle, getattr(nv, "NVML_CLOCK_MEM", 2))),
         temp_c=_number(get(nv.nvmlDeviceGetTemperature, handle, getattr(nv, "NVML_TEMPERATURE_GPU", 0))),
         power_w=power / 1000.0 if isinstance(power, (int, float)) else None,
         throttle=tuple(bits_named(reasons, NVML_REASONS)) if isinstance(reasons, int) else (),
-        sm_max_mhz=_number(get(nv.nvmlDeviceGetMaxClockInfo, handle, getattr(nv, "NVML_CLOCK_SM", 1))))
+        sm_max_mhz=_number(get(nv.nvmlDeviceGetMaxClockInfo, handle, getattr(nv, "NVML_CLOCK_SM", 1))),
+    )
 
 
 def amdsmi_clocks(lib: Any, handle: Any, index: int) -> ClockSample:
@@ -65,10 +69,16 @@ def amdsmi_clocks(lib: Any, handle: Any, index: int) -> ClockSample:
     power = get("amdsmi_get_power_info") or {}
     metrics = get("amdsmi_get_gpu_metrics_info") or {}
     return ClockSample(
-        index=index, sm_mhz=_clock(gfx), mem_mhz=_clock(mem), temp_c=_number(hot),
+        index=index,
+        sm_mhz=_clock(gfx),
+        mem_mhz=_clock(mem),
+        temp_c=_number(hot),
         power_w=_number(power.get("current_socket_power")) if isinstance(power, dict) else None,
-        throttle=tuple(amd_events(metrics if isinstance(metrics, dict) else {}, lambda: get("amdsmi_get_violation_status"))),
-        sm_max_mhz=_number(gfx.get("max_clk")) if isinstance(gfx, dict) else None)
+        throttle=tuple(
+            amd_events(metrics if isinstance(metrics, dict) else {}, lambda: get("amdsmi_get_violation_status"))
+        ),
+        sm_max_mhz=_number(gfx.get("max_clk")) if isinstance(gfx, dict) else None,
+    )
 
 
 def amd_events(metrics: dict, violations) -> list[str]:
@@ -87,12 +97,12 @@ def amd_events(metrics: dict, violations) -> list[str]:
     return []
 
 
-def _clock(info: Any) -> Optional[float]:
+def _clock(info: Any) -> float | None:
     """``amdsmi_get_clock_info``'s current clock: ``clk`` (6.1+) or ``cur_clk`` (6.0), in MHz."""
     return _number(info.get("clk", info.get("cur_clk"))) if isinstance(info, dict) else None
 
 
-def _number(value: Any) -> Optional[float]:
+def _number(value: Any) -> float | None:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
         return None  # "N/A", a sentinel like 0xFFFF... is out of range anyway
     return float(value) if value < 1e9 else None

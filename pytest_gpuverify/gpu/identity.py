@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import os
 import socket
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, Callable, Mapping, Optional
+from typing import Any
 
 from pytest_gpuverify.gpu import identity_nvidia as nvidia
 from pytest_gpuverify.gpu.base import GpuInfo, GpuToolError, call_within
@@ -43,7 +44,7 @@ FIXED = ("name", "arch", "uuid", "serial", "vbios", "bdf")
 LIBRARY_ONLY = "read through the amdsmi library only"
 
 
-def _file(path: str) -> tuple[Optional[str], Optional[str]]:
+def _file(path: str) -> tuple[str | None, str | None]:
     """(its stripped text, None), or (None, why not)."""
     try:
         text = Path(path).read_text(encoding="utf-8", errors="replace").strip()
@@ -59,8 +60,11 @@ def host_facts(dmi: str = "/sys/class/dmi/id") -> tuple[Facts, list[str]]:
     kernel; and a line for each that could not be read."""
     facts: Facts = {"hostname": socket.gethostname(), "kernel": os.uname().release}
     unknowns = []
-    for key, paths in (("machine_id", ("/etc/machine-id", "/var/lib/dbus/machine-id")),
-                       ("boot_id", ("/proc/sys/kernel/random/boot_id",)), ("dmi_serial", (f"{dmi}/product_serial",))):
+    for key, paths in (
+        ("machine_id", ("/etc/machine-id", "/var/lib/dbus/machine-id")),
+        ("boot_id", ("/proc/sys/kernel/random/boot_id",)),
+        ("dmi_serial", (f"{dmi}/product_serial",)),
+    ):
         why = None
         for path in paths:
             facts[key], why = _file(path)
@@ -76,7 +80,7 @@ def host_facts(dmi: str = "/sys/class/dmi/id") -> tuple[Facts, list[str]]:
 
 
 # ------------------------------------------------------------------------------------------ ROCm
-def rocm_runtime(environ: Mapping[str, str]) -> Optional[str]:
+def rocm_runtime(environ: Mapping[str, str]) -> str | None:
     """The ROCm the host has installed, as its ``.info/version`` says (``$ROCM_PATH``, else /opt/rocm)."""
     for root in dict.fromkeys(filter(None, (environ.get("ROCM_PATH"), "/opt/rocm"))):
         text = _file(os.path.join(root, ".info", "version"))[0]
@@ -92,7 +96,7 @@ def _amd(lib: Any, name: str, handle: Any, *args: Any) -> Any:
     return fn(handle, *args)
 
 
-def _mhz(info: Any) -> Optional[float]:
+def _mhz(info: Any) -> float | None:
     value = _num(info.get("max_clk")) if isinstance(info, dict) else None
     return value if value is not None and 0 < value < 100_000 else None
 
@@ -100,7 +104,11 @@ def _mhz(info: Any) -> Optional[float]:
 def _rocm_fixed_library(lib: Any, index: int, handle: Any, got: Collect) -> None:
     def asic() -> tuple:
         info = _amd(lib, "amdsmi_get_gpu_asic_info", handle)
-        return (_str(info.get("market_name")), _str(info.get("target_graphics_version")), serial(info.get("asic_serial")))
+        return (
+            _str(info.get("market_name")),
+            _str(info.get("target_graphics_version")),
+            serial(info.get("asic_serial")),
+        )
 
     def board() -> tuple:
         return (serial(_amd(lib, "amdsmi_get_gpu_board_info", handle).get("product_serial")),)
@@ -116,7 +124,9 @@ def _rocm_fixed_library(lib: Any, index: int, handle: Any, got: Collect) -> None
     got.by_index[index].pop("asic_serial", None)
     got.out["why"].pop("asic_serial", None)
     got.call(index, ("vbios",), vbios, "amdsmi_get_gpu_vbios_info")
-    got.call(index, ("bdf",), lambda: (_str(_amd(lib, "amdsmi_get_gpu_device_bdf", handle)),), "amdsmi_get_gpu_device_bdf")
+    got.call(
+        index, ("bdf",), lambda: (_str(_amd(lib, "amdsmi_get_gpu_device_bdf", handle)),), "amdsmi_get_gpu_device_bdf"
+    )
 
 
 def _rocm_changing_library(lib: Any, index: int, handle: Any, got: Collect) -> None:
@@ -133,24 +143,40 @@ def _rocm_changing_library(lib: Any, index: int, handle: Any, got: Collect) -> N
         return ("enabled" if blocks else "disabled",) if isinstance(blocks, int) else (None,)
 
     clk = getattr(lib, "AmdSmiClkType", None)
-    got.call(index, ("compute_partition",), lambda: (partition(_amd(lib, "amdsmi_get_gpu_compute_partition", handle)),),
-             "amdsmi_get_gpu_compute_partition")
-    got.call(index, ("memory_partition",), lambda: (partition(_amd(lib, "amdsmi_get_gpu_memory_partition", handle)),),
-             "amdsmi_get_gpu_memory_partition")
+    got.call(
+        index,
+        ("compute_partition",),
+        lambda: (partition(_amd(lib, "amdsmi_get_gpu_compute_partition", handle)),),
+        "amdsmi_get_gpu_compute_partition",
+    )
+    got.call(
+        index,
+        ("memory_partition",),
+        lambda: (partition(_amd(lib, "amdsmi_get_gpu_memory_partition", handle)),),
+        "amdsmi_get_gpu_memory_partition",
+    )
     got.call(index, ("power_cap_w",), cap, "amdsmi_get_power_cap_info")
     got.call(index, ("ecc_mode",), ecc_mode, "amdsmi_get_gpu_ecc_enabled")
     got.call(index, ("ecc_corrected", "ecc_uncorrected"), ecc, "amdsmi_get_gpu_total_ecc_count")
     if clk is not None:
-        got.call(index, ("sm_mhz_max",), lambda: (_mhz(_amd(lib, "amdsmi_get_clock_info", handle, clk.GFX)),),
-                 "amdsmi_get_clock_info")
-        got.call(index, ("mem_mhz_max",), lambda: (_mhz(_amd(lib, "amdsmi_get_clock_info", handle, clk.MEM)),),
-                 "amdsmi_get_clock_info")
+        got.call(
+            index,
+            ("sm_mhz_max",),
+            lambda: (_mhz(_amd(lib, "amdsmi_get_clock_info", handle, clk.GFX)),),
+            "amdsmi_get_clock_info",
+        )
+        got.call(
+            index,
+            ("mem_mhz_max",),
+            lambda: (_mhz(_amd(lib, "amdsmi_get_clock_info", handle, clk.MEM)),),
+            "amdsmi_get_clock_info",
+        )
     for key in ("ecc_corrected", "ecc_uncorrected"):
         value = got.by_index[index].get(key)
         got.by_index[index][key] = int(value) if value is not None else None
 
 
-def _rocm_driver_library(lib: Any, handles: list[tuple[int, Any]]) -> tuple[Optional[str], Optional[str]]:
+def _rocm_driver_library(lib: Any, handles: list[tuple[int, Any]]) -> tuple[str | None, str | None]:
     if not handles:
         return None, "no GPU to ask"
     try:
@@ -162,8 +188,9 @@ def _rocm_driver_library(lib: Any, handles: list[tuple[int, Any]]) -> tuple[Opti
     return (f"{name} {version}", None) if version else (None, "amdsmi_get_gpu_driver_info: no version given")
 
 
-def _rocm_tools(backend: Any, indices: list[int], argv: tuple[str, ...], keys: tuple[str, ...],
-                got: Collect) -> Optional[str]:
+def _rocm_tools(
+    backend: Any, indices: list[int], argv: tuple[str, ...], keys: tuple[str, ...], got: Collect
+) -> str | None:
     """rocm-smi (else ``amd-smi static``) for ``keys``; the driver version it printed."""
     try:
         if backend.host.which("rocm-smi"):
@@ -184,7 +211,12 @@ def _rocm_tools(backend: Any, indices: list[int], argv: tuple[str, ...], keys: t
     by_hip = {hip.get(c, c): f for c, f in cards.items()}
     for i in indices:
         for key in keys:
-            got.put(i, key, by_hip.get(i, {}).get(key), f"{tool} printed none" if i in by_hip else f"{tool} lists no GPU {i}")
+            got.put(
+                i,
+                key,
+                by_hip.get(i, {}).get(key),
+                f"{tool} printed none" if i in by_hip else f"{tool} lists no GPU {i}",
+            )
     return driver
 
 
@@ -203,7 +235,9 @@ def read_fixed(backend: Any, inventory: list[GpuInfo]) -> Facts:
         got = Collect("amdsmi library" if library is not None else "tools", indices)
         if library is not None:
             try:
-                library.each_gpu(lambda lib, i, h: _rocm_fixed_library(lib, i, h, got), backend.tool_timeout, "amdsmi identity")
+                library.each_gpu(
+                    lambda lib, i, h: _rocm_fixed_library(lib, i, h, got), backend.tool_timeout, "amdsmi identity"
+                )
             except GpuToolError as exc:
                 got.fail(str(exc))
         else:
@@ -220,8 +254,11 @@ def read_fixed(backend: Any, inventory: list[GpuInfo]) -> Facts:
         got = Collect("NVML" if nv is not None else "nvidia-smi", indices)
         if nv is not None:
             try:
-                call_within(lambda: _each(indices, lambda i: nvidia.fixed_nvml(nv, i, got)), backend.tool_timeout,
-                            "NVML identity")
+                call_within(
+                    lambda: _each(indices, lambda i: nvidia.fixed_nvml(nv, i, got)),
+                    backend.tool_timeout,
+                    "NVML identity",
+                )
             except Exception as exc:  # NVMLError, a timeout
                 got.fail(f"NVML: {one_line(exc)}")
             try:  # the CUDA version the driver supports: what a CUDA runtime in a container runs on
@@ -243,8 +280,11 @@ def read_fixed(backend: Any, inventory: list[GpuInfo]) -> Facts:
             if getattr(info, key) is not None or key not in got.by_index[info.index]:
                 got.put(info.index, key, getattr(info, key), "the GPU list gave none")
     if got.out["runtime"] is None:
-        got.out["why_runtime"] = "no .info/version under $ROCM_PATH or /opt/rocm, and no tool said" if vendor == "rocm" \
+        got.out["why_runtime"] = (
+            "no .info/version under $ROCM_PATH or /opt/rocm, and no tool said"
+            if vendor == "rocm"
             else "NVML and nvidia-smi gave no CUDA version"
+        )
     return got.out
 
 
@@ -258,7 +298,8 @@ def read_changing(backend: Any, inventory: list[GpuInfo]) -> Facts:
         got = Collect("amdsmi library" if library is not None else "tools", indices)
         if library is not None:
             try:
-                def read(lib: Any, handles: list) -> tuple[Optional[str], Optional[str]]:  # one thread for both
+
+                def read(lib: Any, handles: list) -> tuple[str | None, str | None]:  # one thread for both
                     for i, h in handles:
                         _rocm_changing_library(lib, i, h, got)
                     return _rocm_driver_library(lib, handles)
@@ -282,8 +323,11 @@ def read_changing(backend: Any, inventory: list[GpuInfo]) -> Facts:
         got = Collect("NVML" if nv is not None else "nvidia-smi", indices)
         if nv is not None:
             try:
-                call_within(lambda: _each(indices, lambda i: nvidia.changing_nvml(nv, i, got)), backend.tool_timeout,
-                            "NVML identity")
+                call_within(
+                    lambda: _each(indices, lambda i: nvidia.changing_nvml(nv, i, got)),
+                    backend.tool_timeout,
+                    "NVML identity",
+                )
                 driver = f"nvidia {nvidia.text(nv.nvmlSystemGetDriverVersion())}"
             except Exception as exc:  # NVMLError, a timeout
                 got.fail(f"NVML: {one_line(exc)}")
@@ -300,7 +344,7 @@ def read_changing(backend: Any, inventory: list[GpuInfo]) -> Facts:
     return got.out
 
 
-def fixed_source(backend: Any) -> list[Optional[str]]:
+def fixed_source(backend: Any) -> list[str | None]:
     """What a fixed reading rests on besides the boot and the driver: the library's file, else the tools' paths."""
     if backend.vendor == "rocm":
         library = backend.library()
@@ -308,4 +352,6 @@ def fixed_source(backend: Any) -> list[Optional[str]]:
             return ["amdsmi", getattr(library.lib, "__file__", None)]
         return ["tools", backend.host.which("rocm-smi"), backend.host.which("amd-smi")]
     nv = backend.nvml_module()
-    return ["NVML", getattr(nv, "__file__", None)] if nv is not None else ["nvidia-smi", backend.host.which("nvidia-smi")]
+    return (
+        ["NVML", getattr(nv, "__file__", None)] if nv is not None else ["nvidia-smi", backend.host.which("nvidia-smi")]
+    )

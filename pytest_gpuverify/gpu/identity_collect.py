@@ -4,7 +4,8 @@ is missing."""
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from pytest_gpuverify.gpu.base import GpuToolError
 from pytest_gpuverify.gpu.identity_formats import Facts

@@ -18,43 +18,61 @@ index, as the other parsers do (rocm_formats.py). Formats read:
 from __future__ import annotations
 
 import re
-from typing import Any, Optional
+from typing import Any
 
 from pytest_gpuverify.gpu.rocm_formats import _cards, _gpu_entries, _int, _num, _str, extract_json, parse_rocm_smi_text
 
 Facts = dict[str, Any]
 
 ROCM_SMI_STATIC = ("rocm-smi", "--showproductname", "--showvbios", "--showserial", "--showbus", "--json")
-ROCM_SMI_VOLATILE = ("rocm-smi", "--showproductname", "--showcomputepartition", "--showmemorypartition",
-                     "--showmaxpower", "--showdriverversion", "--json")
+ROCM_SMI_VOLATILE = (
+    "rocm-smi",
+    "--showproductname",
+    "--showcomputepartition",
+    "--showmemorypartition",
+    "--showmaxpower",
+    "--showdriverversion",
+    "--json",
+)
 # nvidia-smi query fields without commas in their values (the name is read with the inventory)
-NVIDIA_IDENTITY_FIELDS = ("index", "serial", "vbios_version", "pci.bus_id", "driver_version", "power.limit",
-                          "mig.mode.current", "ecc.mode.current", "ecc.errors.corrected.volatile.total",
-                          "ecc.errors.uncorrected.volatile.total", "clocks.max.sm", "clocks.max.memory")
+NVIDIA_IDENTITY_FIELDS = (
+    "index",
+    "serial",
+    "vbios_version",
+    "pci.bus_id",
+    "driver_version",
+    "power.limit",
+    "mig.mode.current",
+    "ecc.mode.current",
+    "ecc.errors.corrected.volatile.total",
+    "ecc.errors.uncorrected.volatile.total",
+    "clocks.max.sm",
+    "clocks.max.memory",
+)
 _PARTITION = re.compile(r"^(SPX|DPX|TPX|QPX|CPX|NPS\d+)$", re.I)
 _DRIVER_LINE = re.compile(r"^\s*Driver version:\s*(\S+)\s*$", re.M)
 _GFX = re.compile(r"^gfx[0-9a-f]+$")
 
 
-def partition(value: Any) -> Optional[str]:
-    """"SPX", "nps1" -> "SPX", "NPS1"; anything else (N/A, a garbled value) -> None."""
+def partition(value: Any) -> str | None:
+    """ "SPX", "nps1" -> "SPX", "NPS1"; anything else (N/A, a garbled value) -> None."""
     text = _str(value)
     return text.upper() if text and _PARTITION.match(text) else None
 
 
-def watts(value: Any) -> Optional[float]:
+def watts(value: Any) -> float | None:
     number = _num(value)
     return number if number is not None and 0 < number < 100_000 else None
 
 
-def serial(value: Any) -> Optional[str]:
+def serial(value: Any) -> str | None:
     """A serial as printed; 0, "0x0" and the tools' placeholders are no serial."""
     text = _str(value)
     return None if text is None or text.lower() in ("0", "0x0", "0x0000000000000000") else text
 
 
 # ------------------------------------------------------------------------------------------ rocm-smi
-def parse_rocm_smi_identity(text: str) -> tuple[dict[int, Facts], Optional[str]]:
+def parse_rocm_smi_identity(text: str) -> tuple[dict[int, Facts], str | None]:
     """(card -> facts, driver version) from the rocm-smi calls above, JSON or text."""
     data = extract_json(text)
     cards = _cards(data) if isinstance(data, dict) else parse_rocm_smi_text(text)
@@ -68,12 +86,17 @@ def parse_rocm_smi_identity(text: str) -> tuple[dict[int, Facts], Optional[str]]
     for card, fields in cards.items():
         low = {k.lower(): v for k, v in fields.items()}  # ROCm 4.x labels are lower-case
         gfx = _str(low.get("gfx version"))
-        out[card] = {"name": _str(low.get("card series")), "arch": gfx if gfx and _GFX.match(gfx) else None,
-                     "node_id": _int(low.get("node id")), "vbios": _str(low.get("vbios version")),
-                     "serial": serial(low.get("serial number")), "bdf": _str(low.get("pci bus")),
-                     "compute_partition": partition(low.get("compute partition")),
-                     "memory_partition": partition(low.get("memory partition")),
-                     "power_cap_w": watts(low.get("max graphics package power (w)"))}
+        out[card] = {
+            "name": _str(low.get("card series")),
+            "arch": gfx if gfx and _GFX.match(gfx) else None,
+            "node_id": _int(low.get("node id")),
+            "vbios": _str(low.get("vbios version")),
+            "serial": serial(low.get("serial number")),
+            "bdf": _str(low.get("pci bus")),
+            "compute_partition": partition(low.get("compute partition")),
+            "memory_partition": partition(low.get("memory partition")),
+            "power_cap_w": watts(low.get("max graphics package power (w)")),
+        }
     return out, driver
 
 
@@ -86,7 +109,7 @@ def _section(entry: dict, *names: str) -> dict:
     return {}
 
 
-def _power_limit(limit: dict) -> Optional[float]:
+def _power_limit(limit: dict) -> float | None:
     """The power cap set now, ``static --limit``'s ``socket_power`` (``max_power`` is the most it can
     be set to, not the cap)."""
     return watts(limit.get("socket_power"))
@@ -96,7 +119,7 @@ def amd_smi_text_entries(text: str) -> list[dict]:
     """``amd-smi static``'s text (``GPU: 0`` then ``    ASIC:`` sections of ``        KEY: value``) as the
     JSON's per-GPU objects, keys lower-cased."""
     entries: list[dict] = []
-    section: Optional[dict] = None
+    section: dict | None = None
     for line in (text or "").splitlines():
         body = line.strip()
         name, sep, value = body.partition(":")
@@ -113,7 +136,7 @@ def amd_smi_text_entries(text: str) -> list[dict]:
     return entries
 
 
-def parse_amd_smi_identity(text: str) -> tuple[dict[int, Facts], Optional[str]]:
+def parse_amd_smi_identity(text: str) -> tuple[dict[int, Facts], str | None]:
     """(amd-smi index -> facts, driver version) from ``amd-smi static [--json]``."""
     out: dict[int, Facts] = {}
     driver = None
@@ -125,13 +148,15 @@ def parse_amd_smi_identity(text: str) -> tuple[dict[int, Facts], Optional[str]]:
         driver = driver or _str(drv.get("version"))
         arch = _str(asic.get("target_graphics_version"))
         out[int(entry["gpu"])] = {
-            "name": _str(asic.get("market_name")), "arch": arch if arch and _GFX.match(arch) else None,
+            "name": _str(asic.get("market_name")),
+            "arch": arch if arch and _GFX.match(arch) else None,
             "serial": serial(board.get("product_serial")) or serial(asic.get("asic_serial")),
             "vbios": _str(vbios.get("version")) or _str(vbios.get("vbios_version")),
             "bdf": _str(_section(entry, "bus").get("bdf")),
             "compute_partition": partition(part.get("compute_partition")),
             "memory_partition": partition(part.get("memory_partition")),
-            "power_cap_w": _power_limit(_section(entry, "limit"))}
+            "power_cap_w": _power_limit(_section(entry, "limit")),
+        }
     return out, driver
 
 
@@ -150,33 +175,33 @@ _NVRM = re.compile(r"NVRM version:.*?Kernel Module(?: for \S+)?\s+(\d+(?:\.\d+)+
 _CUDA = re.compile(r"CUDA Version:\s*(\d+\.\d+)")
 
 
-def parse_nvidia_proc_version(text: str) -> Optional[str]:
+def parse_nvidia_proc_version(text: str) -> str | None:
     """The kernel module's version from ``/proc/driver/nvidia/version`` (``NVRM version: NVIDIA UNIX
     Open Kernel Module for x86_64  570.133.20  Release Build ...``)."""
     m = _NVRM.search(text or "")
     return m.group(1) if m else None
 
 
-def parse_nvidia_smi_cuda(text: str) -> Optional[str]:
+def parse_nvidia_smi_cuda(text: str) -> str | None:
     m = _CUDA.search(text or "")
     return m.group(1) if m else None
 
 
-def cuda_version(value: Any) -> Optional[str]:
+def cuda_version(value: Any) -> str | None:
     """NVML's ``nvmlSystemGetCudaDriverVersion`` integer (12080) -> "12.8"."""
     if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
         return None
     return f"{value // 1000}.{value % 1000 // 10}"
 
 
-def _mode(value: Any) -> Optional[str]:
+def _mode(value: Any) -> str | None:
     text = _str(value)
     if text is None or text.startswith("["):
         return None
     return text.lower() if text.lower() in ("enabled", "disabled") else None
 
 
-def parse_nvidia_identity_csv(text: str) -> tuple[dict[int, Facts], Optional[str]]:
+def parse_nvidia_identity_csv(text: str) -> tuple[dict[int, Facts], str | None]:
     """(index -> facts, driver version) from the ``--query-gpu`` of :data:`NVIDIA_IDENTITY_FIELDS`;
     ``[N/A]``-like values are unknown; a line of another shape (an error between rows) is skipped."""
     out: dict[int, Facts] = {}
@@ -188,10 +213,15 @@ def parse_nvidia_identity_csv(text: str) -> tuple[dict[int, Facts], Optional[str
         row = dict(zip(NVIDIA_IDENTITY_FIELDS, [None if c.startswith("[") else c for c in cells]))
         driver = driver or _str(row["driver_version"])
         out[int(cells[0])] = {
-            "serial": serial(row["serial"]), "vbios": _str(row["vbios_version"]), "bdf": _str(row["pci.bus_id"]),
-            "power_cap_w": watts(row["power.limit"]), "mig_mode": _mode(row["mig.mode.current"]),
+            "serial": serial(row["serial"]),
+            "vbios": _str(row["vbios_version"]),
+            "bdf": _str(row["pci.bus_id"]),
+            "power_cap_w": watts(row["power.limit"]),
+            "mig_mode": _mode(row["mig.mode.current"]),
             "ecc_mode": _mode(row["ecc.mode.current"]),
             "ecc_corrected": _int(row["ecc.errors.corrected.volatile.total"]),
             "ecc_uncorrected": _int(row["ecc.errors.uncorrected.volatile.total"]),
-            "sm_mhz_max": _num(row["clocks.max.sm"]), "mem_mhz_max": _num(row["clocks.max.memory"])}
+            "sm_mhz_max": _num(row["clocks.max.sm"]),
+            "mem_mhz_max": _num(row["clocks.max.memory"]),
+        }
     return out, driver

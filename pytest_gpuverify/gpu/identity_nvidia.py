@@ -5,7 +5,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any
 
 from pytest_gpuverify.gpu.base import GpuToolError
 from pytest_gpuverify.gpu.identity_collect import CHANGING, Collect, one_line, run_tool
@@ -13,7 +13,7 @@ from pytest_gpuverify.gpu.identity_formats import NVIDIA_IDENTITY_FIELDS, parse_
 from pytest_gpuverify.gpu.rocm_formats import _num, _str
 
 
-def text(value: Any) -> Optional[str]:
+def text(value: Any) -> str | None:
     return _str(value.decode("utf-8", "replace") if isinstance(value, bytes) else value)
 
 
@@ -52,18 +52,30 @@ def changing_nvml(nv: Any, index: int, got: Collect) -> None:
         return (_num(nv.nvmlDeviceGetMaxClockInfo(handle, getattr(nv, clock, default))),)
 
     got.call(index, ("mig_mode",), lambda: mode("nvmlDeviceGetMigMode"), "nvmlDeviceGetMigMode")
-    got.call(index, ("power_cap_w",), lambda: (watts(nv.nvmlDeviceGetEnforcedPowerLimit(handle) / 1000.0),),
-             "nvmlDeviceGetEnforcedPowerLimit")
+    got.call(
+        index,
+        ("power_cap_w",),
+        lambda: (watts(nv.nvmlDeviceGetEnforcedPowerLimit(handle) / 1000.0),),
+        "nvmlDeviceGetEnforcedPowerLimit",
+    )
     got.call(index, ("ecc_mode",), lambda: mode("nvmlDeviceGetEccMode"), "nvmlDeviceGetEccMode")
-    got.call(index, ("ecc_corrected",), lambda: count(getattr(nv, "NVML_MEMORY_ERROR_TYPE_CORRECTED", 0)),
-             "nvmlDeviceGetTotalEccErrors")
-    got.call(index, ("ecc_uncorrected",), lambda: count(getattr(nv, "NVML_MEMORY_ERROR_TYPE_UNCORRECTED", 1)),
-             "nvmlDeviceGetTotalEccErrors")
+    got.call(
+        index,
+        ("ecc_corrected",),
+        lambda: count(getattr(nv, "NVML_MEMORY_ERROR_TYPE_CORRECTED", 0)),
+        "nvmlDeviceGetTotalEccErrors",
+    )
+    got.call(
+        index,
+        ("ecc_uncorrected",),
+        lambda: count(getattr(nv, "NVML_MEMORY_ERROR_TYPE_UNCORRECTED", 1)),
+        "nvmlDeviceGetTotalEccErrors",
+    )
     got.call(index, ("sm_mhz_max",), lambda: mhz("NVML_CLOCK_SM", 1), "nvmlDeviceGetMaxClockInfo")
     got.call(index, ("mem_mhz_max",), lambda: mhz("NVML_CLOCK_MEM", 2), "nvmlDeviceGetMaxClockInfo")
 
 
-def nvidia_smi(backend: Any, indices: list[int], keys: tuple[str, ...], got: Collect) -> Optional[str]:
+def nvidia_smi(backend: Any, indices: list[int], keys: tuple[str, ...], got: Collect) -> str | None:
     argv = ("nvidia-smi", f"--query-gpu={','.join(NVIDIA_IDENTITY_FIELDS)}", "--format=csv,noheader,nounits")
     try:
         rows, driver = parse_nvidia_identity_csv(run_tool(backend, argv))
@@ -72,5 +84,7 @@ def nvidia_smi(backend: Any, indices: list[int], keys: tuple[str, ...], got: Col
         rows, driver = {}, None
     for i in indices:
         for key in keys:
-            got.put(i, key, rows.get(i, {}).get(key), "nvidia-smi printed none" if i in rows else "nvidia-smi gave no row")
+            got.put(
+                i, key, rows.get(i, {}).get(key), "nvidia-smi printed none" if i in rows else "nvidia-smi gave no row"
+            )
     return driver

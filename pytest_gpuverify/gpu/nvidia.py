@@ -16,14 +16,12 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from typing import Any, Optional
+from typing import Any
 
 from pytest_gpuverify.common.profile import PROFILE
 from pytest_gpuverify.execute.host_commands import HostRunner
-from pytest_gpuverify.gpu.clocks import ClockSample, nvml_clocks
 from pytest_gpuverify.gpu.base import CallTimedOut, GpuInfo, GpuProcess, GpuReading, GpuToolError, call_within
-from pytest_gpuverify.gpu.nvidia_smi import SmiReader
-from pytest_gpuverify.gpu.nvml_history import _SAMPLE_FIELDS, DriverHistory, NoHistory, read_history
+from pytest_gpuverify.gpu.clocks import ClockSample, nvml_clocks
 from pytest_gpuverify.gpu.nvidia_formats import (
     MIB,
     SMI,
@@ -40,10 +38,21 @@ from pytest_gpuverify.gpu.nvidia_formats import (
     smi_query_gpu_argv,
     text_value,
 )
+from pytest_gpuverify.gpu.nvidia_smi import SmiReader
+from pytest_gpuverify.gpu.nvml_history import _SAMPLE_FIELDS, DriverHistory, NoHistory, read_history
 
 __all__ = [
-    "MIB", "NvidiaBackend", "SmiApp", "SmiGpu", "arch_from_compute_cap", "is_uuid", "parse_compute_apps_csv",
-    "parse_compute_apps_csv_lines", "parse_query_gpu_csv", "parse_query_gpu_csv_lines", "plausible_bytes",
+    "MIB",
+    "NvidiaBackend",
+    "SmiApp",
+    "SmiGpu",
+    "arch_from_compute_cap",
+    "is_uuid",
+    "parse_compute_apps_csv",
+    "parse_compute_apps_csv_lines",
+    "parse_query_gpu_csv",
+    "parse_query_gpu_csv_lines",
+    "plausible_bytes",
     "smi_query_gpu_argv",
 ]
 
@@ -52,7 +61,7 @@ _NOT_SUPPORTED, _NOT_FOUND, _FUNCTION_NOT_FOUND, _VERSION_MISMATCH = 3, 6, 13, 2
 FIRST_READING_SPAN_US = 1_000_000  # timestamps are in microseconds
 
 
-def _code(exc: BaseException) -> Optional[int]:
+def _code(exc: BaseException) -> int | None:
     value = getattr(exc, "value", None)
     return value if isinstance(value, int) else None
 
@@ -61,7 +70,7 @@ class NvidiaBackend:
     vendor = "nvidia"
     visible_devices_var = "CUDA_VISIBLE_DEVICES"
 
-    def __init__(self, host: HostRunner, tool_timeout: float = 20.0, use_nvml: Optional[bool] = None) -> None:
+    def __init__(self, host: HostRunner, tool_timeout: float = 20.0, use_nvml: bool | None = None) -> None:
         """``use_nvml``: None: NVML when the host is this machine and ``pynvml`` initialises, else
         nvidia-smi (and nvidia-smi from the first NVML failure on); True: NVML or GpuToolError;
         False: nvidia-smi only. A remote host is always read through nvidia-smi."""
@@ -79,7 +88,7 @@ class NvidiaBackend:
         self._samples_off = False  # set once nvmlDeviceGetSamples proved unsupported
         self._last_ts: dict[int, int] = {}  # per NVML index: newest utilisation sample already seen (us)
         self.smi = SmiReader(host, tool_timeout, self._note)  # the path when NVML is not there
-        self._inventory: Optional[list[GpuInfo]] = None
+        self._inventory: list[GpuInfo] | None = None
 
     # ------------------------------------------------------------------------------ plumbing
     def _note(self, message: str) -> None:
@@ -205,7 +214,7 @@ class NvidiaBackend:
             raise GpuToolError("NVML: no GPU could be read: " + "; ".join(self.notes[-3:]))
         return readings
 
-    def _nvml_instant(self, nv: Any, handle: Any, i: int) -> Optional[GpuReading]:
+    def _nvml_instant(self, nv: Any, handle: Any, i: int) -> GpuReading | None:
         """VRAM and processes of this instant (no use); None when the processes cannot be listed."""
         used, total = self._nvml_memory(nv, handle, i)
         procs = self._nvml_processes(nv, handle, i, total)
@@ -213,7 +222,7 @@ class NvidiaBackend:
             return None
         return GpuReading(index=i, vram_used_bytes=used, vram_total_bytes=total, processes=procs)
 
-    def history(self, span_s: float) -> tuple[Optional[DriverHistory], str]:
+    def history(self, span_s: float) -> tuple[DriverHistory | None, str]:
         """The last ``span_s`` seconds from NVML's sample buffers (:mod:`.nvml_history`), or None and why."""
         nv = self._nvml()
         if nv is None:
@@ -229,7 +238,7 @@ class NvidiaBackend:
                 self._last_ts[i] = max(self._last_ts.get(i, 0), ts)
         return got, ""
 
-    def _nvml_memory(self, nv: Any, handle: Any, i: int) -> tuple[Optional[int], Optional[int]]:
+    def _nvml_memory(self, nv: Any, handle: Any, i: int) -> tuple[int | None, int | None]:
         """(used, total) bytes; ``_v2`` where it exists, since v1 "used" includes driver-reserved memory."""
         v2 = getattr(nv, "nvmlMemory_v2", None)
         if v2 is None and not self._mem_v1:
@@ -257,7 +266,7 @@ class NvidiaBackend:
         total = plausible_bytes(mem.total)
         return plausible_bytes(mem.used, total), total
 
-    def _nvml_use(self, nv: Any, handle: Any, i: int) -> Optional[float]:
+    def _nvml_use(self, nv: Any, handle: Any, i: int) -> float | None:
         """The highest utilisation sample since the previous reading of this GPU (on the first
         reading: the last second of the driver's buffer); the instantaneous rate when no new sample.
 
@@ -273,8 +282,9 @@ class NvidiaBackend:
                 stamps = [int(s.timeStamp) for s in samples]
                 if not last and stamps:
                     last = max(stamps) - FIRST_READING_SPAN_US
-                fresh = [(int(s.timeStamp), getattr(s.sampleValue, field, None)) for s in samples
-                         if int(s.timeStamp) > last]
+                fresh = [
+                    (int(s.timeStamp), getattr(s.sampleValue, field, None)) for s in samples if int(s.timeStamp) > last
+                ]
                 if fresh:
                     with self._lock:
                         self._last_ts[i] = max(self._last_ts.get(i, 0), max(ts for ts, _ in fresh))
@@ -294,7 +304,7 @@ class NvidiaBackend:
             return None
         return use if 0 <= use <= 100 else None
 
-    def _nvml_processes(self, nv: Any, handle: Any, i: int, total: Optional[int]) -> Optional[tuple[GpuProcess, ...]]:
+    def _nvml_processes(self, nv: Any, handle: Any, i: int, total: int | None) -> tuple[GpuProcess, ...] | None:
         """The compute processes, or None (GPU left out of the reading) when NVML could not list them."""
         try:
             procs = nv.nvmlDeviceGetComputeRunningProcesses(handle)
@@ -313,7 +323,9 @@ class NvidiaBackend:
             # the name is optional: the process may be gone, or hidden from us, or the binding old
             with contextlib.suppress(nv.NVMLError, AttributeError):
                 name = text_value(nv.nvmlSystemGetProcessName(pid)) or ""
-            out.append(GpuProcess(pid=pid, name=name, vram_bytes=plausible_bytes(getattr(p, "usedGpuMemory", None), total)))
+            out.append(
+                GpuProcess(pid=pid, name=name, vram_bytes=plausible_bytes(getattr(p, "usedGpuMemory", None), total))
+            )
         return tuple(out)
 
     def clocks(self, indices: list[int]) -> list[ClockSample]:
@@ -321,8 +333,11 @@ class NvidiaBackend:
         nv = self._nvml()
         if nv is None:
             raise GpuToolError(f"clocks are read through NVML only ({self._nvml_why})")
-        return call_within(lambda: [nvml_clocks(nv, nv.nvmlDeviceGetHandleByIndex(i), i) for i in indices],
-                           self.tool_timeout, "NVML clocks")
+        return call_within(
+            lambda: [nvml_clocks(nv, nv.nvmlDeviceGetHandleByIndex(i), i) for i in indices],
+            self.tool_timeout,
+            "NVML clocks",
+        )
 
     # ------------------------------------------------------------------------------ inventory
     def inventory(self) -> list[GpuInfo]:
@@ -352,19 +367,28 @@ class NvidiaBackend:
                 out.append(GpuInfo(index=i))
                 continue
             facts: dict[str, Any] = {}
-            for key, fn in (("uuid", "nvmlDeviceGetUUID"), ("name", "nvmlDeviceGetName"),
-                            ("cc", "nvmlDeviceGetCudaComputeCapability")):
+            for key, fn in (
+                ("uuid", "nvmlDeviceGetUUID"),
+                ("name", "nvmlDeviceGetName"),
+                ("cc", "nvmlDeviceGetCudaComputeCapability"),
+            ):
                 try:
                     facts[key] = getattr(nv, fn)(handle)
                 except nv.NVMLError as exc:
                     self._note(f"NVML {fn} of GPU {i}: {exc}")
             uuid = text_value(facts.get("uuid"))
             cc = facts.get("cc")
-            out.append(GpuInfo(index=i, arch=arch_from_compute_cap(tuple(cc) if cc is not None else None),
-                               name=text_value(facts.get("name")), uuid=uuid if is_uuid(uuid) else None))
+            out.append(
+                GpuInfo(
+                    index=i,
+                    arch=arch_from_compute_cap(tuple(cc) if cc is not None else None),
+                    name=text_value(facts.get("name")),
+                    uuid=uuid if is_uuid(uuid) else None,
+                )
+            )
         return out
 
-    def host_arch(self) -> Optional[str]:
+    def host_arch(self) -> str | None:
         """GPU 0's ``sm_XY`` (the analogue of rocminfo's first agent); None when unknown."""
         gpus = self.inventory()
         first = next((g for g in gpus if g.index == 0), gpus[0] if gpus else None)
@@ -376,6 +400,8 @@ class NvidiaBackend:
         mean the NVML/PCI order only under ``CUDA_DEVICE_ORDER=PCI_BUS_ID``."""
         if all(is_uuid(g.uuid) for g in gpus):
             return ",".join(str(g.uuid) for g in gpus)
-        self._note("a GPU UUID is unknown: CUDA_VISIBLE_DEVICES set to indices, which need "
-                   "CUDA_DEVICE_ORDER=PCI_BUS_ID to mean nvidia-smi's GPUs")
+        self._note(
+            "a GPU UUID is unknown: CUDA_VISIBLE_DEVICES set to indices, which need "
+            "CUDA_DEVICE_ORDER=PCI_BUS_ID to mean nvidia-smi's GPUs"
+        )
         return ",".join(str(g.index) for g in gpus)

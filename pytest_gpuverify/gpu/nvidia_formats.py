@@ -14,7 +14,7 @@ GPU0000:01:00.0: GPU has fallen off the bus.``); such lines are not rows and are
 from __future__ import annotations
 
 import re
-from typing import Any, Optional
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
@@ -36,15 +36,15 @@ class SmiGpu(BaseModel):
     model_config = ConfigDict(frozen=True, defer_build=True)
 
     index: int
-    uuid: Optional[str] = None
-    name: Optional[str] = None
-    use_pct: Optional[float] = None
-    vram_used_bytes: Optional[int] = None
-    vram_total_bytes: Optional[int] = None
-    compute_cap: Optional[str] = None  # "9.0" as printed; see arch_from_compute_cap
+    uuid: str | None = None
+    name: str | None = None
+    use_pct: float | None = None
+    vram_used_bytes: int | None = None
+    vram_total_bytes: int | None = None
+    compute_cap: str | None = None  # "9.0" as printed; see arch_from_compute_cap
 
     @property
-    def arch(self) -> Optional[str]:
+    def arch(self) -> str | None:
         return arch_from_compute_cap(self.compute_cap or "")
 
 
@@ -53,17 +53,17 @@ class SmiApp(BaseModel):
 
     model_config = ConfigDict(frozen=True, defer_build=True)
 
-    gpu_uuid: Optional[str] = None
+    gpu_uuid: str | None = None
     pid: int
     name: str = ""
-    vram_bytes: Optional[int] = None
+    vram_bytes: int | None = None
 
 
-def is_uuid(text: Optional[str]) -> bool:
+def is_uuid(text: str | None) -> bool:
     return bool(text and _UUID.match(text))
 
 
-def _value(field: str) -> Optional[str]:
+def _value(field: str) -> str | None:
     """The field, or None for ``[N/A]``-like placeholders and empty fields."""
     field = field.strip()
     if not field or field.startswith("[") or field.upper() in ("N/A", "NOT SUPPORTED", "UNKNOWN"):
@@ -71,7 +71,7 @@ def _value(field: str) -> Optional[str]:
     return field
 
 
-def _pct(field: str) -> Optional[float]:
+def _pct(field: str) -> float | None:
     m = _NUMBER.match(field)
     if not m or m.group(2) not in (None, "%"):
         return None
@@ -79,7 +79,7 @@ def _pct(field: str) -> Optional[float]:
     return value if 0.0 <= value <= 100.0 else None
 
 
-def _bytes(field: str) -> Optional[int]:
+def _bytes(field: str) -> int | None:
     """A memory field in MiB (``nounits``) or with its unit printed, as bytes."""
     m = _NUMBER.match(field)
     if not m or m.group(2) == "%":
@@ -88,7 +88,7 @@ def _bytes(field: str) -> Optional[int]:
     return int(value * _UNIT_BYTES[m.group(2)]) if value >= 0 else None
 
 
-def _int(field: str) -> Optional[int]:
+def _int(field: str) -> int | None:
     field = field.strip()
     return int(field) if field.isdigit() else None
 
@@ -111,7 +111,7 @@ def _looks_like_cap(field: str) -> bool:
     return bool(_COMPUTE_CAP.match(field.strip()))
 
 
-def _gpu_row(line: str, with_compute_cap: Optional[bool]) -> Optional[SmiGpu]:
+def _gpu_row(line: str, with_compute_cap: bool | None) -> SmiGpu | None:
     parts = _split(line)
     cap_here = with_compute_cap
     if cap_here is None:
@@ -129,8 +129,8 @@ def _gpu_row(line: str, with_compute_cap: Optional[bool]) -> Optional[SmiGpu]:
     uuid = _value(parts[1])
     if index is None or (uuid is not None and not is_uuid(uuid)):
         return None  # an error message, garbage, or a row of some other query
-    name = ",".join(line.split(",")[2: len(parts) - tail]).strip()  # as printed, commas and all
-    fields = parts[len(parts) - tail:]
+    name = ",".join(line.split(",")[2 : len(parts) - tail]).strip()  # as printed, commas and all
+    fields = parts[len(parts) - tail :]
     use, used, total = (_value(f) for f in fields[:3])
     cap = _value(fields[3]) if cap_here else None
     return SmiGpu(
@@ -144,7 +144,7 @@ def _gpu_row(line: str, with_compute_cap: Optional[bool]) -> Optional[SmiGpu]:
     )
 
 
-def parse_query_gpu_csv_lines(text: str, with_compute_cap: Optional[bool] = None) -> tuple[list[SmiGpu], list[str]]:
+def parse_query_gpu_csv_lines(text: str, with_compute_cap: bool | None = None) -> tuple[list[SmiGpu], list[str]]:
     """(rows sorted by index, lines that were not rows: error messages, garbage)."""
     rows: dict[int, SmiGpu] = {}
     other: list[str] = []
@@ -157,7 +157,7 @@ def parse_query_gpu_csv_lines(text: str, with_compute_cap: Optional[bool] = None
     return [rows[i] for i in sorted(rows)], other
 
 
-def parse_query_gpu_csv(text: str, with_compute_cap: Optional[bool] = None) -> list[SmiGpu]:
+def parse_query_gpu_csv(text: str, with_compute_cap: bool | None = None) -> list[SmiGpu]:
     """Rows of ``--query-gpu=index,uuid,name,utilization.gpu,memory.used,memory.total[,compute_cap]``
     (``--format=csv,noheader,nounits``; headers and units are tolerated too), sorted by index.
 
@@ -167,7 +167,7 @@ def parse_query_gpu_csv(text: str, with_compute_cap: Optional[bool] = None) -> l
     return parse_query_gpu_csv_lines(text, with_compute_cap)[0]
 
 
-def _app_row(line: str) -> Optional[SmiApp]:
+def _app_row(line: str) -> SmiApp | None:
     parts = _split(line)
     if len(parts) < 3:
         return None
@@ -203,7 +203,7 @@ def parse_compute_apps_csv(text: str) -> list[SmiApp]:
     return parse_compute_apps_csv_lines(text)[0]
 
 
-def arch_from_compute_cap(text: object) -> Optional[str]:
+def arch_from_compute_cap(text: object) -> str | None:
     """``9.0`` → ``sm_90``, ``10.0`` → ``sm_100``, ``(8, 9)`` → ``sm_89``; None for ``[N/A]``, empty
     or anything else. Multi-line text: its first non-empty line (an error line there gives None)."""
     if isinstance(text, (tuple, list)) and len(text) == 2:
@@ -233,7 +233,7 @@ def smi_query_gpu_argv(with_compute_cap: bool = True) -> tuple[str, ...]:
     return (SMI, "--query-gpu=" + ",".join(fields), "--format=csv,noheader,nounits")
 
 
-def plausible_bytes(value: Any, total: Optional[int] = None) -> Optional[int]:
+def plausible_bytes(value: Any, total: int | None = None) -> int | None:
     """A byte count from NVML, or None where it is a sentinel or garbage (unknown)."""
     if value is None or isinstance(value, bool):
         return None
@@ -248,7 +248,7 @@ def plausible_bytes(value: Any, total: Optional[int] = None) -> Optional[int]:
     return value
 
 
-def text_value(value: Any) -> Optional[str]:
+def text_value(value: Any) -> str | None:
     """A name or UUID as NVML returns it (str, or bytes in old bindings); None when empty or not text."""
     if isinstance(value, bytes):
         value = value.decode("utf-8", errors="replace")

@@ -6,12 +6,18 @@
 
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 from pytest_gpuverify.execute.host_commands import CommandResult, HostRunner
 from pytest_gpuverify.gpu.base import GpuProcess, GpuReading, GpuToolError, output_tail
 from pytest_gpuverify.gpu.nvidia_formats import (
-    SMI, SMI_APPS, SmiApp, SmiGpu, parse_compute_apps_csv_lines, parse_query_gpu_csv_lines, smi_query_gpu_argv,
+    SMI,
+    SMI_APPS,
+    SmiApp,
+    SmiGpu,
+    parse_compute_apps_csv_lines,
+    parse_query_gpu_csv_lines,
+    smi_query_gpu_argv,
 )
 
 
@@ -81,6 +87,13 @@ class SmiReader:
                     self._note(f"{SMI}: process {app.pid} on {app.gpu_uuid}, which --query-gpu did not list")
             for index in targets:
                 per_gpu[index].append(proc)
-        return [GpuReading(index=g.index, use_pct=g.use_pct, vram_used_bytes=g.vram_used_bytes,
-                           vram_total_bytes=g.vram_total_bytes, processes=tuple(per_gpu[g.index]))
-                for g in gpus]
+        return [
+            GpuReading(
+                index=g.index,
+                use_pct=g.use_pct,
+                vram_used_bytes=g.vram_used_bytes,
+                vram_total_bytes=g.vram_total_bytes,
+                processes=tuple(per_gpu[g.index]),
+            )
+            for g in gpus
+        ]

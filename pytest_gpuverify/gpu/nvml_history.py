@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import contextlib
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable, Optional
+from typing import Any
 
 from pytest_gpuverify.gpu.base import GpuProcess, GpuReading
 
@@ -48,8 +49,9 @@ class DriverHistory:
                     continue
                 uses = [u for u in (had.use_pct, r.use_pct) if u is not None]
                 procs = {p.pid: p for p in (*had.processes, *r.processes)}
-                out[r.index] = had.model_copy(update={"use_pct": None if len(uses) < 2 else max(uses),
-                                                      "processes": tuple(procs.values())})
+                out[r.index] = had.model_copy(
+                    update={"use_pct": None if len(uses) < 2 else max(uses), "processes": tuple(procs.values())}
+                )
         return [out[i] for i in sorted(out)]
 
 
@@ -57,13 +59,18 @@ class NoHistory(Exception):
     """Why the driver's history cannot stand for the window (the message says which GPU and why)."""
 
 
-def _code(exc: BaseException) -> Optional[int]:
+def _code(exc: BaseException) -> int | None:
     value = getattr(exc, "value", None)
     return value if isinstance(value, int) else None
 
 
-def read_history(nv: Any, span_s: float, current: Callable[[Any, Any, int], Optional[GpuReading]],
-                 now: Optional[float] = None, step_s: float = 0.25) -> DriverHistory:
+def read_history(
+    nv: Any,
+    span_s: float,
+    current: Callable[[Any, Any, int], GpuReading | None],
+    now: float | None = None,
+    step_s: float = 0.25,
+) -> DriverHistory:
     """The window of ``span_s`` seconds up to now from the driver's buffers, in steps of about
     ``step_s``. ``current(nv, handle, i)`` is the GPU's reading of this instant (VRAM, processes),
     None when it cannot be read; its VRAM stands for every step (the driver keeps no history of it)."""
@@ -101,8 +108,9 @@ def read_history(nv: Any, span_s: float, current: Callable[[Any, Any, int], Opti
             begin = end
     if not per_step[0]:
         raise NoHistory("no GPU")
-    return DriverHistory(taken=now, span_s=span_s, steps=[(end / 1e6, r) for end, r in zip(ends_us, per_step)],
-                         newest_us=newest)
+    return DriverHistory(
+        taken=now, span_s=span_s, steps=[(end / 1e6, r) for end, r in zip(ends_us, per_step)], newest_us=newest
+    )
 
 
 def _window_points(nv: Any, handle: Any, i: int, start_us: int, now: float) -> list[tuple[int, float]]:
@@ -120,8 +128,9 @@ def _window_points(nv: Any, handle: Any, i: int, start_us: int, now: float) -> l
         raise NoHistory(f"GPU {i}: the driver holds no utilisation sample")
     oldest, newest = points[0][0], points[-1][0]
     if oldest > start_us:
-        raise NoHistory(f"GPU {i}: the driver's samples reach back {max(0.0, now - oldest / 1e6):.1f} s, "
-                        f"less than the window")
+        raise NoHistory(
+            f"GPU {i}: the driver's samples reach back {max(0.0, now - oldest / 1e6):.1f} s, less than the window"
+        )
     if newest < (now - FRESH_S) * 1e6:
         raise NoHistory(f"GPU {i}: the newest utilisation sample is {now - newest / 1e6:.1f} s old")
     inside = [(ts, v) for ts, v in points if ts > start_us]

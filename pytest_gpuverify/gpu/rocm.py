@@ -9,14 +9,15 @@ The format parsing lives in :mod:`.rocm_formats` (pure functions, re-exported he
 from __future__ import annotations
 
 import threading
-from typing import TYPE_CHECKING, Optional, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from concurrent.futures import ThreadPoolExecutor
 
 from pytest_gpuverify.execute.host_commands import CommandResult, HostRunner
-from pytest_gpuverify.gpu.clocks import ClockSample
 from pytest_gpuverify.gpu.base import GpuInfo, GpuReading, GpuToolError, output_tail
+from pytest_gpuverify.gpu.clocks import ClockSample
 from pytest_gpuverify.gpu.rocm_formats import (
     AmdSmiDevice,
     RocmSmiPid,
@@ -39,11 +40,26 @@ from pytest_gpuverify.gpu.rocm_formats import (
 from pytest_gpuverify.gpu.rocminfo import RocminfoAgent, parse_rocminfo_arch, parse_rocminfo_gpus
 
 __all__ = [
-    "AmdSmiDevice", "RocmBackend", "RocminfoAgent", "RocmSmiPid", "RocmSmiProduct",
-    "attribute_rocm_smi_processes", "drop_kfd_only", "extract_json", "hip_indices_from_amd_smi",
-    "hip_indices_from_nodes", "parse_amd_smi_list", "parse_amd_smi_metric", "parse_amd_smi_process",
-    "parse_amd_smi_static", "parse_rocm_smi_json", "parse_rocm_smi_productname_json",
-    "parse_rocm_smi_showpidgpus", "parse_rocm_smi_showpids", "parse_rocm_smi_text", "parse_rocminfo_arch",
+    "AmdSmiDevice",
+    "RocmBackend",
+    "RocminfoAgent",
+    "RocmSmiPid",
+    "RocmSmiProduct",
+    "attribute_rocm_smi_processes",
+    "drop_kfd_only",
+    "extract_json",
+    "hip_indices_from_amd_smi",
+    "hip_indices_from_nodes",
+    "parse_amd_smi_list",
+    "parse_amd_smi_metric",
+    "parse_amd_smi_process",
+    "parse_amd_smi_static",
+    "parse_rocm_smi_json",
+    "parse_rocm_smi_productname_json",
+    "parse_rocm_smi_showpidgpus",
+    "parse_rocm_smi_showpids",
+    "parse_rocm_smi_text",
+    "parse_rocminfo_arch",
     "parse_rocminfo_gpus",
 ]
 
@@ -59,24 +75,26 @@ class RocmBackend:
     vendor = "rocm"
     visible_devices_var = "HIP_VISIBLE_DEVICES"
 
-    def __init__(self, host: HostRunner, tool_timeout: float = 20.0, use_library: Optional[bool] = None) -> None:
+    def __init__(self, host: HostRunner, tool_timeout: float = 20.0, use_library: bool | None = None) -> None:
         """``use_library``: None: the ``amdsmi`` library in-process when the host is this machine and
         it loads (:mod:`.amdsmi_lib`), else the tools; False: the tools only."""
         self.host = host
         self.tool_timeout = tool_timeout
         local = getattr(host, "name", None) == "local"
         if use_library and not local:
-            raise ValueError(f"the amdsmi library reads only this machine; host {host.name!r} needs use_library=False or None")
+            raise ValueError(
+                f"the amdsmi library reads only this machine; host {host.name!r} needs use_library=False or None"
+            )
         self.use_library = local if use_library is None else use_library
         self._library = None  # loaded on the first reading
-        self.library_why: Optional[str] = None  # why the library is not used
+        self.library_why: str | None = None  # why the library is not used
         self.notes: list[str] = []  # each time the backend left its preferred path, and why (for `doctor`)
         self._which: dict[str, bool] = {}
         self._prefer_rocm_smi = False  # set once amd-smi failed: a broken tool would cost every sample
-        self._amd_devices: Optional[list[AmdSmiDevice]] = None
-        self._rsmi_products: Optional[list[RocmSmiProduct]] = None
-        self._rocminfo: Optional[str] = None
-        self._inventory: Optional[list[GpuInfo]] = None
+        self._amd_devices: list[AmdSmiDevice] | None = None
+        self._rsmi_products: list[RocmSmiProduct] | None = None
+        self._rocminfo: str | None = None
+        self._inventory: list[GpuInfo] | None = None
         # The sampler reads from its own thread while the session asks for the inventory: one lock
         # keeps each once-per-session lookup from running twice (or half-filled) under that overlap.
         self._cache_lock = threading.RLock()
@@ -84,7 +102,7 @@ class RocmBackend:
         # (container_checks.start_gpus), which must not wait behind it for the cache lock
         self._rocminfo_lock = threading.Lock()
         # threads for the two calls of a reading (two readings may overlap), made on first use
-        self._pool: Optional[ThreadPoolExecutor] = None
+        self._pool: ThreadPoolExecutor | None = None
 
     # ------------------------------------------------------------------------------ plumbing
     def _has(self, tool: str) -> bool:
@@ -173,10 +191,19 @@ class RocmBackend:
         if procs is None:
             raise self._unusable(res, "no process list in its output")
         hip = self._apply_map(hip_indices_from_amd_smi(self._amd_smi_devices()), [m.index for m in metrics], "amd-smi")
-        return sorted((GpuReading(index=hip[m.index], use_pct=m.use_pct, vram_used_bytes=m.vram_used_bytes,
-                                  vram_total_bytes=m.vram_total_bytes,
-                                  processes=tuple(drop_kfd_only(procs.get(m.index, []))))
-                       for m in metrics), key=lambda r: r.index)
+        return sorted(
+            (
+                GpuReading(
+                    index=hip[m.index],
+                    use_pct=m.use_pct,
+                    vram_used_bytes=m.vram_used_bytes,
+                    vram_total_bytes=m.vram_total_bytes,
+                    processes=tuple(drop_kfd_only(procs.get(m.index, []))),
+                )
+                for m in metrics
+            ),
+            key=lambda r: r.index,
+        )
 
     def _read_rocm_smi(self) -> list[GpuReading]:
         res, pid_res = self._run_pair(RSMI_STATE, RSMI_PIDS)
@@ -191,9 +218,19 @@ class RocmBackend:
         per_card = attribute_rocm_smi_processes(pids, parse_rocm_smi_showpidgpus(res.text()), cards)
         nodes = {p.card: p.node_id for p in self._rocm_smi_products()}
         hip = self._apply_map(hip_indices_from_nodes(nodes), cards, "rocm-smi")
-        return sorted((GpuReading(index=hip[r.index], use_pct=r.use_pct, vram_used_bytes=r.vram_used_bytes,
-                                  vram_total_bytes=r.vram_total_bytes, processes=tuple(per_card[r.index]))
-                       for r in readings), key=lambda r: r.index)
+        return sorted(
+            (
+                GpuReading(
+                    index=hip[r.index],
+                    use_pct=r.use_pct,
+                    vram_used_bytes=r.vram_used_bytes,
+                    vram_total_bytes=r.vram_total_bytes,
+                    processes=tuple(per_card[r.index]),
+                )
+                for r in readings
+            ),
+            key=lambda r: r.index,
+        )
 
     def clocks(self, indices: list[int]) -> list[ClockSample]:
         """Clocks of the GPUs ``indices`` (the amdsmi library); GpuToolError where the tools read (clocks.py)."""
@@ -285,7 +322,7 @@ class RocmBackend:
                 self._inventory = self._build_inventory()
             return list(self._inventory)
 
-    def _smi_inventory(self) -> tuple[list[tuple[GpuInfo, Optional[int]]], bool]:
+    def _smi_inventory(self) -> tuple[list[tuple[GpuInfo, int | None]], bool]:
         """(GpuInfo in HIP order, KFD node) per GPU from amd-smi or rocm-smi, and whether the SMI
         name beats rocminfo's (amd-smi market_name does; rocm-smi Card Series is often a code name)."""
         library = self._loaded_library()
@@ -302,19 +339,22 @@ class RocmBackend:
                 self._note(f"amd-smi static failed: {exc}")
             if statics:
                 devices = {d.gpu: d for d in self._amd_smi_devices()}
-                hip = self._apply_map(hip_indices_from_amd_smi(list(devices.values())),
-                                      [s.index for s in statics], "amd-smi")
+                hip = self._apply_map(
+                    hip_indices_from_amd_smi(list(devices.values())), [s.index for s in statics], "amd-smi"
+                )
                 rows = []
                 for s in statics:
                     dev = devices.get(s.index)
                     uuid = (dev.hip_uuid or dev.uuid) if dev else None
-                    rows.append((GpuInfo(index=hip[s.index], arch=s.arch, name=s.name, uuid=uuid),
-                                 dev.node_id if dev else None))
+                    rows.append(
+                        (GpuInfo(index=hip[s.index], arch=s.arch, name=s.name, uuid=uuid), dev.node_id if dev else None)
+                    )
                 return rows, True
         if self._has("rocm-smi"):
             products = self._rocm_smi_products()
-            hip = self._apply_map(hip_indices_from_nodes({p.card: p.node_id for p in products}),
-                                  [p.card for p in products], "rocm-smi")
+            hip = self._apply_map(
+                hip_indices_from_nodes({p.card: p.node_id for p in products}), [p.card for p in products], "rocm-smi"
+            )
             return [(GpuInfo(index=hip[p.card], arch=p.gfx, name=p.series), p.node_id) for p in products], False
         return [], False
 
@@ -329,7 +369,9 @@ class RocmBackend:
         by_node = {a.node: a for a in agents if a.node is not None}
         out = []
         for info, node in smi:
-            agent = by_node.get(node) if node is not None else (agents[info.index] if info.index < len(agents) else None)
+            agent = (
+                by_node.get(node) if node is not None else (agents[info.index] if info.index < len(agents) else None)
+            )
             if agent is not None:
                 # rocminfo's arch first: rocm-smi's GFX Version was wrong on MI2xx before 6.3 ("gfx9010")
                 name = (info.name or agent.name) if smi_name_first else (agent.name or info.name)
@@ -337,7 +379,7 @@ class RocmBackend:
             out.append(info)
         return sorted(out, key=lambda g: g.index)
 
-    def host_arch(self) -> Optional[str]:
+    def host_arch(self) -> str | None:
         """The first GPU agent's gfx target from rocminfo, else the first inventory arch."""
         arch = parse_rocminfo_arch(self._rocminfo_text())
         if arch:

@@ -12,14 +12,24 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, Iterable, Optional
+from collections.abc import Iterable
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
 from pytest_gpuverify.gpu.base import GpuInfo, GpuProcess, GpuReading
 
-_UNITS = {"b": 1, "kb": 1 << 10, "kib": 1 << 10, "mb": 1 << 20, "mib": 1 << 20, "gb": 1 << 30, "gib": 1 << 30,
-          "tb": 1 << 40, "tib": 1 << 40}
+_UNITS = {
+    "b": 1,
+    "kb": 1 << 10,
+    "kib": 1 << 10,
+    "mb": 1 << 20,
+    "mib": 1 << 20,
+    "gb": 1 << 30,
+    "gib": 1 << 30,
+    "tb": 1 << 40,
+    "tib": 1 << 40,
+}
 _NUMBER = re.compile(r"^\s*(-?\d+(?:\.\d+)?)\s*([A-Za-z]+)?")
 _GFX = re.compile(r"gfx[0-9a-f]+")
 
@@ -29,13 +39,13 @@ class AmdSmiDevice(BaseModel):
 
     model_config = ConfigDict(frozen=True, defer_build=True)
     gpu: int
-    bdf: Optional[str] = None
-    uuid: Optional[str] = None
-    kfd_id: Optional[int] = None
-    node_id: Optional[int] = None
-    partition_id: Optional[int] = None
-    hip_id: Optional[int] = None
-    hip_uuid: Optional[str] = None
+    bdf: str | None = None
+    uuid: str | None = None
+    kfd_id: int | None = None
+    node_id: int | None = None
+    partition_id: int | None = None
+    hip_id: int | None = None
+    hip_uuid: str | None = None
 
 
 class RocmSmiPid(BaseModel):
@@ -44,8 +54,8 @@ class RocmSmiPid(BaseModel):
     model_config = ConfigDict(frozen=True, defer_build=True)
     pid: int
     name: str = ""
-    gpu_count: Optional[int] = None
-    vram_bytes: Optional[int] = None  # None: UNKNOWN
+    gpu_count: int | None = None
+    vram_bytes: int | None = None  # None: UNKNOWN
 
 
 class RocmSmiProduct(BaseModel):
@@ -53,10 +63,10 @@ class RocmSmiProduct(BaseModel):
 
     model_config = ConfigDict(frozen=True, defer_build=True)
     card: int
-    series: Optional[str] = None
-    gfx: Optional[str] = None
-    node_id: Optional[int] = None
-    guid: Optional[str] = None
+    series: str | None = None
+    gfx: str | None = None
+    node_id: int | None = None
+    guid: str | None = None
 
 
 # ------------------------------------------------------------------------------------------ values
@@ -79,14 +89,14 @@ def extract_json(text: str) -> Any:
     return None
 
 
-def _str(value: Any) -> Optional[str]:
+def _str(value: Any) -> str | None:
     if value is None or isinstance(value, (dict, list)):
         return None
     text = str(value).strip()
     return None if text.upper() in ("", "N/A", "NA", "UNKNOWN", "NONE") else text
 
 
-def _int(value: Any) -> Optional[int]:
+def _int(value: Any) -> int | None:
     if isinstance(value, bool):
         return None
     if isinstance(value, int):
@@ -95,7 +105,7 @@ def _int(value: Any) -> Optional[int]:
     return int(text) if text is not None and re.fullmatch(r"-?\d+", text) else None
 
 
-def _num(value: Any) -> Optional[float]:
+def _num(value: Any) -> float | None:
     """42, 42.0, "42", "42 %", {"value": 42, "unit": "%"} -> 42.0; "N/A", garbage -> None."""
     if isinstance(value, dict):
         value = value.get("value")
@@ -107,7 +117,7 @@ def _num(value: Any) -> Optional[float]:
     return float(m.group(1)) if m else None
 
 
-def _bytes(value: Any, default_unit: str) -> Optional[int]:
+def _bytes(value: Any, default_unit: str) -> int | None:
     """A size in bytes from a bare number (in ``default_unit``), "1.9 GB" or {"value", "unit"}."""
     unit = default_unit
     if isinstance(value, dict):
@@ -125,7 +135,7 @@ def _bytes(value: Any, default_unit: str) -> Optional[int]:
     return int(number * factor)
 
 
-def _arch(value: Any) -> Optional[str]:
+def _arch(value: Any) -> str | None:
     text = _str(value)
     return text if text and _GFX.fullmatch(text) else None
 
@@ -157,7 +167,7 @@ def parse_amd_smi_metric(text: str) -> list[GpuReading]:
     return [out[i] for i in sorted(out)]
 
 
-def _amd_process(info: dict) -> Optional[GpuProcess]:
+def _amd_process(info: dict) -> GpuProcess | None:
     pid = _int(info.get("pid"))
     if pid is None:
         return None
@@ -169,7 +179,7 @@ def _amd_process(info: dict) -> Optional[GpuProcess]:
     return GpuProcess(pid=pid, name=_str(info.get("name")) or "", vram_bytes=vram)
 
 
-def parse_amd_smi_process(text: str) -> Optional[dict[int, list[GpuProcess]]]:
+def parse_amd_smi_process(text: str) -> dict[int, list[GpuProcess]] | None:
     """``amd-smi process --json``: amd-smi GPU index -> every listed process (0-VRAM ones included).
     None when stdout held no JSON list, so "no process" and "no answer" stay apart. Also reads the
     ``--sort-by-pid`` layout (one entry per PID with ``gpus[].gpu_index``)."""
@@ -185,7 +195,11 @@ def parse_amd_smi_process(text: str) -> Optional[dict[int, list[GpuProcess]]]:
         if isinstance(entry.get("gpus"), list) and "pid" in entry:
             for per_gpu in entry["gpus"]:
                 index = _int(per_gpu.get("gpu_index")) if isinstance(per_gpu, dict) else None
-                proc = _amd_process({**per_gpu, "pid": entry["pid"], "name": entry.get("name")}) if index is not None else None
+                proc = (
+                    _amd_process({**per_gpu, "pid": entry["pid"], "name": entry.get("name")})
+                    if index is not None
+                    else None
+                )
                 if proc and index is not None:  # proc is None without an index
                     out.setdefault(index, []).append(proc)
             continue
@@ -206,10 +220,18 @@ def parse_amd_smi_list(text: str) -> list[AmdSmiDevice]:
     """``amd-smi list [-e] --json`` (``-e`` adds hip_id/hip_uuid, amd-smi 25.3+); CSV names bdf/uuid gpu_*."""
     out = []
     for e in _gpu_entries(extract_json(text)):
-        out.append(AmdSmiDevice(
-            gpu=_int(e["gpu"]), bdf=_str(e.get("bdf", e.get("gpu_bdf"))), uuid=_str(e.get("uuid", e.get("gpu_uuid"))),
-            kfd_id=_int(e.get("kfd_id")), node_id=_int(e.get("node_id")), partition_id=_int(e.get("partition_id")),
-            hip_id=_int(e.get("hip_id")), hip_uuid=_str(e.get("hip_uuid"))))
+        out.append(
+            AmdSmiDevice(
+                gpu=_int(e["gpu"]),
+                bdf=_str(e.get("bdf", e.get("gpu_bdf"))),
+                uuid=_str(e.get("uuid", e.get("gpu_uuid"))),
+                kfd_id=_int(e.get("kfd_id")),
+                node_id=_int(e.get("node_id")),
+                partition_id=_int(e.get("partition_id")),
+                hip_id=_int(e.get("hip_id")),
+                hip_uuid=_str(e.get("hip_uuid")),
+            )
+        )
     return out
 
 
@@ -219,8 +241,13 @@ def parse_amd_smi_static(text: str) -> list[GpuInfo]:
     for e in _gpu_entries(extract_json(text)):
         asic = e["asic"] if isinstance(e.get("asic"), dict) else {}
         board = e["board"] if isinstance(e.get("board"), dict) else {}
-        out.append(GpuInfo(index=_int(e["gpu"]), arch=_arch(asic.get("target_graphics_version")),
-                           name=_str(asic.get("market_name")) or _str(board.get("product_name"))))
+        out.append(
+            GpuInfo(
+                index=_int(e["gpu"]),
+                arch=_arch(asic.get("target_graphics_version")),
+                name=_str(asic.get("market_name")) or _str(board.get("product_name")),
+            )
+        )
     return out
 
 
@@ -253,9 +280,15 @@ def parse_rocm_smi_text(text: str) -> dict[int, dict[str, str]]:
 def rocm_smi_readings(cards: dict[int, dict[str, str]]) -> list[GpuReading]:
     """Readings from rocm-smi fields: ``GPU use (%)`` and ``--showmeminfo vram`` bytes. (``--showmemuse``
     percentages are not VRAM bytes and, before 6.1.2, not even allocation.)"""
-    return [GpuReading(index=i, use_pct=_num(cards[i].get("GPU use (%)")),
-                       vram_used_bytes=_int(cards[i].get("VRAM Total Used Memory (B)")),
-                       vram_total_bytes=_int(cards[i].get("VRAM Total Memory (B)"))) for i in sorted(cards)]
+    return [
+        GpuReading(
+            index=i,
+            use_pct=_num(cards[i].get("GPU use (%)")),
+            vram_used_bytes=_int(cards[i].get("VRAM Total Used Memory (B)")),
+            vram_total_bytes=_int(cards[i].get("VRAM Total Memory (B)")),
+        )
+        for i in sorted(cards)
+    ]
 
 
 def parse_rocm_smi_json(text: str) -> list[GpuReading]:
@@ -263,7 +296,7 @@ def parse_rocm_smi_json(text: str) -> list[GpuReading]:
     return rocm_smi_readings(_cards(extract_json(text)))
 
 
-def _pid_row(line: str) -> Optional[RocmSmiPid]:
+def _pid_row(line: str) -> RocmSmiPid | None:
     if "\t" in line:  # print2DArray: ljust-padded cells, each followed by a tab
         cells = [c.strip() for c in line.split("\t")]
     else:  # tabs collapsed to spaces: the name may hold spaces, the last four columns never do
@@ -273,11 +306,15 @@ def _pid_row(line: str) -> Optional[RocmSmiPid]:
     pid = _int(cells[0])
     if pid is None:
         return None
-    return RocmSmiPid(pid=pid, name=cells[1] if cells[1].upper() != "UNKNOWN" else "",
-                      gpu_count=_int(cells[2]), vram_bytes=_int(cells[3]))
+    return RocmSmiPid(
+        pid=pid,
+        name=cells[1] if cells[1].upper() != "UNKNOWN" else "",
+        gpu_count=_int(cells[2]),
+        vram_bytes=_int(cells[3]),
+    )
 
 
-def parse_rocm_smi_showpids(text: str) -> Optional[list[RocmSmiPid]]:
+def parse_rocm_smi_showpids(text: str) -> list[RocmSmiPid] | None:
     """``rocm-smi --showpids`` rows, or None when the output has neither the table nor
     ``No KFD PIDs currently running`` (so a broken call is not mistaken for an idle host).
     Also reads the ``--json`` form ``{"system": {"PID1": "name, gpus, vram, sdma, cu"}}``."""
@@ -288,8 +325,14 @@ def parse_rocm_smi_showpids(text: str) -> Optional[list[RocmSmiPid]]:
             m = re.fullmatch(r"PID(\d+)", str(key))
             parts = [p.strip() for p in str(value).split(",")]
             if m and len(parts) >= 5:  # JSON joins the lower-cased row with ", " (a spaced name shifts columns)
-                rows.append(RocmSmiPid(pid=int(m.group(1)), name=" ".join(parts[:-4]), gpu_count=_int(parts[-4]),
-                                       vram_bytes=_int(parts[-3])))
+                rows.append(
+                    RocmSmiPid(
+                        pid=int(m.group(1)),
+                        name=" ".join(parts[:-4]),
+                        gpu_count=_int(parts[-4]),
+                        vram_bytes=_int(parts[-3]),
+                    )
+                )
         return rows
     seen, in_table, rows = False, False, []
     for line in (text or "").splitlines():
@@ -362,9 +405,15 @@ def rocm_smi_products(cards: dict[int, dict[str, str]]) -> list[RocmSmiProduct]:
     for card in sorted(cards):
         fields = {k.lower(): v for k, v in cards[card].items()}  # ROCm 4.x labels are lower-case
         gfx = _str(fields.get("gfx version"))
-        out.append(RocmSmiProduct(card=card, series=_str(fields.get("card series")),
-                                  gfx=gfx if gfx and _GFX.fullmatch(gfx) else None,
-                                  node_id=_int(fields.get("node id")), guid=_str(fields.get("guid"))))
+        out.append(
+            RocmSmiProduct(
+                card=card,
+                series=_str(fields.get("card series")),
+                gfx=gfx if gfx and _GFX.fullmatch(gfx) else None,
+                node_id=_int(fields.get("node id")),
+                guid=_str(fields.get("guid")),
+            )
+        )
     return out
 
 
@@ -375,7 +424,7 @@ def parse_rocm_smi_productname_json(text: str) -> list[RocmSmiProduct]:
     return rocm_smi_products(_cards(data) if data is not None else parse_rocm_smi_text(text))
 
 
-def hip_indices_from_nodes(nodes: dict[int, Optional[int]]) -> dict[int, int]:
+def hip_indices_from_nodes(nodes: dict[int, int | None]) -> dict[int, int]:
     """Tool index -> HIP index. HIP numbers GPUs by KFD node id, so a GPU's HIP index is the rank of its
     node among all GPUs' nodes (rocm-smi sorts by BDF since 6.1.0, so orders can differ). Empty when any
     node id is missing or repeated: the caller then falls back to identity and says so."""

@@ -7,7 +7,6 @@ spaces deep) is its name: ISA lines (``amdgcn-amd-amdhsa--gfx942:...``, ``gfx9-4
 from __future__ import annotations
 
 import re
-from typing import Optional
 
 from pydantic import BaseModel, ConfigDict
 
@@ -16,17 +15,17 @@ from pytest_gpuverify.gpu.rocm_formats import _arch, _int, _str  # the shared ce
 
 class RocminfoAgent(BaseModel):
     model_config = ConfigDict(frozen=True, defer_build=True)
-    arch: Optional[str] = None
-    name: Optional[str] = None  # Marketing Name
-    uuid: Optional[str] = None
-    node: Optional[int] = None
+    arch: str | None = None
+    name: str | None = None  # Marketing Name
+    uuid: str | None = None
+    node: int | None = None
 
 
 _ARCH_LINE = re.compile(r"^\s+Name:\s+(gfx[0-9a-f]+)\s*$")
 _AGENT_FIELD = re.compile(r"^  (\S[^:]*?):\s*(.*?)\s*$")  # exactly two spaces: ISA names sit deeper
 
 
-def parse_rocminfo_arch(text: str) -> Optional[str]:
+def parse_rocminfo_arch(text: str) -> str | None:
     """The first GPU agent's gfx target. CPU agents never match and ISA lines
     (``amdgcn-amd-amdhsa--gfx942:...``, ``...--gfx9-4-generic:...``) do not either."""
     for line in (text or "").splitlines():
@@ -40,7 +39,7 @@ def parse_rocminfo_gpus(text: str) -> list[RocminfoAgent]:
     """GPU agents in listed (KFD node) order. Also reads ``grep Name:``-style excerpts without
     ``Agent N`` headers, where a new top-level ``Name:`` starts a new agent."""
     agents: list[dict[str, str]] = []
-    current: Optional[dict[str, str]] = None
+    current: dict[str, str] | None = None
     for line in (text or "").splitlines():
         if re.fullmatch(r"Agent\s+\d+\s*", line):
             current = {}
@@ -61,6 +60,12 @@ def parse_rocminfo_gpus(text: str) -> list[RocminfoAgent]:
         kind = agent.get("Device Type")
         if kind == "GPU" or (kind is None and arch):
             uuid = _str(agent.get("Uuid"))
-            out.append(RocminfoAgent(arch=arch, name=_str(agent.get("Marketing Name")),
-                                     uuid=None if uuid in (None, "GPU-XX") else uuid, node=_int(agent.get("Node"))))
+            out.append(
+                RocminfoAgent(
+                    arch=arch,
+                    name=_str(agent.get("Marketing Name")),
+                    uuid=None if uuid in (None, "GPU-XX") else uuid,
+                    node=_int(agent.get("Node")),
+                )
+            )
     return out

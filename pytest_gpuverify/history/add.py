@@ -4,15 +4,15 @@ same checks, so a tampered artifact is refused with the check's reason), then st
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Optional
 
 from pytest_gpuverify.compare.command import Refused, checked
-from pytest_gpuverify.records.artifact import Artifact, sha256_file
 from pytest_gpuverify.history.records import commit_of, stored_run
 from pytest_gpuverify.history.store import insert
 from pytest_gpuverify.place.gitstate import git
+from pytest_gpuverify.records.artifact import Artifact, sha256_file
 
 ADDED, KNOWN, REFUSED = "added", "already stored", "refused"
 
@@ -35,7 +35,7 @@ def artifact_files(paths: Iterable[Path]) -> list[Path]:
     return found
 
 
-def branch_of(art: Artifact) -> Optional[str]:
+def branch_of(art: Artifact) -> str | None:
     """The branch checked out in the artifact's repo when its commit is on it; None when unknown
     (no checkout here, a detached HEAD, a commit not on the branch)."""
     sha, _ = commit_of(art)
@@ -48,7 +48,7 @@ def branch_of(art: Artifact) -> Optional[str]:
     return branch
 
 
-def add_file(conn: sqlite3.Connection, path: Path, ref: Optional[str] = None) -> Added:
+def add_file(conn: sqlite3.Connection, path: Path, ref: str | None = None) -> Added:
     try:
         art = checked(str(path))
     except Refused as exc:
@@ -58,5 +58,5 @@ def add_file(conn: sqlite3.Connection, path: Path, ref: Optional[str] = None) ->
     return Added(path, ADDED if insert(conn, run) else KNOWN)
 
 
-def add_files(conn: sqlite3.Connection, paths: Iterable[Path], ref: Optional[str] = None) -> list[Added]:
+def add_files(conn: sqlite3.Connection, paths: Iterable[Path], ref: str | None = None) -> list[Added]:
     return [add_file(conn, p, ref) for p in artifact_files(paths)]

@@ -7,10 +7,10 @@ from __future__ import annotations
 import os
 import sqlite3
 import sys
+from collections.abc import Callable
 from contextlib import closing
 from functools import wraps
 from pathlib import Path
-from typing import Callable, Optional
 
 from pytest_gpuverify.compare import render
 from pytest_gpuverify.compare.command import Refused, checked, exit_code
@@ -22,7 +22,7 @@ DEFAULT_STORE = Path("~/.local/share/gpuverify/history.db")
 SHOWN_PROBLEMS = 5  # bad lines named per imported file; the rest counted
 
 
-def store_path(option: Optional[str]) -> Path:
+def store_path(option: str | None) -> Path:
     """The store named by ``--store``, else ``$GPUVERIFY_HISTORY``, else the default (its folder made)."""
     if option:
         return Path(option).expanduser()
@@ -33,7 +33,7 @@ def store_path(option: Optional[str]) -> Path:
     return path
 
 
-def _opened(command: str, path: Path, reading: bool) -> Optional[sqlite3.Connection]:
+def _opened(command: str, path: Path, reading: bool) -> sqlite3.Connection | None:
     """The store at ``path``, open; None (said on stderr, naming the file and the fix) when it cannot be."""
     try:
         return open_store(path, reading=reading)
@@ -49,6 +49,7 @@ def _fail(command: str, message: str) -> int:
 
 def _one_line(command: str) -> Callable[[Callable[..., int]], Callable[..., int]]:
     """A store fault met anywhere in the command (StoreError, raised by db.guard) as one line, exit 2."""
+
     def wrap(func: Callable[..., int]) -> Callable[..., int]:
         @wraps(func)
         def run(*args, **kwargs) -> int:
@@ -56,12 +57,14 @@ def _one_line(command: str) -> Callable[[Callable[..., int]], Callable[..., int]
                 return func(*args, **kwargs)
             except StoreError as exc:
                 return _fail(command, str(exc))
+
         return run
+
     return wrap
 
 
 @_one_line("history add")
-def run_add(store: Optional[str], paths: list[str], ref: Optional[str]) -> int:
+def run_add(store: str | None, paths: list[str], ref: str | None) -> int:
     from pytest_gpuverify.history.add import artifact_files
 
     files = artifact_files(Path(p) for p in paths)
@@ -82,11 +85,13 @@ def run_add(store: Optional[str], paths: list[str], ref: Optional[str]) -> int:
 
 
 @_one_line("history show")
-def run_show(store: Optional[str], target: str, ref: Optional[str], repo: Optional[str] = None,
-             newest: Optional[int] = None) -> int:
+def run_show(
+    store: str | None, target: str, ref: str | None, repo: str | None = None, newest: int | None = None
+) -> int:
     """``newest``: the commits shown per row (default show.NEWEST); 0: every commit (``--all``)."""
     from pytest_gpuverify.history.series import commit_order, target_histories
-    from pytest_gpuverify.history.show import NEWEST, render as show
+    from pytest_gpuverify.history.show import NEWEST
+    from pytest_gpuverify.history.show import render as show
     from pytest_gpuverify.history.steps import MOST_POINTS
     from pytest_gpuverify.history.store import runs, targets
 
@@ -105,7 +110,10 @@ def run_show(store: Optional[str], target: str, ref: Optional[str], repo: Option
     if not kept:
         on = f" on {ref}" if ref else ""
         why = "".join(f"; {note}" for note in order.notes)
-        return _fail("history show", f"{path} holds no run of {target}{on}{why}. It holds: {', '.join(known) or 'its other runs'}")
+        return _fail(
+            "history show",
+            f"{path} holds no run of {target}{on}{why}. It holds: {', '.join(known) or 'its other runs'}",
+        )
     histories = target_histories(kept, order=order)
     others = len(kept) - sum(h.runs for h in histories)
     partial = read is not None and any(len(r.points) >= read for h in histories for r in h.rows)
@@ -118,7 +126,7 @@ def run_show(store: Optional[str], target: str, ref: Optional[str], repo: Option
 
 
 @_one_line("history export")
-def run_export(store: Optional[str], out: Optional[str], target: Optional[str]) -> int:
+def run_export(store: str | None, out: str | None, target: str | None) -> int:
     from pytest_gpuverify.history.exchange import export_lines
 
     path = store_path(store)
@@ -136,7 +144,7 @@ def run_export(store: Optional[str], out: Optional[str], target: Optional[str]) 
 
 
 @_one_line("history import")
-def run_import(store: Optional[str], files: list[str]) -> int:
+def run_import(store: str | None, files: list[str]) -> int:
     from pytest_gpuverify.history.exchange import import_lines
 
     missing = [f for f in files if not Path(f).is_file()]
@@ -160,9 +168,18 @@ def run_import(store: Optional[str], files: list[str]) -> int:
 
 
 @_one_line("compare")
-def run_history_compare(store: Optional[str], head: str, ref: Optional[str], last: int, rule: Rule = DEFAULT_RULE,
-                        fmt: str = "table", may_differ: frozenset[str] = frozenset(),
-                        fail_on_inconclusive: bool = False, baseline: str = "last-good", repo: Optional[str] = None) -> int:
+def run_history_compare(
+    store: str | None,
+    head: str,
+    ref: str | None,
+    last: int,
+    rule: Rule = DEFAULT_RULE,
+    fmt: str = "table",
+    may_differ: frozenset[str] = frozenset(),
+    fail_on_inconclusive: bool = False,
+    baseline: str = "last-good",
+    repo: str | None = None,
+) -> int:
     from pytest_gpuverify.history.compare import against_history
 
     path = store_path(store)
@@ -171,12 +188,27 @@ def run_history_compare(store: Optional[str], head: str, ref: Optional[str], las
         return 2
     try:
         with closing(conn), guard(path, writing=False):
-            result = against_history(conn, str(path), checked(head), head, ref, last, rule, may_differ, baseline,
-                                     Path(repo) if repo else None)
+            result = against_history(
+                conn,
+                str(path),
+                checked(head),
+                head,
+                ref,
+                last,
+                rule,
+                may_differ,
+                baseline,
+                Path(repo) if repo else None,
+            )
     except Refused as exc:
         return _fail("compare", f"refused: {exc}")
     if not result.pairs:
         return _fail("compare", f"no perf rows in {head}")
-    print(render.as_json(result) if fmt == "json" else render.markdown(result) if fmt == "markdown"
-          else render.table(result))
+    print(
+        render.as_json(result)
+        if fmt == "json"
+        else render.markdown(result)
+        if fmt == "markdown"
+        else render.table(result)
+    )
     return exit_code(result.pairs, fail_on_inconclusive)

@@ -15,30 +15,30 @@ from __future__ import annotations
 import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional
 
 from pytest_gpuverify.compare.clocks import clock_problem
 from pytest_gpuverify.compare.command import Refused, not_passing, own_watch
-from pytest_gpuverify.compare.core import Comparison
-from pytest_gpuverify.compare.core import DEFAULT_RULE, Rule, call_all, own_rows, pairs_of
+from pytest_gpuverify.compare.core import DEFAULT_RULE, Comparison, Rule, call_all, own_rows, pairs_of
 from pytest_gpuverify.compare.identity import Difference, fact_differences, identity
-from pytest_gpuverify.records.artifact import Artifact, sha256_file
 from pytest_gpuverify.history.graph import Checkout, GraphError, checkout_knowing
 from pytest_gpuverify.history.records import StoredRun, commit_of
 from pytest_gpuverify.history.series import counts
 from pytest_gpuverify.history.store import runs
+from pytest_gpuverify.records.artifact import Artifact, sha256_file
 
 DEFAULT_LAST = 5
 LAST_GOOD, RELEASE = "last-good", "release"
 
 
-def baseline_problem(value: str) -> Optional[str]:
+def baseline_problem(value: str) -> str | None:
     """One line when ``--baseline`` is not one this command knows."""
     kind, _, pattern = value.partition(":")
     if value == LAST_GOOD or (kind == RELEASE and (pattern or ":" not in value)):
         return None
-    return (f"--baseline {value}: not a baseline. Fix: last-good (the newest ancestors of the head with PASS runs), "
-            "release (the newest release tag below the head) or release:GLOB (e.g. release:'v*')")
+    return (
+        f"--baseline {value}: not a baseline. Fix: last-good (the newest ancestors of the head with PASS runs), "
+        "release (the newest release tag below the head) or release:GLOB (e.g. release:'v*')"
+    )
 
 
 @dataclass
@@ -52,7 +52,9 @@ def _differences(run: StoredRun, head: Artifact) -> list[Difference]:
     return fact_differences(run.facts, identity(head), (run.image_digest, head.image_digest))
 
 
-def _like_runs(conn: sqlite3.Connection, head: Artifact, head_sha256: str, may_differ: frozenset[str]) -> dict[str, list[StoredRun]]:
+def _like_runs(
+    conn: sqlite3.Connection, head: Artifact, head_sha256: str, may_differ: frozenset[str]
+) -> dict[str, list[StoredRun]]:
     """The store's PASS runs of the head's target whose facts differ from the head's in none but
     ``may_differ``, per commit."""
     assert head.target is not None
@@ -66,24 +68,37 @@ def _like_runs(conn: sqlite3.Connection, head: Artifact, head_sha256: str, may_d
     return by_commit
 
 
-def _ancestors_newest_first(graph: Checkout, head: str, ref: Optional[str]) -> tuple[list[str], str]:
+def _ancestors_newest_first(graph: Checkout, head: str, ref: str | None) -> tuple[list[str], str]:
     """The commits of ``ref``'s first-parent history (the head's own without a ref) that are ancestors of
     ``head``, newest first, the head's own commit left out; and how to name that history."""
     line = graph.line(ref or head)
     below = graph.not_below(line, head) if ref else set()
-    return [s for s in reversed(line.shas) if s != head and s not in below], (f"on {ref}" if ref else "on its first-parent history")
+    return [s for s in reversed(line.shas) if s != head and s not in below], (
+        f"on {ref}" if ref else "on its first-parent history"
+    )
 
 
-def base_runs(conn: sqlite3.Connection, store: str, head: Artifact, head_sha256: str, ref: Optional[str], last: int,
-              may_differ: frozenset[str], baseline: str = LAST_GOOD, repo: Optional[Path] = None) -> Base:
+def base_runs(
+    conn: sqlite3.Connection,
+    store: str,
+    head: Artifact,
+    head_sha256: str,
+    ref: str | None,
+    last: int,
+    may_differ: frozenset[str],
+    baseline: str = LAST_GOOD,
+    repo: Path | None = None,
+) -> Base:
     """The base: every like run of the baseline's commits, all ancestors of the head's; Refused (one line,
     with the fix) where there is none or the graph cannot be read."""
     if head.target is None:
         raise Refused("the head names no target: history keeps runs by target")
     sha, _ = commit_of(head)
     if not sha:
-        raise Refused("the head names no commit: its base is taken from its commit's ancestors. Fix: compare "
-                      "an artifact of a run in a git checkout")
+        raise Refused(
+            "the head names no commit: its base is taken from its commit's ancestors. Fix: compare "
+            "an artifact of a run in a git checkout"
+        )
     folders = [repo] if repo else [Path.cwd(), *(Path(r.path) for r in head.repos)]  # an A/B's: either side's
     by_commit = _like_runs(conn, head, head_sha256, may_differ)
     name, short, tag = head.target.name, sha[:12], ""
@@ -100,15 +115,21 @@ def base_runs(conn: sqlite3.Connection, store: str, head: Artifact, head_sha256:
     picked = [c for c in candidates if c in by_commit][:last]
     if not picked:
         later = sum(len(v) for c, v in by_commit.items() if c not in candidates)
-        elsewhere = f"; its {later} other run(s) are of the head's commit, later commits or other histories" if later else ""
-        raise Refused(f"{store} holds no PASS run of {name} with the head's facts {where}{elsewhere}. Fix: add runs "
-                      "of an ancestor (gpuverify history add), name another --ref or --baseline, or --may-differ NAME "
-                      "where a fact may differ")
+        elsewhere = (
+            f"; its {later} other run(s) are of the head's commit, later commits or other histories" if later else ""
+        )
+        raise Refused(
+            f"{store} holds no PASS run of {name} with the head's facts {where}{elsewhere}. Fix: add runs "
+            "of an ancestor (gpuverify history add), name another --ref or --baseline, or --may-differ NAME "
+            "where a fact may differ"
+        )
     base = [r for c in picked for r in by_commit[c]]
     commits = ", ".join(f"{c[:12]} ({len(by_commit[c])} run(s))" for c in picked)
     if baseline == LAST_GOOD:
-        header = (f"base: the last {len(picked)} commit(s) with PASS runs {where} (each an ancestor of it), "
-                  f"{len(base)} run(s) in {store}: {commits}")
+        header = (
+            f"base: the last {len(picked)} commit(s) with PASS runs {where} (each an ancestor of it), "
+            f"{len(base)} run(s) in {store}: {commits}"
+        )
     else:
         header = f"base: release {tag}, commit {commits}, an ancestor of the head {short}, in {store}"
     allowed: list[Difference] = []
@@ -117,9 +138,18 @@ def base_runs(conn: sqlite3.Connection, store: str, head: Artifact, head_sha256:
     return Base(base, allowed, header)
 
 
-def against_history(conn: sqlite3.Connection, store: str, head: Artifact, head_path: str, ref: Optional[str],
-                    last: int = DEFAULT_LAST, rule: Rule = DEFAULT_RULE, may_differ: frozenset[str] = frozenset(),
-                    baseline: str = LAST_GOOD, repo: Optional[Path] = None) -> Comparison:
+def against_history(
+    conn: sqlite3.Connection,
+    store: str,
+    head: Artifact,
+    head_path: str,
+    ref: str | None,
+    last: int = DEFAULT_LAST,
+    rule: Rule = DEFAULT_RULE,
+    may_differ: frozenset[str] = frozenset(),
+    baseline: str = LAST_GOOD,
+    repo: Path | None = None,
+) -> Comparison:
     """Every check before a call, then the calls; Refused where no compare may be made."""
     bad = not_passing(f"the head ({head_path})", head)
     if bad:

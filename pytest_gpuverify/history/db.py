@@ -17,9 +17,10 @@ from __future__ import annotations
 import os
 import sqlite3
 import stat
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator, NoReturn
+from typing import NoReturn
 from urllib.parse import quote
 
 ENV = "GPUVERIFY_HISTORY"  # names the store where no --store does
@@ -79,27 +80,43 @@ def described(path: Path, exc: BaseException, writing: bool = True) -> StoreErro
     errno = getattr(exc, "errno", None)
     text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
     if name.startswith(("SQLITE_CORRUPT", "SQLITE_NOTADB")) or "malformed" in text or "not a database" in text:
-        return StoreError(f"{path}: not a usable history store ({text}): the file is damaged. Fix: restore it "
-                          "from an export (gpuverify history import) into a new file, or name another file")
+        return StoreError(
+            f"{path}: not a usable history store ({text}): the file is damaged. Fix: restore it "
+            "from an export (gpuverify history import) into a new file, or name another file"
+        )
     if name.startswith("SQLITE_FULL") or errno == 28:
-        return StoreError(f"{path}: the disk is full ({text}); nothing was stored. Fix: free space on its file system "
-                          f"(df {path.parent}), or name a store elsewhere")
+        return StoreError(
+            f"{path}: the disk is full ({text}); nothing was stored. Fix: free space on its file system "
+            f"(df {path.parent}), or name a store elsewhere"
+        )
     if name.startswith("SQLITE_READONLY") or errno in (1, 13, 30):
-        return StoreError(f"{path}: cannot write the store ({text}). Fix: get write access to the file and its folder "
-                          "(SQLite writes -wal and -shm files beside it), or name another file with --store")
+        return StoreError(
+            f"{path}: cannot write the store ({text}). Fix: get write access to the file and its folder "
+            "(SQLite writes -wal and -shm files beside it), or name another file with --store"
+        )
     if name.startswith(("SQLITE_BUSY", "SQLITE_LOCKED")):
         wait = f"for over {BUSY_S:g} s" if writing else "by a writer"
-        return StoreError(f"{path}: locked {wait} ({text}): another process holds its write lock. Fix: run again when "
-                          f"it ends (fuser {path} names it)")
-    if name.startswith("SQLITE_CANTOPEN") and writing and path.exists() and not (
-            os.access(path, os.W_OK) and os.access(path.parent, os.W_OK)):
-        return StoreError(f"{path}: cannot write the store ({text}: the file or its folder is read-only). Fix: get write "
-                          "access to the file and its folder (SQLite writes -wal and -shm files beside it), or name another "
-                          "file with --store")
+        return StoreError(
+            f"{path}: locked {wait} ({text}): another process holds its write lock. Fix: run again when "
+            f"it ends (fuser {path} names it)"
+        )
+    if (
+        name.startswith("SQLITE_CANTOPEN")
+        and writing
+        and path.exists()
+        and not (os.access(path, os.W_OK) and os.access(path.parent, os.W_OK))
+    ):
+        return StoreError(
+            f"{path}: cannot write the store ({text}: the file or its folder is read-only). Fix: get write "
+            "access to the file and its folder (SQLite writes -wal and -shm files beside it), or name another "
+            "file with --store"
+        )
     if name.startswith("SQLITE_CANTOPEN"):
         return StoreError(f"{path}: cannot be opened ({text}). Fix: check the file's and its folder's permissions")
-    return StoreError(f"{path}: the history store failed ({name or type(exc).__name__}: {text}). Fix: check the file, "
-                      "or restore it from an export (gpuverify history import)")
+    return StoreError(
+        f"{path}: the history store failed ({name or type(exc).__name__}: {text}). Fix: check the file, "
+        "or restore it from an export (gpuverify history import)"
+    )
 
 
 @contextmanager
@@ -158,8 +175,10 @@ def connect_reading(path: Path) -> sqlite3.Connection:
         conn = _read_only(path)
         version = schema_version(conn)
         if version == 0 and not conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]:
-            raise StoreError(f"{path}: an empty file, no history store in it. Fix: add runs first (gpuverify history "
-                             "add), or name the store's file")
+            raise StoreError(
+                f"{path}: an empty file, no history store in it. Fix: add runs first (gpuverify history "
+                "add), or name the store's file"
+            )
         _check_version(conn, path)
         if version < SCHEMA_VERSION:
             conn.close()
@@ -167,8 +186,10 @@ def connect_reading(path: Path) -> sqlite3.Connection:
             try:
                 connect(path).close()
             except StoreError as exc:
-                raise StoreError(f"{path}: history schema {version} is older than this gpuverify's ({SCHEMA_VERSION}) "
-                                 f"and could not be brought up to date: {str(exc).removeprefix(f'{path}: ')}") from None
+                raise StoreError(
+                    f"{path}: history schema {version} is older than this gpuverify's ({SCHEMA_VERSION}) "
+                    f"and could not be brought up to date: {str(exc).removeprefix(f'{path}: ')}"
+                ) from None
             conn = _read_only(path)
     except StoreError:
         _close(conn)
@@ -212,8 +233,10 @@ def _close(conn) -> None:
 def open_store(path: Path, reading: bool) -> sqlite3.Connection:
     """The store at ``path``: read-only when ``reading`` (it must exist already: StoreError names the fix)."""
     if reading and not Path(path).exists():
-        raise StoreError(f"{path}: no history store there. Fix: name it with --store or ${ENV}, or add runs "
-                         "first (gpuverify history add, or pytest --gpu-history FILE)")
+        raise StoreError(
+            f"{path}: no history store there. Fix: name it with --store or ${ENV}, or add runs "
+            "first (gpuverify history add, or pytest --gpu-history FILE)"
+        )
     return connect_reading(path) if reading else connect(path)
 
 
@@ -228,8 +251,10 @@ def share_with_folder_group(path: Path) -> None:
 def _check_version(conn: sqlite3.Connection, path: Path) -> None:
     version = schema_version(conn)
     if version > SCHEMA_VERSION:
-        raise StoreError(f"{path}: history schema {version} is newer than this gpuverify's "
-                         f"({SCHEMA_VERSION}). Fix: upgrade pytest-gpuverify")
+        raise StoreError(
+            f"{path}: history schema {version} is newer than this gpuverify's "
+            f"({SCHEMA_VERSION}). Fix: upgrade pytest-gpuverify"
+        )
 
 
 def _migrate(conn: sqlite3.Connection, path: Path, upto: int) -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import sqlite3
 from pathlib import Path
-from typing import IO, Optional
+from typing import IO
 
 from pydantic import ValidationError
 
@@ -14,7 +14,7 @@ from pytest_gpuverify.history.records import StoredRun
 from pytest_gpuverify.history.store import insert_many, runs
 
 
-def export_lines(conn: sqlite3.Connection, out: IO[str], target: Optional[str] = None) -> int:
+def export_lines(conn: sqlite3.Connection, out: IO[str], target: str | None = None) -> int:
     found = runs(conn, target=target)
     for run in found:
         out.write(run.model_dump_json() + "\n")
@@ -37,9 +37,11 @@ def import_lines(conn: sqlite3.Connection, path: Path) -> tuple[int, int, list[s
             except ValidationError as exc:
                 first = exc.errors()[0]
                 where = ".".join(map(str, first["loc"])) or "the line"
-                problems.append(f"{path} line {number}: not a history record ({where}: {first['msg']}); "
-                                "skipped. Fix: export it again with gpuverify history export")
+                problems.append(
+                    f"{path} line {number}: not a history record ({where}: {first['msg']}); "
+                    "skipped. Fix: export it again with gpuverify history export"
+                )
                 continue
             found.append(run)
-    added = sum(insert_many(conn, found[i:i + CHUNK]) for i in range(0, len(found), CHUNK))
+    added = sum(insert_many(conn, found[i : i + CHUNK]) for i in range(0, len(found), CHUNK))
     return added, len(found) - added, problems

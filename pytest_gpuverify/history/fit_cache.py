@@ -13,8 +13,8 @@ import hashlib
 import json
 import os
 import sqlite3
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable, Optional
 
 ENV = "GPUVERIFY_STEP_CACHE"
 MOST_KEPT = 20000  # rows' fits kept; the oldest written go first
@@ -22,7 +22,7 @@ _state: dict[str, object] = {}
 _stamps: dict[tuple, str] = {}
 
 
-def cache_file() -> Optional[Path]:
+def cache_file() -> Path | None:
     named = os.environ.get(ENV)
     if named:
         return None if named == "off" else Path(named).expanduser()
@@ -43,7 +43,7 @@ def _code_stamp(sources: tuple[str, ...]) -> str:
     return _stamps[key]
 
 
-def _connection() -> Optional[sqlite3.Connection]:
+def _connection() -> sqlite3.Connection | None:
     path = cache_file()
     if path is None:
         return None
@@ -62,7 +62,7 @@ def _connection() -> Optional[sqlite3.Connection]:
     return conn if isinstance(conn, sqlite3.Connection) else None
 
 
-def digest_of(values: list[float], direction: Optional[str], rule: object, sources: tuple[str, ...]) -> str:
+def digest_of(values: list[float], direction: str | None, rule: object, sources: tuple[str, ...]) -> str:
     """The key of a row's fit: its values, direction and rule, and the code that fits (``sources``: files)."""
     text = json.dumps([_code_stamp(sources), direction, repr(rule), values])
     return hashlib.sha256(text.encode()).hexdigest()

@@ -11,7 +11,6 @@ import shutil
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Optional
 
 from pytest_gpuverify.place.gitstate import git, git_toplevel, run_git
 
@@ -32,7 +31,7 @@ class Line:
     def __post_init__(self) -> None:
         self._place.update((sha, i) for i, sha in enumerate(self.shas))
 
-    def place(self, sha: Optional[str]) -> Optional[int]:
+    def place(self, sha: str | None) -> int | None:
         """Where ``sha`` is on the line (0: the oldest), None when it is not on it."""
         return self._place.get(sha) if sha else None
 
@@ -54,7 +53,7 @@ class Checkout:
             )
         return Line(self.top, ref, shas)
 
-    def knows(self, sha: Optional[str]) -> bool:
+    def knows(self, sha: str | None) -> bool:
         """Whether the checkout has the commit ``sha``."""
         return bool(sha) and self._git("rev-parse", "--verify", "--quiet", f"{sha}^{{commit}}") is not None
 
@@ -69,7 +68,7 @@ class Checkout:
             )
         return set(out.split())
 
-    def release_below(self, head: str, pattern: Optional[str]) -> tuple[str, str]:
+    def release_below(self, head: str, pattern: str | None) -> tuple[str, str]:
         """The newest tag reachable from ``head``'s first parent (a tag on the head itself is the head's own
         commit, never its base), matching ``pattern`` (a glob) when given: (tag, its commit)."""
         match = ("--match", pattern) if pattern else ()
@@ -84,17 +83,17 @@ class Checkout:
             )
         return tag, sha
 
-    def is_ancestor(self, older: str, newer: str) -> Optional[bool]:
+    def is_ancestor(self, older: str, newer: str) -> bool | None:
         """``git merge-base --is-ancestor``: None when git cannot tell (a commit it does not have)."""
         res = run_git(self.top, "merge-base", "--is-ancestor", older, newer)
         return {0: True, 1: False}.get(res.returncode) if res is not None else None
 
-    def _git(self, *args: str) -> Optional[str]:
+    def _git(self, *args: str) -> str | None:
         return git(self.top, *args)
 
 
 @lru_cache(maxsize=16)
-def _first_parent(top: Path, tip: str) -> Optional[tuple[str, ...]]:
+def _first_parent(top: Path, tip: str) -> tuple[str, ...] | None:
     out = git(top, "rev-list", "--first-parent", "--reverse", tip, "--")
     return tuple(out.split()) if out is not None else None
 

@@ -6,7 +6,6 @@ and spread."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -23,19 +22,19 @@ __all__ = ["RowKey", "StoredRow", "StoredRun", "commit_of", "stored_run"]
 class StoredRow(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    table: Optional[str] = None
+    table: str | None = None
     shape: str
     name: str
-    stat: Optional[str] = None
+    stat: str | None = None
     metric: str
-    direction: Optional[str] = None  # "higher"/"lower": which way is better; None: unknown
+    direction: str | None = None  # "higher"/"lower": which way is better; None: unknown
     # one per process (a repeated run, or the artifact's one process): the median of what it printed for
     # the row, as compare counts runs (parsers/figures.process_values)
     values: list[float] = Field(min_length=1)
     median: float
     min: float
     max: float
-    cv: Optional[float] = None
+    cv: float | None = None
 
     @property
     def key(self) -> RowKey:
@@ -47,15 +46,15 @@ class StoredRun(BaseModel):
 
     artifact_sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
     artifact_path: str
-    target: Optional[str] = None
+    target: str | None = None
     topic: str
-    ticket: Optional[str] = None
-    host: Optional[str] = None
-    facts: dict[str, Optional[str]]  # compare/identity.py's facts: like work has the same
-    image_digest: Optional[str] = None
-    sha: Optional[str] = None
-    ref: Optional[str] = None
-    dirty: Optional[bool] = None
+    ticket: str | None = None
+    host: str | None = None
+    facts: dict[str, str | None]  # compare/identity.py's facts: like work has the same
+    image_digest: str | None = None
+    sha: str | None = None
+    ref: str | None = None
+    dirty: bool | None = None
     ts: str
     verdict: Verdict
     watch: list[GpuWatch] = Field(default_factory=list)
@@ -65,7 +64,7 @@ class StoredRun(BaseModel):
         return self.target or self.topic
 
 
-def commit_of(art: Artifact) -> tuple[Optional[str], Optional[bool]]:
+def commit_of(art: Artifact) -> tuple[str | None, bool | None]:
     """The commit the artifact's own runs stood on (an A/B artifact's head: the checkout the session
     started from, its repo record) and whether it was dirty; None where the record does not say."""
     if art.ab is not None and art.ab.head_sha:
@@ -75,16 +74,41 @@ def commit_of(art: Artifact) -> tuple[Optional[str], Optional[bool]]:
     return (repo.sha, repo.dirty) if repo else (None, None)
 
 
-def stored_run(art: Artifact, path: Path, sha256: str, ref: Optional[str]) -> StoredRun:
+def stored_run(art: Artifact, path: Path, sha256: str, ref: str | None) -> StoredRun:
     sha, dirty = commit_of(art)
     directions = art.target.directions if art.target else {}
     rows = []
     for (table, shape, name, stat, metric), by_process in process_values(own_rows(art)).items():
         values = [stats.median(printed) for printed in by_process.values()]
-        rows.append(StoredRow(table=table, shape=shape, name=name, stat=stat, metric=metric,
-                              direction=direction_of(metric, name, directions), values=values,
-                              median=stats.median(values), min=min(values), max=max(values), cv=stats.cv(values)))
-    return StoredRun(artifact_sha256=sha256, artifact_path=str(path), target=art.target.name if art.target else None,
-                     topic=art.topic, ticket=art.key, host=art.host, facts=identity(art), image_digest=art.image_digest,
-                     sha=sha, ref=ref, dirty=dirty, ts=art.ts, verdict=art.verdict,
-                     watch=own_watch(art, None), rows=rows)
+        rows.append(
+            StoredRow(
+                table=table,
+                shape=shape,
+                name=name,
+                stat=stat,
+                metric=metric,
+                direction=direction_of(metric, name, directions),
+                values=values,
+                median=stats.median(values),
+                min=min(values),
+                max=max(values),
+                cv=stats.cv(values),
+            )
+        )
+    return StoredRun(
+        artifact_sha256=sha256,
+        artifact_path=str(path),
+        target=art.target.name if art.target else None,
+        topic=art.topic,
+        ticket=art.key,
+        host=art.host,
+        facts=identity(art),
+        image_digest=art.image_digest,
+        sha=sha,
+        ref=ref,
+        dirty=dirty,
+        ts=art.ts,
+        verdict=art.verdict,
+        watch=own_watch(art, None),
+        rows=rows,
+    )

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Optional
 
 from pytest_gpuverify.common import stats
 from pytest_gpuverify.compare.core import DEFAULT_RULE, REGRESSED, Rule
@@ -26,7 +25,7 @@ from pytest_gpuverify.history.steps import Step, find_steps
 
 @dataclass
 class Point:
-    sha: Optional[str]
+    sha: str | None
     ts: str  # the first run's
     values: list[float]  # every run's value at this commit
     artifacts: int = 1
@@ -42,7 +41,7 @@ class Point:
 @dataclass
 class RowHistory:
     key: RowKey
-    direction: Optional[str]
+    direction: str | None
     points: list[Point]
     steps: list[Step] = field(default_factory=list)
     no_range: dict[int, str] = field(default_factory=dict)  # a step's index -> why it has no commit range
@@ -66,7 +65,7 @@ class RowHistory:
 @dataclass
 class TargetHistory:
     target: str
-    facts: dict[str, Optional[str]]
+    facts: dict[str, str | None]
     rows: list[RowHistory]
     runs: int  # PASS runs in this group
     refs: list[str]
@@ -77,8 +76,8 @@ class Order:
     """The order a target's commits are drawn in: ``line`` (a ref's first-parent history), else the
     time each commit first ran, with ``why`` the graph was not read; ``notes`` are said once."""
 
-    line: Optional[Line] = None
-    checkout: Optional[Checkout] = None  # time order: a checkout that may still tell ancestors apart
+    line: Line | None = None
+    checkout: Checkout | None = None  # time order: a checkout that may still tell ancestors apart
     why: str = ""
     notes: tuple[str, ...] = ()
 
@@ -93,7 +92,7 @@ class Order:
                 first[run.sha] = run.ts
         return lambda r: (first.get(r.sha or "", r.ts), r.sha or "", r.ts)
 
-    def why_no_range(self, before: Optional[str], after: Optional[str]) -> Optional[str]:
+    def why_no_range(self, before: str | None, after: str | None) -> str | None:
         """None when ``before`` is an ancestor of ``after`` (always so on the line); else why no range."""
         if self.line is not None:
             return None
@@ -109,7 +108,7 @@ class Order:
 TIME_ORDER = Order(why="no commit graph read")
 
 
-def commit_order(runs: list[StoredRun], ref: Optional[str], repo: Optional[Path] = None) -> tuple[list[StoredRun], Order]:
+def commit_order(runs: list[StoredRun], ref: str | None, repo: Path | None = None) -> tuple[list[StoredRun], Order]:
     """The runs to draw and their order: those on ``ref``'s first-parent history (HEAD's without a ref) in
     the checkout ``repo`` (default: the current folder's, else one the newest run's artifact names) that
     has the runs' commits; where none has them, the runs of ``ref`` (as stored) in run-time order."""
@@ -117,7 +116,7 @@ def commit_order(runs: list[StoredRun], ref: Optional[str], repo: Optional[Path]
     if newest is None or newest.sha is None:
         return _by_time(runs, ref, "no run names its commit", None)
     tried: list[str] = []
-    knowing: Optional[Checkout] = None  # has the commits, but not the ref
+    knowing: Checkout | None = None  # has the commits, but not the ref
     for folder in [repo] if repo else [Path.cwd(), *_recorded_repo(newest)]:
         try:
             found = checkout(folder)
@@ -142,14 +141,18 @@ def _on_line(runs: list[StoredRun], line: Line) -> tuple[list[StoredRun], Order]
     notes: tuple[str, ...] = ()
     if off:
         commits = len({r.sha for r in off})
-        notes = (f"{len(off)} run(s) of {commits} commit(s) not on {line.ref}'s first-parent history in {line.repo}: "
-                 "not plotted",)
+        notes = (
+            f"{len(off)} run(s) of {commits} commit(s) not on {line.ref}'s first-parent history in {line.repo}: "
+            "not plotted",
+        )
     return on, Order(line=line, notes=notes)
 
 
-def _by_time(runs: list[StoredRun], ref: Optional[str], why: str, found: Optional[Checkout]) -> tuple[list[StoredRun], Order]:
-    note = (f"commits in the order they first ran, not by the commit graph ({why}); step ranges are not graph-checked. "
-            "Fix: run in the code's git checkout, or name it with --repo PATH")
+def _by_time(runs: list[StoredRun], ref: str | None, why: str, found: Checkout | None) -> tuple[list[StoredRun], Order]:
+    note = (
+        f"commits in the order they first ran, not by the commit graph ({why}); step ranges are not graph-checked. "
+        "Fix: run in the code's git checkout, or name it with --repo PATH"
+    )
     return [r for r in runs if ref is None or r.ref == ref], Order(checkout=found, why=why, notes=(note,))
 
 
@@ -168,8 +171,15 @@ def like_groups(runs: list[StoredRun]) -> list[list[StoredRun]]:
     """Runs split into like work: a run joins the first group whose first run's facts it shares."""
     groups: list[list[StoredRun]] = []
     for run in runs:
-        home = next((g for g in groups if g[0].label() == run.label() and not fact_differences(
-            g[0].facts, run.facts, (g[0].image_digest, run.image_digest))), None)
+        home = next(
+            (
+                g
+                for g in groups
+                if g[0].label() == run.label()
+                and not fact_differences(g[0].facts, run.facts, (g[0].image_digest, run.image_digest))
+            ),
+            None,
+        )
         if home is None:
             groups.append([run])
         else:
@@ -204,9 +214,18 @@ def counts(run: StoredRun) -> bool:
     return run.verdict == "PASS" and run.dirty is False
 
 
-def target_histories(runs: list[StoredRun], rule: Rule = DEFAULT_RULE, order: Order = TIME_ORDER) -> list[TargetHistory]:
+def target_histories(
+    runs: list[StoredRun], rule: Rule = DEFAULT_RULE, order: Order = TIME_ORDER
+) -> list[TargetHistory]:
     """Per group of like work, its rows' histories in ``order`` (commit_order's, else run time)."""
     passing = [r for r in runs if counts(r)]
-    return [TargetHistory(group[0].label(), group[0].facts, row_histories(group, rule, order), len(group),
-                          sorted({r.ref for r in group if r.ref}))
-            for group in like_groups(sorted(passing, key=lambda r: r.ts))]
+    return [
+        TargetHistory(
+            group[0].label(),
+            group[0].facts,
+            row_histories(group, rule, order),
+            len(group),
+            sorted({r.ref for r in group if r.ref}),
+        )
+        for group in like_groups(sorted(passing, key=lambda r: r.ts))
+    ]

@@ -7,9 +7,9 @@ what is wrong, the fix>``."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from contextlib import closing
 from pathlib import Path
-from typing import Iterable, Optional
 
 from pytest_gpuverify.history.add import ADDED, KNOWN, REFUSED, Added, add_files
 from pytest_gpuverify.history.db import StoreError, connect, guard
@@ -18,11 +18,11 @@ from pytest_gpuverify.history.db import StoreError, connect, guard
 class SessionHistory:
     """The session's adds to one store: each artifact once, the counts over the session."""
 
-    def __init__(self, store: Path, ref: Optional[str] = None) -> None:
+    def __init__(self, store: Path, ref: str | None = None) -> None:
         self.store, self.ref = store, ref
         self.results: list[Added] = []
         self.tried: set[Path] = set()
-        self.problem: Optional[str] = None  # the first "history not kept" of the session
+        self.problem: str | None = None  # the first "history not kept" of the session
 
     def add(self, artifacts: Iterable[Path]) -> None:
         """Add those not tried yet (an artifact not on this machine waits: a later call may find it)."""
@@ -43,12 +43,14 @@ class SessionHistory:
         if not self.results:
             return [], False
         counts = {o: sum(r.outcome == o for r in self.results) for o in (ADDED, KNOWN, REFUSED)}
-        lines = [f"history {self.store}: {counts[ADDED]} artifact(s) added, {counts[KNOWN]} already stored, "
-                 f"{counts[REFUSED]} refused"]
+        lines = [
+            f"history {self.store}: {counts[ADDED]} artifact(s) added, {counts[KNOWN]} already stored, "
+            f"{counts[REFUSED]} refused"
+        ]
         return lines + [f"history: {r.line()}" for r in self.results if r.outcome == REFUSED], bool(counts[REFUSED])
 
 
-def add_session_artifacts(store: Path, artifacts: Iterable[Path], ref: Optional[str] = None) -> tuple[list[str], bool]:
+def add_session_artifacts(store: Path, artifacts: Iterable[Path], ref: str | None = None) -> tuple[list[str], bool]:
     """Lines for the terminal (what was added; a line per artifact refused), and whether any went wrong."""
     history = SessionHistory(store, ref)
     history.add(artifacts)

@@ -4,8 +4,6 @@ a step older than the commits shown gets a line of its own above them."""
 
 from __future__ import annotations
 
-from typing import Optional
-
 from pytest_gpuverify.compare.core import DEFAULT_RULE
 from pytest_gpuverify.history.series import Point, RowHistory, TargetHistory
 
@@ -13,7 +11,7 @@ FACTS = ("gpu_model", "gpu_arch", "image", "torch", "rocm", "hip", "triton")
 NEWEST = 20  # commits shown per row unless --all
 
 
-def render(histories: list[TargetHistory], newest: Optional[int] = None, partial: bool = False) -> str:
+def render(histories: list[TargetHistory], newest: int | None = None, partial: bool = False) -> str:
     """``newest``: the commits shown per row (None: all); ``partial``: the rows hold only the newest commits
     the store was asked for, so how many older ones there are is not known here."""
     lines: list[str] = []
@@ -27,7 +25,7 @@ def render(histories: list[TargetHistory], newest: Optional[int] = None, partial
     return "\n".join(lines).rstrip()
 
 
-def _row(row: RowHistory, newest: Optional[int], partial: bool) -> list[str]:
+def _row(row: RowHistory, newest: int | None, partial: bool) -> list[str]:
     arrow = {"higher": "higher is better", "lower": "lower is better"}.get(row.direction or "", "direction unknown")
     lines = [f"  {row.label()} ({arrow})"]
     first = 0 if newest is None else max(0, len(row.points) - newest)
@@ -36,7 +34,9 @@ def _row(row: RowHistory, newest: Optional[int], partial: bool) -> list[str]:
         lines.append(f"    ... {older} not shown (--all shows every commit)")
     for step in row.steps:
         if step.index < first:  # its commits are not shown: the step on a line of its own
-            lines.append(f"    {step.call} {row.step_range(step)}: {step.why} (median {step.before:.4g} to {step.after:.4g})")
+            lines.append(
+                f"    {step.call} {row.step_range(step)}: {step.why} (median {step.before:.4g} to {step.after:.4g})"
+            )
     calls = {s.index: s for s in row.steps}
     for i in range(first, len(row.points)):
         at = calls.get(i)
@@ -44,11 +44,15 @@ def _row(row: RowHistory, newest: Optional[int], partial: bool) -> list[str]:
         lines.append(_point(row.points[i]) + mark)
     least = DEFAULT_RULE.least_runs
     if not row.steps:
-        lines.append("    no step found" + ("" if len(row.points) >= 2 * least else
-                                            f" (a step needs {least} commits on each side)"))
+        lines.append(
+            "    no step found"
+            + ("" if len(row.points) >= 2 * least else f" (a step needs {least} commits on each side)")
+        )
     return lines
 
 
 def _point(point: Point) -> str:
-    return (f"    {point.short():12}  {point.ts[:19]}  median {point.median:<10.4g} "
-            f"runs {len(point.values):<3} min {min(point.values):.4g} max {max(point.values):.4g}")
+    return (
+        f"    {point.short():12}  {point.ts[:19]}  median {point.median:<10.4g} "
+        f"runs {len(point.values):<3} min {min(point.values):.4g} max {max(point.values):.4g}"
+    )

@@ -22,8 +22,8 @@ A regression is named by its commit range: the last commit before the step and t
 from __future__ import annotations
 
 import heapq
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Optional, Sequence
 
 import pytest_gpuverify.compare.core as rule_code
 from pytest_gpuverify.common import stats
@@ -93,15 +93,16 @@ def fit_boundaries(values: Sequence[float], penalty: float) -> list[int]:
     return sorted(cuts)
 
 
-def find_steps(values: Sequence[float], direction: Optional[str], rule: Rule = DEFAULT_RULE) -> list[Step]:
+def find_steps(values: Sequence[float], direction: str | None, rule: Rule = DEFAULT_RULE) -> list[Step]:
     """The steps of a series of per-commit values (oldest first) that ``rule`` calls; a row's answer is
     remembered (fit_cache.py), so reading an unchanged history again costs no fit."""
     offset = max(0, len(values) - MOST_POINTS)
     values = list(values)[offset:]
     if direction is None or len(values) < 2 * rule.least_runs:
         return []
-    found = fit_cache.remembered(fit_cache.digest_of(values, direction, rule, FIT_SOURCES),
-                                 lambda: _steps(values, direction, rule))
+    found = fit_cache.remembered(
+        fit_cache.digest_of(values, direction, rule, FIT_SOURCES), lambda: _steps(values, direction, rule)
+    )
     return [Step(index + offset, called, before, after, why) for index, called, before, after, why in found]
 
 
@@ -112,7 +113,7 @@ def _steps(values: list[float], direction: str, rule: Rule) -> list[tuple[int, s
 
     def at(lo: int, cut: int, hi: int) -> Pair:
         if (lo, cut, hi) not in called:
-            before, after = values[max(lo, cut - SIDE_POINTS):cut], values[cut:min(hi, cut + SIDE_POINTS)]
+            before, after = values[max(lo, cut - SIDE_POINTS) : cut], values[cut : min(hi, cut + SIDE_POINTS)]
             called[lo, cut, hi] = _called(before, after, direction, rule)
         return called[lo, cut, hi]
 
@@ -121,8 +122,10 @@ def _steps(values: list[float], direction: str, rule: Rule) -> list[tuple[int, s
         calls = [at(bounds[k - 1], bounds[k], bounds[k + 1]) for k in range(1, len(bounds) - 1)]
         weakest = next((k for k, pair in enumerate(calls) if pair.call not in (IMPROVED, REGRESSED)), None)
         if weakest is None:
-            return [(cut, pair.call, stats.median(pair.base), stats.median(pair.head), pair.why)
-                    for cut, pair in zip(cuts, calls)]
+            return [
+                (cut, pair.call, stats.median(pair.base), stats.median(pair.head), pair.why)
+                for cut, pair in zip(cuts, calls)
+            ]
         del cuts[weakest]
 
 

@@ -25,14 +25,19 @@ import socket
 import subprocess
 import sys
 import threading
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Optional, Sequence
 
 # By module name from this checkout (lease/watchdog.py): -I keeps the user's PYTHONPATH and site out,
 # -S makes its start fast (it loads site only when it has something to stop). Appended, not put first:
 # for an installed package that folder is site-packages, whose backports must not shadow the stdlib.
-WATCHDOG_ARGV = ["-I", "-S", "-c", f"import sys; sys.path.append({str(Path(__file__).parents[2])!r}); "
-                 "from pytest_gpuverify.lease.watchdog import main; sys.exit(main())"]
+WATCHDOG_ARGV = [
+    "-I",
+    "-S",
+    "-c",
+    f"import sys; sys.path.append({str(Path(__file__).parents[2])!r}); "
+    "from pytest_gpuverify.lease.watchdog import main; sys.exit(main())",
+]
 # It starts beside the session's work: at a lower priority, a command's own start goes first.
 _NICE = ["/usr/bin/nice", "-n", "10"] if os.access("/usr/bin/nice", os.X_OK) else []
 
@@ -50,14 +55,17 @@ class SessionGuard:
         self._armed: set[str] = set()  # commands the watchdog would stop if the channel ended now
 
     @classmethod
-    def start(cls) -> Optional["SessionGuard"]:
+    def start(cls) -> SessionGuard | None:
         """A running guard; None when it cannot start (runs go on unguarded, as before guards
         existed: a kill -9 then frees the locks at once)."""
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         try:
             proc = subprocess.Popen(
                 [*_NICE, sys.executable, *WATCHDOG_ARGV],
-                stdin=theirs.fileno(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+                stdin=theirs.fileno(),
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                start_new_session=True,
             )
         except OSError:
             ours.close()
@@ -66,7 +74,7 @@ class SessionGuard:
             theirs.close()
         return cls(proc, ours)
 
-    def arm(self, stop: Sequence[str], lock_fds: Sequence[int]) -> Optional[str]:
+    def arm(self, stop: Sequence[str], lock_fds: Sequence[int]) -> str | None:
         """Guard a command that now runs: ``stop`` says how to stop it. Returns its id, None when the
         guard is gone."""
         with self._lock:
@@ -78,7 +86,7 @@ class SessionGuard:
             self._armed.add(ident)
         return ident
 
-    def disarm(self, ident: Optional[str]) -> None:
+    def disarm(self, ident: str | None) -> None:
         """The command is over and the session lives: the watchdog lets go of its lock duplicates."""
         if ident is None:
             return
@@ -117,12 +125,12 @@ class RunGuard:
     """One command's guard: a guard of its own, armed once (the per-command form, for callers
     outside a session)."""
 
-    def __init__(self, guard: SessionGuard, ident: Optional[str]) -> None:
+    def __init__(self, guard: SessionGuard, ident: str | None) -> None:
         self.guard, self.ident = guard, ident
         self.proc = guard.proc
 
     @classmethod
-    def start(cls, stop: Sequence[str], lock_fds: Sequence[int]) -> Optional["RunGuard"]:
+    def start(cls, stop: Sequence[str], lock_fds: Sequence[int]) -> RunGuard | None:
         guard = SessionGuard.start()
         if guard is None:
             return None
@@ -141,7 +149,7 @@ class RunGuards:
     """The guarding of one run (each command it starts) by the session's guard, over the run's lock
     descriptors. ``on_start`` is what an executor calls with its command's stop spec once it runs."""
 
-    def __init__(self, guard: Optional[SessionGuard], lock_fds: Sequence[int]) -> None:
+    def __init__(self, guard: SessionGuard | None, lock_fds: Sequence[int]) -> None:
         self.guard = guard
         self.lock_fds = list(lock_fds)
         self.armed: list[str] = []

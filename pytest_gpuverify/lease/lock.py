@@ -21,7 +21,6 @@ import fcntl
 import os
 import time
 from pathlib import Path
-from typing import Optional
 
 from pytest_gpuverify.common.locks import flock_nowait
 
@@ -36,9 +35,9 @@ class GpuLease:
     def __init__(self, path: Path, gpu_index: int) -> None:
         self.path = Path(path)
         self.gpu_index = gpu_index
-        self._fd: Optional[int] = None
-        self.acquired_at: Optional[float] = None
-        self.released_at: Optional[float] = None
+        self._fd: int | None = None
+        self.acquired_at: float | None = None
+        self.released_at: float | None = None
 
     @property
     def held(self) -> bool:
@@ -69,7 +68,7 @@ class GpuLease:
         return True
 
     @classmethod
-    def adopt(cls, path: Path, gpu_index: int, fd: int, acquired_at: float) -> "GpuLease":
+    def adopt(cls, path: Path, gpu_index: int, fd: int, acquired_at: float) -> GpuLease:
         """A lease over ``fd``, an open of ``path`` that holds its lock already (a blocking waiter's)."""
         lease = cls(path, gpu_index)
         lease._fd, lease.acquired_at = fd, acquired_at
@@ -87,7 +86,7 @@ class GpuLease:
         finally:
             os.close(fd)
 
-    def __enter__(self) -> "GpuLease":
+    def __enter__(self) -> GpuLease:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -157,7 +156,7 @@ def is_locked_elsewhere(path: Path) -> bool:
         os.close(fd)
 
 
-def held_lock_ids() -> Optional[set[tuple[int, int, int]]]:
+def held_lock_ids() -> set[tuple[int, int, int]] | None:
     """(major, minor, inode) of every file someone holds a ``flock`` on, from ``/proc/locks``.
 
     A read-only view: probing a lock by taking it would, for a moment, make another user's
@@ -166,7 +165,7 @@ def held_lock_ids() -> Optional[set[tuple[int, int, int]]]:
     return None if holders is None else set(holders)
 
 
-def lock_holders() -> Optional[dict[tuple[int, int, int], int]]:
+def lock_holders() -> dict[tuple[int, int, int], int] | None:
     """(major, minor, inode) -> the pid that took the ``flock``, from ``/proc/locks`` (None: unreadable)."""
     try:
         with open("/proc/locks", encoding="ascii", errors="replace") as fh:
@@ -186,7 +185,7 @@ def lock_holders() -> Optional[dict[tuple[int, int, int], int]]:
     return held
 
 
-def lock_id(path: Path) -> Optional[tuple[int, int, int]]:
+def lock_id(path: Path) -> tuple[int, int, int] | None:
     try:
         st = os.stat(path)
     except OSError:

@@ -22,7 +22,6 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional
 
 from pytest_gpuverify.lease.lock import GpuLease, open_lock_file
 
@@ -31,7 +30,7 @@ from pytest_gpuverify.lease.lock import GpuLease, open_lock_file
 class _Waiter:
     index: int
     path: Path
-    fd: Optional[int] = None
+    fd: int | None = None
     cancelled: bool = False
 
 
@@ -51,7 +50,7 @@ class LockWaiters:
             waiter = self._waiting[index] = _Waiter(index, Path(path))
         threading.Thread(target=self._wait, args=(waiter,), name=f"gpuverify-lockwait-{index}", daemon=True).start()
 
-    def next_won(self, timeout_s: float) -> Optional[GpuLease]:
+    def next_won(self, timeout_s: float) -> GpuLease | None:
         """A lease some waiter won, within ``timeout_s``; None when none did."""
         try:
             return self._won.get(timeout=max(0.0, timeout_s))

@@ -27,10 +27,10 @@ from __future__ import annotations
 
 import os
 import pwd
-from typing import Callable, Optional, Sequence
+from collections.abc import Callable, Sequence
 
 # (the process's pid in the container's namespace, the run's marker) -> carries it; None: cannot tell
-AskContainer = Callable[[int, str], Optional[bool]]
+AskContainer = Callable[[int, str], bool | None]
 
 _MAX_ANCESTRY = 64  # a process tree deeper than this is not a command's
 _MAX_ASKS = 4  # execs into the container per command: a crowd of other jobs is not asked about one by one
@@ -40,14 +40,12 @@ class OwnProcesses:
     """Set from the executor's stop spec once the command runs (``["host", PID, MARKER?]``,
     ``["container", NAME, PID_FILE, MARKER?]``); :meth:`is_own` sorts a pid the GPU readings list."""
 
-    def __init__(
-        self, container_id: Optional[str] = None, proc: str = "/proc", ask: Optional[AskContainer] = None
-    ) -> None:
+    def __init__(self, container_id: str | None = None, proc: str = "/proc", ask: AskContainer | None = None) -> None:
         self.container_id, self._proc, self._ask = container_id, proc, ask
-        self.root_pid: Optional[int] = None
-        self._token: Optional[bytes] = None  # the container's root names it on its command line
-        self._marker: Optional[str] = None
-        self._known: dict[int, Optional[bool]] = {}
+        self.root_pid: int | None = None
+        self._token: bytes | None = None  # the container's root names it on its command line
+        self._marker: str | None = None
+        self._known: dict[int, bool | None] = {}
         self._asks = 0
 
     def started(self, spec: Sequence[str]) -> None:
@@ -58,7 +56,7 @@ class OwnProcesses:
             self._token = spec[2].encode()
             self._marker = spec[3] if len(spec) > 3 and spec[3] else None
 
-    def is_own(self, pid: int) -> Optional[bool]:
+    def is_own(self, pid: int) -> bool | None:
         """True: the run's; False: another's; None: not visible from here. Decided once per pid (at
         first sight once the command has started: before that nothing is the run's yet)."""
         if pid in self._known:
@@ -68,7 +66,7 @@ class OwnProcesses:
             self._known[pid] = answer
         return answer
 
-    def _decide(self, pid: int) -> Optional[bool]:
+    def _decide(self, pid: int) -> bool | None:
         if pid == os.getpid():  # the session itself (a host conftest that set up CUDA): not another's job
             return True
         stat = _stat(self._proc, pid)
@@ -91,7 +89,7 @@ class OwnProcesses:
             return False
         if self.root_pid is not None and stat[1] == self.root_pid:  # the root's session (it leads one)
             return True
-        here: Optional[int] = pid
+        here: int | None = pid
         for _ in range(_MAX_ANCESTRY):
             if here is None or here <= 1:
                 break
@@ -117,7 +115,7 @@ class OwnProcesses:
             return True
         return False
 
-    def _marked(self, pid: int) -> Optional[bool]:
+    def _marked(self, pid: int) -> bool | None:
         """Whether it carries the run's marker; None where its environment cannot be read."""
         if self._marker is None:
             return None
@@ -135,7 +133,7 @@ class OwnProcesses:
         except OSError:
             return False
 
-    def _ask_container(self, pid: int) -> Optional[bool]:
+    def _ask_container(self, pid: int) -> bool | None:
         inner = _inner_pid(self._proc, pid)
         if self._ask is None or self._marker is None or inner is None or self._asks >= _MAX_ASKS:
             return None
@@ -145,7 +143,7 @@ class OwnProcesses:
         except Exception:  # the engine is gone, or the exec failed: not visible, never a crash of the watch
             return None
 
-    def user(self, pid: int) -> Optional[str]:
+    def user(self, pid: int) -> str | None:
         try:
             uid = os.stat(f"{self._proc}/{pid}").st_uid
             return pwd.getpwuid(uid).pw_name
@@ -153,7 +151,7 @@ class OwnProcesses:
             return None
 
 
-def _stat(proc: str, pid: int) -> Optional[tuple[int, int]]:
+def _stat(proc: str, pid: int) -> tuple[int, int] | None:
     """(ppid, session id) of ``pid``, from ``/proc/<pid>/stat`` (readable by every user)."""
     try:
         with open(f"{proc}/{pid}/stat", "rb") as fh:
@@ -164,7 +162,7 @@ def _stat(proc: str, pid: int) -> Optional[tuple[int, int]]:
         return None
 
 
-def _inner_pid(proc: str, pid: int) -> Optional[int]:
+def _inner_pid(proc: str, pid: int) -> int | None:
     """``pid`` as its own (innermost) pid namespace numbers it: the container's, for a container's process."""
     try:
         with open(f"{proc}/{pid}/status", "rb") as fh:

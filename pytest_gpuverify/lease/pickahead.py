@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Optional
 
 from pytest_gpuverify.common.threads import Background
 from pytest_gpuverify.lease.picker import GpuGrant, GpuPicker
@@ -27,7 +26,7 @@ class PickAhead:
         self.started = time.monotonic()  # the timeline's pick_started
         self._pick = Background(lambda: self._acquire(count, wait_s), "gpuverify-pick")
 
-    def _acquire(self, count: int, wait_s: float) -> Optional[GpuGrant]:
+    def _acquire(self, count: int, wait_s: float) -> GpuGrant | None:
         grant = self._picker.acquire(count=count, wait_s=wait_s, cancelled=self._cancel)
         with self._lock:
             if not self._dropped:

@@ -10,16 +10,15 @@ from __future__ import annotations
 import re
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable, Optional
 
-from pytest_gpuverify.records.artifact import NO_GPU
 from pytest_gpuverify.config.envfile import LockSpec
 from pytest_gpuverify.execute.host_commands import HostRunner
 from pytest_gpuverify.lease.lock import GpuLease, is_locked_elsewhere
 from pytest_gpuverify.lease.lockwait import LockWaiters
 from pytest_gpuverify.lease.sampler import IdleSampler
-
+from pytest_gpuverify.records.artifact import NO_GPU
 
 PICKER_TIMEOUT_S = 20.0  # one picker command call, as one GPU tool call (gpu/rocm.py, gpu/nvidia.py)
 
@@ -48,12 +47,12 @@ class GpuGrant:
         return [lease.gpu_index for lease in self.leases]
 
     @property
-    def taken_at(self) -> Optional[float]:
+    def taken_at(self) -> float | None:
         """Monotonic time the last of its locks was taken (the hold is whole from then)."""
         return max(lease.acquired_at or 0.0 for lease in self.leases) or None
 
     @property
-    def released_at(self) -> Optional[float]:
+    def released_at(self) -> float | None:
         """Monotonic time the first of its locks was let go (the hold ended then)."""
         return min(lease.released_at or 0.0 for lease in self.leases) or None
 
@@ -76,10 +75,10 @@ class GpuPicker:
         sampler: IdleSampler,
         lock: LockSpec,
         host: HostRunner,
-        picker_command: Optional[str] = None,
+        picker_command: str | None = None,
         picker_timeout_s: float = PICKER_TIMEOUT_S,
-        on_wait: Optional[Callable[[str], None]] = None,
-        where: Optional[str] = None,  # the host's name, for the wait line (several hosts: remote/)
+        on_wait: Callable[[str], None] | None = None,
+        where: str | None = None,  # the host's name, for the wait line (several hosts: remote/)
     ) -> None:
         self.where = where
         self.sampler = sampler
@@ -89,10 +88,10 @@ class GpuPicker:
         self.picker_timeout_s = picker_timeout_s
         self.on_wait = on_wait
         # GPUs granted outside the plugin (grants.py), set once the session knows them: only these are picked
-        self.granted: Optional[list[int]] = None
+        self.granted: list[int] | None = None
         self.granted_by = ""  # what granted them, for the refusal's words
 
-    def acquire(self, count: int = 1, wait_s: float = 0.0, cancelled: Optional[threading.Event] = None) -> GpuGrant:
+    def acquire(self, count: int = 1, wait_s: float = 0.0, cancelled: threading.Event | None = None) -> GpuGrant:
         """``cancelled``: set by the caller (pickahead.py) to stop a wait: NoGpu then."""
         deadline = time.monotonic() + max(0.0, wait_s)
         self.sampler.wait_for_full_window()
@@ -109,7 +108,7 @@ class GpuPicker:
     def _acquire(self, count: int, deadline: float, waiters: LockWaiters, cancelled: threading.Event) -> list[GpuLease]:
         last_sample = time.monotonic()
         waited = False
-        won: Optional[GpuLease] = None
+        won: GpuLease | None = None
         first = True
         while True:
             # a picker command gets the tool timeout once, then never runs past the --gpu-wait deadline
@@ -145,8 +144,9 @@ class GpuPicker:
             self.sampler.mark_own_end(mark)
 
     # -- one attempt ----------------------------------------------------------------------------
-    def _try_once(self, count: int, picker_timeout_s: float,
-                  won: Optional[GpuLease] = None) -> tuple[list[GpuLease], str, list[int]]:
+    def _try_once(
+        self, count: int, picker_timeout_s: float, won: GpuLease | None = None
+    ) -> tuple[list[GpuLease], str, list[int]]:
         """Locked idle GPUs, or none and why (and which idle ones someone holds). ``won``: a lease a
         waiter took; it is re-checked like one taken here, and released if it does not serve."""
         if self.picker_command is not None:
@@ -242,7 +242,7 @@ def _ranges(indices: list[int]) -> str:
     return ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in runs)
 
 
-def _describe_refusal(count: int, busy: dict[int, str], locked: list[int], error: Optional[str]) -> str:
+def _describe_refusal(count: int, busy: dict[int, str], locked: list[int], error: str | None) -> str:
     parts = []
     if error:
         parts.append(f"GPU reading failed: {error}")

@@ -21,7 +21,6 @@ import sys
 import time
 from collections import deque
 from pathlib import Path
-from typing import Optional
 
 from pytest_gpuverify.common.locks import try_lock_file
 
@@ -49,13 +48,20 @@ def _write(path: Path, payload: bytes) -> None:
     os.replace(tmp, path)
 
 
-def take_daemon_lock(shared: Path) -> Optional[int]:
+def take_daemon_lock(shared: Path) -> int | None:
     """The key's one daemon lock (an fd holding it), or None when a daemon holds it already."""
     return try_lock_file(daemon_lock_path(shared))
 
 
-def run(shared: Path, arch: str, lock_template: str, interval_s: float, history_s: float, idle_exit_s: float,
-        lock_held: bool = False) -> int:
+def run(
+    shared: Path,
+    arch: str,
+    lock_template: str,
+    interval_s: float,
+    history_s: float,
+    idle_exit_s: float,
+    lock_held: bool = False,
+) -> int:
     """``lock_held``: the session that started this daemon took the lock and handed it over (an
     inherited fd: so sessions starting at once start one daemon, not one each that all but one end
     after their imports)."""
@@ -79,8 +85,9 @@ def run(shared: Path, arch: str, lock_template: str, interval_s: float, history_
             readings = backend.read()
             held = held_lock_ids() or set()
             entry["readings"] = [r.model_dump() for r in readings]
-            entry["locked"] = [r.index for r in readings
-                               if is_held(Path(lock_template.replace("<id>", str(r.index))), held)]
+            entry["locked"] = [
+                r.index for r in readings if is_held(Path(lock_template.replace("<id>", str(r.index))), held)
+            ]
         except GpuToolError as exc:
             entry["error"] = str(exc)
         except Exception as exc:  # a backend bug is a hole in the history, never a dead daemon

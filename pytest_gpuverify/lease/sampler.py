@@ -17,9 +17,9 @@ from __future__ import annotations
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Optional
 
 from pydantic import BaseModel, ConfigDict
 
@@ -40,7 +40,7 @@ class IdleCriteria(BaseModel):
     max_vram_bytes: int = 1 * GIB
 
 
-def busy_reason(reading: GpuReading, criteria: IdleCriteria, use: bool = True) -> Optional[str]:
+def busy_reason(reading: GpuReading, criteria: IdleCriteria, use: bool = True) -> str | None:
     """Why this reading is not idle, or None when it is. Unknown values count as busy. ``use``
     False: its utilisation is left out (it averages over our own use)."""
     if use and reading.use_pct is None:
@@ -61,11 +61,11 @@ def busy_reason(reading: GpuReading, criteria: IdleCriteria, use: bool = True) -
 class _Sample:
     t: float
     readings: dict[int, GpuReading]
-    error: Optional[str] = None
+    error: str | None = None
     locked: frozenset = frozenset()  # GPUs whose lock someone held at that moment
     # when the read ended (None: at t). A read spans [t, t_end]: under load a tool started just
     # before our own use began may read the GPU after it began, and so see our own load.
-    t_end: Optional[float] = None
+    t_end: float | None = None
 
 
 @dataclass
@@ -74,26 +74,26 @@ class PastSample:
 
     t: float  # seconds since the epoch
     readings: list[GpuReading]
-    locked: Optional[frozenset] = None  # None: not known then; the lock states of now are taken
-    error: Optional[str] = None
+    locked: frozenset | None = None  # None: not known then; the lock states of now are taken
+    error: str | None = None
 
 
 # (window seconds) -> (readings covering the window, or None), what applies, and why (for a note)
-HistorySource = Callable[[float], tuple[Optional[list[PastSample]], str, str]]
+HistorySource = Callable[[float], tuple[list[PastSample] | None, str, str]]
 
 
 @dataclass
 class _OwnUse:
     gpu: int
     start: float
-    end: Optional[float] = None  # None: still held
+    end: float | None = None  # None: still held
 
 
 @dataclass
 class WindowVerdict:
     idle: list[int]
     busy: dict[int, str] = field(default_factory=dict)
-    error: Optional[str] = None
+    error: str | None = None
 
 
 def use_span(backend: GpuBackend) -> float:
@@ -121,12 +121,12 @@ class IdleSampler:
         self,
         backend: GpuBackend,
         window_s: float,
-        criteria: Optional[IdleCriteria] = None,
-        interval_s: Optional[float] = None,
+        criteria: IdleCriteria | None = None,
+        interval_s: float | None = None,
         clock: Callable[[], float] = time.monotonic,
-        lock_path_for: Optional[Callable[[int], Path]] = None,
-        shared: Optional[SharedReadings] = None,
-        history: Optional[HistorySource] = None,
+        lock_path_for: Callable[[int], Path] | None = None,
+        shared: SharedReadings | None = None,
+        history: HistorySource | None = None,
     ) -> None:
         self.backend = backend
         self.window_s = max(0.0, float(window_s))
@@ -136,19 +136,19 @@ class IdleSampler:
         self._clock = clock
         self._lock_path_for = lock_path_for
         self._shared = shared
-        self._unpublished: Optional[tuple[float, list]] = None  # recheck(): taken, readings
+        self._unpublished: tuple[float, list] | None = None  # recheck(): taken, readings
         self._samples: deque[_Sample] = deque()
         self._own: list[_OwnUse] = []
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._new_sample = threading.Condition(self._lock)
-        self._thread: Optional[threading.Thread] = None
-        self._started_at: Optional[float] = None
+        self._thread: threading.Thread | None = None
+        self._started_at: float | None = None
         self.generation = 0  # bumped by every change a judgement depends on (readings, own-use marks)
         self._history = history
         self.window_source = "window"  # what the first pick's window rests on (for notes and doctor)
-        self.window_note: Optional[str] = None  # why no history served, when one was asked for
-        self.patience_until: Optional[float] = None  # the first pick waits at least this long (history)
+        self.window_note: str | None = None  # why no history served, when one was asked for
+        self.patience_until: float | None = None  # the first pick waits at least this long (history)
 
     # -- lifecycle ---------------------------------------------------------------------------
     def start(self) -> None:
@@ -241,7 +241,7 @@ class IdleSampler:
             return frozenset()
         return frozenset(i for i in readings if is_held(self._lock_path_for(i), held))
 
-    def wait_for_full_window(self, timeout: Optional[float] = None) -> bool:
+    def wait_for_full_window(self, timeout: float | None = None) -> bool:
         """Block until the readings span the whole window (only the first pick of a session waits).
 
         The last interval is covered by the fresh reading every pick takes under the lock."""
@@ -311,7 +311,7 @@ class IdleSampler:
             return WindowVerdict([], {i: "a reading failed" for i in indices}, error=errors[-1])
         return WindowVerdict([i for i in indices if i not in busy], busy)
 
-    def recheck(self, gpu: int) -> Optional[str]:
+    def recheck(self, gpu: int) -> str | None:
         """A fresh reading of one GPU (taken under its lock). None when idle, else why not.
 
         It is published for the other sessions but not added to this window: a window sample needs
@@ -345,7 +345,7 @@ class IdleSampler:
             self._shared.publish(*pending)
 
 
-def _during_own_use(own: list[_OwnUse], gpu: int, t: float, t_end: Optional[float] = None) -> bool:
+def _during_own_use(own: list[_OwnUse], gpu: int, t: float, t_end: float | None = None) -> bool:
     """Whether a read spanning [t, t_end] overlaps one of our own holds of ``gpu``."""
     last = t if t_end is None else max(t, t_end)
     return any(u.gpu == gpu and u.start <= last and (u.end is None or t <= u.end) for u in own)

@@ -19,29 +19,29 @@ import json
 import os
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable, Optional
 
-from pytest_gpuverify.common.locks import try_lock_file
 from pytest_gpuverify.common.files import user_runtime_dir
+from pytest_gpuverify.common.locks import try_lock_file
 from pytest_gpuverify.gpu.base import GpuReading
 
 STALE_S = 3600.0  # a readings file nobody refreshed for this long belongs to no running session
 _swept: set[Path] = set()  # folders swept by this process already
 
 
-def readings_for(host: str, lock_template: str, interval_s: float) -> "SharedReadings":
+def readings_for(host: str, lock_template: str, interval_s: float) -> SharedReadings:
     """The readings file the sessions of one host and lock convention share (a reading is fresh for
     most of one sampling interval)."""
     return SharedReadings(f"{host}|{lock_template}", max_age_s=interval_s * 0.9)
 
 
 class SharedReadings:
-    def __init__(self, key: str, max_age_s: float, directory: Optional[Path] = None) -> None:
+    def __init__(self, key: str, max_age_s: float, directory: Path | None = None) -> None:
         digest = hashlib.sha1(key.encode()).hexdigest()[:16]
         base = Path(directory) if directory is not None else user_runtime_dir()
         # None: the user's folder is unusable; the session reads for itself and shares nothing
-        self.path: Optional[Path] = base / f"readings-{digest}.json" if base is not None else None
+        self.path: Path | None = base / f"readings-{digest}.json" if base is not None else None
         self.max_age_s = max_age_s
         if base is not None and base not in _swept:
             _swept.add(base)
@@ -49,7 +49,7 @@ class SharedReadings:
             if directory is None:
                 remove_stale(Path(tempfile.gettempdir()), legacy=True)
 
-    def load(self, max_age_s: Optional[float] = None) -> Optional[tuple[float, list[GpuReading]]]:
+    def load(self, max_age_s: float | None = None) -> tuple[float, list[GpuReading]] | None:
         """(wall time of the reading, readings) when a fresh one is published, else None."""
         if self.path is None:
             return None
@@ -100,7 +100,7 @@ class SharedReadings:
                 os.close(refresher)
 
 
-def remove_stale(folder: Path, legacy: bool = False, now: Optional[float] = None) -> int:
+def remove_stale(folder: Path, legacy: bool = False, now: float | None = None) -> int:
     """Remove this user's readings files in ``folder`` that nobody refreshed for :data:`STALE_S`
     (with ``legacy``: the ``gpuverify-readings-<uid>-*`` files of earlier versions in ``/tmp``).
     A file of another user is never touched. Returns how many went."""

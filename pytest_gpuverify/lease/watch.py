@@ -20,14 +20,14 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Callable, Optional, Sequence
 
-from pytest_gpuverify.records.artifact import ClockReading, ForeignProcess, GpuClocks, GpuWatch
 from pytest_gpuverify.gpu.base import GpuBackend, GpuReading
 from pytest_gpuverify.gpu.clocks import ClockSample
-from pytest_gpuverify.records.clock_events import classify
 from pytest_gpuverify.lease.own_processes import OwnProcesses
+from pytest_gpuverify.records.artifact import ClockReading, ForeignProcess, GpuClocks, GpuWatch
+from pytest_gpuverify.records.clock_events import classify
 
 GIB, MIB = 1 << 30, 1 << 20
 MAX_INTERVAL_S = 2.0
@@ -45,16 +45,16 @@ class _Seen:
     gpu: int
     pid: int
     name: str
-    user: Optional[str]
-    vram: Optional[int]
+    user: str | None
+    vram: int | None
     first: float
     last: float
 
 
 @dataclass
 class _Clocks:
-    start: Optional[ClockSample] = None
-    end: Optional[ClockSample] = None
+    start: ClockSample | None = None
+    end: ClockSample | None = None
     all: list[ClockSample] = field(default_factory=list)
 
 
@@ -62,8 +62,15 @@ class CommandWatch:
     """Start it before the command, give it the executor's stop spec (:meth:`on_start`), stop it after:
     :meth:`stop` returns the run's :class:`GpuWatch` record."""
 
-    def __init__(self, backend: GpuBackend, indices: list[int], owner: OwnProcesses, wall: Callable[[float], Optional[str]],
-                 interval_s: Optional[float] = None, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        backend: GpuBackend,
+        indices: list[int],
+        owner: OwnProcesses,
+        wall: Callable[[float], str | None],
+        interval_s: float | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.backend, self.indices, self.owner, self._wall, self._clock = backend, list(indices), owner, wall, clock
         self.interval_s = interval_s if interval_s is not None else watch_interval(backend)
         self._seen: dict[tuple[int, int], _Seen] = {}
@@ -72,7 +79,7 @@ class CommandWatch:
         self._unseen: set[int] = set()
         self._samples = 0
         self._stop = threading.Event()
-        self._thread: Optional[threading.Thread] = None
+        self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
 
     def start(self) -> None:
@@ -83,7 +90,7 @@ class CommandWatch:
     def on_start(self, spec: Sequence[str]) -> None:
         self.owner.started(spec)
 
-    def stop(self, run: Optional[int] = None, side: Optional[str] = None) -> GpuWatch:
+    def stop(self, run: int | None = None, side: str | None = None) -> GpuWatch:
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=30)
@@ -124,8 +131,9 @@ class CommandWatch:
                 key = (reading.index, proc.pid)
                 seen = self._seen.get(key)
                 if seen is None:
-                    self._seen[key] = _Seen(reading.index, proc.pid, proc.name, self.owner.user(proc.pid),
-                                            proc.vram_bytes, now, now)
+                    self._seen[key] = _Seen(
+                        reading.index, proc.pid, proc.name, self.owner.user(proc.pid), proc.vram_bytes, now, now
+                    )
                 else:
                     seen.last = now
                     seen.vram = max(seen.vram or 0, proc.vram_bytes or 0) or seen.vram
@@ -154,52 +162,86 @@ class CommandWatch:
             if text not in self._problems and len(self._problems) < 10:
                 self._problems.append(text)
 
-    def record(self, run: Optional[int] = None, side: Optional[str] = None) -> GpuWatch:
+    def record(self, run: int | None = None, side: str | None = None) -> GpuWatch:
         with self._lock:
-            foreign = [ForeignProcess(gpu=s.gpu, pid=s.pid, name=s.name or None, user=s.user,
-                                      vram_mib=round(s.vram / MIB, 1) if s.vram is not None else None,
-                                      first_seen=self._wall(s.first) or "", last_seen=self._wall(s.last) or "")
-                       for s in sorted(self._seen.values(), key=lambda s: (s.gpu, s.first, s.pid))]
+            foreign = [
+                ForeignProcess(
+                    gpu=s.gpu,
+                    pid=s.pid,
+                    name=s.name or None,
+                    user=s.user,
+                    vram_mib=round(s.vram / MIB, 1) if s.vram is not None else None,
+                    first_seen=self._wall(s.first) or "",
+                    last_seen=self._wall(s.last) or "",
+                )
+                for s in sorted(self._seen.values(), key=lambda s: (s.gpu, s.first, s.pid))
+            ]
             problems = list(self._problems)
             if self._unseen:
                 shown = ", ".join(map(str, sorted(self._unseen)[:5]))
-                problems.append(f"processes not visible from here were not attributed (pid {shown}): another pid "
-                                "namespace, gone by the time they were looked up, or a container that could not tell")
-            return GpuWatch(run=run, side=side, backend=_source(self.backend), interval_s=round(self.interval_s, 3),
-                            samples=self._samples, foreign=foreign, problems=problems,
-                            clocks=[_summary(i, c) for i, c in self._clocks.items() if c.all])
+                problems.append(
+                    f"processes not visible from here were not attributed (pid {shown}): another pid "
+                    "namespace, gone by the time they were looked up, or a container that could not tell"
+                )
+            return GpuWatch(
+                run=run,
+                side=side,
+                backend=_source(self.backend),
+                interval_s=round(self.interval_s, 3),
+                samples=self._samples,
+                foreign=foreign,
+                problems=problems,
+                clocks=[_summary(i, c) for i, c in self._clocks.items() if c.all],
+            )
 
 
-def _source(backend: GpuBackend) -> Optional[str]:
+def _source(backend: GpuBackend) -> str | None:
     try:
         return backend.reading_source()
     except Exception:
         return None
 
 
-def _reading(sample: Optional[ClockSample]) -> Optional[ClockReading]:
+def _reading(sample: ClockSample | None) -> ClockReading | None:
     if sample is None:
         return None
-    return ClockReading(sm_mhz=sample.sm_mhz, mem_mhz=sample.mem_mhz, temp_c=sample.temp_c, power_w=sample.power_w,
-                        throttle=list(sample.throttle))
+    return ClockReading(
+        sm_mhz=sample.sm_mhz,
+        mem_mhz=sample.mem_mhz,
+        temp_c=sample.temp_c,
+        power_w=sample.power_w,
+        throttle=list(sample.throttle),
+    )
 
 
 def _summary(index: int, kept: _Clocks) -> GpuClocks:
     def values(name: str) -> list[float]:
         return [v for s in kept.all if (v := getattr(s, name)) is not None]
 
-    def low(name: str) -> Optional[float]:
+    def low(name: str) -> float | None:
         return min(values(name), default=None)
 
-    def high(name: str) -> Optional[float]:
+    def high(name: str) -> float | None:
         return max(values(name), default=None)
 
     seen = sorted({r for s in kept.all for r in s.throttle})
     unlike, normal = classify(seen)  # the power cap is normal: only the unlike class throttles a run
-    return GpuClocks(index=index, start=_reading(kept.start), end=_reading(kept.end), sm_mhz_min=low("sm_mhz"),
-                     sm_mhz_max=high("sm_mhz"), mem_mhz_min=low("mem_mhz"), mem_mhz_max=high("mem_mhz"),
-                     temp_c_max=high("temp_c"), power_w_max=high("power_w"), throttle_seen=seen,
-                     sm_mhz_rated=high("sm_max_mhz"), throttled=bool(unlike), unlike_events=unlike, normal_events=normal)
+    return GpuClocks(
+        index=index,
+        start=_reading(kept.start),
+        end=_reading(kept.end),
+        sm_mhz_min=low("sm_mhz"),
+        sm_mhz_max=high("sm_mhz"),
+        mem_mhz_min=low("mem_mhz"),
+        mem_mhz_max=high("mem_mhz"),
+        temp_c_max=high("temp_c"),
+        power_w_max=high("power_w"),
+        throttle_seen=seen,
+        sm_mhz_rated=high("sm_max_mhz"),
+        throttled=bool(unlike),
+        unlike_events=unlike,
+        normal_events=normal,
+    )
 
 
 def shared_reasons(watches: Sequence[GpuWatch]) -> list[str]:
@@ -208,11 +250,18 @@ def shared_reasons(watches: Sequence[GpuWatch]) -> list[str]:
     for watch in watches:
         label = f"run {watch.side or ''}{watch.run}: " if watch.run is not None and len(watches) > 1 else ""
         for p in watch.foreign:
-            vram = ("VRAM unknown" if p.vram_mib is None else f"{p.vram_mib / 1024:.0f} GiB" if p.vram_mib >= 1024
-                    else f"{p.vram_mib:.0f} MiB")
+            vram = (
+                "VRAM unknown"
+                if p.vram_mib is None
+                else f"{p.vram_mib / 1024:.0f} GiB"
+                if p.vram_mib >= 1024
+                else f"{p.vram_mib:.0f} MiB"
+            )
             who = ", ".join(x for x in (p.name, p.user and f"user {p.user}", vram) if x)
-            out.append(f"{label}gpu {p.gpu} was shared during the run: pid {p.pid} ({who}) from "
-                       f"{_hms(p.first_seen)} to {_hms(p.last_seen)}")
+            out.append(
+                f"{label}gpu {p.gpu} was shared during the run: pid {p.pid} ({who}) from "
+                f"{_hms(p.first_seen)} to {_hms(p.last_seen)}"
+            )
     return out
 
 

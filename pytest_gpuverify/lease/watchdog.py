@@ -43,8 +43,9 @@ def _stop_container(name: str, pid_file: str, run_id: str = "") -> None:
         script = STOP_SH
         if run_id:  # then every process of the run (no `$$` of ours carries the marker here)
             script += '; m="$2"; f="$0.guard"; ' + SWEEP_SH
-        ContainerExecutor(docker_client(), name).capture(["sh", "-c", script, pid_file, str(GRACE_S), run_id],
-                                                         timeout_s=STOP_TIMEOUT_S + GRACE_S + 10)
+        ContainerExecutor(docker_client(), name).capture(
+            ["sh", "-c", script, pid_file, str(GRACE_S), run_id], timeout_s=STOP_TIMEOUT_S + GRACE_S + 10
+        )
     except Exception:  # the container or the engine is gone (so is the command), or no docker SDK
         pass
 
@@ -105,7 +106,10 @@ def serve(channel: socket.socket) -> int:
     # Armed commands left: the session died while they ran. Stop each (at once, side by side); the
     # lock duplicates stay open until all are stopped, and go with this process.
     # Fresh containers after their commands: the command's own stop runs in the container.
-    for wave in ([w for w, _ in armed.values() if w[:1] != ["fresh"]], [w for w, _ in armed.values() if w[:1] == ["fresh"]]):
+    for wave in (
+        [w for w, _ in armed.values() if w[:1] != ["fresh"]],
+        [w for w, _ in armed.values() if w[:1] == ["fresh"]],
+    ):
         stoppers = [threading.Thread(target=stop, args=(words,)) for words in wave]
         for t in stoppers:
             t.start()

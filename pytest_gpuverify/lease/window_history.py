@@ -13,27 +13,40 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Optional
 
 from pytest_gpuverify.common.threads import environ_copy
 from pytest_gpuverify.gpu.base import GpuReading
-from pytest_gpuverify.lease.readings_daemon import (ENV_IDLE_EXIT, ENV_OFF, IDLE_EXIT_S, history_path, seen_path,
-                                                     take_daemon_lock)
+from pytest_gpuverify.lease.readings_daemon import (
+    ENV_IDLE_EXIT,
+    ENV_OFF,
+    IDLE_EXIT_S,
+    history_path,
+    seen_path,
+    take_daemon_lock,
+)
 from pytest_gpuverify.lease.sampler import HistorySource, PastSample
 
 DRIVER, DAEMON, WINDOW = "driver history", "background sampler", "window"
 
 
-def daemon_history(shared_path: Path, window_s: float, interval_s: float,
-                   now: Optional[float] = None) -> tuple[Optional[list[PastSample]], str]:
+def daemon_history(
+    shared_path: Path, window_s: float, interval_s: float, now: float | None = None
+) -> tuple[list[PastSample] | None, str]:
     """The background sampler's readings over the last ``window_s``, or None and why not."""
     now = time.time() if now is None else now
     try:
         data = json.loads(history_path(shared_path).read_bytes())
         raw = data["samples"]
         every = float(data.get("interval") or interval_s)
-        samples = [PastSample(float(s["t"]), [GpuReading.model_validate(r) for r in s.get("readings", [])],
-                              frozenset(s.get("locked", [])), s.get("error")) for s in raw]
+        samples = [
+            PastSample(
+                float(s["t"]),
+                [GpuReading.model_validate(r) for r in s.get("readings", [])],
+                frozenset(s.get("locked", [])),
+                s.get("error"),
+            )
+            for s in raw
+        ]
     except FileNotFoundError:
         return None, "no background sampler ran"
     except (OSError, ValueError, KeyError, TypeError) as exc:
@@ -62,8 +75,9 @@ def daemon_running(shared_path: Path, interval_s: float) -> bool:
 STARTED, RUNNING, OFF = "started", "running", "off"
 
 
-def start_background_sampler(shared_path: Path, arch: Optional[str], lock_template: str, interval_s: float,
-                             window_s: float) -> str:
+def start_background_sampler(
+    shared_path: Path, arch: str | None, lock_template: str, interval_s: float, window_s: float
+) -> str:
     """Start the daemon: STARTED, RUNNING (one holds the key's lock), or OFF (turned off, or it cannot
     start). The lock is taken here and handed to the daemon, so sessions starting at once start one."""
     if os.environ.get(ENV_OFF, "1") == "0":
@@ -79,10 +93,25 @@ def start_background_sampler(shared_path: Path, arch: Optional[str], lock_templa
     env = dict(environ_copy(), PYTHONPATH=os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p))
     try:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "pytest_gpuverify.lease.readings_daemon", str(shared_path), arch or "",
-             lock_template, f"{interval_s:g}", f"{max(2 * window_s, 10.0):g}", idle, str(fd)],
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-            start_new_session=True, cwd="/", env=env, pass_fds=(fd,),
+            [
+                sys.executable,
+                "-m",
+                "pytest_gpuverify.lease.readings_daemon",
+                str(shared_path),
+                arch or "",
+                lock_template,
+                f"{interval_s:g}",
+                f"{max(2 * window_s, 10.0):g}",
+                idle,
+                str(fd),
+            ],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+            cwd="/",
+            env=env,
+            pass_fds=(fd,),
         )
     except OSError:
         return OFF
@@ -92,8 +121,9 @@ def start_background_sampler(shared_path: Path, arch: Optional[str], lock_templa
     return STARTED
 
 
-def history_source(backend, shared_path: Optional[Path], arch: Optional[str], lock_template: str,
-                   interval_s: float) -> HistorySource:
+def history_source(
+    backend, shared_path: Path | None, arch: str | None, lock_template: str, interval_s: float
+) -> HistorySource:
     """The session's :class:`.sampler.HistorySource`: the driver's history where the backend keeps
     one, else the background sampler's (started for the next session when it is not there)."""
 
@@ -115,8 +145,11 @@ def history_source(backend, shared_path: Optional[Path], arch: Optional[str], lo
         if past is not None:
             return past, DAEMON, ""
         reasons.append(why)
-        started = RUNNING if daemon_running(shared_path, interval_s) else \
-            start_background_sampler(shared_path, arch, lock_template, interval_s, window_s)
+        started = (
+            RUNNING
+            if daemon_running(shared_path, interval_s)
+            else start_background_sampler(shared_path, arch, lock_template, interval_s, window_s)
+        )
         if started == RUNNING:
             reasons.append("the background sampler started a moment ago")
         elif started == STARTED:
@@ -126,7 +159,7 @@ def history_source(backend, shared_path: Optional[Path], arch: Optional[str], lo
     return source
 
 
-def describe_window(backend, shared_path: Optional[Path], window_s: float, interval_s: float) -> str:
+def describe_window(backend, shared_path: Path | None, window_s: float, interval_s: float) -> str:
     """Which applies to a session's first pick now, for ``gpuverify doctor``. Read-only: it starts
     no background sampler and counts as no reader."""
     history = getattr(backend, "history", None)
@@ -145,5 +178,7 @@ def describe_window(backend, shared_path: Optional[Path], window_s: float, inter
                 pid = None
             return f"{DAEMON} (pid {pid}): the first pick reads its last {window_s:g} s at once"
         why.append(note)
-    return (f"{WINDOW}: the first pick of a session waits {window_s:g} s ({'; '.join(w for w in why if w)}); "
-            "the first session starts a background sampler for the next ones")
+    return (
+        f"{WINDOW}: the first pick of a session waits {window_s:g} s ({'; '.join(w for w in why if w)}); "
+        "the first session starts a background sampler for the next ones"
+    )

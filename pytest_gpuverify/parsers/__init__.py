@@ -15,8 +15,11 @@ from pytest_gpuverify.parsers.result import CheckLine, ParseContext, ParsedOutpu
 
 # The recognizers load on first use (a session imports them in the background while its first
 # command runs: engine/session.py), not with the package.
-_LAZY = {"parse_output": ".reader", "NO_RESULT": ".recognizers.pytest_terminal",
-         "RAN_NO_TEST": ".recognizers.pytest_terminal"}
+_LAZY = {
+    "parse_output": ".reader",
+    "NO_RESULT": ".recognizers.pytest_terminal",
+    "RAN_NO_TEST": ".recognizers.pytest_terminal",
+}
 
 
 def __getattr__(name: str):

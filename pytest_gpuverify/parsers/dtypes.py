@@ -25,18 +25,18 @@ from __future__ import annotations
 
 import re
 import shlex
-from typing import Iterable, Mapping, Optional
+from collections.abc import Iterable, Mapping
 
 LOW_PRECISION = re.compile(r"(?:fp|float)[468](?!\d)|mxf(?:p)?[468]|nvfp4|e[2-5]m[1-3]", re.I)
 OUTPUT_DTYPE_NAME = re.compile(
-    r"(?:out(?:put)?[ _]?|dst[ _]?)?dtype|dtype[ _]?out|o_?dtype|otype|(?:out(?:put)?|dst)[ _]?type|d_?type", re.I)
-DTYPE_FLAGS = ("-d", "--dtype", "--dtypes", "--otype", "--out_dtype", "--out-dtype", "--output_dtype",
-               "--output-dtype")
+    r"(?:out(?:put)?[ _]?|dst[ _]?)?dtype|dtype[ _]?out|o_?dtype|otype|(?:out(?:put)?|dst)[ _]?type|d_?type", re.I
+)
+DTYPE_FLAGS = ("-d", "--dtype", "--dtypes", "--otype", "--out_dtype", "--out-dtype", "--output_dtype", "--output-dtype")
 SEEN_CAP = 16
 _CALLING = re.compile(r"^calling \w+\((?P<key>\w+)\s*=\s*(?P<value>[^\s,()]+)")
 
 
-def is_low_precision(dtype: Optional[str]) -> bool:
+def is_low_precision(dtype: str | None) -> bool:
     return bool(dtype and LOW_PRECISION.search(dtype))
 
 
@@ -47,8 +47,11 @@ def is_output_dtype_name(name: str) -> bool:
 
 def output_dtypes(row: Mapping[str, str]) -> list[tuple[str, str]]:
     """``(dtype, column)`` for each output-dtype cell of one table row (column name -> cell)."""
-    return [(cell.strip(), name) for name, cell in row.items()
-            if cell and cell.strip() not in ("", "-", "None", "nan") and is_output_dtype_name(name)]
+    return [
+        (cell.strip(), name)
+        for name, cell in row.items()
+        if cell and cell.strip() not in ("", "-", "None", "nan") and is_output_dtype_name(name)
+    ]
 
 
 class DtypeReader:
@@ -56,7 +59,7 @@ class DtypeReader:
 
     def __init__(self, seen: list[tuple[str, str]]) -> None:
         self.seen = seen
-        self._table: Optional[list] = None  # the columns of the table last read, and its dtype columns
+        self._table: list | None = None  # the columns of the table last read, and its dtype columns
         self._columns: list[tuple[int, str]] = []
 
     def row(self, lineno: int, row: Mapping[str, str]) -> None:
@@ -89,7 +92,7 @@ class DtypeReader:
             record_dtype(self.seen, match["value"], f"output line {lineno}: argument '{match['key']}'")
 
 
-def dtype_from_command(command: Optional[str]) -> Optional[tuple[str, str]]:
+def dtype_from_command(command: str | None) -> tuple[str, str] | None:
     """The dtype the command's ``-d``/``--dtype`` (or ``--otype``...) arguments name, and the
     arguments as written; a low-precision one among several (``-d bf16 fp8``) wins."""
     if not command:
@@ -104,7 +107,7 @@ def dtype_from_command(command: Optional[str]) -> Optional[tuple[str, str]]:
         if flag not in DTYPE_FLAGS:
             continue
         values = [attached] if attached else []
-        for value in words[i + 1:] if not attached else ():
+        for value in words[i + 1 :] if not attached else ():
             if value.startswith("-"):
                 break
             values.append(value)
@@ -122,8 +125,7 @@ def record_dtype(seen: list[tuple[str, str]], dtype: str, where: str) -> None:
         seen.append((dtype, where))
 
 
-def resolve_dtype(declared: Optional[str], command: Optional[str],
-                  seen: list[tuple[str, str]]) -> Optional[tuple[str, str]]:
+def resolve_dtype(declared: str | None, command: str | None, seen: list[tuple[str, str]]) -> tuple[str, str] | None:
     """``(dtype, source)``: the first low-precision dtype of the sources in order, else the first one."""
     sources = [(declared, "declaration")] if declared else []
     from_command = dtype_from_command(command)
@@ -132,5 +134,5 @@ def resolve_dtype(declared: Optional[str], command: Optional[str],
     return _pick(sources + list(seen))
 
 
-def _pick(found: list[tuple[str, str]]) -> Optional[tuple[str, str]]:
+def _pick(found: list[tuple[str, str]]) -> tuple[str, str] | None:
     return next((f for f in found if is_low_precision(f[0])), found[0] if found else None)

@@ -23,7 +23,6 @@ general readings: its first failure names it.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Optional
 
 from pytest_gpuverify.parsers.reading.measures import MetricsObserver
 from pytest_gpuverify.parsers.result import NOTE_CAP, PERF_ROW_CAP, REASON_CAP, ParseContext, ParsedOutput
@@ -105,7 +104,7 @@ class Evidence:
         self.perf_dropped += 1
         return False
 
-    def widest(self, name: str, value: Optional[float]) -> None:
+    def widest(self, name: str, value: float | None) -> None:
         """Keep the largest ``value`` printed of ``name`` (``atol``, ``rtol``, ``err_ratio``)."""
         if value is not None and (name not in self.known or value > self.known[name]):
             self.known[name] = value
@@ -121,7 +120,7 @@ class Evidence:
             t.decisive += passed + warning
 
     # ----- per-line records, settled when the line is ----------------------------------------
-    def _line(self, lineno: int) -> Optional[_Pending]:
+    def _line(self, lineno: int) -> _Pending | None:
         if lineno <= self._settled_through:
             return None  # settled already (a buffered table's row): nothing to weigh it against
         pending = self._pending.get(lineno)
@@ -204,9 +203,16 @@ class Evidence:
         """The verdict's correctness from the tally: failed when any failure was named, passed when a
         decisive check passed, else unknown; ``known`` adds what the recognizers measured."""
         t = self.tally
-        passed: Optional[bool] = False if self.failures_seen else (True if t.decisive else None)
-        correctness = Correctness(passed=passed, shapes_checked=t.shapes, checks_passed=t.passed,
-                                  checks_warning=t.warning, checks_failed=t.failed, nan_count=self.nan_count, **known)
+        passed: bool | None = False if self.failures_seen else (True if t.decisive else None)
+        correctness = Correctness(
+            passed=passed,
+            shapes_checked=t.shapes,
+            checks_passed=t.passed,
+            checks_warning=t.warning,
+            checks_failed=t.failed,
+            nan_count=self.nan_count,
+            **known,
+        )
         self.metrics.apply(correctness)
         return correctness
 
@@ -226,8 +232,10 @@ class Evidence:
             self.note(f"{reader.split - NOTE_CAP} more long lines were read in pieces")
         # what was cut was never read: a check in it may have failed
         for lineno, full_len in reader.truncated_lines[:NOTE_CAP]:
-            self.problem(f"line {lineno} was longer than {size} ({full_len} bytes) with no \\r to split it at; "
-                         "cut, the rest unread")
+            self.problem(
+                f"line {lineno} was longer than {size} ({full_len} bytes) with no \\r to split it at; "
+                "cut, the rest unread"
+            )
         if reader.truncated > NOTE_CAP:
             self.problem(f"{reader.truncated - NOTE_CAP} more lines were cut")
         if self.perf_dropped:

@@ -16,11 +16,12 @@ Anything else is unknown (None): ``compare`` lists it as not compared, never cal
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Iterable, Mapping, Optional, Union
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING
 
 from pytest_gpuverify.config.vocabulary import HIGHER, LOWER
-from pytest_gpuverify.parsers.reading.measures import HIGHER_IS_BETTER as CORRECTNESS_HIGHER
 from pytest_gpuverify.parsers.perfstats import printed_us
+from pytest_gpuverify.parsers.reading.measures import HIGHER_IS_BETTER as CORRECTNESS_HIGHER
 
 if TYPE_CHECKING:
     from pytest_gpuverify.records.artifact import PerfRow
@@ -28,13 +29,18 @@ if TYPE_CHECKING:
 
 _TIME = re.compile(r"(?:^|[\s_(/\-])(?:us|usec|µs|ms|ns|s|sec|time|latency)(?=$|[\s_)/\-])", re.I)
 _GAIN = re.compile(r"uplift|speed-?up|x\s*faster|faster\s*by", re.I)
-_THROUGHPUT = re.compile(r"[tgmk]?flops|\w/s(?:ec)?\b|per\s+sec|throughput|bandwidth|\bbw\b", re.I)  # a rate: GB/s, tok/s
-_ERROR = re.compile(r"(?:^|[\s_(\-])(?:err|errors?|mismatch(?:es|ed)?|diff|abs[\s_]?error)(?=$|[\s_)\-:%])|"
-                    r"error|mismatch", re.I)
+_THROUGHPUT = re.compile(
+    r"[tgmk]?flops|\w/s(?:ec)?\b|per\s+sec|throughput|bandwidth|\bbw\b", re.I
+)  # a rate: GB/s, tok/s
+_ERROR = re.compile(
+    r"(?:^|[\s_(\-])(?:err|errors?|mismatch(?:es|ed)?|diff|abs[\s_]?error)(?=$|[\s_)\-:%])|"
+    r"error|mismatch",
+    re.I,
+)
 _UNIT = re.compile(r"\(([^()]+)\)\s*$|(?:^|[\s_])([tgmk]?flops|[^\s_]+/s(?:ec)?|%)\s*$", re.I)
 
 
-def declared(metric: str, row_name: str, directions: Mapping[str, str]) -> Optional[str]:
+def declared(metric: str, row_name: str, directions: Mapping[str, str]) -> str | None:
     """The direction a declaration names for this figure (by metric, else by row name), if any."""
     by_name = {k.strip().casefold(): v for k, v in directions.items()}
     for key in (metric, row_name):
@@ -43,7 +49,7 @@ def declared(metric: str, row_name: str, directions: Mapping[str, str]) -> Optio
     return None
 
 
-def direction_of(metric: str, row_name: str = "", directions: Mapping[str, str] = {}) -> Optional[str]:
+def direction_of(metric: str, row_name: str = "", directions: Mapping[str, str] = {}) -> str | None:
     """``"higher"``/``"lower"`` (which way is better), or None when nothing says."""
     said = declared(metric, row_name, directions)
     if said is not None:
@@ -78,8 +84,8 @@ def row_values(row: PerfRow) -> Iterable[tuple[str, float]]:
             yield key, value
 
 
-RowKey = tuple[Optional[str], str, str, Optional[str], str]  # table, shape, name, stat, metric: a figure's identity
-Process = Union[int, None]  # a repeated run's number (``run``); None: the one process of rows without one
+RowKey = tuple[str | None, str, str, str | None, str]  # table, shape, name, stat, metric: a figure's identity
+Process = int | None  # a repeated run's number (``run``); None: the one process of rows without one
 
 
 def process_values(rows: Iterable[PerfRow]) -> dict[RowKey, dict[Process, list[float]]]:
@@ -90,5 +96,7 @@ def process_values(rows: Iterable[PerfRow]) -> dict[RowKey, dict[Process, list[f
     found: dict[RowKey, dict[Process, list[float]]] = {}
     for row in rows:
         for metric, value in row_values(row):
-            found.setdefault((row.table, row.shape, row.name, row.stat, metric), {}).setdefault(row.run, []).append(value)
+            found.setdefault((row.table, row.shape, row.name, row.stat, metric), {}).setdefault(row.run, []).append(
+                value
+            )
     return found

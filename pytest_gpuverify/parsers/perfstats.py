@@ -14,11 +14,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
-from typing import Optional
 
 _STAT = re.compile(
     r"(?:^|(?<=[\s_(:/\-]))(median|med|p50|mean|avg|average|min|max|p\d{1,3}(?:\.\d+)?|std|stdev|stddev|sd)"
-    r"(?=$|[\s_)(:/\-])", re.I)
+    r"(?=$|[\s_)(:/\-])",
+    re.I,
+)
 _UNIT_WORD = re.compile(r"(?:^|(?<=[\s_(:/\-]))(?:gpu\s+)?(?:us|usec|µs|ms|ns|s|sec|time)(?=$|[\s_)(:/\-])", re.I)
 RUNS = re.compile(r"^(?:n[_ ]?|num[_ ]?)?(?:runs|iters|iterations|reps|repeats|samples|count)$", re.I)
 _SYNONYM = {"med": "median", "avg": "mean", "average": "mean", "std": "stdev", "stddev": "stdev", "sd": "stdev"}
@@ -29,7 +30,7 @@ TO_US = {"ms": Decimal(1000), "ns": Decimal("0.001"), "s": Decimal(1000000)}
 _SCALED_UNIT = re.compile(r"(?:^|(?<=[\s_(:]))(ms|ns)(?=$|[\s_)])", re.I)
 
 
-def to_us(text: str, per_unit: Decimal) -> Optional[float]:
+def to_us(text: str, per_unit: Decimal) -> float | None:
     """A printed time in microseconds, exactly as printed (``0.0123`` ms -> ``12.3``)."""
     try:
         return float(Decimal(text.strip().replace(",", "")) * per_unit)
@@ -43,7 +44,7 @@ def unit_of(name: str) -> str:
     return match[1].lower() if match else "us"
 
 
-def time_stat(name: str) -> tuple[str, Optional[str]]:
+def time_stat(name: str) -> tuple[str, str | None]:
     """``us_median`` -> ``("", "median")``; ``triton min us`` -> ``("triton", "min")``; ``ck us`` -> ``("ck", None)``."""
     match = _STAT.search(name)
     stat = _SYNONYM.get(match[1].lower(), match[1].lower()) if match else None
@@ -57,11 +58,11 @@ class Quantity:
     """One measured quantity of a row: its columns' values in microseconds, by statistic."""
 
     name: str = ""  # the column that names the row
-    stat: Optional[str] = None
-    us_median: Optional[float] = None
-    min_us: Optional[float] = None
-    max_us: Optional[float] = None
-    spread: dict[str, Optional[float]] = field(default_factory=dict)
+    stat: str | None = None
+    us_median: float | None = None
+    min_us: float | None = None
+    max_us: float | None = None
+    spread: dict[str, float | None] = field(default_factory=dict)
 
 
 @dataclass
@@ -69,13 +70,13 @@ class ColumnGroup:
     """The time columns of one measured quantity: ``(column index, name, stat)``, the column that
     names the row first (:data:`_PRIMARY` order). Worked out once per table, from its header."""
 
-    members: list[tuple[int, str, Optional[str]]]
+    members: list[tuple[int, str, str | None]]
 
 
 def group_columns(columns: list[tuple[int, str]]) -> list[ColumnGroup]:
     """A table's time columns ``(index, name)`` grouped by what they time (the name less its
     statistic and unit). A group naming one statistic twice is not one quantity: each column is its own."""
-    groups: dict[str, list[tuple[int, str, Optional[str]]]] = {}
+    groups: dict[str, list[tuple[int, str, str | None]]] = {}
     for index, name in columns:
         provider, stat = time_stat(name)
         groups.setdefault(provider, []).append((index, name, stat))
@@ -90,7 +91,7 @@ def group_columns(columns: list[tuple[int, str]]) -> list[ColumnGroup]:
     return out
 
 
-def quantities_of(groups: list[ColumnGroup], values: dict[int, Optional[float]]) -> list[Quantity]:
+def quantities_of(groups: list[ColumnGroup], values: dict[int, float | None]) -> list[Quantity]:
     """One row's quantities: ``values`` are its time cells in µs by column index (None: NaN;
     a column absent: its cell was empty)."""
     out = []
@@ -105,7 +106,7 @@ def quantities_of(groups: list[ColumnGroup], values: dict[int, Optional[float]])
     return out
 
 
-def quantities(columns: list[tuple[str, Optional[float]]]) -> list[Quantity]:
+def quantities(columns: list[tuple[str, float | None]]) -> list[Quantity]:
     """The row's time columns (name, value in µs; None for NaN), grouped into quantities."""
     groups = group_columns([(i, name) for i, (name, _) in enumerate(columns)])
     return quantities_of(groups, {i: value for i, (_, value) in enumerate(columns)})
@@ -115,7 +116,7 @@ MEDIANS = ("median", "p50", None)
 FIELD_OF = {"median": "us_median", "p50": "us_median", None: "us_median", "min": "min_us", "max": "max_us"}
 
 
-def place(row, stat: Optional[str], value: Optional[float]) -> None:
+def place(row, stat: str | None, value: float | None) -> None:
     """Put a time of statistic ``stat`` into its field of ``row`` (a :class:`Quantity` or PerfRow)."""
     if stat in MEDIANS:
         row.us_median = value
@@ -127,12 +128,10 @@ def place(row, stat: Optional[str], value: Optional[float]) -> None:
         (row.spread if isinstance(row, Quantity) else row.metrics)[f"{stat}_us"] = value
 
 
-def printed_us(row) -> Optional[float]:
+def printed_us(row) -> float | None:
     """The time a perf row reports, in µs, whatever its statistic (for display)."""
     if row.stat in MEDIANS:
         return row.us_median
     if row.stat in ("min", "max"):
         return row.min_us if row.stat == "min" else row.max_us
     return row.metrics.get(f"{row.stat}_us")
-
-

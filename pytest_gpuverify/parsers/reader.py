@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Optional
 
 from pydantic import ValidationError
 
@@ -28,12 +27,15 @@ from pytest_gpuverify.parsers.result import ParseContext, ParsedOutput
 from pytest_gpuverify.records.artifact import Artifact, TargetRecord
 
 EXIT_COUNTED = "exit status 0 counted as one checked shape (the declaration's exit_status_is_check)"
-EXIT_ADDED = "exit status 0 counted as a check of the shapes the output printed (the declaration's exit_status_is_check)"
+EXIT_ADDED = (
+    "exit status 0 counted as a check of the shapes the output printed (the declaration's exit_status_is_check)"
+)
 EXIT_NOT_COUNTED = "exit status 0 not counted as a check (exit_status_is_check): the output printed a failure"
 
 
-def context_for(target: Optional[TargetRecord], command: Optional[str], junit_xml: Optional[Path] = None,
-                exit_code: Optional[int] = None) -> ParseContext:
+def context_for(
+    target: TargetRecord | None, command: str | None, junit_xml: Path | None = None, exit_code: int | None = None
+) -> ParseContext:
     """The parse context of a target as the artifact records it (its dtype, limits and declared words)
     and the command line as run."""
     if target is None:
@@ -42,10 +44,18 @@ def context_for(target: Optional[TargetRecord], command: Optional[str], junit_xm
         limits = limits_of(target)
     except ValidationError:
         limits = Thresholds()  # `gpuverify check` names the bad thresholds itself
-    return ParseContext(junit_xml=junit_xml, exit_code=exit_code, dtype=target.dtype, command=command,
-                        thresholds=limits, pass_pattern=target.pass_pattern, fail_pattern=target.fail_pattern,
-                        min_steps=target.min_steps, verdict_lines_off=tuple(target.verdict_lines_off),
-                        exit_status_is_check=target.exit_status_is_check)
+    return ParseContext(
+        junit_xml=junit_xml,
+        exit_code=exit_code,
+        dtype=target.dtype,
+        command=command,
+        thresholds=limits,
+        pass_pattern=target.pass_pattern,
+        fail_pattern=target.fail_pattern,
+        min_steps=target.min_steps,
+        verdict_lines_off=tuple(target.verdict_lines_off),
+        exit_status_is_check=target.exit_status_is_check,
+    )
 
 
 def limits_of(target: TargetRecord) -> Thresholds:
@@ -67,7 +77,7 @@ def warm(kind: str) -> None:
         pass
 
 
-def parse_output(kind: str, path: Path, context: Optional[ParseContext] = None) -> ParsedOutput:
+def parse_output(kind: str, path: Path, context: ParseContext | None = None) -> ParsedOutput:
     """Read ``path`` as the output of a target of ``kind``; ``context`` carries the JUnit XML path of
     an inner pytest run, the declaration's dtype, limits and words, and the command line. Never
     raises: an unknown kind gives an output with a problem and no result."""

@@ -22,8 +22,8 @@ from __future__ import annotations
 import importlib
 import pkgutil
 from dataclasses import dataclass
-from functools import lru_cache
-from typing import ClassVar, Optional, Protocol
+from functools import cache, lru_cache
+from typing import ClassVar, Protocol
 
 from pytest_gpuverify.config.targets import AITER_OP_TEST, BENCH, FLYDSL_PYTEST, KINDS, PYTEST, TRITON_PYTEST
 from pytest_gpuverify.parsers.evidence import Evidence
@@ -34,8 +34,13 @@ from pytest_gpuverify.parsers.result import ParseContext
 
 STRUCTURE, TABLES, FORMATS, MEASURES, BLOCKS, STATEMENTS, ALARMS = 10, 20, 30, 40, 50, 60, 70
 SCRIPT_KINDS = frozenset((AITER_OP_TEST, BENCH))  # a script's own output: its checks are its shapes
-PARSER_NAMES = {AITER_OP_TEST: "aiter", BENCH: "bench", FLYDSL_PYTEST: "flydsl", TRITON_PYTEST: "triton",
-                PYTEST: "pytest"}
+PARSER_NAMES = {
+    AITER_OP_TEST: "aiter",
+    BENCH: "bench",
+    FLYDSL_PYTEST: "flydsl",
+    TRITON_PYTEST: "triton",
+    PYTEST: "pytest",
+}
 
 
 class Recognizer(Protocol):
@@ -46,7 +51,7 @@ class Recognizer(Protocol):
 
     name: ClassVar[str]
     stage: ClassVar[int]
-    kinds: ClassVar[Optional[frozenset[str]]]
+    kinds: ClassVar[frozenset[str] | None]
     triggers: ClassVar[TriggerSpec]
     examples: ClassVar[tuple[str, ...]]
 
@@ -58,7 +63,7 @@ class Recognizer(Protocol):
     def wants_every_line(self) -> bool:
         """A construct is open (a table, a dump): the next line matters whatever it holds."""
 
-    def holds_from(self) -> Optional[int]:
+    def holds_from(self) -> int | None:
         """The first line it may still report on (rows it keeps until a table's layout is known)."""
 
     def close(self) -> None:
@@ -73,7 +78,7 @@ class RecognizerBase:
 
     name: ClassVar[str] = ""
     stage: ClassVar[int] = FORMATS
-    kinds: ClassVar[Optional[frozenset[str]]] = None
+    kinds: ClassVar[frozenset[str] | None] = None
     triggers: ClassVar[TriggerSpec] = TriggerSpec()
     examples: ClassVar[tuple[str, ...]] = ()
 
@@ -87,7 +92,7 @@ class RecognizerBase:
     def wants_every_line(self) -> bool:
         return False
 
-    def holds_from(self) -> Optional[int]:
+    def holds_from(self) -> int | None:
         return None
 
     def close(self) -> None:
@@ -126,8 +131,8 @@ def all_triggers() -> Triggers:
     return compose([cls.triggers for cls in registry()])
 
 
-@lru_cache(maxsize=None)
-def plan_for(kind: str) -> Optional[Plan]:
+@cache
+def plan_for(kind: str) -> Plan | None:
     """The plan of ``kind``; None for a kind no recognizer reads."""
     if kind not in KINDS:
         return None

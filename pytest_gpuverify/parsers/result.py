@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from pytest_gpuverify.records.artifact import AutotuneChoice, Correctness, PerfRow
 from pytest_gpuverify.config.targets import Thresholds
+from pytest_gpuverify.records.artifact import AutotuneChoice, Correctness, PerfRow
 
 
 class CheckLine(BaseModel):
@@ -18,8 +17,8 @@ class CheckLine(BaseModel):
 
     line: int  # 1-based line number in the raw output
     status: str  # "passed" | "warning" | "failed" | "catastrophic"
-    atol: Optional[float] = None
-    rtol: Optional[float] = None
+    atol: float | None = None
+    rtol: float | None = None
     label: str = ""  # the msg printed in front of the check, ANSI stripped, trimmed
 
 
@@ -28,17 +27,17 @@ class ParseContext(BaseModel):
 
     model_config = ConfigDict(defer_build=True)
 
-    junit_xml: Optional[Path] = None  # an inner pytest run's JUnit report, fetched out of the container
-    junit_problem: Optional[str] = None  # why there is none (not written, could not be fetched)
-    exit_code: Optional[int] = None
-    dtype: Optional[str] = None  # the declared output dtype
-    command: Optional[str] = None  # the command line as run (its -d/--dtype arguments name a dtype)
+    junit_xml: Path | None = None  # an inner pytest run's JUnit report, fetched out of the container
+    junit_problem: str | None = None  # why there is none (not written, could not be fetched)
+    exit_code: int | None = None
+    dtype: str | None = None  # the declared output dtype
+    command: str | None = None  # the command line as run (its -d/--dtype arguments name a dtype)
     thresholds: Thresholds = Field(default_factory=Thresholds)  # declared limits, applied per printed shape
-    pass_pattern: Optional[str] = None  # declared regular expressions (checked when declared)
-    fail_pattern: Optional[str] = None
+    pass_pattern: str | None = None  # declared regular expressions (checked when declared)
+    fail_pattern: str | None = None
     verdict_lines_off: tuple[str, ...] = ()  # statement families turned off (reading/statements.py)
     exit_status_is_check: bool = False  # exit 0 is one checked shape (an assert-only script)
-    min_steps: Optional[int] = None  # the fewest steps each run must print that it timed (runs_log.py)
+    min_steps: int | None = None  # the fewest steps each run must print that it timed (runs_log.py)
 
 
 class ParsedOutput(BaseModel):
@@ -64,7 +63,7 @@ class ParsedOutput(BaseModel):
     dtypes_seen: list[tuple[str, str]] = Field(default_factory=list)
     # an inner pytest that ran no test case (its exit status then says nothing about the kernel): the
     # first error line it printed ("" when none); None when tests ran or the output is no pytest run's
-    ran_no_test: Optional[str] = None
+    ran_no_test: str | None = None
     # Triton's autotuner's choices as printed (TRITON_PRINT_AUTOTUNING): never checks, never perf rows
     autotune: list[AutotuneChoice] = Field(default_factory=list)
 

@@ -4,7 +4,7 @@ reading after the command starts at once."""
 from __future__ import annotations
 
 import threading
-from typing import Callable, Optional, Sequence
+from collections.abc import Callable, Sequence
 
 
 class ParserWarmer:
@@ -16,8 +16,9 @@ class ParserWarmer:
     def __init__(self) -> None:
         self._kinds: set[str] = set()
 
-    def on_start(self, kind: str, then: Optional[Callable[[Sequence[str]], None]],
-                 after: Callable[[], None] = lambda: None) -> Callable[[Sequence[str]], None]:
+    def on_start(
+        self, kind: str, then: Callable[[Sequence[str]], None] | None, after: Callable[[], None] = lambda: None
+    ) -> Callable[[Sequence[str]], None]:
         """An ``on_start`` callback for ``stream_to_file``: ``then`` first (the guard), ``after`` (work
         kept off the path to the command's start), then the warm-up."""
 

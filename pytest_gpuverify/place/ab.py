@@ -29,8 +29,11 @@ def base_commit(head: Path, ref: str) -> str:
     """The sha ``ref`` names in the checkout ``head``; a UsageError naming --gpu-ab when it names none."""
     sha = (git(head, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}") or "").strip()
     if not sha:
-        raise UsageError("--gpu-ab", f"--gpu-ab {ref}: not a commit in {head}", "name a branch, tag or "
-                         "sha that `git rev-parse` knows there (e.g. --gpu-ab HEAD~1 or origin/main)")
+        raise UsageError(
+            "--gpu-ab",
+            f"--gpu-ab {ref}: not a commit in {head}",
+            "name a branch, tag or sha that `git rev-parse` knows there (e.g. --gpu-ab HEAD~1 or origin/main)",
+        )
     return sha
 
 
@@ -78,9 +81,16 @@ class BaseWorktrees:
         path = head / FOLDER / f"base-{sha[:12]}-{uuid.uuid4().hex[:8]}"
         res = run_git(head, "worktree", "add", "--detach", str(path), sha, timeout_s=WORKTREE_TIMEOUT_S)
         if res is None or res.returncode != 0:
-            said = res.stderr.strip()[:300] if res is not None else f"git could not be run or did not finish within {WORKTREE_TIMEOUT_S} s"
-            raise UsageError("--gpu-ab", f"--gpu-ab {self.ref}: `git worktree add` failed in {head}: {said}",
-                             "install git, `git worktree prune`, or free the disk")
+            said = (
+                res.stderr.strip()[:300]
+                if res is not None
+                else f"git could not be run or did not finish within {WORKTREE_TIMEOUT_S} s"
+            )
+            raise UsageError(
+                "--gpu-ab",
+                f"--gpu-ab {self.ref}: `git worktree add` failed in {head}: {said}",
+                "install git, `git worktree prune`, or free the disk",
+            )
         self._made[head] = BaseWorktree(self.ref, sha, head, path)
         return self._made[head]
 
@@ -99,9 +109,10 @@ class BaseWorktrees:
             except OSError:
                 pass
             if wt.path.exists():
-                self.problems.append(f"base worktree {wt.path} could not be removed. Fix: "
-                                     f"`git -C {head} worktree remove --force {wt.path}`")
+                self.problems.append(
+                    f"base worktree {wt.path} could not be removed. Fix: "
+                    f"`git -C {head} worktree remove --force {wt.path}`"
+                )
             else:
                 self.removed.append(str(wt.path))
             del self._made[head]
-

@@ -7,15 +7,16 @@ Triton writes ``<TRITON_CACHE_DIR>/<hash>/<function>.autotune.json`` (``{"key": 
 nothing. A file written during the run is a choice of that run; one older than it may have been used
 without a word, which is said (``held_before``). A file an earlier read of the same cache already took
 (same path, same modification time) is an older one too, whatever the clocks say: a warm cache's file
-written by the warm-up a moment before the next run started is that warm-up's choice, not the run's. The compiled kernels' own ``*.json`` hold every
-configuration the tuning compiled, not the one it chose, so they are not read.
+written by the warm-up a moment before the next run started is that warm-up's choice, not the run's. The
+compiled kernels' own ``*.json`` hold every configuration the tuning compiled, not the one it chose, so
+they are not read.
 """
 
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any
 
 from pytest_gpuverify.records.artifact import AutotuneChoice
 
@@ -64,12 +65,12 @@ class CacheRead:
 
     choices: list[AutotuneChoice] = field(default_factory=list)
     held_before: int = 0
-    problem: Optional[str] = None
+    problem: str | None = None
     taken: dict[str, float] = field(default_factory=dict)
 
 
 def read_cached_choices(
-    handle, triton_dir: Optional[str], since_epoch: float, known: Optional[dict[str, float]] = None
+    handle, triton_dir: str | None, since_epoch: float, known: dict[str, float] | None = None
 ) -> CacheRead:
     """The choices in ``triton_dir`` (a path where ``handle`` runs) written at or after ``since_epoch``
     (less a second of slack for the clocks) and not among ``known`` (``taken`` by earlier reads of it)."""
@@ -105,11 +106,11 @@ def read_cached_choices(
     return read
 
 
-def choice_of(rel_file: str, data: Any) -> Optional[AutotuneChoice]:
+def choice_of(rel_file: str, data: Any) -> AutotuneChoice | None:
     """The choice one ``<function>.autotune.json`` holds: its config of the least timing; None if unreadable."""
     if not isinstance(data, dict) or not isinstance(data.get("configs_timings"), list):
         return None
-    best: Optional[tuple[Any, dict]] = None
+    best: tuple[Any, dict] | None = None
     for pair in data["configs_timings"]:
         if not (isinstance(pair, list) and len(pair) == 2 and isinstance(pair[0], dict)):
             continue

@@ -19,16 +19,17 @@ from __future__ import annotations
 
 import shlex
 import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Callable, Iterator, Optional
+from typing import Any
 
 from pytest_gpuverify.config.builds import BuildStep
 from pytest_gpuverify.execute.base import Executor
 from pytest_gpuverify.records.builds import BuildRecord, build_failure, failed_prefix
 
 
-def declared_builds(location: Optional[Path], wt_host: Path) -> tuple[Optional[Path], tuple[BuildStep, ...]]:
+def declared_builds(location: Path | None, wt_host: Path) -> tuple[Path | None, tuple[BuildStep, ...]]:
     """The builds of the declaration file that governs ``location`` inside the worktree."""
     from pytest_gpuverify.config.declarations import find_declarations, load_declarations
 
@@ -45,8 +46,17 @@ class SessionBuilds:
         self.out_dir, self.timeout_s = out_dir, timeout_s
         self.done: dict[tuple[str, str], list[BuildRecord]] = {}
 
-    def run(self, key: tuple[str, str], steps: tuple[BuildStep, ...], handle: Executor, wt: str, env: dict[str, str],
-            stamp: str, gpu: Callable[[dict], Any], side: Optional[str] = None) -> list[BuildRecord]:
+    def run(
+        self,
+        key: tuple[str, str],
+        steps: tuple[BuildStep, ...],
+        handle: Executor,
+        wt: str,
+        env: dict[str, str],
+        stamp: str,
+        gpu: Callable[[dict], Any],
+        side: str | None = None,
+    ) -> list[BuildRecord]:
         """``gpu(hold)``: a context manager holding a GPU lock, yielding (indices, visible-devices env, the
         guard's on_start for the build's exec), that fills ``hold`` with its own lock's times as it
         ends; ``side``: the A/B side whose worktree ``wt`` is."""
@@ -58,26 +68,47 @@ class SessionBuilds:
                 break  # later builds stand on this one
         return records
 
-    def _one(self, step: BuildStep, handle: Executor, wt: str, env: dict[str, str], stamp: str, gpu,
-             records: list[BuildRecord], side: Optional[str] = None) -> BuildRecord:
+    def _one(
+        self,
+        step: BuildStep,
+        handle: Executor,
+        wt: str,
+        env: dict[str, str],
+        stamp: str,
+        gpu,
+        records: list[BuildRecord],
+        side: str | None = None,
+    ) -> BuildRecord:
         from pytest_gpuverify.common import live_files
         from pytest_gpuverify.common.files import create_result_file
 
         workdir = f"{wt}/{step.workdir}".rstrip("/.") if step.workdir not in (None, "", ".") else wt
-        record = BuildRecord(name=step.name, command=shlex.join(step.command), gpu=step.gpu,
-                             container=getattr(handle, "name", None), workdir=workdir, side=side)
+        record = BuildRecord(
+            name=step.name,
+            command=shlex.join(step.command),
+            gpu=step.gpu,
+            container=getattr(handle, "name", None),
+            workdir=workdir,
+            side=side,
+        )
         records.append(record)  # before it runs: an interrupted build is recorded too
         out = self.out_dir / f"build_{step.name}.{stamp}{'.' + side if side else ''}.log"  # one file per side
         started = time.monotonic()
         hold: dict[str, Any] = {}  # filled by gpu() as it lets its own lock go
         try:
-            with (gpu(hold) if step.gpu else _no_gpu()) as (indices, visible, on_start):
+            with gpu(hold) if step.gpu else _no_gpu() as (indices, visible, on_start):
                 record.gpus = list(indices)
                 create_result_file(out)
                 live_files.hold(out)  # a running session's: let go of at the session's end
                 record.output = out.name
-                result = handle.stream_to_file(list(step.command), out, env={**env, **visible}, workdir=workdir,
-                                               timeout_s=self.timeout_s, on_start=on_start)
+                result = handle.stream_to_file(
+                    list(step.command),
+                    out,
+                    env={**env, **visible},
+                    workdir=workdir,
+                    timeout_s=self.timeout_s,
+                    on_start=on_start,
+                )
             record.exit_code, record.timed_out = result.exit_code, result.timed_out
             if result.container_died:
                 record.problem = "the container stopped during the build"
@@ -95,7 +126,7 @@ class SessionBuilds:
         return self._seal(record, out, started, hold)
 
     @staticmethod
-    def _seal(record: BuildRecord, out: Path, started: float, hold: Optional[dict] = None) -> BuildRecord:
+    def _seal(record: BuildRecord, out: Path, started: float, hold: dict | None = None) -> BuildRecord:
         from pytest_gpuverify.records.artifact import sha256_file
 
         record.lock_taken, record.lock_released = (hold or {}).get("lock_taken"), (hold or {}).get("lock_released")
@@ -121,18 +152,24 @@ def build_problems(art: Any, folder: Path) -> list[str]:
             if not path.is_file():
                 problems.append(f"build {record.name}: its output {record.output} is missing")
             elif sha256_file(path) != record.output_sha256:
-                problems.append(f"build {record.name}: output sha256 is {sha256_file(path)}, the artifact says "
-                                f"{record.output_sha256}")
+                problems.append(
+                    f"build {record.name}: output sha256 is {sha256_file(path)}, the artifact says "
+                    f"{record.output_sha256}"
+                )
             elif path.stat().st_size != record.output_bytes:
-                problems.append(f"build {record.name}: output is {path.stat().st_size} bytes, the artifact says "
-                                f"{record.output_bytes}")
+                problems.append(
+                    f"build {record.name}: output is {path.stat().st_size} bytes, the artifact says "
+                    f"{record.output_bytes}"
+                )
         elif record.problem is None:
             problems.append(f"build {record.name}: no output and no reason it did not run")
     failure = build_failure(list(art.builds))
     blocked = list(art.run.blocked) if art.run else []
-    stopped = bool(art.run and art.run.interrupted) and failure is not None and failure.endswith(f"({art.run.interrupted})")
+    stopped = (
+        bool(art.run and art.run.interrupted) and failure is not None and failure.endswith(f"({art.run.interrupted})")
+    )
     if failure and failure not in blocked and not stopped:  # a Ctrl-C during a build is the run's own reason
-        problems.append(f"build {failure[len(failed_prefix(failure)):]}, but the run does not say so")
+        problems.append(f"build {failure[len(failed_prefix(failure)) :]}, but the run does not say so")
     if failure and art.run and art.run.ran:
         problems.append("a build failed, but the target's command ran")
     if art.ab is None and any(r.side == "A" for r in art.builds):  # the base is built only once it is checked out

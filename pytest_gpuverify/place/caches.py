@@ -9,10 +9,8 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
-from typing import Optional
 
-from pytest_gpuverify.config.targets import AITER_KINDS
-from pytest_gpuverify.config.targets import SCRATCH_ROOT
+from pytest_gpuverify.config.targets import AITER_KINDS, SCRATCH_ROOT
 
 CACHE_VARS = {"AITER_JIT_DIR": "aiter_jit", "TRITON_CACHE_DIR": "triton", "FLYDSL_RUNTIME_CACHE_DIR": "flydsl"}
 
@@ -52,18 +50,18 @@ class CacheProbe:
 
     plan: CachePlan
     seen: dict[str, bool]
-    known: Optional[bool] = None
+    known: bool | None = None
     folders: tuple[str, ...] = ()
 
     @classmethod
-    def of(cls, plan: CachePlan, seen: dict[str, bool]) -> "CacheProbe":
+    def of(cls, plan: CachePlan, seen: dict[str, bool]) -> CacheProbe:
         if plan.cold:
             return cls(plan, seen)
         if plan.root in seen:
             return cls(plan, seen, known=True)  # this session's earlier run of the worktree filled them
         return cls(plan, seen, folders=tuple(plan.dirs.values()))
 
-    def answer(self, held: Optional[bool]) -> Optional[bool]:
+    def answer(self, held: bool | None) -> bool | None:
         """What the artifact records: ``known``, or the look's answer ``held`` (None where the command
         never started: the next run looks again)."""
         if not self.folders:

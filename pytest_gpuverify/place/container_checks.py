@@ -5,18 +5,19 @@ run needs."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable, Optional
+from typing import Any
 
-from pytest_gpuverify.common.threads import Background
 from pytest_gpuverify.common.profile import PROFILE
-from pytest_gpuverify.records.artifact import Versions
-from pytest_gpuverify.execute.container import ContainerError, ContainerExecutor
-from pytest_gpuverify.gpu.base import GpuInfo, GpuToolError
+from pytest_gpuverify.common.threads import Background
 from pytest_gpuverify.execute.base import ON_HOST, Place
+from pytest_gpuverify.execute.container import ContainerError, ContainerExecutor
 from pytest_gpuverify.execute.host import HostExecutor
+from pytest_gpuverify.gpu.base import GpuInfo, GpuToolError
 from pytest_gpuverify.place.facts_cache import FactsCache, cached_container_facts, container_identity, remember_facts
 from pytest_gpuverify.place.provenance import ContainerFacts, read_container_facts
+from pytest_gpuverify.records.artifact import Versions
 
 HOST = ON_HOST  # --gpu-container none: the host itself
 
@@ -28,11 +29,11 @@ class ContainerCheck:
     run there. ``facts`` is None when the place could not be read at all."""
 
     place: Place
-    facts: Optional[ContainerFacts] = None
-    image: Optional[str] = None
-    image_digest: Optional[str] = None
+    facts: ContainerFacts | None = None
+    image: str | None = None
+    image_digest: str | None = None
     blocked: list[str] = field(default_factory=list)
-    recorded: Optional[tuple[Versions, list[str]]] = None  # the versions this target records (settle)
+    recorded: tuple[Versions, list[str]] | None = None  # the versions this target records (settle)
 
     def settle(self, ran: bool) -> None:
         """The versions this target's artifact records, read once the run is over: their read may
@@ -42,7 +43,7 @@ class ContainerCheck:
             self.recorded = self.facts.versions_read(wait=ran)
 
     @property
-    def versions(self) -> Optional[Versions]:
+    def versions(self) -> Versions | None:
         self.settle(ran=True)
         return self.recorded[0] if self.recorded is not None else None
 
@@ -53,7 +54,7 @@ class ContainerCheck:
         return list(self.recorded[1]) if self.recorded is not None else []
 
 
-def check_container(cfacts: ContainerFacts, place: Place, expected_arch: Optional[str]) -> ContainerCheck:
+def check_container(cfacts: ContainerFacts, place: Place, expected_arch: str | None) -> ContainerCheck:
     """The place's record; its ``blocked`` says why the target may not run there."""
     check = ContainerCheck(place)
     name = place.name
@@ -65,7 +66,9 @@ def check_container(cfacts: ContainerFacts, place: Place, expected_arch: Optiona
         check.blocked.append(f"missing container: {exc}")
         return check
     if not running:
-        check.blocked.append(f"container {name} is not running. Fix: `docker start {name}`, or pass --gpu-start-container")
+        check.blocked.append(
+            f"container {name} is not running. Fix: `docker start {name}`, or pass --gpu-start-container"
+        )
         return check
     check.facts = cfacts
     if cfacts.arch_problem:
@@ -78,13 +81,14 @@ def check_container(cfacts: ContainerFacts, place: Place, expected_arch: Optiona
 class ContainerPlaces:
     """The session's containers: resolved, read and checked once each, kept for its later targets."""
 
-    def __init__(self, env, options, host_name: str, docker_factory: Callable[[], object], vendor: str,
-                 expected_arch: Optional[str]) -> None:
+    def __init__(
+        self, env, options, host_name: str, docker_factory: Callable[[], object], vendor: str, expected_arch: str | None
+    ) -> None:
         self.env, self.options, self.host_name, self.vendor = env, options, host_name, vendor
         self.expected_arch = expected_arch
         self._docker_factory = docker_factory
-        self._docker: Optional[object] = None
-        self._docker_pending: Optional[Any] = None  # the Background making the client (start_client)
+        self._docker: object | None = None
+        self._docker_pending: Any | None = None  # the Background making the client (start_client)
         self._resolutions: dict[tuple[str, str], object] = {}
         self.facts: dict[Place, ContainerFacts] = {}
         self.cache = FactsCache()  # what earlier sessions read of the same container starts
@@ -123,9 +127,14 @@ class ContainerPlaces:
         key = (ws.repo.repo, str(ws.wt_host))
         if key not in self._resolutions:
             self._resolutions[key] = resolve_container(
-                self.env, ticket=self.options.ticket, repo_row=ws.repo, target_path=target.location,
-                docker_client=self.client(), override=self.options.container,
-                allow_start=self.options.start_container, host_name=self.host_name,
+                self.env,
+                ticket=self.options.ticket,
+                repo_row=ws.repo,
+                target_path=target.location,
+                docker_client=self.client(),
+                override=self.options.container,
+                allow_start=self.options.start_container,
+                host_name=self.host_name,
             )
         return self._resolutions[key]
 
@@ -149,7 +158,7 @@ class ContainerPlaces:
                 remember_facts(self.cache, facts, self.vendor)
 
 
-def _identity(handle) -> Optional[list]:
+def _identity(handle) -> list | None:
     try:
         return container_identity(handle.inspect())
     except ContainerError:
@@ -160,13 +169,13 @@ def _identity(handle) -> Optional[list]:
 class GpuStart:
     """What a session's start learnt of the host's GPUs; ``blocked`` stops every target."""
 
-    host_arch: Optional[str] = None
+    host_arch: str | None = None
     inventory: dict[int, GpuInfo] = field(default_factory=dict)
     blocked: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
 
-def start_gpus(sampler, backend, window_s: float, expected_arch: Optional[str]) -> GpuStart:
+def start_gpus(sampler, backend, window_s: float, expected_arch: str | None) -> GpuStart:
     """Start the idle window first (it fills while the rest is read), then check the host's arch; a
     wrong or unreadable arch stops the sampler. The arch (rocminfo on ROCm, a process of its own) is
     read alongside the first readings."""

@@ -11,7 +11,7 @@ import csv
 import os
 import re
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 Mount = tuple[str, str]  # (host path, container path)
 
@@ -19,7 +19,7 @@ MAX_CONFIG_BYTES = 1 << 20
 _VARIABLE = re.compile(r"\$\{([^}]*)\}")
 
 
-def find_config(folder: Path) -> tuple[Optional[Path], Optional[str]]:
+def find_config(folder: Path) -> tuple[Path | None, str | None]:
     """The devcontainer.json in spec precedence; (None, problem) when two sub-folders both hold one."""
     for candidate in (folder / ".devcontainer" / "devcontainer.json", folder / ".devcontainer.json"):
         if candidate.is_file():
@@ -27,12 +27,11 @@ def find_config(folder: Path) -> tuple[Optional[Path], Optional[str]]:
     subs = sorted(p for p in (folder / ".devcontainer").glob("*/devcontainer.json") if p.is_file())
     if len(subs) > 1:
         shown = " and ".join(str(p) for p in subs[:3])
-        return None, (f"ambiguous devcontainer configs for the ticket: {shown}. Fix: keep one, or pass "
-                      "--gpu-container")
+        return None, (f"ambiguous devcontainer configs for the ticket: {shown}. Fix: keep one, or pass --gpu-container")
     return (subs[0] if subs else None), None
 
 
-def read_config(path: Path) -> tuple[dict, Optional[str]]:
+def read_config(path: Path) -> tuple[dict, str | None]:
     """devcontainer.json is JSON with comments (and, in practice, trailing commas): json5 reads both."""
     import json5
 
@@ -72,7 +71,7 @@ def substitute(value: Any, variables: dict[str, str]) -> Any:
     return _VARIABLE.sub(one, value)
 
 
-def name_from_run_args(run_args: Any) -> Optional[str]:
+def name_from_run_args(run_args: Any) -> str | None:
     """`--name=X` or `--name X` in runArgs (docker's flag parser: the last one wins)."""
     if not isinstance(run_args, list):
         return None
@@ -80,13 +79,13 @@ def name_from_run_args(run_args: Any) -> Optional[str]:
     args = [str(a) for a in run_args]
     for i, arg in enumerate(args):
         if arg.startswith("--name="):
-            name = arg[len("--name="):]
+            name = arg[len("--name=") :]
         elif arg == "--name" and i + 1 < len(args):
             name = args[i + 1]
     return (name.strip() or None) if name is not None else None
 
 
-def parse_mount(spec: Any) -> tuple[Optional[Mount], Optional[str]]:
+def parse_mount(spec: Any) -> tuple[Mount | None, str | None]:
     """A `--mount` string (or the object form of `mounts`) -> (host, container) for a bind mount."""
     if not isinstance(spec, (dict, str)):
         return None, "it is neither a string nor an object"
@@ -102,8 +101,9 @@ def parse_mount(spec: Any) -> tuple[Optional[Mount], Optional[str]]:
     return (os.path.normpath(source), target), None
 
 
-def devcontainer_mounts(config: dict, variables: dict[str, str], folder: Path, folder_in_container: str,
-                         config_file: Path, notes: list[str]) -> list[Mount]:
+def devcontainer_mounts(
+    config: dict, variables: dict[str, str], folder: Path, folder_in_container: str, config_file: Path, notes: list[str]
+) -> list[Mount]:
     mounts: list[Mount] = []
     workspace_mount = substitute(config.get("workspaceMount"), variables)
     if workspace_mount:

@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator, Optional
+from typing import Any
 
 from pytest_gpuverify.config.containers import parse_env, parse_mounts
 from pytest_gpuverify.records.builds import FreshContainerRecord
@@ -43,14 +44,16 @@ def render_nodes(indices: list[int], nodes_dir: str = KFD_NODES) -> dict[int, st
         try:
             if int((base / "gpu_id").read_text().strip() or 0) == 0:
                 continue
-            props = dict(line.split()[:2] for line in (base / "properties").read_text().splitlines() if len(line.split()) >= 2)
+            props = dict(
+                line.split()[:2] for line in (base / "properties").read_text().splitlines() if len(line.split()) >= 2
+            )
             gpus.append(f"/dev/dri/renderD{int(props['drm_render_minor'])}")
         except (OSError, ValueError, KeyError):
             gpus.append("")
     return {i: gpus[i] for i in indices if i < len(gpus) and gpus[i]}
 
 
-def device_plan(indices: list[int], vendor: str, nodes_dir: str = KFD_NODES) -> tuple[list[str], list[str], Optional[str]]:
+def device_plan(indices: list[int], vendor: str, nodes_dir: str = KFD_NODES) -> tuple[list[str], list[str], str | None]:
     """(devices passed, devices wanted but absent here, visible value inside when renumbered).
 
     ROCm: /dev/kfd and the locked GPUs' render nodes. ROCr lists only GPUs whose render node it can
@@ -73,7 +76,7 @@ def device_plan(indices: list[int], vendor: str, nodes_dir: str = KFD_NODES) -> 
     return passed, missing, ",".join(str(i) for i in range(len(indices))) if renumbered else None
 
 
-def image_facts(client: Any, image: str) -> tuple[Optional[str], list[str], Optional[str]]:
+def image_facts(client: Any, image: str) -> tuple[str | None, list[str], str | None]:
     """(image id, repo digests, problem) of a local image; a missing one is a problem, never pulled here."""
     import docker.errors
 
@@ -109,8 +112,16 @@ def remove_own(client: Any, ident: str, run_id: str) -> bool:
 
 
 @contextmanager
-def fresh_container(client: Any, row: Any, mounts: list[tuple[str, str]], indices: list[int], vendor: str,
-                    run_id: str, limit_s: float, problems: list[str]) -> Iterator[Optional[FreshContainerRecord]]:
+def fresh_container(
+    client: Any,
+    row: Any,
+    mounts: list[tuple[str, str]],
+    indices: list[int],
+    vendor: str,
+    run_id: str,
+    limit_s: float,
+    problems: list[str],
+) -> Iterator[FreshContainerRecord | None]:
     """Start the row's image with the locked GPUs and ``mounts`` (host -> container, the worktree's),
     yield its record (None, with the reason in ``problems``, when it could not start), remove it after."""
     import docker.errors
@@ -131,16 +142,24 @@ def fresh_container(client: Any, row: Any, mounts: list[tuple[str, str]], indice
         env.update(HIP_VISIBLE_DEVICES=record.visible, ROCR_VISIBLE_DEVICES=record.visible)
     try:
         created = client.api.create_container(
-            row.image, ["sleep", str(int(limit_s) + LINGER_S)], name=record.name, detach=True, environment=env,
+            row.image,
+            ["sleep", str(int(limit_s) + LINGER_S)],
+            name=record.name,
+            detach=True,
+            environment=env,
             labels={OWNER_LABEL: "1", RUN_LABEL: run_id, PID_LABEL: str(os.getpid())},
             host_config=client.api.create_host_config(
-                binds=binds, devices=[f"{d}:{d}:rwm" for d in record.devices],
-                group_add=["video"] if record.devices else None),
+                binds=binds,
+                devices=[f"{d}:{d}:rwm" for d in record.devices],
+                group_add=["video"] if record.devices else None,
+            ),
         )
         record.id = created.get("Id")
     except (docker.errors.DockerException, OSError) as exc:
-        problems.append(f"could not create a container from {row.image} (Containers row {row.name}): {exc}. "
-                        "Fix: check the image and the row's mounts")
+        problems.append(
+            f"could not create a container from {row.image} (Containers row {row.name}): {exc}. "
+            "Fix: check the image and the row's mounts"
+        )
         yield None
         return
     try:
@@ -154,30 +173,38 @@ def fresh_container(client: Any, row: Any, mounts: list[tuple[str, str]], indice
         record.removed = remove_own(client, record.id or record.name, run_id)
 
 
-def _start(client: Any, record: FreshContainerRecord) -> Optional[str]:
+def _start(client: Any, record: FreshContainerRecord) -> str | None:
     import docker.errors
 
     try:
         client.api.start(record.id)
     except (docker.errors.DockerException, OSError) as exc:
-        return f"fresh container {record.name} from {record.image} did not start: {exc}. Fix: check the image and mounts"
+        return (
+            f"fresh container {record.name} from {record.image} did not start: {exc}. Fix: check the image and mounts"
+        )
     deadline = time.monotonic() + START_WAIT_S
     while True:
-        state = (client.api.inspect_container(record.id).get("State") or {})
+        state = client.api.inspect_container(record.id).get("State") or {}
         if state.get("Running"):
             image = client.api.inspect_container(record.id).get("Image")
             if record.image_id and image != record.image_id:  # the tag moved between inspect and create
-                return f"fresh container {record.name} runs image {image}, not {record.image_id} as inspected. Fix: retry"
+                return (
+                    f"fresh container {record.name} runs image {image}, not {record.image_id} as inspected. Fix: retry"
+                )
             return None
         if state.get("Status") in ("exited", "dead") or time.monotonic() > deadline:
             logs = client.api.logs(record.id, tail=5).decode("utf-8", "replace").strip()
-            return (f"fresh container {record.name} from {record.image} exited at start (status {state.get('Status')}, "
-                    f"exit code {state.get('ExitCode')}{': ' + logs if logs else ''}). Fix: the image needs `sleep`")
+            return (
+                f"fresh container {record.name} from {record.image} exited at start (status {state.get('Status')}, "
+                f"exit code {state.get('ExitCode')}{': ' + logs if logs else ''}). Fix: the image needs `sleep`"
+            )
         time.sleep(0.05)
 
 
 def started_note(record: FreshContainerRecord) -> str:
     """The artifact's note of a fresh container: what was started from which row, and its devices."""
     missing = f"; not on this host: {', '.join(record.devices_missing)}" if record.devices_missing else ""
-    return (f"fresh container {record.name} from {record.image} (Containers row {record.row}); devices "
-            f"passed: {', '.join(record.devices) or 'none'}{missing}")
+    return (
+        f"fresh container {record.name} from {record.image} (Containers row {record.row}); devices "
+        f"passed: {', '.join(record.devices) or 'none'}{missing}"
+    )

@@ -25,17 +25,17 @@ import shutil
 import socket
 import sys
 import time
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator, Mapping, Optional
+from typing import Any
 
-from pytest_gpuverify.records.artifact import RepoRecord, Versions
 from pytest_gpuverify.common.files import private_folder
-from pytest_gpuverify.execute.base import Executor
+from pytest_gpuverify.execute.base import Executor, Place
 from pytest_gpuverify.execute.container import ContainerError
 from pytest_gpuverify.place.gitstate import MAX_DIRTY_PATHS
-from pytest_gpuverify.execute.base import Place
 from pytest_gpuverify.place.provenance import ContainerFacts, import_origin
+from pytest_gpuverify.records.artifact import RepoRecord, Versions
 
 CACHE_FILE = "place-facts.json"
 MAX_ENTRIES = 512  # the oldest go first: a host's containers and worktrees, many sessions over
@@ -50,11 +50,11 @@ def cache_key(kind: str, *parts: Any) -> str:
 class FactsCache:
     """The file of cached facts; ``folder`` defaults to the user's own folder."""
 
-    def __init__(self, folder: Optional[Path] = None) -> None:
+    def __init__(self, folder: Path | None = None) -> None:
         self.path = (folder or private_folder().path) / CACHE_FILE
         self.lock_path = self.path.with_suffix(".lock")
 
-    def get(self, key: str) -> Optional[dict]:
+    def get(self, key: str) -> dict | None:
         with self._locked(fcntl.LOCK_SH):
             entry = self._read().get(key)
         return entry.get("value") if isinstance(entry, dict) and isinstance(entry.get("value"), dict) else None
@@ -95,13 +95,13 @@ class FactsCache:
             os.close(fd)
 
 
-def container_identity(inspected: Mapping[str, Any]) -> Optional[list[str]]:
+def container_identity(inspected: Mapping[str, Any]) -> list[str] | None:
     """A container as its facts rest on it: its id and its start time; None when either is missing."""
     started = (inspected.get("State") or {}).get("StartedAt")
     return [inspected["Id"], started] if inspected.get("Id") and started else None
 
 
-def host_python_identity(path_env: Optional[str] = None) -> Optional[list]:
+def host_python_identity(path_env: str | None = None) -> list | None:
     """The host's ``python3`` as an import check on the host rests on it: the machine (its boot), the
     interpreter, and the change times of the folders it imports from. Known only when that ``python3``
     is the one running this process (its import folders are then this process's ``sys.path``): None
@@ -123,7 +123,7 @@ def host_python_identity(path_env: Optional[str] = None) -> Optional[list]:
     return [socket.gethostname(), boot, os.path.realpath(sys.executable), st.st_mtime_ns, st.st_size, folders]
 
 
-def worktree_identity(repo: RepoRecord) -> Optional[list]:
+def worktree_identity(repo: RepoRecord) -> list | None:
     """A worktree as an import check rests on it: its commit and each uncommitted file's name, size and
     change time (an edit of an already dirty file changes the key too). None: no commit, a state git
     could not tell, or a list of uncommitted files that may be cut short."""
@@ -140,7 +140,7 @@ def worktree_identity(repo: RepoRecord) -> Optional[list]:
 
 
 # -- reading through the cache ------------------------------------------------------------------
-def place_identity(handle: Executor, env: Mapping[str, str]) -> Optional[list]:
+def place_identity(handle: Executor, env: Mapping[str, str]) -> list | None:
     """What an import check in ``handle`` rests on besides the worktree: a container's id and start,
     or the host's ``python3`` and the folders of the command's PYTHONPATH by their change times."""
     if handle.place.on_host:
@@ -160,16 +160,25 @@ def place_identity(handle: Executor, env: Mapping[str, str]) -> Optional[list]:
         return None
 
 
-def import_origin_across_sessions(cache: FactsCache, handle: Executor, package: str, env: Mapping[str, str],
-                                  tree: Optional[RepoRecord], front: tuple[str, ...] = ()) -> tuple[Optional[str], Optional[str], bool]:
+def import_origin_across_sessions(
+    cache: FactsCache,
+    handle: Executor,
+    package: str,
+    env: Mapping[str, str],
+    tree: RepoRecord | None,
+    front: tuple[str, ...] = (),
+) -> tuple[str | None, str | None, bool]:
     """(origin, why not importable, from an earlier session): provenance.import_origin, its answer kept
     for the next sessions while the place, the worktree (``tree``: its state before any command of
     ours), the package and the environment stay the same. Only an origin found is kept: a failed
     check is asked again."""
     place = place_identity(handle, env)
     worktree = worktree_identity(tree) if tree is not None else None
-    key = cache_key("import-origin", place, worktree, package, sorted(env.items()), *([list(front)] if front else [])) \
-        if place and worktree else None
+    key = (
+        cache_key("import-origin", place, worktree, package, sorted(env.items()), *([list(front)] if front else []))
+        if place and worktree
+        else None
+    )
     if key is not None:
         hit = cache.get(key)
         if hit is not None and isinstance(hit.get("origin"), str):
@@ -180,7 +189,7 @@ def import_origin_across_sessions(cache: FactsCache, handle: Executor, package: 
     return origin, why, False
 
 
-def cached_container_facts(cache: FactsCache, handle: Executor, vendor: str) -> Optional[ContainerFacts]:
+def cached_container_facts(cache: FactsCache, handle: Executor, vendor: str) -> ContainerFacts | None:
     """A container's facts as an earlier session read them, when it has not been restarted or
     recreated since; None: read them (provenance.read_container_facts), then :func:`remember_facts`."""
     try:
@@ -192,8 +201,14 @@ def cached_container_facts(cache: FactsCache, handle: Executor, vendor: str) -> 
         return None
     try:
         versions = Versions.model_validate(hit["versions"])
-        facts = ContainerFacts(handle, arch=hit["arch"], container_env=dict(hit["container_env"]),
-                               pythonpath=str(hit["pythonpath"]), identity=identity, cached=True)
+        facts = ContainerFacts(
+            handle,
+            arch=hit["arch"],
+            container_env=dict(hit["container_env"]),
+            pythonpath=str(hit["pythonpath"]),
+            identity=identity,
+            cached=True,
+        )
     except (KeyError, TypeError, ValueError):
         return None  # an entry of another shape: read afresh
     facts.keep_versions(versions, [str(gap) for gap in hit.get("gaps", [])])
@@ -205,16 +220,28 @@ def remember_facts(cache: FactsCache, facts: ContainerFacts, vendor: str) -> Non
     if facts.cached or facts.identity is None or facts.arch is None or facts.arch_problem:
         return
     versions, gaps = facts.versions_read(wait=False)
-    if any(not gap.endswith(f"not installed in {facts.handle.name}") and "no /opt/rocm/.info/version" not in gap
-           for gap in gaps):
+    if any(
+        not gap.endswith(f"not installed in {facts.handle.name}") and "no /opt/rocm/.info/version" not in gap
+        for gap in gaps
+    ):
         return  # a read that failed or did not end: the next session reads again
-    cache.put(cache_key("container-facts", facts.identity, vendor),
-              {"arch": facts.arch, "container_env": facts.container_env, "pythonpath": facts.pythonpath,
-               "versions": versions.model_dump(), "gaps": gaps})
+    cache.put(
+        cache_key("container-facts", facts.identity, vendor),
+        {
+            "arch": facts.arch,
+            "container_env": facts.container_env,
+            "pythonpath": facts.pythonpath,
+            "versions": versions.model_dump(),
+            "gaps": gaps,
+        },
+    )
 
 
 def kept_note(where: Place, facts: bool, packages: list[str]) -> str:
     """Which checks of the place were an earlier session's answers (facts_cache.py), and what they rest on."""
-    what = ([f"the facts of {where} (arch, versions: the same container start)"] if facts else []) + \
-        ([f"the import check of {', '.join(packages)} (the same place, commit and uncommitted files)"] if packages else [])
+    what = ([f"the facts of {where} (arch, versions: the same container start)"] if facts else []) + (
+        [f"the import check of {', '.join(packages)} (the same place, commit and uncommitted files)"]
+        if packages
+        else []
+    )
     return f"kept from an earlier session: {'; '.join(what)}"

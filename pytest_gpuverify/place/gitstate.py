@@ -9,11 +9,12 @@ is the repo's code, and an edit to it must show.
 from __future__ import annotations
 
 import subprocess
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable, NamedTuple, Optional
+from typing import NamedTuple
 
-from pytest_gpuverify.records.artifact import RepoRecord
 from pytest_gpuverify.config.targets import SCRATCH_ROOT
+from pytest_gpuverify.records.artifact import RepoRecord
 
 MAX_DIRTY_PATHS = 50
 
@@ -24,25 +25,27 @@ class GitResult(NamedTuple):
     stderr: str
 
 
-def run_git(path: Path, *args: str, timeout_s: float = 30) -> Optional[GitResult]:
+def run_git(path: Path, *args: str, timeout_s: float = 30) -> GitResult | None:
     """``git -C path ARGS``: the package's one way to run git. None when git is missing, cannot be
     started or runs past ``timeout_s``; bytes that are not UTF-8 (a file name, a message) are replaced."""
     try:
-        res = subprocess.run(["git", "-C", str(path), *args], capture_output=True, timeout=timeout_s,
-                             stdin=subprocess.DEVNULL)
+        res = subprocess.run(
+            ["git", "-C", str(path), *args], capture_output=True, timeout=timeout_s, stdin=subprocess.DEVNULL
+        )
     except (OSError, subprocess.TimeoutExpired):
         return None
-    return GitResult(res.returncode, res.stdout.decode("utf-8", errors="replace"),
-                     res.stderr.decode("utf-8", errors="replace"))
+    return GitResult(
+        res.returncode, res.stdout.decode("utf-8", errors="replace"), res.stderr.decode("utf-8", errors="replace")
+    )
 
 
-def git(path: Path, *args: str) -> Optional[str]:
+def git(path: Path, *args: str) -> str | None:
     """git's stdout, or None when git fails, hangs or is missing."""
     res = run_git(path, *args)
     return res.stdout if res is not None and res.returncode == 0 else None
 
 
-def own_output_dirs(tickets: Optional[Path]) -> list[Path]:
+def own_output_dirs(tickets: Path | None) -> list[Path]:
     """Where the plugin writes: the tickets folder (each ticket's artifacts and logs) and the scratch
     of runs on the host (``--gpu-container none``)."""
     return [p for p in (tickets, Path(SCRATCH_ROOT)) if p is not None]
@@ -51,11 +54,10 @@ def own_output_dirs(tickets: Optional[Path]) -> list[Path]:
 # Untracked files that test tools leave in any checkout they run in (pytest-cov's data files, pytest's
 # and Python's caches, hypothesis' and pytest-benchmark's folders): no change of the code under test.
 # Tracked ones still count: a checkout that tracks its .coverage changed when it changed.
-TOOL_DROPPINGS = (".coverage", ".coverage.*", "__pycache__/**", ".pytest_cache/**", ".hypothesis/**",
-                  ".benchmarks/**")
+TOOL_DROPPINGS = (".coverage", ".coverage.*", "__pycache__/**", ".pytest_cache/**", ".hypothesis/**", ".benchmarks/**")
 
 
-def changes(top: Path, own: Iterable[Path] = ()) -> Optional[list[tuple[str, str]]]:
+def changes(top: Path, own: Iterable[Path] = ()) -> list[tuple[str, str]] | None:
     """(status, path) of every change git sees in the checkout ``top``, as ``git status --porcelain``
     writes them, less the untracked files inside ``own`` folders and the tools' untracked droppings
     (:data:`TOOL_DROPPINGS`, in any folder); None when git cannot tell."""
@@ -73,21 +75,21 @@ def changes(top: Path, own: Iterable[Path] = ()) -> Optional[list[tuple[str, str
     return found
 
 
-def status_paths(top: Path) -> Optional[list[str]]:
+def status_paths(top: Path) -> list[str] | None:
     """Every path ``git status`` names in the checkout ``top``, each untracked file on its own (not
     its folder), ignored files left out; None when git cannot tell."""
     out = git(top, "status", "--porcelain=v1", "-z", "--untracked-files=all")
     return [name for _, name in _entries(out)] if out is not None else None
 
 
-def tracked_changes(path: Path) -> Optional[frozenset[str]]:
+def tracked_changes(path: Path) -> frozenset[str] | None:
     """The tracked files that differ from HEAD in the checkout holding ``path``; None when git cannot tell."""
     top = git_toplevel(path)
     out = git(top, "status", "--porcelain=v1", "-z", "--untracked-files=no") if top is not None else None
     return frozenset(name for _, name in _entries(out)) if out is not None else None
 
 
-def git_toplevel(path: Path) -> Optional[Path]:
+def git_toplevel(path: Path) -> Path | None:
     """The top of the git checkout holding ``path`` (a file or a folder), or None."""
     top = (git(path if path.is_dir() else path.parent, "rev-parse", "--show-toplevel") or "").strip()
     return Path(top) if top else None
@@ -122,7 +124,7 @@ def _entries(porcelain: str) -> list[tuple[str, str]]:
     return out
 
 
-def _inside(top: Path, folder: Path) -> Optional[str]:
+def _inside(top: Path, folder: Path) -> str | None:
     """``folder`` relative to ``top`` when it lies strictly inside it (never the checkout itself)."""
     try:
         rel = folder.resolve().relative_to(Path(top).resolve())

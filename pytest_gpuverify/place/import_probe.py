@@ -17,9 +17,8 @@ from __future__ import annotations
 import hashlib
 import json
 import shlex
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Optional, Sequence
-
 
 PROBE_VAR = "GPUVERIFY_IMPORT_PROBE"  # the folder each process writes its record into
 NAMES_VAR = "GPUVERIFY_IMPORT_NAMES"  # the packages under test, comma-separated
@@ -126,7 +125,7 @@ class Observed:
 
     processes: int = 0
     origins: dict[str, list[str]] = field(default_factory=dict)
-    problem: Optional[str] = None  # why nothing could be read back
+    problem: str | None = None  # why nothing could be read back
 
     @property
     def recorded(self) -> bool:
@@ -165,7 +164,7 @@ def read_records(handle, folder: str) -> Observed:
     return parse_records(out.decode("utf-8", errors="replace"))
 
 
-def install(handle, folder: str) -> Optional[str]:
+def install(handle, folder: str) -> str | None:
     """Put the probe into ``folder`` in the place; the reason when it could not be."""
     try:
         code, out = handle.capture(install_command(folder), timeout_s=60)

@@ -19,9 +19,9 @@ from __future__ import annotations
 import configparser
 import shlex
 import tomllib
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import Optional, Sequence
 
 from pytest_gpuverify.config.targets import BENCH, PYTEST_KINDS, Target
 
@@ -32,7 +32,7 @@ _INI_NAMES = ("pytest.toml", ".pytest.toml", "pytest.ini", ".pytest.ini", "pypro
 class IniFile:
     path: Path
     pythonpath: tuple[str, ...] = ()  # the entries as written (relative to the rootdir, or absolute)
-    problem: Optional[str] = None  # the file could not be read: no entry taken from it
+    problem: str | None = None  # the file could not be read: no entry taken from it
 
 
 @dataclass
@@ -50,7 +50,7 @@ class ImportFront:
             self.said.append(f"{folder} ({why})")
 
 
-def read_ini(path: Path) -> Optional[IniFile]:
+def read_ini(path: Path) -> IniFile | None:
     """The pytest configuration of ``path`` when it holds one (a ``pytest.ini`` always does, even empty);
     None when it is not a pytest configuration file."""
     name = path.name
@@ -98,7 +98,7 @@ def _entries(value: object) -> tuple[str, ...]:
     return ()
 
 
-def find_ini(start: Path, top: Path) -> Optional[IniFile]:
+def find_ini(start: Path, top: Path) -> IniFile | None:
     """The pytest configuration pytest would take for a test at ``start``, looked for up to ``top``."""
     here = start if start.is_dir() else start.parent
     while True:
@@ -113,7 +113,7 @@ def find_ini(start: Path, top: Path) -> Optional[IniFile]:
         here = here.parent
 
 
-def _option(args: Sequence[str], *names: str) -> Optional[str]:
+def _option(args: Sequence[str], *names: str) -> str | None:
     """The value of the last of ``names`` among pytest's arguments (``-c FILE``, ``--rootdir=DIR``)."""
     value = None
     for i, arg in enumerate(args):
@@ -125,7 +125,7 @@ def _option(args: Sequence[str], *names: str) -> Optional[str]:
     return value
 
 
-def _in_place(host: Path, wt_host: Path, wt: str) -> Optional[str]:
+def _in_place(host: Path, wt_host: Path, wt: str) -> str | None:
     """A host path in the worktree, as the place sees it; None outside the worktree."""
     try:
         rel = host.resolve().relative_to(wt_host.resolve())

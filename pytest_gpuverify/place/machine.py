@@ -12,7 +12,7 @@ without a reboot. A reading that failed outright is not kept.
 from __future__ import annotations
 
 import time
-from typing import Any, Optional
+from typing import Any
 
 from pytest_gpuverify.common.profile import PROFILE
 from pytest_gpuverify.gpu.base import GpuInfo
@@ -23,7 +23,7 @@ from pytest_gpuverify.records.machine import MachineGpu, MachineRecord
 READ_WITH_FILES = "sysfs, /proc"
 
 
-def read_machine(backend: Any, inventory: list[GpuInfo], cache: Optional[FactsCache] = None) -> MachineRecord:
+def read_machine(backend: Any, inventory: list[GpuInfo], cache: FactsCache | None = None) -> MachineRecord:
     """The identity of this machine and its GPUs (``inventory``: the session's GPU list). Never raises:
     what could not be read is null, with a line of ``unknowns`` saying why."""
     with PROFILE.phase("machine identity"):
@@ -31,8 +31,15 @@ def read_machine(backend: Any, inventory: list[GpuInfo], cache: Optional[FactsCa
         changing = read_changing(backend, inventory)
         key = None
         if cache is not None and host.get("boot_id"):
-            key = cache_key("machine", host["boot_id"], host["hostname"], backend.vendor, changing.get("driver"),
-                            fixed_source(backend), [[g.index, g.uuid, g.name, g.arch] for g in inventory])
+            key = cache_key(
+                "machine",
+                host["boot_id"],
+                host["hostname"],
+                backend.vendor,
+                changing.get("driver"),
+                fixed_source(backend),
+                [[g.index, g.uuid, g.name, g.arch] for g in inventory],
+            )
         fixed = cache.get(key) if cache is not None and key is not None else None
         kept_from = None
         if fixed is not None:
@@ -45,14 +52,16 @@ def read_machine(backend: Any, inventory: list[GpuInfo], cache: Optional[FactsCa
         return assemble(backend.vendor, host, fixed, changing, unknowns, kept_from)
 
 
-def assemble(vendor: str, host: dict, fixed: dict, changing: dict, unknowns: list[str],
-             kept_from: Optional[str] = None) -> MachineRecord:
+def assemble(
+    vendor: str, host: dict, fixed: dict, changing: dict, unknowns: list[str], kept_from: str | None = None
+) -> MachineRecord:
     """The record from the host's facts and the two readings (gpu/identity.py)."""
     gpus: dict[int, dict] = {}
     for part in (fixed, changing):
         for facts in part.get("gpus", []):
             gpus.setdefault(int(facts["index"]), {}).update(
-                {k: v for k, v in facts.items() if k in MachineGpu.model_fields and k != "index"})
+                {k: v for k, v in facts.items() if k in MachineGpu.model_fields and k != "index"}
+            )
     unknowns = list(unknowns)
     for part, keys in ((fixed, FIXED), (changing, CHANGING["rocm" if vendor == "rocm" else "nvidia"])):
         why = part.get("why", {})
@@ -68,12 +77,24 @@ def assemble(vendor: str, host: dict, fixed: dict, changing: dict, unknowns: lis
     for key, part in (("runtime", fixed), ("driver", changing)):
         if part.get(key) is None:
             unknowns.append(f"{key}: {part.get('why_' + key, 'not read')}")
-    read_with = fixed.get("read_with") if fixed.get("read_with") == changing.get("read_with") else \
-        f"{fixed.get('read_with')} (fixed facts), {changing.get('read_with')}"
+    read_with = (
+        fixed.get("read_with")
+        if fixed.get("read_with") == changing.get("read_with")
+        else f"{fixed.get('read_with')} (fixed facts), {changing.get('read_with')}"
+    )
     return MachineRecord(
-        vendor=vendor, read_with=f"{read_with}; {READ_WITH_FILES}", hostname=host.get("hostname"),
-        machine_id=host.get("machine_id"), boot_id=host.get("boot_id"), dmi_product=host.get("dmi_product"),
-        dmi_serial=host.get("dmi_serial"), kernel=host.get("kernel"), driver=changing.get("driver"),
-        runtime=fixed.get("runtime"), gpus_visible=len(gpus) if gpus else None,
+        vendor=vendor,
+        read_with=f"{read_with}; {READ_WITH_FILES}",
+        hostname=host.get("hostname"),
+        machine_id=host.get("machine_id"),
+        boot_id=host.get("boot_id"),
+        dmi_product=host.get("dmi_product"),
+        dmi_serial=host.get("dmi_serial"),
+        kernel=host.get("kernel"),
+        driver=changing.get("driver"),
+        runtime=fixed.get("runtime"),
+        gpus_visible=len(gpus) if gpus else None,
         gpus=[MachineGpu(index=i, **facts) for i, facts in sorted(gpus.items())],
-        unknowns=unknowns, kept_from=kept_from)
+        unknowns=unknowns,
+        kept_from=kept_from,
+    )

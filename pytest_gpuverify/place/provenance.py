@@ -7,16 +7,16 @@ cannot be read is ``None`` with the reason, never a guess.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Mapping, Optional, Sequence
 
-from pytest_gpuverify.records.artifact import Versions
-from pytest_gpuverify.common.threads import Background
 from pytest_gpuverify.common.profile import PROFILE
+from pytest_gpuverify.common.threads import Background
 from pytest_gpuverify.execute.base import Executor  # a container, or the host itself (a Containers row named host)
 from pytest_gpuverify.execute.container import ContainerError
 from pytest_gpuverify.place.gitstate import repo_state  # noqa: F401 (re-exported: the run reads repo state through here)
+from pytest_gpuverify.records.artifact import Versions
 
 VERSIONS_TIMEOUT_S = 60
 
@@ -59,7 +59,7 @@ _FIND_SPEC = (
 )
 
 
-def container_arch(container: Executor, vendor: str = "rocm") -> tuple[Optional[str], Optional[str]]:
+def container_arch(container: Executor, vendor: str = "rocm") -> tuple[str | None, str | None]:
     """(arch, None) or (None, why), read inside: rocminfo's first GPU agent (ROCm), or the first
     GPU's compute capability as sm_XY (NVIDIA)."""
     if vendor == "nvidia":
@@ -83,8 +83,9 @@ def container_arch(container: Executor, vendor: str = "rocm") -> tuple[Optional[
     return None, f"{tool} in {container.name} printed no GPU (exit {code})"
 
 
-def import_origin(container: Executor, package: str, env: Mapping[str, str],
-                  front: Sequence[str] = ()) -> tuple[Optional[str], Optional[str]]:
+def import_origin(
+    container: Executor, package: str, env: Mapping[str, str], front: Sequence[str] = ()
+) -> tuple[str | None, str | None]:
     """Where ``package`` would be imported from with the command's environment ``env`` and the folders it
     puts before its PYTHONPATH (``front``: import_rules.py), checked from ``/``.
 
@@ -113,8 +114,11 @@ def read_versions(container: Executor) -> tuple[Versions, list[str]]:
         triton=data.get("triton") or data.get("pytorch-triton-rocm"),
         python=data.get("python"),
     )
-    gaps = [f"versions: {k} is null: not installed in {container.name}" for k in ("torch", "triton")
-            if getattr(versions, k) is None]
+    gaps = [
+        f"versions: {k} is null: not installed in {container.name}"
+        for k in ("torch", "triton")
+        if getattr(versions, k) is None
+    ]
     if versions.rocm is None and versions.cuda is None:
         gaps.append(f"versions: rocm is null: no /opt/rocm/.info/version in {container.name}")
     return versions, gaps
@@ -134,15 +138,15 @@ class ContainerFacts:
     a ``python3`` in the container."""
 
     handle: Executor
-    arch: Optional[str] = None
-    arch_problem: Optional[str] = None
+    arch: str | None = None
+    arch_problem: str | None = None
     container_env: dict[str, str] = field(default_factory=dict)
     pythonpath: str = ""  # the place's own PYTHONPATH: a command's import path goes before it, never replaces it
-    reading: Optional[Background[tuple[Versions, list[str]]]] = None  # the versions' read, under way
-    _read: Optional[tuple[Versions, list[str]]] = None
-    identity: Optional[list] = None  # the container's id and start time when read (facts_cache.py)
+    reading: Background[tuple[Versions, list[str]]] | None = None  # the versions' read, under way
+    _read: tuple[Versions, list[str]] | None = None
+    identity: list | None = None  # the container's id and start time when read (facts_cache.py)
     cached: bool = False  # kept from an earlier session of the same container start (facts_cache.py)
-    import_probe: Optional[str] = None  # the import probe's folder, once put there this session (import_probe.py)
+    import_probe: str | None = None  # the import probe's folder, once put there this session (import_probe.py)
 
     def keep_versions(self, versions: Versions, gaps: list[str]) -> None:
         """The versions as read before (an earlier session's read of the same container start)."""
@@ -158,8 +162,11 @@ class ContainerFacts:
                 return Versions(), [f"versions: not read in {self.handle.name}: the run ended before its command"]
             reading.wait(VERSIONS_TIMEOUT_S + 5)  # its own command is bounded by VERSIONS_TIMEOUT_S
             try:  # the artifact is built from this: never lose it to the read
-                self._read = reading.result() if reading.done else (
-                    Versions(), [f"versions: not read in {self.handle.name}: the read did not end"])
+                self._read = (
+                    reading.result()
+                    if reading.done
+                    else (Versions(), [f"versions: not read in {self.handle.name}: the read did not end"])
+                )
             except Exception as exc:
                 self._read = Versions(), [f"versions: could not be read in {self.handle.name} ({exc})"]
             self.reading = None
@@ -167,8 +174,16 @@ class ContainerFacts:
 
 
 # Variables the container itself sets that change what runs; recorded, never overridden.
-CONTAINER_ENV_RECORDED = ("AITER_USE_SYSTEM_TRITON", "AITER_TRITON_ONLY", "GPU_ARCHS", "HIP_VISIBLE_DEVICES",
-                          "ROCR_VISIBLE_DEVICES", "FLYDSL_RUNTIME_CACHE_DIR", "TRITON_CACHE_DIR", "TRITON_PRINT_AUTOTUNING")
+CONTAINER_ENV_RECORDED = (
+    "AITER_USE_SYSTEM_TRITON",
+    "AITER_TRITON_ONLY",
+    "GPU_ARCHS",
+    "HIP_VISIBLE_DEVICES",
+    "ROCR_VISIBLE_DEVICES",
+    "FLYDSL_RUNTIME_CACHE_DIR",
+    "TRITON_CACHE_DIR",
+    "TRITON_PRINT_AUTOTUNING",
+)
 
 
 def _timed_versions(handle: Executor) -> tuple[Versions, list[str]]:
@@ -194,14 +209,15 @@ def read_container_facts(handle: Executor, vendor: str = "rocm", read_arch: bool
     return facts
 
 
-def move_out(handle, inside: str, dest: Path, limit: int = 64 << 20) -> tuple[Optional[Path], Optional[str]]:
+def move_out(handle, inside: str, dest: Path, limit: int = 64 << 20) -> tuple[Path | None, str | None]:
     """Copy a file the run wrote inside (a JUnit report) to ``dest`` and remove it there.
     (None, None) when the run wrote none; (None, why) when it could not be fetched."""
     import shlex
 
     try:
-        code, data = handle.capture(["sh", "-c", f"cat {shlex.quote(inside)} && rm -f {shlex.quote(inside)}"],
-                                    timeout_s=60, limit=limit)
+        code, data = handle.capture(
+            ["sh", "-c", f"cat {shlex.quote(inside)} && rm -f {shlex.quote(inside)}"], timeout_s=60, limit=limit
+        )
     except ContainerError as exc:
         return None, f"{inside} could not be fetched: {exc}"
     if code != 0 or not data:

@@ -16,50 +16,67 @@ import os
 import re
 import socket
 import time
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import Any, Iterable, Literal, Optional, Sequence, Union
+from typing import Any, Literal
 
-from pytest_gpuverify.place.devcontainer import Mount, devcontainer_mounts, find_config, name_from_run_args, read_config, substitute
-from pytest_gpuverify.config.envfile import ContainerRow, EnvFile, RepoRow
 from pytest_gpuverify.config.containers import is_run_name, runs_on_host
+from pytest_gpuverify.config.envfile import ContainerRow, EnvFile, RepoRow
+from pytest_gpuverify.place.devcontainer import (
+    Mount,
+    devcontainer_mounts,
+    find_config,
+    name_from_run_args,
+    read_config,
+    substitute,
+)
 
 Source = Literal["option", "devcontainer", "repos", "running"]
-PathLike = Union[str, os.PathLike]
+PathLike = str | os.PathLike
 
 LOCAL_FOLDER_LABEL = "devcontainer.local_folder"  # set by the devcontainers CLI on what it creates
 CONFIG_FILE_LABEL = "devcontainer.config_file"
 START_WAIT_S = 10.0
-NOTHING_FIX = ("Fix: set the Repos row's container, add .devcontainer/devcontainer.json to the ticket, "
-               "or pass --gpu-container")
+NOTHING_FIX = (
+    "Fix: set the Repos row's container, add .devcontainer/devcontainer.json to the ticket, or pass --gpu-container"
+)
 
 
 @dataclass
 class Resolution:
-    name: Optional[str] = None  # None with no problem only for `--gpu-container none` (the host)
-    source: Optional[Source] = None  # None when nothing was found
+    name: str | None = None  # None with no problem only for `--gpu-container none` (the host)
+    source: Source | None = None  # None when nothing was found
     mounts: list[Mount] = field(default_factory=list)  # host -> container, for the worktree
-    problem: Optional[str] = None  # one line: why no usable container, and the fix
+    problem: str | None = None  # one line: why no usable container, and the fix
     started: bool = False  # we started the user's stopped container (allow_start)
     notes: list[str] = field(default_factory=list)
-    image: Optional[str] = None  # Config.Image of the container, from docker inspect
-    config_file: Optional[Path] = None  # the devcontainer.json that named it
-    fresh: Optional[ContainerRow] = None  # a `run` row: a container is started per locked run (ephemeral.py)
+    image: str | None = None  # Config.Image of the container, from docker inspect
+    config_file: Path | None = None  # the devcontainer.json that named it
+    fresh: ContainerRow | None = None  # a `run` row: a container is started per locked run (ephemeral.py)
 
     @property
     def ok(self) -> bool:
         return self.problem is None
 
 
-def resolve_container(env: EnvFile, *, ticket: Optional[str], repo_row: Optional[RepoRow],
-                      target_path: Optional[PathLike], docker_client: Any, override: Optional[str] = None,
-                      allow_start: bool = False, host_name: Optional[str] = None) -> Resolution:
+def resolve_container(
+    env: EnvFile,
+    *,
+    ticket: str | None,
+    repo_row: RepoRow | None,
+    target_path: PathLike | None,
+    docker_client: Any,
+    override: str | None = None,
+    allow_start: bool = False,
+    host_name: str | None = None,
+) -> Resolution:
     """Pick the container for one target; ``host_name`` is this host's row (default: the hostname)."""
     import docker.errors
 
     host = host_name or socket.gethostname()
     repo_mounts = _repo_mounts(repo_row)
-    found: Optional[Resolution]
+    found: Resolution | None
     if override is not None and override.strip():
         override = override.strip()
         if runs_on_host(override):
@@ -78,8 +95,10 @@ def resolve_container(env: EnvFile, *, ticket: Optional[str], repo_row: Optional
                 found = _from_running(env, ticket, docker_client, host, repo_row, repo_mounts)
                 origin = "a running container of the Containers table"
         except (docker.errors.DockerException, OSError) as exc:  # requests' errors are OSErrors
-            found = Resolution(problem=f"cannot list containers through the Docker Engine: {exc}. "
-                               "Fix: start Docker, or pass --gpu-container")
+            found = Resolution(
+                problem=f"cannot list containers through the Docker Engine: {exc}. "
+                "Fix: start Docker, or pass --gpu-container"
+            )
         found.notes[:0] = notes
     if found.problem is None:
         found.notes.append(f"container {found.name} ({found.source}: {origin})")
@@ -89,10 +108,10 @@ def resolve_container(env: EnvFile, *, ticket: Optional[str], repo_row: Optional
     return found
 
 
-def map_to_container(mounts: Iterable[tuple[PathLike, str]], host_path: PathLike) -> Optional[str]:
+def map_to_container(mounts: Iterable[tuple[PathLike, str]], host_path: PathLike) -> str | None:
     """The container path of ``host_path``: the longest mount source holding it (whole components)."""
     target = Path(os.path.expanduser(host_path)).resolve()
-    best: Optional[tuple[int, str]] = None
+    best: tuple[int, str] | None = None
     for source, dest in mounts:
         root = Path(os.path.expanduser(source)).resolve()
         if target == root or root in target.parents:
@@ -105,16 +124,19 @@ def map_to_container(mounts: Iterable[tuple[PathLike, str]], host_path: PathLike
 
 def bind_mounts(info: dict) -> list[Mount]:
     """A container's bind mounts (host -> container), from its ``docker inspect``."""
-    return [(str(m["Source"]), str(m["Destination"])) for m in info.get("Mounts") or []
-            if m.get("Type") == "bind" and m.get("Source") and m.get("Destination")]
+    return [
+        (str(m["Source"]), str(m["Destination"]))
+        for m in info.get("Mounts") or []
+        if m.get("Type") == "bind" and m.get("Source") and m.get("Destination")
+    ]
 
 
 # -- sources ------------------------------------------------------------------------------------
-def _repo_mounts(row: Optional[RepoRow]) -> list[Mount]:
+def _repo_mounts(row: RepoRow | None) -> list[Mount]:
     return [(str(Path(row.path).expanduser()), row.mount)] if row and row.path and row.mount else []
 
 
-def _from_devcontainer(env: EnvFile, ticket: Optional[str], client: Any, notes: list[str]) -> Optional[Resolution]:
+def _from_devcontainer(env: EnvFile, ticket: str | None, client: Any, notes: list[str]) -> Resolution | None:
     if env.resources.tickets is None or not ticket:
         return None
     folder = Path(os.path.abspath(Path(env.resources.tickets).expanduser() / ticket))
@@ -138,8 +160,11 @@ def _from_devcontainer(env: EnvFile, ticket: Optional[str], client: Any, notes: 
         return found
     # no --name: the devcontainers CLI labels what it creates with the folder holding the config
     folders = {str(folder), os.path.realpath(folder)}
-    listed = {c["Id"]: c for value in sorted(folders) for c in
-              client.api.containers(all=True, filters={"label": f"{LOCAL_FOLDER_LABEL}={value}"})}
+    listed = {
+        c["Id"]: c
+        for value in sorted(folders)
+        for c in client.api.containers(all=True, filters={"label": f"{LOCAL_FOLDER_LABEL}={value}"})
+    }
     hits = list(listed.values())
     if len(hits) > 1:  # several configs in one folder: the config_file label tells them apart
         configs = {str(config_file), os.path.realpath(config_file)}
@@ -148,16 +173,21 @@ def _from_devcontainer(env: EnvFile, ticket: Optional[str], client: Any, notes: 
     names = sorted(_names(c)[0] for c in hits if _names(c))
     if len(names) > 1:
         both = "both" if len(names) == 2 else "all"
-        found.problem = (f"ambiguous: {_and(names)} {both} carry the label {LOCAL_FOLDER_LABEL}={folder} "
-                         f"({config_file} sets no --name); pass --gpu-container")
+        found.problem = (
+            f"ambiguous: {_and(names)} {both} carry the label {LOCAL_FOLDER_LABEL}={folder} "
+            f"({config_file} sets no --name); pass --gpu-container"
+        )
         return found
     if names:
         found.name = names[0]
-        notes.append(f"{config_file} sets no --name in runArgs; found {names[0]} by its label "
-                     f"{LOCAL_FOLDER_LABEL}={folder}")
+        notes.append(
+            f"{config_file} sets no --name in runArgs; found {names[0]} by its label {LOCAL_FOLDER_LABEL}={folder}"
+        )
         return found
-    notes.append(f"{config_file} sets no --name in runArgs and no container is labelled "
-                 f"{LOCAL_FOLDER_LABEL}={folder}; it names no container")
+    notes.append(
+        f"{config_file} sets no --name in runArgs and no container is labelled "
+        f"{LOCAL_FOLDER_LABEL}={folder}; it names no container"
+    )
     return None
 
 
@@ -188,13 +218,14 @@ def names_ticket(text: str, ticket: str) -> bool:
     return re.search(pattern, text.casefold()) is not None
 
 
-def _from_running(env: EnvFile, ticket: Optional[str], client: Any, host: str, repo_row: Optional[RepoRow],
-                  repo_mounts: list[Mount]) -> Resolution:
+def _from_running(
+    env: EnvFile, ticket: str | None, client: Any, host: str, repo_row: RepoRow | None, repo_mounts: list[Mount]
+) -> Resolution:
     """A running container of the table matched by ticket key (name or image) or by the row's image."""
     import docker.errors
 
     rows = {row.name: row for row in env.containers if _host_ok(row, host)}
-    image_ids: dict[str, Optional[str]] = {}
+    image_ids: dict[str, str | None] = {}
     by_key: list[str] = []
     by_image: list[str] = []
     stopped: list[str] = []
@@ -211,8 +242,11 @@ def _from_running(env: EnvFile, ticket: Optional[str], client: Any, host: str, r
                     image_ids[row.image] = client.api.inspect_image(row.image).get("Id")
                 except (docker.errors.DockerException, OSError):
                     image_ids[row.image] = None
-            image_hit = (_normal_image(row.image) == _normal_image(image)
-                         or image_ids[row.image] is not None and image_ids[row.image] == listed.get("ImageID"))
+            image_hit = (
+                _normal_image(row.image) == _normal_image(image)
+                or image_ids[row.image] is not None
+                and image_ids[row.image] == listed.get("ImageID")
+            )
         if listed.get("State") != "running":
             if key_hit and listed.get("State") in ("created", "exited"):
                 stopped.append(name)
@@ -224,34 +258,51 @@ def _from_running(env: EnvFile, ticket: Optional[str], client: Any, host: str, r
     # a key match is the stronger evidence; within one tier, two or more is never a guess
     for hits, why in ((sorted(by_key), str(ticket)), (sorted(by_image), "the image of their Containers row")):
         if len(hits) == 1:
-            return Resolution(hits[0], "running", repo_mounts, notes=[f"{hits[0]} is the one running "
-                              f"container of the Containers table that matches {why}"])
+            return Resolution(
+                hits[0],
+                "running",
+                repo_mounts,
+                notes=[f"{hits[0]} is the one running container of the Containers table that matches {why}"],
+            )
         if hits:
             both = "both match" if len(hits) == 2 else "all match"
             return Resolution(source="running", problem=f"ambiguous: {_and(hits)} {both} {why}; pass --gpu-container")
     where = f"ticket {ticket}" if ticket else "this run (no --ticket)"
     repo = f", Repos row {repo_row.repo} sets no container" if repo_row is not None else ""
-    extra = (f" (stopped and matching: {_and(sorted(stopped))}; start one with `docker start {sorted(stopped)[0]}` "
-             "or --gpu-start-container and pass --gpu-container)") if stopped else ""
-    return Resolution(problem=f"no container found for {where}{repo}, and no running container of the "
-                      f"Containers table of {env.path} matches it{extra}. {NOTHING_FIX}")
+    extra = (
+        (
+            f" (stopped and matching: {_and(sorted(stopped))}; start one with `docker start {sorted(stopped)[0]}` "
+            "or --gpu-start-container and pass --gpu-container)"
+        )
+        if stopped
+        else ""
+    )
+    return Resolution(
+        problem=f"no container found for {where}{repo}, and no running container of the "
+        f"Containers table of {env.path} matches it{extra}. {NOTHING_FIX}"
+    )
 
 
 # -- checks on the chosen candidate --------------------------------------------------------------
-def _check(env: EnvFile, res: Resolution, origin: str, client: Any, host: str, allow_start: bool,
-           target_path: Optional[PathLike]) -> None:
+def _check(
+    env: EnvFile, res: Resolution, origin: str, client: Any, host: str, allow_start: bool, target_path: PathLike | None
+) -> None:
     import docker.errors
 
     name = res.name or ""
     row = env.container(name)
     if row is None:
-        res.problem = (f"container {name} ({origin}) is not in the Containers table of {env.path}: it is not "
-                       "yours, so it gets no exec and is not started. Fix: add it to the Containers table if it "
-                       "is yours, or pass --gpu-container NAME")
+        res.problem = (
+            f"container {name} ({origin}) is not in the Containers table of {env.path}: it is not "
+            "yours, so it gets no exec and is not started. Fix: add it to the Containers table if it "
+            "is yours, or pass --gpu-container NAME"
+        )
         return
     if not _host_ok(row, host):
-        res.problem = (f"container {name} ({origin}) belongs to host {row.host} in the Containers table of "
-                       f"{env.path}, not to this host {host}. Fix: run on {row.host}, or pass --gpu-container")
+        res.problem = (
+            f"container {name} ({origin}) belongs to host {row.host} in the Containers table of "
+            f"{env.path}, not to this host {host}. Fix: run on {row.host}, or pass --gpu-container"
+        )
         return
     if is_run_name(name):  # nothing to inspect: started from the row's image once the GPUs are locked
         res.fresh, res.image = row, row.image
@@ -286,12 +337,14 @@ def _check(env: EnvFile, res: Resolution, origin: str, client: Any, host: str, a
     _check_mounts(res, info, origin, target_path)
 
 
-def _inspect(client: Any, name: str) -> Union[dict, str]:
+def _inspect(client: Any, name: str) -> dict | str:
     """docker inspect data, or the reason as the end of a sentence. An ID-prefix hit does not count."""
     import docker.errors
 
-    missing = ("does not exist on this host. Fix: create it (for a devcontainer: `devcontainer up "
-               "--workspace-folder <ticket dir>`), or pass --gpu-container")
+    missing = (
+        "does not exist on this host. Fix: create it (for a devcontainer: `devcontainer up "
+        "--workspace-folder <ticket dir>`), or pass --gpu-container"
+    )
     try:
         info = client.api.inspect_container(name)
     except docker.errors.NotFound:
@@ -301,7 +354,7 @@ def _inspect(client: Any, name: str) -> Union[dict, str]:
     return info if str(info.get("Name", "")).lstrip("/") == name else missing
 
 
-def _wait_running(client: Any, name: str) -> Union[dict, str]:
+def _wait_running(client: Any, name: str) -> dict | str:
     deadline = time.monotonic() + START_WAIT_S
     while True:
         info = _inspect(client, name)
@@ -311,12 +364,14 @@ def _wait_running(client: Any, name: str) -> Union[dict, str]:
         if state.get("Running") and not state.get("Restarting"):
             return info
         if state.get("Status") in ("exited", "dead") or time.monotonic() > deadline:
-            return (f"did not stay running after `docker start` (status {state.get('Status')}, exit code "
-                    f"{state.get('ExitCode')}). Fix: see `docker logs {name}`")
+            return (
+                f"did not stay running after `docker start` (status {state.get('Status')}, exit code "
+                f"{state.get('ExitCode')}). Fix: see `docker logs {name}`"
+            )
         time.sleep(0.1)
 
 
-def _check_mounts(res: Resolution, info: dict, origin: str, target_path: Optional[PathLike]) -> None:
+def _check_mounts(res: Resolution, info: dict, origin: str, target_path: PathLike | None) -> None:
     """The declared mapping must agree with the container's real bind mounts for the target."""
     if target_path is None:
         return
@@ -325,11 +380,15 @@ def _check_mounts(res: Resolution, info: dict, origin: str, target_path: Optiona
     actual = map_to_container(binds, target_path)
     if actual is None:
         said = f"; {origin} maps it to {declared}" if declared else ""
-        res.problem = (f"{target_path} is not in any folder bind-mounted into container {res.name}{said}. "
-                       "Fix: mount the repo into the container (Repos row mount, devcontainer workspaceMount), "
-                       "or pass --gpu-container")
+        res.problem = (
+            f"{target_path} is not in any folder bind-mounted into container {res.name}{said}. "
+            "Fix: mount the repo into the container (Repos row mount, devcontainer workspaceMount), "
+            "or pass --gpu-container"
+        )
     elif declared != actual:
         said = f"not at {declared} as {origin} says" if declared else f"which {origin} does not map"
-        res.notes.append(f"container {res.name} mounts {target_path} at {actual}, {said}; using the bind "
-                         "mounts that docker inspect shows")
+        res.notes.append(
+            f"container {res.name} mounts {target_path} at {actual}, {said}; using the bind "
+            "mounts that docker inspect shows"
+        )
         res.mounts = binds

@@ -6,9 +6,9 @@ devcontainer may mount it elsewhere than the Repos row says): see :func:`contain
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import Iterable, Optional
 
 from pytest_gpuverify.config.envfile import EnvFile, RepoRow
 from pytest_gpuverify.place.gitstate import git_toplevel
@@ -22,10 +22,10 @@ class WorkspaceError(Exception):
 class Workspace:
     repo: RepoRow
     wt_host: Path  # the worktree (git top level) on the host
-    rel_target: Optional[PurePosixPath]  # the target file relative to the worktree
+    rel_target: PurePosixPath | None  # the target file relative to the worktree
 
 
-def locate(env: EnvFile, location: Path, repo_name: Optional[str] = None, file: Optional[Path] = None) -> Workspace:
+def locate(env: EnvFile, location: Path, repo_name: str | None = None, file: Path | None = None) -> Workspace:
     location = location.resolve()
     repo = env.repo(repo_name) if repo_name else env.repo_for_path(location)
     if repo_name and repo is None:
@@ -48,7 +48,7 @@ def locate(env: EnvFile, location: Path, repo_name: Optional[str] = None, file: 
     return Workspace(repo, wt, rel)
 
 
-def kernel_repo_of(env: EnvFile, paths: Iterable[Path]) -> Optional[RepoRow]:
+def kernel_repo_of(env: EnvFile, paths: Iterable[Path]) -> RepoRow | None:
     """The Repos row whose checkout holds every one of ``paths`` (a session's arguments), else None.
     Such a session only drives that repo's targets, whose conftest.py files belong to the repo's
     own pytest runs, inside its container."""

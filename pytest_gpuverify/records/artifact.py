@@ -9,14 +9,14 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal, Optional, Union
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from pytest_gpuverify.records.builds import BuildRecord, FreshContainerRecord
 from pytest_gpuverify.common.files import RESULT_MODE, write_atomic
+from pytest_gpuverify.records.builds import BuildRecord, FreshContainerRecord
 from pytest_gpuverify.records.machine import MachineRecord
 from pytest_gpuverify.records.scheduling import SchedulerRecord, ShardRecord
 
@@ -43,59 +43,58 @@ def _finite_or_none(value: Any) -> Any:
 class GpuRecord(_Model):
     """The GPU the command saw. ``hip_index`` on ROCm, ``index`` on every backend."""
 
-    index: Optional[int] = None
-    hip_index: Optional[int] = None
-    arch: Optional[str] = None
-    name: Optional[str] = None
-    uuid: Optional[str] = None
-    lock_path: Optional[str] = None
+    index: int | None = None
+    hip_index: int | None = None
+    arch: str | None = None
+    name: str | None = None
+    uuid: str | None = None
+    lock_path: str | None = None
 
 
 class Versions(_Model):
-    rocm: Optional[str] = None
-    torch: Optional[str] = None
-    hip: Optional[str] = None
-    cuda: Optional[str] = None
-    triton: Optional[str] = None
-    python: Optional[str] = None
+    rocm: str | None = None
+    torch: str | None = None
+    hip: str | None = None
+    cuda: str | None = None
+    triton: str | None = None
+    python: str | None = None
 
 
 class RepoRecord(_Model):
     path: str
-    sha: Optional[str] = None
-    dirty: Optional[bool] = None
+    sha: str | None = None
+    dirty: bool | None = None
     dirty_paths: list[str] = Field(default_factory=list)
     # the state the command ran on: "before any command" (read once, before anything of ours ran) or "after
     # the builds" (read again once the declared builds ran); the tracked files they changed
-    state: Optional[str] = None
+    state: str | None = None
     changed_by_builds: list[str] = Field(default_factory=list)
 
 
 class Correctness(_Model):
     """What the output says about correctness. ``passed`` is None when nothing readable was printed."""
 
-    passed: Optional[bool] = None
-    rtol: Optional[float] = None
-    atol: Optional[float] = None
+    passed: bool | None = None
+    rtol: float | None = None
+    atol: float | None = None
     nan_count: int = 0
-    snr_db: Optional[float] = None
+    snr_db: float | None = None
     shapes_checked: int = 0
     checks_passed: int = 0
     checks_warning: int = 0
     checks_failed: int = 0
-    cosine_sim: Optional[float] = None
-    max_abs_error: Optional[float] = None
-    logits_diff: Optional[float] = None
-    err_ratio: Optional[float] = None  # the largest ``err`` (mismatch ratio) a table printed
+    cosine_sim: float | None = None
+    max_abs_error: float | None = None
+    logits_diff: float | None = None
+    err_ratio: float | None = None  # the largest ``err`` (mismatch ratio) a table printed
     # The output dtype the SNR rule was applied to (a low-precision one when any source names one),
     # and where it was read: "declaration", "command: -d fp8", "output line 12: column 'dtype'"
-    dtype: Optional[str] = None
-    dtype_source: Optional[str] = None
+    dtype: str | None = None
+    dtype_source: str | None = None
 
-    _finite = field_validator("rtol", "atol", "snr_db", "cosine_sim", "max_abs_error", "logits_diff", "err_ratio",
-                              mode="before")(
-        _finite_or_none
-    )
+    _finite = field_validator(
+        "rtol", "atol", "snr_db", "cosine_sim", "max_abs_error", "logits_diff", "err_ratio", mode="before"
+    )(_finite_or_none)
 
 
 class PerfRow(_Model):
@@ -106,19 +105,19 @@ class PerfRow(_Model):
 
     shape: str
     name: str
-    us_median: Optional[float] = None
-    stat: Optional[str] = None
-    runs: Optional[int] = None
-    min_us: Optional[float] = None
-    max_us: Optional[float] = None
-    regime: Optional[str] = None
-    side: Optional[str] = None
-    run: Optional[int] = None  # which of the target's repeated runs printed it (1..N; runs_log.py)
+    us_median: float | None = None
+    stat: str | None = None
+    runs: int | None = None
+    min_us: float | None = None
+    max_us: float | None = None
+    regime: str | None = None
+    side: str | None = None
+    run: int | None = None  # which of the target's repeated runs printed it (1..N; runs_log.py)
     # the title of the printed table the row belongs to (a Triton perf_report's "matmul-performance-fp16:"):
     # part of the row's identity, so rows of two tables never share a key; None where none was printed
-    table: Optional[str] = None
-    metrics: dict[str, Optional[float]] = Field(default_factory=dict)
-    source_line: Optional[int] = None
+    table: str | None = None
+    metrics: dict[str, float | None] = Field(default_factory=dict)
+    source_line: int | None = None
 
     _finite = field_validator("us_median", "min_us", "max_us", mode="before")(_finite_or_none)
 
@@ -135,21 +134,21 @@ class TargetRecord(_Model):
 
     name: str
     kind: str
-    path: Optional[str] = None
+    path: str | None = None
     args: list[str] = Field(default_factory=list)
-    dtype: Optional[str] = None
-    regime: Optional[str] = None
+    dtype: str | None = None
+    regime: str | None = None
     thresholds: dict[str, float] = Field(default_factory=dict)
     floors: dict[str, float] = Field(default_factory=dict)  # declared minimums of printed metrics (floors.py)
     ceilings: dict[str, float] = Field(default_factory=dict)  # ... and maximums of printed times
-    pass_pattern: Optional[str] = None  # declared regular expressions for the harness's own words
-    fail_pattern: Optional[str] = None
+    pass_pattern: str | None = None  # declared regular expressions for the harness's own words
+    fail_pattern: str | None = None
     verdict_lines_off: list[str] = Field(default_factory=list)  # default verdict lines turned off (printout.py)
     exit_status_is_check: bool = False  # the command's exit status is its check: exit 0 is one checked shape
-    command: Optional[list[str]] = None  # a declared bench command, before its args
-    repeats: Optional[int] = None  # runs asked for per side (declaration or --gpu-repeats); None: one
-    min_steps: Optional[int] = None  # the fewest steps a run must print that it timed (runs_log.py)
-    packages: Optional[list[str]] = None  # declared import packages under test (None: the default rule)
+    command: list[str] | None = None  # a declared bench command, before its args
+    repeats: int | None = None  # runs asked for per side (declaration or --gpu-repeats); None: one
+    min_steps: int | None = None  # the fewest steps a run must print that it timed (runs_log.py)
+    packages: list[str] | None = None  # declared import packages under test (None: the default rule)
     env: dict[str, str] = Field(default_factory=dict)  # declared variables for its command
     # declared: metric or row name -> "higher"/"lower", which way is better (parsers/figures.py)
     directions: dict[str, str] = Field(default_factory=dict)
@@ -162,9 +161,9 @@ class RunRecord(_Model):
 
     blocked: list[str] = Field(default_factory=list)  # why the command was never started
     ran: bool = False
-    exit_code: Optional[int] = None
+    exit_code: int | None = None
     timed_out: bool = False
-    interrupted: Optional[str] = None  # "KeyboardInterrupt", "SIGTERM" ...
+    interrupted: str | None = None  # "KeyboardInterrupt", "SIGTERM" ...
     container_died: bool = False
     output_problems: list[str] = Field(default_factory=list)  # stream errors, truncation
     unknowns: list[str] = Field(default_factory=list)  # facts recorded as null (a version), with why
@@ -188,12 +187,12 @@ class Timeline(_Model):
     ``lock_taken <= command_started <= command_ended <= lock_released``. ``gpuverify check`` over several artifacts of one host reports
     any two whose lock intervals on one GPU overlap."""
 
-    collected: Optional[str] = None  # the session had its targets (pytest's collection was over)
-    pick_started: Optional[str] = None  # the run asked for its GPUs
-    lock_taken: Optional[str] = None  # the last of its GPU locks was taken
-    command_started: Optional[str] = None
-    command_ended: Optional[str] = None
-    lock_released: Optional[str] = None  # the first of its GPU locks was let go (null: a fixture's grant)
+    collected: str | None = None  # the session had its targets (pytest's collection was over)
+    pick_started: str | None = None  # the run asked for its GPUs
+    lock_taken: str | None = None  # the last of its GPU locks was taken
+    command_started: str | None = None
+    command_ended: str | None = None
+    lock_released: str | None = None  # the first of its GPU locks was let go (null: a fixture's grant)
 
 
 class ClockReading(_Model):
@@ -201,10 +200,10 @@ class ClockReading(_Model):
     (NVML's ``sw_power_cap``, ``hw_slowdown``, ``sw_thermal``, ``hw_thermal``, ``hw_power_brake``... and
     ``gpu_idle``); empty when none, and when the backend gives none (see ``GpuWatch.problems``)."""
 
-    sm_mhz: Optional[float] = None
-    mem_mhz: Optional[float] = None
-    temp_c: Optional[float] = None
-    power_w: Optional[float] = None
+    sm_mhz: float | None = None
+    mem_mhz: float | None = None
+    temp_c: float | None = None
+    power_w: float | None = None
     throttle: list[str] = Field(default_factory=list)
 
 
@@ -218,19 +217,19 @@ class GpuClocks(_Model):
     75% of its maximum."""
 
     index: int
-    start: Optional[ClockReading] = None
-    end: Optional[ClockReading] = None
-    sm_mhz_min: Optional[float] = None
-    sm_mhz_max: Optional[float] = None
-    mem_mhz_min: Optional[float] = None
-    mem_mhz_max: Optional[float] = None
-    temp_c_max: Optional[float] = None
-    power_w_max: Optional[float] = None
+    start: ClockReading | None = None
+    end: ClockReading | None = None
+    sm_mhz_min: float | None = None
+    sm_mhz_max: float | None = None
+    mem_mhz_min: float | None = None
+    mem_mhz_max: float | None = None
+    temp_c_max: float | None = None
+    power_w_max: float | None = None
     throttle_seen: list[str] = Field(default_factory=list)
-    sm_mhz_rated: Optional[float] = None  # the GPU's maximum SM clock, where the driver gives it
+    sm_mhz_rated: float | None = None  # the GPU's maximum SM clock, where the driver gives it
     throttled: bool = False
-    unlike_events: Optional[list[str]] = None
-    normal_events: Optional[list[str]] = None
+    unlike_events: list[str] | None = None
+    normal_events: list[str] | None = None
 
 
 class ForeignProcess(_Model):
@@ -239,9 +238,9 @@ class ForeignProcess(_Model):
 
     gpu: int
     pid: int
-    name: Optional[str] = None
-    user: Optional[str] = None
-    vram_mib: Optional[float] = None
+    name: str | None = None
+    user: str | None = None
+    vram_mib: float | None = None
     first_seen: str
     last_seen: str
 
@@ -249,10 +248,10 @@ class ForeignProcess(_Model):
 class GpuWatch(_Model):
     """The held GPUs watched while one run's command ran (one record per run of a repeated target)."""
 
-    run: Optional[int] = None  # 1..N of a repeated target (RunSlice.run); None for a single run
-    side: Optional[str] = None  # "A"/"B" in an A/B run
-    backend: Optional[str] = None  # how it read: "nvml", "amdsmi", "rocm-smi", "amd-smi"
-    interval_s: Optional[float] = None
+    run: int | None = None  # 1..N of a repeated target (RunSlice.run); None for a single run
+    side: str | None = None  # "A"/"B" in an A/B run
+    backend: str | None = None  # how it read: "nvml", "amdsmi", "rocm-smi", "amd-smi"
+    interval_s: float | None = None
     samples: int = 0
     foreign: list[ForeignProcess] = Field(default_factory=list)
     clocks: list[GpuClocks] = Field(default_factory=list)
@@ -265,13 +264,15 @@ class SyncRecord(_Model):
     local_path: str
     repo: str
     host_path: str
-    local_sha: Optional[str] = None
+    local_sha: str | None = None
     dirty: bool = False
     dirty_paths: list[str] = Field(default_factory=list)
     files: int = 0
     files_sha256: str = ""
     ignored_copied: list[str] = Field(default_factory=list)  # gitignored files copied because the run named them
-    removed: list[str] = Field(default_factory=list)  # files deleted in the host's checkout: the local one has them no more
+    removed: list[str] = Field(
+        default_factory=list
+    )  # files deleted in the host's checkout: the local one has them no more
     replaced: list[str] = Field(default_factory=list)  # the host's own changes replaced (--gpu-sync-overwrite)
 
 
@@ -280,13 +281,13 @@ class RunSlice(_Model):
     between the engine's begin and end lines, which say the same (runs_log.py)."""
 
     run: int  # 1..N within its side
-    side: Optional[str] = None  # "A" (base) / "B" (head) in an A/B run
-    checkout: Optional[str] = None  # the sha it ran
-    exit_code: Optional[int] = None
+    side: str | None = None  # "A" (base) / "B" (head) in an A/B run
+    checkout: str | None = None  # the sha it ran
+    exit_code: int | None = None
     timed_out: bool = False
-    interrupted: Optional[str] = None
+    interrupted: str | None = None
     container_died: bool = False
-    junit_xml: Optional[str] = None  # an inner pytest run's report of this run
+    junit_xml: str | None = None  # an inner pytest run's report of this run
 
 
 class PerfSummary(_Model):
@@ -294,8 +295,8 @@ class PerfSummary(_Model):
 
     shape: str
     name: str
-    stat: Optional[str] = None
-    side: Optional[str] = None
+    stat: str | None = None
+    side: str | None = None
     metric: str  # "us" for the row's own time, else a metric key
     runs: int
     median: float
@@ -310,14 +311,14 @@ class AutotuneChoice(_Model):
     printout, at raw log ``line``) or ``cache`` (the run's Triton cache after it ended, its ``file``)."""
 
     function: str
-    config: dict[str, Optional[Union[bool, int, float, str]]] = Field(default_factory=dict)
-    key: Optional[str] = None
-    seconds: Optional[float] = None
+    config: dict[str, bool | int | float | str | None] = Field(default_factory=dict)
+    key: str | None = None
+    seconds: float | None = None
     source: str = "output"
-    line: Optional[int] = None
-    file: Optional[str] = None
-    run: Optional[int] = None  # 1..N of a repeated target; 0: an A/B side's unmeasured warm-up run
-    side: Optional[str] = None
+    line: int | None = None
+    file: str | None = None
+    run: int | None = None  # 1..N of a repeated target; 0: an A/B side's unmeasured warm-up run
+    side: str | None = None
 
 
 class AutotuneRecord(_Model):
@@ -326,7 +327,7 @@ class AutotuneRecord(_Model):
     (and keys) whose chosen configuration differs between the sides."""
 
     choices: list[AutotuneChoice] = Field(default_factory=list)
-    unknown: Optional[str] = None
+    unknown: str | None = None
     differ: list[str] = Field(default_factory=list)
 
 
@@ -335,14 +336,14 @@ class AbRecord(_Model):
     side B is the checkout the run started from."""
 
     base_ref: str
-    base_sha: Optional[str] = None
-    head_sha: Optional[str] = None
-    base_worktree: Optional[str] = None  # on the host
+    base_sha: str | None = None
+    head_sha: str | None = None
+    base_worktree: str | None = None  # on the host
     base_cache_dirs: dict[str, str] = Field(default_factory=dict)
     order: list[str] = Field(default_factory=list)  # "A1", "B1", "A2" ... as run
     # the sides' compile caches (--gpu-ab-cache): "cold" (each measured run starts from empty ones) or
     # "warm" (each side's own, filled by one unmeasured warm-up run on its own commit, in ``warmups``)
-    cache_state: Optional[str] = None
+    cache_state: str | None = None
     warmups: list[RunSlice] = Field(default_factory=list)
 
 
@@ -351,67 +352,69 @@ class ImportOrigin(_Model):
     rules (its working folder, script folder, pytest's rootdir and ini ``pythonpath``, its PYTHONPATH),
     and observed inside the run (the file each of its Python processes imported it from)."""
 
-    predicted: Optional[str] = None  # None: not importable by those rules
+    predicted: str | None = None  # None: not importable by those rules
     predicted_path: list[str] = Field(default_factory=list)  # the folders the command puts before PYTHONPATH
     seen: Literal["imported", "not imported", "not recorded"] = "not recorded"
-    observed: Optional[str] = None  # the file it was imported from (the first process's, when they differ)
+    observed: str | None = None  # the file it was imported from (the first process's, when they differ)
     also_observed: list[str] = Field(default_factory=list)  # other files other processes imported it from
     processes: int = 0  # the command's Python processes that recorded their imports
-    why_not_recorded: Optional[str] = None
-    checkout: Optional[str] = None  # the worktree's own copy of the package, where it has one
+    why_not_recorded: str | None = None
+    checkout: str | None = None  # the worktree's own copy of the package, where it has one
 
 
 class Artifact(_Model):
     schema_version: int = SCHEMA_VERSION
-    plugin_version: Optional[str] = None
-    key: Optional[str] = None
+    plugin_version: str | None = None
+    key: str | None = None
     topic: str
     ts: str
-    finished_ts: Optional[str] = None
-    duration_s: Optional[float] = None
-    host: Optional[str] = None
-    container: Optional[str] = None
-    image: Optional[str] = None
+    finished_ts: str | None = None
+    duration_s: float | None = None
+    host: str | None = None
+    container: str | None = None
+    image: str | None = None
     gpu: GpuRecord = Field(default_factory=GpuRecord)
     gpus: list[GpuRecord] = Field(default_factory=list)
-    host_gpus: Optional[int] = None  # how many GPUs the host has: every index lies below it
+    host_gpus: int | None = None  # how many GPUs the host has: every index lies below it
     versions: Versions = Field(default_factory=Versions)
     repos: list[RepoRecord] = Field(default_factory=list)
-    target: Optional[TargetRecord] = None
-    command: Optional[str] = None
-    workdir: Optional[str] = None
+    target: TargetRecord | None = None
+    command: str | None = None
+    workdir: str | None = None
     env: dict[str, str] = Field(default_factory=dict)
-    imports: dict[str, Optional[str]] = Field(default_factory=dict)  # the origin the verdict took: observed, else predicted
+    imports: dict[str, str | None] = Field(
+        default_factory=dict
+    )  # the origin the verdict took: observed, else predicted
     import_origins: dict[str, ImportOrigin] = Field(default_factory=dict)  # by package, both origins
     cold: bool = False
     cache_dirs: dict[str, str] = Field(default_factory=dict)
-    cache_reused: Optional[bool] = None  # warm caches held builds before the run; None when cold
+    cache_reused: bool | None = None  # warm caches held builds before the run; None when cold
     correctness: Correctness = Field(default_factory=Correctness)
     perf: list[PerfRow] = Field(default_factory=list)
     verdict: Verdict = "INCONCLUSIVE"
     reasons: list[str] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list)
-    exit_code: Optional[int] = None
+    exit_code: int | None = None
     timed_out: bool = False
-    run: Optional[RunRecord] = None  # None in artifacts written before the record was kept
-    raw_output: Optional[str] = None
-    raw_output_sha256: Optional[str] = None
-    raw_output_bytes: Optional[int] = None
-    junit_xml: Optional[str] = None  # an inner pytest run's report, saved beside the raw output
-    signed_by: Optional[str] = None  # the Signing row's signer: the identity its .sig files verify as
-    timeline: Optional[Timeline] = None  # None in artifacts written before it was kept
-    image_digest: Optional[str] = None  # the image the container ran, by content (repo digest, else image id)
-    fresh_container: Optional[FreshContainerRecord] = None  # a `run` row's container, started for this run
+    run: RunRecord | None = None  # None in artifacts written before the record was kept
+    raw_output: str | None = None
+    raw_output_sha256: str | None = None
+    raw_output_bytes: int | None = None
+    junit_xml: str | None = None  # an inner pytest run's report, saved beside the raw output
+    signed_by: str | None = None  # the Signing row's signer: the identity its .sig files verify as
+    timeline: Timeline | None = None  # None in artifacts written before it was kept
+    image_digest: str | None = None  # the image the container ran, by content (repo digest, else image id)
+    fresh_container: FreshContainerRecord | None = None  # a `run` row's container, started for this run
     builds: list[BuildRecord] = Field(default_factory=list)  # the declaration's builds this target stood on
-    synced: Optional[SyncRecord] = None  # --gpu-sync: what was copied from where (None: no copy)
+    synced: SyncRecord | None = None  # --gpu-sync: what was copied from where (None: no copy)
     runs: list[RunSlice] = Field(default_factory=list)  # repeated runs, in the order they ran; [] for one
     perf_summary: list[PerfSummary] = Field(default_factory=list)  # from ``perf`` (summary.py)
-    ab: Optional[AbRecord] = None
+    ab: AbRecord | None = None
     watch: list[GpuWatch] = Field(default_factory=list)  # the held GPUs while each command ran
-    shard: Optional[ShardRecord] = None  # --gpu-shard: the part of a split run it ran in (config/shards.py)
-    scheduler: Optional[SchedulerRecord] = None  # GPUs granted outside the plugin (lease/grants.py)
-    machine: Optional[MachineRecord] = None  # which machine, exactly (records/machine.py); None: not read
-    autotune: Optional[AutotuneRecord] = None  # Triton's autotuner's choices (None: not a kind Triton runs in)
+    shard: ShardRecord | None = None  # --gpu-shard: the part of a split run it ran in (config/shards.py)
+    scheduler: SchedulerRecord | None = None  # GPUs granted outside the plugin (lease/grants.py)
+    machine: MachineRecord | None = None  # which machine, exactly (records/machine.py); None: not read
+    autotune: AutotuneRecord | None = None  # Triton's autotuner's choices (None: not a kind Triton runs in)
 
 
 def artifact_schema() -> dict[str, Any]:
@@ -440,4 +443,4 @@ def read_artifact(path: Path) -> Artifact:
 
 
 def utc_now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")

@@ -3,8 +3,6 @@ engine (--gpu-ab's two sides) and ``gpuverify compare`` (two artifacts) both say
 
 from __future__ import annotations
 
-from typing import Optional
-
 from pytest_gpuverify.records.artifact import AutotuneChoice
 
 SHOWN = 5  # functions named in a note; every one is in the list it sums up
@@ -19,7 +17,7 @@ def differing(
 ) -> list[str]:
     """Each function (and tuning key) both tuned whose chosen configurations differ:
     ``name key: A <config> | B <config>`` (several configurations of one side joined by `` / ``)."""
-    by: dict[tuple[str, Optional[str]], tuple[set[str], set[str]]] = {}
+    by: dict[tuple[str, str | None], tuple[set[str], set[str]]] = {}
     for which, choices in ((0, base), (1, head)):
         for c in choices:
             by.setdefault((c.function, c.key), (set(), set()))[which].add(config_text(c.config))
@@ -31,7 +29,7 @@ def differing(
     return found
 
 
-def differ_note(differ: list[str], who: str = "the sides") -> Optional[str]:
+def differ_note(differ: list[str], who: str = "the sides") -> str | None:
     """The note a difference gets (None where there is none)."""
     if not differ:
         return None

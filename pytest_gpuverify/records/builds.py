@@ -3,8 +3,6 @@
 
 from __future__ import annotations
 
-from typing import Optional
-
 from pydantic import BaseModel, ConfigDict, Field
 
 FAILED = "build failed: "
@@ -27,23 +25,23 @@ class BuildRecord(BaseModel):
     command: str
     gpu: bool = False
     gpus: list[int] = Field(default_factory=list)  # the GPUs it saw (gpu = true)
-    container: Optional[str] = None
-    workdir: Optional[str] = None
-    exit_code: Optional[int] = None
+    container: str | None = None
+    workdir: str | None = None
+    exit_code: int | None = None
     timed_out: bool = False
-    problem: Optional[str] = None  # why it did not run or did not finish
-    output: Optional[str] = None  # file name, beside the artifact
-    output_sha256: Optional[str] = None
-    output_bytes: Optional[int] = None
-    duration_s: Optional[float] = None
-    side: Optional[str] = None  # --gpu-ab: "A" built the base worktree, "B" the head's; None without A/B
+    problem: str | None = None  # why it did not run or did not finish
+    output: str | None = None  # file name, beside the artifact
+    output_sha256: str | None = None
+    output_bytes: int | None = None
+    duration_s: float | None = None
+    side: str | None = None  # --gpu-ab: "A" built the base worktree, "B" the head's; None without A/B
     # a gpu = true build's hold of a GPU lock it took for itself (ISO 8601 UTC), for exclusivity.py;
     # null when it ran under the run's own lock, which the artifact's timeline already spans
-    lock_taken: Optional[str] = None
-    lock_released: Optional[str] = None
+    lock_taken: str | None = None
+    lock_released: str | None = None
 
     @property
-    def failed(self) -> Optional[str]:
+    def failed(self) -> str | None:
         """The target's reason when this build failed, else None."""
         prefix = FAILED_BASE if self.side == "A" else FAILED
         if self.problem:
@@ -55,7 +53,7 @@ class BuildRecord(BaseModel):
         return None
 
 
-def build_failure(records: list[BuildRecord]) -> Optional[str]:
+def build_failure(records: list[BuildRecord]) -> str | None:
     return next((r.failed for r in records if r.failed), None)
 
 
@@ -66,12 +64,12 @@ class FreshContainerRecord(BaseModel):
 
     row: str  # the Containers row (`run` or `run:<label>`)
     name: str
-    id: Optional[str] = None
+    id: str | None = None
     image: str
-    image_id: Optional[str] = None  # sha256 of the image's config, as the engine has it
+    image_id: str | None = None  # sha256 of the image's config, as the engine has it
     repo_digests: list[str] = Field(default_factory=list)  # registry digests of that image, when pulled
     devices: list[str] = Field(default_factory=list)  # device files passed (host path = container path)
     devices_missing: list[str] = Field(default_factory=list)  # wanted, not on this host: not passed
     mounts: list[str] = Field(default_factory=list)  # "host:container:mode"
-    visible: Optional[str] = None  # the visible-devices value inside, when it differs from the host's indices
+    visible: str | None = None  # the visible-devices value inside, when it differs from the host's indices
     removed: bool = False

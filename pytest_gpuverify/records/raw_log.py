@@ -24,12 +24,11 @@ import re
 import secrets
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 from pytest_gpuverify.records.artifact import GpuWatch
 from pytest_gpuverify.records.machine import MachineRecord, machine_digest
 from pytest_gpuverify.records.watch_seal import sealed_watch
-
 
 _LINE = re.compile(rb"^\[gpuverify ([0-9a-f]{16})\] run (\d+) of (\d+)(?: side ([AB]))? (begins|ended): (\{.*\})\s*$")
 
@@ -38,7 +37,7 @@ def new_nonce() -> str:
     return secrets.token_hex(8)
 
 
-def marker(nonce: str, run: int, of: int, side: Optional[str], word: str, fields: dict[str, Any]) -> bytes:
+def marker(nonce: str, run: int, of: int, side: str | None, word: str, fields: dict[str, Any]) -> bytes:
     side_part = f" side {side}" if side else ""
     return f"[gpuverify {nonce}] run {run} of {of}{side_part} {word}: {json.dumps(fields, sort_keys=True)}\n".encode()
 
@@ -46,9 +45,9 @@ def marker(nonce: str, run: int, of: int, side: Optional[str], word: str, fields
 @dataclass
 class Segment:
     run: int
-    side: Optional[str]
+    side: str | None
     begin: dict[str, Any]
-    end: Optional[dict[str, Any]]  # None: the log stops inside this run (interrupted, truncated)
+    end: dict[str, Any] | None  # None: the log stops inside this run (interrupted, truncated)
     first_line: int  # the log's line number of the run's first output line
     lines: list[bytes] = field(default_factory=list)
 
@@ -57,11 +56,11 @@ class Segment:
         return f"run {self.run}" + (f" side {self.side}" if self.side else "")
 
 
-def split_log(path: Path) -> Optional[list[Segment]]:
+def split_log(path: Path) -> list[Segment] | None:
     """The runs of a log written by :func:`marker`; None when it is a single run's plain log."""
     segments: list[Segment] = []
-    nonce: Optional[bytes] = None
-    current: Optional[Segment] = None
+    nonce: bytes | None = None
+    current: Segment | None = None
     with open(path, "rb") as fh:
         for lineno, line in enumerate(fh, 1):
             found = _LINE.match(line.rstrip(b"\n")) if line.startswith(b"[gpuverify ") else None
@@ -98,13 +97,29 @@ _TAIL_BYTES = 4096
 _MAX_TRAILER = 1 << 22  # a watch of many runs on many GPUs: the trailer grows with it, yet stays bounded
 
 
-def trailer_fields(*, exit_code: Optional[int], timed_out: bool, interrupted: Optional[str], container_died: bool,
-                   host: Optional[str], container: Optional[str], gpus: list[Optional[int]],
-                   timeline: Optional[dict[str, Optional[str]]], watch: Optional[list[dict[str, Any]]] = None,
-                   ) -> dict[str, Any]:
-    return {"exit_code": exit_code, "timed_out": timed_out, "interrupted": interrupted,
-            "container_died": container_died, "host": host, "container": container, "gpus": gpus,
-            TIMELINE: timeline, WATCH: watch}
+def trailer_fields(
+    *,
+    exit_code: int | None,
+    timed_out: bool,
+    interrupted: str | None,
+    container_died: bool,
+    host: str | None,
+    container: str | None,
+    gpus: list[int | None],
+    timeline: dict[str, str | None] | None,
+    watch: list[dict[str, Any]] | None = None,
+) -> dict[str, Any]:
+    return {
+        "exit_code": exit_code,
+        "timed_out": timed_out,
+        "interrupted": interrupted,
+        "container_died": container_died,
+        "host": host,
+        "container": container,
+        "gpus": gpus,
+        TIMELINE: timeline,
+        WATCH: watch,
+    }
 
 
 def append_trailer(log: Path, fields: dict[str, Any]) -> None:
@@ -120,7 +135,7 @@ def append_trailer(log: Path, fields: dict[str, Any]) -> None:
         os.fsync(fh.fileno())
 
 
-def read_trailer(log: Path) -> tuple[Optional[dict[str, Any]], Optional[str]]:
+def read_trailer(log: Path) -> tuple[dict[str, Any] | None, str | None]:
     """(fields, None) from the log's last line; (None, why) when that line is not a trailer. The fields
     of an older trailer lack ``watch``, or ``timeline`` and ``watch``."""
     with open(log, "rb") as fh:
@@ -139,25 +154,50 @@ def read_trailer(log: Path) -> tuple[Optional[dict[str, Any]], Optional[str]]:
     if not last.startswith(PREFIX):
         return None, "the raw output does not end with the engine's trailer line"
     try:
-        fields = json.loads(last[len(PREFIX):])
+        fields = json.loads(last[len(PREFIX) :])
     except ValueError:
         return None, "the raw output's trailer line is not the engine's JSON"
-    current = set(trailer_fields(exit_code=None, timed_out=False, interrupted=None, container_died=False,
-                                 host=None, container=None, gpus=[], timeline=None))
+    current = set(
+        trailer_fields(
+            exit_code=None,
+            timed_out=False,
+            interrupted=None,
+            container_died=False,
+            host=None,
+            container=None,
+            gpus=[],
+            timeline=None,
+        )
+    )
     if not isinstance(fields, dict) or not current - _ADDED <= set(fields) - {MACHINE} <= current:
         return None, "the raw output's trailer line does not hold the engine's fields"
     return fields, None
 
 
-def seal_log(log: Path, facts, host: str, container: Optional[str], gpus: list[Optional[int]],
-             timeline: dict[str, Optional[str]], watch: list[GpuWatch], machine: Optional[MachineRecord] = None) -> None:
+def seal_log(
+    log: Path,
+    facts,
+    host: str,
+    container: str | None,
+    gpus: list[int | None],
+    timeline: dict[str, str | None],
+    watch: list[GpuWatch],
+    machine: MachineRecord | None = None,
+) -> None:
     """The trailer of a run: ``facts`` (the artifact's RunRecord), where the artifact says it ran, its
     ``timeline`` (every time in it is taken by then: the GPUs are let go of before the seal), its
     ``watch`` records (final once the command ended: the execute phase sets them before it lets go of the
     GPUs) and the digest of its ``machine`` record where it has one."""
     fields = trailer_fields(
-        exit_code=facts.exit_code, timed_out=facts.timed_out, interrupted=facts.interrupted,
-        container_died=facts.container_died, host=host, container=container, gpus=gpus, timeline=timeline,
-        watch=sealed_watch(watch))
+        exit_code=facts.exit_code,
+        timed_out=facts.timed_out,
+        interrupted=facts.interrupted,
+        container_died=facts.container_died,
+        host=host,
+        container=container,
+        gpus=gpus,
+        timeline=timeline,
+        watch=sealed_watch(watch),
+    )
     digest = machine_digest(machine)
     append_trailer(log, {**fields, MACHINE: digest} if digest else fields)

@@ -9,7 +9,7 @@ so removing a foreign process, a clock event or editing an SM clock in the artif
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any
 
 from pytest_gpuverify.records.artifact import GpuClocks, GpuWatch
 
@@ -17,17 +17,29 @@ _FOREIGN = ("gpu", "pid", "vram_mib", "first_seen", "last_seen")
 
 
 def _clocks(c: GpuClocks) -> dict[str, Any]:
-    return {"index": c.index, "sm_mhz_min": c.sm_mhz_min, "sm_mhz_max": c.sm_mhz_max,
-            "start.sm_mhz": c.start.sm_mhz if c.start is not None else None,
-            "end.sm_mhz": c.end.sm_mhz if c.end is not None else None,
-            "unlike_events": c.unlike_events, "normal_events": c.normal_events}
+    return {
+        "index": c.index,
+        "sm_mhz_min": c.sm_mhz_min,
+        "sm_mhz_max": c.sm_mhz_max,
+        "start.sm_mhz": c.start.sm_mhz if c.start is not None else None,
+        "end.sm_mhz": c.end.sm_mhz if c.end is not None else None,
+        "unlike_events": c.unlike_events,
+        "normal_events": c.normal_events,
+    }
 
 
 def sealed_watch(watches: list[GpuWatch]) -> list[dict[str, Any]]:
     """The trailer's ``watch``: one entry per watch record, in the artifact's order."""
-    return [{"run": w.run, "side": w.side, "samples": w.samples,
-             "foreign": [{k: getattr(p, k) for k in _FOREIGN} for p in w.foreign],
-             "clocks": [_clocks(c) for c in w.clocks]} for w in watches]
+    return [
+        {
+            "run": w.run,
+            "side": w.side,
+            "samples": w.samples,
+            "foreign": [{k: getattr(p, k) for k in _FOREIGN} for p in w.foreign],
+            "clocks": [_clocks(c) for c in w.clocks],
+        }
+        for w in watches
+    ]
 
 
 def watch_differences(ours: list[dict[str, Any]], sealed: Any) -> list[str]:
@@ -44,7 +56,9 @@ def watch_differences(ours: list[dict[str, Any]], sealed: Any) -> list[str]:
             if mine[key] != theirs.get(key):
                 problems.append(f"watch[{i}].{key} is {mine[key]!r}, {said} {theirs.get(key)!r}")
         problems += _listed(f"watch[{i}].foreign", mine["foreign"], theirs.get("foreign"), _process)
-        problems += _listed(f"watch[{i}].clocks", mine["clocks"], theirs.get("clocks"), lambda c: f"gpu {c.get('index')}")
+        problems += _listed(
+            f"watch[{i}].clocks", mine["clocks"], theirs.get("clocks"), lambda c: f"gpu {c.get('index')}"
+        )
     return problems
 
 
@@ -52,17 +66,23 @@ def _process(p: dict[str, Any]) -> str:
     return f"pid {p.get('pid')} on gpu {p.get('gpu')}"
 
 
-def _listed(field: str, ours: list[dict], sealed: Optional[Any], name) -> list[str]:
+def _listed(field: str, ours: list[dict], sealed: Any | None, name) -> list[str]:
     """Entries of a list, by position; a list of another length names what one holds and the other not."""
     said = "the raw output's trailer says"
     if not isinstance(sealed, list) or not all(isinstance(e, dict) for e in sealed):
         return [f"{field}: {said} {sealed!r}"]
     if len(ours) != len(sealed):
         mine, theirs = [name(e) for e in ours], [name(e) for e in sealed]
-        return [f"{field} has {len(ours)} entries ({', '.join(mine) or 'none'}), {said} {len(sealed)} "
-                f"({', '.join(theirs) or 'none'})"]
-    return [f"{field}[{j}].{key} is {value!r}, {said} {theirs.get(key)!r}"
-            for j, (mine, theirs) in enumerate(zip(ours, sealed)) for key, value in mine.items() if theirs.get(key) != value]
+        return [
+            f"{field} has {len(ours)} entries ({', '.join(mine) or 'none'}), {said} {len(sealed)} "
+            f"({', '.join(theirs) or 'none'})"
+        ]
+    return [
+        f"{field}[{j}].{key} is {value!r}, {said} {theirs.get(key)!r}"
+        for j, (mine, theirs) in enumerate(zip(ours, sealed))
+        for key, value in mine.items()
+        if theirs.get(key) != value
+    ]
 
 
 def clock_consistency(watches: list[GpuWatch]) -> list[str]:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import shutil
 import tempfile
 from pathlib import Path
-from typing import Optional
 
 from pytest_gpuverify.common.threads import Background
 
@@ -51,8 +50,10 @@ class ArtifactCollector:
         self.taken = 0
         self.problems: list[str] = []  # each a line naming the file (or the host, for a file left there)
         self._received: set[str] = set()  # worker ids: xdist reports an interrupted worker's end twice
-        self._loading: Optional[Background[None]] = None  # warm()'s
-        self.local_paths: dict[tuple[str, str], Path] = {}  # (worker, artifact's file name on its host) -> its copy here
+        self._loading: Background[None] | None = None  # warm()'s
+        self.local_paths: dict[
+            tuple[str, str], Path
+        ] = {}  # (worker, artifact's file name on its host) -> its copy here
 
     def warm(self) -> None:
         """Load what taking files in needs (merge, check, the artifact's validator) in a thread, once,

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Optional
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -31,17 +32,21 @@ DEADLINE_MARGIN_S = 120.0  # beyond a target's own limits (wait, window, timeout
 MARGIN_VARIABLE = "GPUVERIFY_REMOTE_MARGIN_S"
 
 
-def plan_remote(config: pytest.Config, env: EnvFile, environ,
-                options_of: Callable[[pytest.Config], RunOptions]) -> Optional["RemoteController"]:
+def plan_remote(
+    config: pytest.Config, env: EnvFile, environ, options_of: Callable[[pytest.Config], RunOptions]
+) -> RemoteController | None:
     """Called before pytest configures xdist. None: the session runs here, as before. ``options_of``:
     the plugin's one parse of its options (plugin_options.build_options)."""
-    rows = remote_rows(env, config.getoption("gpu_host"), config.getoption("gpu_arch"),
-                       config.getoption("gpu_hosts"))
+    rows = remote_rows(env, config.getoption("gpu_host"), config.getoption("gpu_arch"), config.getoption("gpu_hosts"))
     if rows is None:
         return None
     if not config.pluginmanager.has_plugin("xdist"):
-        raise UsageError("pytest-xdist", f"host {rows[0].host} is reached over SSH ({rows[0].ssh_alias}): that needs "
-                         "pytest-xdist, which is not loaded", "pip install pytest-xdist, and do not pass -p no:xdist")
+        raise UsageError(
+            "pytest-xdist",
+            f"host {rows[0].host} is reached over SSH ({rows[0].ssh_alias}): that needs "
+            "pytest-xdist, which is not loaded",
+            "pip install pytest-xdist, and do not pass -p no:xdist",
+        )
     limit_s = _target_limit_s(options_of(config), environ)  # a bad --gpu-timeout stops the run before any host is asked
     timeout_s, ssh_config = ssh_timeout_s(environ), environ.get(SSH_CONFIG_VARIABLE) or None
     shared = shared_ssh(environ)
@@ -53,8 +58,9 @@ def plan_remote(config: pytest.Config, env: EnvFile, environ,
     return remote
 
 
-def _plan_on(config: pytest.Config, env: EnvFile, rows, limit_s: float, timeout_s: float, ssh_config: Optional[str],
-             shared) -> "RemoteController":
+def _plan_on(
+    config: pytest.Config, env: EnvFile, rows, limit_s: float, timeout_s: float, ssh_config: str | None, shared
+) -> RemoteController:
     checks = check_hosts(rows, env.path, timeout_s, ssh_config, shared)
     wrong = [c for c in checks if c.problem]
     if wrong:
@@ -62,8 +68,9 @@ def _plan_on(config: pytest.Config, env: EnvFile, rows, limit_s: float, timeout_
     down = [c.unreachable for c in checks if c.unreachable]
     up = [c.row for c in checks if not c.unreachable]
     if not up:
-        raise UsageError(rows[0].host, "; ".join(down), "check the host is up and `ssh <alias> hostname` answers",
-                         named=True)
+        raise UsageError(
+            rows[0].host, "; ".join(down), "check the host is up and `ssh <alias> hostname` answers", named=True
+        )
     facts = {c.row.host: c.facts for c in checks if not c.unreachable}
     synced = _paths_and_sync(config, env, up, facts, timeout_s, ssh_config, shared)
     per_host = config.option.numprocesses if isinstance(config.option.numprocesses, int) else None
@@ -79,9 +86,10 @@ def _plan_on(config: pytest.Config, env: EnvFile, rows, limit_s: float, timeout_
     out_dir, lock = artifact_folder(env, ticket, Path(config.invocation_params.dir))
     from pytest_gpuverify.remote.placement import HostSlots
 
-    remote = RemoteController(down, limit_s, timeout_s, ssh_config, synced,
-                              ArtifactCollector(out_dir))
-    remote.hosts = [HostSlots(c.row.host, c.row.gpus or 1) for c in checks]  # every host asked for: targets are tied up front
+    remote = RemoteController(down, limit_s, timeout_s, ssh_config, synced, ArtifactCollector(out_dir))
+    remote.hosts = [
+        HostSlots(c.row.host, c.row.gpus or 1) for c in checks
+    ]  # every host asked for: targets are tied up front
     remote.down = {c.row.host: c.unreachable for c in checks if c.unreachable}
     remote.key, remote.lock = ticket, lock
     if config.getoption("gpu_topic"):
@@ -91,8 +99,9 @@ def _plan_on(config: pytest.Config, env: EnvFile, rows, limit_s: float, timeout_
     return remote
 
 
-def _paths_and_sync(config: pytest.Config, env: EnvFile, rows, facts: dict, timeout_s: float, ssh_config: Optional[str],
-                    shared):
+def _paths_and_sync(
+    config: pytest.Config, env: EnvFile, rows, facts: dict, timeout_s: float, ssh_config: str | None, shared
+):
     """--gpu-sync copies the local checkout to the hosts (host -> its record, else None); the command
     line the workers get (remote/workerargs.py)."""
     import dataclasses
@@ -106,17 +115,28 @@ def _paths_and_sync(config: pytest.Config, env: EnvFile, rows, facts: dict, time
     if config.getoption("gpu_sync"):
         row = local_checkout(here, env)[1]
         paths = {host: said.repo_path(row.repo) for host, said in facts.items() if said is not None}
-        synced = sync_checkout(here, env, rows, paths, timeout_s, ssh_config, shared,
-                               overwrite=config.getoption("gpu_sync_overwrite"), asked=list(config.option.file_or_dir or []))
+        synced = sync_checkout(
+            here,
+            env,
+            rows,
+            paths,
+            timeout_s,
+            ssh_config,
+            shared,
+            overwrite=config.getoption("gpu_sync_overwrite"),
+            asked=list(config.option.file_or_dir or []),
+        )
     args = args_for_hosts(list(config.invocation_params.args), list(config.option.file_or_dir or []), here, env)
     config.invocation_params = dataclasses.replace(config.invocation_params, args=tuple(args))  # what xdist sends
     return synced
 
 
-def rootdirs_of(facts: dict, env: EnvFile) -> dict[str, Optional[str]]:
+def rootdirs_of(facts: dict, env: EnvFile) -> dict[str, str | None]:
     """Each host's rootdir from its own paths; a host that did not say them gets the controller's."""
-    return {host: (said.checkouts_root() if said is not None and said.repos else None) or checkouts_root(env)
-            for host, said in facts.items()}
+    return {
+        host: (said.checkouts_root() if said is not None and said.repos else None) or checkouts_root(env)
+        for host, said in facts.items()
+    }
 
 
 def _target_limit_s(options: RunOptions, environ) -> float:
@@ -131,8 +151,15 @@ def _target_limit_s(options: RunOptions, environ) -> float:
 class RemoteController:
     """A pytest plugin on the controller only."""
 
-    def __init__(self, unreachable: list[str], limit_s: float, ssh_timeout_s: float = 10.0,
-                 ssh_config: Optional[str] = None, synced=None, collector=None) -> None:
+    def __init__(
+        self,
+        unreachable: list[str],
+        limit_s: float,
+        ssh_timeout_s: float = 10.0,
+        ssh_config: str | None = None,
+        synced=None,
+        collector=None,
+    ) -> None:
         self.unreachable = unreachable
         self.collector = collector
         self._landed: tuple[int, list[str]] = (0, [])
@@ -147,17 +174,19 @@ class RemoteController:
         self._sched = None  # the HostScheduler, once xdist made it (after the first workers' gateways)
         self.hosts: list = []  # placement.HostSlots of every host asked for, up or not
         self.down: dict[str, str] = {}  # host -> why it did not answer
-        self.key: Optional[str] = None  # the ticket, for the artifacts of targets that never ran
-        self.lock: Optional[Path] = None  # the result folder's lock, taken to write them
-        self.topic: Optional[str] = None  # --gpu-topic: the one target's artifact name
+        self.key: str | None = None  # the ticket, for the artifacts of targets that never ran
+        self.lock: Path | None = None  # the result folder's lock, taken to write them
+        self.topic: str | None = None  # --gpu-topic: the one target's artifact name
         self._reported: set[str] = set()  # node ids with a verdict
         self._unran_problems: list[str] = []
         self._wait_line_problems: list[str] = []
-        self._config: Optional[pytest.Config] = None
-        self._folders: dict[str, tuple[str, Optional[str]]] = {}  # worker id -> (its result folder on its host,
+        self._config: pytest.Config | None = None
+        self._folders: dict[str, tuple[str, str | None]] = {}  # worker id -> (its result folder on its host,
         # the host's stamp before its first target): remote/deadlog.py
         self._exited: list = []  # the gateways of workers that ended cleanly, told to exit at once
-        self.shared_ssh: Optional[SharedSsh] = None  # remote/sshmux.py: the hosts' connections of the session, ended at its end
+        self.shared_ssh: SharedSsh | None = (
+            None  # remote/sshmux.py: the hosts' connections of the session, ended at its end
+        )
         from pytest_gpuverify.remote.lost import LostHosts
 
         self.lost = LostHosts(ssh_timeout_s, ssh_config)  # hosts that stopped answering mid-run (remote/lost.py)
@@ -203,25 +232,30 @@ class RemoteController:
             gateway._io.kill()
 
         if self._exited:
-            safe_terminate(self._exited[0].execmodel, NodeManager.EXIT_TIMEOUT,
-                           [(partial(join_wait, g), partial(kill, g)) for g in self._exited])
+            safe_terminate(
+                self._exited[0].execmodel,
+                NodeManager.EXIT_TIMEOUT,
+                [(partial(join_wait, g), partial(kill, g)) for g in self._exited],
+            )
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_xdist_newgateway(self, gateway) -> None:
         """Before xdist starts the worker there: the channel of its live wait line (remote/waitline.py)."""
-        from pytest_gpuverify.terminal import live_line
         from pytest_gpuverify.remote.waitline import open_on_gateway
+        from pytest_gpuverify.terminal import live_line
 
         if self._sched is not None:  # a crashed worker's replacement: its host's targets wait for it
             self._sched.worker_starting(host_of_spec(gateway.spec) or "?", gateway.id)
         worker: str = gateway.id
 
-        def on_folder(folder: str, since: Optional[str]) -> None:
+        def on_folder(folder: str, since: str | None) -> None:
             self._folders[worker] = (folder, since)
 
         problem = open_on_gateway(gateway, live_line(self._config), on_folder)
         if problem:
-            self._wait_line_problems.append(f"host {host_of_spec(gateway.spec)}: its wait line is not shown here ({problem})")
+            self._wait_line_problems.append(
+                f"host {host_of_spec(gateway.spec)}: its wait line is not shown here ({problem})"
+            )
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_configure_node(self, node) -> None:
@@ -240,8 +274,9 @@ class RemoteController:
             node.gateway.exit()  # finish pytest's own end first), not with the others at xdist's teardown
             self._exited.append(node.gateway)  # waited for at the end, before the ssh connections close
         if self.collector is not None:
-            self.collector.receive(host_of_spec(node.gateway.spec) or "host", node.gateway.id,
-                                   getattr(node, "workeroutput", None) or {})
+            self.collector.receive(
+                host_of_spec(node.gateway.spec) or "host", node.gateway.id, getattr(node, "workeroutput", None) or {}
+            )
         if error is not None:
             host = self._crashed[node.gateway.id] = host_of_spec(node.gateway.spec) or "?"
             if node.gateway.id not in self._cut:
@@ -259,11 +294,18 @@ class RemoteController:
         if host in self.lost.lost and wid not in self._cut:
             from pytest_gpuverify.remote.placement import topic_of
 
-            reason = self.lost.running_reason(host, self._folders.get(wid, (None, None))[0], self.topic or topic_of(crashitem))
+            reason = self.lost.running_reason(
+                host, self._folders.get(wid, (None, None))[0], self.topic or topic_of(crashitem)
+            )
         else:
-            why = self._cut.get(wid) or f"its worker {wid} on host {host} died mid-run (ssh or the worker's process ended)"
-            reason = (f"{why}; the host's guard stopped the command and its GPU lock went with the worker; "
-                      f"{self._raw_log(node, wid, host, crashitem)}")
+            why = (
+                self._cut.get(wid)
+                or f"its worker {wid} on host {host} died mid-run (ssh or the worker's process ended)"
+            )
+            reason = (
+                f"{why}; the host's guard stopped the command and its GPU lock went with the worker; "
+                f"{self._raw_log(node, wid, host, crashitem)}"
+            )
         path = self._write_unran(crashitem, host, reason)
         report.user_properties = [*getattr(report, "user_properties", []), *verdict_properties(host, reason, path)]
         report.longrepr = f"INCONCLUSIVE: {crashitem}\n  - {reason}"
@@ -293,8 +335,10 @@ class RemoteController:
                 key = (node.gateway.id, pending[0])
                 first = started.setdefault(key, time.monotonic())
                 if time.monotonic() - first > self.limit_s and node.gateway.id not in self._cut:
-                    self._cut[node.gateway.id] = (f"its worker {node.gateway.id} on host {host_of_spec(node.gateway.spec)} "
-                                                  f"gave no result within {self.limit_s:g} s (the plugin's deadline)")
+                    self._cut[node.gateway.id] = (
+                        f"its worker {node.gateway.id} on host {host_of_spec(node.gateway.spec)} "
+                        f"gave no result within {self.limit_s:g} s (the plugin's deadline)"
+                    )
                     self._cut_worker(node.gateway)
 
     # -- the report ----------------------------------------------------------------------------------
@@ -302,21 +346,28 @@ class RemoteController:
         if self.collector is not None:
             taken, problems = self._landed
             if taken:
-                terminalreporter.write_line(f"gpuverify: {taken} artifacts of the hosts copied to {self.collector.out_dir}")
+                terminalreporter.write_line(
+                    f"gpuverify: {taken} artifacts of the hosts copied to {self.collector.out_dir}"
+                )
             for line in problems + self._unran_problems + self._wait_line_problems:
                 terminalreporter.write_line(f"gpuverify: {line}", red=True)
         for line in self.unreachable:
-            terminalreporter.write_line(f"gpuverify: {line}; it ran nothing. Fix: check the host is up and "
-                                        "`ssh <alias> hostname` answers", red=True)
+            terminalreporter.write_line(
+                f"gpuverify: {line}; it ran nothing. Fix: check the host is up and `ssh <alias> hostname` answers",
+                red=True,
+            )
         if self.synced:
             from pytest_gpuverify.remote.sync import sync_lines
 
             for line in sync_lines(self.synced):
                 terminalreporter.write_line(f"gpuverify: {line}")
         for host, said in self.lost.lost.items():
-            terminalreporter.write_line(f"gpuverify: the connection to host {host} was lost mid-run ({said}); no worker "
-                                        f"was started there again. Fix: check the host is up, then run its targets "
-                                        f"again (`gpuverify merge` takes what it wrote from there)", red=True)
+            terminalreporter.write_line(
+                f"gpuverify: the connection to host {host} was lost mid-run ({said}); no worker "
+                f"was started there again. Fix: check the host is up, then run its targets "
+                f"again (`gpuverify merge` takes what it wrote from there)",
+                red=True,
+            )
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int):
@@ -377,8 +428,15 @@ class RemoteController:
             return f"its raw log, if the command started, stays on host {host}"
         timeout_s, config = self._ssh
         folder, since = self._folders.get(wid, (None, None))
-        return fetch_raw_log(ssh_base(alias, timeout_s, config, self.shared_ssh), host, folder,
-                             self.topic or topic_of(nodeid), self.collector.out_dir, timeout_s, since)
+        return fetch_raw_log(
+            ssh_base(alias, timeout_s, config, self.shared_ssh),
+            host,
+            folder,
+            self.topic or topic_of(nodeid),
+            self.collector.out_dir,
+            timeout_s,
+            since,
+        )
 
     def _cut_worker(self, gateway) -> None:
         """Kill the hung worker on its host (its pid from the gateway's start), so that its guard stops
@@ -401,7 +459,7 @@ class RemoteController:
             popen.kill()
 
 
-def _alias_of(spec) -> Optional[str]:
+def _alias_of(spec) -> str | None:
     """The ssh alias an xdist ``ssh=`` spec names (its last word), or None."""
     words = (getattr(spec, "ssh", None) or "").split()
     return words[-1] if words else None

@@ -6,7 +6,6 @@ target folder come from these answers, never from the controller's env file."""
 from __future__ import annotations
 
 import os
-from typing import Optional
 
 from pydantic import BaseModel, ConfigDict
 
@@ -16,16 +15,16 @@ MARK = "gpuverify-host-facts:"
 class HostFacts(BaseModel):
     model_config = ConfigDict(frozen=True, defer_build=True)
     repos: dict[str, str] = {}  # Repos row name -> the checkout's path on the host
-    tickets: Optional[str] = None
-    problem: Optional[str] = None  # the host's env file did not load: its paths are unknown
-    env_file: Optional[str] = None  # the env file the host's workers read (`~` as written)
-    env_from: Optional[str] = None  # where that path came from: $GPUVERIFY_ENV, or the default
+    tickets: str | None = None
+    problem: str | None = None  # the host's env file did not load: its paths are unknown
+    env_file: str | None = None  # the env file the host's workers read (`~` as written)
+    env_from: str | None = None  # where that path came from: $GPUVERIFY_ENV, or the default
 
-    def checkouts_root(self) -> Optional[str]:
+    def checkouts_root(self) -> str | None:
         """The deepest folder holding every checkout of the host (a worker's rootdir)."""
         return os.path.commonpath(list(self.repos.values())) if self.repos else None
 
-    def repo_path(self, repo: str) -> Optional[str]:
+    def repo_path(self, repo: str) -> str | None:
         return next((path for name, path in self.repos.items() if name.casefold() == repo.casefold()), None)
 
 
@@ -42,8 +41,10 @@ def host_facts(environ=os.environ) -> HostFacts:
     except (OSError, ValueError) as exc:
         return HostFacts(problem=str(exc).splitlines()[0][:200], env_file=str(path), env_from=where)
     tickets = env.resources.tickets
-    return HostFacts(repos={r.repo: str(r.path) for r in env.repos if r.path is not None},
-                     tickets=str(tickets.expanduser()) if tickets is not None else None)
+    return HostFacts(
+        repos={r.repo: str(r.path) for r in env.repos if r.path is not None},
+        tickets=str(tickets.expanduser()) if tickets is not None else None,
+    )
 
 
 def main() -> None:

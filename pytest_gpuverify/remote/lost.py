@@ -10,12 +10,10 @@ connection and where its log stays. The other hosts' workers go on."""
 from __future__ import annotations
 
 import subprocess
-from typing import Optional
 
 from pytest_gpuverify.remote.preflight import ssh_base
 from pytest_gpuverify.remote.sshmux import run_ssh
 from pytest_gpuverify.remote.txspec import host_of_spec
-
 
 # A worker that dies before it is ready (its pytest stopped at its start: an option, an ini file, a plugin
 # the host refuses) dies the same way when it is replaced: after this many such deaths on one host the
@@ -24,26 +22,28 @@ START_TRIES = 2
 
 
 class LostHosts:
-    def __init__(self, timeout_s: float, ssh_config: Optional[str]) -> None:
+    def __init__(self, timeout_s: float, ssh_config: str | None) -> None:
         self._ssh = (timeout_s, ssh_config)
         self.lost: dict[str, str] = {}  # host -> what its last ssh said
         self._workers: dict[str, str] = {}  # crashed worker id -> its lost host
         self._start_failures: dict[str, int] = {}  # host -> its workers that died before they were ready
         self.not_started: dict[str, str] = {}  # host -> why its workers cannot start (the session stops)
 
-    def start_failed(self, host: str, worker: str, error: object) -> Optional[str]:
+    def start_failed(self, host: str, worker: str, error: object) -> str | None:
         """``worker`` on ``host`` died before it was ready: the reason to stop the session once the
         host's workers did so ``START_TRIES`` times, else None (it is replaced as xdist does)."""
         self._start_failures[host] = self._start_failures.get(host, 0) + 1
         if host in self.not_started or self._start_failures[host] < START_TRIES:
             return None
         said = _last_words(error)
-        self.not_started[host] = (f"host {host}: its workers could not start ({self._start_failures[host]} tried, the "
-                                  f"last {worker}: {said}); the session stops. Fix: run `pytest --co` there in the "
-                                  "checkout with the same options, and correct what it says")
+        self.not_started[host] = (
+            f"host {host}: its workers could not start ({self._start_failures[host]} tried, the "
+            f"last {worker}: {said}); the session stops. Fix: run `pytest --co` there in the "
+            "checkout with the same options, and correct what it says"
+        )
         return self.not_started[host]
 
-    def after_crash(self, host: str, alias: Optional[str], worker: str) -> bool:
+    def after_crash(self, host: str, alias: str | None, worker: str) -> bool:
         """Whether ``host``, whose ``worker`` just crashed, is lost (asked once; a lost host stays lost)."""
         if host in self.lost or not alias:
             return self._noted(host, worker)
@@ -91,13 +91,16 @@ class LostHosts:
             if replacing and host is None and self.not_started:
                 report_line(f"\nworker {words[-1]} is not replaced: {next(iter(self.not_started.values()))}")
                 return
-            report_line(line if host is None else f"\nworker {words[-1]} is not replaced: the connection to host "
-                        f"{host} was lost")
+            report_line(
+                line
+                if host is None
+                else f"\nworker {words[-1]} is not replaced: the connection to host {host} was lost"
+            )
 
         dsession.report_line = say_not_replaced
 
     @staticmethod
-    def running_reason(host: str, folder: Optional[str], topic: str) -> str:
+    def running_reason(host: str, folder: str | None, topic: str) -> str:
         where = f"{folder}/bench_{topic}.*.log" if folder else f"its result folder (bench_{topic}.*.log)"
         return f"the connection to host {host} was lost while it ran; its log stays on {host} at {where}"
 
@@ -112,8 +115,11 @@ def _last_words(error: object) -> str:
 
     lines = str(error or "").splitlines()
     frames = [i for i, ln in enumerate(lines) if ln.startswith("  File ")]
-    tail = lines[frames[-1] + 1:] if frames else lines
-    words = [re.sub(r"^[\w.]*(Error|Exception|Exit)\w*: ", "", ln.strip()) for ln in tail
-             if ln.strip() and not ln.startswith("    ")]  # a frame's code and carets are indented
+    tail = lines[frames[-1] + 1 :] if frames else lines
+    words = [
+        re.sub(r"^[\w.]*(Error|Exception|Exit)\w*: ", "", ln.strip())
+        for ln in tail
+        if ln.strip() and not ln.startswith("    ")
+    ]  # a frame's code and carets are indented
     words = [w for w in words if not w.startswith("usage:")]
     return ("; ".join(words) or "no message")[:300]

@@ -7,12 +7,11 @@ on the host, whatever folder the controller ran in."""
 from __future__ import annotations
 
 import os
+from datetime import UTC
 from pathlib import Path
 
 from pytest_gpuverify.config.envfile import EnvFile
 from pytest_gpuverify.remote.txspec import serving_host
-
-
 
 
 def forget_rootdir_option(environ=os.environ) -> None:
@@ -61,8 +60,11 @@ def declarations_on_host(env: EnvFile, names: list[str]):
                 holders.setdefault(name, []).append(path)
     for name, paths in holders.items():
         if len(paths) > 1:
-            raise DeclarationError(paths[0], f"--gpu-target {name} is declared in {paths[0]} and {paths[1]}",
-                                   "rename one of them, or run from inside the repo you mean")
+            raise DeclarationError(
+                paths[0],
+                f"--gpu-target {name} is declared in {paths[0]} and {paths[1]}",
+                "rename one of them, or run from inside the repo you mean",
+            )
     files = {p for paths in holders.values() for p in paths}
     return next(iter(files)) if len(files) == 1 else None
 
@@ -97,11 +99,11 @@ def tell_controller(items, engine) -> None:
     for item in items:
         item._nodeid = marked_nodeid(item.nodeid, item.target.gpus, item.target.topic)
     if engine is not None:
-        from datetime import datetime, timezone
+        from datetime import datetime
 
         from pytest_gpuverify.common.clock import STAMP_FORMAT
 
-        send((FOLDER, str(engine.out_dir), datetime.now(timezone.utc).strftime(STAMP_FORMAT)))
+        send((FOLDER, str(engine.out_dir), datetime.now(UTC).strftime(STAMP_FORMAT)))
 
 
 CONTROLLER_LOST = "the ssh connection to the controller was lost"

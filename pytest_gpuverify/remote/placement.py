@@ -74,9 +74,11 @@ def place(nodeids: list[str], hosts: list[HostSlots]) -> Placement:
         if not fits:
             biggest = max(hosts, key=lambda h: h.gpus, default=None)
             have = f"the most any host has is {biggest.gpus} ({biggest.name})" if biggest else "no host is given"
-            placement.unplaced[index] = (f"target {target_name(nodeids[index])} needs {need} GPUs; {have}. "
-                                         "Fix: add a host with enough GPUs to --gpu-hosts, or lower `gpus` "
-                                         "in its declaration")
+            placement.unplaced[index] = (
+                f"target {target_name(nodeids[index])} needs {need} GPUs; {have}. "
+                "Fix: add a host with enough GPUs to --gpu-hosts, or lower `gpus` "
+                "in its declaration"
+            )
             continue
         best = min(fits, key=lambda h: ((load[h.name] + need) / max(h.gpus, 1), hosts.index(h)))
         load[best.name] += need

@@ -5,8 +5,6 @@ host that does not answer never sends its targets to another host. It implements
 
 from __future__ import annotations
 
-from typing import Optional
-
 from pytest_gpuverify.remote.placement import HostSlots, Placement, place
 from pytest_gpuverify.remote.txspec import host_of_spec
 
@@ -21,8 +19,8 @@ class HostScheduler:
         self.hosts = hosts
         self.node2collection: dict = {}
         self.node2pending: dict = {}  # the deadline watcher (controller.py) reads it too
-        self.collection: Optional[list[str]] = None
-        self.placement: Optional[Placement] = None
+        self.collection: list[str] | None = None
+        self.placement: Placement | None = None
         self.pending: dict[str, list[int]] = {}  # host -> indices not yet sent
         self.lost: dict[str, list[int]] = {}  # host -> indices left when its last worker ended
         self.starting: dict[str, set[str]] = {}  # host -> ids of workers xdist restarts there, not yet ready
@@ -97,7 +95,7 @@ class HostScheduler:
     def remove_pending_tests_from_node(self, node, indices) -> None:
         raise NotImplementedError("GPU hosts are fed one target at a time; nothing is taken back")
 
-    def remove_node(self, node) -> Optional[str]:
+    def remove_node(self, node) -> str | None:
         pending = self.node2pending.pop(node)
         host = self.host(node)
         crash = self.collection[pending.pop(0)] if pending and self.collection is not None else None

@@ -15,7 +15,6 @@ import os
 import shutil
 import subprocess
 import tempfile
-from typing import Optional
 
 SHARE_VARIABLE = "GPUVERIFY_SSH_SHARE"
 PERSIST_S = 30  # a master with no session left waits this long for the next, then ends
@@ -30,10 +29,16 @@ class SharedSsh:
 
     def options(self) -> list[str]:
         """ssh options: use the host's master, or become it."""
-        return ["-o", "ControlMaster=auto", "-o", f"ControlPath={self.folder}/{_SOCKET_NAME}",
-                "-o", f"ControlPersist={PERSIST_S}"]
+        return [
+            "-o",
+            "ControlMaster=auto",
+            "-o",
+            f"ControlPath={self.folder}/{_SOCKET_NAME}",
+            "-o",
+            f"ControlPersist={PERSIST_S}",
+        ]
 
-    def close(self, aliases: list[str], config: Optional[str]) -> None:
+    def close(self, aliases: list[str], config: str | None) -> None:
         """End each alias's master, all at once (none started: ssh says so, harmless), and remove the folder."""
         from concurrent.futures import ThreadPoolExecutor
 
@@ -50,7 +55,7 @@ class SharedSsh:
         shutil.rmtree(self.folder, ignore_errors=True)
 
 
-def run_ssh(argv: list[str], timeout_s: Optional[float], stdin: bytes = b"") -> subprocess.CompletedProcess:
+def run_ssh(argv: list[str], timeout_s: float | None, stdin: bytes = b"") -> subprocess.CompletedProcess:
     """``subprocess.run`` of an ssh command (or rsync over ssh), its input and output in files, not
     pipes: the first session to a host becomes its ControlPersist master, which forks into the
     background, and OpenSSH before 8.4 keeps that session's stdout and stderr open in it, so a pipe
@@ -65,7 +70,7 @@ def run_ssh(argv: list[str], timeout_s: Optional[float], stdin: bytes = b"") -> 
         return subprocess.CompletedProcess(argv, done.returncode, out.read(), err.read())
 
 
-def shared_ssh(environ=os.environ) -> Optional[SharedSsh]:
+def shared_ssh(environ=os.environ) -> SharedSsh | None:
     """A new folder for this session's masters, or None where sharing is off or cannot work."""
     if os.name == "nt" or environ.get(SHARE_VARIABLE, "1").strip().lower() in ("0", "no", "false", "off"):
         return None

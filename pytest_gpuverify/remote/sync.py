@@ -21,12 +21,11 @@ import os
 import shlex
 import tempfile
 from pathlib import Path
-from typing import Optional
 
 from pytest_gpuverify.config.envfile import EnvFile, HostRow, RepoRow
 from pytest_gpuverify.config.errors import UsageError
-from pytest_gpuverify.records.artifact import SyncRecord
 from pytest_gpuverify.place.gitstate import git_toplevel, own_output_dirs, repo_state
+from pytest_gpuverify.records.artifact import SyncRecord
 from pytest_gpuverify.remote.preflight import python_of, ssh_base
 from pytest_gpuverify.remote.sshmux import SharedSsh, run_ssh
 from pytest_gpuverify.remote.syncfiles import excluded, inside, sha256_of, visible_files
@@ -44,16 +43,20 @@ def local_checkout(here: Path, env: EnvFile) -> tuple[Path, RepoRow]:
     if top is None:
         raise UsageError("--gpu-sync", f"--gpu-sync: {here} is not inside a git checkout", "run from your checkout")
     rows = [r for r in env.repos if r.path is not None]
-    named = [r for r in rows if r.repo.casefold() == top.name.casefold()
-             or (r.path is not None and r.path.name == top.name)]
+    named = [
+        r for r in rows if r.repo.casefold() == top.name.casefold() or (r.path is not None and r.path.name == top.name)
+    ]
     row = named[0] if len(named) == 1 else rows[0] if len(rows) == 1 else None
     if row is None:
-        raise UsageError("--gpu-sync", f"--gpu-sync: no Repos row of {env.path} matches the checkout {top}",
-                         f"name the row {top.name!r}, or run from a checkout folder named like its row")
+        raise UsageError(
+            "--gpu-sync",
+            f"--gpu-sync: no Repos row of {env.path} matches the checkout {top}",
+            f"name the row {top.name!r}, or run from a checkout folder named like its row",
+        )
     return top, row
 
 
-def file_list(top: Path, files: Optional[list[str]] = None) -> list[str]:
+def file_list(top: Path, files: list[str] | None = None) -> list[str]:
     """``<sha256>  <path>`` of every file the sync copies (default: what git sees), sorted by path."""
     names = visible_files(top) if files is None else files
     return [f"{sha256_of(top / name)}  {name}" for name in sorted(names or [])]
@@ -81,8 +84,9 @@ def _shown(paths: list[str]) -> str:
     return ", ".join(paths[:SHOWN]) + more
 
 
-def _on_host(host: HostRow, command: str, timeout_s: float, ssh_config: Optional[str], shared: Optional[SharedSsh],
-             stdin: bytes = b"") -> str:
+def _on_host(
+    host: HostRow, command: str, timeout_s: float, ssh_config: str | None, shared: SharedSsh | None, stdin: bytes = b""
+) -> str:
     """The last line ``python -m pytest_gpuverify.remote.synchost <command>`` printed on ``host``."""
     import subprocess
 
@@ -91,34 +95,59 @@ def _on_host(host: HostRow, command: str, timeout_s: float, ssh_config: Optional
     try:
         done = run_ssh([*ssh_base(alias, timeout_s, ssh_config, shared), line], 6 * timeout_s + 60, stdin)
     except (OSError, subprocess.TimeoutExpired) as exc:
-        raise UsageError("--gpu-sync", f"--gpu-sync: host {host.host} did not answer ({type(exc).__name__})",
-                         "check the host is up and `ssh <alias> hostname` answers") from None
+        raise UsageError(
+            "--gpu-sync",
+            f"--gpu-sync: host {host.host} did not answer ({type(exc).__name__})",
+            "check the host is up and `ssh <alias> hostname` answers",
+        ) from None
     lines = done.stdout.decode("utf-8", errors="replace").strip().splitlines()
     if done.returncode != 0 or not lines:
         said = (done.stderr.decode("utf-8", errors="replace").strip().splitlines() or ["no message"])[-1]
-        raise UsageError("--gpu-sync", f"--gpu-sync: reading the checkout on host {host.host} failed (exit "
-                         f"{done.returncode}: {said[:200]})", f"check `ssh {alias} {line}` there")
+        raise UsageError(
+            "--gpu-sync",
+            f"--gpu-sync: reading the checkout on host {host.host} failed (exit {done.returncode}: {said[:200]})",
+            f"check `ssh {alias} {line}` there",
+        )
     return lines[-1]
 
 
-def _copy(host: HostRow, top: Path, host_path: str, files: list[str], timeout_s: float, ssh_config: Optional[str],
-          shared: Optional[SharedSsh]) -> None:
+def _copy(
+    host: HostRow,
+    top: Path,
+    host_path: str,
+    files: list[str],
+    timeout_s: float,
+    ssh_config: str | None,
+    shared: SharedSsh | None,
+) -> None:
     """rsync of exactly ``files``: links as links, times kept, modes from the host's umask (no ``-p``)."""
     shell = " ".join(ssh_base("", timeout_s, ssh_config, shared)[:-1])  # rsync adds the alias itself
     with tempfile.NamedTemporaryFile(prefix="gpuverify-sync-", suffix=".list") as listing:
         listing.write(b"\0".join(name.encode() for name in files))
         listing.flush()
-        argv = ["rsync", "-lt", "--executability", "--from0", f"--files-from={listing.name}",
-                f"--timeout={max(30, int(6 * timeout_s))}", "-e", shell, f"{top}/", f"{host.ssh_alias}:{host_path}/"]
+        argv = [
+            "rsync",
+            "-lt",
+            "--executability",
+            "--from0",
+            f"--files-from={listing.name}",
+            f"--timeout={max(30, int(6 * timeout_s))}",
+            "-e",
+            shell,
+            f"{top}/",
+            f"{host.ssh_alias}:{host_path}/",
+        ]
         try:
             done = run_ssh(argv, timeout_s=None)  # a large checkout takes its time; rsync's --timeout bounds a stall
         except OSError as exc:
             raise UsageError("--gpu-sync", f"--gpu-sync: rsync could not run here ({exc})", "install rsync") from None
     if done.returncode != 0:
         said = (done.stderr.decode("utf-8", errors="replace").strip().splitlines() or ["no message"])[-1]
-        raise UsageError("--gpu-sync", f"--gpu-sync: rsync of {top} to {host.host}:{host_path} failed (exit "
-                         f"{done.returncode}: {said[:200]})",
-                         f"check that rsync is installed on {host.host} and the folder is writable")
+        raise UsageError(
+            "--gpu-sync",
+            f"--gpu-sync: rsync of {top} to {host.host}:{host_path} failed (exit {done.returncode}: {said[:200]})",
+            f"check that rsync is installed on {host.host} and the folder is writable",
+        )
 
 
 def host_changes(state: CheckoutState, copying: dict[str, str]) -> list[str]:
@@ -126,12 +155,22 @@ def host_changes(state: CheckoutState, copying: dict[str, str]) -> list[str]:
     whose content is neither what the last sync wrote nor what this one brings (a file deleted there
     loses nothing when it comes back)."""
     last = state.manifest or {}
-    return sorted(p for p, sha in state.changes.items() if sha is not None and sha != last.get(p) and sha != copying.get(p))
+    return sorted(
+        p for p, sha in state.changes.items() if sha is not None and sha != last.get(p) and sha != copying.get(p)
+    )
 
 
-def sync_checkout(here: Path, env: EnvFile, hosts: list[HostRow], host_paths: dict[str, Optional[str]],
-                  timeout_s: float, ssh_config: Optional[str], shared: Optional[SharedSsh] = None,
-                  overwrite: bool = False, asked: Optional[list[str]] = None) -> dict[str, SyncRecord]:
+def sync_checkout(
+    here: Path,
+    env: EnvFile,
+    hosts: list[HostRow],
+    host_paths: dict[str, str | None],
+    timeout_s: float,
+    ssh_config: str | None,
+    shared: SharedSsh | None = None,
+    overwrite: bool = False,
+    asked: list[str] | None = None,
+) -> dict[str, SyncRecord]:
     """Copy to each host (``host_paths``: host -> its own checkout of the row, else the env file's);
     the record of each. Every host's checkout is read before anything is copied anywhere."""
     top, row = local_checkout(here, env)
@@ -147,30 +186,43 @@ def sync_checkout(here: Path, env: EnvFile, hosts: list[HostRow], host_paths: di
     plans = []
     for host in hosts:
         host_path = host_paths.get(host.host) or str(row.path)
-        found = CheckoutState.model_validate_json(_on_host(host, f"state {shlex.quote(host_path)}", timeout_s,
-                                                           ssh_config, shared))
+        found = CheckoutState.model_validate_json(
+            _on_host(host, f"state {shlex.quote(host_path)}", timeout_s, ssh_config, shared)
+        )
         if found.problem:
             raise UsageError("--gpu-sync", f"--gpu-sync: host {host.host}: {found.problem}", "check `git status` there")
         theirs = host_changes(found, copying)
         if theirs and not overwrite:
             alias = host.ssh_alias or host.host
-            raise UsageError("--gpu-sync", f"--gpu-sync: the checkout {host.host}:{host_path} has changes no earlier "
-                             f"sync made, which this one would replace or delete: {_shown(theirs)}",
-                             f"commit or remove them there (`ssh {alias} git -C {host_path} status`), or pass "
-                             f"{OVERWRITE_OPTION} to replace them")
+            raise UsageError(
+                "--gpu-sync",
+                f"--gpu-sync: the checkout {host.host}:{host_path} has changes no earlier "
+                f"sync made, which this one would replace or delete: {_shown(theirs)}",
+                f"commit or remove them there (`ssh {alias} git -C {host_path} status`), or pass "
+                f"{OVERWRITE_OPTION} to replace them",
+            )
         plans.append((host, host_path, found, theirs))
     records = {}
     for host, host_path, found, theirs in plans:
         _copy(host, top, host_path, files, timeout_s, ssh_config, shared)
         decision = Finish(delete=[p for p in found.visible if p not in copying], manifest=copying)
-        said = _on_host(host, f"finish {shlex.quote(host_path)}", timeout_s, ssh_config, shared,
-                        decision.model_dump_json().encode())
+        said = _on_host(
+            host, f"finish {shlex.quote(host_path)}", timeout_s, ssh_config, shared, decision.model_dump_json().encode()
+        )
         removed = json.loads(said).get("removed", [])
         records[host.host] = SyncRecord(
-            local_path=str(top), repo=row.repo, host_path=host_path, local_sha=state.sha, dirty=bool(state.dirty),
-            dirty_paths=state.dirty_paths, files=len(listing),
+            local_path=str(top),
+            repo=row.repo,
+            host_path=host_path,
+            local_sha=state.sha,
+            dirty=bool(state.dirty),
+            dirty_paths=state.dirty_paths,
+            files=len(listing),
             files_sha256=hashlib.sha256(("\n".join(listing) + "\n").encode()).hexdigest(),
-            ignored_copied=ignored[:MAX_LISTED], removed=removed[:MAX_LISTED], replaced=theirs[:MAX_LISTED])
+            ignored_copied=ignored[:MAX_LISTED],
+            removed=removed[:MAX_LISTED],
+            replaced=theirs[:MAX_LISTED],
+        )
     return records
 
 
@@ -179,14 +231,20 @@ def sync_lines(records: dict[str, SyncRecord]) -> list[str]:
     lines = []
     for host, record in records.items():
         if record.removed:
-            lines.append(f"--gpu-sync removed {len(record.removed)} file(s) on {host} that the local checkout no "
-                         f"longer has: {_shown(record.removed)}")
+            lines.append(
+                f"--gpu-sync removed {len(record.removed)} file(s) on {host} that the local checkout no "
+                f"longer has: {_shown(record.removed)}"
+            )
         if record.replaced:
-            lines.append(f"--gpu-sync replaced {len(record.replaced)} change(s) made on {host} ({OVERWRITE_OPTION}): "
-                         f"{_shown(record.replaced)}")
+            lines.append(
+                f"--gpu-sync replaced {len(record.replaced)} change(s) made on {host} ({OVERWRITE_OPTION}): "
+                f"{_shown(record.replaced)}"
+            )
         if record.ignored_copied:
-            lines.append(f"--gpu-sync copied {len(record.ignored_copied)} gitignored file(s) to {host} because the run "
-                         f"names them: {_shown(record.ignored_copied)}")
+            lines.append(
+                f"--gpu-sync copied {len(record.ignored_copied)} gitignored file(s) to {host} because the run "
+                f"names them: {_shown(record.ignored_copied)}"
+            )
     return lines
 
 

@@ -11,16 +11,32 @@ from __future__ import annotations
 
 import hashlib
 import os
+from collections.abc import Iterable
 from fnmatch import fnmatch
 from pathlib import Path
-from typing import Iterable, Optional
 
 from pytest_gpuverify.place.gitstate import git
 
 # never copied nor deleted: git's own folder, build outputs, caches, the test tools' droppings
-EXCLUDES = (".git", "build", "dist", "*.egg-info", "__pycache__", "*.pyc", ".pytest_cache", ".mypy_cache",
-            ".ruff_cache", ".tox", ".nox", ".venv", ".benchmarks", ".cache", ".hypothesis", ".coverage",
-            ".coverage.*")
+EXCLUDES = (
+    ".git",
+    "build",
+    "dist",
+    "*.egg-info",
+    "__pycache__",
+    "*.pyc",
+    ".pytest_cache",
+    ".mypy_cache",
+    ".ruff_cache",
+    ".tox",
+    ".nox",
+    ".venv",
+    ".benchmarks",
+    ".cache",
+    ".hypothesis",
+    ".coverage",
+    ".coverage.*",
+)
 
 
 def excluded(rel: str, protected: Iterable[str] = ()) -> bool:
@@ -31,7 +47,7 @@ def excluded(rel: str, protected: Iterable[str] = ()) -> bool:
     return any(rel == folder or rel.startswith(folder.rstrip("/") + "/") for folder in protected)
 
 
-def inside(top: Path, folders: Iterable[Optional[Path]]) -> list[str]:
+def inside(top: Path, folders: Iterable[Path | None]) -> list[str]:
     """The ``folders`` that lie inside the checkout ``top``, relative to it."""
     out = []
     for folder in folders:
@@ -46,7 +62,7 @@ def inside(top: Path, folders: Iterable[Optional[Path]]) -> list[str]:
     return out
 
 
-def visible_files(top: Path, protected: Iterable[str] = ()) -> Optional[list[str]]:
+def visible_files(top: Path, protected: Iterable[str] = ()) -> list[str] | None:
     """The files (and links) of the checkout ``top`` a sync copies, sorted; None when ``top`` is a git
     checkout whose listing git did not give."""
     protected = list(protected)
@@ -61,11 +77,12 @@ def visible_files(top: Path, protected: Iterable[str] = ()) -> Optional[list[str
             rel_dir = Path(folder).relative_to(top)
             dirs[:] = [d for d in dirs if not excluded((rel_dir / d).as_posix(), protected)]
             names.update((rel_dir / f).as_posix() for f in files)
-    return sorted(n for n in names if not excluded(n, protected)
-                  and (os.path.islink(top / n) or os.path.isfile(top / n)))  # a deleted file, a submodule: no
+    return sorted(
+        n for n in names if not excluded(n, protected) and (os.path.islink(top / n) or os.path.isfile(top / n))
+    )  # a deleted file, a submodule: no
 
 
-def sha256_of(path: Path) -> Optional[str]:
+def sha256_of(path: Path) -> str | None:
     """The file's sha256 (a link's: of its target's name); None when it is gone."""
     try:
         if os.path.islink(path):

@@ -16,7 +16,6 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Optional
 
 from pydantic import BaseModel, ConfigDict
 
@@ -26,10 +25,10 @@ from pytest_gpuverify.remote.syncfiles import excluded, inside, sha256_of, visib
 class CheckoutState(BaseModel):
     model_config = ConfigDict(frozen=True, defer_build=True)
     visible: list[str] = []  # what a sync may delete there
-    changes: dict[str, Optional[str]] = {}  # path -> its sha256 now (None: deleted) for each change on the host
-    manifest: Optional[dict[str, str]] = None  # path -> sha256 the last sync wrote (None: no sync yet)
+    changes: dict[str, str | None] = {}  # path -> its sha256 now (None: deleted) for each change on the host
+    manifest: dict[str, str] | None = None  # path -> sha256 the last sync wrote (None: no sync yet)
     umask: int = 0o022
-    problem: Optional[str] = None
+    problem: str | None = None
 
 
 class Finish(BaseModel):

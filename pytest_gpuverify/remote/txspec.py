@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-from typing import Optional
 
 from pytest_gpuverify.config.envfile import EnvFile, HostRow
 from pytest_gpuverify.config.errors import UsageError
@@ -18,7 +17,7 @@ WORKER_DIR = ".gpuverify-xdist"  # the worker's cwd, under the ssh user's home; 
 PYCACHE_PREFIX = "$HOME/.cache/gpuverify/pycache"
 
 
-def remote_rows(env: EnvFile, host: Optional[str], arch: Optional[str], hosts: Optional[str]) -> Optional[list[HostRow]]:
+def remote_rows(env: EnvFile, host: str | None, arch: str | None, hosts: str | None) -> list[HostRow] | None:
     """The remote rows to run on, or None for a session that runs here (a `local` row)."""
     if hosts:
         return _fan_out_rows(env, hosts)
@@ -43,20 +42,35 @@ def _fan_out_rows(env: EnvFile, hosts: str) -> list[HostRow]:
         for name in (n.strip() for n in wanted.split(",") if n.strip()):
             row = env.host(name)
             if row is None:
-                raise UsageError("--gpu-hosts", f"--gpu-hosts: {name!r} is not a host or arch in Hosts of {env.path}",
-                                 f"use all, an arch, or names from: {', '.join(h.host for h in env.hosts)}")
+                raise UsageError(
+                    "--gpu-hosts",
+                    f"--gpu-hosts: {name!r} is not a host or arch in Hosts of {env.path}",
+                    f"use all, an arch, or names from: {', '.join(h.host for h in env.hosts)}",
+                )
             if row.is_local:
-                raise UsageError("--gpu-hosts", f"--gpu-hosts: {row.host} is the local row of {env.path}; fan-out "
-                                 "starts workers over SSH", "give it its ssh alias, or leave it out")
+                raise UsageError(
+                    "--gpu-hosts",
+                    f"--gpu-hosts: {row.host} is the local row of {env.path}; fan-out starts workers over SSH",
+                    "give it its ssh alias, or leave it out",
+                )
             rows.append(row)
     if not rows:
-        raise UsageError("--gpu-hosts", f"--gpu-hosts {hosts}: no host reached over SSH matches in Hosts of "
-                         f"{env.path}", "give the GPU hosts their ssh alias (not `local`)")
+        raise UsageError(
+            "--gpu-hosts",
+            f"--gpu-hosts {hosts}: no host reached over SSH matches in Hosts of {env.path}",
+            "give the GPU hosts their ssh alias (not `local`)",
+        )
     return rows
 
 
-def tx_specs(rows: list[HostRow], per_host: Optional[int], ssh_config: Optional[str], timeout_s: float,
-             rootdirs: Optional[dict[str, Optional[str]]] = None, shared: Optional[SharedSsh] = None) -> list[str]:
+def tx_specs(
+    rows: list[HostRow],
+    per_host: int | None,
+    ssh_config: str | None,
+    timeout_s: float,
+    rootdirs: dict[str, str | None] | None = None,
+    shared: SharedSsh | None = None,
+) -> list[str]:
     """One xdist worker per GPU of each host (or ``per_host``), started by ssh with the row's python.
     Each worker learns its Hosts row through the environment, before pytest parses anything.
     ``rootdirs``: host -> the folder of its own Repos rows' checkouts (each host keeps them where it
@@ -77,7 +91,7 @@ def tx_specs(rows: list[HostRow], per_host: Optional[int], ssh_config: Optional[
     return specs
 
 
-def checkouts_root(env: EnvFile) -> Optional[str]:
+def checkouts_root(env: EnvFile) -> str | None:
     """The deepest folder holding every Repos row's checkout (the row's own path when there is one)."""
     import os
 
@@ -85,12 +99,12 @@ def checkouts_root(env: EnvFile) -> Optional[str]:
     return os.path.commonpath(paths) if paths else None
 
 
-def host_of_spec(spec) -> Optional[str]:
+def host_of_spec(spec) -> str | None:
     """The Hosts row a worker's gateway spec serves (None: not one of ours)."""
     return (getattr(spec, "env", None) or {}).get(HOST_VARIABLE)
 
 
-def serving_host(environ=os.environ) -> Optional[str]:
+def serving_host(environ=os.environ) -> str | None:
     """The Hosts row this process serves as an xdist worker started over SSH, else None."""
     if environ.get("PYTEST_XDIST_WORKER"):
         return environ.get(HOST_VARIABLE) or None

@@ -8,7 +8,7 @@ picker then sends its wait lines on it; the controller writes each on its live l
 
 from __future__ import annotations
 
-from typing import Callable, Optional
+from collections.abc import Callable
 
 CHANNEL = None  # on a worker: the channel to the controller (set by OPEN_ON_HOST)
 
@@ -23,11 +23,13 @@ FOLDER = "result-folder"  # a worker's (FOLDER, path, since) message: where it w
 # and the host's UTC stamp before its first target's (so an older session's log there is never taken for its)
 
 
-def open_on_gateway(gateway, show: Callable[[str], None],
-                    on_folder: Optional[Callable[[str, Optional[str]], None]] = None) -> Optional[str]:
+def open_on_gateway(
+    gateway, show: Callable[[str], None], on_folder: Callable[[str, str | None], None] | None = None
+) -> str | None:
     """Controller: open the wait line's channel of the worker on ``gateway``; None, else why not (the
     run goes on without the line: it is only shown, never evidence). ``on_folder`` gets the worker's
     result folder on its host, when it says it (``send_folder``)."""
+
     def received(message) -> None:
         if isinstance(message, tuple) and len(message) in (2, 3) and message[0] == FOLDER:
             if on_folder is not None:
@@ -55,11 +57,11 @@ def send(text) -> None:
         pass
 
 
-def on_wait_for(config) -> Optional[Callable[[str], None]]:
+def on_wait_for(config) -> Callable[[str], None] | None:
     """Where a session's wait line goes: the terminal here; over the channel on a worker of a GPU host;
     nowhere on other xdist workers (they have no terminal)."""
-    from pytest_gpuverify.terminal import live_line
     from pytest_gpuverify.remote.txspec import serving_host
+    from pytest_gpuverify.terminal import live_line
 
     if serving_host() and CHANNEL is not None:
         return send

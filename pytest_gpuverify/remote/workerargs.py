@@ -36,8 +36,14 @@ def worker_args(args: list[str], positional: list[str]) -> list[str]:
         if name in LOCAL_ONLY:
             i += 1 if eq or following is None else 2
             continue
-        if (arg.startswith("-") and arg != "--" and not eq and following is not None
-                and following not in positional and _exists(following)):
+        if (
+            arg.startswith("-")
+            and arg != "--"
+            and not eq
+            and following is not None
+            and following not in positional
+            and _exists(following)
+        ):
             out.append(f"{arg}={following}" if arg.startswith("--") else arg + following)
             i += 2
             continue

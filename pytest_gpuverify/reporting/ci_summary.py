@@ -5,8 +5,9 @@ No pytest here: ``verdicts`` is a list of ``(nodeid, properties)``.
 
 import os
 import sys
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable, Optional, TextIO
+from typing import TextIO
 
 SUMMARY_LIMIT = 1024 * 1024  # GitHub refuses a step summary over 1 MiB
 MAX_ANNOTATIONS = 10  # GitHub shows at most 10 of each level per step
@@ -42,9 +43,15 @@ def key_numbers(props: dict) -> str:
 
 
 def _row(nodeid: str, p: dict) -> str:
-    cells = (f"**{p.get('gpuverify_verdict', '?')}**", f"`{nodeid}`", p.get("gpuverify_gpus", "-"),
-             p.get("gpuverify_host", "-"), key_numbers(p), p.get("gpuverify_reason", ""),
-             f"`{p.get('gpuverify_artifact', '')}`")
+    cells = (
+        f"**{p.get('gpuverify_verdict', '?')}**",
+        f"`{nodeid}`",
+        p.get("gpuverify_gpus", "-"),
+        p.get("gpuverify_host", "-"),
+        key_numbers(p),
+        p.get("gpuverify_reason", ""),
+        f"`{p.get('gpuverify_artifact', '')}`",
+    )
     return "| " + " | ".join(_cell(c) for c in cells) + " |"
 
 
@@ -66,8 +73,15 @@ def markdown(verdicts: Iterable[tuple[str, dict]], limit: int = SUMMARY_LIMIT) -
     if bad:
         parts += [*table, *(_row(*r) for r in bad), ""]
     if good:
-        parts += [f"<details><summary>{len(good)} PASS</summary>", "", *table, *(_row(*r) for r in good), "",
-                  "</details>", ""]
+        parts += [
+            f"<details><summary>{len(good)} PASS</summary>",
+            "",
+            *table,
+            *(_row(*r) for r in good),
+            "",
+            "</details>",
+            "",
+        ]
     text = "\n".join(parts) + "\n"
     if len(text.encode()) <= limit:
         return text
@@ -101,7 +115,7 @@ def annotation(level: str, nodeid: str, p: dict) -> str:
 _LEVELS = (("error", {"FAIL"}), ("warning", {"INCONCLUSIVE", "NO_GPU"}))
 
 
-def level_of(verdict: str) -> Optional[str]:
+def level_of(verdict: str) -> str | None:
     return next((level for level, wanted in _LEVELS if verdict in wanted), None)
 
 
@@ -127,14 +141,15 @@ class CiPublisher:
     $GITHUB_STEP_SUMMARY, rewritten in place so that it is never there twice) holds every target so
     far; each annotation is printed once, as its target ends, 10 of each level at most."""
 
-    def __init__(self, summary_path: Optional[str] = None, environ: Optional[dict] = None,
-                 stream: Optional[TextIO] = None) -> None:
+    def __init__(
+        self, summary_path: str | None = None, environ: dict | None = None, stream: TextIO | None = None
+    ) -> None:
         env = os.environ if environ is None else environ
         self.summary_path = summary_path
         self.github = env.get("GITHUB_ACTIONS") == "true"
         self.step_summary = env.get("GITHUB_STEP_SUMMARY") if self.github else None
         self.stream = stream
-        self._step_offset: Optional[int] = None  # where this session's part of the step summary begins
+        self._step_offset: int | None = None  # where this session's part of the step summary begins
         self._annotated: set[str] = set()
         self._shown = {level: 0 for level, _ in _LEVELS}
         self._problems: list[str] = []
@@ -193,8 +208,13 @@ class CiPublisher:
             self._problems.append(line)
 
 
-def publish(verdicts: list[tuple[str, dict]], *, summary_path: Optional[str] = None,
-            environ: Optional[dict] = None, stream: TextIO = sys.stderr) -> list[str]:
+def publish(
+    verdicts: list[tuple[str, dict]],
+    *,
+    summary_path: str | None = None,
+    environ: dict | None = None,
+    stream: TextIO = sys.stderr,
+) -> list[str]:
     """Writes the markdown to ``summary_path`` (--gpu-ci-summary) and, under GitHub Actions, appends it to
     $GITHUB_STEP_SUMMARY and prints the annotations. Returns problems (a path that could not be written)."""
     return CiPublisher(summary_path, environ, stream).update(verdicts, final=True)

@@ -9,9 +9,9 @@ ran count: a target that never got a GPU says nothing about its length.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from statistics import mean
-from typing import Callable
 
 from pytest_gpuverify.common.files import write_atomic
 from pytest_gpuverify.verify.schemas import SchemaError, load_checked

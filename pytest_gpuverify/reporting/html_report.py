@@ -7,11 +7,10 @@ from __future__ import annotations
 
 from html import escape
 from pathlib import Path
-from typing import Optional
 
 from pytest_gpuverify.records.artifact import Artifact
-from pytest_gpuverify.verify.schemas import SchemaError, load_checked
 from pytest_gpuverify.reporting.svg import perf_plots, shape_plot
+from pytest_gpuverify.verify.schemas import SchemaError, load_checked
 
 ORDER = {"FAIL": 0, "INCONCLUSIVE": 1, "NO_GPU": 2, "PASS": 3}
 MAX_ROWS = 200  # perf rows shown per target; the artifact holds them all
@@ -35,7 +34,7 @@ def gather(dirs: list[Path]) -> tuple[list[tuple[Path, Artifact]], list[str]]:
     return found, problems
 
 
-def _num(v: Optional[float]) -> str:
+def _num(v: float | None) -> str:
     return "-" if v is None else f"{v:.4g}"
 
 
@@ -53,25 +52,41 @@ def _named(art: Artifact) -> str:
 
 
 def _summary_table(found: list[tuple[Path, Artifact]]) -> str:
-    rows = ["<table><tr><th>Verdict</th><th>Target</th><th>Host</th><th>GPU</th><th>Shapes</th>"
-            "<th>SNR dB</th><th>Perf rows</th><th>First reason</th></tr>"]
+    rows = [
+        "<table><tr><th>Verdict</th><th>Target</th><th>Host</th><th>GPU</th><th>Shapes</th>"
+        "<th>SNR dB</th><th>Perf rows</th><th>First reason</th></tr>"
+    ]
     for i, (_path, art) in enumerate(found):
         reason = art.reasons[0] if art.reasons and art.verdict != "PASS" else ""
-        rows.append(f'<tr class="{"bad" if art.verdict != "PASS" else ""}"><td class="{art.verdict}">{art.verdict}</td>'
-                    f'<td><a href="#{_anchor(i)}">{escape(_named(art))}</a></td><td>{escape(art.host or "-")}</td>'
-                    f"<td>{escape(_gpus(art))}</td><td>{art.correctness.shapes_checked}</td>"
-                    f"<td>{_num(art.correctness.snr_db)}</td><td>{len(art.perf)}</td><td>{escape(reason[:160])}</td></tr>")
+        rows.append(
+            f'<tr class="{"bad" if art.verdict != "PASS" else ""}"><td class="{art.verdict}">{art.verdict}</td>'
+            f'<td><a href="#{_anchor(i)}">{escape(_named(art))}</a></td><td>{escape(art.host or "-")}</td>'
+            f"<td>{escape(_gpus(art))}</td><td>{art.correctness.shapes_checked}</td>"
+            f"<td>{_num(art.correctness.snr_db)}</td><td>{len(art.perf)}</td><td>{escape(reason[:160])}</td></tr>"
+        )
     return "".join(rows) + "</table>"
 
 
 def _correctness(art: Artifact) -> str:
     c = art.correctness
-    cells = [("passed", c.passed), ("shapes checked", c.shapes_checked), ("checks passed/warn/failed",
-             f"{c.checks_passed}/{c.checks_warning}/{c.checks_failed}"), ("SNR dB", _num(c.snr_db)),
-             ("cosine", _num(c.cosine_sim)), ("max abs error", _num(c.max_abs_error)), ("NaNs", c.nan_count),
-             ("rtol/atol", f"{_num(c.rtol)}/{_num(c.atol)}"), ("dtype", c.dtype or "-")]
-    return "<table><tr>" + "".join(f"<th>{escape(k)}</th>" for k, _ in cells) + "</tr><tr>" + \
-        "".join(f"<td>{escape(str(v))}</td>" for _, v in cells) + "</tr></table>"
+    cells = [
+        ("passed", c.passed),
+        ("shapes checked", c.shapes_checked),
+        ("checks passed/warn/failed", f"{c.checks_passed}/{c.checks_warning}/{c.checks_failed}"),
+        ("SNR dB", _num(c.snr_db)),
+        ("cosine", _num(c.cosine_sim)),
+        ("max abs error", _num(c.max_abs_error)),
+        ("NaNs", c.nan_count),
+        ("rtol/atol", f"{_num(c.rtol)}/{_num(c.atol)}"),
+        ("dtype", c.dtype or "-"),
+    ]
+    return (
+        "<table><tr>"
+        + "".join(f"<th>{escape(k)}</th>" for k, _ in cells)
+        + "</tr><tr>"
+        + "".join(f"<td>{escape(str(v))}</td>" for _, v in cells)
+        + "</tr></table>"
+    )
 
 
 def _perf_table(art: Artifact) -> str:
@@ -81,8 +96,16 @@ def _perf_table(art: Artifact) -> str:
     head = ["shape", "name", "side", "median us", "min us", "max us", "runs", *metrics]
     rows = ["<table><tr>" + "".join(f"<th>{escape(h)}</th>" for h in head) + "</tr>"]
     for r in art.perf[:MAX_ROWS]:
-        cells = [r.shape, r.name, r.side or "", _num(r.us_median), _num(r.min_us), _num(r.max_us),
-                 r.runs if r.runs is not None else "-", *(_num(r.metrics.get(m)) for m in metrics)]
+        cells = [
+            r.shape,
+            r.name,
+            r.side or "",
+            _num(r.us_median),
+            _num(r.min_us),
+            _num(r.max_us),
+            r.runs if r.runs is not None else "-",
+            *(_num(r.metrics.get(m)) for m in metrics),
+        ]
         rows.append("<tr>" + "".join(f"<td>{escape(str(c))}</td>" for c in cells) + "</tr>")
     more = f"<p>{len(art.perf) - MAX_ROWS} more rows in the artifact</p>" if len(art.perf) > MAX_ROWS else ""
     return "".join(rows) + "</table>" + more
@@ -90,37 +113,58 @@ def _perf_table(art: Artifact) -> str:
 
 def _section(i: int, path: Path, art: Artifact, few: bool = False) -> str:
     mark = "" if art.verdict == "PASS" else f"no result: {art.verdict}"
-    plot = "".join(f"<h5>{escape(unit)}</h5>" + shape_plot(series, unit=unit, spread=spread, mark=mark)
-                   for unit, series, spread in perf_plots(art.perf[:MAX_ROWS]))
-    perf = "<h4>Perf</h4>" if not mark else (
-        f"<h4>Perf rows: no result (the target is {art.verdict}; kept in the artifact, never a result)</h4>")
+    plot = "".join(
+        f"<h5>{escape(unit)}</h5>" + shape_plot(series, unit=unit, spread=spread, mark=mark)
+        for unit, series, spread in perf_plots(art.perf[:MAX_ROWS])
+    )
+    perf = (
+        "<h4>Perf</h4>"
+        if not mark
+        else (f"<h4>Perf rows: no result (the target is {art.verdict}; kept in the artifact, never a result)</h4>")
+    )
     reasons = "".join(f"<li>{escape(r)}</li>" for r in art.reasons)
     opened = " open" if few or (art.verdict != "PASS" and i < 20) else ""
-    return (f'<details id="{_anchor(i)}"{opened}><summary><span class="{art.verdict}">{art.verdict}</span> '
-            f'{escape(_named(art))} <code>{escape(art.host or "")} gpu {escape(_gpus(art))}</code></summary>'
-            f"<p><code>{escape(str(path))}</code> &middot; {escape(art.ts)} &middot; {escape(art.command or '')[:200]}</p>"
-            + (f"<ul>{reasons}</ul>" if reasons else "") + "<h4>Correctness</h4>" + _correctness(art)
-            + perf + (plot or "") + _perf_table(art) + "</details>")
+    return (
+        f'<details id="{_anchor(i)}"{opened}><summary><span class="{art.verdict}">{art.verdict}</span> '
+        f"{escape(_named(art))} <code>{escape(art.host or '')} gpu {escape(_gpus(art))}</code></summary>"
+        f"<p><code>{escape(str(path))}</code> &middot; {escape(art.ts)} &middot; {escape(art.command or '')[:200]}</p>"
+        + (f"<ul>{reasons}</ul>" if reasons else "")
+        + "<h4>Correctness</h4>"
+        + _correctness(art)
+        + perf
+        + (plot or "")
+        + _perf_table(art)
+        + "</details>"
+    )
 
 
-def render(found: list[tuple[Path, Artifact]], problems: list[str], title: str = "gpuverify report",
-           history: str = "") -> str:
+def render(
+    found: list[tuple[Path, Artifact]], problems: list[str], title: str = "gpuverify report", history: str = ""
+) -> str:
     counts: dict[str, int] = {}
     for _, art in found:
         counts[art.verdict] = counts.get(art.verdict, 0) + 1
-    line = ", ".join(f'<span class="{v}">{n} {v}</span>' for v, n in sorted(counts.items(), key=lambda c: ORDER.get(c[0], 9)))
+    line = ", ".join(
+        f'<span class="{v}">{n} {v}</span>' for v, n in sorted(counts.items(), key=lambda c: ORDER.get(c[0], 9))
+    )
     notes = "".join(f"<li>{escape(p)}</li>" for p in problems)
-    return (f'<!DOCTYPE html><html><head><meta charset="utf-8"><title>{escape(title)}</title><style>{CSS}</style>'
-            f"</head><body><h1>{escape(title)}</h1><p>{len(found)} targets: {line or 'none'}</p>"
-            + (f"<ul>{notes}</ul>" if notes else "") + _summary_table(found) + history + "<h2>Targets</h2>"
-            + "".join(_section(i, p, a, len(found) <= 10) for i, (p, a) in enumerate(found) if a.verdict == "PASS")
-            + "<h2>Targets without a result (not PASS: their perf rows are no result)</h2>"
-            + "".join(_section(i, p, a, len(found) <= 10) for i, (p, a) in enumerate(found) if a.verdict != "PASS")
-            + "</body></html>\n")
+    return (
+        f'<!DOCTYPE html><html><head><meta charset="utf-8"><title>{escape(title)}</title><style>{CSS}</style>'
+        f"</head><body><h1>{escape(title)}</h1><p>{len(found)} targets: {line or 'none'}</p>"
+        + (f"<ul>{notes}</ul>" if notes else "")
+        + _summary_table(found)
+        + history
+        + "<h2>Targets</h2>"
+        + "".join(_section(i, p, a, len(found) <= 10) for i, (p, a) in enumerate(found) if a.verdict == "PASS")
+        + "<h2>Targets without a result (not PASS: their perf rows are no result)</h2>"
+        + "".join(_section(i, p, a, len(found) <= 10) for i, (p, a) in enumerate(found) if a.verdict != "PASS")
+        + "</body></html>\n"
+    )
 
 
-def write_report(dirs: list[Path], out: Path, history_store: Optional[Path] = None, ref: Optional[str] = None,
-                 repo: Optional[Path] = None) -> int:
+def write_report(
+    dirs: list[Path], out: Path, history_store: Path | None = None, ref: str | None = None, repo: Path | None = None
+) -> int:
     """The page; with ``history_store``, its section of the report's targets' trends (history_section.py)."""
     found, problems = gather(dirs)
     history, unread = "", len(problems)
@@ -133,6 +177,9 @@ def write_report(dirs: list[Path], out: Path, history_store: Optional[Path] = No
         except StoreError as exc:
             problems.append(f"history not shown: {exc}")
     out.write_text(render(found, problems, history=history), encoding="utf-8")
-    print(f"{out}: {len(found)} targets" + (f", {unread} files not read" if unread else "")
-          + ("; " + problems[-1] if len(problems) > unread else ""))
+    print(
+        f"{out}: {len(found)} targets"
+        + (f", {unread} files not read" if unread else "")
+        + ("; " + problems[-1] if len(problems) > unread else "")
+    )
     return 0 if found and not problems else 1

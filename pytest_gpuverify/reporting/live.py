@@ -6,15 +6,20 @@ from __future__ import annotations
 
 import re
 import time
-from typing import Callable, Mapping
+from collections.abc import Callable, Mapping
 
 _CONTROL = re.compile(r"\x1b\[[0-9;]*[A-Za-z]|[\x00-\x1f\x7f]")
 
 
 def wants_running_line(*, isatty: bool, verbosity: int, environ: Mapping[str, str], echo_output: bool) -> bool:
     """Off under -q, in CI (CI or GITHUB_ACTIONS set), on a non-tty, and with -s (the output shows itself)."""
-    return isatty and verbosity >= 0 and not echo_output and not environ.get("CI") \
+    return (
+        isatty
+        and verbosity >= 0
+        and not echo_output
+        and not environ.get("CI")
         and environ.get("GITHUB_ACTIONS") != "true"
+    )
 
 
 def running_line_wanted(config, echo_output: bool) -> bool:
@@ -25,8 +30,7 @@ def running_line_wanted(config, echo_output: bool) -> bool:
     isatty = bool(reporter is not None and getattr(reporter, "isatty", False)) and not hasattr(config, "workerinput")
     # -v/-q as a number: Config.get_verbosity is pytest 8's; the option is every supported pytest's
     verbosity = int(config.getoption("verbose", 0) or 0)
-    return wants_running_line(isatty=isatty, verbosity=verbosity, environ=os.environ,
-                              echo_output=echo_output)
+    return wants_running_line(isatty=isatty, verbosity=verbosity, environ=os.environ, echo_output=echo_output)
 
 
 class RunningLine:

@@ -20,8 +20,8 @@ from __future__ import annotations
 import filecmp
 import re
 import shutil
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable, Optional
 
 from pytest_gpuverify.verify.check import check_artifact
 from pytest_gpuverify.verify.schemas import SchemaError, load_checked
@@ -50,8 +50,14 @@ def _label(source: Path, index: int) -> str:
     return re.sub(r"[^A-Za-z0-9_-]+", "-", source.name).strip("-") or f"source{index}"
 
 
-def merge(sources: list[Path], out: Path, *, keep_all: bool = False,
-          say: Callable[[str], None] = print, taken: Optional[dict[Path, Path]] = None) -> int:
+def merge(
+    sources: list[Path],
+    out: Path,
+    *,
+    keep_all: bool = False,
+    say: Callable[[str], None] = print,
+    taken: dict[Path, Path] | None = None,
+) -> int:
     """0 when every artifact was taken and passes check where it landed; 1 otherwise (nothing is
     copied when any artifact is refused). ``taken``: filled with each artifact taken -> where it landed."""
     copies, refused = _plan(sources, out, keep_all, say, _superseded(sources, out))
@@ -62,6 +68,7 @@ def merge(sources: list[Path], out: Path, *, keep_all: bool = False,
         say(f"nothing copied into {out}: {refused} refusal(s) above; fix them (or pass --keep-all) and merge again")
         return 1
     from pytest_gpuverify.common.files import make_dirs
+
     make_dirs(out)  # a ticket's folder: group-shared where its parent is, whatever the umask
     failed = 0
     for path, name, files in copies:
@@ -107,8 +114,9 @@ def _shard_records(sources: list[Path], out: Path) -> list:
     return records
 
 
-def _plan(sources: list[Path], out: Path, keep_all: bool, say: Callable[[str], None],
-          old: dict[Path, str]) -> tuple[list[tuple[Path, str, list[tuple[Path, Path]]]], int]:
+def _plan(
+    sources: list[Path], out: Path, keep_all: bool, say: Callable[[str], None], old: dict[Path, str]
+) -> tuple[list[tuple[Path, str, list[tuple[Path, Path]]]], int]:
     """(per artifact taken: its path, its name in ``out``, the (source, destination) files to copy;
     how many were refused). ``old``: artifacts a later CI attempt of their shard replaced, set aside
     (one in ``out`` itself is refused: merge never overwrites). Reads everything, writes nothing."""
@@ -135,21 +143,31 @@ def _plan(sources: list[Path], out: Path, keep_all: bool, say: Callable[[str], N
             name = path.name
             if name in taken and taken[name] in old:
                 refused += 1
-                say(f"REFUSED {path}: {taken[name]} is {old[taken[name]]}, and merge overwrites nothing; merge the "
-                    "attempts into a new folder")
+                say(
+                    f"REFUSED {path}: {taken[name]} is {old[taken[name]]}, and merge overwrites nothing; merge the "
+                    "attempts into a new folder"
+                )
                 continue
             if name in taken and not filecmp.cmp(path, taken[name], shallow=False):
                 if not keep_all:
                     refused += 1
                     say(f"REFUSED {path}: topic already taken from another run ({taken[name]}); --keep-all keeps both")
                     continue
-                name = f"{path.name[:-len('.json')]}.from-{_label(source, index)}.json"
+                name = f"{path.name[: -len('.json')]}.from-{_label(source, index)}.json"
                 if (out / name).exists() or out / name in planned:
-                    name = f"{path.name[:-len('.json')]}.from-{_label(source, index)}-{index}.json"
-            files = [(f, out / (name + ".sig" if f.name == path.name + ".sig" else name if f == path else f.name))
-                     for f in _companions(path)]
-            clash = next((f"{dest} exists with other content than {src}; nothing is overwritten"
-                          for src, dest in files if _differs(src, planned.get(dest, dest))), None)
+                    name = f"{path.name[: -len('.json')]}.from-{_label(source, index)}-{index}.json"
+            files = [
+                (f, out / (name + ".sig" if f.name == path.name + ".sig" else name if f == path else f.name))
+                for f in _companions(path)
+            ]
+            clash = next(
+                (
+                    f"{dest} exists with other content than {src}; nothing is overwritten"
+                    for src, dest in files
+                    if _differs(src, planned.get(dest, dest))
+                ),
+                None,
+            )
             if clash:
                 refused += 1
                 say(f"REFUSED {path}: {clash}")

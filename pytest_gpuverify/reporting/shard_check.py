@@ -9,8 +9,8 @@ count; the earlier ones are superseded (merge sets them aside, naming them)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable
 
 from pytest_gpuverify.config.shards import logical_run
 from pytest_gpuverify.records.scheduling import ShardRecord
@@ -34,8 +34,10 @@ def superseded(records: Iterable[tuple[ShardRecord, Path]]) -> dict[Path, str]:
         name, attempt = _group(record)
         newest = latest[(name, record.index)]
         if attempt < newest:
-            out[path] = (f"shard {record.index}/{record.count} of {name} ran again in attempt {newest}; "
-                         f"this is attempt {attempt}'s")
+            out[path] = (
+                f"shard {record.index}/{record.count} of {name} ran again in attempt {newest}; "
+                f"this is attempt {attempt}'s"
+            )
     return out
 
 
@@ -58,8 +60,10 @@ def shard_lines(records: Iterable[tuple[ShardRecord, Path]]) -> tuple[list[str],
         if len(splits) > 1:
             whole = False
             shown = ", ".join(f"{count} shards (split {plan})" for count, plan in splits)
-            lines.append(f"SHARDS {name}: split in different ways ({shown}): every shard of a run must collect the "
-                         "same GPU targets with the same --gpu-shard count; rerun the odd ones")
+            lines.append(
+                f"SHARDS {name}: split in different ways ({shown}): every shard of a run must collect the "
+                "same GPU targets with the same --gpu-shard count; rerun the odd ones"
+            )
             continue
         count, sizes = members[0][0].count, members[0][0].sizes
         problems = _group_problems(name, count, sizes, members)
@@ -80,13 +84,17 @@ def _group_problems(name: str, count: int, sizes: list[int], members: list[tuple
         ran = sessions.get(index, {})
         want = sizes[index] if index < len(sizes) else 0
         if not ran and want:
-            problems.append(f"MISSING shard {index}/{count} of {name}: none of its {want} GPU target(s) has an artifact")
+            problems.append(
+                f"MISSING shard {index}/{count} of {name}: none of its {want} GPU target(s) has an artifact"
+            )
         elif len(ran) > 1:
-            where = "; ".join(f"session {s}: {', '.join(sorted({str(p.parent) for p in ps}))}"
-                              for s, ps in sorted(ran.items()))
+            where = "; ".join(
+                f"session {s}: {', '.join(sorted({str(p.parent) for p in ps}))}" for s, ps in sorted(ran.items())
+            )
             problems.append(f"TWICE shard {index}/{count} of {name}: it ran in {len(ran)} sessions ({where})")
         elif ran and len({p.name for p in next(iter(ran.values()))}) < want:
             got = len({p.name for p in next(iter(ran.values()))})
-            problems.append(f"INCOMPLETE shard {index}/{count} of {name}: {got} of its "
-                            f"{want} GPU target(s) have an artifact")
+            problems.append(
+                f"INCOMPLETE shard {index}/{count} of {name}: {got} of its {want} GPU target(s) have an artifact"
+            )
     return problems

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import textwrap
 from html import escape
-from typing import Optional
 
 from pytest_gpuverify.parsers.figures import row_values, unit_of
 
@@ -19,8 +18,14 @@ def _label_lines(shape: str) -> list[str]:
     return textwrap.wrap(shape, LABEL_CHARS, break_on_hyphens=False) or [""]
 
 
-def shape_plot(series: dict[str, dict[str, list[float]]], unit: str = "us", width: int = 1000,
-               row_height: int = 22, spread: Optional[dict] = None, mark: str = "") -> str:
+def shape_plot(
+    series: dict[str, dict[str, list[float]]],
+    unit: str = "us",
+    width: int = 1000,
+    row_height: int = 22,
+    spread: dict | None = None,
+    mark: str = "",
+) -> str:
     """``series``: side (or "") -> shape -> the values (one per run). One row per shape; each side's
     points in its colour, its median as a tick, its min..max as a line (the spread of repeats, widened
     by ``spread[(side, shape)] = (lo, hi)``: the min/max a bench printed). The value axis names
@@ -42,8 +47,10 @@ def shape_plot(series: dict[str, dict[str, list[float]]], unit: str = "us", widt
         y += row_height + 12 * (len(lines[s]) - 1)
     height = int(y) + 26
     x = lambda v: label_w + plot_w * (v / top)  # noqa: E731
-    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
-             f'font-family="sans-serif" font-size="11">']
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+        f'font-family="sans-serif" font-size="11">'
+    ]
     for i in range(5):
         tick = top * i / 4
         parts.append(f'<line x1="{x(tick):.1f}" y1="14" x2="{x(tick):.1f}" y2="{height - 26}" stroke="#ddd"/>')
@@ -51,14 +58,21 @@ def shape_plot(series: dict[str, dict[str, list[float]]], unit: str = "us", widt
     parts.append(f'<text x="{label_w + plot_w / 2:.0f}" y="{height - 1}" text-anchor="middle">{escape(unit)}</text>')
     parts.append('<text x="4" y="10">shape</text>')
     if mark:
-        parts.append(f'<text x="{label_w + plot_w / 2:.0f}" y="{height / 2:.0f}" text-anchor="middle" font-size="22" '
-                     f'fill="#b00020" opacity="0.35">{escape(mark)}</text>')
+        parts.append(
+            f'<text x="{label_w + plot_w / 2:.0f}" y="{height / 2:.0f}" text-anchor="middle" font-size="22" '
+            f'fill="#b00020" opacity="0.35">{escape(mark)}</text>'
+        )
     sides = list(series)
     for shape in shapes:
         y0 = tops[shape]
-        parts.append(f'<text x="{label_w - 6}" y="{y0 + 4}" text-anchor="end">' + "".join(
-            f'<tspan x="{label_w - 6}" dy="{0 if i == 0 else 12}">{escape(line)}</tspan>'
-            for i, line in enumerate(lines[shape])) + "</text>")
+        parts.append(
+            f'<text x="{label_w - 6}" y="{y0 + 4}" text-anchor="end">'
+            + "".join(
+                f'<tspan x="{label_w - 6}" dy="{0 if i == 0 else 12}">{escape(line)}</tspan>'
+                for i, line in enumerate(lines[shape])
+            )
+            + "</text>"
+        )
         for k, side in enumerate(sides):
             vs = [v for v in series[side].get(shape, []) if v is not None]
             if not vs:
@@ -68,17 +82,25 @@ def shape_plot(series: dict[str, dict[str, list[float]]], unit: str = "us", widt
             lo, hi = spread.get((side, shape), (min(vs), max(vs)))
             lo, hi = min(lo, *vs), max(hi, *vs)
             if hi > lo:
-                parts.append(f'<line x1="{x(lo):.1f}" y1="{y:.1f}" x2="{x(hi):.1f}" y2="{y:.1f}" '
-                             f'stroke="{color}" stroke-width="2" opacity="0.5"/>')
+                parts.append(
+                    f'<line x1="{x(lo):.1f}" y1="{y:.1f}" x2="{x(hi):.1f}" y2="{y:.1f}" '
+                    f'stroke="{color}" stroke-width="2" opacity="0.5"/>'
+                )
             for v in vs:
-                parts.append(f'<circle cx="{x(v):.1f}" cy="{y:.1f}" r="4" fill="{color}" opacity="0.8">'
-                             f'<title>{escape(side or "")} {escape(shape)}: {v:.4g} {escape(unit)}</title></circle>')
+                parts.append(
+                    f'<circle cx="{x(v):.1f}" cy="{y:.1f}" r="4" fill="{color}" opacity="0.8">'
+                    f"<title>{escape(side or '')} {escape(shape)}: {v:.4g} {escape(unit)}</title></circle>"
+                )
             med = sorted(vs)[len(vs) // 2]
-            parts.append(f'<line x1="{x(med):.1f}" y1="{y - 5:.1f}" x2="{x(med):.1f}" y2="{y + 5:.1f}" '
-                         f'stroke="{color}" stroke-width="2"/>')
+            parts.append(
+                f'<line x1="{x(med):.1f}" y1="{y - 5:.1f}" x2="{x(med):.1f}" y2="{y + 5:.1f}" '
+                f'stroke="{color}" stroke-width="2"/>'
+            )
     for k, side in enumerate(s for s in sides if s):
-        parts.append(f'<text x="{label_w + 8 + k * 140}" y="10" fill="{COLORS[sides.index(side) % len(COLORS)]}">'
-                     f'&#9679; {escape(side)}</text>')
+        parts.append(
+            f'<text x="{label_w + 8 + k * 140}" y="10" fill="{COLORS[sides.index(side) % len(COLORS)]}">'
+            f"&#9679; {escape(side)}</text>"
+        )
     parts.append("</svg>")
     return "".join(parts)
 

@@ -22,12 +22,22 @@ import os
 import py_compile
 import re
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 from pytest_gpuverify.common.files import write_atomic
 from pytest_gpuverify.simulator import tools as _tools
-from pytest_gpuverify.simulator.state import GIB, IDLE_VRAM, MIB, TOOL_NAMES, SimGpu, SimProcess, SimState, load_state, save_state
+from pytest_gpuverify.simulator.state import (
+    GIB,
+    IDLE_VRAM,
+    MIB,
+    TOOL_NAMES,
+    SimGpu,
+    SimProcess,
+    SimState,
+    load_state,
+    save_state,
+)
 from pytest_gpuverify.simulator.tools import MODULES
 
 STATE_FILE = "sim-state.json"
@@ -37,8 +47,21 @@ LIBRARY = "share/amd_smi/amdsmi/__init__.py"
 MODULE = _tools.COMMON  # the module the stubs import main from, and the one with the state path baked in
 
 __all__ = [
-    "GIB", "IDLE_VRAM", "LIBRARY", "MIB", "MODULE", "MODULES", "STATE_FILE", "TOOL_NAMES", "SimGpu", "SimProcess",
-    "SimState", "install", "load_state", "save_state", "tool_sources",
+    "GIB",
+    "IDLE_VRAM",
+    "LIBRARY",
+    "MIB",
+    "MODULE",
+    "MODULES",
+    "STATE_FILE",
+    "TOOL_NAMES",
+    "SimGpu",
+    "SimProcess",
+    "SimState",
+    "install",
+    "load_state",
+    "save_state",
+    "tool_sources",
 ]
 
 
@@ -51,8 +74,9 @@ def tool_sources(state_path: Path) -> dict[str, str]:
 
 
 def _bake(source: str, state_path: Path, name: str) -> str:
-    source, n = re.subn(r"^STATE_PATH = .*$", lambda _: f"STATE_PATH = {str(state_path)!r}", source, count=1,
-                        flags=re.M)
+    source, n = re.subn(
+        r"^STATE_PATH = .*$", lambda _: f"STATE_PATH = {str(state_path)!r}", source, count=1, flags=re.M
+    )
     if n != 1:  # a silent miss would make every tool read a state that does not exist
         raise RuntimeError(f"{name} lost its STATE_PATH line")
     return source
@@ -62,8 +86,10 @@ def tool_stub(bin_dir: Path) -> str:
     """What each executable contains: the shebang, then an import of ``main`` from :data:`MODULE` in ``bin_dir``."""
     # Never write bytecode when run: install() compiled it, and a tool run inside a container must
     # not leave files behind (a Python of another version there just compiles in memory).
-    return (f"#!{_interpreter()}\nimport sys\nsys.dont_write_bytecode = True\n"
-            f"sys.path.insert(0, {str(bin_dir)!r})\nfrom {MODULE} import main\nsys.exit(main())\n")
+    return (
+        f"#!{_interpreter()}\nimport sys\nsys.dont_write_bytecode = True\n"
+        f"sys.path.insert(0, {str(bin_dir)!r})\nfrom {MODULE} import main\nsys.exit(main())\n"
+    )
 
 
 def _interpreter() -> str:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import hashlib
 from pathlib import Path
-from typing import Optional
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -52,13 +51,13 @@ class SimGpu(BaseModel):
 
     arch: str = "gfx942"
     name: str = "AMD Instinct MI300X"
-    use_pct: Optional[int] = 0  # None: the tool reports N/A / "GPU use Unsupported"
+    use_pct: int | None = 0  # None: the tool reports N/A / "GPU use Unsupported"
     # epoch seconds: use_pct is read until then, 0 after; a utilisation figure averaged over a span
     # (NVML's) still shows a load that has ended, for that span
-    use_until: Optional[float] = None
+    use_until: float | None = None
     vram_used: int = IDLE_VRAM
     vram_total: int = 192 * GIB
-    node_id: Optional[int] = None  # KFD node; filled with cpus + position when left out
+    node_id: int | None = None  # KFD node; filled with cpus + position when left out
     bdf: str = ""
     uuid: str = ""  # ROCr form "GPU-<16 hex>", as rocminfo and ROCR_VISIBLE_DEVICES use it
     processes: list[SimProcess] = Field(default_factory=list)
@@ -71,8 +70,8 @@ class SimGpu(BaseModel):
     # the machine's identity as the tools and the library print it (gpu/identity.py reads these)
     serial: str = ""  # the board's product serial; filled from the UUID when left out
     vbios: str = "113-M3000100-102"
-    compute_partition: Optional[str] = "SPX"  # None: the part has no partition modes (Not supported)
-    memory_partition: Optional[str] = "NPS1"
+    compute_partition: str | None = "SPX"  # None: the part has no partition modes (Not supported)
+    memory_partition: str | None = "NPS1"
     power_cap_w: float = 750.0
     ecc_enabled: bool = True
     ecc_corrected: int = 0
@@ -94,7 +93,7 @@ class SimState(BaseModel):
     kfd_only_processes: list[SimProcess] = Field(default_factory=list)
 
     @model_validator(mode="after")
-    def _fill_defaults(self) -> "SimState":
+    def _fill_defaults(self) -> SimState:
         # Resolve defaults here so the state file is explicit and the tools need no defaults logic of their own.
         for tool, kind in self.faults.items():
             if tool not in TOOL_NAMES or kind not in FAULT_KINDS:
@@ -116,14 +115,14 @@ class SimState(BaseModel):
         return version_tuple(self.rocm_version)
 
     @classmethod
-    def idle(cls, gpus: int = 8, arch: str = "gfx942", **fields) -> "SimState":
+    def idle(cls, gpus: int = 8, arch: str = "gfx942", **fields) -> SimState:
         """``gpus`` idle GPUs of one arch (names and VRAM sizes of the matching Instinct/Radeon part)."""
         name, total = ARCH_DEFAULTS.get(arch, (f"AMD Radeon Graphics ({arch})", 16 * GIB))
         return cls(gpus=[SimGpu(arch=arch, name=name, vram_total=total) for _ in range(gpus)], **fields)
 
     def set_busy(
         self, i: int, use_pct: int = 95, vram_bytes: int = 80 * GIB, pid: int = 4242, name: str = "python3"
-    ) -> "SimState":
+    ) -> SimState:
         """GPU ``i`` (SMI index) runs one process holding ``vram_bytes``; returns self for chaining."""
         gpu = self.gpus[i]
         gpu.use_pct = use_pct
@@ -131,7 +130,7 @@ class SimState(BaseModel):
         gpu.processes = [SimProcess(pid=pid, name=name, vram_bytes=vram_bytes)]
         return self
 
-    def set_idle(self, i: int) -> "SimState":
+    def set_idle(self, i: int) -> SimState:
         gpu = self.gpus[i]
         gpu.use_pct, gpu.vram_used, gpu.processes = 0, IDLE_VRAM, []
         return self

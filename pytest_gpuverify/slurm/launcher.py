@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Optional, Sequence
 
 from pytest_gpuverify.config.slurm_settings import SlurmSettings
 from pytest_gpuverify.slurm import client
@@ -35,8 +35,10 @@ SIGNALLED = {"CANCELLED", "TIMEOUT", "PREEMPTED", "DEADLINE"}
 # ends after which Slurm may requeue a batch job (JobRequeue): the same job id comes back to the queue
 REQUEUED_AFTER = {"NODE_FAIL", "PREEMPTED"}
 # a log line that says why a session stopped (pytest's usage errors, a traceback's last line)
-CAUSE_LINE = re.compile(r"^(?:ERROR: .*|\w+(?:Error|Exception): .*|INTERNALERROR> \w+(?:Error|Exception).*|"
-                        r"slurmstepd: error: .*)$")
+CAUSE_LINE = re.compile(
+    r"^(?:ERROR: .*|\w+(?:Error|Exception): .*|INTERNALERROR> \w+(?:Error|Exception).*|"
+    r"slurmstepd: error: .*)$"
+)
 # a line of the job's summary (terminal.summary_lines): verdict, node id ... -> artifact
 SUMMARY_LINE = re.compile(r"^\s*(?:PASS|FAIL|INCONCLUSIVE)\s+(\S+)\s.*-> (/\S*bench_\S+\.json)\s*$", re.M)
 
@@ -65,7 +67,7 @@ class Submitted:
     job_id: str
     log: Path
     submitted_at: float  # monotonic
-    last: Optional[client.JobState] = None
+    last: client.JobState | None = None
     queued_at: float = 0.0  # monotonic: when it last entered the queue (its submission, or its requeue)
     restarts: int = 0  # Slurm's restart count, as last read
 
@@ -77,9 +79,9 @@ class JobEnd:
     state: str
     verdict: str  # PASS, FAIL, INCONCLUSIVE
     why: str  # the reason shown (empty for a PASS)
-    artifact: Optional[Path]  # the job's own artifact of the target, or None (the controller writes one)
+    artifact: Path | None  # the job's own artifact of the target, or None (the controller writes one)
     log: Path
-    exit_code: Optional[int] = None
+    exit_code: int | None = None
     overruled: bool = False  # the job's end decides the verdict, not its artifact (a run it did not finish)
 
 
@@ -87,16 +89,23 @@ def per_target(targets: Sequence[SlurmTarget]) -> list[JobSpec]:
     return [JobSpec(t.topic, (t.selector,), t.gpus, (t,)) for t in targets]
 
 
-def per_shard(targets: Sequence[SlurmTarget], shards: Sequence[int], count: int, run: str,
-              paths: Sequence[str]) -> list[JobSpec]:
+def per_shard(
+    targets: Sequence[SlurmTarget], shards: Sequence[int], count: int, run: str, paths: Sequence[str]
+) -> list[JobSpec]:
     """``count`` jobs, job i running ``--gpu-shard i/count`` of the session's paths; ``shards``: each
     target's shard, as the jobs will split them (config/shards.py). A shard given no target is not submitted."""
     specs = []
     for index in range(count):
         mine = tuple(t for t, s in zip(targets, shards) if s == index)
         if mine:
-            specs.append(JobSpec(f"shard-{index}-of-{count}", ("--gpu-shard", f"{index}/{count}", "--gpu-shard-run", run,
-                                                                *paths), max(t.gpus for t in mine), mine))
+            specs.append(
+                JobSpec(
+                    f"shard-{index}-of-{count}",
+                    ("--gpu-shard", f"{index}/{count}", "--gpu-shard-run", run, *paths),
+                    max(t.gpus for t in mine),
+                    mine,
+                )
+            )
     return specs
 
 
@@ -107,7 +116,7 @@ class SlurmLauncher:
     python: str
     pytest_args: list[str]  # the session's own options, passed on to every job
     workdir: Path
-    env: Optional[dict] = None  # the clients' environment (SLURM_CONF ...); None: this process's
+    env: dict | None = None  # the clients' environment (SLURM_CONF ...); None: this process's
     poll_s: float = POLL_S
     jobs: list[Submitted] = field(default_factory=list)
     ended: set[str] = field(default_factory=set)  # job ids
@@ -115,8 +124,14 @@ class SlurmLauncher:
 
     def job_args(self, spec: JobSpec, log: Path) -> list[str]:
         s = self.settings
-        args = [f"--job-name=gpuverify-{spec.name}", f"--output={log}", f"--chdir={self.workdir}",
-                f"--gres=gpu:{s.gpus_per_target or spec.gpus}", "--export=ALL", "--open-mode=append"]
+        args = [
+            f"--job-name=gpuverify-{spec.name}",
+            f"--output={log}",
+            f"--chdir={self.workdir}",
+            f"--gres=gpu:{s.gpus_per_target or spec.gpus}",
+            "--export=ALL",
+            "--open-mode=append",
+        ]
         args += [f"--partition={s.partition}"] if s.partition else []
         args += [f"--account={s.account}"] if s.account else []
         return args + ([f"--time={s.time}"] if s.time else [])
@@ -124,6 +139,7 @@ class SlurmLauncher:
     def submit_all(self, specs: Sequence[JobSpec], on_submit: Callable[[Submitted], None] = lambda s: None) -> None:
         logs = self.out_dir / "slurm"
         from pytest_gpuverify.common.files import make_dirs
+
         make_dirs(logs)  # the ticket folder too: group-shared where its parent is, whatever the umask
         for spec in specs:
             command = [self.python, "-m", "pytest", *self.pytest_args, *spec.args]
@@ -147,11 +163,16 @@ class SlurmLauncher:
                 state = now[job.job_id]
                 if state.state == "PENDING" and job.last is not None and job.last.state not in ("PENDING", "GONE"):
                     job.queued_at = time.monotonic()  # back in the queue: requeued
-                if state.state == "PENDING" and time.monotonic() - job.queued_at > self.settings.start_within_s \
-                        and not self._requeued(job):
+                if (
+                    state.state == "PENDING"
+                    and time.monotonic() - job.queued_at > self.settings.start_within_s
+                    and not self._requeued(job)
+                ):
                     client.cancel([job.job_id], self.env)
-                    why = (f"slurm job {job.job_id} never started within {self.settings.start_within_s:g} s "
-                           f"(PENDING, {state.reason or 'no reason given'}); cancelled")
+                    why = (
+                        f"slurm job {job.job_id} never started within {self.settings.start_within_s:g} s "
+                        f"(PENDING, {state.reason or 'no reason given'}); cancelled"
+                    )
                     self._end(job, "PENDING", why, on_end)
                 elif state.finished and not (state.state in REQUEUED_AFTER and self._requeued(job, ended=True)):
                     self._end(job, state.state, "", on_end, state.reason)
@@ -197,16 +218,31 @@ class SlurmLauncher:
         return open_ids
 
 
-def job_end(job: Submitted, target: SlurmTarget, state: str, exit_code: Optional[int], out_dir: Path, why: str = "",
-            reason: str = "") -> JobEnd:
+def job_end(
+    job: Submitted,
+    target: SlurmTarget,
+    state: str,
+    exit_code: int | None,
+    out_dir: Path,
+    why: str = "",
+    reason: str = "",
+) -> JobEnd:
     """The target's verdict from its job's end and the artifact it wrote (see the module's rule)."""
     artifact, art = job_artifact(job, target, out_dir)
     ran_out = state == "COMPLETED" or (state == "FAILED" and art is not None)
     # a target the job finished before it was stopped: its run was whole, its verdict stands
     finished = art is not None and art.run is not None and art.run.ran and not art.run.interrupted
     if art is not None and (ran_out or finished):
-        return JobEnd(target, job.job_id, state, art.verdict, "" if art.verdict == "PASS" else "; ".join(art.reasons[:1]),
-                      artifact, job.log, exit_code)
+        return JobEnd(
+            target,
+            job.job_id,
+            state,
+            art.verdict,
+            "" if art.verdict == "PASS" else "; ".join(art.reasons[:1]),
+            artifact,
+            job.log,
+            exit_code,
+        )
     if not why:
         how = f" ({reason})" if reason and reason not in ("None", "") else ""
         code = f", exit code {exit_code}" if exit_code is not None and state == "FAILED" else ""
@@ -236,8 +272,11 @@ def job_artifact(job: Submitted, target: SlurmTarget, out_dir: Path):
     from pytest_gpuverify.records.artifact import read_artifact
 
     try:
-        named = [Path(path) for nodeid, path in SUMMARY_LINE.findall(job.log.read_text(errors="replace"))
-                 if nodeid == target.nodeid]
+        named = [
+            Path(path)
+            for nodeid, path in SUMMARY_LINE.findall(job.log.read_text(errors="replace"))
+            if nodeid == target.nodeid
+        ]
         lines = SUMMARY_LINE.findall(job.log.read_text(errors="replace"))
     except OSError:
         named, lines = [], []
@@ -248,7 +287,8 @@ def job_artifact(job: Submitted, target: SlurmTarget, out_dir: Path):
             art = read_artifact(path)
         except (OSError, ValueError):
             continue
-        if path in named or (art.topic == target.topic and art.scheduler is not None
-                             and art.scheduler.job_id == job.job_id):
+        if path in named or (
+            art.topic == target.topic and art.scheduler is not None and art.scheduler.job_id == job.job_id
+        ):
             return path, art
     return None, None

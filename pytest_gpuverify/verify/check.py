@@ -14,26 +14,20 @@ get the older, partial verdict checks. The artifact must hold every field of the
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 from pydantic import ValidationError
 
-from pytest_gpuverify.records.artifact import Artifact, Correctness, RunRecord, sha256_file
-from pytest_gpuverify.place.builds import build_problems
-from pytest_gpuverify.verify.provenance import provenance_problems
-from pytest_gpuverify.parsers.reader import context_for, limits_of
 from pytest_gpuverify.engine.runs_log import parse_log, runs_problems
-from pytest_gpuverify.parsers.result import ParsedOutput
 from pytest_gpuverify.engine.signing import signer_of, verify
 from pytest_gpuverify.engine.verdict import verdict_and_reasons
+from pytest_gpuverify.parsers.reader import context_for, limits_of
+from pytest_gpuverify.parsers.result import ParsedOutput
+from pytest_gpuverify.place.builds import build_problems
+from pytest_gpuverify.records.artifact import Artifact, Correctness, RunRecord, sha256_file
+from pytest_gpuverify.verify.provenance import provenance_problems
 
 
-
-
-
-
-
-def signature_problems(art: Optional[Artifact], artifact_path: Path, allowed: Path) -> list[str]:
+def signature_problems(art: Artifact | None, artifact_path: Path, allowed: Path) -> list[str]:
     """Each file's signature, as ``art.signed_by``; an artifact that cannot be read is verified as
     whoever the allowed-signers file says made its signature."""
     if not allowed.is_file():
@@ -54,7 +48,7 @@ def check_artifact(art: Artifact, artifact_path: Path, gathered: bool = False) -
     """Every difference between the artifact and what its raw output and run record give. ``gathered``:
     a copy read where it is gathered from (merge's sources), whose folder is not its ticket's."""
     problems: list[str] = []
-    parsed: Optional[ParsedOutput] = None
+    parsed: ParsedOutput | None = None
     raw = None
     if art.raw_output:
         raw = Path(art.raw_output)
@@ -71,7 +65,9 @@ def check_artifact(art: Artifact, artifact_path: Path, gathered: bool = False) -
             parsed = _parse(art, artifact_path, raw)
     elif art.run is not None and art.run.output_parsed:
         problems.append("run.output_parsed is true, but there is no raw output")
-    problems += _compare_output(art, parsed) + provenance_problems(art, artifact_path, raw, gathered) + runs_problems(art, raw)
+    problems += (
+        _compare_output(art, parsed) + provenance_problems(art, artifact_path, raw, gathered) + runs_problems(art, raw)
+    )
     problems += build_problems(art, artifact_path.parent)
     if art.run is None:
         return problems + _loose_verdict(art, parsed)
@@ -85,14 +81,15 @@ def _parse(art: Artifact, artifact_path: Path, raw: Path) -> ParsedOutput:
     return parse_log(kind, raw, context_for(art.target, art.command, junit, exit_code))
 
 
-def _compare_output(art: Artifact, parsed: Optional[ParsedOutput]) -> list[str]:
+def _compare_output(art: Artifact, parsed: ParsedOutput | None) -> list[str]:
     """Perf rows and correctness as the raw output gives them; none at all when it was not read."""
     if parsed is None:
         problems = [f"{len(art.perf)} perf rows, but no output was read"] if art.perf else []
         unread = Correctness().model_dump()
         return problems + [
             f"correctness.{key} is {value!r}, but no output was read"
-            for key, value in art.correctness.model_dump().items() if unread[key] != value
+            for key, value in art.correctness.model_dump().items()
+            if unread[key] != value
         ]
     problems = []
     # a row's ``table`` (its table's title) is part of its key from schema 5; older artifacts hold none
@@ -104,7 +101,9 @@ def _compare_output(art: Artifact, parsed: Optional[ParsedOutput]) -> list[str]:
     for i, (a, b) in enumerate(zip(theirs, ours)):
         for key in a:
             if a[key] != b[key]:
-                problems.append(f"perf row {i} ({b['shape']} {b['name']}): {key} is {a[key]!r}, the raw output gives {b[key]!r}")
+                problems.append(
+                    f"perf row {i} ({b['shape']} {b['name']}): {key} is {a[key]!r}, the raw output gives {b[key]!r}"
+                )
     mine = parsed.correctness.model_dump()
     for key, value in art.correctness.model_dump().items():
         if mine.get(key) != value:
@@ -112,7 +111,7 @@ def _compare_output(art: Artifact, parsed: Optional[ParsedOutput]) -> list[str]:
     return problems
 
 
-def _rederive_verdict(art: Artifact, run: RunRecord, parsed: Optional[ParsedOutput]) -> list[str]:
+def _rederive_verdict(art: Artifact, run: RunRecord, parsed: ParsedOutput | None) -> list[str]:
     problems = []
     # the artifact's top-level copies must say what the record says
     if run.exit_code != art.exit_code:
@@ -138,7 +137,7 @@ def _rederive_verdict(art: Artifact, run: RunRecord, parsed: Optional[ParsedOutp
     return problems + missing + extra
 
 
-def _loose_verdict(art: Artifact, parsed: Optional[ParsedOutput]) -> list[str]:
+def _loose_verdict(art: Artifact, parsed: ParsedOutput | None) -> list[str]:
     """An old artifact: without its run facts the verdict can only be checked against the output."""
     if not art.raw_output:
         problems = []

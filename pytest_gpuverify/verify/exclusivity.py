@@ -10,12 +10,12 @@ as the next took it) do not overlap.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Optional
 
-from pytest_gpuverify.records.artifact import Artifact
 from pytest_gpuverify.common.clock import parse_iso_utc
+from pytest_gpuverify.records.artifact import Artifact
 
 
 @dataclass(frozen=True)
@@ -30,7 +30,6 @@ class Hold:
     start_text: str
     end_text: str
     what: str = ""  # "" for the run itself; "build NAME (its output file)" for a build's own hold
-
 
     @property
     def of(self) -> str:
@@ -48,11 +47,13 @@ class Overlap:
 
     def describe(self) -> str:
         a, b = self.first, self.second
-        return (f"host {a.host} gpu {a.gpu}: {a.path}{a.of} held it {a.start_text} .. {a.end_text} and "
-                f"{b.path}{b.of} held it {b.start_text} .. {b.end_text} ({self.seconds:.3f} s together)")
+        return (
+            f"host {a.host} gpu {a.gpu}: {a.path}{a.of} held it {a.start_text} .. {a.end_text} and "
+            f"{b.path}{b.of} held it {b.start_text} .. {b.end_text} ({self.seconds:.3f} s together)"
+        )
 
 
-def holds_of(art: Artifact, path: Path) -> tuple[list[Hold], Optional[str]]:
+def holds_of(art: Artifact, path: Path) -> tuple[list[Hold], str | None]:
     """The artifact's GPU holds, or why it has none to check (never ran, no timeline)."""
     builds, why = _build_holds(art, path)
     if why:
@@ -61,7 +62,7 @@ def holds_of(art: Artifact, path: Path) -> tuple[list[Hold], Optional[str]]:
     return builds + runs, why
 
 
-def _span(start_text: Optional[str], end_text: Optional[str]) -> tuple[Optional[tuple[float, float]], Optional[str]]:
+def _span(start_text: str | None, end_text: str | None) -> tuple[tuple[float, float] | None, str | None]:
     if start_text is None or end_text is None:
         return None, "the timeline has a start but no end"
     try:
@@ -73,7 +74,7 @@ def _span(start_text: Optional[str], end_text: Optional[str]) -> tuple[Optional[
     return (start, end), None
 
 
-def _build_holds(art: Artifact, path: Path) -> tuple[list[Hold], Optional[str]]:
+def _build_holds(art: Artifact, path: Path) -> tuple[list[Hold], str | None]:
     holds = []
     for b in art.builds:
         if b.lock_taken is None:
@@ -81,12 +82,23 @@ def _build_holds(art: Artifact, path: Path) -> tuple[list[Hold], Optional[str]]:
         span, why = _span(b.lock_taken, b.lock_released)
         if why or span is None:
             return [], f"build {b.name}: {why}"
-        holds += [Hold(path, art.host or "?", g, span[0], span[1], b.lock_taken, b.lock_released or "",
-                       f"build {b.name}, {b.output}") for g in b.gpus]
+        holds += [
+            Hold(
+                path,
+                art.host or "?",
+                g,
+                span[0],
+                span[1],
+                b.lock_taken,
+                b.lock_released or "",
+                f"build {b.name}, {b.output}",
+            )
+            for g in b.gpus
+        ]
     return holds, None
 
 
-def _run_holds(art: Artifact, path: Path) -> tuple[list[Hold], Optional[str]]:
+def _run_holds(art: Artifact, path: Path) -> tuple[list[Hold], str | None]:
     tl = art.timeline
     if tl is None and art.run is not None and not art.run.ran:
         return [], None  # never ran (a blocked run, the controller's artifact of one no host gave): held no GPU

@@ -11,31 +11,38 @@ from __future__ import annotations
 import re
 import shlex
 from pathlib import Path, PurePosixPath
-from typing import Optional
 
-from pytest_gpuverify.records.artifact import Artifact
+from pytest_gpuverify.config.targets import (
+    AUTOTUNE_PRINT,
+    BENCH,
+    JUNIT_DIR,
+    PYTEST_KINDS,
+    RunEnvironment,
+    import_package,
+    kept_from_place,
+    pythonpath,
+)
+from pytest_gpuverify.execute.leftovers import MARKER
+from pytest_gpuverify.gpu.nvidia_formats import is_uuid
+from pytest_gpuverify.lease.grants import visible_within
+from pytest_gpuverify.lease.watch import shared_reasons
+from pytest_gpuverify.parsers.reading.junit import read_junit
 from pytest_gpuverify.place.caches import CACHE_VARS, cache_vars_for
 from pytest_gpuverify.place.gitstate import git, git_toplevel
-from pytest_gpuverify.gpu.nvidia_formats import is_uuid
-from pytest_gpuverify.execute.leftovers import MARKER
-from pytest_gpuverify.verify.times import SLACK_S, stamp_problems, timeline_problems, when
+from pytest_gpuverify.place.import_probe import NAMES_VAR, PROBE_VAR
+from pytest_gpuverify.place.packages import origin_inside, settle_imports
+from pytest_gpuverify.place.provenance import CONTAINER_ENV_RECORDED
+from pytest_gpuverify.records.artifact import Artifact
 from pytest_gpuverify.records.machine import machine_digest
 from pytest_gpuverify.records.raw_log import MACHINE, PREFIX, TIMELINE, WATCH, read_trailer, trailer_fields
 from pytest_gpuverify.records.watch_seal import clock_consistency, sealed_watch, watch_differences
-from pytest_gpuverify.parsers.reading.junit import read_junit
-from pytest_gpuverify.lease.grants import visible_within
-from pytest_gpuverify.lease.watch import shared_reasons
-from pytest_gpuverify.place.packages import origin_inside, settle_imports
-from pytest_gpuverify.place.import_probe import NAMES_VAR, PROBE_VAR
-from pytest_gpuverify.place.provenance import CONTAINER_ENV_RECORDED
-from pytest_gpuverify.config.targets import (AUTOTUNE_PRINT, BENCH, JUNIT_DIR, PYTEST_KINDS, RunEnvironment, import_package,
-                                             kept_from_place, pythonpath)
+from pytest_gpuverify.verify.times import SLACK_S, stamp_problems, timeline_problems, when
 
 _PYTEST_FLAGS = ["-q", "-rAR", "-p", "no:cacheprovider"]
 _PYTEST_FLAGS_BEFORE = ["-q", "-rA", "-p", "no:cacheprovider"]  # what engines wrote before they showed retries
 
 
-def provenance_problems(art: Artifact, artifact_path: Path, raw: Optional[Path], gathered: bool = False) -> list[str]:
+def provenance_problems(art: Artifact, artifact_path: Path, raw: Path | None, gathered: bool = False) -> list[str]:
     ran = art.run.ran if art.run is not None else bool(art.raw_output)  # schema 1: no record
     problems = _trailer(art, raw) + _junit(art, artifact_path) + _times(art, artifact_path)
     problems += [] if gathered else _key(art, artifact_path)
@@ -46,7 +53,7 @@ def provenance_problems(art: Artifact, artifact_path: Path, raw: Optional[Path],
     return problems + (_versions(art) if art.run is not None else [])
 
 
-def _trailer(art: Artifact, raw: Optional[Path]) -> list[str]:
+def _trailer(art: Artifact, raw: Path | None) -> list[str]:
     if raw is None or art.run is None or not raw.exists():
         return []
     fields, why = read_trailer(raw)
@@ -55,17 +62,32 @@ def _trailer(art: Artifact, raw: Optional[Path]) -> list[str]:
         assert why is not None  # read_trailer says why whenever it finds no trailer
         return [why] if art.schema_version >= 3 or _has_trailer_anywhere(raw) else []
     run = art.run
-    ours = trailer_fields(exit_code=run.exit_code, timed_out=run.timed_out, interrupted=run.interrupted,
-                          container_died=run.container_died, host=art.host, container=art.container,
-                          gpus=[g.index for g in art.gpus], timeline=art.timeline.model_dump() if art.timeline else None)
-    field_of = {"exit_code": "run.exit_code", "timed_out": "run.timed_out", "interrupted": "run.interrupted",
-                "container_died": "run.container_died", "gpus": "gpus[].index"}
+    ours = trailer_fields(
+        exit_code=run.exit_code,
+        timed_out=run.timed_out,
+        interrupted=run.interrupted,
+        container_died=run.container_died,
+        host=art.host,
+        container=art.container,
+        gpus=[g.index for g in art.gpus],
+        timeline=art.timeline.model_dump() if art.timeline else None,
+    )
+    field_of = {
+        "exit_code": "run.exit_code",
+        "timed_out": "run.timed_out",
+        "interrupted": "run.interrupted",
+        "container_died": "run.container_died",
+        "gpus": "gpus[].index",
+    }
     sealed = fields.pop(TIMELINE, ours[TIMELINE])  # a log sealed before the timeline was: nothing to hold it to
     sealed_in = WATCH in fields  # ... or before the watch was (unsealed_watch)
     watch = fields.pop(WATCH, None)
     machine = _sealed_machine(art, fields.pop(MACHINE, None))
-    problems = [f"{field_of.get(k, k)} is {ours[k]!r}, the raw output's trailer says {fields[k]!r}"
-                for k in fields if ours[k] != fields[k]]
+    problems = [
+        f"{field_of.get(k, k)} is {ours[k]!r}, the raw output's trailer says {fields[k]!r}"
+        for k in fields
+        if ours[k] != fields[k]
+    ]
     problems += _sealed_timeline(ours[TIMELINE], sealed) + machine
     return problems + (watch_differences(sealed_watch(art.watch), watch) if sealed_in else [])
 
@@ -91,11 +113,13 @@ def _sealed_machine(art: Artifact, sealed: object) -> list[str]:
     return ["machine differs from the record the raw output's trailer seals (its sha256): it was edited"]
 
 
-def _sealed_timeline(ours: Optional[dict], sealed: object) -> list[str]:
+def _sealed_timeline(ours: dict | None, sealed: object) -> list[str]:
     """The timeline as the trailer has it, each time named where they differ."""
     if not isinstance(ours, dict) or not isinstance(sealed, dict) or set(ours) != set(sealed):
         return [] if ours == sealed else [f"timeline is {ours!r}, the raw output's trailer says {sealed!r}"]
-    return [f"timeline.{k} is {ours[k]}, the raw output's trailer says {sealed[k]}" for k in ours if ours[k] != sealed[k]]
+    return [
+        f"timeline.{k} is {ours[k]}, the raw output's trailer says {sealed[k]}" for k in ours if ours[k] != sealed[k]
+    ]
 
 
 def _key(art: Artifact, artifact_path: Path) -> list[str]:
@@ -141,7 +165,9 @@ def _times(art: Artifact, artifact_path: Path) -> list[str]:
             problems.append(f"duration_s {art.duration_s} is longer than ts to finished_ts")
         elif art.duration_s is not None and (end - start).total_seconds() > art.duration_s + SLACK_S:
             # both are read at the run's start and end, on the wall and the monotonic clock
-            problems.append(f"ts to finished_ts is {(end - start).total_seconds():.3f} s, duration_s is {art.duration_s}")
+            problems.append(
+                f"ts to finished_ts is {(end - start).total_seconds():.3f} s, duration_s is {art.duration_s}"
+            )
     named = [("raw_output", art.raw_output), ("junit_xml", art.junit_xml)]
     for field, name in named:
         if name and not Path(name).name.startswith(f"bench_{art.topic}."):
@@ -206,8 +232,15 @@ def _command(art: Artifact) -> list[str]:
         head, junit = ["python3", "-m", "pytest"], f"--junitxml={JUNIT_DIR}/"
         rel = argv[3] if len(argv) > 3 else ""
         flags = argv[4:8] if argv[4:8] == _PYTEST_FLAGS_BEFORE else _PYTEST_FLAGS  # -rA: an engine before -rAR
-        ok = (argv[:3] == head and argv[4:8] == flags and len(argv) > 8 and argv[8].startswith(junit)
-              and argv[9:] == args and _names(target.path, rel) and _stamped(argv[8], art.raw_output))
+        ok = (
+            argv[:3] == head
+            and argv[4:8] == flags
+            and len(argv) > 8
+            and argv[8].startswith(junit)
+            and argv[9:] == args
+            and _names(target.path, rel)
+            and _stamped(argv[8], art.raw_output)
+        )
         shown = shlex.join([*head, "<path>", *flags, f"{junit}<this run>.xml", *args])
         return [] if ok else [why + repr(shown)]
     rel = argv[1] if len(argv) > 1 else ""
@@ -215,14 +248,14 @@ def _command(art: Artifact) -> list[str]:
     return [] if ok else [why + repr(shlex.join(["python3", "<path>", *args]))]
 
 
-def _names(target_path: Optional[str], rel: str) -> bool:
+def _names(target_path: str | None, rel: str) -> bool:
     """The command's relative path names the target's file."""
     if not target_path or not rel or rel.startswith("/") or ".." in PurePosixPath(rel).parts:
         return False
     return target_path == rel or target_path.endswith("/" + rel)
 
 
-def _stamped(junit_arg: str, raw_output: Optional[str]) -> bool:
+def _stamped(junit_arg: str, raw_output: str | None) -> bool:
     """The JUnit report's run id starts with the log's time stamp (both come from one run)."""
     run_id = junit_arg.rsplit("/", 1)[-1]
     stamp = (raw_output or "").rsplit(".", 2)[-2] if (raw_output or "").count(".") >= 2 else ""
@@ -254,7 +287,7 @@ def _gpus(art: Artifact) -> list[str]:
     return problems
 
 
-def _marker_matches(marker: str, raw_output: Optional[str]) -> bool:
+def _marker_matches(marker: str, raw_output: str | None) -> bool:
     """leftovers.run_marker: ``<the log's time stamp>-<pid>-<8 hex>``."""
     stamp = (raw_output or "").rsplit(".", 2)[-2] if (raw_output or "").count(".") >= 2 else ""
     return bool(stamp) and re.fullmatch(re.escape(stamp) + r"-\d+-[0-9a-f]{8}", marker) is not None
@@ -278,9 +311,16 @@ def _env_and_imports(art: Artifact) -> list[str]:
     own_path = pythonpath(kind, wt)
     schema5 = art.schema_version >= 5
     caches = dict(art.cache_dirs)
-    expected = RunEnvironment(visible_var=var, visible_value=visible, pythonpath=own_path, kind=kind,
-                              arch=art.gpu.arch, caches=caches, declared=dict(target.env) if target else {},
-                              kept=kept_from_place(env)).as_env()  # the place's own value is recorded as it ran
+    expected = RunEnvironment(
+        visible_var=var,
+        visible_value=visible,
+        pythonpath=own_path,
+        kind=kind,
+        arch=art.gpu.arch,
+        caches=caches,
+        declared=dict(target.env) if target else {},
+        kept=kept_from_place(env),
+    ).as_env()  # the place's own value is recorded as it ran
     if art.autotune is None and AUTOTUNE_PRINT not in env:  # written before the engine turned the printout on
         expected.pop(AUTOTUNE_PRINT, None)
     if not schema5:  # before the environment was chosen per kind, every command got aiter's and pandas' variables
@@ -288,19 +328,29 @@ def _env_and_imports(art: Artifact) -> list[str]:
     path = env.get("PYTHONPATH", "")
     if schema5 and path.startswith(own_path + ":"):  # the place's own PYTHONPATH, kept after the worktree's
         expected["PYTHONPATH"] = path
-    problems = [f"env.{k} is {env.get(k)!r}, the run's GPUs, worktree and caches give {v!r}"
-                for k, v in expected.items() if env.get(k) != v]
+    problems = [
+        f"env.{k} is {env.get(k)!r}, the run's GPUs, worktree and caches give {v!r}"
+        for k, v in expected.items()
+        if env.get(k) != v
+    ]
     if outside and art.scheduler is not None:
-        problems.append(f"gpus {outside} are not among the GPUs granted ({art.scheduler.read_from}: "
-                        f"{art.scheduler.granted})")
-    problems += [f"env.{k} is not a variable the engine sets or records" for k in env
-                 if k not in expected and k not in CONTAINER_ENV_RECORDED and k not in (MARKER, PROBE_VAR, NAMES_VAR)]
+        problems.append(
+            f"gpus {outside} are not among the GPUs granted ({art.scheduler.read_from}: {art.scheduler.granted})"
+        )
+    problems += [
+        f"env.{k} is not a variable the engine sets or records"
+        for k in env
+        if k not in expected and k not in CONTAINER_ENV_RECORDED and k not in (MARKER, PROBE_VAR, NAMES_VAR)
+    ]
     if NAMES_VAR in env and env[NAMES_VAR].split(",") != list(art.import_origins):
-        problems.append(f"env.{NAMES_VAR} is {env[NAMES_VAR]!r}, but import_origins records {sorted(art.import_origins)}")
+        problems.append(
+            f"env.{NAMES_VAR} is {env[NAMES_VAR]!r}, but import_origins records {sorted(art.import_origins)}"
+        )
     if MARKER in env and not _marker_matches(env[MARKER], art.raw_output):
         problems.append(f"env.{MARKER} {env[MARKER]!r} is not this run's marker (its log's time, a pid, a token)")
-    engine_sets = (set(cache_vars_for(kind)) if schema5 else set(CACHE_VARS) if art.schema_version >= 2
-                   else {"AITER_JIT_DIR"})  # schema 1: only that one
+    engine_sets = (
+        set(cache_vars_for(kind)) if schema5 else set(CACHE_VARS) if art.schema_version >= 2 else {"AITER_JIT_DIR"}
+    )  # schema 1: only that one
     if not (set(caches) == engine_sets if schema5 else engine_sets <= set(caches) <= set(CACHE_VARS)):
         problems.append(f"cache_dirs has {sorted(art.cache_dirs)}, the engine sets {sorted(engine_sets)}")
     if art.workdir is None or not _under(art.workdir, wt):
@@ -381,8 +431,12 @@ def _watch(art: Artifact) -> list[str]:
     if art.run.ran and not art.watch:
         problems.append("watch is empty, but the command ran: its GPUs were watched while it ran")
     held = {g.index for g in art.gpus}
-    problems += [f"watch: foreign pid {p.pid} on gpu {p.gpu}, a GPU the run did not hold" for w in art.watch
-                 for p in w.foreign if p.gpu not in held]
+    problems += [
+        f"watch: foreign pid {p.pid} on gpu {p.gpu}, a GPU the run did not hold"
+        for w in art.watch
+        for p in w.foreign
+        if p.gpu not in held
+    ]
     if art.run.shared != shared_reasons(art.watch):
         problems.append("run.shared does not match the foreign processes in watch")
     return problems + clock_consistency(art.watch)

@@ -25,7 +25,9 @@ _V1 = frozenset(
 _V1_LATER = frozenset({"cache_reused", "junit_xml"})  # added while the version was 1: may be there or not
 _V2 = _V1 | _V1_LATER | {"run"}
 _V3 = _V2 | {"host_gpus", "signed_by", "timeline"}
-_V4 = _V3 | frozenset({"image_digest", "fresh_container", "builds", "synced", "runs", "perf_summary", "ab"})  # fields added in version 4
+_V4 = _V3 | frozenset(
+    {"image_digest", "fresh_container", "builds", "synced", "runs", "perf_summary", "ab"}
+)  # fields added in version 4
 _V5 = _V4 | frozenset({"watch"})  # fields added in version 5
 # added while the version was 5, with defaults: older artifacts of that version do not have them
 _V5_LATER = frozenset({"shard", "scheduler", "machine", "import_origins", "autotune"})
@@ -33,7 +35,9 @@ TOP_FIELDS: dict[int, frozenset[str]] = {1: _V1, 2: _V2, 3: _V3, 4: _V4, 5: _V5}
 # fields added while a version was current: an artifact of that version may have them or not
 LATER: dict[int, frozenset[str]] = {1: _V1_LATER, 5: _V5_LATER}
 
-_RUN = frozenset("blocked ran exit_code timed_out interrupted container_died output_problems unknowns output_parsed".split())
+_RUN = frozenset(
+    "blocked ran exit_code timed_out interrupted container_died output_problems unknowns output_parsed".split()
+)
 _TARGET_V1 = frozenset("name kind path args dtype regime thresholds".split())
 _GPU = frozenset("index hip_index arch name uuid lock_path".split())
 _CORRECTNESS = frozenset(
@@ -44,25 +48,39 @@ _CORRECTNESS = frozenset(
 NESTED: dict[int, dict[str, frozenset[str]]] = {
     1: {"gpu": _GPU},  # version 1 grew its target record and correctness fields over time
     2: {"run": _RUN, "target": _TARGET_V1, "gpu": _GPU, "correctness": _CORRECTNESS},
-    3: {"run": _RUN | {"leftovers"}, "target": _TARGET_V1 | {"command", "pass_pattern", "fail_pattern", "floors", "ceilings"},
+    3: {
+        "run": _RUN | {"leftovers"},
+        "target": _TARGET_V1 | {"command", "pass_pattern", "fail_pattern", "floors", "ceilings"},
         "gpu": _GPU,
-        "correctness": _CORRECTNESS | {"dtype", "dtype_source", "err_ratio"}},
+        "correctness": _CORRECTNESS | {"dtype", "dtype_source", "err_ratio"},
+    },
 }
-NESTED[4] = {k: v | (frozenset({"repeats", "min_steps"}) if k == "target" else frozenset())
-             for k, v in NESTED[3].items()}  # nested keys added in version 4 join here
-_ADDED_5 = {"target": frozenset({"packages", "env", "directions", "verdict_lines_off", "exit_status_is_check"}),
-            "run": frozenset({"shared"})}
-NESTED[5] = {k: v | _ADDED_5.get(k, frozenset()) for k, v in NESTED[4].items()}  # nested keys added in version 5 join here
+NESTED[4] = {
+    k: v | (frozenset({"repeats", "min_steps"}) if k == "target" else frozenset()) for k, v in NESTED[3].items()
+}  # nested keys added in version 4 join here
+_ADDED_5 = {
+    "target": frozenset({"packages", "env", "directions", "verdict_lines_off", "exit_status_is_check"}),
+    "run": frozenset({"shared"}),
+}
+NESTED[5] = {
+    k: v | _ADDED_5.get(k, frozenset()) for k, v in NESTED[4].items()
+}  # nested keys added in version 5 join here
 # nested keys added while a version was current, with defaults: older artifacts of that version do not have them
 NESTED_LATER: dict[int, dict[str, frozenset[str]]] = {5: {"run": frozenset({"imports_outside"})}}
 # each record of ``builds[]`` (version 4); keys added after version 4's first builds may be absent
-_BUILD = frozenset("name command gpu gpus container workdir exit_code timed_out problem output output_sha256 "
-                   "output_bytes duration_s".split())
+_BUILD = frozenset(
+    "name command gpu gpus container workdir exit_code timed_out problem output output_sha256 "
+    "output_bytes duration_s".split()
+)
 BUILD_LATER = frozenset({"side", "lock_taken", "lock_released"})
 BUILD_KEYS = _BUILD | BUILD_LATER
-NOT_NULL = {1: ("topic", "ts", "verdict"), 2: ("topic", "ts", "verdict", "run", "target"),
-            3: ("topic", "ts", "verdict", "run", "target"), 4: ("topic", "ts", "verdict", "run", "target"),
-            5: ("topic", "ts", "verdict", "run", "target")}
+NOT_NULL = {
+    1: ("topic", "ts", "verdict"),
+    2: ("topic", "ts", "verdict", "run", "target"),
+    3: ("topic", "ts", "verdict", "run", "target"),
+    4: ("topic", "ts", "verdict", "run", "target"),
+    5: ("topic", "ts", "verdict", "run", "target"),
+}
 assert max(TOP_FIELDS) == SCHEMA_VERSION
 
 
@@ -97,12 +115,17 @@ def schema_problems(data: Any) -> list[str]:
         known = ", ".join(map(str, TOP_FIELDS))
         return [f"schema_version is {version!r}, not one this gpuverify knows ({known})"]
     problems = _keys(data, TOP_FIELDS[version], version, "", optional=LATER.get(version, frozenset()))
-    problems += [f"field {name} is null, schema {version} requires a value" for name in NOT_NULL[version]
-                 if name in data and data[name] is None]
+    problems += [
+        f"field {name} is null, schema {version} requires a value"
+        for name in NOT_NULL[version]
+        if name in data and data[name] is None
+    ]
     for name, keys in NESTED[version].items():
         value = data.get(name)
         if isinstance(value, dict):
-            problems += _keys(value, keys, version, f"{name}.", optional=NESTED_LATER.get(version, {}).get(name, frozenset()))
+            problems += _keys(
+                value, keys, version, f"{name}.", optional=NESTED_LATER.get(version, {}).get(name, frozenset())
+            )
     for i, gpu in enumerate(data.get("gpus") or []):
         if isinstance(gpu, dict):
             problems += _keys(gpu, _GPU, version, f"gpus[{i}].")
@@ -113,10 +136,11 @@ def schema_problems(data: Any) -> list[str]:
     return problems
 
 
-def _keys(data: dict, expected: frozenset[str], version: int, prefix: str,
-          optional: frozenset[str] = frozenset()) -> list[str]:
+def _keys(
+    data: dict, expected: frozenset[str], version: int, prefix: str, optional: frozenset[str] = frozenset()
+) -> list[str]:
     missing = sorted(expected - data.keys())
     unknown = sorted(data.keys() - expected - optional)
-    return ([f"field {prefix}{name} is missing (schema {version} has it)" for name in missing]
-            + [f"field {prefix}{name} is not in schema {version}" for name in unknown])
-
+    return [f"field {prefix}{name} is missing (schema {version} has it)" for name in missing] + [
+        f"field {prefix}{name} is not in schema {version}" for name in unknown
+    ]

@@ -18,24 +18,23 @@ that much and no more, so a time moved by minutes is named.
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Optional
 
-from pytest_gpuverify.records.artifact import Artifact
 from pytest_gpuverify.common.clock import STAMP_FORMAT
+from pytest_gpuverify.records.artifact import Artifact
 
 SLACK_S = 1.0  # the millisecond truncation of ts/finished_ts and the two clocks' reading, with room to spare
 
 
-def when(text: Optional[str]) -> Optional[datetime]:
+def when(text: str | None) -> datetime | None:
     """An ISO 8601 time of the artifact; None when absent or not one. One without an offset is UTC, as
     every time the engine writes (and so comparable with the others)."""
     try:
         at = datetime.fromisoformat(text.replace("Z", "+00:00")) if text else None
     except ValueError:
         return None
-    return at.replace(tzinfo=timezone.utc) if at is not None and at.tzinfo is None else at
+    return at.replace(tzinfo=UTC) if at is not None and at.tzinfo is None else at
 
 
 def stamp_problems(art: Artifact) -> list[str]:
@@ -46,11 +45,13 @@ def stamp_problems(art: Artifact) -> list[str]:
     name = Path(art.raw_output).name
     stamp = name.removesuffix(".log").rsplit(".", 1)[-1]
     try:
-        stamped = datetime.strptime(stamp, STAMP_FORMAT).replace(tzinfo=timezone.utc)
+        stamped = datetime.strptime(stamp, STAMP_FORMAT).replace(tzinfo=UTC)
     except ValueError:
         return [f"raw_output {name} has no stamp of the run's start"]
     if abs((start - stamped).total_seconds()) > SLACK_S:
-        return [f"ts {art.ts} is not the raw output's stamp {stamped.isoformat(timespec='microseconds').replace('+00:00', 'Z')}"]
+        return [
+            f"ts {art.ts} is not the raw output's stamp {stamped.isoformat(timespec='microseconds').replace('+00:00', 'Z')}"
+        ]
     return []
 
 

@@ -38,8 +38,12 @@ def raw_of(path: Path) -> Path:
 def reseal(path: Path) -> None:
     """The log edited, and the artifact's sha256 and size made to match it: consistent by construction."""
     raw = raw_of(path)
-    edit(path, lambda d: d.update(raw_output_sha256=hashlib.sha256(raw.read_bytes()).hexdigest(),
-                                  raw_output_bytes=raw.stat().st_size))
+    edit(
+        path,
+        lambda d: d.update(
+            raw_output_sha256=hashlib.sha256(raw.read_bytes()).hexdigest(), raw_output_bytes=raw.stat().st_size
+        ),
+    )
 
 
 def set_gpu(d: dict, index: int) -> None:

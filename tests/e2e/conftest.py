@@ -9,12 +9,11 @@ import uuid
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional
 
 import pytest
+from session_cmd import PYTEST
 
 from pytest_gpuverify.cli import demo
-from session_cmd import PYTEST
 
 SHARED = Path(__file__).resolve().parents[2] / ".." / "shared"
 
@@ -64,16 +63,24 @@ class Sandbox:
             setattr(self.spec, key, value)
         self.env_path.write_text(demo.render_env_file(self.spec), encoding="utf-8")
 
-    def start_container(self, name: str, sim_bin: Optional[Path] = None, mounts: Optional[dict] = None):
-        container = demo.start_container(self.client, name, sim_bin or self.sim_bin, mounts or {str(self.repo): "/workspace/aiter"})
+    def start_container(self, name: str, sim_bin: Path | None = None, mounts: dict | None = None):
+        container = demo.start_container(
+            self.client, name, sim_bin or self.sim_bin, mounts or {str(self.repo): "/workspace/aiter"}
+        )
         self.extra_containers.append(name)
         return container
 
-    def pytest(self, *args: str, ticket: Optional[str] = "T-1", window: str = "0.3", timeout: float = 300,
-               env: Optional[dict] = None, popen: bool = False):
+    def pytest(
+        self,
+        *args: str,
+        ticket: str | None = "T-1",
+        window: str = "0.3",
+        timeout: float = 300,
+        env: dict | None = None,
+        popen: bool = False,
+    ):
         """The session's CompletedProcess; ``popen``: its Popen, output (stderr with it) on a pipe."""
-        cmd = [*PYTEST, "--gpu-verify", "--gpu-window", window,
-               "--gpu-env", str(self.env_path)]
+        cmd = [*PYTEST, "--gpu-verify", "--gpu-window", window, "--gpu-env", str(self.env_path)]
         if ticket:
             cmd += ["--ticket", ticket]
         full_env = dict(os.environ, PATH=f"{self.sim_bin}:{os.environ['PATH']}")
@@ -82,8 +89,9 @@ class Sandbox:
             full_env.pop(name, None)  # the outer worker's identity: the run under test is its own session
         full_env.update(env or {})
         if popen:
-            return subprocess.Popen([*cmd, *args], cwd=self.repo, env=full_env, stdout=subprocess.PIPE,
-                                    stderr=subprocess.STDOUT)
+            return subprocess.Popen(
+                [*cmd, *args], cwd=self.repo, env=full_env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
+            )
         self.last = subprocess.run([*cmd, *args], cwd=self.repo, env=full_env, capture_output=True, timeout=timeout)
         return self.last
 
@@ -95,11 +103,12 @@ class Sandbox:
         if not path.exists():
             last = getattr(self, "last", None)
             said = (last.stdout + last.stderr).decode("utf-8", "replace")[-4000:] if last is not None else "no session"
-            raise AssertionError(f"no artifact {path}; the last session (exit {getattr(last, 'returncode', None)}) "
-                                 f"printed:\n{said}")
+            raise AssertionError(
+                f"no artifact {path}; the last session (exit {getattr(last, 'returncode', None)}) printed:\n{said}"
+            )
         return read_artifact(path)
 
-    def exec_ids(self, name: Optional[str] = None) -> list:
+    def exec_ids(self, name: str | None = None) -> list:
         """Commands exec'd in the container since the sandbox was made (from the engine's events)."""
         return demo.exec_commands(self.client, name or self.container, self.started)
 
@@ -108,10 +117,25 @@ class Sandbox:
         or with ``--gpu-container none`` among ``args`` on the host)."""
         import time
 
-        cmd = [*PYTEST, "--gpu-verify",
-               "--gpu-window", "0.3", "--gpu-env", str(self.env_path), "--ticket", "T-1", "op_tests/test_sleep.py", *args]
-        proc = subprocess.Popen(cmd, cwd=self.repo, env=dict(os.environ, PATH=f"{self.sim_bin}:{os.environ['PATH']}"),
-                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        cmd = [
+            *PYTEST,
+            "--gpu-verify",
+            "--gpu-window",
+            "0.3",
+            "--gpu-env",
+            str(self.env_path),
+            "--ticket",
+            "T-1",
+            "op_tests/test_sleep.py",
+            *args,
+        ]
+        proc = subprocess.Popen(
+            cmd,
+            cwd=self.repo,
+            env=dict(os.environ, PATH=f"{self.sim_bin}:{os.environ['PATH']}"),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+        )
         deadline = time.time() + 60
         while time.time() < deadline:
             logs = list((self.tickets / "T-1").glob("bench_sleep.*.log")) if (self.tickets / "T-1").exists() else []
@@ -132,7 +156,9 @@ class Sandbox:
         return marker not in ps
 
     def lock_files_free(self) -> bool:
-        return all(subprocess.run(["flock", "-n", str(p), "true"]).returncode == 0 for p in self.spec.locks.glob("*.lock"))
+        return all(
+            subprocess.run(["flock", "-n", str(p), "true"]).returncode == 0 for p in self.spec.locks.glob("*.lock")
+        )
 
 
 @pytest.fixture
@@ -144,9 +170,9 @@ def sandbox(tmp_path, docker_client):
 @contextmanager
 def make_sandbox(root: Path, docker_client):
     """A simulated host with a real container; the container is removed on leaving."""
-    from pytest_gpuverify.simulator import SimState, install
-
     import time
+
+    from pytest_gpuverify.simulator import SimState, install
 
     started = time.time()
     sim_bin = root / "sim-bin"
@@ -157,8 +183,12 @@ def make_sandbox(root: Path, docker_client):
     name = f"gv-test-{uuid.uuid4().hex[:8]}"
     demo.start_container(docker_client, name, sim_bin, {str(repo): "/workspace/aiter"})
     spec = demo.EnvSpec(
-        tickets=root / "tickets", repos=root / "repos", locks=root / "locks",
-        repo_rows=[("aiter", repo, name, "/workspace/aiter")], containers=[(name, demo.ROOTFS_IMAGE)], gpus=4,
+        tickets=root / "tickets",
+        repos=root / "repos",
+        locks=root / "locks",
+        repo_rows=[("aiter", repo, name, "/workspace/aiter")],
+        containers=[(name, demo.ROOTFS_IMAGE)],
+        gpus=4,
     )
     env_path = root / "env.md"
     env_path.write_text(demo.render_env_file(spec), encoding="utf-8")
@@ -173,8 +203,19 @@ def make_sandbox(root: Path, docker_client):
 
 PEER = "gpuverify-peer"
 # what the peer's Python must import: the plugin's dependencies, as the running interpreter has them
-PEER_IMPORTS = ("pytest", "xdist", "pydantic", "docker", "filelock", "json5", "hyperscan", "pytest_gpuverify.plugin",
-                "pytest_gpuverify.engine.session", "pytest_gpuverify.execute.container", "pytest_gpuverify.cli.doctor")
+PEER_IMPORTS = (
+    "pytest",
+    "xdist",
+    "pydantic",
+    "docker",
+    "filelock",
+    "json5",
+    "hyperscan",
+    "pytest_gpuverify.plugin",
+    "pytest_gpuverify.engine.session",
+    "pytest_gpuverify.execute.container",
+    "pytest_gpuverify.cli.doctor",
+)
 
 
 @pytest.fixture(scope="session")
@@ -207,18 +248,34 @@ class UnixUser:
     pythonpath: str
 
     def env(self, **extra: str) -> dict:
-        return {"HOME": str(self.home), "USER": self.name, "LOGNAME": self.name, "PYTHONPATH": self.pythonpath,
-                "PATH": "/usr/local/bin:/usr/bin:/bin", "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "LANG": "C.UTF-8",
-                **extra}
+        return {
+            "HOME": str(self.home),
+            "USER": self.name,
+            "LOGNAME": self.name,
+            "PYTHONPATH": self.pythonpath,
+            "PATH": "/usr/local/bin:/usr/bin:/bin",
+            "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
+            "LANG": "C.UTF-8",
+            **extra,
+        }
 
-    def run(self, argv, cwd=None, env: Optional[dict] = None, timeout: float = 300) -> subprocess.CompletedProcess:
+    def run(self, argv, cwd=None, env: dict | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
         argv = [self.python if a == "python3" else a for a in argv]
-        return subprocess.run(argv, cwd=cwd, env=self.env(**(env or {})), user=self.uid, group=self.gid,
-                              extra_groups=[], capture_output=True, timeout=timeout)
+        return subprocess.run(
+            argv,
+            cwd=cwd,
+            env=self.env(**(env or {})),
+            user=self.uid,
+            group=self.gid,
+            extra_groups=[],
+            capture_output=True,
+            timeout=timeout,
+        )
 
-    def popen(self, argv, env: Optional[dict] = None, **kwargs) -> subprocess.Popen:
-        return subprocess.Popen(argv, env=self.env(**(env or {})), user=self.uid, group=self.gid, extra_groups=[],
-                                **kwargs)
+    def popen(self, argv, env: dict | None = None, **kwargs) -> subprocess.Popen:
+        return subprocess.Popen(
+            argv, env=self.env(**(env or {})), user=self.uid, group=self.gid, extra_groups=[], **kwargs
+        )
 
 
 @pytest.fixture(scope="session")
@@ -257,15 +314,27 @@ def _peer_python(base: Path, entry) -> tuple[str, str]:
 
     pkg = base / "peer-pkg"
     if not pkg.exists():
-        shutil.copytree(Path(pytest_gpuverify.__file__).parent, pkg / "pytest_gpuverify",
-                        ignore=shutil.ignore_patterns("__pycache__"))
+        shutil.copytree(
+            Path(pytest_gpuverify.__file__).parent,
+            pkg / "pytest_gpuverify",
+            ignore=shutil.ignore_patterns("__pycache__"),
+        )
     probe = "import " + ", ".join(PEER_IMPORTS)
     env = {"PYTHONPATH": str(pkg), "PATH": "/usr/bin:/bin", "HOME": str(base)}
 
     def works(python: str, path: str) -> bool:
         try:
-            return subprocess.run([python, "-c", probe], env=dict(env, PYTHONPATH=path), user=entry.pw_uid,
-                                  group=entry.pw_gid, extra_groups=[], capture_output=True).returncode == 0
+            return (
+                subprocess.run(
+                    [python, "-c", probe],
+                    env=dict(env, PYTHONPATH=path),
+                    user=entry.pw_uid,
+                    group=entry.pw_gid,
+                    extra_groups=[],
+                    capture_output=True,
+                ).returncode
+                == 0
+            )
         except OSError:  # the peer cannot even reach it
             return False
 
@@ -274,8 +343,14 @@ def _peer_python(base: Path, entry) -> tuple[str, str]:
     site = base / "peer-site"
     if not site.exists():
         listing = subprocess.run(
-            [sys.executable, "-c", f"{probe}; import sys, json; print(json.dumps(sorted({{getattr(m, '__file__', None) or '' "
-             "for m in list(sys.modules.values())})))"], capture_output=True).stdout
+            [
+                sys.executable,
+                "-c",
+                f"{probe}; import sys, json; print(json.dumps(sorted({{getattr(m, '__file__', None) or '' "
+                "for m in list(sys.modules.values())})))",
+            ],
+            capture_output=True,
+        ).stdout
         roots = {p for p in sys.path if p.endswith("-packages")}
         tops = set()
         for file in json.loads(listing):
@@ -284,8 +359,11 @@ def _peer_python(base: Path, entry) -> tuple[str, str]:
                     tops.add(Path(root) / Path(file).relative_to(root).parts[0])
         site.mkdir()
         for top in tops:
-            (shutil.copytree(top, site / top.name, ignore=shutil.ignore_patterns("__pycache__")) if top.is_dir()
-             else shutil.copy2(top, site / top.name))
+            (
+                shutil.copytree(top, site / top.name, ignore=shutil.ignore_patterns("__pycache__"))
+                if top.is_dir()
+                else shutil.copy2(top, site / top.name)
+            )
     version = f"python{sys.version_info.major}.{sys.version_info.minor}"
     for python in (f"/usr/bin/{version}", f"/usr/local/bin/{version}", "/usr/bin/python3"):
         if os.access(python, os.X_OK) and works(python, f"{pkg}:{site}"):

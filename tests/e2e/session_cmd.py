@@ -7,5 +7,16 @@ pytest-rerunfailures (a test dependency) is left out too, but by the tests of a 
 
 import sys
 
-PYTEST = (sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:benchmark", "-p", "no:hypothesispytest",
-          "-p", "no:rerunfailures")
+PYTEST = (
+    sys.executable,
+    "-m",
+    "pytest",
+    "-p",
+    "no:cacheprovider",
+    "-p",
+    "no:benchmark",
+    "-p",
+    "no:hypothesispytest",
+    "-p",
+    "no:rerunfailures",
+)

@@ -18,7 +18,6 @@ import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Optional
 
 from ports import free_port
 
@@ -32,7 +31,7 @@ GPUS = GPUS_PER_NODE * len(NODES)  # Slurm's count over the cluster
 SLURMD_TIMEOUT_S = 10  # a node whose slurmd stops answering is DOWN after this, and its jobs NODE_FAIL
 
 
-def missing() -> Optional[str]:
+def missing() -> str | None:
     """Why a cluster cannot start here (one line), or None."""
     absent = [p for p in DAEMONS if not os.access(p, os.X_OK)] + [c for c in CLIENTS if shutil.which(c) is None]
     if absent:
@@ -81,31 +80,72 @@ class SlurmCluster:
             dev = root / "dev" / f"gpu{i}"
             if not dev.exists():
                 os.mknod(dev, 0o666 | 0o020000, os.makedev(195, i))
-        (root / "gres.conf").write_text("".join(
-            f"NodeName={n} Name=gpu File={root}/dev/gpu[{i * GPUS_PER_NODE}-{(i + 1) * GPUS_PER_NODE - 1}]\n"
-            for i, n in enumerate(NODES)))
+        (root / "gres.conf").write_text(
+            "".join(
+                f"NodeName={n} Name=gpu File={root}/dev/gpu[{i * GPUS_PER_NODE}-{(i + 1) * GPUS_PER_NODE - 1}]\n"
+                for i, n in enumerate(NODES)
+            )
+        )
         ctld = free_port()
         self.ports = {n: free_port() for n in NODES}
-        self.conf.write_text("\n".join([
-            "ClusterName=gvtest", f"SlurmctldHost={socket.gethostname()}(127.0.0.1)", "SlurmUser=root",
-            f"SlurmctldPort={ctld}", f"SlurmdPort={self.ports[NODE]}", "AuthType=auth/munge", "CredType=cred/munge",
-            f"AuthInfo=socket={root}/munge/munge.socket,cred_expire=10", f"StateSaveLocation={root}/state",
-            f"SlurmdSpoolDir={root}/spool-%n", f"SlurmctldPidFile={root}/slurmctld.pid",
-            f"SlurmdPidFile={root}/slurmd-%n.pid", f"SlurmctldLogFile={root}/slurmctld.log",
-            f"SlurmdLogFile={root}/slurmd-%n.log", f"SlurmdTimeout={SLURMD_TIMEOUT_S}",
-            "ProctrackType=proctrack/linuxproc", "TaskPlugin=task/none",
-            "SelectType=select/cons_tres", "SelectTypeParameters=CR_Core", "GresTypes=gpu", "MpiDefault=none",
-            "ReturnToService=2", "SlurmdParameters=config_overrides", "SchedulerType=sched/backfill",
-            "SchedulerParameters=sched_interval=1,bf_interval=1", "MessageTimeout=10", "KillWait=15",
-            "InactiveLimit=0", "MinJobAge=300", "JobAcctGatherType=jobacct_gather/none",
-            *(f"NodeName={n} NodeHostname={n} NodeAddr=127.0.0.1 Port={self.ports[n]} CPUs=8 RealMemory=4000 "
-              f"Gres=gpu:{GPUS_PER_NODE} State=UNKNOWN" for n in NODES),
-            f"PartitionName={PARTITION} Nodes={','.join(NODES)} Default=YES MaxTime=INFINITE State=UP OverSubscribe=NO",
-            ""]))
-        self._daemon("munged", ["/usr/sbin/munged", "-F", f"--key-file={key}", f"--socket={root}/munge/munge.socket",
-                                f"--pid-file={root}/munge/munged.pid", f"--log-file={root}/munge/munged.log",
-                                f"--seed-file={root}/munge/munged.seed", "--force"],
-                     user=munge.pw_uid, group=munge.pw_gid)
+        self.conf.write_text(
+            "\n".join(
+                [
+                    "ClusterName=gvtest",
+                    f"SlurmctldHost={socket.gethostname()}(127.0.0.1)",
+                    "SlurmUser=root",
+                    f"SlurmctldPort={ctld}",
+                    f"SlurmdPort={self.ports[NODE]}",
+                    "AuthType=auth/munge",
+                    "CredType=cred/munge",
+                    f"AuthInfo=socket={root}/munge/munge.socket,cred_expire=10",
+                    f"StateSaveLocation={root}/state",
+                    f"SlurmdSpoolDir={root}/spool-%n",
+                    f"SlurmctldPidFile={root}/slurmctld.pid",
+                    f"SlurmdPidFile={root}/slurmd-%n.pid",
+                    f"SlurmctldLogFile={root}/slurmctld.log",
+                    f"SlurmdLogFile={root}/slurmd-%n.log",
+                    f"SlurmdTimeout={SLURMD_TIMEOUT_S}",
+                    "ProctrackType=proctrack/linuxproc",
+                    "TaskPlugin=task/none",
+                    "SelectType=select/cons_tres",
+                    "SelectTypeParameters=CR_Core",
+                    "GresTypes=gpu",
+                    "MpiDefault=none",
+                    "ReturnToService=2",
+                    "SlurmdParameters=config_overrides",
+                    "SchedulerType=sched/backfill",
+                    "SchedulerParameters=sched_interval=1,bf_interval=1",
+                    "MessageTimeout=10",
+                    "KillWait=15",
+                    "InactiveLimit=0",
+                    "MinJobAge=300",
+                    "JobAcctGatherType=jobacct_gather/none",
+                    *(
+                        f"NodeName={n} NodeHostname={n} NodeAddr=127.0.0.1 Port={self.ports[n]} CPUs=8 RealMemory=4000 "
+                        f"Gres=gpu:{GPUS_PER_NODE} State=UNKNOWN"
+                        for n in NODES
+                    ),
+                    f"PartitionName={PARTITION} Nodes={','.join(NODES)} Default=YES MaxTime=INFINITE State=UP OverSubscribe=NO",
+                    "",
+                ]
+            )
+        )
+        self._daemon(
+            "munged",
+            [
+                "/usr/sbin/munged",
+                "-F",
+                f"--key-file={key}",
+                f"--socket={root}/munge/munge.socket",
+                f"--pid-file={root}/munge/munged.pid",
+                f"--log-file={root}/munge/munged.log",
+                f"--seed-file={root}/munge/munged.seed",
+                "--force",
+            ],
+            user=munge.pw_uid,
+            group=munge.pw_gid,
+        )
         self._wait_for(lambda: (root / "munge" / "munge.socket").exists(), "munged's socket")
         self._daemon("slurmctld", ["/usr/sbin/slurmctld", "-D", "-i", "-f", str(self.conf)])
         for node in NODES:
@@ -114,8 +154,17 @@ class SlurmCluster:
 
     def start_node(self, node: str) -> None:
         """The node's slurmd, under its own hostname (a UTS namespace of its own)."""
-        self._daemon(f"slurmd-{node}", ["unshare", "--uts", "sh", "-c",
-                                        f'hostname {node} && exec /usr/sbin/slurmd -D -N {node} -f "$0"', str(self.conf)])
+        self._daemon(
+            f"slurmd-{node}",
+            [
+                "unshare",
+                "--uts",
+                "sh",
+                "-c",
+                f'hostname {node} && exec /usr/sbin/slurmd -D -N {node} -f "$0"',
+                str(self.conf),
+            ],
+        )
 
     def kill_node(self, node: str) -> list[int]:
         """A node crash: SIGKILL to its slurmd and to every process of its jobs (each slurmstepd of the
@@ -134,10 +183,18 @@ class SlurmCluster:
                     pass
         return killed
 
-    def _daemon(self, name: str, argv: list[str], user: Optional[int] = None, group: Optional[int] = None) -> None:
+    def _daemon(self, name: str, argv: list[str], user: int | None = None, group: int | None = None) -> None:
         log = open(self.root / f"{name}.out", "ab")
-        proc = subprocess.Popen(argv, env=self.env(), stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-                                user=user, group=group, extra_groups=[] if user is not None else None)
+        proc = subprocess.Popen(
+            argv,
+            env=self.env(),
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            user=user,
+            group=group,
+            extra_groups=[] if user is not None else None,
+        )
         log.close()
         self.pids[name] = proc.pid
         self._procs = getattr(self, "_procs", {})
@@ -164,8 +221,13 @@ class SlurmCluster:
 
     def logs(self) -> str:
         tails = []
-        for name in ("munged.out", "slurmctld.log", "slurmctld.out", *(f"slurmd-{n}.log" for n in NODES),
-                     *(f"slurmd-{n}.out" for n in NODES)):
+        for name in (
+            "munged.out",
+            "slurmctld.log",
+            "slurmctld.out",
+            *(f"slurmd-{n}.log" for n in NODES),
+            *(f"slurmd-{n}.out" for n in NODES),
+        ):
             path = self.root / name
             if path.exists():
                 tails.append(f"{name}: " + " | ".join(path.read_text(errors="replace").splitlines()[-5:]))
@@ -247,5 +309,6 @@ def add_targets(repo: Path, seconds: float) -> None:
     for path in SLEEPERS:
         (repo / path).write_text((repo / "op_tests" / "test_sleep.py").read_text())
     subprocess.run(["git", "-C", str(repo), "add", "-A"], check=True)
-    subprocess.run(["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "targets"],
-                   check=True)
+    subprocess.run(
+        ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "targets"], check=True
+    )

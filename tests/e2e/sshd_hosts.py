@@ -21,21 +21,19 @@ import uuid
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Optional
 
 import pytest
-
-from pytest_gpuverify.cli import demo
+from ports import free_port
 from session_cmd import PYTEST
 
-from ports import free_port
+from pytest_gpuverify.cli import demo
 
 CHECKOUT = Path(__file__).resolve().parents[2]
 SSHD = "/usr/sbin/sshd"
 
 
 @functools.lru_cache(maxsize=1)
-def sshd_unavailable() -> Optional[str]:
+def sshd_unavailable() -> str | None:
     """Why real sshd hosts cannot be started here (None: they can)."""
     if os.geteuid() != 0:
         return "sshd hosts need root (unshare --uts, sshd privilege separation)"
@@ -57,10 +55,10 @@ class SshHost:
     uts_name: str  # what `hostname` prints there (the row's name, unless a test wants a liar)
     container: str = ""
     port: int = 0
-    proc: Optional[subprocess.Popen] = None
+    proc: subprocess.Popen | None = None
     pythonpath: str = str(CHECKOUT)
-    repo: Optional[Path] = None  # the host's checkout of the aiter row (None: the shared one, SshHosts.repo)
-    umask: Optional[str] = None  # the ssh sessions' umask there (None: sshd's)
+    repo: Path | None = None  # the host's checkout of the aiter row (None: the shared one, SshHosts.repo)
+    umask: str | None = None  # the ssh sessions' umask there (None: sshd's)
     tickets_in_checkout: bool = False  # its tickets folder lies inside its own checkout (not gitignored)
     sampler_idle_s: float = 15.0  # its background sampler leaves this long after its last reader (tests: soon)
     own_env: bool = True  # False: its sessions get no GPUVERIFY_ENV and a HOME without the default env file
@@ -132,20 +130,27 @@ class SshHosts:
         return next(h for h in self.hosts if h.name == name)
 
     def ssh(self, host: SshHost, command: str, timeout: float = 20) -> subprocess.CompletedProcess:
-        return subprocess.run(["ssh", "-F", str(self.ssh_config), host.alias, command], capture_output=True,
-                              text=True, timeout=timeout, stdin=subprocess.DEVNULL)
+        return subprocess.run(
+            ["ssh", "-F", str(self.ssh_config), host.alias, command],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            stdin=subprocess.DEVNULL,
+        )
 
     def controller_environ(self, **extra) -> dict:
-        env = dict(os.environ, GPUVERIFY_ENV=str(self.controller_env), GPUVERIFY_SSH_CONFIG=str(self.ssh_config),
-                   PYTHONPATH=str(CHECKOUT))
+        env = dict(
+            os.environ,
+            GPUVERIFY_ENV=str(self.controller_env),
+            GPUVERIFY_SSH_CONFIG=str(self.ssh_config),
+            PYTHONPATH=str(CHECKOUT),
+        )
         env.update(extra)
         return env
 
-    def pytest(self, *args: str, cwd: Path, timeout: float = 300, env: Optional[dict] = None,
-               popen: bool = False):
+    def pytest(self, *args: str, cwd: Path, timeout: float = 300, env: dict | None = None, popen: bool = False):
         """pytest --gpu-verify on the controller (this machine, with no simulated GPU on PATH)."""
-        cmd = [*PYTEST, "--gpu-verify",
-               "--gpu-window", "0.3", *args]
+        cmd = [*PYTEST, "--gpu-verify", "--gpu-window", "0.3", *args]
         environ = self.controller_environ(**(env or {}))
         if popen:
             return subprocess.Popen(cmd, cwd=cwd, env=environ, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
@@ -162,7 +167,9 @@ def _is_bootstrap(pid: int) -> bool:
         argv = (Path("/proc") / str(pid) / "cmdline").read_bytes().split(b"\0")
     except OSError:
         return False
-    return Path(argv[0].decode(errors="replace")).name.startswith("python") and any(b"exec(eval(sys.stdin.readline()))" in a for a in argv)
+    return Path(argv[0].decode(errors="replace")).name.startswith("python") and any(
+        b"exec(eval(sys.stdin.readline()))" in a for a in argv
+    )
 
 
 def worker_pids(host: SshHost) -> list[int]:
@@ -219,24 +226,48 @@ def host_python(folder: Path, dist: str = "pytest-gpuverify") -> str:
             top = Path(str(file)).parts[0]
             source = Path(str(found.locate_file(top)))
             link = site / top
-            importable = top.endswith((".dist-info", ".egg-info", ".py", ".pth", ".so")) or (source / "__init__.py").exists()
+            importable = (
+                top.endswith((".dist-info", ".egg-info", ".py", ".pth", ".so")) or (source / "__init__.py").exists()
+            )
             if importable and top != ".." and source.exists() and not link.exists():  # not an sdist's README
                 link.symlink_to(source)
     return str(folder / "bin" / "python")
 
 
-def render_env(hosts: list[SshHost], here: Optional[SshHost], tickets: Path, repos: Path, repo: Path,
-               python: str = sys.executable) -> str:
+def render_env(
+    hosts: list[SshHost], here: SshHost | None, tickets: Path, repos: Path, repo: Path, python: str = sys.executable
+) -> str:
     repo = here.repo if here is not None and here.repo is not None else repo
     """The env file as each host (``here``) or the controller (None) has it: the same Hosts rows,
     each host's own container and lock folder."""
-    lines = ["## Resources", "", "| resource | path |", "|---|---|", f"| repos | {repos} |", f"| tickets | {tickets} |",
-             "", "## Hosts", "", "| host | ssh alias | arch | gpus | python |", "|---|---|---|---|---|"]
+    lines = [
+        "## Resources",
+        "",
+        "| resource | path |",
+        "|---|---|",
+        f"| repos | {repos} |",
+        f"| tickets | {tickets} |",
+        "",
+        "## Hosts",
+        "",
+        "| host | ssh alias | arch | gpus | python |",
+        "|---|---|---|---|---|",
+    ]
     lines += [f"| {h.name} | {h.alias} | gfx942 | {h.gpus} | {python} |" for h in hosts]
     container = here.container if here else hosts[0].container
-    lines += ["", "## Repos", "", "| repo | path | container | mount |", "|---|---|---|---|",
-              f"| aiter | {repo} | {container} | /workspace/aiter |", "",
-              "## Containers", "", "| name | image | host |", "|---|---|---|"]
+    lines += [
+        "",
+        "## Repos",
+        "",
+        "| repo | path | container | mount |",
+        "|---|---|---|---|",
+        f"| aiter | {repo} | {container} | /workspace/aiter |",
+        "",
+        "## Containers",
+        "",
+        "| name | image | host |",
+        "|---|---|---|",
+    ]
     lines += [f"| {h.container} | {demo.ROOTFS_IMAGE} | {h.name} |" for h in hosts if here is None or h is here]
     lines += ["", "## GPU lock", "", "| host | picker | lock |", "|---|---|---|"]
     lines += [f"| {h.name} | builtin | `flock -E 75 -w 600 {h.locks}/gpu-<id>.lock` |" for h in hosts]
@@ -244,13 +275,27 @@ def render_env(hosts: list[SshHost], here: Optional[SshHost], tickets: Path, rep
 
 
 def _sshd_config(host: SshHost, authorized: Path) -> str:
-    return "\n".join([
-        f"Port {host.port}", "ListenAddress 127.0.0.1", f"HostKey {host.root}/ssh_host_ed25519_key",
-        f"PidFile {host.root}/sshd.pid", f"AuthorizedKeysFile {authorized}", "StrictModes no", "UsePAM no",
-        "PasswordAuthentication no", "KbdInteractiveAuthentication no", "PubkeyAuthentication yes",
-        "PermitRootLogin prohibit-password", f"ForceCommand {host.root}/host-env.sh", "PrintMotd no",
-        "LogLevel ERROR", "MaxStartups 100:30:200", "MaxSessions 100", "",
-    ])
+    return "\n".join(
+        [
+            f"Port {host.port}",
+            "ListenAddress 127.0.0.1",
+            f"HostKey {host.root}/ssh_host_ed25519_key",
+            f"PidFile {host.root}/sshd.pid",
+            f"AuthorizedKeysFile {authorized}",
+            "StrictModes no",
+            "UsePAM no",
+            "PasswordAuthentication no",
+            "KbdInteractiveAuthentication no",
+            "PubkeyAuthentication yes",
+            "PermitRootLogin prohibit-password",
+            f"ForceCommand {host.root}/host-env.sh",
+            "PrintMotd no",
+            "LogLevel ERROR",
+            "MaxStartups 100:30:200",
+            "MaxSessions 100",
+            "",
+        ]
+    )
 
 
 def _host_env_script(host: SshHost) -> str:
@@ -275,8 +320,19 @@ def start_sshd(host: SshHost, authorized: Path, known_hosts: Path) -> None:
     script.write_text(_host_env_script(host))
     script.chmod(0o755)
     host.proc = subprocess.Popen(
-        ["unshare", "--uts", "sh", "-c", f'hostname "$1" && exec {SSHD} -D -e -f "$2"', "sh", host.uts_name,
-         str(host.root / "sshd_config")], stdout=subprocess.DEVNULL, stderr=open(host.root / "sshd.log", "ab"))
+        [
+            "unshare",
+            "--uts",
+            "sh",
+            "-c",
+            f'hostname "$1" && exec {SSHD} -D -e -f "$2"',
+            "sh",
+            host.uts_name,
+            str(host.root / "sshd_config"),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=open(host.root / "sshd.log", "ab"),
+    )
     pub = (host.root / "ssh_host_ed25519_key.pub").read_text().split()
     with open(known_hosts, "a") as f:
         f.write(f"[127.0.0.1]:{host.port} {pub[0]} {pub[1]}\n")
@@ -292,11 +348,20 @@ def start_sshd(host: SshHost, authorized: Path, known_hosts: Path) -> None:
 
 
 @contextmanager
-def ssh_hosts(root: Path, client, specs: list[tuple[str, int]], liars: Optional[dict] = None,
-              pythonpaths: Optional[dict] = None, python: str = sys.executable, sampler_idle_s: float = 15.0,
-              own_checkouts: Optional[dict[str, str]] = None, umasks: Optional[dict[str, str]] = None,
-              tickets_in_checkout: frozenset[str] = frozenset(), without_env: frozenset[str] = frozenset(),
-              own_homes: frozenset[str] = frozenset()):
+def ssh_hosts(
+    root: Path,
+    client,
+    specs: list[tuple[str, int]],
+    liars: dict | None = None,
+    pythonpaths: dict | None = None,
+    python: str = sys.executable,
+    sampler_idle_s: float = 15.0,
+    own_checkouts: dict[str, str] | None = None,
+    umasks: dict[str, str] | None = None,
+    tickets_in_checkout: frozenset[str] = frozenset(),
+    without_env: frozenset[str] = frozenset(),
+    own_homes: frozenset[str] = frozenset(),
+):
     """Start one sshd host per (name, gpus) in ``specs``; ``liars``: name -> what its `hostname` prints;
     ``python``: the Hosts rows' python (:func:`host_python`: a GPU host's site); ``own_checkouts``:
     name -> a folder under the host's root where it keeps its own clone of the repo (its env file's
@@ -319,8 +384,14 @@ def ssh_hosts(root: Path, client, specs: list[tuple[str, int]], liars: Optional[
     ssh_config = root / "ssh_config"
     try:
         for name, gpus in specs:
-            host = SshHost(name=name, alias=f"gv13-{name}", root=root / name, gpus=gpus,
-                           uts_name=(liars or {}).get(name, name), container=f"gv-13-{name}-{tag}")
+            host = SshHost(
+                name=name,
+                alias=f"gv13-{name}",
+                root=root / name,
+                gpus=gpus,
+                uts_name=(liars or {}).get(name, name),
+                container=f"gv-13-{name}-{tag}",
+            )
             host.pythonpath = (pythonpaths or {}).get(name, host.pythonpath)
             host.sampler_idle_s = sampler_idle_s
             host.umask = (umasks or {}).get(name)
@@ -334,17 +405,22 @@ def ssh_hosts(root: Path, client, specs: list[tuple[str, int]], liars: Optional[
                 (host.root / sub).mkdir(parents=True)
             host.tickets.mkdir(parents=True)
             install(host.sim_bin, SimState.idle(gpus=gpus, arch="gfx942"))
-            subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(host.root / "ssh_host_ed25519_key")],
-                           check=True)
+            subprocess.run(
+                ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(host.root / "ssh_host_ed25519_key")],
+                check=True,
+            )
             demo.start_container(client, host.container, host.sim_bin, {str(host.repo or repo): "/workspace/aiter"})
             hosts.append(host)
         for host in hosts:
             host.env_path.write_text(render_env(hosts, host, host.tickets, repos, repo, python))
             start_sshd(host, authorized, known)
-        ssh_config.write_text("".join(
-            f"Host {h.alias}\n  HostName 127.0.0.1\n  Port {h.port}\n  User root\n  IdentityFile {key}\n"
-            f"  IdentitiesOnly yes\n  UserKnownHostsFile {known}\n  StrictHostKeyChecking yes\n  LogLevel ERROR\n"
-            for h in hosts))
+        ssh_config.write_text(
+            "".join(
+                f"Host {h.alias}\n  HostName 127.0.0.1\n  Port {h.port}\n  User root\n  IdentityFile {key}\n"
+                f"  IdentitiesOnly yes\n  UserKnownHostsFile {known}\n  StrictHostKeyChecking yes\n  LogLevel ERROR\n"
+                for h in hosts
+            )
+        )
         controller_env = root / "controller-env.md"
         (root / "controller-tickets").mkdir()
         controller_env.write_text(render_env(hosts, None, root / "controller-tickets", repos, repo, python))

@@ -9,10 +9,10 @@ import sys
 
 import pytest
 
+from pytest_gpuverify.execute.host_commands import LocalHost
 from pytest_gpuverify.gpu.amdsmi_lib import AmdSmiLibrary
 from pytest_gpuverify.gpu.base import GpuToolError
 from pytest_gpuverify.gpu.rocm import RocmBackend
-from pytest_gpuverify.execute.host_commands import LocalHost
 from pytest_gpuverify.simulator import GIB, SimProcess, SimState, install, save_state
 
 
@@ -23,7 +23,9 @@ def host(tmp_path):
     def _install(state: SimState, rocm_path: bool = True):
         bin_dir = tmp_path / "bin"
         state_path = install(bin_dir, state)
-        env = {k: v for k, v in os.environ.items() if k not in ("ROCR_VISIBLE_DEVICES", "GPUVERIFY_SIM_STATE", "ROCM_PATH")}
+        env = {
+            k: v for k, v in os.environ.items() if k not in ("ROCR_VISIBLE_DEVICES", "GPUVERIFY_SIM_STATE", "ROCM_PATH")
+        }
         env["PATH"] = f"{bin_dir}:{os.environ['PATH']}"
         if rocm_path:
             env["ROCM_PATH"] = str(bin_dir)
@@ -101,7 +103,8 @@ def test_a_mismatched_amdsmi_says_why_and_prints_nothing(tmp_path, capsys):
     module.mkdir(parents=True)
     (module / "__init__.py").write_text(  # what the PyPI wrapper does without libamd_smi.so
         'print("/opt/rocm/lib/libamd_smi.so: cannot open shared object file: No such file or directory")\n'
-        "raise KeyError('libamd_smi.so')\n")
+        "raise KeyError('libamd_smi.so')\n"
+    )
     try:
         library, why = AmdSmiLibrary.load({"ROCM_PATH": str(tmp_path)})
     finally:
@@ -136,7 +139,12 @@ def test_a_hung_library_call_hands_over_to_the_tools(host):
 def test_clocks_come_from_the_library_and_not_from_the_tools(host):
     state = SimState.idle(4)
     hot = 1 << 0 | 1 << 36  # the driver's ASIC-independent throttler bits: PPT0 and the hotspot's temperature
-    state.gpus[2].sm_mhz, state.gpus[2].temp_c, state.gpus[2].power_w, state.gpus[2].throttle_status = 1500, 92, 740, hot
+    state.gpus[2].sm_mhz, state.gpus[2].temp_c, state.gpus[2].power_w, state.gpus[2].throttle_status = (
+        1500,
+        92,
+        740,
+        hot,
+    )
     _, local = host(state)
     [two] = RocmBackend(local).clocks([2])
     assert (two.index, two.sm_mhz, two.mem_mhz, two.temp_c, two.power_w) == (2, 1500, 1300, 92, 740)

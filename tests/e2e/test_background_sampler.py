@@ -14,13 +14,13 @@ import time
 import pytest
 
 from pytest_gpuverify.config.envfile import parse_lock_prefix
-from pytest_gpuverify.gpu.rocm import RocmBackend
 from pytest_gpuverify.execute.host_commands import LocalHost
+from pytest_gpuverify.gpu.rocm import RocmBackend
 from pytest_gpuverify.lease.readings_daemon import history_path
 from pytest_gpuverify.lease.sampler import IdleSampler
 from pytest_gpuverify.lease.shared_readings import SharedReadings
-from pytest_gpuverify.simulator import SimState, install, load_state, save_state
 from pytest_gpuverify.lease.window_history import DAEMON, WINDOW, daemon_history, history_source
+from pytest_gpuverify.simulator import SimState, install, load_state, save_state
 
 
 def alive(pid: int) -> bool:
@@ -60,8 +60,9 @@ def host(tmp_path, monkeypatch):
             return history_source(self.backend, shared.path, "gfx942", lock.path_template, 0.2)
 
         def sampler(self, window=1.0):
-            return IdleSampler(self.backend, window, interval_s=0.2, lock_path_for=lock.path_for, shared=shared,
-                               history=self.source())
+            return IdleSampler(
+                self.backend, window, interval_s=0.2, lock_path_for=lock.path_for, shared=shared, history=self.source()
+            )
 
         def edit(self, fn):
             state = load_state(state_path)
@@ -146,7 +147,12 @@ def daemons(host) -> list[str]:
             parent = open(f"/proc/{p}/stat").read().rsplit(")", 1)[1].split()[1]
         except (OSError, IndexError):
             continue
-        if p.isdigit() and b"readings_daemon" in cmdline and str(host.shared.path).encode() in cmdline and alive(int(p)):
+        if (
+            p.isdigit()
+            and b"readings_daemon" in cmdline
+            and str(host.shared.path).encode() in cmdline
+            and alive(int(p))
+        ):
             found[p] = parent
     return sorted(p for p, parent in found.items() if parent not in found)
 
@@ -160,8 +166,12 @@ def test_sessions_starting_at_once_start_one_daemon(host):
     from pytest_gpuverify.lease.window_history import RUNNING, STARTED, start_background_sampler
 
     with ThreadPoolExecutor(6) as pool:
-        said = list(pool.map(lambda _: start_background_sampler(host.shared.path, "gfx942", host.lock.path_template,
-                                                                0.2, 1.0), range(6)))
+        said = list(
+            pool.map(
+                lambda _: start_background_sampler(host.shared.path, "gfx942", host.lock.path_template, 0.2, 1.0),
+                range(6),
+            )
+        )
     assert sorted(said) == sorted([STARTED] + [RUNNING] * 5), said
     pid = wait_for(host.daemon_pid)
     assert pid and daemons(host) == [str(pid)], daemons(host)
@@ -170,13 +180,12 @@ def test_sessions_starting_at_once_start_one_daemon(host):
     assert start_background_sampler(host.shared.path, "gfx942", host.lock.path_template, 0.2, 1.0) == RUNNING
     os.kill(pid, 9)
     assert wait_for(lambda: not alive(pid))
-    assert wait_for(lambda: start_background_sampler(host.shared.path, "gfx942", host.lock.path_template, 0.2, 1.0)
-                    == STARTED), "a killed daemon's lock went with it"
+    assert wait_for(
+        lambda: start_background_sampler(host.shared.path, "gfx942", host.lock.path_template, 0.2, 1.0) == STARTED
+    ), "a killed daemon's lock went with it"
     new = wait_for(lambda: (lambda p: p if p and p != pid else None)(host.daemon_pid()))
     assert new
     os.kill(new, 9)
-
-
 
 
 @pytest.mark.docker
@@ -184,13 +193,17 @@ def test_doctor_says_which_applies(sandbox):
     env = dict(os.environ, PATH=f"{sandbox.sim_bin}:{os.environ['PATH']}", GPUVERIFY_SAMPLER_IDLE_S="30")
 
     def window_line() -> str:
-        out = subprocess.run([sys.executable, "-m", "pytest_gpuverify.cli.main", "doctor", "--gpu-env", str(sandbox.env_path)],
-                             capture_output=True, env=env).stdout.decode()
+        out = subprocess.run(
+            [sys.executable, "-m", "pytest_gpuverify.cli.main", "doctor", "--gpu-env", str(sandbox.env_path)],
+            capture_output=True,
+            env=env,
+        ).stdout.decode()
         return next(line for line in out.splitlines() if line.startswith("window"))
 
     assert window_line().startswith("window    window: the first pick of a session waits 2 s")
-    sandbox.pytest("op_tests/test_rmsnorm2d.py", "--gpu-container", "none", window="2",
-                   env={"GPUVERIFY_SAMPLER_IDLE_S": "30"})
+    sandbox.pytest(
+        "op_tests/test_rmsnorm2d.py", "--gpu-container", "none", window="2", env={"GPUVERIFY_SAMPLER_IDLE_S": "30"}
+    )
     line = wait_for(lambda: (lambda ln: ln if "background sampler (pid" in ln else None)(window_line()))
     assert line and "the first pick reads its last 2 s at once" in line
     os.kill(int(line.split("(pid ")[1].split(")")[0]), 9)  # this test's host is gone with the test

@@ -14,20 +14,29 @@ from pathlib import Path
 import pytest
 from probe_paths import without_probe
 
-from pytest_gpuverify.records.artifact import RunRecord, TargetRecord, read_artifact
 from pytest_gpuverify.cli.check import PARTLY
 from pytest_gpuverify.cli.main import main
 from pytest_gpuverify.engine.verdict import verdict_and_reasons
+from pytest_gpuverify.records.artifact import RunRecord, TargetRecord, read_artifact
 
 
 def test_the_run_record_the_verdict_reads_round_trips_through_the_artifact():
-    run = RunRecord(ran=True, exit_code=5, timed_out=True, interrupted="SIGTERM", container_died=True,
-                    output_problems=["output passed 1 GiB; the rest was not saved"],
-                    unknowns=["versions: torch is null (no torch)"], output_parsed=True)
+    run = RunRecord(
+        ran=True,
+        exit_code=5,
+        timed_out=True,
+        interrupted="SIGTERM",
+        container_died=True,
+        output_problems=["output passed 1 GiB; the rest was not saved"],
+        unknowns=["versions: torch is null (no torch)"],
+        output_parsed=True,
+    )
     record = RunRecord.model_validate_json(run.model_dump_json())
     assert record.output_parsed is True and "dtype" not in record.model_dump()
     assert record == run
-    target = TargetRecord.model_validate_json(TargetRecord(name="t", kind="flydsl-pytest", dtype="fp8").model_dump_json())
+    target = TargetRecord.model_validate_json(
+        TargetRecord(name="t", kind="flydsl-pytest", dtype="fp8").model_dump_json()
+    )
     assert verdict_and_reasons(record, None, None, target) == verdict_and_reasons(run, None, None, target)
 
 
@@ -35,6 +44,7 @@ def test_the_run_record_the_verdict_reads_round_trips_through_the_artifact():
 def made(tmp_path_factory, docker_client) -> dict[str, Path]:
     """One artifact per case, each checked to be the case it is named after."""
     from conftest import make_sandbox
+
     from pytest_gpuverify.simulator import load_state, save_state
 
     with make_sandbox(tmp_path_factory.mktemp("check") / "host", docker_client) as box:
@@ -88,7 +98,7 @@ def check(path: Path, capsys) -> tuple[int, list[str], str]:
 
 def as_schema_1(d: dict) -> None:
     """What the engine wrote before the run record: schema 1, without the fields later versions added."""
-    from pytest_gpuverify.verify.schemas import TOP_FIELDS, _V1_LATER
+    from pytest_gpuverify.verify.schemas import _V1_LATER, TOP_FIELDS
 
     for name in set(d) - TOP_FIELDS[1] - _V1_LATER:
         d.pop(name)
@@ -122,34 +132,65 @@ TAMPERINGS = {
     "reason added": ("pass", lambda d: d["reasons"].append("looked fine"), "reason extra: looked fine"),
     "reasons reordered": ("crash", lambda d: d["reasons"].reverse(), "reasons: the re-derived ones, in another order"),
     "run.timed_out flipped, verdict left": (
-        "pass", lambda d: (d["run"].update(timed_out=True), d.update(timed_out=True)),
+        "pass",
+        lambda d: (d["run"].update(timed_out=True), d.update(timed_out=True)),
         "verdict is PASS, re-derived INCONCLUSIVE: timeout",
     ),
-    "timed_out cleared in one place": ("timeout", lambda d: d.update(timed_out=False), "timed_out is False, run.timed_out is True"),
+    "timed_out cleared in one place": (
+        "timeout",
+        lambda d: d.update(timed_out=False),
+        "timed_out is False, run.timed_out is True",
+    ),
     "exit_code edited at the top only": ("pass", lambda d: d.update(exit_code=1), "exit_code is 1, run.exit_code is 0"),
-    "exit_code edited in the record only": ("pass", lambda d: d["run"].update(exit_code=1), "exit_code is 0, run.exit_code is 1"),
+    "exit_code edited in the record only": (
+        "pass",
+        lambda d: d["run"].update(exit_code=1),
+        "exit_code is 0, run.exit_code is 1",
+    ),
     "exit_code edited in both places": (
-        "crash", lambda d: (d["run"].update(exit_code=0), d.update(exit_code=0)), "reason extra: exit code 1",
+        "crash",
+        lambda d: (d["run"].update(exit_code=0), d.update(exit_code=0)),
+        "reason extra: exit code 1",
     ),
     "run.container_died set": (
-        "pass", lambda d: d["run"].update(container_died=True),
+        "pass",
+        lambda d: d["run"].update(container_died=True),
         "verdict is PASS, re-derived INCONCLUSIVE: the container stopped during the run",
     ),
     "an unknown dropped from the record": (
-        "pass", lambda d: d["run"].update(unknowns=[]), "reason extra: versions: torch is null",
+        "pass",
+        lambda d: d["run"].update(unknowns=[]),
+        "reason extra: versions: torch is null",
     ),
-    "blocked reasons dropped": ("no gpu", lambda d: d["run"].update(blocked=[]), "reason missing: the command never ran"),
-    "never-ran made PASS": ("no gpu", lambda d: d.update(verdict="PASS"),
-                            "verdict is PASS, re-derived INCONCLUSIVE: the command never ran: "),
-    "run.ran set with no output": ("no gpu", lambda d: d["run"].update(ran=True), "run.ran is True, but the artifact has no raw output"),
+    "blocked reasons dropped": (
+        "no gpu",
+        lambda d: d["run"].update(blocked=[]),
+        "reason missing: the command never ran",
+    ),
+    "never-ran made PASS": (
+        "no gpu",
+        lambda d: d.update(verdict="PASS"),
+        "verdict is PASS, re-derived INCONCLUSIVE: the command never ran: ",
+    ),
+    "run.ran set with no output": (
+        "no gpu",
+        lambda d: d["run"].update(ran=True),
+        "run.ran is True, but the artifact has no raw output",
+    ),
     "target dtype made fp8": (
-        "pass", lambda d: d["target"].update(dtype="fp8"), "verdict is PASS, re-derived INCONCLUSIVE: ",
+        "pass",
+        lambda d: d["target"].update(dtype="fp8"),
+        "verdict is PASS, re-derived INCONCLUSIVE: ",
     ),
     "a threshold added": (
-        "pass", lambda d: d["target"]["thresholds"].update(snr_db_min=30.0), "verdict is PASS, re-derived INCONCLUSIVE: ",
+        "pass",
+        lambda d: d["target"]["thresholds"].update(snr_db_min=30.0),
+        "verdict is PASS, re-derived INCONCLUSIVE: ",
     ),
     "a result claimed from unread output": (
-        "interrupted", lambda d: d["correctness"].update(passed=True), "correctness.passed is True, but no output was read",
+        "interrupted",
+        lambda d: d["correctness"].update(passed=True),
+        "correctness.passed is True, but no output was read",
     ),
 }
 
@@ -170,7 +211,11 @@ def test_reasons_name_what_differs_both_ways(made, tmp_path, capsys):
     blocked = read_artifact(path).run.blocked
     edit(path, lambda d: d["run"].update(blocked=[]))
     rc, mismatches, out = check(path, capsys)
-    assert rc == 1 and f"reason extra: {blocked[0]}" in mismatches and "reason missing: the command never ran" in mismatches, out
+    assert (
+        rc == 1
+        and f"reason extra: {blocked[0]}" in mismatches
+        and "reason missing: the command never ran" in mismatches
+    ), out
 
 
 @pytest.mark.docker
@@ -211,10 +256,10 @@ def test_a_topic_and_a_time_are_not_an_artifact(tmp_path, capsys):
 def test_exit_code_and_verdict_and_reasons_forged_together_are_caught_by_the_trailer(made, tmp_path, capsys):
     """The strongest edit of the artifact alone: exit code, verdict and reasons all as check would re-derive
     them. Only the log's trailer (written by the engine) still says 1."""
-    from pytest_gpuverify.records.artifact import RunRecord, TargetRecord
+    from pytest_gpuverify.engine.verdict import verdict_and_reasons
     from pytest_gpuverify.parsers.reader import parse_output
     from pytest_gpuverify.parsers.result import ParseContext
-    from pytest_gpuverify.engine.verdict import verdict_and_reasons
+    from pytest_gpuverify.records.artifact import RunRecord, TargetRecord
 
     path = copy_of(made, "crash", tmp_path)
     data = json.loads(path.read_text())

@@ -18,8 +18,8 @@ import time
 from pathlib import Path
 
 import pytest
-
 from check_edits import check, copy_of, edit, raw_of, reseal
+
 from pytest_gpuverify.cli.check import UNSEALED_WATCH
 from pytest_gpuverify.cli.main import main
 from pytest_gpuverify.records.artifact import read_artifact
@@ -35,7 +35,7 @@ kind = "bench"
 command = "python3 bench/bench_softmax.py"
 directions = {{ "Triton" = "higher", "Torch (native)" = "higher" }}
 '''
-SLOW_TEST = '''# A passing op_test that keeps its GPU for a few seconds.
+SLOW_TEST = """# A passing op_test that keeps its GPU for a few seconds.
 import time
 
 import aiter
@@ -45,7 +45,7 @@ print("gemm starting", flush=True)
 time.sleep(4)
 aiter.check_line("ck: ", "passed~")
 print("| dtype | m | ck us |\\n|:--|--:|--:|\\n| torch.bfloat16 | 1 | 9.29366 |")
-'''
+"""
 
 
 def events_on_every_gpu(sandbox, bits: int, foreign_pid=None) -> None:
@@ -92,11 +92,17 @@ def made(tmp_path_factory, docker_client) -> dict[str, Path]:
         finally:
             foreign.kill()
             foreign.wait()
-        paths = {"cap 1": box.tickets / "PC-1" / f"bench_{BENCH}.json", "cap 2": box.tickets / "PC-2" / f"bench_{BENCH}.json",
-                 "hot": box.tickets / "HOT" / f"bench_{BENCH}.json", "shared": logs / "bench_gemm_slow.json",
-                 "foreign pid": foreign.pid}
+        paths = {
+            "cap 1": box.tickets / "PC-1" / f"bench_{BENCH}.json",
+            "cap 2": box.tickets / "PC-2" / f"bench_{BENCH}.json",
+            "hot": box.tickets / "HOT" / f"bench_{BENCH}.json",
+            "shared": logs / "bench_gemm_slow.json",
+            "foreign pid": foreign.pid,
+        }
         for case in ("cap 1", "cap 2", "hot", "shared"):
-            assert paths[case].exists(), box.artifact(paths[case].stem.removeprefix("bench_"), ticket=paths[case].parent.name)
+            assert paths[case].exists(), box.artifact(
+                paths[case].stem.removeprefix("bench_"), ticket=paths[case].parent.name
+            )
         yield paths
 
 
@@ -138,17 +144,36 @@ def cleared(d: dict) -> None:
 SAID = "the raw output's trailer says"
 # (case, edit of the artifact, the line check must print)
 EDITS = {
-    "foreign removed": ("shared", lambda d: d["watch"][0].update(foreign=[]), "watch[0].foreign has 0 entries (none), "
-                        f"{SAID} 1 (pid {{pid}} on gpu {{gpu}})"),
-    "foreign removed, run.shared emptied, verdict PASS": ("shared", cleared, "watch[0].foreign has 0 entries (none), "
-                                                          f"{SAID} 1 (pid {{pid}} on gpu {{gpu}})"),
-    "a throttle event removed": ("shared", drop_hotspot, f"watch[0].clocks[0].unlike_events is [], {SAID} ['temp_hotspot']"),
-    "a thermal run's event removed": ("hot", lambda d: [drop_hotspot({"watch": [w]}) for w in d["watch"]],
-                                      f"watch[0].clocks[0].unlike_events is [], {SAID} ['temp_hotspot']"),
-    "sm clock max edited": ("cap 1", lambda d: d["watch"][2]["clocks"][0].update(sm_mhz_max=2500.0),
-                            f"watch[2].clocks[0].sm_mhz_max is 2500.0, {SAID} "),
-    "end reading edited": ("cap 1", lambda d: d["watch"][0]["clocks"][0]["end"].update(sm_mhz=2500.0),
-                           "watch[0].clocks[0].end.sm_mhz is 2500.0, "),
+    "foreign removed": (
+        "shared",
+        lambda d: d["watch"][0].update(foreign=[]),
+        f"watch[0].foreign has 0 entries (none), {SAID} 1 (pid {{pid}} on gpu {{gpu}})",
+    ),
+    "foreign removed, run.shared emptied, verdict PASS": (
+        "shared",
+        cleared,
+        f"watch[0].foreign has 0 entries (none), {SAID} 1 (pid {{pid}} on gpu {{gpu}})",
+    ),
+    "a throttle event removed": (
+        "shared",
+        drop_hotspot,
+        f"watch[0].clocks[0].unlike_events is [], {SAID} ['temp_hotspot']",
+    ),
+    "a thermal run's event removed": (
+        "hot",
+        lambda d: [drop_hotspot({"watch": [w]}) for w in d["watch"]],
+        f"watch[0].clocks[0].unlike_events is [], {SAID} ['temp_hotspot']",
+    ),
+    "sm clock max edited": (
+        "cap 1",
+        lambda d: d["watch"][2]["clocks"][0].update(sm_mhz_max=2500.0),
+        f"watch[2].clocks[0].sm_mhz_max is 2500.0, {SAID} ",
+    ),
+    "end reading edited": (
+        "cap 1",
+        lambda d: d["watch"][0]["clocks"][0]["end"].update(sm_mhz=2500.0),
+        "watch[0].clocks[0].end.sm_mhz is 2500.0, ",
+    ),
 }
 
 
@@ -188,8 +213,14 @@ def compared(base: Path, head: Path, capsys) -> tuple[int, dict]:
 def test_runs_at_the_power_cap_are_called_a_thermal_side_is_not(made, capsys):
     rc, result = compared(made["cap 1"], made["cap 2"], capsys)
     assert result["pairs"] and all(p["call"] == "SAME" for p in result["pairs"]), result
-    assert "the base reached its power cap in 5 of 5 runs (ppt0): the normal state of a GPU under load, not a veto" \
-        in result["notes"], result["notes"]
+    assert (
+        "the base reached its power cap in 5 of 5 runs (ppt0): the normal state of a GPU under load, not a veto"
+        in result["notes"]
+    ), result["notes"]
     rc, result = compared(made["cap 1"], made["hot"], capsys)
-    assert all(p["call"] == "INCONCLUSIVE" and p["why"].startswith("the head was throttled in run 1 (GPU ")
-               and "temp_hotspot" in p["why"] for p in result["pairs"]), result
+    assert all(
+        p["call"] == "INCONCLUSIVE"
+        and p["why"].startswith("the head was throttled in run 1 (GPU ")
+        and "temp_hotspot" in p["why"]
+        for p in result["pairs"]
+    ), result

@@ -15,23 +15,38 @@ from datetime import datetime
 from pathlib import Path
 
 import pytest
+from check_edits import (
+    check,
+    copy_of,
+    edit,
+    forge_trailer,
+    move_timeline,
+    moved,
+    raw_of,
+    reseal,
+    set_gpu,
+    strip_trailer,
+)
 
-from check_edits import (check, copy_of, edit, forge_trailer, move_timeline, moved, raw_of, reseal, set_gpu,
-                         strip_trailer)
-from pytest_gpuverify.records.artifact import SCHEMA_VERSION, read_artifact
-from pytest_gpuverify.common.clock import parse_iso_utc
 from pytest_gpuverify.cli.check import UNVERIFIED
+from pytest_gpuverify.common.clock import parse_iso_utc
+from pytest_gpuverify.records.artifact import SCHEMA_VERSION, read_artifact
 
 pytestmark = pytest.mark.docker
 
 SIGNER = getpass.getuser()
-GEMM, CRASH, TRITON = "op_tests/test_gemm_a8w8.py", "op_tests/test_crash.py", "op_tests/triton_tests/test_triton_mismatch.py"
+GEMM, CRASH, TRITON = (
+    "op_tests/test_gemm_a8w8.py",
+    "op_tests/test_crash.py",
+    "op_tests/triton_tests/test_triton_mismatch.py",
+)
 
 
 @pytest.fixture(scope="module")
 def made(tmp_path_factory, docker_client) -> dict[str, Path]:
     from conftest import make_sandbox
     from test_e2e_kinds import declare
+
     from pytest_gpuverify.cli import demo
 
     root = tmp_path_factory.mktemp("tamper")
@@ -87,99 +102,182 @@ def test_the_raw_log_ends_with_the_engines_trailer(made):
 
 # (case, edit of the artifact (and of files beside it), a line `check` must print).
 TAMPERINGS = {
-    "run removed": ("pass", lambda p: edit(p, lambda d: d.pop("run")), f"schema: field run is missing (schema {SCHEMA_VERSION} has it)"),
+    "run removed": (
+        "pass",
+        lambda p: edit(p, lambda d: d.pop("run")),
+        f"schema: field run is missing (schema {SCHEMA_VERSION} has it)",
+    ),
     "run removed from a schema-2 artifact": (
-        "pass", lambda p: edit(p, lambda d: (d.pop("run"), d.pop("host_gpus"), d.pop("signed_by"),
-                                             d["target"].pop("command"), d.update(schema_version=2))),
+        "pass",
+        lambda p: edit(
+            p,
+            lambda d: (
+                d.pop("run"),
+                d.pop("host_gpus"),
+                d.pop("signed_by"),
+                d["target"].pop("command"),
+                d.update(schema_version=2),
+            ),
+        ),
         "schema: field run is missing (schema 2 has it)",
     ),
     "run set to null": ("pass", lambda p: edit(p, lambda d: d.update(run=None)), "schema: field run is null"),
     "a field of the run record removed": (
-        "crash", lambda p: edit(p, lambda d: d["run"].pop("exit_code")), "schema: field run.exit_code is missing",
+        "crash",
+        lambda p: edit(p, lambda d: d["run"].pop("exit_code")),
+        "schema: field run.exit_code is missing",
     ),
     "an unknown schema_version": (
-        "pass", lambda p: edit(p, lambda d: d.update(schema_version=99)), "schema: schema_version is 99",
+        "pass",
+        lambda p: edit(p, lambda d: d.update(schema_version=99)),
+        "schema: schema_version is 99",
     ),
     "a field the schema does not have": (
-        "pass", lambda p: edit(p, lambda d: d.update(approved_by="me")), f"schema: field approved_by is not in schema {SCHEMA_VERSION}",
+        "pass",
+        lambda p: edit(p, lambda d: d.update(approved_by="me")),
+        f"schema: field approved_by is not in schema {SCHEMA_VERSION}",
     ),
     "topic and ts only": (
-        "pass", lambda p: p.write_text('{"topic": "x", "ts": "2026-01-01T00:00:00Z"}'), "schema: schema_version is None",
+        "pass",
+        lambda p: p.write_text('{"topic": "x", "ts": "2026-01-01T00:00:00Z"}'),
+        "schema: schema_version is None",
     ),
     "exit_code edited with the verdict": (
-        "crash", lambda p: edit(p, lambda d: (d["run"].update(exit_code=0), d.update(exit_code=0))),
+        "crash",
+        lambda p: edit(p, lambda d: (d["run"].update(exit_code=0), d.update(exit_code=0))),
         "run.exit_code is 0, the raw output's trailer says 1",
     ),
     "repos sha edited": (
-        "pass", lambda p: edit(p, lambda d: d["repos"][0].update(sha="1" * 40)), f"repos[0].sha {'1' * 40} is not a commit of",
+        "pass",
+        lambda p: edit(p, lambda d: d["repos"][0].update(sha="1" * 40)),
+        f"repos[0].sha {'1' * 40} is not a commit of",
     ),
     "repos dirty flag edited": (
-        "pass", lambda p: edit(p, lambda d: d["repos"][0].update(dirty=True)), "repos[0].dirty is true, but it lists no dirty_paths",
+        "pass",
+        lambda p: edit(p, lambda d: d["repos"][0].update(dirty=True)),
+        "repos[0].dirty is true, but it lists no dirty_paths",
     ),
     "repos path edited": (
-        "pass", lambda p: edit(p, lambda d: d["repos"][0].update(path="/elsewhere/aiter")), "target.path ",
+        "pass",
+        lambda p: edit(p, lambda d: d["repos"][0].update(path="/elsewhere/aiter")),
+        "target.path ",
     ),
     "gpu index beyond the host": (
-        "pass", lambda p: edit(p, lambda d: set_gpu(d, 7)), "gpus[0].index 7 is not a GPU of a host with 4 GPUs",
+        "pass",
+        lambda p: edit(p, lambda d: set_gpu(d, 7)),
+        "gpus[0].index 7 is not a GPU of a host with 4 GPUs",
     ),
     "gpu index edited in range": (
-        "pass", lambda p: edit(p, lambda d: set_gpu(d, (d["gpu"]["index"] + 1) % 4)), "env.HIP_VISIBLE_DEVICES is ",
+        "pass",
+        lambda p: edit(p, lambda d: set_gpu(d, (d["gpu"]["index"] + 1) % 4)),
+        "env.HIP_VISIBLE_DEVICES is ",
     ),
-    "gpu edited but not gpus": ("pass", lambda p: edit(p, lambda d: d["gpu"].update(name="MI355X")), "gpu is not gpus[0]"),
+    "gpu edited but not gpus": (
+        "pass",
+        lambda p: edit(p, lambda d: d["gpu"].update(name="MI355X")),
+        "gpu is not gpus[0]",
+    ),
     "host_gpus cleared": ("pass", lambda p: edit(p, lambda d: d.update(host_gpus=None)), "host_gpus is null"),
     "container edited": (
-        "pass", lambda p: edit(p, lambda d: d.update(container="aiter-other")), "container is 'aiter-other', the raw output's trailer says",
+        "pass",
+        lambda p: edit(p, lambda d: d.update(container="aiter-other")),
+        "container is 'aiter-other', the raw output's trailer says",
     ),
-    "host edited": ("pass", lambda p: edit(p, lambda d: d.update(host="mi355x-99")), "host is 'mi355x-99', the raw output's trailer says"),
+    "host edited": (
+        "pass",
+        lambda p: edit(p, lambda d: d.update(host="mi355x-99")),
+        "host is 'mi355x-99', the raw output's trailer says",
+    ),
     "command edited": (
-        "pass", lambda p: edit(p, lambda d: d.update(command=d["command"] + " -d fp8")), "command is ",
+        "pass",
+        lambda p: edit(p, lambda d: d.update(command=d["command"] + " -d fp8")),
+        "command is ",
     ),
     "target args edited": (
-        "pytest kind", lambda p: edit(p, lambda d: d["target"].update(args=["-k", "easy"])), "command is ",
+        "pytest kind",
+        lambda p: edit(p, lambda d: d["target"].update(args=["-k", "easy"])),
+        "command is ",
     ),
     "declared command edited": (
-        "bench", lambda p: edit(p, lambda d: d["target"].update(command=["python3", "bench/other.py"])), "command is ",
+        "bench",
+        lambda p: edit(p, lambda d: d["target"].update(command=["python3", "bench/other.py"])),
+        "command is ",
     ),
     "versions edited against the record": (
-        "pass", lambda p: edit(p, lambda d: d["versions"].update(torch="2.8.0")), "versions.torch is '2.8.0', but run.unknowns says",
+        "pass",
+        lambda p: edit(p, lambda d: d["versions"].update(torch="2.8.0")),
+        "versions.torch is '2.8.0', but run.unknowns says",
     ),
     "versions of another vendor": (
-        "pass", lambda p: edit(p, lambda d: d["versions"].update(cuda="12.4")), "versions.cuda is '12.4' on an AMD GPU",
+        "pass",
+        lambda p: edit(p, lambda d: d["versions"].update(cuda="12.4")),
+        "versions.cuda is '12.4' on an AMD GPU",
     ),
     "imports pointed outside the worktree": (
-        "pass", lambda p: edit(p, lambda d: d["imports"].update(aiter="/usr/lib/python3/aiter/__init__.py")),
+        "pass",
+        lambda p: edit(p, lambda d: d["imports"].update(aiter="/usr/lib/python3/aiter/__init__.py")),
         "imports.aiter is /usr/lib/python3/aiter/__init__.py, outside the worktree",
     ),
-    "imports removed": ("pass", lambda p: edit(p, lambda d: d.update(imports={})), "imports has [], a aiter-op-test target checks"),
+    "imports removed": (
+        "pass",
+        lambda p: edit(p, lambda d: d.update(imports={})),
+        "imports has [], a aiter-op-test target checks",
+    ),
     "env PYTHONPATH edited": (
-        "pass", lambda p: edit(p, lambda d: d["env"].update(PYTHONPATH="/opt/aiter")),
+        "pass",
+        lambda p: edit(p, lambda d: d["env"].update(PYTHONPATH="/opt/aiter")),
         "workdir /workspace/aiter is not in the worktree /opt/aiter that PYTHONPATH names",
     ),
     "env variable added": (
-        "pass", lambda p: edit(p, lambda d: d["env"].update(LD_PRELOAD="/x.so")), "env.LD_PRELOAD is not a variable",
+        "pass",
+        lambda p: edit(p, lambda d: d["env"].update(LD_PRELOAD="/x.so")),
+        "env.LD_PRELOAD is not a variable",
     ),
     "cache dir edited": (
-        "pass", lambda p: edit(p, lambda d: d["cache_dirs"].update(AITER_JIT_DIR="/tmp/jit")), "env.AITER_JIT_DIR is ",
+        "pass",
+        lambda p: edit(p, lambda d: d["cache_dirs"].update(AITER_JIT_DIR="/tmp/jit")),
+        "env.AITER_JIT_DIR is ",
     ),
-    "workdir edited": ("pass", lambda p: edit(p, lambda d: d.update(workdir="/tmp")), "workdir /tmp is not in the worktree"),
-    "topic edited": ("pass", lambda p: edit(p, lambda d: d.update(topic="gemm_fast")), "topic is 'gemm_fast', but the file is"),
+    "workdir edited": (
+        "pass",
+        lambda p: edit(p, lambda d: d.update(workdir="/tmp")),
+        "workdir /tmp is not in the worktree",
+    ),
+    "topic edited": (
+        "pass",
+        lambda p: edit(p, lambda d: d.update(topic="gemm_fast")),
+        "topic is 'gemm_fast', but the file is",
+    ),
     "timeline moved 30 minutes": ("pass", lambda p: move_timeline(p, 1800), "timeline.lock_taken is "),
     "key changed to another ticket's": ("pass", lambda p: edit(p, lambda d: d.update(key="T-2")), "key is 'T-2', but "),
     "finished before it started": (
-        "pass", lambda p: edit(p, lambda d: d.update(finished_ts="2000-01-01T00:00:00.000Z")), "finished_ts 2000-01-01",
+        "pass",
+        lambda p: edit(p, lambda d: d.update(finished_ts="2000-01-01T00:00:00.000Z")),
+        "finished_ts 2000-01-01",
     ),
     "raw_output_bytes edited": ("pass", lambda p: edit(p, lambda d: d.update(raw_output_bytes=1)), "raw output is "),
     "the log's trailer removed, sha256 matched": (
-        "crash", lambda p: (strip_trailer(p), reseal(p)), "the raw output does not end with the engine's trailer line",
+        "crash",
+        lambda p: (strip_trailer(p), reseal(p)),
+        "the raw output does not end with the engine's trailer line",
     ),
     "exit code edited in the artifact and the log's trailer": (
-        "pytest kind", lambda p: (edit(p, lambda d: (d["run"].update(exit_code=0), d.update(exit_code=0))),
-                                  forge_trailer(p, exit_code=0), reseal(p)),
+        "pytest kind",
+        lambda p: (
+            edit(p, lambda d: (d["run"].update(exit_code=0), d.update(exit_code=0))),
+            forge_trailer(p, exit_code=0),
+            reseal(p),
+        ),
         "run.exit_code is 0, but the JUnit report has ",
     ),
-    "the JUnit report removed": ("pytest kind", lambda p: (p.parent / read_artifact(p).junit_xml).unlink(), "junit_xml "),
+    "the JUnit report removed": (
+        "pytest kind",
+        lambda p: (p.parent / read_artifact(p).junit_xml).unlink(),
+        "junit_xml ",
+    ),
     "never-ran artifact given a command": (
-        "crash", lambda p: edit(p, lambda d: (d["run"].update(ran=False), d.update(raw_output=None))),
+        "crash",
+        lambda p: edit(p, lambda d: (d["run"].update(ran=False), d.update(raw_output=None))),
         "command is recorded, but the command never ran",
     ),
 }
@@ -216,7 +314,10 @@ def test_a_timeline_moved_out_of_its_run_is_named_though_the_trailer_agrees(made
     art = read_artifact(path)
     if minutes > 0:
         assert f"timeline.lock_taken {timeline['lock_taken']} is after finished_ts {art.finished_ts}" in mismatches, out
-        assert f"timeline.collected {timeline['collected']} is after ts {art.ts}: the session had its targets before" in mismatches, out
+        assert (
+            f"timeline.collected {timeline['collected']} is after ts {art.ts}: the session had its targets before"
+            in mismatches
+        ), out
     else:
         assert f"timeline.lock_released {timeline['lock_released']} is before ts {art.ts}" in mismatches, out
     assert rc == 1 and all(m.startswith("timeline.") and "trailer" not in m for m in mismatches), out
@@ -228,7 +329,8 @@ def test_a_timeline_moved_within_its_run_disagrees_with_the_trailer(made, tmp_pa
     timeline = move_timeline(path, 0.5)  # within the slack of ts..finished_ts: only the trailer tells
     rc, mismatches, out = check(path, capsys)
     assert rc == 1 and sorted(mismatches) == sorted(
-        f"timeline.{k} is {v}, the raw output's trailer says {sealed[k]}" for k, v in timeline.items() if v), out
+        f"timeline.{k} is {v}, the raw output's trailer says {sealed[k]}" for k, v in timeline.items() if v
+    ), out
 
 
 # (what is moved an hour, a line `check` must print); the duration_s the engine measured stays
@@ -256,8 +358,13 @@ def test_ts_must_be_the_raw_logs_stamp(made, tmp_path, capsys):
     timeline, after collected; the log's name does not agree."""
     path = copy_of(made, "pass", tmp_path)
     stamp = raw_of(path).name.rsplit(".", 2)[-2]
-    edit(path, lambda d: (d.update(ts=moved(d["ts"], -3600), duration_s=d["duration_s"] + 3600),
-                          d["timeline"].update(collected=moved(d["timeline"]["collected"], -3600))))
+    edit(
+        path,
+        lambda d: (
+            d.update(ts=moved(d["ts"], -3600), duration_s=d["duration_s"] + 3600),
+            d["timeline"].update(collected=moved(d["timeline"]["collected"], -3600)),
+        ),
+    )
     forge_trailer(path, timeline=json.loads(path.read_text())["timeline"])
     reseal(path)
     rc, mismatches, out = check(path, capsys)
@@ -297,7 +404,9 @@ def test_log_and_sha256_edited_together_are_caught_only_by_the_signature(made, t
     rc, mismatches, out = check(path, capsys)
     assert rc == 0 and not mismatches and UNVERIFIED in out, out  # consistency alone cannot tell
     rc, mismatches, out = check(path, capsys, "--allowed-signers", str(made["allowed"]))
-    assert rc == 1 and any(m.startswith(f"{path.name}: the signature does not verify as {SIGNER}") for m in mismatches), out
+    assert rc == 1 and any(
+        m.startswith(f"{path.name}: the signature does not verify as {SIGNER}") for m in mismatches
+    ), out
     assert any(m.startswith(f"{raw.name}: the signature does not verify") for m in mismatches), out
 
 
@@ -341,8 +450,12 @@ def test_a_signature_by_another_key_fails(made, tmp_path, capsys):
     path = copy_of(made, "signed", tmp_path)
     other = tmp_path / "other_key"
     subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(other)], check=True)
-    subprocess.run(["ssh-keygen", "-Y", "sign", "-f", str(other), "-n", "gpuverify", str(path)], check=True,
-                   capture_output=True, input=b"y\n")
+    subprocess.run(
+        ["ssh-keygen", "-Y", "sign", "-f", str(other), "-n", "gpuverify", str(path)],
+        check=True,
+        capture_output=True,
+        input=b"y\n",
+    )
     rc, mismatches, out = check(path, capsys, "--allowed-signers", str(made["allowed"]))
     assert rc == 1 and any(m.startswith(f"{path.name}: the signature does not verify") for m in mismatches), out
 
@@ -355,10 +468,16 @@ def test_an_unsigned_artifact_fails_a_signature_check(made, tmp_path, capsys):
 
 def test_a_signing_row_with_no_key_stops_the_run_before_any_gpu(sandbox):
     text = sandbox.env_path.read_text()
-    sandbox.env_path.write_text(text + f"\n## Signing\n\n| signer | key |\n|---|---|\n| {SIGNER} | /nonexistent/id_ed25519 |\n")
+    sandbox.env_path.write_text(
+        text + f"\n## Signing\n\n| signer | key |\n|---|---|\n| {SIGNER} | /nonexistent/id_ed25519 |\n"
+    )
     proc = sandbox.pytest(GEMM)
     err = proc.stdout.decode() + proc.stderr.decode()
-    assert proc.returncode != 0 and "section 'Signing', row 1" in err and "key /nonexistent/id_ed25519 is not a readable file" in err, err
+    assert (
+        proc.returncode != 0
+        and "section 'Signing', row 1" in err
+        and "key /nonexistent/id_ed25519 is not a readable file" in err
+    ), err
     assert not (sandbox.tickets / "T-1").exists() and sandbox.exec_ids() == []
 
 
@@ -368,7 +487,9 @@ def test_a_two_gpu_fixture_run_checks_out(sandbox, capsys):
     from test_e2e_kinds import commit
     from test_e2e_shared_host import FIXTURE_TEST
 
-    held_first = FIXTURE_TEST.replace("    art = kernel_container.run", "    __import__('time').sleep(2.5)\n    art = kernel_container.run")
+    held_first = FIXTURE_TEST.replace(
+        "    art = kernel_container.run", "    __import__('time').sleep(2.5)\n    art = kernel_container.run"
+    )
     assert held_first != FIXTURE_TEST
     (sandbox.repo / "tests").mkdir()
     (sandbox.repo / "tests" / "test_fixture_use.py").write_text(held_first)

@@ -9,29 +9,46 @@ from pathlib import Path
 
 import pytest
 
-from pytest_gpuverify.records.artifact import Artifact
 from pytest_gpuverify.cli.main import main
+from pytest_gpuverify.records.artifact import Artifact
 
 
 def test_schema_is_the_artifact_json_schema(capsys):
     assert main(["schema"]) == 0
     schema = json.loads(capsys.readouterr().out)
     assert schema == Artifact.model_json_schema()
-    for field in ("key", "ts", "host", "container", "image", "gpu", "versions", "repos", "command", "imports",
-                  "correctness", "perf", "raw_output", "verdict", "reasons", "exit_code", "raw_output_sha256"):
+    for field in (
+        "key",
+        "ts",
+        "host",
+        "container",
+        "image",
+        "gpu",
+        "versions",
+        "repos",
+        "command",
+        "imports",
+        "correctness",
+        "perf",
+        "raw_output",
+        "verdict",
+        "reasons",
+        "exit_code",
+        "raw_output_sha256",
+    ):
         assert field in schema["properties"], field
 
 
 def test_a_reader_that_leaves_early_gets_no_traceback():
     """`gpuverify schema | head -1`: the reader closes the pipe; the tool ends quietly, as one SIGPIPE ends."""
-    import sys
-
     import os
+    import sys
 
     read_end, write_end = os.pipe()
     os.close(read_end)  # the reader has gone before the tool writes: its write fails (EPIPE)
-    proc = subprocess.Popen([sys.executable, "-m", "pytest_gpuverify.cli.main", "schema"], stdout=write_end,
-                            stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "pytest_gpuverify.cli.main", "schema"], stdout=write_end, stderr=subprocess.PIPE
+    )
     os.close(write_end)
     _, err = proc.communicate(timeout=30)
     assert b"Traceback" not in err and b"BrokenPipe" not in err, err.decode()

@@ -36,8 +36,9 @@ def test_merge_copies_nothing_when_any_artifact_is_refused(tmp_path, capsys, san
     data = json.loads((s2 / "bench_rmsnorm2d.json").read_text())
     data["notes"] = [*data["notes"], "another run of the topic"]  # another run: other content, still checks
     (s2 / "bench_rmsnorm2d.json").write_text(json.dumps(data))
-    (s2 / "bench_extra.json").write_bytes((s1 / "bench_rmsnorm2d.json").read_bytes().replace(
-        b'"topic": "rmsnorm2d"', b'"topic": "extra"'))
+    (s2 / "bench_extra.json").write_bytes(
+        (s1 / "bench_rmsnorm2d.json").read_bytes().replace(b'"topic": "rmsnorm2d"', b'"topic": "extra"')
+    )
     out = tmp_path / "deep" / "S1"  # the ticket's folder; its folders are made once the merge copies
     assert main(["merge", str(s1), str(s2), "-o", str(out)]) == 1
     said = capsys.readouterr().out

@@ -15,7 +15,7 @@ from pytest_gpuverify.compare.core import Pair, call
 # A lab-style harness: a correctness line, then its rows for A then B, one round per process: run i of a
 # repeated target prints round i (it counts its invocations in /tmp); the head (B) prints `head[i]`, the
 # base `base[i]`, and TFLOPS (higher is better) inverse to its time.
-HARNESS = '''import hashlib, pathlib
+HARNESS = """import hashlib, pathlib
 {check}
 counter = pathlib.Path("/tmp") / ("gpuverify-cmp-" + hashlib.sha1(str(pathlib.Path(__file__).resolve()).encode()).hexdigest()[:12])
 count = int(counter.read_text()) if counter.exists() else 0
@@ -29,7 +29,7 @@ for rnd in (range(len(base)) if rounds else [count % len(base)]):
         for m, scale in ((1, 1.0), (128, 4.0)):
             us = (base if side == "A" else head)[rnd] * scale
             print(f"{{side}}   {{m:4d}}   1280   8192   {{us:9.3f}}   {{1000.0 / us:8.3f}}")
-'''
+"""
 PASSED = 'print("[checkAllclose atol=0.01 rtol=0.01 passed~]")'
 FAILED = 'print("[checkAllclose atol=0.01 rtol=0.01 failed!]")'
 BASE = [10.0, 10.1, 9.9, 10.0, 10.05]
@@ -68,20 +68,28 @@ def ab(tmp_path_factory, docker_client) -> dict[str, Path]:
     with make_sandbox(tmp_path_factory.mktemp("compare") / "host", docker_client) as box:
         toml = []
         for case, (base, head) in CASES.items():  # one round per run: repeats = rounds
-            (box.repo / "bench" / f"ab_{case}.py").write_text(HARNESS.format(base=base, head=head, check=PASSED, rounds=False))
-            toml.append(f'[[targets]]\nname = "ab-{case}"\nkind = "bench"\ncommand = "python3 bench/ab_{case}.py"\n'
-                        f'repeats = {len(base)}\n')
-        (box.repo / "bench" / "ab_rounds.py").write_text(HARNESS.format(base=ROUNDS[0], head=ROUNDS[1], check=PASSED,
-                                                                        rounds=True))
+            (box.repo / "bench" / f"ab_{case}.py").write_text(
+                HARNESS.format(base=base, head=head, check=PASSED, rounds=False)
+            )
+            toml.append(
+                f'[[targets]]\nname = "ab-{case}"\nkind = "bench"\ncommand = "python3 bench/ab_{case}.py"\n'
+                f"repeats = {len(base)}\n"
+            )
+        (box.repo / "bench" / "ab_rounds.py").write_text(
+            HARNESS.format(base=ROUNDS[0], head=ROUNDS[1], check=PASSED, rounds=True)
+        )
         toml.append('[[targets]]\nname = "ab-rounds"\nkind = "bench"\ncommand = "python3 bench/ab_rounds.py"\n')
         for case, check in (("unchecked", ""), ("failing", FAILED)):  # not PASS: INCONCLUSIVE, FAIL
-            (box.repo / "bench" / f"ab_{case}.py").write_text(HARNESS.format(base=BASE, head=[5.0] * 5, check=check,
-                                                                           rounds=True))
+            (box.repo / "bench" / f"ab_{case}.py").write_text(
+                HARNESS.format(base=BASE, head=[5.0] * 5, check=check, rounds=True)
+            )
             toml.append(f'[[targets]]\nname = "ab-{case}"\nkind = "bench"\ncommand = "python3 bench/ab_{case}.py"\n')
         (box.repo / "gpuverify.toml").write_text("\n".join(toml))
         commit(box.repo, "lab-style A/B harnesses")
         proc = box.pytest("gpuverify.toml")
-        paths = {case: box.tickets / "T-1" / f"bench_ab-{case}.json" for case in [*CASES, "rounds", "unchecked", "failing"]}
+        paths = {
+            case: box.tickets / "T-1" / f"bench_ab-{case}.json" for case in [*CASES, "rounds", "unchecked", "failing"]
+        }
         for case, path in paths.items():
             assert path.exists(), proc.stdout.decode()[-3000:]
             assert main(["check", str(path)]) == 0, case
@@ -96,15 +104,22 @@ def compared(path: Path, capsys, *extra: str) -> tuple[int, list[dict]]:
 
 
 @pytest.mark.docker
-@pytest.mark.parametrize("case, expected, code", [
-    ("faster", "IMPROVED", 0), ("slightly", "SAME", 0), ("overlap", "INCONCLUSIVE", 0), ("slower", "REGRESSED", 1),
-    ("single", "INCONCLUSIVE", 0),
-])
+@pytest.mark.parametrize(
+    "case, expected, code",
+    [
+        ("faster", "IMPROVED", 0),
+        ("slightly", "SAME", 0),
+        ("overlap", "INCONCLUSIVE", 0),
+        ("slower", "REGRESSED", 1),
+        ("single", "INCONCLUSIVE", 0),
+    ],
+)
 def test_lab_harness_calls_per_row(ab, capsys, case, expected, code):
     got, pairs = compared(ab[case], capsys)
     assert got == code
     assert {(p["metric"], p["shape"].split(",")[0]) for p in pairs} == {
-        (m, s) for m in ("us", "TFLOPS") for s in ("M=1", "M=128")}
+        (m, s) for m in ("us", "TFLOPS") for s in ("M=1", "M=128")
+    }
     assert all(p["call"] == expected for p in pairs), [(p["metric"], p["call"], p["why"]) for p in pairs]
     assert all(len(p["base"]) == len(p["head"]) == len(CASES[case][0]) for p in pairs)
     if case == "overlap":
@@ -119,8 +134,12 @@ def test_lab_harness_calls_per_row(ab, capsys, case, expected, code):
 def test_a_harness_rounds_in_one_process_are_one_run(ab, capsys):
     code, pairs = compared(ab["rounds"], capsys)
     assert code == 0 and len(pairs) == 4
-    assert all(p["call"] == "INCONCLUSIVE" and p["why"].startswith("needs 4 runs per side (base 1, head 1)")
-               and len(p["base"]) == len(p["head"]) == 1 for p in pairs), pairs
+    assert all(
+        p["call"] == "INCONCLUSIVE"
+        and p["why"].startswith("needs 4 runs per side (base 1, head 1)")
+        and len(p["base"]) == len(p["head"]) == 1
+        for p in pairs
+    ), pairs
 
 
 @pytest.mark.docker
@@ -170,12 +189,16 @@ def test_unlike_targets_are_refused_unless_allowed(ab, capsys):
     assert "not like work: target (target name and kind): base ab-faster (bench), head ab-slower (bench)" in err
     assert "command (command with its arguments (checkout paths normalised)): base python3 bench/ab_faster.py" in err
     assert "--may-differ target,command" in err
-    code = main(["compare", "--json", "--may-differ", "target", "--may-differ", "command", str(ab["faster"]),
-                 str(ab["slower"])])
+    code = main(
+        ["compare", "--json", "--may-differ", "target", "--may-differ", "command", str(ab["faster"]), str(ab["slower"])]
+    )
     doc = json.loads(capsys.readouterr().out)
     assert code == 1 and [d["field"] for d in doc["allowed_differences"]] == ["target", "command"]
     assert main(["compare", "--may-differ", "target,command", str(ab["faster"]), str(ab["slower"])]) == 1
-    assert "allowed to differ: target (target name and kind): base ab-faster (bench), head ab-slower" in capsys.readouterr().out
+    assert (
+        "allowed to differ: target (target name and kind): base ab-faster (bench), head ab-slower"
+        in capsys.readouterr().out
+    )
 
 
 def test_factor_must_be_above_one(capsys):
@@ -184,6 +207,7 @@ def test_factor_must_be_above_one(capsys):
 
 
 # -- gpuverify handoff on the same ticket folder of real artifacts ---------------------------------
+
 
 def handoff(capsys, *argv: str) -> tuple[int, dict, str]:
     capsys.readouterr()
@@ -194,8 +218,8 @@ def handoff(capsys, *argv: str) -> tuple[int, dict, str]:
 
 @pytest.mark.docker
 def test_handoff_numbers_are_the_artifacts_and_the_schema_holds(ab, capsys, tmp_path):
-    from pytest_gpuverify.records.artifact import read_artifact
     from pytest_gpuverify.cli.handoff import Handoff
+    from pytest_gpuverify.records.artifact import read_artifact
 
     ticket = ab["faster"].parent
     code, doc, err = handoff(capsys, str(ticket))
@@ -217,13 +241,17 @@ def test_handoff_numbers_are_the_artifacts_and_the_schema_holds(ab, capsys, tmp_
     assert run["observation"].startswith(f"PASS; {shapes} shape{'' if shapes == 1 else 's'} checked")
     head_us = [r.us_median for r in faster.perf if r.side == "B" and r.shape.startswith("M=1,")]
     assert f"-> {statistics.fmean(head_us)!r} (IMPROVED)" in run["observation"]  # the mean of the head's runs
-    assert "A/B: not compared (the A/B run is INCONCLUSIVE" in runs[read_artifact(ab["unchecked"]).command]["observation"]
+    assert (
+        "A/B: not compared (the A/B run is INCONCLUSIVE" in runs[read_artifact(ab["unchecked"]).command]["observation"]
+    )
     failing = runs[read_artifact(ab["failing"]).command]["observation"]
     assert "A/B: not compared (the A/B run is FAIL" in failing and "REGRESSED" not in failing
     # --base: each topic against the base folder's artifact of the same topic (here itself: all SAME)
     code, based, err = handoff(capsys, str(ticket), "--base", str(ticket))
     assert code == 0, err
-    assert "A/B: 4 SAME" in {r["command"]: r for r in based["verification"]["commandsRun"]}[faster.command]["observation"]
+    assert (
+        "A/B: 4 SAME" in {r["command"]: r for r in based["verification"]["commandsRun"]}[faster.command]["observation"]
+    )
     # -o writes the same document
     out = tmp_path / "handoff.json"
     assert main(["handoff", str(ticket), "-o", str(out)]) == 0

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from test_doctor import doctor, last
 
 pytestmark = pytest.mark.docker

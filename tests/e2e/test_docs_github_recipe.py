@@ -15,7 +15,6 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from conftest import make_sandbox
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"

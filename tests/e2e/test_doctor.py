@@ -14,8 +14,11 @@ pytestmark = pytest.mark.docker
 
 
 def doctor(sandbox, **env: str) -> tuple[int, str]:
-    proc = subprocess.run([sys.executable, "-m", "pytest_gpuverify.cli.main", "doctor", "--gpu-env", str(sandbox.env_path)],
-                          capture_output=True, env=dict(os.environ, PATH=f"{sandbox.sim_bin}:{os.environ['PATH']}", **env))
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest_gpuverify.cli.main", "doctor", "--gpu-env", str(sandbox.env_path)],
+        capture_output=True,
+        env=dict(os.environ, PATH=f"{sandbox.sim_bin}:{os.environ['PATH']}", **env),
+    )
     return proc.returncode, proc.stdout.decode() + proc.stderr.decode()
 
 

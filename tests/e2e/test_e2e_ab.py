@@ -27,7 +27,8 @@ min_steps = {min_steps}
 
 def lab_config(repo, speed=1.0, spread=0.01, steps=50, fail_on_run=0, min_steps=50, message="lab", repeats=3):
     (repo / "bench" / "lab_config.py").write_text(
-        f"SPEED = {speed!r}\nSPREAD = {spread!r}\nSTEPS = {steps}\nFAIL_ON_RUN = {fail_on_run}\n")
+        f"SPEED = {speed!r}\nSPREAD = {spread!r}\nSTEPS = {steps}\nFAIL_ON_RUN = {fail_on_run}\n"
+    )
     (repo / "gpuverify.toml").write_text(DECLARATION.format(min_steps=min_steps, repeats=repeats))
     commit(repo, message)
 
@@ -41,8 +42,10 @@ def gv(*args):
 
 
 def begin_lines(log: bytes) -> list[str]:
-    return [f"{m.group(2).decode()}{m.group(1).decode()}"
-            for m in re.finditer(rb"^\[gpuverify [0-9a-f]{16}\] run (\d) of \d side ([AB]) begins", log, re.M)]
+    return [
+        f"{m.group(2).decode()}{m.group(1).decode()}"
+        for m in re.finditer(rb"^\[gpuverify [0-9a-f]{16}\] run (\d) of \d side ([AB]) begins", log, re.M)
+    ]
 
 
 CASES = [  # head's speed over the base's, spread, the call every row must get, compare's exit code
@@ -74,9 +77,16 @@ def test_ab_of_head_and_head_1_then_compare(sandbox, speed, spread, expected, rc
     assert [r.checkout for r in art.runs] == [base_sha, head_sha] * 5
     # one GPU, one lock, held over every run: the timeline has one hold around all six
     assert len(art.gpus) == 1 and art.gpus[0].lock_path
-    assert art.timeline.lock_taken <= art.timeline.command_started <= art.timeline.command_ended <= art.timeline.lock_released
+    assert (
+        art.timeline.lock_taken
+        <= art.timeline.command_started
+        <= art.timeline.command_ended
+        <= art.timeline.lock_released
+    )
     # each side its own JIT cache (cold: run 1's recorded, each run's its own, removed once it ended)
-    assert art.ab.base_cache_dirs["TRITON_CACHE_DIR"] != art.cache_dirs["TRITON_CACHE_DIR"]  # a bench: no aiter JIT folder
+    assert (
+        art.ab.base_cache_dirs["TRITON_CACHE_DIR"] != art.cache_dirs["TRITON_CACHE_DIR"]
+    )  # a bench: no aiter JIT folder
     assert art.ab.base_cache_dirs["TRITON_CACHE_DIR"].endswith("-abA1/triton")
     # the base worktree is gone, and git forgot it
     assert not (sandbox.repo / ".gpuverify-ab").exists()
@@ -92,8 +102,11 @@ def test_ab_of_head_and_head_1_then_compare(sandbox, speed, spread, expected, rc
     assert check.returncode == 0, check.stdout + check.stderr
     if expected == "IMPROVED":  # check re-derives the new fields: each edit is named
         original = (sandbox.tickets / "T-1" / "bench_lab.json").read_text()
-        for edit, said in ((("perf_summary", 0, "median"), "perf_summary[0]"), (("ab", "base_sha"), "ab says side A"),
-                           (("runs", 1, "exit_code"), "runs: the artifact records")):
+        for edit, said in (
+            (("perf_summary", 0, "median"), "perf_summary[0]"),
+            (("ab", "base_sha"), "ab says side A"),
+            (("runs", 1, "exit_code"), "runs: the artifact records"),
+        ):
             data = json.loads(original)
             *parents, leaf = edit
             node = data
@@ -113,8 +126,11 @@ def test_ab_of_head_and_head_1_then_compare(sandbox, speed, spread, expected, rc
     assert {p["call"] for p in pairs} == {expected}, [(p["shape"], p["metric"], p["call"], p["why"]) for p in pairs]
     assert all(len(p["base"]) == 5 and len(p["head"]) == 5 for p in pairs)
     if expected == "INCONCLUSIVE":  # 12% apart with runs that spread CV 8%: not significant, the interval too wide
-        assert all(p["why"].startswith("cannot tell: 12.0% apart, past the factor 1.05 but not significant")
-                   and p["runs_needed"] > 5 for p in pairs), [p["why"] for p in pairs]
+        assert all(
+            p["why"].startswith("cannot tell: 12.0% apart, past the factor 1.05 but not significant")
+            and p["runs_needed"] > 5
+            for p in pairs
+        ), [p["why"] for p in pairs]
     assert all(p["ci_low"] <= p["ratio"] <= p["ci_high"] for p in pairs)
     table = gv("compare", path)
     assert table.returncode == rc and expected in table.stdout
@@ -185,7 +201,9 @@ def test_repeats_of_an_inner_pytest_keep_each_runs_junit(sandbox):
 
 def test_ab_base_without_the_target_never_runs_it(sandbox):
     (sandbox.repo / "bench" / "bench_new.py").write_text('print("[checkAllclose atol=0.01 rtol=0.01 passed~]")\n')
-    (sandbox.repo / "gpuverify.toml").write_text('[[targets]]\nname = "new"\nkind = "bench"\npath = "bench/bench_new.py"\n')
+    (sandbox.repo / "gpuverify.toml").write_text(
+        '[[targets]]\nname = "new"\nkind = "bench"\npath = "bench/bench_new.py"\n'
+    )
     commit(sandbox.repo, "a new harness")
     proc = sandbox.pytest("--gpu-target", "new", "--gpu-ab", "HEAD~1")
     art = sandbox.artifact("new")

@@ -8,9 +8,9 @@ import re
 
 import pytest
 
+from pytest_gpuverify.cli.handoff import build_handoff
 from pytest_gpuverify.records.artifact import sha256_file
 from pytest_gpuverify.verify.check import check_artifact
-from pytest_gpuverify.cli.handoff import build_handoff
 from tests.e2e.test_e2e_ab import git
 from tests.e2e.test_e2e_kinds import commit, out
 
@@ -51,14 +51,22 @@ def two_commits(repo, base_build: str, head_build: str) -> tuple[str, str]:
 
 def side_outputs(log: str) -> list[tuple[str, str]]:
     """(side, what the run printed) per run, from the engine's begin/end lines."""
-    return [(m.group(1), m.group(2)) for m in re.finditer(
-        r"^\[gpuverify [0-9a-f]{16}\] run \d of \d side ([AB]) begins[^\n]*\n(.*?)^\[gpuverify [0-9a-f]{16}\] run \d",
-        log, re.M | re.S)]
+    return [
+        (m.group(1), m.group(2))
+        for m in re.finditer(
+            r"^\[gpuverify [0-9a-f]{16}\] run \d of \d side ([AB]) begins[^\n]*\n(.*?)^\[gpuverify [0-9a-f]{16}\] run \d",
+            log,
+            re.M | re.S,
+        )
+    ]
 
 
 def test_each_side_builds_its_own_worktree_once_and_its_runs_see_that_build(sandbox):
-    base_sha, head_sha = two_commits(sandbox.repo, "echo base-$(git rev-parse --short HEAD 2>/dev/null || echo x) > built.txt\n"
-                                     "echo built base\n", "echo head > built.txt\necho built head\n")
+    base_sha, head_sha = two_commits(
+        sandbox.repo,
+        "echo base-$(git rev-parse --short HEAD 2>/dev/null || echo x) > built.txt\necho built base\n",
+        "echo head > built.txt\necho built head\n",
+    )
     proc = sandbox.pytest("--gpu-target", "built", "--gpu-ab", "HEAD~1")
     art = sandbox.artifact("built")
     folder = sandbox.tickets / "T-1"
@@ -77,7 +85,9 @@ def test_each_side_builds_its_own_worktree_once_and_its_runs_see_that_build(sand
     # each side's warm-up (--gpu-ab-cache warm, the default) first: it too sees its own side's build
     assert [s for s, _ in runs] == ["A", "B", "A", "B", "A", "B"], runs
     for side, printed in runs:
-        assert ("saw build: base-" in printed) == (side == "A") and ("saw build: head" in printed) == (side == "B"), runs
+        assert ("saw build: base-" in printed) == (side == "A") and ("saw build: head" in printed) == (side == "B"), (
+            runs
+        )
     assert check_artifact(art, folder / "bench_built.json") == []
     # the handoff lists the build once per side, each with its own output
     doc = build_handoff(folder)
@@ -103,6 +113,8 @@ def test_a_failed_base_build_makes_the_target_inconclusive_and_nothing_runs(sand
     assert check_artifact(art, folder / "bench_built.json") == []
     # the artifact cannot hide the failure: a record edited to pass no longer matches the run
     art.builds[1].exit_code = 0
-    assert any("a build failed" in p or "every build record passed" in p
-               for p in check_artifact(art, folder / "bench_built.json"))
+    assert any(
+        "a build failed" in p or "every build record passed" in p
+        for p in check_artifact(art, folder / "bench_built.json")
+    )
     assert not (sandbox.repo / ".gpuverify-ab").exists() and sandbox.lock_files_free()

@@ -6,10 +6,9 @@ import re
 import subprocess
 
 import pytest
+from probe_paths import without_probe
 
 from pytest_gpuverify.records.artifact import sha256_file
-
-from probe_paths import without_probe
 
 pytestmark = pytest.mark.docker
 
@@ -20,8 +19,11 @@ def out(proc) -> str:
 
 def test_one_session_many_verdicts(sandbox):
     proc = sandbox.pytest(
-        "op_tests/test_gemm_a8w8.py", "op_tests/test_rmsnorm2d.py", "op_tests/test_moe_2stage.py",
-        "op_tests/test_crash.py", "op_tests/test_no_check.py",
+        "op_tests/test_gemm_a8w8.py",
+        "op_tests/test_rmsnorm2d.py",
+        "op_tests/test_moe_2stage.py",
+        "op_tests/test_crash.py",
+        "op_tests/test_no_check.py",
     )
     text = out(proc)
     assert proc.returncode == 1, text
@@ -94,10 +96,13 @@ def test_no_idle_gpu_is_no_gpu_and_never_runs(sandbox):
 
 
 def test_gpu_held_by_foreign_flock_is_skipped(sandbox):
-    holders = [subprocess.Popen(["flock", "-x", "-o", str(sandbox.spec.locks / f"gpu-{i}.lock"), "sleep", "30"])
-               for i in (0, 1, 2)]
+    holders = [
+        subprocess.Popen(["flock", "-x", "-o", str(sandbox.spec.locks / f"gpu-{i}.lock"), "sleep", "30"])
+        for i in (0, 1, 2)
+    ]
     try:
         import time
+
         time.sleep(0.3)
         proc = sandbox.pytest("op_tests/test_gemm_a8w8.py")
         art = sandbox.artifact("gemm_a8w8")
@@ -112,7 +117,10 @@ def test_gpu_held_by_foreign_flock_is_skipped(sandbox):
 def test_import_from_another_checkout_is_inconclusive(sandbox):
     # the container has another aiter on its user site; the worktree has none
     subprocess.run(["git", "-C", str(sandbox.repo), "rm", "-rq", "aiter"], check=True)
-    subprocess.run(["git", "-C", str(sandbox.repo), "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "no aiter"], check=True)
+    subprocess.run(
+        ["git", "-C", str(sandbox.repo), "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "no aiter"],
+        check=True,
+    )
     c = sandbox.client.containers.get(sandbox.container)
     site = "/root/.local/lib/python3.11/site-packages/aiter"
     assert c.exec_run(["sh", "-c", f"mkdir -p {site} && touch {site}/__init__.py"]).exit_code == 0
@@ -121,8 +129,10 @@ def test_import_from_another_checkout_is_inconclusive(sandbox):
     assert art.verdict == "INCONCLUSIVE", out(proc)
     assert art.imports["aiter"] == f"{site}/__init__.py"
     # the command ran: its own record of its imports, not the prediction alone, refuses it
-    assert art.reasons[0] == (f"aiter was imported from {site}/__init__.py, outside the worktree /workspace/aiter/, "
-                              "not from the worktree, which holds no copy of it: the run tested another copy")
+    assert art.reasons[0] == (
+        f"aiter was imported from {site}/__init__.py, outside the worktree /workspace/aiter/, "
+        "not from the worktree, which holds no copy of it: the run tested another copy"
+    )
     assert art.import_origins["aiter"].seen == "imported" and art.run.ran
 
 
@@ -153,8 +163,9 @@ def test_wrong_arch_in_container_is_inconclusive(sandbox, tmp_path):
     install(other, SimState.idle(gpus=4, arch="gfx950"))
     name = "gv-arch-" + sandbox.container[-8:]
     sandbox.start_container(name, sim_bin=other)
-    sandbox.rewrite_env(repo_rows=[("aiter", sandbox.repo, name, "/workspace/aiter")],
-                        containers=[(name, "gpuverify-rootfs:1")])
+    sandbox.rewrite_env(
+        repo_rows=[("aiter", sandbox.repo, name, "/workspace/aiter")], containers=[(name, "gpuverify-rootfs:1")]
+    )
     proc = sandbox.pytest("op_tests/test_gemm_a8w8.py")
     art = sandbox.artifact("gemm_a8w8")
     assert art.verdict == "INCONCLUSIVE" and "wrong arch in container" in art.reasons[0], out(proc)
@@ -163,7 +174,8 @@ def test_wrong_arch_in_container_is_inconclusive(sandbox, tmp_path):
 
 def test_dirty_repo_is_inconclusive_unless_allowed(sandbox):
     (sandbox.repo / "op_tests" / "test_gemm_a8w8.py").write_text(
-        (sandbox.repo / "op_tests" / "test_gemm_a8w8.py").read_text() + "\n# local edit\n")
+        (sandbox.repo / "op_tests" / "test_gemm_a8w8.py").read_text() + "\n# local edit\n"
+    )
     sandbox.pytest("op_tests/test_gemm_a8w8.py")
     art = sandbox.artifact("gemm_a8w8")
     assert art.verdict == "INCONCLUSIVE" and "dirty" in art.reasons[0]
@@ -180,7 +192,9 @@ def test_timeout_stops_command_and_frees_lock(sandbox):
     assert art.verdict == "INCONCLUSIVE" and art.timed_out and art.reasons[0].startswith("timeout"), out(proc)
     assert sandbox.lock_files_free()
     c = sandbox.client.containers.get(sandbox.container)
-    ps = c.exec_run(["sh", "-c", "for p in /proc/[0-9]*; do cat $p/cmdline 2>/dev/null | tr '\\0' ' '; echo; done"]).output.decode()
+    ps = c.exec_run(
+        ["sh", "-c", "for p in /proc/[0-9]*; do cat $p/cmdline 2>/dev/null | tr '\\0' ' '; echo; done"]
+    ).output.decode()
     assert "test_sleep.py" not in ps, "the command was stopped"
 
 
@@ -222,9 +236,16 @@ def test_without_gpu_verify_plugin_changes_nothing(tmp_path):
     (tmp_path / "op_tests" / "test_op.py").write_text("def test_op():\n    pass\n")
 
     def run(*extra):
-        proc = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-rA", *extra, str(tmp_path)],
-                              capture_output=True, cwd=tmp_path)
-        lines = [ln for ln in out(proc).splitlines() if not ln.startswith(("plugins:", "=", "platform", "rootdir", "cachedir"))]
+        proc = subprocess.run(
+            [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-rA", *extra, str(tmp_path)],
+            capture_output=True,
+            cwd=tmp_path,
+        )
+        lines = [
+            ln
+            for ln in out(proc).splitlines()
+            if not ln.startswith(("plugins:", "=", "platform", "rootdir", "cachedir"))
+        ]
         return proc.returncode, lines
 
     with_plugin, without_plugin = run(), run("-p", "no:gpuverify")

@@ -11,13 +11,13 @@ import time
 import uuid
 
 import pytest
+from session_cmd import PYTEST
 
 from pytest_gpuverify.cli import demo
+from pytest_gpuverify.cli.handoff import build_handoff
+from pytest_gpuverify.place.ephemeral import OWNER_LABEL, PID_LABEL, RUN_LABEL, remove_own
 from pytest_gpuverify.records.artifact import sha256_file
 from pytest_gpuverify.verify.check import check_artifact
-from pytest_gpuverify.place.ephemeral import OWNER_LABEL, PID_LABEL, RUN_LABEL, remove_own
-from pytest_gpuverify.cli.handoff import build_handoff
-from session_cmd import PYTEST
 
 pytestmark = pytest.mark.docker
 
@@ -32,9 +32,13 @@ def use_run_row(sandbox) -> None:
     sandbox.spec.repo_rows = [("aiter", sandbox.repo, "run", "/workspace/aiter")]
     sandbox.spec.containers = []
     text = demo.render_env_file(sandbox.spec)
-    mounts = ", ".join([f"{d}:{d}:ro" for d in demo.HOST_DIRS if os.path.exists(d)] + [f"{sandbox.sim_bin}:{sandbox.sim_bin}:ro"])
-    table = ("| name | image | host | mounts | env |\n|---|---|---|---|---|\n"
-             f"| run | {demo.ROOTFS_IMAGE} | not set | {mounts} | PATH={sandbox.sim_bin}:{demo.BASE_PATH} HOME=/root |\n")
+    mounts = ", ".join(
+        [f"{d}:{d}:ro" for d in demo.HOST_DIRS if os.path.exists(d)] + [f"{sandbox.sim_bin}:{sandbox.sim_bin}:ro"]
+    )
+    table = (
+        "| name | image | host | mounts | env |\n|---|---|---|---|---|\n"
+        f"| run | {demo.ROOTFS_IMAGE} | not set | {mounts} | PATH={sandbox.sim_bin}:{demo.BASE_PATH} HOME=/root |\n"
+    )
     text = text.replace("| name | image | host |\n|---|---|---|\n", table)
     sandbox.env_path.write_text(text, encoding="utf-8")
 
@@ -46,17 +50,24 @@ def ours(client) -> list:
 def mine(sandbox) -> set:
     """Ids of the fresh-style containers of this test's sandbox (its runs mount its repo; its foreign
     ones are its own): tests in other xdist workers start theirs beside it."""
-    return {c.id for c in ours(sandbox.client)
-            if c.name in sandbox.extra_containers
-            or any(m.get("Source", "").startswith(str(sandbox.repo)) for m in c.attrs.get("Mounts") or [])}
+    return {
+        c.id
+        for c in ours(sandbox.client)
+        if c.name in sandbox.extra_containers
+        or any(m.get("Source", "").startswith(str(sandbox.repo)) for m in c.attrs.get("Mounts") or [])
+    }
 
 
 def foreign(sandbox, name: str, run_id: str):
     """A container that looks like one of ours (name prefix, owner label) but is another run's."""
     container = sandbox.client.containers.run(
-        demo.ROOTFS_IMAGE, ["/bin/sleep", "infinity"], name=name, detach=True,
+        demo.ROOTFS_IMAGE,
+        ["/bin/sleep", "infinity"],
+        name=name,
+        detach=True,
         volumes={d: {"bind": d, "mode": "ro"} for d in demo.HOST_DIRS if os.path.exists(d)},
-        labels={demo.SANDBOX_LABEL: "1", OWNER_LABEL: "1", RUN_LABEL: run_id})
+        labels={demo.SANDBOX_LABEL: "1", OWNER_LABEL: "1", RUN_LABEL: run_id},
+    )
     sandbox.extra_containers.append(name)
     return container
 
@@ -64,7 +75,9 @@ def foreign(sandbox, name: str, run_id: str):
 def declare(repo, text: str) -> None:
     (repo / "gpuverify.toml").write_text(text, encoding="utf-8")
     subprocess.run(["git", "-C", str(repo), "add", "-A"], check=True)
-    subprocess.run(["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "declare"], check=True)
+    subprocess.run(
+        ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "declare"], check=True
+    )
 
 
 def test_run_row_starts_a_fresh_container_and_removes_only_its_own(sandbox):
@@ -97,17 +110,34 @@ def test_run_row_starts_a_fresh_container_and_removes_only_its_own(sandbox):
 
 def sleeping_in_fresh_container(sandbox):
     """pytest running op_tests/test_sleep.py through the `run` row, once it prints; and its container."""
-    cmd = [*PYTEST, "--gpu-verify",
-           "--gpu-window", "0.3", "--gpu-env", str(sandbox.env_path), "--ticket", "T-1", "op_tests/test_sleep.py"]
-    proc = subprocess.Popen(cmd, cwd=sandbox.repo, env=dict(os.environ, PATH=f"{sandbox.sim_bin}:{os.environ['PATH']}"),
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    cmd = [
+        *PYTEST,
+        "--gpu-verify",
+        "--gpu-window",
+        "0.3",
+        "--gpu-env",
+        str(sandbox.env_path),
+        "--ticket",
+        "T-1",
+        "op_tests/test_sleep.py",
+    ]
+    proc = subprocess.Popen(
+        cmd,
+        cwd=sandbox.repo,
+        env=dict(os.environ, PATH=f"{sandbox.sim_bin}:{os.environ['PATH']}"),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
     deadline, running = time.time() + 90, []
     while time.time() < deadline and not running:
         logs = list((sandbox.tickets / "T-1").glob("bench_sleep.*.log")) if (sandbox.tickets / "T-1").exists() else []
         if logs and b"sleeping" in logs[0].read_bytes():
             # by the session's pid label: another session's fresh container may run beside it
-            running = [c for c in ours(sandbox.client) if c.name.startswith("gpuverify-run-")
-                       and c.labels.get(PID_LABEL) == str(proc.pid)]
+            running = [
+                c
+                for c in ours(sandbox.client)
+                if c.name.startswith("gpuverify-run-") and c.labels.get(PID_LABEL) == str(proc.pid)
+            ]
         time.sleep(0.1)
     if len(running) != 1:
         proc.kill()
@@ -145,7 +175,9 @@ def test_fresh_container_exists_during_the_run_and_is_gone_after_a_death_or_ctrl
 def test_a_run_row_whose_image_is_missing_is_inconclusive_and_starts_nothing(sandbox):
     use_run_row(sandbox)
     missing = f"gv-14b-missing-{uuid.uuid4().hex[:8]}:none"
-    sandbox.env_path.write_text(sandbox.env_path.read_text().replace(f"| run | {demo.ROOTFS_IMAGE} |", f"| run | {missing} |"))
+    sandbox.env_path.write_text(
+        sandbox.env_path.read_text().replace(f"| run | {demo.ROOTFS_IMAGE} |", f"| run | {missing} |")
+    )
     before = mine(sandbox)
     proc = sandbox.pytest("op_tests/test_gemm_a8w8.py")
     art = sandbox.artifact("gemm_a8w8")
@@ -166,7 +198,7 @@ def test_remove_own_never_removes_another_runs_container(sandbox):
     assert sandbox.client.containers.list(all=True, filters={"name": other.name}) == []
 
 
-TARGETS = '''
+TARGETS = """
 [[targets]]
 name = "gemm"
 path = "op_tests/test_gemm_a8w8.py"
@@ -174,7 +206,7 @@ path = "op_tests/test_gemm_a8w8.py"
 [[targets]]
 name = "rms"
 path = "op_tests/test_rmsnorm2d.py"
-'''
+"""
 
 
 def test_a_failed_build_makes_its_targets_inconclusive_and_they_never_run(sandbox):
@@ -195,14 +227,19 @@ def test_a_failed_build_makes_its_targets_inconclusive_and_they_never_run(sandbo
         assert check_artifact(art, folder / f"bench_{topic}.json") == []
     assert not list(folder.glob("bench_*.log")), "no target wrote a raw output"
     ran = sandbox.exec_ids()
-    assert any("compiling" in c for c in ran) and not any("test_gemm_a8w8" in c or "test_rmsnorm2d" in c for c in ran), ran
+    assert any("compiling" in c for c in ran) and not any(
+        "test_gemm_a8w8" in c or "test_rmsnorm2d" in c for c in ran
+    ), ran
     assert proc.returncode == 1
 
 
 def test_passing_builds_are_recorded_in_each_artifact_and_the_handoff(sandbox):
-    declare(sandbox.repo, '[[builds]]\nname = "kernels"\ncommand = ["sh", "-c", "echo built in $PWD"]\n'
-            '[[builds]]\nname = "tune"\ngpu = true\ncommand = ["sh", "-c", "echo tuned on gpu $HIP_VISIBLE_DEVICES"]\n'
-            + TARGETS)
+    declare(
+        sandbox.repo,
+        '[[builds]]\nname = "kernels"\ncommand = ["sh", "-c", "echo built in $PWD"]\n'
+        '[[builds]]\nname = "tune"\ngpu = true\ncommand = ["sh", "-c", "echo tuned on gpu $HIP_VISIBLE_DEVICES"]\n'
+        + TARGETS,
+    )
     proc = sandbox.pytest("--gpu-target", "gemm", "--gpu-target", "rms")
     folder = sandbox.tickets / "T-1"
     [kernels_log] = folder.glob("build_kernels.*.log")
@@ -238,7 +275,9 @@ def test_check_names_an_edited_build_output(sandbox):
 
 def test_a_build_runs_in_the_fresh_container(sandbox):
     use_run_row(sandbox)
-    declare(sandbox.repo, '[[builds]]\nname = "kernels"\ncommand = ["sh", "-c", "echo built in $(hostname)"]\n' + TARGETS)
+    declare(
+        sandbox.repo, '[[builds]]\nname = "kernels"\ncommand = ["sh", "-c", "echo built in $(hostname)"]\n' + TARGETS
+    )
     proc = sandbox.pytest("--gpu-target", "gemm")
     art = sandbox.artifact("gemm")
     assert art.verdict == "PASS", out(proc)
@@ -247,15 +286,35 @@ def test_a_build_runs_in_the_fresh_container(sandbox):
 
 
 def test_ctrl_c_during_a_gpu_build_stops_it_records_it_and_runs_no_target(sandbox):
-    declare(sandbox.repo, '[[builds]]\nname = "slow"\ngpu = true\ncommand = ["sh", "-c", "echo building; sleep 61"]\n' + TARGETS)
-    cmd = [*PYTEST, "--gpu-verify", "--gpu-window", "0.3",
-           "--gpu-env", str(sandbox.env_path), "--ticket", "T-1", "--gpu-target", "gemm"]
-    proc = subprocess.Popen(cmd, cwd=sandbox.repo, env=dict(os.environ, PATH=f"{sandbox.sim_bin}:{os.environ['PATH']}"),
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    declare(
+        sandbox.repo,
+        '[[builds]]\nname = "slow"\ngpu = true\ncommand = ["sh", "-c", "echo building; sleep 61"]\n' + TARGETS,
+    )
+    cmd = [
+        *PYTEST,
+        "--gpu-verify",
+        "--gpu-window",
+        "0.3",
+        "--gpu-env",
+        str(sandbox.env_path),
+        "--ticket",
+        "T-1",
+        "--gpu-target",
+        "gemm",
+    ]
+    proc = subprocess.Popen(
+        cmd,
+        cwd=sandbox.repo,
+        env=dict(os.environ, PATH=f"{sandbox.sim_bin}:{os.environ['PATH']}"),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
     folder = sandbox.tickets / "T-1"
     try:
         deadline = time.time() + 90
-        while time.time() < deadline and not any(b"building" in p.read_bytes() for p in folder.glob("build_slow.*.log")):
+        while time.time() < deadline and not any(
+            b"building" in p.read_bytes() for p in folder.glob("build_slow.*.log")
+        ):
             time.sleep(0.1)
         assert not sandbox.lock_files_free(), "a gpu = true build holds a GPU lock"
         proc.send_signal(signal.SIGINT)
@@ -273,8 +332,11 @@ def test_ctrl_c_during_a_gpu_build_stops_it_records_it_and_runs_no_target(sandbo
 
 def test_doctor_reads_a_run_row_as_an_image(sandbox):
     use_run_row(sandbox)
-    proc = subprocess.run([sys.executable, "-m", "pytest_gpuverify.cli.main", "doctor", "--gpu-env", str(sandbox.env_path)],
-                          capture_output=True, env=dict(os.environ, PATH=f"{sandbox.sim_bin}:{os.environ['PATH']}"))
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest_gpuverify.cli.main", "doctor", "--gpu-env", str(sandbox.env_path)],
+        capture_output=True,
+        env=dict(os.environ, PATH=f"{sandbox.sim_bin}:{os.environ['PATH']}"),
+    )
     text = proc.stdout.decode() + proc.stderr.decode()
     image = sandbox.client.images.get(demo.ROOTFS_IMAGE)
     assert f"container run: a fresh container per run, image {demo.ROOTFS_IMAGE} ({image.id})" in text, text

@@ -12,11 +12,10 @@ import uuid
 from pathlib import Path
 
 import pytest
+from test_e2e_kinds import commit, out
 
 from pytest_gpuverify.cli import demo
 from pytest_gpuverify.verify.check import check_artifact
-
-from test_e2e_kinds import commit, out
 
 pytestmark = pytest.mark.docker
 

@@ -10,10 +10,10 @@ import subprocess
 import uuid
 
 import pytest
-
-from pytest_gpuverify.cli import demo
 from probe_paths import without_probe
 from session_cmd import PYTEST
+
+from pytest_gpuverify.cli import demo
 
 pytestmark = pytest.mark.docker
 EXAMPLES = demo.Path(__file__).resolve().parents[2] / "conftest_examples"
@@ -25,7 +25,9 @@ def out(proc) -> str:
 
 def commit(repo, message="change"):
     subprocess.run(["git", "-C", str(repo), "add", "-A"], check=True)
-    subprocess.run(["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", message], check=True)
+    subprocess.run(
+        ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", message], check=True
+    )
 
 
 def declare(repo, example):
@@ -50,10 +52,24 @@ def flydsl(sandbox):
 def run_in(sandbox, repo, *args, ticket="T-1"):
     import os
 
-    cmd = [*PYTEST, "--gpu-verify", "--gpu-window", "0.3",
-           "--gpu-env", str(sandbox.env_path), "--ticket", ticket, *args]
-    return subprocess.run(cmd, cwd=repo, capture_output=True, timeout=300,
-                          env=dict(os.environ, PATH=f"{sandbox.sim_bin}:{os.environ['PATH']}"))
+    cmd = [
+        *PYTEST,
+        "--gpu-verify",
+        "--gpu-window",
+        "0.3",
+        "--gpu-env",
+        str(sandbox.env_path),
+        "--ticket",
+        ticket,
+        *args,
+    ]
+    return subprocess.run(
+        cmd,
+        cwd=repo,
+        capture_output=True,
+        timeout=300,
+        env=dict(os.environ, PATH=f"{sandbox.sim_bin}:{os.environ['PATH']}"),
+    )
 
 
 def test_aiter_declared_target_with_args_and_regime(sandbox):
@@ -86,7 +102,9 @@ def test_flydsl_pytest_file(sandbox, flydsl):
     art = sandbox.artifact("rmsnorm")
     assert art.verdict == "PASS", (art.reasons, out(proc))
     assert art.imports["flydsl"] == "/workspace/FlyDSL/python/flydsl/__init__.py"
-    assert without_probe(art.env["PYTHONPATH"]) == "/workspace/FlyDSL/python:/workspace/FlyDSL/build-fly/python_packages"
+    assert (
+        without_probe(art.env["PYTHONPATH"]) == "/workspace/FlyDSL/python:/workspace/FlyDSL/build-fly/python_packages"
+    )
     assert art.command.startswith("python3 -m pytest tests/kernels/test_rmsnorm.py -q")
     assert art.correctness.shapes_checked == 3 and art.correctness.checks_failed == 0
     assert art.correctness.max_abs_error == pytest.approx(2e-3)
@@ -170,22 +188,30 @@ def test_devcontainer_names_the_container_and_its_mount(sandbox):
     sandbox.rewrite_env(containers=[*sandbox.spec.containers, (name, demo.ROOTFS_IMAGE)])
     dev = sandbox.tickets / "T-1" / ".devcontainer"
     dev.mkdir(parents=True)
-    (dev / "devcontainer.json").write_text(json.dumps({
-        "runArgs": [f"--name={name}", "--device=/dev/kfd"],
-        "workspaceMount": f"source={sandbox.repo},target=/ws/aiter,type=bind",
-        "workspaceFolder": "/ws/aiter",
-    }).replace("{", "{ // the ticket's container\n", 1))
+    (dev / "devcontainer.json").write_text(
+        json.dumps(
+            {
+                "runArgs": [f"--name={name}", "--device=/dev/kfd"],
+                "workspaceMount": f"source={sandbox.repo},target=/ws/aiter,type=bind",
+                "workspaceFolder": "/ws/aiter",
+            }
+        ).replace("{", "{ // the ticket's container\n", 1)
+    )
     proc = sandbox.pytest("op_tests/test_gemm_a8w8.py")
     art = sandbox.artifact("gemm_a8w8")
     assert art.verdict == "PASS", (art.reasons, out(proc))
-    assert art.container == name and art.workdir == "/ws/aiter" and art.imports["aiter"] == "/ws/aiter/aiter/__init__.py"
+    assert (
+        art.container == name and art.workdir == "/ws/aiter" and art.imports["aiter"] == "/ws/aiter/aiter/__init__.py"
+    )
 
 
 def test_running_container_matched_by_ticket_key(sandbox):
     name = f"aiter-T-1-{uuid.uuid4().hex[:6]}"
     sandbox.start_container(name)
-    sandbox.rewrite_env(repo_rows=[("aiter", sandbox.repo, None, "/workspace/aiter")],
-                        containers=[(name, "rocm/pytorch:other"), (sandbox.container, "rocm/pytorch:other2")])
+    sandbox.rewrite_env(
+        repo_rows=[("aiter", sandbox.repo, None, "/workspace/aiter")],
+        containers=[(name, "rocm/pytorch:other"), (sandbox.container, "rocm/pytorch:other2")],
+    )
     proc = sandbox.pytest("op_tests/test_gemm_a8w8.py")
     art = sandbox.artifact("gemm_a8w8")
     assert art.verdict == "PASS", (art.reasons, out(proc))
@@ -196,8 +222,9 @@ def test_two_matches_are_ambiguous_never_a_guess(sandbox):
     a, b = (f"aiter-T-1-{x}-{uuid.uuid4().hex[:6]}" for x in "ab")
     sandbox.start_container(a)
     sandbox.start_container(b)
-    sandbox.rewrite_env(repo_rows=[("aiter", sandbox.repo, None, "/workspace/aiter")],
-                        containers=[(a, "x:1"), (b, "x:2")])
+    sandbox.rewrite_env(
+        repo_rows=[("aiter", sandbox.repo, None, "/workspace/aiter")], containers=[(a, "x:1"), (b, "x:2")]
+    )
     sandbox.pytest("op_tests/test_gemm_a8w8.py")
     art = sandbox.artifact("gemm_a8w8")
     assert art.verdict == "INCONCLUSIVE" and a in art.reasons[0] and b in art.reasons[0]

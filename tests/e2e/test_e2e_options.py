@@ -10,9 +10,9 @@ import subprocess
 from datetime import datetime
 
 import pytest
+from session_cmd import PYTEST
 
 from pytest_gpuverify.cli import demo
-from session_cmd import PYTEST
 
 pytestmark = pytest.mark.docker
 EXAMPLES = demo.Path(__file__).resolve().parents[2] / "conftest_examples"
@@ -24,8 +24,9 @@ def out(proc) -> str:
 
 def commit(repo, message="change"):
     subprocess.run(["git", "-C", str(repo), "add", "-A"], check=True)
-    subprocess.run(["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", message],
-                   check=True)
+    subprocess.run(
+        ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", message], check=True
+    )
 
 
 def files_under(root) -> set:
@@ -33,7 +34,7 @@ def files_under(root) -> set:
 
 
 def summary(text: str) -> str:
-    return text[text.index("gpuverify ="):]
+    return text[text.index("gpuverify =") :]
 
 
 @pytest.mark.parametrize("topic", ["a/b", "../../escape", "..", "x" * 300, "sub/../x"])
@@ -94,7 +95,9 @@ def test_gpu_target_with_paths_runs_both_and_the_summary_shows_both(sandbox):
     text = summary(out(proc))
     assert proc.returncode == 0, out(proc)
     assert re.search(r"^PASS +\S*gpuverify\.toml::gemm-a8w8-bf16 .*-> .*bench_gemm-a8w8-bf16\.json$", text, re.M), text
-    assert re.search(r"^PASS +\S*op_tests/test_rmsnorm2d\.py::rmsnorm2d .*-> .*bench_rmsnorm2d\.json$", text, re.M), text
+    assert re.search(r"^PASS +\S*op_tests/test_rmsnorm2d\.py::rmsnorm2d .*-> .*bench_rmsnorm2d\.json$", text, re.M), (
+        text
+    )
 
 
 def test_a_ticket_without_a_tickets_folder_is_a_usage_error(sandbox):
@@ -124,7 +127,10 @@ def test_xdist_workers_never_share_an_artifact_and_the_summary_names_each_file(s
     assert sorted(printed) == sorted(str(ticket / n) for n in ("bench_twin.json", "bench_twin-2.json")), text
     assert sorted(p.name for p in ticket.glob("*.json")) == ["bench_twin-2.json", "bench_twin.json"]
     paths = {sandbox.artifact(t).target.path for t in ("twin", "twin-2")}
-    assert paths == {str(sandbox.repo / "op_tests" / "test_twin.py"), str(sandbox.repo / "op_tests" / "more" / "test_twin.py")}
+    assert paths == {
+        str(sandbox.repo / "op_tests" / "test_twin.py"),
+        str(sandbox.repo / "op_tests" / "more" / "test_twin.py"),
+    }
 
 
 def test_a_missing_lock_folder_stops_the_run_and_doctor_says_so(sandbox):
@@ -144,9 +150,12 @@ def doctor(sandbox) -> tuple[int, str]:
     import os
     import sys
 
-    proc = subprocess.run([sys.executable, "-m", "pytest_gpuverify.cli.main", "doctor", "--gpu-env", str(sandbox.env_path)],
-                          capture_output=True, cwd=sandbox.root,  # the code under test, not the one in the cwd
-                          env=dict(os.environ, PATH=f"{sandbox.sim_bin}:{os.environ['PATH']}"))
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest_gpuverify.cli.main", "doctor", "--gpu-env", str(sandbox.env_path)],
+        capture_output=True,
+        cwd=sandbox.root,  # the code under test, not the one in the cwd
+        env=dict(os.environ, PATH=f"{sandbox.sim_bin}:{os.environ['PATH']}"),
+    )
     return proc.returncode, out(proc)
 
 
@@ -155,8 +164,9 @@ def test_doctor_is_not_ready_for_a_repo_its_container_does_not_mount(sandbox):
     other.mkdir()
     name = "gv-mnt-" + sandbox.container[-8:]
     sandbox.start_container(name, mounts={str(other): "/workspace/aiter"})
-    sandbox.rewrite_env(repo_rows=[("aiter", sandbox.repo, name, "/workspace/aiter")],
-                        containers=[(name, demo.ROOTFS_IMAGE)])
+    sandbox.rewrite_env(
+        repo_rows=[("aiter", sandbox.repo, name, "/workspace/aiter")], containers=[(name, demo.ROOTFS_IMAGE)]
+    )
     code, report = doctor(sandbox)
     last = report.strip().splitlines()[-1]
     assert code == 1 and f"repo aiter: {sandbox.repo} is not mounted in container {name}" in last, report
@@ -193,10 +203,12 @@ def test_the_summary_counts_targets_stopped_by_a_signal(sandbox, sig):
     last = text.strip().splitlines()[-1]
     assert "no tests ran" not in last and "1 inconclusive" in last, last  # pytest's own line counts the target
     path = sandbox.tickets / "T-1" / "bench_sleep.json"
-    assert re.search(rf"^INCONCLUSIVE +\S+ +gpu \d+ +interrupted .*-> {re.escape(str(path))}$", summary(text), re.M), text
+    assert re.search(rf"^INCONCLUSIVE +\S+ +gpu \d+ +interrupted .*-> {re.escape(str(path))}$", summary(text), re.M), (
+        text
+    )
 
 
-IGNORES_TERM = '''# Ignores SIGTERM (as a hung kernel launch can): only SIGKILL stops it.
+IGNORES_TERM = """# Ignores SIGTERM (as a hung kernel launch can): only SIGKILL stops it.
 import signal
 import time
 
@@ -207,7 +219,7 @@ aiter.report_environment()
 print(f"started {time.time()}", flush=True)
 while True:
     time.sleep(0.1)
-'''
+"""
 
 
 @pytest.mark.parametrize("where", ["container", "host"])
@@ -235,10 +247,24 @@ def test_kill_9_of_pytest_stops_a_command_ignoring_sigterm_before_the_lock_goes(
 
     (sandbox.repo / "op_tests" / "test_stubborn.py").write_text(IGNORES_TERM)
     commit(sandbox.repo, "stubborn")
-    cmd = [*PYTEST, "--gpu-verify",
-           "--gpu-window", "0.3", "--gpu-env", str(sandbox.env_path), "--ticket", "T-1", "op_tests/test_stubborn.py"]
-    proc = subprocess.Popen(cmd, cwd=sandbox.repo, env=dict(os.environ, PATH=f"{sandbox.sim_bin}:{os.environ['PATH']}"),
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    cmd = [
+        *PYTEST,
+        "--gpu-verify",
+        "--gpu-window",
+        "0.3",
+        "--gpu-env",
+        str(sandbox.env_path),
+        "--ticket",
+        "T-1",
+        "op_tests/test_stubborn.py",
+    ]
+    proc = subprocess.Popen(
+        cmd,
+        cwd=sandbox.repo,
+        env=dict(os.environ, PATH=f"{sandbox.sim_bin}:{os.environ['PATH']}"),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     deadline = time.monotonic() + 60
     while not any(b"started" in p.read_bytes() for p in (sandbox.tickets / "T-1").glob("bench_stubborn.*.log")):
         assert time.monotonic() < deadline and proc.poll() is None, "the target never started"

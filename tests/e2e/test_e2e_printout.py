@@ -22,12 +22,12 @@ from pytest_gpuverify.records.artifact import read_artifact
 
 pytestmark = pytest.mark.docker
 
-MOE_HARNESS = '''\
+MOE_HARNESS = """\
 # a fused-MoE comparison harness: a passing figure, then a failed allclose
 print("Cosine similarity: 0.999060")
 print("Allclose(atol=0.1, rtol=0.2): False")
-'''
-CAUGHT_CLOSE = '''\
+"""
+CAUGHT_CLOSE = """\
 # a harness that catches assert_close's error and prints it, after a passed check
 print("[aiter] ck: [checkAllclose atol=0.01 rtol=0.01 passed~]")
 try:
@@ -35,15 +35,15 @@ try:
                          "Greatest absolute difference: 0.5 at index (3, 17) (up to 1e-05 allowed)")
 except AssertionError as exc:
     print(exc)
-'''
-ASSERT_ONLY = '''\
+"""
+ASSERT_ONLY = """\
 import sys
 # a Triton tutorial: asserts, and one printed difference
 diff = 0.0 if "--wrong" not in sys.argv else 0.5
 print(f"The maximum difference between torch and triton is {diff}")
 assert diff == 0.0, "triton and torch differ"
-'''
-PERF_REPORT = '''\
+"""
+PERF_REPORT = """\
 # two perf_report tables of one run (Triton's 03-matrix-multiplication), a whole number in a kernel column
 print("\\u2705 Triton and Torch match")
 for dtype, values in (("fp16", ("1024.000000", "4.096000")), ("fp8", ("3.276800", "9.830400"))):
@@ -51,8 +51,8 @@ for dtype, values in (("fp16", ("1024.000000", "4.096000")), ("fp8", ("3.276800"
     print("         M       N       K      Triton")
     print(f"0    256.0   256.0   256.0 {values[0]:>11}")
     print(f"1    384.0   384.0   384.0 {values[1]:>11}")
-'''
-THREAD_TEST = '''\
+"""
+THREAD_TEST = """\
 import threading
 
 def test_in_a_worker_thread():
@@ -61,9 +61,9 @@ def test_in_a_worker_thread():
     thread = threading.Thread(target=work)
     thread.start()
     thread.join()
-'''
+"""
 NO_TORCH_CONFTEST = "import torch_is_not_here  # the container has no such module\n"
-FLAKY_TEST = '''\
+FLAKY_TEST = """\
 ATTEMPTS = []
 
 def test_retried():
@@ -73,8 +73,8 @@ def test_retried():
 
 def test_steady():
     pass
-'''
-DECLARATIONS = '''\
+"""
+DECLARATIONS = """\
 [[targets]]
 name = "moe-harness"
 kind = "bench"
@@ -122,12 +122,19 @@ path = "tests/notorch/test_x.py"
 name = "retried"
 kind = "pytest"
 path = "tests/flaky/test_flaky.py"
-'''
-FILES = {"bench/moe_harness.py": MOE_HARNESS, "bench/caught_close.py": CAUGHT_CLOSE, "bench/assert_only.py": ASSERT_ONLY,
-         "bench/perf_report.py": PERF_REPORT, "tests/thread/test_thread.py": THREAD_TEST,
-         "tests/notorch/conftest.py": NO_TORCH_CONFTEST, "tests/notorch/test_x.py": "def test_x():\n    pass\n",
-         "tests/flaky/test_flaky.py": FLAKY_TEST, "tests/flaky/pytest.ini": "[pytest]\naddopts = --reruns 2\n",
-         "gpuverify.toml": DECLARATIONS}
+"""
+FILES = {
+    "bench/moe_harness.py": MOE_HARNESS,
+    "bench/caught_close.py": CAUGHT_CLOSE,
+    "bench/assert_only.py": ASSERT_ONLY,
+    "bench/perf_report.py": PERF_REPORT,
+    "tests/thread/test_thread.py": THREAD_TEST,
+    "tests/notorch/conftest.py": NO_TORCH_CONFTEST,
+    "tests/notorch/test_x.py": "def test_x():\n    pass\n",
+    "tests/flaky/test_flaky.py": FLAKY_TEST,
+    "tests/flaky/pytest.ini": "[pytest]\naddopts = --reruns 2\n",
+    "gpuverify.toml": DECLARATIONS,
+}
 
 
 @pytest.fixture(scope="module")
@@ -165,9 +172,11 @@ def test_a_printed_failure_outranks_a_passing_figure(made):
 def test_a_caught_assert_close_error_fails(made):
     a = art(made, "caught-close")
     assert a.verdict == "FAIL" and a.exit_code == 0, a.reasons
-    assert rule_reasons(a) == ["line 2: assert_close failed: Tensor-likes are not close!; Mismatched elements: "
-                               "1024 / 1024 (100.0%); Greatest absolute difference: 0.5 at index (3, 17) (up to 1e-05 "
-                               "allowed)"]
+    assert rule_reasons(a) == [
+        "line 2: assert_close failed: Tensor-likes are not close!; Mismatched elements: "
+        "1024 / 1024 (100.0%); Greatest absolute difference: 0.5 at index (3, 17) (up to 1e-05 "
+        "allowed)"
+    ]
 
 
 def test_an_assert_only_script_is_checked_by_its_exit_status(made):
@@ -200,16 +209,21 @@ def test_an_exception_in_a_pytest_worker_thread_fails(made):
     a = art(made, "thread")
     assert a.verdict == "FAIL" and a.exit_code == 0, a.reasons
     reasons = rule_reasons(a)
-    assert any("assert_close failed: Tensor-likes are not close!; Mismatched elements: 1024 / 1024" in r for r in reasons)
-    assert any("pytest caught an exception no test saw" in r and "PytestUnhandledThreadExceptionWarning" in r
-               for r in reasons), reasons
+    assert any(
+        "assert_close failed: Tensor-likes are not close!; Mismatched elements: 1024 / 1024" in r for r in reasons
+    )
+    assert any(
+        "pytest caught an exception no test saw" in r and "PytestUnhandledThreadExceptionWarning" in r for r in reasons
+    ), reasons
 
 
 def test_an_inner_pytest_that_ran_no_test_is_inconclusive_naming_its_first_error(made):
     a = art(made, "no-torch")
     assert a.verdict == "INCONCLUSIVE" and a.exit_code == 4, a.reasons
-    assert a.reasons[0] == ("the inner pytest ran no test (exit code 4): line 1: ImportError while loading conftest "
-                            "'/workspace/aiter/tests/notorch/conftest.py'.")
+    assert a.reasons[0] == (
+        "the inner pytest ran no test (exit code 4): line 1: ImportError while loading conftest "
+        "'/workspace/aiter/tests/notorch/conftest.py'."
+    )
 
 
 def test_a_test_the_inner_pytest_retried_into_a_pass_fails_and_counts_once(made):
@@ -221,8 +235,17 @@ def test_a_test_the_inner_pytest_retried_into_a_pass_fails_and_counts_once(made)
     assert a.command.startswith("python3 -m pytest tests/flaky/test_flaky.py -q -rAR ")
 
 
-TOPICS = ["moe-harness", "caught-close", "assert-only", "assert-only-wrong", "perf-report", "perf-report-mark-off",
-          "thread", "no-torch", "retried"]
+TOPICS = [
+    "moe-harness",
+    "caught-close",
+    "assert-only",
+    "assert-only-wrong",
+    "perf-report",
+    "perf-report-mark-off",
+    "thread",
+    "no-torch",
+    "retried",
+]
 
 
 def check(path: Path, capsys) -> tuple[int, str]:
@@ -237,25 +260,47 @@ def test_check_re_derives_every_new_rule(made, topic, capsys):
 
 
 TAMPERINGS = {
-    "a failure verdict line's target called PASS": ("moe-harness", lambda d: d.update(verdict="PASS"),
-                                                    "verdict is PASS, re-derived FAIL: "),
+    "a failure verdict line's target called PASS": (
+        "moe-harness",
+        lambda d: d.update(verdict="PASS"),
+        "verdict is PASS, re-derived FAIL: ",
+    ),
     "the verdict line turned off after the fact": (
-        "moe-harness", lambda d: d["target"].update(verdict_lines_off=["allclose"]),
-        "verdict is FAIL, re-derived INCONCLUSIVE"),
-    "exit_status_is_check dropped": ("assert-only", lambda d: d["target"].update(exit_status_is_check=False),
-                                     "correctness.checks_passed is 2, the raw output gives 1"),
-    "a perf row's table renamed": ("perf-report", lambda d: d["perf"][2].update(table="matmul-performance-fp16"),
-                                   "perf row 2 (M=256.0, N=256.0, K=256.0 Triton): table is 'matmul-performance-fp16', "
-                                   "the raw output gives 'matmul-performance-fp8'"),
+        "moe-harness",
+        lambda d: d["target"].update(verdict_lines_off=["allclose"]),
+        "verdict is FAIL, re-derived INCONCLUSIVE",
+    ),
+    "exit_status_is_check dropped": (
+        "assert-only",
+        lambda d: d["target"].update(exit_status_is_check=False),
+        "correctness.checks_passed is 2, the raw output gives 1",
+    ),
+    "a perf row's table renamed": (
+        "perf-report",
+        lambda d: d["perf"][2].update(table="matmul-performance-fp16"),
+        "perf row 2 (M=256.0, N=256.0, K=256.0 Triton): table is 'matmul-performance-fp16', "
+        "the raw output gives 'matmul-performance-fp8'",
+    ),
     "a kernel's figure moved into the shape": (
-        "perf-report", lambda d: d["perf"][0].update(shape="M=256.0, N=256.0, K=256.0, Triton=1024.000000"),
-        "perf row 0 (M=256.0, N=256.0, K=256.0 Triton): shape is"),
-    "the thread's failure dropped": ("thread", lambda d: d.update(verdict="PASS", reasons=[]),
-                                     "verdict is PASS, re-derived FAIL: "),
-    "a run that ran no test called FAIL": ("no-torch", lambda d: d.update(verdict="FAIL"),
-                                           "verdict is FAIL, re-derived INCONCLUSIVE: "),
-    "a retried test counted as passed": ("retried", lambda d: d["correctness"].update(checks_passed=2, checks_failed=0),
-                                         "correctness.checks_passed is 2, the raw output gives 1"),
+        "perf-report",
+        lambda d: d["perf"][0].update(shape="M=256.0, N=256.0, K=256.0, Triton=1024.000000"),
+        "perf row 0 (M=256.0, N=256.0, K=256.0 Triton): shape is",
+    ),
+    "the thread's failure dropped": (
+        "thread",
+        lambda d: d.update(verdict="PASS", reasons=[]),
+        "verdict is PASS, re-derived FAIL: ",
+    ),
+    "a run that ran no test called FAIL": (
+        "no-torch",
+        lambda d: d.update(verdict="FAIL"),
+        "verdict is FAIL, re-derived INCONCLUSIVE: ",
+    ),
+    "a retried test counted as passed": (
+        "retried",
+        lambda d: d["correctness"].update(checks_passed=2, checks_failed=0),
+        "correctness.checks_passed is 2, the raw output gives 1",
+    ),
 }
 
 
@@ -270,18 +315,45 @@ def test_check_catches_tampering_with_the_new_rules(made, name, tmp_path, capsys
     path.write_text(json.dumps(data))
     rc, text = check(path, capsys)
     assert rc == 1 and any(line.removeprefix("MISMATCH ").startswith(expected) for line in text.splitlines()), (
-        expected, text)
+        expected,
+        text,
+    )
 
 
 # ----- around the session: a rerun plugin never re-runs a GPU target into another verdict --------------
 
+
 def test_a_rerun_plugin_around_the_session_keeps_the_first_verdict(sandbox):
     """``pytest --gpu-verify --reruns 2`` on a target that fails: it runs once, the session fails."""
-    cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:benchmark", "-p", "no:hypothesispytest",
-           "--gpu-verify", "--gpu-window", "0.3", "--gpu-env", str(sandbox.env_path), "--ticket", "T-1",
-           "--reruns", "2", "-rA", "op_tests/test_moe_2stage.py"]
-    proc = subprocess.run(cmd, cwd=sandbox.repo, capture_output=True, timeout=300,
-                          env=dict(os.environ, PATH=f"{sandbox.sim_bin}:{os.environ['PATH']}"))
+    cmd = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-p",
+        "no:cacheprovider",
+        "-p",
+        "no:benchmark",
+        "-p",
+        "no:hypothesispytest",
+        "--gpu-verify",
+        "--gpu-window",
+        "0.3",
+        "--gpu-env",
+        str(sandbox.env_path),
+        "--ticket",
+        "T-1",
+        "--reruns",
+        "2",
+        "-rA",
+        "op_tests/test_moe_2stage.py",
+    ]
+    proc = subprocess.run(
+        cmd,
+        cwd=sandbox.repo,
+        capture_output=True,
+        timeout=300,
+        env=dict(os.environ, PATH=f"{sandbox.sim_bin}:{os.environ['PATH']}"),
+    )
     text = proc.stdout.decode(errors="replace")
     assert proc.returncode == 1, text[-3000:]
     assert "1 failed, 2 rerun" in text and " passed" not in text.splitlines()[-1], text[-2000:]

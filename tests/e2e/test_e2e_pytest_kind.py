@@ -7,11 +7,10 @@ from __future__ import annotations
 import uuid
 
 import pytest
+from test_e2e_kinds import commit, declare, out, run_in
 
 from pytest_gpuverify.cli import demo
 from pytest_gpuverify.verify.check import check_artifact
-
-from test_e2e_kinds import commit, declare, out, run_in
 
 pytestmark = pytest.mark.docker
 MISMATCH = "Mismatched elements: 1024 / 1024 (100.0%)"

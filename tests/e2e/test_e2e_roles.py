@@ -15,7 +15,7 @@ import pytest
 
 pytestmark = pytest.mark.docker
 
-SPY = '''
+SPY = """
 import json, os
 import pytest
 from pytest_gpuverify.engine import session
@@ -41,7 +41,7 @@ def pytest_sessionfinish(session):
 def pytest_unconfigure(config):
     names = [name for name, _ in config.pluginmanager.list_name_plugin() if name.startswith("gpuverify-")]
     record(event="unconfigure", left=names)
-'''
+"""
 
 TARGETS = ("op_tests/test_gemm_a8w8.py", "op_tests/test_rmsnorm2d.py")
 
@@ -91,7 +91,7 @@ def test_a_bad_setup_under_xdist_stops_on_the_controller_before_any_worker(sandb
     assert not [e for e in events if e["worker"]], "no worker started"
 
 
-FULL_DISK = '''
+FULL_DISK = """
 import errno
 from pytest_gpuverify.engine import run
 
@@ -99,7 +99,7 @@ def full_disk(*args, **kwargs):
     raise OSError(errno.ENOSPC, "No space left on device")
 
 run.seal_log = full_disk
-'''
+"""
 
 
 def test_a_log_that_cannot_be_sealed_still_gets_its_artifact_and_no_pass(sandbox, tmp_path):

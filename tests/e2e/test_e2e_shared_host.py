@@ -8,7 +8,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from probe_paths import without_probe
 
 pytestmark = pytest.mark.docker
@@ -19,18 +18,23 @@ def text(proc) -> str:
 
 
 def test_xdist_workers_write_every_artifact_once_and_summary_covers_all(sandbox):
-    targets = ["op_tests/test_gemm_a8w8.py", "op_tests/test_rmsnorm2d.py", "op_tests/test_moe_2stage.py",
-               "op_tests/test_no_check.py"]
+    targets = [
+        "op_tests/test_gemm_a8w8.py",
+        "op_tests/test_rmsnorm2d.py",
+        "op_tests/test_moe_2stage.py",
+        "op_tests/test_no_check.py",
+    ]
     proc = sandbox.pytest("-n", "2", *targets)
     out = text(proc)
     assert proc.returncode == 1, out
     verdicts = {t: sandbox.artifact(t).verdict for t in ("gemm_a8w8", "rmsnorm2d", "moe_2stage", "no_check")}
     assert verdicts == {"gemm_a8w8": "PASS", "rmsnorm2d": "PASS", "moe_2stage": "FAIL", "no_check": "INCONCLUSIVE"}
-    summary = out[out.index("gpuverify ="):]
+    summary = out[out.index("gpuverify =") :]
     assert len(re.findall(r"^(PASS|FAIL|INCONCLUSIVE)\s", summary, re.M)) == 4, summary
     ticket = sandbox.tickets / "T-1"
-    assert sorted(p.name for p in ticket.glob("bench_*.json")) == sorted(f"bench_{t}.json" for t in verdicts), \
+    assert sorted(p.name for p in ticket.glob("bench_*.json")) == sorted(f"bench_{t}.json" for t in verdicts), (
         "each artifact is written exactly once"
+    )
     assert sandbox.lock_files_free()
 
 
@@ -80,7 +84,7 @@ def test_gpu_wait_shows_what_it_waits_for_then_runs(sandbox):
     assert "gpuverify: waiting up to 60 s" in out and "4 busy" in out, out[-2000:]
 
 
-FIXTURE_TEST = '''
+FIXTURE_TEST = """
 import pytest
 
 
@@ -92,7 +96,7 @@ def test_gemm_on_two_gpus(locked_gpu, kernel_container):
     assert art.env["HIP_VISIBLE_DEVICES"] == ",".join(map(str, locked_gpu.indices))
     assert [g.index for g in art.gpus] == locked_gpu.indices
     assert art.correctness.shapes_checked == 3
-'''
+"""
 
 
 def test_fixtures_record_runs_like_targets(sandbox):
@@ -104,7 +108,9 @@ def test_fixtures_record_runs_like_targets(sandbox):
     import subprocess as sp
 
     sp.run(["git", "-C", str(sandbox.repo), "add", "-A"], check=True)
-    sp.run(["git", "-C", str(sandbox.repo), "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "t"], check=True)
+    sp.run(
+        ["git", "-C", str(sandbox.repo), "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "t"], check=True
+    )
     proc = sandbox.pytest("tests/test_fixture_use.py")
     assert proc.returncode == 0, text(proc)[-3000:]
     art = sandbox.artifact("fixture_gemm")
@@ -118,8 +124,12 @@ def test_fixtures_skip_without_gpu_verify(sandbox):
     import sys
 
     (sandbox.repo / "test_fixture_only.py").write_text(FIXTURE_TEST)
-    proc = sp.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-rs", "--strict-markers",
-                   "test_fixture_only.py"], cwd=sandbox.repo, capture_output=True, env=dict(os.environ))
+    proc = sp.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-rs", "--strict-markers", "test_fixture_only.py"],
+        cwd=sandbox.repo,
+        capture_output=True,
+        env=dict(os.environ),
+    )
     assert proc.returncode == 0 and "run with --gpu-verify" in text(proc), text(proc)
 
 
@@ -141,7 +151,10 @@ def test_container_dying_mid_run_is_inconclusive(sandbox):
     sandbox.client.containers.get(sandbox.container).kill()
     output = proc.communicate(timeout=60)[0].decode(errors="replace")
     art = sandbox.artifact("sleep")
-    assert art.verdict == "INCONCLUSIVE" and "container stopped during the run" in art.reasons[0], (art.reasons, output[-2000:])
+    assert art.verdict == "INCONCLUSIVE" and "container stopped during the run" in art.reasons[0], (
+        art.reasons,
+        output[-2000:],
+    )
     assert sandbox.lock_files_free()
 
 
@@ -280,7 +293,7 @@ def test_a_session_reads_the_gpus_through_the_amdsmi_library(sandbox):
     assert "readings  amdsmi library, in-process" in text(proc)  # the doctor's lines head a -v run
 
 
-HOT = '''
+HOT = """
 import json, os, time
 import aiter
 from aiter import logger
@@ -297,7 +310,7 @@ for gpu in state["gpus"]:
 with open(path + ".tmp", "w") as fh:
     json.dump(state, fh)
 os.replace(path + ".tmp", path)
-'''
+"""
 
 
 def test_targets_busy_to_their_last_moment_run_back_to_back_on_one_gpu(sandbox):
@@ -313,10 +326,18 @@ def test_targets_busy_to_their_last_moment_run_back_to_back_on_one_gpu(sandbox):
     for name in names:
         (sandbox.repo / "op_tests" / f"test_{name}.py").write_text(HOT)
     subprocess.run(["git", "-C", str(sandbox.repo), "add", "-A"], check=True)
-    subprocess.run(["git", "-C", str(sandbox.repo), "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "hot"],
-                   check=True)
-    proc = sandbox.pytest(*(f"op_tests/test_{n}.py" for n in names), "--gpu-container", "none", "--gpu-wait", "0",
-                          env={"HOT_STATE": str(sandbox.state_path)})
+    subprocess.run(
+        ["git", "-C", str(sandbox.repo), "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "hot"],
+        check=True,
+    )
+    proc = sandbox.pytest(
+        *(f"op_tests/test_{n}.py" for n in names),
+        "--gpu-container",
+        "none",
+        "--gpu-wait",
+        "0",
+        env={"HOT_STATE": str(sandbox.state_path)},
+    )
     verdicts = {n: (sandbox.artifact(n).verdict, sandbox.artifact(n).reasons) for n in names}
     assert all(v == "PASS" for v, _ in verdicts.values()), (verdicts, text(proc)[-3000:])
     assert load_state(sandbox.state_path).gpus[0].use_until is not None, "the targets left their load behind"

@@ -15,17 +15,16 @@ import time
 from pathlib import Path
 
 import pytest
-
 from conftest import make_sandbox
 
 pytestmark = pytest.mark.docker
 
 # Prints when it started, then what test_rmsnorm2d.py prints: a PASS with its start time in the log.
-STAMPED = '''
+STAMPED = """
 import time
 print(f"gv-started {time.time():.6f}", flush=True)
 exec(open("op_tests/test_rmsnorm2d.py").read())
-'''
+"""
 
 
 def text(proc) -> str:
@@ -44,15 +43,33 @@ def shared_host(world_dir, docker_client, second_user):
         os.chmod(box.tickets, 0o1777)
         (box.repo / "op_tests" / "test_stamped.py").write_text(STAMPED)
         subprocess.run(["git", "-C", str(box.repo), "add", "-A"], check=True)
-        subprocess.run(["git", "-C", str(box.repo), "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "s"],
-                       check=True)
+        subprocess.run(
+            ["git", "-C", str(box.repo), "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "s"], check=True
+        )
         subprocess.run(["chown", "-R", f"{second_user.uid}:{second_user.gid}", str(box.repo)], check=True)
         yield box
 
 
 def peer_pytest(box, user, *args: str, timeout: float = 300) -> subprocess.CompletedProcess:
-    cmd = [user.python, "-m", "pytest", "-p", "no:cacheprovider", "-p", "pytest_gpuverify.plugin", "--gpu-verify",
-           "--gpu-window", "0.3", "--gpu-env", str(box.env_path), "--ticket", "T-1", "--gpu-container", "none", *args]
+    cmd = [
+        user.python,
+        "-m",
+        "pytest",
+        "-p",
+        "no:cacheprovider",
+        "-p",
+        "pytest_gpuverify.plugin",
+        "--gpu-verify",
+        "--gpu-window",
+        "0.3",
+        "--gpu-env",
+        str(box.env_path),
+        "--ticket",
+        "T-1",
+        "--gpu-container",
+        "none",
+        *args,
+    ]
     return user.run(cmd, cwd=box.repo, env={"PATH": f"{box.sim_bin}:/usr/local/bin:/usr/bin:/bin"}, timeout=timeout)
 
 
@@ -67,8 +84,9 @@ def test_a_second_user_runs_on_lock_files_of_roots_flock(shared_host, second_use
     proc = peer_pytest(box, second_user, "op_tests/test_gemm_a8w8.py")  # it JIT-builds into its cache
     art = box.artifact("gemm_a8w8")
     assert art.verdict == "PASS", (art.reasons, text(proc)[-3000:])
-    assert art.cache_dirs["AITER_JIT_DIR"].startswith(f"/tmp/gpuverify-{second_user.uid}/cache/"), \
+    assert art.cache_dirs["AITER_JIT_DIR"].startswith(f"/tmp/gpuverify-{second_user.uid}/cache/"), (
         "a host run's caches are the user's own (another user's /tmp/gpuverify would refuse the build)"
+    )
     assert lock_files(box) == before, "lock files keep their owner and mode"
     ticket = box.tickets / "T-1"
     assert ticket.stat().st_uid == second_user.uid
@@ -78,10 +96,14 @@ def test_a_second_user_runs_on_lock_files_of_roots_flock(shared_host, second_use
 
 def _hold_every_lock(box):
     """root's `flock(1)` holding every GPU's lock, until killed."""
-    holders = [subprocess.Popen(["flock", "-x", "-o", str(box.spec.locks / f"gpu-{g}.lock"), "sleep", "300"])
-               for g in range(box.spec.gpus)]
+    holders = [
+        subprocess.Popen(["flock", "-x", "-o", str(box.spec.locks / f"gpu-{g}.lock"), "sleep", "300"])
+        for g in range(box.spec.gpus)
+    ]
     deadline = time.time() + 30
-    while not all(subprocess.run(["flock", "-n", str(p), "true"]).returncode == 1 for p in box.spec.locks.glob("*.lock")):
+    while not all(
+        subprocess.run(["flock", "-n", str(p), "true"]).returncode == 1 for p in box.spec.locks.glob("*.lock")
+    ):
         assert time.time() < deadline, "the flock(1) holders never took the locks"
         time.sleep(0.05)
     return holders
@@ -146,8 +168,21 @@ def test_an_unwritable_tickets_folder_stops_before_any_gpu_tool_or_container(sha
     calls.chmod(0o666)
     os.chmod(box.tickets, 0o755)  # root's: the second user cannot write in it
     env = {"PATH": f"{logged}:{box.sim_bin}:/usr/local/bin:/usr/bin:/bin"}
-    cmd = [second_user.python, "-m", "pytest", "-p", "no:cacheprovider", "-p", "pytest_gpuverify.plugin",
-           "--gpu-verify", "--gpu-env", str(box.env_path), "--ticket", "T-9", "op_tests/test_rmsnorm2d.py"]
+    cmd = [
+        second_user.python,
+        "-m",
+        "pytest",
+        "-p",
+        "no:cacheprovider",
+        "-p",
+        "pytest_gpuverify.plugin",
+        "--gpu-verify",
+        "--gpu-env",
+        str(box.env_path),
+        "--ticket",
+        "T-9",
+        "op_tests/test_rmsnorm2d.py",
+    ]
     proc = second_user.run(cmd, cwd=box.repo, env=env)
     out = text(proc)
     assert proc.returncode == 4, out  # a usage error: pytest stops before collecting
@@ -163,23 +198,34 @@ def test_an_unwritable_tickets_folder_stops_before_any_gpu_tool_or_container(sha
     assert proc.returncode == 4 and f"cannot write {box.tickets} (owner root, mode 0644): it is a file" in text(proc)
     assert calls.read_text() == "" and box.exec_ids() == []
     # the logged tools do log: the doctor reads the GPUs through them
-    subprocess.run([__import__("sys").executable, "-m", "pytest_gpuverify.cli.main", "doctor", "--gpu-env",
-                    str(box.env_path)], env=dict(os.environ, **env), capture_output=True)
+    subprocess.run(
+        [__import__("sys").executable, "-m", "pytest_gpuverify.cli.main", "doctor", "--gpu-env", str(box.env_path)],
+        env=dict(os.environ, **env),
+        capture_output=True,
+    )
     assert "rocm" in calls.read_text() or "amd-smi" in calls.read_text()
 
 
 def test_doctor_says_when_the_tickets_folder_cannot_be_written(shared_host, second_user):
     box = shared_host
     os.chmod(box.tickets, 0o755)
-    proc = second_user.run([second_user.python, "-m", "pytest_gpuverify.cli.main", "doctor", "--gpu-env", str(box.env_path)],
-                           env={"PATH": f"{box.sim_bin}:/usr/local/bin:/usr/bin:/bin"})
+    proc = second_user.run(
+        [second_user.python, "-m", "pytest_gpuverify.cli.main", "doctor", "--gpu-env", str(box.env_path)],
+        env={"PATH": f"{box.sim_bin}:/usr/local/bin:/usr/bin:/bin"},
+    )
     out = text(proc)
     assert proc.returncode == 1, out
     assert f"tickets   cannot write {box.tickets} (owner root, mode 0755)" in out
-    assert out.strip().splitlines()[-1].startswith("NOT READY") and f"tickets folder {box.tickets} is not writable" in out
+    assert (
+        out.strip().splitlines()[-1].startswith("NOT READY") and f"tickets folder {box.tickets} is not writable" in out
+    )
     os.chmod(box.tickets, 0o1777)
-    out = text(second_user.run([second_user.python, "-m", "pytest_gpuverify.cli.main", "doctor", "--gpu-env", str(box.env_path)],
-                               env={"PATH": f"{box.sim_bin}:/usr/local/bin:/usr/bin:/bin"}))
+    out = text(
+        second_user.run(
+            [second_user.python, "-m", "pytest_gpuverify.cli.main", "doctor", "--gpu-env", str(box.env_path)],
+            env={"PATH": f"{box.sim_bin}:/usr/local/bin:/usr/bin:/bin"},
+        )
+    )
     assert f"tickets   {box.tickets} writable (owner root, mode 1777)" in out, out
 
 
@@ -216,8 +262,12 @@ def test_an_artifact_that_cannot_be_written_is_one_line_naming_it(shared_host, s
     out = text(proc)
     line = next((ln for ln in out.splitlines() if ln.startswith("gpuverify: cannot write")), None)
     assert line, out[-3000:]
-    assert line.startswith(f"gpuverify: cannot write {theirs} (owner root, mode 0644): cannot move it aside to "
-                           "bench_rmsnorm2d.") and "Operation not permitted. Fix: its owner removes or renames it" in line
+    assert (
+        line.startswith(
+            f"gpuverify: cannot write {theirs} (owner root, mode 0644): cannot move it aside to bench_rmsnorm2d."
+        )
+        and "Operation not permitted. Fix: its owner removes or renames it" in line
+    )
     assert proc.returncode == 1 and theirs.read_text() == "{}", "their artifact is untouched"
     ours = Path(line.split("this run's artifact is ", 1)[1])
     assert ours.parent == ticket and ours.stat().st_uid == second_user.uid, "the result is not lost"

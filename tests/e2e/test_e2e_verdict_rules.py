@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from pytest_gpuverify.records.artifact import read_artifact
 from pytest_gpuverify.cli.main import main
+from pytest_gpuverify.records.artifact import read_artifact
 
 pytestmark = pytest.mark.docker
 
-SEED_004 = '''\
+SEED_004 = """\
 import sys
 # seed 004's kernel test: one line per shape, cosine_sim and max_abs_error, a PASS word, a summary
 worst = float(sys.argv[1]) if len(sys.argv) > 1 else 0.9987
@@ -24,12 +24,12 @@ for m, n in shapes:
     cos = worst if m == 128 else 0.9995
     print(f"M={m} N={n}: cosine_sim={cos}, max_abs_error={2.3e-04 if m == 128 else 1.1e-04:.1e} PASS")
 print("All 8 tests passed")
-'''
-H200_HARNESS = '''\
+"""
+H200_HARNESS = """\
 for n in (512, 1024, 2048):
     print(f"N={n}: cosine_sim=1.000000 max_abs_error=0.000000")
-'''
-FP8_OP_TEST = '''\
+"""
+FP8_OP_TEST = """\
 import sys
 # an aiter op_test whose output is fp8: the dtype column and the dtype= argument say so
 rows = []
@@ -45,23 +45,23 @@ print("[aiter] gemm summary (markdown):")
 print("| dtype | m | n | k | ck us | ck err |")
 print("|:------|--:|--:|--:|------:|-------:|")
 print("\\n".join(rows))
-'''
-TUTORIAL = '''\
+"""
+TUTORIAL = """\
 import sys
 # the Triton tutorials' own words
 print("\\u274c Triton and Torch differ" if "--wrong" in sys.argv else "\\u2705 Triton and Torch match")
-'''
-NAN_RESULT = '''\
+"""
+NAN_RESULT = """\
 print("[checkAllclose atol=0.01 rtol=0.01 passed~]")
 print("output: tensor([nan, 1.0000, 2.0000], device='cuda:0')")
-'''
-SMALL_ERR = '''\
+"""
+SMALL_ERR = """\
 print("gemm summary (markdown):")
 print("| m | us | err |")
 print("|--:|---:|----:|")
 print("| 16 | 3.2 | 0.03 |")
-'''
-DECLARATIONS = '''\
+"""
+DECLARATIONS = """\
 [[targets]]
 name = "seed004"
 kind = "bench"
@@ -142,10 +142,16 @@ err_ratio_max = 0.01
 name = "err-ratio-default"
 kind = "bench"
 command = "python3 bench/small_err.py"
-'''
-FILES = {"bench/seed004.py": SEED_004, "bench/h200_harness.py": H200_HARNESS, "op_tests/test_gemm_fp8.py": FP8_OP_TEST,
-         "bench/tutorial.py": TUTORIAL, "bench/nan_result.py": NAN_RESULT, "bench/small_err.py": SMALL_ERR,
-         "gpuverify.toml": DECLARATIONS}
+"""
+FILES = {
+    "bench/seed004.py": SEED_004,
+    "bench/h200_harness.py": H200_HARNESS,
+    "op_tests/test_gemm_fp8.py": FP8_OP_TEST,
+    "bench/tutorial.py": TUTORIAL,
+    "bench/nan_result.py": NAN_RESULT,
+    "bench/small_err.py": SMALL_ERR,
+    "gpuverify.toml": DECLARATIONS,
+}
 
 
 @pytest.fixture(scope="module")
@@ -180,10 +186,12 @@ def test_seed004_lines_are_checks(made):
     assert c.cosine_sim == 0.9987 and c.max_abs_error == pytest.approx(2.3e-04)
     bad = art(made, "seed004-one-bad")
     assert bad.verdict == "FAIL" and rule_reasons(bad) == [
-        "line 5: M=128 N=4096: cosine_sim 0.95 is below the default 0.99"]
+        "line 5: M=128 N=4096: cosine_sim 0.95 is below the default 0.99"
+    ]
     strict = art(made, "seed004-strict")
     assert strict.verdict == "FAIL" and rule_reasons(strict) == [
-        "line 5: M=128 N=4096: cosine_sim 0.9987 is below the declared limit 0.999"]
+        "line 5: M=128 N=4096: cosine_sim 0.9987 is below the declared limit 0.999"
+    ]
     h200 = art(made, "h200-harness")
     assert h200.verdict == "PASS" and h200.correctness.shapes_checked == 3, h200.reasons
     unprinted = art(made, "seed004-abs-limit-unprinted")
@@ -194,7 +202,9 @@ def test_seed004_lines_are_checks(made):
 def test_fp8_output_needs_an_snr_wherever_the_dtype_is_read(made):
     a = art(made, "fp8-no-snr")
     assert a.verdict == "INCONCLUSIVE" and a.correctness.dtype == "torch.float8_e4m3fnuz"
-    assert rule_reasons(a) == ["torch.float8_e4m3fnuz output without an SNR (dtype from output line 2: argument 'dtype')"]
+    assert rule_reasons(a) == [
+        "torch.float8_e4m3fnuz output without an SNR (dtype from output line 2: argument 'dtype')"
+    ]
     ok = art(made, "fp8-snr")
     assert ok.verdict == "PASS" and ok.correctness.snr_db == 29.5, ok.reasons
     d = art(made, "gemm-d-fp8")
@@ -208,7 +218,9 @@ def test_declared_words_and_nan_in_the_result(made):
     assert art(made, "tutorial").verdict == "PASS"
     assert art(made, "tutorial").correctness.shapes_checked == 1
     wrong = art(made, "tutorial-wrong")
-    assert wrong.verdict == "FAIL" and rule_reasons(wrong) == ["line 1: fail_pattern matches: ❌ Triton and Torch differ"]
+    assert wrong.verdict == "FAIL" and rule_reasons(wrong) == [
+        "line 1: fail_pattern matches: ❌ Triton and Torch differ"
+    ]
     assert art(made, "tutorial-undeclared").verdict == "PASS"  # Triton's words are default verdict lines now
     nan = art(made, "nan-result")
     assert nan.verdict == "FAIL" and nan.correctness.nan_count == 1
@@ -227,8 +239,20 @@ def check(path: Path, capsys) -> tuple[int, str]:
     return rc, capsys.readouterr().out
 
 
-TOPICS = ["seed004", "seed004-one-bad", "seed004-strict", "h200-harness", "seed004-abs-limit-unprinted", "fp8-no-snr",
-          "fp8-snr", "gemm-d-fp8", "tutorial", "tutorial-wrong", "nan-result", "err-ratio"]
+TOPICS = [
+    "seed004",
+    "seed004-one-bad",
+    "seed004-strict",
+    "h200-harness",
+    "seed004-abs-limit-unprinted",
+    "fp8-no-snr",
+    "fp8-snr",
+    "gemm-d-fp8",
+    "tutorial",
+    "tutorial-wrong",
+    "nan-result",
+    "err-ratio",
+]
 
 
 @pytest.mark.parametrize("topic", TOPICS)
@@ -238,28 +262,56 @@ def test_check_re_derives_every_new_rule(made, topic, capsys):
 
 
 TAMPERINGS = {
-    "dtype made bf16": ("fp8-no-snr", lambda d: d["correctness"].update(dtype="torch.bfloat16"),
-                        "correctness.dtype is 'torch.bfloat16', the raw output gives 'torch.float8_e4m3fnuz'"),
-    "dtype source edited": ("gemm-d-fp8", lambda d: d["correctness"].update(dtype_source="declaration"),
-                            "correctness.dtype_source is 'declaration', the raw output gives 'command: -d fp8'"),
+    "dtype made bf16": (
+        "fp8-no-snr",
+        lambda d: d["correctness"].update(dtype="torch.bfloat16"),
+        "correctness.dtype is 'torch.bfloat16', the raw output gives 'torch.float8_e4m3fnuz'",
+    ),
+    "dtype source edited": (
+        "gemm-d-fp8",
+        lambda d: d["correctness"].update(dtype_source="declaration"),
+        "correctness.dtype_source is 'declaration', the raw output gives 'command: -d fp8'",
+    ),
     "-d fp8 dropped from the command": (
-        "gemm-d-fp8", lambda d: d.update(command=d["command"].replace(" -d fp8", "")),
-        "correctness.dtype is 'fp8', the raw output gives 'torch.bfloat16'"),
+        "gemm-d-fp8",
+        lambda d: d.update(command=d["command"].replace(" -d fp8", "")),
+        "correctness.dtype is 'fp8', the raw output gives 'torch.bfloat16'",
+    ),
     "a seed-004 limit loosened": (
-        "seed004-strict", lambda d: d["target"]["thresholds"].update(cosine_sim_min=0.99),
-        "correctness.passed is False, the raw output gives True"),
-    "shapes_checked edited": ("seed004", lambda d: d["correctness"].update(shapes_checked=9),
-                              "correctness.shapes_checked is 9, the raw output gives 8"),
-    "fail_pattern removed": ("tutorial-wrong", lambda d: d["target"].update(fail_pattern=None),
-                             "reason extra: line 1: fail_pattern matches: ❌ Triton and Torch differ"),
-    "pass_pattern made a bad regex": ("tutorial", lambda d: d["target"].update(pass_pattern="(unclosed"),
-                                      "verdict is PASS, re-derived INCONCLUSIVE: "),
-    "err_ratio edited": ("err-ratio", lambda d: d["correctness"].update(err_ratio=0.001),
-                         "correctness.err_ratio is 0.001, the raw output gives 0.03"),
-    "err_ratio_max dropped": ("err-ratio", lambda d: d["target"]["thresholds"].pop("err_ratio_max"),
-                              "verdict is FAIL, re-derived PASS"),
-    "nan_count zeroed": ("nan-result", lambda d: d["correctness"].update(nan_count=0),
-                         "correctness.nan_count is 0, the raw output gives 1"),
+        "seed004-strict",
+        lambda d: d["target"]["thresholds"].update(cosine_sim_min=0.99),
+        "correctness.passed is False, the raw output gives True",
+    ),
+    "shapes_checked edited": (
+        "seed004",
+        lambda d: d["correctness"].update(shapes_checked=9),
+        "correctness.shapes_checked is 9, the raw output gives 8",
+    ),
+    "fail_pattern removed": (
+        "tutorial-wrong",
+        lambda d: d["target"].update(fail_pattern=None),
+        "reason extra: line 1: fail_pattern matches: ❌ Triton and Torch differ",
+    ),
+    "pass_pattern made a bad regex": (
+        "tutorial",
+        lambda d: d["target"].update(pass_pattern="(unclosed"),
+        "verdict is PASS, re-derived INCONCLUSIVE: ",
+    ),
+    "err_ratio edited": (
+        "err-ratio",
+        lambda d: d["correctness"].update(err_ratio=0.001),
+        "correctness.err_ratio is 0.001, the raw output gives 0.03",
+    ),
+    "err_ratio_max dropped": (
+        "err-ratio",
+        lambda d: d["target"]["thresholds"].pop("err_ratio_max"),
+        "verdict is FAIL, re-derived PASS",
+    ),
+    "nan_count zeroed": (
+        "nan-result",
+        lambda d: d["correctness"].update(nan_count=0),
+        "correctness.nan_count is 0, the raw output gives 1",
+    ),
 }
 
 
@@ -274,4 +326,6 @@ def test_check_catches_tampering_with_the_new_fields(made, name, tmp_path, capsy
     path.write_text(json.dumps(data))
     rc, text = check(path, capsys)
     assert rc == 1 and any(line.removeprefix("MISMATCH ").startswith(expected) for line in text.splitlines()), (
-        expected, text)
+        expected,
+        text,
+    )

@@ -10,13 +10,12 @@ import time
 import uuid
 
 import pytest
-
-from pytest_gpuverify.cli import demo
-from pytest_gpuverify.verify.check import check_artifact
-from pytest_gpuverify.simulator import load_state, save_state
-
 from probe_paths import without_probe
 from test_e2e_kinds import commit, out, run_in
+
+from pytest_gpuverify.cli import demo
+from pytest_gpuverify.simulator import load_state, save_state
+from pytest_gpuverify.verify.check import check_artifact
 
 pytestmark = pytest.mark.docker
 
@@ -32,12 +31,19 @@ def kernel_repo(sandbox, site=None, container_pythonpath=None):
     commit(repo, "src layout")
     name = f"gv-kk-{uuid.uuid4().hex[:8]}"
     mounts = {str(repo): "/workspace/kernelkit", **({str(site): "/opt/site"} if site else {})}
-    demo.start_container(sandbox.client, name, sandbox.sim_bin, mounts,
-                         env={"PYTHONPATH": container_pythonpath} if container_pythonpath else None)
+    demo.start_container(
+        sandbox.client,
+        name,
+        sandbox.sim_bin,
+        mounts,
+        env={"PYTHONPATH": container_pythonpath} if container_pythonpath else None,
+    )
     sandbox.extra_containers.append(name)
     demo.install_pytest(sandbox.client, name)
-    sandbox.rewrite_env(repo_rows=[*sandbox.spec.repo_rows, ("kernelkit", repo, name, "/workspace/kernelkit")],
-                        containers=[*sandbox.spec.containers, (name, demo.ROOTFS_IMAGE)])
+    sandbox.rewrite_env(
+        repo_rows=[*sandbox.spec.repo_rows, ("kernelkit", repo, name, "/workspace/kernelkit")],
+        containers=[*sandbox.spec.containers, (name, demo.ROOTFS_IMAGE)],
+    )
     return repo
 
 
@@ -58,12 +64,17 @@ def test_a_src_layout_package_from_an_installed_copy_is_inconclusive(sandbox, tm
     assert art.verdict == "INCONCLUSIVE", (art.reasons, out(proc))
     assert art.imports == {"kernelkit": "/opt/site/kernelkit/__init__.py"}
     # the command ran, and its own record of its imports decides: it took the installed copy
-    assert art.reasons[0] == ("kernelkit was imported from /opt/site/kernelkit/__init__.py, outside the worktree "
-                              "/workspace/kernelkit/, not from its own /workspace/kernelkit/src/kernelkit/__init__.py: "
-                              "the run tested another copy")
+    assert art.reasons[0] == (
+        "kernelkit was imported from /opt/site/kernelkit/__init__.py, outside the worktree "
+        "/workspace/kernelkit/, not from its own /workspace/kernelkit/src/kernelkit/__init__.py: "
+        "the run tested another copy"
+    )
     record = art.import_origins["kernelkit"]
-    assert (record.seen, record.observed, record.predicted) == ("imported", "/opt/site/kernelkit/__init__.py",
-                                                                "/opt/site/kernelkit/__init__.py")
+    assert (record.seen, record.observed, record.predicted) == (
+        "imported",
+        "/opt/site/kernelkit/__init__.py",
+        "/opt/site/kernelkit/__init__.py",
+    )
     assert art.run.ran and art.run.imports_outside == art.reasons[:1]
 
 
@@ -86,12 +97,13 @@ def test_a_foreign_process_mid_run_is_inconclusive_the_commands_own_worker_is_no
     repo = kernel_repo(sandbox, container_pythonpath="/workspace/kernelkit/src")
     (repo / "tests" / "test_a_own.py").write_text(
         "import subprocess\n\ndef test_own_worker():\n"
-        "    subprocess.run(['gpuverify-sim-use', '2048', 'sleep', '2'], check=True)\n")
-    (repo / "tests" / "test_b_foreign.py").write_text(
-        "import time\n\ndef test_slow():\n    time.sleep(4)\n")
+        "    subprocess.run(['gpuverify-sim-use', '2048', 'sleep', '2'], check=True)\n"
+    )
+    (repo / "tests" / "test_b_foreign.py").write_text("import time\n\ndef test_slow():\n    time.sleep(4)\n")
     commit(repo, "a worker of its own, and a slow test")
     foreign = subprocess.Popen(["sleep", "60"])
     try:
+
         def share_when_b_runs():
             deadline = time.monotonic() + 120
             while time.monotonic() < deadline and not list((sandbox.tickets / "T-1").glob("bench_b_foreign.*.log")):
@@ -114,15 +126,18 @@ def test_a_foreign_process_mid_run_is_inconclusive_the_commands_own_worker_is_no
     shared = artifact(sandbox, "b_foreign")
     assert shared.verdict == "INCONCLUSIVE", (shared.reasons, out(proc))
     gpu = shared.gpu.index
-    assert shared.reasons[0].startswith(f"gpu {gpu} was shared during the run: pid {foreign.pid} (sleep, user root, "
-                                        "60 GiB) from "), shared.reasons
+    assert shared.reasons[0].startswith(
+        f"gpu {gpu} was shared during the run: pid {foreign.pid} (sleep, user root, 60 GiB) from "
+    ), shared.reasons
     [watch] = shared.watch
     assert [(p.pid, p.gpu) for p in watch.foreign] == [(foreign.pid, gpu)]
     path = sandbox.tickets / "T-1" / "bench_b_foreign.json"
-    for edit, said in (({"run": shared.run.model_copy(update={"shared": []})}, "run.shared does not match"),
-                       ({"watch": []}, "watch is empty, but the command ran"),
-                       ({"env": {**shared.env, "COLUMNS": "10000"}}, "env.COLUMNS is "),
-                       ({"imports": {"kernelkit": "/opt/site/kernelkit/__init__.py"}}, "imports.kernelkit is ")):
+    for edit, said in (
+        ({"run": shared.run.model_copy(update={"shared": []})}, "run.shared does not match"),
+        ({"watch": []}, "watch is empty, but the command ran"),
+        ({"env": {**shared.env, "COLUMNS": "10000"}}, "env.COLUMNS is "),
+        ({"imports": {"kernelkit": "/opt/site/kernelkit/__init__.py"}}, "imports.kernelkit is "),
+    ):
         problems = check_artifact(shared.model_copy(update=edit), path)
         assert any(said in p for p in problems), (edit.keys(), problems)
 
@@ -134,7 +149,8 @@ def test_another_exec_in_the_runs_own_container_is_foreign_the_commands_worker_i
     container = sandbox.spec.repo_rows[-1][2]
     (repo / "tests" / "test_shared.py").write_text(
         "import subprocess\n\ndef test_with_a_worker():\n"
-        "    subprocess.run(['gpuverify-sim-use', '2048', 'sleep', '5'], check=True)\n")
+        "    subprocess.run(['gpuverify-sim-use', '2048', 'sleep', '5'], check=True)\n"
+    )
     commit(repo, "a worker of its own, for a while")
 
     def teammate_when_the_run_runs():
@@ -156,15 +172,17 @@ def test_another_exec_in_the_runs_own_container_is_foreign_the_commands_worker_i
     with open(f"/proc/{job.pid}/cmdline", "rb") as fh:
         assert fh.read() == b"sleep\x0030.5\x00", "the teammate's job, and nothing of the run's"
     assert job.gpu == art.gpu.index and job.vram_mib == 61440
-    assert art.reasons[0].startswith(f"gpu {job.gpu} was shared during the run: pid {job.pid} (sleep, user root, "
-                                     "60 GiB) from "), art.reasons
+    assert art.reasons[0].startswith(
+        f"gpu {job.gpu} was shared during the run: pid {job.pid} (sleep, user root, 60 GiB) from "
+    ), art.reasons
 
 
 def test_a_build_that_rewrites_tracked_files_is_inconclusive_or_recorded_dirty(sandbox):
     repo = kernel_repo(sandbox, container_pythonpath="/workspace/kernelkit/src")
     (repo / "gpuverify.toml").write_text(
         '[[builds]]\nname = "stamp"\ncommand = ["sh", "-c", "echo \'VERSION = 2\' >> src/kernelkit/__init__.py"]\n'
-        '[[targets]]\nname = "add"\nkind = "pytest"\npath = "tests/test_add.py"\n')
+        '[[targets]]\nname = "add"\nkind = "pytest"\npath = "tests/test_add.py"\n'
+    )
     commit(repo, "a build that stamps a version")
     proc = run_in(sandbox, repo, "--gpu-target", "add")
     art = artifact(sandbox, "add")

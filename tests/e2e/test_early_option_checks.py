@@ -24,8 +24,10 @@ def refused(sandbox, *args: str) -> str:
 def test_a_ci_summary_into_a_missing_folder_is_refused_before_the_run(sandbox, tmp_path):
     path = tmp_path / "missing" / "summary.md"
     line, _ = refused(sandbox, "--gpu-ci-summary", str(path))
-    assert line == (f"ERROR: --gpu-ci-summary {path}: folder {path.parent} does not exist. "
-                    f"Fix: `mkdir -p {path.parent}`, or name a file in an existing folder"), line
+    assert line == (
+        f"ERROR: --gpu-ci-summary {path}: folder {path.parent} does not exist. "
+        f"Fix: `mkdir -p {path.parent}`, or name a file in an existing folder"
+    ), line
 
 
 def test_a_container_not_in_the_env_file_is_refused_before_the_run(sandbox):
@@ -36,5 +38,7 @@ def test_a_container_not_in_the_env_file_is_refused_before_the_run(sandbox):
 
 def test_an_ab_ref_that_does_not_resolve_is_refused_before_the_run(sandbox):
     line, _ = refused(sandbox, "--gpu-ab", "no-such-branch")
-    assert line == (f"ERROR: --gpu-ab no-such-branch: not a commit in {sandbox.repo}. Fix: name a branch, tag or sha "
-                    "that `git rev-parse` knows there (e.g. --gpu-ab HEAD~1 or origin/main)"), line
+    assert line == (
+        f"ERROR: --gpu-ab no-such-branch: not a commit in {sandbox.repo}. Fix: name a branch, tag or sha "
+        "that `git rev-parse` knows there (e.g. --gpu-ab HEAD~1 or origin/main)"
+    ), line

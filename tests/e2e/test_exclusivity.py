@@ -7,17 +7,13 @@ import subprocess
 import sys
 from pathlib import Path
 
-from pytest_gpuverify.records.artifact import Artifact, Timeline
-from pytest_gpuverify.common.clock import SessionClock, iso_utc, parse_iso_utc
-from pytest_gpuverify.verify.exclusivity import artifact_paths, holds_of
-
 from exclusivity_cases import art, overlaps
 
+from pytest_gpuverify.common.clock import SessionClock, iso_utc, parse_iso_utc
+from pytest_gpuverify.records.artifact import Artifact, Timeline
+from pytest_gpuverify.verify.exclusivity import artifact_paths, holds_of
+
 ROOT = Path(__file__).resolve().parents[2]
-
-
-
-
 
 
 def test_the_session_clock_is_ordered_and_round_trips():
@@ -66,9 +62,27 @@ def test_a_folder_stands_for_its_artifacts(tmp_path):
 def test_check_over_the_contention_bench_folder_finds_none_and_names_a_hand_made_pair(tmp_path):
     """Sessions queued on one simulated GPU: their artifacts, gathered into one folder, show no two
     runs on the GPU at once; a copy moved onto another run's interval is named with it."""
-    proc = subprocess.run([sys.executable, str(ROOT / "bench" / "contention.py"), "--procs", "2", "--targets", "3",
-                           "--gpus", "1", "--duration", "0.1", "--window", "0.3", "--keep", str(tmp_path)],
-                          capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "bench" / "contention.py"),
+            "--procs",
+            "2",
+            "--targets",
+            "3",
+            "--gpus",
+            "1",
+            "--duration",
+            "0.1",
+            "--window",
+            "0.3",
+            "--keep",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     out = proc.stdout + proc.stderr
     assert "lost              : 0 of 6" in out, out
     assert "(6 artifacts): exit 0; exclusivity: 6 runs on 1 GPU(s) of 1 host(s), 0 overlap(s)" in out, out
@@ -78,12 +92,18 @@ def test_check_over_the_contention_bench_folder_finds_none_and_names_a_hand_made
     assert len(gathered) == 6, gathered
     for path in gathered:
         tl = json.loads(path.read_text())["timeline"]
-        order = [parse_iso_utc(tl[k]) for k in ("collected", "pick_started", "lock_taken", "command_started",
-                                                "command_ended", "lock_released")]
+        order = [
+            parse_iso_utc(tl[k])
+            for k in ("collected", "pick_started", "lock_taken", "command_started", "command_ended", "lock_released")
+        ]
         assert order == sorted(order), (path.name, tl)
     hand_made = sorted(str(p) for p in (tmp_path / "HAND-MADE").iterdir())  # the pair, in their tickets' folders
-    cli = subprocess.run([sys.executable, "-m", "pytest_gpuverify.cli.main", "check", *hand_made],
-                         capture_output=True, text=True, cwd=ROOT)
+    cli = subprocess.run(
+        [sys.executable, "-m", "pytest_gpuverify.cli.main", "check", *hand_made],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
     assert cli.returncode == 1 and cli.stdout.count("OVERLAP ") == 1 and "1 overlap(s)" in cli.stdout
     # the copy's timeline was moved in the artifact alone: its raw log's trailer still says where it was
     assert "MISMATCH timeline.lock_taken is " in cli.stdout, cli.stdout

@@ -51,8 +51,13 @@ def run_capped(runner: Executor, out) -> tuple:
     runner.output_cap = CAP
     echoed: list[bytes] = []
     started: list[list[str]] = []
-    outcome = runner.stream_to_file(["sh", "-c", "head -c 5000 /dev/zero | tr '\\0' x; echo; echo end"], out,
-                                    timeout_s=60, echo=echoed.append, on_start=started.append)
+    outcome = runner.stream_to_file(
+        ["sh", "-c", "head -c 5000 /dev/zero | tr '\\0' x; echo; echo end"],
+        out,
+        timeout_s=60,
+        echo=echoed.append,
+        on_start=started.append,
+    )
     return outcome, b"".join(echoed), started
 
 
@@ -73,11 +78,16 @@ def test_probe_looks_into_its_folders_just_before_the_command(executor, tmp_path
     file too) is held, an empty or missing one is not; what the command itself writes comes after
     the look; the command sees neither the probe's variable nor its answer."""
     base = f"/tmp/gv-probe-{uuid.uuid4().hex[:8]}"
-    executor.capture(["sh", "-c", f"mkdir -p {base}/empty {base}/dot {base}/full && touch {base}/dot/.keep {base}/full/x"])
+    executor.capture(
+        ["sh", "-c", f"mkdir -p {base}/empty {base}/dot {base}/full && touch {base}/dot/.keep {base}/full/x"]
+    )
     shows_env = "echo ${GPUVERIFY_CACHE_PROBE:-unset}; touch " + f"{base}/empty/made-by-the-command"
     try:
-        cases = [((f"{base}/missing", f"{base}/empty"), False), ((f"{base}/missing", f"{base}/dot"), True),
-                 ((f"{base}/full",), True)]
+        cases = [
+            ((f"{base}/missing", f"{base}/empty"), False),
+            ((f"{base}/missing", f"{base}/dot"), True),
+            ((f"{base}/full",), True),
+        ]
         for n, (folders, held) in enumerate(cases):
             out = tmp_path / f"out{n}.log"
             outcome = executor.stream_to_file(["sh", "-c", shows_env], out, timeout_s=30, probe=folders)
@@ -145,8 +155,9 @@ def test_a_second_ctrl_c_does_not_cut_the_stop_short(executor, tmp_path):
                 threading.Timer(at, os.kill, (os.getpid(), signal.SIGINT)).start()
 
     with pytest.raises(KeyboardInterrupt) as info:  # not Interrupted alone: a bare one must fail, not abort
-        executor.stream_to_file(["sh", "-c", "trap '' TERM; echo up; sleep 60", tag], out, timeout_s=60,
-                                echo=ctrl_c_twice)
+        executor.stream_to_file(
+            ["sh", "-c", "trap '' TERM; echo up; sleep 60", tag], out, timeout_s=60, echo=ctrl_c_twice
+        )
     assert isinstance(info.value, Interrupted), "the second Ctrl-C cut the stop short"
     assert info.value.outcome.interrupted == "Ctrl-C"
     code, ps = executor.capture(["sh", "-c", "cat /proc/[0-9]*/cmdline 2>/dev/null | tr '\\0' ' '"])
@@ -162,8 +173,9 @@ def test_an_error_of_ours_once_the_command_runs_stops_it_before_it_goes_up(execu
         raise RuntimeError("a bug in on_start")
 
     with pytest.raises(RuntimeError, match="a bug in on_start"):
-        executor.stream_to_file(["sh", "-c", "echo up; sleep 60", tag], tmp_path / "out.log", timeout_s=60,
-                                on_start=broken_on_start)
+        executor.stream_to_file(
+            ["sh", "-c", "echo up; sleep 60", tag], tmp_path / "out.log", timeout_s=60, on_start=broken_on_start
+        )
     code, ps = executor.capture(["sh", "-c", "cat /proc/[0-9]*/cmdline 2>/dev/null | tr '\\0' ' '"])
     assert code == 0 and b"/proc/" in ps and tag.encode() not in ps, "the command is gone"
 
@@ -178,8 +190,11 @@ def test_an_engine_that_is_gone_is_a_container_error(tmp_path):
 
     client = docker.DockerClient(base_url=f"unix://{tmp_path}/docker.sock", version="1.41")
     gone = ContainerExecutor(client, "gv-gone")
-    calls = {"capture": lambda: gone.capture(["true"]), "running": lambda: gone.running,
-             "stream_to_file": lambda: gone.stream_to_file(["true"], tmp_path / "out.log")}
+    calls = {
+        "capture": lambda: gone.capture(["true"]),
+        "running": lambda: gone.running,
+        "stream_to_file": lambda: gone.stream_to_file(["true"], tmp_path / "out.log"),
+    }
     for name, call in calls.items():
         with pytest.raises(ContainerError, match="'gv-gone'"):
             call()

@@ -84,8 +84,23 @@ def test_the_import_check_is_asked_again_after_a_commit_and_after_each_edit(sess
     drops it, and an uncommitted state met again is kept."""
     repo = sandbox.repo
     sessions.run()
-    subprocess.run(["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q",
-                    "--allow-empty", "-m", "a new commit"], check=True)
+    subprocess.run(
+        [
+            "git",
+            "-C",
+            str(repo),
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@t",
+            "commit",
+            "-q",
+            "--allow-empty",
+            "-m",
+            "a new commit",
+        ],
+        check=True,
+    )
     art, ran = sessions.run()
     assert ran == ["import check"], "a new commit: the import check ran, the container's facts were kept"
     assert "the import check" not in _kept(art) and "the facts of" in _kept(art)
@@ -109,8 +124,23 @@ def test_on_the_host_the_import_check_is_asked_again_after_a_commit(sessions, sa
     second, _ = sessions.run(*host)
     assert _kept(first) == "" and "the import check of aiter" in _kept(second)
     assert second.imports == first.imports
-    subprocess.run(["git", "-C", str(sandbox.repo), "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q",
-                    "--allow-empty", "-m", "a new commit"], check=True)
+    subprocess.run(
+        [
+            "git",
+            "-C",
+            str(sandbox.repo),
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@t",
+            "commit",
+            "-q",
+            "--allow-empty",
+            "-m",
+            "a new commit",
+        ],
+        check=True,
+    )
     third, _ = sessions.run(*host)
     assert _kept(third) == "" and third.imports == first.imports
 
@@ -137,8 +167,11 @@ def test_on_the_host_the_arch_is_read_once_by_the_gpu_start(sessions, sandbox, t
     other = tmp_path / "sim950"
     install(other, SimState.idle(gpus=4, arch="gfx950"))
     calls.unlink()
-    proc = sandbox.pytest(TARGET, "--gpu-container", "none", ticket="T-arch", env=dict(sessions.env, PATH=counted(other)))
+    proc = sandbox.pytest(
+        TARGET, "--gpu-container", "none", ticket="T-arch", env=dict(sessions.env, PATH=counted(other))
+    )
     wrong = sandbox.artifact("rmsnorm2d", "T-arch")
-    assert wrong.verdict == "INCONCLUSIVE" and any("gfx950" in r and "gfx942" in r for r in wrong.reasons), \
+    assert wrong.verdict == "INCONCLUSIVE" and any("gfx950" in r and "gfx942" in r for r in wrong.reasons), (
         proc.stdout.decode()[-2000:]
+    )
     assert calls.read_text().splitlines() == ["ran"]

@@ -7,14 +7,14 @@ from __future__ import annotations
 import os
 
 import pytest
+from test_e2e_kinds import flydsl  # noqa: F401  # the FlyDSL checkout and its container
 
 from pytest_gpuverify.cli import demo
-from test_e2e_kinds import flydsl  # noqa: F401  # the FlyDSL checkout and its container
 
 pytestmark = pytest.mark.docker
 pytest_plugins = ("pytester",)
 
-SUITE = '''
+SUITE = """
 import pytest
 
 
@@ -49,7 +49,7 @@ def test_kernel_container_in_a_repo_named_by_run(kernel_container):
                                topic="own-flydsl")
     assert art.verdict == "PASS", art.reasons
     assert art.imports["flydsl"] == "/workspace/FlyDSL/python/flydsl/__init__.py"
-'''
+"""
 
 
 def test_each_fixture_and_every_kind_from_a_suite_of_ones_own(sandbox, flydsl, pytester, monkeypatch):  # noqa: F811
@@ -58,11 +58,30 @@ def test_each_fixture_and_every_kind_from_a_suite_of_ones_own(sandbox, flydsl, p
     monkeypatch.delenv("GPUVERIFY_ENV", raising=False)
     pytester.makepyfile(test_own_suite=SUITE)
     result = pytester.runpytest_subprocess(
-        "-p", "no:cacheprovider", "-p", "no:benchmark", "-p", "no:hypothesispytest", "-rA", "--gpu-verify",
-        "--gpu-window", "0.3", "--gpu-env", str(sandbox.env_path), "--ticket", "T-1", timeout=600)
+        "-p",
+        "no:cacheprovider",
+        "-p",
+        "no:benchmark",
+        "-p",
+        "no:hypothesispytest",
+        "-rA",
+        "--gpu-verify",
+        "--gpu-window",
+        "0.3",
+        "--gpu-env",
+        str(sandbox.env_path),
+        "--ticket",
+        "T-1",
+        timeout=600,
+    )
     text = result.stdout.str() + result.stderr.str()
     result.assert_outcomes(passed=7)
     arts = sorted(p.name for p in (sandbox.tickets / "T-1").glob("bench_own-*.json"))
-    assert arts == ["bench_own-aiter-op-test.json", "bench_own-bench.json", "bench_own-flydsl.json",
-                    "bench_own-pytest.json", "bench_own-triton-pytest.json"], text[-3000:]
+    assert arts == [
+        "bench_own-aiter-op-test.json",
+        "bench_own-bench.json",
+        "bench_own-flydsl.json",
+        "bench_own-pytest.json",
+        "bench_own-triton-pytest.json",
+    ], text[-3000:]
     assert sandbox.artifact("own-aiter-op-test").command == "python3 op_tests/test_rmsnorm2d.py"

@@ -23,13 +23,13 @@ from pytest_gpuverify.history.steps import find_steps
 from pytest_gpuverify.history.store import count, runs
 
 # One round a line per shape, five rounds a run; TFLOPS (higher is better) inverse to the time.
-HARNESS = '''print("[checkAllclose atol=0.01 rtol=0.01 passed~]")
+HARNESS = """print("[checkAllclose atol=0.01 rtol=0.01 passed~]")
 print("    M      N      K   us_median    TFLOPS")
 for rnd in range(5):
     for m, scale in ((1, 1.0), (128, 4.0)):
         us = {us} * scale * (1 + 0.002 * rnd)
         print(f"{{m:4d}}   1280   8192   {{us:9.3f}}   {{1000.0 / us:8.3f}}")
-'''
+"""
 BEFORE, AFTER, STEP_AT = 10.0, 12.0, 5  # commits 0..4 run at 10 us, 5..8 at 12 us
 COMMITS = 9
 CLI = [sys.executable, "-m", "pytest_gpuverify.cli.main"]
@@ -49,27 +49,46 @@ def lab(tmp_path_factory, docker_client) -> dict:
     root = tmp_path_factory.mktemp("history")
     store = root / "history.db"
     with make_sandbox(root / "host", docker_client) as box:
-        (box.repo / "gpuverify.toml").write_text('[[targets]]\nname = "steady"\nkind = "bench"\n'
-                                                 'command = "python3 bench/steady.py"\n')
+        (box.repo / "gpuverify.toml").write_text(
+            '[[targets]]\nname = "steady"\nkind = "bench"\ncommand = "python3 bench/steady.py"\n'
+        )
         shas = []
         for i in range(COMMITS + 1):
             us = (BEFORE if i < STEP_AT else AFTER) * jitter(i) if i < COMMITS else 14.4
             (box.repo / "bench" / "steady.py").write_text(HARNESS.format(us=us))
             commit(box.repo, f"steady at {us:.3f} us")
-            shas.append(subprocess.run(["git", "-C", str(box.repo), "rev-parse", "HEAD"], capture_output=True,
-                                       text=True, check=True).stdout.strip())
+            shas.append(
+                subprocess.run(
+                    ["git", "-C", str(box.repo), "rev-parse", "HEAD"], capture_output=True, text=True, check=True
+                ).stdout.strip()
+            )
             ticket = f"C{i}" if i < COMMITS else "HEAD"
             extra = ("--gpu-history", str(store)) if i < COMMITS else ()
             if i == COMMITS:  # its own store, under a ref named for it (a CI job on a detached checkout); five
                 # processes, so that compare has five runs of the head (a run's own rounds are one process)
-                extra = ("--gpu-history", str(root / "release.db"), "--gpu-history-ref", "release-1", "--gpu-repeats", "5")
+                extra = (
+                    "--gpu-history",
+                    str(root / "release.db"),
+                    "--gpu-history-ref",
+                    "release-1",
+                    "--gpu-repeats",
+                    "5",
+                )
             proc = box.pytest("gpuverify.toml", *extra, ticket=ticket)
             out = proc.stdout.decode()
             assert proc.returncode == 0, out[-3000:]
             if i < COMMITS:
-                assert f"gpuverify: history {store}: 1 artifact(s) added, 0 already stored, 0 refused" in out, out[-2000:]
-        yield {"store": store, "tickets": box.tickets, "shas": shas, "root": root, "box": box,
-               "head": box.tickets / "HEAD" / "bench_steady.json"}
+                assert f"gpuverify: history {store}: 1 artifact(s) added, 0 already stored, 0 refused" in out, out[
+                    -2000:
+                ]
+        yield {
+            "store": store,
+            "tickets": box.tickets,
+            "shas": shas,
+            "root": root,
+            "box": box,
+            "head": box.tickets / "HEAD" / "bench_steady.json",
+        }
 
 
 def artifacts(lab) -> list[Path]:
@@ -127,8 +146,9 @@ def test_step_rule_on_plain_series():
 @pytest.mark.docker
 def test_the_same_artifact_twice_is_added_once(lab, capsys):
     capsys.readouterr()
-    assert main(["history", "add", str(lab["tickets"] / "C0"), str(artifacts(lab)[1]),
-                 "--store", str(lab["store"])]) == 0
+    assert (
+        main(["history", "add", str(lab["tickets"] / "C0"), str(artifacts(lab)[1]), "--store", str(lab["store"])]) == 0
+    )
     out = capsys.readouterr().out
     assert out.count(": already stored") == 2 and "0 added, 2 already stored, 0 refused" in out
     with closing(connect(lab["store"])) as conn:
@@ -157,8 +177,15 @@ def test_a_tampered_artifact_is_refused(lab, capsys, tmp_path):
 def test_two_processes_adding_at_once_lose_nothing(lab, tmp_path):
     """Both add all nine artifacts at once: nine runs stored, each added by exactly one of them."""
     store = tmp_path / "both.db"
-    procs = [subprocess.Popen([*CLI, "history", "add", *map(str, artifacts(lab)), "--store",
-                               str(store)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    procs = [
+        subprocess.Popen(
+            [*CLI, "history", "add", *map(str, artifacts(lab)), "--store", str(store)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(2)
+    ]
     outs = [p.communicate(timeout=300) for p in procs]
     assert [p.returncode for p in procs] == [0, 0], outs
     added = [o.count(": added") for o, _ in outs]
@@ -171,8 +198,9 @@ def test_two_processes_adding_at_once_lose_nothing(lab, tmp_path):
 def test_two_processes_importing_at_once_lose_nothing(lab, tmp_path):
     """Two imports of 300 distinct runs each (15 files of 20: a transaction each, so the two interleave),
     at once, into one file: 600 runs, none lost."""
-    lines = subprocess.run([*CLI, "history", "export", "--store", str(lab["store"])], capture_output=True, text=True,
-                           check=True).stdout.splitlines()
+    lines = subprocess.run(
+        [*CLI, "history", "export", "--store", str(lab["store"])], capture_output=True, text=True, check=True
+    ).stdout.splitlines()
     parts: list[list[str]] = [[], []]
     for k in range(2):
         for f in range(15):
@@ -184,8 +212,15 @@ def test_two_processes_importing_at_once_lose_nothing(lab, tmp_path):
                     fh.write(json.dumps(run) + "\n")
             parts[k].append(str(part))
     store = tmp_path / "imported.db"
-    procs = [subprocess.Popen([*CLI, "history", "import", *parts[k], "--store", str(store)],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for k in range(2)]
+    procs = [
+        subprocess.Popen(
+            [*CLI, "history", "import", *parts[k], "--store", str(store)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for k in range(2)
+    ]
     outs = [p.communicate(timeout=300) for p in procs]
     assert [p.returncode for p in procs] == [0, 0], outs
     assert all(o.count(": 20 added, 0 already stored, 0 line(s) skipped") == 15 for o, _ in outs), outs
@@ -223,16 +258,19 @@ def test_compare_against_the_last_good_runs(lab, capsys):
     assert code == 1
     shas = lab["shas"]
     base_note = doc["notes"][0]
-    assert base_note == (f"base: the last 4 commit(s) with PASS runs on main below the head {shas[COMMITS][:12]} (each "
-                         f"an ancestor of it), 4 run(s) in {store}: "
-                         + ", ".join(f"{s[:12]} (1 run(s))" for s in reversed(shas[5:9])))
+    assert base_note == (
+        f"base: the last 4 commit(s) with PASS runs on main below the head {shas[COMMITS][:12]} (each "
+        f"an ancestor of it), 4 run(s) in {store}: " + ", ".join(f"{s[:12]} (1 run(s))" for s in reversed(shas[5:9]))
+    )
     for pair in doc["pairs"]:  # 14.4 us against the runs at 12 us: 20% slower, by time and by TFLOPS
         # the base: one value per stored run (each session one process), four runs
         assert (pair["call"], len(pair["base"]), len(pair["head"])) == ("REGRESSED", 4, 5), pair
         assert pair["ratio"] == pytest.approx(1.2 if pair["metric"] == "us" else 1 / 1.2, rel=0.01)
     assert main(["compare", "--history", "--store", store, "--ref", "release", str(lab["head"])]) == 2
-    assert ("gpuverify compare: refused: release: not a branch, tag or commit in the checkout at "
-            in capsys.readouterr().err)
+    assert (
+        "gpuverify compare: refused: release: not a branch, tag or commit in the checkout at "
+        in capsys.readouterr().err
+    )
     assert main(["compare", "--history", "--store", store, str(lab["head"]), str(lab["head"])]) == 2
 
 
@@ -242,8 +280,9 @@ def test_compare_of_an_old_head_takes_its_ancestors_never_later_commits(lab, cap
     its base and call it IMPROVED 17%. Its base is C3..C0, its ancestors: nothing called apart."""
     capsys.readouterr()
     store, shas = str(lab["store"]), lab["shas"]
-    code = main(["compare", "--history", "--store", store, "--ref", "main", "--last", "4", "--json",
-                 str(artifacts(lab)[4])])
+    code = main(
+        ["compare", "--history", "--store", store, "--ref", "main", "--last", "4", "--json", str(artifacts(lab)[4])]
+    )
     doc = json.loads(capsys.readouterr().out)
     assert code == 0
     assert doc["notes"][0].endswith(", ".join(f"{s[:12]} (1 run(s))" for s in reversed(shas[:4])))
@@ -256,11 +295,15 @@ def test_compare_of_an_old_head_takes_its_ancestors_never_later_commits(lab, cap
 def test_a_store_of_schema_1_is_migrated(tmp_path):
     path = tmp_path / "old.db"
     with closing(connect(path, upto=1)) as conn:
-        conn.execute("INSERT INTO runs (artifact_sha256, artifact_path, target, topic, facts, ts, verdict, watch, added)"
-                     " VALUES (?, 'a.json', 'steady', 'steady', '{}', '2026-01-01T00:00:00Z', 'PASS', '[]', 'now')",
-                     ("a" * 64,))
-        conn.execute("INSERT INTO perf (run_id, shape, name, metric, direction, run_values, median, min, max)"
-                     " VALUES (1, 's', 'n', 'us', 'lower', '[1.0, 2.0]', 1.5, 1.0, 2.0)")
+        conn.execute(
+            "INSERT INTO runs (artifact_sha256, artifact_path, target, topic, facts, ts, verdict, watch, added)"
+            " VALUES (?, 'a.json', 'steady', 'steady', '{}', '2026-01-01T00:00:00Z', 'PASS', '[]', 'now')",
+            ("a" * 64,),
+        )
+        conn.execute(
+            "INSERT INTO perf (run_id, shape, name, metric, direction, run_values, median, min, max)"
+            " VALUES (1, 's', 'n', 'us', 'lower', '[1.0, 2.0]', 1.5, 1.0, 2.0)"
+        )
         assert [r[1] for r in conn.execute("PRAGMA table_info(runs)")].count("ref") == 0
     with closing(connect(path)) as conn:
         assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 2
@@ -295,8 +338,8 @@ def png_pixels(path: Path) -> list[tuple[int, int, int]]:
     data = path.read_bytes()
     pos, chunks, header = 8, [], b""
     while pos < len(data):
-        size, kind = struct.unpack(">I4s", data[pos:pos + 8])
-        body = data[pos + 8:pos + 8 + size]
+        size, kind = struct.unpack(">I4s", data[pos : pos + 8])
+        body = data[pos + 8 : pos + 8 + size]
         header = body if kind == b"IHDR" else header
         chunks += [body] if kind == b"IDAT" else []
         pos += 12 + size
@@ -305,12 +348,17 @@ def png_pixels(path: Path) -> list[tuple[int, int, int]]:
     bpp = 3 if color == 2 else 4
     raw, stride, rows, prev = zlib.decompress(b"".join(chunks)), width * bpp, [], bytearray(width * bpp)
     for y in range(height):
-        kind, line = raw[y * (stride + 1)], bytearray(raw[y * (stride + 1) + 1:(y + 1) * (stride + 1)])
+        kind, line = raw[y * (stride + 1)], bytearray(raw[y * (stride + 1) + 1 : (y + 1) * (stride + 1)])
         for i in range(stride):
             a, b, c = line[i - bpp] if i >= bpp else 0, prev[i], prev[i - bpp] if i >= bpp else 0
             p = a + b - c
-            pred = {0: 0, 1: a, 2: b, 3: (a + b) // 2,
-                    4: a if abs(p - a) <= abs(p - b) and abs(p - a) <= abs(p - c) else b if abs(p - b) <= abs(p - c) else c}[kind]
+            pred = {
+                0: 0,
+                1: a,
+                2: b,
+                3: (a + b) // 2,
+                4: a if abs(p - a) <= abs(p - b) and abs(p - a) <= abs(p - c) else b if abs(p - b) <= abs(p - c) else c,
+            }[kind]
             line[i] = (line[i] + pred) & 0xFF
         rows.append(line)
         prev = line
@@ -322,19 +370,57 @@ def test_report_trend_plot_renders_in_chromium(lab, tmp_path):
     chromium = shutil.which("chromium")
     assert chromium, "headless Chromium is needed (apt-get install -y chromium)"
     page = tmp_path / "report.html"
-    assert main(["report", str(lab["tickets"] / "C8"), "-o", str(page), "--history", "--store", str(lab["store"]),
-                 "--ref", "main"]) == 0
+    assert (
+        main(
+            [
+                "report",
+                str(lab["tickets"] / "C8"),
+                "-o",
+                str(page),
+                "--history",
+                "--store",
+                str(lab["store"]),
+                "--ref",
+                "main",
+            ]
+        )
+        == 0
+    )
     html = page.read_text()
     shas = lab["shas"]
     nowhere = tmp_path / "none.db"
-    assert main(["report", str(lab["tickets"] / "C8"), "-o", str(tmp_path / "other.html"), "--history",
-                 "--store", str(nowhere)]) == 1  # the page is still written, the missing store named on it
+    assert (
+        main(
+            [
+                "report",
+                str(lab["tickets"] / "C8"),
+                "-o",
+                str(tmp_path / "other.html"),
+                "--history",
+                "--store",
+                str(nowhere),
+            ]
+        )
+        == 1
+    )  # the page is still written, the missing store named on it
     assert f"history not shown: {nowhere}: no history store there" in (tmp_path / "other.html").read_text()
     assert html.count(f"{shas[STEP_AT - 1][:12]}..{shas[STEP_AT][:12]}") == 8  # 4 rows: listed and plotted
     shot = tmp_path / "shot.png"
-    subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
-                    f"--screenshot={shot}", "--window-size=1100,1400", f"file://{page}"],
-                   capture_output=True, timeout=120, check=True)
+    subprocess.run(
+        [
+            chromium,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--hide-scrollbars",
+            f"--screenshot={shot}",
+            "--window-size=1100,1400",
+            f"file://{page}",
+        ],
+        capture_output=True,
+        timeout=120,
+        check=True,
+    )
     pixels = png_pixels(shot)
     near = lambda rgb, want: all(abs(x - y) < 40 for x, y in zip(rgb, want))  # noqa: E731
     trend = sum(near(p, (0x1F, 0x77, 0xB4)) for p in pixels)  # the trend's points and line
@@ -367,8 +453,9 @@ def test_a_teams_store_in_a_shared_folder_takes_two_users(lab, second_user, worl
     finally:
         os.umask(old)
     assert (os.stat(store).st_mode & 0o777, os.stat(store).st_gid) == (0o664, second_user.gid)
-    proc = second_user.run(["python3", "-m", "pytest_gpuverify.cli.main", "history", "import", str(later),
-                            "--store", str(store)])
+    proc = second_user.run(
+        ["python3", "-m", "pytest_gpuverify.cli.main", "history", "import", str(later), "--store", str(store)]
+    )
     assert proc.returncode == 0, proc.stderr.decode()
     assert f"{later}: {COMMITS - 4} added, 0 already stored" in proc.stdout.decode()
     with closing(connect(store)) as conn:
@@ -381,9 +468,19 @@ def test_dirty_and_failed_runs_are_no_result_of_their_commit(tmp_path):
 
     def stored(n: int, us: float, verdict: str = "PASS", dirty: bool = False) -> StoredRun:
         row = StoredRow(shape="M=1", name="t", metric="us", direction="lower", values=[us], median=us, min=us, max=us)
-        return StoredRun(artifact_sha256=f"{n:064x}", artifact_path=f"C{n}/bench_t.json", target="t", topic="t",
-                         facts={"target": "t (bench)"}, sha=f"{n:040x}", ref="main", dirty=dirty,
-                         ts=f"2026-01-01T00:00:{n:02d}Z", verdict=verdict, rows=[row])
+        return StoredRun(
+            artifact_sha256=f"{n:064x}",
+            artifact_path=f"C{n}/bench_t.json",
+            target="t",
+            topic="t",
+            facts={"target": "t (bench)"},
+            sha=f"{n:040x}",
+            ref="main",
+            dirty=dirty,
+            ts=f"2026-01-01T00:00:{n:02d}Z",
+            verdict=verdict,
+            rows=[row],
+        )
 
     with closing(connect(tmp_path / "h.db")) as conn:
         for n in range(8):
@@ -396,13 +493,24 @@ def test_dirty_and_failed_runs_are_no_result_of_their_commit(tmp_path):
 
 # --- a store that fails clearly: real files damaged, locked, read-only and full ---
 
+
 def stored_run(n: int, us: float = 10.0, target: str = "t"):
     from pytest_gpuverify.history.records import StoredRow, StoredRun
 
     row = StoredRow(shape="M=1", name="t", metric="us", direction="lower", values=[us], median=us, min=us, max=us)
-    return StoredRun(artifact_sha256=f"{n:064x}", artifact_path=f"C{n}/bench_{target}.json", target=target, topic=target,
-                     facts={"target": f"{target} (bench)"}, sha=f"{n + 1:012x}" + "f" * 28, ref="main", dirty=False,
-                     ts=f"2026-01-01T{n // 3600:02d}:{n // 60 % 60:02d}:{n % 60:02d}Z", verdict="PASS", rows=[row])
+    return StoredRun(
+        artifact_sha256=f"{n:064x}",
+        artifact_path=f"C{n}/bench_{target}.json",
+        target=target,
+        topic=target,
+        facts={"target": f"{target} (bench)"},
+        sha=f"{n + 1:012x}" + "f" * 28,
+        ref="main",
+        dirty=False,
+        ts=f"2026-01-01T{n // 3600:02d}:{n // 60 % 60:02d}:{n % 60:02d}Z",
+        verdict="PASS",
+        rows=[row],
+    )
 
 
 def filled(path: Path, commits: int, step_at: int = 10**9) -> Path:
@@ -410,7 +518,9 @@ def filled(path: Path, commits: int, step_at: int = 10**9) -> Path:
     from pytest_gpuverify.history.store import insert_many
 
     with closing(connect(path)) as conn:
-        insert_many(conn, [stored_run(n, (12.0 if n >= step_at else 10.0) * (1 + 0.002 * (n % 3))) for n in range(commits)])
+        insert_many(
+            conn, [stored_run(n, (12.0 if n >= step_at else 10.0) * (1 + 0.002 * (n % 3))) for n in range(commits)]
+        )
     return path
 
 
@@ -426,8 +536,15 @@ def ticket_of_t(tmp_path: Path) -> Path:
 
     folder = tmp_path / "T"
     folder.mkdir(exist_ok=True)
-    (folder / "bench_t.json").write_text(Artifact(topic="t", ts="2026-02-01T00:00:00Z", verdict="PASS", run=RunRecord(ran=True),
-                                                  target=TargetRecord(name="t", kind="bench")).model_dump_json())
+    (folder / "bench_t.json").write_text(
+        Artifact(
+            topic="t",
+            ts="2026-02-01T00:00:00Z",
+            verdict="PASS",
+            run=RunRecord(ran=True),
+            target=TargetRecord(name="t", kind="bench"),
+        ).model_dump_json()
+    )
     return folder
 
 
@@ -452,7 +569,10 @@ def test_a_damaged_store_is_one_line_for_every_command(tmp_path, capsys):
         capsys.readouterr()
         assert main(["history", "show", "t", "--store", str(store)]) == 2
         err = one_line(capsys, "history show")
-        assert f"{store}: not a usable history store (" in err and "the file is damaged. Fix: restore it from an export" in err
+        assert (
+            f"{store}: not a usable history store (" in err
+            and "the file is damaged. Fix: restore it from an export" in err
+        )
         assert main(["history", "export", "--store", str(store)]) == 2
         one_line(capsys, "history export")
         assert main(["history", "import", str(exported(tmp_path, 1000, 5)), "--store", str(store)]) == 2
@@ -463,11 +583,16 @@ def test_a_newer_schema_is_one_line(tmp_path, capsys):
     store = filled(tmp_path / "h.db", 3)
     with closing(connect(store)) as conn:
         conn.execute("PRAGMA user_version = 99")
-    for argv, command in ((["history", "show", "t"], "history show"), (["history", "export"], "history export"),
-                          (["history", "import", str(exported(tmp_path, 10, 2))], "history import")):
+    for argv, command in (
+        (["history", "show", "t"], "history show"),
+        (["history", "export"], "history export"),
+        (["history", "import", str(exported(tmp_path, 10, 2))], "history import"),
+    ):
         assert main([*argv, "--store", str(store)]) == 2
-        assert f"{store}: history schema 99 is newer than this gpuverify's ({SCHEMA_VERSION}). Fix: upgrade" in \
-            one_line(capsys, command)
+        assert (
+            f"{store}: history schema 99 is newer than this gpuverify's ({SCHEMA_VERSION}). Fix: upgrade"
+            in one_line(capsys, command)
+        )
 
 
 HOLDER = """import sqlite3, sys, time
@@ -570,6 +695,7 @@ def test_a_pass_session_keeps_its_exit_when_the_store_is_damaged(lab, tmp_path):
 
 # --- scale: the newest commits shown, every step found, the page small ---
 
+
 def test_show_prints_the_newest_commits_and_every_step(tmp_path, capsys):
     store = filled(tmp_path / "h.db", 60, step_at=20)
     capsys.readouterr()
@@ -612,5 +738,8 @@ def test_the_report_draws_at_most_its_newest_points_per_row(tmp_path):
     page = tmp_path / "page.html"
     assert main(["report", str(ticket_of_t(tmp_path)), "-o", str(page), "--history", "--store", str(store)]) == 0
     html = page.read_text()
-    section = html[html.index("<h2 id='history'>"):html.index("<h2>Targets</h2>")]
-    assert section.count("<circle") == MAX_POINTS and section.count(f"after {380:012x}, at {381:012x} (no commit range") == 2
+    section = html[html.index("<h2 id='history'>") : html.index("<h2>Targets</h2>")]
+    assert (
+        section.count("<circle") == MAX_POINTS
+        and section.count(f"after {380:012x}, at {381:012x} (no commit range") == 2
+    )

@@ -7,11 +7,11 @@ import time
 import tracemalloc
 from pathlib import Path
 
+from aiter_cases import JIT_NOISE, LONG_NOISE, MARKDOWN_GEMM, check_line
+
 from pytest_gpuverify.config.targets import AITER_OP_TEST
 from pytest_gpuverify.parsers.reader import parse_output
 from pytest_gpuverify.parsers.recognizers.pytest_terminal import read_junit
-
-from aiter_cases import JIT_NOISE, LONG_NOISE, MARKDOWN_GEMM, check_line
 
 
 def test_large_noisy_output_streams_in_small_memory(tmp_path: Path) -> None:

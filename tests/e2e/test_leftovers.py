@@ -11,13 +11,13 @@ import uuid
 from pathlib import Path
 
 import pytest
+from session_cmd import PYTEST
 
 from pytest_gpuverify.execute.leftovers import MARKER, parse_report, proc_pids, reason, stop_marked
-from session_cmd import PYTEST
 
 # The detached child of the op_test below. On SIGTERM it notes whether its GPU's lock was still held
 # (it tries the lock itself: taking it means the session had let it go), then exits.
-CHILD = r'''
+CHILD = r"""
 import fcntl, os, signal, sys, time
 probe, lock = sys.argv[1], sys.argv[2]
 def on_term(*_):
@@ -36,9 +36,9 @@ with open(probe + ".pid", "w") as fh:
 print("daemon up", flush=True)
 while True:
     time.sleep(1)
-'''
+"""
 
-OP_TEST = '''
+OP_TEST = """
 # Passes its check, and leaves a detached child running on the GPU (a daemon of its own session that
 # keeps the command's stdout).
 import os, subprocess, sys, time
@@ -53,25 +53,27 @@ while not os.path.exists(probe + ".pid"):
     time.sleep(0.05)
 logger.info("[perf] dim: (4, 32, 8192)      dtype: torch.float16, torch avg: 16.19    us, B avg: 6.30     us, "
             "uplift: 157.0%[checkAllclose atol=0.01 rtol=0.01 \\033[32mpassed~\\033[0m]")
-'''
+"""
 
 
 def text(proc) -> str:
     return proc.stdout.decode(errors="replace") + proc.stderr.decode(errors="replace")
 
 
-SLEEP_TAIL = '''
+SLEEP_TAIL = """
 print("sleeping", flush=True)
 time.sleep(600)
-'''
+"""
 
 
 def _add_op_test(sandbox, probe: Path, name: str = "daemon", tail: str = "") -> None:
     source = OP_TEST.format(probe=str(probe), locks=str(sandbox.spec.locks), child=CHILD) + tail
     (sandbox.repo / "op_tests" / f"test_{name}.py").write_text(source)
     subprocess.run(["git", "-C", str(sandbox.repo), "add", "-A"], check=True)
-    subprocess.run(["git", "-C", str(sandbox.repo), "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "daemon"],
-                   check=True)
+    subprocess.run(
+        ["git", "-C", str(sandbox.repo), "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "daemon"],
+        check=True,
+    )
 
 
 def _assert_stopped_before_release(sandbox, probe: Path) -> None:
@@ -92,10 +94,18 @@ def _container_with_probe(sandbox) -> tuple[str, Path]:
     probe_dir = sandbox.root / "probe"
     probe_dir.mkdir()
     name = f"gv-test-{uuid.uuid4().hex[:8]}"
-    sandbox.start_container(name, mounts={str(sandbox.repo): "/workspace/aiter", str(sandbox.spec.locks):
-                                          str(sandbox.spec.locks), str(probe_dir): str(probe_dir)})
-    sandbox.rewrite_env(repo_rows=[("aiter", sandbox.repo, name, "/workspace/aiter")],
-                        containers=[(name, sandbox.spec.containers[0][1])])
+    sandbox.start_container(
+        name,
+        mounts={
+            str(sandbox.repo): "/workspace/aiter",
+            str(sandbox.spec.locks): str(sandbox.spec.locks),
+            str(probe_dir): str(probe_dir),
+        },
+    )
+    sandbox.rewrite_env(
+        repo_rows=[("aiter", sandbox.repo, name, "/workspace/aiter")],
+        containers=[(name, sandbox.spec.containers[0][1])],
+    )
     return name, probe_dir / "child"
 
 
@@ -118,14 +128,30 @@ def test_a_detached_child_in_the_container_is_stopped_before_the_lock_goes(sandb
 def _kill_9_while_running(sandbox, probe: Path, *args: str) -> None:
     """pytest on op_tests/test_daemonsleep.py, kill -9'd once its command sleeps beside its child;
     returns when the GPU's lock is free again."""
-    cmd = [*PYTEST, "--gpu-verify",
-           "--gpu-window", "0.3", "--gpu-env", str(sandbox.env_path), "--ticket", "T-1", "op_tests/test_daemonsleep.py",
-           *args]
-    proc = subprocess.Popen(cmd, cwd=sandbox.repo, env=dict(os.environ, PATH=f"{sandbox.sim_bin}:{os.environ['PATH']}"),
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    cmd = [
+        *PYTEST,
+        "--gpu-verify",
+        "--gpu-window",
+        "0.3",
+        "--gpu-env",
+        str(sandbox.env_path),
+        "--ticket",
+        "T-1",
+        "op_tests/test_daemonsleep.py",
+        *args,
+    ]
+    proc = subprocess.Popen(
+        cmd,
+        cwd=sandbox.repo,
+        env=dict(os.environ, PATH=f"{sandbox.sim_bin}:{os.environ['PATH']}"),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     deadline = time.time() + 60
-    while not (Path(str(probe) + ".pid").exists() and any(
-            b"sleeping" in p.read_bytes() for p in (sandbox.tickets / "T-1").glob("bench_daemonsleep.*.log"))):
+    while not (
+        Path(str(probe) + ".pid").exists()
+        and any(b"sleeping" in p.read_bytes() for p in (sandbox.tickets / "T-1").glob("bench_daemonsleep.*.log"))
+    ):
         assert time.time() < deadline and proc.poll() is None, "the target never started"
         time.sleep(0.1)
     assert not sandbox.lock_files_free()
@@ -168,8 +194,9 @@ def test_a_detached_child_on_the_host_is_stopped_and_nothing_else_is(sandbox):
     probe = sandbox.root / "child"
     _add_op_test(sandbox, probe)
     # a process the run did not start, with the very command line of the leftover: never touched
-    bystander = subprocess.Popen([sys.executable, "-c", CHILD, str(sandbox.root / "other"), "/dev/null"],
-                                 start_new_session=True)
+    bystander = subprocess.Popen(
+        [sys.executable, "-c", CHILD, str(sandbox.root / "other"), "/dev/null"], start_new_session=True
+    )
     try:
         proc = sandbox.pytest("op_tests/test_daemon.py", "--gpu-container", "none", "--gpu-timeout", "120")
         pid = _assert_stopped_before_release(sandbox, probe)
@@ -185,9 +212,17 @@ def test_stop_marked_stops_only_the_runs_processes_term_then_kill(tmp_path):
     before = proc_pids()
     env = dict(os.environ, **{MARKER: run_id})
     polite = subprocess.Popen(["sleep", "300"], env=env, start_new_session=True)
-    stubborn = subprocess.Popen([sys.executable, "-c", "import signal, time\nsignal.signal(signal.SIGTERM, "
-                                 "signal.SIG_IGN)\nprint('up', flush=True)\ntime.sleep(300)"], env=env,
-                                stdout=subprocess.PIPE, start_new_session=True)
+    stubborn = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import signal, time\nsignal.signal(signal.SIGTERM, "
+            "signal.SIG_IGN)\nprint('up', flush=True)\ntime.sleep(300)",
+        ],
+        env=env,
+        stdout=subprocess.PIPE,
+        start_new_session=True,
+    )
     other = subprocess.Popen(["sleep", "300"], env=dict(env, **{MARKER: "another-run"}), start_new_session=True)
     try:
         assert stubborn.stdout.readline() == b"up\n"
@@ -210,9 +245,9 @@ def test_the_wrappers_report_is_read_and_the_rest_kept():
 
 
 def test_a_pass_with_leftovers_is_inconclusive_and_check_re_derives_it():
-    from pytest_gpuverify.records.artifact import Correctness, RunRecord
-    from pytest_gpuverify.parsers.result import ParsedOutput
     from pytest_gpuverify.engine.verdict import verdict_and_reasons
+    from pytest_gpuverify.parsers.result import ParsedOutput
+    from pytest_gpuverify.records.artifact import Correctness, RunRecord
 
     parsed = ParsedOutput(parser="aiter", correctness=Correctness(passed=True, shapes_checked=1))
     facts = RunRecord(ran=True, exit_code=0)

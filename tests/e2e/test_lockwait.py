@@ -8,8 +8,8 @@ import threading
 import time
 
 from pytest_gpuverify.config.envfile import parse_lock_prefix
-from pytest_gpuverify.gpu.rocm import RocmBackend
 from pytest_gpuverify.execute.host_commands import LocalHost
+from pytest_gpuverify.gpu.rocm import RocmBackend
 from pytest_gpuverify.lease.lockwait import LockWaiters
 from pytest_gpuverify.lease.picker import GpuPicker
 from pytest_gpuverify.lease.sampler import IdleSampler

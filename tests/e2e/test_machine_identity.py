@@ -9,13 +9,13 @@ import shutil
 from pathlib import Path
 
 import pytest
-
 from check_edits import check, edit
+from test_compare import BASE, HARNESS, PASSED
+from test_doctor import doctor
+
 from pytest_gpuverify.cli.main import main
 from pytest_gpuverify.records.artifact import read_artifact
 from pytest_gpuverify.simulator import load_state, save_state
-from test_compare import BASE, HARNESS, PASSED
-from test_doctor import doctor
 
 pytestmark = pytest.mark.docker
 
@@ -29,8 +29,9 @@ def two_hosts(tmp_path_factory, docker_client) -> dict:
 
     with make_sandbox(tmp_path_factory.mktemp("machine") / "host", docker_client) as box:
         (box.repo / "bench" / "ab_same.py").write_text(HARNESS.format(base=BASE, head=BASE, check=PASSED, rounds=False))
-        (box.repo / "gpuverify.toml").write_text('[[targets]]\nname = "ab-same"\nkind = "bench"\n'
-                                                 'command = "python3 bench/ab_same.py"\n')
+        (box.repo / "gpuverify.toml").write_text(
+            '[[targets]]\nname = "ab-same"\nkind = "bench"\ncommand = "python3 bench/ab_same.py"\n'
+        )
         commit(box.repo, "a harness")
         runs = ("--gpu-repeats", "5")  # five processes a side: compare calls rows only from runs
         first = box.pytest("gpuverify.toml", *runs, ticket="T-1")
@@ -59,13 +60,18 @@ def test_every_artifact_names_the_machine(two_hosts, capsys):
     assert m.driver == "amdgpu 6.12.12" and m.runtime == "ROCm 6.4.1"
     assert m.hostname == art.host and m.boot_id and m.kernel
     assert {(g.compute_partition, g.memory_partition, g.power_cap_w) for g in m.gpus} == {("SPX", "NPS1", 750.0)}
-    assert all(g.name == "AMD Instinct MI300X" and g.arch == "gfx942" and g.serial and g.vbios and g.uuid for g in m.gpus)
+    assert all(
+        g.name == "AMD Instinct MI300X" and g.arch == "gfx942" and g.serial and g.vbios and g.uuid for g in m.gpus
+    )
     # the tools do not print ECC or clock limits: each is unknown, and says why
-    assert m.gpus[0].ecc_mode is None and any(u.startswith("ecc_mode of gpu 0, 1, 2, 3: read through the amdsmi")
-                                              for u in m.unknowns), m.unknowns
+    assert m.gpus[0].ecc_mode is None and any(
+        u.startswith("ecc_mode of gpu 0, 1, 2, 3: read through the amdsmi") for u in m.unknowns
+    ), m.unknowns
     assert main(["check", str(two_hosts["paths"]["T-1"])]) == 0
-    assert "machine: AMD Instinct MI300X gfx942, 4 visible, amdgpu 6.12.12, ROCm 6.4.1, SPX/NPS1, 750 W" in \
-        two_hosts["summary"], two_hosts["summary"][-2000:]
+    assert (
+        "machine: AMD Instinct MI300X gfx942, 4 visible, amdgpu 6.12.12, ROCm 6.4.1, SPX/NPS1, 750 W"
+        in two_hosts["summary"]
+    ), two_hosts["summary"][-2000:]
 
 
 def test_the_library_reads_what_the_tools_do_and_more(two_hosts):
@@ -73,7 +79,17 @@ def test_the_library_reads_what_the_tools_do_and_more(two_hosts):
     assert library is not None and tools is not None and library.read_with.startswith("amdsmi library")
     assert library.driver == tools.driver == "amdgpu 6.10.5"
     for a, b in zip(library.gpus, tools.gpus):
-        same = ("name", "arch", "uuid", "serial", "vbios", "bdf", "compute_partition", "memory_partition", "power_cap_w")
+        same = (
+            "name",
+            "arch",
+            "uuid",
+            "serial",
+            "vbios",
+            "bdf",
+            "compute_partition",
+            "memory_partition",
+            "power_cap_w",
+        )
         assert {k: getattr(a, k) for k in same} == {k: getattr(b, k) for k in same}
     assert {(g.ecc_mode, g.ecc_corrected, g.sm_mhz_max) for g in library.gpus} == {("enabled", 0, 2100.0)}
 
@@ -84,16 +100,21 @@ def test_an_unsigned_edit_of_the_machine_fails_check(two_hosts, capsys, tmp_path
     path = folder / "bench_ab-same.json"
     edit(path, lambda d: d["machine"]["gpus"][0].update(power_cap_w=600.0))
     rc, mismatches, out = check(path, capsys)
-    assert rc != 0 and any("machine differs from the record the raw output's trailer seals" in m for m in mismatches), out
+    assert rc != 0 and any("machine differs from the record the raw output's trailer seals" in m for m in mismatches), (
+        out
+    )
     edit(path, lambda d: d.pop("machine"))
     rc, mismatches, out = check(path, capsys)
     assert rc != 0 and any("machine is missing" in m for m in mismatches), out
 
 
-@pytest.mark.parametrize("other, fact, base, head", [
-    ("T-2", "partition", "SPX/NPS1", "CPX/NPS4"),
-    ("T-3", "power_cap", "750 W", "600 W"),
-])
+@pytest.mark.parametrize(
+    "other, fact, base, head",
+    [
+        ("T-2", "partition", "SPX/NPS1", "CPX/NPS4"),
+        ("T-3", "power_cap", "750 W", "600 W"),
+    ],
+)
 def test_compare_refuses_unlike_machines_unless_allowed(two_hosts, capsys, other, fact, base, head):
     paths = two_hosts["paths"]
     capsys.readouterr()
@@ -116,8 +137,10 @@ def test_an_artifact_without_a_machine_is_noted_not_refused(two_hosts, capsys, t
 
     base = read(two_hosts["paths"]["T-1"]).model_copy(update={"machine": None})
     result = decide(base, read(two_hosts["paths"]["T-2"]))
-    assert "partition (compute/memory partition mode (MIG mode on NVIDIA) of the GPUs held) not recorded by the base: " \
+    assert (
+        "partition (compute/memory partition mode (MIG mode on NVIDIA) of the GPUs held) not recorded by the base: "
         "not held equal" in result.notes
+    )
 
 
 def test_doctor_shows_the_machine(sandbox):

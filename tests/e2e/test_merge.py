@@ -25,8 +25,12 @@ def test_merge_two_shards_refuses_a_topic_twice_unless_keep_all(sandbox, tmp_pat
     kept = tmp_path / "kept" / "S"
     assert main(["merge", str(s1), str(s2), "-o", str(kept), "--keep-all"]) == 0
     names = sorted(p.name for p in kept.glob("bench_*.json"))
-    assert names == ["bench_gemm_a8w8.from-shard-2.json", "bench_gemm_a8w8.json", "bench_moe_2stage.json",
-                     "bench_rmsnorm2d.json"]
+    assert names == [
+        "bench_gemm_a8w8.from-shard-2.json",
+        "bench_gemm_a8w8.json",
+        "bench_moe_2stage.json",
+        "bench_rmsnorm2d.json",
+    ]
     assert (kept / "bench_gemm_a8w8.json").read_bytes() == (s1 / "bench_gemm_a8w8.json").read_bytes()
     assert list(kept.glob("bench_*.log")), "the raw logs come along"
     capsys.readouterr()
@@ -41,4 +45,3 @@ def test_merge_two_shards_refuses_a_topic_twice_unless_keep_all(sandbox, tmp_pat
     said = capsys.readouterr().out
     assert "its ticket is S: it lands only in a folder named S (-o .../S)" in said, said
     assert not elsewhere.exists(), "nothing copied"
-

@@ -11,9 +11,9 @@ import pytest
 
 import pytest_gpuverify
 from pytest_gpuverify.config.envfile import EnvFileError, parse_env_text, parse_lock_prefix
-from pytest_gpuverify.gpu.rocm import RocmBackend
-from pytest_gpuverify.execute.host_commands import CommandResult, LocalHost
 from pytest_gpuverify.config.options import SetupError
+from pytest_gpuverify.execute.host_commands import CommandResult, LocalHost
+from pytest_gpuverify.gpu.rocm import RocmBackend
 from pytest_gpuverify.lease.picker import GpuPicker, PickerError
 from pytest_gpuverify.lease.sampler import IdleSampler
 from pytest_gpuverify.simulator import SimState, install
@@ -22,7 +22,9 @@ OPTIONS_DOC = Path(pytest_gpuverify.__file__).resolve().parents[1] / "docs" / "o
 PICKER_TIMEOUT_S = 20.0  # the GPU tools' own limit (gpu/rocm.py)
 
 
-@pytest.mark.parametrize("topic", ["a/b", "../../escape", "..", "a..b", "a\0b", "x" * 300, "-x", ".hidden", "", "x.json.json"])
+@pytest.mark.parametrize(
+    "topic", ["a/b", "../../escape", "..", "a..b", "a\0b", "x" * 300, "-x", ".hidden", "", "x.json.json"]
+)
 def test_a_topic_is_a_name(topic):
     from pytest_gpuverify.config.options import check_topic
 
@@ -33,8 +35,16 @@ def test_a_topic_is_a_name(topic):
     assert message.startswith("--gpu-topic ") and "Fix:" in message
 
 
-@pytest.mark.parametrize("given, topic", [("gemm", "gemm"), ("gemm.json", "gemm"), ("AITER-1_bf16.v2", "AITER-1_bf16.v2"),
-                                          ("x" * 64, "x" * 64), (None, None)])
+@pytest.mark.parametrize(
+    "given, topic",
+    [
+        ("gemm", "gemm"),
+        ("gemm.json", "gemm"),
+        ("AITER-1_bf16.v2", "AITER-1_bf16.v2"),
+        ("x" * 64, "x" * 64),
+        (None, None),
+    ],
+)
 def test_a_json_suffix_is_dropped_not_doubled(given, topic):
     from pytest_gpuverify.config.options import check_topic
 
@@ -133,15 +143,20 @@ def hosts(gpus: str) -> str:
 def test_a_gpu_count_below_one_says_it_must_be_a_count(gpus):
     with pytest.raises(EnvFileError) as err:
         parse_env_text(hosts(gpus), "env.md")
-    assert f"gpus {gpus!r} must be a whole number of GPUs, 1 or more. Fix: write the GPU count, e.g. 8." in str(err.value)
+    assert f"gpus {gpus!r} must be a whole number of GPUs, 1 or more. Fix: write the GPU count, e.g. 8." in str(
+        err.value
+    )
     assert "not a number" not in str(err.value)
 
 
 def test_a_missing_lock_folder_is_a_setup_error_naming_the_folder(tmp_path):
     from pytest_gpuverify.config.hosts import lock_for
 
-    env = parse_env_text(hosts("4") + "## GPU lock\n| host | picker | lock |\n|---|---|---|\n"
-                         f"| box | builtin | `flock -w 600 {tmp_path}/nope/gpu-<id>.lock` |\n", "env.md")
+    env = parse_env_text(
+        hosts("4") + "## GPU lock\n| host | picker | lock |\n|---|---|---|\n"
+        f"| box | builtin | `flock -w 600 {tmp_path}/nope/gpu-<id>.lock` |\n",
+        "env.md",
+    )
     with pytest.raises(SetupError) as err:
         lock_for(env, env.hosts[0])
     assert f"the GPU lock folder {tmp_path}/nope does not exist. Fix: create it" in str(err.value)
@@ -178,18 +193,34 @@ def test_the_summary_counts_a_target_whose_report_never_came():
     from pytest_gpuverify.records.artifact import Artifact
     from pytest_gpuverify.terminal import VerdictSummary
 
-    art = Artifact(plugin_version="0", topic="sleep", ts="2026-01-01T00:00:00Z", host="h", verdict="INCONCLUSIVE",
-                   reasons=["interrupted (Ctrl-C) while the command ran"])
-    engine = SimpleNamespace(outcomes=[SimpleNamespace(target=SimpleNamespace(name="op_tests/test_sleep.py"),
-                                                       artifact=art, artifact_path=Path("/t/bench_sleep.json"))])
+    art = Artifact(
+        plugin_version="0",
+        topic="sleep",
+        ts="2026-01-01T00:00:00Z",
+        host="h",
+        verdict="INCONCLUSIVE",
+        reasons=["interrupted (Ctrl-C) while the command ran"],
+    )
+    engine = SimpleNamespace(
+        outcomes=[
+            SimpleNamespace(
+                target=SimpleNamespace(name="op_tests/test_sleep.py"),
+                artifact=art,
+                artifact_path=Path("/t/bench_sleep.json"),
+            )
+        ]
+    )
     lines: list[str] = []
-    reporter = SimpleNamespace(section=lambda *a, **k: None, line=lines.append,
-                               config=SimpleNamespace(getoption=lambda *a, **k: False))
+    reporter = SimpleNamespace(
+        section=lambda *a, **k: None, line=lines.append, config=SimpleNamespace(getoption=lambda *a, **k: False)
+    )
     VerdictSummary(lambda: engine).pytest_terminal_summary(reporter)
     assert lines and lines[0].startswith("INCONCLUSIVE ") and lines[0].endswith("-> /t/bench_sleep.json"), lines
 
 
-IGNORES_TERM = "import signal, time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\nprint('up', flush=True)\ntime.sleep(60)\n"
+IGNORES_TERM = (
+    "import signal, time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\nprint('up', flush=True)\ntime.sleep(60)\n"
+)
 
 
 def test_a_host_command_ignoring_sigterm_is_killed_after_the_grace(tmp_path):

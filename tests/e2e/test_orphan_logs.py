@@ -15,8 +15,8 @@ import pytest
 
 from pytest_gpuverify.cli.handoff import observation
 from pytest_gpuverify.cli.main import main
-from pytest_gpuverify.records.artifact import Artifact, Correctness, write_artifact
 from pytest_gpuverify.engine.orphans import orphan_logs, unclaimed_logs
+from pytest_gpuverify.records.artifact import Artifact, Correctness, write_artifact
 
 
 def test_logs_named_by_an_artifact_are_not_orphans(tmp_path):
@@ -26,8 +26,10 @@ def test_logs_named_by_an_artifact_are_not_orphans(tmp_path):
     art = Artifact(topic="x", ts="2026-01-01T00:00:00Z", raw_output="bench_x.20260101T000000Z.log")
     art.builds = []
     write_artifact(art, tmp_path / "bench_x.20260101T000001Z.json")  # moved aside: still a claim
-    assert [u.log.name for u in orphan_logs(tmp_path)] == ["bench_x.20260102T000000Z.log",
-                                                           "build_make.20260101T000000Z.log"]
+    assert [u.log.name for u in orphan_logs(tmp_path)] == [
+        "bench_x.20260102T000000Z.log",
+        "build_make.20260101T000000Z.log",
+    ]
     assert orphan_logs(tmp_path, before=time.time() - 3600) == [], "a log written since is a running session's"
 
 
@@ -53,11 +55,16 @@ def test_a_killed_runs_log_is_listed_by_the_next_session_check_and_handoff(sandb
     nxt = sandbox.pytest("op_tests/test_rmsnorm2d.py")
     text = nxt.stdout.decode(errors="replace")
     assert f"gpuverify: {log}: a raw log no artifact names" in text, text[-3000:]
-    check = subprocess.run([sys.executable, "-m", "pytest_gpuverify.cli.main", "check", str(ticket)],
-                           capture_output=True, text=True, env=dict(os.environ))
+    check = subprocess.run(
+        [sys.executable, "-m", "pytest_gpuverify.cli.main", "check", str(ticket)],
+        capture_output=True,
+        text=True,
+        env=dict(os.environ),
+    )
     assert f"STOPPED {log}: a raw log no artifact names" in check.stdout, check.stdout + check.stderr
-    handoff = subprocess.run([sys.executable, "-m", "pytest_gpuverify.cli.main", "handoff", "."], cwd=ticket,
-                             capture_output=True, text=True)
+    handoff = subprocess.run(
+        [sys.executable, "-m", "pytest_gpuverify.cli.main", "handoff", "."], cwd=ticket, capture_output=True, text=True
+    )
     assert handoff.returncode == 0, handoff.stderr
     doc = json.loads(handoff.stdout)
     assert doc["salientSummary"].startswith("1 artifact(s) in T-1: "), doc["salientSummary"]
@@ -92,8 +99,10 @@ def test_a_log_a_live_session_holds_is_running_and_stopped_once_its_session_is_k
     [stopped] = unclaimed_logs(tmp_path)
     assert not stopped.live and stopped.cause == "last line: 'step 2 of 3'"
     assert main(["check", str(tmp_path)]) == 2
-    assert capsys.readouterr().out == (f"STOPPED {log}: a raw log no artifact names: its run stopped before it wrote "
-                                       "its artifact (last line: 'step 2 of 3')\n")
+    assert capsys.readouterr().out == (
+        f"STOPPED {log}: a raw log no artifact names: its run stopped before it wrote "
+        "its artifact (last line: 'step 2 of 3')\n"
+    )
 
 
 def test_a_stopped_log_the_engine_sealed_says_how_its_command_ended(tmp_path):
@@ -101,9 +110,22 @@ def test_a_stopped_log_the_engine_sealed_says_how_its_command_ended(tmp_path):
 
     log = tmp_path / "bench_x.20260101T000000Z.log"
     log.write_text("done\n")
-    append_trailer(log, trailer_fields(exit_code=3, timed_out=False, interrupted=None, container_died=False,
-                                       host="h", container=None, gpus=[0], timeline=None))
-    assert orphan_logs(tmp_path)[0].cause == "the command had ended (exit code 3); the session stopped before the artifact"
+    append_trailer(
+        log,
+        trailer_fields(
+            exit_code=3,
+            timed_out=False,
+            interrupted=None,
+            container_died=False,
+            host="h",
+            container=None,
+            gpus=[0],
+            timeline=None,
+        ),
+    )
+    assert (
+        orphan_logs(tmp_path)[0].cause == "the command had ended (exit code 3); the session stopped before the artifact"
+    )
     empty = tmp_path / "bench_y.20260101T000000Z.log"
     empty.write_text("")
     assert [u.cause for u in orphan_logs(tmp_path)][1] == "its log is empty: the command printed nothing"
@@ -114,8 +136,9 @@ def test_the_controllers_artifact_of_a_target_that_never_ran_is_no_old_file(tmp_
     because it held no GPU, not because it is old: check says nothing about its age."""
     from pytest_gpuverify.remote.unran import write_unran
 
-    path, problem = write_unran(tmp_path / "T-1", None, "op_tests/test_x.py::x", "-", "never submitted to Slurm: x",
-                                "T-1")
+    path, problem = write_unran(
+        tmp_path / "T-1", None, "op_tests/test_x.py::x", "-", "never submitted to Slurm: x", "T-1"
+    )
     assert problem == "" and path is not None
     assert main(["check", str(tmp_path / "T-1")]) == 0
     out = capsys.readouterr().out

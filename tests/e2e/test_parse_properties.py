@@ -6,20 +6,16 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-import pytest
-
-from pytest_gpuverify.parsers.reader import parse_output
-from pytest_gpuverify.parsers.result import ParsedOutput
-from pytest_gpuverify.config.targets import AITER_OP_TEST, BENCH, FLYDSL_PYTEST, KINDS, PYTEST, TRITON_PYTEST
-
 from parse_cases import FRAGMENTS, VALID, VALID_PASSING_OUTPUT
 
+from pytest_gpuverify.config.targets import AITER_OP_TEST, BENCH, FLYDSL_PYTEST, KINDS, PYTEST, TRITON_PYTEST
+from pytest_gpuverify.parsers.reader import parse_output
+from pytest_gpuverify.parsers.result import ParsedOutput
+
 PROPERTY_SETTINGS = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-
-
 
 
 # A line that must fail the run wherever it is inserted, as long as it is there whole.
@@ -114,16 +110,21 @@ def test_mutated_valid_output(kind: str, mutations: list[tuple[str, int, bytes]]
         assert result.correctness.passed is False
 
 
-@pytest.mark.parametrize("kind, perf_rows", [(AITER_OP_TEST, 2 + 4 + 2), (FLYDSL_PYTEST, 4), (TRITON_PYTEST, 0),
-                                             (BENCH, 6)])
+@pytest.mark.parametrize(
+    "kind, perf_rows", [(AITER_OP_TEST, 2 + 4 + 2), (FLYDSL_PYTEST, 4), (TRITON_PYTEST, 0), (BENCH, 6)]
+)
 def test_the_unmutated_output_passes(kind: str, perf_rows: int) -> None:
     result = parse_bytes(VALID[kind].encode(), kind)
     assert_sound(result)
     assert result.correctness.passed is True, (result.failures, result.problems)
     assert result.failures == []
-    assert result.problems == ([] if kind != BENCH else [
-        "line 8: perf_report table 'bench_gemm_a8w8' is cut short by pandas (print(df)); only the printed rows are read"
-    ])
+    assert result.problems == (
+        []
+        if kind != BENCH
+        else [
+            "line 8: perf_report table 'bench_gemm_a8w8' is cut short by pandas (print(df)); only the printed rows are read"
+        ]
+    )
     # aiter: legacy torch/B, markdown ck/triton x2, pandas ck x2; FlyDSL: avg time, flyc, Perf Compare x2
     assert len(result.perf) == perf_rows
 
@@ -134,9 +135,9 @@ def test_the_unmutated_output_passes(kind: str, perf_rows: int) -> None:
 # statement families (reading/statements.py), an assert_close failure block, pytest's warning of an exception
 # in a worker thread: inserted anywhere, whole, in a passing output of every kind.
 
-from pytest_gpuverify.records.artifact import RunRecord  # noqa: E402
 from pytest_gpuverify.engine.verdict import decide  # noqa: E402
 from pytest_gpuverify.parsers.reading.statements import FAMILIES as VERDICT_LINES  # noqa: E402
+from pytest_gpuverify.records.artifact import RunRecord  # noqa: E402
 
 NEVER_PASS_LINES = [
     "[aiter] ck: [checkAllclose atol=0.01 rtol=0.01 \x1b[31mfailed!\x1b[0m]",
@@ -151,32 +152,53 @@ NEVER_PASS_LINES = [
     "shape 7: FAILED",
 ]
 VERDICT_FAILURES = [entry.fails for entry in VERDICT_LINES] + [
-    "❌ Triton and Torch differ", "✗ FAILURE: Outputs or configs differ!", "Allclose(atol=0.1, rtol=0.2): False",
-    "correctness check: FAILED", "  --> FAIL", "[FAIL] M=128 N=4096 cos_sim=0.9421", "2 of 8 checks failed",
+    "❌ Triton and Torch differ",
+    "✗ FAILURE: Outputs or configs differ!",
+    "Allclose(atol=0.1, rtol=0.2): False",
+    "correctness check: FAILED",
+    "  --> FAIL",
+    "[FAIL] M=128 N=4096 cos_sim=0.9421",
+    "2 of 8 checks failed",
 ]
 NEVER_PASS_BLOCKS = [
     *([line] for line in NEVER_PASS_LINES),
     *([line] for line in VERDICT_FAILURES),
-    ["Tensor-likes are not close!", "", "Mismatched elements: 1024 / 1024 (100.0%)",
-     "Greatest absolute difference: 0.5 at index (3, 17) (up to 1e-05 allowed)"],
+    [
+        "Tensor-likes are not close!",
+        "",
+        "Mismatched elements: 1024 / 1024 (100.0%)",
+        "Greatest absolute difference: 0.5 at index (3, 17) (up to 1e-05 allowed)",
+    ],
     ["AssertionError: Scalars are not close!", "Expected 1.0 but got 1.5."],
     ["Mismatched elements: 3 / 3 (100%)", "Max absolute difference among violations: 0.1"],
-    ["  /usr/lib/python3/site-packages/_pytest/threadexception.py:58: PytestUnhandledThreadExceptionWarning: "
-     "Exception in thread Thread-1 (work)", "", "  Traceback (most recent call last):",
-     '    File "/usr/lib/python3.12/threading.py", line 1073, in _bootstrap_inner', "      self.run()",
-     "  AssertionError: Tensor-likes are not close!", "", "  Mismatched elements: 1024 / 1024 (100.0%)",
-     "    warnings.warn(pytest.PytestUnhandledThreadExceptionWarning(msg))"],
+    [
+        "  /usr/lib/python3/site-packages/_pytest/threadexception.py:58: PytestUnhandledThreadExceptionWarning: "
+        "Exception in thread Thread-1 (work)",
+        "",
+        "  Traceback (most recent call last):",
+        '    File "/usr/lib/python3.12/threading.py", line 1073, in _bootstrap_inner',
+        "      self.run()",
+        "  AssertionError: Tensor-likes are not close!",
+        "",
+        "  Mismatched elements: 1024 / 1024 (100.0%)",
+        "    warnings.warn(pytest.PytestUnhandledThreadExceptionWarning(msg))",
+    ],
     ["  /x/_pytest/unraisableexception.py:67: PytestUnraisableExceptionWarning: Exception ignored in: <function f>"],
-    ["Traceback (most recent call last):", '  File "bench/run.py", line 12, in <module>', "    main()",
-     "RuntimeError: HIP error: invalid device function"],
+    [
+        "Traceback (most recent call last):",
+        '  File "bench/run.py", line 12, in <module>',
+        "    main()",
+        "RuntimeError: HIP error: invalid device function",
+    ],
 ]
 
 
 @pytest.mark.parametrize("kind", KINDS)
 @PROPERTY_SETTINGS
 @given(at=st.integers(min_value=0), block=st.sampled_from(NEVER_PASS_BLOCKS), progress=st.booleans())
-def test_a_failure_line_block_warning_or_traceback_anywhere_is_never_pass(kind: str, at: int, block: list[str],
-                                                                          progress: bool) -> None:
+def test_a_failure_line_block_warning_or_traceback_anywhere_is_never_pass(
+    kind: str, at: int, block: list[str], progress: bool
+) -> None:
     lines = VALID[kind].splitlines(keepends=True)
     at %= len(lines) + 1
     # inserted as lines of their own, the first maybe glued after a tqdm-style \r progress on the line before it

@@ -43,8 +43,7 @@ def add_targets(repo: Path, count: int) -> list[str]:
 
 
 def test_gpu_host_runs_on_that_host_from_a_folder_with_no_checkout(two_hosts):
-    r = two_hosts.pytest("--gpu-host", "hostB", "--ticket", "T-1", "op_tests/test_gemm_a8w8.py",
-                         cwd=_empty(two_hosts))
+    r = two_hosts.pytest("--gpu-host", "hostB", "--ticket", "T-1", "op_tests/test_gemm_a8w8.py", cwd=_empty(two_hosts))
     assert r.returncode == 0, r.stdout + r.stderr
     assert "PASS         op_tests/test_gemm_a8w8.py::gemm_a8w8  gpu " in r.stdout  # node ids as in the checkout
     host_b = two_hosts["hostB"]
@@ -56,7 +55,9 @@ def test_gpu_host_runs_on_that_host_from_a_folder_with_no_checkout(two_hosts):
     assert not (two_hosts["hostA"].tickets / "T-1").exists()
     assert host_b.lock_files_free()
     landed = two_hosts.root / "controller-tickets" / "T-1"  # the controller took the host's files
-    assert (landed / "bench_gemm_a8w8.json").read_bytes() == (host_b.tickets / "T-1" / "bench_gemm_a8w8.json").read_bytes()
+    assert (landed / "bench_gemm_a8w8.json").read_bytes() == (
+        host_b.tickets / "T-1" / "bench_gemm_a8w8.json"
+    ).read_bytes()
     assert (landed / art.raw_output).is_file()
     assert f"1 artifacts of the hosts copied to {landed}" in r.stdout
     # the worker's compiled pytest is kept out of xdist's copy, which deletes it at every session
@@ -67,8 +68,9 @@ def test_gpu_host_runs_on_that_host_from_a_folder_with_no_checkout(two_hosts):
 
 
 def test_hostname_printing_another_name_stops_the_run(tmp_path_factory, docker_client):
-    with ssh_hosts(tmp_path_factory.mktemp("sshd"), docker_client, [("hostA", 1), ("hostB", 1)],
-                   liars={"hostB": "imposter"}) as hosts:
+    with ssh_hosts(
+        tmp_path_factory.mktemp("sshd"), docker_client, [("hostA", 1), ("hostB", 1)], liars={"hostB": "imposter"}
+    ) as hosts:
         r = hosts.pytest("--gpu-host", "hostB", "--ticket", "T-1", "op_tests/test_gemm_a8w8.py", cwd=_empty(hosts))
         assert r.returncode == pytest.ExitCode.USAGE_ERROR, r.stdout + r.stderr
         assert "`ssh gv13-hostB hostname` printed 'imposter'" in r.stderr
@@ -81,8 +83,9 @@ def test_plugin_version_differing_on_the_host_stops_with_the_pip_fix(tmp_path_fa
     (old / "pytest_gpuverify").mkdir()
     (old / "pytest_gpuverify" / "__init__.py").write_text('__version__ = "0.0.1"\n')
     os.chmod(old, 0o755)
-    with ssh_hosts(tmp_path_factory.mktemp("sshd"), docker_client, [("hostA", 1), ("hostB", 1)],
-                   pythonpaths={"hostB": str(old)}) as hosts:
+    with ssh_hosts(
+        tmp_path_factory.mktemp("sshd"), docker_client, [("hostA", 1), ("hostB", 1)], pythonpaths={"hostB": str(old)}
+    ) as hosts:
         r = hosts.pytest("--gpu-host", "hostB", "--ticket", "T-1", "op_tests/test_gemm_a8w8.py", cwd=_empty(hosts))
         assert r.returncode == pytest.ExitCode.USAGE_ERROR, r.stdout + r.stderr
         line = next(ln for ln in r.stderr.splitlines() if "hostB" in ln)
@@ -116,8 +119,12 @@ def test_fan_out_over_two_hosts_uses_four_gpus_never_two_on_one(two_hosts):
 
 
 def _check(path: Path, environ: dict) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-P", "-m", "pytest_gpuverify.cli.main", "check", str(path)],
-                          capture_output=True, text=True, env=environ)
+    return subprocess.run(
+        [sys.executable, "-P", "-m", "pytest_gpuverify.cli.main", "check", str(path)],
+        capture_output=True,
+        text=True,
+        env=environ,
+    )
 
 
 def test_a_host_not_answering_ssh_keeps_its_targets_inconclusive_with_artifacts(two_hosts):
@@ -125,8 +132,9 @@ def test_a_host_not_answering_ssh_keeps_its_targets_inconclusive_with_artifacts(
     targets = add_targets(two_hosts.repo, 4)
     two_hosts["hostB"].stop()
     started = time.monotonic()
-    r = two_hosts.pytest("--gpu-hosts", "all", "--ticket", "T-1", *targets, cwd=_empty(two_hosts),
-                         env={"GPUVERIFY_SSH_TIMEOUT": "5"})
+    r = two_hosts.pytest(
+        "--gpu-hosts", "all", "--ticket", "T-1", *targets, cwd=_empty(two_hosts), env={"GPUVERIFY_SSH_TIMEOUT": "5"}
+    )
     took = time.monotonic() - started
     # not a speed figure: hostA's two sessions take what the machine gives them; the bound catches a run
     # that waits on the dead host (its ssh, or its share) instead of going on without it
@@ -157,8 +165,15 @@ def test_no_host_answering_stops_the_run_naming_each(two_hosts):
     for host in two_hosts.hosts:
         host.stop()
     started = time.monotonic()
-    r = two_hosts.pytest("--gpu-hosts", "all", "--ticket", "T-1", "op_tests/test_gemm_a8w8.py",
-                         cwd=_empty(two_hosts), env={"GPUVERIFY_SSH_TIMEOUT": "5"})
+    r = two_hosts.pytest(
+        "--gpu-hosts",
+        "all",
+        "--ticket",
+        "T-1",
+        "op_tests/test_gemm_a8w8.py",
+        cwd=_empty(two_hosts),
+        env={"GPUVERIFY_SSH_TIMEOUT": "5"},
+    )
     assert time.monotonic() - started < 30
     assert r.returncode == pytest.ExitCode.USAGE_ERROR, r.stdout + r.stderr
     assert "host hostA: `ssh gv13-hostA hostname` failed" in r.stderr and "host hostB:" in r.stderr
@@ -166,8 +181,9 @@ def test_no_host_answering_stops_the_run_naming_each(two_hosts):
 
 
 def test_a_remote_host_without_xdist_loaded_is_a_usage_error(two_hosts):
-    r = two_hosts.pytest("-p", "no:xdist", "--gpu-host", "hostB", "--ticket", "T-1", "op_tests/test_gemm_a8w8.py",
-                         cwd=_empty(two_hosts))
+    r = two_hosts.pytest(
+        "-p", "no:xdist", "--gpu-host", "hostB", "--ticket", "T-1", "op_tests/test_gemm_a8w8.py", cwd=_empty(two_hosts)
+    )
     assert r.returncode == pytest.ExitCode.USAGE_ERROR, r.stdout + r.stderr
     assert "needs pytest-xdist, which is not loaded. Fix: pip install pytest-xdist" in r.stderr
     assert not (two_hosts["hostB"].tickets / "T-1").exists()
@@ -190,9 +206,22 @@ def test_a_hung_worker_is_cut_at_the_plugins_deadline(two_hosts):
     and ends its ssh: the target is INCONCLUSIVE naming the host, and the lock is free."""
     host_b = two_hosts["hostB"]
     started = time.monotonic()
-    proc = two_hosts.pytest("--gpu-host", "hostB", "--ticket", "T-1", "--gpu-timeout", "6", "--max-worker-restart", "0", "-n", "1",
-                            "op_tests/test_sleep.py", cwd=_empty(two_hosts), popen=True,
-                            env={"GPUVERIFY_REMOTE_MARGIN_S": "6"})
+    proc = two_hosts.pytest(
+        "--gpu-host",
+        "hostB",
+        "--ticket",
+        "T-1",
+        "--gpu-timeout",
+        "6",
+        "--max-worker-restart",
+        "0",
+        "-n",
+        "1",
+        "op_tests/test_sleep.py",
+        cwd=_empty(two_hosts),
+        popen=True,
+        env={"GPUVERIFY_REMOTE_MARGIN_S": "6"},
+    )
     _wait_sleeping(host_b, proc)
     pids = worker_pids(host_b)
     assert len(pids) == 1
@@ -201,8 +230,12 @@ def test_a_hung_worker_is_cut_at_the_plugins_deadline(two_hosts):
     try:
         out = proc.communicate(timeout=90)[0].decode()
         time.sleep(1)
-        left = [pid for pid in pids if Path(f"/proc/{pid}").exists()
-                and Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] not in "ZX"]
+        left = [
+            pid
+            for pid in pids
+            if Path(f"/proc/{pid}").exists()
+            and Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] not in "ZX"
+        ]
     finally:
         for pid in pids:
             try:
@@ -223,8 +256,17 @@ def test_a_hung_worker_is_cut_at_the_plugins_deadline(two_hosts):
 
 def test_a_worker_killed_mid_run_leaves_its_target_inconclusive_and_its_gpu_free(two_hosts):
     host_b = two_hosts["hostB"]
-    proc = two_hosts.pytest("--gpu-host", "hostB", "--ticket", "T-1", "--max-worker-restart", "0",
-                            "op_tests/test_sleep.py", cwd=_empty(two_hosts), popen=True)
+    proc = two_hosts.pytest(
+        "--gpu-host",
+        "hostB",
+        "--ticket",
+        "T-1",
+        "--max-worker-restart",
+        "0",
+        "op_tests/test_sleep.py",
+        cwd=_empty(two_hosts),
+        popen=True,
+    )
     _wait_sleeping(host_b, proc)
     assert not host_b.lock_files_free()  # its GPU is held while the command runs
     pids = worker_pids(host_b)
@@ -258,8 +300,18 @@ def test_a_killed_worker_with_restarts_allowed_ends_its_target_and_the_restarted
     target is still INCONCLUSIVE with its artifact and the GPU lock is free; the restarted worker of
     the same host runs the host's next target (remote/scheduler.py gives it back its host's share)."""
     host_b = two_hosts["hostB"]
-    proc = two_hosts.pytest("--gpu-host", "hostB", "--ticket", "T-1", "-n", "1", "op_tests/test_sleep.py",
-                            "op_tests/test_gemm_a8w8.py", cwd=_empty(two_hosts), popen=True)
+    proc = two_hosts.pytest(
+        "--gpu-host",
+        "hostB",
+        "--ticket",
+        "T-1",
+        "-n",
+        "1",
+        "op_tests/test_sleep.py",
+        "op_tests/test_gemm_a8w8.py",
+        cwd=_empty(two_hosts),
+        popen=True,
+    )
     _wait_sleeping(host_b, proc)
     pids = worker_pids(host_b)
     assert len(pids) == 1
@@ -279,16 +331,23 @@ def test_a_killed_worker_with_restarts_allowed_ends_its_target_and_the_restarted
 
 
 def _git(repo: Path, *args: str) -> str:
-    return subprocess.run(["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@localhost", *args],
-                          check=True, capture_output=True, text=True).stdout.strip()
+    return subprocess.run(
+        ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@localhost", *args],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
 
 
 def test_declared_target_is_found_in_the_hosts_checkout(two_hosts):
     (two_hosts.repo / "gpuverify.toml").write_text(
-        '[[targets]]\nname = "gemm-declared"\npath = "op_tests/test_gemm_a8w8.py"\ntopic = "gemm_declared"\n')
+        '[[targets]]\nname = "gemm-declared"\npath = "op_tests/test_gemm_a8w8.py"\ntopic = "gemm_declared"\n'
+    )
     _git(two_hosts.repo, "add", "-A")
     _git(two_hosts.repo, "commit", "-qm", "declare")
-    r = two_hosts.pytest("--gpu-host", "hostB", "--ticket", "T-1", "--gpu-target", "gemm-declared", cwd=_empty(two_hosts))
+    r = two_hosts.pytest(
+        "--gpu-host", "hostB", "--ticket", "T-1", "--gpu-target", "gemm-declared", cwd=_empty(two_hosts)
+    )
     assert r.returncode == 0, r.stdout + r.stderr
     art = read_artifact(two_hosts["hostB"].tickets / "T-1" / "bench_gemm_declared.json")
     assert art.verdict == "PASS" and art.host == "hostB" and art.target.name == "gemm-declared"
@@ -300,12 +359,23 @@ def test_a_declared_topic_names_the_artifact_of_a_target_that_never_ran(two_host
     (remote/placement.py), so the INCONCLUSIVE artifact of hostB's share is named by it."""
     (two_hosts.repo / "gpuverify.toml").write_text(
         '[[targets]]\nname = "t-one"\npath = "op_tests/test_gemm_a8w8.py"\ntopic = "one_topic"\n\n'
-        '[[targets]]\nname = "t-two"\npath = "op_tests/test_gemm_a8w8.py"\ntopic = "two_topic"\n')
+        '[[targets]]\nname = "t-two"\npath = "op_tests/test_gemm_a8w8.py"\ntopic = "two_topic"\n'
+    )
     _git(two_hosts.repo, "add", "-A")
     _git(two_hosts.repo, "commit", "-qm", "declare two")
     two_hosts["hostB"].stop()
-    r = two_hosts.pytest("--gpu-hosts", "all", "--ticket", "T-1", "--gpu-target", "t-one", "--gpu-target", "t-two",
-                         cwd=_empty(two_hosts), env={"GPUVERIFY_SSH_TIMEOUT": "5"})
+    r = two_hosts.pytest(
+        "--gpu-hosts",
+        "all",
+        "--ticket",
+        "T-1",
+        "--gpu-target",
+        "t-one",
+        "--gpu-target",
+        "t-two",
+        cwd=_empty(two_hosts),
+        env={"GPUVERIFY_SSH_TIMEOUT": "5"},
+    )
     assert r.returncode == pytest.ExitCode.TESTS_FAILED, r.stdout + r.stderr
     ran = [read_artifact(p) for p in (two_hosts["hostA"].tickets / "T-1").glob("bench_*.json")]
     assert len(ran) == 1 and ran[0].verdict == "PASS"
@@ -333,8 +403,17 @@ def test_gpu_sync_copies_the_local_checkout_and_records_it(two_hosts):
     (two_hosts.repo / "stale_on_host.txt").write_text("only on the host")
     host_sha = _git(two_hosts.repo, "rev-parse", "HEAD")
 
-    r = two_hosts.pytest("--gpu-host", "hostB", "--gpu-sync", "--gpu-sync-overwrite", "--gpu-allow-dirty", "--ticket",
-                         "S", "op_tests/test_gemm_a8w8.py", cwd=laptop)  # the host's own file: replaced on request
+    r = two_hosts.pytest(
+        "--gpu-host",
+        "hostB",
+        "--gpu-sync",
+        "--gpu-sync-overwrite",
+        "--gpu-allow-dirty",
+        "--ticket",
+        "S",
+        "op_tests/test_gemm_a8w8.py",
+        cwd=laptop,
+    )  # the host's own file: replaced on request
     assert r.returncode == 0, r.stdout + r.stderr
     path = two_hosts["hostB"].tickets / "S" / "bench_gemm_a8w8.json"
     art = read_artifact(path)
@@ -351,8 +430,12 @@ def test_gpu_sync_copies_the_local_checkout_and_records_it(two_hosts):
     assert synced.files_sha256 == hashlib.sha256(("\n".join(file_list(laptop)) + "\n").encode()).hexdigest()
     assert synced.host_path == str(two_hosts.repo) and synced.repo == "aiter"
     assert synced.removed == ["stale_on_host.txt"] and synced.replaced == ["stale_on_host.txt"]
-    check = subprocess.run([sys.executable, "-P", "-m", "pytest_gpuverify.cli.main", "check", str(path)],
-                           capture_output=True, text=True, env=two_hosts.controller_environ())
+    check = subprocess.run(
+        [sys.executable, "-P", "-m", "pytest_gpuverify.cli.main", "check", str(path)],
+        capture_output=True,
+        text=True,
+        env=two_hosts.controller_environ(),
+    )
     assert check.returncode == 0, check.stdout + check.stderr
 
 
@@ -363,11 +446,23 @@ def test_a_multi_gpu_target_goes_to_the_host_with_enough_gpus(tmp_path_factory, 
         (hosts.repo / "gpuverify.toml").write_text(
             '[[targets]]\nname = "tp2"\npath = "op_tests/test_gemm_a8w8.py"\ntopic = "tp2"\ngpus = 2\n\n'
             '[[targets]]\nname = "one"\npath = "op_tests/test_rmsnorm2d.py"\ntopic = "one"\n\n'
-            '[[targets]]\nname = "tp4"\npath = "op_tests/test_gemm_a8w8.py"\ntopic = "tp4"\ngpus = 4\n')
+            '[[targets]]\nname = "tp4"\npath = "op_tests/test_gemm_a8w8.py"\ntopic = "tp4"\ngpus = 4\n'
+        )
         _git(hosts.repo, "add", "-A")
         _git(hosts.repo, "commit", "-qm", "declare")
-        r = hosts.pytest("--gpu-hosts", "all", "--ticket", "MG", "--gpu-target", "tp2", "--gpu-target", "one",
-                         "--gpu-target", "tp4", cwd=_empty(hosts))
+        r = hosts.pytest(
+            "--gpu-hosts",
+            "all",
+            "--ticket",
+            "MG",
+            "--gpu-target",
+            "tp2",
+            "--gpu-target",
+            "one",
+            "--gpu-target",
+            "tp4",
+            cwd=_empty(hosts),
+        )
         assert r.returncode == pytest.ExitCode.TESTS_FAILED, r.stdout + r.stderr
         tp2 = read_artifact(hosts["hostB"].tickets / "MG" / "bench_tp2.json")
         assert tp2.verdict == "PASS" and tp2.host == "hostB", tp2.reasons
@@ -400,8 +495,17 @@ def test_a_workers_wait_line_shows_on_the_controller(two_hosts):
         save_state(state, state_path)
 
     set_all(True)
-    proc = two_hosts.pytest("--gpu-host", "hostB", "--ticket", "W", "--gpu-wait", "90", "op_tests/test_gemm_a8w8.py",
-                            cwd=_empty(two_hosts), popen=True)
+    proc = two_hosts.pytest(
+        "--gpu-host",
+        "hostB",
+        "--ticket",
+        "W",
+        "--gpu-wait",
+        "90",
+        "op_tests/test_gemm_a8w8.py",
+        cwd=_empty(two_hosts),
+        popen=True,
+    )
     seen = bytearray()
     waiting = threading.Event()
 

@@ -40,8 +40,18 @@ def test_a_host_lost_mid_run_ends_its_target_inconclusive_with_the_summary(two_h
     folder = host_b.tickets / "LOST"
     no_checkout = two_hosts.root / "no-checkout"
     no_checkout.mkdir()
-    proc = two_hosts.pytest("--gpu-host", "hostB", "--ticket", "LOST", "-n", "1", "op_tests/test_sleep.py",
-                            cwd=no_checkout, popen=True, env={"GPUVERIFY_SSH_TIMEOUT": "5"})
+    proc = two_hosts.pytest(
+        "--gpu-host",
+        "hostB",
+        "--ticket",
+        "LOST",
+        "-n",
+        "1",
+        "op_tests/test_sleep.py",
+        cwd=no_checkout,
+        popen=True,
+        env={"GPUVERIFY_SSH_TIMEOUT": "5"},
+    )
 
     def sleeping() -> bool:
         logs = list(folder.glob("bench_sleep.*.log")) if folder.exists() else []
@@ -53,10 +63,12 @@ def test_a_host_lost_mid_run_ends_its_target_inconclusive_with_the_summary(two_h
     out = proc.communicate(timeout=120)[0].decode()
     assert proc.returncode == pytest.ExitCode.TESTS_FAILED, out
     assert "INTERNALERROR" not in out and "HostNotFound" not in out, out
-    assert "replacing crashed worker" not in out and "worker gw0 is not replaced: the connection to host hostB was lost" in out
+    assert (
+        "replacing crashed worker" not in out
+        and "worker gw0 is not replaced: the connection to host hostB was lost" in out
+    )
     summary = out.split("gpuverify ==")[1]
-    reason = (f"the connection to host hostB was lost while it ran; its log stays on hostB at "
-              f"{folder}/bench_sleep.*.log")
+    reason = f"the connection to host hostB was lost while it ran; its log stays on hostB at {folder}/bench_sleep.*.log"
     assert "INCONCLUSIVE" in summary and reason in summary, summary
     landed = read_artifact(two_hosts.root / "controller-tickets" / "LOST" / "bench_sleep.json")
     assert landed.verdict == "INCONCLUSIVE" and landed.host == "hostB" and landed.reasons[0].startswith(reason)

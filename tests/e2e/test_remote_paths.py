@@ -21,8 +21,12 @@ pytestmark = pytest.mark.skipif(sshd_unavailable() is not None, reason=sshd_unav
 def apart(tmp_path_factory, docker_client):
     """hostA keeps aiter at <root>/hostA/work/aiter, hostB at <root>/hostB/srv/deep/aiter; the
     controller's env file names a third path, its own."""
-    with ssh_hosts(tmp_path_factory.mktemp("sshd"), docker_client, [("hostA", 1), ("hostB", 1)],
-                   own_checkouts={"hostA": "work/aiter", "hostB": "srv/deep/aiter"}) as hosts:
+    with ssh_hosts(
+        tmp_path_factory.mktemp("sshd"),
+        docker_client,
+        [("hostA", 1), ("hostB", 1)],
+        own_checkouts={"hostA": "work/aiter", "hostB": "srv/deep/aiter"},
+    ) as hosts:
         yield hosts
 
 

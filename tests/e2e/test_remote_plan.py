@@ -15,20 +15,28 @@ from pytest_gpuverify.remote.txspec import HOST_VARIABLE, checkouts_root, host_o
 
 
 def env_of(tmp_path, hosts: str, repos: str = ""):
-    text = ("## Hosts\n\n| host | ssh alias | arch | gpus | python |\n|---|---|---|---|---|\n" + hosts +
-            "\n## Repos\n\n| repo | path | container | mount |\n|---|---|---|---|\n" + repos)
+    text = (
+        "## Hosts\n\n| host | ssh alias | arch | gpus | python |\n|---|---|---|---|---|\n"
+        + hosts
+        + "\n## Repos\n\n| repo | path | container | mount |\n|---|---|---|---|\n"
+        + repos
+    )
     return parse_env_text(text, tmp_path / "env.md")
 
 
-HOSTS = ("| here | local | gfx942 | 8 | not set |\n| a1 | gpu-a1 | gfx942 | 2 | /opt/venv/bin/python |\n"
-         "| b1 | gpu-b1 | gfx950 | 4 | not set |\n")
+HOSTS = (
+    "| here | local | gfx942 | 8 | not set |\n| a1 | gpu-a1 | gfx942 | 2 | /opt/venv/bin/python |\n"
+    "| b1 | gpu-b1 | gfx950 | 4 | not set |\n"
+)
 
 
 def test_python_column_is_optional_and_read(tmp_path):
     env = env_of(tmp_path, HOSTS)
     assert [h.python for h in env.hosts] == [None, "/opt/venv/bin/python", None]
-    plain = parse_env_text("## Hosts\n\n| host | ssh alias | arch | gpus |\n|---|---|---|---|\n| x | local | gfx942 | 1 |\n",
-                           tmp_path / "e.md")
+    plain = parse_env_text(
+        "## Hosts\n\n| host | ssh alias | arch | gpus |\n|---|---|---|---|\n| x | local | gfx942 | 1 |\n",
+        tmp_path / "e.md",
+    )
     assert plain.hosts[0].python is None
 
 
@@ -48,13 +56,24 @@ def test_which_rows_run_remotely(tmp_path):
 
 
 def test_tx_specs_one_worker_per_gpu_with_the_rows_python(tmp_path):
-    env = env_of(tmp_path, HOSTS, f"| aiter | {tmp_path}/repos/aiter | c | /w |\n| fly | {tmp_path}/repos/fly | c | /f |\n")
+    env = env_of(
+        tmp_path, HOSTS, f"| aiter | {tmp_path}/repos/aiter | c | /w |\n| fly | {tmp_path}/repos/fly | c | /f |\n"
+    )
     rows = remote_rows(env, None, None, "all")
     specs = tx_specs(rows, None, "/cfg/ssh_config", 7, {"a1": checkouts_root(env), "b1": "/srv/b1/checkouts"})
     assert len(specs) == 6 and len(set(specs[:2])) == 1
     spec = execnet.XSpec(specs[0])
-    assert spec.ssh.split() == ["-o", "BatchMode=yes", "-o", "ConnectTimeout=7", "-o", "ServerAliveInterval=5",
-                                "-o", "ServerAliveCountMax=3", "gpu-a1"]
+    assert spec.ssh.split() == [
+        "-o",
+        "BatchMode=yes",
+        "-o",
+        "ConnectTimeout=7",
+        "-o",
+        "ServerAliveInterval=5",
+        "-o",
+        "ServerAliveCountMax=3",
+        "gpu-a1",
+    ]
     assert spec.python == "/opt/venv/bin/python -X pycache_prefix=$HOME/.cache/gpuverify/pycache"
     assert spec.ssh_config == "/cfg/ssh_config"
     assert spec.env == {HOST_VARIABLE: "a1", "PYTEST_ADDOPTS": f"--rootdir={tmp_path}/repos"}
@@ -99,9 +118,11 @@ def test_worker_hands_back_its_written_files_within_the_limit(tmp_path, monkeypa
     (tmp_path / "bench_a.json.sig").write_text("sig")
     big = tmp_path / "bench_b.json"
     big.write_bytes(b"y" * 50)
-    outcomes = [SimpleNamespace(written=True, artifact_path=art, raw_path=raw, junit_path=None),
-                SimpleNamespace(written=False, artifact_path=tmp_path / "bench_never.json", raw_path=None, junit_path=None),
-                SimpleNamespace(written=True, artifact_path=big, raw_path=None, junit_path=None)]
+    outcomes = [
+        SimpleNamespace(written=True, artifact_path=art, raw_path=raw, junit_path=None),
+        SimpleNamespace(written=False, artifact_path=tmp_path / "bench_never.json", raw_path=None, junit_path=None),
+        SimpleNamespace(written=True, artifact_path=big, raw_path=None, junit_path=None),
+    ]
     monkeypatch.setattr(collect, "MAX_BYTES", 110)
     files, left = collect.outcome_files(outcomes)
     assert [name for name, _ in files] == ["bench_a.json", "bench_a.json.sig", "bench_a.20260101T000000Z.log"]
@@ -111,8 +132,9 @@ def test_worker_hands_back_its_written_files_within_the_limit(tmp_path, monkeypa
     staging_root = tmp_path / "tmp"
     staging_root.mkdir()
     monkeypatch.setattr(tempfile, "tempdir", str(staging_root))  # this test's own, so no other test's folders
-    collector.receive("hostA", "gw0", {collect.FILES_KEY: [("../evil.json", b"{}"), ("bench_a.json", b"{}")],
-                                       collect.NOTES_KEY: left})
+    collector.receive(
+        "hostA", "gw0", {collect.FILES_KEY: [("../evil.json", b"{}"), ("bench_a.json", b"{}")], collect.NOTES_KEY: left}
+    )
     collector.receive("hostA", "gw0", {collect.FILES_KEY: [("bench_a.json", b"{}")], collect.NOTES_KEY: left})
     taken, problems = collector.landed()  # taken as the worker ended (xdist may report that end twice: once)
     assert len([p for p in problems if "REFUSED" in p]) == 1 and len([p for p in problems if "left on" in p]) == 1
@@ -127,8 +149,8 @@ def test_the_wait_line_names_the_host(tmp_path):
     import threading
 
     from pytest_gpuverify.config.envfile import parse_lock_prefix
-    from pytest_gpuverify.gpu.rocm import RocmBackend
     from pytest_gpuverify.execute.host_commands import LocalHost
+    from pytest_gpuverify.gpu.rocm import RocmBackend
     from pytest_gpuverify.lease.picker import GpuPicker
     from pytest_gpuverify.lease.sampler import IdleSampler
     from pytest_gpuverify.simulator import SimState, install, load_state, save_state
@@ -141,8 +163,13 @@ def test_the_wait_line_names_the_host(tmp_path):
     sampler = IdleSampler(RocmBackend(runner), 0.0)
     sampler.start()
     lines: list[str] = []
-    picker = GpuPicker(sampler, parse_lock_prefix(f"flock -E 75 -w 600 {tmp_path}/gpu-<id>.lock"), runner,
-                       on_wait=lines.append, where="hostB")
+    picker = GpuPicker(
+        sampler,
+        parse_lock_prefix(f"flock -E 75 -w 600 {tmp_path}/gpu-<id>.lock"),
+        runner,
+        on_wait=lines.append,
+        where="hostB",
+    )
 
     def free():
         s = load_state(state_path)
@@ -157,7 +184,9 @@ def test_the_wait_line_names_the_host(tmp_path):
     finally:
         timer.cancel()
         sampler.stop()
-    assert any(line.startswith("waiting up to") and " s on hostB: " in line and "2 busy" in line for line in lines), lines
+    assert any(line.startswith("waiting up to") and " s on hostB: " in line and "2 busy" in line for line in lines), (
+        lines
+    )
 
 
 def test_the_preflight_does_not_wait_for_a_master_that_holds_its_output(tmp_path, monkeypatch):
@@ -175,8 +204,10 @@ def test_the_preflight_does_not_wait_for_a_master_that_holds_its_output(tmp_path
 
     folder = tmp_path / "bin"
     folder.mkdir()
-    (folder / "ssh").write_text(f"#!/bin/sh\nsleep 30 &\necho $! > {tmp_path}/master.pid\n"
-                                f"echo hostA\necho 'gpuverify-preflight: {__version__}'\n")
+    (folder / "ssh").write_text(
+        f"#!/bin/sh\nsleep 30 &\necho $! > {tmp_path}/master.pid\n"
+        f"echo hostA\necho 'gpuverify-preflight: {__version__}'\n"
+    )
     (folder / "ssh").chmod(0o755)
     monkeypatch.setenv("PATH", f"{folder}:{os.environ['PATH']}")
     started = time.monotonic()

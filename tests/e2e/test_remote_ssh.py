@@ -31,8 +31,18 @@ def test_path_options_given_apart_reach_the_hosts_and_the_summary_names_the_copi
     junit = hosts.root / "reports" / "remote.xml"
     junit.parent.mkdir()
     junit.write_text("")  # exists here: xdist refused such an argument
-    r = hosts.pytest("--gpu-host", "hostB", "--gpu-env", str(hosts.controller_env), "--junitxml", str(junit),
-                     "--ticket", "APART", "op_tests/test_gemm_a8w8.py", cwd=hosts.root / "no-checkout")
+    r = hosts.pytest(
+        "--gpu-host",
+        "hostB",
+        "--gpu-env",
+        str(hosts.controller_env),
+        "--junitxml",
+        str(junit),
+        "--ticket",
+        "APART",
+        "op_tests/test_gemm_a8w8.py",
+        cwd=hosts.root / "no-checkout",
+    )
     assert r.returncode == 0, r.stdout + r.stderr
     assert "INTERNALERROR" not in r.stdout + r.stderr
     assert 'tests="1"' in junit.read_text()
@@ -46,8 +56,16 @@ def test_path_options_given_apart_reach_the_hosts_and_the_summary_names_the_copi
 
 
 def test_a_bad_limit_is_the_same_usage_error_as_in_a_local_run(hosts):
-    r = hosts.pytest("--gpu-host", "hostB", "--gpu-timeout", "soon", "--ticket", "BAD", "op_tests/test_gemm_a8w8.py",
-                     cwd=hosts.root / "no-checkout")
+    r = hosts.pytest(
+        "--gpu-host",
+        "hostB",
+        "--gpu-timeout",
+        "soon",
+        "--ticket",
+        "BAD",
+        "op_tests/test_gemm_a8w8.py",
+        cwd=hosts.root / "no-checkout",
+    )
     assert r.returncode == pytest.ExitCode.USAGE_ERROR, r.stdout + r.stderr
     assert "--gpu-timeout 'soon' is not a number of seconds" in r.stderr
     assert not (hosts["hostB"].tickets / "BAD").exists()
@@ -62,9 +80,27 @@ def test_a_key_with_a_passphrase_is_one_line_naming_the_host_and_the_fix(hosts):
     config.write_text(hosts.ssh_config.read_text().replace(f"IdentityFile {hosts.key}\n", f"IdentityFile {key}\n"))
     environ = {k: v for k, v in os.environ.items() if k != "SSH_AUTH_SOCK"}
     environ.update(hosts.controller_environ(GPUVERIFY_SSH_CONFIG=str(config)))
-    r = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--gpu-verify", "--gpu-host", "hostB",
-                        "--ticket", "KEY", "op_tests/test_gemm_a8w8.py"], cwd=hosts.root / "no-checkout", env=environ,
-                       capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-p",
+            "no:cacheprovider",
+            "--gpu-verify",
+            "--gpu-host",
+            "hostB",
+            "--ticket",
+            "KEY",
+            "op_tests/test_gemm_a8w8.py",
+        ],
+        cwd=hosts.root / "no-checkout",
+        env=environ,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
     assert r.returncode == pytest.ExitCode.USAGE_ERROR, r.stdout + r.stderr
     lines = [ln for ln in r.stderr.splitlines() if "hostB" in ln]
     assert len(lines) == 1, r.stderr
@@ -74,8 +110,11 @@ def test_a_key_with_a_passphrase_is_one_line_naming_the_host_and_the_fix(hosts):
 
 def _other_python() -> str:
     mine = f"python{sys.version_info[0]}.{sys.version_info[1]}"
-    found = [p for p in sorted(glob.glob("/root/.pyenv/versions/3.*/bin/python3.*") + glob.glob("/usr/bin/python3.*"))
-             if Path(p).name.startswith("python3.") and Path(p).name != mine and Path(p).name[8:].isdigit()]
+    found = [
+        p
+        for p in sorted(glob.glob("/root/.pyenv/versions/3.*/bin/python3.*") + glob.glob("/usr/bin/python3.*"))
+        if Path(p).name.startswith("python3.") and Path(p).name != mine and Path(p).name[8:].isdigit()
+    ]
     if not found:
         pytest.skip("no Python of another version on this machine")
     return found[-1]
@@ -84,12 +123,22 @@ def _other_python() -> str:
 def test_a_host_python_of_another_version_is_one_line(hosts):
     python = _other_python()
     env = hosts.root / "controller-env-other-python.md"
-    env.write_text(render_env(hosts.hosts, None, hosts.root / "controller-tickets", hosts.repo.parent, hosts.repo, python))
-    r = hosts.pytest("--gpu-host", "hostB", "--ticket", "PY", "op_tests/test_gemm_a8w8.py", cwd=hosts.root / "no-checkout",
-                     env={"GPUVERIFY_ENV": str(env)})
+    env.write_text(
+        render_env(hosts.hosts, None, hosts.root / "controller-tickets", hosts.repo.parent, hosts.repo, python)
+    )
+    r = hosts.pytest(
+        "--gpu-host",
+        "hostB",
+        "--ticket",
+        "PY",
+        "op_tests/test_gemm_a8w8.py",
+        cwd=hosts.root / "no-checkout",
+        env={"GPUVERIFY_ENV": str(env)},
+    )
     assert r.returncode == pytest.ExitCode.USAGE_ERROR, r.stdout + r.stderr
-    version = subprocess.run([python, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"], capture_output=True,
-                             text=True).stdout.strip()
+    version = subprocess.run(
+        [python, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"], capture_output=True, text=True
+    ).stdout.strip()
     lines = [ln for ln in r.stderr.splitlines() if "hostB" in ln]
     assert len(lines) == 1, r.stderr
     mine = f"{sys.version_info[0]}.{sys.version_info[1]}"

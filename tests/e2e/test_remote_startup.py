@@ -55,11 +55,21 @@ def test_the_preflights_connection_carries_later_sessions_until_closed(two_hosts
         assert _master_alive(shared, two_hosts, host_b.alias)
         host_b.proc.send_signal(signal.SIGTERM)  # the listener ends; the established connection stays
         host_b.proc.wait(10)
-        alone = subprocess.run([*ssh_base(host_b.alias, 5, config), "hostname"], capture_output=True, text=True,
-                               timeout=30, stdin=subprocess.DEVNULL)
+        alone = subprocess.run(
+            [*ssh_base(host_b.alias, 5, config), "hostname"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            stdin=subprocess.DEVNULL,
+        )
         assert alone.returncode == 255  # nobody listens for a new connection
-        shared_run = subprocess.run([*ssh_base(host_b.alias, 5, config, shared), "hostname"], capture_output=True,
-                                    text=True, timeout=30, stdin=subprocess.DEVNULL)
+        shared_run = subprocess.run(
+            [*ssh_base(host_b.alias, 5, config, shared), "hostname"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            stdin=subprocess.DEVNULL,
+        )
         assert shared_run.returncode == 0 and shared_run.stdout.strip() == "hostB"
     finally:
         shared.close([host_b.alias], config)
@@ -82,8 +92,10 @@ def test_gateways_start_at_once_and_xdist_gets_each_one(two_hosts):  # noqa: F81
     from pytest_gpuverify.remote.gateways import start_at_once
 
     env = load_env_file(two_hosts.controller_env)
-    specs = [execnet.XSpec(f"execmodel=main_thread_only//{s}")
-             for s in tx_specs(list(env.hosts), None, str(two_hosts.ssh_config), 10)]
+    specs = [
+        execnet.XSpec(f"execmodel=main_thread_only//{s}")
+        for s in tx_specs(list(env.hosts), None, str(two_hosts.ssh_config), 10)
+    ]
     group = execnet.Group(execmodel="main_thread_only")
     for spec in specs:
         group.allocate_id(spec)
@@ -109,8 +121,9 @@ def test_gateways_start_at_once_and_xdist_gets_each_one(two_hosts):  # noqa: F81
             assert gateway is group[spec.id] and gateway._cache_rinfo is not None
             pids[spec.id] = gateway._rinfo().pid
         assert len(set(pids.values())) == 4
-        hosts = {gid: group[gid].remote_exec("import socket; channel.send(socket.gethostname())").receive(20)
-                 for gid in pids}
+        hosts = {
+            gid: group[gid].remote_exec("import socket; channel.send(socket.gethostname())").receive(20) for gid in pids
+        }
         assert hosts == {"gw0": "hostA", "gw1": "hostA", "gw2": "hostB", "gw3": "hostB"}
         restarted = execnet.XSpec(str(specs[0]))  # xdist restarting a worker: same spec, a new id
         group.allocate_id(restarted)

@@ -23,17 +23,26 @@ IGNORED = ".env\n*.secret\ndata/\n*_local_only.py\n"
 
 
 def _git(repo: Path, *args: str) -> str:
-    return subprocess.run(["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@localhost", *args],
-                          check=True, capture_output=True, text=True).stdout.strip()
+    return subprocess.run(
+        ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@localhost", *args],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
 
 
 @pytest.fixture(scope="module")
 def setup(tmp_path_factory, docker_client):
     """hostB keeps its own clone at <root>/hostB/srv/aiter, its tickets in it; a laptop clone with
     ignored secrets and data, a committed .gitignore and a new untracked file."""
-    with ssh_hosts(tmp_path_factory.mktemp("sshd"), docker_client, [("hostA", 1), ("hostB", 1)],
-                   own_checkouts={"hostB": "srv/aiter"}, umasks={"hostB": "077"},
-                   tickets_in_checkout=frozenset({"hostB"})) as hosts:
+    with ssh_hosts(
+        tmp_path_factory.mktemp("sshd"),
+        docker_client,
+        [("hostA", 1), ("hostB", 1)],
+        own_checkouts={"hostB": "srv/aiter"},
+        umasks={"hostB": "077"},
+        tickets_in_checkout=frozenset({"hostB"}),
+    ) as hosts:
         laptop = hosts.root / "laptop" / "aiter"
         laptop.parent.mkdir()
         _git(hosts.root, "clone", "-q", str(hosts.repo), str(laptop))
@@ -45,15 +54,25 @@ def setup(tmp_path_factory, docker_client):
         (laptop / "data").mkdir()
         (laptop / "data" / "blob.bin").write_bytes(b"\0" * (5 << 20))
         (laptop / "op_tests" / "test_gemm_local_only.py").write_bytes(
-            (laptop / "op_tests" / "test_gemm_a8w8.py").read_bytes())
+            (laptop / "op_tests" / "test_gemm_a8w8.py").read_bytes()
+        )
         (laptop / "NEW.md").write_text("new, untracked\n")
         (laptop / "NEW.md").chmod(0o644)
         yield hosts, laptop
 
 
 def _sync(hosts, laptop: Path, ticket: str, *extra: str):
-    return hosts.pytest("--gpu-host", "hostB", "--gpu-sync", "--gpu-allow-dirty", "--ticket", ticket, *extra,
-                        "op_tests/test_gemm_a8w8.py", cwd=laptop)
+    return hosts.pytest(
+        "--gpu-host",
+        "hostB",
+        "--gpu-sync",
+        "--gpu-allow-dirty",
+        "--ticket",
+        ticket,
+        *extra,
+        "op_tests/test_gemm_a8w8.py",
+        cwd=laptop,
+    )
 
 
 def test_sync_copies_what_git_sees_and_keeps_the_hosts_tickets(setup):

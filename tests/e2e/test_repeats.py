@@ -9,16 +9,16 @@ from pathlib import Path
 
 import pytest
 
-from pytest_gpuverify.place.ab import FOLDER, AbError, BaseWorktrees
-from pytest_gpuverify.records.artifact import Artifact, PerfRow
 from pytest_gpuverify.compare.core import compare
 from pytest_gpuverify.config.declarations import DeclarationError, load_declarations
-from pytest_gpuverify.execute.host import HostExecutor
-from pytest_gpuverify.parsers.result import ParseContext
 from pytest_gpuverify.engine.rounds import Side, run_rounds, schedule
 from pytest_gpuverify.engine.runs_log import parse_log, runs_problems
-from pytest_gpuverify.records.raw_log import split_log
 from pytest_gpuverify.engine.summary import summarize, summary_problems
+from pytest_gpuverify.execute.host import HostExecutor
+from pytest_gpuverify.parsers.result import ParseContext
+from pytest_gpuverify.place.ab import FOLDER, AbError, BaseWorktrees
+from pytest_gpuverify.records.artifact import Artifact, PerfRow
+from pytest_gpuverify.records.raw_log import split_log
 
 CHECK = "[checkAllclose atol=0.01 rtol=0.01 {status}]"
 
@@ -31,9 +31,11 @@ def script(tmp_path: Path, body: str) -> list[str]:
 
 def harness(tmp_path: Path, fail_on: int = 0, steps: int = 50, hostile: bool = False) -> list[str]:
     """Counts its runs in a file; prints a check, a step count and a table whose time grows per run."""
-    return script(tmp_path, f"""
+    return script(
+        tmp_path,
+        f"""
 import pathlib, sys
-c = pathlib.Path({str(tmp_path / 'count')!r})
+c = pathlib.Path({str(tmp_path / "count")!r})
 n = int(c.read_text()) + 1 if c.exists() else 1
 c.write_text(str(n))
 print({CHECK!r}.format(status="failed" if n == {fail_on} else "passed~"))
@@ -44,7 +46,8 @@ print("| m | us | TFLOPS |")
 print("|--:|---:|---:|")
 print(f"| 128 | {{100 + n}} | {{1000 / (100 + n):.3f}} |")
 sys.exit(3 if n == 2 and {fail_on} < 0 else 0)
-""")
+""",
+    )
 
 
 def run_sides(tmp_path: Path, argv: list[str], repeats: int = 3, labels=(None,)):
@@ -56,7 +59,14 @@ def run_sides(tmp_path: Path, argv: list[str], repeats: int = 3, labels=(None,))
 
 def test_schedule_interleaves_sides_per_round():
     a, b = Side("A", "a", lambda n: [], {}, "/"), Side("B", "b", lambda n: [], {}, "/")
-    assert [(n, s.label) for n, s in schedule(3, [a, b])] == [(1, "A"), (1, "B"), (2, "A"), (2, "B"), (3, "A"), (3, "B")]
+    assert [(n, s.label) for n, s in schedule(3, [a, b])] == [
+        (1, "A"),
+        (1, "B"),
+        (2, "A"),
+        (2, "B"),
+        (3, "A"),
+        (3, "B"),
+    ]
 
 
 def test_every_run_is_read_and_a_failing_run_2_fails_the_whole(tmp_path):
@@ -89,7 +99,9 @@ def test_min_steps_inconclusive_when_fewer_printed(tmp_path):
     assert len(parsed.problems) == 2 and all("printed 20 steps" in p and "min_steps 50" in p for p in parsed.problems)
     assert parse_log("bench", log, ParseContext(min_steps=20)).problems == []
     single = tmp_path / "single.log"
-    single.write_text("[checkAllclose atol=0.01 rtol=0.01 passed~]\nbench: runs=10 iters\n| m | us |\n|--:|--:|\n| 1 | 5 |\n")
+    single.write_text(
+        "[checkAllclose atol=0.01 rtol=0.01 passed~]\nbench: runs=10 iters\n| m | us |\n|--:|--:|\n| 1 | 5 |\n"
+    )
     assert any("printed 10 steps" in p for p in parse_log("bench", single, ParseContext(min_steps=50)).problems)
 
 
@@ -114,18 +126,26 @@ def test_a_title_printed_twice_per_run_is_two_tables_and_check_agrees(tmp_path):
     log gives the same rows, and an artifact that pools the two (an older reading) is told apart."""
     from pytest_gpuverify.verify.check import _compare_output
 
-    argv = script(tmp_path, """
+    argv = script(
+        tmp_path,
+        """
 for causal, tflops in ((False, 80.0), (True, 100.0)):
     print("fused-attention:")
     print("     N_CTX     Triton")
     print(f"0   1024.0  {tflops:9.6f}")
-""")
+""",
+    )
     log, _, slices = run_sides(tmp_path, argv, labels=("A", "B"))
     parsed = parse_log("bench", log, ParseContext())
     assert [(r.side, r.run, r.table, r.metrics["Triton"]) for r in parsed.perf][:4] == [
-        ("A", 1, "fused-attention", 80.0), ("A", 1, "fused-attention #2", 100.0),
-        ("B", 1, "fused-attention", 80.0), ("B", 1, "fused-attention #2", 100.0)]
-    assert {(r.run, r.table) for r in parsed.perf} == {(n, t) for n in (1, 2, 3) for t in ("fused-attention", "fused-attention #2")}
+        ("A", 1, "fused-attention", 80.0),
+        ("A", 1, "fused-attention #2", 100.0),
+        ("B", 1, "fused-attention", 80.0),
+        ("B", 1, "fused-attention #2", 100.0),
+    ]
+    assert {(r.run, r.table) for r in parsed.perf} == {
+        (n, t) for n in (1, 2, 3) for t in ("fused-attention", "fused-attention #2")
+    }
     art = Artifact(topic="t", ts="now", perf=parsed.perf, perf_summary=summarize(parsed.perf), runs=slices)
     assert _compare_output(art, parse_log("bench", log, ParseContext())) == []
     pooled = art.model_copy(update={"perf": [r.model_copy(update={"table": "fused-attention"}) for r in art.perf]})
@@ -135,8 +155,11 @@ for causal, tflops in ((False, 80.0), (True, 100.0)):
 
 def test_two_artifacts_compare_their_head_sides(tmp_path):
     def ab(base_us, head_us):
-        rows = [PerfRow(shape="m=1", name="us", us_median=v, side=side, run=i + 1)
-                for side, values in (("A", base_us), ("B", head_us)) for i, v in enumerate(values)]
+        rows = [
+            PerfRow(shape="m=1", name="us", us_median=v, side=side, run=i + 1)
+            for side, values in (("A", base_us), ("B", head_us))
+            for i, v in enumerate(values)
+        ]
         return Artifact(topic="t", ts="now", perf=rows)
 
     before, after = ab([10.0] * 5, [10.0, 10.1, 9.9, 10.0, 10.05]), ab([10.0] * 5, [8.0, 8.1, 7.9, 8.0, 8.05])
@@ -145,8 +168,12 @@ def test_two_artifacts_compare_their_head_sides(tmp_path):
 
 
 def git(repo: Path, *args: str) -> str:
-    return subprocess.run(["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t", *args],
-                          check=True, capture_output=True, text=True).stdout.strip()
+    return subprocess.run(
+        ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t", *args],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
 
 
 def test_base_worktree_made_excluded_and_removed(tmp_path):
@@ -173,7 +200,9 @@ def test_base_worktree_made_excluded_and_removed(tmp_path):
 
 def test_declaration_keys(tmp_path):
     toml = tmp_path / "gpuverify.toml"
-    toml.write_text('[[targets]]\nname = "lab"\nkind = "bench"\ncommand = "python3 b.py"\nrepeats = 3\nmin_steps = 50\n')
+    toml.write_text(
+        '[[targets]]\nname = "lab"\nkind = "bench"\ncommand = "python3 b.py"\nrepeats = 3\nmin_steps = 50\n'
+    )
     (target,) = load_declarations(toml).targets
     assert (target.repeats, target.min_steps) == (3, 50)
     toml.write_text('[[targets]]\nname = "lab"\nkind = "bench"\ncommand = "python3 b.py"\nrepeats = "3"\n')
@@ -190,11 +219,21 @@ def test_gpu_repeats_option_bounds():
             check_repeats(bad)
 
 
-@pytest.mark.parametrize("line, counts", [
-    ("steps: 50", [50]), ("runs=20 warmup=5", [20]), ("num_iters=20", [20]), ("--n-repeats 100", [100]),
-    ("timed 50 iterations in 1.2 s", [50]), ("100 timed runs", [100]), ("warmup_iters=10 iters=200", [200]),
-    ("10 warmup steps, then 40 steps", [40]), ("Warm-up iterations: 3", []), ("shape 4096 x 50 ms", []),
-])
+@pytest.mark.parametrize(
+    "line, counts",
+    [
+        ("steps: 50", [50]),
+        ("runs=20 warmup=5", [20]),
+        ("num_iters=20", [20]),
+        ("--n-repeats 100", [100]),
+        ("timed 50 iterations in 1.2 s", [50]),
+        ("100 timed runs", [100]),
+        ("warmup_iters=10 iters=200", [200]),
+        ("10 warmup steps, then 40 steps", [40]),
+        ("Warm-up iterations: 3", []),
+        ("shape 4096 x 50 ms", []),
+    ],
+)
 def test_step_counts_read_the_word_on_either_side_and_skip_warm_up(line, counts):
     from pytest_gpuverify.engine.runs_log import step_counts
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 import os
 import uuid
 from pathlib import Path
-from typing import Optional
 
 import pytest
 
@@ -41,8 +40,15 @@ class World:
     def name(self, suffix: str) -> str:
         return f"gvr-{self.tag}-{suffix}"
 
-    def container(self, name: str, *, running: bool = True, labels: Optional[dict] = None,
-                  mounts: Optional[dict] = None, image: Optional[str] = None) -> str:
+    def container(
+        self,
+        name: str,
+        *,
+        running: bool = True,
+        labels: dict | None = None,
+        mounts: dict | None = None,
+        image: str | None = None,
+    ) -> str:
         """``mounts``: host path -> container path (default: the repo at /workspace/aiter)."""
         volumes = {d: {"bind": d, "mode": "ro"} for d in demo.HOST_DIRS if os.path.exists(d)}
         mounts = {str(self.repo): "/workspace/aiter"} if mounts is None else mounts
@@ -63,17 +69,32 @@ class World:
         self.images.append(ref)
         return ref
 
-    def env(self, containers=(), repo_container: Optional[str] = None, mount: str = "/workspace/aiter"):
+    def env(self, containers=(), repo_container: str | None = None, mount: str = "/workspace/aiter"):
         """``containers``: names, or (name, image, host) tuples."""
         rows = [(c, demo.ROOTFS_IMAGE, HOST) if isinstance(c, str) else c for c in containers]
-        text = "\n".join([
-            "## Resources", "", "| resource | path |", "|---|---|",
-            f"| tickets | {self.tickets} |", f"| repos | {self.repos} |", "",
-            "## Repos", "", "| repo | path | container | mount |", "|---|---|---|---|",
-            f"| aiter | {self.repo} | {repo_container or 'not set'} | {mount} |", "",
-            "## Containers", "", "| name | image | host |", "|---|---|---|",
-            *[f"| {n} | {i or 'not set'} | {h or 'not set'} |" for n, i, h in rows], "",
-        ])
+        text = "\n".join(
+            [
+                "## Resources",
+                "",
+                "| resource | path |",
+                "|---|---|",
+                f"| tickets | {self.tickets} |",
+                f"| repos | {self.repos} |",
+                "",
+                "## Repos",
+                "",
+                "| repo | path | container | mount |",
+                "|---|---|---|---|",
+                f"| aiter | {self.repo} | {repo_container or 'not set'} | {mount} |",
+                "",
+                "## Containers",
+                "",
+                "| name | image | host |",
+                "|---|---|---|",
+                *[f"| {n} | {i or 'not set'} | {h or 'not set'} |" for n, i, h in rows],
+                "",
+            ]
+        )
         return parse_env_text(text, self.root / "env.md")
 
     def devcontainer(self, text: str, where: str = ".devcontainer/devcontainer.json") -> Path:
@@ -126,14 +147,17 @@ def test_override_wins_over_devcontainer_and_repos_row(world):
 def test_devcontainer_jsonc_beats_repos_row_and_maps_workspace_mount(world):
     a = world.container(world.name("dev"), mounts={str(world.repos): "/ws"})
     b = world.container(world.name("row"))
-    config = world.devcontainer("""{
+    config = world.devcontainer(
+        """{
   // the ticket's container; comments, trailing commas and URLs are all fine
   "name": "aiter dev",
   "image": "https://registry.example.com//rocm/aiter:latest", /* not a comment: // inside a string */
   "runArgs": ["--device=/dev/kfd", "--group-add=video", "--name=%s",],
   "workspaceMount": "source=${localWorkspaceFolder}/../../repos,target=/ws,type=bind,consistency=cached",
   "workspaceFolder": "/ws",
-}""" % a)
+}"""
+        % a
+    )
     res = world.resolve(world.env([a, b], repo_container=b))
     assert (res.name, res.source, res.problem) == (a, "devcontainer", None)
     assert res.config_file == config
@@ -168,8 +192,11 @@ def test_two_sub_folder_configs_are_ambiguous(world):
 def test_devcontainer_without_name_is_found_by_its_label(world, monkeypatch):
     folder = world.tickets / world.ticket
     monkeypatch.setenv("GVR_SRC", str(world.repos))
-    a = world.container(world.name("labelled"), labels={"devcontainer.local_folder": str(folder)},
-                        mounts={str(world.repos): f"/w/{world.ticket}"})
+    a = world.container(
+        world.name("labelled"),
+        labels={"devcontainer.local_folder": str(folder)},
+        mounts={str(world.repos): f"/w/{world.ticket}"},
+    )
     world.container(world.name("row"))
     world.devcontainer("""{
   "image": "rocm/pytorch", // no --name: the CLI labels the container instead
@@ -245,8 +272,9 @@ def test_other_users_and_stopped_containers_are_never_matched(world):
     assert res.name is None and res.source is None and not res.started
     assert res.problem.startswith(f"no container found for ticket {world.ticket}")
     assert f"`docker start {mine}`" in res.problem
-    assert res.problem.endswith("Fix: set the Repos row's container, add .devcontainer/devcontainer.json "
-                                "to the ticket, or pass --gpu-container")
+    assert res.problem.endswith(
+        "Fix: set the Repos row's container, add .devcontainer/devcontainer.json to the ticket, or pass --gpu-container"
+    )
     assert not world.running(mine)
 
 
@@ -345,16 +373,19 @@ def test_map_to_container_longest_prefix_whole_components(tmp_path):
     assert map_to_container([], aiter) is None
 
 
-@pytest.mark.parametrize(("text", "ticket", "named"), [
-    ("aiter-T-1-2978be", "T-1", True),
-    ("rocm/pytorch:t-1", "T-1", True),
-    ("dev_T-1.local", "T-1", True),
-    ("gv-test-10423672", "T-1", False),  # "...t-1" inside a word
-    ("aiter-T-10", "T-1", False),
-    ("aiter-T-1", "T-10", False),
-    ("aiter-ABC-123+x", "ABC-123+x", True),  # a key is matched as text, not as a pattern
-    ("aiter-ABC-123xx", "ABC-123+x", False),
-])
+@pytest.mark.parametrize(
+    ("text", "ticket", "named"),
+    [
+        ("aiter-T-1-2978be", "T-1", True),
+        ("rocm/pytorch:t-1", "T-1", True),
+        ("dev_T-1.local", "T-1", True),
+        ("gv-test-10423672", "T-1", False),  # "...t-1" inside a word
+        ("aiter-T-10", "T-1", False),
+        ("aiter-T-1", "T-10", False),
+        ("aiter-ABC-123+x", "ABC-123+x", True),  # a key is matched as text, not as a pattern
+        ("aiter-ABC-123xx", "ABC-123+x", False),
+    ],
+)
 def test_a_ticket_key_is_matched_as_a_word_of_its_own(text, ticket, named):
     assert names_ticket(text, ticket) is named
 
@@ -362,9 +393,12 @@ def test_a_ticket_key_is_matched_as_a_word_of_its_own(text, ticket, named):
 def test_container_none_is_decided_in_one_place_in_any_case():
     from types import SimpleNamespace
 
-    from pytest_gpuverify.place.container_checks import ContainerPlaces
     from pytest_gpuverify.config.containers import runs_on_host
+    from pytest_gpuverify.place.container_checks import ContainerPlaces
 
     assert [runs_on_host(v) for v in ("none", " NONE ", "None", "nonesuch", "", None)] == [True] * 3 + [False] * 3
     places = ContainerPlaces(None, SimpleNamespace(container="None"), "h", lambda: None, "amd", None)
-    assert places.on_host and not ContainerPlaces(None, SimpleNamespace(container="c1"), "h", lambda: None, "amd", None).on_host
+    assert (
+        places.on_host
+        and not ContainerPlaces(None, SimpleNamespace(container="c1"), "h", lambda: None, "amd", None).on_host
+    )

@@ -9,8 +9,8 @@ import time
 import pytest
 
 from pytest_gpuverify.config.envfile import parse_lock_prefix
-from pytest_gpuverify.gpu.rocm import RocmBackend
 from pytest_gpuverify.execute.host_commands import LocalHost
+from pytest_gpuverify.gpu.rocm import RocmBackend
 from pytest_gpuverify.lease.picker import GpuPicker, NoGpu, PickerError
 from pytest_gpuverify.lease.sampler import IdleSampler
 from pytest_gpuverify.simulator import SimState, install, load_state, save_state

@@ -10,8 +10,8 @@ import subprocess
 import sys
 
 import pytest
-
 from conftest import make_sandbox
+
 from pytest_gpuverify.config.errors import UsageError
 from pytest_gpuverify.config.shards import parse_spec, plan_digest, run_id, split
 from pytest_gpuverify.records.scheduling import ShardRecord
@@ -25,6 +25,7 @@ def node_ids(n: int) -> list[str]:
 
 
 # -- the split ------------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("count", range(1, 9))
 def test_every_target_lands_in_exactly_one_shard_the_same_on_every_machine(count):
@@ -61,31 +62,70 @@ def test_a_target_without_a_duration_counts_as_the_mean_of_the_known():
 
 # -- where the shard is read -----------------------------------------------------------------------
 
-@pytest.mark.parametrize("spec, environ, expected", [
-    ("2/4", {}, (2, 4, "--gpu-shard 2/4")),
-    ("auto", {"SLURM_ARRAY_TASK_ID": "5", "SLURM_ARRAY_TASK_COUNT": "8", "SLURM_ARRAY_TASK_MIN": "0",
-              "SLURM_ARRAY_TASK_MAX": "7"}, (5, 8, "SLURM_ARRAY_TASK_ID=5 of 8 (min 0, step 1)")),
-    ("auto", {"SLURM_ARRAY_TASK_ID": "7", "SLURM_ARRAY_TASK_COUNT": "4", "SLURM_ARRAY_TASK_MIN": "1",
-              "SLURM_ARRAY_TASK_MAX": "7", "SLURM_ARRAY_TASK_STEP": "2"}, (3, 4, "SLURM_ARRAY_TASK_ID=7 of 4 (min 1, step 2)")),
-    ("auto", {"BUILDKITE_PARALLEL_JOB": "1", "BUILDKITE_PARALLEL_JOB_COUNT": "3"},
-     (1, 3, "BUILDKITE_PARALLEL_JOB=1 of BUILDKITE_PARALLEL_JOB_COUNT=3")),
-    ("auto/6", {"JOB_COMPLETION_INDEX": "4"}, (4, 6, "JOB_COMPLETION_INDEX=4")),
-])
+
+@pytest.mark.parametrize(
+    "spec, environ, expected",
+    [
+        ("2/4", {}, (2, 4, "--gpu-shard 2/4")),
+        (
+            "auto",
+            {
+                "SLURM_ARRAY_TASK_ID": "5",
+                "SLURM_ARRAY_TASK_COUNT": "8",
+                "SLURM_ARRAY_TASK_MIN": "0",
+                "SLURM_ARRAY_TASK_MAX": "7",
+            },
+            (5, 8, "SLURM_ARRAY_TASK_ID=5 of 8 (min 0, step 1)"),
+        ),
+        (
+            "auto",
+            {
+                "SLURM_ARRAY_TASK_ID": "7",
+                "SLURM_ARRAY_TASK_COUNT": "4",
+                "SLURM_ARRAY_TASK_MIN": "1",
+                "SLURM_ARRAY_TASK_MAX": "7",
+                "SLURM_ARRAY_TASK_STEP": "2",
+            },
+            (3, 4, "SLURM_ARRAY_TASK_ID=7 of 4 (min 1, step 2)"),
+        ),
+        (
+            "auto",
+            {"BUILDKITE_PARALLEL_JOB": "1", "BUILDKITE_PARALLEL_JOB_COUNT": "3"},
+            (1, 3, "BUILDKITE_PARALLEL_JOB=1 of BUILDKITE_PARALLEL_JOB_COUNT=3"),
+        ),
+        ("auto/6", {"JOB_COMPLETION_INDEX": "4"}, (4, 6, "JOB_COMPLETION_INDEX=4")),
+    ],
+)
 def test_the_shard_is_read_from_the_option_or_the_scheduler(spec, environ, expected):
     assert parse_spec(spec, environ) == expected
 
 
-@pytest.mark.parametrize("spec, environ, words", [
-    ("4/4", {}, "shard 4 of 4 (--gpu-shard 4/4) is out of range"),
-    ("1of4", {}, "is not I/N, auto or auto/N"),
-    ("0/0", {}, "0 shards"),
-    ("auto", {}, "no SLURM_ARRAY_TASK_ID, BUILDKITE_PARALLEL_JOB or JOB_COMPLETION_INDEX"),
-    ("auto", {"JOB_COMPLETION_INDEX": "1"}, "JOB_COMPLETION_INDEX gives the index, not the count"),
-    ("auto/4", {"BUILDKITE_PARALLEL_JOB": "1", "BUILDKITE_PARALLEL_JOB_COUNT": "3"}, "the environment says 3 shards"),
-    ("auto", {"SLURM_ARRAY_TASK_ID": "3", "SLURM_ARRAY_TASK_COUNT": "3", "SLURM_ARRAY_TASK_MIN": "1",
-              "SLURM_ARRAY_TASK_MAX": "7"}, "are not evenly spaced"),
-    ("auto", {"BUILDKITE_PARALLEL_JOB": "x"}, "BUILDKITE_PARALLEL_JOB='x' is not a whole number"),
-])
+@pytest.mark.parametrize(
+    "spec, environ, words",
+    [
+        ("4/4", {}, "shard 4 of 4 (--gpu-shard 4/4) is out of range"),
+        ("1of4", {}, "is not I/N, auto or auto/N"),
+        ("0/0", {}, "0 shards"),
+        ("auto", {}, "no SLURM_ARRAY_TASK_ID, BUILDKITE_PARALLEL_JOB or JOB_COMPLETION_INDEX"),
+        ("auto", {"JOB_COMPLETION_INDEX": "1"}, "JOB_COMPLETION_INDEX gives the index, not the count"),
+        (
+            "auto/4",
+            {"BUILDKITE_PARALLEL_JOB": "1", "BUILDKITE_PARALLEL_JOB_COUNT": "3"},
+            "the environment says 3 shards",
+        ),
+        (
+            "auto",
+            {
+                "SLURM_ARRAY_TASK_ID": "3",
+                "SLURM_ARRAY_TASK_COUNT": "3",
+                "SLURM_ARRAY_TASK_MIN": "1",
+                "SLURM_ARRAY_TASK_MAX": "7",
+            },
+            "are not evenly spaced",
+        ),
+        ("auto", {"BUILDKITE_PARALLEL_JOB": "x"}, "BUILDKITE_PARALLEL_JOB='x' is not a whole number"),
+    ],
+)
 def test_a_shard_that_cannot_be_read_is_one_usage_line(spec, environ, words):
     with pytest.raises(UsageError) as err:
         parse_spec(spec, environ)
@@ -102,15 +142,20 @@ def test_the_run_is_the_option_else_the_ci_run():
 
 # -- did every shard arrive ------------------------------------------------------------------------
 
+
 def record(index: int, session: str, count: int = 3, plan: str = "p1", sizes=(2, 1, 0)) -> ShardRecord:
-    return ShardRecord(index=index, count=count, read_from="--gpu-shard", run="r7", plan=plan, sizes=list(sizes),
-                       session=session)
+    return ShardRecord(
+        index=index, count=count, read_from="--gpu-shard", run="r7", plan=plan, sizes=list(sizes), session=session
+    )
 
 
 def test_merge_lines_name_each_shard_missing_twice_or_incomplete(tmp_path):
     a, b = tmp_path / "a", tmp_path / "b"
-    whole = [(record(0, "s0"), a / "bench_x.json"), (record(0, "s0"), a / "bench_y.json"),
-             (record(1, "s1"), a / "bench_z.json")]
+    whole = [
+        (record(0, "s0"), a / "bench_x.json"),
+        (record(0, "s0"), a / "bench_y.json"),
+        (record(1, "s1"), a / "bench_z.json"),
+    ]
     lines, ok = shard_lines(whole)
     assert ok and lines == ["shards of run r7: 3 of 3 arrived, each once and whole"], "shard 2 was given no target"
     lines, ok = shard_lines(whole[:2])
@@ -124,6 +169,7 @@ def test_merge_lines_name_each_shard_missing_twice_or_incomplete(tmp_path):
 
 
 # -- sessions, durations and merge ------------------------------------------------------------------
+
 
 @pytest.fixture(scope="module")
 def box(tmp_path_factory, docker_client):
@@ -166,9 +212,12 @@ def test_shards_run_apart_and_merge_names_the_missing_and_the_twice_run(box):
     assert "shards of run nightly-1: 2 of 2 arrived, each once and whole" in both.stdout
 
     run_shard(box, root / "again", "--gpu-shard", "1/2", "--gpu-shard-run", "nightly-1")  # a retried job
-    twice = gpuverify("merge", "--keep-all", str(root / "s1" / "T-1"), str(root / "again" / "T-1"), "-o",
-                      str(root / "all" / "T-1"))
-    assert twice.returncode == 1 and "TWICE shard 1/2 of run nightly-1: it ran in 2 sessions" in twice.stdout, twice.stdout
+    twice = gpuverify(
+        "merge", "--keep-all", str(root / "s1" / "T-1"), str(root / "again" / "T-1"), "-o", str(root / "all" / "T-1")
+    )
+    assert twice.returncode == 1 and "TWICE shard 1/2 of run nightly-1: it ran in 2 sessions" in twice.stdout, (
+        twice.stdout
+    )
 
     durations = root / "durations.json"
     made = gpuverify("durations", str(root / "all" / "T-1"), "-o", str(durations))
@@ -224,8 +273,10 @@ def test_a_path_valued_option_does_not_change_the_plan_digest(box):
     for proc in (plain, moved):
         assert proc.returncode == 0, (proc.stdout + proc.stderr).decode(errors="replace")[-3000:]
     assert b"rootdir: " + str(box.root).encode() in moved.stdout, moved.stdout[-2000:]  # the rootdir moved
-    digests = {t: {json.loads(p.read_text())["shard"]["plan"] for p in (box.tickets / t).glob("bench_*.json")}
-               for t in ("T-PLAIN", "T-MOVED")}
+    digests = {
+        t: {json.loads(p.read_text())["shard"]["plan"] for p in (box.tickets / t).glob("bench_*.json")}
+        for t in ("T-PLAIN", "T-MOVED")
+    }
     assert digests["T-PLAIN"] == digests["T-MOVED"] and len(digests["T-PLAIN"]) == 1, digests
     names = {t: sorted(p.name for p in (box.tickets / t).glob("bench_*.json")) for t in ("T-PLAIN", "T-MOVED")}
     assert names["T-PLAIN"] == names["T-MOVED"], names

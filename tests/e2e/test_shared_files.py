@@ -14,12 +14,11 @@ from pathlib import Path
 import pytest
 
 from pytest_gpuverify.common import files
-
-from pytest_gpuverify.lease import lock
-from pytest_gpuverify.records.artifact import Artifact, read_artifact, write_artifact
 from pytest_gpuverify.engine.store import store_artifact
+from pytest_gpuverify.lease import lock
 from pytest_gpuverify.lease.lock import GpuLease, LockError, open_lock_file
 from pytest_gpuverify.lease.shared_readings import STALE_S, SharedReadings, remove_stale
+from pytest_gpuverify.records.artifact import Artifact, read_artifact, write_artifact
 
 NOBODY = 65534
 
@@ -111,8 +110,10 @@ def test_an_unreadable_lock_file_names_its_owner_mode_and_the_fix(world_dir, sec
     path = world_dir / "gpu-0.lock"
     path.write_bytes(b"")
     os.chmod(path, 0o600)
-    code = ("import sys; from pytest_gpuverify.lease.lock import GpuLease, LockError\n"
-            f"try: GpuLease({str(path)!r}, 0).try_acquire()\nexcept LockError as e: print(e)")
+    code = (
+        "import sys; from pytest_gpuverify.lease.lock import GpuLease, LockError\n"
+        f"try: GpuLease({str(path)!r}, 0).try_acquire()\nexcept LockError as e: print(e)"
+    )
     proc = second_user.run(["python3", "-c", code])
     out = proc.stdout.decode()
     assert f"cannot open GPU lock file {path} (owner root, mode 0600)" in out and "Fix:" in out, proc
@@ -169,7 +170,10 @@ def test_artifacts_and_logs_get_one_group_readable_mode_whatever_the_umask(tmp_p
         files.write_atomic(tmp_path / "T-1" / "bench_x.1.junit.xml", b"<x/>", mode=files.RESULT_MODE)
     assert files.RESULT_MODE == 0o644
     assert {p.name: mode_of(p) for p in (tmp_path / "T-1").iterdir()} == {
-        "bench_x.json": 0o644, "bench_x.1.log": 0o644, "bench_x.1.junit.xml": 0o644}
+        "bench_x.json": 0o644,
+        "bench_x.1.log": 0o644,
+        "bench_x.1.junit.xml": 0o644,
+    }
 
 
 def test_a_new_ticket_folder_takes_the_team_folders_permissions(tmp_path):
@@ -288,7 +292,8 @@ def test_stale_readings_files_of_the_user_are_removed_and_no_one_elses(tmp_path)
         os.chown(p, owner, owner)
     assert remove_stale(tmp_path, legacy=True) == 3
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
-        [f"gpuverify-readings-{uid}-bbbb.json", f"gpuverify-readings-{NOBODY}-cccc.json", "unrelated.json"])
+        [f"gpuverify-readings-{uid}-bbbb.json", f"gpuverify-readings-{NOBODY}-cccc.json", "unrelated.json"]
+    )
 
 
 def test_the_lease_keeps_close_on_exec_on_both_opens(tmp_path):

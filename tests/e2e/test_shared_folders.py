@@ -15,8 +15,8 @@ import pytest
 
 from pytest_gpuverify.cli.doctor import DoctorReport, _tickets
 from pytest_gpuverify.common import files
-from pytest_gpuverify.records.artifact import Artifact, read_artifact, utc_now
 from pytest_gpuverify.place.caches import plan_caches
+from pytest_gpuverify.records.artifact import Artifact, read_artifact, utc_now
 
 
 def mode_of(path) -> int:
@@ -117,8 +117,10 @@ def test_a_held_folder_lock_is_named_and_waited_for_only_a_short_time(open_root,
     assert len(shown) == 1 and f"pid {holder_pid} ({second_user.name})" in shown[0] and str(lock_file) in shown[0]
     assert lines[-1] == "", "the live line is cleared after the wait"
     written = read_artifact(path)
-    assert any(f"written without the folder lock {lock_file}: held by pid {holder_pid} ({second_user.name})" in note
-               for note in written.notes), written.notes
+    assert any(
+        f"written without the folder lock {lock_file}: held by pid {holder_pid} ({second_user.name})" in note
+        for note in written.notes
+    ), written.notes
 
 
 def test_the_folder_lock_is_not_held_while_the_artifact_is_serialized(tmp_path, monkeypatch):
@@ -129,7 +131,9 @@ def test_the_folder_lock_is_not_held_while_the_artifact_is_serialized(tmp_path, 
     lock_file = tmp_path / ".gpuverify.lock"
     seen = []
     real_dump = store.dump_artifact
-    monkeypatch.setattr(store, "dump_artifact", lambda a: (seen.append(is_locked_elsewhere(lock_file)), real_dump(a))[1])
+    monkeypatch.setattr(
+        store, "dump_artifact", lambda a: (seen.append(is_locked_elsewhere(lock_file)), real_dump(a))[1]
+    )
     store.store_artifact(Artifact(topic="x", ts=utc_now()), tmp_path / "T-1" / "bench_x.json", lock_file)
     assert seen == [False]
 
@@ -180,15 +184,29 @@ def test_the_summary_shows_each_artifacts_final_name(tmp_path):
     from pytest_gpuverify.terminal import VerdictSummary
 
     asked, stored = tmp_path / "T-1" / "bench_x.json", tmp_path / "own" / "bench_x.json"
-    outcome = SimpleNamespace(artifact_path=asked, stored_path=stored, target=SimpleNamespace(name="op_tests/x.py"),
-                              artifact=Artifact(topic="x", ts=utc_now(), verdict="PASS"))
+    outcome = SimpleNamespace(
+        artifact_path=asked,
+        stored_path=stored,
+        target=SimpleNamespace(name="op_tests/x.py"),
+        artifact=Artifact(topic="x", ts=utc_now(), verdict="PASS"),
+    )
     summary = VerdictSummary(lambda: SimpleNamespace(outcomes=[outcome]))
-    summary.pytest_runtest_logreport(SimpleNamespace(
-        when="call", nodeid="op_tests/x.py::x", location=("op_tests/x.py", 0, ""),
-        user_properties=[("gpuverify_verdict", "PASS"), ("gpuverify_artifact", str(asked))]))
+    summary.pytest_runtest_logreport(
+        SimpleNamespace(
+            when="call",
+            nodeid="op_tests/x.py::x",
+            location=("op_tests/x.py", 0, ""),
+            user_properties=[("gpuverify_verdict", "PASS"), ("gpuverify_artifact", str(asked))],
+        )
+    )
     lines: list[str] = []
-    summary.pytest_terminal_summary(SimpleNamespace(section=lambda *a, **k: None, line=lambda text, **k: lines.append(text),
-                                                    config=SimpleNamespace(getoption=lambda *a, **k: False)))
+    summary.pytest_terminal_summary(
+        SimpleNamespace(
+            section=lambda *a, **k: None,
+            line=lambda text, **k: lines.append(text),
+            config=SimpleNamespace(getoption=lambda *a, **k: False),
+        )
+    )
     assert len(lines) == 1 and lines[0].endswith(f"-> {stored}"), lines
 
 
@@ -219,17 +237,33 @@ def test_an_xdist_controller_shows_where_its_workers_artifacts_really_went(tmp_p
 
     asked, kept = tmp_path / "T-1" / "bench_x.json", tmp_path / "own" / "bench_x.json"
     controller = DistController(SimpleNamespace(getoption=lambda *a, **k: None, getini=lambda *a: None))
-    controller.summary.pytest_runtest_logreport(SimpleNamespace(
-        when="call", nodeid="op_tests/x.py::x", location=("op_tests/x.py", 0, ""),
-        user_properties=[("gpuverify_verdict", "PASS"), ("gpuverify_artifact", str(asked))]))
-    controller.pytest_testnodedown(SimpleNamespace(workeroutput={
-        "gpuverify_stored": {str(asked): str(kept)},
-        "gpuverify_write_problems": [f"the artifact could not be written to {asked} (full); it was written to {kept} instead"]}),
-        None)
+    controller.summary.pytest_runtest_logreport(
+        SimpleNamespace(
+            when="call",
+            nodeid="op_tests/x.py::x",
+            location=("op_tests/x.py", 0, ""),
+            user_properties=[("gpuverify_verdict", "PASS"), ("gpuverify_artifact", str(asked))],
+        )
+    )
+    controller.pytest_testnodedown(
+        SimpleNamespace(
+            workeroutput={
+                "gpuverify_stored": {str(asked): str(kept)},
+                "gpuverify_write_problems": [
+                    f"the artifact could not be written to {asked} (full); it was written to {kept} instead"
+                ],
+            }
+        ),
+        None,
+    )
     lines: list[str] = []
-    controller.summary.pytest_terminal_summary(SimpleNamespace(
-        section=lambda *a, **k: None, line=lambda text, **k: lines.append(text),
-        config=SimpleNamespace(getoption=lambda *a, **k: False)))
+    controller.summary.pytest_terminal_summary(
+        SimpleNamespace(
+            section=lambda *a, **k: None,
+            line=lambda text, **k: lines.append(text),
+            config=SimpleNamespace(getoption=lambda *a, **k: False),
+        )
+    )
     assert lines[0].endswith(f"-> {kept}") and f"written to {kept} instead" in lines[1], lines
     session = SimpleNamespace(exitstatus=0)
     finish = controller.pytest_sessionfinish(session, 0)

@@ -33,15 +33,23 @@ def test_the_signing_table_is_optional_and_read_when_present(tmp_path):
     assert parse_env_text(HOSTS, "env.md").signing == []
     env = env_with("| alice | /home/alice/.ssh/id_ed25519 |\n| mi355x-07 | `/etc/gpuverify/host_key` |\n")
     assert [(r.signer, str(r.key), r.row) for r in env.signing] == [
-        ("alice", "/home/alice/.ssh/id_ed25519", 1), ("mi355x-07", "/etc/gpuverify/host_key", 2)]
+        ("alice", "/home/alice/.ssh/id_ed25519", 1),
+        ("mi355x-07", "/etc/gpuverify/host_key", 2),
+    ]
 
 
-@pytest.mark.parametrize("row, message", [
-    ("| alice | .ssh/id_ed25519 |", "section 'Signing', row 1 (alice): key '.ssh/id_ed25519' is not an absolute path. Fix: "),
-    ("| alice smith | /k |", "section 'Signing', row 1 (alice smith): signer 'alice smith' is not one name. Fix: "),
-    ("| alice | /k |\n| ALICE | /j |", "section 'Signing', row 2 (ALICE): signer 'ALICE' is listed twice. Fix: "),
-    ("| /k |", "section 'Signing', row 1 (/k): the row has 1 cells but the header has 2. Fix: "),
-])
+@pytest.mark.parametrize(
+    "row, message",
+    [
+        (
+            "| alice | .ssh/id_ed25519 |",
+            "section 'Signing', row 1 (alice): key '.ssh/id_ed25519' is not an absolute path. Fix: ",
+        ),
+        ("| alice smith | /k |", "section 'Signing', row 1 (alice smith): signer 'alice smith' is not one name. Fix: "),
+        ("| alice | /k |\n| ALICE | /j |", "section 'Signing', row 2 (ALICE): signer 'ALICE' is listed twice. Fix: "),
+        ("| /k |", "section 'Signing', row 1 (/k): the row has 1 cells but the header has 2. Fix: "),
+    ],
+)
 def test_a_bad_row_names_file_row_and_fix(row, message):
     with pytest.raises(EnvFileError) as err:
         env_with(row + "\n")
@@ -63,7 +71,9 @@ def test_a_missing_key_is_an_env_file_error_before_anything_runs(tmp_path):
     with pytest.raises(EnvFileError) as err:
         signer_for(env, "mi355x-07", user="alice")
     text = str(err.value)
-    assert text.startswith(f"/home/dev/env.md: section 'Signing', row 1 (alice): key {tmp_path}/nope is not a readable file")
+    assert text.startswith(
+        f"/home/dev/env.md: section 'Signing', row 1 (alice): key {tmp_path}/nope is not a readable file"
+    )
     assert "Fix: create it (`ssh-keygen -t ed25519 -f" in text
 
 

@@ -11,9 +11,9 @@ import time
 
 import pytest
 
+from pytest_gpuverify.execute.host_commands import LocalHost
 from pytest_gpuverify.gpu.base import GpuToolError
 from pytest_gpuverify.gpu.rocm import RocmBackend, extract_json, parse_rocminfo_arch
-from pytest_gpuverify.execute.host_commands import LocalHost
 from pytest_gpuverify.simulator import GIB, IDLE_VRAM, MODULE, SimProcess, SimState, install, load_state, save_state
 from pytest_gpuverify.simulator.tools import MODULES
 from pytest_gpuverify.simulator.tools import gpuverify_sim_amd_smi as sim_amd_smi
@@ -69,8 +69,10 @@ def test_idle_8x_gfx942_reads_idle_on_both_paths(sim):
     backend = RocmBackend(host)
     readings = backend.read()
     assert [r.index for r in readings] == list(range(8))
-    assert all(r.use_pct == 0 and r.vram_used_bytes == IDLE_VRAM and r.vram_total_bytes == 192 * GIB
-               and r.processes == () for r in readings)
+    assert all(
+        r.use_pct == 0 and r.vram_used_bytes == IDLE_VRAM and r.vram_total_bytes == 192 * GIB and r.processes == ()
+        for r in readings
+    )
     assert backend.notes == []
     inv = backend.inventory()
     assert [(g.index, g.arch, g.name) for g in inv] == [(i, "gfx942", "AMD Instinct MI300X") for i in range(8)]
@@ -259,8 +261,13 @@ def test_rocminfo_honours_rocr_visible_devices(sim):
 def test_tools_run_without_this_package(sim, tmp_path):
     # Containers have neither pydantic nor pytest_gpuverify: the tool must run with -I (no site, no cwd).
     bin_dir, _ = sim(SimState.idle(1))
-    out = subprocess.run([sys.executable, "-I", "-S", str(bin_dir / "rocm-smi"), "--showuse", "--json"],
-                         capture_output=True, text=True, timeout=20, cwd=tmp_path)
+    out = subprocess.run(
+        [sys.executable, "-I", "-S", str(bin_dir / "rocm-smi"), "--showuse", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=20,
+        cwd=tmp_path,
+    )
     assert out.returncode == 0 and extract_json(out.stdout)["card0"]["GPU use (%)"] == "0"
 
 
@@ -268,18 +275,32 @@ def test_tools_run_without_this_package(sim, tmp_path):
 def test_plain_calls_import_no_argparse(sim, argv):
     # The samplers' calls: start-up time is the cost of a reading, and argparse alone would double it.
     bin_dir, _ = sim(SimState.idle(1))
-    out = subprocess.run([sys.executable, "-I", "-S", "-X", "importtime", str(bin_dir / argv[0]), *argv[1:]],
-                         capture_output=True, text=True, timeout=20)
+    out = subprocess.run(
+        [sys.executable, "-I", "-S", "-X", "importtime", str(bin_dir / argv[0]), *argv[1:]],
+        capture_output=True,
+        text=True,
+        timeout=20,
+    )
     imported = {line.split("|")[-1].strip() for line in out.stderr.splitlines() if line.startswith("import time:")}
     assert out.returncode == 0 and "argparse" not in imported
     own = {MODULE, "gpuverify_sim_" + argv[0].replace("-", "_")}
     assert imported & set(MODULES) == own  # its own tool's module, no other
 
 
-@pytest.mark.parametrize("argv", [
-    ["metric", "-u", "-m", "--json"], ["metric", "--usage", "--mem-usage"], ["process", "--json"], ["process"],
-    ["static", "--asic", "--json"], ["static", "-a", "-b"], ["list", "-e", "--json"], ["list", "--json"], ["version"],
-])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["metric", "-u", "-m", "--json"],
+        ["metric", "--usage", "--mem-usage"],
+        ["process", "--json"],
+        ["process"],
+        ["static", "--asic", "--json"],
+        ["static", "-a", "-b"],
+        ["list", "-e", "--json"],
+        ["list", "--json"],
+        ["version"],
+    ],
+)
 @pytest.mark.parametrize("rocm", [(6, 1), (7, 0)])
 def test_amd_smi_plain_calls_read_as_argparse_reads_them(argv, rocm):
     fast = sim_amd_smi.amd_smi_plain_call(argv, rocm)

@@ -12,20 +12,20 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Optional
 
 import pytest
-
 import slurm_cluster
-from slurm_cluster import LONG_TARGET, NODES, SLEEPERS, SLOW_TARGETS, add_targets
 from conftest import make_sandbox
+from slurm_cluster import LONG_TARGET, NODES, SLEEPERS, SLOW_TARGETS, add_targets
 
 pytestmark = pytest.mark.docker
 
 
 def slurm_section(start_within: float = 120) -> str:
-    return ("\n## Slurm\n\n| setting | value |\n|---|---|\n"
-            f"| partition | {slurm_cluster.PARTITION} |\n| time | 10 |\n| start within | {start_within:g} |\n")
+    return (
+        "\n## Slurm\n\n| setting | value |\n|---|---|\n"
+        f"| partition | {slurm_cluster.PARTITION} |\n| time | 10 |\n| start within | {start_within:g} |\n"
+    )
 
 
 @pytest.fixture(scope="module")
@@ -72,18 +72,26 @@ def cluster_env(box) -> str:
 def empty_queue(cluster):
     yield
     deadline = time.monotonic() + 15  # a job that just ended is COMPLETING for a moment
-    while (left := cluster.run("squeue", "-h", "-t", "PENDING,RUNNING", "-o", "%i").stdout.split()) and \
-            time.monotonic() < deadline:
+    while (
+        left := cluster.run("squeue", "-h", "-t", "PENDING,RUNNING", "-o", "%i").stdout.split()
+    ) and time.monotonic() < deadline:
         time.sleep(0.2)
     if left:
         cluster.run("scancel", *left)
         pytest.fail(f"jobs left in the queue: {left}")
 
 
-def session(box, cluster, ticket: str, *args: str, popen: bool = False, env: Optional[dict] = None):
+def session(box, cluster, ticket: str, *args: str, popen: bool = False, env: dict | None = None):
     # both nodes are this machine: a job on one waits for the GPU lock a job on the other holds
-    return box.pytest("--gpu-slurm", "--gpu-wait", "300", *args, ticket=ticket, popen=popen,
-                      env={"SLURM_CONF": str(cluster.conf), **(env or {})})
+    return box.pytest(
+        "--gpu-slurm",
+        "--gpu-wait",
+        "300",
+        *args,
+        ticket=ticket,
+        popen=popen,
+        env={"SLURM_CONF": str(cluster.conf), **(env or {})},
+    )
 
 
 def text_of(proc) -> str:
@@ -91,7 +99,9 @@ def text_of(proc) -> str:
 
 
 def test_srun_with_gres_sets_the_gpu_variables(cluster):
-    res = cluster.run("srun", "--gres=gpu:2", "sh", "-c", "env | grep -E '^(CUDA|ROCR)_VISIBLE_DEVICES=|^SLURM_STEP_GPUS='")
+    res = cluster.run(
+        "srun", "--gres=gpu:2", "sh", "-c", "env | grep -E '^(CUDA|ROCR)_VISIBLE_DEVICES=|^SLURM_STEP_GPUS='"
+    )
     assert res.returncode == 0, res.stderr
     assert sorted(res.stdout.split()) == ["CUDA_VISIBLE_DEVICES=0,1", "ROCR_VISIBLE_DEVICES=0,1", "SLURM_STEP_GPUS=0,1"]
 
@@ -102,7 +112,7 @@ def test_eight_targets_over_four_gpus_all_pass_and_never_share_a_gpu(box, cluste
     assert proc.returncode == 0, text[-4000:]
     jobs, hosts = set(), set()
     for path in SLOW_TARGETS:
-        topic = path.rsplit("/", 1)[1][len("test_"):-3]
+        topic = path.rsplit("/", 1)[1][len("test_") : -3]
         art = box.artifact(topic, ticket="S-8")
         assert art.verdict == "PASS", (topic, art.reasons)
         assert art.scheduler is not None and art.scheduler.kind == "slurm" and art.scheduler.job_id
@@ -112,8 +122,11 @@ def test_eight_targets_over_four_gpus_all_pass_and_never_share_a_gpu(box, cluste
         hosts.add(art.host)
     assert len(jobs) == 8, "one job per target"
     assert hosts == set(NODES), "every node ran targets, each under its own hostname with no Hosts row of its own"
-    check = subprocess.run([sys.executable, "-m", "pytest_gpuverify.cli.main", "check", str(box.tickets / "S-8")],
-                           capture_output=True, text=True)
+    check = subprocess.run(
+        [sys.executable, "-m", "pytest_gpuverify.cli.main", "check", str(box.tickets / "S-8")],
+        capture_output=True,
+        text=True,
+    )
     assert check.returncode == 0, check.stdout + check.stderr
     assert "exclusivity: 8 runs on 4 GPU(s) of 2 host(s), 0 overlap(s)" in check.stdout, check.stdout
 
@@ -129,8 +142,11 @@ def wait_for(predicate, what: str, timeout: float = 120):
 
 
 def running_jobs(cluster) -> list[str]:
-    return [line.split("|")[0] for line in cluster.run("squeue", "-h", "-o", "%i|%T").stdout.split()
-            if line.endswith("|RUNNING")]
+    return [
+        line.split("|")[0]
+        for line in cluster.run("squeue", "-h", "-o", "%i|%T").stdout.split()
+        if line.endswith("|RUNNING")
+    ]
 
 
 def sleeping(box, ticket: str, count: int) -> bool:
@@ -154,7 +170,7 @@ def test_a_job_cancelled_mid_run_is_inconclusive_naming_the_job(box, cluster):
     art = box.artifact("sleep_0", ticket="S-CANCEL")
     assert art.verdict == "INCONCLUSIVE" and art.scheduler is not None and art.scheduler.job_id == job
     assert art.run is not None and art.run.interrupted, "the job's session was stopped, and said so"
-    summary = text[text.index("gpuverify ="):]
+    summary = text[text.index("gpuverify =") :]
     assert "INCONCLUSIVE" in summary and f"slurm job {job} CANCELLED" in summary, summary
 
 
@@ -175,7 +191,7 @@ def test_ctrl_c_cancels_every_job_of_the_session_and_leaves_the_queue_empty(box,
     assert cluster.run("squeue", "-h", "-o", "%i").stdout.split() == [], "nothing is left queued or running"
     assert proc.returncode == 2 and "scancel" in text, text[-3000:]
     for path in SLEEPERS:  # every target has its artifact, INCONCLUSIVE
-        art = box.artifact(path.rsplit("/", 1)[1][len("test_"):-3], ticket="S-INT")
+        art = box.artifact(path.rsplit("/", 1)[1][len("test_") : -3], ticket="S-INT")
         assert art.verdict == "INCONCLUSIVE", art.reasons
     pending = [line.split("|")[0] for line in queued if line.endswith("PENDING")][0]
     assert f"slurm job {pending} CANCELLED (PENDING when cancelled by the session's interrupt)" in text, text[-3000:]
@@ -185,8 +201,19 @@ def test_a_job_that_never_starts_within_the_bound_is_cancelled_and_inconclusive(
     with_bound = box.env_path.read_text().replace("| start within | 120 |", "| start within | 3 |")
     env_path = box.root / "env-bound.md"
     env_path.write_text(with_bound)
-    held = [cluster.run("sbatch", "--parsable", "--gres=gpu:2", f"--nodelist={node}", "--output=/dev/null",
-                        f"--chdir={cluster.root}", "--wrap", "sleep 60").stdout.strip() for node in NODES]  # every GPU taken
+    held = [
+        cluster.run(
+            "sbatch",
+            "--parsable",
+            "--gres=gpu:2",
+            f"--nodelist={node}",
+            "--output=/dev/null",
+            f"--chdir={cluster.root}",
+            "--wrap",
+            "sleep 60",
+        ).stdout.strip()
+        for node in NODES
+    ]  # every GPU taken
     try:
         proc = session(box, cluster, "S-BOUND", SLOW_TARGETS[0], "--gpu-env", str(env_path))
     finally:
@@ -203,24 +230,38 @@ def test_shard_jobs_run_the_split_each_job_makes(box, cluster):
     proc = session(box, cluster, "S-SHARDS", *SLOW_TARGETS[:4], "--gpu-slurm-shards", "2")
     text = text_of(proc)
     assert proc.returncode == 0, text[-4000:]
-    arts = [box.artifact(p.rsplit("/", 1)[1][len("test_"):-3], ticket="S-SHARDS") for p in SLOW_TARGETS[:4]]
+    arts = [box.artifact(p.rsplit("/", 1)[1][len("test_") : -3], ticket="S-SHARDS") for p in SLOW_TARGETS[:4]]
     assert all(a.verdict == "PASS" and a.shard is not None and a.scheduler is not None for a in arts)
     by_shard = {}
     for art in arts:
         by_shard.setdefault(art.shard.index, set()).add(art.scheduler.job_id)
         assert art.shard.count == 2 and art.shard.run.startswith("slurm-") and art.shard.sizes == [2, 2]
     assert sorted(by_shard) == [0, 1] and all(len(jobs) == 1 for jobs in by_shard.values()), "one job per shard"
-    merged = subprocess.run([sys.executable, "-m", "pytest_gpuverify.cli.main", "merge", str(box.tickets / "S-SHARDS"),
-                             "-o", str(box.root / "merged" / "S-SHARDS")], capture_output=True, text=True)
+    merged = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest_gpuverify.cli.main",
+            "merge",
+            str(box.tickets / "S-SHARDS"),
+            "-o",
+            str(box.root / "merged" / "S-SHARDS"),
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert merged.returncode == 0 and "2 of 2 arrived, each once and whole" in merged.stdout, merged.stdout
 
 
-@pytest.mark.parametrize("row, words", [
-    ("| partiton | gpu |", "setting 'partiton' is not one the Slurm launcher reads"),
-    ("| time | soon |", "time 'soon' is not a Slurm time limit"),
-    ("| gpus per target | 0 |", "gpus per target '0' is not a whole number from 1 to 64"),
-    ("| python | python3 |", "python 'python3' is not an absolute path"),
-])
+@pytest.mark.parametrize(
+    "row, words",
+    [
+        ("| partiton | gpu |", "setting 'partiton' is not one the Slurm launcher reads"),
+        ("| time | soon |", "time 'soon' is not a Slurm time limit"),
+        ("| gpus per target | 0 |", "gpus per target '0' is not a whole number from 1 to 64"),
+        ("| python | python3 |", "python 'python3' is not an absolute path"),
+    ],
+)
 def test_a_bad_slurm_setting_is_one_line_naming_its_row(tmp_path, row, words):
     from pytest_gpuverify.config.envfile import EnvFileError, parse_env_text
 
@@ -232,12 +273,20 @@ def test_a_bad_slurm_setting_is_one_line_naming_its_row(tmp_path, row, words):
 def test_the_slurm_settings_are_read():
     from pytest_gpuverify.config.envfile import parse_env_text
 
-    env = parse_env_text("## Slurm\n| setting | value |\n|---|---|\n| partition | mi300x |\n| account | `kernels` |\n"
-                         "| time | 1-00:30:00 |\n| GPUs per target | 2 |\n| start within | 90 |\n| python | not set |\n",
-                         "/tmp/env.md")
+    env = parse_env_text(
+        "## Slurm\n| setting | value |\n|---|---|\n| partition | mi300x |\n| account | `kernels` |\n"
+        "| time | 1-00:30:00 |\n| GPUs per target | 2 |\n| start within | 90 |\n| python | not set |\n",
+        "/tmp/env.md",
+    )
     s = env.slurm
-    assert (s.partition, s.account, s.time, s.gpus_per_target, s.start_within_s, s.python) == \
-        ("mi300x", "kernels", "1-00:30:00", 2, 90.0, None)
+    assert (s.partition, s.account, s.time, s.gpus_per_target, s.start_within_s, s.python) == (
+        "mi300x",
+        "kernels",
+        "1-00:30:00",
+        2,
+        90.0,
+        None,
+    )
 
 
 def test_a_job_sbatch_refuses_is_inconclusive_with_its_words(box, cluster):
@@ -255,10 +304,16 @@ def test_a_job_sbatch_refuses_is_inconclusive_with_its_words(box, cluster):
 
 # -- clusters as they are: requeues, time limits, borrowed grants, lost nodes ---------------------
 
+
 def job_of(cluster, name: str) -> str:
-    return wait_for(lambda: [line.split("|")[0] for line in cluster.run("squeue", "-h", "-o", "%i|%j|%T").stdout.split()
-                             if line.split("|")[1] == f"gpuverify-{name}" and line.endswith("|RUNNING")],
-                    f"job gpuverify-{name} to run")[0]
+    return wait_for(
+        lambda: [
+            line.split("|")[0]
+            for line in cluster.run("squeue", "-h", "-o", "%i|%j|%T").stdout.split()
+            if line.split("|")[1] == f"gpuverify-{name}" and line.endswith("|RUNNING")
+        ],
+        f"job gpuverify-{name} to run",
+    )[0]
 
 
 def test_a_requeued_job_runs_to_its_end_and_keeps_its_first_output(box, cluster):
@@ -291,24 +346,54 @@ def test_a_timed_out_shard_keeps_its_finished_targets_pass_in_merge_and_report(b
     env_path.write_text(box.env_path.read_text().replace("| time | 10 |", "| time | 1 |"))
     junit = box.root / "timeout.xml"
     paths = [SLOW_TARGETS[0], SLOW_TARGETS[1], SLEEPERS[0]]  # the shard runs them in this order
-    proc = session(box, cluster, "S-TIMEOUT", *paths, "--gpu-slurm-shards", "1", "--gpu-env", str(env_path),
-                   "--gpu-timeout", "600", "--junitxml", str(junit))
+    proc = session(
+        box,
+        cluster,
+        "S-TIMEOUT",
+        *paths,
+        "--gpu-slurm-shards",
+        "1",
+        "--gpu-env",
+        str(env_path),
+        "--gpu-timeout",
+        "600",
+        "--junitxml",
+        str(junit),
+    )
     text = text_of(proc)
     assert proc.returncode == 1, text[-3000:]
     job = box.artifact("sleep_0", ticket="S-TIMEOUT").scheduler.job_id
     for topic in ("slow_0", "slow_1"):
         assert box.artifact(topic, ticket="S-TIMEOUT").verdict == "PASS"
-        line = next(line for line in text.splitlines() if f"slurm job {job} TIMEOUT:" in line and f"test_{topic}.py" in line)
-        assert ": PASS " in line and len(line.split(": PASS ", 1)[1].split()) == 1, f"a PASS line gives no reason: {line}"
-    assert f"slurm job {job} TIMEOUT: INCONCLUSIVE" in text and box.artifact("sleep_0", ticket="S-TIMEOUT").verdict == "INCONCLUSIVE"
+        line = next(
+            line for line in text.splitlines() if f"slurm job {job} TIMEOUT:" in line and f"test_{topic}.py" in line
+        )
+        assert ": PASS " in line and len(line.split(": PASS ", 1)[1].split()) == 1, (
+            f"a PASS line gives no reason: {line}"
+        )
+    assert (
+        f"slurm job {job} TIMEOUT: INCONCLUSIVE" in text
+        and box.artifact("sleep_0", ticket="S-TIMEOUT").verdict == "INCONCLUSIVE"
+    )
     report = junit.read_text()
     import xml.etree.ElementTree as ET
 
     cases = {c.get("name"): c for c in ET.parse(junit).getroot().iter("testcase")}
     passed = [name for name, c in cases.items() if not list(c)]
     assert sum("slow" in name for name in passed) == 2, report[-3000:]
-    merged = subprocess.run([sys.executable, "-m", "pytest_gpuverify.cli.main", "merge", str(box.tickets / "S-TIMEOUT"),
-                             "-o", str(box.root / "merged" / "S-TIMEOUT")], capture_output=True, text=True)
+    merged = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest_gpuverify.cli.main",
+            "merge",
+            str(box.tickets / "S-TIMEOUT"),
+            "-o",
+            str(box.root / "merged" / "S-TIMEOUT"),
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert "1 of 1 arrived" in merged.stdout, merged.stdout
     from pytest_gpuverify.records.artifact import read_artifact
 
@@ -331,9 +416,16 @@ def test_a_node_killed_mid_run_loses_no_finished_result(box, cluster):
     proc = session(box, cluster, "S-NODE", *SLOW_TARGETS, "--gpu-slurm-shards", "2", popen=True)
     node = None
     try:
-        jobs = wait_for(lambda: (lambda rows: rows if len(rows) == 2 else None)(
-            [line.split("|") for line in cluster.run("squeue", "-h", "-o", "%i|%N|%T").stdout.split()
-             if line.endswith("|RUNNING")]), "both shard jobs to run")
+        jobs = wait_for(
+            lambda: (lambda rows: rows if len(rows) == 2 else None)(
+                [
+                    line.split("|")
+                    for line in cluster.run("squeue", "-h", "-o", "%i|%N|%T").stdout.split()
+                    if line.endswith("|RUNNING")
+                ]
+            ),
+            "both shard jobs to run",
+        )
         node = jobs[0][1]  # the other node takes its jobs when Slurm requeues them
         killed_jobs = [job for job, on, _ in jobs if on == node]
         wait_for(lambda: any((box.tickets / "S-NODE").glob("bench_slow_*.log")), "a target to start")
@@ -347,7 +439,7 @@ def test_a_node_killed_mid_run_loses_no_finished_result(box, cluster):
     text = out.decode(errors="replace")
     assert proc.returncode == 0, text[-4000:]
     for path in SLOW_TARGETS:  # every target has its result: the lost node's job was requeued and ran out
-        art = box.artifact(path.rsplit("/", 1)[1][len("test_"):-3], ticket="S-NODE")
+        art = box.artifact(path.rsplit("/", 1)[1][len("test_") : -3], ticket="S-NODE")
         assert art.verdict == "PASS" and art.run is not None and art.run.ran, (path, art.reasons)
         assert art.host != node or art.scheduler.job_id not in killed_jobs, "the requeued job ran out elsewhere"
     for job in killed_jobs:

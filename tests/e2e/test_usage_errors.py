@@ -10,8 +10,8 @@ from __future__ import annotations
 import pickle
 import socket
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import pytest
 
@@ -20,7 +20,14 @@ from pytest_gpuverify.config.envfile import EnvFileError, EnvFileMissing, load_e
 from pytest_gpuverify.config.errors import UsageError
 from pytest_gpuverify.config.hosts import lock_for, select_host
 from pytest_gpuverify.config.lockspec import LockPrefixError, parse_lock_prefix
-from pytest_gpuverify.config.options import RunOptions, SetupError, check_repeats, check_seconds, check_ticket, check_topic
+from pytest_gpuverify.config.options import (
+    RunOptions,
+    SetupError,
+    check_repeats,
+    check_seconds,
+    check_ticket,
+    check_topic,
+)
 from pytest_gpuverify.place.ab import AbError, BaseWorktrees
 from pytest_gpuverify.place.gitstate import run_git
 from pytest_gpuverify.remote.txspec import remote_rows
@@ -52,41 +59,94 @@ def init_repo(repo: Path) -> None:
     repo.mkdir()
     (repo / "f.txt").write_text("x\n")
     for args in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-qm", "c"]):
-        subprocess.run(["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t", *args],
-                       check=True, capture_output=True)
+        subprocess.run(
+            ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t", *args],
+            check=True,
+            capture_output=True,
+        )
 
 
 # Each case: (name, expected class, a call that raises it given tmp_path).
 CASES: list[tuple[str, type, Callable[[Path], object]]] = [
     ("env file missing", EnvFileMissing, lambda tmp: load_env_file(tmp / "nope.md")),
-    ("env file bad cell", EnvFileError, lambda tmp: parse_env_text(env_text("| h | local | gfx942 | eight |"), tmp / "env.md")),
-    ("env file section missing", EnvFileError, lambda tmp: parse_env_text("# nothing\n", tmp / "env.md").require("Hosts")),
-    ("env file lock cell", EnvFileError, lambda tmp: parse_env_text(
-        env_text(locks=f"| {HOST} | builtin | flock -s /tmp/gpu-<id>.lock |"), tmp / "env.md")),
-    ("declaration unknown key", DeclarationError, lambda tmp: load_declarations(declarations(
-        tmp, '[[targets]]\nname = "a"\nkind = "bench"\npath = "t.py"\ncolour = 1\n'))),
+    (
+        "env file bad cell",
+        EnvFileError,
+        lambda tmp: parse_env_text(env_text("| h | local | gfx942 | eight |"), tmp / "env.md"),
+    ),
+    (
+        "env file section missing",
+        EnvFileError,
+        lambda tmp: parse_env_text("# nothing\n", tmp / "env.md").require("Hosts"),
+    ),
+    (
+        "env file lock cell",
+        EnvFileError,
+        lambda tmp: parse_env_text(
+            env_text(locks=f"| {HOST} | builtin | flock -s /tmp/gpu-<id>.lock |"), tmp / "env.md"
+        ),
+    ),
+    (
+        "declaration unknown key",
+        DeclarationError,
+        lambda tmp: load_declarations(
+            declarations(tmp, '[[targets]]\nname = "a"\nkind = "bench"\npath = "t.py"\ncolour = 1\n')
+        ),
+    ),
     ("declaration bad TOML", DeclarationError, lambda tmp: load_declarations(declarations(tmp, "[[targets]\n"))),
-    ("declaration unknown target", DeclarationError, lambda tmp: select(load_declarations(declarations(
-        tmp, '[[targets]]\nname = "a"\nkind = "bench"\npath = "t.py"\n')), ["b"])),
+    (
+        "declaration unknown target",
+        DeclarationError,
+        lambda tmp: select(
+            load_declarations(declarations(tmp, '[[targets]]\nname = "a"\nkind = "bench"\npath = "t.py"\n')), ["b"]
+        ),
+    ),
     ("--ticket", UsageError, lambda tmp: check_ticket("../x")),
     ("--gpu-topic", UsageError, lambda tmp: check_topic("a/b")),
     ("--gpu-window", UsageError, lambda tmp: check_seconds("--gpu-window", "soon")),
     ("--gpu-wait", UsageError, lambda tmp: check_seconds("--gpu-wait", "-1")),
     ("--gpu-repeats", UsageError, lambda tmp: check_repeats("0")),
-    ("--gpu-host", UsageError, lambda tmp: select_host(parse_env_text(env_text(), tmp / "env.md"),
-                                                      options(tmp, host="nope"))),
-    ("--gpu-arch", UsageError, lambda tmp: select_host(parse_env_text(env_text(), tmp / "env.md"),
-                                                      options(tmp, arch="gfx1100"))),
-    ("two hosts, none chosen", UsageError, lambda tmp: select_host(parse_env_text(two_hosts(), tmp / "env.md"),
-                                                                  options(tmp))),
-    ("remote host without fan-out", UsageError, lambda tmp: select_host(parse_env_text(two_hosts(), tmp / "env.md"),
-                                                                       options(tmp, host="far"))),
-    ("no GPU lock row", UsageError, lambda tmp: (lambda env: lock_for(env, env.hosts[0]))(
-        parse_env_text(env_text(locks="| other | builtin | flock /tmp/g-<id>.lock |"), tmp / "env.md"))),
-    ("no lock cell", UsageError, lambda tmp: (lambda env: lock_for(env, env.hosts[0]))(
-        parse_env_text(env_text(locks=f"| {HOST} | builtin | not set |"), tmp / "env.md"))),
-    ("no lock folder", UsageError, lambda tmp: (lambda env: lock_for(env, env.hosts[0]))(
-        parse_env_text(env_text(locks=f"| {HOST} | builtin | flock {tmp}/none/gpu-<id>.lock |"), tmp / "env.md"))),
+    (
+        "--gpu-host",
+        UsageError,
+        lambda tmp: select_host(parse_env_text(env_text(), tmp / "env.md"), options(tmp, host="nope")),
+    ),
+    (
+        "--gpu-arch",
+        UsageError,
+        lambda tmp: select_host(parse_env_text(env_text(), tmp / "env.md"), options(tmp, arch="gfx1100")),
+    ),
+    (
+        "two hosts, none chosen",
+        UsageError,
+        lambda tmp: select_host(parse_env_text(two_hosts(), tmp / "env.md"), options(tmp)),
+    ),
+    (
+        "remote host without fan-out",
+        UsageError,
+        lambda tmp: select_host(parse_env_text(two_hosts(), tmp / "env.md"), options(tmp, host="far")),
+    ),
+    (
+        "no GPU lock row",
+        UsageError,
+        lambda tmp: (lambda env: lock_for(env, env.hosts[0]))(
+            parse_env_text(env_text(locks="| other | builtin | flock /tmp/g-<id>.lock |"), tmp / "env.md")
+        ),
+    ),
+    (
+        "no lock cell",
+        UsageError,
+        lambda tmp: (lambda env: lock_for(env, env.hosts[0]))(
+            parse_env_text(env_text(locks=f"| {HOST} | builtin | not set |"), tmp / "env.md")
+        ),
+    ),
+    (
+        "no lock folder",
+        UsageError,
+        lambda tmp: (lambda env: lock_for(env, env.hosts[0]))(
+            parse_env_text(env_text(locks=f"| {HOST} | builtin | flock {tmp}/none/gpu-<id>.lock |"), tmp / "env.md")
+        ),
+    ),
     ("--gpu-hosts", UsageError, lambda tmp: remote_rows(parse_env_text(two_hosts(), tmp / "env.md"), None, None, "zz")),
     ("--gpu-ab", UsageError, lambda tmp: (init_repo(tmp / "r"), BaseWorktrees("no-such-ref").for_checkout(tmp / "r"))),
 ]
@@ -111,8 +171,10 @@ def test_the_documented_forms_are_unchanged(tmp_path):
     """The line a user sees today, for a file (labelled) and for an option (its subject)."""
     with pytest.raises(EnvFileError) as env_error:
         parse_env_text(env_text("| h | local | gfx942 | eight |"), "~/.cursor/mstack/env.md")
-    assert str(env_error.value) == ("~/.cursor/mstack/env.md: section 'Hosts', row 1 (h): gpus 'eight' is not a "
-                                    "number. Fix: write the GPU count, e.g. 8.")
+    assert str(env_error.value) == (
+        "~/.cursor/mstack/env.md: section 'Hosts', row 1 (h): gpus 'eight' is not a "
+        "number. Fix: write the GPU count, e.g. 8."
+    )
     with pytest.raises(UsageError) as option_error:
         check_seconds("--gpu-window", "soon")
     assert str(option_error.value) == "--gpu-window 'soon' is not a number of seconds. Fix: e.g. --gpu-window 2"

@@ -36,6 +36,8 @@ def test_the_parser_warm_up_builds_the_artifacts_validator_too():
 
 
 def test_the_controllers_collector_loads_merge_and_the_validator_before_the_first_files(tmp_path):
-    warm = (f"from pytest_gpuverify.remote.collect import ArtifactCollector\nc = ArtifactCollector({str(tmp_path)!r})\n"
-            "c.warm(); c.warm(); c._loading.wait()\nassert c.landed() == (0, [])")
+    warm = (
+        f"from pytest_gpuverify.remote.collect import ArtifactCollector\nc = ArtifactCollector({str(tmp_path)!r})\n"
+        "c.warm(); c.warm(); c._loading.wait()\nassert c.landed() == (0, [])"
+    )
     assert probe(warm) == "(False, False, False) (True, True, False)"

@@ -13,7 +13,6 @@ import uuid
 import pytest
 
 from pytest_gpuverify.cli import demo
-from pytest_gpuverify.records.artifact import Correctness, RunRecord
 from pytest_gpuverify.engine.verdict import decide
 from pytest_gpuverify.execute.container import ContainerExecutor
 from pytest_gpuverify.execute.leftovers import MARKER, marked_in_container, run_marker
@@ -21,6 +20,7 @@ from pytest_gpuverify.gpu.base import GpuProcess, GpuReading
 from pytest_gpuverify.gpu.clocks import ClockSample
 from pytest_gpuverify.lease.watch import CommandWatch, OwnProcesses, shared_reasons
 from pytest_gpuverify.parsers.result import ParsedOutput
+from pytest_gpuverify.records.artifact import Correctness, RunRecord
 
 
 @pytest.fixture
@@ -74,8 +74,11 @@ def test_in_a_shared_container_another_exec_is_foreign_the_runs_tree_is_its_own(
         marker = run_marker("own")
         specs: list = []
         command = "sleep 40.1 & (sleep 40.2 &) ; (setsid sleep 40.3 &) ; sleep 3"
-        runner = threading.Thread(target=executor.stream_to_file, args=(["sh", "-c", command], tmp_path / "out"),
-                                  kwargs={"env": marker, "on_start": specs.append, "timeout_s": 30})
+        runner = threading.Thread(
+            target=executor.stream_to_file,
+            args=(["sh", "-c", command], tmp_path / "out"),
+            kwargs={"env": marker, "on_start": specs.append, "timeout_s": 30},
+        )
         runner.start()
         child, worker, server, other = (pid_of(f"sleep {s}") for s in ("40.1", "40.2", "40.3", "41.5"))
         owner = OwnProcesses(container.id, ask=lambda pid, run_id: marked_in_container(executor.capture, pid, run_id))
@@ -105,9 +108,16 @@ class Scripted:
         return "NVML, in-process"
 
     def read(self):
-        return [GpuReading(index=i, use_pct=50, vram_used_bytes=1, vram_total_bytes=2,
-                           processes=tuple(GpuProcess(pid=p, name=n, vram_bytes=v) for g, p, n, v in self.procs if g == i))
-                for i in range(4)]
+        return [
+            GpuReading(
+                index=i,
+                use_pct=50,
+                vram_used_bytes=1,
+                vram_total_bytes=2,
+                processes=tuple(GpuProcess(pid=p, name=n, vram_bytes=v) for g, p, n, v in self.procs if g == i),
+            )
+            for i in range(4)
+        ]
 
     def clocks(self, indices):
         sample = self.clock_samples.pop(0) if len(self.clock_samples) > 1 else self.clock_samples[0]
@@ -120,8 +130,10 @@ def wall(t: float) -> str:
 
 def test_a_foreign_process_on_the_held_gpu_is_recorded_and_makes_the_run_inconclusive(tree):
     command, child, other = tree
-    backend = Scripted([(3, child, "python3", 2 << 30), (3, other, "sleep", 60 << 30), (1, 999, "x", 1 << 30)],
-                       [ClockSample(index=0, sm_mhz=1980, mem_mhz=3200, temp_c=40, power_w=120)])
+    backend = Scripted(
+        [(3, child, "python3", 2 << 30), (3, other, "sleep", 60 << 30), (1, 999, "x", 1 << 30)],
+        [ClockSample(index=0, sm_mhz=1980, mem_mhz=3200, temp_c=40, power_w=120)],
+    )
     owner = OwnProcesses()
     watch = CommandWatch(backend, [3], owner, wall, interval_s=0.05)
     watch.start()
@@ -131,7 +143,9 @@ def test_a_foreign_process_on_the_held_gpu_is_recorded_and_makes_the_run_inconcl
     assert [(p.gpu, p.pid, p.name, p.vram_mib) for p in record.foreign] == [(3, other, "sleep", 61440.0)]
     assert record.samples >= 2 and record.backend == "NVML, in-process"
     [reason] = shared_reasons([record])
-    assert reason.startswith(f"gpu 3 was shared during the run: pid {other} (sleep, user ") and "60 GiB) from " in reason
+    assert (
+        reason.startswith(f"gpu 3 was shared during the run: pid {other} (sleep, user ") and "60 GiB) from " in reason
+    )
     run = RunRecord(ran=True, exit_code=0, shared=[reason])
     passing = ParsedOutput(parser="pytest", correctness=Correctness(passed=True, shapes_checked=3, checks_passed=3))
     assert decide(run, passing) == ("INCONCLUSIVE", [reason])
@@ -140,8 +154,9 @@ def test_a_foreign_process_on_the_held_gpu_is_recorded_and_makes_the_run_inconcl
 
 def test_the_runs_own_child_on_its_gpu_keeps_it_clean(tree):
     command, child, _ = tree
-    watch = CommandWatch(Scripted([(0, child, "python3", 8 << 30)], [ClockSample(index=0)]), [0], OwnProcesses(),
-                         wall, interval_s=0.05)
+    watch = CommandWatch(
+        Scripted([(0, child, "python3", 8 << 30)], [ClockSample(index=0)]), [0], OwnProcesses(), wall, interval_s=0.05
+    )
     watch.start()
     watch.on_start(["host", str(command)])
     time.sleep(0.2)
@@ -157,11 +172,13 @@ def clocks_of(samples):
 
 
 def test_clocks_at_start_and_end_their_extremes_and_throttling():
-    samples = [ClockSample(index=0, sm_mhz=345, mem_mhz=3200, temp_c=40, power_w=80, throttle=("gpu_idle",),
-                           sm_max_mhz=1980),
-               ClockSample(index=0, sm_mhz=1200, mem_mhz=3200, temp_c=91, power_w=700, throttle=("hw_slowdown",),
-                           sm_max_mhz=1980),
-               ClockSample(index=0, sm_mhz=1755, mem_mhz=3200, temp_c=70, power_w=400, sm_max_mhz=1980)]
+    samples = [
+        ClockSample(index=0, sm_mhz=345, mem_mhz=3200, temp_c=40, power_w=80, throttle=("gpu_idle",), sm_max_mhz=1980),
+        ClockSample(
+            index=0, sm_mhz=1200, mem_mhz=3200, temp_c=91, power_w=700, throttle=("hw_slowdown",), sm_max_mhz=1980
+        ),
+        ClockSample(index=0, sm_mhz=1755, mem_mhz=3200, temp_c=70, power_w=400, sm_max_mhz=1980),
+    ]
     clocks = clocks_of(samples)
     assert clocks.index == 2 and clocks.start.sm_mhz == 345 and clocks.end.sm_mhz == 1755
     assert (clocks.sm_mhz_min, clocks.sm_mhz_max, clocks.temp_c_max, clocks.power_w_max) == (345, 1755, 91, 700)
@@ -172,28 +189,40 @@ def test_clocks_at_start_and_end_their_extremes_and_throttling():
 def test_a_power_cap_is_the_normal_state_at_any_clock_a_thermal_slowdown_is_not():
     """What an H200 reports under a heavy matmul: sw_power_cap in most readings, at its full 1980 MHz and
     below (704 W at 1400 MHz, measured): the GPU at its cap, as every like run is; not throttling."""
-    samples = [ClockSample(index=0, sm_mhz=345, throttle=("gpu_idle",), sm_max_mhz=1980),
-               ClockSample(index=0, sm_mhz=1980, power_w=410, throttle=("sw_power_cap",), sm_max_mhz=1980),
-               ClockSample(index=0, sm_mhz=1400, power_w=704, throttle=("sw_power_cap",), sm_max_mhz=1980)]
+    samples = [
+        ClockSample(index=0, sm_mhz=345, throttle=("gpu_idle",), sm_max_mhz=1980),
+        ClockSample(index=0, sm_mhz=1980, power_w=410, throttle=("sw_power_cap",), sm_max_mhz=1980),
+        ClockSample(index=0, sm_mhz=1400, power_w=704, throttle=("sw_power_cap",), sm_max_mhz=1980),
+    ]
     clocks = clocks_of(samples)
     assert clocks.throttle_seen == ["gpu_idle", "sw_power_cap"] and not clocks.throttled
     assert (clocks.unlike_events, clocks.normal_events) == ([], ["gpu_idle", "sw_power_cap"])
-    hot = clocks_of([*samples[:2], ClockSample(index=0, sm_mhz=1900, throttle=("sw_power_cap", "sw_thermal"),
-                                               sm_max_mhz=1980)])
+    hot = clocks_of(
+        [*samples[:2], ClockSample(index=0, sm_mhz=1900, throttle=("sw_power_cap", "sw_thermal"), sm_max_mhz=1980)]
+    )
     assert hot.throttled and (hot.unlike_events, hot.normal_events) == (["sw_thermal"], ["gpu_idle", "sw_power_cap"])
 
 
 def test_idle_reasons_alone_are_not_throttling():
-    watch = CommandWatch(Scripted([], [ClockSample(index=0, sm_mhz=1980, throttle=("gpu_idle",))]), [0],
-                         OwnProcesses(), wall, interval_s=0.05)
+    watch = CommandWatch(
+        Scripted([], [ClockSample(index=0, sm_mhz=1980, throttle=("gpu_idle",))]),
+        [0],
+        OwnProcesses(),
+        wall,
+        interval_s=0.05,
+    )
     watch.start()
     [clocks] = watch.stop().clocks
     assert clocks.throttle_seen == ["gpu_idle"] and not clocks.throttled and clocks.normal_events == ["gpu_idle"]
 
 
 def test_a_backend_without_clocks_says_so():
-    watch = CommandWatch(type("NoClocks", (), {"read": Scripted([]).read, "reading_source": lambda s: "rocm-smi"})(),
-                         [0], OwnProcesses(), wall)
+    watch = CommandWatch(
+        type("NoClocks", (), {"read": Scripted([]).read, "reading_source": lambda s: "rocm-smi"})(),
+        [0],
+        OwnProcesses(),
+        wall,
+    )
     assert watch.interval_s == 2.0  # the ROCm tools cost a process a reading
     watch.start()
     record = watch.stop()

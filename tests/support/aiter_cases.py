@@ -3,7 +3,6 @@ markdown perf table."""
 
 from __future__ import annotations
 
-
 GREEN_PASSED = "\x1b[32mpassed~\x1b[0m"
 
 

@@ -17,10 +17,9 @@ import hashlib
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional
 
-from pytest_gpuverify.records.artifact import Artifact, GpuRecord, PerfRow, RepoRecord, TargetRecord, Versions
 from pytest_gpuverify.history.records import StoredRow, StoredRun, stored_run
+from pytest_gpuverify.records.artifact import Artifact, GpuRecord, PerfRow, RepoRecord, TargetRecord, Versions
 
 TAGS = {"v0.9": "c2", "v1.0": "c6", "nightly-9": "c9", "v2.0": "c14"}
 
@@ -74,9 +73,7 @@ def make_lab(repo: Path) -> Lab:
     return Lab(repo, sha)
 
 
-def stored(
-    sha: Optional[str], n: int, values: list[float], ref: Optional[str] = "main", target: str = "t"
-) -> StoredRun:
+def stored(sha: str | None, n: int, values: list[float], ref: str | None = "main", target: str = "t") -> StoredRun:
     """A PASS run of a clean checkout of ``sha`` that ran at second ``n`` (its time order), one row."""
     row = StoredRow(
         shape="M=1",
@@ -123,6 +120,6 @@ def artifact_at(repo: Path, sha: str, times: list[float], ts: str = "2026-02-01T
     )
 
 
-def stored_artifact(art: Artifact, n: int, ref: Optional[str] = "main") -> StoredRun:
+def stored_artifact(art: Artifact, n: int, ref: str | None = "main") -> StoredRun:
     """``art`` as the store keeps it, added as the n-th artifact."""
     return stored_run(art, Path(f"/nowhere/{n}/bench_gemm.json"), hashlib.sha256(f"art-{n}".encode()).hexdigest(), ref)

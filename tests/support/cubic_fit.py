@@ -3,7 +3,7 @@ kept as the reference the fast fit (history/steps.py) must agree with, and for b
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from pytest_gpuverify.common import stats
 

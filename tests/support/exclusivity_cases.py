@@ -10,8 +10,13 @@ from pytest_gpuverify.verify.exclusivity import find_overlaps, holds_of
 
 
 def art(host: str, gpus: list[int], start: float, end: float, **tl) -> Artifact:
-    timeline = Timeline(lock_taken=iso_utc(start), command_started=iso_utc(start + 0.001),
-                        command_ended=iso_utc(end - 0.001), lock_released=iso_utc(end), **tl)
+    timeline = Timeline(
+        lock_taken=iso_utc(start),
+        command_started=iso_utc(start + 0.001),
+        command_ended=iso_utc(end - 0.001),
+        lock_released=iso_utc(end),
+        **tl,
+    )
     records = [GpuRecord(index=g) for g in gpus]
     return Artifact(topic="t", ts=iso_utc(start), host=host, gpu=records[0], gpus=records, timeline=timeline)
 

@@ -5,17 +5,16 @@ from __future__ import annotations
 
 import random
 import tempfile
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
 
-from pytest_gpuverify.engine.verdict import verdict_and_reasons
 from pytest_gpuverify.config.targets import AITER_OP_TEST, BENCH, FLYDSL_PYTEST, PYTEST, TRITON_PYTEST
-from pytest_gpuverify.parsers.reading import hsscan, prefilter
+from pytest_gpuverify.engine.verdict import verdict_and_reasons
 from pytest_gpuverify.parsers.reader import parse_output
+from pytest_gpuverify.parsers.reading import hsscan, prefilter
 from pytest_gpuverify.parsers.result import ParseContext, ParsedOutput
 from pytest_gpuverify.records.artifact import RunRecord, TargetRecord
-
 
 # A passing run that uses every format the parser reads.
 VALID_PASSING_OUTPUT = """\
@@ -110,27 +109,122 @@ VALID = {
 
 # Pieces of aiter output, so random text reaches the parser's states and not only its fallbacks.
 FRAGMENTS = [
-    "[aiter] ", "[aiter INFO] 2026-01-01 00:00:00,000.000 - MainProcess:1 - /x.py:1 - f",
+    "[aiter] ",
+    "[aiter INFO] 2026-01-01 00:00:00,000.000 - MainProcess:1 - /x.py:1 - f",
     "[checkAllclose atol=0.01 rtol=0.01 ",
-    "passed~]", "warning!]", "failed!]", "catastrophic!]", "\x1b[32m", "\x1b[0m", "-->max abs delta:", "nan", "inf",
-    "NaN", "None", "1.5", "0.97", "0", "| ", " |", "|:---|---:|", "|------:|", " us", "ck us", "err", "TFLOPS",
-    "summary:", "summary (markdown):", "[perf] dim: (4, 32, 8192)", "torch avg: 1.2 us", "B avg: 3 us",
-    "uplift: 5.0%", "calling test_x(", "    a    : ", "AssertionError: catastrophic error", "...", "..",
-    "[3 rows x 9 columns]", "  ", " ", "\t", "=", ",", ":", "0  ", "Empty DataFrame",
+    "passed~]",
+    "warning!]",
+    "failed!]",
+    "catastrophic!]",
+    "\x1b[32m",
+    "\x1b[0m",
+    "-->max abs delta:",
+    "nan",
+    "inf",
+    "NaN",
+    "None",
+    "1.5",
+    "0.97",
+    "0",
+    "| ",
+    " |",
+    "|:---|---:|",
+    "|------:|",
+    " us",
+    "ck us",
+    "err",
+    "TFLOPS",
+    "summary:",
+    "summary (markdown):",
+    "[perf] dim: (4, 32, 8192)",
+    "torch avg: 1.2 us",
+    "B avg: 3 us",
+    "uplift: 5.0%",
+    "calling test_x(",
+    "    a    : ",
+    "AssertionError: catastrophic error",
+    "...",
+    "..",
+    "[3 rows x 9 columns]",
+    "  ",
+    " ",
+    "\t",
+    "=",
+    ",",
+    ":",
+    "0  ",
+    "Empty DataFrame",
     # inner pytest, FlyDSL, perf_report, metrics
-    "=== ", " ===", "FAILURES", "PASSES", "___ ", " ___", "test_x[bf16]", "--- Captured stdout call ---",
-    "3 passed", "1 failed", "2 skipped", "no tests ran", " in 0.5s", "PASSED ", "FAILED ", "ERROR ",
-    "tests/kernels/test_x.py::test_y[1]", " - ", "SKIPPED [1] ", "E   ", "AssertionError: Tensor-likes are not close!",
-    "Mismatched elements: 1 / 4 (25.0%)", "Greatest absolute difference: 0.5 at index (0,) (up to 0.01 allowed)",
-    "[flyc] Throughput: 12.3 us, 45.67 TFLOPS, BW: 1.234 TB/s", "Kernel avg time: 0.0123 ms", "Bandwidth: 1 GB/s",
-    "Testing RMSNorm (M=1, N=2)", "\u2717 Check failed", "\u2713 Check passed", "FlyDSL MoE stage1[x]: 1 us, 2 TFLOPS, 3 TB/s",
-    "| PASS |", " 1.0e-02  0.999 ", "cos=", "cos_sim=", "snr_db=", "max_abs_error=", "Logits Diff: ", "0.99",
-    "bench_x:", "         M       N  Time_(ms)", "0    1.0  2.0  0.5", "..  ...", "[A] ", "B: ", " (A)", "side",
-    "op  shape  dtype  FlyDSL(gpu us)  speedup", "1,264.1", "2.69x", "=== Benchmark: current vs main ===",
+    "=== ",
+    " ===",
+    "FAILURES",
+    "PASSES",
+    "___ ",
+    " ___",
+    "test_x[bf16]",
+    "--- Captured stdout call ---",
+    "3 passed",
+    "1 failed",
+    "2 skipped",
+    "no tests ran",
+    " in 0.5s",
+    "PASSED ",
+    "FAILED ",
+    "ERROR ",
+    "tests/kernels/test_x.py::test_y[1]",
+    " - ",
+    "SKIPPED [1] ",
+    "E   ",
+    "AssertionError: Tensor-likes are not close!",
+    "Mismatched elements: 1 / 4 (25.0%)",
+    "Greatest absolute difference: 0.5 at index (0,) (up to 0.01 allowed)",
+    "[flyc] Throughput: 12.3 us, 45.67 TFLOPS, BW: 1.234 TB/s",
+    "Kernel avg time: 0.0123 ms",
+    "Bandwidth: 1 GB/s",
+    "Testing RMSNorm (M=1, N=2)",
+    "\u2717 Check failed",
+    "\u2713 Check passed",
+    "FlyDSL MoE stage1[x]: 1 us, 2 TFLOPS, 3 TB/s",
+    "| PASS |",
+    " 1.0e-02  0.999 ",
+    "cos=",
+    "cos_sim=",
+    "snr_db=",
+    "max_abs_error=",
+    "Logits Diff: ",
+    "0.99",
+    "bench_x:",
+    "         M       N  Time_(ms)",
+    "0    1.0  2.0  0.5",
+    "..  ...",
+    "[A] ",
+    "B: ",
+    " (A)",
+    "side",
+    "op  shape  dtype  FlyDSL(gpu us)  speedup",
+    "1,264.1",
+    "2.69x",
+    "=== Benchmark: current vs main ===",
     # issue 9: error lines, other check spellings, tables in other layouts, stat columns
-    "Traceback (most recent call last):", "RuntimeError: HIP error: ", "Segmentation fault", "Aborted", "error: ",
-    "FAILED!]", "[checkAllclose rtol=0.01 atol=0.01 ", "+----+----+", "+====+", "\u2502 ", " \u2502", "\u2500\u2500\u2500",
-    "---  ---", "  m    err", " 16    0.9", "results:", "us_median  min_us  max_us  runs", "p99 (us)", "\r",
+    "Traceback (most recent call last):",
+    "RuntimeError: HIP error: ",
+    "Segmentation fault",
+    "Aborted",
+    "error: ",
+    "FAILED!]",
+    "[checkAllclose rtol=0.01 atol=0.01 ",
+    "+----+----+",
+    "+====+",
+    "\u2502 ",
+    " \u2502",
+    "\u2500\u2500\u2500",
+    "---  ---",
+    "  m    err",
+    " 16    0.9",
+    "results:",
+    "us_median  min_us  max_us  runs",
+    "p99 (us)",
+    "\r",
 ]
 
 
@@ -166,7 +260,9 @@ def prefilter_settings(enabled: bool, chunk: int) -> Iterator[None]:
         prefilter.ENABLED, prefilter.CHUNK_SIZE = saved
 
 
-def parse_both(data: bytes, kind: str, chunk: int = prefilter.READ_CHUNK, **context) -> tuple[ParsedOutput, ParsedOutput]:
+def parse_both(
+    data: bytes, kind: str, chunk: int = prefilter.READ_CHUNK, **context
+) -> tuple[ParsedOutput, ParsedOutput]:
     """``context``: the ParseContext's fields (declared words, exit code, JUnit report)."""
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "out.txt"
@@ -178,8 +274,9 @@ def parse_both(data: bytes, kind: str, chunk: int = prefilter.READ_CHUNK, **cont
     return filtered, every_line
 
 
-def read_agreeing(text: str | bytes, kind: str = BENCH, chunk: int = 4096, noise: tuple[int, int] | None = (5, 30),
-                  **context) -> ParsedOutput:
+def read_agreeing(
+    text: str | bytes, kind: str = BENCH, chunk: int = 4096, noise: tuple[int, int] | None = (5, 30), **context
+) -> ParsedOutput:
     """``text`` read with the prefilter and with every line handed over: both must agree, and no
     recognizer may fail. ``noise``: between how many lines of noise it sits on each side (a seed of
     its length draws them); None reads it alone."""
@@ -196,4 +293,6 @@ def read_agreeing(text: str | bytes, kind: str = BENCH, chunk: int = 4096, noise
 
 def verdict_of(parsed: ParsedOutput, kind: str = BENCH, exit_code: int = 0) -> tuple[str, list[str]]:
     """The verdict and reasons of a run that exited ``exit_code`` and printed ``parsed``."""
-    return verdict_and_reasons(RunRecord(ran=True, exit_code=exit_code), parsed, None, TargetRecord(name="t", kind=kind))
+    return verdict_and_reasons(
+        RunRecord(ran=True, exit_code=exit_code), parsed, None, TargetRecord(name="t", kind=kind)
+    )

@@ -29,7 +29,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from decimal import Decimal
-from typing import Optional
 
 from pytest_gpuverify.parsers.perfstats import RUNS, TO_US, ColumnGroup, group_columns, time_stat, unit_of
 from pytest_gpuverify.parsers.reading.tables import is_ellipsis
@@ -39,14 +38,32 @@ _E = r"(?=$|[\s_)\-(:])"
 COLUMN_CLASSES = [
     ("runs", RUNS),
     ("status", re.compile(rf"{_B}(?:status|state|outcome|verdict|results?){_E}", re.I)),
-    ("correct", re.compile(rf"{_B}(?:correct(?:ness)?|valid(?:ation|ated)?|verif(?:y|ied|ication)?|checked"
-                           rf"|pass(?:ed)?|pass/fail|match(?:es|ed)?|all_?close|is_?close|identical){_E}", re.I)),
+    (
+        "correct",
+        re.compile(
+            rf"{_B}(?:correct(?:ness)?|valid(?:ation|ated)?|verif(?:y|ied|ication)?|checked"
+            rf"|pass(?:ed)?|pass/fail|match(?:es|ed)?|all_?close|is_?close|identical){_E}",
+            re.I,
+        ),
+    ),
     ("accuracy", re.compile(rf"{_B}(?:accuracy|acc){_E}", re.I)),
-    ("throughput", re.compile(r"[tgmk]?flops|[tgmk]?b/s|gb_per_sec|gbps|(?:tok|tokens?|req|samples?)/s|bandwidth"
-                              r"|(?:^|[\s_:\-])bw(?:$|[\s_(\-])", re.I)),
+    (
+        "throughput",
+        re.compile(
+            r"[tgmk]?flops|[tgmk]?b/s|gb_per_sec|gbps|(?:tok|tokens?|req|samples?)/s|bandwidth"
+            r"|(?:^|[\s_:\-])bw(?:$|[\s_(\-])",
+            re.I,
+        ),
+    ),
     # test_quant's ``ck dq``/``ck sq`` are us; ms, ns and s are converted to us (perfstats.unit_of)
-    ("time", re.compile(rf"{_B}(?:us|µs|usec|ms|ns|sec|secs|seconds|s){_E}|{_B}(?:us|ms|ns)$|(?:^|[ _])[ds]q$"
-                        r"|\((?:us|µs|ms|ns|s)\)", re.I)),
+    (
+        "time",
+        re.compile(
+            rf"{_B}(?:us|µs|usec|ms|ns|sec|secs|seconds|s){_E}|{_B}(?:us|ms|ns)$|(?:^|[ _])[ds]q$"
+            r"|\((?:us|µs|ms|ns|s)\)",
+            re.I,
+        ),
+    ),
     ("line", re.compile(rf"{_B}(?:time|latency|duration|elapsed|runtime){_E}", re.I)),  # a time, unit unknown
     ("wrong", re.compile(r"(?:^|[\s_#])(?:wrong|failures|failed|mismatches|num_?errors|n_?errors)$", re.I)),  # counts
     ("err", re.compile(r"(?:^|[ _:])err(?:$|[ _(])|logits_diff", re.I)),
@@ -58,8 +75,9 @@ COLUMN_CLASSES = [
     ("ratio", re.compile(r"uplift|speedup|ratio|gain|(?:^|\s)vs(?:\s|$)|^[\w ().]+/[\w ().]+$", re.I)),
     ("ignore", re.compile(r"(?:^|[ _])(?:mre|leak)(?:$|[ _(])|^index$|^unnamed", re.I)),
 ]
-METRIC_WORD = re.compile(r"[tgmk]?flops|[tgmk]?b/s|gb_per_sec|gbps|tok/s|(^|[ _:])bw(?=$|[ _(])|throughput|bandwidth|[()]",
-                         re.I)
+METRIC_WORD = re.compile(
+    r"[tgmk]?flops|[tgmk]?b/s|gb_per_sec|gbps|tok/s|(^|[ _:])bw(?=$|[ _(])|throughput|bandwidth|[()]", re.I
+)
 # an error figure named like a correctness measure (measures.py's fields)
 ERROR_FIELDS = (("max_abs_error", re.compile(r"max|maxerr|abs", re.I)),)
 MEASURE_FIELDS = (("cosine_sim", re.compile(r"cos", re.I)), ("snr_db", re.compile(r"snr", re.I)))
@@ -69,15 +87,16 @@ TIME_UNIT = re.compile(r"(?:^|[\s_:(\-])(us|µs|usec|ms|ns|s|sec|secs|seconds)(?
 def provider_of(name: str, word: re.Pattern[str]) -> str:
     """``ck TFLOPS`` -> ``ck``, ``triton_us`` -> ``triton``, ``us`` -> ``""``."""
     text = word.sub(" ", name)
-    return " ".join(text.replace("_", " ").replace(":", " ").replace("(", " ").replace(")", " ")
-                    .replace("-", " ").split()).lower()
+    return " ".join(
+        text.replace("_", " ").replace(":", " ").replace("(", " ").replace(")", " ").replace("-", " ").split()
+    ).lower()
 
 
 _LATENCY = re.compile(r"\b(?:latency|duration|elapsed)\b", re.I)
 _CAMEL = re.compile(r"(?<=[a-z])(?=[A-Z])")
 
 
-def classify(name: str) -> Optional[str]:
+def classify(name: str) -> str | None:
     """The class of a column named ``name``, or None (shape or line: the table decides)."""
     if not name:
         return "ignore"
@@ -89,7 +108,7 @@ def classify(name: str) -> Optional[str]:
     return next((kind for kind, rx in COLUMN_CLASSES if rx.search(stripped)), None)
 
 
-def time_unit(name: str) -> Optional[str]:
+def time_unit(name: str) -> str | None:
     """A time column's unit, named in it (``ms``, ``us``...); test_quant's ``dq``/``sq`` are us."""
     found = TIME_UNIT.search(name)
     if found is None:
@@ -103,7 +122,7 @@ class Column:
     name: str
     kind: str  # a class above, "shape", or "line"
     metrics: list[int] = field(default_factory=list)  # for a time column: its throughput columns
-    unit: Optional[str] = None  # a time's unit where its table's title names it
+    unit: str | None = None  # a time's unit where its table's title names it
 
 
 def classify_columns(names: list[str], unclassified: str = "shape") -> list[Column]:
@@ -135,16 +154,16 @@ class Table:
     header_line: int
     columns: list[Column]
     wrapped: bool = False
-    title: Optional[str] = None  # the title printed over it: part of each row's key
+    title: str | None = None  # the title printed over it: part of each row's key
     layout: str = ""
     header_text: str = ""  # a split table's header as printed (its units' line is read against it)
     single_names: list[str] = field(default_factory=list)  # its names if they are one space apart
     rows: int = 0
     elided_rows_seen: bool = False
     cut_reported: bool = False
-    config: Optional[str] = None  # a run's settings printed just above it (``causal=True``): a repeat's name
+    config: str | None = None  # a run's settings printed just above it (``causal=True``): a repeat's name
     perf: list = field(default_factory=list, repr=False)  # the perf rows read from it, named again if repeated
-    _plan: Optional[RowPlan] = field(default=None, repr=False)
+    _plan: RowPlan | None = field(default=None, repr=False)
 
     def plan(self) -> RowPlan:
         """Which cells of a row to read, worked out once for the table's rows."""
@@ -155,9 +174,14 @@ class Table:
                 shape=[(i, c.name) for i, c in enumerate(cols) if c.kind == "shape"],
                 ratios=[(i, c.name) for i, c in enumerate(cols) if c.kind == "ratio"],
                 times=[(i, c, [(j, cols[j].name) for j in c.metrics]) for i, c in enumerate(cols) if c.kind == "time"],
-                figures=[(i, c.name) for i, c in enumerate(cols)
-                         if (c.kind == "throughput" and i not in owned) or c.kind == "line"],
-                checks=[(i, c) for i, c in enumerate(cols) if c.kind in ("status", "correct", "accuracy", "err", "wrong")],
+                figures=[
+                    (i, c.name)
+                    for i, c in enumerate(cols)
+                    if (c.kind == "throughput" and i not in owned) or c.kind == "line"
+                ],
+                checks=[
+                    (i, c) for i, c in enumerate(cols) if c.kind in ("status", "correct", "accuracy", "err", "wrong")
+                ],
                 errors=[(i, c) for i, c in enumerate(cols) if c.kind in ("error", "measure")],
                 tolerance=[i for i, c in enumerate(cols) if c.kind == "tolerance"],
                 runs=[i for i, c in enumerate(cols) if c.kind == "runs"],
@@ -168,7 +192,7 @@ class Table:
         return self._plan
 
 
-def _scale(col: Column) -> Optional[Decimal]:
+def _scale(col: Column) -> Decimal | None:
     if col.kind != "time":
         return None
     unit = col.unit or time_unit(col.name) or unit_of(col.name)
@@ -187,4 +211,4 @@ class RowPlan:
     runs: list[int]
     sides: list[int]
     groups: list[ColumnGroup]  # the time columns, one group per measured quantity
-    scale: list[Optional[Decimal]]  # per column: ms/ns/s -> us, None for us
+    scale: list[Decimal | None]  # per column: ms/ns/s -> us, None for us

@@ -26,8 +26,8 @@ line by line.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
 
 from pytest_gpuverify.parsers.reading.hsscan import PatternSet
 from pytest_gpuverify.parsers.reading.prefilter import Passes, Triggers
@@ -81,8 +81,28 @@ def either(*alternatives: bytes) -> bytes:
 # (``torch avg: 1.2 us``: measures.py, aiter_checks.py); time, bandwidth, TFLOPS, TB/s, p50 (FlyDSL's
 # one-liners: flydsl.py). "db" is two: any character may come before it. One spelling for every
 # recognizer that reads ``name: number``: the ``re`` engine makes one pass for it, not one each.
-NAME_ENDS = (b"cos", b"ine", b"sim", b"ity", b"iff", b"abs", b"ute", b"err", b"ror", b"nce", b"snr", b"db)", b"lta",
-             b"avg", b"db", b"ime", b"dth", b"ops", b"b/s", b"p50")
+NAME_ENDS = (
+    b"cos",
+    b"ine",
+    b"sim",
+    b"ity",
+    b"iff",
+    b"abs",
+    b"ute",
+    b"err",
+    b"ror",
+    b"nce",
+    b"snr",
+    b"db)",
+    b"lta",
+    b"avg",
+    b"db",
+    b"ime",
+    b"dth",
+    b"ops",
+    b"b/s",
+    b"p50",
+)
 HS_COLONS = b"[:=][:=]"  # ``::`` of a pytest -v outcome, ``==`` of a banner (``after`` below)
 
 
@@ -113,12 +133,20 @@ def key_value(ascii_only: bool, ends: tuple[bytes, ...] = NAME_ENDS, after: byte
         b"(?:(?<=(?:" + names + b")" + space + b":)|(?<=(?:" + names + b")" + space * 2 + b":)"
         b"|(?<=" + space * 3 + b":))"
         # the line ends, or a timing follows (alternatives that start with a literal are cheap)
-        b"|\n|[ ]++(?:\n|" + timing + unicode_end + b")|" + timing + unicode_end
-        + (b"|" + after if after else b"") + b")"
+        b"|\n|[ ]++(?:\n|"
+        + timing
+        + unicode_end
+        + b")|"
+        + timing
+        + unicode_end
+        + (b"|" + after if after else b"")
+        + b")"
     )
 
 
-def hs_key_value(k: Spelling, ends: tuple[bytes, ...] = NAME_ENDS, after: tuple[bytes, ...] = (HS_COLONS,)) -> list[bytes]:
+def hs_key_value(
+    k: Spelling, ends: tuple[bytes, ...] = NAME_ENDS, after: tuple[bytes, ...] = (HS_COLONS,)
+) -> list[bytes]:
     """:func:`key_value` as Hyperscan patterns: a name end, up to two spaces, ``:``, a number;
     three spaces, ``:``, a number; ``atol:``/``assertionerror:``; a ``:`` ending its line; a
     ``: <number> us`` timing; ``after`` (whole patterns); and, with non-ASCII bytes, a name spelt
@@ -150,10 +178,18 @@ def _prefixed_line_start(starts: Sequence[bytes]) -> bytes:
     """A ``\\n`` and one of ``starts``, after any of the prefixes the reader drops, in its order."""
     alts = either(*starts)
     side = either(*SIDES)
-    return b"\n(?:" + b"|".join([
-        alts, LOGGER + alts, side + b"(?:" + LOGGER + b")?+" + alts,
-        CI + b"(?:" + side + b")?+(?:" + LOGGER + b")?+" + alts,
-    ]) + b")"
+    return (
+        b"\n(?:"
+        + b"|".join(
+            [
+                alts,
+                LOGGER + alts,
+                side + b"(?:" + LOGGER + b")?+" + alts,
+                CI + b"(?:" + side + b")?+(?:" + LOGGER + b")?+" + alts,
+            ]
+        )
+        + b")"
+    )
 
 
 def _hs_prefixed_line_start(k: Spelling, starts: Sequence[bytes]) -> bytes:

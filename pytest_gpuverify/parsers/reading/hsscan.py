@@ -22,8 +22,8 @@ from __future__ import annotations
 import hashlib
 import os
 import tempfile
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Callable, Optional, Sequence
 
 try:
     import hyperscan as _hs
@@ -68,15 +68,16 @@ class PatternSet:
             if db is None:
                 db = _hs.Database(mode=_hs.HS_MODE_BLOCK)
                 try:
-                    db.compile(expressions=expressions, ids=list(range(len(patterns))), elements=len(patterns),
-                               flags=flags)
+                    db.compile(
+                        expressions=expressions, ids=list(range(len(patterns))), elements=len(patterns), flags=flags
+                    )
                 except _hs.error as exc:  # a pattern this Hyperscan build does not take
                     raise EngineFailed(f"hyperscan: {exc}") from None
                 _keep(kept, db)
             self._dbs[ascii] = db
         return db
 
-    def line_starts(self, text: bytes, start: int, end: int, limit: int) -> Optional[list[int]]:
+    def line_starts(self, text: bytes, start: int, end: int, limit: int) -> list[int] | None:
         """Start offsets (in ``text``) of the lines of ``text[start:end]`` holding a match
         (``start`` follows a newline, ``text[end - 1]`` is one); None when about every line holds
         one (handing every line over then costs less). Past ``limit`` matches the scan stops to
@@ -88,7 +89,7 @@ class PatternSet:
             ends: list[int] = []
             add = ends.append
 
-            def on_match(_id: int, _from: int, to: int, _flags: int, _ctx: object) -> Optional[bool]:
+            def on_match(_id: int, _from: int, to: int, _flags: int, _ctx: object) -> bool | None:
                 add(to)  # noqa: B023 -- called only inside db.scan below, in this same iteration
                 return len(ends) > limit or None  # noqa: B023 -- same; True stops the scan
 
@@ -123,15 +124,17 @@ def _lines_of(text: bytes, base: int, end: int, ends: list[int], found: list[int
     return line_end + 1
 
 
-def _cache_file(expressions: list[bytes], flags: list[int]) -> Optional[Path]:
-    root = os.environ.get("XDG_CACHE_HOME") or (os.path.expanduser("~/.cache") if os.path.expanduser("~") != "~" else "")
+def _cache_file(expressions: list[bytes], flags: list[int]) -> Path | None:
+    root = os.environ.get("XDG_CACHE_HOME") or (
+        os.path.expanduser("~/.cache") if os.path.expanduser("~") != "~" else ""
+    )
     if not root:
         return None
     digest = hashlib.sha256(repr((getattr(_hs, "__version__", ""), expressions, flags)).encode()).hexdigest()[:32]
     return Path(root) / "gpuverify" / "hyperscan" / f"{digest}.db"
 
 
-def _load(path: Optional[Path]):
+def _load(path: Path | None):
     """A compiled set kept before, or None (none kept, or it does not load: compiled again)."""
     if path is None:
         return None
@@ -143,7 +146,7 @@ def _load(path: Optional[Path]):
         return None
 
 
-def _keep(path: Optional[Path], db) -> None:
+def _keep(path: Path | None, db) -> None:
     """Write a compiled set atomically (a temporary file, then a rename); any failure costs only the cache."""
     if path is None:
         return

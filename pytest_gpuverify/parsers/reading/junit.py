@@ -10,11 +10,10 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Optional
 
-from pytest_gpuverify.parsers.result import REASON_CAP
 from pytest_gpuverify.parsers.reading.lines import describe_size
 from pytest_gpuverify.parsers.reading.measures import CloseBlock, block_from_message
+from pytest_gpuverify.parsers.result import REASON_CAP
 
 MESSAGE_CAP = 200
 JUNIT_BYTES_CAP = 32 << 20
@@ -49,7 +48,7 @@ class JunitResult:
     counts: Counts = field(default_factory=Counts)
     bad: list[tuple[str, str, str]] = field(default_factory=list)  # (node id, "failed"|"error"|RETRIED, message)
     blocks: dict[str, CloseBlock] = field(default_factory=dict)
-    problem: Optional[str] = None  # set: the file could not be read whole, so nothing of it is used
+    problem: str | None = None  # set: the file could not be read whole, so nothing of it is used
     collect_errors: list[tuple[str, str]] = field(default_factory=list)  # (module, message): no test case
     attempts: dict[str, int] = field(default_factory=dict)  # node id -> attempts, for a test listed more than once
     outcomes: dict[str, str] = field(default_factory=dict)  # node id -> its worst outcome over its attempts
@@ -65,8 +64,13 @@ class JunitResult:
                 self.retried_passes += 1
                 if nodeid not in named and len(self.bad) < REASON_CAP:
                     self.bad.append((nodeid, RETRIED, f"listed {self.attempts[nodeid]} times"))
-            key = {"passed": "passed", "skipped": "skipped", "xfailed": "xfailed", "failed": "failed",
-                   "error": "errors"}[outcome]
+            key = {
+                "passed": "passed",
+                "skipped": "skipped",
+                "xfailed": "xfailed",
+                "failed": "failed",
+                "error": "errors",
+            }[outcome]
             setattr(counts, key, getattr(counts, key) + 1)
         self.counts = counts
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Optional
 
 from pytest_gpuverify.parsers.reading.lines import strip_ansi, strip_ci_prefix
 
@@ -34,7 +33,7 @@ class Line:
 
     lineno: int
     text: str
-    side: Optional[str] = None
+    side: str | None = None
     record_start: bool = False
     owned: bool = False
     where: str = FREE
@@ -42,7 +41,7 @@ class Line:
     label: str = ""  # what it printed before its first measure (``M=128 N=4096``)
     ends_tables: bool = False  # it holds a check's verdict: a table never runs across it
     figures_read: bool = False  # a recognizer read its figures (a table's row, a timing line)
-    test: Optional[str] = None  # the inner pytest's test whose section it is in (``test_y[bf16]``)
+    test: str | None = None  # the inner pytest's test whose section it is in (``test_y[bf16]``)
 
 
 def clean(lineno: int, raw: str, sides: bool) -> Line:
@@ -53,7 +52,7 @@ def clean(lineno: int, raw: str, sides: bool) -> Line:
     side = None
     if sides and text[:1] in ("[", "A", "B", "a", "b") and (match := SIDE_PREFIX.match(text)) is not None:
         side = match["b"] or match["c"]
-        text = text[match.end():]
+        text = text[match.end() :]
     line = Line(lineno, text, side)
     if text.startswith("[aiter"):
         line.record_start = True

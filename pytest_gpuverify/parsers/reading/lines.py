@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable, Generator, Iterator
 from pathlib import Path
-from typing import Callable, Generator, Iterator, Optional, Union
 
 MIB = 1 << 20
 DEFAULT_MAX_LINE = MIB
@@ -57,9 +57,9 @@ class LineReader:
 
     def __init__(
         self,
-        path: Union[str, Path],
+        path: str | Path,
         max_line: int = DEFAULT_MAX_LINE,
-        on_truncate: Optional[TruncationCallback] = None,
+        on_truncate: TruncationCallback | None = None,
         chunk_size: int = READ_CHUNK,
     ) -> None:
         if max_line < 1:
@@ -195,9 +195,9 @@ class LineReader:
 
 
 def iter_lines(
-    path: Union[str, Path],
+    path: str | Path,
     max_line: int = DEFAULT_MAX_LINE,
-    on_truncate: Optional[TruncationCallback] = None,
+    on_truncate: TruncationCallback | None = None,
 ) -> Iterator[tuple[int, str]]:
     """Yield ``(lineno, text)`` for each line of ``path``; see :class:`LineReader` for the limits."""
     return iter(LineReader(path, max_line=max_line, on_truncate=on_truncate))
@@ -209,7 +209,7 @@ NUMBER = r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|[-+]?nan|[-+]?inf"
 EMPTY_CELLS = ("", "None", "none", "-")  # what pandas/tabulate print for a missing value
 
 
-def read_number(text: str) -> tuple[str, Optional[float]]:
+def read_number(text: str) -> tuple[str, float | None]:
     """Read a printed cell: ``("empty"|"nan"|"inf"|"num"|"bad", value)``; value only for "num"."""
     if text in EMPTY_CELLS:
         return "empty", None

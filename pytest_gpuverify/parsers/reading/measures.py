@@ -23,8 +23,8 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable, Optional
 
 from pytest_gpuverify.records.artifact import Correctness
 
@@ -35,16 +35,34 @@ _START = r"(?<![\w.])"
 # (field, keep, gate word, pattern); the gate word must be in the lower-cased line for the
 # pattern to run, which keeps the cost of a line without any of them to a few substring tests.
 _PATTERNS: list[tuple[str, str, str, re.Pattern[str]]] = [
-    ("cosine_sim", "min", "cos", re.compile(
-        rf"{_START}(?:min[ _]?)?cos(?:ine)?(?:[ _]sim(?:ilarity)?|[ _]?similarity)?{_IS}", re.I)),
+    (
+        "cosine_sim",
+        "min",
+        "cos",
+        re.compile(rf"{_START}(?:min[ _]?)?cos(?:ine)?(?:[ _]sim(?:ilarity)?|[ _]?similarity)?{_IS}", re.I),
+    ),
     ("logits_diff", "max", "diff", re.compile(rf"{_START}(?:logits|cos)[ _]diff{_IS}", re.I)),
-    ("max_abs_error", "max", "max", re.compile(
-        rf"{_START}max(?:imum)?[ _](?:abs(?:olute)?(?:[ _](?:err(?:or)?|diff(?:erence)?))?|diff|err(?:or)?){_IS}", re.I)),
+    (
+        "max_abs_error",
+        "max",
+        "max",
+        re.compile(
+            rf"{_START}max(?:imum)?[ _](?:abs(?:olute)?(?:[ _](?:err(?:or)?|diff(?:erence)?))?|diff|err(?:or)?){_IS}",
+            re.I,
+        ),
+    ),
     ("max_abs_error", "max", "greatest", re.compile(rf"{_START}greatest absolute difference{_IS}", re.I)),
     ("snr_db", "min", "snr", re.compile(rf"{_START}snr(?:[ _]?\(?db\)?)?{_IS}", re.I)),
-    ("max_abs_error", "max", "between", re.compile(
-        rf"{_START}max(?:imum)?(?:[ _]abs(?:olute)?)?[ _]diff(?:erence)?\s+between\s+[^:=\n]{{1,80}}?"
-        rf"(?:\s+(?:is|was)|\s*[:=])\s*(?P<v>{_NUM})(?![\w.])", re.I)),
+    (
+        "max_abs_error",
+        "max",
+        "between",
+        re.compile(
+            rf"{_START}max(?:imum)?(?:[ _]abs(?:olute)?)?[ _]diff(?:erence)?\s+between\s+[^:=\n]{{1,80}}?"
+            rf"(?:\s+(?:is|was)|\s*[:=])\s*(?P<v>{_NUM})(?![\w.])",
+            re.I,
+        ),
+    ),
 ]
 # aiter's ``-->max abs delta:`` (``-->max delta:`` before 2025): its non-finite values are the aiter
 # parser's to count, so here only a finite value is kept.
@@ -55,15 +73,18 @@ _COS_GATE = re.compile(r"cos(?:ine|[ _:=])")  # not the "cos" of "cost 39.6s"
 class MetricsObserver:
     """Watches lines for printed correctness measures; :meth:`apply` writes them into a Correctness."""
 
-    def __init__(self, fail: Optional[Callable[[str], None]] = None) -> None:
+    def __init__(self, fail: Callable[[str], None] | None = None) -> None:
         self._fail = fail
-        self.values: dict[str, Optional[float]] = {
-            "cosine_sim": None, "max_abs_error": None, "logits_diff": None, "snr_db": None,
+        self.values: dict[str, float | None] = {
+            "cosine_sim": None,
+            "max_abs_error": None,
+            "logits_diff": None,
+            "snr_db": None,
         }
         self.nan_count = 0
         self.seen = 0  # how many values were read
 
-    def observe(self, lineno: int, text: str) -> Optional[LineMeasures]:
+    def observe(self, lineno: int, text: str) -> LineMeasures | None:
         """Read the measures of one line; returns what it read (None: nothing), for the per-shape rules."""
         if ":" not in text and "=" not in text and "etween" not in text:
             return None
@@ -77,7 +98,7 @@ class MetricsObserver:
                 if value is not None:
                     self.record("max_abs_error", value)
             return None
-        read: Optional[LineMeasures] = None
+        read: LineMeasures | None = None
         for key, _keep, gate, pattern in _PATTERNS:
             if gate not in low or (gate == "cos" and not _COS_GATE.search(low)):
                 continue
@@ -118,8 +139,10 @@ def has_measure(text: str) -> bool:
     low = text.lower()
     if "-->max" in text:
         return _AITER_DELTA.search(text) is not None
-    return any(gate in low and (gate != "cos" or _COS_GATE.search(low)) and pattern.search(text)
-               for _key, _keep, gate, pattern in _PATTERNS)
+    return any(
+        gate in low and (gate != "cos" or _COS_GATE.search(low)) and pattern.search(text)
+        for _key, _keep, gate, pattern in _PATTERNS
+    )
 
 
 @dataclass
@@ -139,7 +162,7 @@ def _worse(field: str, old: float, new: float) -> float:
     return min(old, new) if field in HIGHER_IS_BETTER else max(old, new)
 
 
-def _finite(text: str) -> Optional[float]:
+def _finite(text: str) -> float | None:
     value = float(text)
     return value if math.isfinite(value) else None
 
@@ -170,7 +193,7 @@ class CloseBlock:
         return "; ".join(["AssertionError: Tensor-likes are not close!", *kept])
 
 
-def block_from_message(message: str) -> Optional[CloseBlock]:
+def block_from_message(message: str) -> CloseBlock | None:
     if not NOT_CLOSE.search(message):
         return None
     block = CloseBlock(0)

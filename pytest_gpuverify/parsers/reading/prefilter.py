@@ -27,9 +27,9 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_left
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterator, Optional, Union
 
 from pytest_gpuverify.parsers.reading import hsscan
 from pytest_gpuverify.parsers.reading.lines import DEFAULT_MAX_LINE, READ_CHUNK, LineReader, TruncationCallback
@@ -60,11 +60,11 @@ class Triggers:
 
     fold: bytes  # a bytes.translate table
     pick: Callable[[bytes, int, int], Passes]
-    patterns: Optional[hsscan.PatternSet] = None  # the same triggers for Hyperscan
+    patterns: hsscan.PatternSet | None = None  # the same triggers for Hyperscan
     raw: tuple[re.Pattern[bytes], ...] = ()  # re engine: line triggers over the unfolded chunk (non-ASCII ones)
     cased: tuple[re.Pattern[bytes], ...] = ()  # re engine: line triggers over the unfolded chunk, any chunk
 
-    def _find(self, text: bytes, start: int, end: int) -> Optional[list[int]]:
+    def _find(self, text: bytes, start: int, end: int) -> list[int] | None:
         if self.patterns is not None and ENGINE == "hyperscan":
             try:
                 return self.patterns.line_starts(text, start, end, (end - start) // DENSE + 64)
@@ -76,7 +76,7 @@ class Triggers:
                 found += [text.rfind(b"\n", 0, m.start()) + 1 for m in pattern.finditer(text, start, end)]
         return found
 
-    def candidates(self, chunk: bytes, start: int, end: int) -> Optional[list[int]]:
+    def candidates(self, chunk: bytes, start: int, end: int) -> list[int] | None:
         """Sorted start offsets (in ``chunk``) of the candidate lines among the whole lines of
         ``chunk[start:end]`` (``start`` follows a newline, ``chunk[end - 1]`` is one); None when
         about every line is one (then handing over every line costs less)."""
@@ -96,7 +96,7 @@ class Triggers:
             esc = stripped.find(b"\x1b", stripped.find(b"\n", esc), s_end)
         return _map_lines(sorted(set(found)), stripped, s_start, chunk, start)
 
-    def _scan(self, folded: bytes, start: int, end: int) -> Optional[list[int]]:
+    def _scan(self, folded: bytes, start: int, end: int) -> list[int] | None:
         line, next_line = self.pick(folded, start, end)
         found: list[int] = []
         check = (end - start) // DENSE + 64  # when to check the candidates are half the lines
@@ -140,11 +140,11 @@ class FilteredLineReader(LineReader):
 
     def __init__(
         self,
-        path: Union[str, Path],
+        path: str | Path,
         triggers: Triggers,
         wants_every_line: Callable[[], bool],
         max_line: int = DEFAULT_MAX_LINE,
-        on_truncate: Optional[TruncationCallback] = None,
+        on_truncate: TruncationCallback | None = None,
         chunk_size: int = READ_CHUNK,
     ) -> None:
         super().__init__(path, max_line=max_line, on_truncate=on_truncate, chunk_size=chunk_size)
@@ -164,7 +164,7 @@ class FilteredLineReader(LineReader):
         is done, or the whole block if the reading stops inside it, as :class:`.lines.LineReader`
         does."""
         wants = self.wants_every_line
-        found: Optional[list[int]] = None  # candidate line starts, found when first needed
+        found: list[int] | None = None  # candidate line starts, found when first needed
         every = False  # the block is dense with candidates: every line goes
         streak = 0  # lines handed over in a row because a recognizer wanted them
         at = 0  # index into found
@@ -201,9 +201,7 @@ class FilteredLineReader(LineReader):
             self.lines_read = lineno if done else base + chunk.count(b"\n", start, end)
 
 
-def open_lines(
-    path: Union[str, Path], triggers: Optional[Triggers], wants_every_line: Optional[Callable[[], bool]]
-) -> LineReader:
+def open_lines(path: str | Path, triggers: Triggers | None, wants_every_line: Callable[[], bool] | None) -> LineReader:
     """The reader a parser reads ``path`` with: filtered by ``triggers`` unless there are none or
     :data:`ENABLED` is off."""
     if triggers is None or wants_every_line is None or not ENABLED:

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Optional
 
 # ----- the families (each name a declaration may turn off; examples for the docs and the tests) ---
 
@@ -37,26 +36,48 @@ from typing import Optional
 class Family:
     name: str
     reads: str
-    passes: Optional[str]
+    passes: str | None
     fails: str
 
 
 FAMILIES = (
-    Family("check-mark", "a check mark: a fail mark anywhere, a pass mark beside a verdict word or a result",
-           "✅ Triton and Torch match", "最大误差: 0.008380 ❌"),
-    Family("allclose", "an allclose result: `allclose: False`, `Allclose(atol=0.1): False`",
-           "torch.allclose: True", "Allclose(atol=0.1, rtol=0.2): False"),
+    Family(
+        "check-mark",
+        "a check mark: a fail mark anywhere, a pass mark beside a verdict word or a result",
+        "✅ Triton and Torch match",
+        "最大误差: 0.008380 ❌",
+    ),
+    Family(
+        "allclose",
+        "an allclose result: `allclose: False`, `Allclose(atol=0.1): False`",
+        "torch.allclose: True",
+        "Allclose(atol=0.1, rtol=0.2): False",
+    ),
     Family("correctness", "a verdict after a check's noun", "Correctness test passed!", "verification failed"),
-    Family("word-with-figure", "a verdict word on a line with a correctness figure", "PASSED max_abs_diff=0.0012",
-           "FAILED cos_sim=0.9421"),
+    Family(
+        "word-with-figure",
+        "a verdict word on a line with a correctness figure",
+        "PASSED max_abs_diff=0.0012",
+        "FAILED cos_sim=0.9421",
+    ),
     Family("word-alone", "a verdict word alone on its line", "--> PASS", "FAILED"),
     Family("tests-summary", "a count of passes or failures", "PASS: 3, FAIL: 0", "PASS: 3, FAIL: 1"),
-    Family("status-word", "a verdict word as a value, in brackets, in upper case, or at a labelled line's end",
-           "M=256 N=4096: PASS", "[FAIL] gemm M=128"),
+    Family(
+        "status-word",
+        "a verdict word as a value, in brackets, in upper case, or at a labelled line's end",
+        "M=256 N=4096: PASS",
+        "[FAIL] gemm M=128",
+    ),
     Family("boolean", "a boolean whose key names a check, or a bare False", "match: True", "tensor(False)"),
-    Family("failure-phrase", "a failure word: mismatch, differ, incorrect, do not match, NaN detected", None,
-           "Mismatch found at index 12"),
-    Family("match-phrase", "results said to match, or to be identical", "Triton and Torch match", "Outputs do not match"),
+    Family(
+        "failure-phrase",
+        "a failure word: mismatch, differ, incorrect, do not match, NaN detected",
+        None,
+        "Mismatch found at index 12",
+    ),
+    Family(
+        "match-phrase", "results said to match, or to be identical", "Triton and Torch match", "Outputs do not match"
+    ),
 )
 FAMILY_NAMES = tuple(f.name for f in FAMILIES)
 
@@ -66,7 +87,7 @@ class Said:
     """One reading: ``passed`` True (a pass), False (a failure), None (an unattached failure word);
     ``word``: the status token read, where one was."""
 
-    passed: Optional[bool]
+    passed: bool | None
     family: str
     start: int
     word: str = ""
@@ -79,64 +100,154 @@ FAIL_MARKS = "\u274c\u2717\u2718\u2716\u274e"  # ❌ ✗ ✘ ✖ ❎
 _MARK = re.compile(f"[{PASS_MARKS}{FAIL_MARKS}]")
 _TOKEN = re.compile(
     r"(?<![\w\-./\\#])(?:(?P<fail>FAIL(?:ED|URES?|S|ING)?|Fail(?:ed|ures?|s|ing)?|fail(?:ed|ures?|s|ing)?)"
-    r"|(?P<pass>PASS(?:ED|ES)?|Pass(?:ed|es)?|pass(?:ed|es)?)|(?P<ok>OK|Ok|ok))(?![\w\-/\\])")
+    r"|(?P<pass>PASS(?:ED|ES)?|Pass(?:ed|es)?|pass(?:ed|es)?)|(?P<ok>OK|Ok|ok))(?![\w\-/\\])"
+)
 _UPPER = frozenset(("FAIL", "FAILED", "FAILURE", "FAILS", "PASS", "PASSED"))
 _UNATTACHED = frozenset(("failed", "FAILED", "Failed", "FAIL", "FAILURE"))  # alarms when attached to nothing
 _WORDS = r"(?:tests?|checks?|cases?|shapes?|configs?|configurations?|comparisons?|assertions?|items?|kernels?|ops?)"
 _COUNT_AFTER = re.compile(r"\s*[:=]\s*(?P<n>\d+)(?:\s*(?:/|of)\s*\d+)?(?![\d.])")
-_COUNT_BEFORE = re.compile(rf"(?:(?<![\w.+\-])(?P<n>\d+)(?:\s*(?:/|of)\s*\d+)?|(?P<some>some|all|every|\d+\s+of\s+the))"
-                           rf"(?:\s+{_WORDS})?\s+(?:have\s+|has\s+|were\s+|are\s+)?$", re.I)
+_COUNT_BEFORE = re.compile(
+    rf"(?:(?<![\w.+\-])(?P<n>\d+)(?:\s*(?:/|of)\s*\d+)?|(?P<some>some|all|every|\d+\s+of\s+the))"
+    rf"(?:\s+{_WORDS})?\s+(?:have\s+|has\s+|were\s+|are\s+)?$",
+    re.I,
+)
 _SUMMARY_WORDS = re.compile(rf"\b(?:some|all|every|any|\d+)\s+(?:\w+\s+)?{_WORDS}\s*$", re.I)
 _NEGATED = re.compile(r"(?:\b(?:no|none|zero|without|nothing|never)\b|\bnot\b)(?:\s+\w+){0,2}\s*$", re.I)
 _NOT_DIRECTLY = re.compile(r"\b(?:not|never)\s*$", re.I)
-_MODAL = re.compile(r"\b(?:may|might|can|could|will|would|should|shall|must|if|when|whether|unless|to|expect(?:ed|s)?)"
-                    r"(?:\s+\w+){0,2}\s*$", re.I)
+_MODAL = re.compile(
+    r"\b(?:may|might|can|could|will|would|should|shall|must|if|when|whether|unless|to|expect(?:ed|s)?)"
+    r"(?:\s+\w+){0,2}\s*$",
+    re.I,
+)
 _FAILED_TO = re.compile(r"\s+to\s+(?P<verb>\w+)")
 # ``failed to match`` is a failed check; ``failed to import`` an optional thing that was not there
 FAILURE_VERBS = frozenset(("match", "pass", "verify", "validate", "converge", "compare", "agree"))
-OPTIONAL_VERBS = frozenset((
-    "import", "load", "find", "locate", "open", "read", "fetch", "download", "detect", "resolve", "register",
-    "get", "set", "parse", "use", "initialize", "init", "connect", "remove", "delete", "write", "save", "query",
-    "infer", "determine", "acquire", "retrieve", "access", "start", "create", "copy", "close", "send", "update"))
-_NOUN = (r"(?:check|checks|test|tests|verif\w*|valid\w*|correctness|accuracy|comparison|result|results|assert"
-         r"|assertion|numerics|allclose|all_close|output|outputs|case|sanity|precision|numerical)")
-_NOUN_BEFORE = re.compile(rf"\b{_NOUN}(?:[ _-]\w+){{0,2}}?[\s_]*(?:is|was|has|have|are|were|:|=|-+>|->|=>)?[\s]*$",
-                          re.I)
+OPTIONAL_VERBS = frozenset(
+    (
+        "import",
+        "load",
+        "find",
+        "locate",
+        "open",
+        "read",
+        "fetch",
+        "download",
+        "detect",
+        "resolve",
+        "register",
+        "get",
+        "set",
+        "parse",
+        "use",
+        "initialize",
+        "init",
+        "connect",
+        "remove",
+        "delete",
+        "write",
+        "save",
+        "query",
+        "infer",
+        "determine",
+        "acquire",
+        "retrieve",
+        "access",
+        "start",
+        "create",
+        "copy",
+        "close",
+        "send",
+        "update",
+    )
+)
+_NOUN = (
+    r"(?:check|checks|test|tests|verif\w*|valid\w*|correctness|accuracy|comparison|result|results|assert"
+    r"|assertion|numerics|allclose|all_close|output|outputs|case|sanity|precision|numerical)"
+)
+_NOUN_BEFORE = re.compile(
+    rf"\b{_NOUN}(?:[ _-]\w+){{0,2}}?[\s_]*(?:is|was|has|have|are|were|:|=|-+>|->|=>)?[\s]*$", re.I
+)
 _VALUE_BEFORE = ("=", ":", "->", "=>", "\u2192", "|", "\u2502", ",")
 _EDGE = " \t[](){}<>-=:.!*#|\u2192~\u2502"  # what may surround a word standing alone
 _LABELLED = re.compile(r"[=:]")
 _VALUE_AFTER = re.compile(r"^\s*:\s*[-+]?(?:\d|\.\d|nan|inf)", re.I)  # a verdict with its figure
-_PASS_WORD = re.compile(r"(?<![\w-])(?:match(?:es|ed|ing)?|pass(?:es|ed)?|correct|ok|success(?:ful)?|identical|equal"
-                        r"|same|close|verified|valid|agree(?:s|d)?)(?![\w-])", re.I | re.A)
+_PASS_WORD = re.compile(
+    r"(?<![\w-])(?:match(?:es|ed|ing)?|pass(?:es|ed)?|correct|ok|success(?:ful)?|identical|equal"
+    r"|same|close|verified|valid|agree(?:s|d)?)(?![\w-])",
+    re.I | re.A,
+)
 _RESULT_LIKE = re.compile(r"[:=]\s*[-+]?\d|\w=\S")  # a measure or a labelled value: ``err: 0.01``, ``M=256``
 
 # booleans: ``key: False``, ``key = tensor(True, device='cuda:0')``, ``allclose False``
 _BOOL = re.compile(r"(?<![\w.])(?:tensor\(\s*)?(?P<v>True|False)(?![\w])")
 _BOOL_KEY = re.compile(r"(?P<key>[A-Za-z_][\w.]*(?:\([^()]*\))?)\s*(?:[:=]=?|\bis\b|->)?\s*(?:tensor\(\s*)?$")
 _BARE_BOOL = re.compile(r"^\s*(?:tensor\(\s*)?(?P<v>True|False)\s*(?:,[^()]*)?\)?\s*$")
-CHECK_KEYS = frozenset((
-    "allclose", "isclose", "close", "match", "matches", "matched", "correct", "correctness", "passed", "pass", "ok",
-    "equal", "identical", "same", "accurate", "consistent", "success", "successful", "verified", "valid", "result"))
-FAIL_KEYS = frozenset(("failed", "fail", "failure", "mismatch", "mismatches", "mismatched", "nan", "wrong", "incorrect",
-                       "differ", "differs", "different"))
+CHECK_KEYS = frozenset(
+    (
+        "allclose",
+        "isclose",
+        "close",
+        "match",
+        "matches",
+        "matched",
+        "correct",
+        "correctness",
+        "passed",
+        "pass",
+        "ok",
+        "equal",
+        "identical",
+        "same",
+        "accurate",
+        "consistent",
+        "success",
+        "successful",
+        "verified",
+        "valid",
+        "result",
+    )
+)
+FAIL_KEYS = frozenset(
+    (
+        "failed",
+        "fail",
+        "failure",
+        "mismatch",
+        "mismatches",
+        "mismatched",
+        "nan",
+        "wrong",
+        "incorrect",
+        "differ",
+        "differs",
+        "different",
+    )
+)
 _KEY_SPLIT = re.compile(r"[._\s]+")
 
 # failure words, said of results: ``Results differ!``, ``Mismatch found at index 12``, ``Incorrect results``,
 # ``Outputs do not match``, ``NaN detected in output`` (``type hints mismatch`` is no result's)
-_RESULT_NOUNS = (r"(?:results?|outputs?|values?|answers?|tensors?|elements?|data|numerics|implementations?|kernels?"
-                 r"|out|ref|reference|expected|actual|gpu|cpu|device|host|torch|triton|golden)")
+_RESULT_NOUNS = (
+    r"(?:results?|outputs?|values?|answers?|tensors?|elements?|data|numerics|implementations?|kernels?"
+    r"|out|ref|reference|expected|actual|gpu|cpu|device|host|torch|triton|golden)"
+)
 _FAILURE = re.compile(
     r"(?<![\w\-./#])(?:(?P<mismatch>mismatch(?:es|ed)?)|(?P<incorrect>incorrect)|(?P<differ>differ(?:s|ed)?)"
     r"|(?P<wrong>wrong)|(?P<not>(?:do|does|did)\s*(?:not|n't)\s+match|not\s+(?:match(?:ing|ed)?|close|equal"
     r"|identical|the\s+same|correct)|(?:is|are|were|was)\s+different)"
     r"|(?P<nan>nan\s+(?:detected|found|encountered|appeared|in\s+(?:the\s+)?(?:output|result)s?)))(?![\w\-])",
-    re.I)
-_NOT_RESULTS = re.compile(r"^\W*(?:\w+\W+){0,2}?(?:type|hint|version|signature|pattern|format|schema|regex|key|name"
-                          r"|config|arg|param)", re.I)
+    re.I,
+)
+_NOT_RESULTS = re.compile(
+    r"^\W*(?:\w+\W+){0,2}?(?:type|hint|version|signature|pattern|format|schema|regex|key|name"
+    r"|config|arg|param)",
+    re.I,
+)
 _NOUN_NEAR_BEFORE = re.compile(rf"\b{_RESULT_NOUNS}\b(?:\W+\w+){{0,2}}\W*$|\band\s+[\w.]+\s*$", re.I)
 _NOUN_NEAR_AFTER = re.compile(rf"^\W*(?:\w+\W+){{0,2}}?{_RESULT_NOUNS}\b", re.I)
-_ATTACHED_AFTER = re.compile(r"^\s*(?:!|found|at\b|in\s+(?:element|index|row|col)|between|detected|of\s+\d|\(|:\s*\d|\d)",
-                             re.I)
+_ATTACHED_AFTER = re.compile(
+    r"^\s*(?:!|found|at\b|in\s+(?:element|index|row|col)|between|detected|of\s+\d|\(|:\s*\d|\d)", re.I
+)
 _TYPE_BEFORE = re.compile(r"\b(?:type|hints?|version|signature|dtype|shape|key|name|schema|config)s?\W*$", re.I)
 _WRONG_SUBJECT = re.compile(r"^\s+(?:results?|outputs?|values?|answers?|output|data)\b|^\s*[!.]?\s*$", re.I)
 _WRONG_BEFORE = re.compile(r"\b(?:is|are|was|were)\s*$|[:=]\s*$", re.I)
@@ -145,11 +256,29 @@ _MATCH = re.compile(
     r"(?<![\w-])(?:verifie[sd]\b(?!\s*[:=]\s*(?:no|false|fail|n)\b)|(?:results?|outputs?|values?|tensors?|implementations?|kernels?|answers?|[\w.]+\s+and\s+[\w.]+)"
     r"\s+(?:all\s+)?(?:match(?:es|ed)?|agree|are\s+(?:close|equal|identical|the\s+same|consistent))"
     r"|match(?:es|ed)?\s+(?:the\s+)?(?:reference|ref|expected|baseline|torch|pytorch|numpy|golden))(?![\w-])",
-    re.I)
+    re.I,
+)
 
 
-_GATE_WORDS = ("pass", "fail", "ok", "true", "false", "match", "differ", "correct", "wrong", "nan", "close", "equal",
-               "identical", "agree", "same", "consistent", "verifie")
+_GATE_WORDS = (
+    "pass",
+    "fail",
+    "ok",
+    "true",
+    "false",
+    "match",
+    "differ",
+    "correct",
+    "wrong",
+    "nan",
+    "close",
+    "equal",
+    "identical",
+    "agree",
+    "same",
+    "consistent",
+    "verifie",
+)
 _GATE = re.compile("|".join(_GATE_WORDS))  # one search of the lower-cased line (re.I is 30 times slower)
 
 
@@ -181,7 +310,7 @@ def read(text: str, measured: bool = False) -> list[Said]:
     return said
 
 
-def status_of_cell(cell: str) -> Optional[bool]:
+def status_of_cell(cell: str) -> bool | None:
     """A table cell's verdict: True, False, or None when the cell says neither (a status column's
     ``SUCCESS`` is a run's status, not a check's: the caller decides)."""
     text = cell.strip()
@@ -200,6 +329,7 @@ def status_of_cell(cell: str) -> Optional[bool]:
 
 
 # ----- readers ------------------------------------------------------------------------------------
+
 
 def _marks(text: str) -> list[Said]:
     out = []
@@ -230,7 +360,7 @@ def _booleans(text: str) -> list[Said]:
     return out
 
 
-def _token(text: str, token: re.Match[str], measured: bool) -> Optional[Said]:
+def _token(text: str, token: re.Match[str], measured: bool) -> Said | None:
     """One status token in its context (the module's docstring)."""
     word = token.group()
     failing = token["fail"] is not None
@@ -269,7 +399,7 @@ def _token(text: str, token: re.Match[str], measured: bool) -> Optional[Said]:
     return None
 
 
-def _attached(text: str, word: str, before: str, after: str, measured: bool) -> Optional[str]:
+def _attached(text: str, word: str, before: str, after: str, measured: bool) -> str | None:
     """The family of a token attached to a check where it stands, or None."""
     head, tail = before.strip(_EDGE), after.strip(_EDGE)
     if not head and not tail:
@@ -296,7 +426,7 @@ def _attached(text: str, word: str, before: str, after: str, measured: bool) -> 
     return None
 
 
-def _ok(text: str, start: int, before: str, after: str, word: str) -> Optional[Said]:
+def _ok(text: str, start: int, before: str, after: str, word: str) -> Said | None:
     """``OK`` in upper case: a pass where it stands as a status (``ok`` in lower case is prose)."""
     if word != "OK":
         return None
@@ -344,5 +474,10 @@ def _said_of_results(found: re.Match[str], before: str, after: str) -> bool:
             return int(counted_before.group(1)) != 0  # ``0 mismatches``
     if word.isupper() or not before.strip(_EDGE):
         return True  # ``MISMATCH``, ``Mismatch found at index 12``, ``Incorrect results!``
-    return bool(_NOUN_NEAR_BEFORE.search(before) or _NOUN_NEAR_AFTER.match(after) or _ATTACHED_AFTER.match(after)
-                or found["not"] is not None and not after.strip())
+    return bool(
+        _NOUN_NEAR_BEFORE.search(before)
+        or _NOUN_NEAR_AFTER.match(after)
+        or _ATTACHED_AFTER.match(after)
+        or found["not"] is not None
+        and not after.strip()
+    )

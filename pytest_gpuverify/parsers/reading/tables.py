@@ -20,8 +20,8 @@ from __future__ import annotations
 import bisect
 import csv
 import re
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, Optional
 
 # ----- whitespace-aligned tables (pandas' to_string and repr, Triton's perf_report) ------------------
 
@@ -49,7 +49,7 @@ class AlignedColumns:
     wrapped: bool  # the header ended in ``\\``: pandas wrapped a wide frame into blocks
 
 
-def aligned_columns(header: str, sample_rows: Iterable[str]) -> Optional[AlignedColumns]:
+def aligned_columns(header: str, sample_rows: Iterable[str]) -> AlignedColumns | None:
     """Find the columns from the header and some rows under it; None when the header is blank."""
     words = list(_WORD.finditer(header))
     wrapped = bool(words) and words[-1].group() == "\\"
@@ -69,7 +69,7 @@ def aligned_columns(header: str, sample_rows: Iterable[str]) -> Optional[Aligned
     return AlignedColumns(names, edges, words[0].start(), wrapped)
 
 
-def split_aligned_row(columns: AlignedColumns, text: str) -> Optional[list[str]]:
+def split_aligned_row(columns: AlignedColumns, text: str) -> list[str] | None:
     """The cells of one row (``""`` where a cell is blank), or None when ``text`` is not a row:
     a row's every cell ends exactly at its column's edge, and at least half the cells are filled."""
     edges = columns.edges
@@ -109,7 +109,7 @@ class AlignedTableStream:
         self.header_line = header_line
         self.header = header
         self.sample_rows = max(1, sample_rows)
-        self.layout: Optional[AlignedColumns] = None
+        self.layout: AlignedColumns | None = None
         self.rows_read = 0
         self.done = False
         self._sampled: list[TextLine] = []
@@ -184,7 +184,7 @@ def is_rule(text: str) -> bool:
     return bool(_RULE.match(text)) and bool(_RULE_STROKE.search(text))
 
 
-def bar_cells(text: str) -> Optional[list[str]]:
+def bar_cells(text: str) -> list[str] | None:
     """``| a | b |`` / ``│ a │ b │`` / ``a | b`` -> ``["a", "b"]``; None when the line has no bar.
     An outer bar's empty side is dropped (a row cut short without its closing bar still splits)."""
     stripped = text.strip()
@@ -224,11 +224,11 @@ class RuledTables:
     on_problem: Callable[[str], None]
     simple_headers: Callable[[str], bool] = lambda text: bool(ERR_NAME.search(text))
     headers: list[tuple[int, list[str]]] = field(default_factory=list)  # bar rows that may head a table
-    candidate: Optional[tuple[int, str]] = None  # a line that may head a simple table
-    names: Optional[list[str]] = None  # the open table's columns
+    candidate: tuple[int, str] | None = None  # a line that may head a simple table
+    names: list[str] | None = None  # the open table's columns
     header_rows: list[list[str]] = field(default_factory=list)  # its header's bar rows, above its rule
     header_line: int = 0
-    simple: Optional[_Simple] = None
+    simple: _Simple | None = None
     rows: int = 0
 
     def is_open(self) -> bool:
@@ -282,7 +282,7 @@ class RuledTables:
         if self.names is None:  # decided by the first row: the rows that name as many columns as it has
             self.names = []
 
-    def _names_for(self, n: int) -> Optional[list[str]]:
+    def _names_for(self, n: int) -> list[str] | None:
         """The column names of a row of ``n`` cells under a header of several bar rows: the rows joined
         by column where all have ``n`` cells, else the last one that has."""
         fitting = [row for row in self.header_rows if len(row) == n]
@@ -295,7 +295,7 @@ class RuledTables:
     def _table_line(self, lineno: int, text: str) -> bool:
         names = self.names
         assert names is not None
-        cells: Optional[list[str]]
+        cells: list[str] | None
         if self.simple is not None:
             if not text.strip() or is_rule(text):
                 return False
@@ -320,8 +320,7 @@ class RuledTables:
                     self.names = names = fitted
             if len(cells) != len(names):  # a row cut short (a truncated output) or a cell holding a bar
                 shown = len(names) or max(len(row) for row in self.header_rows)
-                self.on_problem(f"line {lineno}: table row has {len(cells)} cells, header has {shown}; "
-                                "row skipped")
+                self.on_problem(f"line {lineno}: table row has {len(cells)} cells, header has {shown}; row skipped")
                 return True
         self.rows += 1
         self.on_row(lineno, names, cells)
@@ -331,8 +330,7 @@ class RuledTables:
         """Bar rows naming an ``err`` column that no rule followed: a table the readers cannot read."""
         for line, names in self.headers[:1]:
             if any(ERR_NAME.search(name) for name in names):
-                self.on_problem(f"line {line}: a table with an err column could not be read (no rule under "
-                                "its header)")
+                self.on_problem(f"line {line}: a table with an err column could not be read (no rule under its header)")
 
 
 def _simple_names(header: str, spans: list[tuple[int, int]]) -> list[str]:
@@ -344,7 +342,7 @@ def _simple_names(header: str, spans: list[tuple[int, int]]) -> list[str]:
     return names
 
 
-def _by_spans(text: str, spans: list[tuple[int, int]]) -> Optional[list[str]]:
+def _by_spans(text: str, spans: list[tuple[int, int]]) -> list[str] | None:
     cells = []
     for i, (start, _end) in enumerate(spans):
         stop = spans[i + 1][0] if i + 1 < len(spans) else len(text)
@@ -362,7 +360,7 @@ _NAMES_SPLIT = re.compile(r"[ \t]{2,}")  # a header's names: two ASCII spaces ap
 _CSV_PREFIX = re.compile(r"^\s*\[\d+\]:\s*")  # hipBLASLt's ``[0]:`` before its header and rows
 
 
-def split_row(text: str, n: int) -> Optional[list[str]]:
+def split_row(text: str, n: int) -> list[str] | None:
     """The ``n`` cells of a row two spaces or more apart (else one space apart), or None."""
     cells = _SPLIT.split(text.strip())
     if len(cells) == n:
@@ -375,7 +373,7 @@ def split_names(text: str) -> list[str]:
     return _NAMES_SPLIT.split(text.strip(" \t"))
 
 
-def csv_cells(text: str) -> Optional[list[str]]:
+def csv_cells(text: str) -> list[str] | None:
     """The cells of a comma-separated line (a ``[0]:`` prefix dropped; a quoted cell may hold commas:
     Tensile's ``"(3072,1024,1,16384)"``), or None with fewer than three. A trailing comma ends the
     line, no empty cell after it."""

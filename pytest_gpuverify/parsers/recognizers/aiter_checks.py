@@ -12,7 +12,6 @@ check (summed up here: check lines are the checks, err cells repeat them except 
 from __future__ import annotations
 
 import re
-from typing import Optional
 
 from pytest_gpuverify.config.targets import AITER_OP_TEST, BENCH
 from pytest_gpuverify.parsers.dtypes import DtypeReader
@@ -174,7 +173,7 @@ class AiterChecks(RecognizerBase):
 
     # ----- legacy one-line perf --------------------------------------------------------------
     def legacy_perf(self, lineno: int, msg: str, checked: bool) -> None:
-        timings: list[tuple[re.Match[str], str, dict[str, Optional[float]], Optional[str]]] = []
+        timings: list[tuple[re.Match[str], str, dict[str, float | None], str | None]] = []
         for match in _AVG_TIMING.finditer(msg):
             timings.append((match, match["who"], {}, "mean"))
         if checked or "[perf]" in msg:
@@ -182,8 +181,11 @@ class AiterChecks(RecognizerBase):
                 who = match["who"].strip()
                 if who.lower().endswith("avg"):
                     continue
-                metrics = {k: self.figure(lineno, k, match[g], f" ('{who}')")
-                           for k, g in (("TFLOPS", "tflops"), ("TB/s", "tbs")) if match[g]}
+                metrics = {
+                    k: self.figure(lineno, k, match[g], f" ('{who}')")
+                    for k, g in (("TFLOPS", "tflops"), ("TB/s", "tbs"))
+                    if match[g]
+                }
                 timings.append((match, who, metrics, None))
         if not timings:
             return
@@ -217,7 +219,7 @@ class AiterChecks(RecognizerBase):
             self.ev.cases.add(hash(shape or msg.strip()))
             self.dtypes.pairs(lineno, ((m["key"], m["value"]) for m in _SHAPE_PAIR.finditer(described)))
 
-    def figure(self, lineno: int, name: str, text: str, where: str) -> Optional[float]:
+    def figure(self, lineno: int, name: str, text: str, where: str) -> float | None:
         """A throughput figure: a NaN or inf there is a measured figure gone wrong (NaN where a
         number was due): counted, and a failure, as in a time."""
         kind, value = read_number(text)
@@ -247,7 +249,7 @@ class AiterChecks(RecognizerBase):
         ev.count(passed=passed, warning=warning, failed=failed, shapes=shapes)
 
 
-def _float_or_none(text: Optional[str]) -> Optional[float]:
+def _float_or_none(text: str | None) -> float | None:
     if text is None:
         return None
     kind, value = read_number(text)

@@ -28,24 +28,74 @@ _EXCEPTION_LINE = re.compile(r"\s*(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Excepti
 _ERROR_COLON = re.compile(rf"(?:^|[\s:\]])(?:error|Error|ERROR)\s*:(?!{_NUMBER_AFTER})")
 # Read in the lower-cased line (substring tests: most lines are tested, few hold any).
 CRASH_TEXTS = (
-    "traceback (most recent call last)", "illegal memory access", "memory access fault", "segmentation fault",
-    "core dumped", "fatal python error", "hip error", "hip_error", "hiperror", "cuda error", "cuda_error", "cudaerror",
-    "hsa error", "hsa_error", "hsaerror", "hsa_status_error", "bus error", "floating point exception",
-    "double free or corruption", "free(): invalid", "malloc(): ", "corrupted size vs", "stack smashing detected",
-    "terminate called after throwing", "terminate called without", "gpu core dump", "out of memory",
-    "illegal instruction", "device-side assert", "segfault", "page fault", "nccl error", "rccl error")
-_KILLED = re.compile(r"(?<![\w-])Killed(?![\w-])|\b(?:was|been|got|[Pp]rocess|[Cc]hild|[Ww]orker)\s+killed\b"
-                     r"|\b(?i:oom)[- ]?(?i:kill)")
+    "traceback (most recent call last)",
+    "illegal memory access",
+    "memory access fault",
+    "segmentation fault",
+    "core dumped",
+    "fatal python error",
+    "hip error",
+    "hip_error",
+    "hiperror",
+    "cuda error",
+    "cuda_error",
+    "cudaerror",
+    "hsa error",
+    "hsa_error",
+    "hsaerror",
+    "hsa_status_error",
+    "bus error",
+    "floating point exception",
+    "double free or corruption",
+    "free(): invalid",
+    "malloc(): ",
+    "corrupted size vs",
+    "stack smashing detected",
+    "terminate called after throwing",
+    "terminate called without",
+    "gpu core dump",
+    "out of memory",
+    "illegal instruction",
+    "device-side assert",
+    "segfault",
+    "page fault",
+    "nccl error",
+    "rccl error",
+)
+_KILLED = re.compile(
+    r"(?<![\w-])Killed(?![\w-])|\b(?:was|been|got|[Pp]rocess|[Cc]hild|[Ww]orker)\s+killed\b"
+    r"|\b(?i:oom)[- ]?(?i:kill)"
+)
 _PYTEST_WARNINGS = re.compile(r"\bPytest(?:UnhandledThreadException|UnraisableException)Warning\b")
 
 # Each alarm holds one of these (lower-cased, as the folded chunk shows it); ``error`` before a ``:``
 # or the line's end, or after hip/cuda/hsa; ``killed``.
-WORDS = (b"exception", b"traceback", b"fault", b"illegal", b"dumped", b"abort", b"fatal", b"killed", b"oom",
-         rb"free\(\)", b"malloc\\(\\)", b"corrupt", b"smashing", b"terminate called", b"core dump", b"out of memory",
-         b"hsa_status", b"segfault", b"device-side")
-_ERROR_RE = (rb"error(?:[ \x80]*+[:\n]|(?<=hiperror)|(?<=cudaerror)|(?<=hsaerror)"
-             rb"|(?<=[ _]error)(?:(?<=hip.error)|(?<=cuda.error)|(?<=hsa.error)|(?<=bus.error)|(?<=nccl.error)"
-             rb"|(?<=rccl.error)))",)
+WORDS = (
+    b"exception",
+    b"traceback",
+    b"fault",
+    b"illegal",
+    b"dumped",
+    b"abort",
+    b"fatal",
+    b"killed",
+    b"oom",
+    rb"free\(\)",
+    b"malloc\\(\\)",
+    b"corrupt",
+    b"smashing",
+    b"terminate called",
+    b"core dump",
+    b"out of memory",
+    b"hsa_status",
+    b"segfault",
+    b"device-side",
+)
+_ERROR_RE = (
+    rb"error(?:[ \x80]*+[:\n]|(?<=hiperror)|(?<=cudaerror)|(?<=hsaerror)"
+    rb"|(?<=[ _]error)(?:(?<=hip.error)|(?<=cuda.error)|(?<=hsa.error)|(?<=bus.error)|(?<=nccl.error)"
+    rb"|(?<=rccl.error)))",
+)
 HS_ERROR = (rb"error[ \t\x0b\x0c\r\x1c-\x1f\x80-\xff]*(?:[:=]|$)", rb"(?:hip|cuda|hsa|bus|nccl|rccl)[ _]?error")
 TRIGGERS = TriggerSpec(line=lambda ascii_only: (*WORDS, *_ERROR_RE), hs=lambda k: (*WORDS, *HS_ERROR), name="alarms")
 
@@ -65,10 +115,28 @@ def is_error_line(text: str) -> bool:
 
 def may_alarm(text: str) -> bool:
     """A cheap superset of the lines :func:`is_error_line` reads (substring tests, no regex)."""
-    return ("rror" in text or "RROR" in text or "fault" in text or "Traceback" in text or "xception" in text
-            or "bort" in text or "llegal" in text or "dump" in text or "ill" in text or "ILL" in text
-            or "free" in text or "orrupt" in text or "mashing" in text or "erminate" in text or "memory" in text
-            or "MEMORY" in text or "egfault" in text or "assert" in text or "oom" in text or "OOM" in text)
+    return (
+        "rror" in text
+        or "RROR" in text
+        or "fault" in text
+        or "Traceback" in text
+        or "xception" in text
+        or "bort" in text
+        or "llegal" in text
+        or "dump" in text
+        or "ill" in text
+        or "ILL" in text
+        or "free" in text
+        or "orrupt" in text
+        or "mashing" in text
+        or "erminate" in text
+        or "memory" in text
+        or "MEMORY" in text
+        or "egfault" in text
+        or "assert" in text
+        or "oom" in text
+        or "OOM" in text
+    )
 
 
 class Alarms(RecognizerBase):

@@ -27,7 +27,9 @@ from pytest_gpuverify.parsers.result import ParseContext
 
 _NOT_CLOSE = re.compile(r"(?<![\w\"'])(?:Tensor-likes|Scalars) are not (?:close|equal)!")
 _MISMATCHED = re.compile(r"(?<![\w\"'])Mismatched elements: (?P<n>\d+) / (?P<m>\d+)")
-_DETAIL = re.compile(r"(?<![\w\"'])(?:Mismatched elements: \d+ / \d+ \([^)]*\)|Greatest (?:absolute|relative) difference: .*)")
+_DETAIL = re.compile(
+    r"(?<![\w\"'])(?:Mismatched elements: \d+ / \d+ \([^)]*\)|Greatest (?:absolute|relative) difference: .*)"
+)
 BLOCK_SPAN = 8  # the lines after a ``not close`` line that may hold its details
 
 # googletest pads its tag to ten characters: ``[ RUN      ]``, ``[       OK ]``, ``[  FAILED  ]``, ``[==========]``
@@ -42,11 +44,19 @@ _TAP = re.compile(r"^(?P<not>not )?ok (?P<n>\d+)\b\s*-?\s*(?P<desc>[^#]*)(?:#\s*
 _WORDS = (rb"are not (?:close|equal)", b"mismatched elements", b"greatest", b"traceback (most recent call last)")
 _STARTS = (rb"\[ *(?:ok|failed|passed|skipped|run|=|-)", rb"(?:not )?ok [\d\x80]")
 TRIGGERS = TriggerSpec(
-    line=lambda ascii_only: _WORDS, line_start=_STARTS, name="blocks",
-    hs=lambda k: (k.words(b"are not ") + b"(?:close|equal)", k.words(b"mismatched elements"), b"greatest",
-                  k.words(b"traceback (most recent call last)")),
-    hs_line_start=lambda k: (rb"\[" + k.sp + b"*(?:ok|failed|passed|skipped|run|=|-)",
-                             b"(?:not" + k.sp + b")?ok" + k.sp + k.digit),
+    line=lambda ascii_only: _WORDS,
+    line_start=_STARTS,
+    name="blocks",
+    hs=lambda k: (
+        k.words(b"are not ") + b"(?:close|equal)",
+        k.words(b"mismatched elements"),
+        b"greatest",
+        k.words(b"traceback (most recent call last)"),
+    ),
+    hs_line_start=lambda k: (
+        rb"\[" + k.sp + b"*(?:ok|failed|passed|skipped|run|=|-)",
+        b"(?:not" + k.sp + b")?ok" + k.sp + k.digit,
+    ),
 )
 
 

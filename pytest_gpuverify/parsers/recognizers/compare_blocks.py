@@ -12,7 +12,6 @@ lines are owned here: no table reads its ``key= value`` cells.
 from __future__ import annotations
 
 import re
-from typing import Optional
 
 from pytest_gpuverify.parsers.evidence import Evidence
 from pytest_gpuverify.parsers.reading.fold import TriggerSpec
@@ -35,11 +34,14 @@ class CompareBlocks(RecognizerBase):
     name = "compare-blocks"
     stage = STRUCTURE
     triggers = TRIGGERS
-    examples = ("=== Benchmark: current vs main ===", "  softmax 32768x8192 bf16  main=  4.105 TB/s  current=  3.938 TB/s")
+    examples = (
+        "=== Benchmark: current vs main ===",
+        "  softmax 32768x8192 bf16  main=  4.105 TB/s  current=  3.938 TB/s",
+    )
 
     def __init__(self, context: ParseContext, ev: Evidence) -> None:
         super().__init__(context, ev)
-        self.base: Optional[str] = None  # the base named by ``=== Benchmark: current vs X ===``
+        self.base: str | None = None  # the base named by ``=== Benchmark: current vs X ===``
 
     def wants_every_line(self) -> bool:
         return self.base is not None
@@ -71,8 +73,9 @@ class CompareBlocks(RecognizerBase):
                 self.ev.fail(f"line {lineno}: {state} for {who} ({shape})")
             us = value if unit == "us" else None
             metrics = {} if unit == "us" else {unit: value}
-            self.ev.add_perf(PerfRow(shape=shape, name=unit, us_median=us, metrics=metrics, side=who,
-                                     source_line=lineno))
+            self.ev.add_perf(
+                PerfRow(shape=shape, name=unit, us_median=us, metrics=metrics, side=who, source_line=lineno)
+            )
 
 
 RECOGNIZERS = (CompareBlocks,)

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import re
 from decimal import Decimal
-from typing import Optional
 
 from pytest_gpuverify.config.targets import FLYDSL_PYTEST
 from pytest_gpuverify.parsers.evidence import Evidence
@@ -64,9 +63,13 @@ TRIGGERS = TriggerSpec(
     line=lambda ascii_only: (key_value(ascii_only), rb"\| (?:pass|fail) \|"),
     line_start=(*_OWN, rb"[ \x80]+(?:flydsl moe|testing )"),
     hs=lambda k: (*hs_key_value(k), rb"\|" + k.sp + b"(?:pass|fail)" + k.sp + rb"\|"),
-    hs_line_start=lambda k: (k.words(b"flydsl moe"), k.words(b"testing "),
-                             k.spu + b"+" + b"(?:" + k.words(b"flydsl moe") + b"|" + k.words(b"testing ") + b")"),
-    name="flydsl")
+    hs_line_start=lambda k: (
+        k.words(b"flydsl moe"),
+        k.words(b"testing "),
+        k.spu + b"+" + b"(?:" + k.words(b"flydsl moe") + b"|" + k.words(b"testing ") + b")",
+    ),
+    name="flydsl",
+)
 
 
 class FlydslLines(RecognizerBase):
@@ -77,9 +80,9 @@ class FlydslLines(RecognizerBase):
 
     def __init__(self, context: ParseContext, ev: Evidence) -> None:
         super().__init__(context, ev)
-        self.test: Optional[str] = None
-        self.testing: Optional[str] = None
-        self.time_row: Optional[PerfRow] = None
+        self.test: str | None = None
+        self.testing: str | None = None
+        self.time_row: PerfRow | None = None
         self.bandwidth_taken = False
         self.bandwidth_noted = False
         self.read_figures = False  # the line's figures went into a row made before
@@ -122,8 +125,9 @@ class FlydslLines(RecognizerBase):
             match = _MOE.match(s)
             if match:
                 shape = " ".join(match["mid"].split()) if match["mid"] else self.shape()
-                self.timing(lineno, match["who"], match["us"], shape,
-                            {"TFLOPS": match["tflops"], "TB/s": match["tbps"]})
+                self.timing(
+                    lineno, match["who"], match["us"], shape, {"TFLOPS": match["tflops"], "TB/s": match["tbps"]}
+                )
         elif c0 == "T" and s.startswith("Testing "):
             match = _TESTING.match(s)
             if match:
@@ -133,8 +137,16 @@ class FlydslLines(RecognizerBase):
         elif "=" in s and ("TFLOPS=" in s or "TB/s=" in s):
             self.key_values(lineno, s)
 
-    def timing(self, lineno: int, who: str, us: str, shape: str, metrics: dict[str, Optional[str]],
-               stat: Optional[str] = None, us_value: Optional[float] = None) -> Optional[PerfRow]:
+    def timing(
+        self,
+        lineno: int,
+        who: str,
+        us: str,
+        shape: str,
+        metrics: dict[str, str | None],
+        stat: str | None = None,
+        us_value: float | None = None,
+    ) -> PerfRow | None:
         kind, value = read_number(us)
         if us_value is not None:
             value = us_value
@@ -179,8 +191,10 @@ class FlydslLines(RecognizerBase):
         if self.bandwidth_taken:
             if not self.bandwidth_noted:
                 self.bandwidth_noted = True
-                self.ev.note(f"line {lineno}: another 'Bandwidth:' line in the same test; only the first is kept "
-                          "(FlyDSL issue #655)")
+                self.ev.note(
+                    f"line {lineno}: another 'Bandwidth:' line in the same test; only the first is kept "
+                    "(FlyDSL issue #655)"
+                )
             return
         self.bandwidth_taken = True
         kind, value = read_number(match["v"])
@@ -191,8 +205,9 @@ class FlydslLines(RecognizerBase):
         if self.time_row is not None:
             self.time_row.metrics[match["unit"]] = value
         else:
-            self.ev.add_perf(PerfRow(shape=self.shape(), name="Bandwidth", metrics={match["unit"]: value},
-                                  source_line=lineno))
+            self.ev.add_perf(
+                PerfRow(shape=self.shape(), name="Bandwidth", metrics={match["unit"]: value}, source_line=lineno)
+            )
 
     def flash_attn_row(self, lineno: int, s: str) -> None:
         match = _FA_ROW.search(s)
@@ -219,8 +234,6 @@ class FlydslLines(RecognizerBase):
             return
         numbers = {k: read_number(v)[1] for k, v in found.items()}
         self.ev.add_perf(PerfRow(shape=self.shape(), name=label or "FlyDSL", metrics=numbers, source_line=lineno))
-
-
 
 
 RECOGNIZERS = (FlydslLines,)

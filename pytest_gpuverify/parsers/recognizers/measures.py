@@ -20,10 +20,9 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Optional
 
 from pytest_gpuverify.parsers.evidence import Evidence
-from pytest_gpuverify.parsers.reading.fold import TriggerSpec, key_value, hs_key_value, Spelling
+from pytest_gpuverify.parsers.reading.fold import Spelling, TriggerSpec, hs_key_value, key_value
 from pytest_gpuverify.parsers.reading.line import Line
 from pytest_gpuverify.parsers.reading.measures import HIGHER_IS_BETTER, LineMeasures
 from pytest_gpuverify.parsers.registry import MEASURES, RecognizerBase
@@ -31,13 +30,39 @@ from pytest_gpuverify.parsers.result import ParseContext
 
 COSINE_DEFAULT = 0.99  # the default per-shape check (README, Verdicts): cosine_sim >= 0.99
 SUMMARY = re.compile(r"\b(?:all\s+)?\d+\s+(?:tests?|shapes?|cases?|checks?)\s+(?:passed|failed)\b", re.I)
-_LIMITS = (("cosine_sim", "cosine_sim_min"), ("max_abs_error", "max_abs_error_max"),
-           ("logits_diff", "logits_diff_max"), ("snr_db", "snr_db_min"))
+_LIMITS = (
+    ("cosine_sim", "cosine_sim_min"),
+    ("max_abs_error", "max_abs_error_max"),
+    ("logits_diff", "logits_diff_max"),
+    ("snr_db", "snr_db_min"),
+)
 # ``output: nan`` / ``out = tensor([`` / ``triton_out: inf``: a label naming the result, then the value
-_RESULT_VALUE = re.compile(r"(?P<label>[A-Za-z_][\w.]*(?: [A-Za-z_][\w.]*){0,2})\s*[:=]\s*"
-                           r"(?P<value>(?-i:tensor\()|[-+]?(?:nan|inf)\b)", re.I)
-_RESULT_WORDS = {"out", "output", "outputs", "result", "results", "res", "actual", "got", "kernel", "triton",
-                 "hip", "ck", "asm", "flydsl", "gluon", "dst", "y", "c", "o"}
+_RESULT_VALUE = re.compile(
+    r"(?P<label>[A-Za-z_][\w.]*(?: [A-Za-z_][\w.]*){0,2})\s*[:=]\s*"
+    r"(?P<value>(?-i:tensor\()|[-+]?(?:nan|inf)\b)",
+    re.I,
+)
+_RESULT_WORDS = {
+    "out",
+    "output",
+    "outputs",
+    "result",
+    "results",
+    "res",
+    "actual",
+    "got",
+    "kernel",
+    "triton",
+    "hip",
+    "ck",
+    "asm",
+    "flydsl",
+    "gluon",
+    "dst",
+    "y",
+    "c",
+    "o",
+}
 _AFTER_LABEL = re.compile(r"[:=]\s*[-+]?(?:nan|inf)(?![\w.])", re.I)  # what _RESULT_VALUE needs, found fast
 _NONFINITE = re.compile(r"(?<![\w.])[-+]?(?:nan|inf)(?![\w.])", re.I)
 _NAN = re.compile(r"(?<![\w.])[-+]?nan(?![\w.])", re.I)
@@ -73,7 +98,7 @@ class Measures(RecognizerBase):
         super().__init__(context, ev)
         self.limits = context.thresholds
         self.shape_lines = not ev.inside_tests
-        self._tensor: Optional[tuple[int, int, bool]] = None  # an open tensor: (line, depth, nan only)
+        self._tensor: tuple[int, int, bool] | None = None  # an open tensor: (line, depth, nan only)
 
     def wants_every_line(self) -> bool:
         """A printed result tensor is open: its next line matters whatever it holds."""
@@ -114,8 +139,11 @@ class Measures(RecognizerBase):
             below = field in HIGHER_IS_BETTER
             if (below and value < limit) or (not below and value > limit):
                 origin = "the declared limit" if declared is not None else "the default"
-                self.ev.reading(lineno, False, f"line {lineno}: {label}: {field} {value:g} is "
-                                               f"{'below' if below else 'above'} {origin} {limit:g}")
+                self.ev.reading(
+                    lineno,
+                    False,
+                    f"line {lineno}: {label}: {field} {value:g} is {'below' if below else 'above'} {origin} {limit:g}",
+                )
             else:
                 self.ev.reading(lineno, True)
 
@@ -137,7 +165,7 @@ class Measures(RecognizerBase):
         self._tensor = (lineno, 1, nan_only)
         self._tensor_line(lineno, text[start:], shown=text)
 
-    def _tensor_line(self, lineno: int, text: str, shown: Optional[str] = None) -> None:
+    def _tensor_line(self, lineno: int, text: str, shown: str | None = None) -> None:
         assert self._tensor is not None
         first, depth, nan_only = self._tensor
         end = len(text)
@@ -155,7 +183,7 @@ class Measures(RecognizerBase):
             return
         self._tensor = (first, depth, nan_only) if depth > 0 and lineno - first < TENSOR_LINES_CAP else None
 
-    def _found(self, lineno: int, text: str, at: Optional[int] = None) -> None:
+    def _found(self, lineno: int, text: str, at: int | None = None) -> None:
         self.ev.nan_count += 1
         self.ev.mark(lineno, failed=True)
         where = f"line {lineno}" + (f" (value on line {at})" if at and at != lineno else "")

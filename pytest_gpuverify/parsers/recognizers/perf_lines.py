@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Optional
 
 from pytest_gpuverify.parsers.perfstats import TO_US, place, to_us
 from pytest_gpuverify.parsers.reading.fold import TriggerSpec
@@ -29,29 +28,56 @@ from pytest_gpuverify.records.artifact import PerfRow
 SHAPE = "throughput"  # the shape of a serving throughput row
 
 _N = r"([-+]?(?:\d+(?:\.\d+)?(?:[eE][-+]?\d+)?|nan|inf))"
-_VLLM = re.compile(rf"^\s*Throughput:\s*{_N}\s*requests/s,\s*{_N}\s*(total )?tokens/s(?:,\s*{_N}\s*output tokens/s)?", re.I)
-_SERVE = re.compile(rf"^\s*(?P<label>[A-Za-z][A-Za-z ]*?)\s*throughput\s*\((?P<unit>req|tok)/s\):\s*(?P<v>{_N[1:-1]})\s*$", re.I)
+_VLLM = re.compile(
+    rf"^\s*Throughput:\s*{_N}\s*requests/s,\s*{_N}\s*(total )?tokens/s(?:,\s*{_N}\s*output tokens/s)?", re.I
+)
+_SERVE = re.compile(
+    rf"^\s*(?P<label>[A-Za-z][A-Za-z ]*?)\s*throughput\s*\((?P<unit>req|tok)/s\):\s*(?P<v>{_N[1:-1]})\s*$", re.I
+)
 _TOKS = re.compile(rf"(?P<label>[A-Za-z][\w -]*?)?\s*[:=]\s*(?P<v>{_N[1:-1]})\s*(?:tok|tokens?)/s\b", re.I)
 
-_TIME_UNITS = {"us": "us", "µs": "us", "usec": "us", "ms": "ms", "msec": "ms", "ns": "ns", "s": "s", "sec": "s",
-               "secs": "s", "seconds": "s"}
+_TIME_UNITS = {
+    "us": "us",
+    "µs": "us",
+    "usec": "us",
+    "ms": "ms",
+    "msec": "ms",
+    "ns": "ns",
+    "s": "s",
+    "sec": "s",
+    "secs": "s",
+    "seconds": "s",
+}
 _FIGURE = re.compile(
     rf"(?<![\w.])(?P<v>{NUMBER})\s*(?P<u>us|µs|usec|ms|msec|ns|secs?|seconds|s|[tgmk]?flops?|[tgmk]?b/s|gbps"
-    r"|[a-z]+/s(?:ec)?)(?![\w/])", re.I)
-_PERF_WORD = re.compile(r"\b(?:perf|time|latency|elapsed|duration|runtime|avg|average|mean|median|best|kernel|bandwidth"
-                        r"|throughput|rate|speed)\b", re.I)
-_NOT_PERF = re.compile(r"\b(?:build|built|compil\w*|jit|load\w*|import\w*|download\w*|install\w*|cost|eta|remaining"
-                       r"|timeout|took|wait\w*|sleep\w*|startup|setup)\b", re.I)
+    r"|[a-z]+/s(?:ec)?)(?![\w/])",
+    re.I,
+)
+_PERF_WORD = re.compile(
+    r"\b(?:perf|time|latency|elapsed|duration|runtime|avg|average|mean|median|best|kernel|bandwidth"
+    r"|throughput|rate|speed)\b",
+    re.I,
+)
+_NOT_PERF = re.compile(
+    r"\b(?:build|built|compil\w*|jit|load\w*|import\w*|download\w*|install\w*|cost|eta|remaining"
+    r"|timeout|took|wait\w*|sleep\w*|startup|setup)\b",
+    re.I,
+)
 _UNIT_GATE = re.compile(r"(?:\d|nan|inf)\s*(?:[uµmn]?s|sec|[a-z]*flop|[a-z]+/s)", re.I)  # what _FIGURE needs, fast
-_STAT = (("min", re.compile(r"\b(?:best|min(?:imum)?|fastest)\b", re.I)),
-         ("max", re.compile(r"\b(?:max(?:imum)?|worst|slowest)\b", re.I)),
-         ("mean", re.compile(r"\b(?:avg|average|mean)\b", re.I)),
-         ("median", re.compile(r"\b(?:median|p50)\b", re.I)))
+_STAT = (
+    ("min", re.compile(r"\b(?:best|min(?:imum)?|fastest)\b", re.I)),
+    ("max", re.compile(r"\b(?:max(?:imum)?|worst|slowest)\b", re.I)),
+    ("mean", re.compile(r"\b(?:avg|average|mean)\b", re.I)),
+    ("median", re.compile(r"\b(?:median|p50)\b", re.I)),
+)
 _SECOND_UNITS = ("s", "sec", "secs", "seconds")
 _AFTER_LABEL = re.compile(r"[:=]\s*$")  # a time in seconds right after its label
 # ``Benchmark duration (s):   339.37``, ``P99 ITL (ms):  127.23`` (a serving benchmark's result block)
-_LABELLED = re.compile(rf"^\s*(?P<label>[A-Za-z][^:()\n]{{0,80}}?)\s*\((?P<u>us|µs|usec|ms|ns|s|sec|secs|seconds"
-                       rf"|[tgmk]?flops|[tgmk]?b/s)\)\s*:\s*(?P<v>{NUMBER})\s*$", re.I)
+_LABELLED = re.compile(
+    rf"^\s*(?P<label>[A-Za-z][^:()\n]{{0,80}}?)\s*\((?P<u>us|µs|usec|ms|ns|s|sec|secs|seconds"
+    rf"|[tgmk]?flops|[tgmk]?b/s)\)\s*:\s*(?P<v>{NUMBER})\s*$",
+    re.I,
+)
 # A number and a unit (``1.2 ms``, ``110 TFlops``, ``300 GB/s``, ``12 tok/s``, ``2841 inferences/sec``; µs is
 # two non-ASCII bytes), a serving throughput's ``tok/s``/``req/s``, a ``(ms):`` label. (Seconds only
 # right after a ``:``/``=``: ``Total time: 3.2 s``; ``cost 39.6s`` is a build's.) The ``re`` spelling
@@ -59,21 +85,38 @@ _LABELLED = re.compile(rf"^\s*(?P<label>[A-Za-z][^:()\n]{{0,80}}?)\s*\((?P<u>us|
 _UNIT = rb"(?:us|usec|ms|msec|ns|[tgmk]?flops?|[a-z]+/s(?:ec)?)"
 _SECONDS = rb"(?:s|secs?|seconds)"
 _HS_UNITS = (rb"(?:us|usec|ms|msec|ns|[tgmk]?flops?)", rb"[a-z]+/s(?:ec)?")
-_RE_LINE = (*(unit + b"(?:" + b"|".join(rb"(?<=[\d.]" + b" " * n + unit + b")" for n in range(9)) + rb")(?![a-z0-9_/])"
-              for unit in (b"us", b"ms", b"ns")), rb"sec(?<=[umn]sec)", b"flop", rb"(?:nan|inf) *+[a-z]", b"\x80s",
-            rb"/s(?<!it/s)(?![a-z0-9_])", b"/sec", rb":[ \x80]*+[-+]?[\d.]++ *+" + _SECONDS + rb"(?![a-z0-9_/])",
-            rb"\x80\x80s(?![a-z0-9_/])", rb"\)[ \x80]*:")
+_RE_LINE = (
+    *(
+        unit + b"(?:" + b"|".join(rb"(?<=[\d.]" + b" " * n + unit + b")" for n in range(9)) + rb")(?![a-z0-9_/])"
+        for unit in (b"us", b"ms", b"ns")
+    ),
+    rb"sec(?<=[umn]sec)",
+    b"flop",
+    rb"(?:nan|inf) *+[a-z]",
+    b"\x80s",
+    rb"/s(?<!it/s)(?![a-z0-9_])",
+    b"/sec",
+    rb":[ \x80]*+[-+]?[\d.]++ *+" + _SECONDS + rb"(?![a-z0-9_/])",
+    rb"\x80\x80s(?![a-z0-9_/])",
+    rb"\)[ \x80]*:",
+)
 TRIGGERS = TriggerSpec(
-    line=lambda ascii_only: _RE_LINE, raw=(rb"\xc2\xb5s",), name="perf-lines",
+    line=lambda ascii_only: _RE_LINE,
+    raw=(rb"\xc2\xb5s",),
+    name="perf-lines",
     # (the ``X/s`` units apart: one alternation with ``[a-z]+`` costs Hyperscan three times the two)
-    hs=lambda k: (*(rb"(?:[0-9.]|nan|inf)" + k.spu + b"*" + unit + rb"(?:[^a-z0-9_/]|$)" for unit in _HS_UNITS),
-                  rb"\)" + k.spu + b"*[:=]",
-                  b"[:=]" + k.spu + rb"*[-+]?[0-9.]+" + k.spu + b"*" + _SECONDS + rb"(?:[^a-z0-9_/]|$)",
-                  rb"\xc2\xb5s", b"tok/s", b"req/s"),
+    hs=lambda k: (
+        *(rb"(?:[0-9.]|nan|inf)" + k.spu + b"*" + unit + rb"(?:[^a-z0-9_/]|$)" for unit in _HS_UNITS),
+        rb"\)" + k.spu + b"*[:=]",
+        b"[:=]" + k.spu + rb"*[-+]?[0-9.]+" + k.spu + b"*" + _SECONDS + rb"(?:[^a-z0-9_/]|$)",
+        rb"\xc2\xb5s",
+        b"tok/s",
+        b"req/s",
+    ),
 )
 
 
-def read_throughput(lineno: int, line: str) -> Optional[PerfRow]:
+def read_throughput(lineno: int, line: str) -> PerfRow | None:
     """A serving benchmark's throughput line as a row of shape ``throughput`` (None: not one)."""
     low = line.lower()
     if "/s" not in low or ("tok" not in low and "req" not in low):  # tqdm's ``it/s`` is no throughput line
@@ -102,7 +145,7 @@ def _label(words: str) -> str:
     return " ".join(words.replace("_", " ").split())
 
 
-def _value(text: str) -> Optional[float]:
+def _value(text: str) -> float | None:
     value = float(text)
     return value if math.isfinite(value) else None
 
@@ -147,8 +190,12 @@ class PerfLines(RecognizerBase):
         self.ev.add_perf(row)
 
     def _statement(self, lineno: int, text: str) -> None:
-        figures = [f for f in _FIGURE.finditer(text) if f["u"].lower() not in ("it/s", "s/it")  # tqdm's
-                   and (f["u"].lower() not in _SECOND_UNITS or _AFTER_LABEL.search(text, 0, f.start()))]
+        figures = [
+            f
+            for f in _FIGURE.finditer(text)
+            if f["u"].lower() not in ("it/s", "s/it")  # tqdm's
+            and (f["u"].lower() not in _SECOND_UNITS or _AFTER_LABEL.search(text, 0, f.start()))
+        ]
         if not figures:
             return
         times = [f for f in figures if f["u"].lower() in _TIME_UNITS]
@@ -160,7 +207,7 @@ class PerfLines(RecognizerBase):
             return
         label = " ".join(label_text.strip().rstrip(":=,;|-").split()).strip("[]() ")[:80] or "figure"
         stat = next((name for name, rx in _STAT if rx.search(label_text)), None)
-        shape = " ".join(text[figures[-1].end():].strip(" ,;:|").split())[:200]
+        shape = " ".join(text[figures[-1].end() :].strip(" ,;:|").split())[:200]
         row = PerfRow(shape=shape, name=label, stat=stat, source_line=lineno)
         if times:
             first = times[0]
@@ -175,7 +222,7 @@ class PerfLines(RecognizerBase):
             row.metrics.setdefault(figure["u"], value)
         self.ev.add_perf(row)
 
-    def _time(self, lineno: int, figure: re.Match[str], label: str) -> Optional[float]:
+    def _time(self, lineno: int, figure: re.Match[str], label: str) -> float | None:
         kind, value = read_number(figure["v"])
         unit = _TIME_UNITS[figure["u"].lower()]
         if kind in ("nan", "inf"):

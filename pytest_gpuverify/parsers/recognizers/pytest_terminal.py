@@ -18,12 +18,18 @@ from __future__ import annotations
 
 import re
 from dataclasses import replace
-from typing import Optional
 
+from pytest_gpuverify.config.targets import PYTEST_KINDS
 from pytest_gpuverify.parsers.evidence import Evidence
 from pytest_gpuverify.parsers.reading.fold import TriggerSpec, hs_key_value, key_value
 from pytest_gpuverify.parsers.reading.junit import (  # noqa: F401 (junit_nodeid)
-    BLOCK_CAP, MESSAGE_CAP, RETRIED, Counts, JunitResult, junit_nodeid, read_junit,
+    BLOCK_CAP,
+    MESSAGE_CAP,
+    RETRIED,
+    Counts,
+    JunitResult,
+    junit_nodeid,
+    read_junit,
 )
 from pytest_gpuverify.parsers.reading.line import FREE, SETTLED, WARNINGS, Line
 from pytest_gpuverify.parsers.reading.lines import read_number
@@ -31,7 +37,6 @@ from pytest_gpuverify.parsers.reading.measures import NOT_CLOSE, CloseBlock
 from pytest_gpuverify.parsers.recognizers.alarms import is_error_line
 from pytest_gpuverify.parsers.registry import STRUCTURE, RecognizerBase
 from pytest_gpuverify.parsers.result import ParseContext
-from pytest_gpuverify.config.targets import PYTEST_KINDS
 
 RAN_NO_TEST = "the inner pytest ran no test"  # + f" ({skipped} skipped)"
 NO_RESULT = "no pytest result in the output: no JUnit XML and no pytest summary line"
@@ -39,16 +44,30 @@ OUTCOME_CAP = 100_000  # node ids remembered from the terminal; counts go on
 
 _SUMMARY = re.compile(r"^=*\s*(?P<body>(?:\d+ [a-z]+, )*\d+ [a-z]+|no tests ran) in [\d.]+s(?: \([\d:.]+\))?\s*=*$")
 _COUNT = re.compile(r"(\d+) ([a-z]+)")
-_SHORT = re.compile(r"^(?P<word>PASSED|FAILED|ERROR|XFAIL|XPASS|RERUN) (?P<id>[^\s\[]+(?:\[.*?\])?)(?: - (?P<msg>.*))?$")
+_SHORT = re.compile(
+    r"^(?P<word>PASSED|FAILED|ERROR|XFAIL|XPASS|RERUN) (?P<id>[^\s\[]+(?:\[.*?\])?)(?: - (?P<msg>.*))?$"
+)
 _SHORT_SKIP = re.compile(r"^SKIPPED \[(?P<n>\d+)\] ")
 _VERBOSE = re.compile(r"^(?P<id>\S+::[^\s\[]+(?:\[.*?\])?) (?P<word>PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS|RERUN)\b")
 _SECTION = re.compile(r"^={3,} (?P<title>.+?) ={3,}$")
-_PYTEST_SECTIONS = re.compile(r"X?FAILURES|ERRORS|X?PASSES|short test summary info|warnings summary|test session starts"
-                              r"|slowest .*durations|rerun test summary info|tests coverage")
+_PYTEST_SECTIONS = re.compile(
+    r"X?FAILURES|ERRORS|X?PASSES|short test summary info|warnings summary|test session starts"
+    r"|slowest .*durations|rerun test summary info|tests coverage"
+)
 _SUBSECTION = re.compile(r"^-{3,} (?:Captured|generated|live log|coverage).* -{3,}$")
 _TEST_HEADER = re.compile(r"^_{3,} (?:(?:ERROR|FAILURE) at \w+ of )?(?P<name>.+?) _{3,}$")
-_WORDS = {"passed": "passed", "xpassed": "passed", "failed": "failed", "error": "errors", "errors": "errors",
-          "skipped": "skipped", "xfailed": "xfailed", "deselected": "deselected", "rerun": "reruns", "reruns": "reruns"}
+_WORDS = {
+    "passed": "passed",
+    "xpassed": "passed",
+    "failed": "failed",
+    "error": "errors",
+    "errors": "errors",
+    "skipped": "skipped",
+    "xfailed": "xfailed",
+    "deselected": "deselected",
+    "rerun": "reruns",
+    "reruns": "reruns",
+}
 _TRACE_SECTIONS = ("FAILURES", "ERRORS")
 # ``ImportError while loading conftest '...'.`` / ``ImportError while importing test module '...'.``
 _ERROR_WHILE = re.compile(r"\w(?:Error|Exception) while ")
@@ -63,18 +82,18 @@ class PytestTerminal:
 
     def __init__(self) -> None:
         self.section = ""
-        self.test: Optional[str] = None  # the test whose section is being read (``test_y[bf16]``)
+        self.test: str | None = None  # the test whose section is being read (``test_y[bf16]``)
         self.in_trace = False
-        self.summary: Optional[tuple[int, Counts]] = None
+        self.summary: tuple[int, Counts] | None = None
         self.outcomes: dict[str, tuple[str, str, int]] = {}  # node id -> (word, message, line)
         self.outcomes_dropped = 0
         self.outcome_sources: set[str] = set()  # where outcomes were read: "short summary", "-v lines"
         self.reruns: dict[str, int] = {}  # node id -> the line a retry plugin's RERUN was printed on
         self.short_skipped = 0
-        self.blocks: list[tuple[Optional[str], CloseBlock]] = []
-        self.block: Optional[CloseBlock] = None
+        self.blocks: list[tuple[str | None, CloseBlock]] = []
+        self.block: CloseBlock | None = None
 
-    def feed(self, lineno: int, text: str) -> Optional[str]:
+    def feed(self, lineno: int, text: str) -> str | None:
         c0 = text[:1]
         if c0 == "=" and text.startswith("==="):
             self.block = None
@@ -163,8 +182,13 @@ class PytestTerminal:
         for nodeid, (word, _, _) in self.outcomes.items():
             if word == "ERROR" and "::" not in nodeid:
                 continue  # a module that could not be collected: no test
-            key = {"PASSED": "passed", "XPASS": "passed", "FAILED": "failed", "ERROR": "errors",
-                   "XFAIL": "xfailed"}.get(word, "skipped")
+            key = {
+                "PASSED": "passed",
+                "XPASS": "passed",
+                "FAILED": "failed",
+                "ERROR": "errors",
+                "XFAIL": "xfailed",
+            }.get(word, "skipped")
             setattr(counts, key, getattr(counts, key) + 1)
         return counts
 
@@ -176,20 +200,53 @@ class PytestTerminal:
 # (``-v`` outcomes; ``==`` folds to ``::`` too); the first error line of a run that ran no test holds
 # an error word (alarms.py's, or ``Error while``). (A line-start expression must not take the newline
 # that ends its line: the next line's test starts there.)
-_STARTS = (b":::", b"___", b"---", rb"e(?: |(?=\n))", b"passed ", b"failed ", b"error ", b"xfail ", b"xpass ",
-           b"rerun ", rb"skipped \[", b"no tests ran in ", rb"[\d\x80][^\n]* in ")
+_STARTS = (
+    b":::",
+    b"___",
+    b"---",
+    rb"e(?: |(?=\n))",
+    b"passed ",
+    b"failed ",
+    b"error ",
+    b"xfail ",
+    b"xpass ",
+    b"rerun ",
+    rb"skipped \[",
+    b"no tests ran in ",
+    rb"[\d\x80][^\n]* in ",
+)
 
 
 def _hs_starts(k) -> tuple[bytes, ...]:
-    return (b"[:=]{3}", b"___", b"---", b"e(?:" + k.sp + b"|$)", *(k.words(w) for w in (
-        b"passed ", b"failed ", b"error ", b"xfail ", b"xpass ", b"rerun ", b"skipped [", b"no tests ran in ")),
-        k.digit + rb"[^\n]*" + k.words(b" in "))
+    return (
+        b"[:=]{3}",
+        b"___",
+        b"---",
+        b"e(?:" + k.sp + b"|$)",
+        *(
+            k.words(w)
+            for w in (
+                b"passed ",
+                b"failed ",
+                b"error ",
+                b"xfail ",
+                b"xpass ",
+                b"rerun ",
+                b"skipped [",
+                b"no tests ran in ",
+            )
+        ),
+        k.digit + rb"[^\n]*" + k.words(b" in "),
+    )
 
 
 TRIGGERS = TriggerSpec(
     line=lambda ascii_only: (key_value(ascii_only), rb"(?:error|exception) while"),
-    line_start=_STARTS, hs=lambda k: (*hs_key_value(k), b"(?:error|exception)" + k.sp + b"while"),
-    hs_line_start=_hs_starts, name="pytest-terminal")
+    line_start=_STARTS,
+    hs=lambda k: (*hs_key_value(k), b"(?:error|exception)" + k.sp + b"while"),
+    hs_line_start=_hs_starts,
+    name="pytest-terminal",
+)
 
 
 class InnerPytest(RecognizerBase):
@@ -204,13 +261,20 @@ class InnerPytest(RecognizerBase):
     def __init__(self, context: ParseContext, ev: Evidence) -> None:
         super().__init__(context, ev)
         self.term = PytestTerminal()
-        self.first_error: Optional[str] = None  # the first error line printed, for a run that ran no test
+        self.first_error: str | None = None  # the first error line printed, for a run that ran no test
 
     def feed(self, line: Line) -> None:
         text = line.text
         seen = self.term.feed(line.lineno, text)
-        if self.first_error is None and ("rror" in text or "RROR" in text or "xception" in text or "ault" in text
-                                         or "borted" in text or "dumped" in text or "llegal" in text):
+        if self.first_error is None and (
+            "rror" in text
+            or "RROR" in text
+            or "xception" in text
+            or "ault" in text
+            or "borted" in text
+            or "dumped" in text
+            or "llegal" in text
+        ):
             self._first_error(line.lineno, seen if seen is not None else text)
         if seen is None:
             line.owned = True
@@ -232,10 +296,10 @@ class InnerPytest(RecognizerBase):
         errors = counts.errors if counts else 0
         self.ev.count(passed=n_passed, failed=n_failed + errors, shapes=n_passed + n_failed)
 
-    def _outcomes(self) -> tuple[Optional[Counts], int]:
+    def _outcomes(self) -> tuple[Counts | None, int]:
         """Fill in failures/problems from the outcomes; return the counts and the unmatched blocks."""
         ctx, term, ev = self.context, self.term, self.ev
-        xml: Optional[JunitResult] = None
+        xml: JunitResult | None = None
         if ctx.junit_xml is not None:
             xml = read_junit(ctx.junit_xml)
             if xml.problem:
@@ -243,7 +307,7 @@ class InnerPytest(RecognizerBase):
                 xml = None
         elif ctx.junit_problem:
             ev.note(f"no JUnit XML: {ctx.junit_problem}")
-        counts: Optional[Counts] = None
+        counts: Counts | None = None
         bad: list[tuple[str, str, str]] = []
         uncollected: list[tuple[str, str]] = []  # modules that could not be collected: no test case
         if xml is not None:
@@ -265,9 +329,11 @@ class InnerPytest(RecognizerBase):
         retried = sum(kind == RETRIED for _, kind, _ in bad)
         if term.summary is not None and term.summary[1].reruns and not retried:
             lineno, printed = term.summary
-            ev.fail(f"line {lineno}: the pytest summary reports {printed.reruns} rerun(s): a test failed an attempt "
-                      "and ran again (a retry plugin); a failure retried into a pass is still a failure")
-        by_test: dict[Optional[str], CloseBlock] = {}
+            ev.fail(
+                f"line {lineno}: the pytest summary reports {printed.reruns} rerun(s): a test failed an attempt "
+                "and ran again (a retry plugin); a failure retried into a pass is still a failure"
+            )
+        by_test: dict[str | None, CloseBlock] = {}
         for test, first in term.blocks:
             by_test.setdefault(test, first)
         xml_blocks = xml.blocks if xml is not None else {}
@@ -277,8 +343,10 @@ class InnerPytest(RecognizerBase):
             tails.add(tail)
             block = xml_blocks.get(nodeid) or by_test.get(tail)
             if kind == RETRIED:
-                ev.fail(f"{nodeid} failed an attempt and ran again ({message}; a retry plugin); "
-                          "a failure retried into a pass is still a failure")
+                ev.fail(
+                    f"{nodeid} failed an attempt and ran again ({message}; a retry plugin); "
+                    "a failure retried into a pass is still a failure"
+                )
                 continue
             verb = "failed" if kind == "failed" else "error"
             detail = block.describe() if block is not None else (message or "(no message)")
@@ -300,9 +368,14 @@ class InnerPytest(RecognizerBase):
         if ran_none:
             error_line = self.first_error or ""
             ev.out.ran_no_test = error_line
-            said = (f"{counts.skipped} skipped" + (f", {counts.xfailed} xfailed" if counts.xfailed else "")
-                    if counts is not None else f"pytest stopped with exit code {ctx.exit_code}")
-            ev.problem(f"{RAN_NO_TEST} ({said})" + (f"; the first error it printed: {error_line}" if error_line else ""))
+            said = (
+                f"{counts.skipped} skipped" + (f", {counts.xfailed} xfailed" if counts.xfailed else "")
+                if counts is not None
+                else f"pytest stopped with exit code {ctx.exit_code}"
+            )
+            ev.problem(
+                f"{RAN_NO_TEST} ({said})" + (f"; the first error it printed: {error_line}" if error_line else "")
+            )
         elif counts is not None and (counts.skipped or counts.xfailed):
             if counts.skipped:
                 ev.note(f"the inner pytest skipped {counts.skipped} test(s)")
@@ -317,12 +390,16 @@ class InnerPytest(RecognizerBase):
         failed, errored and retried tests, and the modules that could not be collected."""
         term, ev = self.term, self.ev
         counts = replace(term.summary[1]) if term.summary else term.counts_from_outcomes()
-        uncollected = [(nodeid, msg) for nodeid, (word, msg, _) in term.outcomes.items()
-                       if word == "ERROR" and "::" not in nodeid]
+        uncollected = [
+            (nodeid, msg) for nodeid, (word, msg, _) in term.outcomes.items() if word == "ERROR" and "::" not in nodeid
+        ]
         if term.summary is not None:
             counts.errors = max(0, counts.errors - len(uncollected))
-        bad = [(nodeid, "failed" if word == "FAILED" else "error", msg) for nodeid, (word, msg, _) in term.outcomes.items()
-               if word == "FAILED" or (word == "ERROR" and "::" in nodeid)]
+        bad = [
+            (nodeid, "failed" if word == "FAILED" else "error", msg)
+            for nodeid, (word, msg, _) in term.outcomes.items()
+            if word == "FAILED" or (word == "ERROR" and "::" in nodeid)
+        ]
         for nodeid, lineno in term.reruns.items():
             word = term.outcomes.get(nodeid, ("PASSED", "", 0))[0]
             if word in ("FAILED", "ERROR"):
@@ -342,8 +419,6 @@ class InnerPytest(RecognizerBase):
                 kind, value = read_number(part.split()[3])
                 if kind == "num" and value is not None:  # a number is never None
                     self.ev.metrics.record("max_abs_error", value)
-
-
 
 
 RECOGNIZERS = (InnerPytest,)

@@ -25,17 +25,51 @@ from pytest_gpuverify.parsers.result import ParseContext
 _END = rb"(?![a-z0-9_])"
 # ``OK`` in upper case (``ok`` in lower case is prose, no status): read in the unfolded chunk, with its case
 OK_CASED = rb"OK(?<![A-Za-z0-9_]OK)(?![A-Za-z0-9_])"
-WORDS = (b"pass", b"fail", b"correct", b"wrong", b"identical", b"agree", b"consistent", b"not match", b"verifie",
-         b"true" + _END, b"false" + _END, rb"match(?:es|ed)?" + _END,
-         rb"differ(?:s|ed|ent)?" + _END, b"nan" + _END, rb"close" + _END, b"equal" + _END, b"same" + _END)
+WORDS = (
+    b"pass",
+    b"fail",
+    b"correct",
+    b"wrong",
+    b"identical",
+    b"agree",
+    b"consistent",
+    b"not match",
+    b"verifie",
+    b"true" + _END,
+    b"false" + _END,
+    rb"match(?:es|ed)?" + _END,
+    rb"differ(?:s|ed|ent)?" + _END,
+    b"nan" + _END,
+    rb"close" + _END,
+    b"equal" + _END,
+    b"same" + _END,
+)
 _HS_END = rb"(?:[^a-z0-9_]|$)"
-HS_WORDS = (b"pass", b"fail", b"correct", b"wrong", b"identical", b"agree", b"consistent", b"not match", b"verifie", b"verifie",
-            b"true" + _HS_END, b"false" + _HS_END,
-            rb"match(?:es|ed)?" + _HS_END, rb"differ(?:s|ed|ent)?" + _HS_END, b"nan" + _HS_END, b"close" + _HS_END,
-            b"equal" + _HS_END, b"same" + _HS_END, Cased(rb"(?:^|[^A-Za-z0-9_])OK(?:[^A-Za-z0-9_]|$)"))
+HS_WORDS = (
+    b"pass",
+    b"fail",
+    b"correct",
+    b"wrong",
+    b"identical",
+    b"agree",
+    b"consistent",
+    b"not match",
+    b"verifie",
+    b"verifie",
+    b"true" + _HS_END,
+    b"false" + _HS_END,
+    rb"match(?:es|ed)?" + _HS_END,
+    rb"differ(?:s|ed|ent)?" + _HS_END,
+    b"nan" + _HS_END,
+    b"close" + _HS_END,
+    b"equal" + _HS_END,
+    b"same" + _HS_END,
+    Cased(rb"(?:^|[^A-Za-z0-9_])OK(?:[^A-Za-z0-9_]|$)"),
+)
 MARKS = rb"\xe2\x9c[\x85\x93\x94\x96\x97\x98]|\xe2\x9d[\x8c\x8e]|\xe2\x98\x91"
-TRIGGERS = TriggerSpec(line=lambda ascii_only: WORDS, raw=(MARKS,), cased=(OK_CASED,), hs=lambda k: (*HS_WORDS, MARKS),
-                       name="statements")
+TRIGGERS = TriggerSpec(
+    line=lambda ascii_only: WORDS, raw=(MARKS,), cased=(OK_CASED,), hs=lambda k: (*HS_WORDS, MARKS), name="statements"
+)
 
 
 class Statements(RecognizerBase):
@@ -72,8 +106,11 @@ class Statements(RecognizerBase):
             elif said.family == "word-with-figure":
                 self.ev.reading(line.lineno, False, f"line {line.lineno}: {line.label}: printed {said.word}")
             else:
-                self.ev.reading(line.lineno, False,
-                                f"line {line.lineno}: a failure verdict line ({said.family}): {text.strip()[:200]}")
+                self.ev.reading(
+                    line.lineno,
+                    False,
+                    f"line {line.lineno}: a failure verdict line ({said.family}): {text.strip()[:200]}",
+                )
 
 
 RECOGNIZERS = (Statements,)

@@ -22,7 +22,7 @@ so both name the same tables.
 from __future__ import annotations
 
 import re
-from typing import Iterable, Optional
+from collections.abc import Iterable
 
 from pytest_gpuverify.parsers.reading.columns import Table
 
@@ -73,7 +73,7 @@ def hs_trigger(spu: bytes, sp: bytes) -> bytes:
     )
 
 
-def config_of(text: str) -> Optional[str]:
+def config_of(text: str) -> str | None:
     """The settings a line prints (``causal=True, d=64``), or None when it is not a line of settings."""
     if "=" not in text:
         return None
@@ -86,7 +86,7 @@ def top_line(table: Table) -> int:
     return table.header_line - 1 if table.title else table.header_line
 
 
-def settings_above(table: Table, config: Optional[tuple[int, str]], last_row_line: int) -> Optional[str]:
+def settings_above(table: Table, config: tuple[int, str] | None, last_row_line: int) -> str | None:
     """The settings line ``config`` (lineno, settings) where it stands just above ``table`` and after
     the last row of any table before it."""
     if config is None:
@@ -103,7 +103,7 @@ def name_repeats(tables: Iterable[Table]) -> None:
     printed: dict[int, list[Table]] = {}
     for table in tables:
         printed.setdefault(table.header_line, []).append(table)
-    seen: dict[Optional[str], list[tuple[Optional[str], set[tuple]]]] = {}  # title -> (settings, keys) of each
+    seen: dict[str | None, list[tuple[str | None, set[tuple]]]] = {}  # title -> (settings, keys) of each
     for line in sorted(printed):
         parts = printed[line]
         title, config = parts[0].title, next((t.config for t in parts if t.config), None)

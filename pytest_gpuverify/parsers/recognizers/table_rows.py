@@ -10,7 +10,6 @@ from __future__ import annotations
 import re
 from decimal import Decimal
 from functools import lru_cache
-from typing import Optional
 
 from pytest_gpuverify.parsers.dtypes import DtypeReader
 from pytest_gpuverify.parsers.evidence import Evidence
@@ -29,7 +28,7 @@ _RUN_STATUS = {"success", "succeeded", "done", "completed", "complete", "finishe
 _BROKEN_STATUS = {"error", "errored", "crash", "crashed", "timeout", "timed out", "oom", "exception", "aborted"}
 
 
-def cell_number(text: str) -> tuple[str, Optional[float]]:
+def cell_number(text: str) -> tuple[str, float | None]:
     """A printed cell: thousands separators and a trailing ``x``/``%`` go; ``-``/``skip`` are empty."""
     t = text.strip().replace(",", "")
     if t.lower() in _EMPTY_WORDS:
@@ -40,7 +39,7 @@ def cell_number(text: str) -> tuple[str, Optional[float]]:
 
 
 @lru_cache(maxsize=1024)
-def _side_of(name: str) -> tuple[str, Optional[str]]:
+def _side_of(name: str) -> tuple[str, str | None]:
     """``Triton (A)`` -> ``("Triton", "A")``: a column named for an A/B side (asked once per name)."""
     match = _SIDE_SUFFIX.match(name)
     return (match["name"], match["side"]) if match else (name, None)
@@ -58,7 +57,7 @@ class RowReader:
         self.checked_rows: set[int] = set()  # rows of a check of the tables' own (a shape each)
         self.rows_read = 0
         self.tables: list[Table] = []  # every table that gave a row, in order (table_names.py names repeats)
-        self.config: Optional[tuple[int, str]] = None  # the last line of settings read outside a table
+        self.config: tuple[int, str] | None = None  # the last line of settings read outside a table
         self.last_row_line = 0
 
     def finish(self) -> None:
@@ -69,12 +68,17 @@ class RowReader:
         if not ev.err_cells_counted:  # no aiter check lines to weigh them against: each cell a check
             err = ev.err_cells
             inside = ev.inside_tests
-            ev.count(passed=err["passed"], warning=err["warning"], failed=err["failed"],
-                     shapes=0 if inside else len(ev.cases), decisive=not inside)
+            ev.count(
+                passed=err["passed"],
+                warning=err["warning"],
+                failed=err["failed"],
+                shapes=0 if inside else len(ev.cases),
+                decisive=not inside,
+            )
         if self.checked_rows and not ev.inside_tests:
             ev.count(shapes=len(self.checked_rows))
 
-    def read(self, table: Table, lineno: int, cells: list[str], side: Optional[str] = None) -> None:
+    def read(self, table: Table, lineno: int, cells: list[str], side: str | None = None) -> None:
         """One row of ``table``: its checks and perf rows into the evidence; ``side``: the line's
         A/B prefix, where no column names one."""
         table.rows += 1
@@ -102,14 +106,14 @@ class RowReader:
             if kind == "num":
                 ratios[name] = value
         runs = next((int(v) for i in plan.runs if (v := cell_number(cells[i])[1]) is not None and v.is_integer()), None)
-        times: dict[int, Optional[float]] = {}
-        metrics_of: dict[int, dict[str, Optional[float]]] = {}
+        times: dict[int, float | None] = {}
+        metrics_of: dict[int, dict[str, float | None]] = {}
         for i, col, metric_cells in plan.times:
             printed, value = self._figure(lineno, col, cells[i], where, plan.scale[i])
             if not printed:
                 continue
             times[i] = value
-            figures: dict[str, Optional[float]] = {}
+            figures: dict[str, float | None] = {}
             for j, name in metric_cells:
                 printed, figure = self._figure(lineno, table.columns[j], cells[j], where, None)
                 if printed:
@@ -120,7 +124,7 @@ class RowReader:
             present = [m for m in group.members if m[0] in times]
             if not present:
                 continue
-            metrics: dict[str, Optional[float]] = {}
+            metrics: dict[str, float | None] = {}
             for index, _, _ in present:
                 metrics.update(metrics_of.get(index) or {})
             metrics.update(ratios)
@@ -133,15 +137,34 @@ class RowReader:
                 else:
                     quantity = {field: times[index]}
                 name, named = _side_of(name)
-                row = PerfRow(shape=shape, name=name, stat=stat, runs=runs, metrics=metrics, source_line=lineno,
-                              table=title, side=named or side, **quantity)
+                row = PerfRow(
+                    shape=shape,
+                    name=name,
+                    stat=stat,
+                    runs=runs,
+                    metrics=metrics,
+                    source_line=lineno,
+                    table=title,
+                    side=named or side,
+                    **quantity,
+                )
             else:
                 [q] = quantities_of([group], times)
                 metrics.update(q.spread)
                 name, named = _side_of(q.name)
-                row = PerfRow(shape=shape, name=name, us_median=q.us_median, stat=q.stat, min_us=q.min_us,
-                              max_us=q.max_us, runs=runs, metrics=metrics, source_line=lineno, table=title,
-                              side=named or side)
+                row = PerfRow(
+                    shape=shape,
+                    name=name,
+                    us_median=q.us_median,
+                    stat=q.stat,
+                    min_us=q.min_us,
+                    max_us=q.max_us,
+                    runs=runs,
+                    metrics=metrics,
+                    source_line=lineno,
+                    table=title,
+                    side=named or side,
+                )
             if self.ev.add_perf(row):
                 table.perf.append(row)
         for i, name in plan.figures:
@@ -149,13 +172,20 @@ class RowReader:
             if not printed:
                 continue
             shown, named = _side_of(name)
-            row = PerfRow(shape=shape, name=shown, metrics={name: value, **ratios}, source_line=lineno, table=title,
-                          side=named or side)
+            row = PerfRow(
+                shape=shape,
+                name=shown,
+                metrics={name: value, **ratios},
+                source_line=lineno,
+                table=title,
+                side=named or side,
+            )
             if self.ev.add_perf(row):
                 table.perf.append(row)
 
-    def _figure(self, lineno: int, col: Column, cell: str, where: str,
-                scale: Optional[Decimal]) -> tuple[bool, Optional[float]]:
+    def _figure(
+        self, lineno: int, col: Column, cell: str, where: str, scale: Decimal | None
+    ) -> tuple[bool, float | None]:
         """(printed, value): a time (in µs) or another figure of a cell; not printed where the cell is
         empty or unreadable. NaN/inf is a failure and a negative time no time: both keep their row,
         with a null value."""
@@ -196,7 +226,7 @@ class RowReader:
                 continue
             self._check(lineno, verdict, f"line {lineno}: column '{col.name}' says {cell.strip()}{where}", row_key)
 
-    def _verdict(self, col: Column, cell: str) -> Optional[bool]:
+    def _verdict(self, col: Column, cell: str) -> bool | None:
         if col.kind == "wrong":
             kind, value = cell_number(cell)
             return (value == 0) if kind == "num" and value is not None and value.is_integer() else None
@@ -241,12 +271,14 @@ class RowReader:
         if value is not None and value > self.err_tolerance:
             ev.err_cells["failed"] += 1
             ev.mark(lineno, failed=True)
-            ev.fail(f"line {lineno}: err {cell} > {self.err_tolerance:g}{self.err_origin} in column '{col.name}'{where}")
+            ev.fail(
+                f"line {lineno}: err {cell} > {self.err_tolerance:g}{self.err_origin} in column '{col.name}'{where}"
+            )
         else:
             ev.err_cells["passed" if value == 0 else "warning"] += 1
             ev.mark(lineno, failed=False)
 
-    def _error(self, lineno: int, col: Column, cell: str, tolerance: Optional[float], where: str, row_key: int) -> None:
+    def _error(self, lineno: int, col: Column, cell: str, tolerance: float | None, where: str, row_key: int) -> None:
         """An error figure or a measure: kept (the worst); a check against the row's tolerance."""
         kind, value = cell_number(cell)
         if kind == "empty" or kind == "bad":

@@ -27,17 +27,25 @@ line (a figure whose unit only the title may name), whatever its values look lik
 from __future__ import annotations
 
 import re
-from typing import Optional
 
 from pytest_gpuverify.parsers.evidence import Evidence
 from pytest_gpuverify.parsers.reading.columns import (
-    Table, classify, classify_columns, time_unit,
+    Table,
+    classify,
+    classify_columns,
+    time_unit,
 )
 from pytest_gpuverify.parsers.reading.fold import TriggerSpec
 from pytest_gpuverify.parsers.reading.line import Line
 from pytest_gpuverify.parsers.reading.statements import status_of_cell
 from pytest_gpuverify.parsers.reading.tables import (
-    AlignedTableStream, RuledTables, csv_cells, is_ellipsis, is_rule, split_names, split_row,
+    AlignedTableStream,
+    RuledTables,
+    csv_cells,
+    is_ellipsis,
+    is_rule,
+    split_names,
+    split_row,
 )
 from pytest_gpuverify.parsers.recognizers.table_names import TRIGGER as CONFIG_TRIGGER
 from pytest_gpuverify.parsers.recognizers.table_names import config_of, hs_trigger
@@ -61,8 +69,9 @@ _RATIO_CELL = re.compile(r"[-+]?[\d.,]+[x%]")
 _CSV_LABEL = re.compile(r"^(?P<label>[A-Za-z_]\w*):\s+(?P<rest>\S.*)$")
 _CSV_NAME = re.compile(r"^[A-Za-z_#][\w\-./()#]*$")  # ``transA``, ``hipblaslt-Gflops``, ``time-us``, ``us``
 _CHECKED = ("correct", "accuracy", "err", "time", "throughput", "line")
-_TWO_NAMES = re.compile(r"(?:^|[\s_:|(\-])err(?:$|[\s_(|)])|accura|valid|correct|verif|flops|[gt]b/s|latency|\((?:us|ms)\)",
-                        re.I)
+_TWO_NAMES = re.compile(
+    r"(?:^|[\s_:|(\-])err(?:$|[\s_(|)])|accura|valid|correct|verif|flops|[gt]b/s|latency|\((?:us|ms)\)", re.I
+)
 _INTERESTING = ("time", "throughput", "status", "correct", "accuracy", "err", "error", "measure", "line", "wrong")
 
 # Where a table may start: a title (a line ending with ``:``), a heading (``Operator: ...``), a bar
@@ -73,12 +82,29 @@ _INTERESTING = ("time", "throughput", "status", "correct", "accuracy", "err", "e
 _HEADER = rb"  (?<=[^ \n]  ) *+[^ \n][^\n]*  [^ \n]"
 _BOX_BARS = rb"\xe2\x94[\x82\x83]|\xe2\x95\x91"
 _CSV = rb",[a-z_(\[\-][^,\n]*,"
-_STARTS = (rb"\|", rb"\+-", b"---", b":::", rb"[ \x80]*\[[\d\x80]", rb"[\d\x80][^\n]*[ \x80]\.\.\.", rb"[ \x80]+\|",
-           rb"[ \x80]*(?:#|operator|kernel|benchmark|bench|table|performance)",  # (``=`` folds to ``:``)
-           CONFIG_TRIGGER)  # a line of settings (``causal=True``) that may name the table under it
+_STARTS = (
+    rb"\|",
+    rb"\+-",
+    b"---",
+    b":::",
+    rb"[ \x80]*\[[\d\x80]",
+    rb"[\d\x80][^\n]*[ \x80]\.\.\.",
+    rb"[ \x80]+\|",
+    rb"[ \x80]*(?:#|operator|kernel|benchmark|bench|table|performance)",  # (``=`` folds to ``:``)
+    CONFIG_TRIGGER,
+)  # a line of settings (``causal=True``) that may name the table under it
 # a header of two names whose columns are worth a table: ``m    err``, ``x_val   triton-accuracy``
-_CHECK_NAMES = (rb"err(?=[ _(|)\n\x80])(?<=[\n _:|(\x80\-]err)", b"accura", b"valid", b"correct", b"verif", b"flops",
-                b"b/s", b"latency", rb"\((?:us|ms)\)")
+_CHECK_NAMES = (
+    rb"err(?=[ _(|)\n\x80])(?<=[\n _:|(\x80\-]err)",
+    b"accura",
+    b"valid",
+    b"correct",
+    b"verif",
+    b"flops",
+    b"b/s",
+    b"latency",
+    rb"\((?:us|ms)\)",
+)
 
 
 def _hs_header(k) -> list[bytes]:
@@ -88,19 +114,38 @@ def _hs_header(k) -> list[bytes]:
 
 TRIGGERS = TriggerSpec(
     line=lambda ascii_only: (rb":[ \x80]*\n", rb"\|", _HEADER, _CSV, *_CHECK_NAMES),
-    raw=(_BOX_BARS,), line_start=_STARTS,
+    raw=(_BOX_BARS,),
+    line_start=_STARTS,
     # (a row's first bar only: one report a row, not one a column)
-    hs=lambda k: (b"[:=]" + k.spu + b"*$", rb"^[^\n|]*\|", _BOX_BARS, *_hs_header(k), _CSV,
-                  rb"(?:^|[\s_:|(\x80-\xff\-])err(?:$|[\s_(|)\x80-\xff])", b"accura", b"valid", b"correct", b"verif",
-                  b"flops", b"b/s", b"latency", rb"\((?:us|ms)\)"),
-    hs_line_start=lambda k: (rb"\|", rb"\+-", b"---", b"[:=]{3}", k.spu + rb"*\[" + k.digit,
-                             k.digit + rb"[^\n]*" + k.spu + rb"\.\.\.",
-                             k.spu + rb"+\|", k.spu + b"*(?:#|operator|kernel|benchmark|bench|table|performance)",
-                             hs_trigger(k.spu, k.sp)),
+    hs=lambda k: (
+        b"[:=]" + k.spu + b"*$",
+        rb"^[^\n|]*\|",
+        _BOX_BARS,
+        *_hs_header(k),
+        _CSV,
+        rb"(?:^|[\s_:|(\x80-\xff\-])err(?:$|[\s_(|)\x80-\xff])",
+        b"accura",
+        b"valid",
+        b"correct",
+        b"verif",
+        b"flops",
+        b"b/s",
+        b"latency",
+        rb"\((?:us|ms)\)",
+    ),
+    hs_line_start=lambda k: (
+        rb"\|",
+        rb"\+-",
+        b"---",
+        b"[:=]{3}",
+        k.spu + rb"*\[" + k.digit,
+        k.digit + rb"[^\n]*" + k.spu + rb"\.\.\.",
+        k.spu + rb"+\|",
+        k.spu + b"*(?:#|operator|kernel|benchmark|bench|table|performance)",
+        hs_trigger(k.spu, k.sp),
+    ),
     name="tables",
 )
-
-
 
 
 def _interesting_header(text: str) -> bool:
@@ -124,27 +169,33 @@ class Tables(RecognizerBase):
         super().__init__(context, ev)
         self.rows = RowReader(context, ev)
         self.ruled = RuledTables(self._ruled_row, ev.problem, simple_headers=_interesting_header)
-        self.ruled_table: Optional[Table] = None
-        self.heading: Optional[tuple[int, str]] = None  # the last heading or title line read
-        self.title: Optional[tuple[int, str]] = None  # a title waiting for its table's header
-        self.aligned: Optional[AlignedTableStream] = None  # a pandas-printed table after a title
-        self.aligned_table: Optional[Table] = None
+        self.ruled_table: Table | None = None
+        self.heading: tuple[int, str] | None = None  # the last heading or title line read
+        self.title: tuple[int, str] | None = None  # a title waiting for its table's header
+        self.aligned: AlignedTableStream | None = None  # a pandas-printed table after a title
+        self.aligned_table: Table | None = None
         self.aligned_frame = False  # a perf_report: its x columns, then its lines
-        self.aligned_title: Optional[str] = None
-        self.pending: Optional[Table] = None  # a header two spaces apart, waiting for its first row
-        self.split: Optional[Table] = None
-        self.csv: Optional[Table] = None
-        self.csv_label: Optional[str] = None  # a label every line of the CSV table starts with
-        self.last: Optional[Table] = None  # the table that ended last: a pandas footer may follow it
+        self.aligned_title: str | None = None
+        self.pending: Table | None = None  # a header two spaces apart, waiting for its first row
+        self.split: Table | None = None
+        self.csv: Table | None = None
+        self.csv_label: str | None = None  # a label every line of the CSV table starts with
+        self.last: Table | None = None  # the table that ended last: a pandas footer may follow it
         self.orphan_noted = False
-        self.previous: Optional[tuple[int, str]] = None  # the last line no table took: group labels, maybe
-        self.side: Optional[str] = None
+        self.previous: tuple[int, str] | None = None  # the last line no table took: group labels, maybe
+        self.side: str | None = None
 
     def wants_every_line(self) -> bool:
-        return (self.aligned is not None or self.ruled.is_open() or self.title is not None or self.pending is not None
-                or self.split is not None or self.csv is not None)
+        return (
+            self.aligned is not None
+            or self.ruled.is_open()
+            or self.title is not None
+            or self.pending is not None
+            or self.split is not None
+            or self.csv is not None
+        )
 
-    def holds_from(self) -> Optional[int]:
+    def holds_from(self) -> int | None:
         """An aligned table keeps its first rows until their column edges are known."""
         return self.aligned.header_line if self.aligned is not None else None
 
@@ -245,7 +296,9 @@ class Tables(RecognizerBase):
         header = _uncommented(text)  # rccl-tests' and nccl-tests' headers are comments (``#  size  count ...``)
         if "  " in header and _interesting_header(header) and len(split_names(header)) >= 3:
             names = self._grouped(split_names(header), lineno)
-            table = Table(lineno, classify_columns(names, unclassified=""), title=self._title_over(lineno), layout="split")
+            table = Table(
+                lineno, classify_columns(names, unclassified=""), title=self._title_over(lineno), layout="split"
+            )
             table.header_text = header
             table.single_names = self._grouped(header.split(), lineno)  # names one space apart, maybe
             self.pending = table
@@ -254,8 +307,9 @@ class Tables(RecognizerBase):
             self.previous = (lineno, header)  # a comment: it may label the groups of the columns under it
         if c0.isdigit() and not self.orphan_noted and _ORPHAN_ELIDED_ROW.match(text):
             self.orphan_noted = True
-            self.ev.problem(f"line {lineno}: summary table rows with elided columns and no header; "
-                            "rerun with COLUMNS=10000")
+            self.ev.problem(
+                f"line {lineno}: summary table rows with elided columns and no header; rerun with COLUMNS=10000"
+            )
 
     def _grouped(self, names: list[str], lineno: int) -> list[str]:
         """Names printed twice, told apart by the group labels of the line above (``out-of-place``,
@@ -300,7 +354,7 @@ class Tables(RecognizerBase):
         table._plan = None
         return True
 
-    def _title_over(self, header_line: int) -> Optional[str]:
+    def _title_over(self, header_line: int) -> str | None:
         """The title or heading printed on the line just above a table's header."""
         heading = self.heading
         return heading[1] if heading is not None and heading[0] == header_line - 1 else None
@@ -319,8 +373,9 @@ class Tables(RecognizerBase):
         header_line = self.ruled.header_line
         table = self.ruled_table
         if table is None or table.header_line != header_line or [c.name for c in table.columns] != names:
-            table = self.ruled_table = Table(header_line, classify_columns(names), title=self._title_over(header_line),
-                                             layout="ruled")
+            table = self.ruled_table = Table(
+                header_line, classify_columns(names), title=self._title_over(header_line), layout="ruled"
+            )
         self.rows.read(table, lineno, cells, self.side)
 
     # ----- tables two spaces apart (no rule) ------------------------------------------------------
@@ -343,8 +398,9 @@ class Tables(RecognizerBase):
             return False
         values = [c for c, col in zip(cells, table.columns) if col.kind in ("time", "throughput", "line", "ratio")]
         checks = [c for c, col in zip(cells, table.columns) if col.kind in ("status", "correct", "accuracy", "wrong")]
-        if not any(cell_number(c)[0] != "bad" for c in values + checks) and \
-                not any(status_of_cell(c) is not None for c in checks):
+        if not any(cell_number(c)[0] != "bad" for c in values + checks) and not any(
+            status_of_cell(c) is not None for c in checks
+        ):
             return False
         self.rows.read(table, lineno, cells, self.side)
         return True
@@ -370,8 +426,13 @@ class Tables(RecognizerBase):
                 names = stream.layout.names
                 frame = self.aligned_frame and stream.layout.first_start > 0
                 columns = classify_columns(names, unclassified="line" if frame else "shape")
-                self.aligned_table = Table(stream.header_line, columns, stream.layout.wrapped,
-                                           title=self.aligned_title, layout="frame" if frame else "aligned")
+                self.aligned_table = Table(
+                    stream.header_line,
+                    columns,
+                    stream.layout.wrapped,
+                    title=self.aligned_title,
+                    layout="frame" if frame else "aligned",
+                )
                 if frame:
                     _x_columns(self.aligned_table, cells, self.aligned_title)
             table = self.aligned_table
@@ -398,8 +459,12 @@ class Tables(RecognizerBase):
         take, handed back."""
         names = split_names(stream.header)
         frame = self.aligned_frame
-        table = Table(stream.header_line, classify_columns(names, unclassified="line" if frame else "shape"),
-                      title=self.aligned_title, layout="frame" if frame else "aligned")
+        table = Table(
+            stream.header_line,
+            classify_columns(names, unclassified="line" if frame else "shape"),
+            title=self.aligned_title,
+            layout="frame" if frame else "aligned",
+        )
         for at, (lineno, text) in enumerate(lines):
             body = text.strip()
             indexed = _INDEXED_ROW.match(body)
@@ -418,14 +483,16 @@ class Tables(RecognizerBase):
         self.last = table if table.rows else self.last
         return []
 
-    def _cut(self, table: Table, lineno: int, footer: Optional[re.Match[str]]) -> bool:
+    def _cut(self, table: Table, lineno: int, footer: re.Match[str] | None) -> bool:
         if not table.cut_reported:
             table.cut_reported = True
             what = f"perf_report table '{table.title}'" if table.title else f"table at line {table.header_line}"
             detail = f", {table.rows} of {footer['rows']} rows printed" if footer else ""
-            self.ev.problem(f"line {lineno}: {what} is cut short by pandas (print(df)){detail}; "
-                            "only the printed rows are read")
+            self.ev.problem(
+                f"line {lineno}: {what} is cut short by pandas (print(df)){detail}; only the printed rows are read"
+            )
         return True
+
 
 def _uncommented(text: str) -> str:
     """A comment's ``#`` as a space (its columns stay where they are)."""
@@ -436,7 +503,7 @@ def bar_free(text: str) -> bool:
     return "|" not in text and "│" not in text
 
 
-def _x_columns(table: Table, first: list[str], title: Optional[str]) -> None:
+def _x_columns(table: Table, first: list[str], title: str | None) -> None:
     """A perf_report's columns by its first row: the leading unclassified ones whose first cell is a
     whole number as pandas prints one, or no number, are x (the shape); every other unclassified one
     is a line; the last column is one in any case. A unit its title names (``... (ms)``, ``TFLOPS``)

@@ -17,7 +17,6 @@ table that never prints one keeps its figures under their column's name, no unit
 from __future__ import annotations
 
 import re
-from typing import Optional
 
 from pytest_gpuverify.parsers.evidence import Evidence
 from pytest_gpuverify.parsers.perfstats import TO_US, to_us
@@ -36,25 +35,35 @@ _VALUE = re.compile(rf"^\s*(?P<v>{NUMBER})")
 ROWS_CAP = 10_000  # rows kept waiting for the unit line; the rest are counted in a problem
 
 # the title's ``[---`` or ``[ `` at a line's start (spaces aside), the unit line's ``times are in``
-TRIGGERS = TriggerSpec(line=lambda ascii_only: (b"times are in ",), line_start=(rb"[ \x80]*\[[- ]",),
-                       hs=lambda k: (k.words(b"times are in "),), hs_line_start=lambda k: (k.spu + rb"*\[[- ]",),
-                       name="torch-compare")
+TRIGGERS = TriggerSpec(
+    line=lambda ascii_only: (b"times are in ",),
+    line_start=(rb"[ \x80]*\[[- ]",),
+    hs=lambda k: (k.words(b"times are in "),),
+    hs_line_start=lambda k: (k.spu + rb"*\[[- ]",),
+    name="torch-compare",
+)
 
 
 class TorchCompare(RecognizerBase):
     name = "torch-compare"
     stage = FORMATS
     triggers = TRIGGERS
-    examples = ("[------------- attention (attn_bias=None) -------------]", "[ attention ]", "  |  xformers  |  flashattn",
-                "1 threads: -----------", "  f16 B=160, M=8096  |   49828.0  |    88721.0", "Times are in microseconds (us).")
+    examples = (
+        "[------------- attention (attn_bias=None) -------------]",
+        "[ attention ]",
+        "  |  xformers  |  flashattn",
+        "1 threads: -----------",
+        "  f16 B=160, M=8096  |   49828.0  |    88721.0",
+        "Times are in microseconds (us).",
+    )
 
     def __init__(self, context: ParseContext, ev: Evidence) -> None:
         super().__init__(context, ev)
-        self.title: Optional[str] = None  # an open table's title
-        self.names: Optional[list[str]] = None
-        self.threads: Optional[str] = None
+        self.title: str | None = None  # an open table's title
+        self.names: list[str] | None = None
+        self.threads: str | None = None
         self.sections = 0
-        self.rows: list[tuple[int, str, Optional[str], list[tuple[str, str]]]] = []  # (line, label, threads, cells)
+        self.rows: list[tuple[int, str, str | None, list[tuple[str, str]]]] = []  # (line, label, threads, cells)
         self.dropped = 0
 
     def wants_every_line(self) -> bool:
@@ -96,7 +105,7 @@ class TorchCompare(RecognizerBase):
     def close(self) -> None:
         self._emit(None)
 
-    def _emit(self, unit: Optional[str]) -> None:
+    def _emit(self, unit: str | None) -> None:
         """The rows waiting, with the unit the table printed (None: none printed)."""
         scale = TO_US.get(unit) if unit and unit != "us" else None
         for lineno, label, threads, cells in self.rows:

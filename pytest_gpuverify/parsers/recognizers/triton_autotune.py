@@ -23,7 +23,6 @@ output dtype, ``failed`` no failure of the kernel's results, ``1.01s`` no timing
 from __future__ import annotations
 
 import re
-from typing import Optional, Union
 
 from pytest_gpuverify.parsers.evidence import Evidence
 from pytest_gpuverify.parsers.reading.fold import TriggerSpec
@@ -44,7 +43,7 @@ _TRIED = ("Autotuning kernel ", "Autotuning failed with ")
 _PAIR_SPLIT = re.compile(r", (?=[A-Za-z_][\w.]*: )")  # a value may hold ", " (a tuple); a name never does
 _BLOCK_LINES = 5  # a four-line printout's lines after its head, with one stray line (stderr) between
 
-Value = Optional[Union[bool, int, float, str]]
+Value = bool | int | float | str | None
 
 
 def read_config(text: str) -> dict[str, Value]:
@@ -104,7 +103,7 @@ class TritonAutotune(RecognizerBase):
 
     def __init__(self, context: ParseContext, ev: Evidence) -> None:
         super().__init__(context, ev)
-        self.open: Optional[dict] = None  # a four-line printout under way: its function, key, seconds, lines left
+        self.open: dict | None = None  # a four-line printout under way: its function, key, seconds, lines left
         self.dropped = 0
 
     def wants_every_line(self) -> bool:

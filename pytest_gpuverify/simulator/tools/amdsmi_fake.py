@@ -64,7 +64,9 @@ def _load():
     module is loaded from its file, never through sys.path: other threads import while a library reads."""
     common = sys.modules.get("gpuverify_sim_common")
     if common is None:
-        spec = importlib.util.spec_from_file_location("gpuverify_sim_common", os.path.join(_BIN, "gpuverify_sim_common.py"))
+        spec = importlib.util.spec_from_file_location(
+            "gpuverify_sim_common", os.path.join(_BIN, "gpuverify_sim_common.py")
+        )
         common = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(common)
         sys.modules["gpuverify_sim_common"] = common
@@ -136,14 +138,28 @@ def amdsmi_get_gpu_vram_usage(handle):
 
 def amdsmi_get_gpu_process_list(handle):
     g, st = _gpu(handle)
-    procs = [{"name": p.get("name", "python3"), "pid": int(p["pid"]), "mem": int(p.get("vram_bytes", 0)),
-              "engine_usage": {"gfx": 0, "enc": 0},
-              "memory_usage": {"gtt_mem": 0, "cpu_mem": 0, "vram_mem": int(p.get("vram_bytes", 0))},
-              "cu_occupancy": 0} for p in g["processes"]]
+    procs = [
+        {
+            "name": p.get("name", "python3"),
+            "pid": int(p["pid"]),
+            "mem": int(p.get("vram_bytes", 0)),
+            "engine_usage": {"gfx": 0, "enc": 0},
+            "memory_usage": {"gtt_mem": 0, "cpu_mem": 0, "vram_mem": int(p.get("vram_bytes", 0))},
+            "cu_occupancy": 0,
+        }
+        for p in g["processes"]
+    ]
     for p in st.get("kfd_only_processes") or []:  # opened /dev/kfd, hold nothing: listed with 0 bytes
-        procs.append({"name": p.get("name", "python3"), "pid": int(p["pid"]), "mem": 0,
-                      "engine_usage": {"gfx": 0, "enc": 0},
-                      "memory_usage": {"gtt_mem": 0, "cpu_mem": 0, "vram_mem": 0}, "cu_occupancy": 0})
+        procs.append(
+            {
+                "name": p.get("name", "python3"),
+                "pid": int(p["pid"]),
+                "mem": 0,
+                "engine_usage": {"gfx": 0, "enc": 0},
+                "memory_usage": {"gtt_mem": 0, "cpu_mem": 0, "vram_mem": 0},
+                "cu_occupancy": 0,
+            }
+        )
     return procs
 
 
@@ -162,14 +178,23 @@ def amdsmi_get_temp_metric(handle, sensor_type, metric):
 def amdsmi_get_power_info(handle):
     g, _ = _gpu(handle)
     watts = g.get("power_w", 150)
-    return {"current_socket_power": watts, "average_socket_power": watts, "gfx_voltage": "N/A",
-            "soc_voltage": "N/A", "mem_voltage": "N/A", "power_limit": int(g.get("power_cap_w", 750) * 1e6)}
+    return {
+        "current_socket_power": watts,
+        "average_socket_power": watts,
+        "gfx_voltage": "N/A",
+        "soc_voltage": "N/A",
+        "mem_voltage": "N/A",
+        "power_limit": int(g.get("power_cap_w", 750) * 1e6),
+    }
 
 
 def amdsmi_get_gpu_metrics_info(handle):
     g, _ = _gpu(handle)
-    return {"temperature_hotspot": g.get("temp_c", 45), "throttle_status": g.get("throttle_status", 0),
-            "indep_throttle_status": g.get("throttle_status", 0)}
+    return {
+        "temperature_hotspot": g.get("temp_c", 45),
+        "throttle_status": g.get("throttle_status", 0),
+        "indep_throttle_status": g.get("throttle_status", 0),
+    }
 
 
 def amdsmi_get_gpu_kfd_info(handle):
@@ -186,21 +211,39 @@ def amdsmi_get_gpu_asic_info(handle):
     g, _ = _gpu(handle)
     common = sys.modules["gpuverify_sim_common"]
     dev, cus = common.arch_info(g)[:2]
-    return {"market_name": g["name"], "vendor_id": 0x1002, "vendor_name": "Advanced Micro Devices Inc. [AMD/ATI]",
-            "subvendor_id": 0x1002, "device_id": int(dev, 16), "rev_id": 0, "asic_serial": "0x" + common.hexid(g).upper(),
-            "oam_id": handle.index, "num_compute_units": cus, "target_graphics_version": g["arch"]}
+    return {
+        "market_name": g["name"],
+        "vendor_id": 0x1002,
+        "vendor_name": "Advanced Micro Devices Inc. [AMD/ATI]",
+        "subvendor_id": 0x1002,
+        "device_id": int(dev, 16),
+        "rev_id": 0,
+        "asic_serial": "0x" + common.hexid(g).upper(),
+        "oam_id": handle.index,
+        "num_compute_units": cus,
+        "target_graphics_version": g["arch"],
+    }
 
 
 def amdsmi_get_gpu_board_info(handle):
     g, _ = _gpu(handle)
-    return {"model_number": "102-G30211-00", "product_serial": g["serial"], "fru_id": "N/A",
-            "product_name": g["name"] + " OAM", "manufacturer_name": "AMD"}
+    return {
+        "model_number": "102-G30211-00",
+        "product_serial": g["serial"],
+        "fru_id": "N/A",
+        "product_name": g["name"] + " OAM",
+        "manufacturer_name": "AMD",
+    }
 
 
 def amdsmi_get_gpu_vbios_info(handle):
     g, _ = _gpu(handle)
-    return {"name": "AMD " + g["name"], "build_date": "2024/05/17 10:06", "part_number": g["vbios"],
-            "version": g["vbios"]}
+    return {
+        "name": "AMD " + g["name"],
+        "build_date": "2024/05/17 10:06",
+        "part_number": g["vbios"],
+        "version": g["vbios"],
+    }
 
 
 def amdsmi_get_gpu_driver_info(handle):
@@ -226,8 +269,13 @@ def amdsmi_get_gpu_memory_partition(handle):
 def amdsmi_get_power_cap_info(handle):
     g, _ = _gpu(handle)
     cap = int(float(g["power_cap_w"]) * 1e6)  # microwatts, as on a Linux host
-    return {"power_cap": cap, "default_power_cap": 750000000, "dpm_cap": 2100, "min_power_cap": 0,
-            "max_power_cap": 750000000}
+    return {
+        "power_cap": cap,
+        "default_power_cap": 750000000,
+        "dpm_cap": 2100,
+        "min_power_cap": 0,
+        "max_power_cap": 750000000,
+    }
 
 
 def amdsmi_get_gpu_ecc_enabled(handle):
@@ -237,8 +285,11 @@ def amdsmi_get_gpu_ecc_enabled(handle):
 
 def amdsmi_get_gpu_total_ecc_count(handle):
     g, _ = _gpu(handle)
-    return {"correctable_count": int(g["ecc_corrected"]), "uncorrectable_count": int(g["ecc_uncorrected"]),
-            "deferred_count": 0}
+    return {
+        "correctable_count": int(g["ecc_corrected"]),
+        "uncorrectable_count": int(g["ecc_uncorrected"]),
+        "deferred_count": 0,
+    }
 
 
 def amdsmi_get_gpu_device_uuid(handle):
@@ -249,8 +300,13 @@ def amdsmi_get_gpu_device_uuid(handle):
 def _enumeration_info(handle):
     g, st = _gpu(handle)
     nodes = sorted(x["node_id"] for x in st["gpus"])
-    return {"drm_render": 128 + handle.index, "drm_card": handle.index, "hsa_id": g["node_id"],
-            "hip_id": nodes.index(g["node_id"]), "hip_uuid": g["uuid"]}
+    return {
+        "drm_render": 128 + handle.index,
+        "drm_card": handle.index,
+        "hsa_id": g["node_id"],
+        "hip_id": nodes.index(g["node_id"]),
+        "hip_uuid": g["uuid"],
+    }
 
 
 def __getattr__(name):  # the enumeration call arrived with ROCm 6.4

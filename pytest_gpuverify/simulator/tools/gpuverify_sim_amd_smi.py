@@ -11,8 +11,15 @@ import sys
 from gpuverify_sim_common import MIB, VENDOR, arch_info, device_uuid, fault, guid, hexid, plain_call
 
 # ROCm release -> amd-smi tool version (amd-smi prints both in `amd-smi version`)
-AMD_SMI_VERSIONS = [((7, 1), "26.1.0"), ((7, 0), "26.0.2"), ((6, 4), "25.3.0"), ((6, 3), "24.7.1"),
-                    ((6, 2), "24.6.2"), ((6, 1), "24.5.1"), ((), "23.4.2")]  # (): even a version with no number in it
+AMD_SMI_VERSIONS = [
+    ((7, 1), "26.1.0"),
+    ((7, 0), "26.0.2"),
+    ((6, 4), "25.3.0"),
+    ((6, 3), "24.7.1"),
+    ((6, 2), "24.6.2"),
+    ((6, 1), "24.5.1"),
+    ((), "23.4.2"),
+]  # (): even a version with no number in it
 
 
 def hip_rank(st):
@@ -25,9 +32,23 @@ def hip_rank(st):
 AMD_SMI_FLAGS = {
     "metric": {"--json": "json", "-u": "usage", "--usage": "usage", "-m": "mem_usage", "--mem-usage": "mem_usage"},
     "process": {"--json": "json"},
-    "static": {"--json": "json", "-a": "asic", "--asic": "asic", "-b": "bus", "--bus": "bus", "-V": "vbios",
-               "--vbios": "vbios", "-d": "driver", "--driver": "driver", "-B": "board", "--board": "board",
-               "-p": "partition", "--partition": "partition", "-l": "limit", "--limit": "limit"},
+    "static": {
+        "--json": "json",
+        "-a": "asic",
+        "--asic": "asic",
+        "-b": "bus",
+        "--bus": "bus",
+        "-V": "vbios",
+        "--vbios": "vbios",
+        "-d": "driver",
+        "--driver": "driver",
+        "-B": "board",
+        "--board": "board",
+        "-p": "partition",
+        "--partition": "partition",
+        "-l": "limit",
+        "--limit": "limit",
+    },
     "list": {"--json": "json", "-e": "enumeration", "--enumeration": "enumeration"},
     "version": {},
 }
@@ -84,13 +105,16 @@ def amd_smi(argv, st):
         return rc
     tool_ver = next(t for floor, t in AMD_SMI_VERSIONS if v >= floor)
     if a.cmd == "version":
-        sys.stdout.write("AMDSMI Tool: %s+ede62f2 | AMDSMI Library version: %s | ROCm version: %s | "
-                         "amdgpu version: %s | amd_hsmp version: N/A\n"
-                         % (tool_ver, tool_ver.rsplit(".", 1)[0] + ".0", st.get("rocm_version"), st["amdgpu_version"]))
+        sys.stdout.write(
+            "AMDSMI Tool: %s+ede62f2 | AMDSMI Library version: %s | ROCm version: %s | "
+            "amdgpu version: %s | amd_hsmp version: N/A\n"
+            % (tool_ver, tool_ver.rsplit(".", 1)[0] + ".0", st.get("rocm_version"), st["amdgpu_version"])
+        )
         return 0
     if st.get("nonroot_warning"):  # print() in check_required_groups: stdout, before any JSON
-        sys.stdout.write("WARNING: User is missing the following required groups: render, video. "
-                         "Please add user to these groups.\n")
+        sys.stdout.write(
+            "WARNING: User is missing the following required groups: render, video. Please add user to these groups.\n"
+        )
     gpus = st["gpus"]
     sel = [i for i in range(len(gpus)) if not a.gpu or i in a.gpu]
     if a.gpu and any(i >= len(gpus) for i in a.gpu):
@@ -107,32 +131,73 @@ def amd_smi(argv, st):
         if a.cmd == "metric":
             if a.usage or not a.mem_usage:
                 use = g["use_pct"]
-                e["usage"] = "N/A" if use is None else {
-                    "gfx_activity": val(use, "%"), "umc_activity": val(use // 3, "%"), "mm_activity": val(0, "%"),
-                    "vcn_activity": [val(0, "%"), "N/A", "N/A", "N/A"], "jpeg_activity": [val(0, "%")] + ["N/A"] * 7}
+                e["usage"] = (
+                    "N/A"
+                    if use is None
+                    else {
+                        "gfx_activity": val(use, "%"),
+                        "umc_activity": val(use // 3, "%"),
+                        "mm_activity": val(0, "%"),
+                        "vcn_activity": [val(0, "%"), "N/A", "N/A", "N/A"],
+                        "jpeg_activity": [val(0, "%")] + ["N/A"] * 7,
+                    }
+                )
             if a.mem_usage or not a.usage:
                 tot, used, gtt = g["vram_total"] // MIB, g["vram_used"] // MIB, 128 * 1024
-                e["mem_usage"] = {k: val(n, "MB") for k, n in (
-                    ("total_vram", tot), ("used_vram", used), ("free_vram", tot - used), ("total_visible_vram", tot),
-                    ("used_visible_vram", used), ("free_visible_vram", tot - used), ("total_gtt", gtt),
-                    ("used_gtt", 12), ("free_gtt", gtt - 12))}
+                e["mem_usage"] = {
+                    k: val(n, "MB")
+                    for k, n in (
+                        ("total_vram", tot),
+                        ("used_vram", used),
+                        ("free_vram", tot - used),
+                        ("total_visible_vram", tot),
+                        ("used_visible_vram", used),
+                        ("free_visible_vram", tot - used),
+                        ("total_gtt", gtt),
+                        ("used_gtt", 12),
+                        ("free_gtt", gtt - 12),
+                    )
+                }
         elif a.cmd == "process":
-            plist = [{"process_info": {
-                "name": "N/A" if st.get("nonroot_warning") else pr.get("name", "python3"),  # amdsmi #130
-                "pid": int(pr["pid"]),
-                "memory_usage": {"gtt_mem": val(0, "B"), "cpu_mem": val(0, "B"),
-                                 "vram_mem": val(int(pr.get("vram_bytes", 0)), "B")},
-                "mem_usage": val(int(pr.get("vram_bytes", 0)), "B"),
-                "usage": {"gfx": val(0, "ns"), "enc": val(0, "ns")}}} for pr in g["processes"]]
+            plist = [
+                {
+                    "process_info": {
+                        "name": "N/A" if st.get("nonroot_warning") else pr.get("name", "python3"),  # amdsmi #130
+                        "pid": int(pr["pid"]),
+                        "memory_usage": {
+                            "gtt_mem": val(0, "B"),
+                            "cpu_mem": val(0, "B"),
+                            "vram_mem": val(int(pr.get("vram_bytes", 0)), "B"),
+                        },
+                        "mem_usage": val(int(pr.get("vram_bytes", 0)), "B"),
+                        "usage": {"gfx": val(0, "ns"), "enc": val(0, "ns")},
+                    }
+                }
+                for pr in g["processes"]
+            ]
             e["process_list"] = plist or [{"process_info": "No running processes detected"}]
         elif a.cmd == "static":
             e.update(static_sections(a, g, i, st))
         elif a.cmd == "list":
-            e.update({"bdf": g["bdf"], "uuid": device_uuid(g),
-                      "kfd_id": int(guid(g)), "node_id": g["node_id"], "partition_id": 0})
+            e.update(
+                {
+                    "bdf": g["bdf"],
+                    "uuid": device_uuid(g),
+                    "kfd_id": int(guid(g)),
+                    "node_id": g["node_id"],
+                    "partition_id": 0,
+                }
+            )
             if getattr(a, "enumeration", False):
-                e.update({"render": "renderD%d" % (128 + i), "card": "card%d" % i, "hsa_id": g["node_id"],
-                          "hip_id": hip_rank(st)[i], "hip_uuid": g["uuid"]})
+                e.update(
+                    {
+                        "render": "renderD%d" % (128 + i),
+                        "card": "card%d" % i,
+                        "hsa_id": g["node_id"],
+                        "hip_id": hip_rank(st)[i],
+                        "hip_uuid": g["uuid"],
+                    }
+                )
         entries.append(e)
     if a.json:
         # amd-smi 26.x (ROCm 7.0) wraps static/metric in {"gpu_data": [...]}; process and list stay lists
@@ -158,27 +223,51 @@ def static_sections(a, g, i, st):
     out = {}
     for name in asked:
         if name == "asic":
-            out["asic"] = {"market_name": g["name"], "vendor_id": "0x1002", "vendor_name": VENDOR.replace(",", ""),
-                           "subvendor_id": "0x1002", "device_id": dev, "subsystem_id": dev, "rev_id": "0x00",
-                           "asic_serial": "0x" + hexid(g).upper(), "oam_id": i, "num_compute_units": cus,
-                           "target_graphics_version": g["arch"]}
+            out["asic"] = {
+                "market_name": g["name"],
+                "vendor_id": "0x1002",
+                "vendor_name": VENDOR.replace(",", ""),
+                "subvendor_id": "0x1002",
+                "device_id": dev,
+                "subsystem_id": dev,
+                "rev_id": "0x00",
+                "asic_serial": "0x" + hexid(g).upper(),
+                "oam_id": i,
+                "num_compute_units": cus,
+                "target_graphics_version": g["arch"],
+            }
         elif name == "bus":
             out["bus"] = {"bdf": g["bdf"], "max_pcie_width": 16, "max_pcie_speed": val(32, "GT/s")}
         elif name == "vbios":  # ROCm 7 calls it the IFWI
-            out["ifwi" if v >= (7, 0) else "vbios"] = {"name": "AMD " + sku, "build_date": "2024/05/17 10:06",
-                                                       "part_number": g["vbios"], "version": g["vbios"]}
+            out["ifwi" if v >= (7, 0) else "vbios"] = {
+                "name": "AMD " + sku,
+                "build_date": "2024/05/17 10:06",
+                "part_number": g["vbios"],
+                "version": g["vbios"],
+            }
         elif name == "limit":  # socket_power: the cap set now; max_power: the most it can be set to
             cap = float(g["power_cap_w"])
-            out["limit"] = {"max_power": val(max(cap, 750.0), "W"), "min_power": val(0, "W"),
-                            "socket_power": val(cap, "W")}
+            out["limit"] = {
+                "max_power": val(max(cap, 750.0), "W"),
+                "min_power": val(0, "W"),
+                "socket_power": val(cap, "W"),
+            }
         elif name == "driver":
             out["driver"] = {"name": "amdgpu", "version": st["amdgpu_version"]}
         elif name == "board":
-            out["board"] = {"model_number": "102-" + sku, "product_serial": g["serial"], "fru_id": "N/A",
-                            "product_name": g["name"] + " OAM", "manufacturer_name": "AMD"}
+            out["board"] = {
+                "model_number": "102-" + sku,
+                "product_serial": g["serial"],
+                "fru_id": "N/A",
+                "product_name": g["name"] + " OAM",
+                "manufacturer_name": "AMD",
+            }
         elif name == "partition":
-            out["partition"] = {"compute_partition": g.get("compute_partition") or "N/A",
-                                "memory_partition": g.get("memory_partition") or "N/A", "partition_id": 0}
+            out["partition"] = {
+                "compute_partition": g.get("compute_partition") or "N/A",
+                "memory_partition": g.get("memory_partition") or "N/A",
+                "partition_id": 0,
+            }
     return out
 
 

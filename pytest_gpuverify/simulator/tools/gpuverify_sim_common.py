@@ -33,7 +33,7 @@ ARCH = {
 
 
 def ver(text):
-    """"6.4.1" -> (6, 4, 1), on the numeric prefix of each part ("7.0.2-rc1" -> (7, 0, 2))."""
+    """ "6.4.1" -> (6, 4, 1), on the numeric prefix of each part ("7.0.2-rc1" -> (7, 0, 2))."""
     out = []
     for piece in str(text).split("."):
         digits = ""
@@ -69,8 +69,15 @@ def load_state(tool, path=None):
         g["uuid"] = g.get("uuid") or "GPU-%016x" % (0x8D1457E2C20F0000 + i)
         g.setdefault("processes", [])
         g["serial"] = g.get("serial") or str(int(hexid(g)[:10], 16))[:12]
-        for key, value in (("vbios", "113-M3000100-102"), ("compute_partition", "SPX"), ("memory_partition", "NPS1"),
-                           ("power_cap_w", 750.0), ("ecc_enabled", True), ("ecc_corrected", 0), ("ecc_uncorrected", 0)):
+        for key, value in (
+            ("vbios", "113-M3000100-102"),
+            ("compute_partition", "SPX"),
+            ("memory_partition", "NPS1"),
+            ("power_cap_w", 750.0),
+            ("ecc_enabled", True),
+            ("ecc_corrected", 0),
+            ("ecc_uncorrected", 0),
+        ):
             g.setdefault(key, value)
     st.setdefault("amdgpu_version", "6.12.12")
     st["v"] = ver(st.get("rocm_version", "6.4.1"))
@@ -109,8 +116,12 @@ def add_live_processes(st, path, proc="/proc"):
         rocr = entries.get(b"ROCR_VISIBLE_DEVICES")
         if rocr is not None:
             keep = [t.strip().decode("utf-8", "replace") for t in rocr.split(b",") if t.strip()]
-            seen = [seen[int(t)] if t.isdigit() and int(t) < len(seen) else
-                    next((i for i in seen if st["gpus"][i]["uuid"] == t), None) for t in keep]
+            seen = [
+                seen[int(t)]
+                if t.isdigit() and int(t) < len(seen)
+                else next((i for i in seen if st["gpus"][i]["uuid"] == t), None)
+                for t in keep
+            ]
             seen = [i for i in seen if i is not None]
         visible = entries.get(b"HIP_VISIBLE_DEVICES")
         try:
@@ -163,7 +174,7 @@ def fault(tool, st, json_mode=False):
         time.sleep(3600)
         return 1
     if kind == "garbage":
-        sys.stdout.write("\x1b[0m@@ %s: \x01\x02 ?? 0xDEADBEEF <garbage>\n{\"card0\": [1, 2,, }\n" % tool)
+        sys.stdout.write('\x1b[0m@@ %s: \x01\x02 ?? 0xDEADBEEF <garbage>\n{"card0": [1, 2,, }\n' % tool)
         return 0
     if kind == "fail":
         if tool == "rocm-smi":  # logs the error and still exits 0 (RETCODE stays 0 at the default log level)
@@ -172,17 +183,26 @@ def fault(tool, st, json_mode=False):
                 sys.stderr.write("WARNING: No JSON data to report\n")
             else:
                 w = banner_width(st)
-                sys.stdout.write("\n\n" + spacer(w, " ROCm System Management Interface ") + "\n"
-                                 + spacer(w, " End of ROCm SMI Log ") + "\n")
+                sys.stdout.write(
+                    "\n\n"
+                    + spacer(w, " ROCm System Management Interface ")
+                    + "\n"
+                    + spacer(w, " End of ROCm SMI Log ")
+                    + "\n"
+                )
             return 0
         if tool == "amd-smi":
-            sys.stderr.write("AMDSMI_STATUS_DRM_ERROR - Error when calling libdrm\n"
-                             "ERROR: Unable to initialize amdsmi library, is the amdgpu driver loaded?\n")
+            sys.stderr.write(
+                "AMDSMI_STATUS_DRM_ERROR - Error when calling libdrm\n"
+                "ERROR: Unable to initialize amdsmi library, is the amdgpu driver loaded?\n"
+            )
             return 1
         sys.stdout.write("ROCk module is loaded\n")
-        sys.stderr.write("hsa api call failure at: /longer_pathname_so_that_rpms_can_support_packaging_the_debug_"
-                         "info_for_all_os_releases/BUILD/rocminfo/rocminfo.cc:1306\nCall returned "
-                         "HSA_STATUS_ERROR_OUT_OF_RESOURCES: The runtime failed to allocate the necessary resources.\n")
+        sys.stderr.write(
+            "hsa api call failure at: /longer_pathname_so_that_rpms_can_support_packaging_the_debug_"
+            "info_for_all_os_releases/BUILD/rocminfo/rocminfo.cc:1306\nCall returned "
+            "HSA_STATUS_ERROR_OUT_OF_RESOURCES: The runtime failed to allocate the necessary resources.\n"
+        )
         return 1
     return 0  # "empty": print nothing, exit 0
 

@@ -24,14 +24,36 @@ def pid_table(st):
 
 
 # the identity flags (gpu/identity.py), each an on/off flag of the real tool
-IDENTITY_FLAGS = ("showdriverversion", "showvbios", "showmaxpower", "showserial", "showcomputepartition",
-                  "showmemorypartition")
-ROCM_SMI_FLAGS = {"-u": "showuse", "--showuse": "showuse", "--showmemuse": "showmemuse", "--showbus": "showbus",
-                  "--showproductname": "showproductname", "--json": "json", "-v": "showvbios",
-                  **{"--" + flag: flag for flag in IDENTITY_FLAGS}}
-ROCM_SMI_DEFAULTS = {"showuse": False, "showmemuse": False, "showmeminfo": None, "showpids": None,
-                     "showpidgpus": None, "showbus": False, "showproductname": False, "json": False,
-                     "loglevel": "error", **{flag: False for flag in IDENTITY_FLAGS}}
+IDENTITY_FLAGS = (
+    "showdriverversion",
+    "showvbios",
+    "showmaxpower",
+    "showserial",
+    "showcomputepartition",
+    "showmemorypartition",
+)
+ROCM_SMI_FLAGS = {
+    "-u": "showuse",
+    "--showuse": "showuse",
+    "--showmemuse": "showmemuse",
+    "--showbus": "showbus",
+    "--showproductname": "showproductname",
+    "--json": "json",
+    "-v": "showvbios",
+    **{"--" + flag: flag for flag in IDENTITY_FLAGS},
+}
+ROCM_SMI_DEFAULTS = {
+    "showuse": False,
+    "showmemuse": False,
+    "showmeminfo": None,
+    "showpids": None,
+    "showpidgpus": None,
+    "showbus": False,
+    "showproductname": False,
+    "json": False,
+    "loglevel": "error",
+    **{flag: False for flag in IDENTITY_FLAGS},
+}
 
 
 def rocm_smi_args(argv):
@@ -61,9 +83,11 @@ def rocm_smi(argv, st):
         return rc
     v, gpus, width = st["v"], st["gpus"], banner_width(st)
     if st.get("lowpower_warning"):  # logging.warning -> stderr, before the banner
-        sys.stderr.write("WARNING: AMD GPU device(s) is/are in a low-power state. Check power control/runtime_status\n"
-                         if v >= (7, 0) else
-                         "WARNING: AMD GPUs visible, but data is inaccessible. Check power control/runtime_status\n")
+        sys.stderr.write(
+            "WARNING: AMD GPU device(s) is/are in a low-power state. Check power control/runtime_status\n"
+            if v >= (7, 0)
+            else "WARNING: AMD GPUs visible, but data is inaccessible. Check power control/runtime_status\n"
+        )
     out, js = [], {"card%d" % i: {} for i in range(len(gpus))}
     js["system"] = {}
 
@@ -141,12 +165,21 @@ def rocm_smi(argv, st):
         if not procs:
             text("No KFD PIDs currently running")
         else:
-            rows = [["PID", "PROCESS NAME", "GPU" if a.showpids == "details" else "GPU(s)", "VRAM USED",
-                     "SDMA USED", "CU OCCUPANCY"]]
+            rows = [
+                [
+                    "PID",
+                    "PROCESS NAME",
+                    "GPU" if a.showpids == "details" else "GPU(s)",
+                    "VRAM USED",
+                    "SDMA USED",
+                    "CU OCCUPANCY",
+                ]
+            ]
             for pid, (name, idxs, vram) in procs.items():
                 if a.showpids == "details":  # one row per device, still the count (rocm-systems #4405)
-                    rows += [[str(pid), name[:15], str(len(idxs)), str(vram // max(len(idxs), 1)), "0", "0"]
-                             for _ in idxs]
+                    rows += [
+                        [str(pid), name[:15], str(len(idxs)), str(vram // max(len(idxs), 1)), "0", "0"] for _ in idxs
+                    ]
                 else:
                     rows.append([str(pid), name[:15], str(len(idxs)), str(vram), "0", "0"])
             text("KFD process information:")
@@ -189,20 +222,31 @@ def rocm_smi(argv, st):
         for i, g in enumerate(gpus):
             dev, _, _, _, sku = arch_info(g)
             if v >= (6, 1, 1):
-                fields = [("Card Series", "\t\t" + g["name"]), ("Card Model", "\t\t" + dev),
-                          ("Card Vendor", "\t\t" + VENDOR), ("Card SKU", "\t\t" + sku), ("Subsystem ID", "\t" + dev),
-                          ("Device Rev", "\t\t0x00"), ("Node ID", "\t\t%d" % g["node_id"]),
-                          ("GUID", "\t\t" + guid(g)), ("GFX Version", "\t\t" + g["arch"])]
+                fields = [
+                    ("Card Series", "\t\t" + g["name"]),
+                    ("Card Model", "\t\t" + dev),
+                    ("Card Vendor", "\t\t" + VENDOR),
+                    ("Card SKU", "\t\t" + sku),
+                    ("Subsystem ID", "\t" + dev),
+                    ("Device Rev", "\t\t0x00"),
+                    ("Node ID", "\t\t%d" % g["node_id"]),
+                    ("GUID", "\t\t" + guid(g)),
+                    ("GFX Version", "\t\t" + g["arch"]),
+                ]
             else:  # before 6.1.1: lower-case labels, no Node ID / GUID / GFX Version
-                fields = [("Card series", "\t\t" + g["name"]), ("Card model", "\t\t" + dev),
-                          ("Card vendor", "\t\t" + VENDOR), ("Card SKU", "\t\t" + sku)]
+                fields = [
+                    ("Card series", "\t\t" + g["name"]),
+                    ("Card model", "\t\t" + dev),
+                    ("Card vendor", "\t\t" + VENDOR),
+                    ("Card SKU", "\t\t" + sku),
+                ]
             for metric, value in fields:
                 log(i, metric, value)
         section()
-    for flag, title, metric, key in (("showcomputepartition", " Current Compute Partition ", "Compute Partition",
-                                      "compute_partition"),
-                                     ("showmemorypartition", " Current Memory Partition ", "Memory Partition",
-                                      "memory_partition")):
+    for flag, title, metric, key in (
+        ("showcomputepartition", " Current Compute Partition ", "Compute Partition", "compute_partition"),
+        ("showmemorypartition", " Current Memory Partition ", "Memory Partition", "memory_partition"),
+    ):
         if getattr(a, flag):
             section(title)
             for i, g in enumerate(gpus):

@@ -16,14 +16,21 @@ def test_version(capsys):
 
 def test_doctor_names_the_plugins_version(tmp_path, capsys):
     env = tmp_path / "env.md"
-    env.write_text("## Hosts\n| host | ssh alias | arch | gpus |\n|---|---|---|---|\n| far | far-alias | gfx942 | 8 |\n")
+    env.write_text(
+        "## Hosts\n| host | ssh alias | arch | gpus |\n|---|---|---|---|\n| far | far-alias | gfx942 | 8 |\n"
+    )
     main(["doctor", "--gpu-env", str(env)])
     assert f"plugin    pytest-gpuverify {__version__}" in capsys.readouterr().out.splitlines()
 
 
-@pytest.mark.parametrize("args,said", [(["--gpus", "0"], "--gpus 0: a host has at least one GPU"),
-                                       (["--gpus", "-2"], "--gpus -2: a host has at least one GPU"),
-                                       (["--arch", "gfx999"], "--arch gfx999: not an arch the simulator knows")])
+@pytest.mark.parametrize(
+    "args,said",
+    [
+        (["--gpus", "0"], "--gpus 0: a host has at least one GPU"),
+        (["--gpus", "-2"], "--gpus -2: a host has at least one GPU"),
+        (["--arch", "gfx999"], "--arch gfx999: not an arch the simulator knows"),
+    ],
+)
 def test_sim_install_refuses_a_host_it_cannot_be(tmp_path, capsys, args, said):
     assert main(["sim", "install", str(tmp_path / "sim"), *args]) == 2
     err = capsys.readouterr().err
@@ -35,5 +42,6 @@ def test_one_shape_is_singular_in_the_ci_summary():
     from pytest_gpuverify.reporting.ci_summary import key_numbers
 
     assert key_numbers({"gpuverify_shapes": "1"}).startswith("1 shape") and "1 shapes" not in key_numbers(
-        {"gpuverify_shapes": "1"})
+        {"gpuverify_shapes": "1"}
+    )
     assert key_numbers({"gpuverify_shapes": "3"}).startswith("3 shapes")

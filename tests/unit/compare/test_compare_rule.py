@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import random
 import textwrap
-from typing import Optional
 
 import pytest
 
@@ -17,6 +16,7 @@ from pytest_gpuverify.compare import render
 from pytest_gpuverify.compare.command import Refused, decide, exit_code
 from pytest_gpuverify.compare.core import Pair, call
 from pytest_gpuverify.config.declarations import DeclarationError, load_declarations
+from pytest_gpuverify.parsers.figures import direction_of
 from pytest_gpuverify.records.artifact import (
     Artifact,
     ClockReading,
@@ -28,20 +28,49 @@ from pytest_gpuverify.records.artifact import (
     TargetRecord,
     Versions,
 )
-from pytest_gpuverify.parsers.figures import direction_of
 
 
-def artifact(times: list[float], *, side: Optional[str] = None, verdict: str = "PASS", reasons=(),
-             metrics=None, table: Optional[str] = None, checkout: str = "/home/dev/aiter", watch=(), **facts) -> Artifact:
+def artifact(
+    times: list[float],
+    *,
+    side: str | None = None,
+    verdict: str = "PASS",
+    reasons=(),
+    metrics=None,
+    table: str | None = None,
+    checkout: str = "/home/dev/aiter",
+    watch=(),
+    **facts,
+) -> Artifact:
     """One artifact of a repeated target: run i printed ``times[i]`` (and ``metrics`` per run)."""
-    rows = [PerfRow(shape="M=128, N=4096", name="us", us_median=t, run=i + 1, side=side, table=table,
-                    metrics={k: v[i] for k, v in (metrics or {}).items()}) for i, t in enumerate(times)]
-    base = dict(topic="gemm", ts="now", verdict=verdict, reasons=list(reasons), perf=rows,
-                target=TargetRecord(name="gemm", kind="bench", regime="warm"), repos=[RepoRecord(path=checkout)],
-                command=f"python3 {checkout}/bench/gemm.py 100", gpu=GpuRecord(index=0, arch="gfx942", name="MI300X"),
-                gpus=[GpuRecord(index=0, arch="gfx942", name="MI300X")], image="rocm/pytorch:7.0",
-                versions=Versions(torch="2.8.0", hip="7.0", rocm="7.0.1", triton="3.4.0"), container="aiter-dev",
-                watch=list(watch))
+    rows = [
+        PerfRow(
+            shape="M=128, N=4096",
+            name="us",
+            us_median=t,
+            run=i + 1,
+            side=side,
+            table=table,
+            metrics={k: v[i] for k, v in (metrics or {}).items()},
+        )
+        for i, t in enumerate(times)
+    ]
+    base = dict(
+        topic="gemm",
+        ts="now",
+        verdict=verdict,
+        reasons=list(reasons),
+        perf=rows,
+        target=TargetRecord(name="gemm", kind="bench", regime="warm"),
+        repos=[RepoRecord(path=checkout)],
+        command=f"python3 {checkout}/bench/gemm.py 100",
+        gpu=GpuRecord(index=0, arch="gfx942", name="MI300X"),
+        gpus=[GpuRecord(index=0, arch="gfx942", name="MI300X")],
+        image="rocm/pytorch:7.0",
+        versions=Versions(torch="2.8.0", hip="7.0", rocm="7.0.1", triton="3.4.0"),
+        container="aiter-dev",
+        watch=list(watch),
+    )
     return Artifact(**{**base, **facts})
 
 
@@ -50,6 +79,7 @@ def noisy(mean: float, cv: float, n: int, rng: random.Random) -> list[float]:
 
 
 # -- 1. only PASS against PASS --------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("verdict, reason", [("FAIL", "exit code 139"), ("INCONCLUSIVE", "run 2 printed 12 steps")])
 def test_a_side_that_is_not_pass_is_refused_naming_side_verdict_and_reason(verdict, reason):
@@ -75,38 +105,59 @@ def test_handoff_reports_ab_calls_only_between_pass_artifacts():
 
 # -- 2. like with like ----------------------------------------------------------------------------
 
+
 def test_unlike_work_is_refused_with_every_difference_unless_allowed():
     base = artifact([10.0, 10.1, 9.9, 10.0, 10.05])
-    head = artifact([8.0, 8.1, 7.9, 8.0, 8.05], command="python3 /home/dev/aiter/bench/gemm.py 60",
-                    gpus=[GpuRecord(index=0, arch="gfx950", name="MI355X")], image_digest="sha256:bb")
+    head = artifact(
+        [8.0, 8.1, 7.9, 8.0, 8.05],
+        command="python3 /home/dev/aiter/bench/gemm.py 60",
+        gpus=[GpuRecord(index=0, arch="gfx950", name="MI355X")],
+        image_digest="sha256:bb",
+    )
     base.image_digest = "sha256:aa"
     with pytest.raises(Refused) as why:
         decide(base, head)
     text = str(why.value)
-    for said in ("command", "gemm.py 100", "gemm.py 60", "gpu_model", "MI355X", "gpu_arch", "image", "sha256:bb",
-                 "--may-differ command,gpu_model,gpu_arch,image"):
+    for said in (
+        "command",
+        "gemm.py 100",
+        "gemm.py 60",
+        "gpu_model",
+        "MI355X",
+        "gpu_arch",
+        "image",
+        "sha256:bb",
+        "--may-differ command,gpu_model,gpu_arch,image",
+    ):
         assert said in text, text
     allowed = decide(base, head, may_differ=frozenset({"command", "gpu_model", "gpu_arch", "image"}))
     assert [d.field for d in allowed.allowed] == ["command", "gpu_model", "gpu_arch", "image"]
     assert "allowed to differ: gpu_model (GPU model): base MI300X, head MI355X" in render.table(allowed)
     assert "- allowed to differ: command" in render.markdown(allowed)
     assert json.loads(render.as_json(allowed))["allowed_differences"][1] == {
-        "field": "gpu_model", "base": "MI300X", "head": "MI355X"}
+        "field": "gpu_model",
+        "base": "MI300X",
+        "head": "MI355X",
+    }
 
 
 def test_checkout_paths_are_normalised_and_each_fact_is_compared():
     base = artifact([10.0] * 5, checkout="/home/a/aiter")
     assert decide(base, artifact([10.0] * 5, checkout="/tmp/wt/aiter")).allowed == []  # same command, other checkout
-    for change, field in ((dict(versions=Versions(torch="2.9.0", hip="7.0", rocm="7.0.1", triton="3.4.0")), "torch"),
-                          (dict(container=None), "place"), (dict(cold=True), "cache"),
-                          (dict(target=TargetRecord(name="gemm", kind="bench", regime="cold-L2")), "regime"),
-                          (dict(target=TargetRecord(name="gemm2", kind="bench", regime="warm")), "target"),
-                          (dict(gpus=[GpuRecord(index=0, arch="gfx942", name="MI300X")] * 2), "gpu_count")):
+    for change, field in (
+        (dict(versions=Versions(torch="2.9.0", hip="7.0", rocm="7.0.1", triton="3.4.0")), "torch"),
+        (dict(container=None), "place"),
+        (dict(cold=True), "cache"),
+        (dict(target=TargetRecord(name="gemm", kind="bench", regime="cold-L2")), "regime"),
+        (dict(target=TargetRecord(name="gemm2", kind="bench", regime="warm")), "target"),
+        (dict(gpus=[GpuRecord(index=0, arch="gfx942", name="MI300X")] * 2), "gpu_count"),
+    ):
         with pytest.raises(Refused, match=f"{field} \\("):
             decide(base, artifact([10.0] * 5, **change))
 
 
 # -- 3. enough runs, measured noise -----------------------------------------------------------------
+
 
 def test_single_runs_make_no_call_and_say_how_many_runs_would():
     """One run a side, 2.27x apart (as two single H200 runs of one commit were): no call."""
@@ -119,10 +170,14 @@ def test_single_runs_make_no_call_and_say_how_many_runs_would():
 
 
 def test_a_noisy_side_is_inconclusive_noisy():
-    wide = call(Pair(None, "s", "n", None, "us", "lower", [100.0, 80.0, 120.0, 100.0, 95.0], [50.0, 50.5, 49.5, 50.0, 50.2]))
+    wide = call(
+        Pair(None, "s", "n", None, "us", "lower", [100.0, 80.0, 120.0, 100.0, 95.0], [50.0, 50.5, 49.5, 50.0, 50.2])
+    )
     assert wide.call == "INCONCLUSIVE" and wide.why.startswith("noisy: the base's runs spread CV")
     assert wide.runs_needed is not None and "runs per side would decide" in wide.why
-    split = call(Pair(None, "s", "n", None, "us", "lower", [100.0, 100.2, 100.1, 112.0, 112.1], [80.0, 80.5, 79.5, 80.0, 80.2]))
+    split = call(
+        Pair(None, "s", "n", None, "us", "lower", [100.0, 100.2, 100.1, 112.0, 112.1], [80.0, 80.5, 79.5, 80.0, 80.2])
+    )
     assert split.call == "INCONCLUSIVE" and "two clusters (3 near 100.1, 2 near 112)" in split.why
 
 
@@ -142,18 +197,34 @@ def test_rows_of_two_tables_never_pool():
 
 # -- 4. clocks ------------------------------------------------------------------------------------
 
+
 def watched(run: int, sm: float, throttle=(), side=None) -> GpuWatch:
     """A run's watch as an artifact written before the events' classes were kept: compare sorts them."""
-    clocks = GpuClocks(index=0, start=ClockReading(sm_mhz=sm), end=ClockReading(sm_mhz=sm), sm_mhz_min=sm * 0.98,
-                       sm_mhz_max=sm, throttle_seen=list(throttle), throttled=bool(throttle))
+    clocks = GpuClocks(
+        index=0,
+        start=ClockReading(sm_mhz=sm),
+        end=ClockReading(sm_mhz=sm),
+        sm_mhz_min=sm * 0.98,
+        sm_mhz_max=sm,
+        throttle_seen=list(throttle),
+        throttled=bool(throttle),
+    )
     return GpuWatch(run=run, side=side, clocks=[clocks])
 
 
 def classed(run: int, sm: float, unlike=(), normal=()) -> GpuWatch:
     """A run's watch as the engine writes it now: the events in their two classes."""
-    clocks = GpuClocks(index=0, start=ClockReading(sm_mhz=345, throttle=["gpu_idle"]), end=ClockReading(sm_mhz=sm),
-                       sm_mhz_min=345, sm_mhz_max=sm, throttle_seen=sorted({*unlike, *normal}), throttled=bool(unlike),
-                       unlike_events=list(unlike), normal_events=list(normal))
+    clocks = GpuClocks(
+        index=0,
+        start=ClockReading(sm_mhz=345, throttle=["gpu_idle"]),
+        end=ClockReading(sm_mhz=sm),
+        sm_mhz_min=345,
+        sm_mhz_max=sm,
+        throttle_seen=sorted({*unlike, *normal}),
+        throttled=bool(unlike),
+        unlike_events=list(unlike),
+        normal_events=list(normal),
+    )
     return GpuWatch(run=run, clocks=[clocks])
 
 
@@ -167,7 +238,9 @@ def test_throttled_side_or_clocks_apart_make_no_call():
     assert pair.call == "INCONCLUSIVE" and "the head was throttled in run 3 (GPU 0: sw_thermal)" in pair.why
     lower = [watched(i, 1750) for i in range(1, 6)]
     pair = decide(artifact(slow, watch=calm), artifact(fast, watch=lower)).pairs[0]
-    assert pair.call == "INCONCLUSIVE" and "SM clocks differ by 13% (base 1980 MHz, head 1750 MHz; bound 5%)" in pair.why
+    assert (
+        pair.call == "INCONCLUSIVE" and "SM clocks differ by 13% (base 1980 MHz, head 1750 MHz; bound 5%)" in pair.why
+    )
 
 
 def test_a_gemm_at_its_power_cap_on_both_sides_is_called_a_thermal_slowdown_on_one_side_is_not():
@@ -177,8 +250,9 @@ def test_a_gemm_at_its_power_cap_on_both_sides_is_called_a_thermal_slowdown_on_o
     capped = [classed(i, 1755, normal=["gpu_idle", "sw_power_cap"]) for i in range(1, 6)]
     result = decide(artifact(times, watch=capped), artifact(times, watch=capped))
     assert [p.call for p in result.pairs] == ["SAME"], result.pairs
-    assert ("the base reached its power cap in 5 of 5 runs (sw_power_cap): the normal state of a GPU under load, "
-            "not a veto") in result.notes
+    assert (
+        "the base reached its power cap in 5 of 5 runs (sw_power_cap): the normal state of a GPU under load, not a veto"
+    ) in result.notes
     assert any(n.startswith("the head reached its power cap in 5 of 5 runs") for n in result.notes)
     hot = capped[:3] + [classed(4, 1740, unlike=["hw_thermal"], normal=["sw_power_cap"])] + capped[4:]
     pair = decide(artifact(times, watch=capped), artifact(times, watch=hot)).pairs[0]
@@ -214,10 +288,21 @@ def test_ab_artifact_reads_each_sides_watch_and_old_artifacts_get_a_note():
 
 # -- 5. direction ---------------------------------------------------------------------------------
 
+
 def test_direction_registry():
     lower = ("us", "mean_us", "p99_us", "latency (ms)", "err", "max_abs_error", "mismatch %")
-    higher = ("TFLOPS", "Triton (GB/s)", "output tok/s", "uplift", "speedup", "x faster", "bandwidth", "snr_db",
-              "steps/s", "samples per second")
+    higher = (
+        "TFLOPS",
+        "Triton (GB/s)",
+        "output tok/s",
+        "uplift",
+        "speedup",
+        "x faster",
+        "bandwidth",
+        "snr_db",
+        "steps/s",
+        "samples per second",
+    )
     assert {m: direction_of(m) for m in lower} == dict.fromkeys(lower, "lower")
     assert {m: direction_of(m) for m in higher} == dict.fromkeys(higher, "higher")
     assert direction_of("steps") is None and direction_of("steps", directions={"Steps": "higher"}) == "higher"
@@ -229,31 +314,44 @@ def test_uplift_up_is_improved_and_unknown_figures_are_never_called():
     result = decide(artifact([10.0] * 5, metrics=runs), artifact([10.0] * 5, metrics=after))
     calls = {p.metric: (p.call, p.why) for p in result.pairs}
     assert calls["uplift"][0] == "IMPROVED"
-    assert calls["blocks"] == ("NOT COMPARED", 'direction unknown: declare it, e.g. directions = { "blocks" = "higher" }')
-    declared = artifact([10.0] * 5, metrics=after, target=TargetRecord(name="gemm", kind="bench", regime="warm",
-                                                                       directions={"blocks": "lower"}))
-    assert {p.metric: p.call for p in decide(artifact([10.0] * 5, metrics=runs), declared).pairs}["blocks"] == "REGRESSED"
+    assert calls["blocks"] == (
+        "NOT COMPARED",
+        'direction unknown: declare it, e.g. directions = { "blocks" = "higher" }',
+    )
+    declared = artifact(
+        [10.0] * 5,
+        metrics=after,
+        target=TargetRecord(name="gemm", kind="bench", regime="warm", directions={"blocks": "lower"}),
+    )
+    assert {p.metric: p.call for p in decide(artifact([10.0] * 5, metrics=runs), declared).pairs}[
+        "blocks"
+    ] == "REGRESSED"
 
 
 def test_declaration_names_a_direction(tmp_path):
     (tmp_path / "b.py").write_text("")
     toml = tmp_path / "gpuverify.toml"
-    toml.write_text(textwrap.dedent("""\
+    toml.write_text(
+        textwrap.dedent("""\
         directions = { uplift = "lower" }
         [[targets]]
         name = "lab"
         kind = "bench"
         command = "python3 b.py"
         directions = { "Triton (GB/s)" = "higher" }
-        """))
+        """)
+    )
     (target,) = load_declarations(toml).targets
     assert target.directions == {"uplift": "lower", "Triton (GB/s)": "higher"}
-    toml.write_text('[[targets]]\nname = "lab"\nkind = "bench"\ncommand = "python3 b.py"\ndirections = { uplift = "up" }\n')
+    toml.write_text(
+        '[[targets]]\nname = "lab"\nkind = "bench"\ncommand = "python3 b.py"\ndirections = { uplift = "up" }\n'
+    )
     with pytest.raises(DeclarationError, match="directions.uplift.*'up', not a direction.*\"higher\""):
         load_declarations(toml)
 
 
 # -- 6. options and exits -------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("factor", ["inf", "nan", "1", "0.9", "-inf"])
 def test_factor_must_be_finite_and_above_one(capsys, factor):
@@ -278,6 +376,8 @@ def test_watch_records_without_clocks_say_why_they_were_not_checked():
     unread = [GpuWatch(run=i, problems=["nvmlDeviceGetClockInfo: not supported"]) for i in range(1, 6)]
     calm = [watched(i, 1980) for i in range(1, 6)]
     result = decide(artifact([10.0] * 5, watch=calm), artifact([10.0] * 5, watch=unread))
-    assert ("the head's clocks were not read in 5 of 5 runs (nvmlDeviceGetClockInfo: not supported): "
-            "throttling there not checked") in result.notes
+    assert (
+        "the head's clocks were not read in 5 of 5 runs (nvmlDeviceGetClockInfo: not supported): "
+        "throttling there not checked"
+    ) in result.notes
     assert result.pairs[0].call == "SAME"

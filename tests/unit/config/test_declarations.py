@@ -53,8 +53,13 @@ repo = "aiter"
 workdir = "."
 """
 
-FILES = ("op_tests/test_gemm_a8w8.py", "op_tests/triton_tests/test_gemm.py",
-         "tests/kernels/test_moe.py", "bench/hillclimb.py", "bench/test_other.py")
+FILES = (
+    "op_tests/test_gemm_a8w8.py",
+    "op_tests/triton_tests/test_gemm.py",
+    "tests/kernels/test_moe.py",
+    "bench/hillclimb.py",
+    "bench/test_other.py",
+)
 
 
 @pytest.fixture
@@ -115,20 +120,37 @@ def assert_place(exc: DeclarationError, *fragments: str, key: str) -> None:
 def test_example_reads_in_both_forms(repo: Path, name: str) -> None:
     decls = load(repo, EXAMPLE, name)
     assert decls.path == repo / name
-    assert decls.defaults == Defaults(regime="cold-L2", dtype="bf16", gpus=1,
-                                      thresholds=Thresholds(cosine_sim_min=0.99))
+    assert decls.defaults == Defaults(
+        regime="cold-L2", dtype="bf16", gpus=1, thresholds=Thresholds(cosine_sim_min=0.99)
+    )
     gemm, harness = decls.targets
     assert gemm == Target(
-        name="gemm-a8w8-bf16", kind=AITER_OP_TEST,
-        path=(repo / "op_tests/test_gemm_a8w8.py").resolve(), command=None,
-        args=("-d", "bf16", "-m", "128"), topic="gemm_a8w8_bf16", gpus=1, dtype="fp8",
-        regime="warm", thresholds=Thresholds(cosine_sim_min=0.99, max_abs_error_max=0.01))
+        name="gemm-a8w8-bf16",
+        kind=AITER_OP_TEST,
+        path=(repo / "op_tests/test_gemm_a8w8.py").resolve(),
+        command=None,
+        args=("-d", "bf16", "-m", "128"),
+        topic="gemm_a8w8_bf16",
+        gpus=1,
+        dtype="fp8",
+        regime="warm",
+        thresholds=Thresholds(cosine_sim_min=0.99, max_abs_error_max=0.01),
+    )
     assert gemm.path.is_absolute()
     assert harness == Target(
-        name="ab-harness", kind=BENCH, path=None,
-        command=("python3", "bench/hillclimb.py", "--interleave"), args=(), topic="ab-harness",
-        gpus=1, dtype="bf16", regime="cold-L2", thresholds=Thresholds(cosine_sim_min=0.99),
-        repo="aiter", workdir=".")
+        name="ab-harness",
+        kind=BENCH,
+        path=None,
+        command=("python3", "bench/hillclimb.py", "--interleave"),
+        args=(),
+        topic="ab-harness",
+        gpus=1,
+        dtype="bf16",
+        regime="cold-L2",
+        thresholds=Thresholds(cosine_sim_min=0.99),
+        repo="aiter",
+        workdir=".",
+    )
     assert decls.names == ["gemm-a8w8-bf16", "ab-harness"]
 
 
@@ -190,8 +212,9 @@ def test_find_prefers_the_nearest_directory(repo: Path) -> None:
     assert find_declarations(sub, repo) == repo / "pyproject.toml"
     write(repo / "op_tests" / "gpuverify.toml", "")
     assert find_declarations(sub, repo) == repo / "op_tests" / "gpuverify.toml"
-    assert find_declarations(repo / "op_tests" / "test_gemm_a8w8.py", repo) == \
-        repo / "op_tests" / "gpuverify.toml"  # a file as start: its directory
+    assert (
+        find_declarations(repo / "op_tests" / "test_gemm_a8w8.py", repo) == repo / "op_tests" / "gpuverify.toml"
+    )  # a file as start: its directory
 
 
 def test_gpuverify_toml_wins_over_pyproject_in_one_directory(repo: Path) -> None:
@@ -235,7 +258,9 @@ def test_start_outside_stop_searches_only_stop(repo: Path, tmp_path: Path) -> No
 
 
 def test_defaults_apply_unless_the_target_sets_its_own(repo: Path) -> None:
-    decls = load(repo, """\
+    decls = load(
+        repo,
+        """\
         regime = "warm"
         dtype = "bf16"
         gpus = 2
@@ -254,60 +279,66 @@ def test_defaults_apply_unless_the_target_sets_its_own(repo: Path) -> None:
         dtype = "mxfp4"
         gpus = 1
         thresholds = { max_abs_error_max = 0.01, snr_db_min = 20 }
-        """)
+        """,
+    )
     inherits, overrides = decls.targets
     assert (inherits.regime, inherits.dtype, inherits.gpus) == ("warm", "bf16", 2)
     assert inherits.thresholds == Thresholds(cosine_sim_min=0.99, max_abs_error_max=0.1)
     assert (overrides.regime, overrides.dtype, overrides.gpus) == ("hipGraph", "mxfp4", 1)
-    assert overrides.thresholds == Thresholds(cosine_sim_min=0.99, max_abs_error_max=0.01,
-                                              snr_db_min=20.0)
+    assert overrides.thresholds == Thresholds(cosine_sim_min=0.99, max_abs_error_max=0.01, snr_db_min=20.0)
 
 
 def test_without_defaults_a_target_gets_one_gpu_and_nothing_else(repo: Path) -> None:
     (target,) = load(repo, '[[targets]]\nname = "t"\npath = "op_tests/test_gemm_a8w8.py"\n').targets
-    assert (target.gpus, target.dtype, target.regime, target.repo, target.workdir) == \
-        (1, None, None, None, None)
+    assert (target.gpus, target.dtype, target.regime, target.repo, target.workdir) == (1, None, None, None, None)
     assert target.thresholds == Thresholds() and target.args == () and target.topic == "t"
 
 
-@pytest.mark.parametrize("path, kind", [
-    ("op_tests/test_gemm_a8w8.py", AITER_OP_TEST),
-    ("op_tests/triton_tests/test_gemm.py", TRITON_PYTEST),
-    ("tests/kernels/test_moe.py", FLYDSL_PYTEST),
-])
+@pytest.mark.parametrize(
+    "path, kind",
+    [
+        ("op_tests/test_gemm_a8w8.py", AITER_OP_TEST),
+        ("op_tests/triton_tests/test_gemm.py", TRITON_PYTEST),
+        ("tests/kernels/test_moe.py", FLYDSL_PYTEST),
+    ],
+)
 def test_kind_comes_from_the_path(repo: Path, path: str, kind: str) -> None:
     (target,) = load(repo, f'[[targets]]\nname = "t"\npath = "{path}"\n').targets
     assert target.kind == kind and target.path == (repo / path).resolve()
 
 
 def test_kind_from_the_path_when_the_file_sits_in_a_subdirectory(repo: Path) -> None:
-    decls = load_declarations(write(repo / "op_tests" / "gpuverify.toml",
-                                    '[[targets]]\nname = "t"\npath = "test_gemm_a8w8.py"\n'))
+    decls = load_declarations(
+        write(repo / "op_tests" / "gpuverify.toml", '[[targets]]\nname = "t"\npath = "test_gemm_a8w8.py"\n')
+    )
     assert decls.targets[0].kind == AITER_OP_TEST
 
 
 def test_a_declared_kind_wins_over_the_path(repo: Path) -> None:
-    (target,) = load(repo, '[[targets]]\nname = "t"\nkind = "bench"\n'
-                           'path = "op_tests/test_gemm_a8w8.py"\n').targets
+    (target,) = load(repo, '[[targets]]\nname = "t"\nkind = "bench"\npath = "op_tests/test_gemm_a8w8.py"\n').targets
     assert target.kind == BENCH and target.command is None
 
 
-@pytest.mark.parametrize("args, expected", [
-    ('"-d bf16 -m 128"', ("-d", "bf16", "-m", "128")),
-    ('["-d", "bf16", "-m", "128"]', ("-d", "bf16", "-m", "128")),
-    ("""'-k "gemm and not slow" -x'""", ("-k", "gemm and not slow", "-x")),
-    ('["-k", "gemm and not slow"]', ("-k", "gemm and not slow")),
-    ('""', ()),
-    ("[]", ()),
-])
+@pytest.mark.parametrize(
+    "args, expected",
+    [
+        ('"-d bf16 -m 128"', ("-d", "bf16", "-m", "128")),
+        ('["-d", "bf16", "-m", "128"]', ("-d", "bf16", "-m", "128")),
+        ("""'-k "gemm and not slow" -x'""", ("-k", "gemm and not slow", "-x")),
+        ('["-k", "gemm and not slow"]', ("-k", "gemm and not slow")),
+        ('""', ()),
+        ("[]", ()),
+    ],
+)
 def test_args_string_or_list(repo: Path, args: str, expected: tuple[str, ...]) -> None:
-    (target,) = load(repo, f'[[targets]]\nname = "t"\npath = "op_tests/test_gemm_a8w8.py"\n'
-                           f"args = {args}\n").targets
+    (target,) = load(repo, f'[[targets]]\nname = "t"\npath = "op_tests/test_gemm_a8w8.py"\nargs = {args}\n').targets
     assert target.args == expected
 
 
 def test_bench_command_string_list_or_path(repo: Path) -> None:
-    decls = load(repo, """\
+    decls = load(
+        repo,
+        """\
         [[targets]]
         name = "string"
         kind = "bench"
@@ -323,7 +354,8 @@ def test_bench_command_string_list_or_path(repo: Path) -> None:
         name = "file"
         kind = "bench"
         path = "bench/hillclimb.py"
-        """)
+        """,
+    )
     string, listed, file = decls.targets
     assert string.command == ("python3", "bench/hillclimb.py", "--shapes", "1 2")
     assert string.args == ("--iters", "50") and string.path is None
@@ -371,84 +403,137 @@ ERRORS = [
     # (declaration text, place fragment, key, message fragment, fix fragment)
     ('regim = "warm"\n', "top level", "regim", "unknown key 'regim'", "did you mean 'regime'?"),
     ('[[target]]\nname = "t"\n', "top level", "target", "unknown key", "plural"),
-    (T + GEMM + 'arg = "-d bf16"\n', "targets[1] (t) at line 1", "arg", "unknown key 'arg'",
-     "did you mean 'args'?"),
-    ("[thresholds]\ncosine_min = 0.9\n", "top level", "thresholds.cosine_min", "unknown key",
-     "cosine_sim_min, max_abs_error_max"),
-    (T + GEMM + "[targets.thresholds]\ncosine = 0.9\n", "targets[1] (t)", "thresholds.cosine",
-     "unknown key 'cosine'", "allowed threshold keys are:"),
+    (T + GEMM + 'arg = "-d bf16"\n', "targets[1] (t) at line 1", "arg", "unknown key 'arg'", "did you mean 'args'?"),
+    (
+        "[thresholds]\ncosine_min = 0.9\n",
+        "top level",
+        "thresholds.cosine_min",
+        "unknown key",
+        "cosine_sim_min, max_abs_error_max",
+    ),
+    (
+        T + GEMM + "[targets.thresholds]\ncosine = 0.9\n",
+        "targets[1] (t)",
+        "thresholds.cosine",
+        "unknown key 'cosine'",
+        "allowed threshold keys are:",
+    ),
     (T + GEMM + "thresholds = 0.9\n", "targets[1] (t)", "thresholds", "not a table", "cosine"),
     ('targets = "x"\n', "top level", "targets", "a string, not a list", "double brackets"),
     ('[targets]\nname = "t"\n', "top level", "targets", "a table, not a list", "[[targets]]"),
     ("[[targets]]\n" + GEMM, "targets[1]", "name", "no name", 'name = "gemm-a8w8-bf16"'),
     ("[[targets]]\nname = 5\n" + GEMM, "targets[1]", "name", "a number, not a text", "quoted"),
-    ('[[targets]]\nname = "gemm a8w8"\n' + GEMM, "targets[1] (gemm a8w8)", "name",
-     "other than letters", "'gemm_a8w8'"),
-    (T + GEMM + 'kind = "aiter"\n', "targets[1] (t)", "kind", "not a target kind",
-     "aiter-op-test, flydsl-pytest, triton-pytest, bench"),
-    (T + 'path = "bench/test_other.py"\n', "targets[1] (t)", "kind", "does not say which kind",
-     'kind = "bench"'),
+    ('[[targets]]\nname = "gemm a8w8"\n' + GEMM, "targets[1] (gemm a8w8)", "name", "other than letters", "'gemm_a8w8'"),
+    (
+        T + GEMM + 'kind = "aiter"\n',
+        "targets[1] (t)",
+        "kind",
+        "not a target kind",
+        "aiter-op-test, flydsl-pytest, triton-pytest, bench",
+    ),
+    (T + 'path = "bench/test_other.py"\n', "targets[1] (t)", "kind", "does not say which kind", 'kind = "bench"'),
     (T + 'command = "python3 x.py"\n', "targets[1] (t)", "kind", "nothing says", 'kind = "bench"'),
-    (T + 'path = "op_tests/test_nope.py"\n', "targets[1] (t)", "path", "does not exist",
-     "relative to this file's directory"),
+    (
+        T + 'path = "op_tests/test_nope.py"\n',
+        "targets[1] (t)",
+        "path",
+        "does not exist",
+        "relative to this file's directory",
+    ),
     (T + 'path = "../outside/test_x.py"\n', "targets[1] (t)", "path", "is outside", "inside"),
-    (T + 'path = "op_tests"\nkind = "bench"\n', "targets[1] (t)", "path", "is not a file",
-     "test file"),
-    (T + 'path = "tests/kernels/test_moe.py::test_one"\n', "targets[1] (t)", "path",
-     "names a test inside", '["-k"'),
+    (T + 'path = "op_tests"\nkind = "bench"\n', "targets[1] (t)", "path", "is not a file", "test file"),
+    (T + 'path = "tests/kernels/test_moe.py::test_one"\n', "targets[1] (t)", "path", "names a test inside", '["-k"'),
     (T, "targets[1] (t)", "path", "path and command are both missing", "op_tests/test_<op>.py"),
     (T + 'kind = "bench"\n', "targets[1] (t)", "path", "both missing", "command ="),
-    (T + GEMM + 'command = "python3 x.py"\n', "targets[1] (t)", "command",
-     "given, but kind is aiter-op-test", 'kind = "bench"'),
-    (T + 'kind = "flydsl-pytest"\ncommand = "pytest x"\n', "targets[1] (t)", "command",
-     "flydsl-pytest", "drop command"),
-    (T + 'kind = "bench"\ncommand = "python3 \'x.py"\n', "targets[1] (t)", "command",
-     "cannot be split", "close the quote"),
-    (T + 'kind = "bench"\ncommand = []\n', "targets[1] (t)", "command", "command is empty",
-     "command ="),
-    (T + 'kind = "bench"\ncommand = 7\n', "targets[1] (t)", "command", "a number; it must be",
-     "quote every word"),
-    (T + GEMM + 'args = ["-m", 128]\n', "targets[1] (t)", "args", "a list holding a number 128",
-     '["-d", "bf16"]'),
+    (
+        T + GEMM + 'command = "python3 x.py"\n',
+        "targets[1] (t)",
+        "command",
+        "given, but kind is aiter-op-test",
+        'kind = "bench"',
+    ),
+    (
+        T + 'kind = "flydsl-pytest"\ncommand = "pytest x"\n',
+        "targets[1] (t)",
+        "command",
+        "flydsl-pytest",
+        "drop command",
+    ),
+    (
+        T + 'kind = "bench"\ncommand = "python3 \'x.py"\n',
+        "targets[1] (t)",
+        "command",
+        "cannot be split",
+        "close the quote",
+    ),
+    (T + 'kind = "bench"\ncommand = []\n', "targets[1] (t)", "command", "command is empty", "command ="),
+    (T + 'kind = "bench"\ncommand = 7\n', "targets[1] (t)", "command", "a number; it must be", "quote every word"),
+    (T + GEMM + 'args = ["-m", 128]\n', "targets[1] (t)", "args", "a list holding a number 128", '["-d", "bf16"]'),
     (T + GEMM + "args = true\n", "targets[1] (t)", "args", "a boolean", "quote every word"),
-    (T + GEMM + '[[targets]]\nname = "t"\n' + GEMM, "targets[2] (t) at line 4", "name",
-     "already used by targets[1] (t) at line 1", "its own name"),
-    (T + GEMM + '[[targets]]\nname = "T"\n' + GEMM, "targets[2] (T)", "name", "already used",
-     "its own name"),
-    ('[[targets]]\nname = "a"\n' + GEMM + '[[targets]]\nname = "b"\ntopic = "a"\n' + GEMM,
-     "targets[2] (b)", "topic", "topic 'a' is already used by targets[1] (a)", "bench_<topic>"),
+    (
+        T + GEMM + '[[targets]]\nname = "t"\n' + GEMM,
+        "targets[2] (t) at line 4",
+        "name",
+        "already used by targets[1] (t) at line 1",
+        "its own name",
+    ),
+    (T + GEMM + '[[targets]]\nname = "T"\n' + GEMM, "targets[2] (T)", "name", "already used", "its own name"),
+    (
+        '[[targets]]\nname = "a"\n' + GEMM + '[[targets]]\nname = "b"\ntopic = "a"\n' + GEMM,
+        "targets[2] (b)",
+        "topic",
+        "topic 'a' is already used by targets[1] (a)",
+        "bench_<topic>",
+    ),
     (T + GEMM + 'topic = "gemm/a8w8"\n', "targets[1] (t)", "topic", "not safe", "'gemm_a8w8'"),
     (T + GEMM + "gpus = 0\n", "targets[1] (t)", "gpus", "at least one GPU", "gpus = 1"),
     ("gpus = -2\n", "top level", "gpus", "at least one GPU", "gpus = 1"),
-    (T + GEMM + 'gpus = "1"\n', "targets[1] (t)", "gpus", "a string, not a whole number",
-     "without quotes"),
+    (T + GEMM + 'gpus = "1"\n', "targets[1] (t)", "gpus", "a string, not a whole number", "without quotes"),
     (T + GEMM + "gpus = true\n", "targets[1] (t)", "gpus", "a boolean", "without quotes"),
     (T + GEMM + "gpus = 1.5\n", "targets[1] (t)", "gpus", "a number, not a whole", "gpus = 1"),
-    (T + GEMM + 'regime = "cold"\n', "targets[1] (t)", "regime", "not a timing regime",
-     "cold-L2, warm, hipGraph"),
+    (T + GEMM + 'regime = "cold"\n', "targets[1] (t)", "regime", "not a timing regime", "cold-L2, warm, hipGraph"),
     ("regime = 1\n", "top level", "regime", "a number, not a text", "quoted"),
     ("dtype = 8\n", "top level", "dtype", "not a text", "quoted"),
     (T + GEMM + 'dtype = ""\n', "targets[1] (t)", "dtype", "an empty string", "quoted"),
     ("thresholds = 0.5\n", "top level", "thresholds", "a number, not a table", "cosine_sim_min"),
-    ("[thresholds]\ncosine_sim_min = inf\n", "top level", "thresholds.cosine_sim_min",
-     "inf, not a finite number", "plain number"),
-    (T + GEMM + "thresholds = { snr_db_min = nan }\n", "targets[1] (t)", "thresholds.snr_db_min",
-     "nan, not a finite", "plain number"),
-    ('[thresholds]\nerr_ratio_max = "0.05"\n', "top level", "thresholds.err_ratio_max",
-     "a string, not a finite", "without quotes"),
-    ("[thresholds]\nerr_ratio_max = true\n", "top level", "thresholds.err_ratio_max", "a boolean",
-     "plain number"),
-    ("[thresholds]\nerr_ratio_max = 1" + "0" * 400 + "\n", "top level", "thresholds.err_ratio_max",
-     "not a finite number", "plain number"),
-    (T + GEMM + 'workdir = "/abs"\n', "targets[1] (t)", "workdir", "leaves the worktree",
-     "relative to the worktree"),
+    (
+        "[thresholds]\ncosine_sim_min = inf\n",
+        "top level",
+        "thresholds.cosine_sim_min",
+        "inf, not a finite number",
+        "plain number",
+    ),
+    (
+        T + GEMM + "thresholds = { snr_db_min = nan }\n",
+        "targets[1] (t)",
+        "thresholds.snr_db_min",
+        "nan, not a finite",
+        "plain number",
+    ),
+    (
+        '[thresholds]\nerr_ratio_max = "0.05"\n',
+        "top level",
+        "thresholds.err_ratio_max",
+        "a string, not a finite",
+        "without quotes",
+    ),
+    ("[thresholds]\nerr_ratio_max = true\n", "top level", "thresholds.err_ratio_max", "a boolean", "plain number"),
+    (
+        "[thresholds]\nerr_ratio_max = 1" + "0" * 400 + "\n",
+        "top level",
+        "thresholds.err_ratio_max",
+        "not a finite number",
+        "plain number",
+    ),
+    (T + GEMM + 'workdir = "/abs"\n', "targets[1] (t)", "workdir", "leaves the worktree", "relative to the worktree"),
     (T + GEMM + 'workdir = "bench/../.."\n', "targets[1] (t)", "workdir", "leaves", "bench"),
     (T + GEMM + "repo = 3\n", "targets[1] (t)", "repo", "not a text", 'repo = "aiter"'),
 ]
 
 
-@pytest.mark.parametrize("text, place, key, message, fix", ERRORS,
-                         ids=[f"{i}-{case[2]}" for i, case in enumerate(ERRORS)])
+@pytest.mark.parametrize(
+    "text, place, key, message, fix", ERRORS, ids=[f"{i}-{case[2]}" for i, case in enumerate(ERRORS)]
+)
 def test_each_mistake_names_file_place_key_and_fix(repo, text, place, key, message, fix):
     exc = error(repo, text)
     assert_place(exc, place, key=key)
@@ -456,9 +541,14 @@ def test_each_mistake_names_file_place_key_and_fix(repo, text, place, key, messa
     assert fix in exc.fix, exc.fix
 
 
-@pytest.mark.parametrize("text, place", [("[tool.gpuverify\nregime = 1\n", "line 1, column 16"),
-                                          ('regime = "warm"\nargs = \n', "line 2, column 8"),
-                                          ('regime = "warm', "end of file")])
+@pytest.mark.parametrize(
+    "text, place",
+    [
+        ("[tool.gpuverify\nregime = 1\n", "line 1, column 16"),
+        ('regime = "warm"\nargs = \n', "line 2, column 8"),
+        ('regime = "warm', "end of file"),
+    ],
+)
 def test_invalid_toml_names_line_and_column(repo: Path, text: str, place: str) -> None:
     path = write(repo / "pyproject.toml", text)
     with pytest.raises(DeclarationError) as info:
@@ -475,8 +565,7 @@ def test_non_utf8_names_the_line(repo: Path) -> None:
     with pytest.raises(DeclarationError) as info:
         load_declarations(path)
     assert info.value.where == "line 3" and "0xe9 is not UTF-8" in str(info.value)
-    assert str(info.value).startswith(f"{path}: line 3:") and "Fix: save the file as UTF-8" in str(
-        info.value)
+    assert str(info.value).startswith(f"{path}: line 3:") and "Fix: save the file as UTF-8" in str(info.value)
 
 
 def test_missing_file(repo: Path) -> None:
@@ -508,7 +597,7 @@ def test_the_documented_example_is_valid_and_its_line_numbers_hold(repo: Path) -
     import pytest_gpuverify.config.declarations as module
 
     doc = module.__doc__
-    example = textwrap.dedent(doc[doc.index("::\n\n") + 4: doc.index("\n\nKinds:")])
+    example = textwrap.dedent(doc[doc.index("::\n\n") + 4 : doc.index("\n\nKinds:")])
     path = write(repo / "pyproject.toml", '[project]\nname = "demo"\n\n' + example)
     decls = load_declarations(path)
     assert decls.targets == load(repo, EXAMPLE).targets

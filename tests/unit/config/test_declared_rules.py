@@ -6,10 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from test_declarations import assert_place, error, load, repo  # noqa: F401 (repo is a fixture)
 
 from pytest_gpuverify.config.targets import PYTEST, TRITON_PYTEST, kind_for_path
-
-from test_declarations import assert_place, error, load, repo  # noqa: F401 (repo is a fixture)
 
 T = '[[targets]]\nname = "t"\n'
 
@@ -17,8 +16,11 @@ T = '[[targets]]\nname = "t"\n'
 def test_a_pytest_target_takes_a_file_or_a_folder(repo: Path) -> None:
     (repo / "tests").mkdir(exist_ok=True)
     (repo / "tests" / "test_add.py").write_text("def test_x():\n    pass\n")
-    decls = load(repo, T + 'kind = "pytest"\npath = "tests"\n' + '[[targets]]\nname = "u"\nkind = "pytest"\n'
-                 'path = "tests/test_add.py"\nargs = ["-k", "add"]\n')
+    decls = load(
+        repo,
+        T + 'kind = "pytest"\npath = "tests"\n' + '[[targets]]\nname = "u"\nkind = "pytest"\n'
+        'path = "tests/test_add.py"\nargs = ["-k", "add"]\n',
+    )
     folder, file = decls.targets
     assert (folder.kind, folder.path, folder.topic) == (PYTEST, (repo / "tests").resolve(), "t")
     assert (file.kind, file.path, file.args) == (PYTEST, (repo / "tests" / "test_add.py").resolve(), ("-k", "add"))
@@ -32,8 +34,11 @@ def test_a_folder_needs_the_pytest_kind(repo: Path) -> None:
 
 
 def test_declared_words_are_kept(repo: Path) -> None:
-    decls = load(repo, T + 'kind = "bench"\ncommand = "python3 bench/hillclimb.py"\n'
-                 'pass_pattern = "✅ Triton and Torch match"\nfail_pattern = "❌ .* differ"\n')
+    decls = load(
+        repo,
+        T + 'kind = "bench"\ncommand = "python3 bench/hillclimb.py"\n'
+        'pass_pattern = "✅ Triton and Torch match"\nfail_pattern = "❌ .* differ"\n',
+    )
     target = decls.targets[0]
     assert (target.pass_pattern, target.fail_pattern) == ("✅ Triton and Torch match", "❌ .* differ")
 
@@ -51,13 +56,16 @@ def test_a_pattern_must_be_text(repo: Path) -> None:
     assert_place(exc, "targets[1] (t)", key="fail_pattern")
 
 
-@pytest.mark.parametrize("rel, globs, kind", [
-    ("tests/test_add.py", ("tests/test_*.py",), PYTEST),
-    ("tests/sub/test_add.py", ("tests/test_*.py",), None),  # * stays in one folder
-    ("tests/sub/test_add.py", ("tests/**/test_*.py",), PYTEST),
-    ("test/gemm_check.py", ("test/*_check.py",), PYTEST),  # any name the glob gives, not only test_*
-    ("tests/test_add.py", (), None),  # not aiter's, not FlyDSL's layout: no target without a glob
-    ("op_tests/triton_tests/test_x.py", ("op_tests/**/test_*.py",), TRITON_PYTEST),  # a layout keeps its kind
-])
+@pytest.mark.parametrize(
+    "rel, globs, kind",
+    [
+        ("tests/test_add.py", ("tests/test_*.py",), PYTEST),
+        ("tests/sub/test_add.py", ("tests/test_*.py",), None),  # * stays in one folder
+        ("tests/sub/test_add.py", ("tests/**/test_*.py",), PYTEST),
+        ("test/gemm_check.py", ("test/*_check.py",), PYTEST),  # any name the glob gives, not only test_*
+        ("tests/test_add.py", (), None),  # not aiter's, not FlyDSL's layout: no target without a glob
+        ("op_tests/triton_tests/test_x.py", ("op_tests/**/test_*.py",), TRITON_PYTEST),  # a layout keeps its kind
+    ],
+)
 def test_gpu_pytest_paths(tmp_path: Path, rel: str, globs: tuple[str, ...], kind) -> None:
     assert kind_for_path(tmp_path / rel, globs, tmp_path) == kind

@@ -160,7 +160,11 @@ def test_backticks_are_stripped_from_cells():
     )
     env = parse_env_text(text, "env.md")
     assert env.host("box").model_dump() == {
-        "host": "box", "ssh_alias": "box-ssh", "arch": "gfx950", "gpus": 8, "python": None
+        "host": "box",
+        "ssh_alias": "box-ssh",
+        "arch": "gfx950",
+        "gpus": 8,
+        "python": None,
     }
     assert env.gpu_lock("box").picker == "pick --sep `"
     assert env.gpu_lock("box").lock == "flock -E 75 -w 600 /var/lock/gpu-<id>.lock"
@@ -168,12 +172,19 @@ def test_backticks_are_stripped_from_cells():
 
 def test_not_set_and_empty_cells_are_unset():
     text = hosts_file("| box | not set | `Not Set` |  |") + (
-        "\n" + section("Repos", REPOS, "| aiter | NOT SET | | not set |") +
-        "\n## GPU lock\n| host | picker | lock |\n|---|---|---|\n| box | not set | |\n"
+        "\n"
+        + section("Repos", REPOS, "| aiter | NOT SET | | not set |")
+        + "\n## GPU lock\n| host | picker | lock |\n|---|---|---|\n| box | not set | |\n"
         "\n## Resources\n| resource | path |\n|---|---|\n| tickets | not set |\n| scratch | |\n"
     )
     env = parse_env_text(text, "env.md")
-    assert env.host("box").model_dump() == {"host": "box", "ssh_alias": None, "arch": None, "gpus": None, "python": None}
+    assert env.host("box").model_dump() == {
+        "host": "box",
+        "ssh_alias": None,
+        "arch": None,
+        "gpus": None,
+        "python": None,
+    }
     assert not env.host("box").is_local
     assert env.repo("aiter").model_dump() == {"repo": "aiter", "path": None, "container": None, "mount": None}
     assert env.gpu_lock("box").picker is None and env.gpu_lock("box").lock_spec is None
@@ -412,7 +423,10 @@ def test_relative_mount_and_relative_host_path(tmp_path):
 
 def test_bad_lock_cell_points_at_its_row(tmp_path):
     text = section(
-        "GPU lock", GPU_LOCK, "| a | builtin | flock /tmp/a-<id>.lock |", "| b | builtin | `flock -s /tmp/b-<id>.lock` |"
+        "GPU lock",
+        GPU_LOCK,
+        "| a | builtin | flock /tmp/a-<id>.lock |",
+        "| b | builtin | `flock -s /tmp/b-<id>.lock` |",
     )
     error = load_error(tmp_path, text)
     assert_points_at(error, "GPU lock", 2)

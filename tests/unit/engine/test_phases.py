@@ -7,17 +7,26 @@ import time
 from pathlib import Path
 
 from pytest_gpuverify.config.targets import Target
-from pytest_gpuverify.records.artifact import RepoRecord, RunRecord, RunSlice, AbRecord, read_artifact, write_artifact
 from pytest_gpuverify.engine.outcome import build_artifact, target_record
 from pytest_gpuverify.engine.phases import Begun, Checked, Decided, Executed, Fresh, Leased, Placed, Results
 from pytest_gpuverify.engine.verdict import verdict_and_reasons
+from pytest_gpuverify.records.artifact import AbRecord, RepoRecord, RunRecord, RunSlice, read_artifact, write_artifact
 
 
 def begun(tmp_path: Path, **target) -> Begun:
     t = Target(name="t", kind="aiter-op-test", topic="t", **target)
-    return Begun(target=t, record=target_record(t, None), topic="t", stamp="S", ts="2026-01-01T00:00:00.000Z",
-                 t0=time.monotonic(), host="h", artifact_path=tmp_path / "bench_t.json", notes=["session note"],
-                 collected="2026-01-01T00:00:00.000Z")
+    return Begun(
+        target=t,
+        record=target_record(t, None),
+        topic="t",
+        stamp="S",
+        ts="2026-01-01T00:00:00.000Z",
+        t0=time.monotonic(),
+        host="h",
+        artifact_path=tmp_path / "bench_t.json",
+        notes=["session note"],
+        collected="2026-01-01T00:00:00.000Z",
+    )
 
 
 def decided(results: Results, run: RunRecord) -> Decided:
@@ -27,8 +36,12 @@ def decided(results: Results, run: RunRecord) -> Decided:
 
 def test_a_target_blocked_in_place_is_inconclusive_with_the_reason_and_nothing_of_later_phases(tmp_path):
     r = Results(begun(tmp_path, dtype="fp8"))
-    r.placed = Placed(blocked=["repo /r is dirty (x). Fix: commit"], repo=RepoRecord(path="/r", dirty=True),
-                      notes=["resolved"], container="c1")
+    r.placed = Placed(
+        blocked=["repo /r is dirty (x). Fix: commit"],
+        repo=RepoRecord(path="/r", dirty=True),
+        notes=["resolved"],
+        container="c1",
+    )
     r.decided = decided(r, RunRecord(blocked=list(r.placed.blocked)))
     art = build_artifact(r)
     assert (art.verdict, art.reasons) == ("INCONCLUSIVE", ["repo /r is dirty (x). Fix: commit"])
@@ -43,14 +56,21 @@ def test_a_target_blocked_in_place_is_inconclusive_with_the_reason_and_nothing_o
 def test_a_run_row_whose_container_did_not_start_records_its_pick_and_release_but_no_hold(tmp_path):
     r = Results(begun(tmp_path))
     r.placed = Placed(container="row")
-    r.leased = Leased(pick_started="2026-01-01T00:00:01.000Z", lock_taken="2026-01-01T00:00:02.000Z",
-                      lock_released="2026-01-01T00:00:03.000Z", owned=True)
+    r.leased = Leased(
+        pick_started="2026-01-01T00:00:01.000Z",
+        lock_taken="2026-01-01T00:00:02.000Z",
+        lock_released="2026-01-01T00:00:03.000Z",
+        owned=True,
+    )
     r.fresh = Fresh(blocked=["could not create a container"])
     r.decided = decided(r, RunRecord(blocked=list(r.fresh.blocked)))
     art = build_artifact(r)
     assert art.timeline is not None
     assert (art.timeline.pick_started, art.timeline.lock_taken, art.timeline.lock_released) == (
-        "2026-01-01T00:00:01.000Z", None, "2026-01-01T00:00:03.000Z")
+        "2026-01-01T00:00:01.000Z",
+        None,
+        "2026-01-01T00:00:03.000Z",
+    )
     assert art.fresh_container is None and art.container == "row" and art.reasons == ["could not create a container"]
 
 
@@ -61,9 +81,16 @@ def test_an_ab_run_records_its_order_and_base_caches_from_the_execute_phase(tmp_
     r.checked = Checked(workdir="/w", ab=AbRecord(base_ref="HEAD~1", base_sha="a" * 40))
     raw = tmp_path / "bench_t.S.log"
     raw.write_bytes(b"line\n")
-    r.executed = Executed(ran=True, raw_path=raw, command="python3 x.py", notes=["cold caches removed"],
-                          runs=[RunSlice(run=1, side="A", exit_code=0), RunSlice(run=1, side="B", exit_code=0)],
-                          base_cache_dirs={"AITER_JIT_DIR": "/tmp/a"}, command_started="cs", command_ended="ce")
+    r.executed = Executed(
+        ran=True,
+        raw_path=raw,
+        command="python3 x.py",
+        notes=["cold caches removed"],
+        runs=[RunSlice(run=1, side="A", exit_code=0), RunSlice(run=1, side="B", exit_code=0)],
+        base_cache_dirs={"AITER_JIT_DIR": "/tmp/a"},
+        command_started="cs",
+        command_ended="ce",
+    )
     r.decided = decided(r, RunRecord(ran=True, exit_code=0))
     art = build_artifact(r)
     assert art.ab is not None and art.ab.order == ["A1", "B1"] and art.ab.base_cache_dirs == {"AITER_JIT_DIR": "/tmp/a"}

@@ -1,8 +1,8 @@
 """Contract section 6, rule by rule."""
 
-from pytest_gpuverify.records.artifact import Correctness, RunRecord, TargetRecord
-from pytest_gpuverify.parsers.result import ParsedOutput
 from pytest_gpuverify.engine.verdict import decide
+from pytest_gpuverify.parsers.result import ParsedOutput
+from pytest_gpuverify.records.artifact import Correctness, RunRecord, TargetRecord
 
 
 def parsed(passed=True, shapes=2, failures=(), problems=(), snr=None):
@@ -87,7 +87,10 @@ def test_declared_thresholds():
 
 
 def test_inner_pytest_exit_5_is_inconclusive_not_fail():
-    verdict, reasons = decide(RunRecord(ran=True, exit_code=5), parsed(passed=None, shapes=0),
-                              target=declared(kind="flydsl-pytest"))
+    verdict, reasons = decide(
+        RunRecord(ran=True, exit_code=5), parsed(passed=None, shapes=0), target=declared(kind="flydsl-pytest")
+    )
     assert verdict == "INCONCLUSIVE" and "collected no test" in reasons[0]
-    assert decide(RunRecord(ran=True, exit_code=5), parsed(), target=declared())[0] == "FAIL", "a script's exit 5 is its own failure"
+    assert decide(RunRecord(ran=True, exit_code=5), parsed(), target=declared())[0] == "FAIL", (
+        "a script's exit 5 is its own failure"
+    )

@@ -10,14 +10,13 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from parse_cases import VALID
 
+from pytest_gpuverify.config.targets import AITER_OP_TEST, BENCH, FLYDSL_PYTEST, TRITON_PYTEST, Thresholds
+from pytest_gpuverify.engine.verdict import verdict_and_reasons
 from pytest_gpuverify.parsers.reader import parse_output
 from pytest_gpuverify.parsers.result import ParseContext
-from pytest_gpuverify.config.targets import AITER_OP_TEST, BENCH, FLYDSL_PYTEST, TRITON_PYTEST, Thresholds
 from pytest_gpuverify.records.artifact import RunRecord
-from pytest_gpuverify.engine.verdict import verdict_and_reasons
-
-from parse_cases import VALID
 
 PYTEST = "pytest"  # the kind's name, spelt out: these tests also run against code without it
 
@@ -42,8 +41,14 @@ def summary(column: str, value: str, extra: str = "") -> str:
     head = ("| dtype " if dtype_col else "") + f"| {column} | m | ck us | ck err |"
     sep = ("|:--" if dtype_col else "") + "|:--|--:|--:|--:|"
     rows = [("| torch.bfloat16 " if dtype_col else "") + f"| {value} | {m} | 3.2 | 0 |" for m in (16, 32)]
-    return (NOISE + "[aiter] ck: [checkAllclose atol=0.01 rtol=0.01 passed~]\n" + extra
-            + "[aiter] gemm summary (markdown):\n" + "\n".join([head, sep, *rows]) + "\n")
+    return (
+        NOISE
+        + "[aiter] ck: [checkAllclose atol=0.01 rtol=0.01 passed~]\n"
+        + extra
+        + "[aiter] gemm summary (markdown):\n"
+        + "\n".join([head, sep, *rows])
+        + "\n"
+    )
 
 
 # -- item 1: the output dtype ----------------------------------------------------------------------
@@ -51,8 +56,20 @@ def summary(column: str, value: str, extra: str = "") -> str:
 OUTPUT_COLUMNS = ["dtype", "out_dtype", "output_dtype", "dtype_out", "otype", "o_dtype"]
 # quantisation of the inputs (a8w8: fp8 in, bf16 out; moe AQDType/WQDType; test_quant's q_dtype, an
 # exact element-wise check of torch's own quantisation), and other inputs: never the output dtype
-NOT_OUTPUT_COLUMNS = ["quantDtype", "q_dtype", "qType", "quant_type", "quant", "AQDType", "WQDType", "kv_dtype",
-                      "w_dtype", "h_dtype", "in_dtype", "ref_dtype"]
+NOT_OUTPUT_COLUMNS = [
+    "quantDtype",
+    "q_dtype",
+    "qType",
+    "quant_type",
+    "quant",
+    "AQDType",
+    "WQDType",
+    "kv_dtype",
+    "w_dtype",
+    "h_dtype",
+    "in_dtype",
+    "ref_dtype",
+]
 
 
 @pytest.mark.parametrize("column", OUTPUT_COLUMNS)
@@ -60,7 +77,8 @@ def test_an_output_dtype_column_of_fp8_needs_an_snr(tmp_path, column):
     v, reasons, c = verdict(tmp_path, summary(column, "torch.float8_e4m3fnuz"))
     line = NOISE.count("\n") + 5
     assert v == "INCONCLUSIVE" and reasons == [
-        f"torch.float8_e4m3fnuz output without an SNR (dtype from output line {line}: column '{column}')"]
+        f"torch.float8_e4m3fnuz output without an SNR (dtype from output line {line}: column '{column}')"
+    ]
     assert (c.dtype, c.dtype_source) == ("torch.float8_e4m3fnuz", f"output line {line}: column '{column}'")
 
 
@@ -79,12 +97,16 @@ def test_the_fp8_op_test_passes_with_an_snr_per_shape_and_keeps_the_lowest(tmp_p
 
 def test_the_legacy_perf_line_reads_dtype_and_not_quant_dtype(tmp_path):
     # committed_log_test_gemm_a8w8_skinny.txt: fp8 inputs, bf16 output
-    line = ("[aiter] a,b: [perf] dim: (4, 32, 8192)        dtype: torch.bfloat16, quantDtype: torch.float8_e4m3fnuz, "
-            "torch avg: 39.61    us, skinny_gemm avg: 7.70     us, uplift: 414.2%[checkAllclose atol=0.01 rtol=0.01 passed~]\n")
+    line = (
+        "[aiter] a,b: [perf] dim: (4, 32, 8192)        dtype: torch.bfloat16, quantDtype: torch.float8_e4m3fnuz, "
+        "torch avg: 39.61    us, skinny_gemm avg: 7.70     us, uplift: 414.2%[checkAllclose atol=0.01 rtol=0.01 passed~]\n"
+    )
     v, reasons, c = verdict(tmp_path, line)
     assert v == "PASS" and (c.dtype, c.dtype_source) == ("torch.bfloat16", "output line 1: dtype="), reasons
     v, reasons, c = verdict(tmp_path, line.replace("dtype: torch.bfloat16", "dtype: torch.float8_e4m3fn"))
-    assert v == "INCONCLUSIVE" and reasons == ["torch.float8_e4m3fn output without an SNR (dtype from output line 1: dtype=)"]
+    assert v == "INCONCLUSIVE" and reasons == [
+        "torch.float8_e4m3fn output without an SNR (dtype from output line 1: dtype=)"
+    ]
 
 
 def test_the_command_s_dtype_argument_counts(tmp_path):
@@ -105,31 +127,51 @@ def test_the_declared_dtype_comes_first_and_low_precision_anywhere_wins(tmp_path
     assert reasons == ["mxfp4 output without an SNR (dtype from declaration)"]
 
 
-@pytest.mark.parametrize("command, expected", [
-    ("python3 t.py -d fp8", ("fp8", "command: -d fp8")),
-    ("python3 t.py --dtype=fp4x2 -m 128", ("fp4x2", "command: --dtype fp4x2")),
-    ("python3 t.py -d bf16,fp8", ("fp8", "command: -d bf16,fp8")),
-    ("python3 t.py --otype fp8", ("fp8", "command: --otype fp8")),
-    ("python3 t.py -d bf16 -m 1", ("bf16", "command: -d bf16")),
-    ("python3 t.py -q fp8 -o fp8.csv -d_qk_v 128", None),
-    ("python3 t.py 'unclosed", None),
-    (None, None),
-])
+@pytest.mark.parametrize(
+    "command, expected",
+    [
+        ("python3 t.py -d fp8", ("fp8", "command: -d fp8")),
+        ("python3 t.py --dtype=fp4x2 -m 128", ("fp4x2", "command: --dtype fp4x2")),
+        ("python3 t.py -d bf16,fp8", ("fp8", "command: -d bf16,fp8")),
+        ("python3 t.py --otype fp8", ("fp8", "command: --otype fp8")),
+        ("python3 t.py -d bf16 -m 1", ("bf16", "command: -d bf16")),
+        ("python3 t.py -q fp8 -o fp8.csv -d_qk_v 128", None),
+        ("python3 t.py 'unclosed", None),
+        (None, None),
+    ],
+)
 def test_dtype_arguments(command, expected):
     from pytest_gpuverify.parsers.dtypes import dtype_from_command
 
     assert dtype_from_command(command) == expected
 
 
-@pytest.mark.parametrize("dtype", ["fp8", "FP8", "torch.float8_e4m3fnuz", "torch.float8_e4m3fn", "float8_e5m2",
-                                   "fp4x2", "torch.float4_e2m1fn_x2", "mxfp4", "e4m3", "E5M2", "fp8e4nv", "fp6"])
+@pytest.mark.parametrize(
+    "dtype",
+    [
+        "fp8",
+        "FP8",
+        "torch.float8_e4m3fnuz",
+        "torch.float8_e4m3fn",
+        "float8_e5m2",
+        "fp4x2",
+        "torch.float4_e2m1fn_x2",
+        "mxfp4",
+        "e4m3",
+        "E5M2",
+        "fp8e4nv",
+        "fp6",
+    ],
+)
 def test_low_precision_spellings(dtype):
     from pytest_gpuverify.parsers.dtypes import is_low_precision
 
     assert is_low_precision(dtype)
 
 
-@pytest.mark.parametrize("dtype", ["bf16", "fp16", "torch.float16", "fp32", "torch.float64", "i8", "int4", "i4x2", "fp64"])
+@pytest.mark.parametrize(
+    "dtype", ["bf16", "fp16", "torch.float16", "fp32", "torch.float64", "i8", "int4", "i4x2", "fp64"]
+)
 def test_not_low_precision(dtype):
     from pytest_gpuverify.parsers.dtypes import is_low_precision
 
@@ -138,9 +180,13 @@ def test_not_low_precision(dtype):
 
 # -- item 2: seed 004's per-shape lines ------------------------------------------------------------
 
+
 def seed004(worst: float = 0.9987, word: str = " PASS") -> str:
-    lines = [f"M={m} N=4096: cosine_sim={worst if m == 128 else 0.9995}, "
-             f"max_abs_error={'2.3e-04' if m == 128 else '1.1e-04'}{word}" for m in (1, 16, 32, 64, 128, 256, 512, 1024)]
+    lines = [
+        f"M={m} N=4096: cosine_sim={worst if m == 128 else 0.9995}, "
+        f"max_abs_error={'2.3e-04' if m == 128 else '1.1e-04'}{word}"
+        for m in (1, 16, 32, 64, 128, 256, 512, 1024)
+    ]
     return "\n".join(lines) + "\nAll 8 tests passed\n"
 
 
@@ -187,7 +233,9 @@ def test_a_measure_with_no_limit_and_no_word_is_no_result(tmp_path):
 
 def test_a_limit_declared_but_never_printed_stays_inconclusive(tmp_path):
     v, reasons, _ = verdict(tmp_path, seed004(), BENCH, thresholds=Thresholds(logits_diff_max=2e-3))
-    assert v == "INCONCLUSIVE" and reasons == ["logits_diff limit 0.002 declared, but the output printed no logits_diff"]
+    assert v == "INCONCLUSIVE" and reasons == [
+        "logits_diff limit 0.002 declared, but the output printed no logits_diff"
+    ]
 
 
 def test_a_summary_with_measures_is_not_a_shape(tmp_path):
@@ -205,7 +253,9 @@ def test_declared_words(tmp_path, kind):
     base = VALID[TRITON_PYTEST if kind == PYTEST else kind] if kind in (PYTEST, TRITON_PYTEST, FLYDSL_PYTEST) else NOISE
     v, reasons, c = verdict(tmp_path, base + "✅ Triton and Torch match\n", kind, **WORDS)
     assert v == "PASS" and c.checks_passed >= 1, reasons
-    v, reasons, _ = verdict(tmp_path, base + "❌ Triton and Torch differ\n" + "✅ Triton and Torch match\n", kind, **WORDS)
+    v, reasons, _ = verdict(
+        tmp_path, base + "❌ Triton and Torch differ\n" + "✅ Triton and Torch match\n", kind, **WORDS
+    )
     line = base.count("\n") + 1
     assert v == "FAIL" and f"line {line}: fail_pattern matches: ❌ Triton and Torch differ" in reasons
 
@@ -213,17 +263,22 @@ def test_declared_words(tmp_path, kind):
 def test_undeclared_words_prove_nothing(tmp_path):
     """Words no verdict line reads; the default verdict lines (printout.py) read Triton's, unless turned off."""
     assert verdict(tmp_path, "kernel looks fine to me\n", BENCH)[0] == "INCONCLUSIVE"
-    assert verdict(tmp_path, "✅ Triton and Torch match\n", BENCH, verdict_lines_off=("check-mark",))[0] == "INCONCLUSIVE"
+    assert (
+        verdict(tmp_path, "✅ Triton and Torch match\n", BENCH, verdict_lines_off=("check-mark",))[0] == "INCONCLUSIVE"
+    )
 
 
-@pytest.mark.parametrize("printed", [
-    "output: nan",
-    "triton_out = tensor([1.0000, nan, 3.0000], device='cuda:0')",
-    "out: tensor([[1., 2.],\n        [3., inf]], device='cuda:0')",
-    "tensor([nan, nan, nan], device='cuda:0', dtype=torch.bfloat16)",
-    "Kernel result: -inf",
-    "output:\u2009NaN",  # a Unicode space, another case
-])
+@pytest.mark.parametrize(
+    "printed",
+    [
+        "output: nan",
+        "triton_out = tensor([1.0000, nan, 3.0000], device='cuda:0')",
+        "out: tensor([[1., 2.],\n        [3., inf]], device='cuda:0')",
+        "tensor([nan, nan, nan], device='cuda:0', dtype=torch.bfloat16)",
+        "Kernel result: -inf",
+        "output:\u2009NaN",  # a Unicode space, another case
+    ],
+)
 @pytest.mark.parametrize("kind", [BENCH, AITER_OP_TEST, PYTEST])
 @pytest.mark.parametrize("engine", ["hyperscan", "re"])
 def test_nan_in_the_printed_result_fails(tmp_path, printed, kind, engine, monkeypatch):
@@ -238,12 +293,15 @@ def test_nan_in_the_printed_result_fails(tmp_path, printed, kind, engine, monkey
     assert any("NaN/inf in the printed result" in r for r in reasons), reasons
 
 
-@pytest.mark.parametrize("printed", [
-    "mask: tensor([[0., -inf], [0., 0.]])",  # an attention mask prints -inf: it is no result
-    "tensor([[0., -inf],\n        [0., 0.]])",
-    "out: tensor([1., 2.])\n[0., nan] is what the reference would print",  # the tensor was closed
-    "inference time: 3 ms",
-])
+@pytest.mark.parametrize(
+    "printed",
+    [
+        "mask: tensor([[0., -inf], [0., 0.]])",  # an attention mask prints -inf: it is no result
+        "tensor([[0., -inf],\n        [0., 0.]])",
+        "out: tensor([1., 2.])\n[0., nan] is what the reference would print",  # the tensor was closed
+        "inference time: 3 ms",
+    ],
+)
 def test_lookalikes_are_no_nan_finding(tmp_path, printed):
     v, reasons, c = verdict(tmp_path, "[checkAllclose atol=0.01 rtol=0.01 passed~]\n" + printed + "\n", BENCH)
     assert v == "PASS" and c.nan_count == 0, reasons
@@ -277,7 +335,9 @@ FAILING_LINES = [
 
 
 @pytest.mark.parametrize("kind", [BENCH, AITER_OP_TEST, PYTEST, TRITON_PYTEST, FLYDSL_PYTEST])
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture]
+)
 @given(which=st.integers(0, len(FAILING_LINES) - 1), at=st.integers(0, 10_000), noise=st.integers(0, 30))
 def test_a_failing_line_anywhere_never_passes(tmp_path, kind, which, at, noise):
     line, kinds = FAILING_LINES[which]

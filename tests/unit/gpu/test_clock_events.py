@@ -9,16 +9,22 @@ from types import SimpleNamespace
 import pytest
 
 from pytest_gpuverify.gpu.clocks import amd_events, nvml_clocks
-from pytest_gpuverify.records.clock_events import AMD_INDEP_REASONS, NVML_REASONS, NORMAL, POWER_CAP, classify
+from pytest_gpuverify.records.clock_events import AMD_INDEP_REASONS, NORMAL, NVML_REASONS, POWER_CAP, classify
 
 
 def nvml(reasons: int, event_call: bool = True) -> SimpleNamespace:
     """The calls of nvidia-ml-py that nvml_clocks makes, an H200 under a GEMM; ``event_call``: the
     binding has nvmlDeviceGetCurrentClocksEventReasons (12.x on), else only the older Throttle name."""
-    calls = dict(NVML_CLOCK_SM=1, NVML_CLOCK_MEM=2, NVML_TEMPERATURE_GPU=0,
-                 nvmlDeviceGetClockInfo=lambda h, kind: 1755 if kind == 1 else 3201,
-                 nvmlDeviceGetMaxClockInfo=lambda h, kind: 1980, nvmlDeviceGetTemperature=lambda h, kind: 61,
-                 nvmlDeviceGetPowerUsage=lambda h: 699_120, nvmlDeviceGetCurrentClocksThrottleReasons=lambda h: reasons)
+    calls = dict(
+        NVML_CLOCK_SM=1,
+        NVML_CLOCK_MEM=2,
+        NVML_TEMPERATURE_GPU=0,
+        nvmlDeviceGetClockInfo=lambda h, kind: 1755 if kind == 1 else 3201,
+        nvmlDeviceGetMaxClockInfo=lambda h, kind: 1980,
+        nvmlDeviceGetTemperature=lambda h, kind: 61,
+        nvmlDeviceGetPowerUsage=lambda h: 699_120,
+        nvmlDeviceGetCurrentClocksThrottleReasons=lambda h: reasons,
+    )
     if event_call:
         calls["nvmlDeviceGetCurrentClocksEventReasons"] = lambda h: reasons
     return SimpleNamespace(**calls)
@@ -30,10 +36,14 @@ def test_nvml_reasons_are_named_and_sorted_into_their_classes(event_call):
     assert sample.throttle == ("gpu_idle", "sw_power_cap") and sample.power_w == pytest.approx(699.12)
     assert classify(sample.throttle) == ([], ["gpu_idle", "sw_power_cap"])
     hot = nvml_clocks(nvml(0x4 | 0x20 | 0x40 | 0x8 | 0x80 | 0x10), 0, 0)
-    assert classify(hot.throttle) == (["hw_power_brake", "hw_slowdown", "hw_thermal", "sw_thermal", "sync_boost"],
-                                      ["sw_power_cap"])
-    assert classify(nvml_clocks(nvml(0x2 | 0x100), 0, 0).throttle) == ([], ["applications_clocks_setting",
-                                                                             "display_clock_setting"])
+    assert classify(hot.throttle) == (
+        ["hw_power_brake", "hw_slowdown", "hw_thermal", "sw_thermal", "sync_boost"],
+        ["sw_power_cap"],
+    )
+    assert classify(nvml_clocks(nvml(0x2 | 0x100), 0, 0).throttle) == (
+        [],
+        ["applications_clocks_setting", "display_clock_setting"],
+    )
 
 
 def test_every_nvml_reason_has_a_class_and_an_unknown_bit_is_unlike():
@@ -47,9 +57,15 @@ def test_every_nvml_reason_has_a_class_and_an_unknown_bit_is_unlike():
 def test_amd_independent_throttler_bits_are_named():
     bits = 1 << 0 | 1 << 16 | 1 << 36 | 1 << 47
     assert amd_events({"indep_throttle_status": bits, "throttle_status": 7}, dict) == [
-        "ppt0", "tdc_gfx", "temp_hotspot", "prochot_gfx"]
-    assert classify(["ppt0", "tdc_gfx", "temp_hotspot", "prochot_gfx"]) == (["prochot_gfx", "temp_hotspot"],
-                                                                           ["ppt0", "tdc_gfx"])
+        "ppt0",
+        "tdc_gfx",
+        "temp_hotspot",
+        "prochot_gfx",
+    ]
+    assert classify(["ppt0", "tdc_gfx", "temp_hotspot", "prochot_gfx"]) == (
+        ["prochot_gfx", "temp_hotspot"],
+        ["ppt0", "tdc_gfx"],
+    )
     assert amd_events({"indep_throttle_status": 0}, dict) == []
     names = {name for _, name in AMD_INDEP_REASONS}
     assert POWER_CAP & names == {"ppt0", "ppt1", "ppt2", "ppt3", "spl", "fppt", "sppt", "sppt_apu"}
@@ -58,8 +74,13 @@ def test_amd_independent_throttler_bits_are_named():
 
 def test_amd_without_independent_bits_reads_the_violation_flags_else_names_the_number():
     unsupported = {"indep_throttle_status": "N/A", "throttle_status": "N/A"}
-    flags = {"active_ppt_pwr": 1, "active_prochot_thrm": 0, "active_socket_thrm": 1, "active_vr_thrm": 255,
-             "active_hbm_thrm": 0}
+    flags = {
+        "active_ppt_pwr": 1,
+        "active_prochot_thrm": 0,
+        "active_socket_thrm": 1,
+        "active_vr_thrm": 255,
+        "active_hbm_thrm": 0,
+    }
     assert amd_events(unsupported, lambda: flags) == ["ppt_pwr", "socket_thrm"]
     assert classify(["ppt_pwr", "socket_thrm"]) == (["socket_thrm"], ["ppt_pwr"])
     every_flag_unsupported = dict.fromkeys(flags, 255)

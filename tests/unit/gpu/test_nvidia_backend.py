@@ -12,10 +12,10 @@ import time
 import types
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Optional
 
 import pytest
 
+from pytest_gpuverify.execute.host_commands import CommandResult, LocalHost
 from pytest_gpuverify.gpu.base import GpuInfo, GpuToolError
 from pytest_gpuverify.gpu.nvidia import (
     NvidiaBackend,
@@ -27,7 +27,6 @@ from pytest_gpuverify.gpu.nvidia import (
     plausible_bytes,
     smi_query_gpu_argv,
 )
-from pytest_gpuverify.execute.host_commands import CommandResult, LocalHost
 from pytest_gpuverify.lease.sampler import IdleCriteria, busy_reason
 
 SAMPLES = Path(__file__).parents[2] / "data" / "samples" / "gpu_tools"
@@ -57,7 +56,13 @@ def test_sample_idle_queries():
     assert len(gpus) == 1
     g = gpus[0]
     assert (g.index, g.uuid, g.name, g.use_pct, g.vram_used_bytes, g.vram_total_bytes) == (
-        0, H200_UUID, "NVIDIA H200", 0.0, 0, H200_TOTAL)
+        0,
+        H200_UUID,
+        "NVIDIA H200",
+        0.0,
+        0,
+        H200_TOTAL,
+    )
     assert g.compute_cap is None and g.arch is None  # the capture did not ask compute_cap
     assert any("NVIDIA-SMI" in line for line in other)
     # an idle GPU: the apps query printed its header only (csv) or nothing (noheader)
@@ -86,7 +91,8 @@ def test_sample_q_d_units_process_name_and_no_devices():
     text = sample_text("nvidia-smi_q_d_UTILIZATION_and_nvml_procs_H200.txt")
     gpus, other = parse_query_gpu_csv_lines(text)
     assert [(g.index, g.use_pct, g.vram_used_bytes, g.vram_total_bytes) for g in gpus] == [
-        (0, 100.0, 1231 * MIB, H200_TOTAL)]
+        (0, 100.0, 1231 * MIB, H200_TOTAL)
+    ]
     apps = parse_compute_apps_csv(text)
     assert [(a.pid, a.name, a.vram_bytes) for a in apps] == [(677, "python3", 1222 * MIB)]
     assert "No devices were found" in other
@@ -98,7 +104,8 @@ def test_sample_cuda_visible_devices_uuid_prefix_selects_the_gpu():
     text = sample_text("cuda_visible_devices_vs_nvidia-smi_H200.txt")
     counts = {
         line.split("'")[1]: int(line.split("torch count: ")[1].split(";")[0])
-        for line in text.splitlines() if line.startswith("CUDA_VISIBLE_DEVICES=")
+        for line in text.splitlines()
+        if line.startswith("CUDA_VISIBLE_DEVICES=")
     }
     assert counts["GPU-65f1"] == 1 and counts["1"] == 0 and counts[""] == 0
     backend = NvidiaBackend(LocalHost(), use_nvml=False)
@@ -110,17 +117,28 @@ def test_sample_cuda_visible_devices_uuid_prefix_selects_the_gpu():
 IDLE = f"0, {H200_UUID}, NVIDIA H200, 0, 0, 143771, 9.0\n"
 TWO = f"0, {H200_UUID}, NVIDIA H200, 0, 0, 143771, 9.0\n1, {UUID_B}, NVIDIA H200, 100, 1231, 143771, 9.0\n"
 BUSY_APPS = f"{UUID_B}, 499, 1222\n"
-NA = (f"0, {H200_UUID}, NVIDIA GB10, [N/A], [N/A], [N/A], 12.1\n"
-      f"1, {UUID_B}, NVIDIA A100-SXM4-80GB, [Not Supported], 10, 81920, [N/A]\n")
-FELL_OFF = ("Unable to determine the device handle for GPU0000:01:00.0: GPU has fallen off the bus.\n"
-            f"1, {UUID_B}, NVIDIA H200, 0, 0, 143771, 9.0\n")
+NA = (
+    f"0, {H200_UUID}, NVIDIA GB10, [N/A], [N/A], [N/A], 12.1\n"
+    f"1, {UUID_B}, NVIDIA A100-SXM4-80GB, [Not Supported], 10, 81920, [N/A]\n"
+)
+FELL_OFF = (
+    "Unable to determine the device handle for GPU0000:01:00.0: GPU has fallen off the bus.\n"
+    f"1, {UUID_B}, NVIDIA H200, 0, 0, 143771, 9.0\n"
+)
 GARBAGE = "\x00\x01 segfault\n0, GPU-abc, NVIDIA\nfoo, bar, baz, 1, 2, 3\n<html>, 1, 2\n12, 34\n"
 
 
 def test_inline_idle():
     (g,) = parse_query_gpu_csv(IDLE)
     assert (g.index, g.uuid, g.name, g.use_pct, g.vram_used_bytes, g.vram_total_bytes, g.arch) == (
-        0, H200_UUID, "NVIDIA H200", 0.0, 0, H200_TOTAL, "sm_90")
+        0,
+        H200_UUID,
+        "NVIDIA H200",
+        0.0,
+        0,
+        H200_TOTAL,
+        "sm_90",
+    )
     assert parse_compute_apps_csv("") == []
 
 
@@ -159,25 +177,46 @@ def test_inline_names_with_commas_and_spaces():
     text = f"3, {H200_UUID}, NVIDIA RTX 6000 Ada Generation,Rev 2, 5, 10, 49140, 8.9\n"
     (g,) = parse_query_gpu_csv(text)
     assert (g.index, g.name, g.use_pct, g.vram_total_bytes, g.arch) == (
-        3, "NVIDIA RTX 6000 Ada Generation,Rev 2", 5.0, 49140 * MIB, "sm_89")
+        3,
+        "NVIDIA RTX 6000 Ada Generation,Rev 2",
+        5.0,
+        49140 * MIB,
+        "sm_89",
+    )
     (app,) = parse_compute_apps_csv(f"{H200_UUID}, 77, my, odd name, 12 MiB\n")
     assert (app.pid, app.name, app.vram_bytes) == (77, "my, odd name", 12 * MIB)
 
 
 def test_inline_without_compute_cap_and_header_with_units():
-    text = ("index, uuid, name, utilization.gpu [%], memory.used [MiB], memory.total [MiB]\n"
-            f"0, {H200_UUID}, NVIDIA H200, 7 %, 100 MiB, 143771 MiB\n")
+    text = (
+        "index, uuid, name, utilization.gpu [%], memory.used [MiB], memory.total [MiB]\n"
+        f"0, {H200_UUID}, NVIDIA H200, 7 %, 100 MiB, 143771 MiB\n"
+    )
     (g,) = parse_query_gpu_csv(text)
     assert (g.use_pct, g.vram_used_bytes, g.arch) == (7.0, 100 * MIB, None)
     (g,) = parse_query_gpu_csv(f"0, {H200_UUID}, NVIDIA H200, 0, 0, 143771\n", with_compute_cap=False)
     assert g.vram_total_bytes == H200_TOTAL
 
 
-@pytest.mark.parametrize("text,arch", [
-    ("9.0", "sm_90"), (" 8.9\n", "sm_89"), ("10.0", "sm_100"), ("12.1", "sm_121"), ("7.5", "sm_75"),
-    ((9, 0), "sm_90"), ("[N/A]", None), ("", None), ("9", None), ("sm_90", None), ("0.0", None),
-    ('Field "compute_cap" is not a valid field to query.', None), ("GPU0000:01:00.0", None), (None, None),
-])
+@pytest.mark.parametrize(
+    "text,arch",
+    [
+        ("9.0", "sm_90"),
+        (" 8.9\n", "sm_89"),
+        ("10.0", "sm_100"),
+        ("12.1", "sm_121"),
+        ("7.5", "sm_75"),
+        ((9, 0), "sm_90"),
+        ("[N/A]", None),
+        ("", None),
+        ("9", None),
+        ("sm_90", None),
+        ("0.0", None),
+        ('Field "compute_cap" is not a valid field to query.', None),
+        ("GPU0000:01:00.0", None),
+        (None, None),
+    ],
+)
 def test_arch_from_compute_cap(text, arch):
     assert arch_from_compute_cap(text) == arch
 
@@ -202,8 +241,15 @@ class FakeSmi:
         self.log = self.dir / "calls.log"
         self.set(gpu=IDLE, apps="")
 
-    def set(self, gpu: str = IDLE, apps: str = "", gpu_rc: int = 0, apps_rc: int = 0, hang: bool = False,
-            no_cap: Optional[str] = None) -> FakeSmi:
+    def set(
+        self,
+        gpu: str = IDLE,
+        apps: str = "",
+        gpu_rc: int = 0,
+        apps_rc: int = 0,
+        hang: bool = False,
+        no_cap: str | None = None,
+    ) -> FakeSmi:
         """``no_cap``: what the query without compute_cap prints; when set, the query with it is
         rejected as an older driver rejects it."""
         (self.dir / "gpu.txt").write_text(gpu)
@@ -213,8 +259,8 @@ class FakeSmi:
         cap_branch = (
             '  --query-gpu=*compute_cap*) echo "Field \\"compute_cap\\" is not a valid field to query."; exit 2 ;;\n'
             f'  --query-gpu=*) cat "$D/nocap.txt"; exit {gpu_rc} ;;\n'
-            if no_cap is not None else
-            f'  --query-gpu=*) cat "$D/gpu.txt"; exit {gpu_rc} ;;\n'
+            if no_cap is not None
+            else f'  --query-gpu=*) cat "$D/gpu.txt"; exit {gpu_rc} ;;\n'
         )
         script = (
             "#!/bin/sh\n"
@@ -362,7 +408,7 @@ class RemoteHost:
     def __init__(self, outputs: dict[str, str]) -> None:
         self.outputs, self.argvs = outputs, []
 
-    def which(self, program: str) -> Optional[str]:
+    def which(self, program: str) -> str | None:
         return "/usr/bin/" + program
 
     def run(self, argv, timeout=30.0, env=None) -> CommandResult:
@@ -393,9 +439,21 @@ class FakeNvmlError(Exception):
 
 
 def gpu_dev(**kw) -> dict:
-    dev = {"uuid": H200_UUID, "name": "NVIDIA H200", "cc": (9, 0), "total": 150754820096, "v1_used": 644939776,
-           "v2_used": 0, "samples": [], "rate": 0, "procs": [], "handle_error": None, "procs_error": None,
-           "proc_samples": [], "proc_util_error": None}
+    dev = {
+        "uuid": H200_UUID,
+        "name": "NVIDIA H200",
+        "cc": (9, 0),
+        "total": 150754820096,
+        "v1_used": 644939776,
+        "v2_used": 0,
+        "samples": [],
+        "rate": 0,
+        "procs": [],
+        "handle_error": None,
+        "procs_error": None,
+        "proc_samples": [],
+        "proc_util_error": None,
+    }
     dev.update(kw)
     return dev
 
@@ -406,7 +464,7 @@ class FakeNvml(types.ModuleType):
     NVML_GPU_UTILIZATION_SAMPLES = 1
     nvmlMemory_v2 = 0x02000028
 
-    def __init__(self, devices: list[dict], init_error: Optional[int] = None) -> None:
+    def __init__(self, devices: list[dict], init_error: int | None = None) -> None:
         super().__init__("pynvml")
         self.NVMLError = FakeNvmlError
         self.devices, self.init_error = devices, init_error
@@ -454,7 +512,9 @@ class FakeNvml(types.ModuleType):
         fresh = [(ts, pid, sm) for ts, pid, sm in d["proc_samples"] if ts > last]
         if not fresh:
             raise FakeNvmlError(6)
-        return [SimpleNamespace(pid=pid, timeStamp=ts, smUtil=sm, memUtil=0, encUtil=0, decUtil=0) for ts, pid, sm in fresh]
+        return [
+            SimpleNamespace(pid=pid, timeStamp=ts, smUtil=sm, memUtil=0, encUtil=0, decUtil=0) for ts, pid, sm in fresh
+        ]
 
     def nvmlDeviceGetUtilizationRates(self, h):
         return SimpleNamespace(gpu=self._dev(h)["rate"], memory=0)
@@ -462,8 +522,10 @@ class FakeNvml(types.ModuleType):
     def nvmlDeviceGetComputeRunningProcesses(self, h):
         if self._dev(h)["procs_error"] is not None:
             raise FakeNvmlError(self._dev(h)["procs_error"])
-        return [SimpleNamespace(pid=pid, usedGpuMemory=mem, gpuInstanceId=4294967295, computeInstanceId=4294967295)
-                for pid, mem in self._dev(h)["procs"]]
+        return [
+            SimpleNamespace(pid=pid, usedGpuMemory=mem, gpuInstanceId=4294967295, computeInstanceId=4294967295)
+            for pid, mem in self._dev(h)["procs"]
+        ]
 
     def nvmlSystemGetProcessName(self, pid):
         if pid == 13:
@@ -482,10 +544,11 @@ class FakeNvml(types.ModuleType):
 
 @pytest.fixture
 def fake_nvml(monkeypatch):
-    def install(devices: list[dict], init_error: Optional[int] = None) -> FakeNvml:
+    def install(devices: list[dict], init_error: int | None = None) -> FakeNvml:
         mod = FakeNvml(devices, init_error)
         monkeypatch.setitem(sys.modules, "pynvml", mod)
         return mod
+
     return install
 
 
@@ -510,7 +573,12 @@ def test_nvml_processes_and_sentinels(fake_nvml):
     fake_nvml([gpu_dev(procs=[(499, 1281359872), (500, None), (501, 4294967295), (502, 1 << 62), (13, 0)])])
     (r,) = NvidiaBackend(LocalHost()).read()
     assert [(p.pid, p.vram_bytes) for p in r.processes] == [
-        (499, 1281359872), (500, None), (501, None), (502, None), (13, 0)]
+        (499, 1281359872),
+        (500, None),
+        (501, None),
+        (502, None),
+        (13, 0),
+    ]
     assert r.processes[0].name == "python3" and r.processes[-1].name == ""
     assert busy_reason(r, IdleCriteria()) == "process 499 (python3) on it"
 
@@ -583,7 +651,9 @@ def test_nvml_inventory_close_and_reinit(fake_nvml):
     backend = NvidiaBackend(LocalHost())
     infos = backend.inventory()
     assert [(i.index, i.arch, i.name, i.uuid) for i in infos] == [
-        (0, "sm_90", "NVIDIA H200", H200_UUID), (1, "sm_100", "NVIDIA B200", UUID_B)]
+        (0, "sm_90", "NVIDIA H200", H200_UUID),
+        (1, "sm_100", "NVIDIA B200", UUID_B),
+    ]
     assert backend.host_arch() == "sm_90"
     assert backend.visible_value(infos[::-1]) == f"{UUID_B},{H200_UUID}"
     backend.close()
@@ -641,8 +711,12 @@ def _buffer(now_us: int, values: list[int], every_us: int = 200_000) -> list[tup
 def test_nvml_history_gives_the_window_at_once(fake_nvml):
     now_us = int(time.time() * 1e6)
     # 14 s of samples: busy long ago (outside a 2 s window), idle in it
-    fake_nvml([gpu_dev(samples=_buffer(now_us, [100] * 60 + [0] * 10)),
-               gpu_dev(uuid=UUID_B, samples=_buffer(now_us, [0] * 60 + [0, 0, 0, 40, 0, 0, 0, 0, 0, 0]))])
+    fake_nvml(
+        [
+            gpu_dev(samples=_buffer(now_us, [100] * 60 + [0] * 10)),
+            gpu_dev(uuid=UUID_B, samples=_buffer(now_us, [0] * 60 + [0, 0, 0, 40, 0, 0, 0, 0, 0, 0])),
+        ]
+    )
     backend = NvidiaBackend(LocalHost())
     got, why = backend.history(2.0)
     assert got is not None and why == ""
@@ -654,20 +728,29 @@ def test_nvml_history_gives_the_window_at_once(fake_nvml):
 
 def test_nvml_history_counts_a_process_that_used_the_gpu_in_the_window(fake_nvml):
     now_us = int(time.time() * 1e6)
-    fake_nvml([gpu_dev(samples=_buffer(now_us, [0] * 70), proc_samples=[(now_us - 1_000_000, 4242, 0),
-                                                                         (now_us - 9_000_000, 77, 90)])])
+    fake_nvml(
+        [
+            gpu_dev(
+                samples=_buffer(now_us, [0] * 70),
+                proc_samples=[(now_us - 1_000_000, 4242, 0), (now_us - 9_000_000, 77, 90)],
+            )
+        ]
+    )
     got, _ = NvidiaBackend(LocalHost()).history(2.0)
     (r,) = got.readings
     assert [p.pid for p in r.processes] == [4242], "the process of 1 s ago, not the one of 9 s ago"
     assert busy_reason(r, IdleCriteria()).startswith("process 4242")
 
 
-@pytest.mark.parametrize("dev,why", [
-    (lambda now: gpu_dev(samples=_buffer(now, [0] * 5)), "reach back 0.9 s, less than the window"),
-    (lambda now: gpu_dev(samples=[(now - 5_000_000 - k * 200_000, 0) for k in range(40)]), "is 5.0 s old"),
-    (lambda now: gpu_dev(samples=[]), "holds no utilisation sample"),
-    (lambda now: gpu_dev(samples=_buffer(now, [0] * 70), proc_util_error=3), "nvmlDeviceGetProcessUtilization"),
-])
+@pytest.mark.parametrize(
+    "dev,why",
+    [
+        (lambda now: gpu_dev(samples=_buffer(now, [0] * 5)), "reach back 0.9 s, less than the window"),
+        (lambda now: gpu_dev(samples=[(now - 5_000_000 - k * 200_000, 0) for k in range(40)]), "is 5.0 s old"),
+        (lambda now: gpu_dev(samples=[]), "holds no utilisation sample"),
+        (lambda now: gpu_dev(samples=_buffer(now, [0] * 70), proc_util_error=3), "nvmlDeviceGetProcessUtilization"),
+    ],
+)
 def test_nvml_history_too_short_or_unsupported_says_why(fake_nvml, dev, why):
     fake_nvml([dev(int(time.time() * 1e6))])
     got, note = NvidiaBackend(LocalHost()).history(2.0)
@@ -680,7 +763,9 @@ def test_the_first_pick_waits_no_window_where_nvml_keeps_history(fake_nvml, tmp_
     from pytest_gpuverify.lease.window_history import DRIVER, WINDOW, history_source
 
     now_us = int(time.time() * 1e6)
-    nv = fake_nvml([gpu_dev(samples=_buffer(now_us, [0] * 70)), gpu_dev(uuid=UUID_B, samples=_buffer(now_us, [0] * 65 + [99] * 5))])
+    nv = fake_nvml(
+        [gpu_dev(samples=_buffer(now_us, [0] * 70)), gpu_dev(uuid=UUID_B, samples=_buffer(now_us, [0] * 65 + [99] * 5))]
+    )
     backend = NvidiaBackend(LocalHost())
     source = history_source(backend, None, "sm_90", str(tmp_path / "gpu-<id>.lock"), 0.4)
     sampler = IdleSampler(backend, 2.0, interval_s=0.4, history=source)
@@ -695,8 +780,12 @@ def test_the_first_pick_waits_no_window_where_nvml_keeps_history(fake_nvml, tmp_
     finally:
         sampler.stop()
     nv.devices[0]["samples"] = _buffer(now_us, [0] * 3)  # a driver just loaded: sample the window
-    sampler = IdleSampler(NvidiaBackend(LocalHost()), 2.0, interval_s=0.4,
-                          history=history_source(NvidiaBackend(LocalHost()), None, "sm_90", "/x/gpu-<id>.lock", 0.4))
+    sampler = IdleSampler(
+        NvidiaBackend(LocalHost()),
+        2.0,
+        interval_s=0.4,
+        history=history_source(NvidiaBackend(LocalHost()), None, "sm_90", "/x/gpu-<id>.lock", 0.4),
+    )
     sampler.start()
     try:
         assert not sampler.wait_for_full_window(timeout=0.3)
@@ -730,8 +819,13 @@ def test_a_gpu_busy_just_before_the_session_is_waited_for_not_refused(fake_nvml,
     fake_nvml([gpu_dev(samples=_buffer(now_us, values))])
     backend = NvidiaBackend(LocalHost())
     lock = parse_lock_prefix(f"flock -w 600 {tmp_path}/gpu-<id>.lock")
-    sampler = IdleSampler(backend, 2.0, interval_s=0.4, lock_path_for=lock.path_for,
-                          history=history_source(backend, None, "sm_90", lock.path_template, 0.4))
+    sampler = IdleSampler(
+        backend,
+        2.0,
+        interval_s=0.4,
+        lock_path_for=lock.path_for,
+        history=history_source(backend, None, "sm_90", lock.path_template, 0.4),
+    )
     sampler.start()
     try:
         assert sampler.window_source == DRIVER and sampler.judge_window().busy == {0: "use 99%"}

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from pytest_gpuverify.execute.host_commands import CommandResult
 from pytest_gpuverify.gpu.base import GpuProcess, GpuToolError
 from pytest_gpuverify.gpu.rocm import (
     RocmBackend,
@@ -30,7 +31,6 @@ from pytest_gpuverify.gpu.rocm import (
     parse_rocminfo_arch,
     parse_rocminfo_gpus,
 )
-from pytest_gpuverify.execute.host_commands import CommandResult
 
 SAMPLES = Path(__file__).parents[2] / "data" / "samples" / "gpu_tools"
 MIB = 1 << 20
@@ -85,18 +85,26 @@ def test_extract_json_garbage_is_none(text):
 
 
 def test_extract_json_skips_warning_and_trailing_text():
-    text = ("WARNING: User is missing the following required groups: render, video. Please add user to these groups.\n"
-            '[{"gpu": 0}]\n{"second": 1}\ntrailing words\n')
+    text = (
+        "WARNING: User is missing the following required groups: render, video. Please add user to these groups.\n"
+        '[{"gpu": 0}]\n{"second": 1}\ntrailing words\n'
+    )
     assert extract_json(text) == [{"gpu": 0}]
-    assert extract_json("[... excerpt ...]\n  {\"a\": 1} and more") == {"a": 1}
+    assert extract_json('[... excerpt ...]\n  {"a": 1} and more') == {"a": 1}
 
 
 # ------------------------------------------------------------------------------------ amd-smi
-METRIC_LIST = json.dumps([
-    {"gpu": 0, "usage": {"gfx_activity": {"value": 0, "unit": "%"}, "umc_activity": "N/A"},
-     "mem_usage": {"total_vram": {"value": 196592, "unit": "MB"}, "used_vram": {"value": 283, "unit": "MB"}}},
-    {"gpu": 1, "usage": "N/A", "mem_usage": {"total_vram": "N/A", "used_vram": {"value": "N/A", "unit": "MB"}}},
-], indent=4)
+METRIC_LIST = json.dumps(
+    [
+        {
+            "gpu": 0,
+            "usage": {"gfx_activity": {"value": 0, "unit": "%"}, "umc_activity": "N/A"},
+            "mem_usage": {"total_vram": {"value": 196592, "unit": "MB"}, "used_vram": {"value": 283, "unit": "MB"}},
+        },
+        {"gpu": 1, "usage": "N/A", "mem_usage": {"total_vram": "N/A", "used_vram": {"value": "N/A", "unit": "MB"}}},
+    ],
+    indent=4,
+)
 
 
 def test_amd_smi_metric_list_envelope_with_na():
@@ -106,9 +114,16 @@ def test_amd_smi_metric_list_envelope_with_na():
 
 
 def test_amd_smi_metric_gpu_data_envelope_plain_numbers_and_warning():
-    text = "WARNING: User is missing the following required groups: render. Please add user to these groups.\n" + \
-        json.dumps({"gpu_data": [{"gpu": 3, "usage": {"gfx_activity": 97}, "mem_usage": {"used_vram": 3072,
-                                                                                         "total_vram": "8192 MB"}}]})
+    text = (
+        "WARNING: User is missing the following required groups: render. Please add user to these groups.\n"
+        + json.dumps(
+            {
+                "gpu_data": [
+                    {"gpu": 3, "usage": {"gfx_activity": 97}, "mem_usage": {"used_vram": 3072, "total_vram": "8192 MB"}}
+                ]
+            }
+        )
+    )
     (r,) = parse_amd_smi_metric(text)
     assert (r.index, r.use_pct, r.vram_used_bytes, r.vram_total_bytes) == (3, 97.0, 3072 * MIB, 8192 * MIB)
 
@@ -122,7 +137,8 @@ def test_amd_smi_metric_samples():
     (w7700,) = parse_amd_smi_metric(close_json(sample("amd-smi_metric_u_json_W7700_rocm6.x_list_format.txt")))
     assert (w7700.index, w7700.use_pct, w7700.vram_used_bytes) == (0, 42.0, None)
     static_text, metric_text = sample("amd-smi_static_asic_and_metric_u_json_gpu_data_RX7900XTX_rocm7.x.txt").split(
-        "\n\n", 1)
+        "\n\n", 1
+    )
     (xtx,) = parse_amd_smi_metric(close_json(metric_text))
     assert (xtx.index, xtx.use_pct) == (0, 2.0)
     (info,) = parse_amd_smi_static(static_text)
@@ -130,21 +146,37 @@ def test_amd_smi_metric_samples():
     assert parse_amd_smi_metric(sample("amd-smi_metric_p_json_units_rocm6.1_changelog.txt"))[0].use_pct is None
 
 
-PROCESS_JSON = json.dumps([
-    {"gpu": 0, "process_list": [{"process_info": "No running processes detected"}]},
-    {"gpu": 1, "process_list": [
-        {"process_info": {"name": "N/A", "pid": 2266127, "memory_usage": {
-            "gtt_mem": {"value": 0, "unit": "B"}, "vram_mem": {"value": 2040109465, "unit": "B"}},
-            "mem_usage": {"value": 0, "unit": "B"}}},
-        {"process_info": {"name": "python3", "pid": 17, "mem_usage": {"value": 0, "unit": "B"}}}]},
-])
+PROCESS_JSON = json.dumps(
+    [
+        {"gpu": 0, "process_list": [{"process_info": "No running processes detected"}]},
+        {
+            "gpu": 1,
+            "process_list": [
+                {
+                    "process_info": {
+                        "name": "N/A",
+                        "pid": 2266127,
+                        "memory_usage": {
+                            "gtt_mem": {"value": 0, "unit": "B"},
+                            "vram_mem": {"value": 2040109465, "unit": "B"},
+                        },
+                        "mem_usage": {"value": 0, "unit": "B"},
+                    }
+                },
+                {"process_info": {"name": "python3", "pid": 17, "mem_usage": {"value": 0, "unit": "B"}}},
+            ],
+        },
+    ]
+)
 
 
 def test_amd_smi_process_inline():
     procs = parse_amd_smi_process(PROCESS_JSON)
     assert procs[0] == []
-    assert procs[1] == [GpuProcess(pid=2266127, name="", vram_bytes=2040109465),
-                        GpuProcess(pid=17, name="python3", vram_bytes=0)]
+    assert procs[1] == [
+        GpuProcess(pid=2266127, name="", vram_bytes=2040109465),
+        GpuProcess(pid=17, name="python3", vram_bytes=0),
+    ]
     assert drop_kfd_only(procs[1]) == [procs[1][0]]
     assert drop_kfd_only([GpuProcess(pid=1, vram_bytes=None)]) == [GpuProcess(pid=1, vram_bytes=None)]
 
@@ -166,14 +198,36 @@ def test_amd_smi_process_samples():
 
 
 def test_amd_smi_list_and_hip_map():
-    text = json.dumps([
-        {"gpu": 0, "bdf": "0000:05:00.0", "uuid": "a", "kfd_id": 1, "node_id": 9, "partition_id": 0, "hip_id": 1,
-         "hip_uuid": "GPU-aa"},
-        {"gpu": 1, "bdf": "0000:26:00.0", "uuid": "b", "kfd_id": 2, "node_id": 8, "partition_id": 0, "hip_id": 0,
-         "hip_uuid": "GPU-bb"}], indent=4)
+    text = json.dumps(
+        [
+            {
+                "gpu": 0,
+                "bdf": "0000:05:00.0",
+                "uuid": "a",
+                "kfd_id": 1,
+                "node_id": 9,
+                "partition_id": 0,
+                "hip_id": 1,
+                "hip_uuid": "GPU-aa",
+            },
+            {
+                "gpu": 1,
+                "bdf": "0000:26:00.0",
+                "uuid": "b",
+                "kfd_id": 2,
+                "node_id": 8,
+                "partition_id": 0,
+                "hip_id": 0,
+                "hip_uuid": "GPU-bb",
+            },
+        ],
+        indent=4,
+    )
     devs = parse_amd_smi_list(text)
     assert [(d.gpu, d.bdf, d.node_id, d.hip_id, d.hip_uuid) for d in devs] == [
-        (0, "0000:05:00.0", 9, 1, "GPU-aa"), (1, "0000:26:00.0", 8, 0, "GPU-bb")]
+        (0, "0000:05:00.0", 9, 1, "GPU-aa"),
+        (1, "0000:26:00.0", 8, 0, "GPU-bb"),
+    ]
     assert hip_indices_from_amd_smi(devs) == {0: 1, 1: 0}
     no_hip = [d.model_copy(update={"hip_id": None}) for d in devs]
     assert hip_indices_from_amd_smi(no_hip) == {0: 1, 1: 0}  # from node ids
@@ -182,8 +236,10 @@ def test_amd_smi_list_and_hip_map():
 
 
 # ------------------------------------------------------------------------------------ rocm-smi
-RSMI_JSON = ('{"card0": {"GPU use (%)": "3", "GFX Activity": "50288", "VRAM Total Memory (B)": "206158430208", '
-             '"VRAM Total Used Memory (B)": "296747008"}, "card1": {"GPU use (%)": "N/A"}, "system": {}}')
+RSMI_JSON = (
+    '{"card0": {"GPU use (%)": "3", "GFX Activity": "50288", "VRAM Total Memory (B)": "206158430208", '
+    '"VRAM Total Used Memory (B)": "296747008"}, "card1": {"GPU use (%)": "N/A"}, "system": {}}'
+)
 
 
 def test_rocm_smi_json_inline():
@@ -225,8 +281,7 @@ def test_rocm_smi_productname_text_samples_and_hip_map():
         products = parse_rocm_smi_productname_json(part)
         assert [p.gfx for p in products][:3] == ["gfx942"] * 3
     products = parse_rocm_smi_productname_json(collapsed)
-    assert [(p.card, p.node_id, p.series) for p in products] == [
-        (i, 4 + i, "AMD Instinct MI300X VF") for i in range(4)]
+    assert [(p.card, p.node_id, p.series) for p in products] == [(i, 4 + i, "AMD Instinct MI300X VF") for i in range(4)]
     assert hip_indices_from_nodes({p.card: p.node_id for p in products}) == {0: 0, 1: 1, 2: 2, 3: 3}
     (mi100,) = parse_rocm_smi_productname_json(sample("rocm-smi_showproductname_MI100_rocm4.0.txt"))
     assert (mi100.series, mi100.node_id, mi100.gfx) == ("0x738c", None, None)
@@ -238,21 +293,24 @@ def test_hip_map_reversed_and_duplicate_nodes():
     assert hip_indices_from_nodes({0: 2, 1: 2}) == {}
 
 
-SHOWPIDS = ("\n\n" + "=" * 28 + " ROCm System Management Interface " + "=" * 28 + "\n"
-            "===================================== KFD Processes ======================================\n"
-            "KFD process information:\n"
-            "PID    \tPROCESS NAME\tGPU(s)\tVRAM USED  \tSDMA USED\tCU OCCUPANCY\t\n"
-            "4242   \tpython3     \t2     \t85899345920\t0        \t0           \t\n"
-            "777    \tkfd_open    \t0     \t0          \t0        \t0           \t\n"
-            + "=" * 90 + "\n"
-            "================================== GPUs Indexed by PID ===================================\n"
-            "PID 4242 is using 2 DRM device(s):\n3 5 \nPID 777 is using 0 DRM device(s)\n" + "=" * 90 + "\n")
+SHOWPIDS = (
+    "\n\n" + "=" * 28 + " ROCm System Management Interface " + "=" * 28 + "\n"
+    "===================================== KFD Processes ======================================\n"
+    "KFD process information:\n"
+    "PID    \tPROCESS NAME\tGPU(s)\tVRAM USED  \tSDMA USED\tCU OCCUPANCY\t\n"
+    "4242   \tpython3     \t2     \t85899345920\t0        \t0           \t\n"
+    "777    \tkfd_open    \t0     \t0          \t0        \t0           \t\n" + "=" * 90 + "\n"
+    "================================== GPUs Indexed by PID ===================================\n"
+    "PID 4242 is using 2 DRM device(s):\n3 5 \nPID 777 is using 0 DRM device(s)\n" + "=" * 90 + "\n"
+)
 
 
 def test_rocm_smi_showpids_and_pidgpus_inline():
     rows = parse_rocm_smi_showpids(SHOWPIDS)
-    assert rows == [RocmSmiPid(pid=4242, name="python3", gpu_count=2, vram_bytes=85899345920),
-                    RocmSmiPid(pid=777, name="kfd_open", gpu_count=0, vram_bytes=0)]
+    assert rows == [
+        RocmSmiPid(pid=4242, name="python3", gpu_count=2, vram_bytes=85899345920),
+        RocmSmiPid(pid=777, name="kfd_open", gpu_count=0, vram_bytes=0),
+    ]
     pidgpus = parse_rocm_smi_showpidgpus(SHOWPIDS)
     assert pidgpus == {4242: [3, 5], 777: []}
     per_card = attribute_rocm_smi_processes(rows, pidgpus, range(8))
@@ -260,7 +318,8 @@ def test_rocm_smi_showpids_and_pidgpus_inline():
     collapsed = SHOWPIDS.replace("\t", " ")
     assert parse_rocm_smi_showpids(collapsed) == rows
     assert parse_rocm_smi_showpids('{"system": {"PID4242": "my job, 1, 1024, 0, 0"}}') == [
-        RocmSmiPid(pid=4242, name="my job", gpu_count=1, vram_bytes=1024)]
+        RocmSmiPid(pid=4242, name="my job", gpu_count=1, vram_bytes=1024)
+    ]
 
 
 @pytest.mark.parametrize("text", ["", "garbage\n", "\n\n" + "=" * 90 + "\n" + "=" * 90 + "\n"])
@@ -279,15 +338,23 @@ def test_rocm_smi_showpids_samples():
     assert per_card[0] == per_card[1] == [GpuProcess(pid=1168514, name="pt_main_thread", vram_bytes=177386942464)]
     unknown = parse_rocm_smi_showpids(sample("rocm-smi_showpids_not_supported_rocm6.0-6.1.txt"))
     assert [(r.pid, r.gpu_count, r.vram_bytes) for r in unknown] == [
-        (55573, 1, None), (55571, 1, None), (55574, 1, None), (55572, 1, None)]
+        (55573, 1, None),
+        (55571, 1, None),
+        (55574, 1, None),
+        (55572, 1, None),
+    ]
     assert len(attribute_rocm_smi_processes(unknown, {}, [0])[0]) == 4  # UNKNOWN VRAM is kept
     details, summary = sample_parts("rocm-smi_showpids_details_and_summary_MI50_rocm6.4.2.txt")
     assert [(r.pid, r.vram_bytes) for r in parse_rocm_smi_showpids(details)] == [
-        (132174, 15053770752), (132174, 16869904384)]
+        (132174, 15053770752),
+        (132174, 16869904384),
+    ]
     merged = attribute_rocm_smi_processes(parse_rocm_smi_showpids(details), {132174: [0, 1]}, [0, 1])
     assert merged[0] == [GpuProcess(pid=132174, name="llama-server", vram_bytes=15053770752 + 16869904384)]
     assert [(r.pid, r.gpu_count, r.vram_bytes) for r in parse_rocm_smi_showpids(summary)] == [
-        (74853, 0, 0), (132174, 2, None)]
+        (74853, 0, 0),
+        (132174, 2, None),
+    ]
     full = sample("rocm-smi_a_4xMI300X_rocm6.0-6.1.0.txt")
     (ghost,) = parse_rocm_smi_showpids(full)
     assert (ghost.pid, ghost.name, ghost.gpu_count, ghost.vram_bytes) == (1188185, "", 0, None)
@@ -295,10 +362,19 @@ def test_rocm_smi_showpids_samples():
 
 
 def test_rocm_smi_showpidgpus_sample_blocks():
-    blocks = [parse_rocm_smi_showpidgpus(b)
-              for b in sample("rocm-smi_showpidgpus_concise_csv_sonar_testdata_rocm5.x.txt").split("-----")]
-    assert blocks[:7] == [{}, {28156: [0, 1], 28154: [0]}, {25774: [0]}, {}, {28156: [1], 28154: [0]},
-                          {29212: [0, 1]}, {25774: [0]}]
+    blocks = [
+        parse_rocm_smi_showpidgpus(b)
+        for b in sample("rocm-smi_showpidgpus_concise_csv_sonar_testdata_rocm5.x.txt").split("-----")
+    ]
+    assert blocks[:7] == [
+        {},
+        {28156: [0, 1], 28154: [0]},
+        {25774: [0]},
+        {},
+        {28156: [1], 28154: [0]},
+        {29212: [0, 1]},
+        {25774: [0]},
+    ]
 
 
 # ------------------------------------------------------------------------------------ rocminfo
@@ -375,12 +451,18 @@ class ScriptedHost:
 
 
 def test_backend_amd_smi_garbage_falls_back_to_rocm_smi_and_remembers():
-    host = ScriptedHost({
-        ("amd-smi", "metric", "-u", "-m", "--json"): (0, "garbage", ""),
-        ("rocm-smi", "--showuse", "--showmeminfo", "vram", "--json"): (0, RSMI_JSON, ""),
-        ("rocm-smi", "--showpids", "--showpidgpus"): (0, SHOWPIDS.replace("3 5", "0 1"), ""),
-        ("rocm-smi", "--showproductname", "--json"): (0, '{"card0": {"Node ID": "3"}, "card1": {"Node ID": "2"}}', ""),
-    })
+    host = ScriptedHost(
+        {
+            ("amd-smi", "metric", "-u", "-m", "--json"): (0, "garbage", ""),
+            ("rocm-smi", "--showuse", "--showmeminfo", "vram", "--json"): (0, RSMI_JSON, ""),
+            ("rocm-smi", "--showpids", "--showpidgpus"): (0, SHOWPIDS.replace("3 5", "0 1"), ""),
+            ("rocm-smi", "--showproductname", "--json"): (
+                0,
+                '{"card0": {"Node ID": "3"}, "card1": {"Node ID": "2"}}',
+                "",
+            ),
+        }
+    )
     backend = RocmBackend(host)
     readings = backend.read()
     assert [r.index for r in readings] == [0, 1]
@@ -396,8 +478,9 @@ def test_backend_errors_name_the_tool():
     host = ScriptedHost({("rocm-smi", "--showuse", "--showmeminfo", "vram", "--json"): "timeout"}, tools=("rocm-smi",))
     with pytest.raises(GpuToolError, match="rocm-smi"):
         RocmBackend(host, tool_timeout=1).read()
-    host = ScriptedHost({("amd-smi", "metric", "-u", "-m", "--json"): (1, "", "AMDSMI_STATUS_DRM_ERROR")},
-                        tools=("amd-smi",))
+    host = ScriptedHost(
+        {("amd-smi", "metric", "-u", "-m", "--json"): (1, "", "AMDSMI_STATUS_DRM_ERROR")}, tools=("amd-smi",)
+    )
     with pytest.raises(GpuToolError, match="amd-smi.*AMDSMI_STATUS_DRM_ERROR"):
         RocmBackend(host).read()
     with pytest.raises(GpuToolError, match="neither amd-smi nor rocm-smi"):

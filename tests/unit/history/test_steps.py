@@ -7,10 +7,10 @@ import random
 import sqlite3
 
 import pytest
+from cubic_fit import _l1_cost, fit_boundaries_cubic
 
 from pytest_gpuverify.history import fit_cache
 from pytest_gpuverify.history.steps import find_steps, fit_boundaries
-from cubic_fit import _l1_cost, fit_boundaries_cubic
 
 
 def series(kind: int, n: int, rng: random.Random) -> list[float]:

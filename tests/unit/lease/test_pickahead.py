@@ -8,16 +8,16 @@ import time
 
 import pytest
 
-from pytest_gpuverify.config.envfile import parse_lock_prefix
-from pytest_gpuverify.gpu.rocm import RocmBackend
-from pytest_gpuverify.execute.host_commands import LocalHost
-from pytest_gpuverify.lease.lock import GpuLease, held_lock_ids, lock_id
 from pytest_gpuverify.common.threads import Background
-from pytest_gpuverify.parsers.warm import ParserWarmer
+from pytest_gpuverify.config.envfile import parse_lock_prefix
+from pytest_gpuverify.execute.host_commands import LocalHost
+from pytest_gpuverify.gpu.rocm import RocmBackend
+from pytest_gpuverify.lease.lock import GpuLease, held_lock_ids, lock_id
 from pytest_gpuverify.lease.pickahead import PickAhead
 from pytest_gpuverify.lease.picker import GpuPicker, NoGpu
 from pytest_gpuverify.lease.sampler import IdleSampler
 from pytest_gpuverify.lease.shared_readings import SharedReadings
+from pytest_gpuverify.parsers.warm import ParserWarmer
 from pytest_gpuverify.simulator import SimState, install
 
 
@@ -155,7 +155,9 @@ def test_the_parser_warms_once_per_kind_after_the_guard(monkeypatch):
     warmer = ParserWarmer()
     order = []
     for _ in range(3):
-        warmer.on_start("bench", lambda stop: order.append(("guard", tuple(stop))), lambda: order.append("after"))(["host", "1"])
+        warmer.on_start("bench", lambda stop: order.append(("guard", tuple(stop))), lambda: order.append("after"))(
+            ["host", "1"]
+        )
     assert warmed.wait(5)
     time.sleep(0.1)
     assert calls == ["bench"], "one warm-up per kind and session"

@@ -8,18 +8,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from aiter_cases import GREEN_PASSED, JIT_NOISE, MARKDOWN_GEMM, RED_CATASTROPHIC, RED_FAILED, YELLOW_WARNING, check_line
 
+from pytest_gpuverify.config.targets import AITER_OP_TEST
+from pytest_gpuverify.parsers.reader import parse_output
 from pytest_gpuverify.parsers.reading.lines import LineReader, iter_lines, strip_ansi, strip_ci_prefix
 from pytest_gpuverify.parsers.reading.tables import aligned_columns, split_aligned_row
 from pytest_gpuverify.parsers.result import ParsedOutput
-from pytest_gpuverify.config.targets import AITER_OP_TEST
-from pytest_gpuverify.parsers.reader import parse_output
-
-from aiter_cases import GREEN_PASSED, JIT_NOISE, MARKDOWN_GEMM, RED_CATASTROPHIC, RED_FAILED, YELLOW_WARNING, check_line
-
-
-
-
 
 
 def parse_text(tmp_path: Path, text: str | bytes, name: str = "out.txt") -> ParsedOutput:
@@ -30,10 +25,7 @@ def parse_text(tmp_path: Path, text: str | bytes, name: str = "out.txt") -> Pars
     return result
 
 
-
-
 # ----- markdown summary tables ---------------------------------------------------------------
-
 
 
 def test_markdown_table_gives_one_perf_row_per_provider(tmp_path: Path) -> None:
@@ -46,7 +38,11 @@ def test_markdown_table_gives_one_perf_row_per_provider(tmp_path: Path) -> None:
         ("ck us", "dtype=torch.bfloat16, m=64, n=1536, k=7168"),  # asm skipped for this shape: no row
     ]
     assert [row.us_median for row in result.perf] == [
-        float("12.3457"), float("9.87654"), float("13.0021"), float("10.1234"), float("15.8823")
+        float("12.3457"),
+        float("9.87654"),
+        float("13.0021"),
+        float("10.1234"),
+        float("15.8823"),
     ]
     assert result.perf[0].metrics == {"ck TFLOPS": float("28.5301"), "ck TB/s": float("1.83621")}
     assert result.perf[1].metrics == {"asm TFLOPS": float("35.6625")}
@@ -153,14 +149,7 @@ FAILED_BLOCK = f"""\
 
 
 def test_failed_check_in_a_passing_run_fails_and_names_the_line(tmp_path: Path) -> None:
-    text = (
-        JIT_NOISE
-        + check_line("ck: ")
-        + "\n"
-        + FAILED_BLOCK
-        + check_line("asm: ")
-        + "\n"
-    )
+    text = JIT_NOISE + check_line("ck: ") + "\n" + FAILED_BLOCK + check_line("asm: ") + "\n"
     result = parse_text(tmp_path, text)
     failed_line = JIT_NOISE.count("\n") + 2
     assert result.correctness.passed is False
@@ -176,7 +165,8 @@ def test_warning_only_passes(tmp_path: Path) -> None:
     text = (
         check_line("ck: ", YELLOW_WARNING) + " a and b results are not all close\n"
         "[aiter] -->max abs delta:0.0625, delta details: 0.3% (12 of 4096) elements\n"
-        + check_line("asm: ", YELLOW_WARNING, atol="0.05", rtol="0.02") + " a and b results are not all close\n"
+        + check_line("asm: ", YELLOW_WARNING, atol="0.05", rtol="0.02")
+        + " a and b results are not all close\n"
     )
     result = parse_text(tmp_path, text)
     assert result.correctness.passed is True
@@ -238,9 +228,16 @@ def test_calling_blocks_count_checked_shapes(tmp_path: Path) -> None:
         )
 
     text = (
-        calling(16) + check_line("ck: ") + "\n" + check_line("asm: ") + "\n"
-        + calling(32) + check_line("ck: ") + "\n"
-        + calling(64) + "[aiter] skipped\n"
+        calling(16)
+        + check_line("ck: ")
+        + "\n"
+        + check_line("asm: ")
+        + "\n"
+        + calling(32)
+        + check_line("ck: ")
+        + "\n"
+        + calling(64)
+        + "[aiter] skipped\n"
     )
     result = parse_text(tmp_path, text)
     assert result.correctness.shapes_checked == 2
@@ -270,10 +267,20 @@ def test_legacy_perf_lines_give_torch_and_kernel_rows(tmp_path: Path) -> None:
         ("B", None, "mean", {"mean_us": 6.30, "uplift_pct": 156.9}, "dim=(4, 32, 8192), dtype=torch.float16"),
         ("torch", None, "mean", {"mean_us": 10.86}, "dim=(4, 1, 9216), dtype=torch.bfloat16"),
         ("B", None, "mean", {"mean_us": 10.18, "uplift_pct": 6.7}, "dim=(4, 1, 9216), dtype=torch.bfloat16"),
-        ("torch", None, "mean", {"mean_us": 39.61},
-         "dim=(4, 32, 8192), dtype=torch.bfloat16, quantDtype=torch.float8_e4m3fnuz"),
-        ("skinny_gemm", None, "mean", {"mean_us": 7.70, "uplift_pct": 414.2},
-         "dim=(4, 32, 8192), dtype=torch.bfloat16, quantDtype=torch.float8_e4m3fnuz"),
+        (
+            "torch",
+            None,
+            "mean",
+            {"mean_us": 39.61},
+            "dim=(4, 32, 8192), dtype=torch.bfloat16, quantDtype=torch.float8_e4m3fnuz",
+        ),
+        (
+            "skinny_gemm",
+            None,
+            "mean",
+            {"mean_us": 7.70, "uplift_pct": 414.2},
+            "dim=(4, 32, 8192), dtype=torch.bfloat16, quantDtype=torch.float8_e4m3fnuz",
+        ),
     ]
     assert result.correctness.passed is True
     assert result.correctness.shapes_checked == 3
@@ -391,7 +398,9 @@ def test_pandas_to_string_without_index(tmp_path: Path) -> None:
         ("triton_us", "op=rmsnorm, dim=(4, 32, 8192), m=16", 2.75, {}),
         ("ck us", "op=rmsnorm_fused_add_dynamicquant, dim=(1, 2, 3), m=16384", None, {"ck TFLOPS": 12.25}),
     ]
-    assert result.failures == ["line 4: nan in column 'ck us' (op=rmsnorm_fused_add_dynamicquant, dim=(1, 2, 3), m=16384)"]
+    assert result.failures == [
+        "line 4: nan in column 'ck us' (op=rmsnorm_fused_add_dynamicquant, dim=(1, 2, 3), m=16384)"
+    ]
     assert result.correctness.nan_count == 1
     assert result.correctness.shapes_checked == 1  # one row had a readable err
     assert result.correctness.passed is False
@@ -433,7 +442,9 @@ def test_wrapped_pandas_table_is_a_problem(tmp_path: Path) -> None:
         "0     0.0  \n"
     )
     result = parse_text(tmp_path, text)
-    assert result.problems == ["line 2: summary table is wrapped; only its first block is read; rerun with COLUMNS=10000"]
+    assert result.problems == [
+        "line 2: summary table is wrapped; only its first block is read; rerun with COLUMNS=10000"
+    ]
     assert [(r.name, r.us_median) for r in result.perf] == [("ck us", 3.2201)]
     assert result.correctness.passed is None  # the err column was in the block not read
 
@@ -490,8 +501,6 @@ def test_non_utf8_bytes_and_truncation_never_raise(tmp_path: Path) -> None:
     assert len(result.perf) == 5
     for cut in range(0, len(good), 7):
         parse_text(tmp_path, good[:cut], name=f"cut{cut}.txt")
-
-
 
 
 # ----- the line reader and the text helpers --------------------------------------------------

@@ -55,35 +55,41 @@ def test_a_sweep_that_catches_a_traceback_per_shape_is_not_pass(kind: str) -> No
     assert any("Traceback (most recent call last)" in p for p in quoted)
 
 
-@pytest.mark.parametrize("line", [
-    "Memory access fault by GPU node-2 (Agent handle: 0x55d0) on address 0x7f00. Reason: Unknown.",
-    "Segmentation fault (core dumped)",
-    "Aborted (core dumped)",
-    "CUDA error: device-side assert triggered",
-    "torch.OutOfMemoryError: HIP out of memory. Tried to allocate 2.00 GiB",
-    "hipErrorIllegalAddress returned by hipDeviceSynchronize",
-    "Error: kernel launch failed for M=128",
-    "error: no kernel image is available for execution on the device",
-    "Fatal Python error: Segmentation fault",
-    "ValueError",
-])
+@pytest.mark.parametrize(
+    "line",
+    [
+        "Memory access fault by GPU node-2 (Agent handle: 0x55d0) on address 0x7f00. Reason: Unknown.",
+        "Segmentation fault (core dumped)",
+        "Aborted (core dumped)",
+        "CUDA error: device-side assert triggered",
+        "torch.OutOfMemoryError: HIP out of memory. Tried to allocate 2.00 GiB",
+        "hipErrorIllegalAddress returned by hipDeviceSynchronize",
+        "Error: kernel launch failed for M=128",
+        "error: no kernel image is available for execution on the device",
+        "Fatal Python error: Segmentation fault",
+        "ValueError",
+    ],
+)
 def test_each_error_line_makes_a_passing_run_inconclusive_and_is_quoted(line: str) -> None:
     parsed = read(f"[aiter] ck: {PASSED}\n{line}\n")
     assert verdict(parsed) == "INCONCLUSIVE", parsed.problems
     assert any(line.strip()[:60] in p for p in parsed.problems), parsed.problems
 
 
-@pytest.mark.parametrize("line", [
-    "[aiter] WARNING: NUMA balancing is enabled, which may cause errors. It is recommended to disable it",
-    "max error: 0.0012 (atol=0.01)",
-    "max_abs_error=2.3e-04 cosine_sim=0.9991",
-    "relative error: 1e-05",
-    "10 passed, 0 failed",
-    "failed=0 passed=8",
-    "[aiter] failed to import triton kernels, using the ck ones",
-    "stderr captured: none",
-    "| m | ck us | ck err |",  # a header: its table follows
-])
+@pytest.mark.parametrize(
+    "line",
+    [
+        "[aiter] WARNING: NUMA balancing is enabled, which may cause errors. It is recommended to disable it",
+        "max error: 0.0012 (atol=0.01)",
+        "max_abs_error=2.3e-04 cosine_sim=0.9991",
+        "relative error: 1e-05",
+        "10 passed, 0 failed",
+        "failed=0 passed=8",
+        "[aiter] failed to import triton kernels, using the ck ones",
+        "stderr captured: none",
+        "| m | ck us | ck err |",  # a header: its table follows
+    ],
+)
 def test_benign_lookalikes_raise_no_alarm(line: str) -> None:
     text = f"[aiter] ck: {PASSED}\n{line}\n|:--|--:|--:|\n| 16 | 3.2 | 0 |\n"
     parsed = read(text)
@@ -93,7 +99,9 @@ def test_benign_lookalikes_raise_no_alarm(line: str) -> None:
 def test_an_unread_failed_word_is_a_problem() -> None:
     parsed = read(f"[aiter] ck: {PASSED}\nautotuning failed for config 3, retrying\n", noise=False)
     assert verdict(parsed) == "INCONCLUSIVE"
-    assert parsed.problems == ["line 2: 'failed' printed where no check was read: autotuning failed for config 3, retrying"]
+    assert parsed.problems == [
+        "line 2: 'failed' printed where no check was read: autotuning failed for config 3, retrying"
+    ]
 
 
 def test_a_failed_word_standing_as_a_shapes_status_fails() -> None:
@@ -104,11 +112,15 @@ def test_a_failed_word_standing_as_a_shapes_status_fails() -> None:
 
 # ----- check lines --------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("check", [
-    "[checkAllclose atol=0.01 rtol=0.01 FAILED!]",
-    "[checkAllclose rtol=0.01 atol=0.01 failed!]",
-    "[checkAllclose rtol=0.01 atol=0.01 \x1b[31mFAILED!\x1b[0m]",
-])
+
+@pytest.mark.parametrize(
+    "check",
+    [
+        "[checkAllclose atol=0.01 rtol=0.01 FAILED!]",
+        "[checkAllclose rtol=0.01 atol=0.01 failed!]",
+        "[checkAllclose rtol=0.01 atol=0.01 \x1b[31mFAILED!\x1b[0m]",
+    ],
+)
 def test_check_lines_in_other_spellings_are_read(check: str) -> None:
     parsed = read(f"[aiter] ck: {PASSED}\n[aiter] triton: {check}\n")
     assert parsed.correctness.passed is False and parsed.correctness.checks_failed == 1
@@ -123,6 +135,7 @@ def test_a_check_line_that_cannot_be_read_is_a_problem() -> None:
 
 
 # ----- lines too long to keep whole ---------------------------------------------------------------
+
 
 def test_a_failed_check_after_a_giant_progress_line_is_read() -> None:
     progress = "".join(f"\rtuning {i % 100:3d}%|{'#' * (i % 50):<50}|" for i in range(20_000))  # ~1.4 MB
@@ -215,8 +228,11 @@ def test_the_ruled_layouts_give_each_row_as_cells_under_the_headers_names() -> N
     from pytest_gpuverify.parsers.reading.tables import RuledTables
 
     rows: list[tuple[int, dict[str, str]]] = []
-    tables = RuledTables(lambda n, names, cells: rows.append((n, dict(zip(names, cells)))), lambda _: None,
-                         simple_headers=lambda text: True)
+    tables = RuledTables(
+        lambda n, names, cells: rows.append((n, dict(zip(names, cells)))),
+        lambda _: None,
+        simple_headers=lambda text: True,
+    )
     for lineno, text in enumerate((ERR_TABLES["grid"] + "\n\n" + ERR_TABLES["simple"]).splitlines(), 1):
         tables.feed(lineno, text)
     assert rows[0] == (4, {"m": "16", "ck us": "3.22", "ck err": "0"})
@@ -224,6 +240,7 @@ def test_the_ruled_layouts_give_each_row_as_cells_under_the_headers_names() -> N
 
 
 # ----- NaN in a measured figure --------------------------------------------------------------------
+
 
 def test_nan_in_a_throughput_cell_is_counted_and_a_finding() -> None:
     text = f"""[aiter] ck: {PASSED}
@@ -270,8 +287,18 @@ def test_both_readers_split_a_long_line_at_carriage_returns_alike(tmp_path: Path
 
     path = tmp_path / "long.txt"
     path.write_bytes(b"short\n" + b"p1\rp2\rp3long-p3long\rp4\rlast\n" + b"x" * 30 + b"\ry\rz\nend\n")
-    expected = [(1, "short"), (2, "p1"), (2, "p2"), (2, "p3long-p3l"), (2, "p4"), (2, "last"),
-                (3, "x" * 10), (3, "y"), (3, "z"), (4, "end")]
+    expected = [
+        (1, "short"),
+        (2, "p1"),
+        (2, "p2"),
+        (2, "p3long-p3l"),
+        (2, "p4"),
+        (2, "last"),
+        (3, "x" * 10),
+        (3, "y"),
+        (3, "z"),
+        (4, "end"),
+    ]
     plain = LineReader(path, max_line=10, chunk_size=chunk)
     every = prefilter.FilteredLineReader(path, AITER, lambda: True, max_line=10, chunk_size=chunk)
     for reader in (plain, every):
@@ -281,10 +308,16 @@ def test_both_readers_split_a_long_line_at_carriage_returns_alike(tmp_path: Path
 
 
 def test_every_table_read_gives_its_rows_figures_and_dtypes(tmp_path: Path) -> None:
-    text = (ERR_TABLES["box"] + "\n" + "[aiter] gemm summary:\n" + "                   dtype   m  ck us\n"
-            "0  torch.float8_e4m3fnuz  16   3.22\n")
+    text = (
+        ERR_TABLES["box"] + "\n" + "[aiter] gemm summary:\n" + "                   dtype   m  ck us\n"
+        "0  torch.float8_e4m3fnuz  16   3.22\n"
+    )
     parsed = read(text, noise=False)
-    assert [(r.shape, r.name, r.us_median) for r in parsed.perf][-1] == ("dtype=torch.float8_e4m3fnuz, m=16", "ck us", 3.22)
+    assert [(r.shape, r.name, r.us_median) for r in parsed.perf][-1] == (
+        "dtype=torch.float8_e4m3fnuz, m=16",
+        "ck us",
+        3.22,
+    )
     assert len(parsed.perf) == 3 and parsed.perf[0].shape == "m=16"
     assert ("torch.float8_e4m3fnuz", "output line 9: column 'dtype'") in parsed.dtypes_seen
 

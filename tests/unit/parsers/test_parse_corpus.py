@@ -10,22 +10,19 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional
 
 import pytest
-
-
 
 SAMPLES = Path(__file__).resolve().parents[2] / "data" / "samples" / "aiter"
 
 
 @dataclass(frozen=True)
 class Expected:
-    passed: Optional[bool]  # correctness.passed
+    passed: bool | None  # correctness.passed
     elided_problem: bool = False  # a problem says the table was elided
     min_perf_rows: int = 0
     min_checks: int = 0
-    shapes_checked: Optional[int] = None
+    shapes_checked: int | None = None
 
 
 EXPECTED: dict[str, Expected] = {
@@ -134,8 +131,8 @@ def test_markdown_rmsnorm_sample_rows_equal_the_printed_cells(tmp_path: Path) ->
 
 # ----- FlyDSL and Triton samples: each read by the parser of the target kind that prints it ------
 
-from pytest_gpuverify.parsers import NO_RESULT, parse_output  # noqa: E402
 from pytest_gpuverify.config.targets import AITER_OP_TEST, BENCH, FLYDSL_PYTEST, TRITON_PYTEST  # noqa: E402
+from pytest_gpuverify.parsers import NO_RESULT, parse_output  # noqa: E402
 
 DATA_SAMPLES = SAMPLES.parent
 
@@ -143,12 +140,12 @@ DATA_SAMPLES = SAMPLES.parent
 @dataclass(frozen=True)
 class KindExpected:
     kind: str
-    passed: Optional[bool]
+    passed: bool | None
     perf_rows: int
     truncated: bool = False  # a problem says a table was cut short
-    problems: Optional[tuple[str, ...]] = None  # the exact problems, where the header implies them
+    problems: tuple[str, ...] | None = None  # the exact problems, where the header implies them
     sides: frozenset[str] = frozenset()
-    max_abs_error: Optional[float] = None
+    max_abs_error: float | None = None
 
 
 KIND_EXPECTED: dict[str, KindExpected] = {

@@ -7,20 +7,18 @@ files written in tmp_path, ``-q``/``-rA`` terminal output, and FlyDSL's ``print(
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 import pytest
 
-
-from pytest_gpuverify.parsers.recognizers.pytest_terminal import NO_RESULT, RAN_NO_TEST, junit_nodeid
-from pytest_gpuverify.parsers.result import ParseContext, ParsedOutput
 from pytest_gpuverify.config.targets import FLYDSL_PYTEST
 from pytest_gpuverify.parsers.reader import parse_output
+from pytest_gpuverify.parsers.recognizers.pytest_terminal import NO_RESULT, RAN_NO_TEST, junit_nodeid
+from pytest_gpuverify.parsers.result import ParseContext, ParsedOutput
 
 TEST_FILE = "tests/kernels/test_rmsnorm.py"
 
 
-def parse(tmp_path: Path, text: str, xml: Optional[str] = None, **ctx) -> ParsedOutput:
+def parse(tmp_path: Path, text: str, xml: str | None = None, **ctx) -> ParsedOutput:
     out = tmp_path / "out.txt"
     out.write_text(text, encoding="utf-8")
     if xml is not None:
@@ -59,8 +57,14 @@ QUIET_PASS = f"{TEST_FILE} ..                                          [100%]\n2
 
 
 def test_junit_gives_exact_outcomes_and_names_the_failed_test(tmp_path: Path) -> None:
-    xml = junit(case("test_rmsnorm[bf16]"), case("test_rmsnorm[fp16]", FAILURE), case("test_x", SKIP),
-                case("test_m", classname="tests.kernels.test_rmsnorm.TestK"), failures=1, skipped=1)
+    xml = junit(
+        case("test_rmsnorm[bf16]"),
+        case("test_rmsnorm[fp16]", FAILURE),
+        case("test_x", SKIP),
+        case("test_m", classname="tests.kernels.test_rmsnorm.TestK"),
+        failures=1,
+        skipped=1,
+    )
     result = parse(tmp_path, "whatever the terminal said\n", xml)
     c = result.correctness
     assert c.passed is False
@@ -97,8 +101,14 @@ def test_junit_error_is_a_failure_with_first_line_of_message(tmp_path: Path) -> 
         (junit(failures=0), 0),  # collected nothing (exit code 5, turned into 0 by FlyDSL's conftest)
         (junit(case("test_rmsnorm[bf16]", SKIP), case("test_rmsnorm[fp16]", SKIP), skipped=2), 2),
         # a module that skips itself when ``import aiter`` fails: one skipped "test" named after the module
-        (junit('<testcase classname="" name="tests.kernels.test_rmsnorm" time="0.000"><skipped message="collection '
-               'skipped">(\'tests/kernels/test_rmsnorm.py\', 14, \'Skipped: aiter\')</skipped></testcase>', skipped=1), 1),
+        (
+            junit(
+                '<testcase classname="" name="tests.kernels.test_rmsnorm" time="0.000"><skipped message="collection '
+                "skipped\">('tests/kernels/test_rmsnorm.py', 14, 'Skipped: aiter')</skipped></testcase>",
+                skipped=1,
+            ),
+            1,
+        ),
     ],
 )
 def test_a_run_that_ran_no_test_is_a_problem_never_a_pass(tmp_path: Path, xml: str, skipped: int) -> None:
@@ -128,8 +138,6 @@ def test_garbage_xml_and_no_terminal_summary_is_no_result(tmp_path: Path) -> Non
     result = parse(tmp_path, "Segmentation fault (core dumped)\n", "<testsuites><testsuite")
     assert result.correctness.passed is None
     assert result.problems == ["line 1: the run printed an error: Segmentation fault (core dumped)", NO_RESULT]
-
-
 
 
 def test_junit_nodeid() -> None:
@@ -162,7 +170,7 @@ def test_terminal_summary_contradicting_the_xml_fails(tmp_path: Path) -> None:
         ("=== 5 deselected in 0.20s ===", None, 0),
     ],
 )
-def test_summary_line_without_xml(tmp_path: Path, summary: str, passed: Optional[bool], shapes: int) -> None:
+def test_summary_line_without_xml(tmp_path: Path, summary: str, passed: bool | None, shapes: int) -> None:
     result = parse(tmp_path, f"{TEST_FILE} ...\n{summary}\n", junit_problem="not written")
     assert result.correctness.passed is passed, (result.failures, result.problems)
     assert result.correctness.shapes_checked == shapes
@@ -220,10 +228,20 @@ def test_ra_output_names_the_failure_and_keeps_the_perf_rows(tmp_path: Path) -> 
         "12 / 4096 (0.3%); Greatest absolute difference: 0.0625 at index (3, 17) (up to 0.01 allowed)"
     ]
     assert [(r.shape, r.name, r.us_median, r.stat, r.metrics) for r in result.perf] == [
-        ("test_rmsnorm[fp16]: RMSNorm (M=64, N=256, dtype=fp16)", "Kernel avg time", None, "mean",
-         {"mean_us": 12.3, "GB/s": 1.33}),
-        ("test_rmsnorm[bf16]: RMSNorm (M=64, N=256, dtype=bf16)", "Kernel avg time", None, "mean",
-         {"mean_us": 45.6, "GB/s": 2510.12}),
+        (
+            "test_rmsnorm[fp16]: RMSNorm (M=64, N=256, dtype=fp16)",
+            "Kernel avg time",
+            None,
+            "mean",
+            {"mean_us": 12.3, "GB/s": 1.33},
+        ),
+        (
+            "test_rmsnorm[bf16]: RMSNorm (M=64, N=256, dtype=bf16)",
+            "Kernel avg time",
+            None,
+            "mean",
+            {"mean_us": 45.6, "GB/s": 2510.12},
+        ),
     ]
     assert any("only the first is kept" in n for n in result.notes)  # issue #655
 
@@ -251,7 +269,9 @@ def test_failed_count_without_names_still_fails(tmp_path: Path) -> None:
 def test_output_with_no_pytest_result(tmp_path: Path) -> None:
     result = parse(tmp_path, "ImportError: libamdhip64.so: cannot open shared object file\n")
     assert result.correctness.passed is None and result.problems == [
-        "line 1: the run printed an error: ImportError: libamdhip64.so: cannot open shared object file", NO_RESULT]
+        "line 1: the run printed an error: ImportError: libamdhip64.so: cannot open shared object file",
+        NO_RESULT,
+    ]
 
 
 # ----- FlyDSL perf lines ---------------------------------------------------------------------
@@ -303,8 +323,12 @@ def test_flydsl_one_liners_and_perf_compare_table(tmp_path: Path) -> None:
         (test, "flyc W4A6", 10.5, {"TFLOPS": 53.5, "TB/s": 1.446}),
         (test, "Aiter", 14.1, {"TFLOPS": 39.8, "GB/s": 1076.22}),
         (test, "FlyDSL MoE stage1[fp8]", 84.3, {"TFLOPS": 18.8, "TB/s": 1.25}),
-        ("7168x256, E=256, K=8, M_eff=1024", "FlyDSL MoE stage2 [mxfp_moe] fp4 atomic", 50.1,
-         {"TFLOPS": 30.2, "TB/s": 2.1}),
+        (
+            "7168x256, E=256, K=8, M_eff=1024",
+            "FlyDSL MoE stage2 [mxfp_moe] fp4 atomic",
+            50.1,
+            {"TFLOPS": 30.2, "TB/s": 2.1},
+        ),
         (test, "FlyDSL rmsnorm gpu", 18.2, {}),
         (test, "aiter_asm", None, {"TFLOPS": 123.45, "TB/s": 4.56}),
         ("b=1 s=128", "time_us", 123.4, {"TFLOPS": 456.7}),

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from pytest_gpuverify.records.artifact import Correctness
+from pytest_gpuverify.config.targets import AITER_OP_TEST, BENCH, FLYDSL_PYTEST, TRITON_PYTEST
 from pytest_gpuverify.parsers import parse_output
 from pytest_gpuverify.parsers.reading.measures import MetricsObserver
-from pytest_gpuverify.config.targets import AITER_OP_TEST, BENCH, FLYDSL_PYTEST, TRITON_PYTEST
+from pytest_gpuverify.records.artifact import Correctness
 
 
 def observe(*lines: str) -> tuple[MetricsObserver, list[str]]:
@@ -144,7 +144,11 @@ BENCH_OUTPUT = """\
 @pytest.mark.parametrize(
     "kind, text, expected",
     [
-        (AITER_OP_TEST, AITER_OUTPUT, {"cosine_sim": 0.9991, "snr_db": 31.2, "logits_diff": 0.0004, "max_abs_error": 0.0625}),
+        (
+            AITER_OP_TEST,
+            AITER_OUTPUT,
+            {"cosine_sim": 0.9991, "snr_db": 31.2, "logits_diff": 0.0004, "max_abs_error": 0.0625},
+        ),
         (FLYDSL_PYTEST, FLYDSL_OUTPUT, {"cosine_sim": 0.99731, "max_abs_error": 3.91e-3}),
         (TRITON_PYTEST, TRITON_OUTPUT, {"cosine_sim": 0.998741}),
         (BENCH, BENCH_OUTPUT, {"cosine_sim": 0.9989, "snr_db": 36.4}),

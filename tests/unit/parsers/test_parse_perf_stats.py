@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from pytest_gpuverify.config.targets import AITER_OP_TEST, BENCH
+from pytest_gpuverify.parsers import parse_output
 from pytest_gpuverify.records.artifact import Artifact
 from pytest_gpuverify.verify.check import _compare_output
-from pytest_gpuverify.parsers import parse_output
-from pytest_gpuverify.config.targets import AITER_OP_TEST, BENCH
 
 PASSED = "[checkAllclose atol=0.01 rtol=0.01 passed~]"
 
@@ -73,7 +73,9 @@ def test_aiter_avg_lines_are_means(tmp_path: Path) -> None:
     text = f"[perf] dim: (4, 32, 8192), dtype: bf16, torch avg: 16.19 us, B avg: 6.30 us, uplift: 50.0% {PASSED}\n"
     parsed, _ = parse(tmp_path, text, AITER_OP_TEST)
     assert [(r.name, r.stat, r.us_median, r.metrics) for r in parsed.perf] == [
-        ("torch", "mean", None, {"mean_us": 16.19}), ("B", "mean", None, {"mean_us": 6.30, "uplift_pct": 50.0})]
+        ("torch", "mean", None, {"mean_us": 16.19}),
+        ("B", "mean", None, {"mean_us": 6.30, "uplift_pct": 50.0}),
+    ]
     assert {r.shape for r in parsed.perf} == {"dim=(4, 32, 8192), dtype=bf16"}  # no uplift in the shape
 
 
@@ -93,21 +95,32 @@ def test_check_re_derives_the_same_rows(tmp_path: Path, text: str, kind: str) ->
     parsed, path = parse(tmp_path, text, kind)
     art = Artifact.model_construct(perf=parsed.perf, correctness=parsed.correctness)
     assert _compare_output(art, parse_output(kind, path)) == []
-    tampered = Artifact.model_construct(perf=[r.model_copy(update={"min_us": 1.0}) for r in parsed.perf],
-                                        correctness=parsed.correctness)
+    tampered = Artifact.model_construct(
+        perf=[r.model_copy(update={"min_us": 1.0}) for r in parsed.perf], correctness=parsed.correctness
+    )
     assert any("min_us is 1.0" in p for p in _compare_output(tampered, parse_output(kind, path)))
 
 
 def test_a_measured_figure_on_a_perf_line_is_no_part_of_the_shape(tmp_path: Path) -> None:
-    text = (f"[perf] dim: (4, 32, 8192), dtype: bf16, uplift: 1.2x, speedup: 2.0, ck: 10.0 us, TFLOPS: 5.0 {PASSED}\n"
-            f"[perf] dim: (4, 32, 8192), dtype: bf16, uplift: 3.0x, speedup: 4.0, ck: 5.0 us, TFLOPS: 9.0 {PASSED}\n")
+    text = (
+        f"[perf] dim: (4, 32, 8192), dtype: bf16, uplift: 1.2x, speedup: 2.0, ck: 10.0 us, TFLOPS: 5.0 {PASSED}\n"
+        f"[perf] dim: (4, 32, 8192), dtype: bf16, uplift: 3.0x, speedup: 4.0, ck: 5.0 us, TFLOPS: 9.0 {PASSED}\n"
+    )
     parsed, _ = parse(tmp_path, text, AITER_OP_TEST)
     assert [r.shape for r in parsed.perf] == ["dim=(4, 32, 8192), dtype=bf16"] * 2  # the same case, comparable
     assert parsed.perf[0].metrics == {"uplift": 1.2, "speedup": 2.0, "TFLOPS": 5.0}
 
 
-@pytest.mark.parametrize("unit, printed, us", [("ms", "0.0123", 12.3), ("ns", "12300", 12.3), ("s", "0.0000123", 12.3),
-                                               ("us", "12.3", 12.3), ("µs", "12.3", 12.3)])
+@pytest.mark.parametrize(
+    "unit, printed, us",
+    [
+        ("ms", "0.0123", 12.3),
+        ("ns", "12300", 12.3),
+        ("s", "0.0000123", 12.3),
+        ("us", "12.3", 12.3),
+        ("µs", "12.3", 12.3),
+    ],
+)
 def test_times_in_any_unit_become_microseconds(tmp_path: Path, unit: str, printed: str, us: float) -> None:
     text = f"""{PASSED}
 kernel      M  median ({unit})   TB/s

@@ -10,11 +10,9 @@ from pathlib import Path
 
 import pytest
 
-
-from pytest_gpuverify.parsers.result import ParseContext, ParsedOutput
 from pytest_gpuverify.config.targets import BENCH, TRITON_PYTEST
 from pytest_gpuverify.parsers.reader import parse_output
-
+from pytest_gpuverify.parsers.result import ParseContext, ParsedOutput
 
 
 def write(tmp_path: Path, text: str, name: str = "out.txt") -> Path:
@@ -69,11 +67,16 @@ def test_triton_assert_close_failure(tmp_path: Path) -> None:
 
 
 def test_triton_cosine_similarity_and_junit(tmp_path: Path) -> None:
-    xml = write(tmp_path, (
-        '<?xml version="1.0" encoding="utf-8"?><testsuites><testsuite name="pytest" tests="2">'
-        '<testcase classname="op_tests.triton_tests.attention.test_fav3_sage" name="test_sage[1]"/>'
-        '<testcase classname="op_tests.triton_tests.attention.test_fav3_sage" name="test_sage[2]"/>'
-        "</testsuite></testsuites>"), "junit.xml")
+    xml = write(
+        tmp_path,
+        (
+            '<?xml version="1.0" encoding="utf-8"?><testsuites><testsuite name="pytest" tests="2">'
+            '<testcase classname="op_tests.triton_tests.attention.test_fav3_sage" name="test_sage[1]"/>'
+            '<testcase classname="op_tests.triton_tests.attention.test_fav3_sage" name="test_sage[2]"/>'
+            "</testsuite></testsuites>"
+        ),
+        "junit.xml",
+    )
     text = "Cosine Similarity: 0.998741\nCosine Similarity: 0.999912\n2 passed in 12.50s\n"
     result = parse_output(TRITON_PYTEST, write(tmp_path, text), ParseContext(junit_xml=xml))
     assert result.correctness.passed is True and result.correctness.shapes_checked == 2
@@ -189,10 +192,14 @@ def test_side_column(tmp_path: Path) -> None:
     ]
 
 
-@pytest.mark.parametrize("prefix, side", [("A: ", "A"), ("B: ", "B"), ("[A] ", "A"), ("[B] ", "B"), ("[head] ", "head")])
+@pytest.mark.parametrize(
+    "prefix, side", [("A: ", "A"), ("B: ", "B"), ("[A] ", "A"), ("[B] ", "B"), ("[head] ", "head")]
+)
 def test_side_line_prefix_on_aiter_lines(tmp_path: Path, prefix: str, side: str) -> None:
-    line = (f"{prefix}[aiter] [perf] dim: (4, 32, 8192)        dtype: torch.float16, torch avg: 16.19    us, "
-            "B avg: 6.30     us, uplift: 156.9%[checkAllclose atol=0.01 rtol=0.01 passed~]\n")
+    line = (
+        f"{prefix}[aiter] [perf] dim: (4, 32, 8192)        dtype: torch.float16, torch avg: 16.19    us, "
+        "B avg: 6.30     us, uplift: 156.9%[checkAllclose atol=0.01 rtol=0.01 passed~]\n"
+    )
     result = bench(tmp_path, line)
     assert [(r.name, r.metrics["mean_us"], r.side) for r in result.perf] == [("torch", 16.19, side), ("B", 6.30, side)]
     assert result.correctness.passed is True and result.correctness.shapes_checked == 1
@@ -259,7 +266,9 @@ def test_nothing_readable_has_no_verdict(tmp_path: Path) -> None:
 
 
 def test_side_prefix_after_a_ci_timestamp(tmp_path: Path) -> None:
-    line = ("2026-06-09T09:00:00.0Z [B] [aiter] [perf] dim: (4, 32)  dtype: torch.float16, torch avg: 16.19 us, "
-            "B avg: 6.30 us, uplift: 156.9%[checkAllclose atol=0.01 rtol=0.01 passed~]\n")
+    line = (
+        "2026-06-09T09:00:00.0Z [B] [aiter] [perf] dim: (4, 32)  dtype: torch.float16, torch avg: 16.19 us, "
+        "B avg: 6.30 us, uplift: 156.9%[checkAllclose atol=0.01 rtol=0.01 passed~]\n"
+    )
     result = bench(tmp_path, line)
     assert [(r.name, r.metrics["mean_us"], r.side) for r in result.perf] == [("torch", 16.19, "B"), ("B", 6.30, "B")]

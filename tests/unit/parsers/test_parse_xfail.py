@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-
-from pytest_gpuverify.parsers.result import ParseContext
 from pytest_gpuverify.config.targets import PYTEST
 from pytest_gpuverify.parsers.reader import parse_output
+from pytest_gpuverify.parsers.result import ParseContext
 
 TERMINAL = """\
 tests/test_k.py::test_ok PASSED

@@ -105,13 +105,16 @@ def test_the_documented_example_of_each_verdict_line_is_read() -> None:
         assert verdict(read(entry.fails + "\n"))[0] == "FAIL", entry.name
 
 
-@pytest.mark.parametrize("line", [
-    "✓ Kernel prepared (tile 64x256x128)",  # a mark without a verdict word
-    "0 tests failed",
-    "correctness check failed to run: no reference",  # "failed to": not a verdict; no check either
-    "bypassed the cache",
-    "The check failed to load its reference",
-])
+@pytest.mark.parametrize(
+    "line",
+    [
+        "✓ Kernel prepared (tile 64x256x128)",  # a mark without a verdict word
+        "0 tests failed",
+        "correctness check failed to run: no reference",  # "failed to": not a verdict; no check either
+        "bypassed the cache",
+        "The check failed to load its reference",
+    ],
+)
 def test_look_alikes_are_no_passing_verdict(line: str) -> None:
     assert verdict(read(line + "\n"))[0] != "PASS", line
 
@@ -215,7 +218,9 @@ def test_an_assert_close_error_in_a_worker_thread_fails_a_passing_pytest_run(kin
     parsed = read(pytest_run(extra_sections=THREAD_WARNING), kind)
     v, reasons = verdict(parsed, kind)
     assert v == "FAIL", (reasons, parsed.problems)
-    assert len([r for r in reasons if "assert_close failed" in r]) == 1, reasons  # the block, once (not its source line)
+    assert len([r for r in reasons if "assert_close failed" in r]) == 1, (
+        reasons
+    )  # the block, once (not its source line)
     assert any("PytestUnhandledThreadExceptionWarning" in r for r in reasons), reasons
     # the other warning's words are its own: no alarm for them
     assert not any("error_handler" in r for r in reasons), reasons
@@ -252,8 +257,9 @@ PASSED tests/test_k.py::test_k[2]
     parsed = read(text, kind)
     v, reasons = verdict(parsed, kind, exit_code=1)
     assert v == "FAIL" and not parsed.problems, parsed.problems
-    assert parsed.failures == ["tests/test_k.py::test_k[1] failed: RuntimeError: HIP error: an illegal memory access "
-                               "was encountered"]
+    assert parsed.failures == [
+        "tests/test_k.py::test_k[1] failed: RuntimeError: HIP error: an illegal memory access was encountered"
+    ]
 
 
 # ----- 3. Triton perf_report tables ------------------------------------------------------------------
@@ -295,18 +301,34 @@ def test_two_tables_of_one_run_never_share_a_key() -> None:
     assert len(keys) == len(set(keys)) == 6
     assert {r.table for r in parsed.perf} == {"matmul-performance-fp16", "matmul-performance-fp8"}
     fp8 = [r for r in parsed.perf if r.table == "matmul-performance-fp8"]
-    assert [(r.shape, r.metrics["Triton"]) for r in fp8] == [("M=256.0, N=256.0, K=256.0", 3.2768),
-                                                            ("M=384.0, N=384.0, K=384.0", 9.8304)]
+    assert [(r.shape, r.metrics["Triton"]) for r in fp8] == [
+        ("M=256.0, N=256.0, K=256.0", 3.2768),
+        ("M=384.0, N=384.0, K=384.0", 9.8304),
+    ]
 
 
-@pytest.mark.parametrize("name, title, x, lines, rows", [
-    ("aiter_pr650_bench_gemm_afp4wfp4_model.txt", "GEMM MXFP4 x MXFP4 Benchmark", ["M", "hidden_dim", "intermediate_dim"],
-     ["fc1", "fc2"], 15),
-    ("intel_issue544_softmax_perf_report_truncated.txt", "softmax-performance", ["N"],
-     ["Triton", "Torch (native)", "Torch (jit)"], 10),
-])
-def test_the_real_perf_report_samples_read_by_one_rule(tmp_path: Path, name: str, title: str, x: list[str],
-                                                        lines: list[str], rows: int) -> None:
+@pytest.mark.parametrize(
+    "name, title, x, lines, rows",
+    [
+        (
+            "aiter_pr650_bench_gemm_afp4wfp4_model.txt",
+            "GEMM MXFP4 x MXFP4 Benchmark",
+            ["M", "hidden_dim", "intermediate_dim"],
+            ["fc1", "fc2"],
+            15,
+        ),
+        (
+            "intel_issue544_softmax_perf_report_truncated.txt",
+            "softmax-performance",
+            ["N"],
+            ["Triton", "Torch (native)", "Torch (jit)"],
+            10,
+        ),
+    ],
+)
+def test_the_real_perf_report_samples_read_by_one_rule(
+    tmp_path: Path, name: str, title: str, x: list[str], lines: list[str], rows: int
+) -> None:
     sample = SAMPLES / name
     if not sample.is_file():
         pytest.fail(f"sample {name} not present under {SAMPLES}" + " (tests/data/samples is part of the checkout)")
@@ -343,12 +365,17 @@ PASSED tests/test_k.py::test_ok
 def test_a_test_retried_into_a_pass_fails_and_counts_once(tmp_path: Path, kind: str) -> None:
     junit = tmp_path / "report.xml"
     junit.write_text(RETRIED_JUNIT)
-    for context, text in (({"junit_xml": junit}, RETRIED_TERMINAL), ({}, RETRIED_TERMINAL),
-                          ({"junit_xml": junit}, RETRIED_TERMINAL.replace("RERUN tests/test_k.py::test_mismatch\n", ""))):
+    for context, text in (
+        ({"junit_xml": junit}, RETRIED_TERMINAL),
+        ({}, RETRIED_TERMINAL),
+        ({"junit_xml": junit}, RETRIED_TERMINAL.replace("RERUN tests/test_k.py::test_mismatch\n", "")),
+    ):
         parsed = read(text, kind, noise=False, **context)
         v, reasons = verdict(parsed, kind)
         assert v == "FAIL", (context, reasons)
-        assert any(r.startswith("tests/test_k.py::test_mismatch failed an attempt and ran again") for r in reasons), reasons
+        assert any(r.startswith("tests/test_k.py::test_mismatch failed an attempt and ran again") for r in reasons), (
+            reasons
+        )
         c = parsed.correctness
         assert (c.shapes_checked, c.checks_passed, c.checks_failed) == (2, 1, 1), (context, c)
 
@@ -399,19 +426,23 @@ ERROR tests/test_k.py
 COLLECTION_JUNIT = (
     '<?xml version="1.0" encoding="utf-8"?><testsuites name="pytest tests"><testsuite name="pytest" errors="1" '
     'failures="0" skipped="0" tests="1"><testcase classname="" name="tests.test_k" time="0.000">'
-    '<error message="collection failure">ImportError while importing test module \'/workspace/kk/tests/test_k.py\'.\n'
+    "<error message=\"collection failure\">ImportError while importing test module '/workspace/kk/tests/test_k.py'.\n"
     "E   ModuleNotFoundError: No module named 'torch'</error></testcase></testsuite></testsuites>"
 )
 
 
 @pytest.mark.parametrize("kind", PYTEST_KINDS)
-@pytest.mark.parametrize("text, code, first", [
-    (CONFTEST_IMPORT_ERROR, 4, "line 1: ImportError while loading conftest '/workspace/kk/tests/conftest.py'."),
-    (USAGE_ERROR, 4, "line 2: __main__.py: error: unrecognized arguments: --reruns 2"),
-    (COLLECTION_ERROR, 2, "line 4: ImportError while importing test module '/workspace/kk/tests/test_k.py'."),
-])
+@pytest.mark.parametrize(
+    "text, code, first",
+    [
+        (CONFTEST_IMPORT_ERROR, 4, "line 1: ImportError while loading conftest '/workspace/kk/tests/conftest.py'."),
+        (USAGE_ERROR, 4, "line 2: __main__.py: error: unrecognized arguments: --reruns 2"),
+        (COLLECTION_ERROR, 2, "line 4: ImportError while importing test module '/workspace/kk/tests/test_k.py'."),
+    ],
+)
 def test_an_inner_pytest_that_ran_no_test_is_inconclusive_naming_its_first_error(
-        tmp_path: Path, kind: str, text: str, code: int, first: str) -> None:
+    tmp_path: Path, kind: str, text: str, code: int, first: str
+) -> None:
     contexts: list[dict] = [{"exit_code": code}]
     if text is COLLECTION_ERROR:
         junit = tmp_path / "report.xml"
@@ -435,6 +466,7 @@ def test_a_cut_run_says_where_its_outcomes_were_read(kind: str) -> None:
 
 # ----- 6. assert-only harnesses ----------------------------------------------------------------------
 
+
 def test_an_assert_only_script_declared_so_passes_on_exit_0_only() -> None:
     silent = "[aiter] start build [module_x] under /opt/aiter/jit/build\n"
     assert verdict(read(silent))[0] == "INCONCLUSIVE"
@@ -449,8 +481,9 @@ def test_an_assert_only_script_declared_so_passes_on_exit_0_only() -> None:
 
 
 def test_tritons_maximum_difference_is_read_as_max_abs_error() -> None:
-    parsed = read("The maximum difference between torch and triton is 0.001953125\n", exit_status_is_check=True,
-                  exit_code=0)
+    parsed = read(
+        "The maximum difference between torch and triton is 0.001953125\n", exit_status_is_check=True, exit_code=0
+    )
     assert parsed.correctness.max_abs_error == 0.001953125
 
 
@@ -461,8 +494,9 @@ def test_a_maximum_difference_above_a_declared_limit_fails(kind: str) -> None:
     text = "The maximum difference between torch and triton is 0.25\n"
     parsed = read(text if kind in SCRIPT_KINDS else pytest_run(text), kind)
     assert parsed.correctness.max_abs_error == 0.25
-    v, reasons = verdict_and_reasons(RunRecord(ran=True, exit_code=0), parsed, Thresholds(max_abs_error_max=0.01),
-                                     TargetRecord(name="t", kind=kind))
+    v, reasons = verdict_and_reasons(
+        RunRecord(ran=True, exit_code=0), parsed, Thresholds(max_abs_error_max=0.01), TargetRecord(name="t", kind=kind)
+    )
     assert v == "FAIL" and any("max_abs_error 0.25 is above" in r for r in reasons), reasons
 
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from replay import cases, figure_found, output_of, replay, values
 
 CASES = cases()

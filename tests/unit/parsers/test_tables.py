@@ -35,10 +35,14 @@ FAILED                0.020480                 nan               0.000          
 def test_a_flaggems_table_gives_every_figure_in_its_unit_and_a_failed_status_fails() -> None:
     parsed = read(FLAGGEMS)
     rows = [(r.name, r.us_median, r.metrics) for r in parsed.perf if r.source_line == 4]
-    assert rows == [("Torch Latency (ms)", 10.24, {"Gems Speedup": 1.111}),
-                    ("Gems Latency (ms)", 9.216, {"Gems Speedup": 1.111}),
-                    ("TFLOPS", None, {"TFLOPS": 0.045, "Gems Speedup": 1.111})]
-    assert {r.table for r in parsed.perf} == {"Operator: mm  Performance Test (dtype=torch.float16, mode=kernel,level=comprehensive)"}
+    assert rows == [
+        ("Torch Latency (ms)", 10.24, {"Gems Speedup": 1.111}),
+        ("Gems Latency (ms)", 9.216, {"Gems Speedup": 1.111}),
+        ("TFLOPS", None, {"TFLOPS": 0.045, "Gems Speedup": 1.111}),
+    ]
+    assert {r.table for r in parsed.perf} == {
+        "Operator: mm  Performance Test (dtype=torch.float16, mode=kernel,level=comprehensive)"
+    }
     assert all(r.shape.startswith("Size Detail=[torch.Size(") for r in parsed.perf)
     assert verdict(parsed) == "FAIL"  # the FAILED status, and the nan where a latency was due
     assert any("column 'Status' says FAILED" in f for f in parsed.failures), parsed.failures
@@ -65,9 +69,11 @@ def test_a_gemm_bench_table_with_a_unit_in_parentheses() -> None:
 
 
 def test_a_hipblaslt_csv_row_under_its_header() -> None:
-    text = ("[0]:transA,transB,batch_count,m,n,k,a_type,d_type,compute_type,hipblaslt-Gflops,hipblaslt-GB/s,us,"
-            "CPU-Gflops,CPU-us,norm_error,atol,rtol\n"
-            "    N,N,1,128,128,128,f16_r,f16_r,f32_r,403.298,17.6063,10.4,0.0960059,43688,2.44879e-07,1e-05,1e-05\n")
+    text = (
+        "[0]:transA,transB,batch_count,m,n,k,a_type,d_type,compute_type,hipblaslt-Gflops,hipblaslt-GB/s,us,"
+        "CPU-Gflops,CPU-us,norm_error,atol,rtol\n"
+        "    N,N,1,128,128,128,f16_r,f16_r,f32_r,403.298,17.6063,10.4,0.0960059,43688,2.44879e-07,1e-05,1e-05\n"
+    )
     parsed = read(text)
     us = [r for r in parsed.perf if r.name == "us"]
     assert len(us) == 1 and us[0].us_median == 10.4
@@ -78,12 +84,18 @@ def test_a_hipblaslt_csv_row_under_its_header() -> None:
 
 
 def test_a_ck_perf_line_and_the_largest_max_err() -> None:
-    text = ("Perf: 1.23 ms, 110.5 TFlops, 300.2 GB/s, DeviceGemmXdl<256, 128, 4>\n"
-            "max err: 16, number of errors: 29, 2.832031% wrong values\nmax err: 191\n")
+    text = (
+        "Perf: 1.23 ms, 110.5 TFlops, 300.2 GB/s, DeviceGemmXdl<256, 128, 4>\n"
+        "max err: 16, number of errors: 29, 2.832031% wrong values\nmax err: 191\n"
+    )
     parsed = read(text)
     [row] = parsed.perf
-    assert (row.name, row.us_median, row.metrics, row.shape) == ("Perf", 1230.0, {"TFlops": 110.5, "GB/s": 300.2},
-                                                                  "DeviceGemmXdl<256, 128, 4>")
+    assert (row.name, row.us_median, row.metrics, row.shape) == (
+        "Perf",
+        1230.0,
+        {"TFlops": 110.5, "GB/s": 300.2},
+        "DeviceGemmXdl<256, 128, 4>",
+    )
     assert parsed.correctness.max_abs_error == 191.0 and verdict(parsed) == "FAIL"  # "29 ... wrong values"
 
 
@@ -96,7 +108,9 @@ def test_a_header_on_two_bar_rows() -> None:
 """
     parsed = read(text)
     assert [(r.name, r.us_median, r.metrics) for r in parsed.perf] == [
-        ("FlyDSL (us)", 41.2, {"speedup": 1.09}), ("AIter (us)", 45.0, {"speedup": 1.09})]
+        ("FlyDSL (us)", 41.2, {"speedup": 1.09}),
+        ("AIter (us)", 45.0, {"speedup": 1.09}),
+    ]
     assert not parsed.problems
 
 
@@ -121,19 +135,26 @@ def test_rccl_tests_table_units_line_and_groups() -> None:
 """
     parsed = read(text)
     times = [(r.name, r.us_median) for r in parsed.perf if r.us_median is not None]
-    assert times == [("out-of-place time (us)", 105.5), ("in-place time (us)", 104.8),
-                     ("out-of-place time (us)", 190.3), ("in-place time (us)", 189.9)]
+    assert times == [
+        ("out-of-place time (us)", 105.5),
+        ("in-place time (us)", 104.8),
+        ("out-of-place time (us)", 190.3),
+        ("in-place time (us)", 189.9),
+    ]
     assert verdict(parsed) == "FAIL"  # 3 wrong values out of place in the second row
     assert parsed.correctness.checks_failed == 1 and parsed.correctness.checks_passed == 3
 
 
-@pytest.mark.parametrize("line, note_or_failure", [
-    ("Kernel avg time: -0.5 ms", "negative time"),
-    ("Perf: -1.2 ms, 3.0 TFlops", "negative time"),
-    ("gemm latency: nan us", "nan in 'gemm latency' time"),
-    ("Throughput: nan requests/s, 4567.89 total tokens/s", "nan in 'req/s'"),
-    ("median throughput:   nan token/s", "nan in 'median tok/s'"),
-])
+@pytest.mark.parametrize(
+    "line, note_or_failure",
+    [
+        ("Kernel avg time: -0.5 ms", "negative time"),
+        ("Perf: -1.2 ms, 3.0 TFlops", "negative time"),
+        ("gemm latency: nan us", "nan in 'gemm latency' time"),
+        ("Throughput: nan requests/s, 4567.89 total tokens/s", "nan in 'req/s'"),
+        ("median throughput:   nan token/s", "nan in 'median tok/s'"),
+    ],
+)
 def test_a_figure_that_cannot_be_one_keeps_its_row_and_is_said(line: str, note_or_failure: str) -> None:
     parsed = read(line + "\n")
     assert parsed.perf, "the row is kept"
@@ -147,8 +168,10 @@ def test_a_figure_that_cannot_be_one_keeps_its_row_and_is_said(line: str, note_o
 
 def test_a_labelled_figure_names_its_unit() -> None:
     parsed = read("Mean TTFT (ms):                          26.56\nBenchmark duration (s):                  339.37\n")
-    assert [(r.name, r.stat, r.us_median) for r in parsed.perf] == [("Mean TTFT (ms)", "mean", None),
-                                                                   ("Benchmark duration (s)", None, 339370000.0)]
+    assert [(r.name, r.stat, r.us_median) for r in parsed.perf] == [
+        ("Mean TTFT (ms)", "mean", None),
+        ("Benchmark duration (s)", None, 339370000.0),
+    ]
     assert parsed.perf[0].metrics == {"mean_us": 26560.0}
 
 
@@ -186,15 +209,21 @@ attention-fwd:
 def test_a_title_printed_again_is_told_apart_by_its_ordinal() -> None:
     parsed = read(PERF_REPORT_TWICE)
     named = [(r.table, r.shape, r.metrics["Triton"]) for r in parsed.perf]
-    assert named == [("attention-fwd", "N_CTX=1024.0", 65.914595), ("attention-fwd", "N_CTX=2048.0", 77.955253),
-                     ("attention-fwd #2", "N_CTX=1024.0", 82.528012), ("attention-fwd #2", "N_CTX=2048.0", 90.0)]
+    assert named == [
+        ("attention-fwd", "N_CTX=1024.0", 65.914595),
+        ("attention-fwd", "N_CTX=2048.0", 77.955253),
+        ("attention-fwd #2", "N_CTX=1024.0", 82.528012),
+        ("attention-fwd #2", "N_CTX=2048.0", 90.0),
+    ]
 
 
 @pytest.mark.parametrize("above", ["causal={}", "[causal={}]", "### causal={}, d=64 ###", "config: causal={}"])
 def test_a_title_printed_again_is_named_by_the_settings_printed_above_it(above: str) -> None:
     first, second = PERF_REPORT_TWICE.split("attention-fwd:\n")[1:]
-    text = (f"{above.format(False)}\nattention-fwd:\n{first}"
-            f"some other line\n{above.format(True)}\n\nattention-fwd:\n{second}")
+    text = (
+        f"{above.format(False)}\nattention-fwd:\n{first}"
+        f"some other line\n{above.format(True)}\n\nattention-fwd:\n{second}"
+    )
     settings = above.format(True).strip("[]# ").removeprefix("config: ")
     assert [r.table for r in read(text).perf] == ["attention-fwd"] * 2 + [f"attention-fwd [{settings}]"] * 2
 

@@ -40,7 +40,8 @@ def test_each_time_is_a_row_in_the_printed_unit(kind: str) -> None:
 
 def test_milliseconds_become_microseconds_and_threads_join_the_shape() -> None:
     text = COMPARE.replace("microseconds (us)", "milliseconds (ms)").replace(
-        "      f32 fwd_gen", "4 threads: ----------------\n      f32 fwd_gen")
+        "      f32 fwd_gen", "4 threads: ----------------\n      f32 fwd_gen"
+    )
     parsed = rows(text)
     assert [(r.shape, r.us_median) for r in parsed.perf] == [
         ("f16 fwd_gen B=160, M=8096, K=128, threads=1", 49828000.0),
@@ -51,13 +52,18 @@ def test_milliseconds_become_microseconds_and_threads_join_the_shape() -> None:
 
 def test_a_table_without_its_unit_line_keeps_its_figures_under_their_column() -> None:
     parsed = rows(COMPARE.replace("Times are in microseconds (us).\n", "done\n"))
-    assert [(r.us_median, r.metrics) for r in parsed.perf][:2] == [(None, {"xformers": 49828.0}),
-                                                                   (None, {"flashattn": 88721.0})]
+    assert [(r.us_median, r.metrics) for r in parsed.perf][:2] == [
+        (None, {"xformers": 49828.0}),
+        (None, {"flashattn": 88721.0}),
+    ]
 
 
 def test_a_long_title_without_dashes_and_a_nan_time() -> None:
-    parsed = rows(COMPARE.replace("[----------- attention (attn_bias=<class 'NoneType'>) ----------]",
-                                  "[ attention (attn_bias=<class 'xformers.ops.LowerTriangularMask'>) ]")
-                  .replace("88721.0", "nan"))
+    parsed = rows(
+        COMPARE.replace(
+            "[----------- attention (attn_bias=<class 'NoneType'>) ----------]",
+            "[ attention (attn_bias=<class 'xformers.ops.LowerTriangularMask'>) ]",
+        ).replace("88721.0", "nan")
+    )
     assert {r.table for r in parsed.perf} == {"attention (attn_bias=<class 'xformers.ops.LowerTriangularMask'>)"}
     assert parsed.correctness.nan_count == 1 and parsed.correctness.passed is False

@@ -5,10 +5,9 @@ from __future__ import annotations
 
 import json
 import threading
-from typing import Optional
 
-from pytest_gpuverify.execute.container import ContainerError
 from pytest_gpuverify.execute.base import Place
+from pytest_gpuverify.execute.container import ContainerError
 from pytest_gpuverify.place.container_checks import check_container
 from pytest_gpuverify.place.provenance import read_container_facts
 
@@ -23,7 +22,7 @@ class SlowVersionsContainer:
     image = "img"
     running = True
 
-    def __init__(self, fail: Optional[BaseException] = None) -> None:
+    def __init__(self, fail: BaseException | None = None) -> None:
         self.release = threading.Event()
         self.fail = fail
 

@@ -33,8 +33,7 @@ def test_the_declaration_then_the_kind_then_the_repos_project(tmp_path):
 
 
 def test_a_build_backends_package_name_wins_where_it_is_in_the_checkout(tmp_path):
-    project(tmp_path, "pytorch-kernels", layout="",
-            tool='[tool.hatch.build.targets.wheel]\npackages = ["src/ptk"]\n')
+    project(tmp_path, "pytorch-kernels", layout="", tool='[tool.hatch.build.targets.wheel]\npackages = ["src/ptk"]\n')
     (tmp_path / "src" / "ptk").mkdir(parents=True)
     assert packages_under_test(target(tmp_path, "pytest"), tmp_path).names == ("ptk",)
 
@@ -57,8 +56,9 @@ def test_an_origin_outside_the_worktree_blocks_not_importable_only_notes_a_guess
     installed = "/usr/lib/python3/site-packages/kernelkit/__init__.py"
     outside = check_imports(under, "/w", {"PYTHONPATH": "/w"}, lambda p, e: (installed, None))
     assert outside.imports == {"kernelkit": installed}
-    assert outside.blocked == [f"kernelkit imports from {installed}, outside the worktree /w/: the run would test "
-                               "another copy"]
+    assert outside.blocked == [
+        f"kernelkit imports from {installed}, outside the worktree /w/: the run would test another copy"
+    ]
     inside = check_imports(under, "/w", {}, lambda p, e: ("/w/src/kernelkit/__init__.py", None))
     assert inside.blocked == [] and inside.imports == {"kernelkit": "/w/src/kernelkit/__init__.py"}
     missing = check_imports(under, "/w", {}, lambda p, e: (None, "kernelkit is not importable in c"))
@@ -73,8 +73,15 @@ def test_the_import_path_goes_before_the_places_own():
 
 
 def env_of(kind: str) -> dict[str, str]:
-    return RunEnvironment(visible_var="HIP_VISIBLE_DEVICES", visible_value="3", pythonpath="/w", kind=kind,
-                          arch="gfx942", caches={"TRITON_CACHE_DIR": "/c/t"}, declared={"MY_FLAG": "1"}).as_env()
+    return RunEnvironment(
+        visible_var="HIP_VISIBLE_DEVICES",
+        visible_value="3",
+        pythonpath="/w",
+        kind=kind,
+        arch="gfx942",
+        caches={"TRITON_CACHE_DIR": "/c/t"},
+        declared={"MY_FLAG": "1"},
+    ).as_env()
 
 
 def test_each_kind_gets_only_the_variables_that_serve_it():

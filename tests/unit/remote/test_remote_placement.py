@@ -1,7 +1,14 @@
 """remote/placement.py: which host runs which target, decided at collection (no xdist, no ssh)."""
 
-from pytest_gpuverify.remote.placement import (HostSlots, gpus_of, place, plain_nodeid, target_name, topic_of,
-                                               marked_nodeid)
+from pytest_gpuverify.remote.placement import (
+    HostSlots,
+    gpus_of,
+    marked_nodeid,
+    place,
+    plain_nodeid,
+    target_name,
+    topic_of,
+)
 
 A2, B2 = HostSlots("hostA", 2), HostSlots("hostB", 2)
 
@@ -57,7 +64,10 @@ def test_a_declared_topic_travels_in_the_node_id():
     assert topic_of(nid) == "gemm_declared" and gpus_of(nid) == 2
     assert plain_nodeid(nid) == "gpuverify.toml::gemm-declared" and target_name(nid) == "gemm-declared"
     assert topic_of(marked_nodeid("gpuverify.toml::t", 1, "other")) == "other"
-    assert marked_nodeid("op_tests/test_gemm_a8w8.py::gemm_a8w8", 1, "gemm_a8w8") == "op_tests/test_gemm_a8w8.py::gemm_a8w8"
+    assert (
+        marked_nodeid("op_tests/test_gemm_a8w8.py::gemm_a8w8", 1, "gemm_a8w8")
+        == "op_tests/test_gemm_a8w8.py::gemm_a8w8"
+    )
     assert marked_nodeid("gpuverify.toml::gemm-declared", 1, "gemm-declared") == "gpuverify.toml::gemm-declared"
 
 
@@ -81,8 +91,11 @@ class _Node:
 
 
 # xdist's function that reads the --tx specs (its worker count): renamed in xdist 3.6
-_SPECS = "parse_tx_spec_config" if hasattr(__import__("xdist.workermanage").workermanage, "parse_tx_spec_config") \
+_SPECS = (
+    "parse_tx_spec_config"
+    if hasattr(__import__("xdist.workermanage").workermanage, "parse_tx_spec_config")
     else "parse_spec_config"
+)
 
 
 def _scheduler(hosts):

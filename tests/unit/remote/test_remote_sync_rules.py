@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from pytest_gpuverify.remote.sync import host_changes
-from pytest_gpuverify.remote.synchost import CheckoutState, Finish, checkout_state, finish, manifest_path
 from pytest_gpuverify.remote.syncfiles import visible_files
+from pytest_gpuverify.remote.synchost import CheckoutState, Finish, checkout_state, finish, manifest_path
 from pytest_gpuverify.remote.workerargs import worker_args
 
 
@@ -47,9 +47,16 @@ def test_visible_files_are_what_git_sees_less_caches_and_own_folders(checkout):
 
 
 def test_a_host_change_stops_the_sync_unless_the_last_sync_made_it_or_this_one_brings_it():
-    state = CheckoutState(changes={"made_by_sync.py": "s1", "edited_here.py": "h1", "same_as_local.py": "l1",
-                                   "deleted_by_sync.py": None, "deleted_here.py": None},
-                          manifest={"made_by_sync.py": "s1", "edited_here.py": "s0", "deleted_here.py": "d0"})
+    state = CheckoutState(
+        changes={
+            "made_by_sync.py": "s1",
+            "edited_here.py": "h1",
+            "same_as_local.py": "l1",
+            "deleted_by_sync.py": None,
+            "deleted_here.py": None,
+        },
+        manifest={"made_by_sync.py": "s1", "edited_here.py": "s0", "deleted_here.py": "d0"},
+    )
     copying = {"made_by_sync.py": "s2", "edited_here.py": "s2", "same_as_local.py": "l1", "deleted_here.py": "d0"}
     assert host_changes(state, copying) == ["edited_here.py"]
     first = CheckoutState(changes={"host_notes.txt": "n1"}, manifest=None)
@@ -65,8 +72,13 @@ def test_the_hosts_side_deletes_only_inside_the_checkout_narrows_modes_and_keeps
     (checkout / "op_tests" / "test_a.py").chmod(0o666)
     mask = os.umask(0o077)
     try:
-        removed = finish(checkout, Finish(delete=["gone/deep/old.py", "link/outside.txt", "../outside.txt"],
-                                          manifest={"op_tests/test_a.py": "sha"}))
+        removed = finish(
+            checkout,
+            Finish(
+                delete=["gone/deep/old.py", "link/outside.txt", "../outside.txt"],
+                manifest={"op_tests/test_a.py": "sha"},
+            ),
+        )
     finally:
         os.umask(mask)
     assert removed == ["gone/deep/old.py"]
@@ -85,7 +97,26 @@ def test_path_valued_options_reach_the_workers_joined_and_the_env_file_stays_her
     junit, ini = tmp_path / "x.xml", tmp_path / "x.ini"
     junit.write_text("")
     ini.write_text("")
-    args = ["--gpu-env", "/controller/env.md", "--junitxml", str(junit), "-c", str(ini), "-k", "gemm",
-            "--gpu-env=/controller/env.md", "op_tests/x.py", "-v", str(tmp_path)]
+    args = [
+        "--gpu-env",
+        "/controller/env.md",
+        "--junitxml",
+        str(junit),
+        "-c",
+        str(ini),
+        "-k",
+        "gemm",
+        "--gpu-env=/controller/env.md",
+        "op_tests/x.py",
+        "-v",
+        str(tmp_path),
+    ]
     assert worker_args(args, ["op_tests/x.py", str(tmp_path)]) == [
-        f"--junitxml={junit}", f"-c{ini}", "-k", "gemm", "op_tests/x.py", "-v", str(tmp_path)]
+        f"--junitxml={junit}",
+        f"-c{ini}",
+        "-k",
+        "gemm",
+        "op_tests/x.py",
+        "-v",
+        str(tmp_path),
+    ]

@@ -8,8 +8,15 @@ from pytest_gpuverify.reporting import ci_summary as ci
 
 
 def props(verdict, reason="", **more):
-    return {"gpuverify_verdict": verdict, "gpuverify_reason": reason, "gpuverify_artifact": "/t/a.json",
-            "gpuverify_gpus": "0", "gpuverify_host": "mi300", "gpuverify_file": "op_tests/t.py", **more}
+    return {
+        "gpuverify_verdict": verdict,
+        "gpuverify_reason": reason,
+        "gpuverify_artifact": "/t/a.json",
+        "gpuverify_gpus": "0",
+        "gpuverify_host": "mi300",
+        "gpuverify_file": "op_tests/t.py",
+        **more,
+    }
 
 
 def test_failures_come_first_and_passes_fold_into_details():
@@ -61,8 +68,9 @@ def test_each_target_end_rewrites_the_sessions_part_and_annotates_once(tmp_path)
     publisher.update(verdicts, final=True)
     assert step.read_text() == "earlier step\n" + ci.markdown(verdicts) and mine.read_text() == ci.markdown(verdicts)
     lines = out.getvalue().splitlines()
-    assert lines == ci.annotations(verdicts[1:11]) + [ci.annotation("warning", "w", verdicts[-1][1])] + \
-        [ci.more_line("error", 2)], lines
+    assert lines == ci.annotations(verdicts[1:11]) + [ci.annotation("warning", "w", verdicts[-1][1])] + [
+        ci.more_line("error", 2)
+    ], lines
     assert publisher.update(verdicts, final=True) == [] and out.getvalue().splitlines() == lines, "said once"
 
 

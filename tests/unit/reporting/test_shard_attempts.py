@@ -4,7 +4,6 @@ attempt are one run, and each shard counts from its latest attempt (reporting/sh
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 from pytest_gpuverify.config.shards import logical_run, run_attempt
 from pytest_gpuverify.records.scheduling import ShardRecord
@@ -12,7 +11,7 @@ from pytest_gpuverify.reporting.shard_check import shard_lines, superseded
 
 
 def record(
-    index: int, session: str, attempt: Optional[int], run: str = "4711", run_from: str = "GITHUB_RUN_ID"
+    index: int, session: str, attempt: int | None, run: str = "4711", run_from: str = "GITHUB_RUN_ID"
 ) -> ShardRecord:
     return ShardRecord(
         index=index,

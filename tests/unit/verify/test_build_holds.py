@@ -6,17 +6,28 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pytest_gpuverify.records.builds import BuildRecord
-from pytest_gpuverify.common.clock import iso_utc
-from pytest_gpuverify.verify.exclusivity import holds_of
 from exclusivity_cases import art, overlaps
+
+from pytest_gpuverify.common.clock import iso_utc
+from pytest_gpuverify.records.builds import BuildRecord
+from pytest_gpuverify.verify.exclusivity import holds_of
 
 T = 1_800_000_000.0
 
 
 def with_build(a, gpus, start, end, name="tune"):
-    a.builds = [BuildRecord(name=name, command="sh tune.sh", gpu=True, gpus=gpus, exit_code=0,
-                            output=f"build_{name}.x.log", lock_taken=iso_utc(start), lock_released=iso_utc(end))]
+    a.builds = [
+        BuildRecord(
+            name=name,
+            command="sh tune.sh",
+            gpu=True,
+            gpus=gpus,
+            exit_code=0,
+            output=f"build_{name}.x.log",
+            lock_taken=iso_utc(start),
+            lock_released=iso_utc(end),
+        )
+    ]
     return a
 
 
@@ -43,5 +54,6 @@ def test_a_build_under_the_runs_own_lock_adds_no_hold_and_a_bad_hold_is_said():
     holds, why = holds_of(a, Path("a.json"))
     assert why is None and [h.what for h in holds] == [""]
     bad = with_build(art("h1", [0], T, T + 10), [0], T + 5, T + 1)
-    assert holds_of(bad, Path("a.json"))[1] == (f"build tune: the timeline ends ({iso_utc(T + 1)}) before it "
-                                                f"starts ({iso_utc(T + 5)})")
+    assert holds_of(bad, Path("a.json"))[1] == (
+        f"build tune: the timeline ends ({iso_utc(T + 1)}) before it starts ({iso_utc(T + 5)})"
+    )

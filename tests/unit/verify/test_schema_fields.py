@@ -2,7 +2,6 @@
 a field added to a model without its schema entry would make `check` refuse every new artifact."""
 
 from pytest_gpuverify.records import artifact
-
 from pytest_gpuverify.verify import schemas
 
 
@@ -25,10 +24,22 @@ def test_a_field_added_later_may_be_there_or_not_and_nothing_else_may():
     import json
 
     data = json.loads(artifact.dump_artifact(artifact.Artifact(topic="t", ts="2026-01-01T00:00:00.000Z")))
-    data.update(run={"blocked": [], "ran": False, "exit_code": None, "timed_out": False, "interrupted": None,
-                     "container_died": False, "output_problems": [], "unknowns": [], "leftovers": [],
-                     "output_parsed": False, "shared": []}, target={k: v for k, v in artifact.TargetRecord(
-                         name="t", kind="aiter-op-test").model_dump().items()})
+    data.update(
+        run={
+            "blocked": [],
+            "ran": False,
+            "exit_code": None,
+            "timed_out": False,
+            "interrupted": None,
+            "container_died": False,
+            "output_problems": [],
+            "unknowns": [],
+            "leftovers": [],
+            "output_parsed": False,
+            "shared": [],
+        },
+        target={k: v for k, v in artifact.TargetRecord(name="t", kind="aiter-op-test").model_dump().items()},
+    )
     assert schemas.schema_problems(data) == []
     older = {k: v for k, v in data.items() if k not in ("shard", "scheduler")}
     assert schemas.schema_problems(older) == []
@@ -36,4 +47,6 @@ def test_a_field_added_later_may_be_there_or_not_and_nothing_else_may():
     # run.imports_outside and import_origins joined schema 5 with defaults: with them or without, it checks
     recorded = {**data, "import_origins": {}, "run": {**data["run"], "imports_outside": []}}
     assert schemas.schema_problems(recorded) == []
-    assert schemas.schema_problems({**data, "run": {**data["run"], "outside": []}}) == ["field run.outside is not in schema 5"]
+    assert schemas.schema_problems({**data, "run": {**data["run"], "outside": []}}) == [
+        "field run.outside is not in schema 5"
+    ]

@@ -17,17 +17,43 @@ FACTS = SimpleNamespace(exit_code=0, timed_out=False, interrupted=None, containe
 TIMES = {"collected": "2026-12-02T04:29:30.000000Z", "lock_released": "2026-12-02T04:29:45.000000Z"}
 
 
-def gpu_clocks(index: int, sm_max: float = 1980.0, unlike=("sw_thermal",), normal=("gpu_idle", "sw_power_cap")) -> GpuClocks:
-    return GpuClocks(index=index, start=ClockReading(sm_mhz=345.0, throttle=["gpu_idle"]),
-                     end=ClockReading(sm_mhz=1980.0, throttle=["sw_power_cap"]), sm_mhz_min=345.0, sm_mhz_max=sm_max,
-                     throttle_seen=sorted({*unlike, *normal}), throttled=bool(unlike), unlike_events=list(unlike),
-                     normal_events=list(normal), temp_c_max=88.0, power_w_max=704.2)
+def gpu_clocks(
+    index: int, sm_max: float = 1980.0, unlike=("sw_thermal",), normal=("gpu_idle", "sw_power_cap")
+) -> GpuClocks:
+    return GpuClocks(
+        index=index,
+        start=ClockReading(sm_mhz=345.0, throttle=["gpu_idle"]),
+        end=ClockReading(sm_mhz=1980.0, throttle=["sw_power_cap"]),
+        sm_mhz_min=345.0,
+        sm_mhz_max=sm_max,
+        throttle_seen=sorted({*unlike, *normal}),
+        throttled=bool(unlike),
+        unlike_events=list(unlike),
+        normal_events=list(normal),
+        temp_c_max=88.0,
+        power_w_max=704.2,
+    )
 
 
 def watch(run=None, gpus=(0,), foreign=True) -> GpuWatch:
-    procs = [ForeignProcess(gpu=0, pid=740, name="python3", user="root", vram_mib=9066.0,
-                            first_seen="2026-12-02T04:29:35.647Z", last_seen="2026-12-02T04:29:41.797Z")] if foreign else []
-    return GpuWatch(run=run, backend="NVML, in-process", samples=38, foreign=procs, clocks=[gpu_clocks(i) for i in gpus])
+    procs = (
+        [
+            ForeignProcess(
+                gpu=0,
+                pid=740,
+                name="python3",
+                user="root",
+                vram_mib=9066.0,
+                first_seen="2026-12-02T04:29:35.647Z",
+                last_seen="2026-12-02T04:29:41.797Z",
+            )
+        ]
+        if foreign
+        else []
+    )
+    return GpuWatch(
+        run=run, backend="NVML, in-process", samples=38, foreign=procs, clocks=[gpu_clocks(i) for i in gpus]
+    )
 
 
 def sealed_log(tmp_path, watches) -> dict:
@@ -42,11 +68,26 @@ def sealed_log(tmp_path, watches) -> dict:
 def test_the_trailer_seals_foreign_processes_events_and_sm_clocks_as_names_and_numbers(tmp_path):
     fields = sealed_log(tmp_path, [watch()])
     [sealed] = fields[WATCH]
-    assert sealed["foreign"] == [{"gpu": 0, "pid": 740, "vram_mib": 9066.0, "first_seen": "2026-12-02T04:29:35.647Z",
-                                  "last_seen": "2026-12-02T04:29:41.797Z"}]  # no name, no user: others' free text
-    assert sealed["clocks"] == [{"index": 0, "sm_mhz_min": 345.0, "sm_mhz_max": 1980.0, "start.sm_mhz": 345.0,
-                                 "end.sm_mhz": 1980.0, "unlike_events": ["sw_thermal"],
-                                 "normal_events": ["gpu_idle", "sw_power_cap"]}]
+    assert sealed["foreign"] == [
+        {
+            "gpu": 0,
+            "pid": 740,
+            "vram_mib": 9066.0,
+            "first_seen": "2026-12-02T04:29:35.647Z",
+            "last_seen": "2026-12-02T04:29:41.797Z",
+        }
+    ]  # no name, no user: others' free text
+    assert sealed["clocks"] == [
+        {
+            "index": 0,
+            "sm_mhz_min": 345.0,
+            "sm_mhz_max": 1980.0,
+            "start.sm_mhz": 345.0,
+            "end.sm_mhz": 1980.0,
+            "unlike_events": ["sw_thermal"],
+            "normal_events": ["gpu_idle", "sw_power_cap"],
+        }
+    ]
     assert watch_differences(sealed_watch([watch()]), fields[WATCH]) == []
 
 
@@ -80,15 +121,20 @@ def edited(change) -> list[str]:
 def test_each_edit_of_a_sealed_field_is_named():
     said = "the raw output's trailer says"
     assert edited(lambda w: w[0].foreign.clear()) == [
-        f"watch[0].foreign has 0 entries (none), {said} 1 (pid 740 on gpu 0)"]
+        f"watch[0].foreign has 0 entries (none), {said} 1 (pid 740 on gpu 0)"
+    ]
     assert edited(lambda w: setattr(w[0].foreign[0], "vram_mib", 12.0)) == [
-        f"watch[0].foreign[0].vram_mib is 12.0, {said} 9066.0"]
+        f"watch[0].foreign[0].vram_mib is 12.0, {said} 9066.0"
+    ]
     assert edited(lambda w: setattr(w[1].clocks[0], "sm_mhz_max", 2100.0)) == [
-        f"watch[1].clocks[0].sm_mhz_max is 2100.0, {said} 1980.0"]
+        f"watch[1].clocks[0].sm_mhz_max is 2100.0, {said} 1980.0"
+    ]
     assert edited(lambda w: setattr(w[0].clocks[0], "unlike_events", [])) == [
-        f"watch[0].clocks[0].unlike_events is [], {said} ['sw_thermal']"]
+        f"watch[0].clocks[0].unlike_events is [], {said} ['sw_thermal']"
+    ]
     assert edited(lambda w: setattr(w[1].clocks[0].start, "sm_mhz", 1980.0)) == [
-        f"watch[1].clocks[0].start.sm_mhz is 1980.0, {said} 345.0"]
+        f"watch[1].clocks[0].start.sm_mhz is 1980.0, {said} 345.0"
+    ]
     assert edited(lambda w: w.pop()) == [f"watch has 1 records, {said} 2"]
     assert edited(lambda w: setattr(w[1], "run", 3)) == [f"watch[1].run is 3, {said} 2"]
     assert edited(lambda w: w[0].clocks.clear()) == [f"watch[0].clocks has 0 entries (none), {said} 1 (gpu 0)"]
@@ -107,6 +153,7 @@ def test_the_clock_fields_agree_with_each_other():
         "watch[0].clocks[0].throttle_seen is ['gpu_idle', 'sw_power_cap'], its unlike and normal events are "
         "['gpu_idle', 'sw_power_cap', 'sw_thermal']",
         "watch[0].clocks[0].throttled is False, its unlike events are ['sw_thermal']",
-        "watch[0].clocks[0].start.throttle has ['hw_slowdown'], not in its throttle_seen"]
+        "watch[0].clocks[0].start.throttle has ['hw_slowdown'], not in its throttle_seen",
+    ]
     old = GpuClocks(index=0, throttle_seen=["sw_power_cap"], throttled=True)  # written before the classes: as it was
     assert clock_consistency([GpuWatch(clocks=[old])]) == []

@@ -15,8 +15,9 @@ BLOCK_K = 32
 
 
 @triton.jit
-def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, sam, sak, sbk, sbn, scm, scn,
-                  BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+def matmul_kernel(
+    a_ptr, b_ptr, c_ptr, M, N, K, sam, sak, sbk, sbn, scm, scn, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr
+):
     rm = tl.program_id(0) * BM + tl.arange(0, BM)
     rn = tl.program_id(1) * BN + tl.arange(0, BN)
     rk = tl.arange(0, BK)
@@ -24,8 +25,10 @@ def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, sam, sak, sbk, sbn, scm, scn,
     b = b_ptr + rk[:, None] * sbk + rn[None, :] * sbn
     acc = tl.zeros((BM, BN), dtype=tl.float32)
     for k in range(0, K, BK):
-        acc += tl.dot(tl.load(a, mask=(rm[:, None] < M) & (rk[None, :] + k < K), other=0.0),
-                      tl.load(b, mask=(rk[:, None] + k < K) & (rn[None, :] < N), other=0.0))
+        acc += tl.dot(
+            tl.load(a, mask=(rm[:, None] < M) & (rk[None, :] + k < K), other=0.0),
+            tl.load(b, mask=(rk[:, None] + k < K) & (rn[None, :] < N), other=0.0),
+        )
         a += BK * sak
         b += BK * sbk
     c = c_ptr + rm[:, None] * scm + rn[None, :] * scn
@@ -37,8 +40,23 @@ def matmul(a, b):
     N = b.shape[1]
     c = torch.empty((M, N), device=a.device, dtype=torch.float16)
     grid = (triton.cdiv(M, BLOCK), triton.cdiv(N, BLOCK))
-    matmul_kernel[grid](a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1),
-                        c.stride(0), c.stride(1), BM=BLOCK, BN=BLOCK, BK=BLOCK_K)
+    matmul_kernel[grid](
+        a,
+        b,
+        c,
+        M,
+        N,
+        K,
+        a.stride(0),
+        a.stride(1),
+        b.stride(0),
+        b.stride(1),
+        c.stride(0),
+        c.stride(1),
+        BM=BLOCK,
+        BN=BLOCK,
+        BK=BLOCK_K,
+    )
     return c
 
 
@@ -55,8 +73,14 @@ print(f"[checkAllclose atol=0.1 rtol=0.01 {status}]")
 
 @triton.testing.perf_report(
     triton.testing.Benchmark(
-        x_names=["N"], x_vals=[1024, 2048, 4096], line_arg="provider", line_vals=["triton", "torch"],
-        line_names=["Triton", "Torch"], ylabel="TFLOPS", plot_name="matmul-performance", args={},
+        x_names=["N"],
+        x_vals=[1024, 2048, 4096],
+        line_arg="provider",
+        line_vals=["triton", "torch"],
+        line_names=["Triton", "Torch"],
+        ylabel="TFLOPS",
+        plot_name="matmul-performance",
+        args={},
     )
 )
 def benchmark(N, provider):
@@ -64,7 +88,7 @@ def benchmark(N, provider):
     y = torch.randn(N, N, device="cuda", dtype=torch.float16)
     fn = (lambda: matmul(x, y)) if provider == "triton" else (lambda: torch.matmul(x, y))
     ms = triton.testing.do_bench(fn)
-    return 2 * N ** 3 * 1e-12 / (ms * 1e-3)
+    return 2 * N**3 * 1e-12 / (ms * 1e-3)
 
 
 benchmark.run(print_data=True)

@@ -33,9 +33,14 @@ print(f"[checkAllclose atol=1e-05 rtol=0.001 {status}]")
 
 @triton.testing.perf_report(
     triton.testing.Benchmark(
-        x_names=["N"], x_vals=[256 * i for i in range(2, 18, 3)], line_arg="provider",
-        line_vals=["triton", "torch"], line_names=["Triton", "Torch (native)"], ylabel="GB/s",
-        plot_name="softmax-performance", args={"M": 4096},
+        x_names=["N"],
+        x_vals=[256 * i for i in range(2, 18, 3)],
+        line_arg="provider",
+        line_vals=["triton", "torch"],
+        line_names=["Triton", "Torch (native)"],
+        ylabel="GB/s",
+        plot_name="softmax-performance",
+        args={"M": 4096},
     )
 )
 def benchmark(M, N, provider):

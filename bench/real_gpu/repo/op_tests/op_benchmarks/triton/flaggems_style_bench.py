@@ -12,8 +12,10 @@ from triton_add import add  # noqa: E402
 
 for dtype in (torch.float16, torch.float32):
     print(f"Operator: add  Performance Test (dtype={dtype}, mode=kernel,level=core)")
-    print(f"{'Status':<12}{'Torch Latency (ms)':>20}{'Gems Latency (ms)':>22}{'Gems Speedup':>20}{'TFLOPS':>15}"
-          f"{'Size Detail':>16}")
+    print(
+        f"{'Status':<12}{'Torch Latency (ms)':>20}{'Gems Latency (ms)':>22}{'Gems Speedup':>20}{'TFLOPS':>15}"
+        f"{'Size Detail':>16}"
+    )
     print("-" * 106)
     for n in (1 << 16, 1 << 20, 1 << 24):
         x = torch.randn(n, device="cuda", dtype=dtype)
@@ -21,6 +23,8 @@ for dtype in (torch.float16, torch.float32):
         torch_ms = triton.testing.do_bench(lambda x=x, y=y: x + y)
         gems_ms = triton.testing.do_bench(lambda x=x, y=y: add(x, y))
         tflops = n / (gems_ms * 1e-3) / 1e12
-        print(f"{'SUCCESS':<12}{torch_ms:>20.6f}{gems_ms:>22.6f}{torch_ms / gems_ms:>20.3f}{tflops:>15.3f}"
-              f"          [torch.Size([{n}]), torch.Size([{n}])]")
+        print(
+            f"{'SUCCESS':<12}{torch_ms:>20.6f}{gems_ms:>22.6f}{torch_ms / gems_ms:>20.3f}{tflops:>15.3f}"
+            f"          [torch.Size([{n}]), torch.Size([{n}])]"
+        )
     print()
