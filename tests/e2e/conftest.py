@@ -369,3 +369,9 @@ def _peer_python(base: Path, entry) -> tuple[str, str]:
         if os.access(python, os.X_OK) and works(python, f"{pkg}:{site}"):
             return python, f"{pkg}:{site}"
     pytest.skip(f"no Python {version} the user {entry.pw_name} can run with the plugin's dependencies")
+
+
+def pytest_collection_modifyitems(items):
+    """The tests marked slow first: the run's wall time is its longest worker's, and a minutes-long test
+    that starts last would run alone at the end; started first, the others fill the workers around it."""
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)  # stable: the rest keep their order

@@ -228,6 +228,7 @@ def test_bad_ticket_is_a_usage_error(sandbox):
     assert proc.returncode == 4 and "--ticket" in out(proc)
 
 
+@pytest.mark.slow
 def test_without_gpu_verify_plugin_changes_nothing(tmp_path):
     import sys
 

@@ -65,6 +65,7 @@ def test_github_summary_annotations_and_junit(sandbox, tmp_path):
     check_junit(junit)
 
 
+@pytest.mark.slow
 def test_xdist_junit_properties_and_no_annotations_outside_github(sandbox, tmp_path):
     junit = tmp_path / "junit.xml"
     proc = sandbox.pytest(

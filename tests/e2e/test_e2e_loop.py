@@ -13,7 +13,7 @@ import pytest
 
 from tests.e2e.test_e2e_ab import git, lab_config
 
-pytestmark = pytest.mark.docker
+pytestmark = [pytest.mark.docker, pytest.mark.slow]  # each test runs several A/B sessions
 
 REPEATS = "4"  # the fewest runs a side compare calls from: each bisect step is one A/B session
 

@@ -17,6 +17,7 @@ def text(proc) -> str:
     return proc.stdout.decode(errors="replace") + proc.stderr.decode(errors="replace")
 
 
+@pytest.mark.slow
 def test_xdist_workers_write_every_artifact_once_and_summary_covers_all(sandbox):
     targets = [
         "op_tests/test_gemm_a8w8.py",

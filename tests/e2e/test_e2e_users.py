@@ -229,6 +229,7 @@ def test_doctor_says_when_the_tickets_folder_cannot_be_written(shared_host, seco
     assert f"tickets   {box.tickets} writable (owner root, mode 1777)" in out, out
 
 
+@pytest.mark.slow
 def test_a_team_shares_one_ticket_folder(shared_host, second_user):
     """Root made T-1 first, in the team's 1777 tickets folder, so T-1 keeps the sticky bit; the second
     user adds a run of the same topic: root's artifact cannot be moved aside by another user, so the
