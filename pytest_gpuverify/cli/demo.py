@@ -171,10 +171,18 @@ def setup_sandbox(root: Path, client, container: str = "gpuverify-demo-aiter", g
 
 
 def sandbox_environ(sim_bin: Path, base: dict | None = None) -> dict[str, str]:
-    """This process's environment with the simulated host's tools first on PATH and ROCM_PATH at them:
-    the simulated amdsmi library is read in-process, as a ROCm install's would be."""
+    """This process's environment with the simulated host's tools first on PATH, ROCM_PATH at them and
+    GPUVERIFY_SYSFS_ROOT at its driver files: the readings come from its sysfs tree, as a ROCm host's
+    come from the driver's, and the simulated amdsmi library is read in-process, as a ROCm install's."""
+    from pytest_gpuverify.simulator.sysfs import LINK as SYSFS_LINK
+
     base = dict(os.environ if base is None else base)
-    return dict(base, PATH=f"{sim_bin}:{base.get('PATH', BASE_PATH)}", ROCM_PATH=str(sim_bin))
+    return dict(
+        base,
+        PATH=f"{sim_bin}:{base.get('PATH', BASE_PATH)}",
+        ROCM_PATH=str(sim_bin),
+        GPUVERIFY_SYSFS_ROOT=str(sim_bin / SYSFS_LINK),
+    )
 
 
 DEMO_TARGETS = ("op_tests/test_gemm_a8w8.py", "op_tests/test_rmsnorm2d.py", "op_tests/test_moe_2stage.py")
@@ -186,9 +194,12 @@ def run_demo(root: Path, ticket: str = "DEMO-1") -> int:
     client = docker_client()
     env_path, repo, sim_bin = setup_sandbox(root, client)
     env = dict(sandbox_environ(sim_bin), GPUVERIFY_ENV=str(env_path))
+    from pytest_gpuverify.simulator.sysfs import LINK as SYSFS_LINK
+
     cmd = [sys.executable, "-m", "pytest", "--gpu-verify", "--ticket", ticket, "-p", "no:cacheprovider", *DEMO_TARGETS]
     print(
-        f"$ cd {repo} && PATH={sim_bin}:$PATH ROCM_PATH={sim_bin} GPUVERIFY_ENV={env_path} "
+        f"$ cd {repo} && PATH={sim_bin}:$PATH ROCM_PATH={sim_bin} GPUVERIFY_SYSFS_ROOT={sim_bin / SYSFS_LINK} "
+        f"GPUVERIFY_ENV={env_path} "
         f"pytest --gpu-verify --ticket {ticket} {' '.join(DEMO_TARGETS)}"
     )
     rc = subprocess.run(cmd, cwd=repo, env=env).returncode

@@ -271,6 +271,7 @@ def _cmd_handoff(args: argparse.Namespace) -> int:
 def _cmd_sim_install(args: argparse.Namespace) -> int:
     from pytest_gpuverify.simulator import SimState, install
     from pytest_gpuverify.simulator.state import ARCH_DEFAULTS
+    from pytest_gpuverify.simulator.sysfs import sysfs_root
 
     if args.gpus < 1:
         print(
@@ -289,7 +290,8 @@ def _cmd_sim_install(args: argparse.Namespace) -> int:
     path = install(Path(args.bin_dir), state)
     print(
         f"simulated ROCm host installed in {args.bin_dir} (state: {path}); put it first on PATH, "
-        f"and set ROCM_PATH={args.bin_dir} for its amdsmi library"
+        f"set ROCM_PATH={args.bin_dir} for its amdsmi library and GPUVERIFY_SYSFS_ROOT={sysfs_root(path)} "
+        "for its driver files"
     )
     return 0
 

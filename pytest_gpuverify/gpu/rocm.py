@@ -8,6 +8,7 @@ The format parsing lives in :mod:`.rocm_formats` (pure functions, re-exported he
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
@@ -16,6 +17,7 @@ if TYPE_CHECKING:
     from concurrent.futures import ThreadPoolExecutor
 
 from pytest_gpuverify.execute.host_commands import CommandResult, HostRunner
+from pytest_gpuverify.gpu.amdgpu_sysfs import read_sysfs_why
 from pytest_gpuverify.gpu.base import GpuInfo, GpuReading, GpuToolError, output_tail
 from pytest_gpuverify.gpu.clocks import ClockSample
 from pytest_gpuverify.gpu.rocm_formats import (
@@ -69,18 +71,32 @@ RSMI_STATE = ("rocm-smi", "--showuse", "--showmeminfo", "vram", "--json")
 # One call for both: the PID table and the PID->card list then describe the same instant.
 RSMI_PIDS = ("rocm-smi", "--showpids", "--showpidgpus")
 RSMI_PRODUCT = ("rocm-smi", "--showproductname", "--json")
+SYSFS_ROOT_VAR = "GPUVERIFY_SYSFS_ROOT"  # where the amdgpu driver's files are read ("/" on a real host)
 
 
 class RocmBackend:
     vendor = "rocm"
     visible_devices_var = "HIP_VISIBLE_DEVICES"
 
-    def __init__(self, host: HostRunner, tool_timeout: float = 20.0, use_library: bool | None = None) -> None:
+    def __init__(
+        self,
+        host: HostRunner,
+        tool_timeout: float = 20.0,
+        use_library: bool | None = None,
+        sysfs_root: str | None = None,
+    ) -> None:
         """``use_library``: None: the ``amdsmi`` library in-process when the host is this machine and
-        it loads (:mod:`.amdsmi_lib`), else the tools; False: the tools only."""
+        it loads (:mod:`.amdsmi_lib`), else the tools; False: the tools only. Readings come first from
+        the amdgpu driver's sysfs under ``sysfs_root`` (else ``$GPUVERIFY_SYSFS_ROOT``, else "/") when
+        the host is this machine (:mod:`.amdgpu_sysfs`)."""
         self.host = host
         self.tool_timeout = tool_timeout
         local = getattr(host, "name", None) == "local"
+        environ = getattr(host, "environ", None) or {}
+        # None: not this machine's files to read (a remote host), or sysfs gave no reading once
+        self.sysfs_root: str | None = (sysfs_root or environ.get(SYSFS_ROOT_VAR) or "/") if local else None
+        self.sysfs_why: str | None = None if local else "not this machine"  # why sysfs is not read
+        self._sysfs_seen = False  # a reading came from it
         if use_library and not local:
             raise ValueError(
                 f"the amdsmi library reads only this machine; host {host.name!r} needs use_library=False or None"
@@ -138,6 +154,9 @@ class RocmBackend:
 
     # ------------------------------------------------------------------------------ readings
     def read(self) -> list[GpuReading]:
+        readings = self._sysfs_reading()
+        if readings is not None:
+            return readings
         library = self._loaded_library()
         if library is not None:
             try:
@@ -165,6 +184,22 @@ class RocmBackend:
         except GpuToolError as exc:
             errors.append(str(exc))
         raise GpuToolError("; ".join(errors))
+
+    def _sysfs_reading(self) -> list[GpuReading] | None:
+        """The driver's files' reading, or None (and from then on the next sources read: a host
+        without them would otherwise pay a failed look on every reading)."""
+        root = self.sysfs_root
+        if root is None:
+            return None
+        readings, why = read_sysfs_why(root)
+        if readings is not None:
+            self._sysfs_seen = True
+            return readings
+        with self._cache_lock:
+            self.sysfs_root, self.sysfs_why = None, why
+        if root != "/" or os.path.isdir(os.path.join(root, "sys/class/kfd")):  # no amdgpu at all: nothing to say
+            self._note(f"amdgpu sysfs gave no reading, the next source reads from now on: {why}")
+        return None
 
     def _run_pair(self, first: Sequence[str], second: Sequence[str]) -> tuple[CommandResult, CommandResult]:
         """Both halves of a reading at once: they describe the same moment and cost one call's time
@@ -240,6 +275,9 @@ class RocmBackend:
         return library.clocks(indices, timeout_s=self.tool_timeout)
 
     def reading_source(self) -> str:
+        root = self.sysfs_root
+        if root is not None and (self._sysfs_seen or self._sysfs_reading() is not None):
+            return "amdgpu sysfs" + ("" if root == "/" else f" under {root}")
         if self._loaded_library() is not None:
             return "amdsmi library, in-process"
         tool = "rocm-smi" if self._prefer_rocm_smi or not self._has("amd-smi") else "amd-smi"

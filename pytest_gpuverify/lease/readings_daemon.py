@@ -71,8 +71,10 @@ def run(
     from pytest_gpuverify.gpu import select_backend
     from pytest_gpuverify.gpu.base import GpuToolError
     from pytest_gpuverify.lease.lock import held_lock_ids, is_held
+    from pytest_gpuverify.lease.sampler import reading_interval
 
     backend = select_backend(arch or None, LocalHost())
+    interval_s = reading_interval(backend, interval_s)  # written into the history: its readers take it
     lock_dir = Path(lock_template).parent
     samples: deque = deque()
     seen = seen_path(shared)

@@ -34,10 +34,10 @@ MAX_INTERVAL_S = 2.0
 
 
 def watch_interval(backend: GpuBackend) -> float:
-    """Seconds between readings: NVML and the amdsmi library read in microseconds to milliseconds; the
+    """Seconds between readings: NVML, the amdgpu sysfs and the amdsmi library read in microseconds to milliseconds; the
     ROCm tools start a process per reading (about 25-50 ms of CPU each)."""
     source = backend.reading_source() if hasattr(backend, "reading_source") else ""
-    return 0.25 if "NVML" in source else 0.5 if "library" in source else 2.0
+    return 0.25 if "NVML" in source else 0.5 if "library" in source or source.startswith("amdgpu sysfs") else 2.0
 
 
 @dataclass

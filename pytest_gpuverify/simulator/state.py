@@ -13,6 +13,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from pytest_gpuverify.common.files import write_atomic
+from pytest_gpuverify.simulator.sysfs import write_tree
 
 # the one copy: the tools are stdlib-only (they run in bare containers), so this side imports theirs
 from pytest_gpuverify.simulator.tools.gpuverify_sim_common import ver as version_tuple
@@ -141,11 +142,13 @@ class SimState(BaseModel):
 
 
 def save_state(state: SimState, path: Path) -> Path:
-    """Write ``state`` to ``path`` atomically, readable by a container user that is not us."""
+    """Write ``state`` to ``path`` atomically, readable by a container user that is not us, and its
+    amdgpu sysfs tree beside it (``<folder>/sysfs``)."""
     if not isinstance(state, SimState):
         raise TypeError(f"save_state needs a SimState, got {type(state).__name__}")
     path = Path(path)
     write_atomic(path, state.model_dump_json(indent=2).encode("utf-8"), mode=0o644)
+    write_tree(state, path)  # the driver's files follow the state (sysfs.py)
     return path
 
 
