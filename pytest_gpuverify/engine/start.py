@@ -27,7 +27,7 @@ from pytest_gpuverify.gpu.base import GpuInfo
 from pytest_gpuverify.lease.grants import GrantProblem, granted_text, granter, read_grant
 from pytest_gpuverify.lease.guard import SessionGuard
 from pytest_gpuverify.lease.picker import GpuPicker
-from pytest_gpuverify.lease.sampler import IdleSampler, reading_interval, sampling_interval
+from pytest_gpuverify.lease.sampler import IdleSampler, sampling_interval
 from pytest_gpuverify.lease.shared_readings import readings_for
 from pytest_gpuverify.lease.window_history import history_source
 from pytest_gpuverify.place.container_checks import ContainerPlaces, GpuStart, start_gpus
@@ -49,7 +49,7 @@ class SessionStart:
         self.setup = setup = check_setup(options, env)  # raises before any GPU or container is touched
         self.runner = LocalHost()
         self.backend = select_backend(setup.expected_arch, self.runner)
-        interval = reading_interval(self.backend, sampling_interval(options.window_s))
+        interval = sampling_interval(options.window_s)  # the pick's window needs its readings, whatever they cost
         shared = readings_for(setup.host_row.host, setup.lock_spec.path_template, interval)
         self.sampler = IdleSampler(
             self.backend,

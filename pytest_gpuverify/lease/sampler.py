@@ -112,9 +112,10 @@ def sampling_interval(window_s: float) -> float:
     return min(1.0, max(0.2, window_s / 5))
 
 
-# A tool's reading starts processes: a real rocm-smi costs 0.2-0.5 s of CPU a call, and a user's
-# samplers run for minutes after each session on a GPU host that others benchmark on. Read that way, a
-# window is sampled at most every 2 s; the recheck under the lock still reads at once.
+# A tool's reading starts processes: a real rocm-smi costs 0.2-0.5 s of CPU a call, and the background
+# sampler (readings_daemon.py) runs for minutes after each session on a GPU host that others benchmark
+# on. Read that way, it samples at most every 2 s. A session's own sampler keeps its window's cadence
+# (its pick needs the readings) and the recheck under the lock still reads at once.
 TOOL_INTERVAL_S = 2.0
 # reading sources that start no process (a tool's source may say why the library is not used)
 IN_PROCESS = ("amdgpu sysfs", "amdsmi library, in-process", "NVML")
