@@ -117,6 +117,8 @@ def test_eight_targets_over_four_gpus_all_pass_and_never_share_a_gpu(box, cluste
         assert art.verdict == "PASS", (topic, art.reasons)
         assert art.scheduler is not None and art.scheduler.kind == "slurm" and art.scheduler.job_id
         assert [g.index for g in art.gpus] == art.scheduler.granted, "the job's own GPU, from its grant"
+        grant = next(n for n in art.notes if n.startswith("GPUs granted outside the plugin: slurm job"))
+        assert "the cgroup's" in grant, grant  # checked against the job's cgroup, or said why not
         assert f"slurm job {art.scheduler.job_id} COMPLETED: PASS" in text
         jobs.add(art.scheduler.job_id)
         hosts.add(art.host)
