@@ -23,11 +23,10 @@ class ShardSetting:
     registered with the role of a process that runs targets, whose engine records the shard."""
 
     def __init__(self, config: pytest.Config) -> None:
-        from pytest_gpuverify.config.shards import load_durations, parse_spec, run_attempt, run_id, single_task_warning
+        from pytest_gpuverify.config.shards import load_durations, parse_spec, run_attempt, run_id
 
         spec = config.getoption("gpu_shard")
         self.index, self.count, self.source = parse_spec(spec, os.environ)
-        self.warning = single_task_warning(os.environ, spec)
         self.run, self.run_from = run_id(config.getoption("gpu_shard_run"), os.environ)
         self.attempt = run_attempt(os.environ)
         durations = config.getoption("gpu_durations")
@@ -64,8 +63,6 @@ class ShardSetting:
             items[:] = [i for i in items if id(i) not in others]
         reporter = config.pluginmanager.get_plugin("terminalreporter")
         if reporter is not None and not hasattr(config, "workerinput"):
-            if self.warning:
-                reporter.write_line(f"gpuverify: {self.warning}")
             reporter.write_line(
                 f"gpuverify: shard {self.index}/{self.count} ({self.source}): "
                 f"{sizes[self.index]} of {len(targets)} GPU targets"
