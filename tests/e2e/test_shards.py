@@ -292,3 +292,29 @@ def test_xdist_workers_make_the_same_split_and_share_one_session_id(box):
     records = [json.loads(p.read_text())["shard"] for p in arts]
     assert all((r["index"], r["count"], r["sizes"]) == (0, 2, [2, 1]) for r in records)
     assert records[0]["session"] == records[1]["session"], "one session, whichever worker ran the target"
+
+
+@pytest.mark.docker
+def test_an_empty_shard_exits_0_with_one_line_and_merge_counts_it_arrived(box):
+    """Three targets over four shards: shard 3/4 has none. It is not pytest's "no tests collected"
+    (exit 5, a failed CI job or array task); merge counts it arrived from the others' plan."""
+    env = {"GITHUB_RUN_ID": "", "SLURM_ARRAY_JOB_ID": "", "BUILDKITE_BUILD_ID": ""}
+    empty = box.pytest(*TARGETS, "--gpu-shard", "3/4", "--gpu-shard-run", "sparse-1", ticket="T-SPARSE", env=env)
+    text = empty.stdout.decode(errors="replace") + empty.stderr.decode(errors="replace")
+    assert empty.returncode == 0, text[-3000:]
+    lines = [line for line in text.splitlines() if "shard 3/4" in line]
+    assert lines == ["gpuverify: shard 3/4 has no targets: 3 targets over 4 shards (--gpu-shard 3/4)"], text[-3000:]
+    assert not list(box.tickets.glob("T-SPARSE/bench_*.json")), "no target ran"
+    for index in range(3):
+        proc = box.pytest(
+            *TARGETS, "--gpu-shard", f"{index}/4", "--gpu-shard-run", "sparse-1", ticket="T-SPARSE", env=env
+        )
+        assert proc.returncode in (0, 1), (proc.stdout + proc.stderr).decode(errors="replace")[-3000:]  # 1: a FAIL
+    merged = gpuverify("merge", str(box.tickets / "T-SPARSE"), "-o", str(box.root / "merged" / "T-SPARSE"))
+    assert merged.returncode == 0, merged.stdout + merged.stderr
+    assert "shards of run sparse-1: 4 of 4 arrived, each once and whole" in merged.stdout, merged.stdout
+
+    bare = box.repo / "op_tests" / "nothing_here"
+    bare.mkdir(exist_ok=True)
+    nothing = box.pytest(str(bare), "--gpu-shard", "1/4", ticket="T-NONE", env=env)
+    assert nothing.returncode == 5, "no target in the session at all stays pytest's 'no tests collected'"
