@@ -318,3 +318,30 @@ def test_an_empty_shard_exits_0_with_one_line_and_merge_counts_it_arrived(box):
     bare.mkdir(exist_ok=True)
     nothing = box.pytest(str(bare), "--gpu-shard", "1/4", ticket="T-NONE", env=env)
     assert nothing.returncode == 5, "no target in the session at all stays pytest's 'no tests collected'"
+
+
+@pytest.mark.docker
+def test_a_one_task_array_rerun_runs_its_shard_with_the_count_or_is_refused(box):
+    """sbatch --array=2, a re-run of task 2 of four: plain auto does not know the count (it ran every
+    target as shard 0/1); auto/4 runs shard 2/4 only."""
+    env = {
+        "SLURM_ARRAY_JOB_ID": "77",
+        "SLURM_ARRAY_TASK_ID": "2",
+        "SLURM_ARRAY_TASK_COUNT": "1",
+        "SLURM_ARRAY_TASK_MIN": "2",
+        "SLURM_ARRAY_TASK_MAX": "2",
+        "GITHUB_RUN_ID": "",
+        "BUILDKITE_BUILD_ID": "",
+    }
+    plain = box.pytest(*TARGETS, "--gpu-shard", "auto", ticket="T-ONE", env=env)
+    text = (plain.stdout + plain.stderr).decode(errors="replace")
+    assert plain.returncode == 4, text[-3000:]
+    assert "this array has one task (SLURM_ARRAY_TASK_ID=2, SLURM_ARRAY_TASK_COUNT=1)" in text, text[-3000:]
+    assert "--gpu-shard auto/N" in text and "--gpu-shard 2/N" in text, text[-3000:]
+    assert not list(box.tickets.glob("T-ONE/bench_*.json")), "nothing ran"
+    counted = box.pytest(*TARGETS, "--gpu-shard", "auto/4", ticket="T-ONE", env=env)
+    text = (counted.stdout + counted.stderr).decode(errors="replace")
+    assert counted.returncode in (0, 1), text[-3000:]  # 1: a target's FAIL verdict
+    assert "gpuverify: shard 2/4 (SLURM_ARRAY_TASK_ID=2 of a one-task array, a re-run: 4 shards from auto/4)" in text
+    arts = [json.loads(p.read_text())["shard"] for p in box.tickets.glob("T-ONE/bench_*.json")]
+    assert len(arts) == 1 and (arts[0]["index"], arts[0]["count"], arts[0]["run"]) == (2, 4, "77"), arts
