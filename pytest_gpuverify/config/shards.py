@@ -55,6 +55,8 @@ def parse_spec(value: str, environ: Mapping[str, str]) -> tuple[int, int, str]:
 
 def _from_environment(environ: Mapping[str, str], count: int | None) -> tuple[int, int, str]:
     """A Slurm array task, a Buildkite parallel job, a Kubernetes Indexed Job (its count given)."""
+    if environ.get("SLURM_ARRAY_TASK_ID") and environ.get("SLURM_ARRAY_TASK_COUNT", "").strip() == "1":
+        return _one_task_array(environ, count)
     if environ.get("SLURM_ARRAY_TASK_ID"):
         index, found, source = _slurm_array(environ)
     elif environ.get("BUILDKITE_PARALLEL_JOB"):
@@ -104,16 +106,19 @@ def _slurm_array(environ: Mapping[str, str]) -> tuple[int, int, str]:
     return index, count, f"SLURM_ARRAY_TASK_ID={task} of {count} (min {low}, step {step})"
 
 
-def single_task_warning(environ: Mapping[str, str], value: str) -> str | None:
-    """A one-task array (``--array=2``, a re-run of one shard) reads as shard 0 of 1 and runs every target:
-    the warning line, or None."""
-    if value.strip() != "auto" or environ.get("SLURM_ARRAY_TASK_COUNT", "").strip() != "1":
-        return None
-    task = environ.get("SLURM_ARRAY_TASK_ID", "?")
-    return (
-        f"warning: {OPTION} auto: this array has one task (SLURM_ARRAY_TASK_ID={task}), so it runs as shard 0/1, "
-        f"every GPU target; to re-run one shard of N, pass {OPTION} {task}/N"
-    )
+def _one_task_array(environ: Mapping[str, str], count: int | None) -> tuple[int, int, str]:
+    """An array of one task (``sbatch --array=2``: a re-run of one task of a larger array) says its task id
+    but not how many shards the run has. With ``auto/N`` the task id is the shard (arrays numbered from 0,
+    as ``--array=0-7``); without N it would be shard 0 of 1 and run every target: refused."""
+    task = _number(environ, "SLURM_ARRAY_TASK_ID")
+    if count is None:
+        raise UsageError(
+            OPTION,
+            f"{OPTION} auto: this array has one task (SLURM_ARRAY_TASK_ID={task}, SLURM_ARRAY_TASK_COUNT=1), "
+            "so it does not say how many shards the run has (a re-run of one task?)",
+            f"pass {OPTION} auto/N with the whole array's task count, or {OPTION} {task}/N",
+        )
+    return task, count, f"SLURM_ARRAY_TASK_ID={task} of a one-task array, a re-run: {count} shards from auto/{count}"
 
 
 def _number(environ: Mapping[str, str], name: str, default: int | None = None) -> int:

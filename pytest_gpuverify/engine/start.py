@@ -24,6 +24,7 @@ from pytest_gpuverify.execute.host import HostExecutor
 from pytest_gpuverify.execute.host_commands import LocalHost
 from pytest_gpuverify.gpu import select_backend
 from pytest_gpuverify.gpu.base import GpuInfo
+from pytest_gpuverify.lease.cgroup_devices import check_grant, gpu_device_files
 from pytest_gpuverify.lease.grants import GrantProblem, granted_text, granter, read_grant
 from pytest_gpuverify.lease.guard import SessionGuard
 from pytest_gpuverify.lease.picker import GpuPicker
@@ -147,10 +148,19 @@ class SessionStart:
             self.blocked.append(str(exc))
             return
         if self.scheduler is not None:
+            cgroup = ""
+            if self.scheduler.kind == "slurm":  # ConstrainDevices: the job's cgroup lists what it may open
+                devices = gpu_device_files(self.scheduler.granted, self.backend.vendor)
+                check = check_grant(self.scheduler.granted, devices, granter(self.scheduler))
+                if check.refused:
+                    self.blocked.append(check.refused)
+                    return
+                cgroup = f"; {check.said}"
             self.picker.granted = list(self.scheduler.granted)
             self.picker.granted_by = granter(self.scheduler)
             self.notes.append(
-                f"GPUs granted outside the plugin: {granted_text(self.scheduler)}; picked and locked among these only"
+                f"GPUs granted outside the plugin: {granted_text(self.scheduler)}; picked and locked among these "
+                f"only{cgroup}"
             )
 
     def session_guard(self) -> SessionGuard | None:

@@ -19,6 +19,9 @@ from pytest_gpuverify.remote.txspec import host_of_spec
 # the host refuses) dies the same way when it is replaced: after this many such deaths on one host the
 # session stops with the reason, where xdist would replace workers up to 4 per worker (gw128 ...).
 START_TRIES = 2
+# what xdist says of a worker whose channel closed before its own error came through (execnet's EOF): the
+# death tells nothing of its cause, which another death of the same host's workers may have told
+UNTOLD = {"Not properly terminated", "no message"}
 
 
 class LostHosts:
@@ -28,17 +31,23 @@ class LostHosts:
         self._workers: dict[str, str] = {}  # crashed worker id -> its lost host
         self._start_failures: dict[str, int] = {}  # host -> its workers that died before they were ready
         self.not_started: dict[str, str] = {}  # host -> why its workers cannot start (the session stops)
+        self._start_words: dict[str, tuple[str, str]] = {}  # host -> (worker, its words): the last death that told
 
     def start_failed(self, host: str, worker: str, error: object) -> str | None:
         """``worker`` on ``host`` died before it was ready: the reason to stop the session once the
         host's workers did so ``START_TRIES`` times, else None (it is replaced as xdist does)."""
         self._start_failures[host] = self._start_failures.get(host, 0) + 1
+        said = _last_words(error)
+        if said not in UNTOLD or host not in self._start_words:
+            self._start_words[host] = (worker, said)
         if host in self.not_started or self._start_failures[host] < START_TRIES:
             return None
-        said = _last_words(error)
+        # the words of the last death that told its cause: the one that reached the bound may have lost
+        # its own (its channel closed first), and the host's workers all die of the same start
+        worker, said = self._start_words[host]
         self.not_started[host] = (
-            f"host {host}: its workers could not start ({self._start_failures[host]} tried, the "
-            f"last {worker}: {said}); the session stops. Fix: run `pytest --co` there in the "
+            f"host {host}: its workers could not start ({self._start_failures[host]} tried; "
+            f"{worker}: {said}); the session stops. Fix: run `pytest --co` there in the "
             "checkout with the same options, and correct what it says"
         )
         return self.not_started[host]

@@ -34,10 +34,11 @@ ARTIFACT_GRACE_S = 45.0
 SIGNALLED = {"CANCELLED", "TIMEOUT", "PREEMPTED", "DEADLINE"}
 # ends after which Slurm may requeue a batch job (JobRequeue): the same job id comes back to the queue
 REQUEUED_AFTER = {"NODE_FAIL", "PREEMPTED"}
-# a log line that says why a session stopped (pytest's usage errors, a traceback's last line)
+# a log line that says why a session stopped (pytest's usage errors, a traceback's last line, a node's
+# Python without pytest or the plugin: "python3: No module named pytest", "pytest: error: unrecognized ...")
 CAUSE_LINE = re.compile(
     r"^(?:ERROR: .*|\w+(?:Error|Exception): .*|INTERNALERROR> \w+(?:Error|Exception).*|"
-    r"slurmstepd: error: .*)$"
+    r"slurmstepd: error: .*|\S+: No module named .*|\S+: error: .*)$"
 )
 # a line of the job's summary (terminal.summary_lines): verdict, node id ... -> artifact
 SUMMARY_LINE = re.compile(r"^\s*(?:PASS|FAIL|INCONCLUSIVE)\s+(\S+)\s.*-> (/\S*bench_\S+\.json)\s*$", re.M)

@@ -292,3 +292,56 @@ def test_xdist_workers_make_the_same_split_and_share_one_session_id(box):
     records = [json.loads(p.read_text())["shard"] for p in arts]
     assert all((r["index"], r["count"], r["sizes"]) == (0, 2, [2, 1]) for r in records)
     assert records[0]["session"] == records[1]["session"], "one session, whichever worker ran the target"
+
+
+@pytest.mark.docker
+def test_an_empty_shard_exits_0_with_one_line_and_merge_counts_it_arrived(box):
+    """Three targets over four shards: shard 3/4 has none. It is not pytest's "no tests collected"
+    (exit 5, a failed CI job or array task); merge counts it arrived from the others' plan."""
+    env = {"GITHUB_RUN_ID": "", "SLURM_ARRAY_JOB_ID": "", "BUILDKITE_BUILD_ID": ""}
+    empty = box.pytest(*TARGETS, "--gpu-shard", "3/4", "--gpu-shard-run", "sparse-1", ticket="T-SPARSE", env=env)
+    text = empty.stdout.decode(errors="replace") + empty.stderr.decode(errors="replace")
+    assert empty.returncode == 0, text[-3000:]
+    lines = [line for line in text.splitlines() if "shard 3/4" in line]
+    assert lines == ["gpuverify: shard 3/4 has no targets: 3 targets over 4 shards (--gpu-shard 3/4)"], text[-3000:]
+    assert not list(box.tickets.glob("T-SPARSE/bench_*.json")), "no target ran"
+    for index in range(3):
+        proc = box.pytest(
+            *TARGETS, "--gpu-shard", f"{index}/4", "--gpu-shard-run", "sparse-1", ticket="T-SPARSE", env=env
+        )
+        assert proc.returncode in (0, 1), (proc.stdout + proc.stderr).decode(errors="replace")[-3000:]  # 1: a FAIL
+    merged = gpuverify("merge", str(box.tickets / "T-SPARSE"), "-o", str(box.root / "merged" / "T-SPARSE"))
+    assert merged.returncode == 0, merged.stdout + merged.stderr
+    assert "shards of run sparse-1: 4 of 4 arrived, each once and whole" in merged.stdout, merged.stdout
+
+    bare = box.repo / "op_tests" / "nothing_here"
+    bare.mkdir(exist_ok=True)
+    nothing = box.pytest(str(bare), "--gpu-shard", "1/4", ticket="T-NONE", env=env)
+    assert nothing.returncode == 5, "no target in the session at all stays pytest's 'no tests collected'"
+
+
+@pytest.mark.docker
+def test_a_one_task_array_rerun_runs_its_shard_with_the_count_or_is_refused(box):
+    """sbatch --array=2, a re-run of task 2 of four: plain auto does not know the count (it ran every
+    target as shard 0/1); auto/4 runs shard 2/4 only."""
+    env = {
+        "SLURM_ARRAY_JOB_ID": "77",
+        "SLURM_ARRAY_TASK_ID": "2",
+        "SLURM_ARRAY_TASK_COUNT": "1",
+        "SLURM_ARRAY_TASK_MIN": "2",
+        "SLURM_ARRAY_TASK_MAX": "2",
+        "GITHUB_RUN_ID": "",
+        "BUILDKITE_BUILD_ID": "",
+    }
+    plain = box.pytest(*TARGETS, "--gpu-shard", "auto", ticket="T-ONE", env=env)
+    text = (plain.stdout + plain.stderr).decode(errors="replace")
+    assert plain.returncode == 4, text[-3000:]
+    assert "this array has one task (SLURM_ARRAY_TASK_ID=2, SLURM_ARRAY_TASK_COUNT=1)" in text, text[-3000:]
+    assert "--gpu-shard auto/N" in text and "--gpu-shard 2/N" in text, text[-3000:]
+    assert not list(box.tickets.glob("T-ONE/bench_*.json")), "nothing ran"
+    counted = box.pytest(*TARGETS, "--gpu-shard", "auto/4", ticket="T-ONE", env=env)
+    text = (counted.stdout + counted.stderr).decode(errors="replace")
+    assert counted.returncode in (0, 1), text[-3000:]  # 1: a target's FAIL verdict
+    assert "gpuverify: shard 2/4 (SLURM_ARRAY_TASK_ID=2 of a one-task array, a re-run: 4 shards from auto/4)" in text
+    arts = [json.loads(p.read_text())["shard"] for p in box.tickets.glob("T-ONE/bench_*.json")]
+    assert len(arts) == 1 and (arts[0]["index"], arts[0]["count"], arts[0]["run"]) == (2, 4, "77"), arts

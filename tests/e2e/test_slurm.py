@@ -117,6 +117,8 @@ def test_eight_targets_over_four_gpus_all_pass_and_never_share_a_gpu(box, cluste
         assert art.verdict == "PASS", (topic, art.reasons)
         assert art.scheduler is not None and art.scheduler.kind == "slurm" and art.scheduler.job_id
         assert [g.index for g in art.gpus] == art.scheduler.granted, "the job's own GPU, from its grant"
+        grant = next(n for n in art.notes if n.startswith("GPUs granted outside the plugin: slurm job"))
+        assert "the cgroup's" in grant, grant  # checked against the job's cgroup, or said why not
         assert f"slurm job {art.scheduler.job_id} COMPLETED: PASS" in text
         jobs.add(art.scheduler.job_id)
         hosts.add(art.host)
@@ -446,3 +448,46 @@ def test_a_node_killed_mid_run_loses_no_finished_result(box, cluster):
         shown = cluster.run("scontrol", "show", "job", "-o", job).stdout
         assert "Restarts=1" in shown, shown
     wait_for(lambda: cluster.node_states().get(node) in ("idle", "mixed", "allocated"), "the node to come back", 90)
+
+
+def test_a_job_that_fails_without_an_artifact_is_reported_at_once_with_its_cause(box, cluster):
+    """The Slurm section's python names a Python without pytest on the node: the job fails before any
+    session starts. The controller says so as the job ends (not after the grace a signalled session
+    gets to write its artifacts), with the log's one-line cause."""
+    python = "/usr/bin/python3"
+    if (
+        not Path(python).exists()
+        or subprocess.run([python, "-c", "import pytest"], capture_output=True).returncode == 0
+    ):
+        pytest.skip(f"{python} is missing or has pytest")
+    env_path = box.root / "env-nopytest.md"
+    env_path.write_text(box.env_path.read_text() + f"| python | {python} |\n")
+    proc = session(box, cluster, "S-NOPY", SLOW_TARGETS[0], "--gpu-env", str(env_path), popen=True)
+    seen: dict[str, float] = {}
+    lines = []
+    try:
+        assert proc.stdout is not None
+        for raw in proc.stdout:
+            line = raw.decode(errors="replace")
+            lines.append(line)
+            if " FAILED: INCONCLUSIVE " in line and "slurm job" in line:
+                seen.setdefault(line.split("slurm job ", 1)[1].split()[0], time.time())
+        proc.wait(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    text = "".join(lines)
+    assert proc.returncode == 1 and len(seen) == 1, text[-3000:]
+    job, reported = next(iter(seen.items()))
+    shown = cluster.run("scontrol", "show", "job", "-o", job).stdout
+    ended = time.mktime(time.strptime(shown.split("EndTime=", 1)[1].split()[0], "%Y-%m-%dT%H:%M:%S"))
+    from pytest_gpuverify.slurm.launcher import ARTIFACT_GRACE_S
+
+    assert reported - ended < ARTIFACT_GRACE_S / 3, (reported - ended, shown)  # at once, not after the grace
+    art = box.artifact("slow_0", ticket="S-NOPY")
+    assert art.verdict == "INCONCLUSIVE" and art.run is not None and not art.run.ran
+    log = box.tickets / "S-NOPY" / "slurm" / f"slow_0.{job}.out"
+    reason = art.reasons[0]
+    assert reason.startswith(f"slurm job {job} FAILED") and reason.endswith(
+        f"exit code 1: {python}: No module named pytest; its log: {log}"
+    ), reason

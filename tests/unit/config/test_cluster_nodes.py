@@ -1,5 +1,5 @@
 """A cluster's node without a Hosts row of its own describes itself inside a Slurm job; the env file's
-per-machine rows apply only to the machines they name; a one-task array warns."""
+per-machine rows apply only to the machines they name; a one-task array needs its count."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from pytest_gpuverify.config.envfile import parse_env_text
 from pytest_gpuverify.config.errors import UsageError
 from pytest_gpuverify.config.hosts import lock_for, select_host
 from pytest_gpuverify.config.options import RunOptions
-from pytest_gpuverify.config.shards import parse_spec, single_task_warning
+from pytest_gpuverify.config.shards import parse_spec
 
 LOGIN = "login-node-that-is-not-here"
 
@@ -73,15 +73,23 @@ def test_a_named_node_keeps_its_own_row(tmp_path):
     assert lock_for(env, row)[0].path_template == f"{tmp_path}/mine/gpu-<id>.lock"
 
 
-def test_a_one_task_array_warns_that_it_runs_every_target():
+def test_a_one_task_array_runs_its_shard_only_where_the_count_is_given():
+    # sbatch --array=2: a re-run of task 2 of a 0-3 array; Slurm says only this task
     environ = {
         "SLURM_ARRAY_TASK_ID": "2",
         "SLURM_ARRAY_TASK_COUNT": "1",
         "SLURM_ARRAY_TASK_MIN": "2",
         "SLURM_ARRAY_TASK_MAX": "2",
     }
-    assert parse_spec("auto", environ)[:2] == (0, 1)
-    warning = single_task_warning(environ, "auto")
-    assert warning is not None and "SLURM_ARRAY_TASK_ID=2" in warning and "--gpu-shard 2/N" in warning
-    whole = dict(environ, SLURM_ARRAY_TASK_COUNT="8", SLURM_ARRAY_TASK_MIN="0", SLURM_ARRAY_TASK_MAX="7")
-    assert single_task_warning(whole, "auto") is None and single_task_warning(environ, "2/8") is None
+    with pytest.raises(UsageError) as err:  # it would be shard 0/1 and run every target
+        parse_spec("auto", environ)
+    text = str(err.value)
+    assert "this array has one task (SLURM_ARRAY_TASK_ID=2, SLURM_ARRAY_TASK_COUNT=1)" in text, text
+    assert "--gpu-shard auto/N" in text and "--gpu-shard 2/N" in text and "\n" not in text
+    index, count, source = parse_spec("auto/4", environ)
+    assert (index, count) == (2, 4) and "one-task array, a re-run: 4 shards from auto/4" in source
+    with pytest.raises(UsageError, match="shard 2 of 2 .* is out of range"):
+        parse_spec("auto/2", environ)
+    assert parse_spec("2/4", environ)[:2] == (2, 4), "an explicit shard needs no array at all"
+    whole = dict(environ, SLURM_ARRAY_TASK_COUNT="4", SLURM_ARRAY_TASK_MIN="0", SLURM_ARRAY_TASK_MAX="3")
+    assert parse_spec("auto", whole)[:2] == (2, 4) and parse_spec("auto/4", whole)[:2] == (2, 4)

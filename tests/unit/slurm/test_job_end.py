@@ -66,3 +66,16 @@ def test_a_log_without_a_cause_gives_none(tmp_path):
     log = tmp_path / "x.out"
     log.write_text("collected 1 item\n\n")
     assert log_cause(log) == "" and log_cause(tmp_path / "missing.out") == ""
+
+
+def test_a_nodes_python_without_pytest_or_the_plugin_is_named():
+    import re
+
+    from pytest_gpuverify.slurm.launcher import CAUSE_LINE
+
+    assert CAUSE_LINE.match("/usr/bin/python3: No module named pytest")
+    usage = (
+        "ERROR: usage: __main__.py [options]\n__main__.py: error: unrecognized arguments: --gpu-verify\n  rootdir: /r"
+    )
+    assert [line for line in usage.splitlines() if CAUSE_LINE.match(line)][-1].endswith("--gpu-verify")
+    assert not re.match(CAUSE_LINE, "collected 1 item")
