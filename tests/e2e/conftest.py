@@ -15,8 +15,6 @@ from session_cmd import PYTEST
 
 from pytest_gpuverify.cli import demo
 
-SHARED = Path(__file__).resolve().parents[2] / ".." / "shared"
-
 # The sessions these tests start leave background samplers (readings_daemon.py) behind, one per test
 # host: on this short-lived host they leave after 15 s without a reader, not five minutes.
 os.environ.setdefault("GPUVERIFY_SAMPLER_IDLE_S", "15")

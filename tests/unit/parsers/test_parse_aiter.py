@@ -1,7 +1,7 @@
 """The aiter op_test output parser and the line reader under it.
 
-Fixtures are written inline in the formats aiter prints (research notes 1.2-1.7, and the samples
-in shared/samples/aiter/), ANSI colour codes included.
+Fixtures are written inline in the formats aiter's op_tests print (as in the real outputs under
+tests/data/samples/aiter/), ANSI colour codes included.
 """
 
 from __future__ import annotations
