@@ -43,7 +43,7 @@ def test_the_run_record_the_verdict_reads_round_trips_through_the_artifact():
 @pytest.fixture(scope="module")
 def made(tmp_path_factory, docker_client) -> dict[str, Path]:
     """One artifact per case, each checked to be the case it is named after."""
-    from conftest import make_sandbox
+    from sandboxes import make_sandbox
 
     from pytest_gpuverify.simulator import load_state, save_state
 

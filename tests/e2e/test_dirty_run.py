@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from test_doctor import doctor, last
+from doctor_cmd import doctor, last
 
 pytestmark = pytest.mark.docker
 

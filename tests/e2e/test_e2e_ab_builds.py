@@ -7,12 +7,11 @@ from __future__ import annotations
 import re
 
 import pytest
+from kernel_repos import commit, git, out
 
 from pytest_gpuverify.cli.handoff import build_handoff
 from pytest_gpuverify.records.artifact import sha256_file
 from pytest_gpuverify.verify.check import check_artifact
-from tests.e2e.test_e2e_ab import git
-from tests.e2e.test_e2e_kinds import commit, out
 
 pytestmark = pytest.mark.docker
 

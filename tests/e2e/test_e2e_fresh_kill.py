@@ -11,10 +11,10 @@ import time
 import uuid
 
 import pytest
+from fresh_containers import foreign, sleeping_in_fresh_container, use_run_row
 
 from pytest_gpuverify.lease.guard import SessionGuard
 from pytest_gpuverify.place.ephemeral import OWNER_LABEL, RUN_LABEL
-from tests.e2e.test_e2e_fresh_builds import foreign, sleeping_in_fresh_container, use_run_row
 
 pytestmark = pytest.mark.docker
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import uuid
 
 import pytest
-from test_e2e_kinds import commit, declare, out, run_in
+from kernel_repos import commit, declare, out, run_in
 
 from pytest_gpuverify.cli import demo
 from pytest_gpuverify.verify.check import check_artifact

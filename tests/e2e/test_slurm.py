@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 import slurm_cluster
-from conftest import make_sandbox
+from sandboxes import make_sandbox
 from slurm_cluster import LONG_TARGET, NODES, SLEEPERS, SLOW_TARGETS, add_targets
 
 pytestmark = pytest.mark.docker

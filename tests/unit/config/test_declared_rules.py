@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from test_declarations import assert_place, error, load, repo  # noqa: F401 (repo is a fixture)
+from declaration_cases import assert_place, error, load
 
 from pytest_gpuverify.config.targets import PYTEST, TRITON_PYTEST, kind_for_path
 
