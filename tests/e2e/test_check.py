@@ -236,7 +236,7 @@ def test_an_old_artifact_keeps_the_loose_verdict_check(made, tmp_path, capsys):
     assert out.count(PARTLY) == 1
 
 
-# Issue 11: `check` cannot be talked round. test_check_tamper.py has the rest (provenance, signatures).
+# `check` cannot be talked round. test_check_tamper.py has the rest (provenance, signatures).
 @pytest.mark.docker
 def test_a_schema_2_artifact_without_its_run_record_is_an_error(made, tmp_path, capsys):
     path = copy_of(made, "crash", tmp_path)

@@ -1,4 +1,4 @@
-"""`gpuverify check` cannot be talked round (issue 11, items 2 and 3): each kind of tampering is named,
+"""`gpuverify check` cannot be talked round: each kind of tampering is named,
 and signed artifacts fail verification after any one-byte edit, with real ssh-keygen.
 
 The artifacts are the engine's own (real pytest session, real container, simulated GPUs), made once per

@@ -1,4 +1,4 @@
-"""`gpuverify doctor` on the simulated host, in each state the seed's doctor must tell apart."""
+"""`gpuverify doctor` on the simulated host, in each state it must tell apart."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Issue 14: repeats and ``--gpu-ab BASE`` end to end: the real plugin, a real container, the simulated
+"""Repeats and ``--gpu-ab BASE`` end to end: the real plugin, a real container, the simulated
 ROCm host, and the demo repo's lab-style harness (bench/bench_lab.py) whose speed two commits set."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue 14 item 7 under ``--gpu-ab``: the declared builds run once per session and side, each on its
+"""Declared builds under ``--gpu-ab``: the declared builds run once per session and side, each on its
 own worktree, before the target's runs (real container, simulated ROCm host). The build writes a file
 whose content the commit sets and the harness prints it, so each side's runs show whose build they saw."""
 

@@ -1,4 +1,4 @@
-"""Issue 14 items 6 and 7 end to end: a Containers row `run` starts a fresh container per locked run
+"""Fresh containers and builds end to end: a Containers row `run` starts a fresh container per locked run
 (real Docker Engine, simulated ROCm host), and a declaration's builds run before its targets."""
 
 from __future__ import annotations

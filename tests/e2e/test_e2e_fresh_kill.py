@@ -1,4 +1,4 @@
-"""Issue 14 item 6 after a ``kill -9`` of pytest: the session's guard removes the fresh container it
+"""A fresh container after a ``kill -9`` of pytest: the session's guard removes the fresh container it
 was told about (only one with this run's labels) before the GPU lock goes; without it the container
 would linger until its ``sleep`` ended (timeout + 10 min). Real Docker Engine, real guard process."""
 

@@ -1,4 +1,4 @@
-"""Floors and ceilings (issue 14): throughput lines read exactly, held to declared limits, re-derived by check."""
+"""Floors and ceilings: throughput lines read exactly, held to declared limits, re-derived by check."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Declarations for issue 9: ``kind = "pytest"`` with a file or a folder, ``pass_pattern`` and
+"""Declarations of any repo's own pytest files: ``kind = "pytest"`` with a file or a folder, ``pass_pattern`` and
 ``fail_pattern`` compiled at load time, and the ``gpu_pytest_paths`` globs."""
 
 from __future__ import annotations
