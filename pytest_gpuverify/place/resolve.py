@@ -1,4 +1,4 @@
-"""Which of the user's containers runs a ticket's targets (README, "Containers").
+"""Which of the user's containers runs a ticket's targets (docs/containers.md, "Which container").
 
 Order: ``--gpu-container``, then the ticket's devcontainer.json, then the Repos row's container, then
 one running container of the Containers table that matches the ticket key or the row's image. Every

@@ -3,6 +3,7 @@ each top-level module) by its backticked name, so a room added without a line th
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -38,3 +39,21 @@ def test_a_room_without_a_line_is_found():
     # the same check over the map with one room's name taken out: it finds that room, and only it more
     text = DESIGN.read_text(encoding="utf-8")
     assert missing_from(text.replace("`engine/`", "engine")) == sorted({*missing_from(text), "engine/"})
+
+
+DOC_POINTER = re.compile(r'docs/([\w-]+\.md)(?:,\s+"([^"]+)")?')
+
+
+def test_the_docs_pages_and_sections_the_package_points_at_exist():
+    # comments say where a rule is written down: a page of docs/ (which mkdocs builds) and its section
+    seen, broken = 0, []
+    for module in sorted(PACKAGE.rglob("*.py")):
+        for page, section in DOC_POINTER.findall(module.read_text(encoding="utf-8")):
+            seen += 1
+            section = " ".join(section.split())  # a docstring may wrap it
+            doc = ROOT / "docs" / page
+            headings = re.findall(r"^#+ (.+)$", doc.read_text(encoding="utf-8"), re.M) if doc.is_file() else None
+            if headings is None or (section and section not in headings):
+                broken.append(f"{module.relative_to(ROOT)}: docs/{page}" + (f', "{section}"' if section else ""))
+    assert seen >= 5, "no pointers found: the pattern no longer matches how the package cites its docs"
+    assert not broken, "pointers to no such page or section: " + "; ".join(broken)
