@@ -8,7 +8,7 @@ import subprocess
 import time
 
 import pytest
-from session_cmd import PYTEST
+from kernel_repos import sim_env, verify_argv
 
 from pytest_gpuverify.cli import demo
 from pytest_gpuverify.place.ephemeral import OWNER_LABEL, PID_LABEL, RUN_LABEL
@@ -62,21 +62,10 @@ def foreign(sandbox, name: str, run_id: str):
 
 def sleeping_in_fresh_container(sandbox):
     """pytest running op_tests/test_sleep.py through the `run` row, once it prints; and its container."""
-    cmd = [
-        *PYTEST,
-        "--gpu-verify",
-        "--gpu-window",
-        "0.3",
-        "--gpu-env",
-        str(sandbox.env_path),
-        "--ticket",
-        "T-1",
-        "op_tests/test_sleep.py",
-    ]
     proc = subprocess.Popen(
-        cmd,
+        verify_argv(sandbox, "op_tests/test_sleep.py"),
         cwd=sandbox.repo,
-        env=dict(os.environ, PATH=f"{sandbox.sim_bin}:{os.environ['PATH']}"),
+        env=sim_env(sandbox),
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
     )

@@ -29,8 +29,9 @@ def declare(repo, example):
     commit(repo, f"declare {example}")
 
 
-def run_in(sandbox, repo, *args, ticket="T-1"):
-    cmd = [
+def verify_argv(sandbox, *args: str, ticket: str = "T-1") -> list[str]:
+    """A ``--gpu-verify`` session against the sandbox's env file, with a short idle window."""
+    return [
         *PYTEST,
         "--gpu-verify",
         "--gpu-window",
@@ -41,12 +42,16 @@ def run_in(sandbox, repo, *args, ticket="T-1"):
         ticket,
         *args,
     ]
+
+
+def sim_env(sandbox) -> dict[str, str]:
+    """This environment with the simulated GPU tools first on PATH."""
+    return dict(os.environ, PATH=f"{sandbox.sim_bin}:{os.environ['PATH']}")
+
+
+def run_in(sandbox, repo, *args, ticket="T-1"):
     return subprocess.run(
-        cmd,
-        cwd=repo,
-        capture_output=True,
-        timeout=300,
-        env=dict(os.environ, PATH=f"{sandbox.sim_bin}:{os.environ['PATH']}"),
+        verify_argv(sandbox, *args, ticket=ticket), cwd=repo, capture_output=True, timeout=300, env=sim_env(sandbox)
     )
 
 
