@@ -206,7 +206,9 @@ def _containers(report: DoctorReport, env: EnvFile, row, vendor: str, docker_fac
     from pytest_gpuverify.place.ephemeral import image_facts
     from pytest_gpuverify.place.provenance import container_arch, environment_of
 
-    mine = [c for c in env.containers if not c.host or c.host.lower() == row.host.lower()]
+    from pytest_gpuverify.config.hosts import serves_host
+
+    mine = [c for c in env.containers if serves_host(c.host, row.host)]
     found: dict[str, dict] = {}
     if not mine:
         return found

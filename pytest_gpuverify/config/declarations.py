@@ -18,7 +18,7 @@ the ``tool.gpuverify.`` prefix (``[thresholds]``, ``[[targets]]``). The ``pyproj
     path = "op_tests/test_gemm_a8w8.py"   # relative to this file's directory, inside its tree
     args = ["-d", "bf16", "-m", "128"]    # or one string "-d bf16 -m 128", split like a shell
     topic = "gemm_a8w8_bf16"      # artifact bench_<topic>.json; default: the name, file-safe
-    dtype = "fp8"                 # fp8/fp4/mxfp4 outputs must print an SNR (README, Verdicts)
+    dtype = "fp8"                 # fp8/fp4/mxfp4 outputs must print an SNR (docs/artifacts.md, "Verdicts")
     regime = "warm"               # cold-L2 | warm | hipGraph
     gpus = 1
     [tool.gpuverify.targets.thresholds]   # this target's limits, over the defaults

@@ -1,4 +1,4 @@
-"""The mstack env file (its format: README, "Quick start"): hosts, repos, containers and the GPU lock convention.
+"""The mstack env file (its format: docs/env-file.md): hosts, repos, containers and the GPU lock convention.
 
 The file is Markdown that `/setup-mstack env` writes and people edit by hand, so the reader is
 lenient about spelling (case, backticks, optional outer pipes) and strict about facts: a wrong or

@@ -130,3 +130,9 @@ def same_host(one: str, other: str) -> bool:
     """Two names of one machine: compared by their first label, in any case (``hostname`` prints
     ``mi300x-01`` where a table may say ``mi300x-01.lab.example``)."""
     return one.split(".")[0].casefold() == other.split(".")[0].casefold()
+
+
+def serves_host(row_host: str | None, host: str) -> bool:
+    """Whether a table row (a container's) is for ``host``: a row without a host serves every host;
+    one with a host, that machine by :func:`same_host`."""
+    return not row_host or same_host(row_host, host)

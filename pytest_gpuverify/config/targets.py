@@ -1,8 +1,8 @@
 """Targets: what to run, how its command line and environment are built, and what it is called.
 
 A target never runs on the host: it is a path or a declaration turned into a command that runs
-inside the container, in the worktree, with only its GPUs visible. The kinds are the README's
-("4. Container, import check, run"): an aiter op_test script, a FlyDSL pytest file, a Triton kernel test in aiter, a bench harness
+inside the container, in the worktree, with only its GPUs visible. The kinds are those of
+docs/targets.md, "The kinds": an aiter op_test script, a FlyDSL pytest file, a Triton kernel test in aiter, a bench harness
 or one-off script declared with its command; and any kernel repo's own pytest files or folders
 (``pytest``: declared, or matched by the ``gpu_pytest_paths`` globs of the ini file).
 """
@@ -38,7 +38,7 @@ JUNIT_DIR = f"{SCRATCH_ROOT}/junit"  # inside the container; the file is fetched
 
 
 class Thresholds(BaseModel):
-    """Correctness limits a declaration may add to what the output itself prints (README, "Verdicts")."""
+    """Correctness limits a declaration may add to what the output itself prints (docs/artifacts.md, "Verdicts")."""
 
     model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
@@ -180,8 +180,8 @@ def junit_path(run_id: str) -> str:
 def command_argv(target: Target, rel_path: PurePosixPath | None, run_id: str) -> list[str]:
     """The repo's own command, unchanged: a rewritten command would prove something else.
 
-    Pytest files get only what is needed to see results: ``-q`` (README, "4. Container, import
-    check, run"), ``-rAR`` so every outcome and captured output is printed, and every retry a
+    Pytest files get only what is needed to see results: ``-q`` (docs/targets.md, "The
+    kinds"), ``-rAR`` so every outcome and captured output is printed, and every retry a
     plugin made (pytest-rerunfailures' ``RERUN`` lines; a test retried failed an attempt), and a
     JUnit XML report that is read instead of the progress dots."""
     if target.kind == BENCH:

@@ -1,4 +1,4 @@
-"""Verdicts, exactly as the README's "Verdicts" states them.
+"""Verdicts, exactly as docs/artifacts.md, "Verdicts", states them.
 
 FAIL needs printed evidence from a run on the GPU (a failed check, NaN where a number was due, an
 ``err`` above tolerance, a failing inner test) or a non-zero exit. INCONCLUSIVE is anything that

@@ -1,4 +1,4 @@
-"""The one contract of every place a target's command runs: :class:`Executor`.
+"""The one interface of every place a target's command runs: :class:`Executor`.
 
 Two executors keep it: :class:`~pytest_gpuverify.execute.container.ContainerExecutor` (the user's
 container, through the Docker Engine) and :class:`~pytest_gpuverify.execute.host.HostExecutor`

@@ -1,6 +1,6 @@
 """A target's command on the GPU host itself (``--gpu-container none``).
 
-For GPU CI jobs that already run inside a container, and hosts without Docker. The contract is the
+For GPU CI jobs that already run inside a container, and hosts without Docker. The interface is the
 :class:`~pytest_gpuverify.execute.base.Executor`'s; here also the GPU lock is never inherited (the
 lock's descriptor is close-on-exec and ``close_fds`` stays on).
 """

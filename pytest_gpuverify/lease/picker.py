@@ -1,6 +1,6 @@
 """Picking idle GPUs and locking them: the builtin picker and the env file's picker command.
 
-Either way the order is the documented one (README, "A shared GPU host"): choose by the window,
+Either way the order is the documented one (docs/hosts.md, "The right GPU, alone"): choose by the window,
 take the lock without waiting, re-check idleness under the lock, and only then hand the GPU out.
 A GPU that is busy is taken, lock or no lock.
 """

@@ -1,4 +1,4 @@
-"""The output dtype of a target, from every source (README, Verdicts: fp8/fp4/mxfp4 output without
+"""The output dtype of a target, from every source (docs/artifacts.md, "Verdicts": fp8/fp4/mxfp4 output without
 an SNR proves nothing).
 
 Sources, in this order: the declaration's ``dtype``; the ``-d``/``--dtype`` arguments of the command

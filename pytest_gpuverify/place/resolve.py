@@ -1,4 +1,4 @@
-"""Which of the user's containers runs a ticket's targets (README, "Containers").
+"""Which of the user's containers runs a ticket's targets (docs/containers.md, "Which container").
 
 Order: ``--gpu-container``, then the ticket's devcontainer.json, then the Repos row's container, then
 one running container of the Containers table that matches the ticket key or the row's image. Every
@@ -206,9 +206,9 @@ def _normal_image(ref: str) -> str:
 
 
 def _host_ok(row: ContainerRow, host: str) -> bool:
-    from pytest_gpuverify.config.hosts import same_host
+    from pytest_gpuverify.config.hosts import serves_host
 
-    return row.host is None or same_host(row.host, host)
+    return serves_host(row.host, host)
 
 
 def names_ticket(text: str, ticket: str) -> bool:

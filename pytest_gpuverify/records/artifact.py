@@ -15,7 +15,6 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from pytest_gpuverify.common.files import RESULT_MODE, write_atomic
 from pytest_gpuverify.records.builds import BuildRecord, FreshContainerRecord
 from pytest_gpuverify.records.machine import MachineRecord
 from pytest_gpuverify.records.scheduling import SchedulerRecord, ShardRecord
@@ -432,10 +431,6 @@ def sha256_file(path: Path, chunk: int = 1 << 20) -> str:
 def dump_artifact(artifact: Artifact) -> bytes:
     payload = artifact.model_dump(mode="json")
     return (json.dumps(payload, indent=2, allow_nan=False, ensure_ascii=False) + "\n").encode("utf-8")
-
-
-def write_artifact(artifact: Artifact, path: Path) -> None:
-    write_atomic(path, dump_artifact(artifact), mode=RESULT_MODE)
 
 
 def read_artifact(path: Path) -> Artifact:

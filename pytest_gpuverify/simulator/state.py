@@ -2,7 +2,7 @@
 
 The simulated tools (``tools/``) read this file on every call, so a test changes what they print by
 saving a new state; saving is atomic because a tool may read while a test writes.
-The JSON written here is the only contract with the tools, which cannot import pydantic.
+The JSON written here is all the tools and this package share, which cannot import pydantic.
 """
 
 from __future__ import annotations

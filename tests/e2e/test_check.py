@@ -43,7 +43,7 @@ def test_the_run_record_the_verdict_reads_round_trips_through_the_artifact():
 @pytest.fixture(scope="module")
 def made(tmp_path_factory, docker_client) -> dict[str, Path]:
     """One artifact per case, each checked to be the case it is named after."""
-    from conftest import make_sandbox
+    from sandboxes import make_sandbox
 
     from pytest_gpuverify.simulator import load_state, save_state
 
@@ -236,7 +236,7 @@ def test_an_old_artifact_keeps_the_loose_verdict_check(made, tmp_path, capsys):
     assert out.count(PARTLY) == 1
 
 
-# Issue 11: `check` cannot be talked round. test_check_tamper.py has the rest (provenance, signatures).
+# `check` cannot be talked round. test_check_tamper.py has the rest (provenance, signatures).
 @pytest.mark.docker
 def test_a_schema_2_artifact_without_its_run_record_is_an_error(made, tmp_path, capsys):
     path = copy_of(made, "crash", tmp_path)

@@ -59,8 +59,8 @@ def events_on_every_gpu(sandbox, bits: int, foreign_pid=None) -> None:
 
 @pytest.fixture(scope="module")
 def made(tmp_path_factory, docker_client) -> dict[str, Path]:
-    from conftest import make_sandbox
-    from test_e2e_kinds import commit
+    from kernel_repos import commit
+    from sandboxes import make_sandbox
 
     root = tmp_path_factory.mktemp("sealed")
     with make_sandbox(root / "host", docker_client) as box:

@@ -1,4 +1,4 @@
-"""`gpuverify check` cannot be talked round (issue 11, items 2 and 3): each kind of tampering is named,
+"""`gpuverify check` cannot be talked round: each kind of tampering is named,
 and signed artifacts fail verification after any one-byte edit, with real ssh-keygen.
 
 The artifacts are the engine's own (real pytest session, real container, simulated GPUs), made once per
@@ -44,8 +44,8 @@ GEMM, CRASH, TRITON = (
 
 @pytest.fixture(scope="module")
 def made(tmp_path_factory, docker_client) -> dict[str, Path]:
-    from conftest import make_sandbox
-    from test_e2e_kinds import declare
+    from kernel_repos import declare
+    from sandboxes import make_sandbox
 
     from pytest_gpuverify.cli import demo
 
@@ -484,8 +484,7 @@ def test_a_signing_row_with_no_key_stops_the_run_before_any_gpu(sandbox):
 def test_a_two_gpu_fixture_run_checks_out(sandbox, capsys):
     """`kernel_container.run` on two locked GPUs: a declared command (kind bench), two GPUs in env and trailer.
     The fixture's lock is taken seconds before the run begins (ts) and kept after it: its timeline says so."""
-    from test_e2e_kinds import commit
-    from test_e2e_shared_host import FIXTURE_TEST
+    from kernel_repos import FIXTURE_TEST, commit
 
     held_first = FIXTURE_TEST.replace(
         "    art = kernel_container.run", "    __import__('time').sleep(2.5)\n    art = kernel_container.run"

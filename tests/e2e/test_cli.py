@@ -63,7 +63,7 @@ def test_console_script_is_installed():
 @pytest.fixture(scope="module")
 def untouched(tmp_path_factory, docker_client) -> Path:
     """One real run's ticket folder (artifact, raw log), made once for the module's tests."""
-    from conftest import make_sandbox
+    from sandboxes import make_sandbox
 
     with make_sandbox(tmp_path_factory.mktemp("cli") / "host", docker_client) as box:
         proc = box.pytest("op_tests/test_gemm_a8w8.py")

@@ -9,14 +9,15 @@ import shutil
 import pytest
 
 from pytest_gpuverify.cli.main import main
-from pytest_gpuverify.records.artifact import Artifact, write_artifact
+from pytest_gpuverify.engine.store import store_artifact
+from pytest_gpuverify.records.artifact import Artifact
 
 
 @pytest.mark.parametrize("command", [["report"], ["handoff"]])
 def test_an_output_file_in_a_missing_folder_is_one_line_and_exit_2(tmp_path, capsys, command):
     ticket = tmp_path / "T-1"
     ticket.mkdir()
-    write_artifact(Artifact(topic="x", ts="2026-01-01T00:00:00Z"), ticket / "bench_x.json")
+    store_artifact(Artifact(topic="x", ts="2026-01-01T00:00:00Z"), ticket / "bench_x.json", None)
     target = tmp_path / "missing" / "out.file"
     assert main([*command, str(ticket), "-o", str(target)]) == 2
     err = capsys.readouterr().err

@@ -1,9 +1,9 @@
-"""The run and `gpuverify doctor` read repo state by one rule (issue 11, item 1): the simulated host, a real container."""
+"""The run and `gpuverify doctor` read repo state by one rule: the simulated host, a real container."""
 
 from __future__ import annotations
 
 import pytest
-from test_doctor import doctor, last
+from doctor_cmd import doctor, last
 
 pytestmark = pytest.mark.docker
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import make_sandbox
+from sandboxes import make_sandbox
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 RUN_ID = "8811"

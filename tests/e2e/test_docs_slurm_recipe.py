@@ -1,5 +1,5 @@
 """The Slurm array recipe of docs/many-machines.md, run as written on a real two-node Slurm
-(tests/e2e/slurm_cluster.py): its script (the repo's path made the sandbox's) and its two submit
+(tests/support/slurm_cluster.py): its script (the repo's path made the sandbox's) and its two submit
 lines, in a fresh folder with no `logs/`. Four targets over the array's eight tasks: the four tasks
 whose shard has none exit 0 with one line, and `gpuverify merge` says all eight arrived."""
 

@@ -1,29 +1,15 @@
-"""`gpuverify doctor` on the simulated host, in each state the seed's doctor must tell apart."""
+"""`gpuverify doctor` on the simulated host, in each state it must tell apart."""
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
-import sys
 import time
 
 import pytest
+from doctor_cmd import doctor, last
 
 pytestmark = pytest.mark.docker
-
-
-def doctor(sandbox, **env: str) -> tuple[int, str]:
-    proc = subprocess.run(
-        [sys.executable, "-m", "pytest_gpuverify.cli.main", "doctor", "--gpu-env", str(sandbox.env_path)],
-        capture_output=True,
-        env=dict(os.environ, PATH=f"{sandbox.sim_bin}:{os.environ['PATH']}", **env),
-    )
-    return proc.returncode, proc.stdout.decode() + proc.stderr.decode()
-
-
-def last(text: str) -> str:
-    return text.strip().splitlines()[-1]
 
 
 def test_all_fine(sandbox):

@@ -1,4 +1,4 @@
-"""Issue 14: repeats and ``--gpu-ab BASE`` end to end: the real plugin, a real container, the simulated
+"""Repeats and ``--gpu-ab BASE`` end to end: the real plugin, a real container, the simulated
 ROCm host, and the demo repo's lab-style harness (bench/bench_lab.py) whose speed two commits set."""
 
 from __future__ import annotations
@@ -9,32 +9,9 @@ import subprocess
 import sys
 
 import pytest
-
-from tests.e2e.test_e2e_kinds import commit, out
+from kernel_repos import commit, git, lab_config, out
 
 pytestmark = pytest.mark.docker
-
-DECLARATION = """
-[[targets]]
-name = "lab"
-kind = "bench"
-command = "python3 bench/bench_lab.py"
-topic = "lab"
-repeats = {repeats}
-min_steps = {min_steps}
-"""
-
-
-def lab_config(repo, speed=1.0, spread=0.01, steps=50, fail_on_run=0, min_steps=50, message="lab", repeats=3):
-    (repo / "bench" / "lab_config.py").write_text(
-        f"SPEED = {speed!r}\nSPREAD = {spread!r}\nSTEPS = {steps}\nFAIL_ON_RUN = {fail_on_run}\n"
-    )
-    (repo / "gpuverify.toml").write_text(DECLARATION.format(min_steps=min_steps, repeats=repeats))
-    commit(repo, message)
-
-
-def git(repo, *args) -> str:
-    return subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, check=True).stdout.strip()
 
 
 def gv(*args):

@@ -12,8 +12,7 @@ import subprocess
 import sys
 
 import pytest
-
-from tests.e2e.test_e2e_kinds import commit, out
+from kernel_repos import commit, out
 
 pytestmark = pytest.mark.docker
 

@@ -1,4 +1,4 @@
-"""Issue 14 item 7 under ``--gpu-ab``: the declared builds run once per session and side, each on its
+"""Declared builds under ``--gpu-ab``: the declared builds run once per session and side, each on its
 own worktree, before the target's runs (real container, simulated ROCm host). The build writes a file
 whose content the commit sets and the harness prints it, so each side's runs show whose build they saw."""
 
@@ -7,12 +7,11 @@ from __future__ import annotations
 import re
 
 import pytest
+from kernel_repos import commit, git, out
 
 from pytest_gpuverify.cli.handoff import build_handoff
 from pytest_gpuverify.records.artifact import sha256_file
 from pytest_gpuverify.verify.check import check_artifact
-from tests.e2e.test_e2e_ab import git
-from tests.e2e.test_e2e_kinds import commit, out
 
 pytestmark = pytest.mark.docker
 

@@ -1,4 +1,4 @@
-"""Issue 14 items 6 and 7 end to end: a Containers row `run` starts a fresh container per locked run
+"""Fresh containers and builds end to end: a Containers row `run` starts a fresh container per locked run
 (real Docker Engine, simulated ROCm host), and a declaration's builds run before its targets."""
 
 from __future__ import annotations
@@ -11,65 +11,17 @@ import time
 import uuid
 
 import pytest
+from fresh_containers import foreign, mine, sleeping_in_fresh_container, use_run_row
+from kernel_repos import out
 from session_cmd import PYTEST
 
 from pytest_gpuverify.cli import demo
 from pytest_gpuverify.cli.handoff import build_handoff
-from pytest_gpuverify.place.ephemeral import OWNER_LABEL, PID_LABEL, RUN_LABEL, remove_own
+from pytest_gpuverify.place.ephemeral import RUN_LABEL, remove_own
 from pytest_gpuverify.records.artifact import sha256_file
 from pytest_gpuverify.verify.check import check_artifact
 
 pytestmark = pytest.mark.docker
-
-
-def out(proc) -> str:
-    return proc.stdout.decode(errors="replace")[-4000:] + proc.stderr.decode(errors="replace")[-2000:]
-
-
-def use_run_row(sandbox) -> None:
-    """The Repos row names `run`; the Containers row `run` gives the image, the host's dirs and the
-    simulator (a real ROCm image has its own), and the PATH that finds the simulated rocminfo."""
-    sandbox.spec.repo_rows = [("aiter", sandbox.repo, "run", "/workspace/aiter")]
-    sandbox.spec.containers = []
-    text = demo.render_env_file(sandbox.spec)
-    mounts = ", ".join(
-        [f"{d}:{d}:ro" for d in demo.HOST_DIRS if os.path.exists(d)] + [f"{sandbox.sim_bin}:{sandbox.sim_bin}:ro"]
-    )
-    table = (
-        "| name | image | host | mounts | env |\n|---|---|---|---|---|\n"
-        f"| run | {demo.ROOTFS_IMAGE} | not set | {mounts} | PATH={sandbox.sim_bin}:{demo.BASE_PATH} HOME=/root |\n"
-    )
-    text = text.replace("| name | image | host |\n|---|---|---|\n", table)
-    sandbox.env_path.write_text(text, encoding="utf-8")
-
-
-def ours(client) -> list:
-    return client.containers.list(all=True, filters={"label": OWNER_LABEL})
-
-
-def mine(sandbox) -> set:
-    """Ids of the fresh-style containers of this test's sandbox (its runs mount its repo; its foreign
-    ones are its own): tests in other xdist workers start theirs beside it."""
-    return {
-        c.id
-        for c in ours(sandbox.client)
-        if c.name in sandbox.extra_containers
-        or any(m.get("Source", "").startswith(str(sandbox.repo)) for m in c.attrs.get("Mounts") or [])
-    }
-
-
-def foreign(sandbox, name: str, run_id: str):
-    """A container that looks like one of ours (name prefix, owner label) but is another run's."""
-    container = sandbox.client.containers.run(
-        demo.ROOTFS_IMAGE,
-        ["/bin/sleep", "infinity"],
-        name=name,
-        detach=True,
-        volumes={d: {"bind": d, "mode": "ro"} for d in demo.HOST_DIRS if os.path.exists(d)},
-        labels={demo.SANDBOX_LABEL: "1", OWNER_LABEL: "1", RUN_LABEL: run_id},
-    )
-    sandbox.extra_containers.append(name)
-    return container
 
 
 def declare(repo, text: str) -> None:
@@ -106,43 +58,6 @@ def test_run_row_starts_a_fresh_container_and_removes_only_its_own(sandbox):
     assert other.status == "running" and other.labels[RUN_LABEL] == "another-session"
     assert check_artifact(art, sandbox.tickets / "T-1" / "bench_gemm_a8w8.json") == []
     assert sandbox.lock_files_free()
-
-
-def sleeping_in_fresh_container(sandbox):
-    """pytest running op_tests/test_sleep.py through the `run` row, once it prints; and its container."""
-    cmd = [
-        *PYTEST,
-        "--gpu-verify",
-        "--gpu-window",
-        "0.3",
-        "--gpu-env",
-        str(sandbox.env_path),
-        "--ticket",
-        "T-1",
-        "op_tests/test_sleep.py",
-    ]
-    proc = subprocess.Popen(
-        cmd,
-        cwd=sandbox.repo,
-        env=dict(os.environ, PATH=f"{sandbox.sim_bin}:{os.environ['PATH']}"),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-    )
-    deadline, running = time.time() + 90, []
-    while time.time() < deadline and not running:
-        logs = list((sandbox.tickets / "T-1").glob("bench_sleep.*.log")) if (sandbox.tickets / "T-1").exists() else []
-        if logs and b"sleeping" in logs[0].read_bytes():
-            # by the session's pid label: another session's fresh container may run beside it
-            running = [
-                c
-                for c in ours(sandbox.client)
-                if c.name.startswith("gpuverify-run-") and c.labels.get(PID_LABEL) == str(proc.pid)
-            ]
-        time.sleep(0.1)
-    if len(running) != 1:
-        proc.kill()
-        pytest.fail(f"expected one fresh container while the command runs, found {running}")
-    return proc, running[0]
 
 
 @pytest.mark.parametrize("how", ["container dies", "Ctrl-C"])

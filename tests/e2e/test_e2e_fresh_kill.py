@@ -1,4 +1,4 @@
-"""Issue 14 item 6 after a ``kill -9`` of pytest: the session's guard removes the fresh container it
+"""A fresh container after a ``kill -9`` of pytest: the session's guard removes the fresh container it
 was told about (only one with this run's labels) before the GPU lock goes; without it the container
 would linger until its ``sleep`` ended (timeout + 10 min). Real Docker Engine, real guard process."""
 
@@ -11,10 +11,10 @@ import time
 import uuid
 
 import pytest
+from fresh_containers import foreign, sleeping_in_fresh_container, use_run_row
 
 from pytest_gpuverify.lease.guard import SessionGuard
 from pytest_gpuverify.place.ephemeral import OWNER_LABEL, RUN_LABEL
-from tests.e2e.test_e2e_fresh_builds import foreign, sleeping_in_fresh_container, use_run_row
 
 pytestmark = pytest.mark.docker
 

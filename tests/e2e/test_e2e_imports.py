@@ -12,7 +12,7 @@ import uuid
 from pathlib import Path
 
 import pytest
-from test_e2e_kinds import commit, out
+from kernel_repos import commit, out
 
 from pytest_gpuverify.cli import demo
 from pytest_gpuverify.verify.check import check_artifact

@@ -5,71 +5,15 @@ The declarations are the ones in conftest_examples/, copied into the demo repos.
 from __future__ import annotations
 
 import json
-import shutil
-import subprocess
 import uuid
 
 import pytest
+from kernel_repos import commit, declare, out, run_in
 from probe_paths import without_probe
-from session_cmd import PYTEST
 
 from pytest_gpuverify.cli import demo
 
 pytestmark = pytest.mark.docker
-EXAMPLES = demo.Path(__file__).resolve().parents[2] / "conftest_examples"
-
-
-def out(proc) -> str:
-    return proc.stdout.decode(errors="replace")[-4000:] + proc.stderr.decode(errors="replace")[-2000:]
-
-
-def commit(repo, message="change"):
-    subprocess.run(["git", "-C", str(repo), "add", "-A"], check=True)
-    subprocess.run(
-        ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", message], check=True
-    )
-
-
-def declare(repo, example):
-    shutil.copy(EXAMPLES / example / "gpuverify.toml", repo / "gpuverify.toml")
-    commit(repo, f"declare {example}")
-
-
-@pytest.fixture
-def flydsl(sandbox):
-    """A FlyDSL checkout and its own container (with pytest, as real ROCm images have)."""
-    repo = demo.make_repo(sandbox.root / "repos" / "FlyDSL", demo.DEMO_REPOS / "flydsl")
-    name = f"gv-fly-{uuid.uuid4().hex[:8]}"
-    sandbox.start_container(name, mounts={str(repo): "/workspace/FlyDSL"})
-    demo.install_pytest(sandbox.client, name)
-    sandbox.rewrite_env(
-        repo_rows=[*sandbox.spec.repo_rows, ("FlyDSL", repo, name, "/workspace/FlyDSL")],
-        containers=[*sandbox.spec.containers, (name, demo.ROOTFS_IMAGE)],
-    )
-    return repo
-
-
-def run_in(sandbox, repo, *args, ticket="T-1"):
-    import os
-
-    cmd = [
-        *PYTEST,
-        "--gpu-verify",
-        "--gpu-window",
-        "0.3",
-        "--gpu-env",
-        str(sandbox.env_path),
-        "--ticket",
-        ticket,
-        *args,
-    ]
-    return subprocess.run(
-        cmd,
-        cwd=repo,
-        capture_output=True,
-        timeout=300,
-        env=dict(os.environ, PATH=f"{sandbox.sim_bin}:{os.environ['PATH']}"),
-    )
 
 
 def test_aiter_declared_target_with_args_and_regime(sandbox):

@@ -10,8 +10,7 @@ import subprocess
 import sys
 
 import pytest
-
-from tests.e2e.test_e2e_ab import git, lab_config
+from kernel_repos import git, lab_config
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]  # each test runs several A/B sessions
 

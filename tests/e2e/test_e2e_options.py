@@ -1,4 +1,4 @@
-"""Options that name files, and the messages around them, end to end (issue 11, items 4 to 6):
+"""Options that name files, and the messages around them, end to end:
 every refused option is one usage line with nothing written; every line printed names what happened."""
 
 from __future__ import annotations

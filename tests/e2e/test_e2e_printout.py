@@ -140,8 +140,8 @@ FILES = {
 @pytest.fixture(scope="module")
 def made(tmp_path_factory, docker_client) -> Path:
     """Every target above, run once by the engine; the ticket directory it wrote."""
-    from conftest import make_sandbox
-    from test_e2e_kinds import commit
+    from kernel_repos import commit
+    from sandboxes import make_sandbox
 
     with make_sandbox(tmp_path_factory.mktemp("printout") / "host", docker_client) as box:
         demo.install_pytest(box.client, box.container, extra=("pytest-rerunfailures",))

@@ -1,4 +1,4 @@
-"""Any kernel repo's own pytest files as GPU targets (issue 9, item 4), end to end in a real container:
+"""Any kernel repo's own pytest files as GPU targets, end to end in a real container:
 declared with ``kind = "pytest"`` (a file or a folder), or made targets by the ini's
 ``gpu_pytest_paths`` globs. The repo is neither aiter nor FlyDSL (``tests/test_*.py``)."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 import uuid
 
 import pytest
-from test_e2e_kinds import commit, declare, out, run_in
+from kernel_repos import commit, declare, out, run_in
 
 from pytest_gpuverify.cli import demo
 from pytest_gpuverify.verify.check import check_artifact

@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 
 import pytest
+from kernel_repos import FIXTURE_TEST
 from probe_paths import without_probe
 
 pytestmark = pytest.mark.docker
@@ -83,21 +84,6 @@ def test_gpu_wait_shows_what_it_waits_for_then_runs(sandbox):
     art = sandbox.artifact("gemm_a8w8")
     assert art.verdict == "PASS", (art.reasons, out[-2000:])
     assert "gpuverify: waiting up to 60 s" in out and "4 busy" in out, out[-2000:]
-
-
-FIXTURE_TEST = """
-import pytest
-
-
-@pytest.mark.gpu(gpus=2)
-def test_gemm_on_two_gpus(locked_gpu, kernel_container):
-    assert len(locked_gpu.indices) == 2
-    art = kernel_container.run(["python3", "op_tests/test_gemm_a8w8.py"], topic="fixture_gemm")
-    assert art.verdict == "PASS", art.reasons
-    assert art.env["HIP_VISIBLE_DEVICES"] == ",".join(map(str, locked_gpu.indices))
-    assert [g.index for g in art.gpus] == locked_gpu.indices
-    assert art.correctness.shapes_checked == 3
-"""
 
 
 def test_fixtures_record_runs_like_targets(sandbox):

@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import make_sandbox
+from sandboxes import make_sandbox
 
 pytestmark = pytest.mark.docker
 

@@ -1,6 +1,6 @@
-"""Issue 9's verdict rules on artifacts the engine writes (a real session, a real container), and
-``gpuverify check`` re-deriving each of them: the output dtype and where it was read, seed 004's
-per-shape lines, declared pass/fail words, NaN in a printed result, ``err_ratio_max``."""
+"""The verdict's rules on artifacts the engine writes (a real session, a real container), and
+``gpuverify check`` re-deriving each of them: the output dtype and where it was read, the
+per-shape cosine_sim lines, declared pass/fail words, NaN in a printed result, ``err_ratio_max``."""
 
 from __future__ import annotations
 
@@ -15,9 +15,9 @@ from pytest_gpuverify.records.artifact import read_artifact
 
 pytestmark = pytest.mark.docker
 
-SEED_004 = """\
+PER_SHAPE = """\
 import sys
-# seed 004's kernel test: one line per shape, cosine_sim and max_abs_error, a PASS word, a summary
+# a kernel test that prints one line per shape, cosine_sim and max_abs_error, a PASS word, a summary
 worst = float(sys.argv[1]) if len(sys.argv) > 1 else 0.9987
 shapes = [(m, 4096) for m in (1, 16, 32, 64, 128, 256, 512, 1024)]
 for m, n in shapes:
@@ -63,19 +63,19 @@ print("| 16 | 3.2 | 0.03 |")
 """
 DECLARATIONS = """\
 [[targets]]
-name = "seed004"
+name = "per_shape"
 kind = "bench"
-command = "python3 bench/seed004.py"
+command = "python3 bench/per_shape.py"
 
 [[targets]]
-name = "seed004-one-bad"
+name = "per_shape-one-bad"
 kind = "bench"
-command = "python3 bench/seed004.py 0.95"
+command = "python3 bench/per_shape.py 0.95"
 
 [[targets]]
-name = "seed004-strict"
+name = "per_shape-strict"
 kind = "bench"
-command = "python3 bench/seed004.py"
+command = "python3 bench/per_shape.py"
 [targets.thresholds]
 cosine_sim_min = 0.999
 
@@ -87,9 +87,9 @@ command = "python3 bench/h200_harness.py"
 cosine_sim_min = 0.99
 
 [[targets]]
-name = "seed004-abs-limit-unprinted"
+name = "per_shape-abs-limit-unprinted"
 kind = "bench"
-command = "python3 bench/seed004.py"
+command = "python3 bench/per_shape.py"
 [targets.thresholds]
 logits_diff_max = 0.002
 
@@ -144,7 +144,7 @@ kind = "bench"
 command = "python3 bench/small_err.py"
 """
 FILES = {
-    "bench/seed004.py": SEED_004,
+    "bench/per_shape.py": PER_SHAPE,
     "bench/h200_harness.py": H200_HARNESS,
     "op_tests/test_gemm_fp8.py": FP8_OP_TEST,
     "bench/tutorial.py": TUTORIAL,
@@ -157,15 +157,15 @@ FILES = {
 @pytest.fixture(scope="module")
 def made(tmp_path_factory, docker_client) -> Path:
     """Every target above, run once by the engine; the ticket directory it wrote."""
-    from conftest import make_sandbox
-    from test_e2e_kinds import commit
+    from kernel_repos import commit
+    from sandboxes import make_sandbox
 
     with make_sandbox(tmp_path_factory.mktemp("rules") / "host", docker_client) as box:
         for rel, text in FILES.items():
             (box.repo / rel).write_text(text, encoding="utf-8")
         commit(box.repo, "verdict rule targets")
         proc = box.pytest("gpuverify.toml", ticket="R-1")
-        assert (box.tickets / "R-1" / "bench_seed004.json").exists(), proc.stdout.decode()[-3000:]
+        assert (box.tickets / "R-1" / "bench_per_shape.json").exists(), proc.stdout.decode()[-3000:]
         return box.tickets / "R-1"
 
 
@@ -178,23 +178,23 @@ def rule_reasons(a) -> list[str]:
     return [r for r in a.reasons if r not in a.run.unknowns]
 
 
-def test_seed004_lines_are_checks(made):
-    a = art(made, "seed004")
+def test_per_shape_lines_are_checks(made):
+    a = art(made, "per_shape")
     assert a.verdict == "PASS", a.reasons
     c = a.correctness
     assert c.passed is True and c.shapes_checked == 8 and c.checks_passed == 8
     assert c.cosine_sim == 0.9987 and c.max_abs_error == pytest.approx(2.3e-04)
-    bad = art(made, "seed004-one-bad")
+    bad = art(made, "per_shape-one-bad")
     assert bad.verdict == "FAIL" and rule_reasons(bad) == [
         "line 5: M=128 N=4096: cosine_sim 0.95 is below the default 0.99"
     ]
-    strict = art(made, "seed004-strict")
+    strict = art(made, "per_shape-strict")
     assert strict.verdict == "FAIL" and rule_reasons(strict) == [
         "line 5: M=128 N=4096: cosine_sim 0.9987 is below the declared limit 0.999"
     ]
     h200 = art(made, "h200-harness")
     assert h200.verdict == "PASS" and h200.correctness.shapes_checked == 3, h200.reasons
-    unprinted = art(made, "seed004-abs-limit-unprinted")
+    unprinted = art(made, "per_shape-abs-limit-unprinted")
     assert unprinted.verdict == "INCONCLUSIVE"
     assert rule_reasons(unprinted) == ["logits_diff limit 0.002 declared, but the output printed no logits_diff"]
 
@@ -210,7 +210,7 @@ def test_fp8_output_needs_an_snr_wherever_the_dtype_is_read(made):
     d = art(made, "gemm-d-fp8")
     assert d.correctness.dtype == "fp8" and d.correctness.dtype_source == "command: -d fp8"
     assert d.verdict == "INCONCLUSIVE" and rule_reasons(d) == ["fp8 output without an SNR (dtype from command: -d fp8)"]
-    plain = read_artifact(made / "bench_seed004.json")
+    plain = read_artifact(made / "bench_per_shape.json")
     assert plain.correctness.dtype is None and plain.correctness.dtype_source is None
 
 
@@ -240,11 +240,11 @@ def check(path: Path, capsys) -> tuple[int, str]:
 
 
 TOPICS = [
-    "seed004",
-    "seed004-one-bad",
-    "seed004-strict",
+    "per_shape",
+    "per_shape-one-bad",
+    "per_shape-strict",
     "h200-harness",
-    "seed004-abs-limit-unprinted",
+    "per_shape-abs-limit-unprinted",
     "fp8-no-snr",
     "fp8-snr",
     "gemm-d-fp8",
@@ -277,13 +277,13 @@ TAMPERINGS = {
         lambda d: d.update(command=d["command"].replace(" -d fp8", "")),
         "correctness.dtype is 'fp8', the raw output gives 'torch.bfloat16'",
     ),
-    "a seed-004 limit loosened": (
-        "seed004-strict",
+    "a per-shape limit loosened": (
+        "per_shape-strict",
         lambda d: d["target"]["thresholds"].update(cosine_sim_min=0.99),
         "correctness.passed is False, the raw output gives True",
     ),
     "shapes_checked edited": (
-        "seed004",
+        "per_shape",
         lambda d: d["correctness"].update(shapes_checked=9),
         "correctness.shapes_checked is 9, the raw output gives 8",
     ),

@@ -10,8 +10,8 @@ import time
 import uuid
 
 import pytest
+from kernel_repos import commit, out, run_in
 from probe_paths import without_probe
-from test_e2e_kinds import commit, out, run_in
 
 from pytest_gpuverify.cli import demo
 from pytest_gpuverify.simulator import load_state, save_state

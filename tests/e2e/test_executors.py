@@ -1,4 +1,4 @@
-"""Both executors keep the one Executor contract (execute/base.py): the same calling code, run on the
+"""Both executors keep the one Executor protocol (execute/base.py): the same calling code, run on the
 host and in a real container, sees the same capped output, the same time limit and the same stop."""
 
 from __future__ import annotations

@@ -7,7 +7,6 @@ from __future__ import annotations
 import os
 
 import pytest
-from test_e2e_kinds import flydsl  # noqa: F401  # the FlyDSL checkout and its container
 
 from pytest_gpuverify.cli import demo
 

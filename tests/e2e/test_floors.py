@@ -1,4 +1,4 @@
-"""Floors and ceilings (issue 14): throughput lines read exactly, held to declared limits, re-derived by check."""
+"""Floors and ceilings: throughput lines read exactly, held to declared limits, re-derived by check."""
 
 from __future__ import annotations
 
@@ -100,8 +100,8 @@ TARGETS = {  # name -> (floors/ceilings toml, verdict, a reason's words)
 
 @pytest.mark.docker
 def test_floors_and_ceilings_in_real_runs_and_check(tmp_path, docker_client):
-    from conftest import make_sandbox
-    from test_e2e_kinds import commit
+    from kernel_repos import commit
+    from sandboxes import make_sandbox
 
     with make_sandbox(tmp_path / "host", docker_client) as box:
         (box.repo / "bench" / "serve.py").write_text(HARNESS)

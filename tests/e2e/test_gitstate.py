@@ -1,4 +1,4 @@
-"""Repo state as git sees it: one rule for the run and `gpuverify doctor` (issue 11, item 1).
+"""Repo state as git sees it: one rule for the run and `gpuverify doctor`.
 
 Plain git checkouts in tmp_path; test_dirty_run.py has the run and doctor agreeing on it.
 """

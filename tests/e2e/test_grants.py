@@ -11,7 +11,7 @@ import sys
 import time
 
 import pytest
-from conftest import make_sandbox
+from sandboxes import make_sandbox
 from session_cmd import PYTEST
 
 from pytest_gpuverify.execute.host_commands import LocalHost

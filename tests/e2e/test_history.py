@@ -43,8 +43,8 @@ def jitter(i: int) -> float:
 def lab(tmp_path_factory, docker_client) -> dict:
     """Nine commits, one session each (ticket C0..C8) that adds its artifact to the store at its end
     (--gpu-history); then a tenth commit at 14.4 us (ticket HEAD), added to another store only."""
-    from conftest import make_sandbox
-    from test_e2e_kinds import commit
+    from kernel_repos import commit
+    from sandboxes import make_sandbox
 
     root = tmp_path_factory.mktemp("history")
     store = root / "history.db"

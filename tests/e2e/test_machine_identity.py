@@ -9,9 +9,9 @@ import shutil
 from pathlib import Path
 
 import pytest
+from ab_harness import BASE, HARNESS, PASSED
 from check_edits import check, edit
-from test_compare import BASE, HARNESS, PASSED
-from test_doctor import doctor
+from doctor_cmd import doctor
 
 from pytest_gpuverify.cli.main import main
 from pytest_gpuverify.records.artifact import read_artifact
@@ -24,8 +24,8 @@ pytestmark = pytest.mark.docker
 def two_hosts(tmp_path_factory, docker_client) -> dict:
     """One harness run on the simulated host in SPX/NPS1 (T-1), then in CPX/NPS4 (T-2), then at a 600 W
     cap with another driver (T-3), and once with the amdsmi library in-process (T-4)."""
-    from conftest import make_sandbox
-    from test_e2e_kinds import commit
+    from kernel_repos import commit
+    from sandboxes import make_sandbox
 
     with make_sandbox(tmp_path_factory.mktemp("machine") / "host", docker_client) as box:
         (box.repo / "bench" / "ab_same.py").write_text(HARNESS.format(base=BASE, head=BASE, check=PASSED, rounds=False))

@@ -1,4 +1,4 @@
-"""Options as names, bounded picker and kill, and the messages around them, without Docker (issue 11)."""
+"""Options as names, bounded picker and kill, and the messages around them, without Docker."""
 
 from __future__ import annotations
 

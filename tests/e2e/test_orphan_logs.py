@@ -16,7 +16,8 @@ import pytest
 from pytest_gpuverify.cli.handoff import observation
 from pytest_gpuverify.cli.main import main
 from pytest_gpuverify.engine.orphans import orphan_logs, unclaimed_logs
-from pytest_gpuverify.records.artifact import Artifact, Correctness, write_artifact
+from pytest_gpuverify.engine.store import store_artifact
+from pytest_gpuverify.records.artifact import Artifact, Correctness
 
 
 def test_logs_named_by_an_artifact_are_not_orphans(tmp_path):
@@ -25,7 +26,7 @@ def test_logs_named_by_an_artifact_are_not_orphans(tmp_path):
     (tmp_path / "build_make.20260101T000000Z.log").write_text("built\n")
     art = Artifact(topic="x", ts="2026-01-01T00:00:00Z", raw_output="bench_x.20260101T000000Z.log")
     art.builds = []
-    write_artifact(art, tmp_path / "bench_x.20260101T000001Z.json")  # moved aside: still a claim
+    store_artifact(art, tmp_path / "bench_x.20260101T000001Z.json", None)  # moved aside: still a claim
     assert [u.log.name for u in orphan_logs(tmp_path)] == [
         "bench_x.20260102T000000Z.log",
         "build_make.20260101T000000Z.log",

@@ -87,7 +87,7 @@ BLOCKS = [
     ["co\x1b[0ms_sim\x1b[1m: 0.5", "\x1b[32m| escaped | header |\x1b[0m", "|---|---|", "| 1 | 2 |"],
     ["Cos\u017fine: 0.1", "s\u0130m: 0.2", "\u0663  x  ...  y"],
 ]
-# issue 9: error lines, unread words, other check spellings, tables in other layouts
+# error lines, unread words, other check spellings, tables in other layouts
 ALARM_BLOCKS = [
     [
         "Traceback (most recent call last):",
@@ -385,7 +385,7 @@ LINE_PIECES = FRAGMENTS + [
     "\u0663  a ... b",
     "  ===",
     " [3 rows x 2 columns]",
-    # issue 9: alarms, check spellings, table bars and err headers
+    # alarms, check spellings, table bars and err headers
     "Traceback (most recent call last)",
     "RuntimeError",
     "Error",

@@ -18,7 +18,7 @@ from pytest_gpuverify.records.artifact import read_artifact
 from pytest_gpuverify.verify.exclusivity import find_overlaps, holds_of
 
 sys.path.insert(0, str(Path(__file__).parent))
-from sshd_hosts import ssh_hosts, sshd_unavailable, two_hosts, worker_pids  # noqa: E402,F401  (two_hosts: a fixture)
+from sshd_hosts import ssh_hosts, sshd_unavailable, worker_pids  # noqa: E402
 
 pytestmark = pytest.mark.skipif(sshd_unavailable() is not None, reason=sshd_unavailable() or "")
 

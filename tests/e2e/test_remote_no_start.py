@@ -1,4 +1,4 @@
-"""A GPU host where the workers cannot start, against real sshd hosts (tests/e2e/sshd_hosts.py): a host
+"""A GPU host where the workers cannot start, against real sshd hosts (tests/support/sshd_hosts.py): a host
 with no env file of its own is one line at the pre-flight; a worker that stops at its start (a stray
 pytest.ini in the ssh user's home) stops the session with its reason after a bounded number of
 restarts (remote/lost.py's START_TRIES), never replacing worker after worker until a timeout."""

@@ -19,7 +19,7 @@ from pytest_gpuverify.remote.sshmux import SHARE_VARIABLE, shared_ssh
 from pytest_gpuverify.remote.txspec import tx_specs
 
 sys.path.insert(0, str(Path(__file__).parent))
-from sshd_hosts import sshd_unavailable, two_hosts  # noqa: E402,F401  (two_hosts: a fixture)
+from sshd_hosts import sshd_unavailable  # noqa: E402
 
 pytestmark = pytest.mark.skipif(sshd_unavailable() is not None, reason=sshd_unavailable() or "")
 

@@ -1,4 +1,4 @@
-"""``--gpu-sync`` against a real sshd host (tests/sshd_hosts.py) that keeps its own checkout, with its
+"""``--gpu-sync`` against a real sshd host (tests/support/sshd_hosts.py) that keeps its own checkout, with its
 tickets folder inside it and a umask of 077: what git sees is copied, gitignored files stay local
 unless the run names them, the host's tickets survive every sync, modes follow the host's umask,
 and a change made on the host stops the sync until --gpu-sync-overwrite, which lists what it removed."""

@@ -1,4 +1,4 @@
-"""Issue 14 items 1 and 2 without Docker: the repeated runs' log (rounds.py, runs_log.py), its summary
+"""Repeats and A/B rounds without Docker: the repeated runs' log (rounds.py, runs_log.py), its summary
 (summary.py), the base worktree (ab.py), the declaration keys, and compare's pairing of sides."""
 
 from __future__ import annotations

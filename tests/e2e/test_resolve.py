@@ -1,4 +1,4 @@
-"""Container resolution (CONTRACT section 4) against the real Docker Engine.
+"""Container resolution (place/resolve.py) against the real Docker Engine.
 
 Every container here is made by the test (sandbox label, unique name) and removed in teardown.
 """

@@ -10,7 +10,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import make_sandbox
+from sandboxes import make_sandbox
 
 from pytest_gpuverify.config.errors import UsageError
 from pytest_gpuverify.config.shards import parse_spec, plan_digest, run_id, split

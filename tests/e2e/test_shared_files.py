@@ -18,7 +18,7 @@ from pytest_gpuverify.engine.store import store_artifact
 from pytest_gpuverify.lease import lock
 from pytest_gpuverify.lease.lock import GpuLease, LockError, open_lock_file
 from pytest_gpuverify.lease.shared_readings import STALE_S, SharedReadings, remove_stale
-from pytest_gpuverify.records.artifact import Artifact, read_artifact, write_artifact
+from pytest_gpuverify.records.artifact import Artifact, read_artifact
 
 NOBODY = 65534
 
@@ -165,7 +165,7 @@ def test_protected_regular_refuses_o_creat_but_the_lease_opens_another_users_fil
 
 def test_artifacts_and_logs_get_one_group_readable_mode_whatever_the_umask(tmp_path):
     with umask(0o077):
-        write_artifact(Artifact(topic="x", ts="t"), tmp_path / "T-1" / "bench_x.json")
+        store_artifact(Artifact(topic="x", ts="t"), tmp_path / "T-1" / "bench_x.json", None)
         files.create_result_file(tmp_path / "T-1" / "bench_x.1.log")
         files.write_atomic(tmp_path / "T-1" / "bench_x.1.junit.xml", b"<x/>", mode=files.RESULT_MODE)
     assert files.RESULT_MODE == 0o644

@@ -1,4 +1,4 @@
-"""The env file's Signing table and the ssh-keygen calls behind signed artifacts (issue 11, item 3)."""
+"""The env file's Signing table and the ssh-keygen calls behind signed artifacts."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """The Slurm launcher against a real Slurm: munged, slurmctld and two slurmd under hostnames of their own
-started for this module (tests/slurm_cluster.py), 2 gres GPUs a node over the simulated ROCm host's 4,
+started for this module (tests/support/slurm_cluster.py), 2 gres GPUs a node over the simulated ROCm host's 4,
 and jobs that run the real plugin with a real container. No Hosts row names the nodes: each describes
 itself; the env file's Containers row names no host and its `*` GPU lock row serves every node."""
 
@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 import slurm_cluster
-from conftest import make_sandbox
+from sandboxes import make_sandbox
 from slurm_cluster import LONG_TARGET, NODES, SLEEPERS, SLOW_TARGETS, add_targets
 
 pytestmark = pytest.mark.docker

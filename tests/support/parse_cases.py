@@ -205,7 +205,7 @@ FRAGMENTS = [
     "1,264.1",
     "2.69x",
     "=== Benchmark: current vs main ===",
-    # issue 9: error lines, other check spellings, tables in other layouts, stat columns
+    # error lines, other check spellings, tables in other layouts, stat columns
     "Traceback (most recent call last):",
     "RuntimeError: HIP error: ",
     "Segmentation fault",

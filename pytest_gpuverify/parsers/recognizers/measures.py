@@ -28,7 +28,7 @@ from pytest_gpuverify.parsers.reading.measures import HIGHER_IS_BETTER, LineMeas
 from pytest_gpuverify.parsers.registry import MEASURES, RecognizerBase
 from pytest_gpuverify.parsers.result import ParseContext
 
-COSINE_DEFAULT = 0.99  # the default per-shape check (README, Verdicts): cosine_sim >= 0.99
+COSINE_DEFAULT = 0.99  # the default per-shape check (docs/artifacts.md, "Verdicts"): cosine_sim >= 0.99
 SUMMARY = re.compile(r"\b(?:all\s+)?\d+\s+(?:tests?|shapes?|cases?|checks?)\s+(?:passed|failed)\b", re.I)
 _LIMITS = (
     ("cosine_sim", "cosine_sim_min"),

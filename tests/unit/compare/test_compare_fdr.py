@@ -8,13 +8,13 @@ import json
 import math
 
 import pytest
+from compare_artifacts import artifact
 
 from pytest_gpuverify.cli.main import main
 from pytest_gpuverify.compare import render
 from pytest_gpuverify.compare.command import decide, exit_code
 from pytest_gpuverify.compare.core import Pair, Rule, call, call_all, pairs_of, summaries
 from pytest_gpuverify.records.artifact import PerfRow
-from tests.unit.compare.test_compare_rule import artifact
 
 BASE = [100.0, 101.0, 99.0, 100.5, 99.5]  # CV 0.8%
 

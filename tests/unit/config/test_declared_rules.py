@@ -1,4 +1,4 @@
-"""Declarations for issue 9: ``kind = "pytest"`` with a file or a folder, ``pass_pattern`` and
+"""Declarations of any repo's own pytest files: ``kind = "pytest"`` with a file or a folder, ``pass_pattern`` and
 ``fail_pattern`` compiled at load time, and the ``gpu_pytest_paths`` globs."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from test_declarations import assert_place, error, load, repo  # noqa: F401 (repo is a fixture)
+from declaration_cases import assert_place, error, load
 
 from pytest_gpuverify.config.targets import PYTEST, TRITON_PYTEST, kind_for_path
 

@@ -9,8 +9,9 @@ from pathlib import Path
 from pytest_gpuverify.config.targets import Target
 from pytest_gpuverify.engine.outcome import build_artifact, target_record
 from pytest_gpuverify.engine.phases import Begun, Checked, Decided, Executed, Fresh, Leased, Placed, Results
+from pytest_gpuverify.engine.store import store_artifact
 from pytest_gpuverify.engine.verdict import verdict_and_reasons
-from pytest_gpuverify.records.artifact import AbRecord, RepoRecord, RunRecord, RunSlice, read_artifact, write_artifact
+from pytest_gpuverify.records.artifact import AbRecord, RepoRecord, RunRecord, RunSlice, read_artifact
 
 
 def begun(tmp_path: Path, **target) -> Begun:
@@ -49,7 +50,7 @@ def test_a_target_blocked_in_place_is_inconclusive_with_the_reason_and_nothing_o
     assert art.notes == ["session note", "resolved"] and art.container == "c1" and art.repos[0].path == "/r"
     assert art.timeline is not None and art.timeline.pick_started is None and art.timeline.lock_taken is None
     assert art.raw_output is None and art.gpus == [] and art.workdir is None and art.exit_code is None
-    write_artifact(art, tmp_path / "a.json")  # a valid artifact, read back the same
+    store_artifact(art, tmp_path / "a.json", None)  # a valid artifact, read back the same
     assert read_artifact(tmp_path / "a.json") == art
 
 

@@ -1,4 +1,5 @@
-"""Contract section 6, rule by rule."""
+"""The verdict (engine/verdict.py), rule by rule: PASS, FAIL and INCONCLUSIVE from the exit code, the
+correctness read and the reasons that block a run."""
 
 from pytest_gpuverify.engine.verdict import decide
 from pytest_gpuverify.parsers.result import ParsedOutput

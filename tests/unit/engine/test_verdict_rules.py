@@ -1,5 +1,5 @@
-"""Issue 9's verdict rules, output by output: the output dtype from every source (and which aiter
-columns are NOT the output dtype), seed 004's per-shape lines, declared pass/fail words, NaN in a
+"""The verdict's rules, output by output: the output dtype from every source (and which aiter
+columns are NOT the output dtype), per-shape cosine_sim lines, declared pass/fail words, NaN in a
 printed result, ``err_ratio_max``. Each output goes through the engine's own path: the parser of the
 target's kind (prefilter on), then the verdict."""
 
@@ -51,7 +51,7 @@ def summary(column: str, value: str, extra: str = "") -> str:
     )
 
 
-# -- item 1: the output dtype ----------------------------------------------------------------------
+# -- the output dtype ------------------------------------------------------------------------------
 
 OUTPUT_COLUMNS = ["dtype", "out_dtype", "output_dtype", "dtype_out", "otype", "o_dtype"]
 # quantisation of the inputs (a8w8: fp8 in, bf16 out; moe AQDType/WQDType; test_quant's q_dtype, an
@@ -178,10 +178,10 @@ def test_not_low_precision(dtype):
     assert not is_low_precision(dtype)
 
 
-# -- item 2: seed 004's per-shape lines ------------------------------------------------------------
+# -- per-shape lines: cosine_sim and max_abs_error ----------------------------------------------------
 
 
-def seed004(worst: float = 0.9987, word: str = " PASS") -> str:
+def per_shape(worst: float = 0.9987, word: str = " PASS") -> str:
     lines = [
         f"M={m} N=4096: cosine_sim={worst if m == 128 else 0.9995}, "
         f"max_abs_error={'2.3e-04' if m == 128 else '1.1e-04'}{word}"
@@ -191,23 +191,23 @@ def seed004(worst: float = 0.9987, word: str = " PASS") -> str:
 
 
 @pytest.mark.parametrize("kind", [BENCH, AITER_OP_TEST])
-def test_seed004_output_passes_with_its_shapes(tmp_path, kind):
-    v, reasons, c = verdict(tmp_path, seed004(), kind)
+def test_per_shape_output_passes_with_its_shapes(tmp_path, kind):
+    v, reasons, c = verdict(tmp_path, per_shape(), kind)
     assert v == "PASS", reasons
     assert (c.passed, c.shapes_checked, c.checks_passed, c.cosine_sim, c.max_abs_error) == (True, 8, 8, 0.9987, 2.3e-04)
 
 
 @pytest.mark.parametrize("kind", [BENCH, AITER_OP_TEST])
 def test_one_shape_below_the_default_fails(tmp_path, kind):
-    v, reasons, c = verdict(tmp_path, seed004(0.95), kind)
+    v, reasons, c = verdict(tmp_path, per_shape(0.95), kind)
     assert v == "FAIL" and reasons == ["line 5: M=128 N=4096: cosine_sim 0.95 is below the default 0.99"]
     assert c.checks_failed == 1 and c.checks_passed == 7
 
 
 def test_a_declared_limit_is_applied_per_shape(tmp_path):
-    v, reasons, _ = verdict(tmp_path, seed004(), BENCH, thresholds=Thresholds(cosine_sim_min=0.999))
+    v, reasons, _ = verdict(tmp_path, per_shape(), BENCH, thresholds=Thresholds(cosine_sim_min=0.999))
     assert v == "FAIL" and reasons == ["line 5: M=128 N=4096: cosine_sim 0.9987 is below the declared limit 0.999"]
-    v, reasons, _ = verdict(tmp_path, seed004(), BENCH, thresholds=Thresholds(max_abs_error_max=2e-4))
+    v, reasons, _ = verdict(tmp_path, per_shape(), BENCH, thresholds=Thresholds(max_abs_error_max=2e-4))
     assert v == "FAIL" and reasons == ["line 5: M=128 N=4096: max_abs_error 0.00023 is above the declared limit 0.0002"]
 
 
@@ -232,18 +232,20 @@ def test_a_measure_with_no_limit_and_no_word_is_no_result(tmp_path):
 
 
 def test_a_limit_declared_but_never_printed_stays_inconclusive(tmp_path):
-    v, reasons, _ = verdict(tmp_path, seed004(), BENCH, thresholds=Thresholds(logits_diff_max=2e-3))
+    v, reasons, _ = verdict(tmp_path, per_shape(), BENCH, thresholds=Thresholds(logits_diff_max=2e-3))
     assert v == "INCONCLUSIVE" and reasons == [
         "logits_diff limit 0.002 declared, but the output printed no logits_diff"
     ]
 
 
 def test_a_summary_with_measures_is_not_a_shape(tmp_path):
-    v, _, c = verdict(tmp_path, seed004().replace("All 8 tests passed", "All 8 tests passed, cosine_sim=0.9987"), BENCH)
+    v, _, c = verdict(
+        tmp_path, per_shape().replace("All 8 tests passed", "All 8 tests passed, cosine_sim=0.9987"), BENCH
+    )
     assert v == "PASS" and c.shapes_checked == 8
 
 
-# -- item 5 (and 6's last clause): declared words, NaN in the result, err_ratio_max ------------------
+# -- declared words, NaN in the result, err_ratio_max -------------------------------------------------
 
 WORDS = {"pass_pattern": "✅ Triton and Torch match", "fail_pattern": "❌ Triton and Torch differ"}
 
@@ -319,7 +321,7 @@ def test_err_ratio_max_is_the_err_columns_limit(tmp_path):
 
 
 def test_err_ratio_max_without_an_err_column_is_inconclusive(tmp_path):
-    v, reasons, _ = verdict(tmp_path, seed004(), BENCH, thresholds=Thresholds(err_ratio_max=0.05))
+    v, reasons, _ = verdict(tmp_path, per_shape(), BENCH, thresholds=Thresholds(err_ratio_max=0.05))
     assert v == "INCONCLUSIVE" and reasons == ["err_ratio limit 0.05 declared, but the output printed no err_ratio"]
 
 

@@ -11,6 +11,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from fake_nvml import FakeNvml, FakeNvmlError, gpu_dev
+from json_captures import close_json  # some captures are cut mid-JSON
 
 from pytest_gpuverify.compare.command import Refused, decide
 from pytest_gpuverify.compare.identity import differences, machine_facts
@@ -66,7 +68,6 @@ def test_rocm_smi_text_of_a_4x_mi300x_gives_driver_vbios_serial_cap_and_partitio
 
 
 def test_rocm_smi_json_keeps_na_as_unknown():
-    from test_rocm_backend import close_json  # the capture is cut mid-JSON
 
     cards, driver = parse_rocm_smi_identity(close_json(sample("rocm-smi_json_allinfo_780M_APU_rocm6.2.4_partial.txt")))
     assert driver is None and cards[0]["vbios"] == "113-PHXGENERIC-001" and cards[0]["bdf"] == "0000:C4:00.0"
@@ -324,8 +325,6 @@ def test_the_identity_module_imports_nothing_above_gpu():
 
 
 def nvml_identity_module(monkeypatch, mig_error: bool = False):
-    from test_nvidia_backend import FakeNvml, FakeNvmlError, gpu_dev
-
     class IdentityNvml(FakeNvml):
         """nvidia-ml-py's identity calls, as an H200 answers them (MIG unsupported on the second GPU)."""
 
@@ -396,8 +395,6 @@ def test_nvml_identity_through_the_stand_in(monkeypatch, tmp_path):
 
 def test_real_nvml_identity_matches_nvidia_smi():
     """On a GPU machine: what NVML gives is what nvidia-smi prints for the same fields."""
-    from test_nvidia_backend import FakeNvml
-
     try:
         import pynvml
     except ImportError as exc:

@@ -14,11 +14,11 @@ from commit_graph_lab import Lab, artifact_at, make_lab, stored, stored_artifact
 
 from pytest_gpuverify.cli.main import main
 from pytest_gpuverify.compare.command import Refused
+from pytest_gpuverify.engine.store import store_artifact
 from pytest_gpuverify.history.compare import against_history, baseline_problem
 from pytest_gpuverify.history.db import connect
 from pytest_gpuverify.history.series import commit_order, target_histories
 from pytest_gpuverify.history.store import insert, runs
-from pytest_gpuverify.records.artifact import write_artifact
 
 MAIN = [f"c{i}" for i in range(1, 21)]
 BEFORE, AFTER = 10.0, 12.0  # c1..c10 run at 10 us, the merge c11 and after at 12 us
@@ -154,7 +154,7 @@ def head_file(lab: Lab, tmp_path: Path, name: str, us: float) -> tuple:
     art = artifact_at(lab.repo, lab.sha[name], [us * (1 + 0.001 * k) for k in range(5)])
     path = tmp_path / "head" / "bench_gemm.json"
     path.parent.mkdir(exist_ok=True)
-    write_artifact(art, path)
+    store_artifact(art, path, None)
     return art, str(path)
 
 

@@ -1,7 +1,7 @@
 """The aiter op_test output parser and the line reader under it.
 
-Fixtures are written inline in the formats aiter prints (research notes 1.2-1.7, and the samples
-in shared/samples/aiter/), ANSI colour codes included.
+Fixtures are written inline in the formats aiter's op_tests print (as in the real outputs under
+tests/data/samples/aiter/), ANSI colour codes included.
 """
 
 from __future__ import annotations
@@ -260,7 +260,7 @@ def test_legacy_perf_lines_give_torch_and_kernel_rows(tmp_path: Path) -> None:
         "torch avg: 39.61    us, skinny_gemm avg: 7.70     us, uplift: 414.2%[checkAllclose atol=0.01 rtol=0.01 passed~]\n"
     )
     result = parse_text(tmp_path, text)
-    # aiter's ``avg`` is a mean: its time is in metrics["mean_us"], never in us_median (issue 9)
+    # aiter's ``avg`` is a mean: its time is in metrics["mean_us"], never in us_median
     rows = [(r.name, r.us_median, r.stat, r.metrics, r.shape) for r in result.perf]
     assert rows == [
         ("torch", None, "mean", {"mean_us": 16.19}, "dim=(4, 32, 8192), dtype=torch.float16"),

@@ -1,4 +1,4 @@
-"""Nothing printed is silently dropped (issue 9, items 6 and 3 of the parsers): error lines and
+"""Nothing printed is silently dropped: error lines and
 tracebacks in a run that exits 0, lines too long to keep whole, check lines and ``err`` tables in
 every common layout, ``failed`` words no reader understood, NaN in a throughput cell. Each output
 is read with the prefilter on (each engine) and off, which must agree."""

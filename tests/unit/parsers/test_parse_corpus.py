@@ -219,7 +219,7 @@ def test_flydsl_and_triton_samples_parse_as_their_header_says(name: str, tmp_pat
 
 @pytest.mark.parametrize("name", sorted(n for n, e in EXPECTED.items() if e.passed and not e.elided_problem))
 def test_passing_samples_raise_no_alarm(name: str, tmp_path: Path) -> None:
-    """Issue 9: error lines and unread words make a run INCONCLUSIVE; the real passing outputs print
+    """Error lines and unread words make a run INCONCLUSIVE; the real passing outputs print
     none (their ``may cause errors`` warning is prose), so they stay free of problems."""
     sample = SAMPLES / name
     if not sample.is_file():

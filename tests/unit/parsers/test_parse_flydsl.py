@@ -1,6 +1,6 @@
 """The inner pytest reader (JUnit XML, terminal summary, ``-rA`` lines) and the FlyDSL parser.
 
-Fixtures are written in the formats pytest and FlyDSL print (research notes, section 3): JUnit XML
+Fixtures are written in the formats pytest and FlyDSL print: JUnit XML
 files written in tmp_path, ``-q``/``-rA`` terminal output, and FlyDSL's ``print()`` one-liners.
 """
 

@@ -1,4 +1,4 @@
-"""Perf rows that say what they are (issue 9, item 3): one row per measured quantity, its ``stat``
+"""Perf rows that say what they are: one row per measured quantity, its ``stat``
 from the column name, min/max/count in ``min_us``/``max_us``/``runs``, spread in ``metrics``; and
 ``gpuverify check`` re-deriving the same rows from the raw output."""
 

@@ -1,4 +1,4 @@
-"""The aiter Triton pytest parser and the bench-harness parser (research notes, sections 2 and 4).
+"""The aiter Triton pytest parser and the bench-harness parser.
 
 perf_report fixtures are in both forms Triton printed: the full ``df.to_string()`` and the old
 ``print(df)`` cut with ``..`` rows and a ``[N rows x M columns]`` footer.

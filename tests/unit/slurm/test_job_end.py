@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pytest_gpuverify.records.artifact import RunRecord, SchedulerRecord, write_artifact
+from pytest_gpuverify.engine.store import store_artifact
+from pytest_gpuverify.records.artifact import RunRecord, SchedulerRecord
 from pytest_gpuverify.remote.unran import unran_artifact
 from pytest_gpuverify.slurm.launcher import JobSpec, SlurmTarget, Submitted, job_end, log_cause
 
@@ -31,7 +32,7 @@ def artifact(tmp_path: Path, verdict: str, run: RunRecord, notes: list[str]) -> 
         )
     )
     path = tmp_path / "bench_a.json"
-    write_artifact(art, path)
+    store_artifact(art, path, None)
     return path
 
 

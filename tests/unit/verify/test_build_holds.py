@@ -1,4 +1,4 @@
-"""Issue 14: a ``gpu = true`` build that took a GPU lock of its own records that hold in its build
+"""A ``gpu = true`` build that took a GPU lock of its own records that hold in its build
 record, and the overlap check over artifacts (exclusivity.py) sees it, once however many artifacts
 list the build."""
 

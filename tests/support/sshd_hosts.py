@@ -22,7 +22,6 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import pytest
 from ports import free_port
 from session_cmd import PYTEST
 
@@ -429,13 +428,3 @@ def ssh_hosts(
         for host in hosts:
             host.stop()
         demo.remove_sandbox_containers(client, [h.container for h in hosts])
-
-
-@pytest.fixture
-def two_hosts(tmp_path_factory, docker_client):
-    """hostA and hostB, 2 simulated GPUs each."""
-    reason = sshd_unavailable()
-    if reason:
-        pytest.skip(reason)
-    with ssh_hosts(tmp_path_factory.mktemp("sshd"), docker_client, [("hostA", 2), ("hostB", 2)]) as hosts:
-        yield hosts
