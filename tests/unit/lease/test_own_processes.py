@@ -148,6 +148,13 @@ def host_run(tmp_path):
     while (not pids.exists() or len(pids.read_text().splitlines()) < 3) and time.monotonic() < deadline:
         time.sleep(0.02)
     found = dict(line.split() for line in pids.read_text().splitlines())
+    # the server's pid is printed before its setsid() and exec ran (mid-exec its environment reads
+    # empty): wait until it is the sleep, in a session of its own
+    server = int(found["server"])
+    while time.monotonic() < deadline and (
+        os.getsid(server) == command.pid or not Path(f"/proc/{server}/cmdline").read_bytes().startswith(b"sleep")
+    ):
+        time.sleep(0.02)
     yield command.pid, {k: int(v) for k, v in found.items()}, other.pid
     for pid in (*map(int, found.values()), command.pid, other.pid):
         try:
