@@ -453,6 +453,7 @@ class TargetRun:
                         echo=cmd.echo,
                         on_start=cmd.on_start,
                     )
+                    probe.read_soon()  # alongside the Triton cache's read and the watch's last look
                     executed.autotune_reads.append((None, None, read_run(handle, target.kind, caches.dirs, epoch)))
             finally:
                 ended = time.monotonic()
