@@ -1,12 +1,13 @@
 """The plugin's cost per target where no container is involved: the time between one command's end
 and the next command's start within one session (`--gpu-container none`, 10 declared targets of the
-simulated host, readings through its amdsmi library; each command writes a ledger line when it
+simulated host, readings through its amdsmi library, or with ``--tools`` through its amd-smi and rocm-smi
+tools only, as on a host without the library; each command writes a ledger line when it
 starts and ends). Everything the plugin does per target sits there: the previous target's parse,
 verdict and release, the next one's pick, re-check, set-up, guard and process start. Given another
 checkout of the package (``--other PATH``, e.g. an older commit's ``git archive``), the same for
 it, interleaved. Only this plugin is loaded.
 
-    python bench/pertarget.py [--repeats 3] [--other PATH]
+    python bench/pertarget.py [--repeats 3] [--tools] [--other PATH]
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from hostbench import intervals, make_host  # noqa: E402
 HERE = str(Path(__file__).resolve().parents[1])
 
 
-def gaps(code: str, root: Path, env: Path, repo: Path, sim: Path, tag: str) -> list[float]:
+def gaps(code: str, root: Path, env: Path, repo: Path, sim: Path, tag: str, tools: bool = False) -> list[float]:
     ledger = root / "ledger.txt"
     ledger.write_text("")
     run_env = dict(
@@ -37,6 +38,8 @@ def gaps(code: str, root: Path, env: Path, repo: Path, sim: Path, tag: str) -> l
         PYTHONPATH=code,
         PYTEST_DISABLE_PLUGIN_AUTOLOAD="1",
     )
+    if tools:  # no ROCm install to load the amdsmi library from: the tools on PATH read the GPUs
+        run_env.pop("ROCM_PATH")
     subprocess.run(
         [
             sys.executable,
@@ -69,6 +72,7 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--other", help="another checkout's folder holding pytest_gpuverify/")
+    ap.add_argument("--tools", action="store_true", help="read the GPUs with the tools, not the amdsmi library")
     args = ap.parse_args()
     root = Path(tempfile.mkdtemp(prefix="gv-pertarget-"))
     env, repo, sim = make_host(root, 1, 10, 0.0)
@@ -76,7 +80,8 @@ def main() -> int:
     got: dict[str, list[float]] = {k: [] for k in trees}
     for rep in range(args.repeats):
         for name, code in trees.items():
-            got[name] += gaps(code, root, env, repo, sim, f"P{rep}{len(got[name])}")
+            got[name] += gaps(code, root, env, repo, sim, f"P{rep}{len(got[name])}", args.tools)
+    print(f"GPU readings: {'the tools' if args.tools else 'the amdsmi library, in-process'}")
     for name, values in got.items():
         print(
             f"{name:<10}: between two commands of a session, median {statistics.median(values) * 1000:6.1f} ms "

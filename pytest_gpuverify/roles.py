@@ -218,9 +218,7 @@ class EngineRole(CollectsTargets, Role):
         for problem in engine.leftover_problems:  # the results stand: a leftover to clean up
             if reporter is not None:
                 reporter.write_line(f"gpuverify: {problem}", yellow=True)
-        if (
-            engine.write_problems or any(o.artifact.verdict != "PASS" for o in engine.outcomes)
-        ) and session.exitstatus == 0:
+        if engine.fails_session() and session.exitstatus == 0:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
         yield
 

@@ -4,6 +4,7 @@ back and settled against the prediction (place/packages.py's rule)."""
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field
 
 from pytest_gpuverify.common.files import private_folder
@@ -33,6 +34,28 @@ class ImportProbe:
         self.records: str | None = None
         self.problem: str | None = None
         self.run_id = run_id
+        self._reading: tuple[threading.Thread, list[Observed]] | None = None  # read_soon's thread, its answer
+
+    def read_soon(self) -> None:
+        """The command ended: its records are read back in a thread, alongside the engine's other reads
+        in the place (each a process there); :meth:`settle` takes the answer."""
+        if self.records is None or self._reading is not None or self.under is None or not self.under.names:
+            return
+        handle, folder, answer = self.facts.handle, self.records, []
+        thread = threading.Thread(
+            target=lambda: answer.append(read_records(handle, folder)), name="gpuverify-imports-read", daemon=True
+        )
+        thread.start()
+        self._reading = (thread, answer)
+
+    def _read(self) -> Observed:
+        if self._reading is not None:
+            thread, answer = self._reading
+            thread.join()
+            if answer:
+                return answer[0]
+        assert self.records is not None
+        return read_records(self.facts.handle, self.records)
 
     def env(self, pythonpath: str) -> dict[str, str]:
         """The variables that load the probe in the command (none when there is nothing to record); the
@@ -68,7 +91,7 @@ class ImportProbe:
         observed: Observed | None = None
         if self.records is not None and ran and read:
             with PROFILE.phase("import records read back"):
-                observed = read_records(self.facts.handle, self.records)
+                observed = self._read()
         why = self.problem or (
             None
             if ran and read

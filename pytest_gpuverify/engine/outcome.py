@@ -40,6 +40,7 @@ class TargetOutcome:
     junit_path: Path | None = None
     written: bool = False
     stored_path: Path | None = None  # where the artifact really is, once written (a free name, a fallback)
+    test_decides: bool = False  # run for a test of one's own (kernel_container): that test judges the verdict
 
 
 def target_record(target: Target, repeats: int | None) -> TargetRecord:

@@ -8,8 +8,6 @@ import shlex
 import socket
 import time
 import traceback
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from datetime import UTC, datetime
 from functools import partial
 
@@ -28,6 +26,8 @@ from pytest_gpuverify.config.targets import (
 )
 from pytest_gpuverify.engine import multirun
 from pytest_gpuverify.engine.ab_caches import read_run
+from pytest_gpuverify.engine.build_gpu import gpu_for_build
+from pytest_gpuverify.engine.fresh_run import run_in_fresh_container
 from pytest_gpuverify.engine.imports_seen import ImportProbe
 from pytest_gpuverify.engine.outcome import (
     TargetOutcome,
@@ -38,7 +38,7 @@ from pytest_gpuverify.engine.outcome import (
     target_record,
     timeline_of,
 )
-from pytest_gpuverify.engine.phases import Begun, Checked, Command, Decided, Executed, Fresh, Leased, Placed, Results
+from pytest_gpuverify.engine.phases import Begun, Checked, Command, Decided, Executed, Leased, Placed, Results
 from pytest_gpuverify.engine.runs_log import parse_log
 from pytest_gpuverify.engine.services import RunContext, SessionServices, fan_out
 from pytest_gpuverify.engine.verdict import verdict_and_reasons
@@ -54,7 +54,6 @@ from pytest_gpuverify.lease.picker import GpuGrant, NoGpu, PickerError
 from pytest_gpuverify.parsers.reader import context_for
 from pytest_gpuverify.parsers.result import ParsedOutput
 from pytest_gpuverify.place.caches import plan_caches, remove_cold_caches
-from pytest_gpuverify.place.ephemeral import fresh_container, started_note
 from pytest_gpuverify.place.facts_cache import kept_note
 from pytest_gpuverify.place.import_rules import import_front
 from pytest_gpuverify.place.packages import check_imports, checkout_copy, import_env, packages_under_test
@@ -141,7 +140,7 @@ class TargetRun:
         if placed.blocked:
             return
         if placed.fresh is not None:
-            return self._in_fresh_container(placed)
+            return run_in_fresh_container(self, placed)
         checked = self.check(placed, placed.where or ON_HOST)
         if checked.blocked:
             return
@@ -224,7 +223,7 @@ class TargetRun:
             ws.wt_host,
             side,
             stamp,
-            self._build_gpu,
+            partial(gpu_for_build, self),
             checked,
             self.ctx.options.allow_dirty,
         ):
@@ -273,7 +272,7 @@ class TargetRun:
                 plan.base.path,
                 "A",
                 stamp,
-                self._build_gpu,
+                partial(gpu_for_build, self),
                 checked,
                 self.ctx.options.allow_dirty,
             )
@@ -306,72 +305,6 @@ class TargetRun:
         if leased.owned and leased.grant is not None:
             self.s.picker.release(leased.grant)
             leased.lock_released = self.s.clock.wall(leased.grant.released_at)
-
-    def _in_fresh_container(self, placed: Placed) -> None:
-        """A `run` row: lock the GPUs, start the container with them, check and run there, remove it,
-        then let go of the GPUs."""
-        s, stamp = self.s, self.results.begun.stamp
-        assert placed.fresh is not None and placed.fresh.fresh is not None
-        leased = self.lease()
-        if leased.blocked or leased.grant is None:
-            return
-        held, self.held = self.held, leased.grant
-        fresh = self.results.fresh = Fresh()
-        problems: list[str] = []
-        run_id = run_id_of(stamp)
-        # a kill -9 of us: the session's guard removes the container (its labels checked) before the locks go
-        guards = RunGuards(s.session_guard(), leased.grant.fds)
-        try:
-            with fresh_container(
-                s.places.client(),
-                placed.fresh.fresh,
-                placed.fresh.mounts,
-                leased.grant.indices,
-                s.backend.vendor,
-                run_id,
-                self.ctx.options.timeout_s,
-                problems,
-            ) as record:
-                fresh.record = record
-                if record is None:
-                    fresh.blocked.extend(problems)
-                    return
-                guards.on_start(["fresh", record.id or record.name, run_id])
-                self.visible = record.visible
-                fresh.notes.append(started_note(record))
-                checked = self.check(placed, Place(record.name))
-                if not checked.blocked:
-                    self.execute(placed, checked, leased, release=False)
-        finally:
-            guards.done()  # the container is removed by now (fresh_container's exit)
-            self.held, self.visible = held, None
-            self.release(leased)
-
-    @contextmanager
-    def _build_gpu(self, hold: dict) -> Iterator[tuple[list[int], dict[str, str], Callable]]:
-        """A GPU for a `gpu = true` build: the run's own when it holds one or its pick is under way (the
-        run then keeps them), else one locked for the build alone; armed with the session's guard like
-        a command (a kill -9 of us stops it first)."""
-        s = self.s
-        if self.held is None and self.early is None and self.ahead is not None:
-            ahead, self.ahead = self.ahead, None  # from here the run owns the grant (lease, or run's end)
-            self.early = (ahead.grant(), ahead.started)
-        kept = self.held or (self.early[0] if self.early is not None else None)
-        grant = kept or s.picker.acquire(count=1, wait_s=self.ctx.options.wait_s)
-        guards = RunGuards(s.session_guard(), grant.fds)
-        try:
-            infos = [s.inventory.get(i, GpuInfo(index=i)) for i in grant.indices]
-            yield (
-                grant.indices,
-                {s.backend.visible_devices_var: self.visible or s.visible_value(infos)},
-                guards.on_start,
-            )
-        finally:
-            guards.done()
-            if grant is not kept:  # a hold of its own: in the build record, for `gpuverify check`'s overlaps
-                s.picker.release(grant)
-                hold["lock_taken"] = s.clock.wall(grant.taken_at)
-                hold["lock_released"] = s.clock.wall(grant.released_at)
 
     # -- execute ----------------------------------------------------------------------------
     def execute(self, placed: Placed, checked: Checked, leased: Leased, release: bool) -> Executed:
@@ -453,6 +386,7 @@ class TargetRun:
                         echo=cmd.echo,
                         on_start=cmd.on_start,
                     )
+                    probe.read_soon()  # alongside the Triton cache's read and the watch's last look
                     executed.autotune_reads.append((None, None, read_run(handle, target.kind, caches.dirs, epoch)))
             finally:
                 ended = time.monotonic()

@@ -131,6 +131,15 @@ class VerifySession:
             self.orphan_logs = orphan_logs(self.out_dir, before=self.began_wall)
         return self.outcomes
 
+    def fails_session(self) -> bool:
+        """Whether the session's exit status is a failure whatever pytest's outcomes say: an artifact not
+        written, or a target's verdict other than PASS. A run a test of one's own made (kernel_container)
+        is left out: that test inspects its artifact and decides its own outcome (a negative test that
+        asserts FAIL passes), and pytest's outcome for it is the session's. Its artifact still says FAIL."""
+        return bool(self.write_problems) or any(
+            o.artifact.verdict != "PASS" for o in self.outcomes if not o.test_decides
+        )
+
     def write_or_say(self, outcome: TargetOutcome) -> None:
         """:meth:`write`; where neither the asked place nor the user's own folder took it, a line of ``write_problems``."""
         try:
@@ -213,16 +222,18 @@ class VerifySession:
         return sorted(package for place, package, e, _ in self._imports_kept if place == handle.place and e == items)
 
     # -- one target ------------------------------------------------------------------------
-    def run(self, target: Target, grant: GpuGrant | None = None) -> TargetOutcome:
+    def run(self, target: Target, grant: GpuGrant | None = None, *, test_decides: bool = False) -> TargetOutcome:
         """Run one target through its phases (run.py) and return its outcome, its artifact written (and
         signed) as it ends, before the next target starts: a session killed later loses nothing it
-        finished. ``grant``: GPUs the caller already holds (the ``locked_gpu`` fixture); kept, not released."""
+        finished. ``grant``: GPUs the caller already holds (the ``locked_gpu`` fixture); kept, not released.
+        ``test_decides``: the caller is a test that judges the artifact itself (see :meth:`fails_session`)."""
         self.start()
         target_run = TargetRun(self, self.context(), target, grant)
         try:
             return target_run.run()
         finally:  # an interrupted run has its outcome too
             if target_run.outcome is not None:
+                target_run.outcome.test_decides = test_decides
                 self.outcomes.append(target_run.outcome)
                 self.write_or_say(target_run.outcome)
 

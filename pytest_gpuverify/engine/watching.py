@@ -21,6 +21,7 @@ class WatchedPlace:
     def __init__(self, handle: Executor, backend, indices: list[int], wall: Callable[[float], str | None]) -> None:
         self._handle, self._backend, self._indices, self._wall = handle, backend, indices, wall
         self.records: list[GpuWatch] = []
+        self._ending: list[CommandWatch] = []  # watches whose last look runs on: :meth:`finish_watches`
         self._cache_probe: CacheProbe | None = None
         self._probe: tuple[str, ...] = ()  # the folders the next command's start looks into
         self._caches_held: bool | None = None  # what that look found
@@ -57,6 +58,7 @@ class WatchedPlace:
         ask = (
             (lambda pid, run_id: marked_in_container(self._handle.capture, pid, run_id)) if self._container_id else None
         )
+        self.finish_watches()  # a plan's earlier run: its last look is over before the next run starts
         watch = CommandWatch(self._backend, self._indices, OwnProcesses(self._container_id, ask=ask), self._wall)
         watch.start()
 
@@ -75,13 +77,21 @@ class WatchedPlace:
                 self._caches_held = stopped.outcome.caches_held
             raise
         finally:
-            self.records.append(watch.stop())
+            watch.end()  # its last look runs alongside what follows the command (finish_watches)
+            self._ending.append(watch)
         if probe:
             self._caches_held = outcome.caches_held
         return outcome
 
+    def finish_watches(self) -> None:
+        """Waits for the watches' last looks and keeps their records: before the GPUs' lock is let go."""
+        ending, self._ending = self._ending, []
+        self.records.extend(watch.stop() for watch in ending)
+
     def labelled(self, runs: list[RunSlice]) -> list[GpuWatch]:
-        """The records, each named by the planned run it watched (in the order they ran)."""
+        """The records (their last looks waited for), each named by the planned run it watched (in the
+        order they ran)."""
+        self.finish_watches()
         if not runs:
             return list(self.records)
         return [w.model_copy(update={"run": r.run, "side": r.side}) for w, r in zip(self.records, runs)] + self.records[

@@ -31,6 +31,7 @@ from pytest_gpuverify.records.clock_events import classify
 
 GIB, MIB = 1 << 30, 1 << 20
 MAX_INTERVAL_S = 2.0
+LAST_LOOK_S = 30.0  # the most :meth:`CommandWatch.stop` waits for the last reading
 
 
 def watch_interval(backend: GpuBackend) -> float:
@@ -90,12 +91,21 @@ class CommandWatch:
     def on_start(self, spec: Sequence[str]) -> None:
         self.owner.started(spec)
 
+    def end(self) -> None:
+        """The command ended: the watch's thread takes the last look now (a reading and the clocks), while
+        the caller goes on; :meth:`stop` waits for it. With the ROCm tools a reading is a process of its
+        own (tens of ms): taken alongside what follows the command, not before it. Call :meth:`stop`
+        before the GPUs' lock is let go, so that the last look sees only what ran under the lock."""
+        self._stop.set()
+
     def stop(self, run: int | None = None, side: str | None = None) -> GpuWatch:
         self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=30)
-        self._tick()  # the last look, as the command ended
-        self._read_clocks(last=True)
+        if self._thread is None:
+            self._last_look()
+        else:
+            self._thread.join(timeout=LAST_LOOK_S)
+            if self._thread.is_alive():
+                self._problem(f"the last reading did not finish within {LAST_LOOK_S:g} s")
         return self.record(run, side)
 
     def _run(self) -> None:
@@ -106,6 +116,12 @@ class CommandWatch:
             # a slow reader (a loaded host, the ROCm tools) spends about 5% of a core at most, yet reads
             # at least every MAX_INTERVAL_S: a job beside the command for a few seconds is still seen
             self.interval_s = min(MAX_INTERVAL_S, max(self.interval_s, 20 * (self._clock() - started)))
+        self._last_look()
+
+    def _last_look(self) -> None:
+        """A reading and the clocks as the command ended."""
+        self._tick()
+        self._read_clocks(last=True)
 
     def _tick(self) -> None:
         try:

@@ -105,6 +105,46 @@ def test_fixtures_record_runs_like_targets(sandbox):
     assert sandbox.lock_files_free()
 
 
+NEGATIVE_TEST = """
+def test_bad_kernel_is_caught(kernel_container):
+    art = kernel_container.run(["python3", "op_tests/test_moe_2stage.py"], topic="negative_moe")
+    assert art.verdict == "FAIL", art.reasons
+
+
+def test_bad_kernel_said_to_pass(kernel_container):
+    art = kernel_container.run(["python3", "op_tests/test_moe_2stage.py"], topic="positive_moe")
+    assert art.verdict == "PASS", art.reasons
+"""
+
+
+def test_a_test_that_judges_its_artifact_decides_the_session(sandbox):
+    """A negative test (a known-bad kernel, asserted FAIL) passes and the session exits 0, the artifact
+    still FAIL and in the summary; asserting PASS on the same kernel fails the test and the session."""
+    import subprocess as sp
+
+    tests = sandbox.repo / "tests"
+    tests.mkdir()
+    (tests / "test_negative.py").write_text(NEGATIVE_TEST)
+    sp.run(["git", "-C", str(sandbox.repo), "add", "-A"], check=True)
+    sp.run(
+        ["git", "-C", str(sandbox.repo), "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "t"], check=True
+    )
+    proc = sandbox.pytest("tests/test_negative.py::test_bad_kernel_is_caught")
+    out = text(proc)
+    assert proc.returncode == 0, out[-3000:]
+    assert re.search(r"\b1 passed\b", out), out[-3000:]
+    assert sandbox.artifact("negative_moe").verdict == "FAIL"
+    summary = out[out.index("gpuverify =") :]
+    assert re.search(r"^FAIL\s.*test_bad_kernel_is_caught", summary, re.M), summary
+
+    proc = sandbox.pytest("tests/test_negative.py")
+    out = text(proc)
+    assert proc.returncode == 1, out[-3000:]
+    assert re.search(r"\b1 failed, 1 passed\b", out), out[-3000:]
+    assert sandbox.artifact("positive_moe").verdict == "FAIL"
+    assert sandbox.lock_files_free()
+
+
 def test_fixtures_skip_without_gpu_verify(sandbox):
     import os
     import subprocess as sp

@@ -163,6 +163,34 @@ def test_the_runs_own_child_on_its_gpu_keeps_it_clean(tree):
     assert watch.stop().foreign == []
 
 
+class Gated(Scripted):
+    """A backend whose readings wait for the test's word: a slow reader (the ROCm tools) made exact."""
+
+    def __init__(self, procs, gate: threading.Event):
+        super().__init__(procs, [ClockSample(index=0)])
+        self.gate = gate
+
+    def read(self):
+        if not self.gate.wait(10):
+            raise RuntimeError("the test never let the reading go")
+        return super().read()
+
+
+def test_the_last_look_runs_alongside_what_follows_and_stop_waits_for_it(tree):
+    """end() hands the last reading to the watch's thread and returns while it is still under way (here
+    held at a gate the test opens only after end() returned); stop() waits for it and records what it saw."""
+    command, _, other = tree
+    gate = threading.Event()
+    watch = CommandWatch(Gated([(3, other, "sleep", 1 << 30)], gate), [3], OwnProcesses(), wall, interval_s=60)
+    watch.start()  # the interval outlasts the command: the last look is its only reading
+    watch.on_start(["host", str(command)])
+    watch.end()
+    gate.set()
+    record = watch.stop()
+    assert record.samples == 1 and record.problems == [], record.problems
+    assert [(p.gpu, p.pid) for p in record.foreign] == [(3, other)]
+
+
 def clocks_of(samples):
     watch = CommandWatch(Scripted([], samples), [2], OwnProcesses(), wall, interval_s=0.05)
     watch.start()

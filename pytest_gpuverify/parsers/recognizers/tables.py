@@ -35,7 +35,6 @@ from pytest_gpuverify.parsers.reading.columns import (
     classify_columns,
     time_unit,
 )
-from pytest_gpuverify.parsers.reading.fold import TriggerSpec
 from pytest_gpuverify.parsers.reading.line import Line
 from pytest_gpuverify.parsers.reading.statements import status_of_cell
 from pytest_gpuverify.parsers.reading.tables import (
@@ -47,9 +46,9 @@ from pytest_gpuverify.parsers.reading.tables import (
     split_names,
     split_row,
 )
-from pytest_gpuverify.parsers.recognizers.table_names import TRIGGER as CONFIG_TRIGGER
-from pytest_gpuverify.parsers.recognizers.table_names import config_of, hs_trigger
+from pytest_gpuverify.parsers.recognizers.table_names import config_of
 from pytest_gpuverify.parsers.recognizers.table_rows import RowReader, cell_number
+from pytest_gpuverify.parsers.recognizers.table_triggers import TRIGGERS
 from pytest_gpuverify.parsers.registry import TABLES, RecognizerBase
 from pytest_gpuverify.parsers.result import ParseContext
 
@@ -73,79 +72,6 @@ _TWO_NAMES = re.compile(
     r"(?:^|[\s_:|(\-])err(?:$|[\s_(|)])|accura|valid|correct|verif|flops|[gt]b/s|latency|\((?:us|ms)\)", re.I
 )
 _INTERESTING = ("time", "throughput", "status", "correct", "accuracy", "err", "error", "measure", "line", "wrong")
-
-# Where a table may start: a title (a line ending with ``:``), a heading (``Operator: ...``), a bar
-# (``|``; the box-drawing ``│``/``┃``/``║`` are non-ASCII: read in the unfolded chunk), a rule, a header
-# of three names or more two spaces apart (two runs of two spaces), comma-separated names, a pandas
-# footer, rows with elided columns and no header.
-# (a header's names are two ASCII spaces apart: reading/tables.split_names)
-_HEADER = rb"  (?<=[^ \n]  ) *+[^ \n][^\n]*  [^ \n]"
-_BOX_BARS = rb"\xe2\x94[\x82\x83]|\xe2\x95\x91"
-_CSV = rb",[a-z_(\[\-][^,\n]*,"
-_STARTS = (
-    rb"\|",
-    rb"\+-",
-    b"---",
-    b":::",
-    rb"[ \x80]*\[[\d\x80]",
-    rb"[\d\x80][^\n]*[ \x80]\.\.\.",
-    rb"[ \x80]+\|",
-    rb"[ \x80]*(?:#|operator|kernel|benchmark|bench|table|performance)",  # (``=`` folds to ``:``)
-    CONFIG_TRIGGER,
-)  # a line of settings (``causal=True``) that may name the table under it
-# a header of two names whose columns are worth a table: ``m    err``, ``x_val   triton-accuracy``
-_CHECK_NAMES = (
-    rb"err(?=[ _(|)\n\x80])(?<=[\n _:|(\x80\-]err)",
-    b"accura",
-    b"valid",
-    b"correct",
-    b"verif",
-    b"flops",
-    b"b/s",
-    b"latency",
-    rb"\((?:us|ms)\)",
-)
-
-
-def _hs_header(k) -> list[bytes]:
-    # (ending at the line's end, a header-like line is reported once, not at each of its columns)
-    return [rb"[^ \t\n][ \t]{2,}[^ \t\n][^\n]*[ \t]{2}[^ \t\n][^\n]*$"]
-
-
-TRIGGERS = TriggerSpec(
-    line=lambda ascii_only: (rb":[ \x80]*\n", rb"\|", _HEADER, _CSV, *_CHECK_NAMES),
-    raw=(_BOX_BARS,),
-    line_start=_STARTS,
-    # (a row's first bar only: one report a row, not one a column)
-    hs=lambda k: (
-        b"[:=]" + k.spu + b"*$",
-        rb"^[^\n|]*\|",
-        _BOX_BARS,
-        *_hs_header(k),
-        _CSV,
-        rb"(?:^|[\s_:|(\x80-\xff\-])err(?:$|[\s_(|)\x80-\xff])",
-        b"accura",
-        b"valid",
-        b"correct",
-        b"verif",
-        b"flops",
-        b"b/s",
-        b"latency",
-        rb"\((?:us|ms)\)",
-    ),
-    hs_line_start=lambda k: (
-        rb"\|",
-        rb"\+-",
-        b"---",
-        b"[:=]{3}",
-        k.spu + rb"*\[" + k.digit,
-        k.digit + rb"[^\n]*" + k.spu + rb"\.\.\.",
-        k.spu + rb"+\|",
-        k.spu + b"*(?:#|operator|kernel|benchmark|bench|table|performance)",
-        hs_trigger(k.spu, k.sp),
-    ),
-    name="tables",
-)
 
 
 def _interesting_header(text: str) -> bool:
