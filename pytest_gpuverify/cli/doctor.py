@@ -202,11 +202,10 @@ def _window_line(env: EnvFile, row, backend) -> str:
 def _containers(report: DoctorReport, env: EnvFile, row, vendor: str, docker_factory) -> dict[str, dict]:
     """Each container's line; returns the running ones' ``docker inspect``, by name."""
     from pytest_gpuverify.config.containers import is_run_name
+    from pytest_gpuverify.config.hosts import serves_host
     from pytest_gpuverify.execute.container import ContainerError, ContainerExecutor, docker_client
     from pytest_gpuverify.place.ephemeral import image_facts
     from pytest_gpuverify.place.provenance import container_arch, environment_of
-
-    from pytest_gpuverify.config.hosts import serves_host
 
     mine = [c for c in env.containers if serves_host(c.host, row.host)]
     found: dict[str, dict] = {}
