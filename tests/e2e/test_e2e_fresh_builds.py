@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import sys
@@ -12,8 +11,7 @@ import uuid
 
 import pytest
 from fresh_containers import foreign, mine, sleeping_in_fresh_container, use_run_row
-from kernel_repos import out
-from session_cmd import PYTEST
+from kernel_repos import out, sim_env, verify_argv
 
 from pytest_gpuverify.cli import demo
 from pytest_gpuverify.cli.handoff import build_handoff
@@ -205,22 +203,11 @@ def test_ctrl_c_during_a_gpu_build_stops_it_records_it_and_runs_no_target(sandbo
         sandbox.repo,
         '[[builds]]\nname = "slow"\ngpu = true\ncommand = ["sh", "-c", "echo building; sleep 61"]\n' + TARGETS,
     )
-    cmd = [
-        *PYTEST,
-        "--gpu-verify",
-        "--gpu-window",
-        "0.3",
-        "--gpu-env",
-        str(sandbox.env_path),
-        "--ticket",
-        "T-1",
-        "--gpu-target",
-        "gemm",
-    ]
+    cmd = verify_argv(sandbox, "--gpu-target", "gemm")
     proc = subprocess.Popen(
         cmd,
         cwd=sandbox.repo,
-        env=dict(os.environ, PATH=f"{sandbox.sim_bin}:{os.environ['PATH']}"),
+        env=sim_env(sandbox),
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
     )
@@ -250,7 +237,7 @@ def test_doctor_reads_a_run_row_as_an_image(sandbox):
     proc = subprocess.run(
         [sys.executable, "-m", "pytest_gpuverify.cli.main", "doctor", "--gpu-env", str(sandbox.env_path)],
         capture_output=True,
-        env=dict(os.environ, PATH=f"{sandbox.sim_bin}:{os.environ['PATH']}"),
+        env=sim_env(sandbox),
     )
     text = proc.stdout.decode() + proc.stderr.decode()
     image = sandbox.client.images.get(demo.ROOTFS_IMAGE)

@@ -10,7 +10,7 @@ import subprocess
 from datetime import datetime
 
 import pytest
-from session_cmd import PYTEST
+from kernel_repos import sim_env, verify_argv
 
 from pytest_gpuverify.cli import demo
 
@@ -147,14 +147,13 @@ def test_a_missing_lock_folder_stops_the_run_and_doctor_says_so(sandbox):
 
 
 def doctor(sandbox) -> tuple[int, str]:
-    import os
     import sys
 
     proc = subprocess.run(
         [sys.executable, "-m", "pytest_gpuverify.cli.main", "doctor", "--gpu-env", str(sandbox.env_path)],
         capture_output=True,
         cwd=sandbox.root,  # the code under test, not the one in the cwd
-        env=dict(os.environ, PATH=f"{sandbox.sim_bin}:{os.environ['PATH']}"),
+        env=sim_env(sandbox),
     )
     return proc.returncode, out(proc)
 
@@ -242,26 +241,15 @@ def test_a_command_ignoring_sigterm_is_gone_within_timeout_plus_5_s(sandbox, whe
 
 def test_kill_9_of_pytest_stops_a_command_ignoring_sigterm_before_the_lock_goes(sandbox):
     """The guard's SIGKILL after the grace reaches the whole command, not only the wrapper's `timeout`."""
-    import os
     import time
 
     (sandbox.repo / "op_tests" / "test_stubborn.py").write_text(IGNORES_TERM)
     commit(sandbox.repo, "stubborn")
-    cmd = [
-        *PYTEST,
-        "--gpu-verify",
-        "--gpu-window",
-        "0.3",
-        "--gpu-env",
-        str(sandbox.env_path),
-        "--ticket",
-        "T-1",
-        "op_tests/test_stubborn.py",
-    ]
+    cmd = verify_argv(sandbox, "op_tests/test_stubborn.py")
     proc = subprocess.Popen(
         cmd,
         cwd=sandbox.repo,
-        env=dict(os.environ, PATH=f"{sandbox.sim_bin}:{os.environ['PATH']}"),
+        env=sim_env(sandbox),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )

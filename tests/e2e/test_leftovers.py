@@ -11,7 +11,7 @@ import uuid
 from pathlib import Path
 
 import pytest
-from session_cmd import PYTEST
+from kernel_repos import sim_env, verify_argv
 
 from pytest_gpuverify.execute.leftovers import MARKER, parse_report, proc_pids, reason, stop_marked
 
@@ -128,22 +128,11 @@ def test_a_detached_child_in_the_container_is_stopped_before_the_lock_goes(sandb
 def _kill_9_while_running(sandbox, probe: Path, *args: str) -> None:
     """pytest on op_tests/test_daemonsleep.py, kill -9'd once its command sleeps beside its child;
     returns when the GPU's lock is free again."""
-    cmd = [
-        *PYTEST,
-        "--gpu-verify",
-        "--gpu-window",
-        "0.3",
-        "--gpu-env",
-        str(sandbox.env_path),
-        "--ticket",
-        "T-1",
-        "op_tests/test_daemonsleep.py",
-        *args,
-    ]
+    cmd = verify_argv(sandbox, "op_tests/test_daemonsleep.py", *args)
     proc = subprocess.Popen(
         cmd,
         cwd=sandbox.repo,
-        env=dict(os.environ, PATH=f"{sandbox.sim_bin}:{os.environ['PATH']}"),
+        env=sim_env(sandbox),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
