@@ -366,7 +366,10 @@ def _positive(text: str) -> int:
     return value
 
 
-STORE_HELP = "the history store's file (default $GPUVERIFY_HISTORY, else ~/.local/share/gpuverify/history.db)"
+STORE_HELP = (
+    "the history store: a SQLite file, or a team's postgresql://user@host/db URL "
+    "(default $GPUVERIFY_HISTORY, else ~/.local/share/gpuverify/history.db)"
+)
 
 
 def _cmd_history(args: argparse.Namespace) -> int:
@@ -421,7 +424,7 @@ def _history_parser(sub) -> None:
     imp = hsub.add_parser("import", help="add the runs of JSON lines an export wrote")
     imp.add_argument("files", nargs="+", metavar="FILE")
     for each in (add, show, export, imp):
-        each.add_argument("--store", default=None, metavar="FILE", help=STORE_HELP)
+        each.add_argument("--store", default=None, metavar="FILE|URL", help=STORE_HELP)
     hist.set_defaults(func=_cmd_history)
 
 
@@ -521,7 +524,7 @@ def build_parser() -> argparse.ArgumentParser:
         "newest release tag below the head (release; release:'v*' names the tags)",
     )
     comp.add_argument("--repo", default=None, metavar="PATH", help="with --history: " + REPO_HELP)
-    comp.add_argument("--store", default=None, metavar="FILE", help=STORE_HELP)
+    comp.add_argument("--store", default=None, metavar="FILE|URL", help=STORE_HELP)
     comp.add_argument(
         "--confirm",
         action="store_true",
@@ -593,7 +596,7 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="add a history section: the targets' trends across commits from the store (--store)",
     )
-    report.add_argument("--store", default=None, metavar="FILE", help=STORE_HELP)
+    report.add_argument("--store", default=None, metavar="FILE|URL", help=STORE_HELP)
     report.add_argument(
         "--ref", default=None, help="with --history: the commits of this branch's first-parent history (e.g. main)"
     )

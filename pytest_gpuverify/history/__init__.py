@@ -1,1 +1,2 @@
-"""The history store: every checked artifact remembered in one SQLite file, compared against and plotted."""
+"""The history store: every checked artifact remembered (a SQLite file, or a team's PostgreSQL database),
+compared against and plotted."""
