@@ -28,55 +28,28 @@ from pathlib import Path
 from urllib.parse import quote
 
 from sqlalchemy import Connection, Engine, create_engine, event
-from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError, SQLAlchemyError
 from sqlalchemy.pool import NullPool
+
+from pytest_gpuverify.history.names import (  # noqa: F401 - the store's names, where callers find them
+    StoreError,
+    StoreName,
+    described_server,
+    engine_url,
+    is_postgres,
+    is_url,
+    locate,
+    server_engine,
+    shown,
+)
 
 ENV = "GPUVERIFY_HISTORY"  # names the store where no --store does
 BUSY_S = 60.0  # how long a writer waits for another's transaction before giving up
 READ_BUSY_S = 1.0  # a reader never waits for a writer (WAL); this covers SQLite's brief recovery of a -shm
-CONNECT_S = 10  # how long reaching a PostgreSQL server may take before the history is given up
 SCHEMA_VERSION = 3  # the newest migration (migrations/versions/000N_*.py, revision "000N")
 MIGRATIONS = "pytest_gpuverify.history:migrations"
 _MIGRATION_LOCK = 0x67707576  # PostgreSQL advisory lock: one process migrates a store at a time
 _WRITING = "gpuverify_writing"  # in a connection's info while transaction() holds it: SQLite's BEGIN IMMEDIATE
-URL_SCHEMES = ("postgresql", "postgres", "postgresql+psycopg")
-
-StoreName = Path | str  # a SQLite file, or a PostgreSQL URL (a str)
-
-
-class StoreError(Exception):
-    """The store cannot be used; the message names the store and the fix."""
-
-
-def is_url(name: object) -> bool:
-    return isinstance(name, str) and name.split("://", 1)[0].lower() in URL_SCHEMES and "://" in name
-
-
-def locate(value: str | Path) -> StoreName:
-    """A store as named on the command line, in an ini key or the environment: a URL as it is, else a file."""
-    text = str(value)
-    return text if is_url(text) else Path(text).expanduser()
-
-
-def shown(name: StoreName) -> str:
-    """The store as messages and pages name it: a URL's password masked."""
-    if not is_url(name):
-        return str(name)
-    try:
-        return make_url(str(name)).render_as_string(hide_password=True)
-    except ArgumentError:
-        return str(name).split("@")[-1]
-
-
-def engine_url(name: str) -> URL:
-    """``postgresql://`` (and ``postgres://``) as SQLAlchemy's ``postgresql+psycopg://``: psycopg 3 is the driver."""
-    url = make_url(name)
-    return url.set(drivername="postgresql+psycopg") if url.drivername in ("postgresql", "postgres") else url
-
-
-def is_postgres(conn: Connection) -> bool:
-    return conn.dialect.name == "postgresql"
 
 
 # --- faults as one line ---
@@ -88,7 +61,7 @@ def described(name: StoreName, exc: BaseException, writing: bool = True) -> Stor
     if isinstance(exc, DBAPIError) and exc.orig is not None:
         exc = exc.orig
     if is_url(name):
-        return _described_server(str(name), exc)
+        return described_server(str(name), exc)
     path = Path(name)
     code = getattr(exc, "sqlite_errorname", "") or ""
     errno = getattr(exc, "errno", None)
@@ -133,41 +106,6 @@ def described(name: StoreName, exc: BaseException, writing: bool = True) -> Stor
     )
 
 
-def _described_server(url: str, exc: BaseException) -> StoreError:
-    where = shown(url)
-    password = make_url(url).password if "@" in url else None
-    text = " ".join(str(exc).split()) or type(exc).__name__
-    if password:
-        text = text.replace(str(password), "***")
-    state = getattr(exc, "sqlstate", None) or ""
-    # a failed connection has no SQLSTATE on the client's side: the server's words say which it was
-    if state in ("28P01", "28000") or "password authentication failed" in text or "no password supplied" in text:
-        return StoreError(
-            f"{where}: the server refused the login ({text}). Fix: check the user and password in the URL "
-            "(or PGPASSWORD, ~/.pgpass) and the server's pg_hba.conf"
-        )
-    if state == "3D000" or ("database" in text and "does not exist" in text):
-        database = make_url(url).database
-        return StoreError(
-            f"{where}: no such database ({text}). Fix: createdb {database} on the server, or name another"
-        )
-    if state == "42501":
-        return StoreError(
-            f"{where}: permission denied ({text}). Fix: grant the URL's user CREATE on the schema and "
-            "SELECT, INSERT on the store's tables"
-        )
-    if state in ("53100", "53200"):
-        return StoreError(f"{where}: the server is out of space ({text}); nothing was stored. Fix: free space there")
-    if state.startswith("08") or (not state and type(exc).__name__ == "OperationalError"):
-        return StoreError(
-            f"{where}: cannot reach the database server ({text}). Fix: start the PostgreSQL server, or correct "
-            "the URL's host and port (the firewall must let this machine in)"
-        )
-    return StoreError(
-        f"{where}: the history store failed ({state or type(exc).__name__}: {text}). Fix: check the server's log"
-    )
-
-
 @contextmanager
 def guard(name: StoreName, writing: bool = True) -> Iterator[None]:
     """Every database error within as a one-line :class:`StoreError` (an OS error there may be another
@@ -193,11 +131,6 @@ def _sqlite_engine(path: str, reading: bool) -> Engine:
     engine = create_engine("sqlite+pysqlite://", creator=opener, poolclass=NullPool)
     event.listen(engine, "begin", _begin)
     return engine
-
-
-@functools.lru_cache(maxsize=16)
-def _server_engine(url: str) -> Engine:
-    return create_engine(engine_url(url), poolclass=NullPool, connect_args={"connect_timeout": CONNECT_S})
 
 
 def _writable(path: Path) -> sqlite3.Connection:
@@ -237,7 +170,7 @@ def _read_only(path: Path) -> sqlite3.Connection:
 def _opened(name: StoreName, reading: bool) -> Connection:
     if is_url(name):
         try:
-            engine = _server_engine(str(name))
+            engine = server_engine(str(name))
         except ImportError as exc:  # the driver is the team extra's, not a core dependency
             raise StoreError(
                 f"{shown(name)}: no PostgreSQL driver here ({exc}). Fix: pip install 'pytest-gpuverify[team]' "
