@@ -22,6 +22,13 @@ from pytest_gpuverify.records.artifact import GpuWatch, utc_now
 _TREND_COLUMNS = [c for c in runs_table.c if c.name not in ("watch", "added")]
 
 
+# one statement each, its values bound at execution: compiled once, not once per run
+_NEW_RUN_PG = (
+    postgresql.insert(runs_table).on_conflict_do_nothing(index_elements=["artifact_sha256"]).returning(runs_table.c.id)
+)
+_NEW_RUN_SQLITE = sqlite.insert(runs_table).on_conflict_do_nothing(index_elements=["artifact_sha256"])
+
+
 def insert(conn: Connection, run: StoredRun) -> bool:
     """Store ``run``; False when the store already holds its artifact (by sha256)."""
     return insert_many(conn, [run]) == 1
@@ -53,12 +60,10 @@ def _insert(conn: Connection, run: StoredRun) -> bool:
         "watch": json.dumps([w.model_dump(mode="json") for w in run.watch]),
         "added": utc_now(),
     }
-    dialect = postgresql if is_postgres(conn) else sqlite
-    statement = dialect.insert(runs_table).values(values).on_conflict_do_nothing(index_elements=["artifact_sha256"])
     if is_postgres(conn):
-        run_id = conn.execute(statement.returning(runs_table.c.id)).scalar()
+        run_id = conn.execute(_NEW_RUN_PG, values).scalar()
     else:  # SQLite before 3.35 has no RETURNING; its cursor says the same
-        result = conn.execute(statement)
+        result = conn.execute(_NEW_RUN_SQLITE, values)
         run_id = result.lastrowid if result.rowcount else None
     if run_id is None:
         return False
