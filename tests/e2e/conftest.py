@@ -239,6 +239,9 @@ PEER_IMPORTS = (
     "filelock",
     "json5",
     "hyperscan",
+    "sqlalchemy",
+    "alembic.command",  # the history store's migrations (and what they import: mako)
+    "pytest_gpuverify.history.db",
     "pytest_gpuverify.plugin",
     "pytest_gpuverify.engine.session",
     "pytest_gpuverify.execute.container",
