@@ -1,6 +1,7 @@
 """Many writers into one history store at once, on SQLite and on PostgreSQL: runs stored per second.
 
-16 processes of ``gpuverify history add`` start together (as CI runners ending at once do): each adds its own
+16 processes of ``gpuverify history add`` start together (as CI runners ending at once do; each has imported
+the command before the start, so the time is the adds', not Python's start-up): each adds its own
 four artifacts, its neighbour's four, and four that every writer adds, 192 adds of 68 distinct runs. The
 same writers go into a new SQLite file and into a new PostgreSQL database (a private cluster started here,
 as the tests do, or ``--url``); a reader exports the store throughout. Printed per backend: the wall time,
@@ -31,6 +32,17 @@ from pytest_gpuverify.history.db import connect, locate  # noqa: E402
 from pytest_gpuverify.history.store import count  # noqa: E402
 
 CLI = [sys.executable, "-m", "pytest_gpuverify.cli.main"]
+# a writer process with its imports done before the start, so that the time is the adds', not Python's start
+WRITER = """import sys, time
+from pathlib import Path
+from pytest_gpuverify.cli.main import main
+import pytest_gpuverify.history.command, pytest_gpuverify.history.store, pytest_gpuverify.verify.check
+print("ready", flush=True)
+while not Path(sys.argv[1]).exists():
+    time.sleep(0.005)
+sys.stdout = open("/dev/null", "w")
+raise SystemExit(main(sys.argv[2:]))
+"""
 READER = """import subprocess, sys, time
 from pathlib import Path
 stop, answers = Path(sys.argv[2]), []
@@ -49,17 +61,23 @@ def at_once(store: str, folder: Path, writers: int) -> tuple[float, int, int, in
     shared = [never_ran(folder, 10_000 + k) for k in range(4)]
     with closing(connect(locate(store))):
         pass
-    stop = folder / "stop"
+    stop, go = folder / "stop", folder / "go"
     reader = subprocess.Popen([sys.executable, "-c", READER, store, str(stop)], stdout=subprocess.PIPE, text=True)
-    start = time.perf_counter()
     procs = [
         subprocess.Popen(
-            [*CLI, "history", "add", *map(str, shared + own[w] + own[(w + 1) % writers]), "--store", store],
-            stdout=subprocess.DEVNULL,
+            [sys.executable, "-c", WRITER, str(go), "history", "add"]
+            + [*map(str, shared + own[w] + own[(w + 1) % writers]), "--store", store],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
+            text=True,
         )
         for w in range(writers)
     ]
+    for proc in procs:  # each has imported the command and waits for the start
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
+    start = time.perf_counter()
+    go.touch()
     failed = sum(p.wait() != 0 for p in procs)
     wall = time.perf_counter() - start
     stop.touch()
@@ -69,8 +87,16 @@ def at_once(store: str, folder: Path, writers: int) -> tuple[float, int, int, in
 
 def alone(store: str, folder: Path, writers: int) -> float:
     paths = [str(folder / f"A{n}") for n in range(writers * 4)] + [str(folder / f"A{10_000 + k}") for k in range(4)]
+    go = folder / "go-alone"
+    proc = subprocess.Popen(
+        [sys.executable, "-c", WRITER, str(go), "history", "add", *paths, "--store", store],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
     start = time.perf_counter()
-    subprocess.run([*CLI, "history", "add", *paths, "--store", store], capture_output=True, check=True)
+    go.touch()
+    assert proc.wait() == 0
     return time.perf_counter() - start
 
 
