@@ -12,7 +12,7 @@ from contextlib import closing
 from pathlib import Path
 
 from pytest_gpuverify.history.add import ADDED, KNOWN, REFUSED, Added, add_files
-from pytest_gpuverify.history.db import StoreError, StoreName, connect, guard, shown
+from pytest_gpuverify.history.db import StoreError, StoreName, connect, guard, is_url, shown
 
 
 class SessionHistory:
@@ -27,8 +27,8 @@ class SessionHistory:
     def add(self, artifacts: Iterable[Path]) -> None:
         """Add those not tried yet (an artifact not on this machine waits: a later call may find it)."""
         paths = [p for p in artifacts if p not in self.tried and p.is_file()]
-        if not paths:
-            return
+        if not paths or (self.problem is not None and is_url(self.store)):
+            return  # a server not reached once is not waited for again at each target's end (CONNECT_S each)
         self.tried.update(paths)
         try:
             with closing(connect(self.store)) as conn, guard(self.store):

@@ -133,6 +133,9 @@ def test_a_server_that_cannot_be_reached_costs_the_history_only(tmp_path, capsys
     ), err
     history = SessionHistory(locate(url))
     history.add([artifact])
+    later = never_ran(tmp_path, 2)
+    history.add([later])  # the next target's end: the server is not waited for again
+    assert later not in history.tried
     (line,), bad = history.lines()
     assert bad and line.startswith("history not kept: postgresql://ci:***@") and "hunter22" not in line
 
