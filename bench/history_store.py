@@ -83,7 +83,7 @@ def main() -> None:
         one = importing(base / "one.db", [whole])
         two = importing(base / "two.db", halves)
         with closing(connect(base / "two.db")) as conn:
-            stored = conn.execute("SELECT count(*) FROM runs").fetchone()[0]
+            stored = conn.exec_driver_sql("SELECT count(*) FROM runs").scalar()
         lines.append(
             f"writers: {args.runs} runs by one process {one:.2f} s, by two at once {two:.2f} s "
             f"(ratio {two / one:.2f}); stored {stored} of {args.runs}"

@@ -133,9 +133,9 @@ def _add_options(group) -> None:
     group.addoption(
         "--gpu-history",
         default=None,
-        metavar="FILE",
-        help="add each artifact of the session to this history store (SQLite) as its target ends"
-        + WITH_EQUALS.format(name="gpu-history"),
+        metavar="FILE|URL",
+        help="add each artifact of the session to this history store (a SQLite file, or a team's "
+        "postgresql://user@host/db URL) as its target ends" + WITH_EQUALS.format(name="gpu-history"),
     )
     group.addoption(
         "--gpu-history-ref",

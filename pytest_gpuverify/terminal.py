@@ -134,9 +134,10 @@ class VerdictSummary:
 
     def history(self):
         if self._history and self._stored_history is None:
+            from pytest_gpuverify.history.db import locate
             from pytest_gpuverify.history.session import SessionHistory
 
-            self._stored_history = SessionHistory(Path(self._history).expanduser(), self._history_ref)
+            self._stored_history = SessionHistory(locate(self._history), self._history_ref)
         return self._stored_history
 
     @pytest.hookimpl(tryfirst=True)

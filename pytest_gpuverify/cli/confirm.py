@@ -8,12 +8,12 @@ run confirms nothing and exits 2 (a gate must not pass on a check that never ran
 from __future__ import annotations
 
 import json
-import sqlite3
 import sys
 from collections.abc import Sequence
 from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pytest_gpuverify.cli.ab_runner import DEFAULT_REPEATS, AbOutcome, head_of, made_up_ticket, run_ab
 from pytest_gpuverify.compare import render
@@ -21,6 +21,11 @@ from pytest_gpuverify.compare.command import Refused, checked, decide, exit_code
 from pytest_gpuverify.compare.core import DEFAULT_RULE, REGRESSED, Comparison, Pair, Rule
 from pytest_gpuverify.history.records import commit_of
 from pytest_gpuverify.records.artifact import Artifact
+
+if TYPE_CHECKING:
+    from sqlalchemy import Connection
+
+    from pytest_gpuverify.history.db import StoreName
 
 CONFIRMED = "confirmed by A/B"
 
@@ -53,19 +58,20 @@ def from_artifacts(base: str, head: str | None, rule: Rule, may_differ: frozense
 
 
 def from_history(
-    store: Path, head: str, history: dict, rule: Rule, may_differ: frozenset[str], conn: sqlite3.Connection
+    store: StoreName, head: str, history: dict, rule: Rule, may_differ: frozenset[str], conn: Connection
 ) -> Compared:
     """``history``: the store's ``ref``, ``last``, ``baseline`` and ``repo``, as ``compare --history`` takes them."""
     from pytest_gpuverify.history.compare import against_history, base_runs
+    from pytest_gpuverify.history.db import shown
     from pytest_gpuverify.records.artifact import sha256_file
 
     head_art = checked(head)
     where = (history["ref"], history["last"])
     result = against_history(
-        conn, str(store), head_art, head, *where, rule, may_differ, history["baseline"], history["repo"]
+        conn, shown(store), head_art, head, *where, rule, may_differ, history["baseline"], history["repo"]
     )
     picked = base_runs(
-        conn, str(store), head_art, sha256_file(Path(head)), *where, may_differ, history["baseline"], history["repo"]
+        conn, shown(store), head_art, sha256_file(Path(head)), *where, may_differ, history["baseline"], history["repo"]
     ).runs
     shas = list(dict.fromkeys(r.sha for r in picked if r.sha))
     said = f"the newest of the base's {len(shas)} commits" if len(shas) > 1 else ""

@@ -269,7 +269,7 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="add a history section: the targets' trends across commits from the store (--store)",
     )
-    report.add_argument("--store", default=None, metavar="FILE", help=STORE_HELP)
+    report.add_argument("--store", default=None, metavar="FILE|URL", help=STORE_HELP)
     report.add_argument(
         "--ref", default=None, help="with --history: the commits of this branch's first-parent history (e.g. main)"
     )

@@ -38,7 +38,10 @@ def _positive(text: str) -> int:
     return value
 
 
-STORE_HELP = "the history store's file (default $GPUVERIFY_HISTORY, else ~/.local/share/gpuverify/history.db)"
+STORE_HELP = (
+    "the history store: a SQLite file, or a team's postgresql://user@host/db URL "
+    "(default $GPUVERIFY_HISTORY, else ~/.local/share/gpuverify/history.db)"
+)
 
 
 def _cmd_history(args: argparse.Namespace) -> int:
@@ -93,7 +96,7 @@ def _history_parser(sub) -> None:
     imp = hsub.add_parser("import", help="add the runs of JSON lines an export wrote")
     imp.add_argument("files", nargs="+", metavar="FILE")
     for each in (add, show, export, imp):
-        each.add_argument("--store", default=None, metavar="FILE", help=STORE_HELP)
+        each.add_argument("--store", default=None, metavar="FILE|URL", help=STORE_HELP)
     hist.set_defaults(func=_cmd_history)
 
 
@@ -319,7 +322,7 @@ def add_perf_commands(sub) -> None:
         "newest release tag below the head (release; release:'v*' names the tags)",
     )
     comp.add_argument("--repo", default=None, metavar="PATH", help="with --history: " + REPO_HELP)
-    comp.add_argument("--store", default=None, metavar="FILE", help=STORE_HELP)
+    comp.add_argument("--store", default=None, metavar="FILE|URL", help=STORE_HELP)
     comp.add_argument(
         "--confirm",
         action="store_true",

@@ -3,10 +3,11 @@ same checks, so a tampered artifact is refused with the check's reason), then st
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+
+from sqlalchemy import Connection
 
 from pytest_gpuverify.compare.command import Refused, checked
 from pytest_gpuverify.history.records import commit_of, stored_run
@@ -48,7 +49,7 @@ def branch_of(art: Artifact) -> str | None:
     return branch
 
 
-def add_file(conn: sqlite3.Connection, path: Path, ref: str | None = None) -> Added:
+def add_file(conn: Connection, path: Path, ref: str | None = None) -> Added:
     try:
         art = checked(str(path))
     except Refused as exc:
@@ -58,5 +59,5 @@ def add_file(conn: sqlite3.Connection, path: Path, ref: str | None = None) -> Ad
     return Added(path, ADDED if insert(conn, run) else KNOWN)
 
 
-def add_files(conn: sqlite3.Connection, paths: Iterable[Path], ref: str | None = None) -> list[Added]:
+def add_files(conn: Connection, paths: Iterable[Path], ref: str | None = None) -> list[Added]:
     return [add_file(conn, p, ref) for p in artifact_files(paths)]

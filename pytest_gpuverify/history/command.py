@@ -5,35 +5,37 @@ refused, skipped or REGRESSED, 2 bad input or a store that cannot be used."""
 from __future__ import annotations
 
 import os
-import sqlite3
 import sys
 from collections.abc import Callable
 from contextlib import closing
 from functools import wraps
 from pathlib import Path
 
+from sqlalchemy import Connection
+
 from pytest_gpuverify.compare import render
 from pytest_gpuverify.compare.command import Refused, checked, exit_code
 from pytest_gpuverify.compare.core import DEFAULT_RULE, Rule
 from pytest_gpuverify.history.add import ADDED, KNOWN, REFUSED, add_files
-from pytest_gpuverify.history.db import ENV, StoreError, guard, open_store
+from pytest_gpuverify.history.db import ENV, StoreError, StoreName, guard, locate, open_store, shown
 
 DEFAULT_STORE = Path("~/.local/share/gpuverify/history.db")
 SHOWN_PROBLEMS = 5  # bad lines named per imported file; the rest counted
 
 
-def store_path(option: str | None) -> Path:
-    """The store named by ``--store``, else ``$GPUVERIFY_HISTORY``, else the default (its folder made)."""
+def store_path(option: str | None) -> StoreName:
+    """The store named by ``--store``, else ``$GPUVERIFY_HISTORY``, else the default (its folder made): a
+    SQLite file, or a ``postgresql://`` URL."""
     if option:
-        return Path(option).expanduser()
+        return locate(option)
     if os.environ.get(ENV):
-        return Path(os.environ[ENV]).expanduser()
+        return locate(os.environ[ENV])
     path = DEFAULT_STORE.expanduser()
     path.parent.mkdir(parents=True, exist_ok=True)
     return path
 
 
-def _opened(command: str, path: Path, reading: bool) -> sqlite3.Connection | None:
+def _opened(command: str, path: StoreName, reading: bool) -> Connection | None:
     """The store at ``path``, open; None (said on stderr, naming the file and the fix) when it cannot be."""
     try:
         return open_store(path, reading=reading)
@@ -80,7 +82,7 @@ def run_add(store: str | None, paths: list[str], ref: str | None) -> int:
     for result in results:
         print(result.line())
     counts = {o: sum(r.outcome == o for r in results) for o in (ADDED, KNOWN, REFUSED)}
-    print(f"{path}: {counts[ADDED]} added, {counts[KNOWN]} already stored, {counts[REFUSED]} refused")
+    print(f"{shown(path)}: {counts[ADDED]} added, {counts[KNOWN]} already stored, {counts[REFUSED]} refused")
     return 1 if counts[REFUSED] else 0
 
 
@@ -112,7 +114,7 @@ def run_show(
         why = "".join(f"; {note}" for note in order.notes)
         return _fail(
             "history show",
-            f"{path} holds no run of {target}{on}{why}. It holds: {', '.join(known) or 'its other runs'}",
+            f"{shown(path)} holds no run of {target}{on}{why}. It holds: {', '.join(known) or 'its other runs'}",
         )
     histories = target_histories(kept, order=order)
     others = len(kept) - sum(h.runs for h in histories)
@@ -139,7 +141,7 @@ def run_export(store: str | None, out: str | None, target: str | None) -> int:
         else:
             with open(out, "w", encoding="utf-8") as fh:
                 count = export_lines(conn, fh, target)
-    print(f"{path}: {count} run(s) exported" + (f" to {out}" if out else ""), file=sys.stderr)
+    print(f"{shown(path)}: {count} run(s) exported" + (f" to {out}" if out else ""), file=sys.stderr)
     return 0
 
 
@@ -190,7 +192,7 @@ def run_history_compare(
         with closing(conn), guard(path, writing=False):
             result = against_history(
                 conn,
-                str(path),
+                shown(path),
                 checked(head),
                 head,
                 ref,

@@ -12,9 +12,10 @@ The base side is every run of those commits, pooled; then each row is called by 
 
 from __future__ import annotations
 
-import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
+
+from sqlalchemy import Connection
 
 from pytest_gpuverify.compare.clocks import clock_problem
 from pytest_gpuverify.compare.command import Refused, not_passing, own_watch
@@ -53,7 +54,7 @@ def _differences(run: StoredRun, head: Artifact) -> list[Difference]:
 
 
 def _like_runs(
-    conn: sqlite3.Connection, head: Artifact, head_sha256: str, may_differ: frozenset[str]
+    conn: Connection, head: Artifact, head_sha256: str, may_differ: frozenset[str]
 ) -> dict[str, list[StoredRun]]:
     """The store's PASS runs of the head's target whose facts differ from the head's in none but
     ``may_differ``, per commit."""
@@ -79,7 +80,7 @@ def _ancestors_newest_first(graph: Checkout, head: str, ref: str | None) -> tupl
 
 
 def base_runs(
-    conn: sqlite3.Connection,
+    conn: Connection,
     store: str,
     head: Artifact,
     head_sha256: str,
@@ -139,7 +140,7 @@ def base_runs(
 
 
 def against_history(
-    conn: sqlite3.Connection,
+    conn: Connection,
     store: str,
     head: Artifact,
     head_path: str,

@@ -1,107 +1,94 @@
-"""The store's file: one SQLite database (the standard library's ``sqlite3``) in WAL mode, its schema
-versioned by ``PRAGMA user_version`` and brought up to date by the migrations below when opened.
+"""The store's database, through SQLAlchemy Core: a SQLite file by default (embedded, WAL), or a PostgreSQL
+database named by a ``postgresql://`` URL (a team's store that many CI runners write at once). The schema
+(``schema.py``) is versioned and brought up to date by Alembic's migrations (``migrations/``) when opened.
 
-Writers take SQLite's own file locks: each add is one ``BEGIN IMMEDIATE`` transaction, and a writer
-that finds the file locked waits up to :data:`BUSY_S` (``busy_timeout``) instead of failing, so
-sessions and ``gpuverify history add`` may write at once. Readers open the file read-only (a
-``mode=ro`` URI) and take no write lock: WAL lets them read the last committed state while one
-writes, so they never wait for a writer, and a store they may not write is still read. WAL needs
+SQLite: writers take SQLite's own file locks: each add is one ``BEGIN IMMEDIATE`` transaction, and a writer
+that finds the file locked waits up to :data:`BUSY_S` (``busy_timeout``) instead of failing. Readers open
+the file read-only (a ``mode=ro`` URI) and take no write lock: WAL lets them read the last committed state
+while one writes, so they never wait for a writer, and a store they may not write is still read. WAL needs
 every process on one host (shared memory beside the file), never a network file system.
 
-Every fault of the file (damaged, read-only, locked past the busy timeout, a full disk, a newer
-schema) becomes one :class:`StoreError` whose message names the file and the fix (:func:`guard`).
+PostgreSQL: MVCC keeps readers off writers' locks; writers of the same artifact meet at its sha256's unique
+key (``INSERT ... ON CONFLICT DO NOTHING``: the second stores nothing), and migrations take an advisory lock.
+
+Every fault (a damaged, read-only, locked or full file, a newer schema, a server that cannot be reached or
+refuses the login) becomes one :class:`StoreError` whose message names the store (a URL's password masked)
+and the fix (:func:`guard`).
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import sqlite3
 import stat
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import NoReturn
 from urllib.parse import quote
+
+from sqlalchemy import Connection, Engine, create_engine, event
+from sqlalchemy.exc import ArgumentError, DBAPIError, SQLAlchemyError
+from sqlalchemy.pool import NullPool
+
+from pytest_gpuverify.history.names import (  # noqa: F401 - the store's names, where callers find them
+    StoreError,
+    StoreName,
+    described_server,
+    engine_url,
+    is_postgres,
+    is_url,
+    locate,
+    server_engine,
+    shown,
+)
 
 ENV = "GPUVERIFY_HISTORY"  # names the store where no --store does
 BUSY_S = 60.0  # how long a writer waits for another's transaction before giving up
 READ_BUSY_S = 1.0  # a reader never waits for a writer (WAL); this covers SQLite's brief recovery of a -shm
-
-# version -> the statements that bring a store of the version before it to this one
-MIGRATIONS: dict[int, tuple[str, ...]] = {
-    1: (
-        """CREATE TABLE runs (
-            id INTEGER PRIMARY KEY,
-            artifact_sha256 TEXT NOT NULL UNIQUE,
-            artifact_path TEXT NOT NULL,
-            target TEXT,
-            topic TEXT NOT NULL,
-            ticket TEXT,
-            host TEXT,
-            facts TEXT NOT NULL,
-            image_digest TEXT,
-            sha TEXT,
-            dirty INTEGER,
-            ts TEXT NOT NULL,
-            verdict TEXT NOT NULL,
-            watch TEXT NOT NULL,
-            added TEXT NOT NULL)""",
-        """CREATE TABLE perf (
-            run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
-            tbl TEXT,
-            shape TEXT NOT NULL,
-            name TEXT NOT NULL,
-            stat TEXT,
-            metric TEXT NOT NULL,
-            direction TEXT,
-            run_values TEXT NOT NULL,
-            median REAL NOT NULL,
-            min REAL NOT NULL,
-            max REAL NOT NULL,
-            cv REAL)""",
-        "CREATE INDEX perf_run ON perf(run_id)",
-    ),
-    # 2: the branch or tag a run's commit was on, so history can be read per ref (e.g. main)
-    2: (
-        "ALTER TABLE runs ADD COLUMN ref TEXT",
-        "CREATE INDEX runs_target ON runs(target, ref, ts)",
-    ),
-}
-SCHEMA_VERSION = max(MIGRATIONS)
+SCHEMA_VERSION = 3  # the newest migration (migrations/versions/000N_*.py, revision "000N")
+MIGRATIONS = "pytest_gpuverify.history:migrations"
+_MIGRATION_LOCK = 0x67707576  # PostgreSQL advisory lock: one process migrates a store at a time
+_WRITING = "gpuverify_writing"  # in a connection's info while transaction() holds it: SQLite's BEGIN IMMEDIATE
 
 
-class StoreError(Exception):
-    """The store cannot be used; the message names the file and the fix."""
+# --- faults as one line ---
 
 
-def described(path: Path, exc: BaseException, writing: bool = True) -> StoreError:
-    """``exc`` (a ``sqlite3.Error`` or an ``OSError`` of the store's files) as one line naming the file and the fix."""
-    name = getattr(exc, "sqlite_errorname", "") or ""
+def described(name: StoreName, exc: BaseException, writing: bool = True) -> StoreError:
+    """``exc`` (a database error, wrapped by SQLAlchemy or not, or an ``OSError`` of the store's files) as one
+    line naming the store and the fix."""
+    if isinstance(exc, DBAPIError) and exc.orig is not None:
+        exc = exc.orig
+    if is_url(name):
+        return described_server(str(name), exc)
+    path = Path(name)
+    code = getattr(exc, "sqlite_errorname", "") or ""
     errno = getattr(exc, "errno", None)
     text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-    if name.startswith(("SQLITE_CORRUPT", "SQLITE_NOTADB")) or "malformed" in text or "not a database" in text:
+    if code.startswith(("SQLITE_CORRUPT", "SQLITE_NOTADB")) or "malformed" in text or "not a database" in text:
         return StoreError(
             f"{path}: not a usable history store ({text}): the file is damaged. Fix: restore it "
             "from an export (gpuverify history import) into a new file, or name another file"
         )
-    if name.startswith("SQLITE_FULL") or errno == 28:
+    if code.startswith("SQLITE_FULL") or errno == 28:
         return StoreError(
             f"{path}: the disk is full ({text}); nothing was stored. Fix: free space on its file system "
             f"(df {path.parent}), or name a store elsewhere"
         )
-    if name.startswith("SQLITE_READONLY") or errno in (1, 13, 30):
+    if code.startswith("SQLITE_READONLY") or errno in (1, 13, 30):
         return StoreError(
             f"{path}: cannot write the store ({text}). Fix: get write access to the file and its folder "
             "(SQLite writes -wal and -shm files beside it), or name another file with --store"
         )
-    if name.startswith(("SQLITE_BUSY", "SQLITE_LOCKED")):
+    if code.startswith(("SQLITE_BUSY", "SQLITE_LOCKED")):
         wait = f"for over {BUSY_S:g} s" if writing else "by a writer"
         return StoreError(
             f"{path}: locked {wait} ({text}): another process holds its write lock. Fix: run again when "
             f"it ends (fuser {path} names it)"
         )
     if (
-        name.startswith("SQLITE_CANTOPEN")
+        code.startswith("SQLITE_CANTOPEN")
         and writing
         and path.exists()
         and not (os.access(path, os.W_OK) and os.access(path.parent, os.W_OK))
@@ -111,99 +98,57 @@ def described(path: Path, exc: BaseException, writing: bool = True) -> StoreErro
             "access to the file and its folder (SQLite writes -wal and -shm files beside it), or name another "
             "file with --store"
         )
-    if name.startswith("SQLITE_CANTOPEN"):
+    if code.startswith("SQLITE_CANTOPEN"):
         return StoreError(f"{path}: cannot be opened ({text}). Fix: check the file's and its folder's permissions")
     return StoreError(
-        f"{path}: the history store failed ({name or type(exc).__name__}: {text}). Fix: check the file, "
+        f"{path}: the history store failed ({code or type(exc).__name__}: {text}). Fix: check the file, "
         "or restore it from an export (gpuverify history import)"
     )
 
 
 @contextmanager
-def guard(path: Path, writing: bool = True) -> Iterator[None]:
-    """Every SQLite error within as a one-line :class:`StoreError` (an OS error there may be another
+def guard(name: StoreName, writing: bool = True) -> Iterator[None]:
+    """Every database error within as a one-line :class:`StoreError` (an OS error there may be another
     file's, an export's output: it is left to name its own file)."""
     try:
         yield
-    except sqlite3.Error as exc:
-        raise described(Path(path), exc, writing) from None
+    except (sqlite3.Error, SQLAlchemyError) as exc:
+        raise described(name, exc, writing) from None
 
 
-def _raise(path: Path, exc: BaseException, writing: bool) -> NoReturn:
-    raise described(path, exc, writing) from None
+# --- connections ---
 
 
-def connect(path: Path, upto: int = SCHEMA_VERSION) -> sqlite3.Connection:
-    """The store at ``path`` (made when missing), migrated to schema ``upto``: a writer's connection."""
-    path = Path(path)
-    if path.is_dir():
-        raise StoreError(f"{path}: is a folder. Fix: name a file, e.g. {path / 'history.db'}")
-    if not path.parent.is_dir():
-        raise StoreError(f"{path}: its folder does not exist. Fix: mkdir -p {path.parent}")
-    new = not path.exists()
-    conn = None
+def _begin(conn: Connection) -> None:
+    # pysqlite's own BEGIN is deferred and late; the store's writers take the write lock at once (two queue)
+    conn.exec_driver_sql("BEGIN IMMEDIATE" if conn.info.get(_WRITING) else "BEGIN")
+
+
+@functools.lru_cache(maxsize=16)
+def _sqlite_engine(path: str, reading: bool) -> Engine:
+    """An engine whose every connection is made by the store's own opener (busy timeouts, WAL, read-only)."""
+    opener = (lambda: _read_only(Path(path))) if reading else (lambda: _writable(Path(path)))
+    engine = create_engine("sqlite+pysqlite://", creator=opener, poolclass=NullPool)
+    event.listen(engine, "begin", _begin)
+    return engine
+
+
+def _writable(path: Path) -> sqlite3.Connection:
+    conn = sqlite3.connect(str(path), timeout=BUSY_S, isolation_level=None, check_same_thread=False)
     try:
-        conn = sqlite3.connect(str(path), timeout=BUSY_S, isolation_level=None)
         conn.execute(f"PRAGMA busy_timeout = {int(BUSY_S * 1000)}")
         if conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
             conn.execute("PRAGMA journal_mode = WAL")
         conn.execute("PRAGMA foreign_keys = ON")
-        _check_version(conn, path)
-        if schema_version(conn) < upto:
-            _migrate(conn, path, upto)
-        if new:
-            share_with_folder_group(path)
-    except StoreError:
-        _close(conn)
+    except BaseException:
+        conn.close()
         raise
-    except (sqlite3.Error, OSError) as exc:
-        _close(conn)
-        _raise(path, exc, writing=True)
-    conn.row_factory = sqlite3.Row
-    return conn
-
-
-def connect_reading(path: Path) -> sqlite3.Connection:
-    """The store at ``path`` opened read-only: no write lock is ever taken, so a writer's open transaction
-    never makes it wait, and a file (or folder) the user may not write is read. A store of an older
-    schema is brought up to date first by a writer's connection (once)."""
-    path = Path(path)
-    if path.is_dir():
-        raise StoreError(f"{path}: is a folder. Fix: name a file, e.g. {path / 'history.db'}")
-    conn = None
-    try:
-        conn = _read_only(path)
-        version = schema_version(conn)
-        if version == 0 and not conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]:
-            raise StoreError(
-                f"{path}: an empty file, no history store in it. Fix: add runs first (gpuverify history "
-                "add), or name the store's file"
-            )
-        _check_version(conn, path)
-        if version < SCHEMA_VERSION:
-            conn.close()
-            conn = None
-            try:
-                connect(path).close()
-            except StoreError as exc:
-                raise StoreError(
-                    f"{path}: history schema {version} is older than this gpuverify's ({SCHEMA_VERSION}) "
-                    f"and could not be brought up to date: {str(exc).removeprefix(f'{path}: ')}"
-                ) from None
-            conn = _read_only(path)
-    except StoreError:
-        _close(conn)
-        raise
-    except (sqlite3.Error, OSError) as exc:
-        _close(conn)
-        _raise(path, exc, writing=False)
-    conn.row_factory = sqlite3.Row
     return conn
 
 
 def _read_only(path: Path) -> sqlite3.Connection:
     uri = f"file:{quote(str(path.resolve()))}?mode=ro"
-    conn = sqlite3.connect(uri, uri=True, timeout=READ_BUSY_S, isolation_level=None)
+    conn = sqlite3.connect(uri, uri=True, timeout=READ_BUSY_S, isolation_level=None, check_same_thread=False)
     try:
         conn.execute(f"PRAGMA busy_timeout = {int(READ_BUSY_S * 1000)}")
         conn.execute("PRAGMA user_version").fetchone()
@@ -216,28 +161,122 @@ def _read_only(path: Path) -> sqlite3.Connection:
             # No writer has the file open (its -wal is gone with the last one) and the folder is not ours to
             # write a -shm in (a read-only folder or file system): read the file as it stands (SQLite's
             # immutable mode; a writer starting meanwhile would need that folder's write access too).
-            conn = sqlite3.connect(uri + "&immutable=1", uri=True, isolation_level=None)
+            conn = sqlite3.connect(uri + "&immutable=1", uri=True, isolation_level=None, check_same_thread=False)
             conn.execute("PRAGMA user_version").fetchone()
             return conn
         raise
 
 
-def _close(conn) -> None:
+def _opened(name: StoreName, reading: bool) -> Connection:
+    if is_url(name):
+        try:
+            engine = server_engine(str(name))
+        except ImportError as exc:  # the driver is the team extra's, not a core dependency
+            raise StoreError(
+                f"{shown(name)}: no PostgreSQL driver here ({exc}). Fix: pip install 'pytest-gpuverify[team]' "
+                "(psycopg 3)"
+            ) from None
+        except ArgumentError as exc:
+            raise StoreError(
+                f"{shown(name)}: not a database URL ({exc}). Fix: postgresql://USER@HOST:PORT/DB"
+            ) from None
+        return engine.connect()
+    return _sqlite_engine(str(name), reading).connect()
+
+
+def _close(conn: Connection | None) -> None:
     if conn is not None:
         try:
             conn.close()
-        except sqlite3.Error:
+        except (sqlite3.Error, SQLAlchemyError):
             pass
 
 
-def open_store(path: Path, reading: bool) -> sqlite3.Connection:
-    """The store at ``path``: read-only when ``reading`` (it must exist already: StoreError names the fix)."""
-    if reading and not Path(path).exists():
+def _file_problem(path: Path) -> StoreError | None:
+    if path.is_dir():
+        return StoreError(f"{path}: is a folder. Fix: name a file, e.g. {path / 'history.db'}")
+    return None
+
+
+def connect(name: StoreName, upto: int = SCHEMA_VERSION) -> Connection:
+    """The store ``name`` (a SQLite file, made when missing; or a PostgreSQL URL), migrated to schema
+    ``upto``: a writer's connection."""
+    new = False
+    if not is_url(name):
+        name = Path(name)
+        problem = _file_problem(name)
+        if problem is None and not name.parent.is_dir():
+            problem = StoreError(f"{name}: its folder does not exist. Fix: mkdir -p {name.parent}")
+        if problem is not None:
+            raise problem
+        new = not name.exists()
+    conn = None
+    try:
+        conn = _opened(name, reading=False)
+        _check_version(conn, name)
+        if schema_version(conn) < upto:
+            migrate(conn, name, upto)
+        if conn.in_transaction():
+            conn.commit()
+        if new:
+            share_with_folder_group(Path(name))
+    except StoreError:
+        _close(conn)
+        raise
+    except (sqlite3.Error, SQLAlchemyError, OSError) as exc:
+        _close(conn)
+        raise described(name, exc, writing=True) from None
+    return conn
+
+
+def connect_reading(name: StoreName) -> Connection:
+    """The store ``name`` opened for reading: a SQLite file read-only (no write lock is ever taken, so a
+    writer's open transaction never makes it wait, and a file or folder the user may not write is read).
+    A store of an older schema is brought up to date first by a writer's connection (once)."""
+    if not is_url(name):
+        name = Path(name)
+        problem = _file_problem(name)
+        if problem is not None:
+            raise problem
+    conn = None
+    try:
+        conn = _opened(name, reading=True)
+        version = schema_version(conn)
+        if version == 0 and not _has_tables(conn):
+            what = "an empty file, no history store in it" if not is_url(name) else "no history store there"
+            raise StoreError(
+                f"{shown(name)}: {what}. Fix: add runs first (gpuverify history add), or name the store's "
+                + ("file" if not is_url(name) else "database")
+            )
+        _check_version(conn, name)
+        if version < SCHEMA_VERSION:
+            _close(conn)
+            conn = None
+            try:
+                connect(name).close()
+            except StoreError as exc:
+                raise StoreError(
+                    f"{shown(name)}: history schema {version} is older than this gpuverify's ({SCHEMA_VERSION}) "
+                    f"and could not be brought up to date: {str(exc).removeprefix(f'{shown(name)}: ')}"
+                ) from None
+            conn = _opened(name, reading=True)
+    except StoreError:
+        _close(conn)
+        raise
+    except (sqlite3.Error, SQLAlchemyError, OSError) as exc:
+        _close(conn)
+        raise described(name, exc, writing=False) from None
+    return conn
+
+
+def open_store(name: StoreName, reading: bool) -> Connection:
+    """The store ``name``: for reading when ``reading`` (a file must exist already: StoreError names the fix)."""
+    if reading and not is_url(name) and not Path(name).exists():
         raise StoreError(
-            f"{path}: no history store there. Fix: name it with --store or ${ENV}, or add runs "
+            f"{name}: no history store there. Fix: name it with --store or ${ENV}, or add runs "
             "first (gpuverify history add, or pytest --gpu-history FILE)"
         )
-    return connect_reading(path) if reading else connect(path)
+    return connect_reading(name) if reading else connect(name)
 
 
 def share_with_folder_group(path: Path) -> None:
@@ -248,40 +287,76 @@ def share_with_folder_group(path: Path) -> None:
         os.chmod(path, stat.S_IMODE(os.stat(path).st_mode) | stat.S_IRGRP | stat.S_IWGRP)
 
 
-def _check_version(conn: sqlite3.Connection, path: Path) -> None:
+# --- the schema's version and its migrations ---
+
+
+def _has_tables(conn: Connection) -> bool:
+    if is_postgres(conn):
+        return conn.exec_driver_sql("SELECT to_regclass('runs') IS NOT NULL").scalar() is True
+    return bool(conn.exec_driver_sql("SELECT count(*) FROM sqlite_master").scalar())
+
+
+def _alembic_revision(conn: Connection) -> str | None:
+    if is_postgres(conn):
+        present = conn.exec_driver_sql("SELECT to_regclass('alembic_version') IS NOT NULL").scalar()
+    else:
+        present = conn.exec_driver_sql(
+            "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'alembic_version'"
+        ).scalar()
+    if not present:
+        return None
+    return conn.exec_driver_sql("SELECT version_num FROM alembic_version").scalar()
+
+
+def schema_version(conn: Connection) -> int:
+    """The store's schema: Alembic's revision ("0003" is 3); a SQLite store from before Alembic keeps it in
+    ``PRAGMA user_version`` (which the migrations keep up too, for an older gpuverify to read)."""
+    version = int(conn.exec_driver_sql("PRAGMA user_version").scalar() or 0) if not is_postgres(conn) else 0
+    revision = _alembic_revision(conn)
+    if revision is not None:
+        version = max(version, int(revision) if revision.isdigit() else SCHEMA_VERSION + 1)
+    return version
+
+
+def _check_version(conn: Connection, name: StoreName) -> None:
     version = schema_version(conn)
     if version > SCHEMA_VERSION:
         raise StoreError(
-            f"{path}: history schema {version} is newer than this gpuverify's "
+            f"{shown(name)}: history schema {version} is newer than this gpuverify's "
             f"({SCHEMA_VERSION}). Fix: upgrade pytest-gpuverify"
         )
 
 
-def _migrate(conn: sqlite3.Connection, path: Path, upto: int) -> None:
-    with transaction(conn):  # the version read again under the write lock: another may have migrated it
-        _check_version(conn, path)
+def migrate(conn: Connection, name: StoreName, upto: int = SCHEMA_VERSION) -> None:
+    """Bring the store to schema ``upto`` with Alembic, in one transaction under the write lock (SQLite's, or
+    an advisory lock on PostgreSQL): the version is read again there, since another may have migrated it."""
+    from alembic import command
+    from alembic.config import Config
+
+    with transaction(conn):
+        if is_postgres(conn):
+            conn.exec_driver_sql(f"SELECT pg_advisory_xact_lock({_MIGRATION_LOCK})")
+        _check_version(conn, name)
         version = schema_version(conn)
-        for step in range(version + 1, upto + 1):
-            for statement in MIGRATIONS[step]:
-                conn.execute(statement)
-            conn.execute(f"PRAGMA user_version = {step}")
-
-
-def schema_version(conn: sqlite3.Connection) -> int:
-    return int(conn.execute("PRAGMA user_version").fetchone()[0])
+        if version >= upto:
+            return
+        config = Config()
+        config.set_main_option("script_location", MIGRATIONS)
+        config.attributes["connection"] = conn
+        if version and _alembic_revision(conn) is None:  # a SQLite store of before Alembic: its version as a revision
+            command.stamp(config, f"{version:04d}")
+        command.upgrade(config, f"{upto:04d}")
 
 
 @contextmanager
-def transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
-    """One write transaction, its lock taken at the start (``BEGIN IMMEDIATE``): two writers queue."""
-    conn.execute("BEGIN IMMEDIATE")
+def transaction(conn: Connection) -> Iterator[Connection]:
+    """One write transaction, its lock taken at the start (SQLite's ``BEGIN IMMEDIATE``: two writers queue),
+    committed at the end, rolled back on any error."""
+    if conn.in_transaction():  # a read's snapshot ends before the write begins
+        conn.commit()
+    conn.info[_WRITING] = True
     try:
-        yield conn
-        conn.execute("COMMIT")
-    except BaseException:
-        if conn.in_transaction:  # SQLite ends some failed transactions itself (a full disk)
-            try:
-                conn.execute("ROLLBACK")
-            except sqlite3.Error:
-                pass  # the first error is the one to report
-        raise
+        with conn.begin():
+            yield conn
+    finally:
+        conn.info.pop(_WRITING, None)

@@ -4,17 +4,17 @@ named (file and line) and skipped, the others are imported."""
 
 from __future__ import annotations
 
-import sqlite3
 from pathlib import Path
 from typing import IO
 
 from pydantic import ValidationError
+from sqlalchemy import Connection
 
 from pytest_gpuverify.history.records import StoredRun
 from pytest_gpuverify.history.store import insert_many, runs
 
 
-def export_lines(conn: sqlite3.Connection, out: IO[str], target: str | None = None) -> int:
+def export_lines(conn: Connection, out: IO[str], target: str | None = None) -> int:
     found = runs(conn, target=target)
     for run in found:
         out.write(run.model_dump_json() + "\n")
@@ -24,7 +24,7 @@ def export_lines(conn: sqlite3.Connection, out: IO[str], target: str | None = No
 CHUNK = 500  # runs a transaction: writers at once wait for each other per chunk, not per run
 
 
-def import_lines(conn: sqlite3.Connection, path: Path) -> tuple[int, int, list[str]]:
+def import_lines(conn: Connection, path: Path) -> tuple[int, int, list[str]]:
     """(runs added, runs already stored, one problem per line not imported)."""
     found: list[StoredRun] = []
     problems = []

@@ -1,4 +1,4 @@
-"""A session's artifacts added to the history store (``--gpu-history FILE`` / ini ``gpu_history``):
+"""A session's artifacts added to the history store (``--gpu-history FILE|URL`` / ini ``gpu_history``):
 the engine's half, without pytest. Each artifact is added as its target ends (written by then), so a
 session killed later keeps what it finished in the store too; the session's end adds any it has not
 and says the totals in one line. A store that cannot be used (damaged, read-only, locked past the busy
@@ -12,13 +12,13 @@ from contextlib import closing
 from pathlib import Path
 
 from pytest_gpuverify.history.add import ADDED, KNOWN, REFUSED, Added, add_files
-from pytest_gpuverify.history.db import StoreError, connect, guard
+from pytest_gpuverify.history.db import StoreError, StoreName, connect, guard, is_url, shown
 
 
 class SessionHistory:
     """The session's adds to one store: each artifact once, the counts over the session."""
 
-    def __init__(self, store: Path, ref: str | None = None) -> None:
+    def __init__(self, store: StoreName, ref: str | None = None) -> None:
         self.store, self.ref = store, ref
         self.results: list[Added] = []
         self.tried: set[Path] = set()
@@ -27,8 +27,8 @@ class SessionHistory:
     def add(self, artifacts: Iterable[Path]) -> None:
         """Add those not tried yet (an artifact not on this machine waits: a later call may find it)."""
         paths = [p for p in artifacts if p not in self.tried and p.is_file()]
-        if not paths:
-            return
+        if not paths or (self.problem is not None and is_url(self.store)):
+            return  # a server not reached once is not waited for again at each target's end (CONNECT_S each)
         self.tried.update(paths)
         try:
             with closing(connect(self.store)) as conn, guard(self.store):
@@ -44,13 +44,15 @@ class SessionHistory:
             return [], False
         counts = {o: sum(r.outcome == o for r in self.results) for o in (ADDED, KNOWN, REFUSED)}
         lines = [
-            f"history {self.store}: {counts[ADDED]} artifact(s) added, {counts[KNOWN]} already stored, "
+            f"history {shown(self.store)}: {counts[ADDED]} artifact(s) added, {counts[KNOWN]} already stored, "
             f"{counts[REFUSED]} refused"
         ]
         return lines + [f"history: {r.line()}" for r in self.results if r.outcome == REFUSED], bool(counts[REFUSED])
 
 
-def add_session_artifacts(store: Path, artifacts: Iterable[Path], ref: str | None = None) -> tuple[list[str], bool]:
+def add_session_artifacts(
+    store: StoreName, artifacts: Iterable[Path], ref: str | None = None
+) -> tuple[list[str], bool]:
     """Lines for the terminal (what was added; a line per artifact refused), and whether any went wrong."""
     history = SessionHistory(store, ref)
     history.add(artifacts)

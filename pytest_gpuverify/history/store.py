@@ -1,119 +1,131 @@
-"""Writing and reading :class:`StoredRun` records: one transaction per run, a run known by its
-artifact's sha256 (adding the same artifact twice keeps one)."""
+"""Writing and reading :class:`StoredRun` records (SQLAlchemy Core, on SQLite and PostgreSQL alike): one
+transaction per run, a run known by its artifact's sha256 (adding the same artifact twice, from one writer or
+from many at once, keeps one: the insert does nothing on that key's conflict)."""
 
 from __future__ import annotations
 
 import json
-import sqlite3
+from typing import Any
 
-from pytest_gpuverify.history.db import transaction
+from sqlalchemy import Connection, Text, and_, cast, func, literal, or_, select
+from sqlalchemy import insert as plain_insert
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.engine import RowMapping
+
+from pytest_gpuverify.history.db import is_postgres, transaction
 from pytest_gpuverify.history.records import StoredRow, StoredRun
+from pytest_gpuverify.history.schema import perf
+from pytest_gpuverify.history.schema import runs as runs_table
 from pytest_gpuverify.records.artifact import GpuWatch, utc_now
 
-_RUN_COLUMNS = (
-    "artifact_sha256",
-    "artifact_path",
-    "target",
-    "topic",
-    "ticket",
-    "host",
-    "facts",
-    "image_digest",
-    "sha",
-    "ref",
-    "dirty",
-    "ts",
-    "verdict",
-    "watch",
-    "added",
-)
-_ROW_COLUMNS = (
-    "run_id",
-    "tbl",
-    "shape",
-    "name",
-    "stat",
-    "metric",
-    "direction",
-    "run_values",
-    "median",
-    "min",
-    "max",
-    "cv",
-)
+# the columns a trend reads (no watch records, no time added)
+_TREND_COLUMNS = [c for c in runs_table.c if c.name not in ("watch", "added")]
 
 
-def insert(conn: sqlite3.Connection, run: StoredRun) -> bool:
+# one statement each, its values bound at execution: compiled once, not once per run
+_NEW_RUN_PG = (
+    postgresql.insert(runs_table).on_conflict_do_nothing(index_elements=["artifact_sha256"]).returning(runs_table.c.id)
+)
+_NEW_RUN_SQLITE = sqlite.insert(runs_table).on_conflict_do_nothing(index_elements=["artifact_sha256"])
+
+
+def insert(conn: Connection, run: StoredRun) -> bool:
     """Store ``run``; False when the store already holds its artifact (by sha256)."""
     return insert_many(conn, [run]) == 1
 
 
-def insert_many(conn: sqlite3.Connection, found: list[StoredRun]) -> int:
+def insert_many(conn: Connection, found: list[StoredRun]) -> int:
     """Store ``found`` in one transaction (one wait for the write lock); how many were new."""
+    if is_postgres(conn):  # rows locked in one order by every writer: two imports of the same runs never deadlock
+        found = sorted(found, key=lambda run: run.artifact_sha256)
     with transaction(conn):
         return sum(_insert(conn, run) for run in found)
 
 
-def _insert(conn: sqlite3.Connection, run: StoredRun) -> bool:
-    values = (
-        run.artifact_sha256,
-        run.artifact_path,
-        run.target,
-        run.topic,
-        run.ticket,
-        run.host,
-        json.dumps(run.facts, sort_keys=True),
-        run.image_digest,
-        run.sha,
-        run.ref,
-        None if run.dirty is None else int(run.dirty),
-        run.ts,
-        run.verdict,
-        json.dumps([w.model_dump(mode="json") for w in run.watch]),
-        utc_now(),
-    )
-    cur = conn.execute(
-        f"INSERT OR IGNORE INTO runs ({', '.join(_RUN_COLUMNS)}) VALUES ({', '.join('?' * len(_RUN_COLUMNS))})", values
-    )
-    if cur.rowcount == 0:
+def _insert(conn: Connection, run: StoredRun) -> bool:
+    values = {
+        "artifact_sha256": run.artifact_sha256,
+        "artifact_path": run.artifact_path,
+        "target": run.target,
+        "topic": run.topic,
+        "ticket": run.ticket,
+        "host": run.host,
+        "facts": json.dumps(run.facts, sort_keys=True),
+        "image_digest": run.image_digest,
+        "sha": run.sha,
+        "ref": run.ref,
+        "dirty": None if run.dirty is None else int(run.dirty),
+        "ts": run.ts,
+        "verdict": run.verdict,
+        "watch": json.dumps([w.model_dump(mode="json") for w in run.watch]),
+        "added": utc_now(),
+    }
+    if is_postgres(conn):
+        run_id = conn.execute(_NEW_RUN_PG, values).scalar()
+    else:  # SQLite before 3.35 has no RETURNING; its cursor says the same
+        result = conn.execute(_NEW_RUN_SQLITE, values)
+        run_id = result.lastrowid if result.rowcount else None
+    if run_id is None:
         return False
-    conn.executemany(
-        f"INSERT INTO perf ({', '.join(_ROW_COLUMNS)}) VALUES ({', '.join('?' * len(_ROW_COLUMNS))})",
-        [
-            (
-                cur.lastrowid,
-                r.table,
-                r.shape,
-                r.name,
-                r.stat,
-                r.metric,
-                r.direction,
-                json.dumps(r.values),
-                r.median,
-                r.min,
-                r.max,
-                r.cv,
-            )
-            for r in run.rows
-        ],
-    )
+    if run.rows:
+        conn.execute(
+            plain_insert(perf),
+            [
+                {
+                    "run_id": run_id,
+                    "tbl": r.table,
+                    "shape": r.shape,
+                    "name": r.name,
+                    "stat": r.stat,
+                    "metric": r.metric,
+                    "direction": r.direction,
+                    "run_values": json.dumps(r.values),
+                    "median": r.median,
+                    "min": r.min,
+                    "max": r.max,
+                    "cv": r.cv,
+                    "pos": pos,
+                }
+                for pos, r in enumerate(run.rows)
+            ],
+        )
     return True
 
 
-# The perf rows of the runs of each like-facts set's newest N commits (a run without a commit is its own).
-_NEWEST_ROWS = """
-WITH counted AS (SELECT id, coalesce(sha, 'run ' || id) AS made, facts, image_digest, ts FROM runs
-                 WHERE {filters}verdict = 'PASS' AND NOT coalesce(dirty, 0)),
-     commits AS (SELECT made, facts, image_digest, row_number() OVER (PARTITION BY facts, image_digest
-                 ORDER BY max(ts) DESC, made) AS newness FROM counted GROUP BY made, facts, image_digest)
-SELECT perf.* FROM perf JOIN counted ON counted.id = perf.run_id
-  JOIN commits ON commits.made = counted.made AND commits.facts = counted.facts
-                  AND commits.image_digest IS counted.image_digest
-  WHERE newness <= ? ORDER BY perf.rowid"""
+def _newest_rows(where: list, newest_commits: int):
+    """The perf rows of the runs of each like-facts set's newest N commits (a run without a commit is its own)."""
+    made = func.coalesce(runs_table.c.sha, literal("run ") + cast(runs_table.c.id, Text))
+    counted = (
+        select(runs_table.c.id, made.label("made"), runs_table.c.facts, runs_table.c.image_digest, runs_table.c.ts)
+        .where(*where, runs_table.c.verdict == "PASS", func.coalesce(runs_table.c.dirty, 0) == 0)
+        .cte("counted")
+    )
+    newness = func.row_number().over(
+        partition_by=(counted.c.facts, counted.c.image_digest), order_by=(func.max(counted.c.ts).desc(), counted.c.made)
+    )
+    commits = (
+        select(counted.c.made, counted.c.facts, counted.c.image_digest, newness.label("newness"))
+        .group_by(counted.c.made, counted.c.facts, counted.c.image_digest)
+        .cte("commits")
+    )
+    return (
+        select(perf)
+        .join(counted, counted.c.id == perf.c.run_id)
+        .join(
+            commits,
+            and_(
+                commits.c.made == counted.c.made,
+                commits.c.facts == counted.c.facts,
+                commits.c.image_digest.is_not_distinct_from(counted.c.image_digest),
+            ),
+        )
+        .where(commits.c.newness <= newest_commits)
+        .order_by(perf.c.run_id, perf.c.pos)
+    )
 
 
 def runs(
-    conn: sqlite3.Connection,
+    conn: Connection,
     target: str | None = None,
     ref: str | None = None,
     verdict: str | None = None,
@@ -128,34 +140,34 @@ def runs(
     when it was added, and 10,000 runs are read in a fraction of the time. ``newest_commits=N`` reads
     perf rows only for the runs of the newest N commits (by their newest run) of each set of like facts
     that count (PASS, clean): every run is still returned, the older ones without rows, so counts hold."""
-    where, args = [], []
+    where: list[Any] = []
     if target is not None:
-        where.append("(target = ? OR (target IS NULL AND topic = ?))")
-        args += [target, target]
+        where.append(
+            or_(runs_table.c.target == target, and_(runs_table.c.target.is_(None), runs_table.c.topic == target))
+        )
     if ref is not None:
-        where.append("ref = ?")
-        args.append(ref)
+        where.append(runs_table.c.ref == ref)
     if verdict is not None:
-        where.append("verdict = ?")
-        args.append(verdict)
-    columns = "*" if watch else ", ".join(("id", *(c for c in _RUN_COLUMNS if c not in ("watch", "added"))))
-    filters = " WHERE " + " AND ".join(where) if where else ""
-    sql = f"SELECT {columns} FROM runs{filters} ORDER BY ts {'DESC' if newest_first else 'ASC'}, id"
-    found = conn.execute(sql, args).fetchall()
-    perf: dict[int, list[StoredRow]] = {}
+        where.append(runs_table.c.verdict == verdict)
+    ts = runs_table.c.ts.desc() if newest_first else runs_table.c.ts.asc()
+    columns = [runs_table] if watch else _TREND_COLUMNS
+    found = conn.execute(select(*columns).where(*where).order_by(ts, runs_table.c.id)).mappings().all()
+    by_run: dict[int, list[StoredRow]] = {}
     if found:
-        # one join, not a list of 10,000 ids: the same runs' rows, in the order they were stored
+        # one join, not a list of 10,000 ids: the same runs' rows, each run's in the order of its artifact
         if newest_commits is None:
-            rows = conn.execute(
-                f"SELECT perf.* FROM perf JOIN runs ON runs.id = perf.run_id{filters} ORDER BY perf.rowid", args
+            query = (
+                select(perf)
+                .join(runs_table, runs_table.c.id == perf.c.run_id)
+                .where(*where)
+                .order_by(perf.c.run_id, perf.c.pos)
             )
         else:
-            rows = conn.execute(
-                _NEWEST_ROWS.format(filters="".join(f"{w} AND " for w in where)), [*args, newest_commits]
-            )
+            query = _newest_rows(where, newest_commits)
+        rows = conn.execute(query).mappings()
         make = StoredRow if watch else StoredRow.model_construct
         for row in rows:
-            perf.setdefault(row["run_id"], []).append(
+            by_run.setdefault(row["run_id"], []).append(
                 make(
                     table=row["tbl"],
                     shape=row["shape"],
@@ -171,7 +183,7 @@ def runs(
                 )
             )
     if watch:
-        return [_run(r, perf.get(r["id"], [])) for r in found]
+        return [_run(r, by_run.get(r["id"], [])) for r in found]
     facts: dict[str, dict] = {}  # like runs share their facts' text: each parsed once
     return [
         StoredRun.model_construct(
@@ -189,13 +201,13 @@ def runs(
             ts=r["ts"],
             verdict=r["verdict"],
             watch=[],
-            rows=perf.get(r["id"], []),
+            rows=by_run.get(r["id"], []),
         )
         for r in found
     ]
 
 
-def _run(row: sqlite3.Row, perf: list[StoredRow]) -> StoredRun:
+def _run(row: RowMapping, rows: list[StoredRow]) -> StoredRun:
     return StoredRun(
         artifact_sha256=row["artifact_sha256"],
         artifact_path=row["artifact_path"],
@@ -211,13 +223,14 @@ def _run(row: sqlite3.Row, perf: list[StoredRow]) -> StoredRun:
         ts=row["ts"],
         verdict=row["verdict"],
         watch=[GpuWatch.model_validate(w) for w in json.loads(row["watch"])],
-        rows=perf,
+        rows=rows,
     )
 
 
-def targets(conn: sqlite3.Connection) -> list[str]:
-    return [r[0] for r in conn.execute("SELECT DISTINCT coalesce(target, topic) FROM runs ORDER BY 1")]
+def targets(conn: Connection) -> list[str]:
+    name = func.coalesce(runs_table.c.target, runs_table.c.topic)
+    return list(conn.execute(select(name).distinct().order_by(name)).scalars())
 
 
-def count(conn: sqlite3.Connection) -> int:
-    return int(conn.execute("SELECT count(*) FROM runs").fetchone()[0])
+def count(conn: Connection) -> int:
+    return int(conn.execute(select(func.count()).select_from(runs_table)).scalar_one())

@@ -70,7 +70,7 @@ def history_for(store_path, targets: list[str], ref: str | None, repo: Path | No
     target's commits in the order of ``ref``'s first-parent history in the checkout ``repo`` (series.py)."""
     from contextlib import closing
 
-    from pytest_gpuverify.history.db import guard, open_store
+    from pytest_gpuverify.history.db import guard, open_store, shown
     from pytest_gpuverify.history.series import commit_order, target_histories
     from pytest_gpuverify.history.steps import MOST_POINTS
     from pytest_gpuverify.history.store import runs
@@ -83,4 +83,4 @@ def history_for(store_path, targets: list[str], ref: str | None, repo: Path | No
             kept, order = commit_order(found, ref, repo)
             histories += target_histories(kept, order=order)
             notes += tuple(f"{target}: {n}" for n in order.notes)
-    return history_section(histories, str(store_path), ref, notes)
+    return history_section(histories, shown(store_path), ref, notes)

@@ -163,7 +163,11 @@ def render(
 
 
 def write_report(
-    dirs: list[Path], out: Path, history_store: Path | None = None, ref: str | None = None, repo: Path | None = None
+    dirs: list[Path],
+    out: Path,
+    history_store: Path | str | None = None,
+    ref: str | None = None,
+    repo: Path | None = None,
 ) -> int:
     """The page; with ``history_store``, its section of the report's targets' trends (history_section.py)."""
     found, problems = gather(dirs)

@@ -36,6 +36,34 @@ def docker_client():
     return client
 
 
+@pytest.fixture(scope="session")
+def postgres():
+    """A private PostgreSQL cluster (tests/support/postgres_cluster.py) for the session. In CI (.ci/run
+    installs the server) a missing or failing server is an error, never a skip."""
+    from postgres_cluster import running_cluster
+
+    try:
+        cluster = running_cluster()
+        found = cluster.__enter__()
+    except RuntimeError as exc:
+        if os.environ.get("CI"):
+            pytest.fail(f"PostgreSQL cannot start in CI: {exc}")
+        pytest.skip(f"no PostgreSQL server: {exc}")
+    try:
+        yield found
+    finally:
+        cluster.__exit__(None, None, None)
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store_name(request, tmp_path) -> str:
+    """A new, empty history store as ``--store`` names it: a SQLite file, or a PostgreSQL database's URL."""
+    if request.param == "sqlite":
+        return str(tmp_path / "history.db")
+    cluster = request.getfixturevalue("postgres")
+    return cluster.create_database(f"h_{uuid.uuid4().hex[:12]}")
+
+
 @pytest.fixture
 def sandbox(tmp_path, docker_client):
     with make_sandbox(tmp_path / "host", docker_client) as box:
@@ -78,6 +106,9 @@ PEER_IMPORTS = (
     "filelock",
     "json5",
     "hyperscan",
+    "sqlalchemy",
+    "alembic.command",  # the history store's migrations (and what they import: mako)
+    "pytest_gpuverify.history.db",
     "pytest_gpuverify.plugin",
     "pytest_gpuverify.engine.session",
     "pytest_gpuverify.execute.container",

@@ -226,8 +226,8 @@ def test_two_processes_importing_at_once_lose_nothing(lab, tmp_path):
     assert all(o.count(": 20 added, 0 already stored, 0 line(s) skipped") == 15 for o, _ in outs), outs
     with closing(connect(store)) as conn:
         assert count(conn) == 600
-        assert conn.execute("SELECT count(*) FROM perf").fetchone()[0] == 600 * 4
-        assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        assert conn.exec_driver_sql("SELECT count(*) FROM perf").scalar() == 600 * 4
+        assert conn.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
 
 
 @pytest.mark.docker
@@ -295,23 +295,56 @@ def test_compare_of_an_old_head_takes_its_ancestors_never_later_commits(lab, cap
 def test_a_store_of_schema_1_is_migrated(tmp_path):
     path = tmp_path / "old.db"
     with closing(connect(path, upto=1)) as conn:
-        conn.execute(
+        conn.exec_driver_sql(
             "INSERT INTO runs (artifact_sha256, artifact_path, target, topic, facts, ts, verdict, watch, added)"
             " VALUES (?, 'a.json', 'steady', 'steady', '{}', '2026-01-01T00:00:00Z', 'PASS', '[]', 'now')",
             ("a" * 64,),
         )
-        conn.execute(
+        conn.exec_driver_sql(
             "INSERT INTO perf (run_id, shape, name, metric, direction, run_values, median, min, max)"
             " VALUES (1, 's', 'n', 'us', 'lower', '[1.0, 2.0]', 1.5, 1.0, 2.0)"
         )
-        assert [r[1] for r in conn.execute("PRAGMA table_info(runs)")].count("ref") == 0
+        assert [r[1] for r in conn.exec_driver_sql("PRAGMA table_info(runs)")].count("ref") == 0
+        conn.commit()
     with closing(connect(path)) as conn:
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 2
+        assert conn.exec_driver_sql("PRAGMA user_version").scalar() == SCHEMA_VERSION == 3
         (run,) = runs(conn)
         assert (run.ref, run.rows[0].values) == (None, [1.0, 2.0])
-        conn.execute("PRAGMA user_version = 99")
+        conn.exec_driver_sql("PRAGMA user_version = 99")
+        conn.commit()
     with pytest.raises(StoreError, match="history schema 99 is newer than this gpuverify's"):
         connect(path)
+
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "history"
+
+
+@pytest.mark.parametrize("name, version", [("store_schema1.db", 1), ("store_schema2.db", 2)])
+def test_a_store_written_before_alembic_upgrades_in_place(tmp_path, capsys, name, version):
+    """A store written by the SQLite-only store (tests/data/history/README.md) is brought to the newest
+    schema when opened, its runs and their rows' order kept; then Alembic knows its revision."""
+    import sqlite3
+
+    store = tmp_path / name
+    shutil.copy(DATA / name, store)
+    with closing(sqlite3.connect(store)) as old:
+        assert old.execute("PRAGMA user_version").fetchone()[0] == version
+        assert not old.execute("SELECT count(*) FROM sqlite_master WHERE name = 'alembic_version'").fetchone()[0]
+    assert main(["history", "export", "--store", str(store)]) == 0  # a reader's first open migrates it
+    exported = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    with closing(connect(store)) as conn:
+        assert conn.exec_driver_sql("SELECT version_num FROM alembic_version").scalar() == f"{SCHEMA_VERSION:04d}"
+        assert conn.exec_driver_sql("PRAGMA user_version").scalar() == SCHEMA_VERSION
+        stored = runs(conn)
+    if version == 1:
+        assert [(r["target"], r["ref"]) for r in exported] == [("steady", None)]
+        assert [row.shape for row in stored[0].rows] == ["s2", "s1"]  # the order they were stored in
+    else:
+        assert [r["artifact_sha256"][-1] for r in exported] == ["0", "1", "2"] and {r["ref"] for r in exported} == {
+            "main"
+        }
+        assert [[row.shape for row in r.rows] for r in stored] == [["M=1", "M=128", "M=4"]] * 3
+        assert stored[2].rows[1].values == [12.0 * 128, 12.0 * 128 * 1.01]
 
 
 def test_a_store_that_cannot_be_used_is_one_line(tmp_path, capsys):
@@ -582,7 +615,8 @@ def test_a_damaged_store_is_one_line_for_every_command(tmp_path, capsys):
 def test_a_newer_schema_is_one_line(tmp_path, capsys):
     store = filled(tmp_path / "h.db", 3)
     with closing(connect(store)) as conn:
-        conn.execute("PRAGMA user_version = 99")
+        conn.exec_driver_sql("PRAGMA user_version = 99")
+        conn.commit()
     for argv, command in (
         (["history", "show", "t"], "history show"),
         (["history", "export"], "history export"),
@@ -677,7 +711,7 @@ def test_a_full_disk_is_one_line_and_loses_nothing_stored(tmp_path, capsys):
         err = one_line(capsys, "history import")
         assert f"{store}: the disk is full (" in err and f"Fix: free space on its file system (df {disk})" in err
         with closing(connect(store)) as conn:
-            assert 5 <= count(conn) < 2005 and conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+            assert 5 <= count(conn) < 2005 and conn.exec_driver_sql("PRAGMA integrity_check").scalar() == "ok"
     finally:
         subprocess.run(["umount", str(disk)], check=True)
 
