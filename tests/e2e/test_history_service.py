@@ -62,7 +62,7 @@ def service(tmp_path, store_name):
     tokens = tmp_path / "tokens"
     tokens.write_text(f"# runner tokens\nrunner-1 {TOKEN}\nrunner-2 another-token-0123456789abcdef\n")
     port = free_port()
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
     cmd = [sys.executable, "-m", "pytest_gpuverify.cli.main", "history", "serve", "--store", store_name]
     cmd += ["--allowed-signers", str(allowed), "--tokens", str(tokens), "--port", str(port)]
     log = open(tmp_path / "serve.log", "w+")
