@@ -134,8 +134,9 @@ def _add_options(group) -> None:
         "--gpu-history",
         default=None,
         metavar="FILE|URL",
-        help="add each artifact of the session to this history store (a SQLite file, or a team's "
-        "postgresql://user@host/db URL) as its target ends" + WITH_EQUALS.format(name="gpu-history"),
+        help="add each artifact of the session to this history store (a SQLite file, a team's "
+        "postgresql://user@host/db URL, or its ingest service's https:// URL, the token in "
+        "$GPUVERIFY_HISTORY_TOKEN) as its target ends" + WITH_EQUALS.format(name="gpu-history"),
     )
     group.addoption(
         "--gpu-history-ref",

@@ -4,6 +4,7 @@ stored, with who sent them; everything else is refused with one line and nothing
 
 from __future__ import annotations
 
+import getpass
 import io
 import json
 import os
@@ -13,7 +14,8 @@ import tarfile
 import time
 import urllib.error
 import urllib.request
-from contextlib import closing
+from collections.abc import Iterator
+from contextlib import closing, contextmanager
 from pathlib import Path
 
 import pytest
@@ -51,39 +53,46 @@ def signed(folder: Path, n: int, signer: str | None, key: Path | None, verdict: 
     return path
 
 
+@contextmanager
+def running_service(root: Path, store: str, allowed: Path, *extra: str) -> Iterator[str]:
+    """``gpuverify history serve`` on a free loopback port, answering /v1/health; its URL. runner-1 holds TOKEN."""
+    tokens = root / "tokens"
+    tokens.write_text(f"# runner tokens\nrunner-1 {TOKEN}\nrunner-2 another-token-0123456789abcdef\n")
+    port = free_port()
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+    cmd = [sys.executable, "-m", "pytest_gpuverify.cli.main", "history", "serve", "--store", store]
+    cmd += ["--allowed-signers", str(allowed), "--tokens", str(tokens), "--port", str(port), *extra]
+    log_path = root / "serve.log"
+    with open(log_path, "w+") as log:
+        proc = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT)
+        url = f"http://127.0.0.1:{port}"
+        try:
+            for _ in range(150):
+                try:
+                    with urllib.request.urlopen(url + "/v1/health", timeout=2) as answer:
+                        assert answer.status == 200
+                        break
+                except OSError:
+                    assert proc.poll() is None, log_path.read_text()
+                    time.sleep(0.2)
+            else:
+                pytest.fail("the service did not answer /v1/health in 30 s: " + log_path.read_text())
+            yield url
+        finally:
+            proc.terminate()
+            proc.wait(timeout=20)
+
+
 @pytest.fixture
 def service(tmp_path, store_name):
-    """The service on a free loopback port, its store ``store_name``; alice may sign, runner-1 holds TOKEN."""
+    """The service, its store ``store_name``; alice may sign."""
     keys = tmp_path / "keys"
     keys.mkdir()
     alice = keypair(keys, "alice")
     allowed = tmp_path / "allowed_signers"
     allowed.write_text(f"alice {Path(str(alice) + '.pub').read_text().strip()}\n")
-    tokens = tmp_path / "tokens"
-    tokens.write_text(f"# runner tokens\nrunner-1 {TOKEN}\nrunner-2 another-token-0123456789abcdef\n")
-    port = free_port()
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
-    cmd = [sys.executable, "-m", "pytest_gpuverify.cli.main", "history", "serve", "--store", store_name]
-    cmd += ["--allowed-signers", str(allowed), "--tokens", str(tokens), "--port", str(port)]
-    log = open(tmp_path / "serve.log", "w+")
-    proc = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        for _ in range(150):
-            try:
-                with urllib.request.urlopen(url + "/v1/health", timeout=2) as answer:
-                    assert answer.status == 200
-                    break
-            except OSError:
-                assert proc.poll() is None, (tmp_path / "serve.log").read_text()
-                time.sleep(0.2)
-        else:
-            pytest.fail("the service did not answer /v1/health in 30 s: " + (tmp_path / "serve.log").read_text())
+    with running_service(tmp_path, store_name, allowed) as url:
         yield {"url": url, "store": store_name, "alice": alice, "keys": keys, "folder": tmp_path / "runs"}
-    finally:
-        proc.terminate()
-        proc.wait(timeout=20)
-        log.close()
 
 
 def post(url: str, data: bytes, token: str = TOKEN) -> tuple[int, str]:
@@ -212,3 +221,30 @@ def test_the_service_refuses_to_start_without_its_files(tmp_path, capsys):
     tokens.write_text(f"runner-1 {TOKEN}\n")
     assert main([*args, "--tokens", str(tokens)]) == 2
     assert f"--allowed-signers {tmp_path / 'none'}: no such file. Fix:" in capsys.readouterr().err
+
+
+@pytest.mark.docker
+def test_a_signed_session_posts_each_artifact_as_its_target_ends(sandbox, tmp_path):
+    """A real session on the simulated host, signing with its user's key, --gpu-history at the service."""
+    signer = getpass.getuser()
+    key = keypair(tmp_path, "id_ed25519")
+    allowed = tmp_path / "allowed_signers"
+    allowed.write_text(f"{signer} {Path(str(key) + '.pub').read_text().strip()}\n")
+    text = sandbox.env_path.read_text()
+    sandbox.env_path.write_text(text + f"\n## Signing\n\n| signer | key |\n|---|---|\n| {signer} | {key} |\n")
+    store = tmp_path / "history.db"
+    with running_service(tmp_path, str(store), allowed) as url:
+        env = {"GPUVERIFY_HISTORY_TOKEN": TOKEN, "GPUVERIFY_RUN_URL": "https://ci.example/run/1"}
+        proc = sandbox.pytest("op_tests/test_rmsnorm2d.py", "--gpu-container", "none", f"--gpu-history={url}", env=env)
+        out = proc.stdout.decode()
+        assert proc.returncode == 0, out[-3000:]
+        assert f"history {url}: 1 artifact(s) added, 0 already stored, 0 refused" in out, out[-3000:]
+    with closing(connect(store)) as conn:
+        (run,) = runs(conn)
+    assert (run.signer, run.runner, run.ci_run_url, run.verdict) == (
+        signer,
+        "runner-1",
+        "https://ci.example/run/1",
+        "PASS",
+    )
+    assert run.rows and run.artifact_path.endswith("T-1/bench_rmsnorm2d.json")
