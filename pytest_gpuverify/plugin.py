@@ -17,10 +17,10 @@ from typing import TYPE_CHECKING
 import pytest
 
 from pytest_gpuverify.config.errors import UsageError
-from pytest_gpuverify.plugin_options import add_options, build_options, rootdir_moved
-from pytest_gpuverify.plugin_options import option_value as _value
-from pytest_gpuverify.roles import choose_role
-from pytest_gpuverify.stash_keys import ENV_KEY, NO_CONFTEST_KEY, REMOTE_KEY, ROLE_KEY
+from pytest_gpuverify.face.options import add_options, build_options, rootdir_moved
+from pytest_gpuverify.face.options import option_value as _value
+from pytest_gpuverify.face.roles import choose_role
+from pytest_gpuverify.face.stash_keys import ENV_KEY, NO_CONFTEST_KEY, REMOTE_KEY, ROLE_KEY
 
 # The engine (pydantic's models and what they carry) is imported once --gpu-verify is on: a pytest
 # run without it pays no import of it (0.23 s of CPU here), only these hooks' early returns.
@@ -96,7 +96,7 @@ def pytest_configure(config: pytest.Config) -> None:
         "GPUs it needs, repo the Repos row kernel_container runs in (a suite outside the repo)",
     )
     # the fixtures (kernel_container, locked_gpu, gpu_host) serve a suite's own tests with or without --gpu-verify
-    config.pluginmanager.import_plugin("pytest_gpuverify.fixtures")
+    config.pluginmanager.import_plugin("pytest_gpuverify.face.fixtures")
     moved = rootdir_moved(config) if not hasattr(config, "workerinput") else None
     if moved:
         sys.stderr.write(moved + "\n")

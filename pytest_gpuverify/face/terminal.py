@@ -1,4 +1,5 @@
-"""What the terminal shows: the gpuverify section of the summary, and the live line of a wait."""
+"""What the terminal shows: the gpuverify section of the summary (the live line of a wait is
+reporting/live.py's)."""
 
 from __future__ import annotations
 
@@ -190,27 +191,3 @@ class VerdictSummary:
             lines, trouble = history.lines()
             for line in lines:
                 terminalreporter.line(f"gpuverify: {line}", red=trouble)
-
-
-def live_line(config):
-    """A line on the terminal that says what a target waits for (--gpu-wait), rewritten in place."""
-    import time
-
-    last = [0.0]
-
-    def show(text: str) -> None:
-        writer = config.get_terminal_writer()
-        now = time.monotonic()
-        if text and now - last[0] < 0.5:
-            return
-        last[0] = now
-        width = max(20, writer.fullwidth - 1)
-        line = "\r" + (f"gpuverify: {text}" if text else "")[:width].ljust(width) + ("" if text else "\r")
-        capture = config.pluginmanager.getplugin("capturemanager")
-        if capture is None:
-            writer.write(line, flush=True)
-            return
-        with capture.global_and_fixture_disabled():  # the target runs under capture; this line must show
-            writer.write(line, flush=True)
-
-    return show

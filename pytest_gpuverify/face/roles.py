@@ -20,11 +20,16 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from pytest_gpuverify.collectors import CollectsTargets, load_declarations_of, no_outside_timeout, one_target_per_topic
 from pytest_gpuverify.config.errors import UsageError
-from pytest_gpuverify.plugin_options import build_options, option_value
-from pytest_gpuverify.role_base import Role, terminate_like_ctrl_c
-from pytest_gpuverify.stash_keys import (
+from pytest_gpuverify.face.collectors import (
+    CollectsTargets,
+    load_declarations_of,
+    no_outside_timeout,
+    one_target_per_topic,
+)
+from pytest_gpuverify.face.options import build_options, option_value
+from pytest_gpuverify.face.role_base import Role, terminate_like_ctrl_c
+from pytest_gpuverify.face.stash_keys import (
     CLAIMS_VARIABLE,
     DECLARED_KEY,
     ENGINE_KEY,
@@ -34,14 +39,14 @@ from pytest_gpuverify.stash_keys import (
     STORED_KEY,
     WRITE_PROBLEMS_KEY,
 )
-from pytest_gpuverify.terminal import VerdictSummary, live_line
+from pytest_gpuverify.face.terminal import VerdictSummary
 
 if TYPE_CHECKING:  # the engine is imported once --gpu-verify is on: without it the plugin costs no import
     from pytest_gpuverify.config.envfile import EnvFile
     from pytest_gpuverify.config.options import RunOptions
     from pytest_gpuverify.engine.session import VerifySession
+    from pytest_gpuverify.face.shard_items import ShardSetting
     from pytest_gpuverify.remote.controller import RemoteController
-    from pytest_gpuverify.shard_items import ShardSetting
 
 
 def choose_role(config: pytest.Config, loaded_at: float | None = None) -> Role:
@@ -70,7 +75,7 @@ def choose_role(config: pytest.Config, loaded_at: float | None = None) -> Role:
         with PROFILE.phase("declarations"):
             config.stash[DECLARED_KEY] = load_declarations_of(config, env)
         if config.getoption("gpu_slurm"):
-            from pytest_gpuverify.slurm_role import SlurmController
+            from pytest_gpuverify.face.slurm_role import SlurmController
 
             return SlurmController(config, options, env, distributing=_distributing(config))
         if config.getoption("gpu_slurm_shards"):
@@ -80,7 +85,7 @@ def choose_role(config: pytest.Config, loaded_at: float | None = None) -> Role:
                 "add --gpu-slurm, or drop --gpu-slurm-shards",
             )
         if config.getoption("gpu_shard"):
-            from pytest_gpuverify.shard_items import SHARD_KEY, ShardSetting
+            from pytest_gpuverify.face.shard_items import SHARD_KEY, ShardSetting
 
             config.stash[SHARD_KEY] = ShardSetting(config)
         elif config.getoption("gpu_shard_run") or config.getoption("gpu_durations"):
@@ -133,7 +138,7 @@ def _build_engine(config: pytest.Config, options: RunOptions, env: EnvFile) -> V
     with PROFILE.phase("engine imported"):
         from pytest_gpuverify.config.topics import TopicClaims
         from pytest_gpuverify.engine.session import VerifySession, echo_to_stdout
-        from pytest_gpuverify.reporting.live import RunningLine, running_line_wanted
+        from pytest_gpuverify.reporting.live import RunningLine, live_line, running_line_wanted
 
     with PROFILE.phase("engine built"):
         engine = VerifySession(
@@ -161,7 +166,7 @@ class EngineRole(CollectsTargets, Role):
         config.stash[ENGINE_KEY] = engine
         self._previous_handlers: dict = {}  # signal -> the handler this role replaced, put back at unregister
         self.reported: set[str] = set()  # node ids whose call phase reported
-        from pytest_gpuverify.shard_items import SHARD_KEY
+        from pytest_gpuverify.face.shard_items import SHARD_KEY
 
         shard: ShardSetting | None = config.stash.get(SHARD_KEY, None)
         if shard is not None:  # --gpu-shard: deselects the other shards' targets, tells the engine its shard
@@ -227,8 +232,8 @@ class EngineRole(CollectsTargets, Role):
     def report_stopped(self, session: pytest.Session) -> None:
         """A target that Ctrl-C or SIGTERM stopped ran, and has its artifact, but pytest got no report
         of it: one is made now, so pytest's own line (and a JUnit file) counts it, not "no tests ran"."""
-        from pytest_gpuverify.collectors import GpuTargetItem
-        from pytest_gpuverify.terminal import verdict_properties
+        from pytest_gpuverify.face.collectors import GpuTargetItem
+        from pytest_gpuverify.face.terminal import verdict_properties
 
         items = {id(i.target): i for i in getattr(session, "items", []) if isinstance(i, GpuTargetItem)}
         for outcome in self.engine.outcomes:
@@ -287,7 +292,7 @@ class Central(EngineRole):
         self.helpers.append((verdict_summary(config, lambda: engine), "gpuverify-summary"))
 
     def pytest_collection_modifyitems(self, session: pytest.Session, config: pytest.Config, items: list) -> None:
-        from pytest_gpuverify.collectors import GpuTargetItem
+        from pytest_gpuverify.face.collectors import GpuTargetItem
 
         one_target_per_topic(self.engine.options.topic, [i.target.name for i in items if isinstance(i, GpuTargetItem)])
         no_outside_timeout(config, items)
@@ -309,7 +314,7 @@ class DistWorker(EngineRole):
         self._previous_handlers.update(name_a_lost_controller(config))
 
     def pytest_collection_modifyitems(self, session: pytest.Session, config: pytest.Config, items: list) -> None:
-        from pytest_gpuverify.collectors import GpuTargetItem
+        from pytest_gpuverify.face.collectors import GpuTargetItem
         from pytest_gpuverify.remote.onhost import tell_controller
 
         no_outside_timeout(config, items)
@@ -367,7 +372,7 @@ class DistController(Role):
     @pytest.hookimpl(optionalhook=True)
     def pytest_xdist_node_collection_finished(self, node, ids) -> None:
         """The one-target-per-topic check, on the node ids a worker collected, before any is sent."""
-        from pytest_gpuverify.collectors import kind_of
+        from pytest_gpuverify.face.collectors import kind_of
 
         config = node.config
         topic = config.getoption("gpu_topic")

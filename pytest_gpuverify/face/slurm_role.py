@@ -12,10 +12,10 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from pytest_gpuverify.collectors import CollectsTargets
 from pytest_gpuverify.config.errors import UsageError
-from pytest_gpuverify.role_base import Role, terminate_like_ctrl_c
-from pytest_gpuverify.terminal import VerdictSummary
+from pytest_gpuverify.face.collectors import CollectsTargets
+from pytest_gpuverify.face.role_base import Role, terminate_like_ctrl_c
+from pytest_gpuverify.face.terminal import VerdictSummary
 
 if TYPE_CHECKING:
     from pytest_gpuverify.config.envfile import EnvFile
@@ -82,7 +82,7 @@ class SlurmController(CollectsTargets, Role):
             raise session.Interrupted(f"{session.testsfailed} error(s) during collection")
         if session.config.option.collectonly:
             return True
-        from pytest_gpuverify.collectors import GpuTargetItem
+        from pytest_gpuverify.face.collectors import GpuTargetItem
 
         items = session.items
         for i, item in enumerate(items):  # the session's other tests run here
@@ -130,7 +130,7 @@ class SlurmController(CollectsTargets, Role):
         """--gpu-slurm-shards N: job i runs ``--gpu-shard i/N`` of the session's paths; the split is the
         one each job makes (config/shards.py), so the controller knows each job's targets."""
         from pytest_gpuverify.config.shards import new_session_id, split
-        from pytest_gpuverify.shard_items import shard_id
+        from pytest_gpuverify.face.shard_items import shard_id
         from pytest_gpuverify.slurm.launcher import per_shard
 
         assert self.shards is not None
@@ -176,8 +176,8 @@ class SlurmController(CollectsTargets, Role):
                 self._report_unran(item, f"never submitted to Slurm: {why}")
 
     def _report(self, item, end: JobEnd) -> None:
+        from pytest_gpuverify.face.terminal import verdict_properties
         from pytest_gpuverify.records.artifact import read_artifact
-        from pytest_gpuverify.terminal import verdict_properties
 
         self._say(
             f"slurm job {end.job_id} {end.state}: {end.verdict} {item.nodeid}" + (f"  {end.why}" if end.why else "")

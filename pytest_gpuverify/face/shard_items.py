@@ -49,8 +49,8 @@ class ShardSetting:
 
     def select(self, config: pytest.Config, items: list) -> ShardRecord | None:
         """Deselect the GPU targets of other shards (in place); the record every artifact carries."""
-        from pytest_gpuverify.collectors import GpuTargetItem
         from pytest_gpuverify.config.shards import new_session_id, plan_digest, split
+        from pytest_gpuverify.face.collectors import GpuTargetItem
         from pytest_gpuverify.records.scheduling import ShardRecord
 
         targets = [i for i in items if isinstance(i, GpuTargetItem)]

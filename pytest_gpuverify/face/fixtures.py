@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from pytest_gpuverify.stash_keys import ENGINE_KEY
+from pytest_gpuverify.face.stash_keys import ENGINE_KEY
 
 if TYPE_CHECKING:
     from pytest_gpuverify.records.artifact import Artifact

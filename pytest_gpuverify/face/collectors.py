@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from pytest_gpuverify.stash_keys import DECLARED_KEY, ENGINE_KEY
+from pytest_gpuverify.face.stash_keys import DECLARED_KEY, ENGINE_KEY
 
 if TYPE_CHECKING:
     from pytest_gpuverify.config.declarations import Declarations
@@ -98,7 +98,7 @@ class GpuTargetItem(pytest.Item):
         self.calls = 0
 
     def runtest(self) -> None:
-        from pytest_gpuverify.terminal import verdict_properties
+        from pytest_gpuverify.face.terminal import verdict_properties
 
         self.calls += 1
         if self.first is None:
@@ -177,7 +177,7 @@ def load_declarations_of(config: pytest.Config, env: EnvFile) -> Declarations | 
 
 
 def no_outside_timeout(config: pytest.Config, items: list) -> None:
-    from pytest_gpuverify.other_plugins import timeout_plugin_problem
+    from pytest_gpuverify.face.other_plugins import timeout_plugin_problem
 
     problem = timeout_plugin_problem(config, [i for i in items if isinstance(i, GpuTargetItem)])
     if problem:
