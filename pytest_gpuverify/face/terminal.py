@@ -8,6 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from pytest_gpuverify.records.machine import machine_line
+from pytest_gpuverify.reporting.ci_summary import CiPublisher
+
 
 def summarize_reasons(reasons: list[str]) -> str:
     if not reasons:
@@ -36,8 +39,6 @@ def _num(value: float) -> str:
 
 def detail_properties(artifact) -> list[tuple[str, str]]:
     """Host, shapes checked, lowest SNR/cosine, each perf row's key number (JUnit properties, CI summary)."""
-    from pytest_gpuverify.records.machine import machine_line
-
     c = artifact.correctness
     props = [("gpuverify_host", artifact.host or "-"), ("gpuverify_shapes", str(c.shapes_checked))]
     if artifact.machine is not None:
@@ -128,14 +129,12 @@ class VerdictSummary:
 
     def ci(self):
         if self._ci is None:
-            from pytest_gpuverify.reporting.ci_summary import CiPublisher
-
             self._ci = CiPublisher(self._ci_summary)
         return self._ci
 
     def history(self):
         if self._history and self._stored_history is None:
-            from pytest_gpuverify.history.session import SessionHistory
+            from pytest_gpuverify.history.session import SessionHistory  # the store's SQLite side: --gpu-history only
 
             self._stored_history = SessionHistory(Path(self._history).expanduser(), self._history_ref)
         return self._stored_history
