@@ -246,8 +246,8 @@ def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Pa
     from pytest_gpuverify.common.profile import PROFILE
 
     with PROFILE.phase("pydantic and settings imported"):  # the face, and the first of the plugin's models
-        from pytest_gpuverify.face import start
-    start.leave_out_repo_conftests(early_config, args)
+        from pytest_gpuverify.face.start import leave_out_repo_conftests
+    leave_out_repo_conftests(early_config, args)
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -255,9 +255,9 @@ def pytest_cmdline_main(config: pytest.Config) -> None:
     """A session on GPU hosts over SSH: check them and give xdist their workers, before it starts."""
     if not config.getoption("gpu_verify", False) or hasattr(config, "workerinput") or config.getvalue("collectonly"):
         return
-    from pytest_gpuverify.face import start
+    from pytest_gpuverify.face.start import plan_gpu_hosts
 
-    start.plan_gpu_hosts(config)
+    plan_gpu_hosts(config)
 
 
 @pytest.hookimpl(trylast=True)
@@ -273,17 +273,16 @@ def pytest_configure(config: pytest.Config) -> None:
         sys.stderr.write(moved + "\n")
     if not config.getoption("gpu_verify", False):
         return
-    from pytest_gpuverify.face import start
+    from pytest_gpuverify.face.start import switch_on
 
-    # xdist has set --dist and --tx by now (its cmdline_main), a worker its workerinput
-    start.switch_on(config, loaded_at=LOADED_AT)
+    switch_on(config, loaded_at=LOADED_AT)  # xdist has set --dist and --tx by now, a worker its workerinput
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     if config.getoption("gpu_verify", False):
-        from pytest_gpuverify.face import start
+        from pytest_gpuverify.face.start import switch_off
 
-        start.switch_off(config)
+        switch_off(config)
 
 
 # The fixtures serve a suite's own tests with or without --gpu-verify: without it (or in a process

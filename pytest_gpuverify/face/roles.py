@@ -97,13 +97,13 @@ def choose_role(config: pytest.Config, loaded_at: float | None = None) -> Role:
                 "pass --gpu-shard I/N (or auto) with them",
             )
         if hasattr(config, "workerinput"):
-            return DistWorker(config, _build_engine(config, options, env))
+            return DistWorker(config, _engine_of(config, options, env))
         if _distributing(config):
             from pytest_gpuverify.engine.setup_checks import check_setup  # the controller's only engine import
 
             check_setup(options, env)  # stops the run here, once, before any worker starts
             return DistController(config)
-        return Central(config, _build_engine(config, options, env))
+        return Central(config, _engine_of(config, options, env))
     except UsageError as exc:
         raise pytest.UsageError(str(exc)) from None
 
@@ -123,6 +123,13 @@ def _distributing(config: pytest.Config) -> bool:
         and config.getoption("dist", "no") != "no"
         and bool(config.getoption("tx", None))
     )
+
+
+def _engine_of(config: pytest.Config, options: RunOptions, env: EnvFile) -> VerifySession:
+    """The engine a process that embeds pytest put in the stash before the roles were chosen (its
+    pytest_configure; the face's in-process tests give one that runs no GPU), else one built here."""
+    given = config.stash.get(ENGINE_KEY, None)
+    return given if given is not None else _build_engine(config, options, env)
 
 
 def _build_engine(config: pytest.Config, options: RunOptions, env: EnvFile) -> VerifySession:
