@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import socket
 from dataclasses import dataclass, field
-from importlib.metadata import entry_points
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -19,9 +18,14 @@ from pytest_gpuverify.config.targets import Target
 from pytest_gpuverify.face.stash_keys import ENGINE_KEY
 from pytest_gpuverify.records.artifact import Artifact
 
-# the plugin is loaded by its entry point where the package is installed; else by name
-INSTALLED = any(ep.value == "pytest_gpuverify.plugin" for ep in entry_points(group="pytest11"))
-PLUGIN_ARGS: tuple[str, ...] = () if INSTALLED else ("-p", "pytest_gpuverify.plugin")
+# the inner sessions load no plugin of the environment's by itself (their warnings and hooks are theirs,
+# not the face's): the plugin is named, as pytest loads it from its entry point
+PLUGIN_ARGS = ("-p", "pytest_gpuverify.plugin")
+
+
+@pytest.fixture(autouse=True)
+def no_other_plugins(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")
 
 
 @dataclass

@@ -86,7 +86,9 @@ def test_the_fixtures_skip_without_gpu_verify_and_import_nothing(pytester: pytes
 def test_options_and_ini_keys_exist_with_the_plugin_off(pytester: pytest.Pytester, unimported: set[str]):
     pytester.makeini("[pytest]\ngpu_window = 3\ngpu_pytest_paths = tests/test_*.py\n")
     pytester.makepyfile(test_ok="def test_ok():\n    pass\n")
-    result = pytester.runpytest_inprocess(*PLUGIN_ARGS, "--gpu-topic=x", "-W", "error", "-p", "no:cacheprovider")
+    result = pytester.runpytest_inprocess(
+        *PLUGIN_ARGS, "--gpu-topic=x", "-W", "error::pytest.PytestConfigWarning", "-p", "no:cacheprovider"
+    )
     result.assert_outcomes(passed=1)  # no unknown ini key warning, no unknown option
     help_text = pytester.runpytest_inprocess(*PLUGIN_ARGS, "--help").stdout.str()
     assert "--gpu-verify" in help_text and "gpu_pytest_paths" in help_text

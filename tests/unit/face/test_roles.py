@@ -43,7 +43,9 @@ def test_a_shard_keeps_its_targets_and_tells_the_engine(pytester: pytest.Pyteste
 
 
 def test_slurm_with_xdist_workers_is_a_usage_error(pytester: pytest.Pytester, gpu_args, engine, op_test):
-    result = pytester.runpytest_inprocess(*gpu_args, "--gpu-slurm", "-n", "2", plugins=[EngineInStash(engine)])
+    result = pytester.runpytest_inprocess(
+        *gpu_args, "-p", "xdist", "--gpu-slurm", "-n", "2", plugins=[EngineInStash(engine)]
+    )
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*--gpu-slurm runs each GPU target as its own Slurm job*drop -n / --dist*"])
     assert engine.calls == []  # no role was registered: nothing of the engine's was called
