@@ -26,6 +26,7 @@ from pytest_gpuverify.common.profile import PROFILE, profile_lines
 from pytest_gpuverify.config.envfile import EnvFile, load_env_file
 from pytest_gpuverify.config.errors import UsageError
 from pytest_gpuverify.config.options import RunOptions
+from pytest_gpuverify.config.topics import TopicClaims
 from pytest_gpuverify.face.collectors import (
     CollectsTargets,
     GpuTargetItem,
@@ -142,7 +143,6 @@ def _build_engine(config: pytest.Config, options: RunOptions, env: EnvFile) -> V
         start.begin()  # the GPU library's start, the first readings and the arch, while the rest is imported
 
     with PROFILE.phase("engine imported"):
-        from pytest_gpuverify.config.topics import TopicClaims
         from pytest_gpuverify.engine.session import VerifySession, echo_to_stdout
         from pytest_gpuverify.reporting.live import RunningLine, live_line, running_line_wanted
 
