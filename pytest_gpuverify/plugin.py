@@ -107,6 +107,10 @@ def pytest_configure(config: pytest.Config) -> None:
     )  # xdist has set --dist and --tx by now (its cmdline_main), a worker its workerinput
     config.stash[ROLE_KEY] = role
     role.register()
+    if config.getoption("gpu_changed_since", None):
+        from pytest_gpuverify.changed_items import ChangedSince
+
+        config.pluginmanager.register(ChangedSince(config.getoption("gpu_changed_since")), "gpuverify-changed-since")
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
