@@ -1,7 +1,7 @@
 """A session's setup, checked before any GPU tool or container is touched: the host row, its lock,
 the signing key and the artifacts' folder. Usable without pytest.
 
-The engine (engine/session.py) starts from it; the xdist controller (roles.py) runs it alone,
+The engine (engine/session.py) starts from it; the xdist controller (face/roles.py) runs it alone,
 so a bad setup stops the run once, there, before any worker starts, and no engine is built."""
 
 from __future__ import annotations

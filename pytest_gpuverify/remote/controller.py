@@ -242,7 +242,7 @@ class RemoteController:
     def pytest_xdist_newgateway(self, gateway) -> None:
         """Before xdist starts the worker there: the channel of its live wait line (remote/waitline.py)."""
         from pytest_gpuverify.remote.waitline import open_on_gateway
-        from pytest_gpuverify.terminal import live_line
+        from pytest_gpuverify.reporting.live import live_line
 
         if self._sched is not None:  # a crashed worker's replacement: its host's targets wait for it
             self._sched.worker_starting(host_of_spec(gateway.spec) or "?", gateway.id)

@@ -37,7 +37,7 @@ def plain_nodeid(nodeid: str) -> str:
 
 
 def target_name(nodeid: str) -> str:
-    """The target's name: a GPU target item is named for its target (plugin.py GpuTargetItem)."""
+    """The target's name: a GPU target item is named for its target (face/collectors.py GpuTargetItem)."""
     return plain_nodeid(nodeid).rsplit("::", 1)[-1]
 
 

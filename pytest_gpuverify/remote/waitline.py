@@ -61,7 +61,7 @@ def on_wait_for(config) -> Callable[[str], None] | None:
     """Where a session's wait line goes: the terminal here; over the channel on a worker of a GPU host;
     nowhere on other xdist workers (they have no terminal)."""
     from pytest_gpuverify.remote.txspec import serving_host
-    from pytest_gpuverify.terminal import live_line
+    from pytest_gpuverify.reporting.live import live_line
 
     if serving_host() and CHANNEL is not None:
         return send

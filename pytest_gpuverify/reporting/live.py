@@ -1,6 +1,7 @@
 """The live line while a target runs (terminal only): target, host, GPU, elapsed time, output bytes so
 far and the last printed line, so a 20-minute tuning run does not look hung. It is fed by the stream
-of the command's output (the ``echo`` the executors call) and drawn by the wait's live line."""
+of the command's output (the ``echo`` the executors call) and drawn by the wait's live line
+(:func:`live_line`: a line rewritten in place on a pytest terminal)."""
 
 from __future__ import annotations
 
@@ -61,3 +62,25 @@ class RunningLine:
             self._show("")
         except Exception:
             pass
+
+
+def live_line(config):
+    """A line on the terminal that says what a target waits for (--gpu-wait), rewritten in place."""
+    last = [0.0]
+
+    def show(text: str) -> None:
+        writer = config.get_terminal_writer()
+        now = time.monotonic()
+        if text and now - last[0] < 0.5:
+            return
+        last[0] = now
+        width = max(20, writer.fullwidth - 1)
+        line = "\r" + (f"gpuverify: {text}" if text else "")[:width].ljust(width) + ("" if text else "\r")
+        capture = config.pluginmanager.getplugin("capturemanager")
+        if capture is None:
+            writer.write(line, flush=True)
+            return
+        with capture.global_and_fixture_disabled():  # the target runs under capture; this line must show
+            writer.write(line, flush=True)
+
+    return show

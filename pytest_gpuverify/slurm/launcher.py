@@ -1,7 +1,7 @@
 """The Slurm launcher: one batch job per GPU target, or per shard of them (``--gpu-shard i/N``), each
 running the plugin on its node against the shared tickets folder; the controller waits for them and
 reads each target's verdict as its job ends.
-Usable without pytest (the pytest wiring is slurm_role.py).
+Usable without pytest (the pytest wiring is face/slurm_role.py).
 
 A job's verdict is its artifact's when the job ran to its end (COMPLETED, or FAILED with an artifact:
 pytest exits 1 on a FAIL). A job that was cancelled, timed out, was preempted, lost its node or never

@@ -1,4 +1,4 @@
-"""The role of each process (roles.py): chosen once, the engine built only where targets run,
+"""The role of each process (face/roles.py): chosen once, the engine built only where targets run,
 the role's plugin registered from pytest_configure to pytest_unconfigure.
 
 What each process did is written by a small plugin of the test's own (``-p gv_roles_spy``, loaded by

@@ -190,8 +190,8 @@ def test_topic_claims_of_two_workers_never_share_a_name(tmp_path):
 def test_the_summary_counts_a_target_whose_report_never_came():
     from types import SimpleNamespace
 
+    from pytest_gpuverify.face.terminal import VerdictSummary
     from pytest_gpuverify.records.artifact import Artifact
-    from pytest_gpuverify.terminal import VerdictSummary
 
     art = Artifact(
         plugin_version="0",

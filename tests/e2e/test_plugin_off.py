@@ -1,5 +1,5 @@
 """Installed, the plugin is loaded by every pytest run of the environment; without --gpu-verify it must
-cost nothing but its hooks' early returns: none of its engine (pydantic's models, the env file, the
+cost nothing but its hooks' early returns: none of its face nor its engine (pydantic's models, the env file, the
 artifact) is imported, and the run's own tests, fixtures and markers behave as without it."""
 
 from __future__ import annotations
@@ -42,6 +42,7 @@ def test_a_run_without_gpu_verify_imports_none_of_the_engine(tmp_path):
         if m.split(".")[0] in ("pydantic", "pydantic_core", "docker")
         or m.startswith(
             (
+                "pytest_gpuverify.face",
                 "pytest_gpuverify.engine",
                 "pytest_gpuverify.config.envfile",
                 "pytest_gpuverify.config.targets",

@@ -181,7 +181,7 @@ def test_an_artifact_the_full_disk_cannot_take_is_kept_in_the_users_folder(full_
 def test_the_summary_shows_each_artifacts_final_name(tmp_path):
     """Artifacts are written after the targets reported: the summary line points at the name the
     artifact really got, never at a name that holds nothing (or another session's run)."""
-    from pytest_gpuverify.terminal import VerdictSummary
+    from pytest_gpuverify.face.terminal import VerdictSummary
 
     asked, stored = tmp_path / "T-1" / "bench_x.json", tmp_path / "own" / "bench_x.json"
     outcome = SimpleNamespace(
@@ -233,7 +233,7 @@ def test_an_xdist_controller_shows_where_its_workers_artifacts_really_went(tmp_p
     """Workers write their artifacts after their reports reached the controller: each worker says,
     as it ends, where each went and what it could not write where asked; the controller's summary
     shows the final names and the problems, and its exit is non-zero."""
-    from pytest_gpuverify.roles import DistController
+    from pytest_gpuverify.face.roles import DistController
 
     asked, kept = tmp_path / "T-1" / "bench_x.json", tmp_path / "own" / "bench_x.json"
     controller = DistController(SimpleNamespace(getoption=lambda *a, **k: None, getini=lambda *a: None))

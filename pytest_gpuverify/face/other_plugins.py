@@ -8,13 +8,13 @@ is refused, naming where it came from and the fix."""
 
 from __future__ import annotations
 
+import importlib
+
 
 def timeout_plugin_problem(config, items: list) -> str | None:
     """One line when pytest-timeout would put a timeout on any of ``items`` (GPU targets), else None."""
     if not items or not config.pluginmanager.hasplugin("timeout"):
         return None
-    import importlib
-
     try:  # by name: pytest-timeout ships no type information
         session_wide = importlib.import_module("pytest_timeout").get_env_settings(config).timeout
     except (ImportError, AttributeError):  # another plugin of that name

@@ -8,19 +8,30 @@ from __future__ import annotations
 import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import pytest
 
-from pytest_gpuverify.collectors import CollectsTargets
+from pytest_gpuverify.config.envfile import EnvFile
 from pytest_gpuverify.config.errors import UsageError
-from pytest_gpuverify.role_base import Role, terminate_like_ctrl_c
-from pytest_gpuverify.terminal import VerdictSummary
-
-if TYPE_CHECKING:
-    from pytest_gpuverify.config.envfile import EnvFile
-    from pytest_gpuverify.config.options import RunOptions
-    from pytest_gpuverify.slurm.launcher import JobEnd, SlurmLauncher
+from pytest_gpuverify.config.options import RunOptions
+from pytest_gpuverify.config.shards import load_durations, new_session_id, split
+from pytest_gpuverify.engine.setup_checks import artifact_folder
+from pytest_gpuverify.face.collectors import CollectsTargets, GpuTargetItem
+from pytest_gpuverify.face.role_base import Role, terminate_like_ctrl_c
+from pytest_gpuverify.face.shard_items import shard_id
+from pytest_gpuverify.face.terminal import VerdictSummary, verdict_properties
+from pytest_gpuverify.records.artifact import read_artifact
+from pytest_gpuverify.remote import unran
+from pytest_gpuverify.slurm.client import SlurmError
+from pytest_gpuverify.slurm.launcher import (
+    ARTIFACT_GRACE_S,
+    JobEnd,
+    SlurmLauncher,
+    SlurmTarget,
+    job_end,
+    per_shard,
+    per_target,
+)
 
 # options of this session that its jobs must not get: the launcher's own, and files only the
 # controller writes (a job's would overwrite them)
@@ -45,8 +56,6 @@ class SlurmController(CollectsTargets, Role):
                 "--gpu-hosts split the targets another way",
                 "pass one of them",
             )
-        from pytest_gpuverify.engine.setup_checks import artifact_folder
-
         self.shards = _shard_count(config.getoption("gpu_slurm_shards"))
         durations = config.getoption("gpu_durations")
         if durations and not self.shards:
@@ -55,26 +64,15 @@ class SlurmController(CollectsTargets, Role):
                 "--gpu-durations balances shards: with --gpu-slurm, one job runs each target",
                 "add --gpu-slurm-shards N, or drop --gpu-durations",
             )
-        from pytest_gpuverify.config.shards import load_durations
-
         self.durations = load_durations(Path(durations).expanduser()) if durations else {}
         self.options, self.env = options, env
         self.out_dir, self.moves_lock = artifact_folder(env, options.ticket, options.invocation_dir)
         self.summary = VerdictSummary(lambda: None, config.getoption("gpu_ci_summary"))
         self.helpers.append((self.summary, "gpuverify-summary"))
-        self._previous_handlers: dict = {}
         self.launcher: SlurmLauncher | None = None
 
     def pytest_configure(self, config: pytest.Config) -> None:
         self._previous_handlers = terminate_like_ctrl_c()
-
-    def unregister(self) -> None:
-        super().unregister()
-        import signal
-
-        for signum, handler in self._previous_handlers.items():
-            signal.signal(signum, handler)
-        self._previous_handlers = {}
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtestloop(self, session: pytest.Session):
@@ -82,8 +80,6 @@ class SlurmController(CollectsTargets, Role):
             raise session.Interrupted(f"{session.testsfailed} error(s) during collection")
         if session.config.option.collectonly:
             return True
-        from pytest_gpuverify.collectors import GpuTargetItem
-
         items = session.items
         for i, item in enumerate(items):  # the session's other tests run here
             if not isinstance(item, GpuTargetItem):
@@ -95,9 +91,6 @@ class SlurmController(CollectsTargets, Role):
         return True
 
     def _launch(self, session: pytest.Session, items: list) -> None:
-        from pytest_gpuverify.slurm.client import SlurmError
-        from pytest_gpuverify.slurm.launcher import SlurmLauncher, SlurmTarget, per_target
-
         by_nodeid = {item.nodeid: item for item in items}
         targets = [
             SlurmTarget(item.nodeid, f"{item.path}::{item.name}", item.target.topic, item.target.gpus) for item in items
@@ -129,10 +122,6 @@ class SlurmController(CollectsTargets, Role):
     def _shard_jobs(self, targets: list, items: list) -> list:
         """--gpu-slurm-shards N: job i runs ``--gpu-shard i/N`` of the session's paths; the split is the
         one each job makes (config/shards.py), so the controller knows each job's targets."""
-        from pytest_gpuverify.config.shards import new_session_id, split
-        from pytest_gpuverify.shard_items import shard_id
-        from pytest_gpuverify.slurm.launcher import per_shard
-
         assert self.shards is not None
         seconds = {shard_id(i): self.durations[i.target.topic] for i in items if i.target.topic in self.durations}
         shards = split([shard_id(t) for t in targets], self.shards, seconds)
@@ -142,8 +131,6 @@ class SlurmController(CollectsTargets, Role):
 
     def _cancel_and_report(self, by_nodeid: dict, why: str) -> None:
         """Every job not ended yet is cancelled (and gone from the queue); each target gets its verdict."""
-        from pytest_gpuverify.slurm.launcher import ARTIFACT_GRACE_S, job_end
-
         launcher = self.launcher
         assert launcher is not None
         cancelled = launcher.cancel_all()
@@ -176,9 +163,6 @@ class SlurmController(CollectsTargets, Role):
                 self._report_unran(item, f"never submitted to Slurm: {why}")
 
     def _report(self, item, end: JobEnd) -> None:
-        from pytest_gpuverify.records.artifact import read_artifact
-        from pytest_gpuverify.terminal import verdict_properties
-
         self._say(
             f"slurm job {end.job_id} {end.state}: {end.verdict} {item.nodeid}" + (f"  {end.why}" if end.why else "")
         )
@@ -195,14 +179,14 @@ class SlurmController(CollectsTargets, Role):
         )
 
     def _report_unran(self, item, why: str) -> None:
-        from pytest_gpuverify.remote.unran import verdict_properties, write_unran
-
-        path, problem = write_unran(
+        path, problem = unran.write_unran(
             self.out_dir, self.moves_lock, item.nodeid, "-", why, self.options.ticket, item.target.topic
         )
         if problem:
             self.summary.write_problems.append(problem)
-        self._log(item, "INCONCLUSIVE", f"INCONCLUSIVE: {item.nodeid}\n  - {why}", verdict_properties("-", why, path))
+        self._log(
+            item, "INCONCLUSIVE", f"INCONCLUSIVE: {item.nodeid}\n  - {why}", unran.verdict_properties("-", why, path)
+        )
 
     def _log(self, item, verdict: str, longrepr: str, props: list) -> None:
         hook = item.ihook

@@ -5,6 +5,11 @@ from __future__ import annotations
 
 import pytest
 
+from pytest_gpuverify.face.collectors import GpuTargetItem
+from pytest_gpuverify.place.changed import select_changed
+
+PLUGIN_NAME = "gpuverify-changed-since"
+
 
 class ChangedSince:
     def __init__(self, ref: str) -> None:
@@ -12,9 +17,6 @@ class ChangedSince:
 
     @pytest.hookimpl(tryfirst=True)  # before the shards split what is left
     def pytest_collection_modifyitems(self, session: pytest.Session, config: pytest.Config, items: list) -> None:
-        from pytest_gpuverify.collectors import GpuTargetItem
-        from pytest_gpuverify.place.changed import select_changed
-
         targets = [i for i in items if isinstance(i, GpuTargetItem)]
         if not targets:
             return

@@ -4,28 +4,22 @@ workers and their controller hand each other (``workerinput``/``workeroutput``).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Optional, Protocol
+from typing import TYPE_CHECKING
 
 import pytest
 
-if TYPE_CHECKING:  # the engine is imported once --gpu-verify is on
-    from pytest_gpuverify.config.declarations import Declarations
+from pytest_gpuverify.face.role_base import Role
+
+if TYPE_CHECKING:  # the engine is imported by the roles that build one
+    from pytest_gpuverify.config.declarations import Declarations  # noqa: F401 (named in a key's type)
     from pytest_gpuverify.config.envfile import EnvFile
     from pytest_gpuverify.engine.session import VerifySession  # noqa: F401 (named in a key's type)
     from pytest_gpuverify.remote.controller import RemoteController  # noqa: F401 (named in a key's type)
 
 
-class Role(Protocol):
-    """This process's part in a ``--gpu-verify`` run (roles.py), registered as a plugin while it lasts."""
-
-    def register(self) -> None: ...
-
-    def unregister(self) -> None: ...
-
-
-ROLE_KEY = pytest.StashKey["Role"]()
+ROLE_KEY = pytest.StashKey[Role]()  # this process's role, from pytest_configure to pytest_unconfigure
 ENGINE_KEY = pytest.StashKey["VerifySession"]()  # Central and DistWorker: this process's engine
-DECLARED_KEY = pytest.StashKey[Optional["Declarations"]]()  # the repo's declared targets
+DECLARED_KEY = pytest.StashKey["Declarations | None"]()  # the repo's declared targets
 ENV_KEY = pytest.StashKey[tuple[Path, "EnvFile"]]()  # (path, env file) as read before the initial conftests
 NO_CONFTEST_KEY = pytest.StashKey[str]()  # the kernel repo whose conftest.py files are not imported
 REMOTE_KEY = pytest.StashKey["RemoteController"]()  # planned in pytest_cmdline_main: workers on GPU hosts

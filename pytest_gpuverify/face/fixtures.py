@@ -1,53 +1,45 @@
-"""The plugin's fixtures: GPU work from a test of one's own, recorded like collected targets.
-
-The plugin registers this module in pytest_configure, with or without --gpu-verify."""
+"""The work of the plugin's fixtures (``gpu_host``, ``locked_gpu``, ``kernel_container``, declared in
+pytest_gpuverify/plugin.py so that they exist with or without --gpu-verify): GPU work from a test of
+one's own, recorded like collected targets."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import pytest
 
-from pytest_gpuverify.stash_keys import ENGINE_KEY
-
-if TYPE_CHECKING:
-    from pytest_gpuverify.records.artifact import Artifact
-
-
-def _session(config: pytest.Config):
-    """The engine of this process's role (roles.py); None without --gpu-verify or on an xdist controller."""
-    return config.stash.get(ENGINE_KEY, None)
+from pytest_gpuverify.config.options import check_topic
+from pytest_gpuverify.config.targets import BENCH, KINDS, Target, Thresholds, safe_topic, split_args
+from pytest_gpuverify.face.stash_keys import ENGINE_KEY
+from pytest_gpuverify.lease.picker import NoGpu, PickerError
+from pytest_gpuverify.place.gitstate import git_toplevel
+from pytest_gpuverify.records.artifact import Artifact
 
 
-@pytest.fixture(scope="session")
-def gpu_host(request: pytest.FixtureRequest):
-    """The session's engine (host, GPUs, lock convention). Needs --gpu-verify; skips without it."""
-    engine = _session(request.config)
+def session_engine(config: pytest.Config):
+    """The engine of this process's role (face/roles.py), its background start over before a fixture
+    picks; skips where this process runs no targets (an xdist controller, a --gpu-slurm session)."""
+    engine = config.stash.get(ENGINE_KEY, None)
     if engine is None:
         pytest.skip("GPU fixture: run with --gpu-verify")
-    engine.start()  # the background start is over before a fixture picks
+    engine.start()
     return engine
 
 
-@pytest.fixture
-def locked_gpu(request: pytest.FixtureRequest, gpu_host):
-    """Holds idle GPUs for the test, locked, and releases them after. How many: the ``gpu`` marker's
-    ``gpus`` (``@pytest.mark.gpu(gpus=4)``) or an indirect parameter; default 1. Yields the grant
-    (``.indices``, in the order the command sees them). No idle GPU within --gpu-wait: the test fails
-    with NO_GPU and its reason."""
-    from pytest_gpuverify.lease.picker import NoGpu, PickerError
-
+def held_gpus(request: pytest.FixtureRequest, engine) -> Iterator[object]:
+    """``locked_gpu``: the grant of the test's GPUs (the ``gpu`` marker's ``gpus``, or an indirect
+    parameter; default 1), held for the test and released after; NO_GPU fails the test with its reason."""
     marker = request.node.get_closest_marker("gpu")
     count = int(getattr(request, "param", None) or (marker.kwargs.get("gpus", 1) if marker else 1))
     try:
-        grant = gpu_host.picker.acquire(count=count, wait_s=gpu_host.options.wait_s)
+        grant = engine.picker.acquire(count=count, wait_s=engine.options.wait_s)
     except (NoGpu, PickerError) as exc:
         pytest.fail(str(exc), pytrace=False)
     try:
         yield grant
     finally:
-        gpu_host.picker.release(grant)
+        engine.picker.release(grant)
 
 
 class KernelContainer:
@@ -76,9 +68,6 @@ class KernelContainer:
         thresholds=None,
         gpus: int = 1,
     ) -> Artifact:
-        from pytest_gpuverify.config.options import check_topic
-        from pytest_gpuverify.config.targets import BENCH, KINDS, Target, Thresholds, safe_topic, split_args
-
         if kind not in KINDS:
             pytest.fail(
                 f"kernel_container.run(kind={kind!r}): not a target kind. Fix: one of {', '.join(KINDS)}", pytrace=False
@@ -125,8 +114,6 @@ class KernelContainer:
 
     def _base(self, repo: str | None) -> Path:
         """Where a relative file path starts: the Repos row's checkout, else the test file's own."""
-        from pytest_gpuverify.place.gitstate import git_toplevel
-
         if repo is not None:
             row = self._engine.env.repo(repo)
             if row is None or row.path is None:
@@ -138,11 +125,3 @@ class KernelContainer:
             return Path(row.path)
         here = Path(self._node.path).parent
         return git_toplevel(here) or here
-
-
-@pytest.fixture
-def kernel_container(request: pytest.FixtureRequest, gpu_host) -> KernelContainer:
-    grant = None
-    if "locked_gpu" in request.fixturenames:
-        grant = request.getfixturevalue("locked_gpu")
-    return KernelContainer(gpu_host, request.node, grant)

@@ -14,17 +14,31 @@ registered as ``gpuverify-role`` from pytest_configure to pytest_unconfigure.
 from __future__ import annotations
 
 import gc
+import shutil
+import tempfile
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
 
-from pytest_gpuverify.collectors import CollectsTargets, load_declarations_of, no_outside_timeout, one_target_per_topic
+from pytest_gpuverify.common.profile import PROFILE, profile_lines
+from pytest_gpuverify.config.envfile import EnvFile, load_env_file
 from pytest_gpuverify.config.errors import UsageError
-from pytest_gpuverify.plugin_options import build_options, option_value
-from pytest_gpuverify.role_base import Role, terminate_like_ctrl_c
-from pytest_gpuverify.stash_keys import (
+from pytest_gpuverify.config.options import RunOptions
+from pytest_gpuverify.config.topics import TopicClaims
+from pytest_gpuverify.face.collectors import (
+    CollectsTargets,
+    GpuTargetItem,
+    kind_of,
+    load_declarations_of,
+    no_outside_timeout,
+    one_target_per_topic,
+)
+from pytest_gpuverify.face.options import build_options, option_value
+from pytest_gpuverify.face.role_base import Role, terminate_like_ctrl_c
+from pytest_gpuverify.face.shard_items import SHARD_KEY, ShardSetting
+from pytest_gpuverify.face.stash_keys import (
     CLAIMS_VARIABLE,
     DECLARED_KEY,
     ENGINE_KEY,
@@ -34,28 +48,24 @@ from pytest_gpuverify.stash_keys import (
     STORED_KEY,
     WRITE_PROBLEMS_KEY,
 )
-from pytest_gpuverify.terminal import VerdictSummary, live_line
+from pytest_gpuverify.face.terminal import VerdictSummary, verdict_properties
+from pytest_gpuverify.place.resolve import runs_on_host
+from pytest_gpuverify.remote.onhost import hand_back, name_a_lost_controller, synced_record, tell_controller
 
-if TYPE_CHECKING:  # the engine is imported once --gpu-verify is on: without it the plugin costs no import
-    from pytest_gpuverify.config.envfile import EnvFile
-    from pytest_gpuverify.config.options import RunOptions
+# The engine is imported in _build_engine, in the phases --gpu-profile times, alongside the GPU's start
+# in its threads; an xdist controller imports only its setup checks.
+if TYPE_CHECKING:
     from pytest_gpuverify.engine.session import VerifySession
     from pytest_gpuverify.remote.controller import RemoteController
-    from pytest_gpuverify.shard_items import ShardSetting
 
 
 def choose_role(config: pytest.Config, loaded_at: float | None = None) -> Role:
     """The role of this process; a bad setup (options, env file, declarations) is a UsageError."""
-    from pytest_gpuverify.common.profile import PROFILE
-
     if loaded_at is not None:
         PROFILE.mark("plugin loaded", loaded_at)
     if REMOTE_KEY in config.stash:
         _quiet_docker_import()
         return RemoteDistController(config, config.stash[REMOTE_KEY])
-    from pytest_gpuverify.config.envfile import load_env_file
-    from pytest_gpuverify.place.resolve import runs_on_host
-
     try:
         with PROFILE.phase("options read"):
             options = build_options(config)
@@ -70,7 +80,7 @@ def choose_role(config: pytest.Config, loaded_at: float | None = None) -> Role:
         with PROFILE.phase("declarations"):
             config.stash[DECLARED_KEY] = load_declarations_of(config, env)
         if config.getoption("gpu_slurm"):
-            from pytest_gpuverify.slurm_role import SlurmController
+            from pytest_gpuverify.face.slurm_role import SlurmController  # the Slurm launcher: --gpu-slurm only
 
             return SlurmController(config, options, env, distributing=_distributing(config))
         if config.getoption("gpu_slurm_shards"):
@@ -80,8 +90,6 @@ def choose_role(config: pytest.Config, loaded_at: float | None = None) -> Role:
                 "add --gpu-slurm, or drop --gpu-slurm-shards",
             )
         if config.getoption("gpu_shard"):
-            from pytest_gpuverify.shard_items import SHARD_KEY, ShardSetting
-
             config.stash[SHARD_KEY] = ShardSetting(config)
         elif config.getoption("gpu_shard_run") or config.getoption("gpu_durations"):
             raise UsageError(
@@ -90,20 +98,19 @@ def choose_role(config: pytest.Config, loaded_at: float | None = None) -> Role:
                 "pass --gpu-shard I/N (or auto) with them",
             )
         if hasattr(config, "workerinput"):
-            return DistWorker(config, _build_engine(config, options, env))
+            return DistWorker(config, _engine_of(config, options, env))
         if _distributing(config):
-            from pytest_gpuverify.engine.setup_checks import check_setup
+            from pytest_gpuverify.engine.setup_checks import check_setup  # the controller's only engine import
 
             check_setup(options, env)  # stops the run here, once, before any worker starts
             return DistController(config)
-        return Central(config, _build_engine(config, options, env))
+        return Central(config, _engine_of(config, options, env))
     except UsageError as exc:
         raise pytest.UsageError(str(exc)) from None
 
 
 def _quiet_docker_import() -> None:
-    from pytest_gpuverify.common.profile import PROFILE
-    from pytest_gpuverify.execute.container import quiet_docker_import
+    from pytest_gpuverify.execute.container import quiet_docker_import  # the Docker SDK: its import is timed
 
     with PROFILE.phase("requests imported (Docker SDK)"):
         quiet_docker_import()  # here, in the main thread, before the session's threads import docker
@@ -119,9 +126,14 @@ def _distributing(config: pytest.Config) -> bool:
     )
 
 
-def _build_engine(config: pytest.Config, options: RunOptions, env: EnvFile) -> VerifySession:
-    from pytest_gpuverify.common.profile import PROFILE
+def _engine_of(config: pytest.Config, options: RunOptions, env: EnvFile) -> VerifySession:
+    """The engine a process that embeds pytest put in the stash before the roles were chosen (its
+    pytest_configure; the face's in-process tests give one that runs no GPU), else one built here."""
+    given = config.stash.get(ENGINE_KEY, None)
+    return given if given is not None else _build_engine(config, options, env)
 
+
+def _build_engine(config: pytest.Config, options: RunOptions, env: EnvFile) -> VerifySession:
     with PROFILE.phase("engine's start imported"):
         from pytest_gpuverify.engine.start import SessionStart
         from pytest_gpuverify.remote.waitline import on_wait_for
@@ -131,9 +143,8 @@ def _build_engine(config: pytest.Config, options: RunOptions, env: EnvFile) -> V
         start.begin()  # the GPU library's start, the first readings and the arch, while the rest is imported
 
     with PROFILE.phase("engine imported"):
-        from pytest_gpuverify.config.topics import TopicClaims
         from pytest_gpuverify.engine.session import VerifySession, echo_to_stdout
-        from pytest_gpuverify.reporting.live import RunningLine, running_line_wanted
+        from pytest_gpuverify.reporting.live import RunningLine, live_line, running_line_wanted
 
     with PROFILE.phase("engine built"):
         engine = VerifySession(
@@ -159,22 +170,11 @@ class EngineRole(CollectsTargets, Role):
         super().__init__(config)
         self.engine = engine
         config.stash[ENGINE_KEY] = engine
-        self._previous_handlers: dict = {}  # signal -> the handler this role replaced, put back at unregister
         self.reported: set[str] = set()  # node ids whose call phase reported
-        from pytest_gpuverify.shard_items import SHARD_KEY
-
         shard: ShardSetting | None = config.stash.get(SHARD_KEY, None)
         if shard is not None:  # --gpu-shard: deselects the other shards' targets, tells the engine its shard
             shard.engine = engine
             self.helpers.append((shard, "gpuverify-shard"))
-
-    def unregister(self) -> None:
-        super().unregister()
-        import signal
-
-        for signum, handler in self._previous_handlers.items():  # an embedding process gets its own back
-            signal.signal(signum, handler)
-        self._previous_handlers = {}
 
     def pytest_configure(self, config: pytest.Config) -> None:
         """Called once the role is registered: the idle window starts filling now, while pytest collects."""
@@ -183,8 +183,6 @@ class EngineRole(CollectsTargets, Role):
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_collection(self, session: pytest.Session):
-        from pytest_gpuverify.common.profile import PROFILE
-
         with PROFILE.phase("collection"):
             yield
 
@@ -195,8 +193,6 @@ class EngineRole(CollectsTargets, Role):
     def pytest_terminal_summary(self, terminalreporter, exitstatus: int, config: pytest.Config) -> None:
         """--gpu-profile: where this process's milliseconds went (common/profile.py), the last section."""
         if config.getoption("gpu_profile", False):
-            from pytest_gpuverify.common.profile import profile_lines
-
             terminalreporter.write_sep("-", "gpuverify profile (this process)")
             for line in profile_lines():
                 terminalreporter.write_line(line)
@@ -225,9 +221,6 @@ class EngineRole(CollectsTargets, Role):
     def report_stopped(self, session: pytest.Session) -> None:
         """A target that Ctrl-C or SIGTERM stopped ran, and has its artifact, but pytest got no report
         of it: one is made now, so pytest's own line (and a JUnit file) counts it, not "no tests ran"."""
-        from pytest_gpuverify.collectors import GpuTargetItem
-        from pytest_gpuverify.terminal import verdict_properties
-
         items = {id(i.target): i for i in getattr(session, "items", []) if isinstance(i, GpuTargetItem)}
         for outcome in self.engine.outcomes:
             item = items.get(id(outcome.target))
@@ -259,7 +252,7 @@ class EngineRole(CollectsTargets, Role):
                 "repo's own test runs; --gpu-host-conftest imports them"
             )
         if config.option.verbose >= 1:
-            from pytest_gpuverify.cli.doctor import run_doctor
+            from pytest_gpuverify.cli.doctor import run_doctor  # its checks' own imports: only under -v
 
             report = run_doctor(self.engine.env, host_name=self.engine.host_row.host)
             lines += ["gpuverify doctor:", *(f"  {line}" for line in report.lines), f"  {report.judgement()}"]
@@ -285,8 +278,6 @@ class Central(EngineRole):
         self.helpers.append((verdict_summary(config, lambda: engine), "gpuverify-summary"))
 
     def pytest_collection_modifyitems(self, session: pytest.Session, config: pytest.Config, items: list) -> None:
-        from pytest_gpuverify.collectors import GpuTargetItem
-
         one_target_per_topic(self.engine.options.topic, [i.target.name for i in items if isinstance(i, GpuTargetItem)])
         no_outside_timeout(config, items)
 
@@ -296,27 +287,18 @@ class DistWorker(EngineRole):
 
     def __init__(self, config: pytest.Config, engine: VerifySession) -> None:
         super().__init__(config, engine)
-        from pytest_gpuverify.remote.onhost import synced_record
-
         engine.synced = synced_record(config.workerinput)  # type: ignore[attr-defined]  # set by xdist
 
     def pytest_configure(self, config: pytest.Config) -> None:
-        from pytest_gpuverify.remote.onhost import name_a_lost_controller
-
         super().pytest_configure(config)
         self._previous_handlers.update(name_a_lost_controller(config))
 
     def pytest_collection_modifyitems(self, session: pytest.Session, config: pytest.Config, items: list) -> None:
-        from pytest_gpuverify.collectors import GpuTargetItem
-        from pytest_gpuverify.remote.onhost import tell_controller
-
         no_outside_timeout(config, items)
         # a worker on a GPU host: its targets' needs and topics for placement, its folder for a dead log
         tell_controller([i for i in items if isinstance(i, GpuTargetItem)], self.engine)
 
     def hand_back(self, config: pytest.Config) -> None:
-        from pytest_gpuverify.remote.onhost import hand_back
-
         hand_back(config, self.engine)  # a worker on a GPU host: its files go to the controller too
         # where each artifact really went, and what could not be written where asked: for the
         # controller's summary (its reports came before the artifacts were written)
@@ -350,9 +332,6 @@ class DistController(Role):
         self.summary.write_problems += output.get(WRITE_PROBLEMS_KEY) or []
 
     def pytest_configure(self, config: pytest.Config) -> None:
-        import shutil
-        import tempfile
-
         self.claims = claims = tempfile.mkdtemp(prefix="gpuverify-topics-")
         config.add_cleanup(lambda: shutil.rmtree(claims, ignore_errors=True))
 
@@ -365,8 +344,6 @@ class DistController(Role):
     @pytest.hookimpl(optionalhook=True)
     def pytest_xdist_node_collection_finished(self, node, ids) -> None:
         """The one-target-per-topic check, on the node ids a worker collected, before any is sent."""
-        from pytest_gpuverify.collectors import kind_of
-
         config = node.config
         topic = config.getoption("gpu_topic")
         if not topic:

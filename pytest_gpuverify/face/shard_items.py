@@ -13,9 +13,20 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from pytest_gpuverify.config.shards import (
+    load_durations,
+    new_session_id,
+    parse_spec,
+    plan_digest,
+    run_attempt,
+    run_id,
+    split,
+)
+from pytest_gpuverify.face.collectors import GpuTargetItem
+from pytest_gpuverify.records.scheduling import ShardRecord
+
 if TYPE_CHECKING:
     from pytest_gpuverify.engine.session import VerifySession
-    from pytest_gpuverify.records.scheduling import ShardRecord
 
 
 class ShardSetting:
@@ -23,8 +34,6 @@ class ShardSetting:
     registered with the role of a process that runs targets, whose engine records the shard."""
 
     def __init__(self, config: pytest.Config) -> None:
-        from pytest_gpuverify.config.shards import load_durations, parse_spec, run_attempt, run_id
-
         spec = config.getoption("gpu_shard")
         self.index, self.count, self.source = parse_spec(spec, os.environ)
         self.run, self.run_from = run_id(config.getoption("gpu_shard_run"), os.environ)
@@ -56,10 +65,6 @@ class ShardSetting:
 
     def select(self, config: pytest.Config, items: list) -> ShardRecord | None:
         """Deselect the GPU targets of other shards (in place); the record every artifact carries."""
-        from pytest_gpuverify.collectors import GpuTargetItem
-        from pytest_gpuverify.config.shards import new_session_id, plan_digest, split
-        from pytest_gpuverify.records.scheduling import ShardRecord
-
         targets = [i for i in items if isinstance(i, GpuTargetItem)]
         ids = [shard_id(i) for i in targets]  # not the node id: it moves with the rootdir
         seconds = {shard_id(i): self.durations[i.target.topic] for i in targets if i.target.topic in self.durations}

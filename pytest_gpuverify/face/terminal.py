@@ -1,4 +1,5 @@
-"""What the terminal shows: the gpuverify section of the summary, and the live line of a wait."""
+"""What the terminal shows: the gpuverify section of the summary (the live line of a wait is
+reporting/live.py's)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,9 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 import pytest
+
+from pytest_gpuverify.records.machine import machine_line
+from pytest_gpuverify.reporting.ci_summary import CiPublisher
 
 
 def summarize_reasons(reasons: list[str]) -> str:
@@ -35,8 +39,6 @@ def _num(value: float) -> str:
 
 def detail_properties(artifact) -> list[tuple[str, str]]:
     """Host, shapes checked, lowest SNR/cosine, each perf row's key number (JUnit properties, CI summary)."""
-    from pytest_gpuverify.records.machine import machine_line
-
     c = artifact.correctness
     props = [("gpuverify_host", artifact.host or "-"), ("gpuverify_shapes", str(c.shapes_checked))]
     if artifact.machine is not None:
@@ -127,8 +129,6 @@ class VerdictSummary:
 
     def ci(self):
         if self._ci is None:
-            from pytest_gpuverify.reporting.ci_summary import CiPublisher
-
             self._ci = CiPublisher(self._ci_summary)
         return self._ci
 
@@ -191,27 +191,3 @@ class VerdictSummary:
             lines, trouble = history.lines()
             for line in lines:
                 terminalreporter.line(f"gpuverify: {line}", red=trouble)
-
-
-def live_line(config):
-    """A line on the terminal that says what a target waits for (--gpu-wait), rewritten in place."""
-    import time
-
-    last = [0.0]
-
-    def show(text: str) -> None:
-        writer = config.get_terminal_writer()
-        now = time.monotonic()
-        if text and now - last[0] < 0.5:
-            return
-        last[0] = now
-        width = max(20, writer.fullwidth - 1)
-        line = "\r" + (f"gpuverify: {text}" if text else "")[:width].ljust(width) + ("" if text else "\r")
-        capture = config.pluginmanager.getplugin("capturemanager")
-        if capture is None:
-            writer.write(line, flush=True)
-            return
-        with capture.global_and_fixture_disabled():  # the target runs under capture; this line must show
-            writer.write(line, flush=True)
-
-    return show

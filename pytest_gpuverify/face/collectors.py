@@ -8,12 +8,22 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from pytest_gpuverify.stash_keys import DECLARED_KEY, ENGINE_KEY
+from pytest_gpuverify.config.declarations import (
+    DeclarationError,
+    Declarations,
+    find_declarations,
+    load_declarations,
+    select,
+)
+from pytest_gpuverify.config.targets import Target, kind_for_path, split_args, topic_for
+from pytest_gpuverify.config.topics import shared_topic_problem
+from pytest_gpuverify.face.other_plugins import timeout_plugin_problem
+from pytest_gpuverify.face.stash_keys import DECLARED_KEY, ENGINE_KEY
+from pytest_gpuverify.face.terminal import verdict_properties
+from pytest_gpuverify.remote.onhost import declarations_on_host, serving_host
 
 if TYPE_CHECKING:
-    from pytest_gpuverify.config.declarations import Declarations
     from pytest_gpuverify.config.envfile import EnvFile
-    from pytest_gpuverify.config.targets import Target
     from pytest_gpuverify.records.artifact import Artifact
 
 
@@ -30,8 +40,6 @@ class GpuTargetFile(pytest.File):
     """A GPU test file on the command line: its declared targets, else one target with --gpu-args."""
 
     def collect(self):
-        from pytest_gpuverify.config.targets import Target, topic_for
-
         decls = self.config.stash.get(DECLARED_KEY, None)
         declared = [t for t in (decls.targets if decls else []) if t.path and t.path.resolve() == self.path.resolve()]
         if declared and not self.config.getoption("gpu_target"):
@@ -51,8 +59,6 @@ class DeclarationFile(pytest.File):
     """gpuverify.toml / pyproject.toml: one item per declared target (or per --gpu-target)."""
 
     def collect(self):
-        from pytest_gpuverify.config.declarations import select
-
         decls = self.config.stash[DECLARED_KEY]
         assert decls is not None, "a DeclarationFile is collected only when declarations were found"
         names = self.config.getoption("gpu_target")
@@ -64,16 +70,12 @@ class DeclarationFile(pytest.File):
 
 def _with_cli_args(target: Target, config: pytest.Config) -> Target:
     """--gpu-args goes to every collected target, after a declaration's own args."""
-    from pytest_gpuverify.config.targets import split_args
-
     extra = split_args(config.getoption("gpu_args") or "")
     return target.model_copy(update={"args": (*target.args, *extra)}) if extra else target
 
 
 def kind_of(path: Path, config: pytest.Config) -> str | None:
     """The target kind of a GPU test file (ini gpu_pytest_paths, else its name); None: not one."""
-    from pytest_gpuverify.config.targets import kind_for_path
-
     return kind_for_path(path, tuple(config.getini("gpu_pytest_paths")), config.rootpath)
 
 
@@ -98,8 +100,6 @@ class GpuTargetItem(pytest.Item):
         self.calls = 0
 
     def runtest(self) -> None:
-        from pytest_gpuverify.terminal import verdict_properties
-
         self.calls += 1
         if self.first is None:
             outcome = self.config.stash[ENGINE_KEY].run(self.target)
@@ -149,9 +149,6 @@ class CollectsTargets:
 def load_declarations_of(config: pytest.Config, env: EnvFile) -> Declarations | None:
     """The repo's declared targets (or None). With --gpu-target, the declaration file is what pytest
     collects, so `pytest --gpu-verify --gpu-target X` runs X and nothing else."""
-    from pytest_gpuverify.config.declarations import DeclarationError, find_declarations, load_declarations, select
-    from pytest_gpuverify.remote.onhost import declarations_on_host, serving_host
-
     start = Path(config.invocation_params.dir)
     stop = config.rootpath if start.is_relative_to(config.rootpath) else start
     path = find_declarations(start, stop)
@@ -177,16 +174,12 @@ def load_declarations_of(config: pytest.Config, env: EnvFile) -> Declarations | 
 
 
 def no_outside_timeout(config: pytest.Config, items: list) -> None:
-    from pytest_gpuverify.other_plugins import timeout_plugin_problem
-
     problem = timeout_plugin_problem(config, [i for i in items if isinstance(i, GpuTargetItem)])
     if problem:
         raise pytest.UsageError(problem)
 
 
 def one_target_per_topic(topic: str | None, names: list[str]) -> None:
-    from pytest_gpuverify.config.topics import shared_topic_problem
-
     problem = shared_topic_problem(topic, names)
     if problem:  # --gpu-topic names one artifact
         raise pytest.UsageError(problem)
