@@ -132,6 +132,13 @@ def _add_options(group) -> None:
         help="run a target declared in gpuverify.toml / [tool.gpuverify] (repeatable)",
     )
     group.addoption(
+        "--gpu-changed-since",
+        default=None,
+        metavar="REF",
+        help="run only the GPU targets whose files (their own file, the files their command names) "
+        "changed since REF (git diff REF...HEAD, e.g. origin/main); one line says which were skipped",
+    )
+    group.addoption(
         "--gpu-ci-summary",
         default=None,
         metavar="PATH",
