@@ -132,6 +132,13 @@ def _add_options(group) -> None:
         help="run a target declared in gpuverify.toml / [tool.gpuverify] (repeatable)",
     )
     group.addoption(
+        "--gpu-changed-since",
+        default=None,
+        metavar="REF",
+        help="run only the GPU targets whose files (their own file, the files their command names) "
+        "changed since REF (git diff REF...HEAD, e.g. origin/main); one line says which were skipped",
+    )
+    group.addoption(
         "--gpu-ci-summary",
         default=None,
         metavar="PATH",
@@ -142,8 +149,9 @@ def _add_options(group) -> None:
         "--gpu-history",
         default=None,
         metavar="FILE|URL",
-        help="add each artifact of the session to this history store (a SQLite file, or a team's "
-        "postgresql://user@host/db URL) as its target ends" + WITH_EQUALS.format(name="gpu-history"),
+        help="add each artifact of the session to this history store (a SQLite file, a team's "
+        "postgresql://user@host/db URL, or its ingest service's https:// URL, the token in "
+        "$GPUVERIFY_HISTORY_TOKEN) as its target ends" + WITH_EQUALS.format(name="gpu-history"),
     )
     group.addoption(
         "--gpu-history-ref",

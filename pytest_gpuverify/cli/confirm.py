@@ -50,6 +50,7 @@ def from_artifacts(base: str, head: str | None, rule: Rule, may_differ: frozense
     labels = (f"the base ({base})", f"the head ({head})") if head else (base, base)
     arts = [checked(base)] + ([checked(head)] if head else [])
     result = decide(arts[0], arts[1] if head else None, rule, may_differ, labels)
+    result.artifacts = {"base": base, "head": head or base}
     head_art = arts[-1]
     if head is None:  # one A/B artifact: its two sides' commits
         ab = arts[0].ab

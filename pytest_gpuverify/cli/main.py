@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from pytest_gpuverify.cli.perf_commands import REPO_HELP, STORE_HELP, add_perf_commands, output_problem
+from pytest_gpuverify.cli.pr_loop import add_loop_commands
 from pytest_gpuverify.records.artifact import artifact_schema, read_artifact
 
 
@@ -275,6 +276,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     report.add_argument("--repo", default=None, metavar="PATH", help="with --history: " + REPO_HELP)
     report.set_defaults(func=_cmd_report)
+    add_loop_commands(sub)
     return parser
 
 

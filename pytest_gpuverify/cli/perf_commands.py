@@ -57,6 +57,10 @@ def _cmd_history(args: argparse.Namespace) -> int:
             print(problem, file=sys.stderr)
             return 2
         return command.run_export(args.store, args.output, args.target)
+    if args.history_command == "serve":
+        return command.run_serve(
+            args.store, args.allowed_signers, args.tokens, args.host, args.port, args.allow_unsigned
+        )
     return command.run_import(args.store, args.files)
 
 
@@ -95,7 +99,23 @@ def _history_parser(sub) -> None:
     export.add_argument("--target", default=None, help="only this target's runs")
     imp = hsub.add_parser("import", help="add the runs of JSON lines an export wrote")
     imp.add_argument("files", nargs="+", metavar="FILE")
-    for each in (add, show, export, imp):
+    serve = hsub.add_parser(
+        "serve",
+        help="the ingest service CI runners post their runs to (an upload token each): only runs that pass "
+        "gpuverify check and whose signature verifies are stored",
+    )
+    serve.add_argument(
+        "--allowed-signers", required=True, metavar="FILE", help="ssh-keygen's allowed-signers file: who may sign"
+    )
+    serve.add_argument(
+        "--tokens", required=True, metavar="FILE", help="one `NAME TOKEN` line per runner (the name is recorded)"
+    )
+    serve.add_argument("--host", default="127.0.0.1", help="the address to listen on (default 127.0.0.1)")
+    serve.add_argument("--port", type=_positive, default=8040, help="the port to listen on (default 8040)")
+    serve.add_argument(
+        "--allow-unsigned", action="store_true", help="store runs of no signature too (a signed one is still verified)"
+    )
+    for each in (add, show, export, imp, serve):
         each.add_argument("--store", default=None, metavar="FILE|URL", help=STORE_HELP)
     hist.set_defaults(func=_cmd_history)
 

@@ -115,7 +115,30 @@ def decide(
     if head is not None:
         notes = notes + unrecorded(identity(base), identity(head), ("the base", "the head"))
     notes = notes + autotune_notes(base, head)
-    return Comparison(compare(base, head, rule, clocks), rule, allowed, notes, base.ab if head is None else None)
+    own = head if head is not None else base
+    commits = (
+        {"base": base.ab.base_sha, "head": base.ab.head_sha}
+        if head is None and base.ab is not None
+        else {"base": commit(base), "head": commit(head)}
+        if head is not None
+        else {}
+    )
+    return Comparison(
+        compare(base, head, rule, clocks),
+        rule,
+        allowed,
+        notes,
+        base.ab if head is None else None,
+        own.target.name if own.target else None,
+        commits=commits,
+    )
+
+
+def commit(art: Artifact) -> str | None:
+    """The commit an artifact's own runs stood on (an A/B artifact's head), None where it does not say."""
+    if art.ab is not None and art.ab.head_sha:
+        return art.ab.head_sha
+    return next((r.sha for r in art.repos if r.sha), None)
 
 
 def exit_code(pairs: list[Pair], fail_on_inconclusive: bool = False) -> int:
@@ -142,6 +165,7 @@ def run_compare(
     except Refused as exc:
         print(f"gpuverify compare: refused: {exc}", file=sys.stderr)
         return 2
+    result.artifacts = {"base": base, "head": head or base}
     if not result.pairs:
         print(
             f"gpuverify compare: no perf rows with a base and a head side in {base}" + (f" and {head}" if head else ""),

@@ -384,6 +384,9 @@ class Comparison:
     allowed: list[Difference] = field(default_factory=list)  # differing facts the user allowed
     notes: list[str] = field(default_factory=list)
     ab: AbRecord | None = None  # one A/B artifact's record: which checkout is which side
+    target: str | None = None  # the target the rows are of, where the artifacts name it
+    artifacts: dict[str, str] = field(default_factory=dict)  # "base"/"head": the file (or store) each side came from
+    commits: dict[str, str | None] = field(default_factory=dict)  # "base"/"head": the commit each side ran
 
     @property
     def summary(self) -> list[Summary]:

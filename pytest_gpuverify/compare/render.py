@@ -118,6 +118,9 @@ def as_json(result: Comparison) -> str:
         "allowed_differences": [d.as_dict() for d in result.allowed],
         "notes": result.notes,
         **({"ab": result.ab.model_dump()} if result.ab else {}),
+        "target": result.target,
+        "artifacts": result.artifacts,
+        "commits": result.commits,
         "pairs": [p.as_dict() for p in result.pairs],
         "summary": [s.as_dict() for s in result.summary],
     }

@@ -12,6 +12,8 @@ import pytest
 from pytest_gpuverify.common.profile import PROFILE
 from pytest_gpuverify.config.envfile import EnvFileError, default_env_path, load_env_file
 from pytest_gpuverify.config.errors import UsageError
+from pytest_gpuverify.face.changed_items import PLUGIN_NAME as CHANGED_SINCE
+from pytest_gpuverify.face.changed_items import ChangedSince
 from pytest_gpuverify.face.options import build_options, option_value
 from pytest_gpuverify.face.roles import choose_role
 from pytest_gpuverify.face.stash_keys import ENV_KEY, NO_CONFTEST_KEY, REMOTE_KEY, ROLE_KEY
@@ -64,9 +66,14 @@ def switch_on(config: pytest.Config, loaded_at: float | None = None) -> None:
     role = choose_role(config, loaded_at=loaded_at)
     config.stash[ROLE_KEY] = role
     role.register()
+    if config.getoption("gpu_changed_since", None):
+        config.pluginmanager.register(ChangedSince(config.getoption("gpu_changed_since")), CHANGED_SINCE)
 
 
 def switch_off(config: pytest.Config) -> None:
+    changed = config.pluginmanager.get_plugin(CHANGED_SINCE)
+    if changed is not None:
+        config.pluginmanager.unregister(changed)
     role = config.stash.get(ROLE_KEY, None)
     if role is not None:
         role.unregister()

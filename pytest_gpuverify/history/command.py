@@ -18,6 +18,7 @@ from pytest_gpuverify.compare.command import Refused, checked, exit_code
 from pytest_gpuverify.compare.core import DEFAULT_RULE, Rule
 from pytest_gpuverify.history.add import ADDED, KNOWN, REFUSED, add_files
 from pytest_gpuverify.history.db import ENV, StoreError, StoreName, guard, locate, open_store, shown
+from pytest_gpuverify.history.names import is_service
 
 DEFAULT_STORE = Path("~/.local/share/gpuverify/history.db")
 SHOWN_PROBLEMS = 5  # bad lines named per imported file; the rest counted
@@ -74,16 +75,39 @@ def run_add(store: str | None, paths: list[str], ref: str | None) -> int:
     if not files or missing:
         return _fail("history add", f"{(missing or [Path(paths[0])])[0]}: no artifact (bench_*.json) there")
     path = store_path(store)
-    conn = _opened("history add", path, reading=False)
-    if conn is None:
-        return 2
-    with closing(conn), guard(path):
-        results = add_files(conn, files, ref)
+    if is_service(path):  # posted to a team's ingest service, which checks and verifies each itself
+        from pytest_gpuverify.history.client import ServiceError, post_files
+
+        try:
+            results = post_files(str(path), files, ref)
+        except ServiceError as exc:
+            return _fail("history add", str(exc))
+    else:
+        conn = _opened("history add", path, reading=False)
+        if conn is None:
+            return 2
+        with closing(conn), guard(path):
+            results = add_files(conn, files, ref)
     for result in results:
         print(result.line())
     counts = {o: sum(r.outcome == o for r in results) for o in (ADDED, KNOWN, REFUSED)}
     print(f"{shown(path)}: {counts[ADDED]} added, {counts[KNOWN]} already stored, {counts[REFUSED]} refused")
     return 1 if counts[REFUSED] else 0
+
+
+def run_serve(store: str | None, allowed_signers: str, tokens: str, host: str, port: int, allow_unsigned: bool) -> int:
+    try:
+        from pytest_gpuverify.history.service import Settings, SettingsError, read_tokens, serve
+    except ImportError as exc:  # starlette and uvicorn are the team extra's, not a core dependency
+        return _fail("history serve", f"{exc}. Fix: pip install 'pytest-gpuverify[team]'")
+    path = store_path(store)
+    if is_service(path):
+        return _fail("history serve", f"--store {path}: the service's own store is a file or a postgresql:// URL")
+    try:
+        known = read_tokens(Path(tokens))
+    except SettingsError as exc:
+        return _fail("history serve", str(exc))
+    return serve(Settings(path, Path(allowed_signers), known, allow_unsigned), host, port)
 
 
 @_one_line("history show")

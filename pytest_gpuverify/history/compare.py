@@ -166,4 +166,13 @@ def against_history(
         pair.base = list(pooled.get((pair.table, pair.shape, pair.name, pair.stat, pair.metric), []))
     clocks, notes = clock_problem([w for r in base.runs for w in r.watch], own_watch(head, None))
     notes.insert(0, base.header)
-    return Comparison(call_all(pairs, rule, clocks), rule, base.allowed, notes)
+    newest_base = next((r.sha for r in base.runs if r.sha), None)  # runs come newest commit first
+    return Comparison(
+        call_all(pairs, rule, clocks),
+        rule,
+        base.allowed,
+        notes,
+        target=head.target.name if head.target else None,
+        artifacts={"base": store, "head": head_path},
+        commits={"base": newest_base, "head": commit_of(head)[0]},
+    )

@@ -37,6 +37,7 @@ from pytest_gpuverify.history.names import (  # noqa: F401 - the store's names, 
     described_server,
     engine_url,
     is_postgres,
+    is_service,
     is_url,
     locate,
     server_engine,
@@ -46,7 +47,7 @@ from pytest_gpuverify.history.names import (  # noqa: F401 - the store's names, 
 ENV = "GPUVERIFY_HISTORY"  # names the store where no --store does
 BUSY_S = 60.0  # how long a writer waits for another's transaction before giving up
 READ_BUSY_S = 1.0  # a reader never waits for a writer (WAL); this covers SQLite's brief recovery of a -shm
-SCHEMA_VERSION = 3  # the newest migration (migrations/versions/000N_*.py, revision "000N")
+SCHEMA_VERSION = 4  # the newest migration (migrations/versions/000N_*.py, revision "000N")
 MIGRATIONS = "pytest_gpuverify.history:migrations"
 _MIGRATION_LOCK = 0x67707576  # PostgreSQL advisory lock: one process migrates a store at a time
 _WRITING = "gpuverify_writing"  # in a connection's info while transaction() holds it: SQLite's BEGIN IMMEDIATE
@@ -192,6 +193,14 @@ def _close(conn: Connection | None) -> None:
             pass
 
 
+def _not_a_service(name: StoreName) -> None:
+    if is_service(name):
+        raise StoreError(
+            f"{name}: an ingest service takes runs (history add, --gpu-history), it is not read from here. Fix: "
+            "read the service's own store: its file, or its postgresql:// URL"
+        )
+
+
 def _file_problem(path: Path) -> StoreError | None:
     if path.is_dir():
         return StoreError(f"{path}: is a folder. Fix: name a file, e.g. {path / 'history.db'}")
@@ -201,6 +210,7 @@ def _file_problem(path: Path) -> StoreError | None:
 def connect(name: StoreName, upto: int = SCHEMA_VERSION) -> Connection:
     """The store ``name`` (a SQLite file, made when missing; or a PostgreSQL URL), migrated to schema
     ``upto``: a writer's connection."""
+    _not_a_service(name)
     new = False
     if not is_url(name):
         name = Path(name)
@@ -233,6 +243,7 @@ def connect_reading(name: StoreName) -> Connection:
     """The store ``name`` opened for reading: a SQLite file read-only (no write lock is ever taken, so a
     writer's open transaction never makes it wait, and a file or folder the user may not write is read).
     A store of an older schema is brought up to date first by a writer's connection (once)."""
+    _not_a_service(name)
     if not is_url(name):
         name = Path(name)
         problem = _file_problem(name)
@@ -271,6 +282,7 @@ def connect_reading(name: StoreName) -> Connection:
 
 def open_store(name: StoreName, reading: bool) -> Connection:
     """The store ``name``: for reading when ``reading`` (a file must exist already: StoreError names the fix)."""
+    _not_a_service(name)
     if reading and not is_url(name) and not Path(name).exists():
         raise StoreError(
             f"{name}: no history store there. Fix: name it with --store or ${ENV}, or add runs "

@@ -25,10 +25,19 @@ def is_url(name: object) -> bool:
     return isinstance(name, str) and name.split("://", 1)[0].lower() in URL_SCHEMES and "://" in name
 
 
+SERVICE_SCHEMES = ("http", "https")
+
+
+def is_service(name: object) -> bool:
+    """An ingest service's URL (``gpuverify history serve``, behind its reverse proxy): runs are posted there."""
+    return isinstance(name, str) and "://" in name and name.split("://", 1)[0].lower() in SERVICE_SCHEMES
+
+
 def locate(value: str | Path) -> StoreName:
-    """A store as named on the command line, in an ini key or the environment: a URL as it is, else a file."""
+    """A store as named on the command line, in an ini key or the environment: a URL (a database's or an
+    ingest service's) as it is, else a file."""
     text = str(value)
-    return text if is_url(text) else Path(text).expanduser()
+    return text if is_url(text) or is_service(text) else Path(text).expanduser()
 
 
 def shown(name: StoreName) -> str:

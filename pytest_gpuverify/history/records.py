@@ -59,6 +59,11 @@ class StoredRun(BaseModel):
     verdict: Verdict
     watch: list[GpuWatch] = Field(default_factory=list)
     rows: list[StoredRow] = Field(default_factory=list)
+    # who sent it, where the ingest service stored it (None for a run added on the host itself)
+    signer: str | None = None
+    ci_run_url: str | None = None
+    runner: str | None = None
+    uploaded: str | None = None
 
     def label(self) -> str:
         return self.target or self.topic

@@ -26,6 +26,11 @@ runs = Table(
     Column("watch", Text, nullable=False),
     Column("added", Text, nullable=False),
     Column("ref", Text),
+    # written by the ingest service only (NULL for a run added on the host itself): who sent the run
+    Column("signer", Text),  # the allowed-signers principal whose key signed the artifact
+    Column("ci_run_url", Text),
+    Column("runner", Text),  # the name of the upload token the runner held
+    Column("uploaded", Text),
 )
 Index("runs_target", runs.c.target, runs.c.ref, runs.c.ts)
 

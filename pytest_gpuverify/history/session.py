@@ -13,6 +13,7 @@ from pathlib import Path
 
 from pytest_gpuverify.history.add import ADDED, KNOWN, REFUSED, Added, add_files
 from pytest_gpuverify.history.db import StoreError, StoreName, connect, guard, is_url, shown
+from pytest_gpuverify.history.names import is_service
 
 
 class SessionHistory:
@@ -27,9 +28,17 @@ class SessionHistory:
     def add(self, artifacts: Iterable[Path]) -> None:
         """Add those not tried yet (an artifact not on this machine waits: a later call may find it)."""
         paths = [p for p in artifacts if p not in self.tried and p.is_file()]
-        if not paths or (self.problem is not None and is_url(self.store)):
+        if not paths or (self.problem is not None and (is_url(self.store) or is_service(self.store))):
             return  # a server not reached once is not waited for again at each target's end (CONNECT_S each)
         self.tried.update(paths)
+        if is_service(self.store):
+            from pytest_gpuverify.history.client import ServiceError, post_files
+
+            try:
+                self.results += post_files(str(self.store), paths, self.ref)
+            except (ServiceError, OSError) as exc:
+                self.problem = self.problem or f"history not kept: {exc}"
+            return
         try:
             with closing(connect(self.store)) as conn, guard(self.store):
                 self.results += add_files(conn, paths, self.ref)

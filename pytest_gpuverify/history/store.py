@@ -18,8 +18,10 @@ from pytest_gpuverify.history.schema import perf
 from pytest_gpuverify.history.schema import runs as runs_table
 from pytest_gpuverify.records.artifact import GpuWatch, utc_now
 
-# the columns a trend reads (no watch records, no time added)
-_TREND_COLUMNS = [c for c in runs_table.c if c.name not in ("watch", "added")]
+# the columns a trend reads (no watch records, no time added, not who sent it)
+_TREND_COLUMNS = [
+    c for c in runs_table.c if c.name not in ("watch", "added", "signer", "ci_run_url", "runner", "uploaded")
+]
 
 
 # one statement each, its values bound at execution: compiled once, not once per run
@@ -59,6 +61,10 @@ def _insert(conn: Connection, run: StoredRun) -> bool:
         "verdict": run.verdict,
         "watch": json.dumps([w.model_dump(mode="json") for w in run.watch]),
         "added": utc_now(),
+        "signer": run.signer,
+        "ci_run_url": run.ci_run_url,
+        "runner": run.runner,
+        "uploaded": run.uploaded,
     }
     if is_postgres(conn):
         run_id = conn.execute(_NEW_RUN_PG, values).scalar()
@@ -224,6 +230,10 @@ def _run(row: RowMapping, rows: list[StoredRow]) -> StoredRun:
         verdict=row["verdict"],
         watch=[GpuWatch.model_validate(w) for w in json.loads(row["watch"])],
         rows=rows,
+        signer=row["signer"],
+        ci_run_url=row["ci_run_url"],
+        runner=row["runner"],
+        uploaded=row["uploaded"],
     )
 
 

@@ -4,6 +4,8 @@ process's engine, its verdict deciding the test's outcome."""
 
 from __future__ import annotations
 
+import subprocess
+
 import pytest
 from conftest import EngineInStash
 
@@ -26,7 +28,8 @@ def test_a_gpu_test_file_is_one_target_run_by_the_engine(pytester: pytest.Pytest
     pytester.makepyfile(test_plain="def test_plain():\n    pass\n")
     result = pytester.runpytest_inprocess(*gpu_args, "-rA", plugins=[EngineInStash(engine)])
     result.assert_outcomes(passed=2)  # the target, and the session's own test beside it
-    result.stdout.fnmatch_lines(["PASSED op_tests/test_gemm.py::gemm", "PASSED test_plain.py::test_plain"])
+    for line in ("PASSED op_tests/test_gemm.py::gemm", "PASSED test_plain.py::test_plain"):  # pytest's order varies
+        result.stdout.fnmatch_lines([line])
     assert [c for c in engine.calls if c.startswith("run")] == ["run gemm"]
     assert engine.calls.index("mark_collected") < engine.calls.index("run gemm") < engine.calls.index("close")
 
@@ -77,3 +80,31 @@ def test_an_unknown_declared_target_is_a_usage_error_naming_the_known_ones(pytes
     result = pytester.runpytest_inprocess(*gpu_args, "--gpu-target", "gemm", plugins=[EngineInStash(engine)])
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*gemm*gemm-perf*softmax-perf*"])
+
+
+def test_changed_since_runs_the_targets_a_change_touched_and_says_which_were_skipped(
+    pytester: pytest.Pytester, gpu_args, engine
+):
+    """A checkout where only bench_gemm.py changed since ``base``: gemm-perf runs, softmax-perf is
+    deselected, and one line names it."""
+
+    def git(*args: str) -> None:
+        subprocess.run(["git", "-C", str(pytester.path), *args], check=True, capture_output=True)
+
+    pytester.path.joinpath("gpuverify.toml").write_text(DECLARED, encoding="utf-8")
+    for name in ("bench_gemm.py", "bench_softmax.py"):
+        pytester.path.joinpath(name).write_text("print('| m | us |')\n", encoding="utf-8")
+    git("init", "-q", "-b", "main")
+    git("add", "-A")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "base")
+    git("tag", "base")
+    pytester.path.joinpath("bench_gemm.py").write_text("print('| m | us | faster |')\n", encoding="utf-8")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qam", "gemm changed")
+    result = pytester.runpytest_inprocess(
+        *gpu_args, "--gpu-changed-since", "base", "-rA", plugins=[EngineInStash(engine)]
+    )
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(
+        ["*--gpu-changed-since base: 1 of 2 target(s) run; skipped, none of their files changed: softmax-perf*"]
+    )
+    assert [c for c in engine.calls if c.startswith("run")] == ["run gemm-perf"]

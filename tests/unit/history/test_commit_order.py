@@ -13,6 +13,7 @@ import pytest
 from commit_graph_lab import Lab, artifact_at, make_lab, stored, stored_artifact
 
 from pytest_gpuverify.cli.main import main
+from pytest_gpuverify.compare import render
 from pytest_gpuverify.compare.command import Refused
 from pytest_gpuverify.engine.store import store_artifact
 from pytest_gpuverify.history.compare import against_history, baseline_problem
@@ -294,3 +295,17 @@ def test_a_head_of_no_commit_is_refused(lab, tmp_path):
         Refused, match="^the head names no commit: its base is taken from its commit's ancestors. Fix: "
     ):
         compared(lab, store, (art, path))
+
+
+def test_a_pr_forked_before_mains_regression_is_compared_with_its_fork_point(lab, tmp_path):
+    """side forks from main at c8; main regresses at c11 (12 us) after it. The PR's head s3 against
+    --ref main takes c8 (its fork point, by the graph) first, never main's newer, slower commits: an
+    unchanged PR is not called IMPROVED, and the PR's own regression is not hidden by main's."""
+    store = compare_store(lab, tmp_path, [*MAIN, "s1", "s2", "s3"])
+    unchanged = compared(lab, store, head_file(lab, tmp_path, "s3", BEFORE), last=1)
+    assert unchanged.commits == {"base": lab.sha["c8"], "head": lab.sha["s3"]}
+    assert unchanged.pairs[0].call == "SAME" and len(unchanged.pairs[0].base) == 5
+    doc = json.loads(render.as_json(unchanged))
+    assert doc["commits"]["base"] == lab.sha["c8"] and doc["artifacts"]["base"] == str(store)
+    slower = compared(lab, store, head_file(lab, tmp_path, "s3", AFTER), last=1)
+    assert slower.pairs[0].call == "REGRESSED"
