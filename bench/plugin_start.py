@@ -8,7 +8,9 @@ the medians, in one run. The goal: within 5 ms.
     python bench/plugin_start.py [--pairs 20] [--root CHECKOUT] [--all-plugins] [--out bench/results/plugin_start.txt]
 
 ``--root``: the checkout whose package is measured (default: this one; another commit's tree gives
-the figure before a change).
+the figure before a change). ``--installed``: measure a regular install (a new venv with this pytest
+and the package from ``--root`` installed as a wheel would be), not this environment: a development
+install's editable-import finder costs ~18 ms on the package's first import, which users never pay.
 """
 
 from __future__ import annotations
@@ -88,8 +90,11 @@ def main() -> int:
     ap.add_argument("--root", type=Path, default=HERE, help="the checkout whose pytest_gpuverify is measured")
     ap.add_argument("--out", type=Path, help="also write the lines to this file")
     ap.add_argument("--all-plugins", action="store_true", help="every installed plugin loads, as in a user's run")
+    ap.add_argument("--installed", action="store_true", help="a regular install in a new venv (see above)")
     args = ap.parse_args()
     root = args.root.resolve()
+    if args.installed:
+        return in_new_venv(root, sys.argv[1:])
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (str(root), os.environ.get("PYTHONPATH")) if p))
     env.pop("PYTEST_ADDOPTS", None)
     if not args.all_plugins:
@@ -130,6 +135,26 @@ def main() -> int:
     if args.out:
         args.out.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return 0
+
+
+def in_new_venv(root: Path, argv: list[str]) -> int:
+    """This script again, in a new venv holding this pytest and the package installed from ``root``."""
+    import pytest
+
+    with tempfile.TemporaryDirectory(prefix="gv-plugin-start-venv-") as tmp:
+        python = Path(tmp) / "bin" / "python"
+        subprocess.run([sys.executable, "-m", "venv", tmp], check=True)
+        pip = [str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check"]
+        subprocess.run([*pip, f"pytest=={pytest.__version__}"], check=True)
+        subprocess.run([*pip, "--no-deps", str(root)], check=True)
+        env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+        rest, skip = [], False
+        for a in argv:  # --root is the install's now: the venv's copy is the one imported
+            if skip or a == "--installed" or a.startswith("--root"):
+                skip = a == "--root"
+                continue
+            rest.append(a)
+        return subprocess.run([str(python), __file__, "--root", tmp, *rest], env=env, cwd=tmp).returncode
 
 
 if __name__ == "__main__":
