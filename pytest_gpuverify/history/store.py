@@ -189,52 +189,41 @@ def runs(
                 )
             )
     if watch:
-        return [_run(r, by_run.get(r["id"], [])) for r in found]
+        return [StoredRun(**_run_fields(r, json.loads(r["facts"]), by_run.get(r["id"], []), watch=True)) for r in found]
     facts: dict[str, dict] = {}  # like runs share their facts' text: each parsed once
     return [
         StoredRun.model_construct(
-            artifact_sha256=r["artifact_sha256"],
-            artifact_path=r["artifact_path"],
-            target=r["target"],
-            topic=r["topic"],
-            ticket=r["ticket"],
-            host=r["host"],
-            facts=facts.setdefault(r["facts"], json.loads(r["facts"])),
-            image_digest=r["image_digest"],
-            sha=r["sha"],
-            ref=r["ref"],
-            dirty=None if r["dirty"] is None else bool(r["dirty"]),
-            ts=r["ts"],
-            verdict=r["verdict"],
-            watch=[],
-            rows=by_run.get(r["id"], []),
+            **_run_fields(r, facts.setdefault(r["facts"], json.loads(r["facts"])), by_run.get(r["id"], []))
         )
         for r in found
     ]
 
 
-def _run(row: RowMapping, rows: list[StoredRow]) -> StoredRun:
-    return StoredRun(
-        artifact_sha256=row["artifact_sha256"],
-        artifact_path=row["artifact_path"],
-        target=row["target"],
-        topic=row["topic"],
-        ticket=row["ticket"],
-        host=row["host"],
-        facts=json.loads(row["facts"]),
-        image_digest=row["image_digest"],
-        sha=row["sha"],
-        ref=row["ref"],
-        dirty=None if row["dirty"] is None else bool(row["dirty"]),
-        ts=row["ts"],
-        verdict=row["verdict"],
-        watch=[GpuWatch.model_validate(w) for w in json.loads(row["watch"])],
-        rows=rows,
-        signer=row["signer"],
-        ci_run_url=row["ci_run_url"],
-        runner=row["runner"],
-        uploaded=row["uploaded"],
-    )
+def _run_fields(row: RowMapping, facts: dict, rows: list[StoredRow], watch: bool = False) -> dict:
+    """A stored run's fields from its row: validated (``StoredRun(**...)``) or as they are (the fast
+    path without the watch, ``model_construct``) alike. The fast path's query leaves out the upload's
+    provenance columns, which then read None."""
+    return {
+        "artifact_sha256": row["artifact_sha256"],
+        "artifact_path": row["artifact_path"],
+        "target": row["target"],
+        "topic": row["topic"],
+        "ticket": row["ticket"],
+        "host": row["host"],
+        "facts": facts,
+        "image_digest": row["image_digest"],
+        "sha": row["sha"],
+        "ref": row["ref"],
+        "dirty": None if row["dirty"] is None else bool(row["dirty"]),
+        "ts": row["ts"],
+        "verdict": row["verdict"],
+        "watch": [GpuWatch.model_validate(w) for w in json.loads(row["watch"])] if watch else [],
+        "rows": rows,
+        "signer": row.get("signer"),
+        "ci_run_url": row.get("ci_run_url"),
+        "runner": row.get("runner"),
+        "uploaded": row.get("uploaded"),
+    }
 
 
 def targets(conn: Connection) -> list[str]:
