@@ -177,13 +177,21 @@ def tar_of(*members: tuple[str, bytes, bytes]) -> bytes:
 
 @pytest.mark.parametrize(
     "data, why",
-    [
-        (b"not a tar", "not a gzipped tar"),
-        (tar_of(("A1/../../evil.json", tarfile.REGTYPE, b"{}")), "a path outside the bundle's folder"),
-        (tar_of(("/abs/bench_w.json", tarfile.REGTYPE, b"{}")), "a path outside the bundle's folder"),
-        (tar_of(("A1/bench_w.json", tarfile.SYMTYPE, b"")), "not a plain file"),
-        (tar_of(("A1/raw.log", tarfile.REGTYPE, b"x")), "0 artifacts"),
-        (tar_of(("A1/bench_w.json", tarfile.REGTYPE, b"{}"), ("B1/bench_w.json", tarfile.REGTYPE, b"{}")), "2 top"),
+    [  # named ids: a gzip's bytes hold its time, and xdist's workers must collect the same names
+        pytest.param(b"not a tar", "not a gzipped tar", id="not-gzip"),
+        pytest.param(
+            tar_of(("A1/../../evil.json", tarfile.REGTYPE, b"{}")), "a path outside the bundle's folder", id="dotdot"
+        ),
+        pytest.param(
+            tar_of(("/abs/bench_w.json", tarfile.REGTYPE, b"{}")), "a path outside the bundle's folder", id="absolute"
+        ),
+        pytest.param(tar_of(("A1/bench_w.json", tarfile.SYMTYPE, b"")), "not a plain file", id="symlink"),
+        pytest.param(tar_of(("A1/raw.log", tarfile.REGTYPE, b"x")), "0 artifacts", id="no-artifact"),
+        pytest.param(
+            tar_of(("A1/bench_w.json", tarfile.REGTYPE, b"{}"), ("B1/bench_w.json", tarfile.REGTYPE, b"{}")),
+            "2 top",
+            id="two-tops",
+        ),
     ],
 )
 @pytest.mark.parametrize("store_name", ["sqlite"], indirect=True)
