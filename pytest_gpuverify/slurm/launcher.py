@@ -34,6 +34,11 @@ ARTIFACT_GRACE_S = 45.0
 SIGNALLED = {"CANCELLED", "TIMEOUT", "PREEMPTED", "DEADLINE"}
 # ends after which Slurm may requeue a batch job (JobRequeue): the same job id comes back to the queue
 REQUEUED_AFTER = {"NODE_FAIL", "PREEMPTED"}
+# a job whose batch script never started (its node died or refused it while the job launched): Slurm ends it
+# FAILED with the reason JobLaunchFailure, or holds it in the queue ("launch failed requeued held"). Its
+# session ran nothing, so the controller submits the job once more rather than losing its targets.
+LAUNCH_FAILED = re.compile(r"launch\s*_?fail", re.I)
+RELAUNCHES = 1
 # a log line that says why a session stopped (pytest's usage errors, a traceback's last line, a node's
 # Python without pytest or the plugin: "python3: No module named pytest", "pytest: error: unrecognized ...")
 CAUSE_LINE = re.compile(
@@ -71,6 +76,7 @@ class Submitted:
     last: client.JobState | None = None
     queued_at: float = 0.0  # monotonic: when it last entered the queue (its submission, or its requeue)
     restarts: int = 0  # Slurm's restart count, as last read
+    relaunched_from: tuple[str, ...] = ()  # earlier jobs of this spec that never launched
 
 
 @dataclass
@@ -143,16 +149,22 @@ class SlurmLauncher:
 
         make_dirs(logs)  # the ticket folder too: group-shared where its parent is, whatever the umask
         for spec in specs:
-            command = [self.python, "-m", "pytest", *self.pytest_args, *spec.args]
-            try:
-                job = client.submit(self.job_args(spec, logs / f"{spec.name}.%j.out"), command, self.env)
-            except client.SlurmError as exc:  # this job only (too many GPUs, a wrong partition): the others go on
-                self.refused.append((spec, str(exc)))
-                continue
-            now = time.monotonic()
-            sub = Submitted(spec, job, logs / f"{spec.name}.{job}.out", now, queued_at=now)
-            self.jobs.append(sub)
-            on_submit(sub)
+            sub = self._submit(spec)
+            if sub is not None:
+                on_submit(sub)
+
+    def _submit(self, spec: JobSpec, relaunched_from: tuple[str, ...] = ()) -> Submitted | None:
+        logs = self.out_dir / "slurm"
+        command = [self.python, "-m", "pytest", *self.pytest_args, *spec.args]
+        try:
+            job = client.submit(self.job_args(spec, logs / f"{spec.name}.%j.out"), command, self.env)
+        except client.SlurmError as exc:  # this job only (too many GPUs, a wrong partition): the others go on
+            self.refused.append((spec, str(exc)))
+            return None
+        now = time.monotonic()
+        sub = Submitted(spec, job, logs / f"{spec.name}.{job}.out", now, queued_at=now, relaunched_from=relaunched_from)
+        self.jobs.append(sub)
+        return sub
 
     def wait(self, on_end: Callable[[JobEnd], None]) -> None:
         """Until every job has ended; a job pending past ``start within`` is cancelled and ends so.
@@ -164,7 +176,13 @@ class SlurmLauncher:
                 state = now[job.job_id]
                 if state.state == "PENDING" and job.last is not None and job.last.state not in ("PENDING", "GONE"):
                     job.queued_at = time.monotonic()  # back in the queue: requeued
-                if (
+                if self._never_launched(job, state):
+                    client.cancel([job.job_id], self.env)  # a held one leaves the queue; an ended one is gone
+                    self.ended.add(job.job_id)
+                    if self._submit(job.spec, (*job.relaunched_from, job.job_id)) is None:
+                        self.ended.discard(job.job_id)
+                        self._end(job, state.state, "", on_end, state.reason)
+                elif (
                     state.state == "PENDING"
                     and time.monotonic() - job.queued_at > self.settings.start_within_s
                     and not self._requeued(job)
@@ -180,6 +198,16 @@ class SlurmLauncher:
                 job.last = state
             if len(self.ended) < len(self.jobs):
                 time.sleep(self.poll_s)
+
+    def _never_launched(self, job: Submitted, state: client.JobState) -> bool:
+        """Slurm says the job's batch script never started (see LAUNCH_FAILED), no artifact of its targets
+        exists, and the spec has relaunches left."""
+        return (
+            (state.finished or state.state == "PENDING")
+            and bool(LAUNCH_FAILED.search(state.reason))
+            and len(job.relaunched_from) < RELAUNCHES
+            and all(job_artifact(job, t, self.out_dir)[0] is None for t in job.spec.targets)
+        )
 
     def _requeued(self, job: Submitted, ended: bool = False) -> bool:
         """The job came back to the queue since the controller last looked: its restart count grew (a
@@ -248,6 +276,8 @@ def job_end(
         how = f" ({reason})" if reason and reason not in ("None", "") else ""
         code = f", exit code {exit_code}" if exit_code is not None and state == "FAILED" else ""
         why = f"slurm job {job.job_id} {state}{how}{code}"
+        if job.relaunched_from:
+            why += f" (submitted again after job {', '.join(job.relaunched_from)} failed to launch)"
         if art is not None and art.reasons:
             why += f": {art.reasons[0]}"
         else:
