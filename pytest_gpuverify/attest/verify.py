@@ -77,7 +77,39 @@ def verify_attestation(att_path: Path, artifact_path: Path, policy: Policy) -> V
             f"add it to predicate_types in {policy.path} if you trust it"
         )
     _subjects(out.statement.get("subject", []), att_path.parent, artifact_path, policy, name, out)
+    if policy.github is not None:
+        out.problems += github_problems(artifact_path, policy)
     return out
+
+
+def github_problems(artifact_path: Path, policy: Policy) -> list[str]:
+    """The workflow's keyless attestation of the artifact (``actions/attest``: Sigstore, GitHub's
+    transparency log), verified by ``gh attestation verify`` with the workflow pinned."""
+    import shutil
+    import subprocess
+
+    assert policy.github is not None
+    workflow = policy.github.workflow
+    repo = policy.github.repo or "/".join(workflow.split("/")[:2])
+    gh = shutil.which("gh")
+    if gh is None:
+        return [
+            f"github.workflow {workflow}: gh is not installed; install GitHub's CLI to verify the workflow's attestation"
+        ]
+    argv = [gh, "attestation", "verify", str(artifact_path), "--repo", repo, "--signer-workflow", workflow]
+    for ptype in policy.predicate_types:
+        argv += ["--predicate-type", ptype]
+    try:
+        res = subprocess.run(argv, capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired:
+        return [f"github.workflow {workflow}: gh attestation verify did not answer in 120 s; try again"]
+    if res.returncode == 0:
+        return []
+    said = (res.stderr or res.stdout).strip().splitlines()
+    return [
+        f"github.workflow {workflow}: {artifact_path.name} has no attestation by it "
+        f"({said[-1] if said else f'gh exited {res.returncode}'}); attest it in that workflow (actions/attest)"
+    ]
 
 
 def _signatures(env: Envelope, policy: Policy, name: str, out: Verified) -> None:

@@ -251,3 +251,11 @@ def test_the_vsa_names_the_policy_and_the_result_and_is_signed(signed, tmp_path)
     assert verify_signature(forged, forged.signatures[0], keys, None)[1] is not None
     failed = vsa_envelope(path, attestation_path(path), policy.path, policy.sha256, False, False, "0.1.0")
     assert json.loads(failed.payload_bytes())["predicate"]["verifiedLevels"] == ["FAILED"] and not failed.signatures
+
+
+def test_a_pinned_workflow_is_verified_by_gh_and_its_absence_is_named(signed, tmp_path, monkeypatch):
+    art, path, _ = signed
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))  # no gh: the pinned workflow cannot be verified
+    policy = load_policy(policy_file(tmp_path, '[github]\nworkflow = "org/repo/.github/workflows/gpu.yml"\n'))
+    problems = policy_problems(art, path, policy).problems
+    assert len(problems) == 1 and problems[0].startswith("github.workflow org/repo/.github/workflows/gpu.yml: gh")
