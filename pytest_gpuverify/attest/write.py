@@ -35,7 +35,9 @@ def write_attestation(
     (the artifact is never lost to them: it is already written)."""
     try:
         env, problems = build_envelope(art, artifact_path, ssh_key, key_file)
-        write_atomic(attestation_path(artifact_path), (env.line() + "\n").encode(), mode=RESULT_MODE)
+        # not fsynced: the artifact it follows is, and an fsync costs more than the rest of it on some
+        # disks (bench/attest.py); like the .sig files, a power cut may lose it, never make it half
+        write_atomic(attestation_path(artifact_path), (env.line() + "\n").encode(), mode=RESULT_MODE, sync=False)
     except (OSError, ValueError) as exc:
         return [f"{attestation_path(artifact_path)}: not written ({exc})"]
     return problems
