@@ -259,3 +259,13 @@ def test_a_pinned_workflow_is_verified_by_gh_and_its_absence_is_named(signed, tm
     policy = load_policy(policy_file(tmp_path, '[github]\nworkflow = "org/repo/.github/workflows/gpu.yml"\n'))
     problems = policy_problems(art, path, policy).problems
     assert len(problems) == 1 and problems[0].startswith("github.workflow org/repo/.github/workflows/gpu.yml: gh")
+
+
+def test_a_moved_aside_artifact_keeps_its_attestation_and_it_still_verifies(signed):
+    from pytest_gpuverify.engine.store import keep_previous
+
+    art, path, policy = signed
+    keep_previous(path)
+    aside = next(path.parent.glob("bench_gemm.2*.json"))
+    assert attestation_path(aside).is_file() and not attestation_path(path).exists()
+    assert policy_problems(art, aside, policy).problems == []
