@@ -41,6 +41,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     for key, default in (
         ("gpu_env", None),
         ("gpu_history", None),
+        ("gpu_attest_key", None),
         ("gpu_arch", None),
         ("gpu_container", None),
         ("gpu_window", "2"),
@@ -144,6 +145,13 @@ def _add_options(group) -> None:
         metavar="PATH",
         help="write the job summary (markdown; GitHub's, also under other CI) to PATH"
         + WITH_EQUALS.format(name="gpu-ci-summary"),
+    )
+    group.addoption(
+        "--gpu-attest-key",
+        default=None,
+        metavar="FILE",
+        help="also sign each artifact's in-toto attestation (.intoto.jsonl) with this ed25519/ECDSA private key "
+        "file (PEM or OpenSSH)" + WITH_EQUALS.format(name="gpu-attest-key"),
     )
     group.addoption(
         "--gpu-history",

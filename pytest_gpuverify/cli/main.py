@@ -50,6 +50,9 @@ def _cmd_check(args: argparse.Namespace) -> int:
     from pytest_gpuverify.verify.exclusivity import artifact_paths
 
     paths = artifact_paths(args.artifacts)
+    attest = _attest_check(args, paths)
+    if attest == 2:
+        return 2
     if not paths:
         _unclaimed_logs(args.artifacts)  # what a folder without artifacts holds: runs going, runs stopped
         print(f"gpuverify: no artifact (bench_*.json) in {', '.join(args.artifacts)}", file=sys.stderr)
@@ -57,7 +60,7 @@ def _cmd_check(args: argparse.Namespace) -> int:
     worst = 0
     checked = []
     for path in paths:
-        code, art = check_file(str(path), args.allowed_signers)
+        code, art = check_file(str(path), args.allowed_signers, attest or None)
         worst = max(worst, code)
         if art is not None:
             checked.append((art, path))
@@ -65,6 +68,33 @@ def _cmd_check(args: argparse.Namespace) -> int:
         worst = max(worst, _check_exclusive(checked))
     _unclaimed_logs(args.artifacts)
     return worst
+
+
+def _attest_check(args: argparse.Namespace, paths: list):
+    """``--policy`` read (2: a line said why it cannot be used), else None without one."""
+    if args.policy is None:
+        for flag, value in (("--vsa-out", args.vsa_out), ("--vsa-key", args.vsa_key)):
+            if value is not None:
+                print(f"gpuverify: {flag} needs --policy FILE: the summary says which policy was held", file=sys.stderr)
+                return 2
+        return None
+    from pytest_gpuverify.attest.policy import PolicyError, load_policy
+    from pytest_gpuverify.cli.check import AttestCheck
+
+    try:
+        policy = load_policy(Path(args.policy))
+    except PolicyError as exc:
+        print(f"gpuverify: {exc}", file=sys.stderr)
+        return 2
+    if args.vsa_out is not None and len(paths) > 1:
+        print(
+            f"gpuverify: --vsa-out summarises one artifact; {len(paths)} were given: check them one at a time",
+            file=sys.stderr,
+        )
+        return 2
+    return AttestCheck(
+        policy, Path(args.vsa_out) if args.vsa_out else None, Path(args.vsa_key) if args.vsa_key else None
+    )
 
 
 def _unclaimed_logs(names: list[str]) -> None:
@@ -216,6 +246,19 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         metavar="FILE",
         help="verify the .sig files with ssh-keygen -Y verify against this allowed-signers file",
+    )
+    check.add_argument(
+        "--policy",
+        default=None,
+        metavar="FILE",
+        help="hold each artifact's .intoto.jsonl attestation to this TOML policy (signers, predicate types, "
+        "subjects) first",
+    )
+    check.add_argument(
+        "--vsa-out", default=None, metavar="FILE", help="with --policy: write the SLSA verification summary here"
+    )
+    check.add_argument(
+        "--vsa-key", default=None, metavar="FILE", help="sign the summary with this ed25519/ECDSA private key file"
     )
     check.set_defaults(func=_cmd_check)
     add_perf_commands(sub)

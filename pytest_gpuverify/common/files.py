@@ -165,9 +165,10 @@ def make_dirs(path: Path) -> None:
             pass  # made by us: its default mode still works for us
 
 
-def write_atomic(path: Path, data: bytes, mode: int | None = None) -> None:
-    """Write ``data`` to ``path`` so a reader sees the old file or the new one, never half of one."""
-    staged = stage_file(path, data, mode)
+def write_atomic(path: Path, data: bytes, mode: int | None = None, sync: bool = True) -> None:
+    """Write ``data`` to ``path`` so a reader sees the old file or the new one, never half of one.
+    ``sync=False``: not waited onto the disk (a file made again from others, or as durable as a .sig)."""
+    staged = stage_file(path, data, mode, sync)
     try:
         os.replace(staged, path)
     except PermissionError as exc:  # a sticky folder: another member's file of that name
@@ -177,7 +178,7 @@ def write_atomic(path: Path, data: bytes, mode: int | None = None) -> None:
             staged.unlink()
 
 
-def stage_file(path: Path, data: bytes, mode: int | None = None) -> Path:
+def stage_file(path: Path, data: bytes, mode: int | None = None, sync: bool = True) -> Path:
     """``data`` in a hidden file beside ``path``, synced to disk, for an ``os.replace`` onto ``path``;
     nothing is left behind when it cannot be written whole (a full disk)."""
     make_dirs(path.parent)
@@ -191,7 +192,8 @@ def stage_file(path: Path, data: bytes, mode: int | None = None) -> Path:
             fh.flush()
             if mode is not None:
                 os.fchmod(fh.fileno(), mode)
-            os.fsync(fh.fileno())
+            if sync:
+                os.fsync(fh.fileno())
     except BaseException as exc:
         os.unlink(tmp)
         if isinstance(exc, OSError):

@@ -38,7 +38,23 @@ class RunOptions(BaseModel):
     ab_base: str | None = None  # --gpu-ab: the git ref of the base side (ab.py)
     ab_cache: str | None = None  # --gpu-ab-cache: "cold" or "warm"; None: warm, cold under --gpu-cold
     ci_summary: Path | None = None  # --gpu-ci-summary: where the CI summary markdown goes
+    attest_key: Path | None = None  # --gpu-attest-key: a key file that signs the attestations too
     paths: tuple[Path, ...] = ()  # the path arguments (where the targets are): --gpu-ab's checkouts
+
+
+def check_attest_key(value: str | None, base: Path) -> Path | None:
+    """--gpu-attest-key's file, readable now: a key that fails shows before any GPU is touched."""
+    if not value:
+        return None
+    path = Path(value).expanduser()
+    path = path if path.is_absolute() else base / path
+    if not path.is_file():
+        raise UsageError(
+            "--gpu-attest-key",
+            f"--gpu-attest-key {value}: no such file",
+            "give an ed25519 or ECDSA private key file (`ssh-keygen -t ed25519 -N '' -f FILE`)",
+        )
+    return path
 
 
 def check_ticket(ticket: str | None) -> str | None:

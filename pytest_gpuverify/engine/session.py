@@ -29,7 +29,7 @@ from pytest_gpuverify.engine.run import TargetRun
 from pytest_gpuverify.engine.services import LiveLineFactory, RunContext
 from pytest_gpuverify.engine.signing import sign_outputs
 from pytest_gpuverify.engine.start import SessionStart
-from pytest_gpuverify.engine.store import store_or_keep_elsewhere
+from pytest_gpuverify.engine.store import store_attestation, store_or_keep_elsewhere
 from pytest_gpuverify.gpu.base import GpuInfo
 from pytest_gpuverify.lease.grants import visible_within
 from pytest_gpuverify.lease.guard import SessionGuard
@@ -166,6 +166,10 @@ class VerifySession:
             runs_junit = [self.out_dir / r.junit_xml for r in outcome.artifact.runs if r.junit_xml]  # repeats
             with PROFILE.phase("signing"):
                 sign_outputs(self.signer, [outcome.raw_path, outcome.junit_path, *runs_junit, stored])
+        with PROFILE.phase("attestation"):
+            ssh_key = self.signer.key if self.signer is not None else None
+            for line in store_attestation(outcome.artifact, stored, ssh_key, self.options.attest_key):
+                sys.stderr.write(f"gpuverify: {line}\n")
         if outcome.raw_path is not None:  # claimed by its artifact now
             live_files.release(outcome.raw_path)
 

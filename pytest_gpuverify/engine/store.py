@@ -16,6 +16,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
+from pytest_gpuverify.attest.statement import attestation_path
 from pytest_gpuverify.common.files import RESULT_MODE, FileProblem, private_folder, stage_file, unwritable, write_atomic
 from pytest_gpuverify.records.artifact import Artifact, dump_artifact
 
@@ -144,6 +145,17 @@ def keep_previous(path: Path) -> None:
     signature = path.with_name(path.name + ".sig")
     if signature.exists():  # a signature belongs to its artifact
         os.replace(signature, aside.with_name(aside.name + ".sig"))
+    attestation = attestation_path(path)
+    if attestation.exists():  # and so does its attestation
+        os.replace(attestation, attestation_path(aside))
+
+
+def store_attestation(artifact: Artifact, stored: Path, ssh_key: Path | None, key_file: Path | None) -> list[str]:
+    """``bench_<topic>.intoto.jsonl`` beside the stored artifact, once every file it names is final;
+    its problems, one line each (the artifact is already written: never lost to them)."""
+    from pytest_gpuverify.attest.write import write_attestation
+
+    return write_attestation(artifact, stored, ssh_key, key_file)
 
 
 def _free_name(path: Path, stamp: str) -> Path:

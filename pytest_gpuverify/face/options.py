@@ -12,6 +12,7 @@ from pytest_gpuverify.config.envfile import default_env_path
 from pytest_gpuverify.config.options import (
     RunOptions,
     check_ab_cache,
+    check_attest_key,
     check_repeats,
     check_seconds,
     check_ticket,
@@ -52,6 +53,7 @@ def build_options(config: pytest.Config) -> RunOptions:
         ci_summary=Path(config.getoption("gpu_ci_summary")).expanduser()
         if config.getoption("gpu_ci_summary")
         else None,
+        attest_key=check_attest_key(option_value(config, "gpu_attest_key"), Path(config.invocation_params.dir)),
         paths=_path_arguments(config),
     )
 

@@ -274,7 +274,8 @@ def test_cold_run_leaves_no_cache_and_changes_nothing_else(sandbox):
     after_repo = sorted(str(p.relative_to(sandbox.repo)) for p in sandbox.repo.rglob("*") if ".git" not in p.parts)
     assert [p for p in after_repo if "__pycache__" not in p] == [p for p in before_repo if "__pycache__" not in p]
     ticket = sorted(p.name for p in (sandbox.tickets / "T-1").iterdir())
-    assert len(ticket) == 2 and "bench_gemm_a8w8.json" in ticket, ticket  # the artifact and its raw output
+    # the artifact, its raw output and its attestation
+    assert len(ticket) == 3 and {"bench_gemm_a8w8.json", "bench_gemm_a8w8.intoto.jsonl"} <= set(ticket), ticket
 
 
 def test_warm_runs_reuse_the_worktree_cache(sandbox):
