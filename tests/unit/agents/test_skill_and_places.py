@@ -72,3 +72,26 @@ def test_anything_else_is_refused_with_a_fix(checkout, target, said):
     with pytest.raises(Refused) as info:
         split_targets(checkout, [target])
     assert said in info.value.refused and info.value.fix
+
+
+def test_a_verify_session_is_pytest_gpu_verify_with_only_the_run_options(tmp_path, checkout):
+    from pytest_gpuverify.agents.places import Places
+    from pytest_gpuverify.agents.session import VerifyRequest, session_command
+    from pytest_gpuverify.cli.demo import EnvSpec, render_env_file
+    from pytest_gpuverify.config.envfile import load_env_file
+
+    for sub in ("tickets", "locks"):
+        (tmp_path / sub).mkdir()
+    spec = EnvSpec(tmp_path / "tickets", tmp_path, tmp_path / "locks", [("lab", checkout, None, "/w")], [])
+    (tmp_path / "env.md").write_text(render_env_file(spec))
+    places = Places(load_env_file(tmp_path / "env.md"))
+    req = VerifyRequest("T-9", ["gemm-sweep", "op_tests/test_gemm.py"], repeats=5, ab_base="HEAD~1", wait_s=30.0)
+    cmd = session_command(places, req, checkout, tmp_path / "s.xml")
+    assert cmd[1:3] == ["-m", "pytest"] and "--gpu-verify" in cmd
+    assert cmd[cmd.index("--ticket") + 1] == "T-9" and cmd[cmd.index("--gpu-target") + 1] == "gemm-sweep"
+    assert cmd[cmd.index("--gpu-repeats") + 1] == "5" and cmd[cmd.index("--gpu-ab") + 1] == "HEAD~1"
+    assert cmd[cmd.index("--gpu-wait") + 1] == "30" and cmd[-1] == "op_tests/test_gemm.py"
+    assert not any("allow-dirty" in a or "container" in a for a in cmd)
+    assert places.repo(None)[1] == checkout.resolve()
+    with pytest.raises(Refused):
+        places.ticket("../T-9", must_exist=False)
