@@ -52,18 +52,27 @@ class Running:
     before: dict[str, int] = field(default_factory=dict)
 
     def done(self) -> list[Path]:
-        if not self.folder.is_dir():
-            return []
         return [
-            p
-            for p in sorted(self.folder.glob("bench_*.json"))
-            if p.stat().st_mtime >= self.started and self.before.get(p.name) != p.stat().st_mtime_ns
+            p for p, m in _mtimes(self.folder, "bench_*.json") if m >= self.started_ns and self.before.get(p.name) != m
         ]
 
     def logs(self) -> list[Path]:
-        if not self.folder.is_dir():
-            return []
-        return [p for p in self.folder.glob("bench_*.log") if p.stat().st_mtime >= self.started]
+        return [p for p, m in _mtimes(self.folder, "bench_*.log") if m >= self.started_ns]
+
+    @property
+    def started_ns(self) -> int:
+        return int(self.started * 1e9)
+
+
+def _mtimes(folder: Path, pattern: str) -> list[tuple[Path, int]]:
+    """The files' modification times; one moved aside or removed meanwhile is left out."""
+    found = []
+    for path in sorted(folder.glob(pattern)) if folder.is_dir() else []:
+        try:
+            found.append((path, path.stat().st_mtime_ns))
+        except OSError:
+            continue
+    return found
 
 
 def session_command(places: Places, req: VerifyRequest, checkout: Path, junit: Path) -> list[str]:

@@ -13,14 +13,12 @@ from pathlib import Path
 
 import anyio
 import pytest
+from mcp import ClientSession  # the test extra has the SDK: a missing one is an error, never a skip
+from mcp.client.stdio import StdioServerParameters, stdio_client
 from sandboxes import make_sandbox
 
 from pytest_gpuverify.cli import demo
 from pytest_gpuverify.records.artifact import read_artifact
-
-mcp = pytest.importorskip("mcp")
-from mcp import ClientSession  # noqa: E402
-from mcp.client.stdio import StdioServerParameters, stdio_client  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 WINDOW = 0.3  # the simulated GPUs are idle: a short sampling window, as the other e2e tests use
