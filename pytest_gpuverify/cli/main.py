@@ -320,7 +320,7 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("--repo", default=None, metavar="PATH", help="with --history: " + REPO_HELP)
     report.set_defaults(func=_cmd_report)
     add_loop_commands(sub)
-    from pytest_gpuverify.agents.commands import add_agent_commands
+    from pytest_gpuverify.cli.agents.commands import add_agent_commands
 
     add_agent_commands(sub)
     return parser

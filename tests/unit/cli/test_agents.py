@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_gpuverify.agents.commands import skill_text
-from pytest_gpuverify.agents.places import Refused, split_targets
+from pytest_gpuverify.cli.agents.places import Refused, split_targets
+from pytest_gpuverify.cli.agents.skill import skill_text
 from pytest_gpuverify.cli.main import main
 
 DOCS = Path(__file__).resolve().parents[3] / "docs" / "agents.md"
@@ -35,7 +35,9 @@ def test_gpuverify_skill_prints_the_page(capsys):
 def test_the_docs_quote_the_same_page():
     quoted = re.search(r"^````markdown\n(.*?)^````$", DOCS.read_text(encoding="utf-8"), re.S | re.M)
     assert quoted, "docs/agents.md has no ````markdown block"
-    assert quoted.group(1) == skill_text(), "docs/agents.md quotes another text than pytest_gpuverify/agents/SKILL.md"
+    assert quoted.group(1) == skill_text(), (
+        "docs/agents.md quotes another text than pytest_gpuverify/cli/agents/SKILL.md"
+    )
 
 
 @pytest.fixture
@@ -75,8 +77,8 @@ def test_anything_else_is_refused_with_a_fix(checkout, target, said):
 
 
 def test_a_verify_session_is_pytest_gpu_verify_with_only_the_run_options(tmp_path, checkout):
-    from pytest_gpuverify.agents.places import Places
-    from pytest_gpuverify.agents.session import VerifyRequest, session_command
+    from pytest_gpuverify.cli.agents.places import Places
+    from pytest_gpuverify.cli.agents.session import VerifyRequest, session_command
     from pytest_gpuverify.cli.demo import EnvSpec, render_env_file
     from pytest_gpuverify.config.envfile import load_env_file
 

@@ -15,8 +15,8 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.types import CallToolResult, TextContent
 from pydantic import Field
 
-from pytest_gpuverify.agents import verbs
-from pytest_gpuverify.agents.models import (
+from pytest_gpuverify.cli.agents import verbs
+from pytest_gpuverify.cli.agents.models import (
     CheckResult,
     CompareResult,
     DoctorResult,
@@ -26,8 +26,8 @@ from pytest_gpuverify.agents.models import (
     TextResult,
     VerifyResult,
 )
-from pytest_gpuverify.agents.places import Places, Refused
-from pytest_gpuverify.agents.session import VerifyRequest, run_verify
+from pytest_gpuverify.cli.agents.places import Places, Refused
+from pytest_gpuverify.cli.agents.session import VerifyRequest, run_verify
 from pytest_gpuverify.config.errors import UsageError
 
 INSTRUCTIONS = (
@@ -207,7 +207,7 @@ def build_server(env_option: str | None = None, store: str | None = None):
         "gpuverify://skill", description="the skill page: which tool when, verdicts, never", mime_type="text/markdown"
     )
     def skill() -> str:
-        from pytest_gpuverify.agents.commands import skill_text
+        from pytest_gpuverify.cli.agents.skill import skill_text
 
         return skill_text()
 

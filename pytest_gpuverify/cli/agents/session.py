@@ -20,10 +20,10 @@ from pathlib import Path
 
 import anyio
 
-from pytest_gpuverify.agents.models import TargetResult, VerifyResult
-from pytest_gpuverify.agents.places import Places, split_targets
-from pytest_gpuverify.agents.verbs import summary
 from pytest_gpuverify.cli.ab_runner import artifacts_in_report
+from pytest_gpuverify.cli.agents.models import TargetResult, VerifyResult
+from pytest_gpuverify.cli.agents.places import Places, split_targets
+from pytest_gpuverify.cli.agents.verbs import summary
 from pytest_gpuverify.records.artifact import read_artifact
 
 POLL_S = 0.25

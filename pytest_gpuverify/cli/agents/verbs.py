@@ -4,14 +4,12 @@ returns what it said as a typed result. Nothing here re-decides a verdict or a c
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
-import threading
-from collections.abc import Callable
+import subprocess
+import sys
 from pathlib import Path
 
-from pytest_gpuverify.agents.models import (
+from pytest_gpuverify.cli.agents.models import (
     ArtifactSummary,
     CheckResult,
     CompareResult,
@@ -21,28 +19,28 @@ from pytest_gpuverify.agents.models import (
     ShowResult,
     TextResult,
 )
-from pytest_gpuverify.agents.places import Places, Refused
+from pytest_gpuverify.cli.agents.places import Places, Refused
 from pytest_gpuverify.records.artifact import Artifact, read_artifact
 
 PERF_SHOWN = 50
-_PRINTING = threading.Lock()  # the commands print; one at a time has the process's stdout
-
-
-def captured(call: Callable[[], int]) -> tuple[int, str, str]:
-    """A command's exit status, stdout and stderr (the server's own stdout is the protocol's: never theirs)."""
-    out, err = io.StringIO(), io.StringIO()
-    with _PRINTING, contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            code = int(call())
-        except SystemExit as exc:  # argparse's usage error
-            code = int(exc.code) if isinstance(exc.code, int) else 2
-    return code, out.getvalue(), err.getvalue()
+COMMAND_TIMEOUT_S = 600.0  # a compare --confirm or a report of a long history; never a hung server
 
 
 def gpuverify(*argv: str) -> tuple[int, str, str]:
-    from pytest_gpuverify.cli.main import main
-
-    return captured(lambda: main(list(argv)))
+    """The ``gpuverify`` command itself, run as a process: its exit status, stdout and stderr (the server's
+    own stdout is the protocol's, never a command's; a command's crash stays in its process)."""
+    try:
+        res = subprocess.run(
+            [sys.executable, "-m", "pytest_gpuverify.cli.main", *argv],
+            capture_output=True,
+            text=True,
+            errors="replace",
+            timeout=COMMAND_TIMEOUT_S,
+            stdin=subprocess.DEVNULL,
+        )
+    except subprocess.TimeoutExpired:
+        return 2, "", f"gpuverify {argv[0]} gave no answer within {COMMAND_TIMEOUT_S:g} s"
+    return res.returncode, res.stdout, res.stderr
 
 
 def summary(art: Artifact, path: Path) -> ArtifactSummary:

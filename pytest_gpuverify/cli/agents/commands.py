@@ -5,14 +5,8 @@ from __future__ import annotations
 
 import argparse
 import sys
-from importlib.resources import files
 
-SKILL_FILE = "SKILL.md"
-
-
-def skill_text() -> str:
-    """The shipped skill page (package data; docs/agents.md quotes the same text)."""
-    return files("pytest_gpuverify.agents").joinpath(SKILL_FILE).read_text(encoding="utf-8")
+from pytest_gpuverify.cli.agents.skill import skill_text
 
 
 def _cmd_skill(args: argparse.Namespace) -> int:
@@ -22,7 +16,7 @@ def _cmd_skill(args: argparse.Namespace) -> int:
 
 def _cmd_mcp(args: argparse.Namespace) -> int:
     try:
-        from pytest_gpuverify.agents.server import serve
+        from pytest_gpuverify.cli.agents.server import serve
     except ImportError as exc:
         print(
             f"gpuverify mcp: the MCP SDK is not installed ({exc}). Fix: pip install 'pytest-gpuverify[agents]'",
