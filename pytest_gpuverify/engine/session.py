@@ -164,8 +164,9 @@ class VerifySession:
             self.write_problems.append(problem)
         if self.signer is not None:  # every file is final now: the artifact embeds the log's sha256
             runs_junit = [self.out_dir / r.junit_xml for r in outcome.artifact.runs if r.junit_xml]  # repeats
+            traces = [self.out_dir / p.path for p in outcome.artifact.profiles if p.path]  # --gpu-trace, --gpu-profile
             with PROFILE.phase("signing"):
-                sign_outputs(self.signer, [outcome.raw_path, outcome.junit_path, *runs_junit, stored])
+                sign_outputs(self.signer, [outcome.raw_path, outcome.junit_path, *runs_junit, *traces, stored])
         if outcome.raw_path is not None:  # claimed by its artifact now
             live_files.release(outcome.raw_path)
 
