@@ -13,6 +13,7 @@ from pathlib import Path
 
 from pytest_gpuverify.compare import render
 from pytest_gpuverify.compare.autotune import autotune_notes
+from pytest_gpuverify.compare.kernels import kernel_notes
 from pytest_gpuverify.compare.clocks import clock_problem
 from pytest_gpuverify.compare.core import (
     DEFAULT_RULE,
@@ -114,7 +115,7 @@ def decide(
     clocks, notes = clock_problem(*watches)
     if head is not None:
         notes = notes + unrecorded(identity(base), identity(head), ("the base", "the head"))
-    notes = notes + autotune_notes(base, head)
+    notes = notes + autotune_notes(base, head) + kernel_notes(base, head)
     own = head if head is not None else base
     commits = (
         {"base": base.ab.base_sha, "head": base.ab.head_sha}
