@@ -13,7 +13,6 @@ from pathlib import Path
 
 from pytest_gpuverify.compare import render
 from pytest_gpuverify.compare.autotune import autotune_notes
-from pytest_gpuverify.compare.kernels import kernel_notes
 from pytest_gpuverify.compare.clocks import clock_problem
 from pytest_gpuverify.compare.core import (
     DEFAULT_RULE,
@@ -26,6 +25,7 @@ from pytest_gpuverify.compare.core import (
     side_of,
 )
 from pytest_gpuverify.compare.identity import Difference, differences, identity, unrecorded
+from pytest_gpuverify.compare.kernels import kernel_notes
 from pytest_gpuverify.records.artifact import Artifact, GpuWatch, sha256_file
 
 
