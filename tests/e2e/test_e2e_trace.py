@@ -40,9 +40,12 @@ def traced_session(sandbox, *extra: str, divisor: float = 1.0, variant: str = "v
 def test_a_timer_patch_is_caught_by_the_trace_and_only_by_it(sandbox):
     path = str(sandbox.tickets / "T-1" / "bench_traced.json")
 
-    proc, honest = traced_session(sandbox, "--gpu-trace", "kernels")
+    proc, honest = traced_session(sandbox, "--gpu-trace", "kernels", "--gpu-profiler", "ncu")
     assert honest.verdict == "PASS", (honest.reasons, honest.notes, out(proc)[-3000:])
-    [trace] = honest.profiles
+    [trace, ncu] = honest.profiles
+    # a profiler that is not installed is one line, never a reason
+    assert (ncu.tool, ncu.purpose, ncu.path) == ("ncu", "profile", None)
+    assert ncu.problem == "ncu is not installed where the command runs. Fix: install it, or drop --gpu-profiler"
     assert (trace.tool, trace.format, trace.purpose, trace.exit_code, trace.problem) == (
         "rocprofv3",
         "rocpd",
@@ -78,8 +81,22 @@ def test_a_timer_patch_is_caught_by_the_trace_and_only_by_it(sandbox):
     check = gv("check", path)
     assert check.returncode != 0 and "trace " + patched.profiles[0].path + " sha256 is" in check.stdout, check.stdout
 
-    proc, unseen = traced_session(sandbox, divisor=10.0)  # without the trace the patch goes through: the point
-    assert unseen.verdict == "PASS" and unseen.profiles == [] and unseen.run.trace_doubts == [], out(proc)[-2000:]
+    # without the trace the patch goes through: the point. A profile is no trace: it judges nothing
+    proc, unseen = traced_session(sandbox, "--gpu-profiler", "rocprofv3", "--gpu-profiler-filter", "gemm", divisor=10.0)
+    assert unseen.verdict == "PASS" and unseen.run.trace_doubts == [], out(proc)[-2000:]
+    [profile] = unseen.profiles
+    assert (profile.tool, profile.purpose, profile.format, profile.kernel_filter, profile.problem) == (
+        "rocprofv3",
+        "profile",
+        "rocpd",
+        "gemm",
+        None,
+    )
+    assert profile.path.endswith(".profile.rocpd.db") and unseen.kernels == []
+    assert gv("check", path).returncode == 0
+    report = sandbox.root / "report.html"
+    gv("report", str(sandbox.tickets / "T-1"), "-o", str(report))
+    assert f'<a href="tickets/T-1/{profile.path}">{profile.path}</a>' in report.read_text()
 
     # a trace run that fails is one reason; the timed result is still written and checks
     state = json.loads(sandbox.state_path.read_text())
