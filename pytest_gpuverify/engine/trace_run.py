@@ -36,7 +36,7 @@ LIMIT = 1 << 30  # the largest trace or report moved out
 def extra_runs(options, vendor: str, cmd: Command, executed: Executed, handle) -> None:
     """The trace run, then the profiled run, as the options ask; each fills ``executed.profiles``."""
     if options.trace:
-        record = _take(cmd, handle, "trace", options.trace_filter, vendor, None)
+        record = _take(cmd, handle, "trace", options.trace_filter or cmd.target.trace_filter, vendor, None)
         executed.profiles.append(record)
         if record.path and not record.problem:
             _code_objects(cmd, handle, executed, record)
