@@ -6,6 +6,7 @@ the trace's reasons and verifies its hash."""
 from __future__ import annotations
 
 import json
+import pathlib
 import subprocess
 import sys
 
@@ -72,6 +73,17 @@ def test_a_timer_patch_is_caught_by_the_trace_and_only_by_it(sandbox):
     assert "m=128, n=4096, k=4096 us: printed 0.0102 ms, the trace's kernels took 0.1 ms a call" in patched.reasons[0]
     check = gv("check", path)
     assert check.returncode == 0, check.stdout + check.stderr
+
+    # the trace's reasons are re-derived: an artifact that drops them (and passes itself) is caught
+    doc = json.loads(pathlib.Path(path).read_text())
+    doc["run"]["trace_doubts"], doc["reasons"], doc["verdict"] = [], [], "PASS"
+    forged = sandbox.tickets / "T-1" / "forged" / "bench_traced.json"
+    forged.parent.mkdir()
+    for name in (patched.raw_output, patched.profiles[0].path):
+        (forged.parent / name).write_bytes((sandbox.tickets / "T-1" / name).read_bytes())
+    forged.write_text(json.dumps(doc))
+    said = gv("check", str(forged)).stdout
+    assert 'run.trace_doubts say [], the stored trace and the raw output give ["m=128, n=4096, k=4096 us' in said, said
 
     # the stored trace is evidence: an edited one no longer matches its hash
     trace_file = sandbox.tickets / "T-1" / patched.profiles[0].path
