@@ -99,6 +99,28 @@ def _add_options(group) -> None:
         "--gpu-repeats", default=None, metavar="N", help="run each target N times under one lock (rows carry run)"
     )
     group.addoption(
+        "--gpu-trace",
+        default=None,
+        metavar="kernels",
+        help="after the timed runs, one extra run under the kernel tracer (rocprofv3, nsys, else torch's "
+        "profiler): a printed time shorter than its kernels' GPU time makes the row INCONCLUSIVE",
+    )
+    group.addoption(
+        "--gpu-trace-filter",
+        default=None,
+        metavar="REGEX",
+        help="the kernels (by name) the printed times cover, e.g. the harness's own, not its cache flushes",
+    )
+    group.addoption(
+        "--gpu-profiler",
+        default=None,
+        metavar="TOOL",
+        help="one extra run under ncu, nsys, rocprofv3 or rocprof-compute; its report is stored beside the log",
+    )
+    group.addoption(
+        "--gpu-profiler-filter", default=None, metavar="REGEX", help="the kernels (by name) --gpu-profiler profiles"
+    )
+    group.addoption(
         "--gpu-ab",
         default=None,
         metavar="BASE",

@@ -25,6 +25,7 @@ from pytest_gpuverify.compare.core import (
     side_of,
 )
 from pytest_gpuverify.compare.identity import Difference, differences, identity, unrecorded
+from pytest_gpuverify.compare.kernels import kernel_notes
 from pytest_gpuverify.records.artifact import Artifact, GpuWatch, sha256_file
 
 
@@ -114,7 +115,7 @@ def decide(
     clocks, notes = clock_problem(*watches)
     if head is not None:
         notes = notes + unrecorded(identity(base), identity(head), ("the base", "the head"))
-    notes = notes + autotune_notes(base, head)
+    notes = notes + autotune_notes(base, head) + kernel_notes(base, head)
     own = head if head is not None else base
     commits = (
         {"base": base.ab.base_sha, "head": base.ab.head_sha}

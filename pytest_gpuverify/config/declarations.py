@@ -109,6 +109,7 @@ TARGET_KEYS = (
     "directions",
     "verdict_lines_off",
     "exit_status_is_check",
+    "trace_filter",
 )
 _NAME = re.compile(r"[A-Za-z0-9._-]+")
 _TOML_AT = re.compile(r"\s*\(at (?:line (\d+), column (\d+)|end of document)\)\s*$")
@@ -411,7 +412,10 @@ class _Reader(FieldChecks):
             directions={**defaults.directions, **self.directions(where, block.get("directions"))},
             verdict_lines_off=self.verdict_lines_off(where, block.get("verdict_lines_off")),
             exit_status_is_check=self.exit_status_is_check(where, kind, block.get("exit_status_is_check")),
-            **{key: self.pattern(where, key, block.get(key)) for key in ("pass_pattern", "fail_pattern")},
+            **{
+                key: self.pattern(where, key, block.get(key))
+                for key in ("pass_pattern", "fail_pattern", "trace_filter")
+            },
         ), where
 
     def path(self, where: str, value: Any, folder_ok: bool = False) -> Path:

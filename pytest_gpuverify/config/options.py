@@ -40,6 +40,10 @@ class RunOptions(BaseModel):
     ci_summary: Path | None = None  # --gpu-ci-summary: where the CI summary markdown goes
     attest_key: Path | None = None  # --gpu-attest-key: a key file that signs the attestations too
     paths: tuple[Path, ...] = ()  # the path arguments (where the targets are): --gpu-ab's checkouts
+    trace: str | None = None  # --gpu-trace: "kernels", one extra run under the platform's kernel tracer
+    trace_filter: str | None = None  # --gpu-trace-filter: the kernels (by name) the printed rows time
+    profile: str | None = None  # --gpu-profiler: one extra run under this profiler (PROFILERS)
+    profile_filter: str | None = None  # --gpu-profiler-filter: the kernels (by name) it profiles
 
 
 def check_attest_key(value: str | None, base: Path) -> Path | None:
@@ -130,4 +134,41 @@ def check_ab_cache(value: str | None, ab_base: str | None, cold: bool) -> str | 
             "--gpu-ab-cache warm warms the caches that --gpu-cold asks to be empty",
             "drop one of them (--gpu-cold alone runs the sides cold)",
         )
+    return value
+
+
+TRACE_KINDS = ("kernels",)
+PROFILERS = ("ncu", "nsys", "rocprofv3", "rocprof-compute")
+
+
+def check_trace(value: str | None) -> str | None:
+    if value is None:
+        return None
+    if value not in TRACE_KINDS:
+        raise UsageError("--gpu-trace", f"--gpu-trace {value!r} is not a trace kind", "use --gpu-trace kernels")
+    return value
+
+
+def check_profiler(value: str | None) -> str | None:
+    if value is None:
+        return None
+    if value not in PROFILERS:
+        raise UsageError(
+            "--gpu-profiler", f"--gpu-profiler {value!r} is not a profiler", f"use one of {', '.join(PROFILERS)}"
+        )
+    return value
+
+
+def check_kernel_filter(option: str, value: str | None, needs: str | None, needed: str) -> str | None:
+    """A kernel-name regex (Python ``re``), given only with the option it narrows."""
+    if value is None:
+        return None
+    if needs is None:
+        raise UsageError(option, f"{option} narrows {needed}, and no {needed} was given", f"add {needed}")
+    try:
+        re.compile(value)
+    except re.error as exc:
+        raise UsageError(
+            option, f"{option} {value!r} is not a regular expression ({exc})", f"e.g. {option} gemm"
+        ) from None
     return value

@@ -68,6 +68,7 @@ class Target(BaseModel):
     repo: str | None = None  # a Repos row by name, for a bench command that names no file
     workdir: str | None = None  # relative to the worktree
     anchor: Path | None = None  # where a target without a file lives (its declaration's directory)
+    trace_filter: str | None = None  # --gpu-trace: the kernels its printed times cover; --gpu-trace-filter wins
     pass_pattern: str | None = None  # a regular expression: a line the harness prints for a checked shape
     fail_pattern: str | None = None  # ... and for a failed one
     verdict_lines_off: tuple[str, ...] = ()  # statement families turned off, by name (parsers/reading/statements.py)

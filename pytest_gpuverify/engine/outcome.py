@@ -104,6 +104,7 @@ def run_record_of(
         imports_outside=list(r.executed.imports_seen.reasons)
         if r.executed is not None and r.executed.imports_seen
         else [],
+        trace_doubts=list(r.executed.trace_doubts) if r.executed is not None else [],
     )
 
 
@@ -180,6 +181,7 @@ def build_artifact(r: Results) -> Artifact:
         art.runs = list(executed.runs)
         art.watch = list(executed.watch)
         art.junit_xml = executed.junit_path.name if executed.junit_path is not None else None
+        art.profiles, art.kernels = list(executed.profiles), list(executed.kernels)
         art.notes.extend(executed.notes)
         if executed.imports_seen is not None:  # the run's own record of its imports decides (imports_seen.py)
             art.imports, art.import_origins = dict(executed.imports_seen.imports), dict(executed.imports_seen.origins)

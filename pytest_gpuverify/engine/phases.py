@@ -25,6 +25,8 @@ from pytest_gpuverify.records.artifact import (
     AbRecord,
     GpuRecord,
     GpuWatch,
+    KernelRecord,
+    ProfileRecord,
     RepoRecord,
     RunRecord,
     RunSlice,
@@ -147,6 +149,10 @@ class Executed:
     imports_seen: ImportsSeen | None = None  # the run's own record of its imports, settled (imports_seen.py)
     warmups: list[RunSlice] = field(default_factory=list)  # --gpu-ab-cache warm: each side's unmeasured run 0
     autotune_reads: list = field(default_factory=list)  # (run, side, place.autotune_cache.CacheRead) per run read
+    profiles: list[ProfileRecord] = field(default_factory=list)  # --gpu-trace / --gpu-profile (trace_run.py)
+    code_objects: tuple[dict, dict] = ({}, {})  # the JIT caches' code objects by kernel name, by URI (identity.py)
+    trace_doubts: list[str] = field(default_factory=list)  # the trace's rule on the parsed rows (corroborate.py)
+    kernels: list[KernelRecord] = field(default_factory=list)  # what the trace run dispatched (identity.py)
 
 
 @dataclass

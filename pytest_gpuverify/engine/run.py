@@ -41,6 +41,7 @@ from pytest_gpuverify.engine.outcome import (
 from pytest_gpuverify.engine.phases import Begun, Checked, Command, Decided, Executed, Leased, Placed, Results
 from pytest_gpuverify.engine.runs_log import parse_log
 from pytest_gpuverify.engine.services import RunContext, SessionServices, fan_out
+from pytest_gpuverify.engine.trace_run import extra_runs, settle_trace
 from pytest_gpuverify.engine.verdict import verdict_and_reasons
 from pytest_gpuverify.engine.watching import WatchedPlace
 from pytest_gpuverify.execute.base import ON_HOST, Place
@@ -396,6 +397,9 @@ class TargetRun:
                 executed.cache_reused = watched.caches_reused()
                 if live is not None:
                     live.done()
+            if self.ctx.options.trace or self.ctx.options.profile:  # after the timed runs, under the same lock
+                with PROFILE.phase("trace and profile runs"):
+                    extra_runs(self.ctx.options, s.backend.vendor, cmd, executed, place.handle)
         finally:
             if guards is not None:
                 guards.done()
@@ -426,7 +430,9 @@ class TargetRun:
         self._seal(record)
         context = context_for(self.results.begun.record, executed.command, executed.junit_path, record.exit_code)
         with PROFILE.phase("raw log parsed"):
-            return parse_log(self.target.kind, executed.raw_path, context)
+            parsed = parse_log(self.target.kind, executed.raw_path, context)
+        settle_trace(executed, self.ctx.out_dir, parsed.perf)
+        return parsed
 
     def run_record(self, output_parsed: bool) -> RunRecord:
         """What happened around the command, from the phases' results: the record the verdict reads."""

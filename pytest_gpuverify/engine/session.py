@@ -164,8 +164,9 @@ class VerifySession:
             self.write_problems.append(problem)
         if self.signer is not None:  # every file is final now: the artifact embeds the log's sha256
             runs_junit = [self.out_dir / r.junit_xml for r in outcome.artifact.runs if r.junit_xml]  # repeats
+            traces = [self.out_dir / p.path for p in outcome.artifact.profiles if p.path]  # --gpu-trace, --gpu-profile
             with PROFILE.phase("signing"):
-                sign_outputs(self.signer, [outcome.raw_path, outcome.junit_path, *runs_junit, stored])
+                sign_outputs(self.signer, [outcome.raw_path, outcome.junit_path, *runs_junit, *traces, stored])
         with PROFILE.phase("attestation"):
             ssh_key = self.signer.key if self.signer is not None else None
             for line in store_attestation(outcome.artifact, stored, ssh_key, self.options.attest_key):

@@ -107,6 +107,7 @@ def decide(
     elif run.exit_code != 0:
         failures.insert(0, f"exit code {run.exit_code}")
     doubts.extend(run.output_problems)
+    doubts.extend(run.trace_doubts)  # --gpu-trace: a printed time its kernels contradict (trace/corroborate.py)
     if run.leftovers:  # they ran on the GPU beyond the command: nothing says what they did there
         doubts.append(leftover_reason(run.leftovers))
 

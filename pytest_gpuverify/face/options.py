@@ -13,10 +13,13 @@ from pytest_gpuverify.config.options import (
     RunOptions,
     check_ab_cache,
     check_attest_key,
+    check_kernel_filter,
+    check_profiler,
     check_repeats,
     check_seconds,
     check_ticket,
     check_topic,
+    check_trace,
 )
 from pytest_gpuverify.remote.onhost import serving_host
 
@@ -55,6 +58,17 @@ def build_options(config: pytest.Config) -> RunOptions:
         else None,
         attest_key=check_attest_key(option_value(config, "gpu_attest_key"), Path(config.invocation_params.dir)),
         paths=_path_arguments(config),
+        trace=check_trace(config.getoption("gpu_trace")),
+        trace_filter=check_kernel_filter(
+            "--gpu-trace-filter", config.getoption("gpu_trace_filter"), config.getoption("gpu_trace"), "--gpu-trace"
+        ),
+        profile=check_profiler(config.getoption("gpu_profiler")),
+        profile_filter=check_kernel_filter(
+            "--gpu-profiler-filter",
+            config.getoption("gpu_profiler_filter"),
+            config.getoption("gpu_profiler"),
+            "--gpu-profiler",
+        ),
     )
 
 

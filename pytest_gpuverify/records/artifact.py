@@ -176,6 +176,9 @@ class RunRecord(_Model):
     shared: list[str] = Field(default_factory=list)
     # a package under test the command took from outside its worktree (ImportOrigin), one reason each
     imports_outside: list[str] = Field(default_factory=list)
+    # --gpu-trace: a printed time shorter than its kernels' GPU time in the trace run, or a trace that
+    # could not be read; one reason each (trace/corroborate.py), re-derived by `gpuverify check`
+    trace_doubts: list[str] = Field(default_factory=list)
 
 
 class Timeline(_Model):
@@ -287,6 +290,36 @@ class RunSlice(_Model):
     interrupted: str | None = None
     container_died: bool = False
     junit_xml: str | None = None  # an inner pytest run's report of this run
+
+
+class ProfileRecord(_Model):
+    """A trace or profile taken in one extra run beside the timed ones (--gpu-trace, --gpu-profile),
+    stored beside the raw log and hashed like it; its numbers never enter ``perf``."""
+
+    tool: str  # rocprofv3, nsys, torch-profiler, ncu, rocprof-compute
+    version: str | None = None
+    format: str  # rocpd (SQLite), nsys-sqlite, kineto-json, ncu-rep, nsys-rep, rocprof-compute (tar)
+    path: str | None = None  # beside the artifact; None when the run wrote none (``problem`` says why)
+    sha256: str | None = None
+    bytes: int | None = None
+    kernel_filter: str | None = None  # the regex of kernel names it was limited to, or matched by
+    purpose: Literal["trace", "profile"] = "trace"
+    exit_code: int | None = None  # the extra run's own
+    problem: str | None = None  # why there is no usable file: the tool missing, the run failed
+
+
+class KernelRecord(_Model):
+    """A kernel the trace run dispatched: its name, launch grid and the code object it ran from."""
+
+    name: str
+    grid: list[int] = Field(default_factory=list)  # work-items (ROCm) or blocks (CUDA) per dimension
+    launches: int = 0
+    median_ns: int | None = None
+    # sha256 of the code object (cubin, hsaco, or the byte range of a shared object) it ran; several when
+    # the JIT caches hold more than one build of that name; empty when none was found
+    code_objects: list[str] = Field(default_factory=list)
+    code_object_paths: list[str] = Field(default_factory=list)
+    rows: list[str] = Field(default_factory=list)  # the printed rows its launches were mapped to ("shape name")
 
 
 class PerfSummary(_Model):
@@ -414,6 +447,8 @@ class Artifact(_Model):
     scheduler: SchedulerRecord | None = None  # GPUs granted outside the plugin (lease/grants.py)
     machine: MachineRecord | None = None  # which machine, exactly (records/machine.py); None: not read
     autotune: AutotuneRecord | None = None  # Triton's autotuner's choices (None: not a kind Triton runs in)
+    profiles: list[ProfileRecord] = Field(default_factory=list)  # --gpu-trace / --gpu-profile: their files
+    kernels: list[KernelRecord] = Field(default_factory=list)  # the kernels the trace run dispatched
 
 
 def artifact_schema() -> dict[str, Any]:

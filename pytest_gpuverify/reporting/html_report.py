@@ -5,6 +5,7 @@ correctness summary, the perf rows and a per-shape plot."""
 
 from __future__ import annotations
 
+import os
 from html import escape
 from pathlib import Path
 
@@ -111,7 +112,23 @@ def _perf_table(art: Artifact) -> str:
     return "".join(rows) + "</table>" + more
 
 
-def _section(i: int, path: Path, art: Artifact, few: bool = False) -> str:
+def _profiles(path: Path, art: Artifact, links_from: Path | None) -> str:
+    """The trace and profile files of the run (--gpu-trace, --gpu-profiler), each linked where it lies."""
+    if not art.profiles:
+        return ""
+    items = []
+    for p in art.profiles:
+        what = f"{p.purpose}: {p.tool} {p.version or ''}".strip() + f" ({p.format})"
+        if p.path:
+            target = path.parent / p.path
+            href = os.path.relpath(target, links_from) if links_from is not None else target.as_uri()
+            items.append(f'<li>{escape(what)}: <a href="{escape(href)}">{escape(p.path)}</a></li>')
+        else:
+            items.append(f"<li>{escape(what)}: {escape(p.problem or 'no file')}</li>")
+    return "<h4>Traces and profiles</h4><ul>" + "".join(items) + "</ul>"
+
+
+def _section(i: int, path: Path, art: Artifact, few: bool = False, links_from: Path | None = None) -> str:
     mark = "" if art.verdict == "PASS" else f"no result: {art.verdict}"
     plot = "".join(
         f"<h5>{escape(unit)}</h5>" + shape_plot(series, unit=unit, spread=spread, mark=mark)
@@ -134,13 +151,19 @@ def _section(i: int, path: Path, art: Artifact, few: bool = False) -> str:
         + perf
         + (plot or "")
         + _perf_table(art)
+        + _profiles(path, art, links_from)
         + "</details>"
     )
 
 
 def render(
-    found: list[tuple[Path, Artifact]], problems: list[str], title: str = "gpuverify report", history: str = ""
+    found: list[tuple[Path, Artifact]],
+    problems: list[str],
+    title: str = "gpuverify report",
+    history: str = "",
+    links_from: Path | None = None,
 ) -> str:
+    """The page; ``links_from``: the folder it is written to, so its links to the runs' files are relative."""
     counts: dict[str, int] = {}
     for _, art in found:
         counts[art.verdict] = counts.get(art.verdict, 0) + 1
@@ -155,9 +178,13 @@ def render(
         + _summary_table(found)
         + history
         + "<h2>Targets</h2>"
-        + "".join(_section(i, p, a, len(found) <= 10) for i, (p, a) in enumerate(found) if a.verdict == "PASS")
+        + "".join(
+            _section(i, p, a, len(found) <= 10, links_from) for i, (p, a) in enumerate(found) if a.verdict == "PASS"
+        )
         + "<h2>Targets without a result (not PASS: their perf rows are no result)</h2>"
-        + "".join(_section(i, p, a, len(found) <= 10) for i, (p, a) in enumerate(found) if a.verdict != "PASS")
+        + "".join(
+            _section(i, p, a, len(found) <= 10, links_from) for i, (p, a) in enumerate(found) if a.verdict != "PASS"
+        )
         + "</body></html>\n"
     )
 
@@ -180,7 +207,7 @@ def write_report(
             history = history_for(history_store, [a.target.name if a.target else a.topic for _, a in found], ref, repo)
         except StoreError as exc:
             problems.append(f"history not shown: {exc}")
-    out.write_text(render(found, problems, history=history), encoding="utf-8")
+    out.write_text(render(found, problems, history=history, links_from=out.resolve().parent), encoding="utf-8")
     print(
         f"{out}: {len(found)} targets"
         + (f", {unread} files not read" if unread else "")

@@ -41,7 +41,7 @@ def _problems(path: Path, gathered: bool) -> list[str]:
 def _companions(path: Path) -> list[Path]:
     """The files an artifact names, beside it, and every one's signature."""
     art = load_checked(path)
-    names = [n for n in (art.raw_output, art.junit_xml) if n]
+    names = [n for n in (art.raw_output, art.junit_xml, *(p.path for p in art.profiles)) if n]
     files = [path.parent / Path(n).name for n in names] + [path]
     return [f for base in files for f in (base, base.with_name(base.name + ".sig")) if f.exists()]
 

@@ -22,7 +22,7 @@ MIB = 1 << 20
 GIB = 1 << 30
 IDLE_VRAM = 283 * MIB  # what an idle MI300X reports in use (driver reservations), never 0
 FAULT_KINDS = ("garbage", "empty", "hang", "fail")
-TOOL_NAMES = ("rocm-smi", "amd-smi", "rocminfo")
+TOOL_NAMES = ("rocm-smi", "amd-smi", "rocminfo", "rocprofv3")
 
 # Real 8x MI300X platforms put the OAMs on these buses; any later GPU gets a synthetic one.
 _BDFS = ("05", "26", "46", "65", "85", "a6", "c6", "e5")

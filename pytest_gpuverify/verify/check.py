@@ -25,6 +25,7 @@ from pytest_gpuverify.parsers.result import ParsedOutput
 from pytest_gpuverify.place.builds import build_problems
 from pytest_gpuverify.records.artifact import Artifact, Correctness, RunRecord, sha256_file
 from pytest_gpuverify.verify.provenance import provenance_problems
+from pytest_gpuverify.verify.traces import profile_problems
 
 
 def signature_problems(art: Artifact | None, artifact_path: Path, allowed: Path) -> list[str]:
@@ -39,7 +40,8 @@ def signature_problems(art: Artifact | None, artifact_path: Path, allowed: Path)
         return [why for why in [verify(artifact_path, allowed, identity)] if why]
     if not art.signed_by:
         return ["signed_by is null: the artifact was not signed"]
-    names = (art.raw_output, art.junit_xml, *(r.junit_xml for r in art.runs))  # each repeated run's report too
+    # each repeated run's report too, and each trace or profile
+    names = (art.raw_output, art.junit_xml, *(r.junit_xml for r in art.runs), *(p.path for p in art.profiles))
     files = [artifact_path] + [artifact_path.parent / name for name in names if name]
     return [why for why in (verify(f, allowed, art.signed_by) for f in files) if why]
 
@@ -69,6 +71,7 @@ def check_artifact(art: Artifact, artifact_path: Path, gathered: bool = False) -
         _compare_output(art, parsed) + provenance_problems(art, artifact_path, raw, gathered) + runs_problems(art, raw)
     )
     problems += build_problems(art, artifact_path.parent)
+    problems += profile_problems(art, artifact_path.parent, parsed)
     if art.run is None:
         return problems + _loose_verdict(art, parsed)
     return problems + _rederive_verdict(art, art.run, parsed)

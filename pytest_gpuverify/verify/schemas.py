@@ -30,7 +30,7 @@ _V4 = _V3 | frozenset(
 )  # fields added in version 4
 _V5 = _V4 | frozenset({"watch"})  # fields added in version 5
 # added while the version was 5, with defaults: older artifacts of that version do not have them
-_V5_LATER = frozenset({"shard", "scheduler", "machine", "import_origins", "autotune"})
+_V5_LATER = frozenset({"shard", "scheduler", "machine", "import_origins", "autotune", "profiles", "kernels"})
 TOP_FIELDS: dict[int, frozenset[str]] = {1: _V1, 2: _V2, 3: _V3, 4: _V4, 5: _V5}
 # fields added while a version was current: an artifact of that version may have them or not
 LATER: dict[int, frozenset[str]] = {1: _V1_LATER, 5: _V5_LATER}
@@ -66,7 +66,7 @@ NESTED[5] = {
     k: v | _ADDED_5.get(k, frozenset()) for k, v in NESTED[4].items()
 }  # nested keys added in version 5 join here
 # nested keys added while a version was current, with defaults: older artifacts of that version do not have them
-NESTED_LATER: dict[int, dict[str, frozenset[str]]] = {5: {"run": frozenset({"imports_outside"})}}
+NESTED_LATER: dict[int, dict[str, frozenset[str]]] = {5: {"run": frozenset({"imports_outside", "trace_doubts"})}}
 # each record of ``builds[]`` (version 4); keys added after version 4's first builds may be absent
 _BUILD = frozenset(
     "name command gpu gpus container workdir exit_code timed_out problem output output_sha256 "

@@ -12,7 +12,13 @@ import sys
 
 USE_TOOL = "gpuverify-sim-use"  # the stub that runs a command as a process on the simulated GPUs
 COMMON = "gpuverify_sim_common"  # STATE_PATH, main() and what the tools share
-MODULES = (COMMON, "gpuverify_sim_rocm_smi", "gpuverify_sim_amd_smi", "gpuverify_sim_rocminfo")
+MODULES = (
+    COMMON,
+    "gpuverify_sim_rocm_smi",
+    "gpuverify_sim_amd_smi",
+    "gpuverify_sim_rocminfo",
+    "gpuverify_sim_rocprofv3",
+)
 
 for _name in MODULES:  # common first: the others import it
     sys.modules[_name] = importlib.import_module(f"{__name__}.{_name}")

@@ -18,7 +18,7 @@ import sys
 import time
 
 STATE_PATH = "/nonexistent/sim-state.json"  # install() bakes the absolute path of the state file in here
-TOOLS = ("rocm-smi", "amd-smi", "rocminfo")
+TOOLS = ("rocm-smi", "amd-smi", "rocminfo", "rocprofv3")
 USE_TOOL = "gpuverify-sim-use"  # runs a command as a process on the simulated GPUs (see gpu_use)
 USE_VAR = "GPUVERIFY_SIM_GPU_USE"  # in a process's environment: "<state path>:<VRAM MiB>"
 MIB = 1 << 20

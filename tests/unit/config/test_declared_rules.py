@@ -43,7 +43,12 @@ def test_declared_words_are_kept(repo: Path) -> None:
     assert (target.pass_pattern, target.fail_pattern) == ("✅ Triton and Torch match", "❌ .* differ")
 
 
-@pytest.mark.parametrize("key", ["pass_pattern", "fail_pattern"])
+def test_a_trace_filter_is_kept(repo: Path) -> None:
+    decls = load(repo, T + 'kind = "bench"\ncommand = "python3 bench/b.py"\ntrace_filter = "^(add|matmul)_kernel$"\n')
+    assert decls.targets[0].trace_filter == "^(add|matmul)_kernel$"
+
+
+@pytest.mark.parametrize("key", ["pass_pattern", "fail_pattern", "trace_filter"])
 def test_a_bad_regular_expression_names_file_target_and_key(repo: Path, key: str) -> None:
     exc = error(repo, T + f'kind = "bench"\ncommand = "python3 bench/hillclimb.py"\n{key} = "(unclosed"\n')
     assert_place(exc, "targets[1] (t) at line 1", key=key)

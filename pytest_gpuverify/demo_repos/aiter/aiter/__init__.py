@@ -38,3 +38,43 @@ def jit_build(module):
     with open(target, "w") as fh:
         fh.write("built\n")
     logger.info(f"\033[32mfinish build [{module}], cost 12.3s \033[0m")
+
+
+_GPU_CLOCK = [0]  # the simulated GPU's clock (ns): each launch starts after the last one ended
+
+
+def sim_launch(name, grid, us, workgroup=(256, 1, 1), code_object=None, gap_us=2.0):
+    """A simulated kernel launch that took ``us`` microseconds: told to the simulated tracer, which names
+    the file to append it to in $GPUVERIFY_SIM_KERNEL_LOG (set only under the tracer: a timed run pays nothing)."""
+    import json
+    import time
+
+    path = os.environ.get("GPUVERIFY_SIM_KERNEL_LOG")
+    if not path:
+        return
+    start = max(_GPU_CLOCK[0], time.time_ns())
+    end = start + round(us * 1000)
+    _GPU_CLOCK[0] = end + round(gap_us * 1000)
+    launch = {"name": name, "grid": list(grid), "workgroup": list(workgroup), "start_ns": start, "end_ns": end}
+    if code_object:
+        launch["code_object"] = code_object
+    with open(path, "a", encoding="utf-8") as fh:
+        fh.write(json.dumps(launch) + "\n")
+
+
+def triton_cache_entry(name, variant):
+    """What Triton's JIT leaves in $TRITON_CACHE_DIR for a compiled kernel: ``<name>.json`` metadata
+    beside the ``<name>.hsaco`` code object, whose bytes follow the kernel's source (``variant``)."""
+    import hashlib
+    import json
+
+    root = os.environ.get("TRITON_CACHE_DIR")
+    if not root:
+        return
+    key = hashlib.sha256(f"{name}:{variant}".encode()).hexdigest()[:32]
+    folder = os.path.join(root, key)
+    os.makedirs(folder, exist_ok=True)
+    with open(os.path.join(folder, f"{name}.hsaco"), "wb") as fh:
+        fh.write(b"\x7fELF simulated hsaco " + variant.encode() * 16)
+    with open(os.path.join(folder, f"{name}.json"), "w", encoding="utf-8") as fh:
+        json.dump({"name": name, "hash": key, "target": {"backend": "hip", "arch": "gfx942"}}, fh)
