@@ -65,7 +65,7 @@ def shape_plot(
     if mark:
         parts.append(f'<text x="{left}" y="{y + 13:.0f}" font-size="13" fill="#b00020">{escape(mark)}</text>')
         y += 20
-    y = _legend(parts, [n for n in names if n], y, width)
+    y = _legend(parts, [n for n in names if n and n != unit], y, width)  # a lone figure is named by the title
     tall = len(shapes) > 12
     header = y + 14
     parts.append(f'<text x="4" y="{header:.0f}" font-weight="bold">shape</text>')
