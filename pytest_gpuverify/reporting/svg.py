@@ -22,7 +22,8 @@ from pytest_gpuverify.reporting.axis import (
     wrap,
 )
 
-COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b")
+# matplotlib's tab10, base blue and head red first: ten series apart before a colour repeats
+COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf")
 LABEL_WIDTH = 360  # px at most for the shape labels (wrapped onto more lines past it, never cut)
 LINE = 13  # px between the lines of a label
 SUB = 8  # px between the lines of one shape's series
@@ -58,12 +59,15 @@ def shape_plot(
         lo, hi = ticks[0], ticks[-1]
     names = list(series)
     label_w = min(LABEL_WIDTH, max(text_width(line) for s in shapes for line in wrap(s, LABEL_WIDTH)) + 14)
-    left, right = label_w + 8, width - 16
+    labels = tick_labels(ticks)
+    # the axis ends where its end ticks' labels still fit: beside the shape labels, inside the plot
+    left = label_w + 8 + text_width(labels[0]) / 2
+    right = width - 8 - text_width(labels[-1]) / 2
     lines = {s: wrap(s, label_w - 8) for s in shapes}
     parts: list[str] = []
     y = 4.0
     if mark:
-        parts.append(f'<text x="{left}" y="{y + 13:.0f}" font-size="13" fill="#b00020">{escape(mark)}</text>')
+        parts.append(f'<text x="{left:.0f}" y="{y + 13:.0f}" font-size="13" fill="#b00020">{escape(mark)}</text>')
         y += 20
     y = _legend(parts, [n for n in names if n and n != unit], y, width)  # a lone figure is named by the title
     tall = len(shapes) > 12
@@ -79,8 +83,7 @@ def shape_plot(
         rows_top += h
     bottom = rows_top
     height = bottom + 40
-    labels = tick_labels(ticks)
-    shown = kept_apart([x(t) for t in ticks], [text_width(lb) for lb in labels], left - 4, width - 2)
+    shown = kept_apart([x(t) for t in ticks], [text_width(lb) for lb in labels], label_w, width - 2)
     for t in ticks:
         parts.append(f'<line x1="{x(t):.1f}" y1="{top}" x2="{x(t):.1f}" y2="{bottom}" stroke="#e4e4e4"/>')
     for k in shown:
@@ -163,7 +166,7 @@ def _tips(parts: list[str], shape: str, by_name: dict, unit: str, left: float, r
         if vs
     )
     parts.append(
-        f'<rect x="{left}" y="{c - SUB:.1f}" width="{right - left}" height="{2 * SUB}" fill="transparent">'
+        f'<rect x="{left:.1f}" y="{c - SUB:.1f}" width="{right - left:.1f}" height="{2 * SUB}" fill="transparent">'
         f"<title>{escape(shape)} ({escape(unit)}): {escape(said)}</title></rect>"
     )
 

@@ -10,9 +10,10 @@ import re
 import pytest
 
 from tests.support.chromium import probe
-from tests.support.report_cases import AB_SHAPES, ab_page, history_page, one_target_page
+from tests.support.report_cases import AB_SHAPES, ab_page, crowded_page, history_page, one_target_page
 
-CASES = {"one target": one_target_page, "10,000-run history": history_page}
+CASES = {"one target": one_target_page, "10,000-run history": history_page, "crowded labels": crowded_page}
+PLOTS = {"one target": 2, "10,000-run history": 3, "crowded labels": 2}
 
 
 def no_label_overlaps(found: dict, plots: int) -> None:
@@ -25,7 +26,7 @@ def no_label_overlaps(found: dict, plots: int) -> None:
 def test_no_label_overlaps_another_or_the_edge(case, tmp_path):
     page = tmp_path / "report.html"
     page.write_text(CASES[case](), encoding="utf-8")
-    no_label_overlaps(probe(page), plots=2 if case == "one target" else 3)
+    no_label_overlaps(probe(page), plots=PLOTS[case])
 
 
 # Filter the pairs table to one shape, sort the calls, follow the summary's first regression link.

@@ -95,3 +95,17 @@ def history_page(runs: int = 10_000) -> str:
 
 def _sha(k: int) -> str:
     return hashlib.sha1(str(k).encode()).hexdigest()
+
+
+def crowded_page() -> str:
+    """What crowds a plot's labels: a FAIL's mark, eight series with long names (the legend wraps), shape
+    labels longer than their column (they wrap), values within 0.1% of each other, and negative ones."""
+    names = [f"triton_kernel_variant_{k} (num_warps={k + 4}, stages={k % 3 + 2})" for k in range(8)]
+    long_shape = "M=8192, N=8192, K=8192, dtype=torch.bfloat16, layout=TN, split_k=4, stages=3, warps=8, extra"
+    rows = [
+        PerfRow(shape=shape, name=name, us_median=12990.0 + 0.5 * k + j, metrics={"delta (GB/s)": -3.0 + k - j})
+        for j, shape in enumerate((long_shape, "N=512", long_shape.replace("8192", "4096")))
+        for k, name in enumerate(names)
+    ]
+    art = Artifact(topic="crowded", ts=TS, verdict="FAIL", host="h200-07", perf=rows, reasons=["SNR 3 dB < 20"])
+    return render([(Path("/tickets/PERF-4/bench_crowded.json"), art)], [])
