@@ -133,3 +133,11 @@ def test_a_flat_history_row_never_repeats_a_tick_label_and_its_title_is_clear_of
     from pytest_gpuverify.reporting.axis import text_width
 
     assert all(title_x + 8 < float(x) - text_width(t) for x, t in ticks), "the y title sits left of every tick label"
+
+
+def test_a_long_history_says_how_many_of_its_commits_are_drawn():
+    from tests.support.report_cases import history_page
+
+    page = history_page(runs=300)
+    assert page.count("The newest 100 of 300 commits are drawn") == 2, "each row's plot says what it leaves out"
+    assert history_page(runs=60).count("commits are drawn") == 0
