@@ -191,6 +191,8 @@ def perf_plots(rows, side_names: dict[str, str] | None = None) -> list[Plot]:
             unit, figure = unit_of(metric), "" if metric == "us" else metric
             series, spread = plots.setdefault(unit, ({}, {}))
             name = figure or (row.name if several else "")  # a metric by its own name, a time by its row's
+            if not side and len(name) == 1:  # a printed name such as aiter's "B avg": never mistaken for a side
+                name = f'"{name}" (as printed)'
             label = " ".join(p for p in (side, name) if p)
             series.setdefault(label, {}).setdefault(key, []).append(value)
             if unit == "us" and not figure and row.min_us is not None and row.max_us is not None:

@@ -8,6 +8,8 @@ import json
 import re
 import shutil
 import subprocess
+import tempfile
+from html import unescape
 from pathlib import Path
 
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--no-first-run"]
@@ -47,28 +49,34 @@ def chromium() -> str:
 
 
 def probe(page: Path, width: int = 1100, then: str = "return null") -> dict:
-    """What the probe found in ``page`` (a copy with the probe added is opened; the page is left as is);
-    ``then``: a function body run after the measures, whose JSON result is the answer's ``extra``."""
+    """What the probe found in ``page`` (a copy with the probe added is opened from a temporary folder;
+    the page is left as is); ``then``: a function body run after the measures, its JSON result the
+    answer's ``extra``."""
     html = page.read_text(encoding="utf-8")
-    probed = page.with_name(page.stem + ".probed.html")
-    probed.write_text(html.replace("</body>", PROBE.replace("%s", then) + "</body>"), encoding="utf-8")
-    done = subprocess.run(
-        [chromium(), *FLAGS, f"--window-size={width},900", "--dump-dom", probed.as_uri()],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=True,
-    )
+    with tempfile.TemporaryDirectory() as tmp:
+        probed = Path(tmp) / page.name
+        probed.write_text(html.replace("</body>", PROBE.replace("%s", then) + "</body>"), encoding="utf-8")
+        done = subprocess.run(
+            [chromium(), *FLAGS, f"--window-size={width},900", "--dump-dom", probed.as_uri()],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=True,
+        )
     found = re.search(r'<pre id="gv-probe">(.*?)</pre>', done.stdout, re.S)
     assert found, f"the probe wrote nothing: {done.stderr[-500:]}"
-    return json.loads(
-        found.group(1).replace("&quot;", '"').replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
-    )
+    return json.loads(unescape(found.group(1)))
 
 
 def screenshot(page: Path, png: Path, width: int = 1100, height: int = 1400) -> Path:
     subprocess.run(
-        [chromium(), *FLAGS, f"--window-size={width},{height}", f"--screenshot={png}", page.as_uri()],
+        [
+            chromium(),
+            *FLAGS,
+            f"--window-size={width},{height}",
+            f"--screenshot={png.resolve()}",
+            page.resolve().as_uri(),
+        ],
         capture_output=True,
         timeout=60,
         check=True,

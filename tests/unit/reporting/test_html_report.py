@@ -141,3 +141,15 @@ def test_a_long_history_says_how_many_of_its_commits_are_drawn():
     page = history_page(runs=300)
     assert page.count("The newest 100 of 300 commits are drawn") == 2, "each row's plot says what it leaves out"
     assert history_page(runs=60).count("commits are drawn") == 0
+
+
+def test_a_one_letter_printed_name_is_never_drawn_as_a_bare_side_letter():
+    """aiter's legacy line prints ``torch avg: ... B avg: ...``: its "B" is the kernel's name, not a side."""
+    rows = [
+        PerfRow(shape="dim=(4, 32, 8192)", name=name, stat="mean", metrics={"mean_us": us, "uplift_pct": 157.0})
+        for name, us in (("torch", 16.19), ("B", 6.3))
+    ]
+    page = render([(Path("/t/bench_rms.json"), art("rms", "PASS", rows))], [])
+    svg = page[page.index("<svg") : page.index("</svg>")]
+    assert ">&quot;B&quot; (as printed)</text>" in svg and ">B</text>" not in svg
+    assert "uplift" not in svg, "a ratio is not plotted"
