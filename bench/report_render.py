@@ -11,6 +11,7 @@ the empty page's median. The goal: the A/B page under 1,000 ms.
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import tempfile
@@ -45,6 +46,10 @@ def main() -> int:
     for name, found in times.items():
         med = statistics.median(found)
         lines.append(f"{name:<20} {med:>10.0f} {min(found):>9.0f} {med / empty:>8.2f}")
+    load = os.getloadavg()[0]
+    lines.append(
+        f"load average at the end: {load:.1f} on {os.cpu_count()} cores (a busy machine: read the best column)"
+    )
     text = "\n".join(lines)
     print(text)
     if args.out:

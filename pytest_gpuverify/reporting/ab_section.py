@@ -104,12 +104,13 @@ def regressions_list(target: int, label: str, view: AbView) -> str:
     )
 
 
-def table_html(ident: str, head: list[str], rows: list[str], scroll: bool = False) -> str:
+def table_html(ident: str, head: list[str], rows: list[str], scroll: bool = False, count: int | None = None) -> str:
     """A table that sorts (click a heading) and filters (the box above it) with the page's own script;
-    ``scroll``: in a box of its own height, so what follows it stays in sight."""
+    ``scroll``: in a box of its own height, so what follows it stays in sight; ``count``: the rows it will
+    hold where they are built when it opens."""
     box = (
         f'<div><input class="filter" data-table="{ident}" placeholder="filter rows" aria-label="filter rows"> '
-        f'<span class="count" id="{ident}-count">{len(rows)} rows</span></div>'
+        f'<span class="count" id="{ident}-count">{len(rows) if count is None else count} rows</span></div>'
     )
     table = (
         f'<table class="sortable" id="{ident}"><thead><tr>'

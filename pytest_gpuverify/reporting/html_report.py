@@ -7,6 +7,7 @@ and every perf row."""
 
 from __future__ import annotations
 
+import json
 from html import escape
 from pathlib import Path
 
@@ -24,6 +25,7 @@ from pytest_gpuverify.reporting.svg import perf_plots, ratio_figures, shape_plot
 from pytest_gpuverify.verify.schemas import SchemaError, load_checked
 
 ORDER = {"FAIL": 0, "INCONCLUSIVE": 1, "NO_GPU": 2, "PASS": 3}
+LAZY_ROWS = 300  # past this many perf rows a target's table is built when opened: the page opens fast
 CSS = """body{font-family:sans-serif;margin:24px;color:#222}table{border-collapse:collapse;margin:8px 0}
 td,th{border:1px solid #ccc;padding:3px 8px;font-size:13px;text-align:left}th{background:#f3f3f3}
 .PASS{color:#176e2a;font-weight:bold}.FAIL{color:#b00020;font-weight:bold}.INCONCLUSIVE,.NO_GPU{color:#a15c00;font-weight:bold}
@@ -54,6 +56,11 @@ document.querySelectorAll('input.filter').forEach(function(box){box.addEventList
  Array.from(table.tBodies[0].rows).forEach(function(r){const text=r.textContent.toLowerCase();
   r.hidden=!words.every(function(w){return text.includes(w)});shown+=r.hidden?0:1});
  document.getElementById(box.dataset.table+'-count').textContent=shown+' rows'})});
+function fill(d){const t=document.getElementById(d.dataset.table),body=t.tBodies[0];if(body.rows.length)return;
+ JSON.parse(document.getElementById(d.dataset.table+'-data').textContent).forEach(function(cells){
+  const r=body.insertRow();cells.forEach(function(c){r.insertCell().textContent=c})})}
+document.querySelectorAll('details.lazy').forEach(function(d){
+ d.addEventListener('toggle',function(){if(d.open)fill(d)});if(d.open)fill(d)});
 function openTarget(){const id=decodeURIComponent(location.hash.slice(1));const el=id&&document.getElementById(id);
  if(!el)return;for(let d=el.closest('details');d;d=d.parentElement&&d.parentElement.closest('details'))d.open=true;
  el.scrollIntoView()}
@@ -129,27 +136,36 @@ def _correctness(art: Artifact) -> str:
     )
 
 
-def _perf_table(i: int, art: Artifact, names: dict[str, str]) -> str:
-    """Every perf row (the artifact's whole table: none left out), sortable and filterable."""
+def _perf_table(i: int, art: Artifact, names: dict[str, str], folded: bool) -> str:
+    """Every perf row (the artifact's whole table: none left out), sortable and filterable. ``folded``, or
+    past LAZY_ROWS rows: in a folded section whose rows are built from the page's data when it opens."""
     if not art.perf:
         return "<p>no perf rows</p>"
     metrics = sorted({m for r in art.perf for m in r.metrics})
     head = ["shape", "name", "side", "run", "median us", "min us", "max us", "runs", *metrics]
-    rows = []
-    for r in art.perf:
-        cells = [
+    rows = [
+        [
             f"{r.table} {r.shape}" if r.table else r.shape,
             r.name,
             names.get(r.side or "", r.side or ""),
-            "-" if r.run is None else r.run,
+            "-" if r.run is None else str(r.run),
             _num(r.us_median),
             _num(r.min_us),
             _num(r.max_us),
-            r.runs if r.runs is not None else "-",
+            str(r.runs) if r.runs is not None else "-",
             *(_num(r.metrics.get(m)) for m in metrics),
         ]
-        rows.append("<tr>" + "".join(f"<td>{escape(str(c))}</td>" for c in cells) + "</tr>")
-    return table_html(f"t{i}-rows", head, rows)
+        for r in art.perf
+    ]
+    ident = f"t{i}-rows"
+    if not folded and len(rows) <= LAZY_ROWS:
+        return table_html(ident, head, ["<tr>" + "".join(f"<td>{escape(c)}</td>" for c in r) + "</tr>" for r in rows])
+    data = json.dumps(rows).replace("<", "\\u003c")  # nothing in it can end or open a tag in the script
+    return (
+        f'<details class="lazy" data-table="{ident}"><summary>all {len(rows)} perf rows</summary>'
+        + table_html(ident, head, [], count=len(rows))
+        + f'<script type="application/json" id="{ident}-data">{data}</script></details>'
+    )
 
 
 def _section(i: int, path: Path, art: Artifact, view: AbView | None, few: bool = False) -> str:
@@ -168,9 +184,7 @@ def _section(i: int, path: Path, art: Artifact, view: AbView | None, few: bool =
         else (f"<h4>Perf rows: no result (the target is {art.verdict}; kept in the artifact, never a result)</h4>")
     )
     compared = f"<h4>Base and head</h4><p>{escape(gain_line(view))}</p>" + pairs_table(i, view, names) if view else ""
-    rows = _perf_table(i, art, names)
-    if view:  # the compare above is what one reads; the raw rows stay one click away
-        rows = f"<details><summary>all {len(art.perf)} perf rows</summary>{rows}</details>"
+    rows = _perf_table(i, art, names, folded=view is not None)  # an A/B's compare is what one reads first
     reasons = "".join(f"<li>{escape(r)}</li>" for r in art.reasons)
     opened = " open" if few or (art.verdict != "PASS" and i < 20) else ""
     return (

@@ -1,7 +1,12 @@
 """The per-shape plots of a target's perf rows, as SVG written here (every label a ``<text>``, placed
 clear of the others by axis.py's measures): one row per shape, each series (an A/B side, a row's or
 figure's name) on its own line in its colour with its runs as points, its median as a tick and its
-min..max as a line; a log value axis where the values span decades."""
+min..max as a line; a log value axis where the values span decades.
+
+Written here rather than by a plotting library: the page must stay one file that opens offline, every
+label must be a text element the browser lays out (searchable, and checked for overlaps from the DOM),
+and an A/B of 2,400 rows must render in well under a second; the few things a library would add
+(nice ticks, log decades, label placement) are axis.py's hundred lines, with no dependency to install."""
 
 from __future__ import annotations
 
@@ -150,7 +155,9 @@ def _series_line(parts: list[str], x, y: float, color: str, vs: list[float], pri
             f'<line x1="{x(lo):.1f}" y1="{y:.1f}" x2="{x(hi):.1f}" y2="{y:.1f}" stroke="{color}" '
             'stroke-width="2" opacity="0.5"/>'
         )
-    parts.extend(f'<circle cx="{x(v):.1f}" cy="{y:.1f}" r="3" fill="{color}" opacity="0.7"/>' for v in vs)
+    # the runs' points as one path of dots (one element, not one per run: a 2,400-row A/B draws fast)
+    dots = "".join(f"M{x(v) - 3:.1f},{y:.1f}a3,3 0 1,0 6,0a3,3 0 1,0 -6,0" for v in vs)
+    parts.append(f'<path class="runs" d="{dots}" fill="{color}" opacity="0.7"/>')
     med = sorted(vs)[len(vs) // 2]
     parts.append(
         f'<line x1="{x(med):.1f}" y1="{y - 4:.1f}" x2="{x(med):.1f}" y2="{y + 4:.1f}" stroke="{color}" '

@@ -10,7 +10,7 @@ import re
 import pytest
 
 from tests.support.chromium import probe
-from tests.support.report_cases import AB_SHAPES, ab_page, crowded_page, history_page, one_target_page
+from tests.support.report_cases import AB_RUNS, AB_SHAPES, ab_page, crowded_page, history_page, one_target_page
 
 CASES = {"one target": one_target_page, "10,000-run history": history_page, "crowded labels": crowded_page}
 PLOTS = {"one target": 2, "10,000-run history": 3, "crowded labels": 2}
@@ -31,6 +31,7 @@ def test_no_label_overlaps_another_or_the_edge(case, tmp_path):
 
 # Filter the pairs table to one shape, sort the calls, follow the summary's first regression link.
 ACTIONS = """
+const raw=document.querySelectorAll('#t0-rows tbody tr').length;
 const box=document.querySelector('input.filter[data-table="t0-pairs"]');
 box.value='tokens=816,';box.dispatchEvent(new Event('input'));
 const visible=Array.from(document.querySelectorAll('#t0-pairs tbody tr')).filter(function(r){return !r.hidden}).length;
@@ -45,7 +46,7 @@ location.hash=link.getAttribute('href');openTarget();
 const opened=row.closest('details').open;
 const summaryTop=document.getElementById('summary').getBoundingClientRect().top+window.scrollY;
 const firstTable=document.querySelector('table').getBoundingClientRect().top+window.scrollY;
-return {visible:visible,count:count,ratios:ratios,row:row.cells[0].textContent,opened:opened,
+return {raw:raw,visible:visible,count:count,ratios:ratios,row:row.cells[0].textContent,opened:opened,
  summaryFirst:summaryTop<firstTable};
 """
 
@@ -59,6 +60,7 @@ def test_ab_page_reads_clean_opens_on_its_summary_and_its_tables_work(tmp_path):
     no_label_overlaps(found, plots=1)  # one page, one Chromium: the A/B's layout checked here too
     extra = found["extra"]
     assert extra["summaryFirst"]
+    assert extra["raw"] == AB_SHAPES * 2 * AB_RUNS, "opened, the perf rows' table holds every row"
     assert extra["visible"] == 1 and extra["count"] == "1 rows", extra
     assert extra["ratios"] == sorted(extra["ratios"]) and len(extra["ratios"]) == AB_SHAPES
     assert extra["row"] == "REGRESSED" and extra["opened"], "the link lands on the regression's row, opened"

@@ -21,6 +21,7 @@ PROBE = """<script>
  document.body.offsetHeight;
  const rendered=performance.now();
  document.querySelectorAll('details').forEach(function(d){d.open=true});
+ window.addEventListener('load',function(){  // after the sections' toggle events: their tables are built
  const out={rendered_ms:rendered,plots:0,texts:0,overlaps:[],clipped:[]};
  document.querySelectorAll('svg').forEach(function(svg,n){
   out.plots++;
@@ -38,6 +39,7 @@ PROBE = """<script>
  out.extra=(function(){%s})();
  const pre=document.createElement('pre');pre.id='gv-probe';pre.textContent=JSON.stringify(out);
  document.body.appendChild(pre);
+ });
 })();
 </script>"""
 

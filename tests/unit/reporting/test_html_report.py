@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -39,7 +40,8 @@ def test_ab_plot_shows_both_sides_each_run_and_the_spread():
     ]
     page = render([(Path("/t/bench_ab.json"), art("ab", "PASS", rows))], [])
     svg = page[page.index("<svg") : page.index("</svg>")]
-    assert svg.count("<circle") == 12, "each run's point, both sides, both shapes"
+    dots = sum(d.count("M") for d in re.findall(r'<path class="runs" d="([^"]+)"', svg))
+    assert dots == 12, "each run's point, both sides, both shapes"
     assert ">base</text>" in svg and ">head</text>" in svg, "the sides by what they are, never a bare A or B"
     assert ">A</text>" not in svg and ">B</text>" not in svg
     assert svg.count('opacity="0.5"') == 4, "one spread line per side and shape"
@@ -93,7 +95,8 @@ def test_ab_of_120_shapes_draws_every_row_names_its_sides_and_opens_on_its_summa
 
     page = ab_page()
     svg = page[page.index("<svg") : page.index("</svg>")]
-    assert svg.count("<circle") == AB_SHAPES * 2 * AB_RUNS, "every run of both sides: none left out"
+    dots = sum(d.count("M") for d in re.findall(r'<path class="runs" d="([^"]+)"', svg))
+    assert dots == AB_SHAPES * 2 * AB_RUNS, "every run of both sides: none left out"
     assert "us (log scale)" in svg and ">base main</text>" in svg and ">head 1a2b3c4d5e</text>" in svg
     assert not re.search(r">(A|B)( [^<]*)?</text>", svg), "no series named by a bare side letter"
     assert page.index('id="summary"') < page.index("<table"), "the summary comes first"
@@ -106,8 +109,8 @@ def test_ab_of_120_shapes_draws_every_row_names_its_sides_and_opens_on_its_summa
         assert row.startswith(f'<tr id="{link}"><td class="REGRESSED">REGRESSED</td>')
     calls = re.findall(r'<tr id="t0-p\d+"><td class="(\w+)">', page)
     assert calls[: len(SLOWER)] == ["REGRESSED"] * len(SLOWER) and len(calls) == AB_SHAPES, "regressions first"
-    raw = page[page.index("all 2400 perf rows") :]
-    assert raw[: raw.index("</table>")].count("<tr>") == 2400 + 1, "every perf row in the table, none cut"
+    data = re.search(r'<script type="application/json" id="t0-rows-data">(.*?)</script>', page).group(1)
+    assert len(json.loads(data)) == 2400, "every perf row in the table's data, none cut"
 
 
 def test_a_ratio_is_shown_in_the_table_never_plotted_as_a_measurement():
@@ -153,3 +156,13 @@ def test_a_one_letter_printed_name_is_never_drawn_as_a_bare_side_letter():
     svg = page[page.index("<svg") : page.index("</svg>")]
     assert ">&quot;B&quot; (as printed)</text>" in svg and ">B</text>" not in svg
     assert "uplift" not in svg, "a ratio is not plotted"
+
+
+def test_a_large_perf_table_is_data_that_markup_cannot_leave():
+    bad = "</script><img src=x onerror=alert(1)><!--"
+    rows = [PerfRow(shape=f"{bad} m={k}", name="gemm", us_median=10.0 + k) for k in range(400)]
+    page = render([(Path("/t/bench_big.json"), art("big", "PASS", rows))], [])
+    data = page[page.index('id="t0-rows-data">') :]
+    data = data[len('id="t0-rows-data">') : data.index("</script>")]
+    assert "<" not in data and len(json.loads(data)) == 400, "past 300 rows the table is built from inert data"
+    assert "<img" not in page and page.count("&lt;/script&gt;&lt;img") >= 1, "labels elsewhere stay escaped"
