@@ -34,7 +34,9 @@ def history_section(histories: list[TargetHistory], store: str, ref: str | None,
         )
         facts = ", ".join(f"{k} {v}" for k, v in history.facts.items() if v and k in ("gpu_model", "gpu_arch", "image"))
         rows = sorted(history.rows, key=lambda r: not r.regressions())[:MAX_PLOTS]
-        plots = "".join(f"<h5>{escape(row.label())}</h5>" + trend_plot(newest(row, MAX_POINTS)) for row in rows)
+        plots = "".join(
+            f"<h5>{escape(row.label())}</h5>" + trend_plot(newest(row, MAX_POINTS)) + _drawn(row) for row in rows
+        )
         more = (
             f"<p>{len(history.rows) - MAX_PLOTS} more rows: gpuverify history show {escape(history.target)}</p>"
             if len(history.rows) > MAX_PLOTS
@@ -49,6 +51,16 @@ def history_section(histories: list[TargetHistory], store: str, ref: str | None,
             + "</details>"
         )
     return "".join(parts)
+
+
+def _drawn(row: RowHistory) -> str:
+    """Where a plot leaves commits out, the page says so."""
+    if len(row.points) <= MAX_POINTS:
+        return ""
+    return (
+        f"<p>The newest {MAX_POINTS} of {len(row.points)} commits are drawn; the steps among older ones are "
+        "listed above.</p>"
+    )
 
 
 def newest(row: RowHistory, most: int) -> RowHistory:
