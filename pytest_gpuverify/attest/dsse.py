@@ -14,10 +14,11 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from pytest_gpuverify.attest.sshsig import SSH_ARMOR, ecdsa_hash, load_private_key, sshsig
+
 # its own namespace: an SSH signature made for a DSSE envelope can never pass as a file's .sig, nor back
 NAMESPACE = "gpuverify-dsse"
 TIMEOUT_S = 30
-SSH_ARMOR = b"-----BEGIN SSH SIGNATURE-----"
 
 
 class Signature(BaseModel):
@@ -69,21 +70,6 @@ def public_fingerprint(public) -> str:
     return fingerprint(base64.b64decode(line[1]))
 
 
-def load_private_key(path: Path):
-    """An ed25519 or ECDSA private key from a PEM (PKCS#8, SEC1) or OpenSSH file, unencrypted."""
-    from cryptography.hazmat.primitives.asymmetric import ec, ed25519
-    from cryptography.hazmat.primitives.serialization import load_pem_private_key, load_ssh_private_key
-
-    data = path.read_bytes()
-    try:
-        key = load_ssh_private_key(data, None) if b"OPENSSH PRIVATE KEY" in data else load_pem_private_key(data, None)
-    except (ValueError, TypeError) as exc:
-        raise ValueError(f"{path}: not an unencrypted PEM or OpenSSH private key ({exc})") from None
-    if not isinstance(key, ed25519.Ed25519PrivateKey | ec.EllipticCurvePrivateKey):
-        raise ValueError(f"{path}: a {type(key).__name__}; use an ed25519 or ECDSA key (`ssh-keygen -t ed25519`)")
-    return key
-
-
 def load_public_key(path: Path):
     """An ed25519 or ECDSA public key from a PEM file or an OpenSSH ``.pub`` line."""
     from cryptography.hazmat.primitives.asymmetric import ec, ed25519
@@ -99,14 +85,6 @@ def load_public_key(path: Path):
     return key
 
 
-def _ecdsa(curve):
-    from cryptography.hazmat.primitives import hashes
-    from cryptography.hazmat.primitives.asymmetric import ec
-
-    size = curve.key_size
-    return ec.ECDSA(hashes.SHA256() if size <= 256 else hashes.SHA384() if size <= 384 else hashes.SHA512())
-
-
 # -- signing --------------------------------------------------------------------------------------
 
 
@@ -116,16 +94,20 @@ def sign_with_key(env: Envelope, key_path: Path) -> None:
 
     key = load_private_key(key_path)
     data = env.pae()
-    raw = key.sign(data) if isinstance(key, ed25519.Ed25519PrivateKey) else key.sign(data, _ecdsa(key.curve))
+    raw = key.sign(data) if isinstance(key, ed25519.Ed25519PrivateKey) else key.sign(data, ecdsa_hash(key.curve))
     env.signatures.append(Signature(keyid=public_fingerprint(key.public_key()), sig=base64.b64encode(raw).decode()))
 
 
 def sign_with_ssh(env: Envelope, key_path: Path) -> str | None:
-    """Add an OpenSSH signature (``ssh-keygen -Y sign``) of the PAE bytes; None, or why it could not."""
-    res, why = _ssh_keygen(["-Y", "sign", "-f", str(key_path), "-n", NAMESPACE], env.pae())
-    if why:
-        return why
-    armored = res
+    """Add an OpenSSH signature of the PAE bytes; None, or why it could not. An unencrypted ed25519 or
+    ECDSA key signs in this process (an ssh-keygen process costs ~30 ms an artifact); any other key
+    (a passphrase, RSA, a hardware token) through ``ssh-keygen -Y sign``. Both give the same SSHSIG text."""
+    try:
+        armored = sshsig(load_private_key(key_path), hashlib.sha512(env.pae()).digest(), NAMESPACE)
+    except (OSError, ValueError):
+        armored, why = _ssh_keygen(["-Y", "sign", "-f", str(key_path), "-n", NAMESPACE], env.pae())
+        if why:
+            return why
     env.signatures.append(Signature(keyid=_sshsig_keyid(armored), sig=base64.b64encode(armored).decode()))
     return None
 
@@ -179,7 +161,7 @@ def verify_signature(env: Envelope, sig: Signature, keys: dict[str, object], all
         if isinstance(key, ed25519.Ed25519PublicKey):
             key.verify(raw, data)
         else:
-            key.verify(raw, data, _ecdsa(key.curve))  # type: ignore[attr-defined]
+            key.verify(raw, data, ecdsa_hash(key.curve))  # type: ignore[attr-defined]
     except InvalidSignature:
         return None, f"does not verify with key {sig.keyid}"
     return sig.keyid, None

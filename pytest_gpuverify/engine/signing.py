@@ -65,10 +65,22 @@ def _user() -> str:
 
 
 def sign(path: Path, key: Path) -> str | None:
-    """Write ``path``.sig; None, or why it could not be signed."""
+    """Write ``path``.sig; None, or why it could not be signed. An unencrypted ed25519 or ECDSA key signs
+    in this process, any other key through ``ssh-keygen -Y sign``: the same SSHSIG text either way."""
+    from pytest_gpuverify.attest.sshsig import load_private_key, sha512_of_file, sshsig
+    from pytest_gpuverify.common.files import write_atomic
+
     signature = signature_of(path)
     signature.unlink(missing_ok=True)  # ssh-keygen asks before it overwrites one
-    return _ssh_keygen(["-Y", "sign", "-f", str(key), "-n", NAMESPACE, str(path)], stdin=None)
+    try:
+        private = load_private_key(key)
+    except (OSError, ValueError):
+        return _ssh_keygen(["-Y", "sign", "-f", str(key), "-n", NAMESPACE, str(path)], stdin=None)
+    try:
+        write_atomic(signature, sshsig(private, sha512_of_file(path), NAMESPACE), sync=False)
+    except OSError as exc:
+        return f"{signature}: {exc.strerror or exc}"
+    return None
 
 
 def verify(path: Path, allowed_signers: Path, identity: str) -> str | None:
