@@ -97,17 +97,17 @@ def run_add(store: str | None, paths: list[str], ref: str | None) -> int:
 
 def run_serve(store: str | None, allowed_signers: str, tokens: str, host: str, port: int, allow_unsigned: bool) -> int:
     try:
-        from pytest_gpuverify.history.service import Settings, SettingsError, read_tokens, serve
+        from pytest_gpuverify.history.service import Settings, SettingsError, read_token_roles, serve
     except ImportError as exc:  # starlette and uvicorn are the team extra's, not a core dependency
         return _fail("history serve", f"{exc}. Fix: pip install 'pytest-gpuverify[team]'")
     path = store_path(store)
     if is_service(path):
         return _fail("history serve", f"--store {path}: the service's own store is a file or a postgresql:// URL")
     try:
-        known = read_tokens(Path(tokens))
+        known, read_only = read_token_roles(Path(tokens))
     except SettingsError as exc:
         return _fail("history serve", str(exc))
-    return serve(Settings(path, Path(allowed_signers), known, allow_unsigned), host, port)
+    return serve(Settings(path, Path(allowed_signers), known, read_only, allow_unsigned), host, port)
 
 
 @_one_line("history show")
@@ -115,23 +115,20 @@ def run_show(
     store: str | None, target: str, ref: str | None, repo: str | None = None, newest: int | None = None
 ) -> int:
     """``newest``: the commits shown per row (default show.NEWEST); 0: every commit (``--all``)."""
+    from pytest_gpuverify.history.reader import open_reader
     from pytest_gpuverify.history.series import commit_order, target_histories
     from pytest_gpuverify.history.show import NEWEST
     from pytest_gpuverify.history.show import render as show
     from pytest_gpuverify.history.steps import MOST_POINTS
-    from pytest_gpuverify.history.store import runs, targets
 
     newest = NEWEST if newest is None else newest
     # the rows of the commits a fit looks at (or that are shown, when more); the older ones stay unread
     read = None if not newest else max(newest, MOST_POINTS)
     path = store_path(store)
-    conn = _opened("history show", path, reading=True)
-    if conn is None:
-        return 2
-    with closing(conn), guard(path, writing=False):
+    with closing(open_reader(path)) as reader:
         # of every ref: the commit graph picks those on ref's history
-        found = runs(conn, target=target, watch=False, newest_commits=read)
-        known = targets(conn) if not found else []
+        found = reader.runs(target=target, watch=False, newest_commits=read)
+        known = reader.targets() if not found else []
     kept, order = commit_order(found, ref, Path(repo) if repo else None)
     if not kept:
         on = f" on {ref}" if ref else ""
@@ -207,15 +204,13 @@ def run_history_compare(
     repo: str | None = None,
 ) -> int:
     from pytest_gpuverify.history.compare import against_history
+    from pytest_gpuverify.history.reader import open_reader
 
     path = store_path(store)
-    conn = _opened("compare", path, reading=True)
-    if conn is None:
-        return 2
     try:
-        with closing(conn), guard(path, writing=False):
+        with closing(open_reader(path)) as reader:
             result = against_history(
-                conn,
+                reader,
                 shown(path),
                 checked(head),
                 head,
