@@ -67,13 +67,17 @@ def _one_line(command: str) -> Callable[[Callable[..., int]], Callable[..., int]
 
 
 @_one_line("history add")
-def run_add(store: str | None, paths: list[str], ref: str | None) -> int:
+def run_add(store: str | None, paths: list[str], ref: str | None, allowed: str | None = None) -> int:
     from pytest_gpuverify.history.add import artifact_files
 
     files = artifact_files(Path(p) for p in paths)
     missing = [p for p in files if not p.exists()]
     if not files or missing:
         return _fail("history add", f"{(missing or [Path(paths[0])])[0]}: no artifact (bench_*.json) there")
+    if allowed and not Path(allowed).is_file():
+        return _fail(
+            "history add", f"--allowed-signers {allowed}: no such file. Fix: ssh-keygen's allowed-signers file"
+        )
     path = store_path(store)
     if is_service(path):  # posted to a team's ingest service, which checks and verifies each itself
         from pytest_gpuverify.history.client import ServiceError, post_files
@@ -87,7 +91,7 @@ def run_add(store: str | None, paths: list[str], ref: str | None) -> int:
         if conn is None:
             return 2
         with closing(conn), guard(path):
-            results = add_files(conn, files, ref)
+            results = add_files(conn, files, ref, Path(allowed) if allowed else None)
     for result in results:
         print(result.line())
     counts = {o: sum(r.outcome == o for r in results) for o in (ADDED, KNOWN, REFUSED)}
@@ -167,9 +171,15 @@ def run_export(store: str | None, out: str | None, target: str | None) -> int:
 
 
 @_one_line("history import")
-def run_import(store: str | None, files: list[str]) -> int:
+def run_import(
+    store: str | None, files: list[str], folders: list[str] | None = None, allowed: str | None = None
+) -> int:
     from pytest_gpuverify.history.exchange import import_lines
 
+    if allowed and not Path(allowed).is_file():
+        return _fail(
+            "history import", f"--allowed-signers {allowed}: no such file. Fix: ssh-keygen's allowed-signers file"
+        )
     missing = [f for f in files if not Path(f).is_file()]
     if missing:
         return _fail("history import", f"{missing[0]}: no such file. Fix: name a file gpuverify history export wrote")
@@ -180,7 +190,9 @@ def run_import(store: str | None, files: list[str]) -> int:
     bad = 0
     with closing(conn), guard(path):
         for name in files:
-            added, known, problems = import_lines(conn, Path(name))
+            added, known, problems = import_lines(
+                conn, Path(name), [Path(f) for f in folders or []], Path(allowed) if allowed else None
+            )
             for problem in problems[:SHOWN_PROBLEMS]:
                 print(problem, file=sys.stderr)
             if len(problems) > SHOWN_PROBLEMS:
