@@ -336,3 +336,61 @@ def test_show_compare_and_report_read_through_the_service_as_from_the_store(serv
     assert main(["history", "show", "gemm", "--store", url]) == 2
     err = capsys.readouterr().err
     assert err.startswith(f"gpuverify history show: {url}: 401 no valid token.") and err.count("\n") == 1, err
+
+
+@pytest.mark.slow
+def test_sixteen_writers_through_the_service_store_every_run_once_while_a_reader_answers(postgres, tmp_path):
+    """16 ``history add`` processes at once post to the service on PostgreSQL: each its own two runs and one
+    every writer posts (33 runs, 48 posts); a reader reads through the service throughout."""
+    import threading
+
+    from pytest_gpuverify.history.client import ServiceReader
+
+    store = postgres.create_database(f"svc_{os.getpid()}")
+    folder = tmp_path / "runs"
+    own = [[never_ran(folder, w * 2 + k) for k in range(2)] for w in range(16)]
+    shared = never_ran(folder, 10_000)
+    allowed = tmp_path / "allowed_signers"
+    allowed.write_text("")
+    with running_service(tmp_path, store, allowed, "--allow-unsigned") as url:
+        env = {**os.environ, "GPUVERIFY_HISTORY_TOKEN": TOKEN}
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+        reads: list[tuple[int, float]] = []
+        writing = threading.Event()
+        writing.set()
+
+        def reader() -> None:
+            while writing.is_set():
+                start = time.monotonic()
+                reads.append(
+                    (len(ServiceReader(url, READ_TOKEN).runs(target="w", watch=False)), time.monotonic() - start)
+                )
+
+        thread = threading.Thread(target=reader)
+        thread.start()
+        procs = [
+            subprocess.Popen(
+                [sys.executable, "-m", "pytest_gpuverify.cli.main", "history", "add", str(shared), *map(str, own[w])]
+                + ["--store", url],
+                env=env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            for w in range(16)
+        ]
+        results = [(p.wait(timeout=300), *p.communicate()) for p in procs]
+        writing.clear()
+        thread.join(timeout=120)
+    assert [rc for rc, _, _ in results] == [0] * 16, [err for _, _, err in results if err]
+    assert sum(out.count(": added") for _, out, _ in results) == 33  # each run stored by one writer only
+    assert sum(out.count(": already stored") for _, out, _ in results) == 15
+    with closing(connect(store)) as conn:
+        stored = runs(conn)
+    assert (
+        len(stored) == 33
+        and len({r.artifact_sha256 for r in stored}) == 33
+        and {r.runner for r in stored} == {"runner-1"}
+    )
+    seen = [n for n, _ in reads]
+    assert reads and seen == sorted(seen) and seen[-1] <= 33, reads  # answers throughout, committed runs only
