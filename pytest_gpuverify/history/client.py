@@ -1,7 +1,7 @@
-"""Posting runs to a team's ingest service (``--gpu-history https://...``, ``history add --store https://...``),
-and reading its runs back (:class:`ServiceReader`):
+"""Posting runs to a team's ingest service (``--gpu-history https://...``, ``history add --store https://...``):
 each artifact's bundle (:mod:`.bundle`) with the runner's upload token from :data:`TOKEN_ENV` and the CI run's
-URL, tried :data:`TRIES` times with a growing pause when the service cannot be reached or answers 5xx. The
+URL, tried :data:`TRIES` times with a growing pause when the service cannot be reached or answers 5xx. And
+reading its runs back (:class:`ServiceReader`, ``GET /v1/runs`` a page at a time) for the readers. The
 standard library's HTTP client: a GPU host needs nothing more installed to post."""
 
 from __future__ import annotations
