@@ -11,14 +11,13 @@ import os
 import re
 from pathlib import Path
 
+import markdown_it
 import pytest
 from pr_comment_cases import SLOWER, two_hundred_rows
 from screenshots import png_pixels, rendered_dom, screenshot
 
 from pytest_gpuverify.cli.main import main
 from pytest_gpuverify.reporting.pr_comment import SCREENFUL
-
-markdown_it = pytest.importorskip("markdown_it")
 
 # GitHub's look, near enough: its font, table borders and padding
 STYLE = """body { font: 14px -apple-system, "Segoe UI", Helvetica, Arial, sans-serif; margin: 24px; max-width: 1150px }
