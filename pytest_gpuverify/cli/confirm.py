@@ -23,9 +23,8 @@ from pytest_gpuverify.history.records import commit_of
 from pytest_gpuverify.records.artifact import Artifact
 
 if TYPE_CHECKING:
-    from sqlalchemy import Connection
-
     from pytest_gpuverify.history.db import StoreName
+    from pytest_gpuverify.history.reader import Reader
 
 CONFIRMED = "confirmed by A/B"
 
@@ -59,7 +58,7 @@ def from_artifacts(base: str, head: str | None, rule: Rule, may_differ: frozense
 
 
 def from_history(
-    store: StoreName, head: str, history: dict, rule: Rule, may_differ: frozenset[str], conn: Connection
+    store: StoreName, head: str, history: dict, rule: Rule, may_differ: frozenset[str], reader: Reader
 ) -> Compared:
     """``history``: the store's ``ref``, ``last``, ``baseline`` and ``repo``, as ``compare --history`` takes them."""
     from pytest_gpuverify.history.compare import against_history, base_runs
@@ -69,10 +68,17 @@ def from_history(
     head_art = checked(head)
     where = (history["ref"], history["last"])
     result = against_history(
-        conn, shown(store), head_art, head, *where, rule, may_differ, history["baseline"], history["repo"]
+        reader, shown(store), head_art, head, *where, rule, may_differ, history["baseline"], history["repo"]
     )
     picked = base_runs(
-        conn, shown(store), head_art, sha256_file(Path(head)), *where, may_differ, history["baseline"], history["repo"]
+        reader,
+        shown(store),
+        head_art,
+        sha256_file(Path(head)),
+        *where,
+        may_differ,
+        history["baseline"],
+        history["repo"],
     ).runs
     shas = list(dict.fromkeys(r.sha for r in picked if r.sha))
     said = f"the newest of the base's {len(shas)} commits" if len(shas) > 1 else ""
@@ -178,15 +184,15 @@ def run_confirmed(
     try:
         if history is not None:
             from pytest_gpuverify.history.command import store_path
-            from pytest_gpuverify.history.db import StoreError, open_store
+            from pytest_gpuverify.history.db import StoreError
+            from pytest_gpuverify.history.reader import open_reader
 
             path = store_path(history["store"])
             try:
-                conn = open_store(path, reading=True)
+                with closing(open_reader(path)) as reader:
+                    compared = from_history(path, base, history, rule, may_differ, reader)
             except StoreError as exc:
                 return _fail(str(exc))
-            with closing(conn):
-                compared = from_history(path, base, history, rule, may_differ, conn)
         else:
             compared = from_artifacts(base, head, rule, may_differ)
     except Refused as exc:

@@ -48,7 +48,7 @@ def _cmd_history(args: argparse.Namespace) -> int:
     from pytest_gpuverify.history import command
 
     if args.history_command == "add":
-        return command.run_add(args.store, args.artifacts, args.ref)
+        return command.run_add(args.store, args.artifacts, args.ref, args.allowed_signers)
     if args.history_command == "show":
         return command.run_show(args.store, args.target, args.ref, args.repo, 0 if args.all else args.newest)
     if args.history_command == "export":
@@ -61,7 +61,7 @@ def _cmd_history(args: argparse.Namespace) -> int:
         return command.run_serve(
             args.store, args.allowed_signers, args.tokens, args.host, args.port, args.allow_unsigned
         )
-    return command.run_import(args.store, args.files)
+    return command.run_import(args.store, args.files, args.artifacts, args.allowed_signers)
 
 
 def _history_parser(sub) -> None:
@@ -76,6 +76,12 @@ def _history_parser(sub) -> None:
         default=None,
         help="the branch or tag their commit is on (default: the branch checked "
         "out in the artifact's repo, when the commit is on it)",
+    )
+    add.add_argument(
+        "--allowed-signers",
+        default=None,
+        metavar="FILE",
+        help="verify each artifact's signatures too (ssh-keygen's allowed-signers file); its signer is recorded",
     )
     show = hsub.add_parser("show", help="per perf row of TARGET: each commit's median, runs and the steps found")
     show.add_argument("target", help="a target's name (or its topic)")
@@ -97,8 +103,25 @@ def _history_parser(sub) -> None:
     export = hsub.add_parser("export", help="the store as JSON lines (one run a line)")
     export.add_argument("-o", "--output", default=None, metavar="FILE", help="write here (default: stdout)")
     export.add_argument("--target", default=None, help="only this target's runs")
-    imp = hsub.add_parser("import", help="add the runs of JSON lines an export wrote")
+    imp = hsub.add_parser(
+        "import",
+        help="add the runs of JSON lines an export wrote, each verified as add verifies it (its artifact checked)",
+    )
     imp.add_argument("files", nargs="+", metavar="FILE")
+    imp.add_argument(
+        "--artifacts",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="a folder holding the runs' ticket folders where their recorded paths are not on this machine "
+        "(repeatable; beside the export is looked in too)",
+    )
+    imp.add_argument(
+        "--allowed-signers",
+        default=None,
+        metavar="FILE",
+        help="verify each run's signatures too (ssh-keygen's allowed-signers file); its signer is recorded",
+    )
     serve = hsub.add_parser(
         "serve",
         help="the ingest service CI runners post their runs to (an upload token each): only runs that pass "

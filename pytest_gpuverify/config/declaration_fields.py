@@ -286,6 +286,28 @@ class FieldChecks:
             )
         return value
 
+    def globs(self, where: str, value: Any) -> tuple[str, ...]:
+        """``paths``: globs of more files that are the target's, relative to the declaration's directory."""
+        if value is None:
+            return ()
+        if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
+            raise self.error(
+                where,
+                "paths",
+                f"paths is {_kind_of(value)}, not a list of globs",
+                'write a list of quoted globs relative to this file\'s directory, e.g. paths = ["csrc/gemm/**"].',
+            )
+        for glob in value:
+            pure = PurePosixPath(glob.strip().removeprefix("./"))
+            if pure.is_absolute() or ".." in pure.parts:
+                raise self.error(
+                    where,
+                    "paths",
+                    f"paths names {glob!r}, outside this file's directory",
+                    'write a glob relative to this file\'s directory, e.g. "csrc/gemm/**".',
+                )
+        return tuple(v.strip().removeprefix("./") for v in value)
+
     def workdir(self, where: str, value: Any) -> str | None:
         text = self.text(where, "workdir", value, '"."')
         pure = PurePosixPath(text) if text is not None else None

@@ -37,7 +37,9 @@ folder too, for kind pytest); a bench target needs ``command`` or ``path`` (run 
 err_ratio_max (each a finite number). ``pass_pattern``/``fail_pattern``: regular expressions for a
 harness's own words of success and failure (compiled here), read beside the statements every
 output is read for; ``verdict_lines_off = ["word-alone"]``: statement families not read
-(parsers/reading/statements.py names them). ``exit_status_is_check = true``: the command's exit status is its check (an assert-only
+(parsers/reading/statements.py names them). ``paths = ["csrc/gemm/**", "aiter/ops/gemm*.py"]``: more files
+that are the target's, globs relative to this file's directory, that ``--gpu-changed-since`` counts beside
+its own file and the files its command names. ``exit_status_is_check = true``: the command's exit status is its check (an assert-only
 script; bench and aiter-op-test kinds): exit 0 is one checked shape. ``repeats = 3``: runs under one lock
 (``--gpu-repeats`` wins; runs_log.py); ``min_steps = 50``: the fewest timed steps each run must print
 where it prints a count (each a whole number >= 1). ``directions = { uplift = "higher" }``: which way
@@ -110,6 +112,7 @@ TARGET_KEYS = (
     "verdict_lines_off",
     "exit_status_is_check",
     "trace_filter",
+    "paths",
 )
 _NAME = re.compile(r"[A-Za-z0-9._-]+")
 _TOML_AT = re.compile(r"\s*\(at (?:line (\d+), column (\d+)|end of document)\)\s*$")
@@ -412,6 +415,7 @@ class _Reader(FieldChecks):
             directions={**defaults.directions, **self.directions(where, block.get("directions"))},
             verdict_lines_off=self.verdict_lines_off(where, block.get("verdict_lines_off")),
             exit_status_is_check=self.exit_status_is_check(where, kind, block.get("exit_status_is_check")),
+            paths=tuple(f"{self.root.as_posix()}/{glob}" for glob in self.globs(where, block.get("paths"))),
             **{
                 key: self.pattern(where, key, block.get(key))
                 for key in ("pass_pattern", "fail_pattern", "trace_filter")

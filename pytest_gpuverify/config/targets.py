@@ -79,6 +79,9 @@ class Target(BaseModel):
     packages: tuple[str, ...] | None = None
     env: dict[str, str] = Field(default_factory=dict)  # declared variables for its command (and builds)
     directions: dict[str, str] = Field(default_factory=dict)  # metric or row name -> "higher"/"lower"
+    # more files that are the target's (globs, each joined to its declaration's directory: absolute), for
+    # --gpu-changed-since beside its own file and the files its command names
+    paths: tuple[str, ...] = ()
 
     @property
     def location(self) -> Path | None:

@@ -1,5 +1,6 @@
 """Adding artifacts to the store: each is ``gpuverify check``ed first (compare.command.checked: the
-same checks, so a tampered artifact is refused with the check's reason), then stored by its sha256."""
+same checks, so a tampered artifact is refused with the check's reason), its signatures verified where an
+allowed-signers file is given, then stored by its sha256. ``history import`` verifies each run alike."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from pathlib import Path
 from sqlalchemy import Connection
 
 from pytest_gpuverify.compare.command import Refused, checked
-from pytest_gpuverify.history.records import commit_of, stored_run
+from pytest_gpuverify.history.records import StoredRun, commit_of, stored_run
 from pytest_gpuverify.history.store import insert
 from pytest_gpuverify.place.gitstate import git
 from pytest_gpuverify.records.artifact import Artifact, sha256_file
@@ -49,15 +50,34 @@ def branch_of(art: Artifact) -> str | None:
     return branch
 
 
-def add_file(conn: Connection, path: Path, ref: str | None = None) -> Added:
+def verified_run(path: Path, ref: str | None = None, allowed: Path | None = None) -> StoredRun | str:
+    """The run the artifact at ``path`` is, after ``gpuverify check``'s checks and, with ``allowed`` (an
+    allowed-signers file), its signatures' (its signer then recorded); else why it is refused, one line."""
+    from pytest_gpuverify.verify.check import signature_problems
+
     try:
         art = checked(str(path))
     except Refused as exc:
-        return Added(path, REFUSED, str(exc).removeprefix(f"{path}: "))
+        return str(exc).removeprefix(f"{path}: ")
+    signer = None
+    if allowed is not None:
+        problems = signature_problems(art, path, allowed)
+        if problems:
+            return f"{problems[0]} (allowed signers: {allowed})"
+        signer = art.signed_by
     digest = sha256_file(path)  # read after the check: a file changed since is refused next time
     run = stored_run(art, path.resolve(), digest, ref or branch_of(art))
+    return run.model_copy(update={"signer": signer}) if signer else run
+
+
+def add_file(conn: Connection, path: Path, ref: str | None = None, allowed: Path | None = None) -> Added:
+    run = verified_run(path, ref, allowed)
+    if isinstance(run, str):
+        return Added(path, REFUSED, run)
     return Added(path, ADDED if insert(conn, run) else KNOWN)
 
 
-def add_files(conn: Connection, paths: Iterable[Path], ref: str | None = None) -> list[Added]:
-    return [add_file(conn, p, ref) for p in artifact_files(paths)]
+def add_files(
+    conn: Connection, paths: Iterable[Path], ref: str | None = None, allowed: Path | None = None
+) -> list[Added]:
+    return [add_file(conn, p, ref, allowed) for p in artifact_files(paths)]

@@ -67,13 +67,17 @@ def _one_line(command: str) -> Callable[[Callable[..., int]], Callable[..., int]
 
 
 @_one_line("history add")
-def run_add(store: str | None, paths: list[str], ref: str | None) -> int:
+def run_add(store: str | None, paths: list[str], ref: str | None, allowed: str | None = None) -> int:
     from pytest_gpuverify.history.add import artifact_files
 
     files = artifact_files(Path(p) for p in paths)
     missing = [p for p in files if not p.exists()]
     if not files or missing:
         return _fail("history add", f"{(missing or [Path(paths[0])])[0]}: no artifact (bench_*.json) there")
+    if allowed and not Path(allowed).is_file():
+        return _fail(
+            "history add", f"--allowed-signers {allowed}: no such file. Fix: ssh-keygen's allowed-signers file"
+        )
     path = store_path(store)
     if is_service(path):  # posted to a team's ingest service, which checks and verifies each itself
         from pytest_gpuverify.history.client import ServiceError, post_files
@@ -87,7 +91,7 @@ def run_add(store: str | None, paths: list[str], ref: str | None) -> int:
         if conn is None:
             return 2
         with closing(conn), guard(path):
-            results = add_files(conn, files, ref)
+            results = add_files(conn, files, ref, Path(allowed) if allowed else None)
     for result in results:
         print(result.line())
     counts = {o: sum(r.outcome == o for r in results) for o in (ADDED, KNOWN, REFUSED)}
@@ -97,17 +101,17 @@ def run_add(store: str | None, paths: list[str], ref: str | None) -> int:
 
 def run_serve(store: str | None, allowed_signers: str, tokens: str, host: str, port: int, allow_unsigned: bool) -> int:
     try:
-        from pytest_gpuverify.history.service import Settings, SettingsError, read_tokens, serve
+        from pytest_gpuverify.history.service import Settings, SettingsError, read_token_roles, serve
     except ImportError as exc:  # starlette and uvicorn are the team extra's, not a core dependency
         return _fail("history serve", f"{exc}. Fix: pip install 'pytest-gpuverify[team]'")
     path = store_path(store)
     if is_service(path):
         return _fail("history serve", f"--store {path}: the service's own store is a file or a postgresql:// URL")
     try:
-        known = read_tokens(Path(tokens))
+        known, read_only = read_token_roles(Path(tokens))
     except SettingsError as exc:
         return _fail("history serve", str(exc))
-    return serve(Settings(path, Path(allowed_signers), known, allow_unsigned), host, port)
+    return serve(Settings(path, Path(allowed_signers), known, read_only, allow_unsigned), host, port)
 
 
 @_one_line("history show")
@@ -115,23 +119,20 @@ def run_show(
     store: str | None, target: str, ref: str | None, repo: str | None = None, newest: int | None = None
 ) -> int:
     """``newest``: the commits shown per row (default show.NEWEST); 0: every commit (``--all``)."""
+    from pytest_gpuverify.history.reader import open_reader
     from pytest_gpuverify.history.series import commit_order, target_histories
     from pytest_gpuverify.history.show import NEWEST
     from pytest_gpuverify.history.show import render as show
     from pytest_gpuverify.history.steps import MOST_POINTS
-    from pytest_gpuverify.history.store import runs, targets
 
     newest = NEWEST if newest is None else newest
     # the rows of the commits a fit looks at (or that are shown, when more); the older ones stay unread
     read = None if not newest else max(newest, MOST_POINTS)
     path = store_path(store)
-    conn = _opened("history show", path, reading=True)
-    if conn is None:
-        return 2
-    with closing(conn), guard(path, writing=False):
+    with closing(open_reader(path)) as reader:
         # of every ref: the commit graph picks those on ref's history
-        found = runs(conn, target=target, watch=False, newest_commits=read)
-        known = targets(conn) if not found else []
+        found = reader.runs(target=target, watch=False, newest_commits=read)
+        known = reader.targets() if not found else []
     kept, order = commit_order(found, ref, Path(repo) if repo else None)
     if not kept:
         on = f" on {ref}" if ref else ""
@@ -170,9 +171,15 @@ def run_export(store: str | None, out: str | None, target: str | None) -> int:
 
 
 @_one_line("history import")
-def run_import(store: str | None, files: list[str]) -> int:
+def run_import(
+    store: str | None, files: list[str], folders: list[str] | None = None, allowed: str | None = None
+) -> int:
     from pytest_gpuverify.history.exchange import import_lines
 
+    if allowed and not Path(allowed).is_file():
+        return _fail(
+            "history import", f"--allowed-signers {allowed}: no such file. Fix: ssh-keygen's allowed-signers file"
+        )
     missing = [f for f in files if not Path(f).is_file()]
     if missing:
         return _fail("history import", f"{missing[0]}: no such file. Fix: name a file gpuverify history export wrote")
@@ -183,7 +190,9 @@ def run_import(store: str | None, files: list[str]) -> int:
     bad = 0
     with closing(conn), guard(path):
         for name in files:
-            added, known, problems = import_lines(conn, Path(name))
+            added, known, problems = import_lines(
+                conn, Path(name), [Path(f) for f in folders or []], Path(allowed) if allowed else None
+            )
             for problem in problems[:SHOWN_PROBLEMS]:
                 print(problem, file=sys.stderr)
             if len(problems) > SHOWN_PROBLEMS:
@@ -207,15 +216,13 @@ def run_history_compare(
     repo: str | None = None,
 ) -> int:
     from pytest_gpuverify.history.compare import against_history
+    from pytest_gpuverify.history.reader import open_reader
 
     path = store_path(store)
-    conn = _opened("compare", path, reading=True)
-    if conn is None:
-        return 2
     try:
-        with closing(conn), guard(path, writing=False):
+        with closing(open_reader(path)) as reader:
             result = against_history(
-                conn,
+                reader,
                 shown(path),
                 checked(head),
                 head,

@@ -15,16 +15,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from sqlalchemy import Connection
-
 from pytest_gpuverify.compare.clocks import clock_problem
 from pytest_gpuverify.compare.command import Refused, not_passing, own_watch
 from pytest_gpuverify.compare.core import DEFAULT_RULE, Comparison, Rule, call_all, own_rows, pairs_of
 from pytest_gpuverify.compare.identity import Difference, fact_differences, identity
 from pytest_gpuverify.history.graph import Checkout, GraphError, checkout_knowing
+from pytest_gpuverify.history.reader import Reader
 from pytest_gpuverify.history.records import StoredRun, commit_of
 from pytest_gpuverify.history.series import counts
-from pytest_gpuverify.history.store import runs
 from pytest_gpuverify.records.artifact import Artifact, sha256_file
 
 DEFAULT_LAST = 5
@@ -54,13 +52,13 @@ def _differences(run: StoredRun, head: Artifact) -> list[Difference]:
 
 
 def _like_runs(
-    conn: Connection, head: Artifact, head_sha256: str, may_differ: frozenset[str]
+    reader: Reader, head: Artifact, head_sha256: str, may_differ: frozenset[str]
 ) -> dict[str, list[StoredRun]]:
     """The store's PASS runs of the head's target whose facts differ from the head's in none but
     ``may_differ``, per commit."""
     assert head.target is not None
     by_commit: dict[str, list[StoredRun]] = {}
-    for run in runs(conn, target=head.target.name, verdict="PASS", newest_first=True):
+    for run in reader.runs(target=head.target.name, verdict="PASS", newest_first=True):
         if run.artifact_sha256 == head_sha256 or not counts(run) or not run.sha:
             continue  # the head itself, already stored; a dirty checkout's run; a run of no known commit
         if any(d.field not in may_differ for d in _differences(run, head)):
@@ -80,7 +78,7 @@ def _ancestors_newest_first(graph: Checkout, head: str, ref: str | None) -> tupl
 
 
 def base_runs(
-    conn: Connection,
+    reader: Reader,
     store: str,
     head: Artifact,
     head_sha256: str,
@@ -101,7 +99,7 @@ def base_runs(
             "an artifact of a run in a git checkout"
         )
     folders = [repo] if repo else [Path.cwd(), *(Path(r.path) for r in head.repos)]  # an A/B's: either side's
-    by_commit = _like_runs(conn, head, head_sha256, may_differ)
+    by_commit = _like_runs(reader, head, head_sha256, may_differ)
     name, short, tag = head.target.name, sha[:12], ""
     try:
         graph = checkout_knowing(sha, folders)
@@ -140,7 +138,7 @@ def base_runs(
 
 
 def against_history(
-    conn: Connection,
+    reader: Reader,
     store: str,
     head: Artifact,
     head_path: str,
@@ -155,7 +153,7 @@ def against_history(
     bad = not_passing(f"the head ({head_path})", head)
     if bad:
         raise Refused(bad)
-    base = base_runs(conn, store, head, sha256_file(Path(head_path)), ref, last, may_differ, baseline, repo)
+    base = base_runs(reader, store, head, sha256_file(Path(head_path)), ref, last, may_differ, baseline, repo)
     directions = head.target.directions if head.target else {}
     pairs = pairs_of({"base": [], "head": own_rows(head)}, directions)
     pooled: dict[tuple, list[float]] = {}

@@ -196,8 +196,9 @@ def _close(conn: Connection | None) -> None:
 def _not_a_service(name: StoreName) -> None:
     if is_service(name):
         raise StoreError(
-            f"{name}: an ingest service takes runs (history add, --gpu-history), it is not read from here. Fix: "
-            "read the service's own store: its file, or its postgresql:// URL"
+            f"{name}: an ingest service takes runs (history add, --gpu-history) and answers reads (history show, "
+            "compare --history, report --history), nothing else. Fix: name the service's own store: its file, or its "
+            "postgresql:// URL"
         )
 
 

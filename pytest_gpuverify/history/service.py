@@ -9,6 +9,12 @@ them), and stores it with who sent it: the signer, the CI run's URL (header ``X-
 runner and the upload time. Answers, each with one line saying why: 201 stored, 200 already stored (one run
 per artifact sha256, however often it is sent), 400 not a bundle, 401 no valid token, 403 its signature
 refused, 413 too large, 422 it fails the check, 503 the store cannot be used. ``GET /v1/health``: 200.
+
+Reads, with any listed token (a ``read`` token may only read): ``GET /v1/runs`` answers the stored runs as JSON
+``{"runs": [...], "next": CURSOR}``, a page at a time (``limit``, at most :data:`MAX_PAGE`; ``after=CURSOR``
+for the next page, ``next`` null at the last), asked by ``target``, ``ref``, ``verdict``, ``since`` (an ISO
+time), ``newest_first``, ``watch`` (0: without the GPU watch records) and ``newest_commits``; each run as an
+export's line holds it. ``GET /v1/targets``: the targets' names, a JSON list. 400 names a bad parameter.
 """
 
 from __future__ import annotations
@@ -23,11 +29,14 @@ from pathlib import Path
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
-from starlette.responses import PlainTextResponse
+from starlette.responses import JSONResponse, PlainTextResponse
 from starlette.routing import Route
 
 from pytest_gpuverify.history.bundle import MAX_BYTES, PATH_HEADER, REF_HEADER, RUN_URL_HEADER, BundleError, unpack
-from pytest_gpuverify.history.db import StoreError, StoreName, connect, guard, shown
+from pytest_gpuverify.history.db import StoreError, StoreName, connect, connect_reading, guard, shown
+
+READ, WRITE = "read", "write"  # a token's role in the tokens file: read the runs; read them and post runs
+MAX_PAGE = 2000  # runs one GET /v1/runs answers at most
 
 
 class SettingsError(Exception):
@@ -39,27 +48,40 @@ class Settings:
     store: StoreName
     allowed_signers: Path
     tokens: dict[str, str] = field(repr=False)  # runner's name -> its upload token
+    read_only: frozenset[str] = frozenset()  # the names whose tokens may read, not post
     allow_unsigned: bool = False
     max_bytes: int = MAX_BYTES
 
 
 def read_tokens(path: Path) -> dict[str, str]:
-    """The tokens file: one ``NAME TOKEN`` a line (blank lines and ``#`` comments skipped)."""
+    """The tokens file's ``NAME -> TOKEN`` (:func:`read_token_roles`)."""
+    return read_token_roles(path)[0]
+
+
+def read_token_roles(path: Path) -> tuple[dict[str, str], frozenset[str]]:
+    """The tokens file: one ``NAME TOKEN [write|read]`` a line (blank lines and ``#`` comments skipped); the
+    tokens by name, and the names of ``read`` tokens (a token without a role is ``write``: it posts and reads)."""
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise SettingsError(f"--tokens {path}: cannot be read ({exc}). Fix: name a readable file") from None
     tokens: dict[str, str] = {}
+    readers: set[str] = set()
     for number, line in enumerate(text.splitlines(), 1):
         if not line.strip() or line.lstrip().startswith("#"):
             continue
         parts = line.split()
-        if len(parts) != 2:
+        if len(parts) not in (2, 3):
             raise SettingsError(
-                f"{path}:{number}: {len(parts)} words; a line is `NAME TOKEN`. Fix: one runner's name and its "
-                "token (e.g. from `openssl rand -hex 32`)"
+                f"{path}:{number}: {len(parts)} words; a line is `NAME TOKEN [write|read]`. Fix: one runner's "
+                "name and its token (e.g. from `openssl rand -hex 32`)"
             )
-        name, token = parts
+        name, token = parts[:2]
+        role = parts[2] if len(parts) == 3 else WRITE
+        if role not in (READ, WRITE):
+            raise SettingsError(
+                f"{path}:{number}: role {role!r}. Fix: write (posts runs and reads) or read (reads only)"
+            )
         if name in tokens:
             raise SettingsError(f"{path}:{number}: {name} is named twice. Fix: one line a runner")
         if len(token) < 16:
@@ -67,9 +89,11 @@ def read_tokens(path: Path) -> dict[str, str]:
                 f"{path}:{number}: {name}'s token is {len(token)} characters. Fix: 16 or more (openssl rand -hex 32)"
             )
         tokens[name] = token
+        if role == READ:
+            readers.add(name)
     if not tokens:
         raise SettingsError(f"--tokens {path}: no `NAME TOKEN` line. Fix: one line a runner")
-    return tokens
+    return tokens, frozenset(readers)
 
 
 def settings_problem(settings: Settings) -> str | None:
@@ -140,6 +164,78 @@ def _answer(status: int, line: str) -> PlainTextResponse:
     return PlainTextResponse(line + "\n", status_code=status)
 
 
+class BadQuery(Exception):
+    """A read's parameter this service cannot take; the message names it and the fix."""
+
+
+def _flag(query, name: str, default: bool) -> bool:
+    value = query.get(name)
+    if value is None:
+        return default
+    if value not in ("0", "1", "true", "false"):
+        raise BadQuery(f"{name}={value}: not a flag. Fix: 1 or 0")
+    return value in ("1", "true")
+
+
+def _count(query, name: str, default: int | None, most: int | None = None) -> int | None:
+    value = query.get(name)
+    if value is None:
+        return default
+    if not value.isdigit() or int(value) < 1:
+        raise BadQuery(f"{name}={value}: not a count. Fix: a whole number, 1 or more")
+    return min(int(value), most) if most else int(value)
+
+
+def _cursor(value: str | None) -> tuple[str, int] | None:
+    if value is None:
+        return None
+    ts, _, run_id = value.rpartition("|")
+    if not ts or not run_id.isdigit():
+        raise BadQuery(f"after={value}: not a page's cursor. Fix: the `next` the previous page answered")
+    return ts, int(run_id)
+
+
+def read_page(settings: Settings, query) -> tuple[int, dict | str]:
+    """One page of ``GET /v1/runs``: its status and its JSON (or the one line of a refusal)."""
+    from pytest_gpuverify.history.store import runs_page
+
+    try:
+        asked = {k: query.get(k) for k in ("target", "ref", "verdict", "since")}
+        page = _count(query, "limit", MAX_PAGE, MAX_PAGE)
+        newest_first, watch = _flag(query, "newest_first", False), _flag(query, "watch", True)
+        newest_commits = _count(query, "newest_commits", None)
+        after = _cursor(query.get("after"))
+    except BadQuery as exc:
+        return 400, str(exc)
+    try:
+        with closing(connect_reading(settings.store)) as conn, guard(settings.store, writing=False):
+            found, nxt = runs_page(
+                conn,
+                **asked,
+                newest_first=newest_first,
+                watch=watch,
+                newest_commits=newest_commits,
+                after=after,
+                limit=page,
+            )
+    except StoreError as exc:
+        return 503, f"not read: {exc}"
+    return 200, {
+        "runs": [run.model_dump(mode="json") for run in found],
+        "next": f"{nxt[0]}|{nxt[1]}" if nxt else None,
+    }
+
+
+def read_targets(settings: Settings) -> tuple[int, list[str] | str]:
+    from pytest_gpuverify.history.store import targets
+
+    try:
+        with closing(connect_reading(settings.store)) as conn, guard(settings.store, writing=False):
+            return 200, targets(conn)
+    except StoreError as exc:
+        return 503, f"not read: {exc}"
+
+
 def create_app(settings: Settings) -> Starlette:
     """The service's ASGI app, all its settings in ``settings``."""
 
@@ -152,6 +248,8 @@ def create_app(settings: Settings) -> Starlette:
             return _answer(
                 401, "no valid upload token. Fix: send `Authorization: Bearer TOKEN` with a token of --tokens"
             )
+        if runner in settings.read_only:
+            return _answer(403, f"{runner}'s token may read, not post runs. Fix: give the runner a write token")
         declared = request.headers.get("content-length", "")
         if declared.isdigit() and int(declared) > settings.max_bytes:
             return _answer(413, f"the bundle is {declared} bytes, over the {settings.max_bytes} this service takes")
@@ -173,7 +271,26 @@ def create_app(settings: Settings) -> Starlette:
         print(f"gpuverify history serve: {runner}: {status} {line}", file=sys.stderr, flush=True)
         return _answer(status, line)
 
-    return Starlette(routes=[Route("/v1/health", health), Route("/v1/runs", post_run, methods=["POST"])])
+    async def get_runs(request: Request) -> JSONResponse | PlainTextResponse:
+        if runner_of(request.headers.get("authorization"), settings.tokens) is None:
+            return _answer(401, "no valid token. Fix: send `Authorization: Bearer TOKEN` with a token of --tokens")
+        status, body = await run_in_threadpool(read_page, settings, request.query_params)
+        return JSONResponse(body, status_code=status) if status == 200 else _answer(status, str(body))
+
+    async def get_targets(request: Request) -> JSONResponse | PlainTextResponse:
+        if runner_of(request.headers.get("authorization"), settings.tokens) is None:
+            return _answer(401, "no valid token. Fix: send `Authorization: Bearer TOKEN` with a token of --tokens")
+        status, body = await run_in_threadpool(read_targets, settings)
+        return JSONResponse(body, status_code=status) if status == 200 else _answer(status, str(body))
+
+    return Starlette(
+        routes=[
+            Route("/v1/health", health),
+            Route("/v1/runs", post_run, methods=["POST"]),
+            Route("/v1/runs", get_runs, methods=["GET"]),
+            Route("/v1/targets", get_targets, methods=["GET"]),
+        ]
+    )
 
 
 def serve(settings: Settings, host: str, port: int) -> int:

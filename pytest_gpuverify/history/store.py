@@ -130,22 +130,7 @@ def _newest_rows(where: list, newest_commits: int):
     )
 
 
-def runs(
-    conn: Connection,
-    target: str | None = None,
-    ref: str | None = None,
-    verdict: str | None = None,
-    newest_first: bool = False,
-    watch: bool = True,
-    newest_commits: int | None = None,
-) -> list[StoredRun]:
-    """The stored runs of ``target`` (its name, else its topic), on ``ref``, of ``verdict``, by time.
-
-    ``watch=False`` (trends: ``history show``, the report) leaves each run's GPU watch records unread
-    and builds the records without validating them again: the store holds only what was validated
-    when it was added, and 10,000 runs are read in a fraction of the time. ``newest_commits=N`` reads
-    perf rows only for the runs of the newest N commits (by their newest run) of each set of like facts
-    that count (PASS, clean): every run is still returned, the older ones without rows, so counts hold."""
+def _where(target: str | None, ref: str | None, verdict: str | None, since: str | None) -> list[Any]:
     where: list[Any] = []
     if target is not None:
         where.append(
@@ -155,24 +140,78 @@ def runs(
         where.append(runs_table.c.ref == ref)
     if verdict is not None:
         where.append(runs_table.c.verdict == verdict)
+    if since is not None:
+        where.append(runs_table.c.ts >= since)
+    return where
+
+
+def runs(
+    conn: Connection,
+    target: str | None = None,
+    ref: str | None = None,
+    verdict: str | None = None,
+    newest_first: bool = False,
+    watch: bool = True,
+    newest_commits: int | None = None,
+    since: str | None = None,
+) -> list[StoredRun]:
+    """The stored runs of ``target`` (its name, else its topic), on ``ref``, of ``verdict``, from ``since``
+    (an ISO time) on, by time.
+
+    ``watch=False`` (trends: ``history show``, the report) leaves each run's GPU watch records unread
+    and builds the records without validating them again: the store holds only what was validated
+    when it was added, and 10,000 runs are read in a fraction of the time. ``newest_commits=N`` reads
+    perf rows only for the runs of the newest N commits (by their newest run) of each set of like facts
+    that count (PASS, clean): every run is still returned, the older ones without rows, so counts hold."""
+    return runs_page(conn, target, ref, verdict, newest_first, watch, newest_commits, since)[0]
+
+
+def runs_page(
+    conn: Connection,
+    target: str | None = None,
+    ref: str | None = None,
+    verdict: str | None = None,
+    newest_first: bool = False,
+    watch: bool = True,
+    newest_commits: int | None = None,
+    since: str | None = None,
+    after: tuple[str, int] | None = None,
+    limit: int | None = None,
+) -> tuple[list[StoredRun], tuple[str, int] | None]:
+    """:func:`runs`, ``limit`` runs at a time: those past ``after`` (the ``(ts, id)`` the previous page
+    returned as its next), and the next page's ``after`` (None at the last). Pages follow the runs' order by
+    (time, id), not a position: a run added meanwhile neither repeats nor hides another. ``newest_commits``
+    counts over every run asked for, not the page's."""
+    where = _where(target, ref, verdict, since)
     ts = runs_table.c.ts.desc() if newest_first else runs_table.c.ts.asc()
+    page = list(where)
+    if after is not None:
+        at, run_id = after
+        later = runs_table.c.ts < at if newest_first else runs_table.c.ts > at
+        page.append(or_(later, and_(runs_table.c.ts == at, runs_table.c.id > run_id)))
     columns = [runs_table] if watch else _TREND_COLUMNS
-    found = conn.execute(select(*columns).where(*where).order_by(ts, runs_table.c.id)).mappings().all()
+    query = select(*columns).where(*page).order_by(ts, runs_table.c.id)
+    if limit is not None:
+        query = query.limit(limit + 1)  # one more: whether a next page exists
+    found = conn.execute(query).mappings().all()
+    more = limit is not None and len(found) > limit
+    found = found[:limit] if limit is not None else found
     by_run: dict[int, list[StoredRow]] = {}
     if found:
-        # one join, not a list of 10,000 ids: the same runs' rows, each run's in the order of its artifact
         if newest_commits is None:
-            query = (
+            # one join, not a list of 10,000 ids: the same runs' rows, each run's in the order of its artifact
+            rows_of = (
                 select(perf)
                 .join(runs_table, runs_table.c.id == perf.c.run_id)
-                .where(*where)
+                .where(*page)
                 .order_by(perf.c.run_id, perf.c.pos)
             )
         else:
-            query = _newest_rows(where, newest_commits)
-        rows = conn.execute(query).mappings()
+            rows_of = _newest_rows(where, newest_commits)
+        if limit is not None:  # a page's runs only (at most ``limit`` ids)
+            rows_of = rows_of.where(perf.c.run_id.in_([r["id"] for r in found]))
         make = StoredRow if watch else StoredRow.model_construct
-        for row in rows:
+        for row in conn.execute(rows_of).mappings():
             by_run.setdefault(row["run_id"], []).append(
                 make(
                     table=row["tbl"],
@@ -188,15 +227,17 @@ def runs(
                     cv=row["cv"],
                 )
             )
+    nxt = (found[-1]["ts"], int(found[-1]["id"])) if more else None
     if watch:
-        return [StoredRun(**_run_fields(r, json.loads(r["facts"]), by_run.get(r["id"], []), watch=True)) for r in found]
+        made = [StoredRun(**_run_fields(r, json.loads(r["facts"]), by_run.get(r["id"], []), watch=True)) for r in found]
+        return made, nxt
     facts: dict[str, dict] = {}  # like runs share their facts' text: each parsed once
     return [
         StoredRun.model_construct(
             **_run_fields(r, facts.setdefault(r["facts"], json.loads(r["facts"])), by_run.get(r["id"], []))
         )
         for r in found
-    ]
+    ], nxt
 
 
 def _run_fields(row: RowMapping, facts: dict, rows: list[StoredRow], watch: bool = False) -> dict:

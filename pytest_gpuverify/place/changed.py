@@ -1,5 +1,6 @@
 """``--gpu-changed-since REF``: which targets a change touches. A target's files are its own file (a
-folder for a pytest target) and the files its command and arguments name that lie in its checkout; the
+folder for a pytest target), the files its command and arguments name that lie in its checkout, and the
+files its declaration's ``paths`` globs match; the
 change is ``git diff --name-only REF...HEAD`` of that checkout (what HEAD changed since it forked from
 REF). A target whose files are not known, or whose checkout git cannot diff, is kept: skipping it
 could hide a regression."""
@@ -9,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pytest_gpuverify.config.targets import Target
+from pytest_gpuverify.config.targets import Target, glob_regex
 from pytest_gpuverify.place.gitstate import git_toplevel, run_git
 
 
@@ -61,9 +62,12 @@ def target_files(target: Target, top: Path) -> list[Path]:
     return list(dict.fromkeys(files))
 
 
-def touched(files: list[Path], changed: set[Path]) -> bool:
-    """A changed file is one of ``files`` or lies under one of them (a folder)."""
-    return any(c == f or c.is_relative_to(f) for c in changed for f in files)
+def touched(files: list[Path], changed: set[Path], globs: tuple[str, ...] = ()) -> bool:
+    """A changed file is one of ``files``, lies under one of them (a folder), or matches one of ``globs``
+    (absolute: the declaration's directory joined)."""
+    if any(c == f or c.is_relative_to(f) for c in changed for f in files):
+        return True
+    return any(glob_regex(g).fullmatch(c.as_posix()) for c in changed for g in globs)
 
 
 def select_changed(targets: list[Target], ref: str) -> Selection:
@@ -84,10 +88,10 @@ def select_changed(targets: list[Target], ref: str) -> Selection:
             out.kept.append(target.name)
             continue
         files = target_files(target, top)
-        if not files:
+        if not files and not target.paths:
             out.unknown.append(target.name)
             out.kept.append(target.name)
-        elif touched(files, {c.resolve() if c.exists() else c for c in changed}):
+        elif touched(files, {c.resolve() if c.exists() else c for c in changed}, target.paths):
             out.kept.append(target.name)
         else:
             out.skipped.append(target.name)

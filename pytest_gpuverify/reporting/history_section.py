@@ -82,16 +82,16 @@ def history_for(store_path, targets: list[str], ref: str | None, repo: Path | No
     target's commits in the order of ``ref``'s first-parent history in the checkout ``repo`` (series.py)."""
     from contextlib import closing
 
-    from pytest_gpuverify.history.db import guard, open_store, shown
+    from pytest_gpuverify.history.db import shown
+    from pytest_gpuverify.history.reader import open_reader
     from pytest_gpuverify.history.series import commit_order, target_histories
     from pytest_gpuverify.history.steps import MOST_POINTS
-    from pytest_gpuverify.history.store import runs
 
     histories: list[TargetHistory] = []
     notes: tuple[str, ...] = ()
-    with closing(open_store(store_path, reading=True)) as conn, guard(store_path, writing=False):
+    with closing(open_reader(store_path)) as reader:
         for target in dict.fromkeys(targets):  # only the commits a fit looks at are read
-            found = runs(conn, target=target, watch=False, newest_commits=MOST_POINTS)
+            found = reader.runs(target=target, watch=False, newest_commits=MOST_POINTS)
             kept, order = commit_order(found, ref, repo)
             histories += target_histories(kept, order=order)
             notes += tuple(f"{target}: {n}" for n in order.notes)

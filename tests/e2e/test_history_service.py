@@ -30,6 +30,7 @@ from pytest_gpuverify.history.session import add_session_artifacts
 from pytest_gpuverify.history.store import count, runs
 
 TOKEN = "runner-one-token-0123456789abcdef"
+READ_TOKEN = "dashboard-read-token-0123456789"
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -57,7 +58,9 @@ def signed(folder: Path, n: int, signer: str | None, key: Path | None, verdict: 
 def running_service(root: Path, store: str, allowed: Path, *extra: str) -> Iterator[str]:
     """``gpuverify history serve`` on a free loopback port, answering /v1/health; its URL. runner-1 holds TOKEN."""
     tokens = root / "tokens"
-    tokens.write_text(f"# runner tokens\nrunner-1 {TOKEN}\nrunner-2 another-token-0123456789abcdef\n")
+    tokens.write_text(
+        f"# runner tokens\nrunner-1 {TOKEN}\nrunner-2 another-token-0123456789abcdef write\ndashboard {READ_TOKEN} read\n"
+    )
     port = free_port()
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
     cmd = [sys.executable, "-m", "pytest_gpuverify.cli.main", "history", "serve", "--store", store]
@@ -256,3 +259,138 @@ def test_a_signed_session_posts_each_artifact_as_its_target_ends(sandbox, tmp_pa
         "PASS",
     )
     assert run.rows and run.artifact_path.endswith("T-1/bench_rmsnorm2d.json")
+
+
+# -- reads through the service: the same answers as the store's ---------------------------------------------
+
+
+def get(url: str, token: str | None) -> tuple[int, str]:
+    request = urllib.request.Request(url, headers={"Authorization": f"Bearer {token}"} if token else {})
+    try:
+        with urllib.request.urlopen(request, timeout=60) as answer:
+            return answer.status, answer.read().decode()
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read().decode().strip()
+
+
+def test_show_compare_and_report_read_through_the_service_as_from_the_store(service, tmp_path, monkeypatch, capsys):
+    from commit_graph_lab import artifact_at, make_lab, stored_artifact
+
+    from pytest_gpuverify.compare import render
+    from pytest_gpuverify.compare.command import exit_code
+    from pytest_gpuverify.engine.store import store_artifact
+    from pytest_gpuverify.history.client import ServiceReader
+    from pytest_gpuverify.history.compare import against_history
+    from pytest_gpuverify.history.names import shown
+    from pytest_gpuverify.history.reader import StoreReader, open_reader
+    from pytest_gpuverify.history.store import insert
+    from pytest_gpuverify.reporting.history_section import history_for
+
+    lab = make_lab(tmp_path / "repo")
+    store, url = service["store"], service["url"]
+    with closing(connect(store)) as conn:  # c1..c10 at 10 us, c11..c20 at 12 us: one step, at the merge
+        for n in range(1, 21):
+            us = 10.0 if n <= 10 else 12.0
+            insert(
+                conn,
+                stored_artifact(artifact_at(lab.repo, lab.sha[f"c{n}"], [us * (1 + 0.001 * k) for k in range(5)]), n),
+            )
+    head = tmp_path / "head" / "bench_gemm.json"
+    head.parent.mkdir()
+    art = artifact_at(lab.repo, lab.sha["c20"], [14.4] * 5, ts="2026-03-01T00:00:00Z")
+    store_artifact(art, head, None)
+    monkeypatch.setenv("GPUVERIFY_HISTORY_TOKEN", READ_TOKEN)  # a read token reads
+    answers = {}
+    for where in (store, url):
+        capsys.readouterr()
+        show = main(["history", "show", "gemm", "--store", where, "--ref", "main", "--repo", str(lab.repo)])
+        shown_out = capsys.readouterr().out
+        with closing(open_reader(where)) as reader:  # the CLI's own opener; its head needs a session to check
+            result = against_history(reader, shown(where), art, str(head), "main", 3, repo=lab.repo)
+        code, doc = exit_code(result.pairs), json.loads(render.as_json(result).replace(shown(where), "STORE"))
+        section = history_for(where, ["gemm"], "main", lab.repo).replace(shown(where), "STORE")
+        answers[where] = (show, shown_out, code, doc, section)
+    assert answers[store] == answers[url]
+    show, out, code, doc, section = answers[url]
+    assert show == 0 and out.count("REGRESSED") == 1 and f"{lab.short('c10')}..{lab.short('c11')}" in out, out
+    assert code == 1 and doc["pairs"][0]["call"] == "REGRESSED" and doc["artifacts"]["base"] == "STORE"
+    assert "gemm" in section
+    # paged: three runs a page, the runs and their order as the store's own, watch records and all
+    with closing(StoreReader(store)) as direct:
+        for asked in ({}, {"watch": False, "newest_commits": 3}, {"newest_first": True, "verdict": "PASS"}):
+            through = ServiceReader(url, READ_TOKEN, page=3).runs(target="gemm", **asked)
+            assert [r.model_dump() for r in through] == [r.model_dump() for r in direct.runs(target="gemm", **asked)]
+            assert len(through) == 20
+        # every run at one time: the pages' order by (time, id) holds ties; since takes from that time on
+        assert {r.ts for r in direct.runs()} == {"2026-02-01T00:00:00Z"}
+        assert len(ServiceReader(url, READ_TOKEN, page=7).runs(since="2026-02-01T00:00:00Z")) == 20
+        assert ServiceReader(url, READ_TOKEN).runs(since="2026-02-01T00:00:01Z") == []
+    assert ServiceReader(url, READ_TOKEN).targets() == ["gemm"]
+    # a read token may not post; no token, or a bad parameter, is refused in one line
+    status, line = post(url, make_bundle(signed(service["folder"], 1, "alice", service["alice"])), READ_TOKEN)
+    assert (status, line) == (403, "dashboard's token may read, not post runs. Fix: give the runner a write token")
+    assert get(url + "/v1/runs", None)[0] == 401
+    assert get(url + "/v1/runs?limit=0", READ_TOKEN) == (400, "limit=0: not a count. Fix: a whole number, 1 or more")
+    assert get(url + "/v1/runs?after=x", READ_TOKEN)[0] == 400
+    monkeypatch.setenv("GPUVERIFY_HISTORY_TOKEN", "not-a-token-of-the-service")
+    assert main(["history", "show", "gemm", "--store", url]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"gpuverify history show: {url}: 401 no valid token.") and err.count("\n") == 1, err
+
+
+@pytest.mark.slow
+def test_sixteen_writers_through_the_service_store_every_run_once_while_a_reader_answers(postgres, tmp_path):
+    """16 ``history add`` processes at once post to the service on PostgreSQL: each its own two runs and one
+    every writer posts (33 runs, 48 posts); a reader reads through the service throughout."""
+    import threading
+
+    from pytest_gpuverify.history.client import ServiceReader
+
+    store = postgres.create_database(f"svc_{os.getpid()}")
+    folder = tmp_path / "runs"
+    own = [[never_ran(folder, w * 2 + k) for k in range(2)] for w in range(16)]
+    shared = never_ran(folder, 10_000)
+    allowed = tmp_path / "allowed_signers"
+    allowed.write_text("")
+    with running_service(tmp_path, store, allowed, "--allow-unsigned") as url:
+        env = {**os.environ, "GPUVERIFY_HISTORY_TOKEN": TOKEN}
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+        reads: list[tuple[int, float]] = []
+        writing = threading.Event()
+        writing.set()
+
+        def reader() -> None:
+            while writing.is_set():
+                start = time.monotonic()
+                reads.append(
+                    (len(ServiceReader(url, READ_TOKEN).runs(target="w", watch=False)), time.monotonic() - start)
+                )
+
+        thread = threading.Thread(target=reader)
+        thread.start()
+        procs = [
+            subprocess.Popen(
+                [sys.executable, "-m", "pytest_gpuverify.cli.main", "history", "add", str(shared), *map(str, own[w])]
+                + ["--store", url],
+                env=env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            for w in range(16)
+        ]
+        results = [(p.wait(timeout=300), *p.communicate()) for p in procs]
+        writing.clear()
+        thread.join(timeout=120)
+    assert [rc for rc, _, _ in results] == [0] * 16, [err for _, _, err in results if err]
+    assert sum(out.count(": added") for _, out, _ in results) == 33  # each run stored by one writer only
+    assert sum(out.count(": already stored") for _, out, _ in results) == 15
+    with closing(connect(store)) as conn:
+        stored = runs(conn)
+    assert (
+        len(stored) == 33
+        and len({r.artifact_sha256 for r in stored}) == 33
+        and {r.runner for r in stored} == {"runner-1"}
+    )
+    seen = [n for n, _ in reads]
+    assert reads and seen == sorted(seen) and seen[-1] <= 33, reads  # answers throughout, committed runs only

@@ -18,6 +18,7 @@ from pytest_gpuverify.compare.command import Refused
 from pytest_gpuverify.engine.store import store_artifact
 from pytest_gpuverify.history.compare import against_history, baseline_problem
 from pytest_gpuverify.history.db import connect
+from pytest_gpuverify.history.reader import StoreReader
 from pytest_gpuverify.history.series import commit_order, target_histories
 from pytest_gpuverify.history.store import insert, runs
 
@@ -161,8 +162,8 @@ def head_file(lab: Lab, tmp_path: Path, name: str, us: float) -> tuple:
 
 def compared(lab, store, head, ref="main", last=3, baseline="last-good", repo=None):
     art, path = head
-    with closing(connect(store)) as conn:
-        return against_history(conn, str(store), art, path, ref, last, baseline=baseline, repo=repo or lab.repo)
+    with closing(StoreReader(store)) as reader:
+        return against_history(reader, str(store), art, path, ref, last, baseline=baseline, repo=repo or lab.repo)
 
 
 def test_a_head_with_later_commits_in_the_store_takes_only_its_ancestors(lab, tmp_path):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from pytest_gpuverify.history.client import run_url
-from pytest_gpuverify.history.service import SettingsError, read_tokens, runner_of
+from pytest_gpuverify.history.service import SettingsError, read_token_roles, read_tokens, runner_of
 
 A, B = "a" * 32, "b" * 32
 
@@ -20,10 +20,19 @@ def test_tokens_are_one_name_and_token_a_line(tmp_path):
         assert runner_of(wrong, tokens) is None
 
 
+def test_a_token_may_be_marked_read_only_and_is_write_without_a_role(tmp_path):
+    path = tmp_path / "tokens"
+    path.write_text(f"runner-1 {A}\nrunner-2 {B} write\ndashboard {'c' * 20} read\n")
+    tokens, read_only = read_token_roles(path)
+    assert tokens == {"runner-1": A, "runner-2": B, "dashboard": "c" * 20} and read_only == {"dashboard"}
+
+
 @pytest.mark.parametrize(
     "text, message",
     [
-        ("runner-1\n", ":1: 1 words; a line is `NAME TOKEN`"),
+        ("runner-1\n", ":1: 1 words; a line is `NAME TOKEN [write|read]`"),
+        (f"r {A} admin\n", ":1: role 'admin'. Fix: write (posts runs and reads) or read (reads only)"),
+        (f"r {A} read extra\n", ":1: 4 words"),
         (f"r {A}\nr {B}\n", ":2: r is named twice"),
         ("r short\n", ":1: r's token is 5 characters. Fix: 16 or more"),
         ("# nothing\n", "no `NAME TOKEN` line"),

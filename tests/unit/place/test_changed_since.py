@@ -79,3 +79,42 @@ def test_a_ref_git_cannot_diff_keeps_every_target_and_says_why(repo):
     line = chosen.line("origin/main")
     assert line.startswith("--gpu-changed-since origin/main: 2 of 2 target(s) run; kept, git diff origin/main...HEAD")
     assert "fetch origin/main" in line and "\n" not in line
+
+
+def test_a_declarations_paths_count_as_the_targets_files(repo):
+    """``paths`` globs, relative to the declaration's directory, read through the real declarations file."""
+    from pytest_gpuverify.config.declarations import load_declarations
+
+    (repo / "gpuverify.toml").write_text(
+        '[[targets]]\nname = "gemm"\npath = "op_tests/test_gemm.py"\npaths = ["csrc/**/*.cu"]\n\n'
+        '[[targets]]\nname = "norm"\npath = "op_tests/test_norm.py"\npaths = ["./csrc/norm/*"]\n'
+    )
+    decls = load_declarations(repo / "gpuverify.toml")
+    gemm = next(t for t in decls.targets if t.name == "gemm")
+    assert gemm.paths == (f"{repo.resolve().as_posix()}/csrc/**/*.cu",)
+    assert select_changed(decls.targets, "main").skipped == ["gemm", "norm"]  # the PR changed bench/moe.yaml only
+    (repo / "csrc/x.cu").write_text("# v3\n")
+    _git(repo, "commit", "-qam", "a kernel source gemm declares")
+    chosen = select_changed(decls.targets, "main")
+    assert chosen.kept == ["gemm"] and chosen.skipped == ["norm"]
+    assert select_changed([gemm.model_copy(update={"paths": ()})], "main").skipped == ["gemm"]  # its own file alone
+
+
+@pytest.mark.parametrize(
+    "paths, said",
+    [
+        ('"csrc/**"', "paths is a string, not a list of globs"),
+        ('["../other/**"]', "paths names '../other/**', outside this file's directory"),
+        ('["/abs/**"]', "paths names '/abs/**', outside this file's directory"),
+    ],
+)
+def test_bad_paths_are_one_line_with_the_fix(tmp_path, paths, said):
+    from pytest_gpuverify.config.declarations import DeclarationError, load_declarations
+
+    toml = tmp_path / "gpuverify.toml"
+    (tmp_path / "bench").mkdir()
+    (tmp_path / "bench" / "x.py").write_text("")
+    toml.write_text(f'[[targets]]\nname = "x"\nkind = "bench"\npath = "bench/x.py"\npaths = {paths}\n')
+    with pytest.raises(DeclarationError, match="Fix") as caught:
+        load_declarations(toml)
+    assert said in str(caught.value) and str(toml) in str(caught.value)
