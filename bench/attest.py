@@ -2,7 +2,8 @@
 process, interleaved rounds of ``store_artifact`` alone and ``store_artifact`` then ``store_attestation``
 (as a session's write does), unsigned, signed with an ed25519 key file (``--gpu-attest-key``) and with an
 SSH key (the Signing table: an unencrypted ed25519 key signs in process, as a run signs its files).
-The artifact holds 64 perf rows and names a raw log of --log-mib MiB and a JUnit report, all hashed for the subjects. Goal: under 10 ms per artifact.
+The artifact holds 64 perf rows and names a raw log of --log-mib MiB and a JUnit report, all hashed for
+the subjects. Goal: under 10 ms per artifact.
 
     python bench/attest.py [--rounds 40] [--log-mib 1] [--out bench/results/attest.txt]
 """
