@@ -13,6 +13,7 @@ from pytest_gpuverify.common import stats
 from pytest_gpuverify.compare.command import own_watch
 from pytest_gpuverify.compare.core import own_rows
 from pytest_gpuverify.compare.identity import identity
+from pytest_gpuverify.history.health import GpuRun, gpu_runs_of
 from pytest_gpuverify.parsers.figures import RowKey, direction_of, process_values
 from pytest_gpuverify.records.artifact import Artifact, GpuWatch, Verdict
 
@@ -64,6 +65,8 @@ class StoredRun(BaseModel):
     ci_run_url: str | None = None
     runner: str | None = None
     uploaded: str | None = None
+    # what the run did to each GPU it held (the machines' health); not read back with the run
+    gpus: list[GpuRun] = Field(default_factory=list)
 
     def label(self) -> str:
         return self.target or self.topic
@@ -116,4 +119,5 @@ def stored_run(art: Artifact, path: Path, sha256: str, ref: str | None) -> Store
         verdict=art.verdict,
         watch=own_watch(art, None),
         rows=rows,
+        gpus=gpu_runs_of(art),
     )

@@ -13,6 +13,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import RowMapping
 
 from pytest_gpuverify.history.db import is_postgres, transaction
+from pytest_gpuverify.history.health import store_gpu_runs
 from pytest_gpuverify.history.records import StoredRow, StoredRun
 from pytest_gpuverify.history.schema import perf
 from pytest_gpuverify.history.schema import runs as runs_table
@@ -73,6 +74,7 @@ def _insert(conn: Connection, run: StoredRun) -> bool:
         run_id = result.lastrowid if result.rowcount else None
     if run_id is None:
         return False
+    store_gpu_runs(conn, run_id, run.ts, run.gpus)
     if run.rows:
         conn.execute(
             plain_insert(perf),
