@@ -16,6 +16,7 @@ from pytest_gpuverify.compare.identity import identity
 from pytest_gpuverify.history.health import GpuRun, gpu_runs_of
 from pytest_gpuverify.parsers.figures import RowKey, direction_of, process_values
 from pytest_gpuverify.records.artifact import Artifact, GpuWatch, Verdict
+from pytest_gpuverify.records.machine import held, joined
 
 __all__ = ["RowKey", "StoredRow", "StoredRun", "commit_of", "stored_run"]
 
@@ -51,7 +52,7 @@ class StoredRun(BaseModel):
     topic: str
     ticket: str | None = None
     host: str | None = None
-    facts: dict[str, str | None]  # compare/identity.py's facts: like work has the same
+    facts: dict[str, str | None]  # compare/identity.py's facts (like work has the same), and the GPUs' firmware
     image_digest: str | None = None
     sha: str | None = None
     ref: str | None = None
@@ -82,6 +83,13 @@ def commit_of(art: Artifact) -> tuple[str | None, bool | None]:
     return (repo.sha, repo.dirty) if repo else (None, None)
 
 
+def firmware_of(art: Artifact) -> str | None:
+    """The VBIOS (firmware) of the GPUs the run held, as the machine record read it: a trend notes its changes."""
+    if art.machine is None:
+        return None
+    return joined(g.vbios for g in held(art.machine, [g.index for g in art.gpus]))
+
+
 def stored_run(art: Artifact, path: Path, sha256: str, ref: str | None) -> StoredRun:
     sha, dirty = commit_of(art)
     directions = art.target.directions if art.target else {}
@@ -110,7 +118,7 @@ def stored_run(art: Artifact, path: Path, sha256: str, ref: str | None) -> Store
         topic=art.topic,
         ticket=art.key,
         host=art.host,
-        facts=identity(art),
+        facts={**identity(art), "firmware": firmware_of(art)},
         image_digest=art.image_digest,
         sha=sha,
         ref=ref,

@@ -19,10 +19,9 @@ from pytest_gpuverify.history.schema import perf
 from pytest_gpuverify.history.schema import runs as runs_table
 from pytest_gpuverify.records.artifact import GpuWatch, utc_now
 
-# the columns a trend reads (no watch records, no time added, not who sent it)
-_TREND_COLUMNS = [
-    c for c in runs_table.c if c.name not in ("watch", "added", "signer", "ci_run_url", "runner", "uploaded")
-]
+# the columns a trend reads (no watch records, no time added, not who signed or sent it: only the runner's
+# label, which partitions a trend's series)
+_TREND_COLUMNS = [c for c in runs_table.c if c.name not in ("watch", "added", "signer", "ci_run_url", "uploaded")]
 
 
 # one statement each, its values bound at execution: compiled once, not once per run
@@ -204,7 +203,7 @@ def runs(
 def _run_fields(row: RowMapping, facts: dict, rows: list[StoredRow], watch: bool = False) -> dict:
     """A stored run's fields from its row: validated (``StoredRun(**...)``) or as they are (the fast
     path without the watch, ``model_construct``) alike. The fast path's query leaves out the upload's
-    provenance columns, which then read None."""
+    provenance columns but the runner, which then read None."""
     return {
         "artifact_sha256": row["artifact_sha256"],
         "artifact_path": row["artifact_path"],

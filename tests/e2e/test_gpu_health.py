@@ -50,3 +50,60 @@ def test_a_gpu_that_timed_out_3_times_is_skipped_listed_and_cleared(sandbox, tmp
     assert capsys.readouterr().out.startswith(f"{sick}: cleared by ops (3 run(s) stored before")
     code, text = doctor(sandbox, GPUVERIFY_HEALTH_STORE=str(store))
     assert f"unhealthy {sick}" not in text and "0 GPU(s) skipped by the picker" in text, text
+
+
+def test_history_show_names_a_driver_update_at_its_step_not_a_commit(tmp_path, capsys):
+    from contextlib import closing
+    from pathlib import Path
+
+    from store_artifacts import held_gpu
+
+    from pytest_gpuverify.history.db import connect
+    from pytest_gpuverify.history.records import stored_run
+    from pytest_gpuverify.history.store import insert_many
+    from pytest_gpuverify.records.artifact import PerfRow, RepoRecord
+
+    old, new = "amdgpu 6.12.12", "amdgpu 6.14.4"
+    found = []
+    for n in range(1, 17):
+        art = held_gpu(n, driver=old if n <= 8 else new)
+        art.perf = [PerfRow(shape="M=16", name="ck", us_median=(10.0 if n <= 8 else 12.0) + 0.02 * (n % 3))]
+        art.repos = [RepoRecord(path="/gone", sha=f"{n:02d}" + "e" * 38, dirty=False)]
+        found.append(stored_run(art, Path(f"/t/{n}/bench_w.json"), f"{n:064x}", "main"))
+    store = tmp_path / "h.db"
+    with closing(connect(store)) as conn:
+        insert_many(conn, found)
+    assert main(["history", "show", "w", "--store", str(store)]) == 0
+    out = capsys.readouterr().out
+    said = [line for line in out.splitlines() if "REGRESSED" in line]
+    assert len(said) == 1, out
+    assert (
+        f"REGRESSED the driver changed from {old} to {new} at this point (after 08eeeeeeeeee, at 09eeeeeeeeee: "
+        in (said[0])
+    )
+    assert "not a commit's doing" in said[0] and "08eeeeeeeeee..09eeeeeeeeee" not in out
+
+
+def test_health_is_judged_alike_on_sqlite_and_postgresql(store_name, capsys):
+    """The window and clear queries on both engines: 3 timeouts flag a GPU, a clear ends it, doctor's query too."""
+    from contextlib import closing
+    from pathlib import Path
+
+    from store_artifacts import held_gpu
+
+    from pytest_gpuverify.history.db import connect, locate
+    from pytest_gpuverify.history.health import Thresholds, no_gpu_hosts, session_health, unhealthy
+    from pytest_gpuverify.history.records import stored_run
+    from pytest_gpuverify.history.store import insert_many
+
+    arts = [held_gpu(n, uuid="GPU-S", timed_out=n % 2 == 0) for n in range(1, 8)]
+    arts += [held_gpu(10 + n, host="h2", no_gpu=True) for n in range(2)]
+    with closing(connect(locate(store_name))) as conn:
+        insert_many(conn, [stored_run(a, Path(f"/t/{a.ts}"), f"{i:064x}", "main") for i, a in enumerate(arts)])
+        (sick,) = unhealthy(conn, Thresholds())
+        assert (sick.uuid, sick.timeouts, sick.runs) == ("GPU-S", 3, 7)
+        assert [line.split(":")[0] for line in no_gpu_hosts(conn, Thresholds())] == ["h2"]
+    assert session_health(store_name, None)[0].keys() == {"GPU-S"}
+    assert main(["history", "clear-health", "--store", store_name, "--gpu", "GPU-S"]) == 0
+    assert session_health(store_name, None) == ({}, None)
+    assert "cleared by" in capsys.readouterr().out
