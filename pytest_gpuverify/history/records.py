@@ -66,7 +66,7 @@ class StoredRun(BaseModel):
     ci_run_url: str | None = None
     runner: str | None = None
     uploaded: str | None = None
-    # what the run did to each GPU it held (the machines' health); not read back with the run
+    # what the run did to each GPU it held (the machines' health); read back for an export, not for trends
     gpus: list[GpuRun] = Field(default_factory=list)
 
     def label(self) -> str:

@@ -13,9 +13,9 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import RowMapping
 
 from pytest_gpuverify.history.db import is_postgres, transaction
-from pytest_gpuverify.history.health import store_gpu_runs
+from pytest_gpuverify.history.health import GpuRun, store_gpu_runs
 from pytest_gpuverify.history.records import StoredRow, StoredRun
-from pytest_gpuverify.history.schema import perf
+from pytest_gpuverify.history.schema import gpu_runs, perf
 from pytest_gpuverify.history.schema import runs as runs_table
 from pytest_gpuverify.records.artifact import GpuWatch, utc_now
 
@@ -189,8 +189,15 @@ def runs(
                     cv=row["cv"],
                 )
             )
-    if watch:
-        return [StoredRun(**_run_fields(r, json.loads(r["facts"]), by_run.get(r["id"], []), watch=True)) for r in found]
+    if watch:  # the whole run (an export's): what it did to its GPUs too
+        gpus = _gpu_runs(conn, where) if found else {}
+        return [
+            StoredRun(
+                **_run_fields(r, json.loads(r["facts"]), by_run.get(r["id"], []), watch=True),
+                gpus=gpus.get(r["id"], []),
+            )
+            for r in found
+        ]
     facts: dict[str, dict] = {}  # like runs share their facts' text: each parsed once
     return [
         StoredRun.model_construct(
@@ -198,6 +205,33 @@ def runs(
         )
         for r in found
     ]
+
+
+def _gpu_runs(conn: Connection, where: list) -> dict[int, list[GpuRun]]:
+    """The runs' health rows (gpu_runs), by run, in one join."""
+    query = (
+        select(gpu_runs)
+        .join(runs_table, runs_table.c.id == gpu_runs.c.run_id)
+        .where(*where)
+        .order_by(gpu_runs.c.run_id, gpu_runs.c.gpu_index)
+    )
+    found: dict[int, list[GpuRun]] = {}
+    for g in conn.execute(query).mappings():
+        found.setdefault(g["run_id"], []).append(
+            GpuRun(
+                uuid=g["gpu_uuid"],
+                index=g["gpu_index"],
+                name=g["gpu_name"],
+                host=g["host"],
+                timed_out=bool(g["timed_out"]),
+                interrupted=g["interrupted"],
+                container_died=bool(g["container_died"]),
+                no_gpu=bool(g["no_gpu"]),
+                ecc_corrected=g["ecc_corrected"],
+                ecc_uncorrected=g["ecc_uncorrected"],
+            )
+        )
+    return found
 
 
 def _run_fields(row: RowMapping, facts: dict, rows: list[StoredRow], watch: bool = False) -> dict:

@@ -131,3 +131,20 @@ def test_a_session_reads_health_once_and_a_bad_store_is_one_line(tmp_path):
     assert "\n" not in problem
     bad, problem = session_health(str(path), "hangs=1")
     assert bad == {} and "unknown threshold" in (problem or "")
+
+
+def test_an_export_carries_the_health_and_an_import_keeps_it(tmp_path):
+    from pytest_gpuverify.history.store import runs
+
+    with closing(connect(tmp_path / "a.db")) as conn:
+        for n in range(3):
+            add(conn, n, uuid="GPU-X", timed_out=True)
+        exported = runs(conn)
+    assert [len(r.gpus) for r in exported] == [1, 1, 1] and exported[0].gpus[0].uuid == "GPU-X"
+    lines = [r.model_dump_json() for r in exported]
+    from pytest_gpuverify.history.records import StoredRun
+    from pytest_gpuverify.history.store import insert_many
+
+    with closing(connect(tmp_path / "b.db")) as conn:
+        assert insert_many(conn, [StoredRun.model_validate_json(line) for line in lines]) == 3
+        assert [g.uuid for g in unhealthy(conn, Thresholds())] == ["GPU-X"]
