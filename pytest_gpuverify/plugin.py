@@ -42,6 +42,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         ("gpu_env", None),
         ("gpu_history", None),
         ("gpu_attest_key", None),
+        ("gpu_health", None),
         ("gpu_arch", None),
         ("gpu_container", None),
         ("gpu_window", "2"),
@@ -189,6 +190,14 @@ def _add_options(group) -> None:
         metavar="REF",
         help="the branch or tag the session's commit is on, for --gpu-history (default: the branch "
         "checked out, when the commit is on it)",
+    )
+    group.addoption(
+        "--gpu-health",
+        default=None,
+        metavar="SPEC|off",
+        help="when a GPU of the history store (--gpu-history, or $GPUVERIFY_HEALTH_STORE) is skipped by the picker: "
+        "timeouts=N/RUNS,ecc=N,no-gpu=P%%/RUNS (default timeouts=3/20,ecc=1,no-gpu=50%%/20; also $GPUVERIFY_HEALTH), "
+        "or off",
     )
     group.addoption(
         "--gpu-shard",

@@ -292,3 +292,42 @@ def _repos(report: DoctorReport, env: EnvFile) -> None:
         report.lines.extend(f"    {code} {name}" for code, name in dirty[:10])
         if dirty:
             report.problems.append(f"repo {repo.repo} is dirty ({len(dirty)} paths)")
+
+
+def add_health(report: DoctorReport, store: str | None, spec: str | None) -> None:
+    """The GPUs the history store judges unhealthy (the picker skips them) and the hosts that often got no GPU,
+    each one line; a store that cannot be read is one line too. Nothing when no store is named."""
+    import os
+
+    from pytest_gpuverify.history.db import ENV, StoreError, guard, locate, open_store, shown
+    from pytest_gpuverify.history.health import (
+        HEALTH_STORE_ENV,
+        HealthSpecError,
+        no_gpu_hosts,
+        thresholds_from,
+        thresholds_text,
+        unhealthy,
+    )
+
+    named = store or os.environ.get(HEALTH_STORE_ENV) or os.environ.get(ENV)
+    if not named:
+        return
+    name = locate(named)
+    try:
+        t = thresholds_from(spec, "--gpu-health")
+        conn = open_store(name, reading=True)
+        try:
+            with guard(name, writing=False):
+                gpus, hosts = unhealthy(conn, t), no_gpu_hosts(conn, t)
+        finally:
+            conn.close()
+    except (StoreError, HealthSpecError, OSError) as exc:
+        report.lines.append(f"health    not read: {exc}")
+        report.remarks.append("GPU health not read")
+        return
+    report.lines.append(f"health    {shown(name)} ({thresholds_text(t)}): {len(gpus)} GPU(s) skipped by the picker")
+    report.lines += [f"  unhealthy {g.line()}" for g in gpus] + [f"  no GPU    {line}" for line in hosts]
+    if gpus:
+        report.remarks.append(f"{len(gpus)} GPU(s) skipped for their health")
+    if hosts:
+        report.remarks.append(f"{len(hosts)} host(s) often without a GPU")

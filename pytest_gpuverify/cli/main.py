@@ -171,7 +171,7 @@ def _cmd_sim_install(args: argparse.Namespace) -> int:
 def _cmd_doctor(args: argparse.Namespace) -> int:
     import os
 
-    from pytest_gpuverify.cli.doctor import run_doctor
+    from pytest_gpuverify.cli.doctor import add_health, run_doctor
     from pytest_gpuverify.config.envfile import EnvFileError, default_env_path, load_env_file
 
     try:
@@ -180,6 +180,7 @@ def _cmd_doctor(args: argparse.Namespace) -> int:
         print(f"gpuverify doctor: {exc}", file=sys.stderr)
         return 2
     report = run_doctor(env, host_name=args.gpu_host)
+    add_health(report, args.store, args.gpu_health)
     print(report.text())
     return report.exit_code
 
@@ -276,6 +277,18 @@ def build_parser() -> argparse.ArgumentParser:
         "--gpu-env", default=None, help="env file (default $GPUVERIFY_ENV, else ~/.cursor/mstack/env.md)"
     )
     doctor.add_argument("--gpu-host", default=None, help="a Hosts row by name (default: the local one)")
+    doctor.add_argument(
+        "--store",
+        default=None,
+        metavar="FILE|URL",
+        help="the history store whose GPU health to list (default $GPUVERIFY_HEALTH_STORE, else $GPUVERIFY_HISTORY)",
+    )
+    doctor.add_argument(
+        "--gpu-health",
+        default=None,
+        metavar="SPEC|off",
+        help="the health thresholds (default $GPUVERIFY_HEALTH, else timeouts=3/20,ecc=1,no-gpu=50%%/20)",
+    )
     doctor.set_defaults(func=_cmd_doctor)
     sim = sub.add_parser("sim", help="the simulated ROCm host (fake rocm-smi, amd-smi, rocminfo)")
     simsub = sim.add_subparsers(dest="sim_command", required=True)

@@ -61,6 +61,8 @@ def _cmd_history(args: argparse.Namespace) -> int:
         return command.run_serve(
             args.store, args.allowed_signers, args.tokens, args.host, args.port, args.allow_unsigned
         )
+    if args.history_command == "clear-health":
+        return command.run_clear_health(args.store, args.gpu, args.by)
     return command.run_import(args.store, args.files, args.artifacts, args.allowed_signers)
 
 
@@ -138,7 +140,13 @@ def _history_parser(sub) -> None:
     serve.add_argument(
         "--allow-unsigned", action="store_true", help="store runs of no signature too (a signed one is still verified)"
     )
-    for each in (add, show, export, imp, serve):
+    cleared = hsub.add_parser(
+        "clear-health",
+        help="clear a GPU's health record (the picker skips it no more; judged on its later runs; who and when kept)",
+    )
+    cleared.add_argument("--gpu", required=True, metavar="UUID", help="the GPU's UUID, as gpuverify doctor lists it")
+    cleared.add_argument("--by", default=None, help="who clears it (default: user@host)")
+    for each in (add, show, export, imp, serve, cleared):
         each.add_argument("--store", default=None, metavar="FILE|URL", help=STORE_HELP)
     hist.set_defaults(func=_cmd_history)
 

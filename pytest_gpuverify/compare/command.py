@@ -24,7 +24,7 @@ from pytest_gpuverify.compare.core import (
     compare,
     side_of,
 )
-from pytest_gpuverify.compare.identity import Difference, differences, identity, unrecorded
+from pytest_gpuverify.compare.identity import Difference, change_notes, differences, identity, unrecorded
 from pytest_gpuverify.compare.kernels import kernel_notes
 from pytest_gpuverify.records.artifact import Artifact, GpuWatch, sha256_file
 
@@ -114,7 +114,7 @@ def decide(
     )
     clocks, notes = clock_problem(*watches)
     if head is not None:
-        notes = notes + unrecorded(identity(base), identity(head), ("the base", "the head"))
+        notes = notes + change_notes(allowed) + unrecorded(identity(base), identity(head), ("the base", "the head"))
     notes = notes + autotune_notes(base, head) + kernel_notes(base, head)
     own = head if head is not None else base
     commits = (

@@ -137,3 +137,17 @@ def unrecorded(mine: dict[str, str | None], theirs: dict[str, str | None], label
 
 def unknown_names(names: Iterable[str]) -> list[str]:
     return [n for n in names if n not in FIELDS]
+
+
+# how a note of a machine's change begins: the PR comment and issue body show these notes (reporting/pr_comment.py)
+CHANGE_NOTE_START = ("the driver changed from ", "the GPU firmware (VBIOS) changed from ")
+CHANGE_NOTE_END = " at this point: a change of the rows here may be the machine's, not the commits'"
+
+
+def change_notes(allowed: Iterable[Difference]) -> list[str]:
+    """A note per driver change among the allowed differences (``--may-differ driver``)."""
+    return [
+        f"{CHANGE_NOTE_START[0]}{d.base} to {d.head}{CHANGE_NOTE_END}"
+        for d in allowed
+        if d.field == "driver" and d.base and d.head
+    ]

@@ -45,8 +45,12 @@ class SessionStart:
         env: EnvFile,
         docker_factory: Callable[[], object] = docker_client,
         on_wait: Callable[[str], None] | None = None,
+        health: Callable[[], tuple[dict[str, str], str | None]] | None = None,
     ) -> None:
+        """``health``: the GPUs (by UUID) a history store judged unhealthy, with why, and a line when it could
+        not be read; called once, as the GPUs are known (the face reads the store: the engine knows none)."""
         self.options, self.env, self.on_wait = options, env, on_wait
+        self.health = health
         self.setup = setup = check_setup(options, env)  # raises before any GPU or container is touched
         self.runner = LocalHost()
         self.backend = select_backend(setup.expected_arch, self.runner)
@@ -130,6 +134,7 @@ class SessionStart:
         self.notes.extend(started.notes)
         if not started.blocked:
             self._read_grant()
+            self._skip_unhealthy()
             self.session_guard()  # started now, while the window fills: no target waits for it
         return started
 
@@ -162,6 +167,18 @@ class SessionStart:
                 f"GPUs granted outside the plugin: {granted_text(self.scheduler)}; picked and locked among these "
                 f"only{cgroup}"
             )
+
+    def _skip_unhealthy(self) -> None:
+        """The GPUs the history judged unhealthy, by their index here: the picker skips them; said in each artifact."""
+        if self.health is None:
+            return
+        bad, problem = self.health()
+        if problem:
+            self.notes.append(problem)
+        skipped = {g.index: bad[g.uuid] for g in self.inventory.values() if g.uuid and g.uuid in bad}
+        self.picker.unhealthy = skipped
+        for index, why in sorted(skipped.items()):
+            self.notes.append(f"gpu {index} skipped by the picker for its health: {why}")
 
     def session_guard(self) -> SessionGuard | None:
         """The session's guard, started again if it died (a kill -9 of us stops our command)."""

@@ -14,6 +14,7 @@ registered as ``gpuverify-role`` from pytest_configure to pytest_unconfigure.
 from __future__ import annotations
 
 import gc
+import os
 import shutil
 import tempfile
 from functools import partial
@@ -139,7 +140,8 @@ def _build_engine(config: pytest.Config, options: RunOptions, env: EnvFile) -> V
         from pytest_gpuverify.remote.waitline import on_wait_for
 
     with PROFILE.phase("engine's start built"):
-        start = SessionStart(options, env, on_wait=on_wait_for(config))  # a setup problem raises here
+        # a setup problem raises here
+        start = SessionStart(options, env, on_wait=on_wait_for(config), health=_health_reader(config))
         start.begin()  # the GPU library's start, the first readings and the arch, while the rest is imported
 
     with PROFILE.phase("engine imported"):
@@ -161,6 +163,22 @@ def _build_engine(config: pytest.Config, options: RunOptions, env: EnvFile) -> V
     # whole start-up; the objects the session and its tests make later are still walked and collected.
     gc.freeze()
     return engine
+
+
+def _health_reader(config: pytest.Config):
+    """The GPU health the picker skips by, read once from the history store (``$GPUVERIFY_HEALTH_STORE``, else
+    --gpu-history); None when the session names no store."""
+    store = os.environ.get("GPUVERIFY_HEALTH_STORE") or option_value(config, "gpu_history")  # health.HEALTH_STORE_ENV
+    if not store:
+        return None
+    spec = option_value(config, "gpu_health")
+
+    def read() -> tuple[dict[str, str], str | None]:
+        from pytest_gpuverify.history.health import session_health
+
+        return session_health(store, spec)
+
+    return read
 
 
 class EngineRole(CollectsTargets, Role):

@@ -245,3 +245,26 @@ def run_history_compare(
         else render.table(result)
     )
     return exit_code(result.pairs, fail_on_inconclusive)
+
+
+@_one_line("history clear-health")
+def run_clear_health(store: str | None, uuid: str, by: str | None) -> int:
+    """Clear a GPU's health record: it is judged on its runs after now only (the clear, by whom and when, kept)."""
+    from pytest_gpuverify.history.health import clear
+
+    path = store_path(store)
+    if is_service(path):
+        return _fail("history clear-health", f"{path}: an ingest service. Fix: name its database with --store")
+    conn = _opened("history clear-health", path, reading=False)
+    if conn is None:
+        return 2
+    with closing(conn), guard(path):
+        who, runs = clear(conn, uuid, by)
+    print(f"{uuid}: cleared by {who} ({runs} run(s) stored before; judged on later runs only)")
+    if not runs:
+        print(
+            f"gpuverify history clear-health: {uuid}: no run of this GPU is stored. Fix: check the UUID (doctor lists them)",
+            file=sys.stderr,
+        )
+        return 1
+    return 0

@@ -18,10 +18,17 @@ from pathlib import Path
 from pytest_gpuverify.compare.clocks import clock_problem
 from pytest_gpuverify.compare.command import Refused, not_passing, own_watch
 from pytest_gpuverify.compare.core import DEFAULT_RULE, Comparison, Rule, call_all, own_rows, pairs_of
-from pytest_gpuverify.compare.identity import Difference, fact_differences, identity
+from pytest_gpuverify.compare.identity import (
+    CHANGE_NOTE_END,
+    CHANGE_NOTE_START,
+    Difference,
+    change_notes,
+    fact_differences,
+    identity,
+)
 from pytest_gpuverify.history.graph import Checkout, GraphError, checkout_knowing
 from pytest_gpuverify.history.reader import Reader
-from pytest_gpuverify.history.records import StoredRun, commit_of
+from pytest_gpuverify.history.records import StoredRun, commit_of, firmware_of
 from pytest_gpuverify.history.series import counts
 from pytest_gpuverify.records.artifact import Artifact, sha256_file
 
@@ -53,18 +60,22 @@ def _differences(run: StoredRun, head: Artifact) -> list[Difference]:
 
 def _like_runs(
     reader: Reader, head: Artifact, head_sha256: str, may_differ: frozenset[str]
-) -> dict[str, list[StoredRun]]:
+) -> tuple[dict[str, list[StoredRun]], dict[str, str]]:
     """The store's PASS runs of the head's target whose facts differ from the head's in none but
-    ``may_differ``, per commit."""
+    ``may_differ``, per commit; and per commit left out for its driver alone, the driver it ran on."""
     assert head.target is not None
     by_commit: dict[str, list[StoredRun]] = {}
+    other_driver: dict[str, str] = {}
     for run in reader.runs(target=head.target.name, verdict="PASS", newest_first=True):
         if run.artifact_sha256 == head_sha256 or not counts(run) or not run.sha:
             continue  # the head itself, already stored; a dirty checkout's run; a run of no known commit
-        if any(d.field not in may_differ for d in _differences(run, head)):
+        refused = [d for d in _differences(run, head) if d.field not in may_differ]
+        if refused:
+            if [d.field for d in refused] == ["driver"] and refused[0].base:
+                other_driver.setdefault(run.sha, refused[0].base)
             continue
         by_commit.setdefault(run.sha, []).append(run)
-    return by_commit
+    return by_commit, other_driver
 
 
 def _ancestors_newest_first(graph: Checkout, head: str, ref: str | None) -> tuple[list[str], str]:
@@ -99,7 +110,7 @@ def base_runs(
             "an artifact of a run in a git checkout"
         )
     folders = [repo] if repo else [Path.cwd(), *(Path(r.path) for r in head.repos)]  # an A/B's: either side's
-    by_commit = _like_runs(reader, head, head_sha256, may_differ)
+    by_commit, other_driver = _like_runs(reader, head, head_sha256, may_differ)
     name, short, tag = head.target.name, sha[:12], ""
     try:
         graph = checkout_knowing(sha, folders)
@@ -113,6 +124,15 @@ def base_runs(
         raise Refused(str(exc)) from None
     picked = [c for c in candidates if c in by_commit][:last]
     if not picked:
+        older = next((other_driver[c] for c in candidates if c in other_driver), None)
+        head_driver = identity(head).get("driver")
+        if older and head_driver:
+            raise Refused(
+                f"{CHANGE_NOTE_START[0]}{older} to {head_driver} at this point: {store}'s runs of {name} {where} "
+                f"ran on {older} only, so a step against them would be the driver's as much as a commit's. Fix: run "
+                f"a base commit on {head_driver} (gpuverify history add its artifact), or --may-differ driver to "
+                "compare across the update"
+            )
         later = sum(len(v) for c, v in by_commit.items() if c not in candidates)
         elsewhere = (
             f"; its {later} other run(s) are of the head's commit, later commits or other histories" if later else ""
@@ -135,6 +155,15 @@ def base_runs(
     for run in base:
         allowed += [d for d in _differences(run, head) if d not in allowed]
     return Base(base, allowed, header)
+
+
+def _firmware_notes(base: list[StoredRun], head: Artifact) -> list[str]:
+    """A note where the head's GPU firmware differs from the base runs' (where both were read)."""
+    now = firmware_of(head)
+    before = sorted({f for r in base if (f := r.facts.get("firmware")) and f != now})
+    if not now or not before:
+        return []
+    return [f"{CHANGE_NOTE_START[1]}{', '.join(before)} to {now}{CHANGE_NOTE_END}"]
 
 
 def against_history(
@@ -164,6 +193,7 @@ def against_history(
         pair.base = list(pooled.get((pair.table, pair.shape, pair.name, pair.stat, pair.metric), []))
     clocks, notes = clock_problem([w for r in base.runs for w in r.watch], own_watch(head, None))
     notes.insert(0, base.header)
+    notes[1:1] = change_notes(base.allowed) + _firmware_notes(base.runs, head)
     newest_base = next((r.sha for r in base.runs if r.sha), None)  # runs come newest commit first
     return Comparison(
         call_all(pairs, rule, clocks),

@@ -47,7 +47,7 @@ from pytest_gpuverify.history.names import (  # noqa: F401 - the store's names, 
 ENV = "GPUVERIFY_HISTORY"  # names the store where no --store does
 BUSY_S = 60.0  # how long a writer waits for another's transaction before giving up
 READ_BUSY_S = 1.0  # a reader never waits for a writer (WAL); this covers SQLite's brief recovery of a -shm
-SCHEMA_VERSION = 4  # the newest migration (migrations/versions/000N_*.py, revision "000N")
+SCHEMA_VERSION = 5  # the newest migration (migrations/versions/000N_*.py, revision "000N")
 MIGRATIONS = "pytest_gpuverify.history:migrations"
 _MIGRATION_LOCK = 0x67707576  # PostgreSQL advisory lock: one process migrates a store at a time
 _WRITING = "gpuverify_writing"  # in a connection's info while transaction() holds it: SQLite's BEGIN IMMEDIATE

@@ -13,8 +13,10 @@ from pytest_gpuverify.common import stats
 from pytest_gpuverify.compare.command import own_watch
 from pytest_gpuverify.compare.core import own_rows
 from pytest_gpuverify.compare.identity import identity
+from pytest_gpuverify.history.health import GpuRun, gpu_runs_of
 from pytest_gpuverify.parsers.figures import RowKey, direction_of, process_values
 from pytest_gpuverify.records.artifact import Artifact, GpuWatch, Verdict
+from pytest_gpuverify.records.machine import held, joined
 
 __all__ = ["RowKey", "StoredRow", "StoredRun", "commit_of", "stored_run"]
 
@@ -50,7 +52,7 @@ class StoredRun(BaseModel):
     topic: str
     ticket: str | None = None
     host: str | None = None
-    facts: dict[str, str | None]  # compare/identity.py's facts: like work has the same
+    facts: dict[str, str | None]  # compare/identity.py's facts (like work has the same), and the GPUs' firmware
     image_digest: str | None = None
     sha: str | None = None
     ref: str | None = None
@@ -64,6 +66,8 @@ class StoredRun(BaseModel):
     ci_run_url: str | None = None
     runner: str | None = None
     uploaded: str | None = None
+    # what the run did to each GPU it held (the machines' health); read back for an export, not for trends
+    gpus: list[GpuRun] = Field(default_factory=list)
 
     def label(self) -> str:
         return self.target or self.topic
@@ -77,6 +81,13 @@ def commit_of(art: Artifact) -> tuple[str | None, bool | None]:
         return art.ab.head_sha, head.dirty if head is not None else None
     repo = next((r for r in art.repos if r.sha), None)
     return (repo.sha, repo.dirty) if repo else (None, None)
+
+
+def firmware_of(art: Artifact) -> str | None:
+    """The VBIOS (firmware) of the GPUs the run held, as the machine record read it: a trend notes its changes."""
+    if art.machine is None:
+        return None
+    return joined(g.vbios for g in held(art.machine, [g.index for g in art.gpus]))
 
 
 def stored_run(art: Artifact, path: Path, sha256: str, ref: str | None) -> StoredRun:
@@ -107,7 +118,7 @@ def stored_run(art: Artifact, path: Path, sha256: str, ref: str | None) -> Store
         topic=art.topic,
         ticket=art.key,
         host=art.host,
-        facts=identity(art),
+        facts={**identity(art), "firmware": firmware_of(art)},
         image_digest=art.image_digest,
         sha=sha,
         ref=ref,
@@ -116,4 +127,5 @@ def stored_run(art: Artifact, path: Path, sha256: str, ref: str | None) -> Store
         verdict=art.verdict,
         watch=own_watch(art, None),
         rows=rows,
+        gpus=gpu_runs_of(art),
     )

@@ -52,3 +52,35 @@ perf = Table(
     Column("pos", Integer),  # the row's place in its run's artifact (PostgreSQL keeps no insertion order)
 )
 Index("perf_run", perf.c.run_id)
+
+# the health of the machines (migration 0005): per run, a row per GPU it held (by UUID), or one row without a
+# UUID for a run that got no GPU (NO_GPU, kept per host)
+gpu_runs = Table(
+    "gpu_runs",
+    metadata,
+    Column("run_id", Integer, ForeignKey("runs.id", ondelete="CASCADE"), nullable=False),
+    Column("gpu_uuid", Text),
+    Column("gpu_index", Integer),
+    Column("gpu_name", Text),
+    Column("host", Text),
+    Column("ts", Text, nullable=False),  # the run's
+    Column("timed_out", Integer, nullable=False),
+    Column("interrupted", Text),
+    Column("container_died", Integer, nullable=False),
+    Column("no_gpu", Integer, nullable=False),
+    Column("ecc_corrected", Integer),  # since the driver loaded, as the GPU's reader gave them; NULL: not read
+    Column("ecc_uncorrected", Integer),
+)
+Index("gpu_runs_gpu", gpu_runs.c.gpu_uuid, gpu_runs.c.ts)
+Index("gpu_runs_host", gpu_runs.c.host, gpu_runs.c.ts)
+Index("gpu_runs_run", gpu_runs.c.run_id)
+
+gpu_clears = Table(
+    "gpu_clears",
+    metadata,
+    Column("gpu_uuid", Text, nullable=False),
+    Column("cleared_by", Text, nullable=False),
+    Column("cleared_at", Text, nullable=False),
+    Column("ecc_uncorrected", Integer),  # the count when cleared: only errors past it count again
+)
+Index("gpu_clears_gpu", gpu_clears.c.gpu_uuid, gpu_clears.c.cleared_at)

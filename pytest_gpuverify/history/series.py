@@ -12,7 +12,7 @@ their commits first ran, and a step names its two commits without a range.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from pytest_gpuverify.common import stats
@@ -20,7 +20,11 @@ from pytest_gpuverify.compare.core import DEFAULT_RULE, REGRESSED, Rule
 from pytest_gpuverify.compare.identity import fact_differences
 from pytest_gpuverify.history.graph import Checkout, GraphError, Line, checkout
 from pytest_gpuverify.history.records import RowKey, StoredRun
-from pytest_gpuverify.history.steps import Step, find_steps
+from pytest_gpuverify.history.steps import Step, called_at_change, find_steps
+
+# The machine's facts that change on one machine over time (an update, not another machine): a target's series
+# runs on through them, split at each change; a step there names the change, never a commit.
+CHANGES = {"driver": "the driver", "firmware": "the GPU firmware (VBIOS)"}
 
 
 @dataclass
@@ -29,6 +33,7 @@ class Point:
     ts: str  # the first run's
     values: list[float]  # every run's value at this commit
     artifacts: int = 1
+    machine: tuple[str | None, ...] = ()  # the runs' CHANGES facts (driver, firmware): a point is of one machine
 
     @property
     def median(self) -> float:
@@ -55,6 +60,8 @@ class RowHistory:
         """The commits a step lies between, ``BEFORE..AFTER`` (the last before it and the first after it);
         where BEFORE is not known to be an ancestor of AFTER, the two commits and why there is no range."""
         before, after = self.points[step.index - 1].short(), self.points[step.index].short()
+        if step.cause:
+            return f"{step.cause} (after {before}, at {after}: not a commit's doing)"
         why = self.no_range.get(step.index)
         return f"after {before}, at {after} (no commit range: {why})" if why else f"{before}..{after}"
 
@@ -69,6 +76,7 @@ class TargetHistory:
     rows: list[RowHistory]
     runs: int  # PASS runs in this group
     refs: list[str]
+    runner: str | None = None  # the runner label its runs were sent by (the ingest service's; None: added on a host)
 
 
 @dataclass(frozen=True)
@@ -167,19 +175,32 @@ def _recorded_repo(run: StoredRun) -> list[Path]:
     return [Path(r.path) for r in art.repos if Path(r.path).is_dir()]
 
 
+def _alike(one: StoredRun, other: StoredRun) -> bool:
+    """Like work on the same kind of machine (model, arch, partition mode, power cap: compare's facts) and the same
+    runner label (the ingest service's runner; none for runs added on a host): the driver and firmware may differ."""
+    differ = fact_differences(one.facts, other.facts, (one.image_digest, other.image_digest))
+    return one.label() == other.label() and one.runner == other.runner and all(d.field in CHANGES for d in differ)
+
+
+def machine_of(run: StoredRun) -> tuple[str | None, ...]:
+    return tuple(run.facts.get(name) for name in CHANGES)
+
+
+def change_between(before: tuple[str | None, ...], after: tuple[str | None, ...]) -> str | None:
+    """ "the driver changed from X to Y at this point" (each fact known on both sides that differs); None if none."""
+    said = [
+        f"{what} changed from {b} to {a}"
+        for what, b, a in zip(CHANGES.values(), before, after)
+        if b is not None and a is not None and b != a
+    ]
+    return " and ".join(said) + " at this point" if said else None
+
+
 def like_groups(runs: list[StoredRun]) -> list[list[StoredRun]]:
     """Runs split into like work: a run joins the first group whose first run's facts it shares."""
     groups: list[list[StoredRun]] = []
     for run in runs:
-        home = next(
-            (
-                g
-                for g in groups
-                if g[0].label() == run.label()
-                and not fact_differences(g[0].facts, run.facts, (g[0].image_digest, run.image_digest))
-            ),
-            None,
-        )
+        home = next((g for g in groups if _alike(g[0], run)), None)
         if home is None:
             groups.append([run])
         else:
@@ -188,24 +209,44 @@ def like_groups(runs: list[StoredRun]) -> list[list[StoredRun]]:
 
 
 def row_histories(runs: list[StoredRun], rule: Rule = DEFAULT_RULE, order: Order = TIME_ORDER) -> list[RowHistory]:
-    """Per row, one point per commit (every run of a commit joins its point, in ``order``) and its steps."""
+    """Per row, one point per commit and machine (every run of a commit on one driver and firmware joins its point,
+    in ``order``) and its steps: found within each stretch of one machine; where the machine changed, the
+    points on its two sides are called by the rule and a step there names the change (:func:`change_between`)."""
     found: dict[RowKey, RowHistory] = {}
     for run in sorted(runs, key=order.sort_key(runs)):
+        machine = machine_of(run)
         for row in run.rows:
             history = found.setdefault(row.key, RowHistory(row.key, row.direction, []))
             last = history.points[-1] if history.points else None
-            if last is not None and last.sha is not None and last.sha == run.sha:
+            if last is not None and last.sha is not None and last.sha == run.sha and last.machine == machine:
                 last.values += row.values
                 last.artifacts += 1
             else:
-                history.points.append(Point(run.sha, run.ts, list(row.values)))
+                history.points.append(Point(run.sha, run.ts, list(row.values), machine=machine))
     for history in found.values():
-        history.steps = find_steps([p.median for p in history.points], history.direction, rule)
+        history.steps = _steps_of(history, rule)
         for step in history.steps:
             why = order.why_no_range(history.points[step.index - 1].sha, history.points[step.index].sha)
-            if why:
+            if why and not step.cause:
                 history.no_range[step.index] = why
     return list(found.values())
+
+
+def _steps_of(history: RowHistory, rule: Rule) -> list[Step]:
+    points, medians = history.points, [p.median for p in history.points]
+    cuts = [i for i in range(1, len(points)) if change_between(points[i - 1].machine, points[i].machine)]
+    bounds = [0, *cuts, len(points)]
+    steps: list[Step] = []
+    for k in range(len(bounds) - 1):
+        lo, hi = bounds[k], bounds[k + 1]
+        steps += [replace(s, index=s.index + lo) for s in find_steps(medians[lo:hi], history.direction, rule)]
+        if hi < len(points):  # the change at hi: the stretch before it against the one after it
+            before, after = medians[lo:hi], medians[hi : bounds[k + 2]]
+            cause = change_between(points[hi - 1].machine, points[hi].machine) or ""
+            step = called_at_change(before, after, history.direction, rule, cause)
+            if step is not None:
+                steps.append(replace(step, index=hi))
+    return sorted(steps, key=lambda s: s.index)
 
 
 def counts(run: StoredRun) -> bool:
@@ -226,6 +267,7 @@ def target_histories(
             row_histories(group, rule, order),
             len(group),
             sorted({r.ref for r in group if r.ref}),
+            group[0].runner,
         )
         for group in like_groups(sorted(passing, key=lambda r: r.ts))
     ]

@@ -17,6 +17,7 @@ def render(histories: list[TargetHistory], newest: int | None = None, partial: b
     lines: list[str] = []
     for history in histories:
         facts = ", ".join(f"{k} {history.facts.get(k)}" for k in FACTS if history.facts.get(k))
+        facts += f", runner {history.runner}" if history.runner else ""
         refs = ", ".join(history.refs) or "unknown"
         lines.append(f"{history.target}: {history.runs} PASS run(s) on {refs}; {facts}")
         for row in history.rows:

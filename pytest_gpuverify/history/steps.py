@@ -44,6 +44,9 @@ class Step:
     before: float  # the segments' medians
     after: float
     why: str
+    # where the machine's identity changed at this step (a driver update, new firmware): what changed, said
+    # instead of a commit range (series.py)
+    cause: str | None = None
 
 
 def fit_boundaries(values: Sequence[float], penalty: float) -> list[int]:
@@ -127,6 +130,20 @@ def _steps(values: list[float], direction: str, rule: Rule) -> list[tuple[int, s
                 for cut, pair in zip(cuts, calls)
             ]
         del cuts[weakest]
+
+
+def called_at_change(
+    before: Sequence[float], after: Sequence[float], direction: str | None, rule: Rule = DEFAULT_RULE, cause: str = ""
+) -> Step | None:
+    """The step at ``len(before)`` where the machine changed (``cause`` says how), as the rule calls the points
+    nearest it on each side (at most :data:`SIDE_POINTS`); None when it calls none (or the row has no direction)."""
+    if direction is None:
+        return None
+    near_before, near_after = list(before)[-SIDE_POINTS:], list(after)[:SIDE_POINTS]
+    pair = _called(near_before, near_after, direction, rule)
+    if pair.call not in (IMPROVED, REGRESSED):
+        return None
+    return Step(len(before), pair.call, stats.median(near_before), stats.median(near_after), pair.why, cause or None)
 
 
 def _called(before: list[float], after: list[float], direction: str, rule: Rule) -> Pair:

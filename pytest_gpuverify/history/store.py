@@ -13,15 +13,15 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import RowMapping
 
 from pytest_gpuverify.history.db import is_postgres, transaction
+from pytest_gpuverify.history.health import GpuRun, store_gpu_runs
 from pytest_gpuverify.history.records import StoredRow, StoredRun
-from pytest_gpuverify.history.schema import perf
+from pytest_gpuverify.history.schema import gpu_runs, perf
 from pytest_gpuverify.history.schema import runs as runs_table
 from pytest_gpuverify.records.artifact import GpuWatch, utc_now
 
-# the columns a trend reads (no watch records, no time added, not who sent it)
-_TREND_COLUMNS = [
-    c for c in runs_table.c if c.name not in ("watch", "added", "signer", "ci_run_url", "runner", "uploaded")
-]
+# the columns a trend reads (no watch records, no time added, not who signed or sent it: only the runner's
+# label, which partitions a trend's series)
+_TREND_COLUMNS = [c for c in runs_table.c if c.name not in ("watch", "added", "signer", "ci_run_url", "uploaded")]
 
 
 # one statement each, its values bound at execution: compiled once, not once per run
@@ -73,6 +73,7 @@ def _insert(conn: Connection, run: StoredRun) -> bool:
         run_id = result.lastrowid if result.rowcount else None
     if run_id is None:
         return False
+    store_gpu_runs(conn, run_id, run.ts, run.gpus)
     if run.rows:
         conn.execute(
             plain_insert(perf),
@@ -228,8 +229,15 @@ def runs_page(
                 )
             )
     nxt = (found[-1]["ts"], int(found[-1]["id"])) if more else None
-    if watch:
-        made = [StoredRun(**_run_fields(r, json.loads(r["facts"]), by_run.get(r["id"], []), watch=True)) for r in found]
+    if watch:  # the whole run (an export's): what it did to its GPUs too
+        gpus = _gpu_runs(conn, page) if found else {}
+        made = [
+            StoredRun(
+                **_run_fields(r, json.loads(r["facts"]), by_run.get(r["id"], []), watch=True),
+                gpus=gpus.get(r["id"], []),
+            )
+            for r in found
+        ]
         return made, nxt
     facts: dict[str, dict] = {}  # like runs share their facts' text: each parsed once
     return [
@@ -240,10 +248,37 @@ def runs_page(
     ], nxt
 
 
+def _gpu_runs(conn: Connection, where: list) -> dict[int, list[GpuRun]]:
+    """The runs' health rows (gpu_runs), by run, in one join."""
+    query = (
+        select(gpu_runs)
+        .join(runs_table, runs_table.c.id == gpu_runs.c.run_id)
+        .where(*where)
+        .order_by(gpu_runs.c.run_id, gpu_runs.c.gpu_index)
+    )
+    found: dict[int, list[GpuRun]] = {}
+    for g in conn.execute(query).mappings():
+        found.setdefault(g["run_id"], []).append(
+            GpuRun(
+                uuid=g["gpu_uuid"],
+                index=g["gpu_index"],
+                name=g["gpu_name"],
+                host=g["host"],
+                timed_out=bool(g["timed_out"]),
+                interrupted=g["interrupted"],
+                container_died=bool(g["container_died"]),
+                no_gpu=bool(g["no_gpu"]),
+                ecc_corrected=g["ecc_corrected"],
+                ecc_uncorrected=g["ecc_uncorrected"],
+            )
+        )
+    return found
+
+
 def _run_fields(row: RowMapping, facts: dict, rows: list[StoredRow], watch: bool = False) -> dict:
     """A stored run's fields from its row: validated (``StoredRun(**...)``) or as they are (the fast
     path without the watch, ``model_construct``) alike. The fast path's query leaves out the upload's
-    provenance columns, which then read None."""
+    provenance columns but the runner, which then read None."""
     return {
         "artifact_sha256": row["artifact_sha256"],
         "artifact_path": row["artifact_path"],

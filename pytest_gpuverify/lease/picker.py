@@ -90,6 +90,8 @@ class GpuPicker:
         # GPUs granted outside the plugin (grants.py), set once the session knows them: only these are picked
         self.granted: list[int] | None = None
         self.granted_by = ""  # what granted them, for the refusal's words
+        # GPUs the history store judged unhealthy (index -> why), set once at the session's start: never picked
+        self.unhealthy: dict[int, str] = {}
 
     def acquire(self, count: int = 1, wait_s: float = 0.0, cancelled: threading.Event | None = None) -> GpuGrant:
         """``cancelled``: set by the caller (pickahead.py) to stop a wait: NoGpu then."""
@@ -168,9 +170,12 @@ class GpuPicker:
                     "or set the picker cell of the GPU lock table to builtin"
                 )
             candidates, busy, error = [index], {}, None
+            if index in self.unhealthy:
+                return [], _describe_refusal(count, {}, [], None, {index: self.unhealthy[index]}), []
         else:
             verdict = self._window_verdict()
             candidates, busy, error = verdict.idle, dict(verdict.busy), verdict.error
+            candidates = [i for i in candidates if i not in self.unhealthy]
             if self.granted is not None:  # in the grant's order: a command asking for 1 gets the first idle one
                 candidates = [i for i in self.granted if i in candidates]
                 busy = {i: why for i, why in busy.items() if i in self.granted}
@@ -201,7 +206,8 @@ class GpuPicker:
             won.release()
         for lease in held:
             lease.release()
-        refusal = _describe_refusal(count, busy, locked, error)
+        skipped = {i: why for i, why in self.unhealthy.items() if self.granted is None or i in self.granted}
+        refusal = _describe_refusal(count, busy, locked, error, skipped)
         if self.granted is not None:
             refusal += f" among GPU(s) {_ranges(sorted(self.granted)) or 'none'}, granted by {self.granted_by}"
         return [], refusal, locked
@@ -242,10 +248,18 @@ def _ranges(indices: list[int]) -> str:
     return ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in runs)
 
 
-def _describe_refusal(count: int, busy: dict[int, str], locked: list[int], error: str | None) -> str:
+def _describe_refusal(
+    count: int, busy: dict[int, str], locked: list[int], error: str | None, unhealthy: dict[int, str] | None = None
+) -> str:
     parts = []
     if error:
         parts.append(f"GPU reading failed: {error}")
+    if unhealthy:
+        parts.append(
+            f"{len(unhealthy)} skipped for their health ("
+            + ", ".join(f"gpu {i}: {r}" for i, r in sorted(unhealthy.items()))
+            + ")"
+        )
     if busy:
         parts.append(f"{len(busy)} busy (" + ", ".join(f"gpu {i}: {r}" for i, r in sorted(busy.items())) + ")")
     if locked:

@@ -156,6 +156,17 @@ def _of_call(docs: list[CompareDoc], call: str) -> list[tuple[CompareDoc, Compar
     return sorted(rows, key=lambda dr: (dr[1].confirmed is not True, -change(dr[1])))  # confirmed, then worst
 
 
+# the start of a compare's note that the machine changed between its sides (compare/identity.py's
+# CHANGE_NOTE_START: reporting reads the JSON, not the compare package)
+MACHINE_CHANGES = ("the driver changed from ", "the GPU firmware (VBIOS) changed from ")
+
+
+def machine_changes(doc: CompareDoc) -> list[str]:
+    """The compare's notes that the driver or firmware changed between its sides: said with its rows, so a
+    step there is not read as a commit's."""
+    return [n for n in doc.notes if n.startswith(MACHINE_CHANGES)]
+
+
 def _compares(docs: list[CompareDoc]) -> list[str]:
     lines = []
     for doc in docs:
@@ -167,6 +178,7 @@ def _compares(docs: list[CompareDoc]) -> list[str]:
         )
         base = doc.artifacts.get("base", "?")
         lines.append(f"- `{doc.target or '?'}`: {span}, base {base}, {len(doc.pairs)} row(s)")
+        lines += [f"  - :warning: {_cell(n)}" for n in machine_changes(doc)]
     return lines
 
 
@@ -219,5 +231,6 @@ def issue_body(docs: list[CompareDoc], url_base: str | None = None, run_url: str
             f"- `{doc.target or '?'}`: `{base}..{head}` (`git log --first-parent {base[:12]}..{head[:12]}`), "
             f"artifact {artifact_link(doc.artifacts.get('head'), url_base)}, base {doc.artifacts.get('base', '?')}"
         )
+        lines += [f"  - :warning: {_cell(n)}" for n in machine_changes(doc)]
     lines += [""] + section("Regressions", rows, url_base)
     return "\n".join(lines).rstrip() + "\n"

@@ -309,7 +309,7 @@ def test_a_store_of_schema_1_is_migrated(tmp_path):
         assert [r[1] for r in conn.exec_driver_sql("PRAGMA table_info(runs)")].count("ref") == 0
         conn.commit()
     with closing(connect(path)) as conn:
-        assert conn.exec_driver_sql("PRAGMA user_version").scalar() == SCHEMA_VERSION == 4
+        assert conn.exec_driver_sql("PRAGMA user_version").scalar() == SCHEMA_VERSION == 5
         (run,) = runs(conn)
         assert (run.ref, run.rows[0].values) == (None, [1.0, 2.0])
         conn.exec_driver_sql("PRAGMA user_version = 99")

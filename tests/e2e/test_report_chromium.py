@@ -8,9 +8,8 @@ from __future__ import annotations
 import re
 
 import pytest
-
-from tests.support.chromium import probe
-from tests.support.report_cases import AB_RUNS, AB_SHAPES, ab_page, crowded_page, history_page, one_target_page
+from chromium import probe
+from report_cases import AB_RUNS, AB_SHAPES, ab_page, crowded_page, history_page, one_target_page
 
 CASES = {"one target": one_target_page, "10,000-run history": history_page, "crowded labels": crowded_page}
 PLOTS = {"one target": 2, "10,000-run history": 3, "crowded labels": 2}

@@ -22,3 +22,55 @@ def never_ran(folder: Path, n: int) -> Path:
     )
     path.write_text(art.model_dump_json())
     return path
+
+
+def held_gpu(
+    n: int,
+    uuid: str = "GPU-A",
+    timed_out: bool = False,
+    ecc_uncorrected: int | None = 0,
+    driver: str = "amdgpu 6.12.12",
+    host: str = "h1",
+    no_gpu: bool = False,
+):
+    """An artifact of a run that held GPU ``uuid`` (index 0) on ``host`` under ``driver``: timed out or not, with
+    the GPU reader's uncorrected ECC count; ``no_gpu``: a run that got no GPU. Each made distinct by its time."""
+    from pytest_gpuverify.records.artifact import Artifact, GpuRecord, RunRecord, TargetRecord
+    from pytest_gpuverify.records.machine import MachineGpu, MachineRecord
+
+    ts = f"2026-03-01T{n // 3600:02d}:{n // 60 % 60:02d}:{n % 60:02d}Z"
+    target = TargetRecord(name="w", kind="bench")
+    if no_gpu:
+        reason = "NO_GPU: no idle GPU: 1 busy (gpu 0: 99% use)"
+        return Artifact(
+            topic="w",
+            ts=ts,
+            host=host,
+            verdict="INCONCLUSIVE",
+            reasons=[reason],
+            run=RunRecord(blocked=[reason]),
+            target=target,
+        )
+    gpu = GpuRecord(index=0, hip_index=0, arch="gfx942", name="MI300X", uuid=uuid)
+    machine = MachineRecord(
+        vendor="rocm",
+        driver=driver,
+        gpus=[
+            MachineGpu(
+                index=0, name="MI300X", arch="gfx942", uuid=uuid, ecc_uncorrected=ecc_uncorrected, ecc_corrected=0
+            )
+        ],
+    )
+    return Artifact(
+        topic="w",
+        ts=ts,
+        host=host,
+        gpu=gpu,
+        gpus=[gpu],
+        machine=machine,
+        verdict="INCONCLUSIVE" if timed_out else "PASS",
+        reasons=["the command timed out"] if timed_out else [],
+        timed_out=timed_out,
+        run=RunRecord(ran=True, timed_out=timed_out, exit_code=None if timed_out else 0),
+        target=target,
+    )
