@@ -65,6 +65,16 @@ def lock_holders(text: str, inodes: dict[int, int]) -> dict[int, list[int]]:
     return held
 
 
+def read_proc_locks() -> str:
+    """/proc/locks in one read call: read in small pieces, lines shift between the pieces as locks come
+    and go, and a holder can be missed (seen with Path.read_text on a busy host)."""
+    fd = os.open("/proc/locks", os.O_RDONLY)
+    try:
+        return os.read(fd, 4 << 20).decode(errors="replace")
+    finally:
+        os.close(fd)
+
+
 def visible_gpus(value: str, uuids: dict[str, int]) -> list[int]:
     out = []
     for token in (t.strip() for t in value.split(",")):
@@ -114,7 +124,7 @@ def main() -> int:
         while not stop.exists():
             t = time.time()
             inodes = lock_inodes(lock_dir)
-            before = lock_holders(Path("/proc/locks").read_text(), inodes)
+            before = lock_holders(read_proc_locks(), inodes)
             sample: dict = {"t": t, "env": env_uses(uuids)}
             if nv is not None:
                 nvml: dict[int, list[str]] = {}
@@ -131,7 +141,7 @@ def main() -> int:
                     if names:
                         nvml[i] = sorted(set(names))
                 sample["nvml"] = nvml
-            after = lock_holders(Path("/proc/locks").read_text(), inodes)
+            after = lock_holders(read_proc_locks(), inodes)
             sample["locks"] = {
                 g: sorted(set(before.get(g, [])) | set(after.get(g, []))) for g in set(before) | set(after)
             }
