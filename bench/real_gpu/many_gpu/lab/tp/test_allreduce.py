@@ -66,7 +66,7 @@ def test_nccl_all_reduce_sums_across_the_targets_gpus():
         p.join(timeout=60)
     print("| rank | GPU uuid | steps | bus GB/s |")
     print("|---|---|---|---|")
-    for rank, ok, busbw, steps, uuid, _ in got:
+    for rank, _ok, busbw, steps, uuid, _ in got:
         print(f"| {rank} | {uuid} | {steps} | {busbw:.1f} |")
     assert all(p.exitcode == 0 for p in procs), [p.exitcode for p in procs]
     assert [r for r, *_ in got] == list(range(world)) and all(ok for _, ok, *_ in got)
