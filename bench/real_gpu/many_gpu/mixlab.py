@@ -39,6 +39,16 @@ os.environ.update(MULTICAST)
 REAL_KERNELS = TOP / "bench" / "real_gpu" / "repo" / "op_tests"
 
 
+STARTED: list[subprocess.Popen] = []  # the sessions: each in its own process group, killed with this script
+
+
+def _kill_sessions(signum: int, _frame: object) -> None:
+    for p in STARTED:
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGKILL)
+    raise SystemExit(128 + signum)
+
+
 class Lab:
     def __init__(self, root: Path, sim: bool, gpus: int) -> None:
         self.root, self.sim, self.gpus = root, sim, gpus
@@ -85,9 +95,11 @@ class Lab:
             env["PATH"] = f"{self.sim_bin}:{env['PATH']}"
         env.update(extra_env or {})
         out = open(log, "w")  # noqa: SIM115 (the session's, closed with it)
-        return subprocess.Popen(
+        proc = subprocess.Popen(
             cmd, cwd=self.repo, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True
         )
+        STARTED.append(proc)
+        return proc
 
     def sampler(self, out: Path) -> tuple[subprocess.Popen, Path]:
         stop = self.root / "sampler.stop"
@@ -242,7 +254,7 @@ def fanout(args: argparse.Namespace, out: Path) -> dict:
     walls, starts = {}, {}
     for label, workers, extra in (("one", 1, {var: "0"}), ("all", n, {})):
         t0 = time.time()
-        codes, timed_out = wait_all([lab.session(f"FAN-{label}", workers, out / f"fanout_{label}.log", extra)], 400)
+        codes, timed_out = wait_all([lab.session(f"FAN-{label}", workers, out / f"fanout_{label}.log", extra)], 240)
         walls[label] = time.time() - t0
         arts = an.load_artifacts(lab.tickets / f"FAN-{label}")
         first = (
@@ -368,6 +380,7 @@ def main() -> int:
     ap.add_argument("--timeout", type=float, default=420.0, help="seconds before the sessions count as deadlocked")
     ap.add_argument("--root", default="/tmp/gpuverify-manygpu", help="where the lab, locks and tickets go (emptied)")
     args = ap.parse_args()
+    signal.signal(signal.SIGTERM, _kill_sessions)  # `timeout` in the .sh: no session outlives the call
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     if args.what == "watch-tp" and args.dry_run_sim:
