@@ -75,6 +75,34 @@ def read_proc_locks() -> str:
         os.close(fd)
 
 
+def fdinfo_holders(lock_dir: Path) -> dict[int, list[int]]:
+    """GPU -> pids holding its lock, from the ``lock:`` lines of /proc/PID/fdinfo of every descriptor open
+    on a lock file: each a small read of its own, where /proc/locks is read a page at a time and can skip
+    lines as locks come and go between the pages (seen with many waiters listed)."""
+    paths = {str(p): int(p.name[4:-5]) for p in lock_dir.glob("gpu-*.lock") if p.name[4:-5].isdigit()}
+    held: dict[int, set[int]] = {}
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            fds = os.listdir(f"/proc/{entry.name}/fd")
+        except OSError:
+            continue
+        for fd in fds:
+            try:
+                target = os.readlink(f"/proc/{entry.name}/fd/{fd}")
+                if target not in paths:
+                    continue
+                info = Path(f"/proc/{entry.name}/fdinfo/{fd}").read_text()
+            except OSError:
+                continue
+            for line in info.splitlines():
+                parts = line.split()
+                if parts[:1] == ["lock:"] and len(parts) > 5 and parts[2] == "FLOCK":
+                    held.setdefault(paths[target], set()).add(int(parts[5]))
+    return {g: sorted(p) for g, p in held.items()}
+
+
 def visible_gpus(value: str, uuids: dict[str, int]) -> list[int]:
     out = []
     for token in (t.strip() for t in value.split(",")):
@@ -142,8 +170,10 @@ def main() -> int:
                         nvml[i] = sorted(set(names))
                 sample["nvml"] = nvml
             after = lock_holders(read_proc_locks(), inodes)
+            fdinfo = fdinfo_holders(lock_dir)  # the same facts read per descriptor: what /proc/locks skipped
             sample["locks"] = {
-                g: sorted(set(before.get(g, [])) | set(after.get(g, []))) for g in set(before) | set(after)
+                g: sorted(set(before.get(g, [])) | set(after.get(g, [])) | set(fdinfo.get(g, [])))
+                for g in set(before) | set(after) | set(fdinfo)
             }
             out.write(json.dumps(sample) + "\n")
             n += 1

@@ -121,3 +121,9 @@ def test_the_sampler_sees_a_marked_process_on_its_gpu_and_the_lock_held(tmp_path
     assert seen and all(s["locks"].get("1") == [os.getpid()] for s in seen)
     assert an.unlocked_uses(samples, "env") == [] and an.sample_overlaps(samples, "env") == []
     json.dumps(samples)  # the lines are plain JSON
+
+
+def test_fdinfo_names_the_holder_of_each_lock_file(tmp_path):
+    with open(tmp_path / "gpu-2.lock", "w") as held, open(tmp_path / "gpu-3.lock", "w"):
+        fcntl.flock(held, fcntl.LOCK_EX)
+        assert sampler.fdinfo_holders(tmp_path) == {2: [os.getpid()]}  # gpu 3's file is open, not locked
