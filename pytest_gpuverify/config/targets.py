@@ -32,6 +32,10 @@ AITER_KINDS = (AITER_OP_TEST, TRITON_PYTEST)  # aiter's import reads GPU_ARCHS a
 # its own): they print the autotuner's choices (TRITON_PRINT_AUTOTUNING), unless the place or the declaration sets it
 TRITON_KINDS = (AITER_OP_TEST, TRITON_PYTEST, BENCH, PYTEST)
 AUTOTUNE_PRINT = "TRITON_PRINT_AUTOTUNING"
+# NVLink multicast (NVLS) off in every command on NVIDIA: on a host whose GPUs are shared or partitioned, a
+# program that sets up multicast objects can put the host's GPUs out of service for others. A value the
+# user's environment, the container or the target's declared env sets wins.
+MULTICAST_OFF = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
 TABLE_KINDS = (AITER_OP_TEST, BENCH)  # print pandas tables, which elide columns under a narrow COLUMNS
 SCRATCH_ROOT = "/tmp/gpuverify"  # inside a container: pid files, caches, JUnit files of the runs
 JUNIT_DIR = f"{SCRATCH_ROOT}/junit"  # inside the container; the file is fetched out and removed
@@ -172,6 +176,14 @@ def kind_env(kind: str, arch: str | None) -> dict[str, str]:
     return env
 
 
+def multicast_off(vendor: str, place_env: dict[str, str]) -> dict[str, str]:
+    """The NVLink multicast switches a command on NVIDIA gets: each one the place (the host user's
+    environment, the container's) does not set itself."""
+    if vendor != "nvidia":
+        return {}
+    return {k: v for k, v in MULTICAST_OFF.items() if k not in place_env}
+
+
 def kept_from_place(place_env: dict[str, str]) -> dict[str, str]:
     """The place's own values (a container's, the host user's) of the kind variables it may set itself."""
     return {AUTOTUNE_PRINT: place_env[AUTOTUNE_PRINT]} if AUTOTUNE_PRINT in place_env else {}
@@ -227,12 +239,14 @@ class RunEnvironment(BaseModel):
     caches: dict[str, str] = Field(default_factory=dict)  # variable -> folder (place/caches.py)
     declared: dict[str, str] = Field(default_factory=dict)
     kept: dict[str, str] = Field(default_factory=dict)  # the place's own values, over the kind's (kept_from_place)
+    multicast: dict[str, str] = Field(default_factory=dict)  # NVLink multicast off (multicast_off)
 
     def as_env(self) -> dict[str, str]:
         return {
             self.visible_var: self.visible_value,
             "PYTHONPATH": self.pythonpath,
             **kind_env(self.kind, self.arch),
+            **self.multicast,
             **self.kept,
             **self.caches,
             **self.declared,

@@ -7,6 +7,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Protocol
 
+from pytest_gpuverify.common.threads import environ_copy
+from pytest_gpuverify.config.targets import multicast_off
 from pytest_gpuverify.engine.services import RunContext, SessionServices
 from pytest_gpuverify.gpu.base import GpuInfo
 from pytest_gpuverify.lease.guard import RunGuards
@@ -41,7 +43,11 @@ def gpu_for_build(run: HoldsGpus, hold: dict) -> Iterator[tuple[list[int], dict[
         infos = [s.inventory.get(i, GpuInfo(index=i)) for i in grant.indices]
         yield (
             grant.indices,
-            {s.backend.visible_devices_var: run.visible or s.visible_value(infos)},
+            {
+                s.backend.visible_devices_var: run.visible or s.visible_value(infos),
+                # NVLink multicast off as in the target's command; on the host the user's own values stand
+                **multicast_off(s.backend.vendor, environ_copy() if s.places.on_host else {}),
+            },
             guards.on_start,
         )
     finally:

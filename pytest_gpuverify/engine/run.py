@@ -22,6 +22,7 @@ from pytest_gpuverify.config.targets import (
     command_argv,
     junit_path,
     kept_from_place,
+    multicast_off,
     pythonpath,
 )
 from pytest_gpuverify.engine import multirun
@@ -334,6 +335,7 @@ class TargetRun:
                 caches=dict(caches.dirs),
                 declared=dict(target.env),
                 kept=kept_from_place(place.container_env),
+                multicast=multicast_off(s.backend.vendor, place.container_env),
             )
             probe = checked.probe or ImportProbe(place, None, run_id)  # where it really imports from: imports_seen.py
             command_env = {**run_env.as_env(), **run_marker(run_id), **probe.env(run_env.pythonpath)}  # leftovers.py

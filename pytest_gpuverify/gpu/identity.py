@@ -33,6 +33,7 @@ from pytest_gpuverify.gpu.identity_formats import (
     parse_amd_smi_version,
     parse_nvidia_proc_version,
     parse_nvidia_smi_cuda,
+    parse_nvidia_topo,
     parse_rocm_smi_identity,
     partition,
     serial,
@@ -275,6 +276,7 @@ def read_fixed(backend: Any, inventory: list[GpuInfo]) -> Facts:
             except GpuToolError:
                 cuda = None
         got.out["runtime"] = f"CUDA {cuda}" if cuda else None
+        _nvidia_links(backend, indices, got)
     for info in inventory:  # the session's inventory: the names and arches the picker used
         for key in ("name", "arch", "uuid"):
             if getattr(info, key) is not None or key not in got.by_index[info.index]:
@@ -286,6 +288,26 @@ def read_fixed(backend: Any, inventory: list[GpuInfo]) -> Facts:
             else "NVML and nvidia-smi gave no CUDA version"
         )
     return got.out
+
+
+def _nvidia_links(backend: Any, indices: list[int], got: Collect) -> None:
+    """Each GPU's connection to each other GPU, from ``nvidia-smi topo -m`` (one call; NVML has no call
+    that gives the NVLink count between two GPUs): fixed for a boot, so read once and kept."""
+    if len(indices) < 2:
+        for i in indices:
+            got.put(i, "links", {}, "one GPU")
+        return
+    try:
+        matrix, why = (
+            parse_nvidia_topo(run_tool(backend, ("nvidia-smi", "topo", "-m"))),
+            "nvidia-smi topo -m has no row",
+        )
+    except GpuToolError as exc:
+        matrix, why = {}, f"nvidia-smi topo -m: {one_line(exc)}"
+    listed = {str(i) for i in indices}  # the GPUs the record lists: a GPU the session does not see is left out
+    for i in indices:
+        row = matrix.get(i)
+        got.put(i, "links", None if row is None else {p: v for p, v in row.items() if p in listed}, why)
 
 
 def read_changing(backend: Any, inventory: list[GpuInfo]) -> Facts:
@@ -352,6 +374,9 @@ def fixed_source(backend: Any) -> list[str | None]:
             return ["amdsmi", getattr(library.lib, "__file__", None)]
         return ["tools", backend.host.which("rocm-smi"), backend.host.which("amd-smi")]
     nv = backend.nvml_module()
+    # "links": readings kept from before the GPU-to-GPU links were read are not taken
     return (
-        ["NVML", getattr(nv, "__file__", None)] if nv is not None else ["nvidia-smi", backend.host.which("nvidia-smi")]
+        ["NVML", getattr(nv, "__file__", None), "links"]
+        if nv is not None
+        else ["nvidia-smi", backend.host.which("nvidia-smi"), "links"]
     )

@@ -225,3 +225,35 @@ def parse_nvidia_identity_csv(text: str) -> tuple[dict[int, Facts], str | None]:
             "mem_mhz_max": _num(row["clocks.max.memory"]),
         }
     return out, driver
+
+
+def _topo_cells(line: str) -> list[str]:
+    # a pipe gets tabs; a terminal gets columns padded with spaces ("CPU Affinity" has one space inside)
+    return [c.strip() for c in (line.split("\t") if "\t" in line else re.split(r"\s{2,}", line.strip()))]
+
+
+def parse_nvidia_topo(text: str) -> dict[int, dict[str, str]]:
+    """``nvidia-smi topo -m``'s GPU-to-GPU matrix: GPU index -> {peer index: connection}, the connection
+    as the tool names it (``NV18``: 18 bonded NVLinks; ``SYS``, ``NODE``, ``PHB``, ``PXB``, ``PIX``: PCIe
+    paths). NIC rows and columns, the affinity columns and the legend are left out; {} when no matrix."""
+    lines = [ln for ln in text.splitlines() if ln.strip() and not ln.startswith("#")]
+    header = next((ln for ln in lines if re.match(r"\s+GPU0\b", ln)), None)
+    if header is None:
+        return {}
+    columns = [c for c in _topo_cells(header) if c]
+    gpu_cols = [(n, int(c[3:])) for n, c in enumerate(columns) if re.fullmatch(r"GPU\d+", c)]
+    out: dict[int, dict[str, str]] = {}
+    for line in lines[lines.index(header) + 1 :]:
+        cells = _topo_cells(line)
+        row = re.fullmatch(r"GPU(\d+)", cells[0])
+        if row is None:
+            if cells[0].startswith("Legend"):
+                break
+            continue  # a NIC's row, a MIG device's
+        index, values = int(row[1]), cells[1:]
+        out[index] = {
+            str(peer): values[n]
+            for n, peer in gpu_cols
+            if n < len(values) and peer != index and values[n] not in ("X", "")
+        }
+    return out

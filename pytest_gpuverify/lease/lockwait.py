@@ -57,6 +57,17 @@ class LockWaiters:
         except queue.Empty:
             return None
 
+    def all_won(self, timeout_s: float) -> list[GpuLease]:
+        """Every lease the waiters won: waiting up to ``timeout_s`` for the first, then those already there."""
+        first = self.next_won(timeout_s)
+        out = [] if first is None else [first]
+        while first is not None:
+            try:
+                out.append(self._won.get_nowait())
+            except queue.Empty:
+                break
+        return out
+
     def cancel(self) -> None:
         """No waiter is wanted any more; leases already won and not taken are released."""
         with self._lock:

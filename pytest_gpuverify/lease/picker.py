@@ -110,14 +110,14 @@ class GpuPicker:
     def _acquire(self, count: int, deadline: float, waiters: LockWaiters, cancelled: threading.Event) -> list[GpuLease]:
         last_sample = time.monotonic()
         waited = False
-        won: GpuLease | None = None
+        won: list[GpuLease] = []
         first = True
         while True:
             # a picker command gets the tool timeout once, then never runs past the --gpu-wait deadline
             limit = self.picker_timeout_s if first else min(self.picker_timeout_s, deadline - time.monotonic())
             first = False
             leases, why, locked = self._try_once(count, max(0.1, limit), won)
-            won = None
+            won = []
             if leases or deadline - time.monotonic() <= 0 or cancelled.is_set():
                 if waited and self.on_wait:
                     self.on_wait("")  # the wait is over: clear the live line
@@ -133,7 +133,9 @@ class GpuPicker:
             else:
                 for index in locked:
                     waiters.wait_on(index, self.lock.path_for(index))
-                won = waiters.next_won(min(self.TICK_S, remaining))
+                # every lease the waiters won, tried together: one taken per round left the rest held by
+                # this process and counted as locked, so a multi-GPU pick could hold most GPUs and never run
+                won = waiters.all_won(min(self.TICK_S, remaining))
             # the background sampler keeps the window fresh; without one (window 0), read now and then
             if not self.sampler.running and time.monotonic() - last_sample >= self.sampler.interval_s:
                 self.sampler.sample_now(shared=True)
@@ -147,10 +149,10 @@ class GpuPicker:
 
     # -- one attempt ----------------------------------------------------------------------------
     def _try_once(
-        self, count: int, picker_timeout_s: float, won: GpuLease | None = None
+        self, count: int, picker_timeout_s: float, won: list[GpuLease] | None = None
     ) -> tuple[list[GpuLease], str, list[int]]:
-        """Locked idle GPUs, or none and why (and which idle ones someone holds). ``won``: a lease a
-        waiter took; it is re-checked like one taken here, and released if it does not serve."""
+        """Locked idle GPUs, or none and why (and which idle ones someone holds). ``won``: leases the
+        waiters took; each is re-checked like one taken here, and released if it does not serve."""
         if self.picker_command is not None:
             index = self._run_picker_command(picker_timeout_s)
             verdict = self._window_verdict()
@@ -179,16 +181,15 @@ class GpuPicker:
             if self.granted is not None:  # in the grant's order: a command asking for 1 gets the first idle one
                 candidates = [i for i in self.granted if i in candidates]
                 busy = {i: why for i, why in busy.items() if i in self.granted}
-        if won is not None and won.gpu_index in candidates:
-            candidates = [won.gpu_index, *(i for i in candidates if i != won.gpu_index)]
-        elif won is not None:  # the window has called it busy since: it is not taken
-            won.release()
-            won = None
+        mine = {lease.gpu_index: lease for lease in won or []}
+        for index in [i for i in mine if i not in candidates]:  # the window has called it busy since: not taken
+            mine.pop(index).release()
+        candidates = [*(i for i in candidates if i in mine), *(i for i in candidates if i not in mine)]
         held: list[GpuLease] = []
         locked: list[int] = []
         for index in candidates:
-            if won is not None and index == won.gpu_index:
-                lease = won
+            if index in mine:
+                lease = mine.pop(index)
             else:
                 lease = GpuLease(self.lock.path_for(index), index)
                 if not lease.try_acquire():
@@ -201,9 +202,9 @@ class GpuPicker:
                 continue
             held.append(lease)
             if len(held) == count:
+                for rest in mine.values():  # won, and not needed
+                    rest.release()
                 return held, "", []
-        if won is not None and won.held:
-            won.release()
         for lease in held:
             lease.release()
         skipped = {i: why for i, why in self.unhealthy.items() if self.granted is None or i in self.granted}

@@ -63,7 +63,8 @@ def assemble(
                 {k: v for k, v in facts.items() if k in MachineGpu.model_fields and k != "index"}
             )
     unknowns = list(unknowns)
-    for part, keys in ((fixed, FIXED), (changing, CHANGING["rocm" if vendor == "rocm" else "nvidia"])):
+    fixed_keys = (*FIXED, "links") if vendor == "nvidia" else FIXED
+    for part, keys in ((fixed, fixed_keys), (changing, CHANGING["rocm" if vendor == "rocm" else "nvidia"])):
         why = part.get("why", {})
         for key in keys:
             missing = sorted(i for i, g in gpus.items() if g.get(key) is None)

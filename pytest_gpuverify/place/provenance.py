@@ -13,6 +13,7 @@ from pathlib import Path
 
 from pytest_gpuverify.common.profile import PROFILE
 from pytest_gpuverify.common.threads import Background
+from pytest_gpuverify.config.targets import MULTICAST_OFF
 from pytest_gpuverify.execute.base import Executor  # a container, or the host itself (a Containers row named host)
 from pytest_gpuverify.execute.container import ContainerError
 from pytest_gpuverify.place.gitstate import repo_state  # noqa: F401 (re-exported: the run reads repo state through here)
@@ -183,6 +184,7 @@ CONTAINER_ENV_RECORDED = (
     "FLYDSL_RUNTIME_CACHE_DIR",
     "TRITON_CACHE_DIR",
     "TRITON_PRINT_AUTOTUNING",
+    *MULTICAST_OFF,  # the user's own NVLink multicast settings, which the engine then leaves as they are
 )
 
 

@@ -37,7 +37,10 @@ class MachineGpu(_Model):
     bdf: str | None = None
     compute_partition: str | None = None  # SPX, DPX, TPX, QPX, CPX (AMD Instinct)
     memory_partition: str | None = None  # NPS1, NPS2, NPS4, NPS8 (AMD Instinct)
-    mig_mode: str | None = None  # "enabled" / "disabled" (NVIDIA)
+    mig_mode: str | None = None  # "enabled" / "disabled" (NVIDIA); read, never changed
+    # each other GPU (its index) -> the connection, as `nvidia-smi topo -m` names it: "NV18" (18 bonded
+    # NVLinks), "SYS"/"NODE"/"PHB"/"PXB"/"PIX" (PCIe paths); {} on a one-GPU host (NVIDIA)
+    links: dict[str, str] | None = None
     power_cap_w: float | None = None
     ecc_mode: str | None = None  # "enabled" / "disabled"
     ecc_corrected: int | None = None  # error counts since the driver loaded
@@ -95,6 +98,14 @@ def partition_text(gpu: MachineGpu) -> str | None:
     return f"MIG {gpu.mig_mode}" if gpu.mig_mode else None
 
 
+def links_text(gpus: list[MachineGpu]) -> str | None:
+    """ "links NV18" between the held GPUs (of all GPUs when one is held); None where none was read."""
+    wanted = {str(g.index) for g in gpus} if len(gpus) > 1 else None
+    kinds = (v for g in gpus for peer, v in (g.links or {}).items() if wanted is None or peer in wanted)
+    shown = joined(kinds)
+    return f"links {shown}" if shown else None
+
+
 def machine_line(record: MachineRecord | None, indices: Iterable[int | None] = ()) -> str:
     """One line for a summary header or ``doctor``: model and arch, count, driver, runtime, partition,
     power cap, kernel and host."""
@@ -107,6 +118,7 @@ def machine_line(record: MachineRecord | None, indices: Iterable[int | None] = (
         record.driver or "driver unknown",
         record.runtime or "runtime unknown",
         joined(partition_text(g) for g in gpus),
+        links_text(gpus),
         joined(power_text(g.power_cap_w) for g in gpus),
         f"kernel {record.kernel or '?'}",
         f"host {record.hostname or '?'} (machine-id {(record.machine_id or '?')[:12]}, boot {(record.boot_id or '?')[:8]})",

@@ -16,10 +16,12 @@ from pytest_gpuverify.config.targets import (
     AUTOTUNE_PRINT,
     BENCH,
     JUNIT_DIR,
+    MULTICAST_OFF,
     PYTEST_KINDS,
     RunEnvironment,
     import_package,
     kept_from_place,
+    multicast_off,
     pythonpath,
 )
 from pytest_gpuverify.execute.leftovers import MARKER
@@ -320,6 +322,8 @@ def _env_and_imports(art: Artifact) -> list[str]:
         caches=caches,
         declared=dict(target.env) if target else {},
         kept=kept_from_place(env),
+        # artifacts written before the engine turned NVLink multicast off carry none of the three
+        multicast=multicast_off("nvidia" if nvidia and any(k in env for k in MULTICAST_OFF) else "rocm", env),
     ).as_env()  # the place's own value is recorded as it ran
     if art.autotune is None and AUTOTUNE_PRINT not in env:  # written before the engine turned the printout on
         expected.pop(AUTOTUNE_PRINT, None)

@@ -126,3 +126,42 @@ def test_a_waiting_pick_blocks_on_the_held_lock_instead_of_polling(tmp_path):
         holder.kill()
         holder.wait()
         sampler.stop()
+
+
+def test_a_multi_gpu_pick_takes_every_lock_its_waiters_won_at_once(tmp_path):
+    """Four GPUs held by another user, let go together: the pick for 4 runs. Its waiters win several
+    locks in one round; taken one a round, the others stayed held by this process and counted as
+    locked, and the pick held most GPUs without ever running (seen with two sessions of TP=4 targets)."""
+    sim = tmp_path / "sim"
+    install(sim, SimState.idle(gpus=4))
+    runner = LocalHost(env={"PATH": f"{sim}:/usr/bin:/bin"})
+    lock = parse_lock_prefix(f"flock -w 600 {tmp_path}/gpu-<id>.lock")
+    sampler = IdleSampler(RocmBackend(runner), 0.0, lock_path_for=lock.path_for)
+    sampler.start()
+    picker = GpuPicker(sampler, lock, runner)
+    paths = [lock.path_for(i) for i in range(4)]
+    holder = subprocess.Popen(
+        [
+            "sh",
+            "-c",
+            'exec 3>"$1" 4>"$2" 5>"$3" 6>"$4"; flock 3; flock 4; flock 5; flock 6; exec sleep 60',
+            "sh",
+            *paths,
+        ]
+    )
+    got: list = []
+    thread = threading.Thread(target=lambda: got.append(picker.acquire(count=4, wait_s=60)))
+    try:
+        assert wait_until(lambda: not any(flock_free(p) for p in paths)), "the holder never took the four locks"
+        thread.start()
+        assert wait_until(lambda: all(blocked_waiters(p) for p in paths)), "the pick does not block on each lock"
+        holder.kill()
+        holder.wait()
+        thread.join(timeout=30)
+        assert got and sorted(got[0].indices) == [0, 1, 2, 3] and all(le.held for le in got[0].leases)
+        picker.release(got[0])
+        assert all(flock_free(p) for p in paths)
+    finally:
+        holder.kill()
+        holder.wait()
+        sampler.stop()
