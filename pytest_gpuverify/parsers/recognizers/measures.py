@@ -187,7 +187,10 @@ class Measures(RecognizerBase):
         self.ev.nan_count += 1
         self.ev.mark(lineno, failed=True)
         where = f"line {lineno}" + (f" (value on line {at})" if at and at != lineno else "")
-        self.ev.fail(f"{where}: NaN/inf in the printed result: {text.strip()[:160]}")
+        said = text.strip()[:160]
+        self.ev.fail(f"{where}: {NAN_ALARM}: {said}", fold=(NAN_ALARM, f"{where}: {said}"))
 
+
+NAN_ALARM = "NaN/inf in the printed result"
 
 RECOGNIZERS = (Measures,)
