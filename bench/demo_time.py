@@ -47,6 +47,7 @@ def first_run(root: Path, spec: str, work: Path, demo: bool = True) -> dict[str,
     times["install"] = run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "-e", spec], clone, env)
     if demo:
         times["demo"] = run([str(venv / "bin" / "gpuverify"), "demo", "--dir", ".demo"], clone, env)
+    print(f"  {work.name} ({spec}): " + ", ".join(f"{p} {s:.1f} s" for p, s in times.items()), file=sys.stderr)
     return times
 
 
