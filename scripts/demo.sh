@@ -4,6 +4,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/ensure-docker.sh
-python3 -m pip install -q -e '.[test]'
+python3 -m pip install -q -e .  # the runtime only: the demo needs no test tools
 rm -rf .demo
 exec gpuverify demo --dir .demo "$@"

@@ -81,9 +81,17 @@ def remove_sandbox_containers(client, names: Iterable[str]) -> None:
             container.remove(force=True)
 
 
-def make_repo(dest: Path, source: Path = DEMO_REPO) -> Path:
-    """A git checkout of the demo aiter repo (committed, so it is clean)."""
+PYTEST_CONFIGS = ("pytest.ini", "pyproject.toml", "tox.ini", "setup.cfg")
+OWN_ROOT = "# The demo repo's own pytest root: pytest takes no enclosing project's configuration for it.\n[pytest]\n"
+
+
+def make_repo(dest: Path, source: Path = DEMO_REPO, own_root: bool = False) -> Path:
+    """A git checkout of the demo aiter repo (committed, so it is clean). ``own_root``: it gets a
+    ``pytest.ini`` where it has no pytest configuration, so that pytest run in it takes it as its
+    rootdir, not a project it sits in (``.demo/`` in a clone of this one)."""
     shutil.copytree(source, dest, ignore=shutil.ignore_patterns("__pycache__"))
+    if own_root and not any((dest / name).exists() for name in PYTEST_CONFIGS):
+        (dest / "pytest.ini").write_text(OWN_ROOT, encoding="utf-8")
     git = ["git", "-C", str(dest), "-c", "user.name=gpuverify", "-c", "user.email=gpuverify@localhost"]
     subprocess.run([*git, "init", "-q", "-b", "main"], check=True)
     subprocess.run([*git, "add", "-A"], check=True)
@@ -153,7 +161,7 @@ def setup_sandbox(root: Path, client, container: str = "gpuverify-demo-aiter", g
     install(sim_bin, SimState.idle(gpus=gpus, arch=arch))
     for sub in ("tickets", "locks", "repos"):
         (root / sub).mkdir(parents=True, exist_ok=True)
-    repo = make_repo(root / "repos" / "aiter")
+    repo = make_repo(root / "repos" / "aiter", own_root=True)
     remove_sandbox_containers(client, [container])
     start_container(client, container, sim_bin, {str(repo): "/workspace/aiter"})
     spec = EnvSpec(

@@ -53,8 +53,9 @@ def render(art: Artifact, path: Path) -> str:
         f"{c.checks_warning} warning, {c.checks_failed} failed  nan {c.nan_count}  atol {_fmt(c.atol)} rtol {_fmt(c.rtol)}"
         f"  snr {_fmt(c.snr_db)}"
     )
-    for reason in art.reasons:
-        lines.append(f"  why        {reason}")
+    unknowns = set(art.run.unknowns) if art.run is not None else set()
+    for reason in art.reasons:  # what the verdict stands on; a fact recorded as null is a note, not a why
+        lines.append(f"  {'note' if reason in unknowns else 'why':<10} {reason}")
     if art.perf:
         shown = art.perf[:200]
         width = min(60, max(len(r.shape) for r in shown))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+from pytest_gpuverify.common import markdown as md
 from pytest_gpuverify.compare.core import Comparison, Pair, Summary
 from pytest_gpuverify.config.vocabulary import HIGHER
 
@@ -93,10 +94,10 @@ def summary_line(s: Summary, level: str) -> str:
 
 def markdown(result: Comparison) -> str:
     cols = _columns(result.pairs)
-    lines = [f"- {line}" for line in header(result)]
+    lines = [f"- {md.text(line)}" for line in header(result)]
     lines += ([""] if lines else []) + ["| " + " | ".join(HEAD[i] for i in cols) + " |", "|" + "---|" * len(cols)]
-    lines += ["| " + " | ".join(_cells(p)[i].replace("|", "\\|") for i in cols) + " |" for p in result.pairs]
-    summary = [f"- {summary_line(s, result.rule.level)}" for s in result.summary]
+    lines += ["| " + " | ".join(md.text(_cells(p)[i]) for i in cols) + " |" for p in result.pairs]
+    summary = [f"- {md.text(summary_line(s, result.rule.level))}" for s in result.summary]
     return "\n".join(lines + ([""] if summary else []) + summary)
 
 

@@ -11,6 +11,7 @@ from pytest_gpuverify.config.targets import PYTEST_KINDS, Thresholds
 from pytest_gpuverify.engine.floors import limit_findings
 from pytest_gpuverify.execute.leftovers import reason as leftover_reason
 from pytest_gpuverify.parsers.dtypes import is_low_precision
+from pytest_gpuverify.parsers.recognizers.pytest_terminal import NO_RESULT, RAN_NO_TEST
 from pytest_gpuverify.parsers.result import ParsedOutput
 from pytest_gpuverify.records.artifact import Correctness, RunRecord, TargetRecord, Verdict
 
@@ -87,6 +88,7 @@ def decide(
 
     failures: list[str] = []
     doubts: list[str] = []
+    ran_none = False
     if parsed is not None:
         failures.extend(parsed.failures)
         doubts.extend(parsed.problems)
@@ -101,11 +103,15 @@ def decide(
     elif inner_pytest(target) and run.exit_code == PYTEST_NO_TESTS:
         doubts.insert(0, "the inner pytest collected no test (exit code 5)")
     elif inner_pytest(target) and run.exit_code != 0 and parsed is not None and parsed.ran_no_test is not None:
-        # a usage error, a conftest or test module that cannot be imported: nothing of the kernel ran
+        # a usage error, a conftest or test module that cannot be imported: nothing of the kernel ran;
+        # said once, with the error it printed (the parser's own words for it and that line not again)
         first = f": {parsed.ran_no_test}" if parsed.ran_no_test else ""
+        doubts = [d for d in doubts if not _says_ran_no_test(d, parsed.ran_no_test)]
         doubts.insert(0, f"the inner pytest ran no test (exit code {run.exit_code}){first}")
+        ran_none = True
     elif run.exit_code != 0:
-        failures.insert(0, f"exit code {run.exit_code}")
+        # what the run printed failing decided the verdict; the exit code follows from it (first alone)
+        failures.append(f"exit code {run.exit_code}")
     doubts.extend(run.output_problems)
     doubts.extend(run.trace_doubts)  # --gpu-trace: a printed time its kernels contradict (trace/corroborate.py)
     if run.leftovers:  # they ran on the GPU beyond the command: nothing says what they did there
@@ -121,8 +127,10 @@ def decide(
         failures.extend(over)
         doubts.extend(unknown)
     if failures:
-        return "FAIL", failures + doubts
-    if correctness is None or correctness.passed is None:
+        return "FAIL", _once(failures + doubts)
+    if ran_none:
+        pass  # no result is what running no test means: said already
+    elif correctness is None or correctness.passed is None:
         doubts.append("no readable correctness result in the output")
     elif correctness.shapes_checked < 1:
         doubts.append("the output checked no shape")
@@ -130,8 +138,22 @@ def decide(
     if low and (correctness is None or correctness.snr_db is None):
         doubts.append(f"{low[0]} output without an SNR (dtype from {low[1]})")
     if doubts:
-        return "INCONCLUSIVE", doubts
+        return "INCONCLUSIVE", _once(doubts)
     return "PASS", []
+
+
+def _says_ran_no_test(doubt: str, first_error: str) -> bool:
+    """The parser's reasons a run that ran no test repeats: its own "ran no test", "no pytest result",
+    and the error line the verdict's reason quotes (``line 2: the run printed an error: <the line>``)."""
+    if doubt.startswith(RAN_NO_TEST) or doubt == NO_RESULT:
+        return True
+    where, _, said = first_error.partition(": ")
+    return bool(said) and doubt.startswith(f"{where}: ") and doubt.endswith(said)
+
+
+def _once(reasons: list[str]) -> list[str]:
+    """Each reason once, in its first place."""
+    return list(dict.fromkeys(reasons))
 
 
 def verdict_and_reasons(

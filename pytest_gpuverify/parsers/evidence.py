@@ -69,6 +69,9 @@ class Evidence:
         self.tally = Tally()
         self.nan_count = 0
         self.failures_seen = self.problems_seen = self.notes_seen = self.perf_dropped = self.alarms_seen = 0
+        self.failures_listed = 0
+        # alarms a check never named (a NaN in a log line): folded by kind, listed after the checks' failures
+        self._folded: dict[str, tuple[str, str, int]] = {}  # kind -> (its first reason, where it was, how many)
         self.failure_words = 0  # unattached failure words that became problems
         self.known: dict[str, float] = {}  # tolerances and the largest err ratio, for the correctness
         self.metrics = MetricsObserver(self.fail)  # the worst of each correctness measure printed
@@ -81,9 +84,18 @@ class Evidence:
         self._settled_through = 0
 
     # ----- records kept at once ---------------------------------------------------------------
-    def fail(self, reason: str) -> None:
+    def fail(self, reason: str, fold: tuple[str, str] | None = None) -> None:
+        """A failure; ``fold``: an alarm a log line raised, as (its kind, where: the line and what it
+        printed): each kind is one reason with its count, after the failed tests and checks, which
+        decided the verdict (``NaN/inf in the printed result: 12 lines; the first, line 35: ...``)."""
         self.failures_seen += 1
-        if self.failures_seen <= REASON_CAP:
+        if fold is not None:
+            kind, where = fold
+            first, at, n = self._folded.get(kind, (reason[:400], where[:400], 0))
+            self._folded[kind] = (first, at, n + 1)
+            return
+        self.failures_listed += 1
+        if self.failures_listed <= REASON_CAP:
             self.out.failures.append(reason[:400])
 
     def problem(self, reason: str) -> None:
@@ -240,7 +252,9 @@ class Evidence:
             self.problem(f"{reader.truncated - NOTE_CAP} more lines were cut")
         if self.perf_dropped:
             out.notes.append(f"perf rows capped at {PERF_ROW_CAP}; {self.perf_dropped} more not kept")
-        if self.failures_seen > REASON_CAP:
-            out.failures.append(f"{self.failures_seen - REASON_CAP} more failures not listed")
+        if self.failures_listed > REASON_CAP:
+            out.failures.append(f"{self.failures_listed - REASON_CAP} more failures not listed")
+        for kind, (first, at, n) in self._folded.items():
+            out.failures.append(first if n == 1 else f"{kind}: {n} lines; the first, {at}")
         if self.problems_seen > REASON_CAP:
             out.problems.append(f"{self.problems_seen - REASON_CAP} more problems not listed")

@@ -9,6 +9,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TextIO
 
+from pytest_gpuverify.common import markdown as md
+
 SUMMARY_LIMIT = 1024 * 1024  # GitHub refuses a step summary over 1 MiB
 MAX_ANNOTATIONS = 10  # GitHub shows at most 10 of each level per step
 _ORDER = {"FAIL": 0, "INCONCLUSIVE": 1, "NO_GPU": 2}
@@ -24,8 +26,9 @@ def escape_property(text: str) -> str:
     return escape_data(text).replace(":", "%3A").replace(",", "%2C")
 
 
-def _cell(text: str) -> str:
-    return str(text).replace("|", "\\|").replace("\r", " ").replace("\n", " ") or "-"
+def _cell(text: object) -> str:
+    """Free text in a cell (a reason a kernel's output may have written), inert."""
+    return md.text(text) or "-"
 
 
 def key_numbers(props: dict) -> str:
@@ -44,15 +47,15 @@ def key_numbers(props: dict) -> str:
 
 def _row(nodeid: str, p: dict) -> str:
     cells = (
-        f"**{p.get('gpuverify_verdict', '?')}**",
-        f"`{nodeid}`",
-        p.get("gpuverify_gpus", "-"),
-        p.get("gpuverify_host", "-"),
-        key_numbers(p),
-        p.get("gpuverify_reason", ""),
-        f"`{p.get('gpuverify_artifact', '')}`",
+        f"**{_cell(p.get('gpuverify_verdict', '?'))}**",
+        md.code(nodeid) or "-",
+        _cell(p.get("gpuverify_gpus", "-")),
+        _cell(p.get("gpuverify_host", "-")),
+        _cell(key_numbers(p)),
+        _cell(p.get("gpuverify_reason", "")),
+        md.code(p.get("gpuverify_artifact", "")) or "-",
     )
-    return "| " + " | ".join(_cell(c) for c in cells) + " |"
+    return "| " + " | ".join(cells) + " |"
 
 
 def ordered(verdicts: Iterable[tuple[str, dict]]) -> list[tuple[str, dict]]:

@@ -11,8 +11,11 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from urllib.parse import quote
 
 from pydantic import BaseModel, ConfigDict, ValidationError
+
+from pytest_gpuverify.common import markdown as md
 
 MARKER = "<!-- gpuverify-pr-comment -->"
 SCREENFUL = 20  # rows a section shows before the rest folds into <details>
@@ -95,13 +98,14 @@ def artifact_link(path: str | None, url_base: str | None) -> str:
     if not path:
         return "-"
     if not url_base:
-        return f"`{path}`"
+        return md.code(path)
     tail = Path(path).name if Path(path).is_absolute() else path.lstrip("./")
-    return f"[{Path(path).name}]({url_base.rstrip('/')}/{tail})"
+    return f"[{md.text(Path(path).name)}]({url_base.rstrip('/')}/{quote(tail)})"
 
 
 def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
+    """Free text in a cell (a shape or a row name a kernel printed), inert."""
+    return md.text(text)
 
 
 def _ratio(row: ComparedRow) -> str:
@@ -121,15 +125,15 @@ def _table(rows: list[tuple[CompareDoc, ComparedRow]], url_base: str | None) -> 
         metric = row.metric if row.stat in (None, "median") else f"{row.stat} {row.metric}"
         arrow = {"higher": " ↑", "lower": " ↓"}.get(row.direction or "", "")
         cells = (
-            doc.target or "-",
-            label,
-            metric + arrow,
+            _cell(doc.target or "-"),
+            _cell(label),
+            _cell(metric) + arrow,
             _ratio(row),
             f"{change(row):.1%}",
             confirmation(row),
             artifact_link(doc.artifacts.get("head"), url_base),
         )
-        lines.append("| " + " | ".join(_cell(c) for c in cells) + " |")
+        lines.append("| " + " | ".join(cells) + " |")
     return lines
 
 
@@ -176,8 +180,10 @@ def _compares(docs: list[CompareDoc]) -> list[str]:
             if commits.get("base") or commits.get("head")
             else "commits not recorded"
         )
-        base = doc.artifacts.get("base", "?")
-        lines.append(f"- `{doc.target or '?'}`: {span}, base {base}, {len(doc.pairs)} row(s)")
+        base = md.text(doc.artifacts.get("base", "?"))
+        lines.append(
+            f"- {md.code(doc.target or '?', in_table=False)}: {md.text(span)}, base {base}, {len(doc.pairs)} row(s)"
+        )
         lines += [f"  - :warning: {_cell(n)}" for n in machine_changes(doc)]
     return lines
 
@@ -227,9 +233,11 @@ def issue_body(docs: list[CompareDoc], url_base: str | None = None, run_url: str
     lines += ["Commit range (the regression landed in it):", ""]
     for doc in [d for d in docs if any(x is d for x, _ in rows)]:
         base, head = doc.commits.get("base") or "?", doc.commits.get("head") or "?"
+        log = f"git log --first-parent {base[:12]}..{head[:12]}"
         lines.append(
-            f"- `{doc.target or '?'}`: `{base}..{head}` (`git log --first-parent {base[:12]}..{head[:12]}`), "
-            f"artifact {artifact_link(doc.artifacts.get('head'), url_base)}, base {doc.artifacts.get('base', '?')}"
+            f"- {md.code(doc.target or '?', in_table=False)}: {md.code(f'{base}..{head}', in_table=False)} "
+            f"({md.code(log, in_table=False)}), artifact {artifact_link(doc.artifacts.get('head'), url_base)}, "
+            f"base {md.text(doc.artifacts.get('base', '?'))}"
         )
         lines += [f"  - :warning: {_cell(n)}" for n in machine_changes(doc)]
     lines += [""] + section("Regressions", rows, url_base)

@@ -72,7 +72,10 @@ def made(tmp_path_factory, docker_client) -> dict[str, Path]:
     arts = {case: read_artifact(path) for case, path in paths.items()}
     assert arts["pass"].verdict == "PASS" and arts["host run"].verdict == "PASS", arts["pass"].reasons
     assert arts["fail"].verdict == "FAIL" and arts["fail"].exit_code == 0
-    assert arts["crash"].verdict == "FAIL" and arts["crash"].reasons[0] == "exit code 1"
+    # what the run printed failing leads; the exit code follows from it
+    crash = arts["crash"].reasons
+    assert arts["crash"].verdict == "FAIL" and crash[0].endswith("under /tmp/jit/build failed !!!!!!"), crash
+    assert crash[1] == "exit code 1", crash
     assert arts["timeout"].verdict == "INCONCLUSIVE" and arts["timeout"].reasons[0].startswith("timeout")
     assert arts["no gpu"].verdict == "INCONCLUSIVE" and not arts["no gpu"].raw_output
     assert arts["no gpu"].run.ran is False and arts["no gpu"].run.blocked == arts["no gpu"].reasons[:1]

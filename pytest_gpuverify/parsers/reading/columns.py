@@ -117,6 +117,17 @@ def time_unit(name: str) -> str | None:
     return {"µs": "us", "usec": "us", "sec": "s", "secs": "s", "seconds": "s"}.get(unit, unit)
 
 
+def named_in_us(name: str) -> str:
+    """A time column's name once its values are converted to microseconds: the unit it names says us
+    (``fused (Execution Time (ms))`` -> ``fused (Execution Time (us))``, ``time_ms`` -> ``time_us``), so a
+    row's name never names another unit than the one its figures are in."""
+    found = TIME_UNIT.search(name)
+    if found is None:
+        return name
+    group = 1 if found.group(1) is not None else 2
+    return name[: found.start(group)] + "us" + name[found.end(group) :]
+
+
 @dataclass
 class Column:
     name: str

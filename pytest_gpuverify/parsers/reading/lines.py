@@ -18,6 +18,10 @@ DEFAULT_MAX_LINE = MIB
 READ_CHUNK = MIB
 TRUNCATION_RECORD_CAP = 100  # keep the first few cut-line numbers; the count keeps going
 
+# Erasing the line (``\x1b[2K``, ``\x1b[K``) and moving the cursor to its first column (``\x1b[0G``,
+# ``\x1b[G``, ``\x1b[1G``) start a new piece of what a terminal shows, as ``\r`` does: read as ``\r`` so
+# ``FAILED\x1b[2K\x1b[0GPASSED`` is the pieces ``FAILED`` and ``PASSED``, never ``FAILEDPASSED``.
+_ERASE = re.compile(r"\x1b\[[012]?K|\x1b\[[01]?G")
 # CSI (colours, cursor moves), OSC (window titles, links) and the two-byte escapes.
 _ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-Z\\-_]")
 # GitHub Actions log lines start with an ISO timestamp; a BOM may sit before the first one.
@@ -27,10 +31,11 @@ TruncationCallback = Callable[[int, int], None]  # (lineno, full length of the l
 
 
 def strip_ansi(text: str) -> str:
-    """Remove terminal escape sequences (``\\x1b[32m`` and kin); cheap when there are none."""
+    """Remove terminal escape sequences (``\\x1b[32m`` and kin), an erase-line or a move to the first
+    column read as the ``\\r`` it acts as; cheap when there are none."""
     if "\x1b" not in text:
         return text
-    return _ANSI.sub("", text)
+    return _ANSI.sub("", _ERASE.sub("\r", text))
 
 
 def strip_ci_prefix(text: str) -> str:

@@ -43,6 +43,7 @@ DENSE = 64  # a block with a candidate per this many bytes is checked for being 
 CHUNK_SIZE = READ_CHUNK  # tests make it small, to put chunk boundaries everywhere
 
 # strip_ansi's expression over bytes, kept inside one line (the parsers strip a line at a time).
+_ERASE = re.compile(rb"\x1b\[[012]?K|\x1b\[[01]?G")  # read as the \r it acts as (see lines.strip_ansi)
 _ANSI = re.compile(rb"\x1b(?:\[[0-?]*+[ -/]*+[@-~]|\][^\x07\x1b\n]*+(?:\x07|\x1b\\)?|[@-Z\\-_])")
 
 
@@ -85,7 +86,7 @@ class Triggers:
             return None if found is None else sorted(set(found))
         # Escapes removed, the lines shift: scan a stripped copy (its lines up to ``start`` are the
         # chunk's, as no newline is removed), then find the same lines in the chunk by number.
-        stripped = _ANSI.sub(b"", chunk)
+        stripped = _ANSI.sub(b"", _ERASE.sub(b"\r", chunk))
         s_start, s_end = stripped.find(b"\n") + 1, stripped.rfind(b"\n") + 1
         found = self._find(stripped, s_start, s_end)
         if found is None:

@@ -89,6 +89,17 @@ def _hs(k: Spelling) -> list[bytes]:
 TRIGGERS = TriggerSpec(line=_line, hs=_hs, name="measures")
 
 
+# A sentence's first words are no shape (``The max_abs_error: 0.97``, ``Our maximum absolute error is``)
+_SENTENCE_START = re.compile(r"^(?:(?:the|a|an|this|that|our|its|their|final|overall)\s+)+", re.I)
+
+
+def shape_label(before: str) -> str:
+    """What a line printed before its first measure, as the shape it names (``M=128 N=4096``,
+    ``gemm M=1``); "" where that is nothing, or the start of a sentence (``The``)."""
+    label = before.strip().rstrip(":,;-|=").strip()
+    return _SENTENCE_START.sub("", label + " ").strip()
+
+
 class Measures(RecognizerBase):
     name = "measures"
     stage = MEASURES
@@ -116,7 +127,7 @@ class Measures(RecognizerBase):
             read = self.ev.metrics.observe(line.lineno, text)
             if read is not None:
                 line.measured = True
-                line.label = text[: read.start].strip().rstrip(":,;-|=").strip() or f"line {line.lineno}"
+                line.label = shape_label(text[: read.start])
                 if self.shape_lines:
                     self._shape(line.lineno, text, read)
 
@@ -124,7 +135,8 @@ class Measures(RecognizerBase):
         """A line with measures: a check of each limit that applies (see the module's docstring)."""
         if SUMMARY.search(text):
             return
-        label = text[: read.start].strip().rstrip(":,;-|=").strip() or f"line {lineno}"
+        label = shape_label(text[: read.start])
+        where = f"line {lineno}: {label}" if label else f"line {lineno}"
         if read.values.get("max_abs_error") == 0.0 and self.limits.max_abs_error_max is None:
             self.ev.reading(lineno, True)  # no difference at all: the outputs are identical
         for field, key in _LIMITS:
@@ -142,7 +154,7 @@ class Measures(RecognizerBase):
                 self.ev.reading(
                     lineno,
                     False,
-                    f"line {lineno}: {label}: {field} {value:g} is {'below' if below else 'above'} {origin} {limit:g}",
+                    f"{where}: {field} {value:g} is {'below' if below else 'above'} {origin} {limit:g}",
                 )
             else:
                 self.ev.reading(lineno, True)
@@ -187,7 +199,10 @@ class Measures(RecognizerBase):
         self.ev.nan_count += 1
         self.ev.mark(lineno, failed=True)
         where = f"line {lineno}" + (f" (value on line {at})" if at and at != lineno else "")
-        self.ev.fail(f"{where}: NaN/inf in the printed result: {text.strip()[:160]}")
+        said = text.strip()[:160]
+        self.ev.fail(f"{where}: {NAN_ALARM}: {said}", fold=(NAN_ALARM, f"{where}: {said}"))
 
+
+NAN_ALARM = "NaN/inf in the printed result"
 
 RECOGNIZERS = (Measures,)

@@ -176,8 +176,10 @@ class PerfLines(RecognizerBase):
         """``Mean TTFT (ms):   26.56``: a figure whose unit its label names."""
         label, unit = " ".join(match["label"].split()), match["u"]
         stat = next((name for name, rx in _STAT if rx.search(label)), None)
-        row = PerfRow(shape="", name=f"{label} ({unit})", stat=stat, source_line=lineno)
-        if unit.lower() in _TIME_UNITS:
+        timed = unit.lower() in _TIME_UNITS
+        # a time is kept in us: the row's name says so (``Mean TTFT (us)``), never the unit it was printed in
+        row = PerfRow(shape="", name=f"{label} ({'us' if timed else unit})", stat=stat, source_line=lineno)
+        if timed:
             value = self._time(lineno, match, label)
             place(row, stat, value)
         else:

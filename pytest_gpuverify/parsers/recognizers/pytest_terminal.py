@@ -49,6 +49,16 @@ _SHORT = re.compile(
 )
 _SHORT_SKIP = re.compile(r"^SKIPPED \[(?P<n>\d+)\] ")
 _VERBOSE = re.compile(r"^(?P<id>\S+::[^\s\[]+(?:\[.*?\])?) (?P<word>PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS|RERUN)\b")
+_WORD = r"(?P<word>PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS|RERUN)"
+# pytest-xdist's ``-v`` outcome: ``[gw0] [ 25%] FAILED tests/t.py::test_x[1]``
+_XDIST = re.compile(rf"^\[gw\d+\] \[\s*\d+%\] {_WORD} (?P<id>\S+)$")
+# ``-v``'s progress token, ``FAILED [ 25%]``, alone on a line (a test printed its output first, with
+# ``-s``) or ending the line of what the test printed: pytest's own, the test counted by JUnit or the summary
+_PROGRESS = re.compile(rf"(?:^|\s){_WORD}\s+\[\s*\d+%\]$")
+# ``-v -s``: a test's node id, then what it printed; the outcome word ends it, alone on a line
+_VERBOSE_START = re.compile(r"^(?P<id>\S+\.py::\S+) (?P<rest>.*)$")
+_BARE = re.compile(rf"^{_WORD}$")
+_PROGRESS_AREA = ("", "test session starts")
 _SECTION = re.compile(r"^={3,} (?P<title>.+?) ={3,}$")
 _PYTEST_SECTIONS = re.compile(
     r"X?FAILURES|ERRORS|X?PASSES|short test summary info|warnings summary|test session starts"
@@ -92,6 +102,8 @@ class PytestTerminal:
         self.short_skipped = 0
         self.blocks: list[tuple[str | None, CloseBlock]] = []
         self.block: CloseBlock | None = None
+        self.running: str | None = None  # ``-v -s``: the test whose output is being printed
+        self.tokens: list[tuple[int, str, str]] = []  # ``-v -s``: (line, word, node id) of each test's end
 
     def feed(self, lineno: int, text: str) -> str | None:
         c0 = text[:1]
@@ -125,6 +137,25 @@ class PytestTerminal:
             return None
         if "::" in text and self._short(lineno, text, _VERBOSE):
             return None
+        if c0 == "[" and text.startswith("[gw") and self._short(lineno, text, _XDIST):
+            return None
+        if "%]" in text and (match := _PROGRESS.search(text.rstrip())) is not None:
+            return text[: match.start()] or None
+        if self.section in _PROGRESS_AREA:
+            return self._progress(lineno, text)
+        return text
+
+    def _progress(self, lineno: int, text: str) -> str | None:
+        """``-v -s``'s lines: a test's node id and the start of what it printed, then its outcome alone
+        on a line (kept, to be set against the test's reported outcome: a test may print ``FAILED``)."""
+        if self.running is not None and (match := _BARE.match(text.strip())) is not None:
+            if len(self.tokens) < OUTCOME_CAP:
+                self.tokens.append((lineno, match["word"], self.running))
+            self.running = None
+            return None
+        if "::" in text and (match := _VERBOSE_START.match(text)) is not None:
+            self.running = match["id"]
+            return match["rest"]
         return text
 
     def where(self) -> str:
@@ -333,6 +364,10 @@ class InnerPytest(RecognizerBase):
                 f"line {lineno}: the pytest summary reports {printed.reruns} rerun(s): a test failed an attempt "
                 "and ran again (a retry plugin); a failure retried into a pass is still a failure"
             )
+        failing = {nodeid for nodeid, _, _ in bad}
+        for lineno, word, nodeid in term.tokens:  # a failure word on a test pytest says passed: the test's own
+            if word in ("FAILED", "ERROR") and nodeid not in failing:
+                ev.fail(f"line {lineno}: {nodeid} printed {word} alone, and pytest reports it did not fail")
         by_test: dict[str | None, CloseBlock] = {}
         for test, first in term.blocks:
             by_test.setdefault(test, first)

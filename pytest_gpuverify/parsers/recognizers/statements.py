@@ -104,7 +104,8 @@ class Statements(RecognizerBase):
             elif said.passed:
                 self.ev.reading(line.lineno, True, summary=said.family == "tests-summary")
             elif said.family == "word-with-figure":
-                self.ev.reading(line.lineno, False, f"line {line.lineno}: {line.label}: printed {said.word}")
+                where = f"line {line.lineno}: {line.label}" if line.label else f"line {line.lineno}"
+                self.ev.reading(line.lineno, False, f"{where}: printed {said.word}")
             else:
                 self.ev.reading(
                     line.lineno,

@@ -14,7 +14,7 @@ from functools import lru_cache
 from pytest_gpuverify.parsers.dtypes import DtypeReader
 from pytest_gpuverify.parsers.evidence import Evidence
 from pytest_gpuverify.parsers.perfstats import FIELD_OF, quantities_of, to_us
-from pytest_gpuverify.parsers.reading.columns import ERROR_FIELDS, MEASURE_FIELDS, Column, Table
+from pytest_gpuverify.parsers.reading.columns import ERROR_FIELDS, MEASURE_FIELDS, Column, Table, named_in_us
 from pytest_gpuverify.parsers.reading.lines import read_number
 from pytest_gpuverify.parsers.reading.statements import status_of_cell
 from pytest_gpuverify.parsers.recognizers.table_names import name_repeats, settings_above
@@ -130,6 +130,8 @@ class RowReader:
             metrics.update(ratios)
             if len(present) == 1:
                 index, name, stat = present[0]
+                if plan.scale[index] is not None:
+                    name = named_in_us(name)
                 field = FIELD_OF.get(stat)
                 if field is None:
                     metrics[f"{stat}_us"] = times[index]
@@ -151,7 +153,8 @@ class RowReader:
             else:
                 [q] = quantities_of([group], times)
                 metrics.update(q.spread)
-                name, named = _side_of(q.name)
+                scaled = any(plan.scale[m[0]] is not None for m in present)
+                name, named = _side_of(named_in_us(q.name) if scaled else q.name)
                 row = PerfRow(
                     shape=shape,
                     name=name,

@@ -530,7 +530,8 @@ def test_strip_helpers() -> None:
     assert strip_ansi("ck: [checkAllclose atol=0.01 rtol=0.01 \x1b[32mpassed~\x1b[0m]") == (
         "ck: [checkAllclose atol=0.01 rtol=0.01 passed~]"
     )
-    assert strip_ansi("\x1b[1;31mred\x1b[0m \x1b[2Kline\x1b]0;title\x07") == "red line"
+    assert strip_ansi("\x1b[1;31mred\x1b[0m \x1b[4Cline\x1b]0;title\x07") == "red line"
+    assert strip_ansi("\x1b[1;31mred\x1b[0m \x1b[2Kline\x1b]0;title\x07") == "red \rline"  # an erase starts a piece
     assert strip_ci_prefix("2026-01-02T03:04:05.1234567Z [aiter] hello") == "[aiter] hello"
     assert strip_ci_prefix("[aiter] 2026-01-02T03:04:05Z hello") == "[aiter] 2026-01-02T03:04:05Z hello"
 

@@ -139,7 +139,7 @@ def test_a_markdown_time_in_ms_becomes_microseconds(tmp_path: Path) -> None:
 """
     parsed, _ = parse(tmp_path, text, AITER_OP_TEST)
     rows = [(r.name, r.stat, r.us_median, r.metrics) for r in parsed.perf]
-    assert rows == [("ck (ms)", None, 12.3, {"ck TFLOPS": 1.5}), ("triton median ns", "median", 4.2, {})]
+    assert rows == [("ck (us)", None, 12.3, {"ck TFLOPS": 1.5}), ("triton median us", "median", 4.2, {})]
 
 
 def test_printed_us_reads_each_rows_own_time(tmp_path: Path) -> None:

@@ -128,8 +128,8 @@ bench_rmsnorm:
 """
     result = bench(tmp_path, text)
     assert rows(result) == [
-        ("M=1.0, N=4096.0, K=4096.0", "Time_(ms)", 12.345, {}, None),
-        ("M=1024.0, N=4096.0, K=4096.0", "Time_(ms)", 250.0, {}, None),
+        ("M=1.0, N=4096.0, K=4096.0", "Time_(us)", 12.345, {}, None),
+        ("M=1024.0, N=4096.0, K=4096.0", "Time_(us)", 250.0, {}, None),
         ("M=1.0, N=8192.0", "TFLOPS", None, {"TFLOPS": 0.1234}, None),
         ("M=1.0, N=8192.0", "Bandwidth_(GB/s)", None, {"Bandwidth_(GB/s)": 1234.5}, None),
     ]

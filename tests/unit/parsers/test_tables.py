@@ -36,8 +36,8 @@ def test_a_flaggems_table_gives_every_figure_in_its_unit_and_a_failed_status_fai
     parsed = read(FLAGGEMS)
     rows = [(r.name, r.us_median, r.metrics) for r in parsed.perf if r.source_line == 4]
     assert rows == [
-        ("Torch Latency (ms)", 10.24, {"Gems Speedup": 1.111}),
-        ("Gems Latency (ms)", 9.216, {"Gems Speedup": 1.111}),
+        ("Torch Latency (us)", 10.24, {"Gems Speedup": 1.111}),
+        ("Gems Latency (us)", 9.216, {"Gems Speedup": 1.111}),
         ("TFLOPS", None, {"TFLOPS": 0.045, "Gems Speedup": 1.111}),
     ]
     assert {r.table for r in parsed.perf} == {
@@ -47,7 +47,7 @@ def test_a_flaggems_table_gives_every_figure_in_its_unit_and_a_failed_status_fai
     assert verdict(parsed) == "FAIL"  # the FAILED status, and the nan where a latency was due
     assert any("column 'Status' says FAILED" in f for f in parsed.failures), parsed.failures
     assert any("nan in column 'Gems Latency (ms)'" in f for f in parsed.failures), parsed.failures
-    assert [r.us_median for r in parsed.perf if r.name == "Gems Latency (ms)"] == [9.216, None]  # kept, null
+    assert [r.us_median for r in parsed.perf if r.name == "Gems Latency (us)"] == [9.216, None]  # kept, null
 
 
 def test_a_status_of_success_is_no_check() -> None:
@@ -63,8 +63,8 @@ def test_a_gemm_bench_table_with_a_unit_in_parentheses() -> None:
 """
     parsed = read(text)
     assert [(r.shape, r.name, r.us_median, r.metrics) for r in parsed.perf] == [
-        ("M=256, N=256, K=256", "time(ms)", 12.3, {"TFLOPS": 2.73}),
-        ("M=1024, N=1024, K=1024", "time(ms)", 250.0, {"TFLOPS": 8.59}),
+        ("M=256, N=256, K=256", "time(us)", 12.3, {"TFLOPS": 2.73}),
+        ("M=1024, N=1024, K=1024", "time(us)", 250.0, {"TFLOPS": 8.59}),
     ]
 
 
@@ -166,11 +166,11 @@ def test_a_figure_that_cannot_be_one_keeps_its_row_and_is_said(line: str, note_o
         assert parsed.perf[0].us_median is None and parsed.perf[0].min_us is None
 
 
-def test_a_labelled_figure_names_its_unit() -> None:
+def test_a_labelled_figure_names_the_unit_it_is_kept_in() -> None:
     parsed = read("Mean TTFT (ms):                          26.56\nBenchmark duration (s):                  339.37\n")
     assert [(r.name, r.stat, r.us_median) for r in parsed.perf] == [
-        ("Mean TTFT (ms)", "mean", None),
-        ("Benchmark duration (s)", None, 339370000.0),
+        ("Mean TTFT (us)", "mean", None),
+        ("Benchmark duration (us)", None, 339370000.0),
     ]
     assert parsed.perf[0].metrics == {"mean_us": 26560.0}
 

@@ -99,3 +99,12 @@ def test_aiters_jit_folder_only_for_aiter_kinds():
 
     assert "AITER_JIT_DIR" in plan_caches("/w", False, "r", "aiter-op-test").dirs
     assert "AITER_JIT_DIR" not in plan_caches("/w", False, "r", "pytest").dirs
+
+
+def test_packages_declared_empty_is_a_note_that_says_so(tmp_path):
+    """``packages = []`` turns the import check off: the note says that (it said only ``declaration``)."""
+    project(tmp_path, "kernel-kit")
+    under = packages_under_test(target(tmp_path, "pytest", packages=()), tmp_path)
+    result = check_imports(under, "/w", {}, lambda p, e: (None, None))
+    assert result.notes == ["no package under test was checked: the declaration says packages = []"]
+    assert result.imports == {} and result.blocked == []
