@@ -9,7 +9,7 @@ set -u
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 here=$(cd "$(dirname "$0")" && pwd); top=$(cd "$here/../.." && pwd)
 WHEELS=${WHEELS:-$top/.whl}; . "$here/sandbox.sh"
-PT="python3 -m pytest -p pytest_gpuverify.plugin -p no:cacheprovider --gpu-verify --gpu-container none --gpu-env $W/env.md"
+PT="python3 -m pytest -p pytest_gpuverify.plugin -p no:cacheprovider --gpu-verify --gpu-container none --gpu-env=$W/env.md"
 GV="python3 -m pytest_gpuverify.cli.main"
 T=$W/tickets
 cd $W/repos/aiter
@@ -21,7 +21,7 @@ $PT -q --ticket TR-1 --gpu-target traced-add --gpu-target traced-matmul | tail -
 echo "== 2. the same with --gpu-trace kernels (honest: PASS, printed >= the kernels' time)"
 start=$(date +%s.%N)
 $PT -q --ticket TR-2 --gpu-target traced-add --gpu-target traced-matmul --gpu-trace kernels | tail -3
-echo "session seconds: $(echo "$(date +%s.%N) - $start" | bc)"
+echo "session seconds: $(python3 -c "import sys; print(round($(date +%s.%N) - $start, 1))")"
 for t in traced-add traced-matmul; do
   python3 $here/trace_report.py $T/TR-2/bench_$t.json --without $T/TR-1/bench_$t.json
 done

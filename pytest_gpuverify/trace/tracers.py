@@ -64,6 +64,9 @@ def trace_run(vendor: str, have: Callable[[str], bool], argv: list[str], out_dir
     )
 
 
+NCU_LAUNCHES = 10  # ncu profiles the first launches that match the filter, this many
+
+
 def profile_run(
     tool: str, have: Callable[[str], bool], argv: list[str], out_dir: str, name: str, kernel_filter: str | None
 ) -> ToolRun | str:
@@ -73,7 +76,10 @@ def profile_run(
         return f"{exe} is not installed where the command runs. Fix: install it, or drop --gpu-profiler"
     out = f"{out_dir}/{name}"
     if tool == "ncu":
+        # the full set replays each profiled launch some 40 times: a benchmark's hundreds of timed launches
+        # would take many minutes, and a few launches of each kernel are what a developer reads
         narrow = ["--kernel-name", f"regex:{kernel_filter}"] if kernel_filter else []
+        narrow += ["--launch-count", str(NCU_LAUNCHES)]
         return ToolRun(
             "ncu",
             "ncu-rep",
