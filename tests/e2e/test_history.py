@@ -512,9 +512,9 @@ def filled(path: Path, commits: int, step_at: int = 10**9) -> Path:
 
 
 def exported(tmp_path: Path, first: int, count: int) -> Path:
-    lines = tmp_path / f"runs-{first}.jsonl"
-    lines.write_text("".join(stored_run(n).model_dump_json() + "\n" for n in range(first, first + count)))
-    return lines
+    from store_artifacts import exported_runs
+
+    return exported_runs(tmp_path, first, count)
 
 
 def ticket_of_t(tmp_path: Path) -> Path:

@@ -42,18 +42,19 @@ def test_runs_are_stored_once_and_read_back_alike(store_name):
 
 
 def test_history_commands_work_alike_on_both(store_name, tmp_path, capsys):
-    lines = tmp_path / "runs.jsonl"
-    lines.write_text("".join(stored_run(n, 12.0 if n >= 6 else 10.0).model_dump_json() + "\n" for n in range(12)))
-    assert main(["history", "import", str(lines), "--store", store_name]) == 0
-    assert f"{lines}: 12 added, 0 already stored" in capsys.readouterr().out
-    assert main(["history", "import", str(lines), "--store", store_name]) == 0
-    assert f"{lines}: 0 added, 12 already stored" in capsys.readouterr().out
+    with closing(connect(locate(store_name))) as conn:  # a trend with a step: the store's own writer
+        assert insert_many(conn, [stored_run(n, 12.0 if n >= 6 else 10.0) for n in range(12)]) == 12
     assert main(["history", "show", "t", "--store", store_name]) == 0
     assert capsys.readouterr().out.count("REGRESSED") == 1
     assert main(["history", "export", "--store", store_name]) == 0
     out, err = capsys.readouterr()
     assert [json.loads(line)["artifact_sha256"] for line in out.splitlines()] == [f"{n:064x}" for n in range(12)]
     assert f"{shown(locate(store_name))}: 12 run(s) exported" in err and "s3cret" not in err
+    lines = exported(tmp_path, 100, 3)  # real runs: import verifies each as add does
+    assert main(["history", "import", str(lines), "--store", store_name]) == 0
+    assert f"{lines}: 3 added, 0 already stored" in capsys.readouterr().out
+    assert main(["history", "import", str(lines), "--store", store_name]) == 0
+    assert f"{lines}: 0 added, 3 already stored" in capsys.readouterr().out
 
 
 def test_a_new_store_opened_by_many_processes_at_once_is_migrated_once(store_name):

@@ -21,7 +21,10 @@ PROBE = """<script>
  document.body.offsetHeight;
  const rendered=performance.now();
  document.querySelectorAll('details').forEach(function(d){d.open=true});
- window.addEventListener('load',function(){  // after the sections' toggle events: their tables are built
+ window.addEventListener('load',function(){
+ // the sections' toggle events build their tables, but a busy machine may fire load before them: the page's
+ // own builder is called here as the toggle would (it builds a table once)
+ if(typeof fill==='function')document.querySelectorAll('details.lazy').forEach(function(d){if(d.open)fill(d)});
  const out={rendered_ms:rendered,plots:0,texts:0,overlaps:[],clipped:[]};
  document.querySelectorAll('svg').forEach(function(svg,n){
   out.plots++;

@@ -74,3 +74,19 @@ def held_gpu(
         run=RunRecord(ran=True, timed_out=timed_out, exit_code=None if timed_out else 0),
         target=target,
     )
+
+
+def exported_runs(folder: Path, first: int, count: int) -> Path:
+    """An export (JSONL) of ``count`` real runs, numbered from ``first``, whose artifacts lie where the lines
+    say: ``history import`` verifies each run as ``history add`` does, so made-up lines are refused."""
+    import subprocess
+    import sys
+
+    cli = [sys.executable, "-m", "pytest_gpuverify.cli.main"]
+    arts = [never_ran(folder / f"runs-{first}", n) for n in range(first, first + count)]
+    scratch, lines = folder / f"runs-{first}.db", folder / f"runs-{first}.jsonl"
+    for at in range(0, len(arts), 500):  # the command line of one add stays short
+        part = [str(a) for a in arts[at : at + 500]]
+        subprocess.run([*cli, "history", "add", *part, "--store", str(scratch)], check=True, capture_output=True)
+    subprocess.run([*cli, "history", "export", "--store", str(scratch), "-o", str(lines)], check=True)
+    return lines
