@@ -25,7 +25,7 @@ from pytest_gpuverify.trace.tracers import ToolRun, profile_run, python_of, trac
 SUFFIX = {
     "rocpd": "rocpd.db",
     "nsys-sqlite": "nsys.sqlite",
-    "kineto-json": "kineto.json",
+    "kineto-json": "kineto.json.gz",  # never .json: bench_*.json are the artifacts
     "ncu-rep": "ncu-rep",
     "nsys-rep": "nsys-rep",
     "rocprof-compute-tar": "rocprof-compute.tar.gz",

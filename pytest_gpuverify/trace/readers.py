@@ -4,6 +4,7 @@ Each opens the file read-only and raises :class:`TraceError` naming the file on 
 
 from __future__ import annotations
 
+import gzip
 import json
 import sqlite3
 from pathlib import Path
@@ -67,8 +68,11 @@ def _query(path: Path, query: str, what: str) -> list[tuple]:
 def _kineto(path: Path) -> list[Launch]:
     """Kineto's Chrome trace: ``traceEvents`` of category ``kernel``, ``ts``/``dur`` in microseconds."""
     try:
-        events = json.loads(path.read_text(encoding="utf-8")).get("traceEvents", [])
-    except (OSError, ValueError, AttributeError) as exc:
+        data = path.read_bytes()
+        if data[:2] == b"\x1f\x8b":  # the stored trace is gzipped (torch_profile.py)
+            data = gzip.decompress(data)
+        events = json.loads(data.decode("utf-8")).get("traceEvents", [])
+    except (OSError, ValueError, AttributeError, EOFError) as exc:
         raise TraceError(f"{path.name} is not a readable Kineto trace ({exc})") from None
     launches = []
     for ev in events if isinstance(events, list) else []:

@@ -1,8 +1,12 @@
 """Runs a Python command in this process under torch's profiler (CUPTI through Kineto) and writes its
-Chrome trace: ``python -c <this file> OUT -- [-m module | script] args...``. Passed as source, so it
+Chrome trace, gzipped (OUT ends ``.json.gz``: a stored ``bench_*.json`` is an artifact to every tool that
+gathers them; Perfetto opens the file as it is): ``python -c <this file> OUT -- [-m module | script] args...``. Passed as source, so it
 needs neither this package nor a file where the command runs; the command's exit code is kept."""
 
+import gzip
+import os
 import runpy
+import shutil
 import sys
 
 
@@ -25,7 +29,11 @@ def main():
             code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
         if torch.cuda.is_available():
             torch.cuda.synchronize()
-    prof.export_chrome_trace(out)
+    plain = out[: -len(".gz")] if out.endswith(".gz") else out + ".json"
+    prof.export_chrome_trace(plain)
+    with open(plain, "rb") as src, gzip.open(out, "wb", compresslevel=6) as dst:
+        shutil.copyfileobj(src, dst)
+    os.unlink(plain)
     sys.exit(code)
 
 

@@ -54,7 +54,7 @@ def trace_run(vendor: str, have: Callable[[str], bool], argv: list[str], out_dir
             f"nsys is not installed and {argv[0] if argv else 'the command'} is not a Python command for "
             "torch's profiler. Fix: install Nsight Systems, or drop --gpu-trace"
         )
-    out = f"{out_dir}/{name}.kineto.json"
+    out = f"{out_dir}/{name}.kineto.json.gz"
     return ToolRun(
         TORCH_PROFILER,
         "kineto-json",

@@ -167,7 +167,8 @@ def check_tail(folders: list[Path]) -> str:
         capture_output=True,
         text=True,
         cwd=TOP,
-        env=dict(os.environ, PYTHONPATH=str(TOP)),
+        # the carried wheels' folder stays on the path (pydantic is not installed on the lent machines)
+        env=dict(os.environ, PYTHONPATH=f"{TOP}:{os.environ.get('PYTHONPATH', '')}".rstrip(":")),
     )
     return "\n".join((res.stdout + res.stderr).strip().splitlines()[-6:]) + f"\n(check exit {res.returncode})"
 

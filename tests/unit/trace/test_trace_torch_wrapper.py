@@ -53,8 +53,8 @@ def test_a_script_runs_in_process_with_its_argv_and_exit_code(tmp_path):
     proc, planned = run_traced(tmp_path, [sys.executable, "bench.py", "--size", "4"])
     assert proc.returncode == 3, proc.stderr
     assert "argv ['bench.py', '--size', '4']" in proc.stdout and "main __main__" in proc.stdout
-    launches = read_trace(tmp_path / "trace.kineto.json", "kineto-json")
-    assert planned.output == f"{tmp_path}/trace.kineto.json" and len(launches) == 4
+    launches = read_trace(tmp_path / "trace.kineto.json.gz", "kineto-json")
+    assert planned.output == f"{tmp_path}/trace.kineto.json.gz" and len(launches) == 4
 
 
 def test_a_module_runs_as_python_m_would(tmp_path):
