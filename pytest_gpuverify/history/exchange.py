@@ -8,6 +8,7 @@ the others are imported."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import IO
 
@@ -34,9 +35,24 @@ def artifact_of(run: StoredRun, export: Path, folders: list[Path]) -> Path | Non
     recorded = Path(run.artifact_path)
     tail = Path(*recorded.parts[-2:]) if len(recorded.parts) >= 2 else Path(recorded.name)
     for candidate in [recorded, *(folder / tail for folder in [export.parent, *folders])]:
-        if candidate.is_file():
+        if _readable(candidate):
             return candidate
     return None
+
+
+def _readable(path: Path) -> bool:
+    """A file this user can read (another user's private folder is neither: stat itself is refused there)."""
+    try:
+        return path.is_file() and os.access(path, os.R_OK)
+    except OSError:
+        return False
+
+
+def _exists(path: Path) -> bool:
+    try:
+        return path.exists()
+    except OSError:  # a folder this user may not enter: something is there
+        return True
 
 
 def verified(run: StoredRun, export: Path, folders: list[Path], allowed: Path | None) -> StoredRun | str:
@@ -45,9 +61,10 @@ def verified(run: StoredRun, export: Path, folders: list[Path], allowed: Path | 
 
     found = artifact_of(run, export, folders)
     if found is None:
+        where = "cannot be read by this user" if _exists(Path(run.artifact_path)) else "is not here"
         return (
-            f"its artifact {run.artifact_path} is not here. Fix: name the folder that holds its ticket folder "
-            "with --artifacts DIR"
+            f"its artifact {run.artifact_path} {where}. Fix: put its ticket folder beside the export, or name "
+            "the folder that holds it with --artifacts DIR"
         )
     made = verified_run(found, run.ref, allowed)
     if isinstance(made, str):

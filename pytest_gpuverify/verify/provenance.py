@@ -200,9 +200,13 @@ def _repos(art: Artifact, ran: bool) -> list[str]:
 
 
 def _at_hand(path: str) -> bool:
-    """A git checkout whose top is ``path``, on this machine."""
-    top = git_toplevel(Path(path)) if Path(path).is_dir() else None
-    return top is not None and top.resolve() == Path(path).resolve()
+    """A git checkout whose top is ``path``, on this machine, that this user may read (another user's
+    private checkout is not at hand: the commit cannot be looked up there)."""
+    try:
+        top = git_toplevel(Path(path)) if Path(path).is_dir() else None
+        return top is not None and top.resolve() == Path(path).resolve()
+    except OSError:
+        return False
 
 
 def _under(path: str, root: str) -> bool:

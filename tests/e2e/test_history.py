@@ -433,6 +433,11 @@ def test_a_teams_store_in_a_shared_folder_takes_two_users(lab, second_user, worl
     later.write_text("\n".join(lines[4:]) + "\n")
     os.chmod(records, 0o644)
     os.chmod(later, 0o644)
+    for line in lines:  # the runs' ticket folders beside the export: import verifies each run's artifact
+        ticket = Path(json.loads(line)["artifact_path"]).parent
+        shutil.copytree(ticket, team / ticket.name, dirs_exist_ok=True)
+        for path in [team / ticket.name, *(team / ticket.name).rglob("*")]:
+            os.chmod(path, 0o755 if path.is_dir() else 0o644)
     store = team / "history.db"
     old = os.umask(0o022)
     try:

@@ -72,8 +72,8 @@ def test_a_tampered_or_missing_artifact_refuses_its_run(exported, tmp_path):
     assert (code, stored) == (1, 1) and len(err) == 2, err
     assert err[0].startswith(f"{tmp_path / 'export' / 'part.jsonl'} line 1: refused: {tampered}: fails gpuverify check")
     assert err[1].endswith(
-        f"line 3: refused: its artifact {gone} is not here. Fix: name the folder that holds its ticket folder "
-        "with --artifacts DIR"
+        f"line 3: refused: its artifact {gone} is not here. Fix: put its ticket folder beside the export, or "
+        "name the folder that holds it with --artifacts DIR"
     )
     code, err, stored = imported(tmp_path, exported["lines"][2:], "--artifacts", str(tmp_path / "nowhere"))
     assert (code, stored) == (1, 0)
