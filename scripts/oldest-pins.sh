@@ -13,7 +13,7 @@ pip=("$venv/bin/python" -m pip install -q --disable-pip-version-check)
 "${pip[@]}" 'pytest==7.4.*' 'pluggy==1.3.*' 'pydantic==2.5.*' 'docker==7.1.*' 'pytest-xdist==3.5.*' 'json5==0.9.*' \
   'filelock==3.12.*' 'hyperscan==0.8.*' 'sqlalchemy==2.0.*' 'alembic==1.13.*' \
   'in-toto-attestation==0.9.*' 'cryptography==42.0.*' 'psycopg[binary]==3.1.*' \
-  'hypothesis==6.90.*' 'starlette==0.37.*' 'uvicorn==0.29.*' 'pyyaml==6.0.*'
+  'hypothesis==6.90.*' 'markdown==3.5.*' 'jsonschema==4.18.*' 'starlette==0.37.*' 'uvicorn==0.29.*' 'pyyaml==6.0.*'
 "${pip[@]}" --no-deps -e .
 "$venv/bin/python" - <<'PY'
 from importlib.metadata import version
