@@ -32,8 +32,6 @@ CANCEL_WAIT_S = 60.0  # after scancel, how long the controller waits for the que
 ARTIFACT_GRACE_S = 45.0
 # states where Slurm signals a running job's session and gives it KillWait to write its artifacts
 SIGNALLED = {"CANCELLED", "TIMEOUT", "PREEMPTED", "DEADLINE"}
-# ends after which Slurm may requeue a batch job (JobRequeue): the same job id comes back to the queue
-REQUEUED_AFTER = {"NODE_FAIL", "PREEMPTED"}
 # a job whose batch script never started (its node died or refused it while the job launched): Slurm ends it
 # FAILED with the reason JobLaunchFailure, or holds it in the queue ("launch failed requeued held"). Its
 # session ran nothing, so the controller submits the job once more rather than losing its targets.
@@ -77,6 +75,7 @@ class Submitted:
     queued_at: float = 0.0  # monotonic: when it last entered the queue (its submission, or its requeue)
     restarts: int = 0  # Slurm's restart count, as last read
     relaunched_from: tuple[str, ...] = ()  # earlier jobs of this spec that never launched
+    finished_polls: int = 0  # polls in a row that found it finished (see SlurmLauncher._ended)
 
 
 @dataclass
@@ -193,11 +192,23 @@ class SlurmLauncher:
                         f"(PENDING, {state.reason or 'no reason given'}); cancelled"
                     )
                     self._end(job, "PENDING", why, on_end)
-                elif state.finished and not (state.state in REQUEUED_AFTER and self._requeued(job, ended=True)):
+                elif state.finished and self._ended(job, state):
                     self._end(job, state.state, "", on_end, state.reason)
+                if not state.finished:
+                    job.finished_polls = 0
                 job.last = state
             if len(self.ended) < len(self.jobs):
                 time.sleep(self.poll_s)
+
+    def _ended(self, job: Submitted, state: client.JobState) -> bool:
+        """A finished state that stands: not requeued since (``scontrol requeue`` stops the batch script, which
+        can show FAILED for a poll before the job is back in the queue; a node failure, a preemption), and
+        seen on two polls running (a purged job, GONE, at once)."""
+        if self._requeued(job, ended=True):
+            job.finished_polls = 0
+            return False
+        job.finished_polls += 1
+        return job.finished_polls >= 2 or state.state == "GONE"
 
     def _never_launched(self, job: Submitted, state: client.JobState) -> bool:
         """Slurm says the job's batch script never started (see LAUNCH_FAILED), no artifact of its targets

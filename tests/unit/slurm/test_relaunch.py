@@ -49,13 +49,13 @@ def _with_id(state: client.JobState, job: str) -> client.JobState:
 
 @pytest.fixture
 def launch(tmp_path: Path, monkeypatch):
-    def run(plans: list[list[client.JobState]]):
+    def run(plans: list[list[client.JobState]], restarts=lambda job, env=None: (0, False)):
         queue = Queue(plans)
         monkeypatch.setattr(client, "submit", queue.submit)
         monkeypatch.setattr(client, "states", queue.states)
         monkeypatch.setattr(client, "cancel", queue.cancel)
         monkeypatch.setattr(client, "exit_code", lambda job, env=None: 1)
-        monkeypatch.setattr(client, "restarts", lambda job, env=None: (0, False))
+        monkeypatch.setattr(client, "restarts", restarts)
         launcher = SlurmLauncher(SlurmSettings(), tmp_path, "python3", [], tmp_path, poll_s=0.0)
         launcher.submit_all([JobSpec("a", (TARGET.selector,), 1, (TARGET,))])
         ends = []
@@ -96,3 +96,13 @@ def test_a_job_that_ran_and_failed_is_not_submitted_again(launch):
     queue, ends = launch([[state("RUNNING"), state("FAILED", "NonZeroExitCode")]])
     assert queue.submitted == ["100"]
     assert ends[0].state == "FAILED"
+
+
+def test_a_job_seen_failed_for_a_poll_then_requeued_runs_to_its_end(launch):
+    """``scontrol requeue`` stops the batch script: one poll may read FAILED before the job is back in the
+    queue with its restart count grown; the controller waits for the end that stands."""
+    answers = iter([(1, True)])  # the first look after FAILED: requeued once, back in the queue
+    plan = [state("RUNNING"), state("FAILED"), state("PENDING"), state("RUNNING"), state("COMPLETED")]
+    queue, ends = launch([plan], restarts=lambda job, env=None: next(answers, (1, False)))
+    assert queue.submitted == ["100"]
+    assert [(e.job_id, e.state) for e in ends] == [("100", "COMPLETED")]
